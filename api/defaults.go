@@ -1,0 +1,279 @@
+package api
+
+import (
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Default fills in the fields a manifest may leave out with the values
+// Kubernetes gives them, so that controllers, the scheduler and the agent
+// never have to guess, and an object reads the same whether it came from a
+// source, the API or a controller. It changes obj in place; applying it
+// twice changes nothing the second time.
+func Default(obj Object) {
+	if k := KindOf(obj); k != nil && k.Namespaced && obj.GetNamespace() == "" {
+		obj.SetNamespace(NamespaceDefault)
+	}
+	switch o := obj.(type) {
+	case *Namespace:
+		defaultNamespace(o)
+	case *Pod:
+		defaultPodSpec(&o.Spec)
+		defaultPodRequests(&o.Spec)
+	case *Service:
+		defaultService(o)
+	case *Endpoints:
+		for i := range o.Subsets {
+			for j := range o.Subsets[i].Ports {
+				defaultProtocol(&o.Subsets[i].Ports[j].Protocol)
+			}
+		}
+	case *ReplicationController:
+		defaultReplicationController(o)
+	case *ReplicaSet:
+		defaultReplicas(&o.Spec.Replicas)
+		defaultPodSpec(&o.Spec.Template.Spec)
+	case *Deployment:
+		defaultDeployment(o)
+	case *PersistentVolume:
+		defaultPersistentVolume(o)
+	case *PersistentVolumeClaim:
+		defaultVolumeMode(&o.Spec.VolumeMode)
+		if o.Status.Phase == "" {
+			o.Status.Phase = ClaimPending
+		}
+	case *StorageClass:
+		defaultStorageClass(o)
+	case *Secret:
+		if o.Type == "" {
+			o.Type = SecretTypeOpaque
+		}
+	}
+}
+
+// Defaults Kubernetes uses, named for the tests and the controllers.
+const (
+	DefaultTerminationGracePeriodSeconds int64 = 30
+	DefaultProbeTimeoutSeconds           int32 = 1
+	DefaultProbePeriodSeconds            int32 = 10
+	DefaultProbeSuccessThreshold         int32 = 1
+	DefaultProbeFailureThreshold         int32 = 3
+	DefaultServiceAccountName                  = "default"
+	DefaultRevisionHistoryLimit          int32 = 10
+	DefaultProgressDeadlineSeconds       int32 = 600
+	// DefaultMaxSurge and DefaultMaxUnavailable bound a rolling update.
+	DefaultMaxSurge       = "25%"
+	DefaultMaxUnavailable = "25%"
+	// DefaultVolumeFileMode is the mode of files projected from ConfigMaps
+	// and Secrets (0644).
+	DefaultVolumeFileMode int32 = 0o644
+)
+
+func defaultNamespace(ns *Namespace) {
+	if len(ns.Spec.Finalizers) == 0 {
+		ns.Spec.Finalizers = []FinalizerName{FinalizerKubernetes}
+	}
+	if ns.Status.Phase == "" {
+		ns.Status.Phase = NamespaceActive
+	}
+}
+
+func defaultPodSpec(spec *PodSpec) {
+	if spec.RestartPolicy == "" {
+		spec.RestartPolicy = RestartPolicyAlways
+	}
+	if spec.TerminationGracePeriodSeconds == nil {
+		v := DefaultTerminationGracePeriodSeconds
+		spec.TerminationGracePeriodSeconds = &v
+	}
+	if spec.SchedulerName == "" {
+		spec.SchedulerName = DefaultSchedulerName
+	}
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = DefaultServiceAccountName
+	}
+	for i := range spec.InitContainers {
+		defaultContainer(&spec.InitContainers[i])
+	}
+	for i := range spec.Containers {
+		defaultContainer(&spec.Containers[i])
+	}
+	for i := range spec.Volumes {
+		v := &spec.Volumes[i]
+		if v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil {
+			m := DefaultVolumeFileMode
+			v.ConfigMap.DefaultMode = &m
+		}
+		if v.Secret != nil && v.Secret.DefaultMode == nil {
+			m := DefaultVolumeFileMode
+			v.Secret.DefaultMode = &m
+		}
+	}
+}
+
+func defaultContainer(c *Container) {
+	for i := range c.Ports {
+		defaultProtocol(&c.Ports[i].Protocol)
+	}
+	for i := range c.Env {
+		if vf := c.Env[i].ValueFrom; vf != nil && vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
+			vf.FieldRef.APIVersion = "v1"
+		}
+	}
+	defaultProbe(c.LivenessProbe)
+	defaultProbe(c.ReadinessProbe)
+	defaultProbe(c.StartupProbe)
+}
+
+// defaultPodRequests gives a container with limits and no requests those
+// limits as requests, as Kubernetes does for pods (not templates): the
+// scheduler and eviction then see what the container may use.
+func defaultPodRequests(spec *PodSpec) {
+	for _, cs := range [][]Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for name, limit := range r.Limits {
+				if _, ok := r.Requests[name]; ok {
+					continue
+				}
+				if r.Requests == nil {
+					r.Requests = ResourceList{}
+				}
+				r.Requests[name] = limit.DeepCopy()
+			}
+		}
+	}
+}
+
+func defaultProbe(p *Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = DefaultProbeTimeoutSeconds
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = DefaultProbePeriodSeconds
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = DefaultProbeSuccessThreshold
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = DefaultProbeFailureThreshold
+	}
+	if h := p.HTTPGet; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Scheme == "" {
+			h.Scheme = URISchemeHTTP
+		}
+	}
+}
+
+func defaultProtocol(p *Protocol) {
+	if *p == "" {
+		*p = ProtocolTCP
+	}
+}
+
+func defaultService(svc *Service) {
+	if svc.Spec.Type == "" {
+		svc.Spec.Type = ServiceTypeClusterIP
+	}
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		defaultProtocol(&p.Protocol)
+		if (p.TargetPort.Type == intstr.Int && p.TargetPort.IntVal == 0) || (p.TargetPort.Type == intstr.String && p.TargetPort.StrVal == "") {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+}
+
+func defaultReplicas(r **int32) {
+	if *r == nil {
+		v := int32(1)
+		*r = &v
+	}
+}
+
+func defaultReplicationController(rc *ReplicationController) {
+	defaultReplicas(&rc.Spec.Replicas)
+	if rc.Spec.Template == nil {
+		return
+	}
+	if labels := rc.Spec.Template.Labels; len(labels) > 0 {
+		if len(rc.Spec.Selector) == 0 {
+			rc.Spec.Selector = copyStringMap(labels)
+		}
+		if len(rc.Labels) == 0 {
+			rc.Labels = copyStringMap(labels)
+		}
+	}
+	defaultPodSpec(&rc.Spec.Template.Spec)
+}
+
+func copyStringMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func defaultDeployment(d *Deployment) {
+	defaultReplicas(&d.Spec.Replicas)
+	s := &d.Spec.Strategy
+	if s.Type == "" {
+		s.Type = RollingUpdateDeploymentStrategyType
+	}
+	if s.Type == RollingUpdateDeploymentStrategyType {
+		if s.RollingUpdate == nil {
+			s.RollingUpdate = &RollingUpdateDeployment{}
+		}
+		if s.RollingUpdate.MaxUnavailable == nil {
+			v := intstr.FromString(DefaultMaxUnavailable)
+			s.RollingUpdate.MaxUnavailable = &v
+		}
+		if s.RollingUpdate.MaxSurge == nil {
+			v := intstr.FromString(DefaultMaxSurge)
+			s.RollingUpdate.MaxSurge = &v
+		}
+	}
+	if d.Spec.RevisionHistoryLimit == nil {
+		v := DefaultRevisionHistoryLimit
+		d.Spec.RevisionHistoryLimit = &v
+	}
+	if d.Spec.ProgressDeadlineSeconds == nil {
+		v := DefaultProgressDeadlineSeconds
+		d.Spec.ProgressDeadlineSeconds = &v
+	}
+	defaultPodSpec(&d.Spec.Template.Spec)
+}
+
+func defaultVolumeMode(m **PersistentVolumeMode) {
+	if *m == nil {
+		v := PersistentVolumeFilesystem
+		*m = &v
+	}
+}
+
+func defaultPersistentVolume(pv *PersistentVolume) {
+	if pv.Spec.PersistentVolumeReclaimPolicy == "" {
+		pv.Spec.PersistentVolumeReclaimPolicy = PersistentVolumeReclaimRetain
+	}
+	defaultVolumeMode(&pv.Spec.VolumeMode)
+	if pv.Status.Phase == "" {
+		pv.Status.Phase = VolumePending
+	}
+}
+
+func defaultStorageClass(sc *StorageClass) {
+	if sc.ReclaimPolicy == nil {
+		v := PersistentVolumeReclaimDelete
+		sc.ReclaimPolicy = &v
+	}
+	if sc.VolumeBindingMode == nil {
+		v := VolumeBindingImmediate
+		sc.VolumeBindingMode = &v
+	}
+}

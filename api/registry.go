@@ -1,0 +1,154 @@
+package api
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Kind describes one kind berth serves: how manifests name it, how the API
+// and the CLI name its resource, and how to make an empty one.
+type Kind struct {
+	// GVK is the group, version and kind of the type.
+	GVK schema.GroupVersionKind
+	// Resource is the plural resource name used in API paths.
+	Resource string
+	// Singular is the lower-case singular name the CLI accepts.
+	Singular string
+	// ShortNames are the abbreviations the CLI accepts (po, svc, …).
+	ShortNames []string
+	// Namespaced says whether objects of the kind live in a namespace.
+	Namespaced bool
+	// HasStatus says whether the kind has a status subresource.
+	HasStatus bool
+
+	typ reflect.Type
+}
+
+// APIVersion returns the kind's apiVersion as manifests spell it.
+func (k *Kind) APIVersion() string { return k.GVK.GroupVersion().String() }
+
+// GroupResource returns the resource qualified by its group, as
+// "deployments.apps" or "pods".
+func (k *Kind) GroupResource() schema.GroupResource {
+	return schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
+}
+
+// New returns a new empty object of the kind with its TypeMeta set.
+func (k *Kind) New() Object {
+	obj := reflect.New(k.typ).Interface().(Object)
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	return obj
+}
+
+// String returns the kind's name, as "Deployment".
+func (k *Kind) String() string { return k.GVK.Kind }
+
+var (
+	kinds      []*Kind
+	byGVK      = map[schema.GroupVersionKind]*Kind{}
+	byType     = map[reflect.Type]*Kind{}
+	byName     = map[string]*Kind{}
+	byKindName = map[string]*Kind{}
+)
+
+func register(obj Object, gv schema.GroupVersion, resource, singular string, namespaced, hasStatus bool, shortNames ...string) {
+	t := reflect.TypeOf(obj).Elem()
+	k := &Kind{
+		GVK:        gv.WithKind(t.Name()),
+		Resource:   resource,
+		Singular:   singular,
+		ShortNames: shortNames,
+		Namespaced: namespaced,
+		HasStatus:  hasStatus,
+		typ:        t,
+	}
+	kinds = append(kinds, k)
+	byGVK[k.GVK] = k
+	byType[t] = k
+	for _, n := range append([]string{resource, singular}, shortNames...) {
+		byName[n] = k
+		if gv.Group != "" {
+			byName[n+"."+gv.Group] = k
+		}
+	}
+	byKindName[t.Name()] = k
+}
+
+// Group versions berth serves.
+var (
+	CoreV1    = schema.GroupVersion{Version: "v1"}
+	AppsV1    = schema.GroupVersion{Group: "apps", Version: "v1"}
+	StorageV1 = schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}
+	BerthV1   = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+)
+
+func init() {
+	register(&Namespace{}, CoreV1, "namespaces", "namespace", false, true, "ns")
+	register(&Node{}, CoreV1, "nodes", "node", false, true, "no")
+	register(&Pod{}, CoreV1, "pods", "pod", true, true, "po")
+	register(&Service{}, CoreV1, "services", "service", true, true, "svc")
+	register(&Endpoints{}, CoreV1, "endpoints", "endpoints", true, false, "ep")
+	register(&ReplicationController{}, CoreV1, "replicationcontrollers", "replicationcontroller", true, true, "rc")
+	register(&PersistentVolume{}, CoreV1, "persistentvolumes", "persistentvolume", false, true, "pv")
+	register(&PersistentVolumeClaim{}, CoreV1, "persistentvolumeclaims", "persistentvolumeclaim", true, true, "pvc")
+	register(&ServiceAccount{}, CoreV1, "serviceaccounts", "serviceaccount", true, false, "sa")
+	register(&Secret{}, CoreV1, "secrets", "secret", true, false)
+	register(&ConfigMap{}, CoreV1, "configmaps", "configmap", true, false, "cm")
+	register(&ResourceQuota{}, CoreV1, "resourcequotas", "resourcequota", true, true, "quota")
+	register(&Event{}, CoreV1, "events", "event", true, false, "ev")
+	register(&ReplicaSet{}, AppsV1, "replicasets", "replicaset", true, true, "rs")
+	register(&Deployment{}, AppsV1, "deployments", "deployment", true, true, "deploy")
+	register(&StorageClass{}, StorageV1, "storageclasses", "storageclass", false, false, "sc")
+	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
+}
+
+// Kinds returns every registered kind in a stable order.
+func Kinds() []*Kind { return kinds }
+
+// KindFor returns the kind of a GroupVersionKind.
+func KindFor(gvk schema.GroupVersionKind) (*Kind, bool) {
+	k, ok := byGVK[gvk]
+	return k, ok
+}
+
+// KindOf returns the kind of a Go object.
+func KindOf(obj Object) *Kind {
+	return byType[reflect.TypeOf(obj).Elem()]
+}
+
+// KindNamed returns the kind whose Kind field is name, as "Deployment".
+func KindNamed(name string) (*Kind, bool) {
+	k, ok := byKindName[name]
+	return k, ok
+}
+
+// LookupResource finds a kind by any name a user may type: plural,
+// singular, short name, kind (any case) or group-qualified plural.
+func LookupResource(name string) (*Kind, bool) {
+	n := strings.ToLower(name)
+	if k, ok := byName[n]; ok {
+		return k, true
+	}
+	for kn, k := range byKindName {
+		if strings.EqualFold(kn, n) {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// ResourceNames returns every name LookupResource accepts, sorted, for
+// help text and shell completion.
+func ResourceNames() []string {
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		if !strings.Contains(n, ".") {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}

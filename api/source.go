@@ -1,0 +1,69 @@
+package api
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +kubebuilder:object:root=true
+
+// Source is a place desired state comes from: a git repository, a
+// directory or a URL. Its status tells what was last applied and why not.
+type Source struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SourceSpec   `json:"spec,omitempty"`
+	Status SourceStatus `json:"status,omitempty"`
+}
+
+// SourceType is git, dir or http.
+type SourceType string
+
+// Source types.
+const (
+	SourceTypeGit  SourceType = "git"
+	SourceTypeDir  SourceType = "dir"
+	SourceTypeHTTP SourceType = "http"
+	// SourceTypeAPI names objects written through the API; it is an owner,
+	// never a Source object.
+	SourceTypeAPI SourceType = "api"
+)
+
+// SourceSpec describes where a source reads from.
+type SourceSpec struct {
+	Type SourceType `json:"type"`
+	// URL is the repository or document URL, or the directory path.
+	URL string `json:"url"`
+	// Ref is a branch, tag or commit of a git source.
+	Ref string `json:"ref,omitempty"`
+	// Path is the folder inside a git repository.
+	Path string `json:"path,omitempty"`
+	// Interval is the poll period.
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// AllowMassPrune lets a revision prune more than half of the objects.
+	AllowMassPrune bool `json:"allowMassPrune,omitempty"`
+	// Options holds authentication and other per-source options.
+	Options map[string]string `json:"options,omitempty"`
+}
+
+// SourceStatus is what the applier last did with a source.
+type SourceStatus struct {
+	ObservedGeneration    int64              `json:"observedGeneration,omitempty"`
+	LastAppliedRevision   string             `json:"lastAppliedRevision,omitempty"`
+	LastAttemptedRevision string             `json:"lastAttemptedRevision,omitempty"`
+	LastSyncTime          *metav1.Time       `json:"lastSyncTime,omitempty"`
+	Objects               int32              `json:"objects,omitempty"`
+	Conditions            []metav1.Condition `json:"conditions,omitempty"`
+	Inventory             []string           `json:"inventory,omitempty"`
+}
+
+// Source condition types and reasons.
+const (
+	SourceReady = "Ready"
+
+	ReasonSucceeded       = "Succeeded"
+	ReasonInvalidRevision = "InvalidRevision"
+	ReasonFetchFailed     = "FetchFailed"
+	ReasonPruneGuard      = "PruneGuard"
+	ReasonProgressing     = "Progressing"
+)

@@ -1,0 +1,229 @@
+package api
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+var namespacePhases = []NamespacePhase{NamespaceActive, NamespaceTerminating}
+
+func validateNamespace(ns *Namespace) field.ErrorList {
+	var errs field.ErrorList
+	fp := field.NewPath("spec", "finalizers")
+	for i, f := range ns.Spec.Finalizers {
+		for _, msg := range content.IsLabelKey(string(f)) {
+			errs = append(errs, field.Invalid(fp.Index(i), f, msg))
+		}
+	}
+	if ph := ns.Status.Phase; ph != "" && !slices.Contains(namespacePhases, ph) {
+		errs = append(errs, field.NotSupported(field.NewPath("status", "phase"), ph, namespacePhases))
+	}
+	return errs
+}
+
+func validateServiceAccount(sa *ServiceAccount) field.ErrorList {
+	var errs field.ErrorList
+	for i, ref := range sa.Secrets {
+		errs = append(errs, validateObjectName(ref.Name, field.NewPath("secrets").Index(i).Child("name"))...)
+	}
+	for i, ref := range sa.ImagePullSecrets {
+		errs = append(errs, validateObjectName(ref.Name, field.NewPath("imagePullSecrets").Index(i).Child("name"))...)
+	}
+	return errs
+}
+
+// maxConfigSize is Kubernetes' cap on the data of one ConfigMap or Secret:
+// objects live in memory and in every snapshot.
+const maxConfigSize = 1 << 20
+
+// SecretTypeTLS is the Secret type of a TLS certificate and its key, which
+// Kubernetes requires under TLSCertKey and TLSPrivateKey.
+const (
+	SecretTypeTLS SecretType = "kubernetes.io/tls"
+	TLSCertKey               = "tls.crt"
+	TLSPrivateKey            = "tls.key"
+)
+
+func validateSecret(s *Secret) field.ErrorList {
+	var errs field.ErrorList
+	size := 0
+	dp := field.NewPath("data")
+	for _, k := range sortedStringKeys(s.Data) {
+		errs = append(errs, validateConfigKey(k, dp.Key(k))...)
+		size += len(s.Data[k])
+	}
+	sp := field.NewPath("stringData")
+	for _, k := range sortedStringKeys(s.StringData) {
+		errs = append(errs, validateConfigKey(k, sp.Key(k))...)
+		size += len(s.StringData[k])
+	}
+	if size > maxConfigSize {
+		errs = append(errs, field.TooLong(dp, "", maxConfigSize))
+	}
+	switch s.Type {
+	case "":
+		errs = append(errs, field.Required(field.NewPath("type"), ""))
+	case SecretTypeTLS:
+		for _, k := range []string{TLSCertKey, TLSPrivateKey} {
+			_, inData := s.Data[k]
+			_, inString := s.StringData[k]
+			if !inData && !inString {
+				errs = append(errs, field.Required(dp.Key(k), "a "+string(SecretTypeTLS)+" Secret holds "+TLSCertKey+" and "+TLSPrivateKey))
+			}
+		}
+	}
+	return errs
+}
+
+func validateConfigMap(cm *ConfigMap) field.ErrorList {
+	var errs field.ErrorList
+	size := 0
+	dp := field.NewPath("data")
+	for _, k := range sortedStringKeys(cm.Data) {
+		errs = append(errs, validateConfigKey(k, dp.Key(k))...)
+		size += len(cm.Data[k])
+	}
+	bp := field.NewPath("binaryData")
+	for _, k := range sortedStringKeys(cm.BinaryData) {
+		errs = append(errs, validateConfigKey(k, bp.Key(k))...)
+		if _, ok := cm.Data[k]; ok {
+			errs = append(errs, field.Invalid(bp.Key(k), k, "duplicate of a key in data"))
+		}
+		size += len(cm.BinaryData[k])
+	}
+	if size > maxConfigSize {
+		errs = append(errs, field.TooLong(dp, "", maxConfigSize))
+	}
+	return errs
+}
+
+// QuotaResources are what a ResourceQuota can limit (SPEC §7); cpu and
+// memory are Kubernetes' short forms of requests.cpu and requests.memory.
+var QuotaResources = []ResourceName{
+	ResourceCPU, ResourceMemory,
+	ResourceRequestsCPU, ResourceRequestsMemory, ResourceLimitsCPU, ResourceLimitsMemory,
+	ResourceRequestsStorage, ResourcePods, ResourcePersistentVolumeClaims,
+	ResourceServices, ResourceConfigMaps, ResourceSecrets,
+}
+
+// quotaCounts are quota resources that count objects and so are integers.
+var quotaCounts = []ResourceName{ResourcePods, ResourcePersistentVolumeClaims, ResourceServices, ResourceConfigMaps, ResourceSecrets}
+
+func validateResourceQuotaSpec(spec *ResourceQuotaSpec, p *field.Path) field.ErrorList {
+	hp := p.Child("hard")
+	errs := validateResourceList(spec.Hard, QuotaResources, hp)
+	for _, name := range sortedResourceNames(spec.Hard) {
+		q := spec.Hard[name]
+		if slices.Contains(quotaCounts, name) && q.MilliValue()%1000 != 0 {
+			errs = append(errs, field.Invalid(hp.Key(string(name)), q.String(), "must be an integer: it counts objects"))
+		}
+	}
+	return errs
+}
+
+func validateEvent(ev *Event) field.ErrorList {
+	var errs field.ErrorList
+	ip := field.NewPath("involvedObject")
+	if ev.InvolvedObject.Kind == "" {
+		errs = append(errs, field.Required(ip.Child("kind"), ""))
+	}
+	if ev.InvolvedObject.Name == "" {
+		errs = append(errs, field.Required(ip.Child("name"), ""))
+	}
+	if ev.Type != "" && ev.Type != EventTypeNormal && ev.Type != EventTypeWarning {
+		errs = append(errs, field.NotSupported(field.NewPath("type"), ev.Type, []string{EventTypeNormal, EventTypeWarning}))
+	}
+	if ev.Count < 0 {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(ev.Count), field.NewPath("count"))...)
+	}
+	return errs
+}
+
+// sourceTypes are the kinds of Source objects; SourceTypeAPI names an
+// owner, never a Source.
+var sourceTypes = []SourceType{SourceTypeGit, SourceTypeDir, SourceTypeHTTP}
+
+// gitSchemes are the URL schemes go-git can fetch from, with or without
+// the "git+" prefix the --source flag uses.
+var gitSchemes = []string{"https", "http", "ssh", "git", "file"}
+
+func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	up := p.Child("url")
+	switch spec.Type {
+	case SourceTypeGit:
+		errs = append(errs, validateGitURL(spec.URL, up)...)
+		if spec.Path != "" {
+			errs = append(errs, validateRelativePath(spec.Path, p.Child("path"))...)
+		}
+	case SourceTypeHTTP:
+		errs = append(errs, validateHTTPURL(spec.URL, up)...)
+	case SourceTypeDir:
+		if spec.URL == "" {
+			errs = append(errs, field.Required(up, "the directory to read"))
+		}
+	case "":
+		errs = append(errs, field.Required(p.Child("type"), ""))
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), spec.Type, sourceTypes))
+	}
+	if spec.Type != SourceTypeGit {
+		if spec.Ref != "" {
+			errs = append(errs, field.Forbidden(p.Child("ref"), "only git sources have a ref"))
+		}
+		if spec.Path != "" {
+			errs = append(errs, field.Forbidden(p.Child("path"), "only git sources have a path"))
+		}
+	}
+	if iv := spec.Interval; iv != nil && iv.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("interval"), iv.Duration.String(), "must be greater than zero"))
+	}
+	return errs
+}
+
+func validateGitURL(raw string, p *field.Path) field.ErrorList {
+	if raw == "" {
+		return field.ErrorList{field.Required(p, "the repository to clone")}
+	}
+	// scp-like: git@github.com:org/repo.git
+	if !strings.Contains(raw, "://") {
+		if user, hostPath, ok := strings.Cut(raw, "@"); ok && user != "" && strings.Contains(hostPath, ":") {
+			return nil
+		}
+		return field.ErrorList{field.Invalid(p, raw, "must be a URL (https://, ssh://, file://, optionally with git+) or user@host:path")}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, raw, err.Error())}
+	}
+	scheme := strings.TrimPrefix(u.Scheme, "git+")
+	if !slices.Contains(gitSchemes, scheme) {
+		return field.ErrorList{field.NotSupported(p, u.Scheme, gitSchemes)}
+	}
+	if scheme != "file" && u.Host == "" {
+		return field.ErrorList{field.Invalid(p, raw, "must name a host")}
+	}
+	return nil
+}
+
+func validateHTTPURL(raw string, p *field.Path) field.ErrorList {
+	if raw == "" {
+		return field.ErrorList{field.Required(p, "the URL of the manifests")}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p, raw, err.Error())}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return field.ErrorList{field.NotSupported(p, u.Scheme, []string{"http", "https"})}
+	}
+	if u.Host == "" {
+		return field.ErrorList{field.Invalid(p, raw, "must name a host")}
+	}
+	return nil
+}

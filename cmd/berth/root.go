@@ -1,0 +1,125 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// globalOptions are the flags every command takes (SPEC §1) and what the
+// root command sets up from them before a command runs.
+type globalOptions struct {
+	kubeconfig string
+	namespace  string
+	verbose    bool
+	logFormat  string
+
+	logger *slog.Logger
+	// started is set when a command's RunE begins: cobra checks flags,
+	// arguments and required flags before that, so an error from before is
+	// bad usage.
+	started bool
+}
+
+// Environment and defaults of the global flags.
+const (
+	envKubeconfig      = "BERTH_KUBECONFIG"
+	kubeconfigFileName = "admin.kubeconfig"
+)
+
+// newRootCommand builds the command tree. Subcommands must not define a
+// PersistentPreRunE: cobra would run theirs instead of the root's.
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *globalOptions) {
+	g := &globalOptions{logger: slog.New(slog.DiscardHandler)}
+	root := &cobra.Command{
+		Use:   "berth",
+		Short: "A single-binary GitOps orchestrator modelled on Kubernetes",
+		Long: `berth turns a Git repository, a directory or a URL of Kubernetes-style
+manifests into running workloads on a fleet of machines.`,
+		Version:           versionLine(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return g.setup(cmd.ErrOrStderr())
+		},
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
+
+	f := root.PersistentFlags()
+	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (default $"+envKubeconfig+", else <data dir>/"+kubeconfigFileName+")")
+	f.StringVarP(&g.namespace, "namespace", "n", "default", "namespace of the objects")
+	f.BoolVarP(&g.verbose, "verbose", "v", false, "log debug messages")
+	f.StringVar(&g.logFormat, "log-format", "text", "format of the logs on stderr: text or json")
+
+	root.AddCommand(
+		newVersionCommand(g),
+		newValidateCommand(g),
+	)
+	markStart(root, g)
+	return root, g
+}
+
+// markStart makes every command record that it started running.
+func markStart(cmd *cobra.Command, g *globalOptions) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			g.started = true
+			return run(cmd, args)
+		}
+	}
+	for _, c := range cmd.Commands() {
+		markStart(c, g)
+	}
+}
+
+// setup checks the global flags and builds the logger.
+func (g *globalOptions) setup(stderr io.Writer) error {
+	level := slog.LevelInfo
+	if g.verbose {
+		level = slog.LevelDebug
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch g.logFormat {
+	case "text":
+		g.logger = slog.New(slog.NewTextHandler(stderr, opts))
+	case "json":
+		g.logger = slog.New(slog.NewJSONHandler(stderr, opts))
+	default:
+		return usageErrorf("--log-format must be text or json, not %q", g.logFormat)
+	}
+	return nil
+}
+
+// kubeconfigPath is where the client finds the control plane: the flag,
+// else $BERTH_KUBECONFIG, else the admin kubeconfig the server wrote.
+func (g *globalOptions) kubeconfigPath() string {
+	if g.kubeconfig != "" {
+		return g.kubeconfig
+	}
+	if p := os.Getenv(envKubeconfig); p != "" {
+		return p
+	}
+	return filepath.Join(defaultDataDir(), kubeconfigFileName)
+}
+
+// defaultDataDir is the server's data directory (SPEC §2): /var/lib/berth
+// as root, else $XDG_DATA_HOME/berth, else ~/.local/share/berth.
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/berth"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "berth")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "berth")
+	}
+	return filepath.Join(".berth")
+}

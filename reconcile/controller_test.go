@@ -1,0 +1,325 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// syncBuffer collects log output written by workers while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// calls counts Reconcile calls per key.
+type calls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// inc records a call for key and returns which call it is, from 1.
+func (c *calls) inc(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = make(map[string]int)
+	}
+	c.n[key]++
+	return c.n[key]
+}
+
+func (c *calls) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+// runController runs a controller named "test" on a fake clock with two
+// workers until the test ends.
+func runController(t *testing.T, r Reconciler, opts Options) (*Controller, *clocktesting.FakeClock, *syncBuffer) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(epoch)
+	logs := &syncBuffer{}
+	opts.Clock = clk
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := NewController("test", r, opts)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx, 2) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Errorf("Run() = %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return after its context was cancelled")
+		}
+	})
+	return c, clk, logs
+}
+
+// waitDelayed waits until key waits in c's queue, then returns how long it
+// waits for.
+func waitDelayed(t *testing.T, c *Controller, clk *clocktesting.FakeClock, key string) time.Duration {
+	t.Helper()
+	var at time.Time
+	eventually(t, key+" to be requeued", func() bool {
+		var ok bool
+		at, ok = delayedAt(c.queue, key)
+		return ok
+	})
+	settled(t, c.queue)
+	return at.Sub(clk.Now())
+}
+
+func TestControllerRetriesWithBackoff(t *testing.T) {
+	const key = "ns/web"
+	var n calls
+	c, clk, logs := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		if n.inc(key) <= 3 {
+			return Result{}, errors.New("store conflict")
+		}
+		return Result{}, nil
+	}), Options{})
+
+	c.Enqueue(key)
+	for i, want := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
+		if got := waitDelayed(t, c, clk, key); got != want {
+			t.Fatalf("retry %d: back-off = %v, want %v", i+1, got, want)
+		}
+		clk.Step(want)
+		eventually(t, fmt.Sprintf("call %d", i+2), func() bool { return n.get(key) == i+2 })
+	}
+
+	want := Stats{Reconciles: 4, Errors: 3, Requeues: 3}
+	eventually(t, "stats after success", func() bool { return c.Stats() == want })
+	if got := c.queue.NumRequeues(key); got != 0 {
+		t.Errorf("NumRequeues after success = %d, want 0: success must Forget", got)
+	}
+	if got := logs.String(); !strings.Contains(got, "controller=test key=ns/web") {
+		t.Errorf("log does not name controller and key:\n%s", got)
+	}
+}
+
+func TestControllerDropsTerminalErrors(t *testing.T) {
+	const key = "ns/web"
+	var n calls
+	c, _, logs := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		n.inc(key)
+		return Result{}, fmt.Errorf("deployment %s: %w", key, Terminal(errors.New("spec.replicas: must not be negative")))
+	}), Options{})
+
+	c.Enqueue(key)
+	eventually(t, "terminal error to be logged", func() bool {
+		return strings.Contains(logs.String(), "not retrying")
+	})
+	if got, want := c.Stats(), (Stats{Reconciles: 1, Errors: 1, Terminal: 1}); got != want {
+		t.Errorf("Stats() = %+v, want %+v", got, want)
+	}
+	if _, ok := delayedAt(c.queue, key); ok {
+		t.Error("key with a terminal error was requeued")
+	}
+	if got := c.queue.Len(); got != 0 {
+		t.Errorf("queue Len() = %d, want 0", got)
+	}
+	if got := n.get(key); got != 1 {
+		t.Errorf("Reconcile called %d times, want 1", got)
+	}
+}
+
+func TestControllerRecoversPanics(t *testing.T) {
+	const key = "web"
+	var n calls
+	c, clk, logs := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		if n.inc(key) == 1 {
+			var m map[string]int
+			m[key]++ // a bug: write to a nil map
+		}
+		return Result{}, nil
+	}), Options{})
+
+	c.Enqueue(key)
+	if got, want := waitDelayed(t, c, clk, key), DefaultBaseDelay; got != want {
+		t.Fatalf("back-off after panic = %v, want %v", got, want)
+	}
+	if got := logs.String(); !strings.Contains(got, "reconcile panicked") || !strings.Contains(got, "key=web") {
+		t.Errorf("panic not logged with its key:\n%s", got)
+	}
+	clk.Step(DefaultBaseDelay)
+	want := Stats{Reconciles: 2, Errors: 1, Requeues: 1}
+	eventually(t, "retry after panic", func() bool { return c.Stats() == want })
+}
+
+func TestControllerRequeueAfter(t *testing.T) {
+	const key = "ns/job"
+	var n calls
+	c, clk, _ := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		if n.inc(key) == 1 {
+			return Result{RequeueAfter: time.Minute}, nil
+		}
+		return Result{}, nil
+	}), Options{})
+
+	c.Enqueue(key)
+	if got := waitDelayed(t, c, clk, key); got != time.Minute {
+		t.Fatalf("requeued after %v, want 1m", got)
+	}
+	if got := c.queue.NumRequeues(key); got != 0 {
+		t.Errorf("NumRequeues = %d, want 0: RequeueAfter is not a failure", got)
+	}
+	clk.Step(time.Minute)
+	want := Stats{Reconciles: 2, Requeues: 1}
+	eventually(t, "requeued reconcile", func() bool { return c.Stats() == want })
+}
+
+func TestControllerEnqueueAfter(t *testing.T) {
+	var n calls
+	c, clk, _ := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		n.inc(key)
+		return Result{}, nil
+	}), Options{})
+
+	c.EnqueueAfter("a", time.Hour)
+	c.EnqueueAfter("a", time.Minute)
+	if got := waitDelayed(t, c, clk, "a"); got != time.Minute {
+		t.Fatalf("waits %v, want 1m", got)
+	}
+	clk.Step(time.Minute)
+	eventually(t, "a to be reconciled", func() bool { return n.get("a") == 1 })
+}
+
+func TestControllerResync(t *testing.T) {
+	var n calls
+	keys := []string{"ns/a", "ns/b"}
+	c, clk, _ := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		n.inc(key)
+		return Result{}, nil
+	}), Options{
+		ResyncPeriod: time.Minute,
+		ListKeys: func(ctx context.Context) ([]string, error) {
+			return keys, nil
+		},
+	})
+
+	for round := 1; round <= 3; round++ {
+		eventually(t, fmt.Sprintf("resync round %d", round), func() bool {
+			return n.get("ns/a") == round && n.get("ns/b") == round
+		})
+		if !clk.HasWaiters() {
+			t.Fatal("no resync ticker on the clock")
+		}
+		clk.Step(time.Minute)
+	}
+	eventually(t, "round 4", func() bool { return c.Stats().Reconciles == 8 })
+}
+
+func TestControllerRunStopsAndLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var started, finished atomic.Bool
+	c := NewController("test", ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		if key == "slow" {
+			started.Store(true)
+			<-ctx.Done()
+			finished.Store(true)
+			return Result{}, ctx.Err()
+		}
+		return Result{RequeueAfter: time.Hour}, nil
+	}), Options{
+		Clock:        clocktesting.NewFakeClock(epoch),
+		Logger:       slog.New(slog.DiscardHandler),
+		ResyncPeriod: time.Minute,
+		ListKeys: func(ctx context.Context) ([]string, error) {
+			return []string{"a", "b", "c", "slow"}, nil
+		},
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- c.Run(ctx, 4) }()
+	eventually(t, "all keys picked up", func() bool { return c.Stats().Reconciles == 3 && started.Load() })
+
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("Run() = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled")
+	}
+	if !finished.Load() {
+		t.Error("Run returned before a worker finished its key")
+	}
+	eventually(t, fmt.Sprintf("goroutines back to %d", before), func() bool {
+		return runtime.NumGoroutine() <= before
+	})
+}
+
+func TestControllerRunRejectsMisuse(t *testing.T) {
+	c := NewController("test", ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		return Result{}, nil
+	}), Options{Clock: clocktesting.NewFakeClock(epoch)})
+
+	if err := c.Run(context.Background(), 0); err == nil {
+		t.Error("Run with 0 workers: want an error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx, 1); err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if err := c.Run(ctx, 1); err == nil {
+		t.Error("second Run: want an error")
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	base := errors.New("spec.replicas: must not be negative")
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "nil", err: nil, want: false},
+		{name: "plain", err: base, want: false},
+		{name: "terminal", err: Terminal(base), want: true},
+		{name: "wrapped terminal", err: fmt.Errorf("deployment ns/web: %w", Terminal(base)), want: true},
+		{name: "terminal of nil", err: Terminal(nil), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsTerminal(tt.err); got != tt.want {
+				t.Errorf("IsTerminal(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+	if err := Terminal(base); !errors.Is(err, base) || err.Error() != base.Error() {
+		t.Errorf("Terminal(%v) = %v, want it to wrap and read as the original", base, err)
+	}
+}

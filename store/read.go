@@ -1,0 +1,167 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Filter selects objects of one kind. Every set field must match.
+type Filter struct {
+	// Namespace limits the result to one namespace.
+	Namespace string
+	// Index and Value select by one of the table's indexes (IndexNode,
+	// IndexOwner, IndexSource, …) instead of scanning the table. The empty
+	// Value is meaningful for IndexNode: the pods not bound yet.
+	Index string
+	Value string
+	// Labels selects by labels.
+	Labels labels.Selector
+	// Predicate is any other test.
+	Predicate func(api.Object) bool
+}
+
+// Matches reports whether an object passes the filter. The index test is
+// answered by the table's own indexer, so it means the same for lists and
+// watches.
+func (f *Filter) Matches(k *api.Kind, obj api.Object) bool {
+	if f.Namespace != "" && obj.GetNamespace() != f.Namespace {
+		return false
+	}
+	if f.Index != "" && !indexHas(k, f.Index, obj, f.Value) {
+		return false
+	}
+	if f.Labels != nil && !f.Labels.Empty() && !f.Labels.Matches(labels.Set(obj.GetLabels())) {
+		return false
+	}
+	if f.Predicate != nil && !f.Predicate(obj) {
+		return false
+	}
+	return true
+}
+
+// indexValues returns the values an object is indexed under.
+func indexValues(k *api.Kind, index string, obj api.Object) []string {
+	idx := indexSchema(k, index)
+	if idx == nil {
+		return nil
+	}
+	switch ix := idx.Indexer.(type) {
+	case *singleIndexer:
+		if v, ok := ix.fn(obj); ok {
+			return []string{v}
+		}
+	case *multiIndexer:
+		return ix.fn(obj)
+	}
+	return nil
+}
+
+func indexHas(k *api.Kind, index string, obj api.Object, value string) bool {
+	for _, v := range indexValues(k, index, obj) {
+		if v == value {
+			return true
+		}
+	}
+	return false
+}
+
+var schemas = schema()
+
+func indexSchema(k *api.Kind, index string) *memdb.IndexSchema {
+	t := schemas.Tables[tableName(k)]
+	if t == nil {
+		return nil
+	}
+	return t.Indexes[index]
+}
+
+// reader answers reads from a memdb transaction: a snapshot's, or a write
+// transaction's, which sees its own writes.
+type reader struct {
+	txn *memdb.Txn
+	rev uint64
+}
+
+// Revision is the revision the reader sees (for a transaction: the one it
+// will commit as).
+func (r *reader) Revision() uint64 { return r.rev }
+
+// Get returns one object, or an error wrapping ErrNotFound.
+func (r *reader) Get(k *api.Kind, namespace, name string) (api.Object, error) {
+	raw, err := r.txn.First(tableName(k), IndexID, objectKey(namespace, name))
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", k.Resource, err)
+	}
+	if raw == nil {
+		return nil, objectError(ErrNotFound, k, namespace, name, "")
+	}
+	return raw.(api.Object), nil
+}
+
+// GetByUID returns the object with a UID, or an error wrapping ErrNotFound.
+func (r *reader) GetByUID(k *api.Kind, uid string) (api.Object, error) {
+	raw, err := r.txn.First(tableName(k), IndexUID, uid)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", k.Resource, err)
+	}
+	if raw == nil {
+		return nil, objectError(ErrNotFound, k, "", uid, "(by uid)")
+	}
+	return raw.(api.Object), nil
+}
+
+// Each calls fn for every object of a kind that matches f, in key order,
+// until fn returns false. It lets large lists stream without a slice.
+func (r *reader) Each(k *api.Kind, f Filter, fn func(api.Object) bool) error {
+	var (
+		it  memdb.ResultIterator
+		err error
+	)
+	table := tableName(k)
+	switch {
+	case f.Index != "":
+		if indexSchema(k, f.Index) == nil {
+			return fmt.Errorf("list %s: no index %q", k.Resource, f.Index)
+		}
+		it, err = r.txn.Get(table, f.Index, f.Value)
+	case f.Namespace != "" && k.Namespaced:
+		it, err = r.txn.Get(table, IndexID+"_prefix", f.Namespace+"/")
+	default:
+		it, err = r.txn.Get(table, IndexID)
+	}
+	if err != nil {
+		return fmt.Errorf("list %s: %w", k.Resource, err)
+	}
+	// The index already answered the index test.
+	rest := f
+	rest.Index = ""
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		obj := raw.(api.Object)
+		if !rest.Matches(k, obj) {
+			continue
+		}
+		if !fn(obj) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// List returns every object of a kind that matches f, in key order.
+func (r *reader) List(k *api.Kind, f Filter) ([]api.Object, error) {
+	var out []api.Object
+	err := r.Each(k, f, func(o api.Object) bool {
+		out = append(out, o)
+		return true
+	})
+	return out, err
+}
+
+// Snapshot is a consistent, read-only view of the store at one revision.
+type Snapshot struct {
+	reader
+}

@@ -1,0 +1,167 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Index names. Every table has IndexID and IndexUID; the others exist on the
+// tables where a controller needs them.
+const (
+	// IndexID is the primary key: "namespace/name", or "name" for
+	// cluster-scoped kinds.
+	IndexID = "id"
+	// IndexUID finds an object by metadata.uid.
+	IndexUID = "uid"
+	// IndexOwner finds the dependents of an owner by its UID.
+	IndexOwner = "owner"
+	// IndexSource finds the objects a source applied (berth.dev/source).
+	IndexSource = "source"
+	// IndexNode finds the pods bound to a node; unbound pods are indexed
+	// under the empty node name so the scheduler finds them directly.
+	IndexNode = "node"
+	// IndexVolume finds the claim bound to a PersistentVolume by name.
+	IndexVolume = "volume"
+	// IndexClaim finds the PersistentVolume whose claimRef names a claim
+	// ("namespace/name").
+	IndexClaim = "claim"
+	// IndexInvolved finds the events of an object by its UID.
+	IndexInvolved = "involved"
+)
+
+// tableIndexes lists, per kind, the indexes beyond id, uid, owner and source.
+var tableIndexes = map[string]map[string]*memdb.IndexSchema{
+	"Pod": {
+		IndexNode: {Name: IndexNode, Indexer: singleIndex(func(o api.Object) (string, bool) {
+			return o.(*api.Pod).Spec.NodeName, true
+		})},
+	},
+	"PersistentVolumeClaim": {
+		IndexVolume: {Name: IndexVolume, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+			v := o.(*api.PersistentVolumeClaim).Spec.VolumeName
+			return v, v != ""
+		})},
+	},
+	"PersistentVolume": {
+		IndexClaim: {Name: IndexClaim, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+			ref := o.(*api.PersistentVolume).Spec.ClaimRef
+			if ref == nil || ref.Name == "" {
+				return "", false
+			}
+			return ref.Namespace + "/" + ref.Name, true
+		})},
+	},
+	"Event": {
+		IndexInvolved: {Name: IndexInvolved, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+			uid := o.(*api.Event).InvolvedObject.UID
+			return uid, uid != ""
+		})},
+	},
+}
+
+// tableName is the memdb table of a kind.
+func tableName(k *api.Kind) string { return k.GVK.Kind }
+
+// objectKey is the primary key of an object in its table.
+func objectKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+func schema() *memdb.DBSchema {
+	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
+	for _, k := range api.Kinds() {
+		t := &memdb.TableSchema{
+			Name: tableName(k),
+			Indexes: map[string]*memdb.IndexSchema{
+				IndexID: {Name: IndexID, Unique: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+					return objectKey(o.GetNamespace(), o.GetName()), true
+				})},
+				IndexUID: {Name: IndexUID, Unique: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+					return string(o.GetUID()), true
+				})},
+				IndexOwner: {Name: IndexOwner, AllowMissing: true, Indexer: multiIndex(func(o api.Object) []string { return api.OwnerUIDs(o) })},
+				IndexSource: {Name: IndexSource, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+					s, ok := o.GetAnnotations()[api.AnnotationSource]
+					return s, ok
+				})},
+			},
+		}
+		for name, idx := range tableIndexes[k.GVK.Kind] {
+			t.Indexes[name] = idx
+		}
+		s.Tables[t.Name] = t
+	}
+	return s
+}
+
+// stringIndex turns a string argument into an index key. Keys end in NUL
+// so that "ns/a" is not a prefix match of "ns/ab" for exact lookups.
+type stringIndex struct{}
+
+func (stringIndex) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("index takes one argument, got %d", len(args))
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("index argument must be a string, got %T", args[0])
+	}
+	return append([]byte(s), 0), nil
+}
+
+func (stringIndex) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("index takes one argument, got %d", len(args))
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("index argument must be a string, got %T", args[0])
+	}
+	return []byte(s), nil
+}
+
+// singleIndexer indexes an object under at most one string.
+type singleIndexer struct {
+	stringIndex
+	fn func(api.Object) (string, bool)
+}
+
+func singleIndex(fn func(api.Object) (string, bool)) *singleIndexer {
+	return &singleIndexer{fn: fn}
+}
+
+func (i *singleIndexer) FromObject(raw any) (bool, []byte, error) {
+	v, ok := i.fn(raw.(api.Object))
+	if !ok {
+		return false, nil, nil
+	}
+	return true, append([]byte(v), 0), nil
+}
+
+// multiIndexer indexes an object under several strings.
+type multiIndexer struct {
+	stringIndex
+	fn func(api.Object) []string
+}
+
+func multiIndex(fn func(api.Object) []string) *multiIndexer {
+	return &multiIndexer{fn: fn}
+}
+
+func (i *multiIndexer) FromObject(raw any) (bool, [][]byte, error) {
+	vs := i.fn(raw.(api.Object))
+	if len(vs) == 0 {
+		return false, nil, nil
+	}
+	keys := make([][]byte, len(vs))
+	for j, v := range vs {
+		keys[j] = append([]byte(v), 0)
+	}
+	return true, keys, nil
+}

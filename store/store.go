@@ -1,0 +1,325 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-memdb"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Options tune a Store. The zero value is usable.
+type Options struct {
+	// Clock stamps creation and deletion times; defaults to the real clock.
+	Clock clock.PassiveClock
+	// History is how many events the change log keeps for watches that
+	// start in the past (default 10,000).
+	History int
+	// WatcherQueue is how many undelivered events a watcher may hold before
+	// it is stopped with ErrWatcherTooSlow (default 10,000).
+	WatcherQueue int
+	// Logger receives the store's few log lines; defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is berth's state: immutable objects in go-memdb tables, written by
+// serialised transactions that each get the next revision, made durable by
+// a Backend before they are acknowledged or seen.
+//
+// Objects handed to a write belong to the store from then on, and objects
+// read from it are shared: copy them (DeepCopyObject) before changing them.
+type Store struct {
+	opts       Options
+	clock      clock.PassiveClock
+	backend    Backend
+	persistent bool
+	db         *memdb.MemDB
+
+	// writeMu serialises write transactions; rev is the revision of the
+	// last transaction applied to db, which may not be durable yet.
+	writeMu sync.Mutex
+	rev     uint64
+	closed  bool
+
+	// view is what readers see: a snapshot at the last durable revision.
+	view   atomic.Pointer[view]
+	failed atomic.Pointer[error]
+
+	commits   chan *batch
+	committed chan struct{}
+
+	hub *hub
+}
+
+type view struct {
+	db  *memdb.MemDB
+	rev uint64
+}
+
+// batch is one committed transaction on its way to the backend.
+type batch struct {
+	rev    uint64
+	ops    []Op
+	events []Event
+	view   *view
+	done   chan error
+}
+
+// New opens a store over a backend, loading every object it holds.
+func New(backend Backend, opts Options) (*Store, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.History <= 0 {
+		opts.History = 10000
+	}
+	if opts.WatcherQueue <= 0 {
+		opts.WatcherQueue = 10000
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		return nil, fmt.Errorf("store schema: %w", err)
+	}
+	s := &Store{
+		opts:      opts,
+		clock:     opts.Clock,
+		backend:   backend,
+		db:        db,
+		commits:   make(chan *batch, 256),
+		committed: make(chan struct{}),
+	}
+	if p, ok := backend.(Persistent); ok {
+		s.persistent = p.Persistent()
+	}
+
+	txn := db.Txn(true)
+	n := 0
+	rev, err := backend.Load(func(obj api.Object) error {
+		k := api.KindOf(obj)
+		if k == nil {
+			return fmt.Errorf("load: unknown type %T", obj)
+		}
+		obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+		n++
+		return txn.Insert(tableName(k), obj)
+	})
+	if err != nil {
+		txn.Abort()
+		return nil, fmt.Errorf("load store: %w", err)
+	}
+	txn.Commit()
+	s.rev = rev
+	s.view.Store(&view{db: db.Snapshot(), rev: rev})
+	s.hub = newHub(rev, opts.History, opts.WatcherQueue)
+	if n > 0 {
+		opts.Logger.Info("store loaded", "objects", n, "revision", rev)
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// Revision returns the newest revision readers can see.
+func (s *Store) Revision() uint64 { return s.view.Load().rev }
+
+// Snapshot returns a consistent read-only view of every table at the
+// newest durable revision. It is cheap and never blocks writers.
+func (s *Store) Snapshot() *Snapshot {
+	v := s.view.Load()
+	return &Snapshot{reader{txn: v.db.Txn(false), rev: v.rev}}
+}
+
+// Get reads one object from a fresh snapshot.
+func (s *Store) Get(k *api.Kind, namespace, name string) (api.Object, error) {
+	return s.Snapshot().Get(k, namespace, name)
+}
+
+// List reads the objects of a kind that match a filter from a fresh
+// snapshot, and the revision it was taken at.
+func (s *Store) List(k *api.Kind, f Filter) ([]api.Object, uint64, error) {
+	snap := s.Snapshot()
+	objs, err := snap.List(k, f)
+	return objs, snap.Revision(), err
+}
+
+// Create stores a new object and returns it as stored.
+func (s *Store) Create(ctx context.Context, obj api.Object) (api.Object, error) {
+	var out api.Object
+	_, err := s.Txn(ctx, func(tx *Txn) error {
+		var err error
+		out, err = tx.Create(obj)
+		return err
+	})
+	return out, err
+}
+
+// Update replaces an object and returns it as stored; see Txn.Update.
+func (s *Store) Update(ctx context.Context, obj api.Object) (api.Object, error) {
+	var out api.Object
+	_, err := s.Txn(ctx, func(tx *Txn) error {
+		var err error
+		out, err = tx.Update(obj)
+		return err
+	})
+	return out, err
+}
+
+// Delete deletes an object, gracefully where it must; see Txn.Delete.
+func (s *Store) Delete(ctx context.Context, k *api.Kind, namespace, name string, opts DeleteOptions) (api.Object, error) {
+	var out api.Object
+	_, err := s.Txn(ctx, func(tx *Txn) error {
+		var err error
+		out, err = tx.Delete(k, namespace, name, opts)
+		return err
+	})
+	return out, err
+}
+
+// Txn runs fn as one transaction: every write it makes commits together
+// under one new revision, or none does if fn returns an error. Txn returns
+// once the writes are durable, with the revision they got (the current
+// revision if fn wrote nothing). If ctx ends while waiting for the disk the
+// transaction may still commit.
+func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error) {
+	s.writeMu.Lock()
+	if s.closed {
+		s.writeMu.Unlock()
+		return 0, ErrClosed
+	}
+	if errp := s.failed.Load(); errp != nil {
+		s.writeMu.Unlock()
+		return 0, fmt.Errorf("store failed: %w", *errp)
+	}
+	tx := &Txn{
+		reader: reader{txn: s.db.Txn(true), rev: s.rev + 1},
+		store:  s,
+	}
+	err := fn(tx)
+	if err != nil || len(tx.ops) == 0 {
+		tx.txn.Abort()
+		rev := s.rev
+		s.writeMu.Unlock()
+		return rev, err
+	}
+	if s.persistent {
+		for i := range tx.ops {
+			if err := encodeOp(&tx.ops[i]); err != nil {
+				tx.txn.Abort()
+				s.writeMu.Unlock()
+				return 0, err
+			}
+		}
+	}
+	tx.txn.Commit()
+	s.rev = tx.rev
+	b := &batch{
+		rev:    tx.rev,
+		ops:    tx.ops,
+		events: tx.events,
+		view:   &view{db: s.db.Snapshot(), rev: tx.rev},
+		done:   make(chan error, 1),
+	}
+	s.commits <- b
+	s.writeMu.Unlock()
+
+	select {
+	case err := <-b.done:
+		return b.rev, err
+	case <-ctx.Done():
+		return b.rev, ctx.Err()
+	}
+}
+
+func encodeOp(op *Op) error {
+	if op.Object == nil {
+		return nil
+	}
+	data, err := json.Marshal(op.Object)
+	if err != nil {
+		return fmt.Errorf("encode %s %s/%s: %w", op.Kind.Resource, op.Namespace, op.Name, err)
+	}
+	op.Data = data
+	return nil
+}
+
+// maxGroup bounds how many transactions one backend commit may carry.
+const maxGroup = 1024
+
+// commitLoop makes batches durable in revision order. Transactions that
+// arrive while a commit is under way share the next one (group commit), so
+// the disk sees one fsync for many transactions. Then it publishes the
+// newest snapshot to readers, hands the events to watchers, and
+// acknowledges the writers.
+func (s *Store) commitLoop() {
+	defer close(s.committed)
+	group := make([]*batch, 0, maxGroup)
+	var ops []Op
+	for b := range s.commits {
+		group = append(group[:0], b)
+	drain:
+		for len(group) < maxGroup {
+			select {
+			case nb, ok := <-s.commits:
+				if !ok {
+					break drain
+				}
+				group = append(group, nb)
+			default:
+				break drain
+			}
+		}
+		last := group[len(group)-1]
+		ops = ops[:0]
+		for _, g := range group {
+			ops = append(ops, g.ops...)
+		}
+		err := s.failure()
+		if err == nil {
+			if err = s.backend.Commit(last.rev, ops); err != nil {
+				err = fmt.Errorf("commit revision %d: %w", last.rev, err)
+				s.failed.CompareAndSwap(nil, &err)
+				s.opts.Logger.Error("store cannot write; refusing further writes", "err", err)
+			}
+		}
+		if err == nil {
+			s.view.Store(last.view)
+			s.hub.dispatch(group)
+		}
+		for _, g := range group {
+			g.done <- err
+		}
+		clear(ops)
+	}
+}
+
+func (s *Store) failure() error {
+	if p := s.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Close stops the store: writes fail with ErrClosed, watchers end with
+// ErrClosed, and the backend is closed once every acknowledged write is in.
+func (s *Store) Close() error {
+	s.writeMu.Lock()
+	if s.closed {
+		s.writeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.commits)
+	s.writeMu.Unlock()
+	<-s.committed
+	s.hub.close(ErrClosed)
+	return errors.Join(s.failure(), s.backend.Close())
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Txn is a write transaction. Its reads see its own writes. Every write
+// gets the transaction's revision as resourceVersion.
+type Txn struct {
+	reader
+	store  *Store
+	now    *metav1.Time
+	ops    []Op
+	events []Event
+}
+
+// Preconditions must hold for a delete to proceed.
+type Preconditions struct {
+	UID             string
+	ResourceVersion string
+}
+
+// DeleteOptions tune a delete.
+type DeleteOptions struct {
+	// GracePeriodSeconds overrides the object's grace period; 0 deletes at
+	// once unless finalizers hold the object.
+	GracePeriodSeconds *int64
+	Preconditions      *Preconditions
+}
+
+func (tx *Txn) timestamp() metav1.Time {
+	if tx.now == nil {
+		t := metav1.NewTime(tx.store.clock.Now().Truncate(time.Second))
+		tx.now = &t
+	}
+	return *tx.now
+}
+
+func (tx *Txn) resourceVersion() string { return fmt.Sprint(tx.rev) }
+
+func kindOf(obj api.Object) (*api.Kind, error) {
+	k := api.KindOf(obj)
+	if k == nil {
+		return nil, fmt.Errorf("%w: %T is not a registered kind", ErrInvalid, obj)
+	}
+	return k, nil
+}
+
+func checkScope(k *api.Kind, obj api.Object) error {
+	switch {
+	case obj.GetName() == "":
+		return objectError(ErrInvalid, k, obj.GetNamespace(), "", "metadata.name is required")
+	case k.Namespaced && obj.GetNamespace() == "":
+		return objectError(ErrInvalid, k, "", obj.GetName(), "metadata.namespace is required")
+	case !k.Namespaced && obj.GetNamespace() != "":
+		return objectError(ErrInvalid, k, obj.GetNamespace(), obj.GetName(), "the kind is not namespaced")
+	}
+	return nil
+}
+
+// Create stores a new object. It assigns uid (unless set), name from
+// generateName, creationTimestamp, resourceVersion and generation 1.
+func (tx *Txn) Create(obj api.Object) (api.Object, error) {
+	k, err := kindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+		obj.SetName(obj.GetGenerateName() + rand.String(5))
+	}
+	if err := checkScope(k, obj); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Get(k, obj.GetNamespace(), obj.GetName()); err == nil {
+		return nil, objectError(ErrAlreadyExists, k, obj.GetNamespace(), obj.GetName(), "")
+	}
+	if obj.GetUID() == "" {
+		obj.SetUID(uuid.NewUUID())
+	}
+	obj.SetCreationTimestamp(tx.timestamp())
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetResourceVersion(tx.resourceVersion())
+	if hasSpec(obj) {
+		obj.SetGeneration(1)
+	}
+	if err := tx.insert(k, obj); err != nil {
+		return nil, err
+	}
+	tx.record(k, Added, obj, nil)
+	return obj, nil
+}
+
+// Update replaces an object. A non-empty resourceVersion or uid must match
+// the stored one (ErrConflict otherwise). uid, creation and deletion stamps
+// are kept from the stored object; generation grows when the spec changes.
+// An update that changes nothing writes nothing and returns the stored
+// object. An update that removes the last finalizer of an object being
+// deleted deletes it.
+func (tx *Txn) Update(obj api.Object) (api.Object, error) {
+	k, err := kindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	if err := checkScope(k, obj); err != nil {
+		return nil, err
+	}
+	old, err := tx.Get(k, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		return nil, err
+	}
+	if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+		return nil, objectError(ErrConflict, k, obj.GetNamespace(), obj.GetName(),
+			fmt.Sprintf("the object has been modified (resourceVersion %s, stored %s); read it again and retry", rv, old.GetResourceVersion()))
+	}
+	if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
+		return nil, objectError(ErrConflict, k, obj.GetNamespace(), obj.GetName(),
+			fmt.Sprintf("uid %s does not match the stored %s", uid, old.GetUID()))
+	}
+	obj.SetUID(old.GetUID())
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	obj.SetGeneration(old.GetGeneration())
+	obj.SetResourceVersion(old.GetResourceVersion())
+	if equality.Semantic.DeepEqual(old, obj) {
+		return old, nil
+	}
+	if old.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+		return tx.remove(k, old)
+	}
+	if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(old).Interface(), specOf(obj).Interface()) {
+		obj.SetGeneration(old.GetGeneration() + 1)
+	}
+	obj.SetResourceVersion(tx.resourceVersion())
+	if err := tx.insert(k, obj); err != nil {
+		return nil, err
+	}
+	tx.record(k, Modified, obj, old)
+	return obj, nil
+}
+
+// Delete deletes an object. One with finalizers, or a pod running on a
+// node with a grace period, is only marked: deletionTimestamp is set (to
+// now plus the grace period) and the object stays until its finalizers
+// are gone or it is deleted again with grace 0. Delete returns the object
+// as it last stood.
+func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (api.Object, error) {
+	old, err := tx.Get(k, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if p := opts.Preconditions; p != nil {
+		if p.UID != "" && p.UID != string(old.GetUID()) {
+			return nil, objectError(ErrConflict, k, namespace, name,
+				fmt.Sprintf("precondition failed: uid %s, stored %s", p.UID, old.GetUID()))
+		}
+		if p.ResourceVersion != "" && p.ResourceVersion != old.GetResourceVersion() {
+			return nil, objectError(ErrConflict, k, namespace, name,
+				fmt.Sprintf("precondition failed: resourceVersion %s, stored %s", p.ResourceVersion, old.GetResourceVersion()))
+		}
+	}
+	grace := gracePeriod(old, opts.GracePeriodSeconds)
+	if grace == 0 && len(old.GetFinalizers()) == 0 {
+		return tx.remove(k, old)
+	}
+	deadline := metav1.NewTime(tx.timestamp().Add(time.Duration(grace) * time.Second))
+	if dt := old.GetDeletionTimestamp(); dt != nil && !deadline.Before(dt) {
+		// Already terminating, at least as soon: nothing to shorten.
+		return old, nil
+	}
+	obj := old.DeepCopyObject().(api.Object)
+	obj.SetDeletionTimestamp(&deadline)
+	obj.SetDeletionGracePeriodSeconds(&grace)
+	if old.GetDeletionTimestamp() == nil {
+		obj.SetGeneration(old.GetGeneration() + 1)
+	}
+	obj.SetResourceVersion(tx.resourceVersion())
+	if err := tx.insert(k, obj); err != nil {
+		return nil, err
+	}
+	tx.record(k, Modified, obj, old)
+	return obj, nil
+}
+
+// gracePeriod is how long an object may take to go. Only pods running on
+// a node have one: an unbound or finished pod has nothing to stop.
+func gracePeriod(obj api.Object, requested *int64) int64 {
+	pod, ok := obj.(*api.Pod)
+	if !ok || pod.Spec.NodeName == "" || pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
+		return 0
+	}
+	if requested != nil {
+		return max(*requested, 0)
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return max(*pod.Spec.TerminationGracePeriodSeconds, 0)
+	}
+	return 30
+}
+
+func (tx *Txn) remove(k *api.Kind, old api.Object) (api.Object, error) {
+	if err := tx.txn.Delete(tableName(k), old); err != nil {
+		return nil, fmt.Errorf("delete %s %s/%s: %w", k.Resource, old.GetNamespace(), old.GetName(), err)
+	}
+	tx.ops = append(tx.ops, Op{Kind: k, Namespace: old.GetNamespace(), Name: old.GetName()})
+	// The event carries the last state at the revision of its deletion.
+	gone := old.DeepCopyObject().(api.Object)
+	gone.SetResourceVersion(tx.resourceVersion())
+	tx.events = append(tx.events, Event{Type: Deleted, Revision: tx.rev, Kind: k, Object: gone, Old: old})
+	return gone, nil
+}
+
+func (tx *Txn) insert(k *api.Kind, obj api.Object) error {
+	if err := tx.txn.Insert(tableName(k), obj); err != nil {
+		return fmt.Errorf("write %s %s/%s: %w", k.Resource, obj.GetNamespace(), obj.GetName(), err)
+	}
+	tx.ops = append(tx.ops, Op{Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj})
+	return nil
+}
+
+func (tx *Txn) record(k *api.Kind, t EventType, obj, old api.Object) {
+	tx.events = append(tx.events, Event{Type: t, Revision: tx.rev, Kind: k, Object: obj, Old: old})
+}
+
+// specOf returns the Spec field of an object, or an invalid Value.
+func specOf(obj api.Object) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName("Spec")
+}
+
+func hasSpec(obj api.Object) bool { return specOf(obj).IsValid() }

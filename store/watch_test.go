@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/berth-dev/berth/api"
+)
+
+func next(t *testing.T, w *Watcher) Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e, err := w.Next(ctx)
+	if err != nil {
+		t.Fatalf("next event: %v", err)
+	}
+	return e
+}
+
+// expectNone checks that no event is queued. Events are queued before the
+// write that made them returns, so there is nothing to wait for.
+func expectNone(t *testing.T, w *Watcher) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if e, err := w.Next(ctx); err == nil {
+		t.Fatalf("unexpected event %s %s rev %d", e.Type, e.Object.GetName(), e.Revision)
+	}
+}
+
+func TestWatchDeliversInOrder(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	w, err := s.Watch(ctx, WatchOptions{Kind: podKind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	p, _ := s.Create(ctx, pod("default", "a", ""))
+	up := p.DeepCopyObject().(*api.Pod)
+	up.Labels["v"] = "2"
+	s.Update(ctx, up)
+	s.Delete(ctx, podKind, "default", "a", DeleteOptions{})
+	s.Create(ctx, &api.ConfigMap{})
+	for i, want := range []EventType{Added, Modified, Deleted} {
+		e := next(t, w)
+		if e.Type != want || e.Revision != uint64(i+1) || e.Object.GetResourceVersion() != fmt.Sprint(i+1) {
+			t.Fatalf("event %d: %s rev %d rv %s, want %s rev %d", i, e.Type, e.Revision, e.Object.GetResourceVersion(), want, i+1)
+		}
+	}
+	expectNone(t, w)
+	if rev, ok := w.Bookmark(); !ok || rev != 3 {
+		t.Fatalf("bookmark %d %v", rev, ok)
+	}
+}
+
+func TestWatchFromRevisionReplays(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for i := range 5 {
+		s.Create(ctx, pod("default", fmt.Sprintf("p%d", i), ""))
+	}
+	w, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, want := range []string{"p3", "p4"} {
+		if e := next(t, w); e.Object.GetName() != want {
+			t.Fatalf("replayed %s, want %s", e.Object.GetName(), want)
+		}
+	}
+	expectNone(t, w)
+	if _, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 99}); !errors.Is(err, ErrFutureRevision) {
+		t.Fatalf("future revision: %v", err)
+	}
+}
+
+func TestWatchGoneAfterCompaction(t *testing.T) {
+	s, err := New(Memory{}, Options{History: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 10 {
+		s.Create(ctx, pod("default", fmt.Sprintf("p%d", i), ""))
+	}
+	if _, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 2}); !IsGone(err) {
+		t.Fatalf("watch from a compacted revision: %v", err)
+	}
+	w, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 6})
+	if err != nil {
+		t.Fatalf("watch within history: %v", err)
+	}
+	defer w.Stop()
+	if e := next(t, w); e.Revision != 7 {
+		t.Fatalf("first replayed revision %d", e.Revision)
+	}
+}
+
+func TestWatchByNodeSeesOnlyItsPods(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	w1, _ := s.Watch(ctx, WatchOptions{Kind: podKind, Filter: Filter{Index: IndexNode, Value: "n1"}})
+	defer w1.Stop()
+	w2, _ := s.Watch(ctx, WatchOptions{Kind: podKind, Filter: Filter{Index: IndexNode, Value: "n2"}})
+	defer w2.Stop()
+	pending, _ := s.Watch(ctx, WatchOptions{Kind: podKind, Filter: Filter{Index: IndexNode, Value: ""}})
+	defer pending.Stop()
+
+	p, _ := s.Create(ctx, pod("default", "a", ""))
+	if e := next(t, pending); e.Type != Added {
+		t.Fatalf("pending watcher got %s", e.Type)
+	}
+	expectNone(t, w1)
+
+	// Binding moves the pod from the pending watch to the node's watch.
+	bound := p.DeepCopyObject().(*api.Pod)
+	bound.Spec.NodeName = "n1"
+	s.Update(ctx, bound)
+	if e := next(t, w1); e.Type != Added || e.Object.(*api.Pod).Spec.NodeName != "n1" {
+		t.Fatalf("n1 watcher got %s", e.Type)
+	}
+	if e := next(t, pending); e.Type != Deleted {
+		t.Fatalf("pending watcher got %s on bind, want DELETED", e.Type)
+	}
+	expectNone(t, w2)
+
+	s.Create(ctx, pod("default", "b", "n2"))
+	if e := next(t, w2); e.Object.GetName() != "b" {
+		t.Fatalf("n2 watcher got %s", e.Object.GetName())
+	}
+	expectNone(t, w1)
+}
+
+func TestWatchLabelTransitions(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	w, _ := s.Watch(ctx, WatchOptions{Kind: podKind, Filter: Filter{Labels: labels.SelectorFromSet(labels.Set{"tier": "web"})}})
+	defer w.Stop()
+	p, _ := s.Create(ctx, pod("default", "a", ""))
+	expectNone(t, w)
+	on := p.DeepCopyObject().(*api.Pod)
+	on.Labels["tier"] = "web"
+	on2, _ := s.Update(ctx, on)
+	if e := next(t, w); e.Type != Added {
+		t.Fatalf("got %s, want ADDED when the pod starts matching", e.Type)
+	}
+	off := on2.DeepCopyObject().(*api.Pod)
+	delete(off.Labels, "tier")
+	s.Update(ctx, off)
+	e := next(t, w)
+	if e.Type != Deleted || e.Object.GetResourceVersion() != "3" {
+		t.Fatalf("got %s rv %s, want DELETED at rv 3 when the pod stops matching", e.Type, e.Object.GetResourceVersion())
+	}
+}
+
+func TestSlowWatcherIsStopped(t *testing.T) {
+	s, err := New(Memory{}, Options{WatcherQueue: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	w, _ := s.Watch(ctx, WatchOptions{Kind: podKind})
+	for i := range 5 {
+		s.Create(ctx, pod("default", fmt.Sprintf("p%d", i), ""))
+	}
+	for range 3 {
+		next(t, w)
+	}
+	if _, err := w.Next(ctx); !errors.Is(err, ErrWatcherTooSlow) {
+		t.Fatalf("slow watcher: %v", err)
+	}
+}
+
+func TestWatchEndsWithContextAndClose(t *testing.T) {
+	s, err := New(Memory{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, _ := s.Watch(ctx, WatchOptions{Kind: podKind})
+	cancel()
+	if _, err := w.Next(context.Background()); err == nil {
+		t.Fatal("watch outlived its context")
+	}
+	w2, _ := s.Watch(context.Background(), WatchOptions{Kind: podKind})
+	s.Close()
+	if _, err := w2.Next(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("watch after close: %v", err)
+	}
+}

@@ -15,6 +15,8 @@ import (
 )
 
 // DecodeOptions changes what the decoder accepts for one kind of caller.
+//
+// +kubebuilder:object:generate=false
 type DecodeOptions struct {
 	// DropStatus removes `status` from every object before it is decoded.
 	// Manifests from sources and `berth validate` describe desired state: a
@@ -27,6 +29,8 @@ type DecodeOptions struct {
 // Decoded is one object of a stream together with where it came from, so
 // that errors found later (validation, duplicates, ownership) can still
 // name the file, document, line and field.
+//
+// +kubebuilder:object:generate=false
 type Decoded struct {
 	// Object is the decoded object, of the Go type its kind registered.
 	Object Object
@@ -151,6 +155,7 @@ func joinPath(prefix, path string) string {
 	return prefix + "." + path
 }
 
+// +kubebuilder:object:generate=false
 type streamDecoder struct {
 	name string
 	opts DecodeOptions
@@ -160,6 +165,8 @@ type streamDecoder struct {
 }
 
 // document is one YAML or JSON document of a stream.
+//
+// +kubebuilder:object:generate=false
 type document struct {
 	data []byte
 	line int // line of the stream where data starts
@@ -240,6 +247,8 @@ func jsonErrorOffset(err error) (int, bool) {
 
 // lineCounter turns byte offsets into 1-based lines, for offsets that only
 // grow.
+//
+// +kubebuilder:object:generate=false
 type lineCounter struct {
 	data []byte
 	off  int
@@ -453,6 +462,8 @@ func yamlErrorLine(msg string, base int) (int, string) {
 // head is what the decoder reads of a document before it knows its kind;
 // it is read leniently, to name the object in errors even when the rest
 // is wrong.
+//
+// +kubebuilder:object:generate=false
 type head struct {
 	fields     map[string]json.RawMessage
 	apiVersion string

@@ -6,6 +6,8 @@ import (
 
 // objectKey identifies an object in the store: two manifests with the same
 // key would overwrite each other.
+//
+// +kubebuilder:object:generate=false
 type objectKey struct {
 	group, kind, namespace, name string
 }

@@ -20,6 +20,8 @@ import (
 // the problem is about the whole document, "doc N" when it is about the whole
 // file (Doc < 0), and "file:doc N (line L): " when the input had no name (an
 // API request body).
+//
+// +kubebuilder:object:generate=false
 type Error struct {
 	// File is the name the input was decoded under: a path, "<stdin>", a URL.
 	File string
@@ -88,6 +90,8 @@ func location(file string, doc, line int) string {
 // ErrorList is every problem found in a stream or a set of streams. The
 // decoder collects them all rather than stopping at the first, so that one
 // run of `berth validate` or one failed sync shows a user everything to fix.
+//
+// +kubebuilder:object:generate=false
 type ErrorList []*Error
 
 // Error renders every error, one per line.

@@ -14,6 +14,8 @@ import (
 // positions maps field paths of one document to lines of its file. It
 // walks a go.yaml.in/yaml/v3 node tree, which keeps the line of every key,
 // while sigs.k8s.io/yaml (which does the actual conversion) keeps none.
+//
+// +kubebuilder:object:generate=false
 type positions struct {
 	root *yaml.Node // a mapping node, or nil when the document did not parse
 	base int        // line of the file where the node tree's line 1 is
@@ -103,6 +105,8 @@ func (p positions) sub(path string) positions {
 
 // pathSegment is one step of a field path: a name (".name") or a subscript
 // ("[0]", "[app.kubernetes.io/name]").
+//
+// +kubebuilder:object:generate=false
 type pathSegment struct {
 	name      string
 	subscript bool
@@ -224,6 +228,8 @@ func yaml11Bool(n *yaml.Node) string {
 }
 
 // duplicateKey is a mapping key that appears twice.
+//
+// +kubebuilder:object:generate=false
 type duplicateKey struct {
 	path  string
 	name  string

@@ -15,6 +15,8 @@ import (
 )
 
 // fieldProblem is a problem with one field found while decoding.
+//
+// +kubebuilder:object:generate=false
 type fieldProblem struct {
 	path    string
 	message string
@@ -41,6 +43,7 @@ func typeCheck(data []byte, t reflect.Type) []fieldProblem {
 	return c.problems
 }
 
+// +kubebuilder:object:generate=false
 type typeChecker struct {
 	problems []fieldProblem
 }
@@ -236,6 +239,8 @@ func shortJSON(v any) string {
 }
 
 // jsonField is a struct field as encoding/json sees it.
+//
+// +kubebuilder:object:generate=false
 type jsonField struct {
 	typ reflect.Type
 }

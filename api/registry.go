@@ -10,6 +10,8 @@ import (
 
 // Kind describes one kind berth serves: how manifests name it, how the API
 // and the CLI name its resource, and how to make an empty one.
+//
+// +kubebuilder:object:generate=false
 type Kind struct {
 	// GVK is the group, version and kind of the type.
 	GVK schema.GroupVersionKind

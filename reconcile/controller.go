@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/store"
 )
 
 // Reconciler converges one object, named by its key, toward its spec. It is
@@ -82,6 +84,10 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Logger receives reconcile failures. Nil means slog.Default().
 	Logger *slog.Logger
+	// Store and Watches feed the queue from store watches: Run lists and
+	// follows each watch until ctx is done.
+	Store   *store.Store
+	Watches []Watch
 }
 
 // Stats counts what a Controller's workers did, so tests (and later,
@@ -104,6 +110,8 @@ type Controller struct {
 	clock        clock.WithTicker
 	listKeys     func(ctx context.Context) ([]string, error)
 	resyncPeriod time.Duration
+	store        *store.Store
+	watches      []Watch
 	log          *slog.Logger
 	started      atomic.Bool
 	counts       struct{ reconciles, errors, terminal, requeues atomic.Uint64 }
@@ -126,6 +134,8 @@ func NewController(name string, r Reconciler, opts Options) *Controller {
 		clock:        opts.Clock,
 		listKeys:     opts.ListKeys,
 		resyncPeriod: opts.ResyncPeriod,
+		store:        opts.Store,
+		watches:      opts.Watches,
 		log:          opts.Logger.With("controller", name),
 	}
 }
@@ -158,6 +168,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if workers < 1 {
 		return fmt.Errorf("controller %s: need at least one worker, got %d", c.name, workers)
 	}
+	if len(c.watches) > 0 && c.store == nil {
+		return fmt.Errorf("controller %s: watches need a store", c.name)
+	}
 	if !c.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("controller %s: already run", c.name)
 	}
@@ -170,6 +183,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	if c.listKeys != nil {
 		wg.Go(func() { c.resync(ctx) })
+	}
+	for _, w := range c.watches {
+		wg.Go(func() { c.follow(ctx, c.store, w) })
 	}
 	<-ctx.Done()
 	c.queue.ShutDown()

@@ -1,4 +1,4 @@
-package store
+package store_test
 
 import (
 	"context"
@@ -8,102 +8,34 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
-// benchPod is a pod as a ReplicaSet makes it: labels, an owner, one
-// container with requests, a port and an environment variable.
-func benchPod(i int, node string) *api.Pod {
-	t := true
-	return &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "default",
-			Name:      fmt.Sprintf("web-7d4b9c8f6-%06d", i),
-			Labels:    map[string]string{"app": "web", "pod-template-hash": "7d4b9c8f6"},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d4b9c8f6",
-				UID: types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i%100)), Controller: &t, BlockOwnerDeletion: &t,
-			}},
-		},
-		Spec: api.PodSpec{
-			NodeName: node,
-			Containers: []api.Container{{
-				Name:    "web",
-				Image:   "web:1.0",
-				Command: []string{"/bin/web", "--listen", "$(POD_IP):8080"},
-				Env:     []api.EnvVar{{Name: "POD_IP", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
-				Ports:   []api.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: api.ProtocolTCP}},
-				Resources: api.ResourceRequirements{Requests: api.ResourceList{
-					api.ResourceCPU:    resource.MustParse("100m"),
-					api.ResourceMemory: resource.MustParse("128Mi"),
-				}},
-			}},
-			RestartPolicy: api.RestartPolicyAlways,
-		},
-	}
-}
-
-// createPods writes n pods in transactions of batch pods from workers
-// goroutines and returns how long it took.
-func createPods(b *testing.B, s *Store, n, batch, workers int) time.Duration {
-	ctx := context.Background()
-	pods := make([]*api.Pod, n)
-	for i := range pods {
-		pods[i] = benchPod(i, fmt.Sprintf("node-%d", i%5000))
-	}
-	b.ResetTimer()
-	start := time.Now()
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range workers {
-		wg.Go(func() {
-			for lo := range next {
-				hi := min(lo+batch, n)
-				_, err := s.Txn(ctx, func(tx *Txn) error {
-					for _, p := range pods[lo:hi] {
-						if _, err := tx.Create(p); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	for lo := 0; lo < n; lo += batch {
-		next <- lo
-	}
-	close(next)
-	wg.Wait()
-	return time.Since(start)
-}
+var podKind, _ = api.LookupResource("pods")
 
 // BenchmarkCreatePods measures batched creation on the memory backend; the
 // bolt backend's twin is in store/bolt.
 func BenchmarkCreatePods(b *testing.B) {
-	s, err := New(Memory{}, Options{})
+	s, err := store.New(store.Memory{}, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	d := createPods(b, s, b.N, 1000, 2)
+	d := storetest.CreatePods(b, s, storetest.MakePods(b.N, 5000), 1000, 2)
 	b.ReportMetric(float64(b.N)/d.Seconds(), "pods/s")
 }
 
-func loadNodes(b *testing.B, s *Store, pods, nodes int) {
+func loadNodes(b *testing.B, s *store.Store, pods, nodes int) {
 	b.Helper()
 	ctx := context.Background()
 	for lo := 0; lo < pods; lo += 1000 {
-		_, err := s.Txn(ctx, func(tx *Txn) error {
+		_, err := s.Txn(ctx, func(tx *store.Txn) error {
 			for i := lo; i < min(lo+1000, pods); i++ {
-				if _, err := tx.Create(benchPod(i, fmt.Sprintf("node-%d", i%nodes))); err != nil {
+				if _, err := tx.Create(storetest.Pod(i, storetest.NodeName(i, nodes))); err != nil {
 					return err
 				}
 			}
@@ -117,7 +49,7 @@ func loadNodes(b *testing.B, s *Store, pods, nodes int) {
 
 // BenchmarkListPodsOfNode lists the 20 pods of one node among 100,000.
 func BenchmarkListPodsOfNode(b *testing.B) {
-	s, err := New(Memory{}, Options{})
+	s, err := store.New(store.Memory{}, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +57,7 @@ func BenchmarkListPodsOfNode(b *testing.B) {
 	loadNodes(b, s, 100000, 5000)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		objs, _, err := s.List(podKind, Filter{Index: IndexNode, Value: fmt.Sprintf("node-%d", i%5000)})
+		objs, _, err := s.List(podKind, store.Filter{Index: store.IndexNode, Value: fmt.Sprintf("node-%d", i%5000)})
 		if err != nil || len(objs) != 20 {
 			b.Fatalf("%d pods, %v", len(objs), err)
 		}
@@ -139,7 +71,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 	const nodes, pods, updates = 5000, 20000, 100000
 	for b.Loop() {
 		b.StopTimer()
-		s, err := New(Memory{}, Options{})
+		s, err := store.New(store.Memory{}, store.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -148,7 +80,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 		var wg sync.WaitGroup
 		counts := make([]int, nodes)
 		for n := range nodes {
-			w, err := s.Watch(ctx, WatchOptions{Kind: podKind, Filter: Filter{Index: IndexNode, Value: fmt.Sprintf("node-%d", n)}})
+			w, err := s.Watch(ctx, store.WatchOptions{Kind: podKind, Filter: store.Filter{Index: store.IndexNode, Value: fmt.Sprintf("node-%d", n)}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -168,13 +100,13 @@ func BenchmarkWatchFanout(b *testing.B) {
 		snap := s.Snapshot()
 		current := make([]*api.Pod, pods)
 		for i := range pods {
-			o, _ := snap.Get(podKind, "default", fmt.Sprintf("web-7d4b9c8f6-%06d", i))
+			o, _ := snap.Get(podKind, "default", storetest.PodName(i))
 			current[i] = o.(*api.Pod)
 		}
 		b.StartTimer()
 		start := time.Now()
 		for lo := 0; lo < updates; lo += 500 {
-			_, err := s.Txn(ctx, func(tx *Txn) error {
+			_, err := s.Txn(ctx, func(tx *store.Txn) error {
 				for u := lo; u < lo+500; u++ {
 					p := current[u%pods].DeepCopyObject().(*api.Pod)
 					p.Status.Phase = api.PodRunning
@@ -214,18 +146,18 @@ func BenchmarkMemoryPerPod(b *testing.B) {
 		b.StopTimer()
 		pods := make([]*api.Pod, n)
 		for i := range pods {
-			pods[i] = benchPod(i, fmt.Sprintf("node-%d", i%5000))
+			pods[i] = storetest.Pod(i, storetest.NodeName(i, 5000))
 			pods[i].UID = types.UID(fmt.Sprintf("11111111-0000-0000-0000-%012d", i))
 			pods[i].ResourceVersion = "1000000"
 		}
 		before := heapInUse()
-		s, err := New(Memory{}, Options{History: 1})
+		s, err := store.New(store.Memory{}, store.Options{History: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
 		ctx := context.Background()
 		for lo := 0; lo < n; lo += 1000 {
-			s.Txn(ctx, func(tx *Txn) error {
+			s.Txn(ctx, func(tx *store.Txn) error {
 				for _, p := range pods[lo : lo+1000] {
 					tx.Create(p)
 				}

@@ -102,18 +102,6 @@ func (r *reader) Get(k *api.Kind, namespace, name string) (api.Object, error) {
 	return raw.(api.Object), nil
 }
 
-// GetByUID returns the object with a UID, or an error wrapping ErrNotFound.
-func (r *reader) GetByUID(k *api.Kind, uid string) (api.Object, error) {
-	raw, err := r.txn.First(tableName(k), IndexUID, uid)
-	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", k.Resource, err)
-	}
-	if raw == nil {
-		return nil, objectError(ErrNotFound, k, "", uid, "(by uid)")
-	}
-	return raw.(api.Object), nil
-}
-
 // Each calls fn for every object of a kind that matches f, in key order,
 // until fn returns false. It lets large lists stream without a slice.
 func (r *reader) Each(k *api.Kind, f Filter, fn func(api.Object) bool) error {

@@ -8,14 +8,13 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// Index names. Every table has IndexID and IndexUID; the others exist on the
-// tables where a controller needs them.
+// Index names. Every table has IndexID, IndexOwner and IndexSource; the
+// others exist on the tables where a controller needs them. There is no
+// index by UID: references carry names, and a UID is checked after a get.
 const (
 	// IndexID is the primary key: "namespace/name", or "name" for
 	// cluster-scoped kinds.
 	IndexID = "id"
-	// IndexUID finds an object by metadata.uid.
-	IndexUID = "uid"
 	// IndexOwner finds the dependents of an owner by its UID.
 	IndexOwner = "owner"
 	// IndexSource finds the objects a source applied (berth.dev/source).
@@ -81,9 +80,6 @@ func schema() *memdb.DBSchema {
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
 					return objectKey(o.GetNamespace(), o.GetName()), true
-				})},
-				IndexUID: {Name: IndexUID, Unique: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
-					return string(o.GetUID()), true
 				})},
 				IndexOwner: {Name: IndexOwner, AllowMissing: true, Indexer: multiIndex(func(o api.Object) []string { return api.OwnerUIDs(o) })},
 				IndexSource: {Name: IndexSource, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {

@@ -118,7 +118,10 @@ func New(backend Backend, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("load store: %w", err)
 	}
 	txn.Commit()
-	s.rev = rev
+	// As in etcd, an empty store is at revision 1, so that revision 0 is
+	// free to mean "now" in a watch.
+	s.rev = max(rev, 1)
+	rev = s.rev
 	s.view.Store(&view{db: db.Snapshot(), rev: rev})
 	s.hub = newHub(rev, opts.History, opts.WatcherQueue)
 	if n > 0 {

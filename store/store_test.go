@@ -46,7 +46,7 @@ func TestCreateAssignsMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obj.GetUID() == "" || obj.GetResourceVersion() != "1" || obj.GetGeneration() != 1 {
+	if obj.GetUID() == "" || obj.GetResourceVersion() != "2" || obj.GetGeneration() != 1 {
 		t.Fatalf("uid=%q rv=%q generation=%d", obj.GetUID(), obj.GetResourceVersion(), obj.GetGeneration())
 	}
 	if got := obj.GetCreationTimestamp().Time; !got.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
@@ -63,10 +63,10 @@ func TestCreateAssignsMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if obj.GetResourceVersion() != "2" || obj.GetGeneration() != 0 {
+	if obj.GetResourceVersion() != "3" || obj.GetGeneration() != 0 {
 		t.Fatalf("configmap rv=%s generation=%d", obj.GetResourceVersion(), obj.GetGeneration())
 	}
-	if s.Revision() != 2 {
+	if s.Revision() != 3 {
 		t.Fatalf("revision %d", s.Revision())
 	}
 }
@@ -110,7 +110,7 @@ func TestUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.GetResourceVersion() != created.GetResourceVersion() || s.Revision() != 1 {
+	if out.GetResourceVersion() != created.GetResourceVersion() || s.Revision() != 2 {
 		t.Fatalf("no-op update wrote: rv %s, revision %d", out.GetResourceVersion(), s.Revision())
 	}
 
@@ -121,7 +121,7 @@ func TestUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.GetResourceVersion() != "2" || out.GetGeneration() != 1 {
+	if out.GetResourceVersion() != "3" || out.GetGeneration() != 1 {
 		t.Fatalf("label update rv=%s generation=%d", out.GetResourceVersion(), out.GetGeneration())
 	}
 
@@ -239,12 +239,12 @@ func TestTxnIsAtomic(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || rev != 2 {
+	if err != nil || rev != 3 {
 		t.Fatalf("rev %d err %v", rev, err)
 	}
 	for i := range 3 {
 		obj, _ := s.Get(podKind, "default", fmt.Sprintf("t%d", i))
-		if obj.GetResourceVersion() != "2" {
+		if obj.GetResourceVersion() != "3" {
 			t.Fatalf("object of one transaction has rv %s", obj.GetResourceVersion())
 		}
 	}
@@ -303,7 +303,7 @@ func TestSnapshotIsConsistent(t *testing.T) {
 	snap := s.Snapshot()
 	s.Create(ctx, pod("default", "b", ""))
 	objs, _ := snap.List(podKind, Filter{})
-	if len(objs) != 1 || snap.Revision() != 1 {
+	if len(objs) != 1 || snap.Revision() != 2 {
 		t.Fatalf("snapshot sees %d objects at revision %d", len(objs), snap.Revision())
 	}
 	if objs, _, _ := s.List(podKind, Filter{}); len(objs) != 2 {

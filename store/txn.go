@@ -134,13 +134,14 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	obj.SetGeneration(old.GetGeneration())
 	obj.SetResourceVersion(old.GetResourceVersion())
-	if equality.Semantic.DeepEqual(old, obj) {
+	specChanged, changed := compare(old, obj)
+	if !changed {
 		return old, nil
 	}
-	if old.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+	if old.GetDeletionTimestamp() != nil && !finalizing(obj) {
 		return tx.remove(k, old)
 	}
-	if hasSpec(obj) && !equality.Semantic.DeepEqual(specOf(old).Interface(), specOf(obj).Interface()) {
+	if specChanged {
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
 	obj.SetResourceVersion(tx.resourceVersion())
@@ -172,7 +173,7 @@ func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (
 		}
 	}
 	grace := gracePeriod(old, opts.GracePeriodSeconds)
-	if grace == 0 && len(old.GetFinalizers()) == 0 {
+	if grace == 0 && !finalizing(old) {
 		return tx.remove(k, old)
 	}
 	deadline := metav1.NewTime(tx.timestamp().Add(time.Duration(grace) * time.Second))
@@ -186,12 +187,27 @@ func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (
 	if old.GetDeletionTimestamp() == nil {
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
+	if ns, ok := obj.(*api.Namespace); ok {
+		ns.Status.Phase = api.NamespaceTerminating
+	}
 	obj.SetResourceVersion(tx.resourceVersion())
 	if err := tx.insert(k, obj); err != nil {
 		return nil, err
 	}
 	tx.record(k, Modified, obj, old)
 	return obj, nil
+}
+
+// finalizing reports whether something must finish before the object may
+// go: its finalizers, and for a namespace also spec.finalizers, which hold it
+// (Terminating) until the namespace controller has emptied it, as in
+// Kubernetes.
+func finalizing(obj api.Object) bool {
+	if len(obj.GetFinalizers()) > 0 {
+		return true
+	}
+	ns, ok := obj.(*api.Namespace)
+	return ok && len(ns.Spec.Finalizers) > 0
 }
 
 // gracePeriod is how long an object may take to go. Only pods running on
@@ -234,9 +250,54 @@ func (tx *Txn) record(k *api.Kind, t EventType, obj, old api.Object) {
 	tx.events = append(tx.events, Event{Type: t, Revision: tx.rev, Kind: k, Object: obj, Old: old})
 }
 
-// specOf returns the Spec field of an object, or an invalid Value.
-func specOf(obj api.Object) reflect.Value {
-	return reflect.ValueOf(obj).Elem().FieldByName("Spec")
+// compare tells whether an update changes an object's spec, and whether it
+// changes anything at all. Status, then spec, then the rest is compared,
+// so each part is walked at most once and the common status-only update
+// stops at the first part.
+func compare(old, obj api.Object) (specChanged, changed bool) {
+	ov, nv := reflect.ValueOf(old).Elem(), reflect.ValueOf(obj).Elem()
+	t := ov.Type()
+	var seen [2]int
+	n := 0
+	for _, name := range [...]string{"Status", "Spec"} {
+		f, ok := t.FieldByName(name)
+		if !ok {
+			continue
+		}
+		seen[n] = f.Index[0]
+		n++
+		if !semanticEqual(ov.Field(f.Index[0]), nv.Field(f.Index[0])) {
+			return name == "Spec" || specDiffers(ov, nv), true
+		}
+	}
+	for i := range t.NumField() {
+		if n > 0 && i == seen[0] || n > 1 && i == seen[1] {
+			continue
+		}
+		if !semanticEqual(ov.Field(i), nv.Field(i)) {
+			return false, true
+		}
+	}
+	return false, false
 }
 
-func hasSpec(obj api.Object) bool { return specOf(obj).IsValid() }
+func specDiffers(ov, nv reflect.Value) bool {
+	f, ok := ov.Type().FieldByName("Spec")
+	if !ok {
+		return false
+	}
+	return !semanticEqual(ov.Field(f.Index[0]), nv.Field(f.Index[0]))
+}
+
+// semanticEqual is Kubernetes' semantic equality (quantities by value,
+// times by instant), tried after the standard library's cheaper identical
+// test: values copied from one another, the common case, are identical.
+func semanticEqual(a, b reflect.Value) bool {
+	x, y := a.Interface(), b.Interface()
+	return reflect.DeepEqual(x, y) || equality.Semantic.DeepEqual(x, y)
+}
+
+func hasSpec(obj api.Object) bool {
+	_, ok := reflect.TypeOf(obj).Elem().FieldByName("Spec")
+	return ok
+}

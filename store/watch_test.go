@@ -50,12 +50,12 @@ func TestWatchDeliversInOrder(t *testing.T) {
 	s.Create(ctx, &api.ConfigMap{})
 	for i, want := range []EventType{Added, Modified, Deleted} {
 		e := next(t, w)
-		if e.Type != want || e.Revision != uint64(i+1) || e.Object.GetResourceVersion() != fmt.Sprint(i+1) {
-			t.Fatalf("event %d: %s rev %d rv %s, want %s rev %d", i, e.Type, e.Revision, e.Object.GetResourceVersion(), want, i+1)
+		if e.Type != want || e.Revision != uint64(i+2) || e.Object.GetResourceVersion() != fmt.Sprint(i+2) {
+			t.Fatalf("event %d: %s rev %d rv %s, want %s rev %d", i, e.Type, e.Revision, e.Object.GetResourceVersion(), want, i+2)
 		}
 	}
 	expectNone(t, w)
-	if rev, ok := w.Bookmark(); !ok || rev != 3 {
+	if rev, ok := w.Bookmark(); !ok || rev != 4 {
 		t.Fatalf("bookmark %d %v", rev, ok)
 	}
 }
@@ -66,7 +66,7 @@ func TestWatchFromRevisionReplays(t *testing.T) {
 	for i := range 5 {
 		s.Create(ctx, pod("default", fmt.Sprintf("p%d", i), ""))
 	}
-	w, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 3})
+	w, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +95,12 @@ func TestWatchGoneAfterCompaction(t *testing.T) {
 	if _, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 2}); !IsGone(err) {
 		t.Fatalf("watch from a compacted revision: %v", err)
 	}
-	w, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 6})
+	w, err := s.Watch(ctx, WatchOptions{Kind: podKind, Revision: 7})
 	if err != nil {
 		t.Fatalf("watch within history: %v", err)
 	}
 	defer w.Stop()
-	if e := next(t, w); e.Revision != 7 {
+	if e := next(t, w); e.Revision != 8 {
 		t.Fatalf("first replayed revision %d", e.Revision)
 	}
 }
@@ -157,8 +157,8 @@ func TestWatchLabelTransitions(t *testing.T) {
 	delete(off.Labels, "tier")
 	s.Update(ctx, off)
 	e := next(t, w)
-	if e.Type != Deleted || e.Object.GetResourceVersion() != "3" {
-		t.Fatalf("got %s rv %s, want DELETED at rv 3 when the pod stops matching", e.Type, e.Object.GetResourceVersion())
+	if e.Type != Deleted || e.Object.GetResourceVersion() != "4" {
+		t.Fatalf("got %s rv %s, want DELETED at rv 4 when the pod stops matching", e.Type, e.Object.GetResourceVersion())
 	}
 }
 

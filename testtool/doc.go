@@ -1,0 +1,4 @@
+// Package testtool finds the outside programs that some tests drive (git,
+// dig, kubectl, runc, …): a test skips with a message when one is missing,
+// and fails instead when BERTH_REQUIRE_TOOLS=1, as CI sets it.
+package testtool

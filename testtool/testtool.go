@@ -1,0 +1,26 @@
+package testtool
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// RequireEnv is the variable that turns a missing tool from a skip into a
+// failure.
+const RequireEnv = "BERTH_REQUIRE_TOOLS"
+
+// Need returns the path of the named program. When it is not on PATH the
+// test is skipped, or fails if RequireEnv is "1".
+func Need(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s is required (%s=1) but not found: %v", name, RequireEnv, err)
+	}
+	t.Skipf("%s not found; install it to run this test (%v)", name, err)
+	return ""
+}

@@ -1,0 +1,22 @@
+package testtool
+
+import "testing"
+
+func TestNeedFindsAProgramOnPath(t *testing.T) {
+	// sh is on every machine these tests run on.
+	if p := Need(t, "sh"); p == "" {
+		t.Fatal("no path for sh")
+	}
+}
+
+func TestNeedSkipsWhenMissing(t *testing.T) {
+	t.Setenv(RequireEnv, "")
+	var skipped bool
+	t.Run("missing", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		Need(t, "berth-no-such-tool")
+	})
+	if !skipped {
+		t.Fatal("a missing tool did not skip the test")
+	}
+}

@@ -149,13 +149,18 @@ func fileProblem(p string, err error) *api.Error {
 
 // decodeManifests decodes, defaults and validates every object of the
 // files, as a source does with a revision, and reports duplicates.
-func decodeManifests(files []manifestFile) ([]*api.Decoded, api.ErrorList) {
+// prepare, when set, sees each object before it is defaulted (apply puts
+// objects without a namespace in -n's) and may report errors about it.
+func decodeManifests(files []manifestFile, prepare func(*api.Decoded) api.ErrorList) ([]*api.Decoded, api.ErrorList) {
 	var objs []*api.Decoded
 	var errs api.ErrorList
 	for _, f := range files {
 		decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true})
 		errs = append(errs, derrs...)
 		for _, d := range decoded {
+			if prepare != nil {
+				errs = append(errs, prepare(d)...)
+			}
 			errs = append(errs, d.DefaultAndValidate()...)
 		}
 		objs = append(objs, decoded...)

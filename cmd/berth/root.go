@@ -61,6 +61,11 @@ manifests into running workloads on a fleet of machines.`,
 	root.AddCommand(
 		newVersionCommand(g),
 		newValidateCommand(g),
+		newGetCommand(g),
+		newDescribeCommand(g),
+		newApplyCommand(g),
+		newDeleteCommand(g),
+		newServerCommand(g),
 	)
 	markStart(root, g)
 	return root, g

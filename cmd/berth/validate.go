@@ -43,7 +43,7 @@ func runValidate(cmd *cobra.Command, g *globalOptions, paths []string) error {
 	for _, f := range files {
 		g.logger.Debug("validating", "file", f.name, "bytes", len(f.data))
 	}
-	objs, errs := decodeManifests(files)
+	objs, errs := decodeManifests(files, nil)
 	errs = append(problems, errs...)
 	errs.Sort()
 

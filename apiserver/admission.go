@@ -1,0 +1,201 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// Every write goes through one chain, in this order: decode (400), the
+// caller's authorization (403), defaulting, validation and immutable
+// fields (422), the admission plugins (403 or their own Status), then one
+// store transaction that also checks the namespace (404, or 403 while it
+// terminates) and the resourceVersion (409).
+
+var namespaceKind = api.KindOf(&api.Namespace{})
+
+// attributes describes a request to the authorizer and the admission
+// plugins.
+func (req *resourceRequest) attributes(obj, old api.Object, sel fields.Selector) Attributes {
+	return Attributes{
+		Verb:          req.verb,
+		Kind:          req.kind,
+		Namespace:     req.namespace,
+		Name:          req.name,
+		Subresource:   req.subresource,
+		Object:        obj,
+		Old:           old,
+		FieldSelector: sel,
+	}
+}
+
+// authorize asks the Authorizer; a refusal becomes a 403.
+func (s *Server) authorize(r *http.Request, req *resourceRequest, obj, old api.Object) error {
+	return s.authorizeAttrs(r.Context(), req, req.attributes(obj, old, nil))
+}
+
+func (s *Server) authorizeAttrs(ctx context.Context, req *resourceRequest, a Attributes) error {
+	if err := s.cfg.Authorizer.Authorize(ctx, req.id, a); err != nil {
+		return forbidden(req.kind, req.name, err)
+	}
+	return nil
+}
+
+// admit runs the admission plugins.
+func (s *Server) admit(ctx context.Context, req *resourceRequest, obj, old api.Object) error {
+	a := req.attributes(obj, old, nil)
+	if a.Name == "" && obj != nil {
+		a.Name = obj.GetName()
+	}
+	for _, p := range s.cfg.Admission {
+		if err := p.Admit(ctx, a, req.id); err != nil {
+			return forbidden(req.kind, a.Name, err)
+		}
+	}
+	return nil
+}
+
+// validate defaults and validates an object, and for an update checks the
+// fields that may not change; every problem is in the one 422.
+func validate(k *api.Kind, obj, old api.Object) error {
+	api.Default(obj)
+	errs := api.Validate(obj)
+	if old != nil {
+		errs = append(errs, validateUpdate(old, obj)...)
+	}
+	if len(errs) > 0 {
+		return invalid(k, obj.GetName(), errs)
+	}
+	return nil
+}
+
+// checkNamespace refuses to put an object in a namespace that does not
+// exist (404) or is being deleted (403), as Kubernetes' NamespaceLifecycle
+// admission does. Run inside the write's transaction, so a namespace
+// cannot go between the check and the write.
+func checkNamespace(r reader, k *api.Kind, ns string) error {
+	if !k.Namespaced {
+		return nil
+	}
+	obj, err := r.Get(namespaceKind, "", ns)
+	if err != nil {
+		if isNotFound(err) {
+			return apierrors.NewNotFound(namespaceKind.GroupResource(), ns)
+		}
+		return err
+	}
+	n := obj.(*api.Namespace)
+	if n.DeletionTimestamp != nil || n.Status.Phase == api.NamespaceTerminating {
+		err := apierrors.NewForbidden(k.GroupResource(), "", fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type:    "NamespaceTerminating",
+			Message: fmt.Sprintf("namespace %s is being terminated", ns),
+			Field:   "metadata.namespace",
+		})
+		return err
+	}
+	return nil
+}
+
+// reader is what checkNamespace reads from: a snapshot or a transaction.
+type reader interface {
+	Get(k *api.Kind, namespace, name string) (api.Object, error)
+}
+
+func isNotFound(err error) bool {
+	return store.IsNotFound(err) || apierrors.IsNotFound(err)
+}
+
+// statusField returns the Status field of an object, or an invalid Value
+// for kinds without one.
+func statusField(obj api.Object) reflect.Value {
+	return reflect.ValueOf(obj).Elem().FieldByName("Status")
+}
+
+// copyStatus sets dst's status to src's.
+func copyStatus(dst, src api.Object) {
+	d, s := statusField(dst), statusField(src)
+	if d.IsValid() && s.IsValid() && d.CanSet() {
+		d.Set(s)
+	}
+}
+
+// clearStatus empties an object's status.
+func clearStatus(obj api.Object) {
+	if f := statusField(obj); f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+// prepareForCreate drops what a client may not choose: the server's
+// metadata, and the status of kinds whose status controllers own (a Node
+// keeps the status its agent registers with, as in Kubernetes). A pod
+// starts Pending.
+func prepareForCreate(k *api.Kind, obj api.Object) {
+	obj.SetUID("")
+	obj.SetResourceVersion("")
+	obj.SetCreationTimestamp(metav1.Time{})
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetGeneration(0)
+	obj.SetManagedFields(nil)
+	if !k.Namespaced {
+		obj.SetNamespace("")
+	}
+	if k.HasStatus {
+		if _, isNode := obj.(*api.Node); !isNode {
+			clearStatus(obj)
+		}
+	}
+	if pod, ok := obj.(*api.Pod); ok {
+		pod.Status.Phase = api.PodPending
+	}
+}
+
+// nameMismatch is the 400 of a body that names another object than the
+// path.
+func nameMismatch(what, inBody, inPath string) error {
+	return badRequest("the %s of the object (%s) does not match the %s on the URL (%s)", what, inBody, what, inPath)
+}
+
+// checkIdentity makes a decoded body agree with the path: a missing
+// namespace comes from the path, a different one is a 400, and so is a
+// different name where the path has one.
+func checkIdentity(req *resourceRequest, obj api.Object) error {
+	if req.kind.Namespaced {
+		switch ns := obj.GetNamespace(); {
+		case ns == "":
+			obj.SetNamespace(req.namespace)
+		case ns != req.namespace:
+			return badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", ns, req.namespace)
+		}
+	}
+	if req.name != "" && obj.GetName() != req.name {
+		if obj.GetName() == "" {
+			obj.SetName(req.name)
+		} else {
+			return nameMismatch("name", obj.GetName(), req.name)
+		}
+	}
+	return nil
+}
+
+// errRetry marks an optimistic write whose object changed between the
+// read and the transaction; it is retried with a fresh read.
+var errRetry = errors.New("object changed: retry")
+
+// maxRetries bounds the retries of unconditional updates and patches.
+const maxRetries = 10
+
+// fieldErrors wraps one field error as a list, for invalid.
+func fieldErrors(e *field.Error) field.ErrorList { return field.ErrorList{e} }

@@ -1,0 +1,209 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// IdentityKind says which of berth's three kinds of caller a request comes
+// from; authorization rules are chosen by it.
+type IdentityKind string
+
+// Identity kinds.
+const (
+	IdentityAdmin          IdentityKind = "admin"
+	IdentityNode           IdentityKind = "node"
+	IdentityServiceAccount IdentityKind = "serviceaccount"
+)
+
+// Identity is who made a request, as the authenticator proved it.
+type Identity struct {
+	// Name is the user name Kubernetes would report: "admin",
+	// "system:node:<node>" or "system:serviceaccount:<ns>:<sa>".
+	Name string
+	Kind IdentityKind
+	// Node is the node's name, for node identities.
+	Node string
+	// Namespace is the service account's namespace, for service accounts.
+	Namespace string
+}
+
+// ErrUnauthenticated is wrapped by every error an Authenticator returns for
+// a token it does not accept; the API server answers it with 401.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// Authenticator maps a bearer token to an identity; ErrUnauthenticated
+// (wrapped) when the token is bad.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (*Identity, error)
+}
+
+// Attributes describe one request as the authorizer sees it.
+type Attributes struct {
+	// Verb is one of get list watch create update patch delete.
+	Verb string
+	Kind *api.Kind
+	// Subresource is "", "status", "log" (or "token" on serviceaccounts).
+	Namespace, Name, Subresource string
+	// Object is the new object for create/update/patch.
+	Object api.Object
+	// Old is the stored object for get/update/patch/delete (nil for
+	// list/watch/create, or when it does not exist).
+	Old api.Object
+	// FieldSelector is the request's field selector for list/watch; may be nil.
+	FieldSelector fields.Selector
+}
+
+// Authorizer decides whether an identity may make a request.
+type Authorizer interface {
+	Authorize(ctx context.Context, id *Identity, a Attributes) error
+}
+
+// BearerToken returns the token of a request's "Authorization: Bearer"
+// header, and false when there is none.
+func BearerToken(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// AdminIdentity is the identity of the admin token.
+func AdminIdentity() *Identity { return &Identity{Name: "admin", Kind: IdentityAdmin} }
+
+// NodeIdentity is the identity of a node's credential.
+func NodeIdentity(node string) *Identity {
+	return &Identity{Name: NodeUserName(node), Kind: IdentityNode, Node: node}
+}
+
+// ServiceAccountIdentity is the identity of a service account's token.
+func ServiceAccountIdentity(namespace, name string) *Identity {
+	return &Identity{Name: ServiceAccountUserName(namespace, name), Kind: IdentityServiceAccount, Namespace: namespace}
+}
+
+// String returns the user name, for logs and messages.
+func (id *Identity) String() string {
+	if id == nil {
+		return "system:anonymous"
+	}
+	return id.Name
+}
+
+// TokenAuthenticator accepts berth's three kinds of bearer token: the admin
+// token, node credentials and service-account tokens. The node join token
+// is deliberately not among them: it is good only at JoinPath.
+type TokenAuthenticator struct {
+	store  *store.Store
+	admin  [sha256.Size]byte
+	signer *Signer
+}
+
+// NewAuthenticator makes the authenticator of the API server. adminToken
+// may be empty (no admin token is then accepted); signer may be nil (no
+// JWT is then accepted); st is where bound service-account tokens are
+// checked against the pods and service accounts they name.
+func NewAuthenticator(st *store.Store, adminToken string, signer *Signer) *TokenAuthenticator {
+	a := &TokenAuthenticator{store: st, signer: signer}
+	if adminToken != "" {
+		a.admin = sha256.Sum256([]byte(adminToken))
+	}
+	return a
+}
+
+// Authenticate implements Authenticator.
+func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string) (*Identity, error) {
+	if token == "" {
+		return nil, fmt.Errorf("%w: no token", ErrUnauthenticated)
+	}
+	// Comparing digests keeps the comparison constant-time in the length too.
+	got := sha256.Sum256([]byte(token))
+	if a.admin != ([sha256.Size]byte{}) && subtle.ConstantTimeCompare(got[:], a.admin[:]) == 1 {
+		return AdminIdentity(), nil
+	}
+	if a.signer == nil || strings.Count(token, ".") != 2 {
+		return nil, fmt.Errorf("%w: invalid bearer token", ErrUnauthenticated)
+	}
+	c, err := a.signer.Verify(token, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	}
+	switch {
+	case strings.HasPrefix(c.Subject, NodeUserPrefix):
+		return a.node(c)
+	case strings.HasPrefix(c.Subject, ServiceAccountUserPrefix):
+		return a.serviceAccount(c)
+	}
+	return nil, fmt.Errorf("%w: token subject %q is neither a node nor a service account", ErrUnauthenticated, c.Subject)
+}
+
+func (a *TokenAuthenticator) node(c *Claims) (*Identity, error) {
+	node := strings.TrimPrefix(c.Subject, NodeUserPrefix)
+	if !c.hasAudience(NodeAudience) || c.Kubernetes != nil || node == "" {
+		return nil, fmt.Errorf("%w: %s: not a node credential", ErrUnauthenticated, c.Subject)
+	}
+	return NodeIdentity(node), nil
+}
+
+// serviceAccount accepts a service-account token only while the service
+// account, and the pod it is bound to, exist with the UIDs in the token and
+// are not past their deletion time: deleting either revokes the token.
+func (a *TokenAuthenticator) serviceAccount(c *Claims) (*Identity, error) {
+	ns, name, ok := splitServiceAccountUserName(c.Subject)
+	kc := c.Kubernetes
+	if !ok || !c.hasAudience(a.signer.apiAudiences()...) || kc == nil || kc.ServiceAccount == nil ||
+		kc.Namespace != ns || kc.ServiceAccount.Name != name || kc.ServiceAccount.UID == "" {
+		return nil, fmt.Errorf("%w: %s: not a service-account token", ErrUnauthenticated, c.Subject)
+	}
+	if a.store == nil {
+		return nil, fmt.Errorf("%w: %s: no store to check the token against", ErrUnauthenticated, c.Subject)
+	}
+	now := a.signer.now()
+	snap := a.store.Snapshot()
+	if err := boundObjectLive(snap, authSAKind, ns, kc.ServiceAccount, now); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnauthenticated, c.Subject, err)
+	}
+	if kc.Pod != nil {
+		if err := boundObjectLive(snap, authPodKind, ns, kc.Pod, now); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrUnauthenticated, c.Subject, err)
+		}
+	}
+	return ServiceAccountIdentity(ns, name), nil
+}
+
+var (
+	authPodKind = api.KindOf(&api.Pod{})
+	authSAKind  = api.KindOf(&api.ServiceAccount{})
+)
+
+// boundObjectLive checks that the object a token is bound to still exists
+// with the same UID and is not past its deletion time (during a graceful
+// deletion its tokens keep working, as in Kubernetes).
+func boundObjectLive(snap *store.Snapshot, k *api.Kind, ns string, ref *ObjectRef, now time.Time) error {
+	obj, err := snap.Get(k, ns, ref.Name)
+	if err != nil {
+		if store.IsNotFound(err) {
+			return fmt.Errorf("%s %s/%s the token is bound to no longer exists", k.Singular, ns, ref.Name)
+		}
+		return err
+	}
+	if string(obj.GetUID()) != ref.UID {
+		return fmt.Errorf("%s %s/%s the token is bound to was deleted (uid %s, now %s)", k.Singular, ns, ref.Name, ref.UID, obj.GetUID())
+	}
+	if dt := obj.GetDeletionTimestamp(); dt != nil && !now.Before(dt.Time) {
+		return fmt.Errorf("%s %s/%s the token is bound to is being deleted", k.Singular, ns, ref.Name)
+	}
+	return nil
+}

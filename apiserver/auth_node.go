@@ -1,0 +1,329 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// The node rules mirror Kubernetes' node authorizer and NodeRestriction
+// admission: a node's credential reaches only what running its own pods
+// needs, so a compromised node cannot read other nodes' secrets or steer
+// other nodes' pods.
+
+// Field selectors the node rules look for.
+const (
+	nodeRuleFieldNodeName = "spec.nodeName"
+	nodeRuleFieldName     = "metadata.name"
+)
+
+// Subresources the node rules know.
+const (
+	SubresourceStatus = "status"
+	SubresourceLog    = "log"
+	SubresourceToken  = "token"
+)
+
+func (p *Policy) authorizeNode(id *Identity, a Attributes) error {
+	switch a.Kind.GroupResource().String() {
+	case "nodes":
+		return nodeRuleNode(id, a)
+	case "pods":
+		return p.nodeRulePod(id, a)
+	case "configmaps", "secrets", "persistentvolumeclaims", "persistentvolumes", "serviceaccounts":
+		return p.nodeRuleReferenced(id, a)
+	case "events":
+		return p.nodeRuleEvent(id, a)
+	}
+	return Forbidden(id, a, "")
+}
+
+// nodeRuleNode: a node reads every Node (as the kubelet does, for topology)
+// but writes only its own.
+func nodeRuleNode(id *Identity, a Attributes) error {
+	if a.Subresource != "" && a.Subresource != SubresourceStatus {
+		return Forbidden(id, a, "")
+	}
+	if isRead(a.Verb) {
+		return nil
+	}
+	name := a.Name
+	if name == "" && a.Object != nil {
+		name = a.Object.GetName()
+	}
+	if name != id.Node || (a.Object != nil && a.Object.GetName() != id.Node) {
+		return Forbidden(id, a, fmt.Sprintf("node %q may only change its own Node object", id.Node))
+	}
+	return nil
+}
+
+// nodeRulePod: a node reads the pods bound to it, lists and watches them
+// only through the spec.nodeName field selector, writes their status,
+// deletes them once they are done, and creates and changes only its own
+// mirror pods.
+func (p *Policy) nodeRulePod(id *Identity, a Attributes) error {
+	if a.Subresource != "" && a.Subresource != SubresourceStatus {
+		return Forbidden(id, a, "")
+	}
+	switch a.Verb {
+	case VerbList, VerbWatch:
+		if a.FieldSelector != nil {
+			if v, ok := a.FieldSelector.RequiresExactMatch(nodeRuleFieldNodeName); ok && v == id.Node {
+				return nil
+			}
+		}
+		return Forbidden(id, a, fmt.Sprintf("node %q may only %s pods with fieldSelector %s=%s", id.Node, a.Verb, nodeRuleFieldNodeName, id.Node))
+	case VerbCreate:
+		if a.Subresource == "" && isMirrorPodOf(a.Object, id.Node) {
+			return nil
+		}
+		return Forbidden(id, a, fmt.Sprintf("node %q may only create mirror pods bound to itself", id.Node))
+	case VerbGet, VerbDelete:
+		old, err := p.stored(a)
+		if err != nil {
+			return err
+		}
+		if old == nil || podBoundTo(old, id.Node) {
+			return nil
+		}
+		return Forbidden(id, a, fmt.Sprintf("pod is not bound to node %q", id.Node))
+	case VerbUpdate, VerbPatch:
+		old, err := p.stored(a)
+		if err != nil {
+			return err
+		}
+		bound := podBoundTo
+		what := "pods bound to it"
+		if a.Subresource == "" {
+			// Spec writes are the agent's only for the mirror pods it posts.
+			bound = isMirrorPodOf
+			what = "its own mirror pods"
+		}
+		if (old == nil || bound(old, id.Node)) && (a.Object == nil || bound(a.Object, id.Node)) {
+			return nil
+		}
+		return Forbidden(id, a, fmt.Sprintf("node %q may only %s %s", id.Node, a.Verb, what))
+	}
+	return Forbidden(id, a, "")
+}
+
+// nodeRuleReferenced: a node reads a ConfigMap, Secret, claim, volume or
+// service account only while a pod bound to it references it, and asks
+// for tokens only of service accounts its pods run as.
+func (p *Policy) nodeRuleReferenced(id *Identity, a Attributes) error {
+	name := a.Name
+	switch {
+	case a.Verb == VerbGet && a.Subresource == "":
+	case (a.Verb == VerbList || a.Verb == VerbWatch) && a.Subresource == "":
+		// The kubelet watches one object at a time through a name selector.
+		v, ok := "", false
+		if a.FieldSelector != nil {
+			v, ok = a.FieldSelector.RequiresExactMatch(nodeRuleFieldName)
+		}
+		if !ok || (name != "" && v != name) {
+			return Forbidden(id, a, fmt.Sprintf("node %q may only %s %s with fieldSelector %s=<name>", id.Node, a.Verb, a.Kind.Resource, nodeRuleFieldName))
+		}
+		name = v
+	case a.Verb == VerbCreate && a.Subresource == SubresourceToken && a.Kind.Resource == "serviceaccounts":
+	default:
+		return Forbidden(id, a, "")
+	}
+	if name == "" || (a.Kind.Namespaced && a.Namespace == "") {
+		return Forbidden(id, a, "")
+	}
+	ok, err := p.referencedByNodePods(id.Node, a.Kind, a.Namespace, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Forbidden(id, a, fmt.Sprintf("no relationship found between node %q and this object", id.Node))
+	}
+	return nil
+}
+
+// nodeRuleEvent: a node records events, and updates (to count repeats)
+// only the ones it recorded.
+func (p *Policy) nodeRuleEvent(id *Identity, a Attributes) error {
+	switch a.Verb {
+	case VerbCreate:
+		return nil
+	case VerbUpdate, VerbPatch:
+		old, err := p.stored(a)
+		if err != nil {
+			return err
+		}
+		if ev, ok := old.(*api.Event); old == nil || (ok && ev.Source.Host == id.Node) {
+			return nil
+		}
+		return Forbidden(id, a, fmt.Sprintf("node %q may only change events it recorded", id.Node))
+	}
+	return Forbidden(id, a, "")
+}
+
+// stored returns the object a request is about: Attributes.Old, or, when
+// the caller did not fill it, the store's copy, so that a missing Old never
+// widens what a node may do. It returns nil when the object does not exist
+// (the request then fails with 404 on its own).
+func (p *Policy) stored(a Attributes) (api.Object, error) {
+	if a.Old != nil {
+		return a.Old, nil
+	}
+	if a.Name == "" || p.store == nil {
+		return nil, nil
+	}
+	obj, err := p.store.Get(a.Kind, a.Namespace, a.Name)
+	if store.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authorize: %w", err)
+	}
+	return obj, nil
+}
+
+// referencedByNodePods reports whether a pod bound to node references the
+// object, through its volumes, environment or service account, or, for a
+// PersistentVolume, through a claim it mounts that is bound to it.
+func (p *Policy) referencedByNodePods(node string, k *api.Kind, namespace, name string) (bool, error) {
+	if p.store == nil {
+		return false, nil
+	}
+	snap := p.store.Snapshot()
+	found := false
+	var lookupErr error
+	err := snap.Each(authPodKind, store.Filter{Index: store.IndexNode, Value: node}, func(o api.Object) bool {
+		pod, ok := o.(*api.Pod)
+		if !ok {
+			return true
+		}
+		if k.Resource == "persistentvolumes" {
+			for _, claim := range podClaimNames(pod) {
+				obj, err := snap.Get(authPVCKind, pod.Namespace, claim)
+				if store.IsNotFound(err) {
+					continue
+				}
+				if err != nil {
+					lookupErr = err
+					return false
+				}
+				if pvc, ok := obj.(*api.PersistentVolumeClaim); ok && pvc.Spec.VolumeName == name {
+					found = true
+					return false
+				}
+			}
+			return true
+		}
+		if pod.Namespace != namespace {
+			return true
+		}
+		found = podReferences(pod, k.Resource, name)
+		return !found
+	})
+	if err == nil {
+		err = lookupErr
+	}
+	if err != nil {
+		return false, fmt.Errorf("authorize: %w", err)
+	}
+	return found, nil
+}
+
+var authPVCKind = api.KindOf(&api.PersistentVolumeClaim{})
+
+// podReferences reports whether pod names an object of the resource.
+func podReferences(pod *api.Pod, resource, name string) bool {
+	switch resource {
+	case "serviceaccounts":
+		return saNameOfPod(pod) == name
+	case "persistentvolumeclaims":
+		return slices.Contains(podClaimNames(pod), name)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if resource == "configmaps" && v.ConfigMap != nil && v.ConfigMap.Name == name ||
+			resource == "secrets" && v.Secret != nil && v.Secret.SecretName == name {
+			return true
+		}
+	}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		for _, e := range c.EnvFrom {
+			if resource == "configmaps" && e.ConfigMapRef != nil && e.ConfigMapRef.Name == name ||
+				resource == "secrets" && e.SecretRef != nil && e.SecretRef.Name == name {
+				return true
+			}
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			if resource == "configmaps" && e.ValueFrom.ConfigMapKeyRef != nil && e.ValueFrom.ConfigMapKeyRef.Name == name ||
+				resource == "secrets" && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func podClaimNames(pod *api.Pod) []string {
+	var out []string
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return out
+}
+
+// podBoundTo reports whether obj is a pod bound to node.
+func podBoundTo(obj api.Object, node string) bool {
+	pod, ok := obj.(*api.Pod)
+	return ok && node != "" && pod.Spec.NodeName == node
+}
+
+// isMirrorPodOf reports whether obj is a mirror pod bound to node.
+func isMirrorPodOf(obj api.Object, node string) bool {
+	return podBoundTo(obj, node) && IsMirrorPod(obj)
+}
+
+// IsMirrorPod reports whether obj is a mirror pod: the read-only copy an
+// agent posts of a static pod, marked with api.AnnotationMirror.
+func IsMirrorPod(obj api.Object) bool {
+	if obj == nil {
+		return false
+	}
+	_, ok := obj.GetAnnotations()[api.AnnotationMirror]
+	return ok
+}
+
+// MirrorPodGuard is an admission check for pods: a mirror pod mirrors a
+// static pod on its node, so only that node may create or change it, and
+// no one, not even the admin, may turn a pod into a mirror pod of another
+// node. Deletion stays open to whoever may delete the pod, as in
+// Kubernetes: the agent posts the mirror pod again while the static pod
+// runs, and the node lifecycle controller must clean up after dead nodes.
+// Old must be set for update and patch.
+func MirrorPodGuard(ctx context.Context, id *Identity, a Attributes) error {
+	if a.Kind == nil || a.Kind.GroupResource().String() != "pods" {
+		return nil
+	}
+	if a.Verb != VerbCreate && a.Verb != VerbUpdate && a.Verb != VerbPatch {
+		return nil
+	}
+	for _, o := range []api.Object{a.Old, a.Object} {
+		if !IsMirrorPod(o) {
+			continue
+		}
+		pod, _ := o.(*api.Pod)
+		node := ""
+		if pod != nil {
+			node = pod.Spec.NodeName
+		}
+		if node == "" || id == nil || id.Kind != IdentityNode || id.Node != node {
+			return Forbidden(id, a, fmt.Sprintf("mirror pods are read-only: only node %q may %s them", node, a.Verb))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package apiserver
+
+import (
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// generateNameAttempts is how often a create with generateName tries
+// another random suffix when the name it drew is taken, as Kubernetes
+// (1.30+) does.
+const generateNameAttempts = 8
+
+// serveCreate answers POST on a collection: 201 with the stored object.
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	if err := checkObjectContentType(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	data, err := s.readBody(w, r)
+	if err == nil {
+		err = checkJSON(r, data)
+	}
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	obj, err := decodeBody(req.kind, data)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := checkIdentity(req, obj); err != nil {
+		WriteError(w, err)
+		return
+	}
+	out, err := s.create(r, req, obj)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// create runs the admission chain on a decoded object and stores it.
+func (s *Server) create(r *http.Request, req *resourceRequest, obj api.Object) (api.Object, error) {
+	ctx := r.Context()
+	k := req.kind
+	prepareForCreate(k, obj)
+	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
+	for attempt := 1; ; attempt++ {
+		if generate {
+			obj.SetName(obj.GetGenerateName() + rand.String(5))
+		}
+		if err := s.authorize(r, req, obj, nil); err != nil {
+			return nil, err
+		}
+		if err := validate(k, obj, nil); err != nil {
+			return nil, err
+		}
+		if err := s.admit(ctx, req, obj, nil); err != nil {
+			return nil, err
+		}
+		var out api.Object
+		_, err := s.store.Txn(ctx, func(tx *store.Txn) error {
+			if err := checkNamespace(tx, k, obj.GetNamespace()); err != nil {
+				return err
+			}
+			var err error
+			out, err = tx.Create(obj)
+			return err
+		})
+		if generate && store.IsAlreadyExists(err) && attempt < generateNameAttempts {
+			continue
+		}
+		return out, err
+	}
+}

@@ -1,0 +1,176 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// DELETE takes Kubernetes' DeleteOptions in the body or the query
+// (gracePeriodSeconds, preconditions, propagationPolicy, orphanDependents).
+//
+// The propagation policy is recorded the way Kubernetes records it, as a
+// finalizer the garbage collector acts on: Foreground adds
+// "foregroundDeletion" (the GC deletes the dependents, then removes it),
+// Orphan (or orphanDependents=true) adds "orphan" (the GC removes the
+// owner references of the dependents, then removes it). Background, the
+// default, adds nothing: the object goes and the GC deletes its dependents
+// after it. An object with finalizers, a pod running on a node, and a
+// namespace (spec.finalizers) are only marked deleted, and the answer
+// shows the deletionTimestamp; the others are gone when the answer comes.
+// Either way the answer is 200 with the object, as Kubernetes gives it.
+
+// serveDelete answers DELETE on an object.
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	opts, err := s.deleteOptions(w, r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	ctx := r.Context()
+	old, err := s.store.Get(req.kind, req.namespace, req.name)
+	if err != nil {
+		if authErr := s.authorize(r, req, nil, nil); authErr != nil {
+			err = authErr
+		}
+		WriteError(w, err)
+		return
+	}
+	if err := s.authorize(r, req, nil, old); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.admit(ctx, req, nil, old); err != nil {
+		WriteError(w, err)
+		return
+	}
+	finalizer := propagationFinalizer(opts)
+	storeOpts := store.DeleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds}
+	if p := opts.Preconditions; p != nil {
+		storeOpts.Preconditions = &store.Preconditions{}
+		if p.UID != nil {
+			storeOpts.Preconditions.UID = string(*p.UID)
+		}
+		if p.ResourceVersion != nil {
+			storeOpts.Preconditions.ResourceVersion = *p.ResourceVersion
+		}
+	}
+	var out api.Object
+	_, err = s.store.Txn(ctx, func(tx *store.Txn) error {
+		cur, err := tx.Get(req.kind, req.namespace, req.name)
+		if err != nil {
+			return err
+		}
+		if finalizer != "" && cur.GetDeletionTimestamp() == nil && !slices.Contains(cur.GetFinalizers(), finalizer) {
+			if err := checkPreconditions(req.kind, cur, storeOpts.Preconditions); err != nil {
+				return err
+			}
+			marked := cur.DeepCopyObject().(api.Object)
+			marked.SetFinalizers(append(slices.Clone(cur.GetFinalizers()), finalizer))
+			if _, err := tx.Update(marked); err != nil {
+				return err
+			}
+			// The precondition on resourceVersion held for the object as
+			// the caller saw it; the finalizer just moved it on.
+			storeOpts.Preconditions = nil
+		}
+		out, err = tx.Delete(req.kind, req.namespace, req.name, storeOpts)
+		return err
+	})
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// checkPreconditions tests DeleteOptions.preconditions before the delete
+// changes the object to add a finalizer.
+func checkPreconditions(k *api.Kind, obj api.Object, p *store.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != "" && p.UID != string(obj.GetUID()) || p.ResourceVersion != "" && p.ResourceVersion != obj.GetResourceVersion() {
+		return &store.ObjectError{Err: store.ErrConflict, Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+			Detail: "precondition failed: the object has changed (uid " + string(obj.GetUID()) + ", resourceVersion " + obj.GetResourceVersion() + ")"}
+	}
+	return nil
+}
+
+// propagationFinalizer is the finalizer that records a propagation policy.
+func propagationFinalizer(opts *metav1.DeleteOptions) string {
+	if p := opts.PropagationPolicy; p != nil {
+		switch *p {
+		case metav1.DeletePropagationForeground:
+			return metav1.FinalizerDeleteDependents
+		case metav1.DeletePropagationOrphan:
+			return metav1.FinalizerOrphanDependents
+		}
+		return ""
+	}
+	if o := opts.OrphanDependents; o != nil && *o { //nolint:staticcheck // kept for old clients, as Kubernetes does
+		return metav1.FinalizerOrphanDependents
+	}
+	return ""
+}
+
+// deleteOptions reads DeleteOptions from the query, then the body.
+func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	q := r.URL.Query()
+	if v := q.Get("gracePeriodSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, badRequest("invalid gracePeriodSeconds %q", v)
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if v := q.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	if v := q.Get("orphanDependents"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, badRequest("invalid orphanDependents %q", v)
+		}
+		opts.OrphanDependents = &b //nolint:staticcheck // kept for old clients
+	}
+	if len(q["dryRun"]) > 0 {
+		return nil, badRequest("dryRun is not supported")
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, opts); err != nil {
+			return nil, badRequest("the body of a delete must be DeleteOptions: %v", err)
+		}
+		if len(opts.DryRun) > 0 {
+			return nil, badRequest("dryRun is not supported")
+		}
+	}
+	if p := opts.PropagationPolicy; p != nil {
+		switch *p {
+		case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
+		default:
+			return nil, badRequest("propagationPolicy must be Background, Foreground or Orphan, not %q", *p)
+		}
+		if opts.OrphanDependents != nil { //nolint:staticcheck // kept for old clients
+			return nil, badRequest("orphanDependents and propagationPolicy may not both be set")
+		}
+	}
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		zero := int64(0)
+		opts.GracePeriodSeconds = &zero
+	}
+	return opts, nil
+}

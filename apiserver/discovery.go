@@ -1,0 +1,285 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Discovery tells kubectl and client-go which resources exist: the legacy
+// documents (/api, /apis, /api/v1, /apis/<group>/<version>) and the
+// aggregated one that kubectl 1.30+ asks for first (Accept
+// application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList),
+// which saves it one request per group version. The registry is fixed at
+// build time, so every document is encoded once.
+
+// Verbs every resource and every status subresource takes.
+var (
+	resourceVerbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+	statusVerbs   = metav1.Verbs{"get", "patch", "update"}
+)
+
+// categoryAll lists the resources `kubectl get all` shows, as Kubernetes
+// puts them in the "all" category.
+var categoryAll = map[string]bool{
+	"pods": true, "services": true, "replicationcontrollers": true, "replicasets": true, "deployments": true,
+}
+
+// aggregatedDiscoveryType is the Content-Type of aggregated discovery.
+const aggregatedDiscoveryType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// The aggregated discovery types (k8s.io/api/apidiscovery/v2), kept here
+// to their JSON shape rather than pulling in k8s.io/api.
+type (
+	groupDiscoveryList struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ListMeta  `json:"metadata"`
+		Items           []groupDiscovery `json:"items"`
+	}
+	groupDiscovery struct {
+		Metadata metav1.ObjectMeta  `json:"metadata"`
+		Versions []versionDiscovery `json:"versions,omitempty"`
+	}
+	versionDiscovery struct {
+		Version   string              `json:"version"`
+		Resources []resourceDiscovery `json:"resources,omitempty"`
+		Freshness string              `json:"freshness,omitempty"`
+	}
+	resourceDiscovery struct {
+		Resource         string                    `json:"resource"`
+		ResponseKind     *metav1.GroupVersionKind  `json:"responseKind,omitempty"`
+		Scope            string                    `json:"scope"`
+		SingularResource string                    `json:"singularResource"`
+		Verbs            []string                  `json:"verbs"`
+		ShortNames       []string                  `json:"shortNames,omitempty"`
+		Categories       []string                  `json:"categories,omitempty"`
+		Subresources     []subresourceDiscoveryDoc `json:"subresources,omitempty"`
+	}
+	subresourceDiscoveryDoc struct {
+		Subresource  string                   `json:"subresource"`
+		ResponseKind *metav1.GroupVersionKind `json:"responseKind,omitempty"`
+		Verbs        []string                 `json:"verbs"`
+	}
+)
+
+// discoveryDocs holds every discovery document, encoded.
+type discoveryDocs struct {
+	groups         []byte            // /apis
+	groupByName    map[string][]byte // /apis/<group>
+	resourceLists  map[string][]byte // "v1", "apps/v1"
+	aggregatedCore []byte            // /api, aggregated
+	aggregatedApis []byte            // /apis, aggregated
+}
+
+func newDiscoveryDocs() (*discoveryDocs, error) {
+	var gvs []schema.GroupVersion
+	byGV := map[schema.GroupVersion][]*api.Kind{}
+	for _, k := range api.Kinds() {
+		gv := k.GVK.GroupVersion()
+		if _, ok := byGV[gv]; !ok {
+			gvs = append(gvs, gv)
+		}
+		byGV[gv] = append(byGV[gv], k)
+	}
+	d := &discoveryDocs{groupByName: map[string][]byte{}, resourceLists: map[string][]byte{}}
+	groupList := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	core := groupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
+	apis := core
+	for _, gv := range gvs {
+		kinds := byGV[gv]
+		list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
+		vd := versionDiscovery{Version: gv.Version, Freshness: "Current"}
+		for _, k := range kinds {
+			list.APIResources = append(list.APIResources, legacyResources(k)...)
+			vd.Resources = append(vd.Resources, aggregatedResource(k))
+		}
+		slices.SortFunc(vd.Resources, func(a, b resourceDiscovery) int { return compareStrings(a.Resource, b.Resource) })
+		if err := encodeInto(d.resourceLists, gv.String(), list); err != nil {
+			return nil, err
+		}
+		gd := groupDiscovery{Metadata: metav1.ObjectMeta{Name: gv.Group}, Versions: []versionDiscovery{vd}}
+		if gv.Group == "" {
+			core.Items = append(core.Items, gd)
+			continue
+		}
+		apis.Items = append(apis.Items, gd)
+		ver := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		group := metav1.APIGroup{
+			TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
+			Name:             gv.Group,
+			Versions:         []metav1.GroupVersionForDiscovery{ver},
+			PreferredVersion: ver,
+		}
+		groupList.Groups = append(groupList.Groups, group)
+		if err := encodeInto(d.groupByName, gv.Group, group); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if d.groups, err = json.Marshal(groupList); err != nil {
+		return nil, err
+	}
+	if d.aggregatedCore, err = json.Marshal(core); err != nil {
+		return nil, err
+	}
+	if d.aggregatedApis, err = json.Marshal(apis); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func encodeInto(m map[string][]byte, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	m[key] = b
+	return nil
+}
+
+// legacyResources lists a kind and its status subresource as an
+// APIResourceList has them.
+func legacyResources(k *api.Kind) []metav1.APIResource {
+	r := metav1.APIResource{
+		Name:         k.Resource,
+		SingularName: k.Singular,
+		Namespaced:   k.Namespaced,
+		Kind:         k.GVK.Kind,
+		Verbs:        resourceVerbs,
+		ShortNames:   k.ShortNames,
+	}
+	if categoryAll[k.Resource] {
+		r.Categories = []string{"all"}
+	}
+	out := []metav1.APIResource{r}
+	if k.HasStatus {
+		out = append(out, metav1.APIResource{
+			Name:       k.Resource + "/status",
+			Namespaced: k.Namespaced,
+			Kind:       k.GVK.Kind,
+			Verbs:      statusVerbs,
+		})
+	}
+	if scalable(k) {
+		out = append(out, metav1.APIResource{
+			Name:       k.Resource + "/scale",
+			Namespaced: k.Namespaced,
+			Group:      "autoscaling",
+			Version:    "v1",
+			Kind:       "Scale",
+			Verbs:      statusVerbs,
+		})
+	}
+	return out
+}
+
+func aggregatedResource(k *api.Kind) resourceDiscovery {
+	gvk := &metav1.GroupVersionKind{Group: k.GVK.Group, Version: k.GVK.Version, Kind: k.GVK.Kind}
+	scope := "Cluster"
+	if k.Namespaced {
+		scope = "Namespaced"
+	}
+	r := resourceDiscovery{
+		Resource:         k.Resource,
+		ResponseKind:     gvk,
+		Scope:            scope,
+		SingularResource: k.Singular,
+		Verbs:            resourceVerbs,
+		ShortNames:       k.ShortNames,
+	}
+	if categoryAll[k.Resource] {
+		r.Categories = []string{"all"}
+	}
+	if k.HasStatus {
+		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{Subresource: "status", ResponseKind: gvk, Verbs: statusVerbs})
+	}
+	if scalable(k) {
+		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{
+			Subresource:  "scale",
+			ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"},
+			Verbs:        statusVerbs,
+		})
+	}
+	return r
+}
+
+// wantsAggregated reports whether the client prefers aggregated discovery:
+// it is listed before anything else the server can answer.
+func wantsAggregated(r *http.Request) bool {
+	for _, m := range parseAccept(r.Header.Get("Accept")) {
+		if !m.jsonLike() {
+			continue
+		}
+		as, g, v := m.as()
+		if as == "APIGroupDiscoveryList" && g == "apidiscovery.k8s.io" && v == "v2" {
+			return true
+		}
+		if as == "" {
+			return false
+		}
+	}
+	return false
+}
+
+// serveDiscovery answers the discovery paths; it reports false when the
+// path is not one.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, segs []string) bool {
+	var body []byte
+	contentType := "application/json"
+	switch {
+	case len(segs) == 1 && segs[0] == "api":
+		if wantsAggregated(r) {
+			body, contentType = s.disc.aggregatedCore, aggregatedDiscoveryType
+			break
+		}
+		v := metav1.APIVersions{
+			TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
+			Versions: []string{"v1"},
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{
+				{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host},
+			},
+		}
+		body, _ = json.Marshal(v)
+	case len(segs) == 1 && segs[0] == "apis":
+		if wantsAggregated(r) {
+			body, contentType = s.disc.aggregatedApis, aggregatedDiscoveryType
+			break
+		}
+		body = s.disc.groups
+	case len(segs) == 2 && segs[0] == "api":
+		body = s.disc.resourceLists[segs[1]]
+	case len(segs) == 2 && segs[0] == "apis":
+		body = s.disc.groupByName[segs[1]]
+	case len(segs) == 3 && segs[0] == "apis":
+		body = s.disc.resourceLists[segs[1]+"/"+segs[2]]
+	default:
+		return false
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		WriteError(w, methodNotAllowed(nil, r.Method))
+		return true
+	}
+	if body == nil {
+		WriteError(w, notFoundPath())
+		return true
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-cache, private")
+	_, _ = w.Write(body)
+	return true
+}

@@ -1,0 +1,180 @@
+package apiserver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// streamBufferSize is how much of a list or watch stream is buffered
+// before it goes to the connection.
+const streamBufferSize = 32 << 10
+
+// writeJSON answers v as JSON with a status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	var buf bytes.Buffer
+	if err := encodeCompact(&buf, v); err != nil {
+		WriteError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// encodeCompact appends v's JSON to buf without the newline
+// json.Encoder ends with, and without escaping HTML (API objects are not
+// HTML). The encoder reuses its internal state, sparing an allocation per
+// object over json.Marshal.
+func encodeCompact(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1)
+	return nil
+}
+
+// listWriter streams a list: the envelope, then each item as it is read
+// from the snapshot, so that a list of 100,000 pods never sits whole in
+// memory. Once the first byte is out, an error can only cut the stream
+// short (the client sees truncated JSON and retries).
+type listWriter struct {
+	w     *bufio.Writer
+	buf   bytes.Buffer
+	n     int
+	err   error
+	table *tabler
+}
+
+// newListWriter writes the envelope of a list of kind k at revision rev,
+// or of a Table when t is set.
+func newListWriter(w http.ResponseWriter, k *api.Kind, rev uint64, t *tabler) *listWriter {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	lw := &listWriter{w: bufio.NewWriterSize(w, streamBufferSize), table: t}
+	rv := strconv.FormatUint(rev, 10)
+	if t != nil {
+		lw.w.WriteString(`{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"` + rv + `"},"columnDefinitions":`)
+		lw.buf.Reset()
+		lw.err = encodeCompact(&lw.buf, t.columnDefinitions())
+		lw.w.Write(lw.buf.Bytes())
+		lw.w.WriteString(`,"rows":[`)
+		return lw
+	}
+	lw.w.WriteString(`{"kind":"` + k.GVK.Kind + `List","apiVersion":"` + k.APIVersion() + `","metadata":{"resourceVersion":"` + rv + `"},"items":[`)
+	return lw
+}
+
+// add writes one item; it reports false once writing has failed.
+func (lw *listWriter) add(obj api.Object) bool {
+	if lw.err != nil {
+		return false
+	}
+	if lw.n > 0 {
+		lw.w.WriteByte(',')
+	}
+	lw.n++
+	lw.buf.Reset()
+	if lw.table != nil {
+		lw.err = encodeCompact(&lw.buf, lw.table.row(obj))
+	} else {
+		lw.err = encodeCompact(&lw.buf, obj)
+	}
+	if lw.err == nil {
+		_, lw.err = lw.w.Write(lw.buf.Bytes())
+	}
+	return lw.err == nil
+}
+
+// close ends the list and flushes it.
+func (lw *listWriter) close() error {
+	if lw.err != nil {
+		return lw.err
+	}
+	lw.w.WriteString("]}")
+	return lw.w.Flush()
+}
+
+// eventWriter writes watch events, one JSON object per line:
+// {"type":"ADDED","object":{…}}.
+type eventWriter struct {
+	w     *bufio.Writer
+	rc    *http.ResponseController
+	buf   bytes.Buffer
+	table *tabler
+	// headers: a Table stream sends its column definitions with the first
+	// event only, as Kubernetes does.
+	headersSent bool
+}
+
+func newEventWriter(w http.ResponseWriter, t *tabler) *eventWriter {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	ew := &eventWriter{w: bufio.NewWriterSize(w, streamBufferSize), rc: http.NewResponseController(w), table: t}
+	return ew
+}
+
+// write encodes one event; objects of the watched kind become a one-row
+// Table when the client asked for tables.
+func (ew *eventWriter) write(typ string, obj any) error {
+	ew.buf.Reset()
+	if o, ok := obj.(api.Object); ok && ew.table != nil {
+		obj = ew.table.single(o, !ew.headersSent)
+		ew.headersSent = true
+	}
+	if err := encodeCompact(&ew.buf, obj); err != nil {
+		return err
+	}
+	ew.w.WriteString(`{"type":"`)
+	ew.w.WriteString(typ)
+	ew.w.WriteString(`","object":`)
+	ew.w.Write(ew.buf.Bytes())
+	_, err := ew.w.WriteString("}\n")
+	return err
+}
+
+// writeRaw writes an event whose object is already JSON.
+func (ew *eventWriter) writeRaw(typ string, object []byte) error {
+	ew.w.WriteString(`{"type":"`)
+	ew.w.WriteString(typ)
+	ew.w.WriteString(`","object":`)
+	ew.w.Write(object)
+	_, err := ew.w.WriteString("}\n")
+	return err
+}
+
+// flush sends what is buffered to the client.
+func (ew *eventWriter) flush() error {
+	if err := ew.w.Flush(); err != nil {
+		return err
+	}
+	if err := ew.rc.Flush(); err != nil && err != http.ErrNotSupported {
+		return err
+	}
+	return nil
+}
+
+// bookmarkObject is the object of a BOOKMARK event: only the kind and the
+// resourceVersion, plus the annotation that ends the initial events of a
+// sendInitialEvents watch.
+func bookmarkObject(k *api.Kind, rev uint64, initialEnd bool) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"kind":"` + k.GVK.Kind + `","apiVersion":"` + k.APIVersion() + `","metadata":{"resourceVersion":"` + strconv.FormatUint(rev, 10) + `"`)
+	if initialEnd {
+		b.WriteString(`,"annotations":{"k8s.io/initial-events-end":"true"}`)
+	}
+	b.WriteString(`}}`)
+	return b.Bytes()
+}
+
+// now is the time tables measure ages against.
+func (s *Server) now() time.Time { return s.clock.Now() }

@@ -1,0 +1,159 @@
+package apiserver
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// validateUpdate checks the fields Kubernetes does not let an update
+// change, on objects already defaulted and validated. Controllers write
+// through the store and are not bound by it: the scheduler binds pods and
+// the volume controller binds claims there.
+func validateUpdate(old, obj api.Object) field.ErrorList {
+	spec := field.NewPath("spec")
+	switch n := obj.(type) {
+	case *api.Pod:
+		return validatePodUpdate(old.(*api.Pod), n)
+	case *api.ReplicaSet:
+		return immutable(old.(*api.ReplicaSet).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
+	case *api.Deployment:
+		return immutable(old.(*api.Deployment).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
+	case *api.PersistentVolumeClaim:
+		return validateClaimUpdate(old.(*api.PersistentVolumeClaim), n)
+	case *api.PersistentVolume:
+		return validateVolumeUpdate(old.(*api.PersistentVolume), n)
+	case *api.Service:
+		return validateServiceUpdate(old.(*api.Service), n)
+	case *api.StorageClass:
+		o := old.(*api.StorageClass)
+		var errs field.ErrorList
+		errs = append(errs, immutable(o.Provisioner, n.Provisioner, field.NewPath("provisioner"))...)
+		errs = append(errs, immutable(o.Parameters, n.Parameters, field.NewPath("parameters"))...)
+		errs = append(errs, immutable(o.ReclaimPolicy, n.ReclaimPolicy, field.NewPath("reclaimPolicy"))...)
+		return append(errs, immutable(o.VolumeBindingMode, n.VolumeBindingMode, field.NewPath("volumeBindingMode"))...)
+	case *api.ConfigMap:
+		o := old.(*api.ConfigMap)
+		return immutableData(o.Immutable, n.Immutable, o.Data, n.Data, o.BinaryData, n.BinaryData)
+	case *api.Secret:
+		o := old.(*api.Secret)
+		errs := immutable(o.Type, n.Type, field.NewPath("type"))
+		return append(errs, immutableData(o.Immutable, n.Immutable, o.Data, n.Data, nil, nil)...)
+	}
+	return nil
+}
+
+func immutable(old, new any, p *field.Path) field.ErrorList {
+	if equality.Semantic.DeepEqual(old, new) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p, new, "field is immutable")}
+}
+
+// validatePodUpdate allows what Kubernetes allows to change in a pod's
+// spec: container images and additions to the tolerations.
+func validatePodUpdate(old, pod *api.Pod) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	// Tolerations may only grow: every old one must still be there.
+	for i, t := range old.Spec.Tolerations {
+		found := false
+		for _, n := range pod.Spec.Tolerations {
+			if reflect.DeepEqual(t, n) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			errs = append(errs, field.Forbidden(spec.Child("tolerations").Index(i), "existing toleration can not be modified or removed"))
+		}
+	}
+	// Compare the rest with the allowed changes copied over.
+	mutable := old.Spec.DeepCopy()
+	mutable.Tolerations = pod.Spec.Tolerations
+	copyImages(mutable.Containers, pod.Spec.Containers)
+	copyImages(mutable.InitContainers, pod.Spec.InitContainers)
+	if !equality.Semantic.DeepEqual(*mutable, pod.Spec) {
+		errs = append(errs, field.Forbidden(spec, "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image` and `spec.tolerations` (only additions to existing tolerations)"))
+	}
+	return errs
+}
+
+// copyImages copies images onto containers of the same name.
+func copyImages(dst, src []api.Container) {
+	if len(dst) != len(src) {
+		return
+	}
+	for i := range dst {
+		if dst[i].Name == src[i].Name {
+			dst[i].Image = src[i].Image
+		}
+	}
+}
+
+// validateClaimUpdate: a claim's spec is fixed once made, except its
+// storage request (expansion), and a volume name it did not have yet.
+func validateClaimUpdate(old, pvc *api.PersistentVolumeClaim) field.ErrorList {
+	mutable := old.Spec.DeepCopy()
+	mutable.Resources.Requests = pvc.Spec.Resources.Requests
+	if old.Spec.VolumeName == "" {
+		mutable.VolumeName = pvc.Spec.VolumeName
+	}
+	if !equality.Semantic.DeepEqual(*mutable, pvc.Spec) {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "spec is immutable after creation except resources.requests")}
+	}
+	return nil
+}
+
+// validateVolumeUpdate: where a volume's data lives, its mode and its node
+// affinity do not change.
+func validateVolumeUpdate(old, pv *api.PersistentVolume) field.ErrorList {
+	spec := field.NewPath("spec")
+	errs := immutable(old.Spec.PersistentVolumeSource, pv.Spec.PersistentVolumeSource, spec.Child("persistentVolumeSource"))
+	errs = append(errs, immutable(old.Spec.VolumeMode, pv.Spec.VolumeMode, spec.Child("volumeMode"))...)
+	if old.Spec.NodeAffinity != nil {
+		errs = append(errs, immutable(old.Spec.NodeAffinity, pv.Spec.NodeAffinity, spec.Child("nodeAffinity"))...)
+	}
+	return errs
+}
+
+// validateServiceUpdate keeps clusterIP as Kubernetes does: an update that
+// leaves it out keeps the old one, and it may change only when the type
+// moves to or from ExternalName.
+func validateServiceUpdate(old, svc *api.Service) field.ErrorList {
+	external := old.Spec.Type == api.ServiceTypeExternalName || svc.Spec.Type == api.ServiceTypeExternalName
+	if external {
+		return nil
+	}
+	if svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 {
+		svc.Spec.ClusterIP = old.Spec.ClusterIP
+		svc.Spec.ClusterIPs = old.Spec.ClusterIPs
+	}
+	spec := field.NewPath("spec")
+	errs := immutable(old.Spec.ClusterIP, svc.Spec.ClusterIP, spec.Child("clusterIP"))
+	return append(errs, immutable(old.Spec.ClusterIPs, svc.Spec.ClusterIPs, spec.Child("clusterIPs"))...)
+}
+
+// immutableData: a ConfigMap or Secret marked immutable keeps its data and
+// the mark.
+func immutableData(oldMark, newMark *bool, oldData, newData any, oldBinary, newBinary any) field.ErrorList {
+	if oldMark == nil || !*oldMark {
+		return nil
+	}
+	var errs field.ErrorList
+	if newMark == nil || !*newMark {
+		errs = append(errs, field.Forbidden(field.NewPath("immutable"), "field is immutable when `immutable` is set"))
+	}
+	errs = append(errs, immutableWhenMarked(oldData, newData, field.NewPath("data"))...)
+	return append(errs, immutableWhenMarked(oldBinary, newBinary, field.NewPath("binaryData"))...)
+}
+
+func immutableWhenMarked(old, new any, p *field.Path) field.ErrorList {
+	if equality.Semantic.DeepEqual(old, new) {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(p, "field is immutable when `immutable` is set")}
+}

@@ -1,0 +1,145 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// inflightLimiter caps the requests one identity may have in flight, so
+// that one runaway agent or script cannot starve the rest: beyond the cap
+// it is told to come back (429 with Retry-After), as Kubernetes' priority
+// and fairness does. Watches do not count: they are long-lived by design.
+type inflightLimiter struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+func newInflightLimiter(max int) *inflightLimiter {
+	return &inflightLimiter{max: max, n: map[string]int{}}
+}
+
+// acquire takes a slot for the identity, or reports false when it has
+// none left.
+func (l *inflightLimiter) acquire(who string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[who] >= l.max {
+		return false
+	}
+	l.n[who]++
+	return true
+}
+
+func (l *inflightLimiter) release(who string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n[who] <= 1 {
+		delete(l.n, who)
+		return
+	}
+	l.n[who]--
+}
+
+// tooManyRequests is the 429 of an identity over its cap.
+func tooManyRequests(who string, max int) error {
+	return apierrors.NewTooManyRequests(fmt.Sprintf("too many requests in flight for %s (at most %d): retry later", who, max), 1)
+}
+
+func unauthorized(msg string) error {
+	return apierrors.NewUnauthorized("Unauthorized: " + msg)
+}
+
+// bodyTooLarge is the 413 of a body over the cap.
+func bodyTooLarge(max int64) error {
+	return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the request body is larger than %d bytes", max))
+}
+
+// isTooLarge reports whether reading a body failed on http.MaxBytesReader.
+func isTooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// statusWriter remembers the status code a handler wrote, for metrics and
+// to know whether a panic can still be answered. It passes Flush through
+// (watches need it) and unwraps for http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.status = code
+		w.wrote = true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.status = http.StatusOK
+		w.wrote = true
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if !w.wrote {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+// requestRecord is what the resource handler learns about a request (its
+// verb and resource) for the metrics layer outside it.
+type requestRecord struct {
+	verb     string
+	resource string
+	// long marks a watch, which the latency histogram leaves out.
+	long bool
+}
+
+type recordKey struct{}
+
+func recordOf(r *http.Request) *requestRecord {
+	if rec, ok := r.Context().Value(recordKey{}).(*requestRecord); ok {
+		return rec
+	}
+	return &requestRecord{}
+}
+
+// verbOfMethod names a non-resource request's verb for metrics.
+func verbOfMethod(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		return VerbGet
+	case http.MethodPost:
+		return VerbCreate
+	case http.MethodPut:
+		return VerbUpdate
+	case http.MethodPatch:
+		return VerbPatch
+	case http.MethodDelete:
+		return VerbDelete
+	}
+	return strings.ToLower(method)
+}
+
+func stack() string { return string(debug.Stack()) }

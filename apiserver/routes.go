@@ -1,0 +1,244 @@
+package apiserver
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// resourceRequest is a request for a resource, as its path and method name
+// it (SPEC §5):
+//
+//	/api/v1/{resource}[/{name}[/{subresource}]]                       cluster-scoped, or a list across namespaces
+//	/api/v1/namespaces/{ns}/{resource}[/{name}[/{subresource}]]       namespaced
+//	/apis/{group}/{version}/...                                        the same for named groups
+type resourceRequest struct {
+	kind        *api.Kind
+	namespace   string
+	name        string
+	subresource string
+	verb        string
+	id          *Identity
+}
+
+// namespaceSubresources are the subresources of a namespace, which a path
+// /api/v1/namespaces/{name}/{x} names instead of a resource {x} in it.
+var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
+
+// SubresourceHandler serves a subresource other than status, registered
+// with HandleSubresource: the pod log proxy, a token request. The server
+// has authenticated the caller, found the object (obj) and authorized the
+// request (verb get for GET, create for POST) before it is called.
+type SubresourceHandler func(w http.ResponseWriter, r *http.Request, obj api.Object)
+
+type subresourceKey struct {
+	kind *api.Kind
+	name string
+}
+
+// HandleSubresource serves /…/{resource}/{name}/{subresource} of a kind
+// with h, for GET and POST.
+func (s *Server) HandleSubresource(k *api.Kind, subresource string, h SubresourceHandler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.subresources[subresourceKey{k, subresource}] = h
+}
+
+func (s *Server) subresourceHandler(k *api.Kind, sub string) SubresourceHandler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subresources[subresourceKey{k, sub}]
+}
+
+// splitPath cuts a URL path into its segments, ignoring one trailing
+// slash. An empty segment inside the path makes it unroutable (nil).
+func splitPath(p string) []string {
+	p = strings.TrimPrefix(p, "/")
+	p = strings.TrimSuffix(p, "/")
+	if p == "" {
+		return nil
+	}
+	segs := strings.Split(p, "/")
+	for _, s := range segs {
+		if s == "" || s == "." || s == ".." {
+			return nil
+		}
+	}
+	return segs
+}
+
+// serveAPI serves everything under /api and /apis: discovery, then the
+// resources.
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	segs := splitPath(r.URL.Path)
+	if s.serveDiscovery(w, r, segs) {
+		return
+	}
+	req, err := s.parseResourcePath(segs)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	req.id, _ = IdentityFromContext(r.Context())
+	custom := req.subresource != "" && req.subresource != "status" && req.subresource != "scale"
+	if req.verb, err = requestVerb(r, req, custom); err != nil {
+		WriteError(w, err)
+		return
+	}
+	rec := recordOf(r)
+	rec.verb, rec.resource = req.verb, req.kind.Resource
+	if req.subresource != "" {
+		rec.resource += "/" + req.subresource
+	}
+	if custom {
+		rec.long = true // log streams may last
+		s.serveCustomSubresource(w, r, req)
+		return
+	}
+	if req.verb == VerbWatch {
+		rec.long = true
+		s.serveWatch(w, r, req)
+		return
+	}
+	who := req.id.String()
+	if !s.limiter.acquire(who) {
+		WriteError(w, tooManyRequests(who, s.cfg.MaxInflightPerIdentity))
+		return
+	}
+	defer s.limiter.release(who)
+	if req.subresource == "scale" {
+		s.serveScale(w, r, req)
+		return
+	}
+	switch req.verb {
+	case VerbGet:
+		s.serveGet(w, r, req)
+	case VerbList:
+		s.serveList(w, r, req)
+	case VerbCreate:
+		s.serveCreate(w, r, req)
+	case VerbUpdate:
+		s.serveUpdate(w, r, req)
+	case VerbPatch:
+		s.servePatch(w, r, req)
+	case VerbDelete:
+		s.serveDelete(w, r, req)
+	}
+}
+
+// parseResourcePath finds the kind, namespace, name and subresource a path
+// names.
+func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
+	var group, version string
+	var rest []string
+	switch {
+	case len(segs) >= 3 && segs[0] == "api":
+		version, rest = segs[1], segs[2:]
+	case len(segs) >= 4 && segs[0] == "apis":
+		group, version, rest = segs[1], segs[2], segs[3:]
+	default:
+		return nil, notFoundPath()
+	}
+	req := &resourceRequest{}
+	namespaced := false
+	if rest[0] == "namespaces" && len(rest) >= 3 && !(len(rest) == 3 && namespaceSubresources[rest[2]]) {
+		req.namespace, rest = rest[1], rest[2:]
+		namespaced = true
+	}
+	if len(rest) > 3 {
+		return nil, notFoundPath()
+	}
+	k := s.resources[group+"/"+version+"/"+rest[0]]
+	if k == nil || (namespaced && !k.Namespaced) {
+		return nil, notFoundPath()
+	}
+	req.kind = k
+	if len(rest) >= 2 {
+		if k.Namespaced && !namespaced {
+			// /api/v1/pods/{name}: a namespaced object needs its namespace.
+			return nil, notFoundPath()
+		}
+		req.name = rest[1]
+	}
+	if len(rest) == 3 {
+		req.subresource = rest[2]
+		switch req.subresource {
+		case "status":
+			if !k.HasStatus {
+				return nil, notFoundPath()
+			}
+		case "scale":
+			if !scalable(k) {
+				return nil, notFoundPath()
+			}
+		default:
+			if s.subresourceHandler(k, req.subresource) == nil {
+				return nil, notFoundPath()
+			}
+		}
+	}
+	return req, nil
+}
+
+// requestVerb maps the method (and ?watch) to a Kubernetes verb, or
+// answers 405 for a method the path does not take.
+func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, error) {
+	named := req.name != ""
+	if custom {
+		switch r.Method {
+		case http.MethodGet:
+			return VerbGet, nil
+		case http.MethodPost:
+			return VerbCreate, nil
+		}
+		return "", methodNotAllowed(req.kind, r.Method)
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		if w := r.URL.Query().Get("watch"); (w == "true" || w == "1") && req.subresource == "" {
+			return VerbWatch, nil
+		}
+		if named {
+			return VerbGet, nil
+		}
+		return VerbList, nil
+	case http.MethodPost:
+		if !named && req.subresource == "" && (req.namespace != "" || !req.kind.Namespaced) {
+			return VerbCreate, nil
+		}
+	case http.MethodPut:
+		if named {
+			return VerbUpdate, nil
+		}
+	case http.MethodPatch:
+		if named {
+			return VerbPatch, nil
+		}
+	case http.MethodDelete:
+		if named && req.subresource == "" {
+			return VerbDelete, nil
+		}
+	}
+	return "", methodNotAllowed(req.kind, r.Method)
+}
+
+// serveCustomSubresource finds and authorizes the object of a registered
+// subresource, then hands the request over.
+func (s *Server) serveCustomSubresource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	h := s.subresourceHandler(req.kind, req.subresource)
+	obj, err := s.store.Get(req.kind, req.namespace, req.name)
+	if err != nil && !isNotFound(err) {
+		WriteError(w, err)
+		return
+	}
+	if err := s.authorize(r, req, nil, obj); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if obj == nil {
+		WriteError(w, err)
+		return
+	}
+	h(w, r, obj)
+}

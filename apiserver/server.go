@@ -1,0 +1,342 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes           = 3 << 20
+	DefaultMaxInflightPerIdentity = 400
+	DefaultBookmarkInterval       = time.Minute
+	DefaultWatchTimeout           = 30 * time.Minute
+	// Timeouts of the http.Server that Serve runs. There is no write
+	// timeout: a watch writes for as long as it lasts.
+	ReadHeaderTimeout = 10 * time.Second
+	IdleTimeout       = 2 * time.Minute
+	// bodyReadTimeout bounds how long a client may take to send a body.
+	bodyReadTimeout = time.Minute
+)
+
+// VersionInfo is what /version and berth_build_info report.
+type VersionInfo struct {
+	Version   string
+	Commit    string
+	GoVersion string
+}
+
+// ReadyCheck is one condition of /readyz: the store loaded, every source
+// synced once, and whatever else the control plane adds.
+type ReadyCheck struct {
+	Name  string
+	Check func() error
+}
+
+// AdmissionPlugin may refuse a write after the object has been decoded,
+// defaulted and validated and the caller authorized: the hook the quota
+// controller and the mirror-pod guard use. A refusal that is not already a
+// Status is answered 403 with its message.
+type AdmissionPlugin interface {
+	Admit(ctx context.Context, a Attributes, id *Identity) error
+}
+
+// AdmissionFunc adapts a function to AdmissionPlugin.
+type AdmissionFunc func(ctx context.Context, a Attributes, id *Identity) error
+
+// Admit calls f.
+func (f AdmissionFunc) Admit(ctx context.Context, a Attributes, id *Identity) error {
+	return f(ctx, a, id)
+}
+
+// Config is what New needs. Store, Authenticator and Authorizer are
+// required; the rest have defaults.
+type Config struct {
+	Store         *store.Store
+	Authenticator Authenticator
+	Authorizer    Authorizer
+	// Admission runs, in order, on every create, update, patch and delete.
+	Admission   []AdmissionPlugin
+	Version     VersionInfo
+	ReadyChecks []ReadyCheck
+	// MaxBodyBytes caps request bodies (413 beyond); default 3 MiB.
+	MaxBodyBytes int64
+	// MaxInflightPerIdentity caps the requests one identity may have in
+	// flight, watches excepted (429 beyond); default 400.
+	MaxInflightPerIdentity int
+	// BookmarkInterval is how often a watch that asked for bookmarks gets
+	// one; default one minute.
+	BookmarkInterval time.Duration
+	// WatchTimeout ends watches that did not ask for a timeoutSeconds, so
+	// that long-lived clients rebalance; default 30 minutes.
+	WatchTimeout time.Duration
+	// Registry receives the server's metrics; a new one when nil. /metrics
+	// serves it, so the control plane may register its own collectors.
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+	Clock    clock.WithTicker
+}
+
+// Server is berth's API server. Build it with New, serve Handler (or call
+// Serve), and end it with Shutdown.
+type Server struct {
+	cfg     Config
+	store   *store.Store
+	log     *slog.Logger
+	clock   clock.WithTicker
+	mux     *http.ServeMux
+	handler http.Handler
+	metrics *metrics
+	limiter *inflightLimiter
+	disc    *discoveryDocs
+	openapi *openAPIDocs
+	// resources finds a kind by "group/version/resource" ("/v1/pods").
+	resources map[string]*api.Kind
+
+	mu           sync.Mutex
+	subresources map[subresourceKey]SubresourceHandler
+	servers      []*http.Server
+
+	stopping chan struct{}
+	stopOnce sync.Once
+	// streams counts watches in flight, which Shutdown waits for.
+	streams sync.WaitGroup
+}
+
+// New builds a server over a store.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("apiserver: Config.Store is required")
+	}
+	if cfg.Authenticator == nil || cfg.Authorizer == nil {
+		return nil, errors.New("apiserver: Config.Authenticator and Config.Authorizer are required")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxInflightPerIdentity <= 0 {
+		cfg.MaxInflightPerIdentity = DefaultMaxInflightPerIdentity
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = DefaultBookmarkInterval
+	}
+	if cfg.WatchTimeout <= 0 {
+		cfg.WatchTimeout = DefaultWatchTimeout
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Version.Version == "" {
+		cfg.Version.Version = "dev"
+	}
+	s := &Server{
+		cfg:          cfg,
+		store:        cfg.Store,
+		log:          cfg.Logger,
+		clock:        cfg.Clock,
+		mux:          http.NewServeMux(),
+		limiter:      newInflightLimiter(cfg.MaxInflightPerIdentity),
+		resources:    map[string]*api.Kind{},
+		subresources: map[subresourceKey]SubresourceHandler{},
+		stopping:     make(chan struct{}),
+	}
+	for _, k := range api.Kinds() {
+		s.resources[k.GVK.Group+"/"+k.GVK.Version+"/"+k.Resource] = k
+	}
+	m, err := newMetrics(cfg.Registry, cfg.Store, cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	if s.disc, err = newDiscoveryDocs(); err != nil {
+		return nil, err
+	}
+	if s.openapi, err = newOpenAPIDocs(cfg.Version.Version); err != nil {
+		return nil, err
+	}
+	s.routes()
+	s.handler = http.HandlerFunc(s.serveHTTP)
+	return s, nil
+}
+
+// routes registers the server's own paths.
+func (s *Server) routes() {
+	api := http.HandlerFunc(s.serveAPI)
+	for _, p := range []string{"/api", "/api/", "/apis", "/apis/"} {
+		s.Handle(p, api, true)
+	}
+	s.Handle("/version", http.HandlerFunc(s.serveVersion), false)
+	s.Handle("/livez", http.HandlerFunc(s.serveLivez), false)
+	s.Handle("/healthz", http.HandlerFunc(s.serveLivez), false)
+	s.Handle("/readyz", http.HandlerFunc(s.serveReadyz), false)
+	s.Handle("/metrics", s.metrics.handler(), false)
+	openapi := http.HandlerFunc(s.serveOpenAPIV3)
+	s.Handle("/openapi/v3", openapi, true)
+	s.Handle("/openapi/v3/", openapi, true)
+	// Everything else, /openapi/v2 included (kubectl copes with its
+	// absence), is a 404 Status, for authenticated callers.
+	s.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { WriteError(w, notFoundPath()) }), true)
+}
+
+// Handle registers an extra route (webhooks, node join, the JWKS, …) on
+// the server's mux, with a net/http pattern. An authenticated route
+// answers 401 without a valid bearer token and finds the caller with
+// IdentityFromContext; every route gets panic recovery and request
+// metrics. More specific patterns win over the server's own "/api/" ones.
+func (s *Server) Handle(pattern string, h http.Handler, authenticated bool) {
+	if authenticated {
+		h = s.authenticate(h)
+	}
+	s.mux.Handle(pattern, h)
+}
+
+// Handler is the server as an http.Handler, for httptest or a caller's own
+// http.Server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// serveHTTP is the outermost layer: metrics and panic recovery around the
+// mux.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := &requestRecord{verb: verbOfMethod(r.Method)}
+	sw := &statusWriter{ResponseWriter: w}
+	start := s.clock.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", stack())
+			if !sw.wrote {
+				WriteError(sw, fmt.Errorf("internal error: %v", p))
+			}
+		}
+		s.metrics.observe(rec, sw.code(), s.clock.Since(start))
+	}()
+	s.mux.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), recordKey{}, rec)))
+}
+
+// Serve answers requests on l until Shutdown, over TLS when tlsConfig is
+// not nil (HTTP/2 is negotiated there). It returns nil after Shutdown.
+func (s *Server) Serve(l net.Listener, tlsConfig *tls.Config) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    1 << 20,
+		TLSConfig:         tlsConfig,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000},
+	}
+	s.mu.Lock()
+	select {
+	case <-s.stopping:
+		s.mu.Unlock()
+		return http.ErrServerClosed
+	default:
+	}
+	s.servers = append(s.servers, srv)
+	s.mu.Unlock()
+	var err error
+	if tlsConfig != nil {
+		err = srv.ServeTLS(l, "", "")
+	} else {
+		err = srv.Serve(l)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown ends every watch cleanly (each stream ends as if its timeout
+// had come, so clients watch again elsewhere or later), stops the servers
+// Serve started, waiting for requests in flight until ctx ends, and
+// returns once every watch has finished.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.mu.Lock()
+	servers := s.servers
+	s.servers = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		s.streams.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("watches still open: %w", ctx.Err()))
+	}
+	return errors.Join(errs...)
+}
+
+// shuttingDown reports whether Shutdown has begun.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+type identityKey struct{}
+
+// IdentityFromContext returns the identity that authenticated the request
+// whose context ctx is.
+func IdentityFromContext(ctx context.Context) (*Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(*Identity)
+	return id, ok && id != nil
+}
+
+// authenticate answers 401 unless the request bears a token the
+// Authenticator accepts.
+func (s *Server) authenticate(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := BearerToken(r)
+		if !ok {
+			WriteError(w, unauthorized("no bearer token: send Authorization: Bearer <token>"))
+			return
+		}
+		id, err := s.cfg.Authenticator.Authenticate(r.Context(), tok)
+		switch {
+		case err != nil && errors.Is(err, ErrUnauthenticated):
+			WriteError(w, unauthorized("invalid bearer token"))
+			s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
+			return
+		case err != nil:
+			WriteError(w, fmt.Errorf("authenticate: %w", err))
+			return
+		case id == nil:
+			WriteError(w, unauthorized("invalid bearer token"))
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+	})
+}

@@ -1,0 +1,97 @@
+package apiserver
+
+import (
+	"net/http"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// serveUpdate answers PUT on an object or its status.
+func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	if err := checkObjectContentType(r); err != nil {
+		WriteError(w, err)
+		return
+	}
+	data, err := s.readBody(w, r)
+	if err == nil {
+		err = checkJSON(r, data)
+	}
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	in, err := decodeBody(req.kind, data)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := checkIdentity(req, in); err != nil {
+		WriteError(w, err)
+		return
+	}
+	conditional := in.GetResourceVersion() != ""
+	out, err := s.update(r, req, conditional, func(api.Object) (api.Object, error) {
+		return in.DeepCopyObject().(api.Object), nil
+	})
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// update writes the object next computes from the stored one, through the
+// admission chain. A write to the object keeps the stored status and a
+// write to the status keeps everything else, so spec and status have one
+// writer each. With conditional, the resourceVersion next returns must be
+// the stored one (409 otherwise); without, a write that lost a race with
+// another is computed again from the newer object.
+func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool, next func(old api.Object) (api.Object, error)) (api.Object, error) {
+	ctx := r.Context()
+	k := req.kind
+	for attempt := 1; ; attempt++ {
+		old, err := s.store.Get(k, req.namespace, req.name)
+		if err != nil {
+			if authErr := s.authorize(r, req, nil, nil); authErr != nil {
+				return nil, authErr
+			}
+			return nil, err
+		}
+		in, err := next(old)
+		if err != nil {
+			return nil, err
+		}
+		rv := old.GetResourceVersion()
+		if conditional {
+			rv = in.GetResourceVersion()
+		}
+		obj := in
+		if req.subresource == "status" {
+			obj = old.DeepCopyObject().(api.Object)
+			copyStatus(obj, in)
+		} else if k.HasStatus {
+			copyStatus(obj, old)
+		}
+		if err := s.authorize(r, req, obj, old); err != nil {
+			return nil, err
+		}
+		if err := validate(k, obj, old); err != nil {
+			return nil, err
+		}
+		if err := s.admit(ctx, req, obj, old); err != nil {
+			return nil, err
+		}
+		obj.SetResourceVersion(rv)
+		var out api.Object
+		_, err = s.store.Txn(ctx, func(tx *store.Txn) error {
+			var err error
+			out, err = tx.Update(obj)
+			return err
+		})
+		if err != nil && !conditional && store.IsConflict(err) && attempt < maxRetries {
+			continue
+		}
+		return out, err
+	}
+}

@@ -1,0 +1,216 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// DefaultTimeout bounds a request that is not a watch.
+const DefaultTimeout = 30 * time.Second
+
+// Client talks to one API server as one identity. It is safe for
+// concurrent use; keep one per identity and share it.
+type Client struct {
+	base      *url.URL
+	token     string
+	http      *http.Client
+	timeout   time.Duration
+	userAgent string
+}
+
+// New makes a client. Its transport keeps connections alive and speaks
+// HTTP/2 over TLS, so that watches and requests share a few connections;
+// it pings idle HTTP/2 connections, so that a dead server is noticed
+// even on a quiet watch.
+func New(cfg *Config) (*Client, error) {
+	u, err := url.Parse(cfg.Server)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, fmt.Errorf("client: server %q is not an http(s) URL", cfg.Server)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	c := &Client{base: u, token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent}
+	if c.timeout == 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.userAgent == "" {
+		c.userAgent = "berth-client"
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		if tr, err = NewTransport(cfg); err != nil {
+			return nil, err
+		}
+	}
+	c.http = &http.Client{Transport: tr}
+	return c, nil
+}
+
+// NewTransport builds the transport New uses, for callers that share one
+// among many clients (Config.Transport).
+func NewTransport(cfg *Config) (*http.Transport, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: cfg.InsecureSkipTLSVerify} //nolint:gosec // only when asked
+	if len(cfg.CAData) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.CAData) {
+			return nil, errors.New("client: the CA data holds no PEM certificate")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tlsConfig,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: 30 * time.Second,
+			PingTimeout:     15 * time.Second,
+		},
+	}, nil
+}
+
+// ResourcePath is the API path of a kind's collection in a namespace (all
+// namespaces when namespace is empty), of one object when name is set, and
+// of its subresource when subresource is set.
+func ResourcePath(k *api.Kind, namespace, name, subresource string) string {
+	var b strings.Builder
+	if k.GVK.Group == "" {
+		b.WriteString("/api/" + k.GVK.Version)
+	} else {
+		b.WriteString("/apis/" + k.GVK.Group + "/" + k.GVK.Version)
+	}
+	if k.Namespaced && namespace != "" {
+		b.WriteString("/namespaces/" + url.PathEscape(namespace))
+	}
+	b.WriteString("/" + k.Resource)
+	if name != "" {
+		b.WriteString("/" + url.PathEscape(name))
+		if subresource != "" {
+			b.WriteString("/" + subresource)
+		}
+	}
+	return b.String()
+}
+
+// request is one API call.
+type request struct {
+	method      string
+	path        string
+	query       url.Values
+	body        []byte
+	contentType string
+	// stream: no timeout, the caller reads and closes the body.
+	stream bool
+}
+
+// Do sends a request to path (with query) and returns the response, its
+// body unread, for paths this package does not wrap (logs, node join).
+// A status of 300 or more is returned as a *StatusError, the body closed.
+// The caller closes the body of a successful response; ctx bounds the
+// whole exchange.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body io.Reader, contentType string) (*http.Response, error) {
+	var data []byte
+	if body != nil {
+		var err error
+		if data, err = io.ReadAll(body); err != nil {
+			return nil, err
+		}
+	}
+	return c.send(ctx, &request{method: method, path: path, query: query, body: data, contentType: contentType, stream: true})
+}
+
+func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	u := *c.base
+	u.Path += r.path
+	u.RawQuery = r.query.Encode()
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if r.contentType != "" {
+		req.Header.Set("Content-Type", r.contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, statusFromResponse(resp)
+	}
+	return resp, nil
+}
+
+// statusFromResponse reads the Status of an error response, or makes one
+// from the code when the body holds none.
+func statusFromResponse(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var st metav1.Status
+	if json.Unmarshal(data, &st) == nil && st.Kind == "Status" {
+		if st.Code == 0 {
+			st.Code = int32(resp.StatusCode)
+		}
+		return &StatusError{Status: st}
+	}
+	msg := strings.TrimSpace(string(data))
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return &StatusError{Status: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    int32(resp.StatusCode),
+		Reason:  metav1.StatusReasonUnknown,
+		Message: fmt.Sprintf("the server answered %d: %s", resp.StatusCode, msg),
+	}}
+}
+
+// call sends a request that is not a stream and decodes its answer into
+// out (when out is not nil).
+func (c *Client) call(ctx context.Context, r *request, out any) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp, err := c.send(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode the answer: %w", r.method, r.path, err)
+	}
+	return nil
+}

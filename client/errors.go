@@ -1,0 +1,92 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StatusError is an error the server answered with a Status: its code,
+// reason and message, and for 422 every field error in Details.Causes.
+type StatusError struct {
+	Status metav1.Status
+}
+
+func (e *StatusError) Error() string {
+	if e.Status.Message != "" {
+		return e.Status.Message
+	}
+	return fmt.Sprintf("the server answered %d %s", e.Status.Code, e.Status.Reason)
+}
+
+// Code returns the HTTP status of an error from the server, 0 for other
+// errors.
+func Code(err error) int {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return int(se.Status.Code)
+	}
+	return 0
+}
+
+// Reason returns the Status reason of an error from the server.
+func Reason(err error) metav1.StatusReason {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Status.Reason
+	}
+	return ""
+}
+
+// IsNotFound: the object (or its namespace) does not exist.
+func IsNotFound(err error) bool { return Code(err) == http.StatusNotFound }
+
+// IsAlreadyExists: a create named an object that exists.
+func IsAlreadyExists(err error) bool {
+	return Code(err) == http.StatusConflict && Reason(err) == metav1.StatusReasonAlreadyExists
+}
+
+// IsConflict: a write's resourceVersion or precondition was stale; read
+// the object again and retry.
+func IsConflict(err error) bool {
+	return Code(err) == http.StatusConflict && Reason(err) != metav1.StatusReasonAlreadyExists
+}
+
+// IsGone: a watch asked for a revision the server no longer keeps; list
+// again.
+func IsGone(err error) bool { return Code(err) == http.StatusGone }
+
+// IsForbidden: the identity may not do this, or admission (a quota)
+// refused it.
+func IsForbidden(err error) bool { return Code(err) == http.StatusForbidden }
+
+// IsUnauthorized: no token, or a bad one.
+func IsUnauthorized(err error) bool { return Code(err) == http.StatusUnauthorized }
+
+// IsInvalid: the object failed validation; Status.Details.Causes lists
+// every field error.
+func IsInvalid(err error) bool { return Code(err) == http.StatusUnprocessableEntity }
+
+// IsBadRequest: the request or its body was malformed.
+func IsBadRequest(err error) bool { return Code(err) == http.StatusBadRequest }
+
+// IsTooManyRequests: the identity has too many requests in flight; retry
+// after RetryAfter.
+func IsTooManyRequests(err error) bool { return Code(err) == http.StatusTooManyRequests }
+
+// IsTooLargeResourceVersion: a watch or list asked for a revision the
+// server has not reached; list again.
+func IsTooLargeResourceVersion(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status.Details == nil {
+		return false
+	}
+	for _, c := range se.Status.Details.Causes {
+		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+			return true
+		}
+	}
+	return false
+}

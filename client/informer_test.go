@@ -1,0 +1,286 @@
+package client_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+)
+
+// gate stands in front of the server to hold new watches and to end the
+// ones in flight, cleanly or by breaking the stream.
+type gate struct {
+	mu      sync.Mutex
+	hold    chan struct{}
+	held    int
+	active  map[int]context.CancelFunc
+	abort   bool
+	nextID  int
+	lists   int
+	watches int
+}
+
+func newGate() *gate { return &gate{active: map[int]context.CancelFunc{}} }
+
+func (g *gate) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") != "true" {
+			if r.Method == http.MethodGet {
+				g.mu.Lock()
+				g.lists++
+				g.mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+			return
+		}
+		g.mu.Lock()
+		hold := g.hold
+		if hold != nil {
+			g.held++
+		}
+		g.mu.Unlock()
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		g.mu.Lock()
+		id := g.nextID
+		g.nextID++
+		g.active[id] = cancel
+		g.watches++
+		g.mu.Unlock()
+		h.ServeHTTP(w, r.WithContext(ctx))
+		g.mu.Lock()
+		delete(g.active, id)
+		abort := g.abort
+		g.mu.Unlock()
+		if abort {
+			panic(http.ErrAbortHandler) // the stream breaks, no clean end
+		}
+	})
+}
+
+// cut ends the watches in flight; with abort their streams break.
+func (g *gate) cut(abort bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.abort = abort
+	for _, cancel := range g.active {
+		cancel()
+	}
+}
+
+func (g *gate) count(f func(g *gate) int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return f(g)
+}
+
+// recorder collects what an informer hands on.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) handle(e client.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, string(e.Type)+" "+e.Object.GetName())
+}
+
+func (r *recorder) has(want ...string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range want {
+		if !slices.Contains(r.events, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func names(objs []api.Object) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetName()+"@"+o.GetResourceVersion())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// runInformer starts an informer and stops it when the test ends.
+func runInformer(t *testing.T, inf *client.Informer) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = inf.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	if err := inf.WaitForSync(sctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInformerRelistsAfterGone: the informer's watch ends, the changes
+// made before it watches again outrun the server's history, the watch is
+// answered 410, and the informer lists again, telling of what vanished.
+func TestInformerRelistsAfterGone(t *testing.T) {
+	g := newGate()
+	s := newServer(t, 5, g.wrap)
+	c := s.client(t)
+	ctx := context.Background()
+	for _, n := range []string{"keep", "doomed"} {
+		if _, err := c.Create(ctx, configMap(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := &recorder{}
+	inf := client.NewInformer(c, cmKind, client.InformerOptions{Namespace: "default"}, rec.handle)
+	runInformer(t, inf)
+	if !rec.has("ADDED keep", "ADDED doomed") {
+		t.Fatalf("first list: %v", rec.events)
+	}
+	eventually(t, "the informer's watch", func() bool { return g.count(func(g *gate) int { return len(g.active) }) == 1 })
+
+	g.mu.Lock()
+	hold := make(chan struct{})
+	g.hold = hold
+	g.mu.Unlock()
+	g.cut(false)
+	eventually(t, "the informer to watch again", func() bool { return g.count(func(g *gate) int { return g.held }) == 1 })
+
+	if _, err := c.Delete(ctx, cmKind, "default", "doomed", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, configMap("new")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := c.Patch(ctx, cmKind, "default", "keep", []byte(`{"data":{"i":"`+strconv.Itoa(i)+`"}}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listsBefore := g.count(func(g *gate) int { return g.lists })
+	g.mu.Lock()
+	g.hold = nil
+	g.mu.Unlock()
+	close(hold)
+
+	eventually(t, "the relist's events", func() bool { return rec.has("DELETED doomed", "ADDED new", "MODIFIED keep") })
+	if g.count(func(g *gate) int { return g.lists }) <= listsBefore {
+		t.Fatal("the informer did not list again")
+	}
+	want, _, err := c.List(ctx, cmKind, "default", client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the cache to match the server", func() bool { return slices.Equal(names(inf.List()), names(want)) })
+	if _, ok := inf.Get("default", "doomed"); ok {
+		t.Fatal("vanished object still cached")
+	}
+	// And it follows changes after.
+	if _, err := c.Create(ctx, configMap("later")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a change after the relist", func() bool { return rec.has("ADDED later") })
+}
+
+// TestInformerRelistsAfterBrokenStream: a stream that breaks (not a clean
+// end) makes the informer back off on its clock and list again.
+func TestInformerRelistsAfterBrokenStream(t *testing.T) {
+	g := newGate()
+	s := newServer(t, 0, g.wrap)
+	c := s.client(t)
+	ctx := context.Background()
+	if _, err := c.Create(ctx, configMap("a")); err != nil {
+		t.Fatal(err)
+	}
+	fc := clocktesting.NewFakeClock(time.Now())
+	rec := &recorder{}
+	inf := client.NewInformer(c, cmKind, client.InformerOptions{Namespace: "default", Clock: fc, MinBackoff: time.Second, Logger: quiet}, rec.handle)
+	runInformer(t, inf)
+	eventually(t, "the informer's watch", func() bool { return g.count(func(g *gate) int { return len(g.active) }) == 1 })
+	lists := g.count(func(g *gate) int { return g.lists })
+
+	g.cut(true)
+	// The informer waits out its back-off on the fake clock.
+	eventually(t, "the back-off", fc.HasWaiters)
+	g.mu.Lock()
+	g.abort = false
+	g.mu.Unlock()
+	if _, err := c.Create(ctx, configMap("b")); err != nil {
+		t.Fatal(err)
+	}
+	fc.Step(2 * time.Second)
+	eventually(t, "the relist", func() bool { return g.count(func(g *gate) int { return g.lists }) > lists })
+	eventually(t, "the new object", func() bool { return rec.has("ADDED b") })
+}
+
+// TestInformerFollowsChanges: events after the list, with Old set.
+func TestInformerFollowsChanges(t *testing.T) {
+	s := newServer(t, 0, nil)
+	c := s.client(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var got []client.Event
+	inf := client.NewInformer(c, cmKind, client.InformerOptions{Namespace: "default", ListOptions: client.ListOptions{LabelSelector: "app=web"}},
+		func(e client.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, e)
+		})
+	runInformer(t, inf)
+	cm := configMap("a")
+	cm.Labels = map[string]string{"app": "web"}
+	if _, err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(ctx, configMap("unlabelled")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Patch(ctx, cmKind, "default", "a", []byte(`{"data":{"x":"1"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Losing the label takes it out of the selection: Deleted.
+	if _, err := c.Patch(ctx, cmKind, "default", "a", []byte(`{"metadata":{"labels":null}}`)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "three events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == 3
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if got[0].Type != client.Added || got[1].Type != client.Modified || got[2].Type != client.Deleted {
+		t.Fatalf("events %v %v %v", got[0].Type, got[1].Type, got[2].Type)
+	}
+	if got[1].Old == nil || got[1].Old.(*api.ConfigMap).Data["x"] != "" || got[1].Object.(*api.ConfigMap).Data["x"] != "1" {
+		t.Fatalf("modified event old/new: %+v", got[1])
+	}
+	if len(inf.List()) != 0 {
+		t.Fatalf("cache %v", names(inf.List()))
+	}
+}
+
+var quiet = slog.New(slog.DiscardHandler)

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// applyOrder ranks kinds so that what an object needs exists before it
+// (SPEC §3): Namespaces, StorageClasses, PersistentVolumes,
+// ServiceAccounts, ConfigMaps, Secrets, PVCs, Services, workloads, then
+// the rest.
+var applyOrder = map[string]int{
+	"Namespace":             0,
+	"StorageClass":          1,
+	"PersistentVolume":      2,
+	"ServiceAccount":        3,
+	"ConfigMap":             4,
+	"Secret":                5,
+	"PersistentVolumeClaim": 6,
+	"Service":               7,
+	"ReplicationController": 8,
+	"ReplicaSet":            8,
+	"Deployment":            8,
+	"Pod":                   8,
+}
+
+// applyRank is a kind's place in applyOrder; kinds not listed come last.
+func applyRank(kind string) int {
+	if r, ok := applyOrder[kind]; ok {
+		return r
+	}
+	return len(applyOrder)
+}
+
+// Results apply prints, as kubectl does.
+const (
+	applyCreated    = "created"
+	applyConfigured = "configured"
+	applyUnchanged  = "unchanged"
+)
+
+func newApplyCommand(g *globalOptions) *cobra.Command {
+	var paths []string
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE|DIR|-",
+		Short: "Create or update objects from manifests through the API",
+		Long: `Apply reads manifests as validate does and, when every one of them is valid,
+creates the objects that do not exist and updates those that do, in
+dependency order (Namespaces, StorageClasses, PersistentVolumes,
+ServiceAccounts, ConfigMaps, Secrets, PersistentVolumeClaims, Services,
+workloads, the rest). It prints one line per object:
+
+  deployment.apps/web created|configured|unchanged
+
+Objects are owned by the source "api" (annotation berth.dev/source: api);
+an object that a git, dir or http source owns is not changed, since that
+source would revert it. Objects without a namespace go to -n's. If any
+manifest is invalid, every error is printed and nothing is written (exit
+2); if the server refuses an object, the others are still applied (exit 1).`,
+		Example: `  berth apply -f deploy/
+  kustomize build . | berth apply -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runApply(cmd, g, paths)
+		},
+	}
+	cmd.Flags().StringArrayVarP(&paths, "filename", "f", nil, "manifest file, directory (recursive) or - for stdin; repeatable")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func runApply(cmd *cobra.Command, g *globalOptions, paths []string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	objs, err := readForAPI(cmd, g, paths, true)
+	if err != nil {
+		return err
+	}
+	c, err := connectAPI(g)
+	if err != nil {
+		return failed(err)
+	}
+	sort.SliceStable(objs, func(i, j int) bool {
+		return applyRank(api.KindOf(objs[i].Object).GVK.Kind) < applyRank(api.KindOf(objs[j].Object).GVK.Kind)
+	})
+	failures := 0
+	for _, d := range objs {
+		k := api.KindOf(d.Object)
+		result, err := applyObject(cmd.Context(), c, k, d.Object)
+		if err != nil {
+			fmt.Fprintln(stderr, applyErrorMessage(err, d))
+			failures++
+			continue
+		}
+		fmt.Fprintf(stdout, "%s %s\n", objectRef(k, d.Object.GetName()), result)
+	}
+	if failures > 0 {
+		return reportedFailure()
+	}
+	return nil
+}
+
+// readForAPI reads, decodes and checks the manifests -f names for apply
+// (validate true: defaulted and validated as a source would) or delete
+// (only decoded). Objects without a namespace go to -n's; an object whose
+// namespace differs from an explicit -n is an error, as in kubectl. Every
+// error is printed before anything is sent to the server.
+func readForAPI(cmd *cobra.Command, g *globalOptions, paths []string, validate bool) ([]*api.Decoded, error) {
+	files, problems, err := readManifests(paths, cmd.InOrStdin())
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 && len(problems) == 0 {
+		return nil, usageErrorf("no manifests (*.yaml, *.yml, *.json) found in %v", paths)
+	}
+	explicit := cmd.Flags().Changed("namespace")
+	prepare := func(d *api.Decoded) api.ErrorList {
+		return placeInNamespace(d, g.namespace, explicit)
+	}
+	var objs []*api.Decoded
+	var errs api.ErrorList
+	if validate {
+		objs, errs = decodeManifests(files, prepare)
+	} else {
+		for _, f := range files {
+			decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true})
+			errs = append(errs, derrs...)
+			for _, d := range decoded {
+				errs = append(errs, prepare(d)...)
+			}
+			objs = append(objs, decoded...)
+		}
+	}
+	errs = append(problems, errs...)
+	errs.Sort()
+	stderr := cmd.ErrOrStderr()
+	for _, e := range errs {
+		fmt.Fprintln(stderr, e.Error())
+	}
+	switch {
+	case len(problems) > 0:
+		return nil, failed(fmt.Errorf("cannot read every manifest; nothing was sent to the server"))
+	case len(errs) > 0:
+		fmt.Fprintf(stderr, "%s; nothing was sent to the server\n", plural(len(errs), "error"))
+		return nil, invalidInput()
+	}
+	return objs, nil
+}
+
+// placeInNamespace puts a namespaced object that names no namespace in
+// the -n one, and refuses one that names another namespace than an
+// explicit -n.
+func placeInNamespace(d *api.Decoded, namespace string, explicit bool) api.ErrorList {
+	k := api.KindOf(d.Object)
+	if k == nil || !k.Namespaced {
+		return nil
+	}
+	ns := d.Object.GetNamespace()
+	switch {
+	case ns == "":
+		d.Object.SetNamespace(namespace)
+	case explicit && ns != namespace:
+		return d.Errors(field.ErrorList{field.Invalid(field.NewPath("metadata", "namespace"), ns,
+			fmt.Sprintf("does not match the namespace %q of --namespace; pass --namespace=%s or leave it out", namespace, ns))})
+	}
+	return nil
+}
+
+// applyObject creates the object or merges the manifest into the live
+// one, reporting what it did.
+func applyObject(ctx context.Context, c apiClient, k *api.Kind, manifest api.Object) (string, error) {
+	manifest = manifest.DeepCopyObject().(api.Object)
+	ann := manifest.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[api.AnnotationSource] = string(api.SourceTypeAPI)
+	manifest.SetAnnotations(ann)
+
+	ns, name := manifest.GetNamespace(), manifest.GetName()
+	live, err := c.Get(ctx, k, ns, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		plan, err := planApply(k, manifest, nil)
+		if err != nil {
+			return "", err
+		}
+		if _, err := c.Create(ctx, k, ns, plan.desired); err != nil {
+			return "", &applyError{verb: "creating", ref: objectRef(k, name), err: err}
+		}
+		return applyCreated, nil
+	case err != nil:
+		return "", &applyError{verb: "retrieving current configuration of", ref: objectRef(k, name), err: err}
+	}
+	if owner := live.GetAnnotations()[api.AnnotationSource]; owner != "" && owner != string(api.SourceTypeAPI) {
+		return "", fmt.Errorf("%s is owned by source %q, which would revert this change at its next sync; change it in that source", objectRef(k, name), owner)
+	}
+	plan, err := planApply(k, manifest, live)
+	if err != nil {
+		return "", err
+	}
+	if !plan.changed {
+		return applyUnchanged, nil
+	}
+	if _, err := c.Update(ctx, k, ns, plan.desired); err != nil {
+		return "", &applyError{verb: "updating", ref: objectRef(k, name), err: err}
+	}
+	return applyConfigured, nil
+}
+
+// applyError says which step of applying an object failed.
+type applyError struct {
+	verb string
+	ref  string // the object, as deployment.apps/web
+	err  error
+}
+
+func (e *applyError) Error() string { return e.verb + ": " + e.err.Error() }
+func (e *applyError) Unwrap() error { return e.err }
+
+// applyErrorMessage renders a failed apply as kubectl does:
+// `Error from server (Invalid): error when creating "web.yaml": …`, the
+// server's message naming the object.
+func applyErrorMessage(err error, d *api.Decoded) string {
+	var ae *applyError
+	if !errors.As(err, &ae) {
+		return "error: " + err.Error()
+	}
+	var s apierrors.APIStatus
+	if errors.As(ae.err, &s) {
+		st := s.Status()
+		prefix := "Error from server"
+		if st.Reason != "" {
+			prefix += " (" + string(st.Reason) + ")"
+		}
+		return fmt.Sprintf("%s: error when %s %q: %s", prefix, ae.verb, d.File, st.Message)
+	}
+	// Not the server's answer: its message does not name the object.
+	return fmt.Sprintf("error: error when %s %s from %q: %v", ae.verb, ae.ref, d.File, ae.err)
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+)
+
+// connectAPI builds the client of the control plane that the kubeconfig
+// names (SPEC §1: --kubeconfig, else $BERTH_KUBECONFIG, else the server's
+// admin.kubeconfig). It is a variable so that tests of the commands'
+// argument handling can put a fake in its place.
+var connectAPI = func(g *globalOptions) (apiClient, error) {
+	cfg, err := client.LoadKubeconfig(g.kubeconfigPath())
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = "berth/" + version
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clientAPI{c: c}, nil
+}
+
+// clientAPI is apiClient over client.Client. It passes the kind and
+// namespace where the client reads them from the object, and turns the
+// client's Status errors into apimachinery's, which the commands read.
+type clientAPI struct {
+	c *client.Client
+}
+
+// apiError makes an error the server answered an *apierrors.StatusError
+// (apierrors.APIStatus), keeping every other error as it is.
+func apiError(err error) error {
+	var se *client.StatusError
+	if errors.As(err, &se) {
+		return &apierrors.StatusError{ErrStatus: se.Status}
+	}
+	return err
+}
+
+func (a *clientAPI) Get(ctx context.Context, k *api.Kind, ns, name string) (api.Object, error) {
+	obj, err := a.c.Get(ctx, k, ns, name)
+	return obj, apiError(err)
+}
+
+func (a *clientAPI) List(ctx context.Context, k *api.Kind, ns string, opts listOptions) ([]api.Object, string, error) {
+	objs, rv, err := a.c.List(ctx, k, ns, client.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
+	return objs, rv, apiError(err)
+}
+
+func (a *clientAPI) Watch(ctx context.Context, k *api.Kind, ns string, opts listOptions) (watcher, error) {
+	w, err := a.c.Watch(ctx, k, ns, client.WatchOptions{
+		ListOptions:     client.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector},
+		ResourceVersion: opts.ResourceVersion,
+	})
+	if err != nil {
+		return nil, apiError(err)
+	}
+	return clientWatcher{w}, nil
+}
+
+// inNamespace puts an object in ns, as the command decided, before the
+// client reads the namespace from it.
+func inNamespace(k *api.Kind, ns string, obj api.Object) api.Object {
+	if !k.Namespaced || ns == "" || obj.GetNamespace() == ns {
+		return obj
+	}
+	obj = obj.DeepCopyObject().(api.Object)
+	obj.SetNamespace(ns)
+	return obj
+}
+
+func (a *clientAPI) Create(ctx context.Context, k *api.Kind, ns string, obj api.Object) (api.Object, error) {
+	out, err := a.c.Create(ctx, inNamespace(k, ns, obj))
+	return out, apiError(err)
+}
+
+func (a *clientAPI) Update(ctx context.Context, k *api.Kind, ns string, obj api.Object) (api.Object, error) {
+	out, err := a.c.Update(ctx, inNamespace(k, ns, obj))
+	return out, apiError(err)
+}
+
+func (a *clientAPI) Patch(ctx context.Context, k *api.Kind, ns, name string, patch []byte) (api.Object, error) {
+	out, err := a.c.Patch(ctx, k, ns, name, patch)
+	return out, apiError(err)
+}
+
+func (a *clientAPI) Delete(ctx context.Context, k *api.Kind, ns, name string, opts deleteOptions) error {
+	o := &metav1.DeleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds}
+	if opts.PropagationPolicy != "" {
+		p := metav1.DeletionPropagation(opts.PropagationPolicy)
+		o.PropagationPolicy = &p
+	}
+	_, err := a.c.Delete(ctx, k, ns, name, o)
+	return apiError(err)
+}
+
+// clientWatcher is watcher over client.Watcher.
+type clientWatcher struct {
+	w *client.Watcher
+}
+
+func (cw clientWatcher) Next(ctx context.Context) (watchEvent, error) {
+	ev, err := cw.w.Next(ctx)
+	switch {
+	case errors.Is(err, client.ErrWatchClosed):
+		return watchEvent{}, errWatchClosed
+	case err != nil:
+		return watchEvent{}, apiError(err)
+	}
+	return watchEvent{Type: string(ev.Type), Object: ev.Object}, nil
+}
+
+func (cw clientWatcher) Stop() { cw.w.Stop() }

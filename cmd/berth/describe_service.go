@@ -1,0 +1,92 @@
+package main
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/table"
+)
+
+// describeService follows kubectl: selector, type, addresses, and for
+// each port its target and the ready endpoints behind it.
+func describeService(w *describeWriter, obj api.Object, dc *describeContext) {
+	s := obj.(*api.Service)
+	w.write(level0, "Name:\t%s\n", s.Name)
+	w.write(level0, "Namespace:\t%s\n", s.Namespace)
+	describeLabels(w, level0, "Labels", s.Labels)
+	describeAnnotations(w, s.Annotations)
+	w.write(level0, "Selector:\t%s\n", labels.FormatLabels(s.Spec.Selector))
+	w.write(level0, "Type:\t%s\n", s.Spec.Type)
+	ips := s.Spec.ClusterIPs
+	if len(ips) == 0 && s.Spec.ClusterIP != "" {
+		ips = []string{s.Spec.ClusterIP}
+	}
+	ip := ""
+	if len(ips) > 0 {
+		ip = ips[0]
+	}
+	w.write(level0, "IP:\t%s\n", ip)
+	w.write(level0, "IPs:\t%s\n", orNone(strings.Join(ips, ",")))
+	if s.Spec.Type == api.ServiceTypeExternalName {
+		w.write(level0, "External Name:\t%s\n", s.Spec.ExternalName)
+	}
+	for _, p := range s.Spec.Ports {
+		name := p.Name
+		if name == "" {
+			name = "<unset>"
+		}
+		w.write(level0, "Port:\t%s\t%d/%s\n", name, p.Port, p.Protocol)
+		if p.TargetPort.Type == intstr.String {
+			w.write(level0, "TargetPort:\t%s/%s\n", p.TargetPort.StrVal, p.Protocol)
+		} else {
+			w.write(level0, "TargetPort:\t%d/%s\n", p.TargetPort.IntVal, p.Protocol)
+		}
+		eps := ""
+		if dc.endpoints != nil {
+			eps = table.FormatEndpoints(dc.endpoints, map[string]bool{p.Name: true})
+		}
+		w.write(level0, "Endpoints:\t%s\n", orNone(eps))
+	}
+	if s.Spec.PublishNotReadyAddresses {
+		w.write(level0, "Publish Not Ready Addresses:\ttrue\n")
+	}
+}
+
+// describeEndpoints follows kubectl: each subset's ready and not-ready
+// addresses and its ports.
+func describeEndpoints(w *describeWriter, obj api.Object, _ *describeContext) {
+	ep := obj.(*api.Endpoints)
+	w.write(level0, "Name:\t%s\n", ep.Name)
+	w.write(level0, "Namespace:\t%s\n", ep.Namespace)
+	describeLabels(w, level0, "Labels", ep.Labels)
+	describeAnnotations(w, ep.Annotations)
+	w.write(level0, "Subsets:\n")
+	for _, ss := range ep.Subsets {
+		w.write(level1, "Addresses:\t%s\n", orNone(addressList(ss.Addresses)))
+		w.write(level1, "NotReadyAddresses:\t%s\n", orNone(addressList(ss.NotReadyAddresses)))
+		if len(ss.Ports) > 0 {
+			w.write(level1, "Ports:\n")
+			w.write(level2, "Name\tPort\tProtocol\n")
+			w.write(level2, "----\t----\t--------\n")
+			for _, p := range ss.Ports {
+				name := p.Name
+				if name == "" {
+					name = "<unset>"
+				}
+				w.write(level2, "%s\t%d\t%s\n", name, p.Port, p.Protocol)
+			}
+		}
+		w.write(level0, "\n")
+	}
+}
+
+func addressList(as []api.EndpointAddress) string {
+	ips := make([]string, len(as))
+	for i, a := range as {
+		ips[i] = a.IP
+	}
+	return strings.Join(ips, ",")
+}

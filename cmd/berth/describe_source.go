@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/table"
+)
+
+// describeSource shows where a source reads from, what it last applied
+// and attempted, and its conditions with their messages in full: a
+// rejected revision's Ready message lists every error with its file,
+// document and field, and a user fixing manifests needs all of them.
+func describeSource(w *describeWriter, obj api.Object, _ *describeContext) {
+	s := obj.(*api.Source)
+	describeMeta(w, s, false)
+	w.write(level0, "Type:\t%s\n", s.Spec.Type)
+	w.write(level0, "URL:\t%s\n", s.Spec.URL)
+	if s.Spec.Ref != "" {
+		w.write(level0, "Ref:\t%s\n", s.Spec.Ref)
+	}
+	if s.Spec.Path != "" {
+		w.write(level0, "Path:\t%s\n", s.Spec.Path)
+	}
+	if s.Spec.Interval != nil {
+		w.write(level0, "Interval:\t%s\n", s.Spec.Interval.Duration)
+	}
+	if s.Spec.AllowMassPrune {
+		w.write(level0, "Allow Mass Prune:\ttrue\n")
+	}
+	if len(s.Spec.Options) > 0 {
+		// Only the keys: values may be credentials.
+		w.write(level0, "Options:\t%s\n", strings.Join(sortedKeys(s.Spec.Options), ", "))
+	}
+	w.write(level0, "Last Applied Revision:\t%s\n", orNone(s.Status.LastAppliedRevision))
+	w.write(level0, "Last Attempted Revision:\t%s\n", orNone(s.Status.LastAttemptedRevision))
+	if s.Status.LastSyncTime != nil {
+		w.write(level0, "Last Sync Time:\t%s\n", formatTime(*s.Status.LastSyncTime))
+	} else {
+		w.write(level0, "Last Sync Time:\t%s\n", table.None)
+	}
+	w.write(level0, "Objects:\t%d\n", s.Status.Objects)
+	if len(s.Status.Conditions) == 0 {
+		w.write(level0, "Conditions:\t%s\n", table.None)
+		return
+	}
+	w.write(level0, "Conditions:\n")
+	w.write(level1, "Type\tStatus\tReason\tLastTransitionTime\n")
+	w.write(level1, "----\t------\t------\t------------------\n")
+	for _, c := range s.Status.Conditions {
+		w.write(level1, "%s \t%s \t%s \t%s\n", c.Type, c.Status, c.Reason, formatTime(c.LastTransitionTime))
+	}
+	for _, c := range s.Status.Conditions {
+		msg := strings.TrimRight(c.Message, "\n")
+		if msg == "" {
+			continue
+		}
+		w.write(level0, "%s Message:\n", c.Type)
+		for _, line := range strings.Split(msg, "\n") {
+			w.write(level1, "%s\n", line)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// getOptions are the flags of `berth get` (SPEC §2).
+type getOptions struct {
+	allNamespaces bool
+	selector      string
+	fieldSelector string
+	output        string
+	watch         bool
+	showLabels    bool
+	noHeaders     bool
+}
+
+func newGetCommand(g *globalOptions) *cobra.Command {
+	o := &getOptions{}
+	cmd := &cobra.Command{
+		Use:   "get KIND[,KIND...] [NAME...] | KIND/NAME...",
+		Short: "List or show objects",
+		Long: `Get prints objects from the control plane as kubectl does: a table per kind
+(-o wide adds columns), or the objects as JSON or YAML (a List when more
+than one object was asked for), or their names.
+
+Kinds are named by plural, singular or short name: ` + knownResources() + `.
+
+With -w it goes on printing objects as they change, until interrupted.
+An object that does not exist is reported and the others still printed;
+the exit status is then 1.`,
+		Example: `  berth get pods
+  berth get deploy,svc -A
+  berth get pod web-0 -o yaml
+  berth get pods -l app=web -o wide -w`,
+		// parseResourceArgs answers no arguments with the known kinds.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runGet(cmd, g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list objects of every namespace")
+	f.StringVarP(&o.selector, "selector", "l", "", "label selector, as app=web,tier!=db")
+	f.StringVar(&o.fieldSelector, "field-selector", "", "field selector on metadata.name, metadata.namespace, spec.nodeName or status.phase")
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name")
+	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print changes as they happen")
+	f.BoolVar(&o.showLabels, "show-labels", false, "add a LABELS column")
+	f.BoolVar(&o.noHeaders, "no-headers", false, "leave the table header out")
+	return cmd
+}
+
+func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) error {
+	reqs, err := parseResourceArgs(args)
+	if err != nil {
+		return err
+	}
+	output, err := parseOutput(o.output)
+	if err != nil {
+		return err
+	}
+	if err := checkSelectors(o.selector, o.fieldSelector); err != nil {
+		return err
+	}
+	named := 0
+	for _, r := range reqs {
+		named += len(r.names)
+		if len(r.names) > 0 && (o.selector != "" || o.fieldSelector != "") {
+			return usageErrorf("a name cannot be given together with a selector")
+		}
+		if len(r.names) > 0 && o.allNamespaces && r.kind.Namespaced {
+			return usageErrorf("an object cannot be retrieved by name across all namespaces; name its namespace with -n")
+		}
+	}
+	if o.watch && (len(reqs) != 1 || named > 1) {
+		return usageErrorf("watch is only supported on one kind, listed or named once")
+	}
+
+	c, err := connectAPI(g)
+	if err != nil {
+		return failed(err)
+	}
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	opts := listOptions{LabelSelector: o.selector, FieldSelector: o.fieldSelector}
+	topts := tableOptions{allNamespaces: o.allNamespaces, showLabels: o.showLabels, noHeaders: o.noHeaders}
+
+	if o.watch {
+		return watchGet(ctx, c, g, reqs[0], opts, output, topts, o.allNamespaces, stdout, stderr)
+	}
+
+	var groups []kindObjects
+	failures := 0
+	found := 0
+	for _, r := range reqs {
+		ns := namespaceFor(r.kind, g.namespace, o.allNamespaces)
+		objs, errs := fetch(ctx, c, r, ns, opts)
+		for _, e := range errs {
+			fmt.Fprintln(stderr, errorMessage(e))
+			failures++
+		}
+		found += len(objs)
+		groups = append(groups, kindObjects{kind: r.kind, objs: objs})
+	}
+	popts := printOptions{output: output, table: topts, single: len(reqs) == 1 && named == 1}
+	document := output == outputJSON || output == outputYAML
+	if found > 0 || (document && failures == 0) {
+		if err := printObjects(stdout, groups, popts, timeNow()); err != nil {
+			return failed(err)
+		}
+	}
+	if found == 0 && failures == 0 && !document {
+		fmt.Fprintln(stderr, noResourcesMessage(reqs, g.namespace, o.allNamespaces))
+	}
+	if failures > 0 {
+		return reportedFailure()
+	}
+	return nil
+}
+
+// checkSelectors rejects a selector the server would refuse, before
+// anything is asked of it.
+func checkSelectors(label, field string) error {
+	if label != "" {
+		if _, err := labels.Parse(label); err != nil {
+			return usageErrorf("invalid label selector %q: %v", label, err)
+		}
+	}
+	if field != "" {
+		if _, err := fields.ParseSelector(field); err != nil {
+			return usageErrorf("invalid field selector %q: %v", field, err)
+		}
+	}
+	return nil
+}
+
+// namespaceFor is where a command looks for objects of a kind: nowhere in
+// particular for cluster-scoped kinds and with -A, else -n.
+func namespaceFor(k *api.Kind, namespace string, all bool) string {
+	if !k.Namespaced || all {
+		return ""
+	}
+	return namespace
+}
+
+// fetch gets the named objects of a request, or lists the kind. Each
+// name that fails is one error; the others are still returned.
+func fetch(ctx context.Context, c apiClient, r resourceRequest, ns string, opts listOptions) ([]api.Object, []error) {
+	if len(r.names) == 0 {
+		objs, _, err := c.List(ctx, r.kind, ns, opts)
+		if err != nil {
+			return nil, []error{err}
+		}
+		return objs, nil
+	}
+	var objs []api.Object
+	var errs []error
+	for _, name := range r.names {
+		obj, err := c.Get(ctx, r.kind, ns, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs, errs
+}
+
+// noResourcesMessage is what kubectl says when a list is empty.
+func noResourcesMessage(reqs []resourceRequest, namespace string, all bool) string {
+	for _, r := range reqs {
+		if r.kind.Namespaced && !all {
+			return fmt.Sprintf("No resources found in %s namespace.", namespace)
+		}
+	}
+	return "No resources found"
+}
+
+// watchGet lists one kind (or one named object), prints it, then prints
+// every change from the list's revision on, until the context ends
+// (Ctrl-C ends a watch; that is success). A watch the server closes is
+// started again from the last revision printed.
+func watchGet(ctx context.Context, c apiClient, g *globalOptions, r resourceRequest, opts listOptions, output string, topts tableOptions, all bool, stdout, stderr io.Writer) error {
+	ns := namespaceFor(r.kind, g.namespace, all)
+	if len(r.names) == 1 {
+		opts.FieldSelector = "metadata.name=" + r.names[0]
+	}
+	objs, rv, err := c.List(ctx, r.kind, ns, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, errorMessage(err))
+		return reportedFailure()
+	}
+	p := newStreamPrinter(stdout, r.kind, output, topts)
+	if err := p.print(objs, timeNow()); err != nil {
+		return failed(err)
+	}
+	for {
+		opts.ResourceVersion = rv
+		next, err := watchFrom(ctx, c, r.kind, ns, opts, p)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errWatchClosed):
+			if next != "" {
+				rv = next
+			}
+			continue
+		case err != nil:
+			fmt.Fprintln(stderr, errorMessage(err))
+			return reportedFailure()
+		}
+	}
+}
+
+// watchFrom runs one watch, printing its events, until it ends; it
+// returns the last revision it saw.
+func watchFrom(ctx context.Context, c apiClient, k *api.Kind, ns string, opts listOptions, p *streamPrinter) (string, error) {
+	w, err := c.Watch(ctx, k, ns, opts)
+	if err != nil {
+		return "", err
+	}
+	defer w.Stop()
+	last := ""
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			return last, err
+		}
+		if ev.Object == nil {
+			continue
+		}
+		if rv := ev.Object.GetResourceVersion(); rv != "" {
+			last = rv
+		}
+		if ev.Type == watchBookmark || ev.Type == watchError {
+			continue
+		}
+		if err := p.print([]api.Object{ev.Object}, timeNow()); err != nil {
+			return last, err
+		}
+	}
+}

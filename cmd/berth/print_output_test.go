@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth-dev/berth/api"
+)
+
+func TestOutputGolden(t *testing.T) {
+	kinds := fixtureKinds()
+	deploy := kindObjects{kind: kindOf(t, "deployments"), objs: kinds["deployments"][:1]}
+	pods := kindObjects{kind: kindOf(t, "pods"), objs: kinds["pods"][:2]}
+	src := kindObjects{kind: kindOf(t, "sources"), objs: kinds["sources"][2:]}
+	tests := []struct {
+		name   string
+		groups []kindObjects
+		opts   printOptions
+	}{
+		{"json-single", []kindObjects{deploy}, printOptions{output: outputJSON, single: true}},
+		{"json-list", []kindObjects{pods, src}, printOptions{output: outputJSON}},
+		{"json-empty-list", []kindObjects{{kind: kindOf(t, "pods")}}, printOptions{output: outputJSON}},
+		{"yaml-single", []kindObjects{deploy}, printOptions{output: outputYAML, single: true}},
+		{"yaml-list", []kindObjects{src, deploy}, printOptions{output: outputYAML}},
+		{"name", []kindObjects{deploy, pods, src, {kind: kindOf(t, "sc"), objs: kinds["storageclasses"]}}, printOptions{output: outputName}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := printObjects(&buf, tt.groups, tt.opts, fixtureNow); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, "print/"+tt.name, buf.String())
+		})
+	}
+}
+
+// TestListDocument checks the shape SPEC §2 promises for -o json of a
+// list, independently of the golden files.
+func TestListDocument(t *testing.T) {
+	var buf bytes.Buffer
+	groups := []kindObjects{{kind: kindOf(t, "pods"), objs: fixturePods()[:1]}}
+	if err := printObjects(&buf, groups, printOptions{output: outputJSON}, fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Items      []json.RawMessage `json:"items"`
+		Metadata   map[string]string `json:"metadata"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.APIVersion != "v1" || doc.Kind != "List" || len(doc.Items) != 1 || doc.Metadata["resourceVersion"] != "" {
+		t.Errorf("list document = %+v", doc)
+	}
+	var item map[string]any
+	if err := yaml.Unmarshal(doc.Items[0], &item); err != nil {
+		t.Fatal(err)
+	}
+	if item["apiVersion"] != "v1" || item["kind"] != "Pod" {
+		t.Errorf("item apiVersion/kind = %v/%v", item["apiVersion"], item["kind"])
+	}
+}
+
+func TestWatchDocuments(t *testing.T) {
+	var buf bytes.Buffer
+	p := newStreamPrinter(&buf, kindOf(t, "sources"), outputYAML, tableOptions{})
+	srcs := fixtureSources()
+	for _, s := range srcs[1:] {
+		if err := p.print([]api.Object{s}, fixtureNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkGolden(t, "print/yaml-watch", buf.String())
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/controlplane"
+)
+
+// serverOptions are the flags of `berth server` (SPEC §2) implemented so
+// far.
+type serverOptions struct {
+	dataDir string
+	listen  string
+	store   string
+}
+
+func newServerCommand(g *globalOptions) *cobra.Command {
+	o := &serverOptions{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the control plane",
+		Long: `Run the control plane: the store, the HTTPS API and its credentials.
+
+On first start the data dir receives a CA and serving certificate (tls/),
+an admin token, a node join token (node-token), a service-account signing
+key and admin.kubeconfig, which berth and kubectl read. A restart reuses
+them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := controlplane.New(cmd.Context(), controlplane.Config{
+				DataDir: o.dataDir,
+				Listen:  o.listen,
+				Store:   o.store,
+				Version: apiserver.VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version()},
+				Logger:  g.logger,
+			})
+			if err != nil {
+				return failed(err)
+			}
+			if err := s.Run(cmd.Context()); err != nil {
+				return failed(err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "store, CA, tokens, kubeconfig and volumes")
+	f.StringVar(&o.listen, "listen", ":6443", "address of the HTTPS API")
+	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir), memory (nothing kept) or etcd://h1:2379,…")
+	return cmd
+}

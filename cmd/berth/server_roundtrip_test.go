@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/controlplane"
+)
+
+// startControlPlane runs a real control plane (memory store) on a
+// loopback port for the test and returns its admin kubeconfig. It is
+// stopped, and waited for, at cleanup.
+func startControlPlane(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := controlplane.New(ctx, controlplane.Config{
+		DataDir: dir, Listen: addr, Store: controlplane.StoreMemory,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("control plane: %v", err)
+		}
+	})
+	return filepath.Join(dir, "admin.kubeconfig")
+}
+
+// TestAgainstServer drives apply, get, describe and delete through the
+// real client against a real API server.
+func TestAgainstServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	kubeconfig := startControlPlane(t)
+	berth := func(args ...string) result {
+		t.Helper()
+		return runBerth(t, "", append(args, "--kubeconfig", kubeconfig)...)
+	}
+	waitReady(t, func() bool { return berth("get", "ns", "default").code == exitOK })
+
+	r := berth("apply", "-f", "testdata/apply/app.yaml")
+	want := "namespace/shop created\nconfigmap/settings created\nservice/web created\ndeployment.apps/web created\n"
+	if r.code != exitOK || r.stdout != want {
+		t.Fatalf("apply: exit %d\n%s\nwant\n%s\nstderr: %s", r.code, r.stdout, want, r.stderr)
+	}
+	r = berth("apply", "-f", "testdata/apply/app.yaml")
+	want = "namespace/shop unchanged\nconfigmap/settings unchanged\nservice/web unchanged\ndeployment.apps/web unchanged\n"
+	if r.code != exitOK || r.stdout != want {
+		t.Errorf("apply again: exit %d\n%s\nwant\n%s\nstderr: %s", r.code, r.stdout, want, r.stderr)
+	}
+	r = berth("apply", "-f", "testdata/apply/app-v2.yaml")
+	if r.code != exitOK || !strings.Contains(r.stdout, "deployment.apps/web configured\n") || strings.Count(r.stdout, "unchanged") != 3 {
+		t.Errorf("apply v2: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	r = berth("get", "deploy", "-n", "shop", "-o", "wide")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "NAME   READY   UP-TO-DATE   AVAILABLE   AGE") || !strings.Contains(r.stdout, "nginx:1.28") {
+		t.Errorf("get deploy: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = berth("get", "deploy/web", "-n", "shop", "-o", "yaml")
+	if r.code != exitOK || !strings.Contains(r.stdout, "kind: Deployment\n") || !strings.Contains(r.stdout, "replicas: 3\n") || strings.Contains(r.stdout, "tier:") {
+		t.Errorf("get -o yaml: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = berth("get", "cm,svc", "-A", "-o", "name")
+	if r.code != exitOK || !strings.Contains(r.stdout, "configmap/settings\n") || !strings.Contains(r.stdout, "service/web\n") {
+		t.Errorf("get -o name: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = berth("describe", "deploy", "web", "-n", "shop")
+	if r.code != exitOK || !strings.Contains(r.stdout, "Replicas:               3 desired") || !strings.Contains(r.stdout, "berth.dev/source: api") {
+		t.Errorf("describe: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+
+	r = berth("get", "pods", "nope")
+	if r.code != exitFailure || r.stderr != "Error from server (NotFound): pods \"nope\" not found\n" {
+		t.Errorf("get missing: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	r = berth("delete", "deploy", "web", "-n", "shop", "--cascade=foreground")
+	if r.code != exitOK || r.stdout != "deployment.apps \"web\" deleted\n" {
+		t.Errorf("delete: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = berth("delete", "svc/web", "cm/settings", "-n", "shop")
+	if r.code != exitFailure || r.stdout != "service \"web\" deleted\n" || !strings.Contains(r.stderr, `configmaps "settings" not found`) {
+		t.Errorf("delete mixed: exit %d\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// waitReady polls until the server answers, with a deadline.
+func waitReady(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal("the control plane did not answer within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

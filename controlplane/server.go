@@ -1,0 +1,197 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/bolt"
+)
+
+// Store kinds accepted by --store.
+const (
+	StoreBolt   = "bolt"
+	StoreMemory = "memory"
+)
+
+// StoreFile is the bolt file in the data dir.
+const StoreFile = "state.db"
+
+// Config says how to run a control plane. Zero fields take the defaults of
+// SPEC §2.
+type Config struct {
+	// DataDir holds the store, the credentials and admin.kubeconfig.
+	DataDir string
+	// Listen is the HTTPS API address (default ":6443").
+	Listen string
+	// Store is "bolt" (default), "memory", or "etcd://h1:2379,…".
+	Store   string
+	Version apiserver.VersionInfo
+	Logger  *slog.Logger
+	Clock   clock.WithTicker
+}
+
+// Server is a control plane: open, listening, not yet serving until Run.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *store.Store
+	creds    *Credentials
+	api      *apiserver.Server
+	listener net.Listener
+}
+
+// New opens the store and credentials and binds the API listener, so that
+// errors (a store held by another process, a port in use) surface before
+// Run.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("control plane: no data dir")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = ":6443"
+	}
+	if cfg.Store == "" {
+		cfg.Store = StoreBolt
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	creds, err := EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, Clock: cfg.Clock})
+	if err != nil {
+		return nil, err
+	}
+	backend, err := openBackend(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds}
+	if err := s.bootstrap(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := s.buildAPI(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	l, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	s.listener = l
+	return s, nil
+}
+
+func openBackend(cfg Config) (store.Backend, error) {
+	switch {
+	case cfg.Store == StoreBolt:
+		return bolt.Open(filepath.Join(cfg.DataDir, StoreFile))
+	case cfg.Store == StoreMemory:
+		return store.Memory{}, nil
+	case strings.HasPrefix(cfg.Store, "etcd://"):
+		return nil, fmt.Errorf("--store %s: the etcd backend is not available in this version; use bolt or memory", cfg.Store)
+	}
+	return nil, fmt.Errorf("--store %q: want bolt, memory or etcd://host:port,…", cfg.Store)
+}
+
+// bootstrap creates what must exist from the start: the default
+// namespace.
+func (s *Server) bootstrap(ctx context.Context) error {
+	nsKind, _ := api.LookupResource("namespaces")
+	if _, err := s.store.Get(nsKind, "", api.NamespaceDefault); err == nil {
+		return nil
+	}
+	ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: api.NamespaceDefault}}
+	api.Default(ns)
+	if _, err := s.store.Create(ctx, ns); err != nil && !store.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace default: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) buildAPI() error {
+	signer, err := apiserver.NewSigner(s.creds.SigningKey)
+	if err != nil {
+		return err
+	}
+	a, err := apiserver.New(apiserver.Config{
+		Store:         s.store,
+		Authenticator: apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer),
+		Authorizer:    apiserver.NewAuthorizer(s.store),
+		Version:       s.cfg.Version,
+		Logger:        s.log,
+		Clock:         s.cfg.Clock,
+	})
+	if err != nil {
+		return err
+	}
+	a.Handle("/openid/v1/jwks", apiserver.JWKSHandler(signer), false)
+	a.Handle("/.well-known/openid-configuration", apiserver.OIDCDiscoveryHandler(signer), false)
+	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer), false)
+	s.api = a
+	return nil
+}
+
+// Addr is the address the API listens on.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// Store is the control plane's store, for in-process users such as
+// `berth sim`.
+func (s *Server) Store() *store.Store { return s.store }
+
+// Credentials are the server's credentials.
+func (s *Server) Credentials() *Credentials { return s.creds }
+
+// Run serves until ctx is done, then shuts the API down gracefully (ending
+// watches) and closes the store.
+func (s *Server) Run(ctx context.Context) error {
+	tlsConfig := &tls.Config{
+		Certificates: []tls.Certificate{s.creds.ServingCert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	}
+	s.log.Info("berth server listening", "addr", s.listener.Addr().String(), "store", s.cfg.Store,
+		"kubeconfig", s.creds.Paths.AdminKubeconfig)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.api.Serve(s.listener, tlsConfig) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := s.api.Shutdown(shutdownCtx); serr != nil && err == nil {
+		err = serr
+	}
+	if cerr := s.store.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}

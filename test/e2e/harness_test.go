@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// bin is the berth binary built once for the whole package.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "berth-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "berth")
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/berth")
+	build.Dir = root
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build berth:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t testing.TB, ip string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// process is a berth process the test started; it is stopped at cleanup.
+type process struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	output bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+func (p *process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.Write(b)
+}
+
+// Output is what the process printed so far.
+func (p *process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+func start(t testing.TB, args ...string) *process {
+	t.Helper()
+	p := &process{done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop(syscall.SIGTERM, 10*time.Second)
+		if t.Failed() {
+			t.Logf("output of berth %s:\n%s", strings.Join(args, " "), p.Output())
+		}
+	})
+	return p
+}
+
+// stop signals the process group and waits, killing it after grace.
+func (p *process) stop(sig syscall.Signal, grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	syscall.Kill(-p.cmd.Process.Pid, sig)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// server is a running `berth server`.
+type server struct {
+	*process
+	dataDir    string
+	url        string
+	kubeconfig string
+}
+
+// startServer runs `berth server` on a free loopback port with a new data
+// dir, plus any extra flags, and waits until it is ready.
+func startServer(t testing.TB, extra ...string) *server {
+	t.Helper()
+	dataDir := t.TempDir()
+	return startServerIn(t, dataDir, extra...)
+}
+
+func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
+	t.Helper()
+	port := freePort(t, "127.0.0.1")
+	args := append([]string{"server", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)
+	s := &server{
+		process:    start(t, args...),
+		dataDir:    dataDir,
+		url:        fmt.Sprintf("https://127.0.0.1:%d", port),
+		kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"),
+	}
+	waitFor(t, 30*time.Second, "the server to be ready", func() error {
+		select {
+		case <-s.done:
+			return fmt.Errorf("server exited: %v", s.err)
+		default:
+		}
+		if _, err := os.Stat(s.kubeconfig); err != nil {
+			return err
+		}
+		_, stderr, code := s.berth(t, "get", "namespaces", "-o", "name")
+		if code != 0 {
+			return errors.New(stderr)
+		}
+		return nil
+	})
+	return s
+}
+
+// berth runs the CLI against the server and returns stdout, stderr and
+// the exit code.
+func (s *server) berth(t testing.TB, args ...string) (string, string, int) {
+	t.Helper()
+	return run(t, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+}
+
+func run(t testing.TB, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("berth %s: %v", strings.Join(args, " "), err)
+		}
+		code = exit.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+// mustBerth runs the CLI and fails the test unless it exits 0.
+func (s *server) mustBerth(t testing.TB, args ...string) string {
+	t.Helper()
+	stdout, stderr, code := s.berth(t, args...)
+	if code != 0 {
+		t.Fatalf("berth %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+	}
+	return stdout
+}
+
+// getJSON runs `berth get ... -o json` and decodes the result.
+func (s *server) getJSON(t testing.TB, args ...string) (map[string]any, error) {
+	t.Helper()
+	stdout, stderr, code := s.berth(t, append(append([]string{"get"}, args...), "-o", "json")...)
+	if code != 0 {
+		return nil, fmt.Errorf("get %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		return nil, fmt.Errorf("get %s: %v", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// waitFor polls cond until it returns nil or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = cond(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// field walks a decoded JSON object by a dotted path.
+func field(obj map[string]any, path string) any {
+	var cur any = obj
+	for _, p := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[p]
+	}
+	return cur
+}

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/testtool"
+)
+
+func TestServerFirstStartAndRestart(t *testing.T) {
+	s := startServer(t)
+
+	// Secrets are private (SPEC §2, issue: files holding secrets are 0600).
+	for _, f := range []string{"admin-token", "node-token", "sa.key", "admin.kubeconfig", "tls/ca.key", "tls/server.key"} {
+		st, err := os.Stat(s.dataDir + "/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", f, st.Mode().Perm())
+		}
+	}
+	kubeconfig, _ := os.ReadFile(s.kubeconfig)
+
+	if out := s.mustBerth(t, "get", "namespaces", "-o", "name"); strings.TrimSpace(out) != "namespace/default" {
+		t.Fatalf("namespaces: %q", out)
+	}
+	out := s.mustBerth(t, "apply", "-f", "../../examples/hello")
+	if !strings.Contains(out, "deployment.apps/hello created") || !strings.Contains(out, "service/hello created") {
+		t.Fatalf("apply: %s", out)
+	}
+	if out := s.mustBerth(t, "apply", "-f", "../../examples/hello"); !strings.Contains(out, "deployment.apps/hello unchanged") {
+		t.Fatalf("second apply: %s", out)
+	}
+	deploy, err := s.getJSON(t, "deployment", "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := field(deploy, "spec.replicas"); got != float64(2) {
+		t.Fatalf("replicas %v", got)
+	}
+	uid := field(deploy, "metadata.uid")
+
+	// A restart reuses the credentials and keeps the objects.
+	s.stop(syscall.SIGTERM, 10*time.Second)
+	s = startServerIn(t, s.dataDir, "--listen", strings.TrimPrefix(s.url, "https://"))
+	again, _ := os.ReadFile(s.kubeconfig)
+	if !bytes.Equal(kubeconfig, again) {
+		t.Fatal("admin.kubeconfig changed across a restart")
+	}
+	deploy, err = s.getJSON(t, "deployment", "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if field(deploy, "metadata.uid") != uid {
+		t.Fatal("the deployment did not survive the restart")
+	}
+
+	if out := s.mustBerth(t, "delete", "deployment", "hello"); !strings.Contains(out, `deployment.apps "hello" deleted`) {
+		t.Fatalf("delete: %s", out)
+	}
+	if _, stderr, code := s.berth(t, "get", "deployment", "hello"); code != 1 || !strings.Contains(stderr, "NotFound") {
+		t.Fatalf("get after delete: exit %d, %s", code, stderr)
+	}
+}
+
+func TestKubectlWorksAgainstServer(t *testing.T) {
+	kubectl := testtool.Need(t, "kubectl")
+	s := startServer(t)
+	s.mustBerth(t, "apply", "-f", "../../examples/hello")
+	kc := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	out := kc("get", "pods,nodes,services,deployments", "-A")
+	if !strings.Contains(out, "deployment.apps/hello") || !strings.Contains(out, "service/hello") {
+		t.Fatalf("kubectl get: %s", out)
+	}
+	if out := kc("get", "deployment", "hello", "-o", "yaml"); !strings.Contains(out, "name: hello") {
+		t.Fatalf("kubectl get -o yaml: %s", out)
+	}
+	if out := kc("describe", "service", "hello"); !strings.Contains(out, "Selector:") {
+		t.Fatalf("kubectl describe: %s", out)
+	}
+	if out := kc("delete", "service", "hello"); !strings.Contains(out, `service "hello" deleted`) {
+		t.Fatalf("kubectl delete: %s", out)
+	}
+}

@@ -3,8 +3,8 @@ package client
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"

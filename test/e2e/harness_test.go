@@ -53,33 +53,40 @@ func freePort(t testing.TB, ip string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// lockedBuffer collects a child's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // process is a berth process the test started; it is stopped at cleanup.
 type process struct {
 	cmd    *exec.Cmd
-	mu     sync.Mutex
-	output bytes.Buffer
+	output lockedBuffer
 	done   chan struct{}
 	err    error
 }
 
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.output.Write(b)
-}
-
 // Output is what the process printed so far.
-func (p *process) Output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.output.String()
-}
+func (p *process) Output() string { return p.output.String() }
 
 func start(t testing.TB, args ...string) *process {
 	t.Helper()
 	p := &process{done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Stdout, p.cmd.Stderr = &p.output, &p.output
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

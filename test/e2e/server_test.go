@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -95,4 +96,29 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	if out := kc("delete", "service", "hello"); !strings.Contains(out, `service "hello" deleted`) {
 		t.Fatalf("kubectl delete: %s", out)
 	}
+
+	// A watch sees a pod arrive and go; describe shows a node.
+	watch := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "get", "pods", "-w")
+	var watched lockedBuffer
+	watch.Stdout, watch.Stderr = &watched, &watched
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Process.Kill()
+	s.mustBerth(t, "apply", "-f", "testdata/node-and-pod.yaml")
+	if out := kc("describe", "node", "worker-1"); !strings.Contains(out, "dedicated=batch:NoSchedule") {
+		t.Fatalf("kubectl describe node: %s", out)
+	}
+	if out := kc("get", "pod", "sleeper", "-o", "yaml"); !strings.Contains(out, "restartPolicy: Always") {
+		t.Fatalf("kubectl get pod -o yaml: %s", out)
+	}
+	if out := kc("delete", "pod", "sleeper"); !strings.Contains(out, `pod "sleeper" deleted`) {
+		t.Fatalf("kubectl delete pod: %s", out)
+	}
+	waitFor(t, 10*time.Second, "kubectl get pods -w to show the pod", func() error {
+		if !strings.Contains(watched.String(), "sleeper") {
+			return fmt.Errorf("watch printed %q", watched.String())
+		}
+		return nil
+	})
 }

@@ -1,0 +1,161 @@
+package dns
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Answer is what the table says about one question. Its sections are
+// shared with the table: callers must not change them or the records in
+// them, nor append to them.
+type Answer struct {
+	Rcode  int
+	Answer []dns.RR
+	Ns     []dns.RR
+	Extra  []dns.RR
+	// Authoritative: the name is in the zone, and the table answered.
+	Authoritative bool
+	// Forward: the name is outside the zone; ask the upstream.
+	Forward bool
+
+	// packed is the sections in wire form, when the table holds them so
+	// (see wire.go); soa says the sections are the zone's SOA alone, in
+	// the answer (1) or the authority section (2).
+	packed *wire
+	soa    uint8
+}
+
+// Lookup answers a question (name and type, class IN) from the table: the
+// pure core of the server, a function of the table's contents and the
+// question alone. Names are compared without regard to case.
+func (t *Table) Lookup(qname string, qtype uint16) Answer {
+	name := strings.ToLower(qname)
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	return t.lookup(name, qtype)
+}
+
+// lookup is Lookup for a name already in lower case and fully qualified.
+func (t *Table) lookup(name string, qtype uint16) Answer {
+	if !t.Synced() {
+		return Answer{Rcode: dns.RcodeServerFailure}
+	}
+	if name == t.zone {
+		return t.apex(qtype)
+	}
+	if !strings.HasSuffix(name, t.dotZone) {
+		return Answer{Forward: true}
+	}
+	rel := name[:len(name)-len(t.dotZone)]
+	switch rel {
+	case "dns-version":
+		a := t.rrset(qtype, dns.TypeTXT, t.version)
+		if qtype == dns.TypeTXT {
+			a.packed = t.versionWire
+		}
+		return a
+	case "svc":
+		return t.nodata()
+	}
+	rest, ok := strings.CutSuffix(rel, ".svc")
+	if !ok {
+		return t.nxdomain()
+	}
+	// rest is [<prefix>.]<svc>.<ns>.
+	dot := strings.LastIndexByte(rest, '.')
+	if dot < 0 {
+		if t.hasNamespace(rest) {
+			return t.nodata()
+		}
+		return t.nxdomain()
+	}
+	prefix, key := "", rest
+	if i := strings.LastIndexByte(rest[:dot], '.'); i >= 0 {
+		prefix, key = rest[:i], rest[i+1:]
+	}
+	e := t.get(key)
+	if e == nil {
+		return t.nxdomain()
+	}
+	switch {
+	case prefix == "":
+		if e.cname != nil {
+			// An ExternalName service: the CNAME answers every type.
+			return Answer{Answer: e.cname, Authoritative: true, packed: e.cnameWire}
+		}
+		return t.addresses(qtype, e.addrs)
+	case strings.IndexByte(prefix, '.') < 0:
+		if prefix[0] == '_' {
+			if _, ok := e.protos[prefix]; ok {
+				return t.nodata()
+			}
+			return t.nxdomain()
+		}
+		if set, ok := e.hosts[prefix]; ok {
+			return t.addresses(qtype, set)
+		}
+		return t.nxdomain()
+	case strings.Count(prefix, ".") == 1:
+		srv, ok := e.srv[prefix]
+		if !ok {
+			return t.nxdomain()
+		}
+		if qtype != dns.TypeSRV && qtype != dns.TypeANY {
+			return t.nodata()
+		}
+		a := Answer{Answer: srv.answer, Extra: srv.extra, Authoritative: true}
+		if qtype == dns.TypeSRV {
+			a.packed = srv.wire
+		}
+		return a
+	}
+	return t.nxdomain()
+}
+
+// apex answers for the zone's own name: its SOA.
+func (t *Table) apex(qtype uint16) Answer {
+	a := t.rrset(qtype, dns.TypeSOA, t.negative)
+	if qtype == dns.TypeSOA {
+		a.soa = 1
+	}
+	return a
+}
+
+// rrset answers for a name that holds records of one type.
+func (t *Table) rrset(qtype, has uint16, rrs []dns.RR) Answer {
+	if qtype == has || qtype == dns.TypeANY {
+		return Answer{Answer: rrs, Authoritative: true}
+	}
+	return t.nodata()
+}
+
+// addresses answers for a name that holds A and AAAA records.
+func (t *Table) addresses(qtype uint16, s rrset) Answer {
+	var rrs []dns.RR
+	var packed *wire
+	switch qtype {
+	case dns.TypeA:
+		rrs, packed = s.a, s.aWire
+	case dns.TypeAAAA:
+		rrs, packed = s.aaaa, s.aaaaWire
+	case dns.TypeANY:
+		rrs = slices.Clip(s.all())
+	}
+	if len(rrs) == 0 {
+		return t.nodata()
+	}
+	return Answer{Answer: rrs, Authoritative: true, packed: packed}
+}
+
+// nodata: the name exists, but not with the type asked for.
+func (t *Table) nodata() Answer {
+	return Answer{Rcode: dns.RcodeSuccess, Ns: t.negative, Authoritative: true, soa: 2}
+}
+
+// nxdomain: the name does not exist in the zone.
+func (t *Table) nxdomain() Answer {
+	return Answer{Rcode: dns.RcodeNameError, Ns: t.negative, Authoritative: true, soa: 2}
+}

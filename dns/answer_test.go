@@ -1,0 +1,282 @@
+package dns
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Builders of the objects the table is made from.
+
+func svc(ns, name string, mods ...func(*api.Service)) *api.Service {
+	s := &api.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       api.ServiceSpec{Selector: map[string]string{"app": name}},
+	}
+	for _, m := range mods {
+		m(s)
+	}
+	return s
+}
+
+func externalName(target string) func(*api.Service) {
+	return func(s *api.Service) {
+		s.Spec.Type, s.Spec.ExternalName, s.Spec.Selector = api.ServiceTypeExternalName, target, nil
+	}
+}
+
+func publishNotReady(s *api.Service) { s.Spec.PublishNotReadyAddresses = true }
+
+func eps(ns, name string, subsets ...api.EndpointSubset) *api.Endpoints {
+	return &api.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Subsets: subsets}
+}
+
+func ready(addrs ...api.EndpointAddress) func(*api.EndpointSubset) {
+	return func(s *api.EndpointSubset) { s.Addresses = append(s.Addresses, addrs...) }
+}
+
+func notReady(addrs ...api.EndpointAddress) func(*api.EndpointSubset) {
+	return func(s *api.EndpointSubset) { s.NotReadyAddresses = append(s.NotReadyAddresses, addrs...) }
+}
+
+func ports(ps ...api.EndpointPort) func(*api.EndpointSubset) {
+	return func(s *api.EndpointSubset) { s.Ports = append(s.Ports, ps...) }
+}
+
+func subset(mods ...func(*api.EndpointSubset)) api.EndpointSubset {
+	var s api.EndpointSubset
+	for _, m := range mods {
+		m(&s)
+	}
+	return s
+}
+
+// at is an address with a hostname, as the endpoints controller writes it.
+func at(host, ip string) api.EndpointAddress {
+	return api.EndpointAddress{IP: ip, Hostname: host, TargetRef: &api.ObjectReference{Kind: "Pod", Name: host}}
+}
+
+// fill puts services and their Endpoints in a table and marks it synced.
+func fill(t testing.TB, tbl *Table, objs ...any) {
+	t.Helper()
+	services := map[string]*api.Service{}
+	endpoints := map[string]*api.Endpoints{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *api.Service:
+			services[objectKey(o)] = o
+		case *api.Endpoints:
+			endpoints[objectKey(o)] = o
+		default:
+			t.Fatalf("fill: %T", o)
+		}
+	}
+	var changes []change
+	for key, s := range services {
+		changes = append(changes, change{key: serviceKey(s.Namespace, s.Name), entry: buildEntry(tbl.zone, s, endpoints[key])})
+	}
+	tbl.apply(changes)
+	tbl.MarkSynced()
+}
+
+func newTable(t testing.TB) *Table {
+	t.Helper()
+	tbl, err := NewTable("cluster.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl.soa.Serial = 1 // for stable expectations; nothing reads it yet
+	tbl.soaWire = newSOAWire(tbl.soa)
+	return tbl
+}
+
+// testZone is the zone of the answer tests: every row of SPEC §6.
+func testZone(t testing.TB) *Table {
+	tbl := newTable(t)
+	http := api.EndpointPort{Name: "http", Port: 8080, Protocol: api.ProtocolTCP}
+	dnsPort := api.EndpointPort{Name: "dns", Port: 5353, Protocol: api.ProtocolUDP}
+	unnamed := api.EndpointPort{Port: 9000}
+	fill(t, tbl,
+		svc("default", "web"),
+		eps("default", "web",
+			// Two pods share a node's IP (the exec runtime): one A record.
+			subset(ready(at("web-a", "10.0.0.1"), at("web-b", "10.0.0.1"), at("web-c", "10.0.0.2")),
+				notReady(at("web-d", "10.0.0.3")), ports(http, dnsPort, unnamed)),
+		),
+		svc("default", "empty"),
+		eps("default", "empty", subset(notReady(at("empty-a", "10.0.1.1")), ports(http))),
+		svc("default", "none"),
+		svc("default", "eager", publishNotReady),
+		eps("default", "eager", subset(notReady(at("eager-a", "10.0.2.1")))),
+		svc("default", "ext", externalName("Example.COM")),
+		svc("other", "v6"),
+		eps("other", "v6", subset(ready(at("v6-a", "fd00::1"), api.EndpointAddress{IP: "10.0.3.9"}))),
+	)
+	return tbl
+}
+
+func TestLookup(t *testing.T) {
+	tbl := testZone(t)
+	const (
+		soa     = "cluster.local.\t5\tIN\tSOA\tns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 5"
+		nodata  = "NOERROR nodata"
+		nx      = "NXDOMAIN"
+		fwd     = "forward"
+		webName = "web.default.svc.cluster.local."
+	)
+	tests := []struct {
+		name  string
+		qtype uint16
+		rcode string // NOERROR, NXDOMAIN, NOERROR nodata, SERVFAIL or forward
+		want  []string
+		extra []string
+	}{
+		{webName, dns.TypeA, "NOERROR", []string{webName + "\t5\tIN\tA\t10.0.0.1", webName + "\t5\tIN\tA\t10.0.0.2"}, nil},
+		{"WEB.Default.SVC.Cluster.LOCAL.", dns.TypeA, "NOERROR", []string{webName + "\t5\tIN\tA\t10.0.0.1", webName + "\t5\tIN\tA\t10.0.0.2"}, nil},
+		{"web.default.svc.cluster.local", dns.TypeA, "NOERROR", []string{webName + "\t5\tIN\tA\t10.0.0.1", webName + "\t5\tIN\tA\t10.0.0.2"}, nil},
+		{webName, dns.TypeAAAA, nodata, nil, nil},
+		{webName, dns.TypeTXT, nodata, nil, nil},
+		{webName, dns.TypeSRV, nodata, nil, nil},
+		{"_http._tcp." + webName, dns.TypeSRV, "NOERROR", []string{
+			"_http._tcp." + webName + "\t5\tIN\tSRV\t0 33 8080 web-a." + webName,
+			"_http._tcp." + webName + "\t5\tIN\tSRV\t0 33 8080 web-b." + webName,
+			"_http._tcp." + webName + "\t5\tIN\tSRV\t0 33 8080 web-c." + webName,
+		}, []string{
+			"web-a." + webName + "\t5\tIN\tA\t10.0.0.1",
+			"web-b." + webName + "\t5\tIN\tA\t10.0.0.1",
+			"web-c." + webName + "\t5\tIN\tA\t10.0.0.2",
+		}},
+		{"_DNS._UDP.Web.Default.svc.cluster.local.", dns.TypeSRV, "NOERROR", []string{
+			"_dns._udp." + webName + "\t5\tIN\tSRV\t0 33 5353 web-a." + webName,
+			"_dns._udp." + webName + "\t5\tIN\tSRV\t0 33 5353 web-b." + webName,
+			"_dns._udp." + webName + "\t5\tIN\tSRV\t0 33 5353 web-c." + webName,
+		}, []string{
+			"web-a." + webName + "\t5\tIN\tA\t10.0.0.1",
+			"web-b." + webName + "\t5\tIN\tA\t10.0.0.1",
+			"web-c." + webName + "\t5\tIN\tA\t10.0.0.2",
+		}},
+		{"_http._tcp." + webName, dns.TypeA, nodata, nil, nil},
+		{"_http._udp." + webName, dns.TypeSRV, nx, nil, nil},
+		{"_tcp." + webName, dns.TypeSRV, nodata, nil, nil}, // an empty non-terminal
+		{"_sctp." + webName, dns.TypeSRV, nx, nil, nil},
+		{"x._http._tcp." + webName, dns.TypeSRV, nx, nil, nil},
+		{"web-a." + webName, dns.TypeA, "NOERROR", []string{"web-a." + webName + "\t5\tIN\tA\t10.0.0.1"}, nil},
+		{"WEB-C." + webName, dns.TypeA, "NOERROR", []string{"web-c." + webName + "\t5\tIN\tA\t10.0.0.2"}, nil},
+		{"web-a." + webName, dns.TypeAAAA, nodata, nil, nil},
+		{"web-d." + webName, dns.TypeA, nx, nil, nil}, // not ready
+		{"nobody." + webName, dns.TypeA, nx, nil, nil},
+		{"empty.default.svc.cluster.local.", dns.TypeA, nx, nil, nil}, // no ready endpoint
+		{"_http._tcp.empty.default.svc.cluster.local.", dns.TypeSRV, nx, nil, nil},
+		{"none.default.svc.cluster.local.", dns.TypeA, nx, nil, nil}, // no Endpoints at all
+		{"eager.default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{"eager.default.svc.cluster.local.\t5\tIN\tA\t10.0.2.1"}, nil},
+		{"ext.default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{"ext.default.svc.cluster.local.\t5\tIN\tCNAME\texample.com."}, nil},
+		{"ext.default.svc.cluster.local.", dns.TypeAAAA, "NOERROR", []string{"ext.default.svc.cluster.local.\t5\tIN\tCNAME\texample.com."}, nil},
+		{"v6.other.svc.cluster.local.", dns.TypeAAAA, "NOERROR", []string{"v6.other.svc.cluster.local.\t5\tIN\tAAAA\tfd00::1"}, nil},
+		{"v6.other.svc.cluster.local.", dns.TypeANY, "NOERROR", []string{"v6.other.svc.cluster.local.\t5\tIN\tA\t10.0.3.9", "v6.other.svc.cluster.local.\t5\tIN\tAAAA\tfd00::1"}, nil},
+		{"10-0-3-9.v6.other.svc.cluster.local.", dns.TypeA, "NOERROR", []string{"10-0-3-9.v6.other.svc.cluster.local.\t5\tIN\tA\t10.0.3.9"}, nil},
+		{"dns-version.cluster.local.", dns.TypeTXT, "NOERROR", []string{"dns-version.cluster.local.\t5\tIN\tTXT\t\"1.1.0\""}, nil},
+		{"DNS-VERSION.cluster.local.", dns.TypeA, nodata, nil, nil},
+		{"cluster.local.", dns.TypeSOA, "NOERROR", []string{soa}, nil},
+		{"cluster.local.", dns.TypeNS, nodata, nil, nil},
+		{"svc.cluster.local.", dns.TypeA, nodata, nil, nil},
+		{"default.svc.cluster.local.", dns.TypeA, nodata, nil, nil},
+		{"nowhere.svc.cluster.local.", dns.TypeA, nx, nil, nil},
+		{"web.nowhere.svc.cluster.local.", dns.TypeA, nx, nil, nil},
+		{"web.default.pod.cluster.local.", dns.TypeA, nx, nil, nil},
+		{"anything.cluster.local.", dns.TypeA, nx, nil, nil},
+		{"a.b.c.web.default.svc.cluster.local.", dns.TypeA, nx, nil, nil},
+		{"example.com.", dns.TypeA, fwd, nil, nil},
+		{"xcluster.local.", dns.TypeA, fwd, nil, nil},
+		{"local.", dns.TypeSOA, fwd, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+dns.TypeToString[tt.qtype], func(t *testing.T) {
+			ans := tbl.Lookup(tt.name, tt.qtype)
+			if got := describe(ans); got != tt.rcode {
+				t.Fatalf("answer is %s, want %s", got, tt.rcode)
+			}
+			if got := rrStrings(ans.Answer); !slices.Equal(got, tt.want) {
+				t.Errorf("answer:\n got %q\nwant %q", got, tt.want)
+			}
+			if got := rrStrings(ans.Extra); !slices.Equal(got, tt.extra) {
+				t.Errorf("extra:\n got %q\nwant %q", got, tt.extra)
+			}
+			negative := tt.rcode == nx || tt.rcode == nodata
+			if negative != (len(ans.Ns) == 1 && ans.Ns[0].String() == soa) {
+				t.Errorf("authority = %q; want the SOA only in negative answers", rrStrings(ans.Ns))
+			}
+		})
+	}
+}
+
+func TestLookupBeforeSync(t *testing.T) {
+	tbl := newTable(t)
+	for _, name := range []string{"web.default.svc.cluster.local.", "example.com."} {
+		if ans := tbl.Lookup(name, dns.TypeA); ans.Rcode != dns.RcodeServerFailure || ans.Forward {
+			t.Errorf("%s before sync: %+v, want SERVFAIL", name, ans)
+		}
+	}
+}
+
+// TestTableIncremental changes one service and checks that the others'
+// entries are the very same, that the record count follows, and that a
+// namespace's name goes with its last service.
+func TestTableIncremental(t *testing.T) {
+	tbl := testZone(t)
+	before := tbl.Records()
+	// web: 2 A, 3 host A, 6 SRV; eager: 1 A + 1 host; ext: 1 CNAME;
+	// v6: 1 A + 1 AAAA + 2 host.
+	if want := 11 + 2 + 1 + 4; before != want {
+		t.Errorf("records = %d, want %d", before, want)
+	}
+	ext := tbl.get("ext.default")
+	web := eps("default", "web", subset(ready(at("web-a", "10.0.0.1")), ports(api.EndpointPort{Name: "http", Port: 8080})))
+	tbl.apply([]change{{key: "web.default", entry: buildEntry(tbl.zone, svc("default", "web"), web)}})
+	if tbl.get("ext.default") != ext {
+		t.Error("a change to web rebuilt ext")
+	}
+	if got := rrStrings(tbl.Lookup("web.default.svc.cluster.local.", dns.TypeA).Answer); len(got) != 1 {
+		t.Errorf("web after the change: %q", got)
+	}
+	if got, want := tbl.Records(), before-11+3; got != want {
+		t.Errorf("records = %d, want %d", got, want)
+	}
+
+	tbl.apply([]change{{key: "v6.other"}})
+	if ans := tbl.Lookup("other.svc.cluster.local.", dns.TypeA); ans.Rcode != dns.RcodeNameError {
+		t.Errorf("namespace without services: %s, want NXDOMAIN", describe(ans))
+	}
+	if ans := tbl.Lookup("default.svc.cluster.local.", dns.TypeA); describe(ans) != "NOERROR nodata" {
+		t.Errorf("namespace with services: %s, want NODATA", describe(ans))
+	}
+}
+
+func TestNewTableRejectsBadZones(t *testing.T) {
+	for _, z := range []string{".", "", "a..b"} {
+		if _, err := NewTable(z); err == nil {
+			t.Errorf("NewTable(%q) succeeded", z)
+		}
+	}
+}
+
+func describe(a Answer) string {
+	switch {
+	case a.Forward:
+		return "forward"
+	case a.Rcode == dns.RcodeSuccess && len(a.Answer) == 0:
+		return "NOERROR nodata"
+	}
+	return dns.RcodeToString[a.Rcode]
+}
+
+func rrStrings(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		out = append(out, rr.String())
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package dns
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// advertisedUDPSize is the UDP payload size berth's answers advertise in
+// their OPT record: what it reads.
+const advertisedUDPSize = dns.DefaultMsgSize
+
+// Handler answers DNS requests: names in the zone from the table, others
+// through the forwarder (REFUSED without one). Its two methods are CoreDNS's
+// plugin.Handler. Server serves it over TCP through miekg/dns, and over UDP
+// through its own readers (udp.go), which answer most datagrams from the
+// bytes and hand it the rest.
+type Handler struct {
+	table   *Table
+	forward *Forwarder
+	metrics *Metrics
+	// general turns the fast path off, for tests that compare the two.
+	general bool
+}
+
+// NewHandler returns a handler over a table. forward may be nil (no
+// forwarding: REFUSED) and so may metrics.
+func NewHandler(t *Table, forward *Forwarder, metrics *Metrics) *Handler {
+	return &Handler{table: t, forward: forward, metrics: metrics}
+}
+
+// Name names the handler, as a CoreDNS plugin is named.
+func (h *Handler) Name() string { return "berth" }
+
+// ServeDNS answers one request and writes the answer to w. It returns the
+// answer's rcode, and an error only when the answer could not be packed
+// or written. A request that must not be answered (a response, say) is
+// dropped: nothing is written.
+func (h *Handler) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	start := time.Now()
+	bp := packBuffers.Get().(*[]byte)
+	defer packBuffers.Put(bp)
+	data, rcode, err := h.answer(ctx, r, isUDP(w), (*bp)[:0])
+	if data == nil && err == nil {
+		return dns.RcodeSuccess, nil
+	}
+	if err == nil {
+		_, err = w.Write(data)
+	}
+	if h.metrics != nil {
+		var qtype uint16
+		if len(r.Question) > 0 {
+			qtype = r.Question[0].Qtype
+		}
+		h.metrics.observe(qtype, rcode, time.Since(start))
+	}
+	if err != nil {
+		return rcode, fmt.Errorf("dns %s: answer: %w", h.Name(), err)
+	}
+	return rcode, nil
+}
+
+// answer computes the answer to r in wire form, packed into buf (empty,
+// with room for the largest message); nil without an error means drop it.
+func (h *Handler) answer(ctx context.Context, r *dns.Msg, udp bool, buf []byte) ([]byte, int, error) {
+	m, packed, rcode := h.respond(ctx, r, udp, buf)
+	if m == nil {
+		return packed, rcode, nil
+	}
+	data, err := m.PackBuffer(buf[:cap(buf)])
+	if err != nil {
+		return nil, dns.RcodeServerFailure, err
+	}
+	return data, m.Rcode, nil
+}
+
+// respond computes the answer to r: a message to pack, or, when the fast
+// path answered, the answer written into buf and its rcode. Neither means
+// drop r.
+func (h *Handler) respond(ctx context.Context, r *dns.Msg, udp bool, buf []byte) (m *dns.Msg, packed []byte, rcode int) {
+	if r.Response {
+		return nil, nil, 0
+	}
+	opt := r.IsEdns0()
+	switch {
+	case r.Opcode != dns.OpcodeQuery:
+		return h.reply(r, opt, dns.RcodeNotImplemented), nil, 0
+	case len(r.Question) != 1:
+		return h.reply(r, opt, dns.RcodeFormatError), nil, 0
+	case opt != nil && opt.Version() != 0:
+		return h.reply(r, opt, dns.RcodeBadVers), nil, 0
+	}
+	size := dns.MaxMsgSize
+	if udp {
+		size = dns.MinMsgSize
+		if opt != nil {
+			size = max(int(opt.UDPSize()), dns.MinMsgSize)
+		}
+	}
+
+	q := r.Question[0]
+	ans := h.table.Lookup(q.Name, q.Qtype)
+	if ans.Forward {
+		return h.forwarded(ctx, r, opt, size), nil, 0
+	}
+	if ans.Rcode == dns.RcodeSuccess && (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY ||
+		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR) {
+		return h.reply(r, opt, dns.RcodeRefused), nil, 0
+	}
+	if fq, ok := queryOf(r); ok && !h.general {
+		if out, ok := h.fast(buf, &fq, &ans, size); ok {
+			return nil, out, ans.Rcode
+		}
+	}
+
+	m = h.reply(r, opt, ans.Rcode)
+	m.Authoritative = ans.Authoritative
+	m.Answer, m.Ns = ans.Answer, ans.Ns
+	if len(ans.Extra) > 0 {
+		if opt == nil {
+			m.Extra = ans.Extra
+		} else {
+			// The OPT record goes last, and Truncate moves it: the table's
+			// slice must not be written to.
+			extra := make([]dns.RR, 0, len(ans.Extra)+1)
+			m.Extra = append(append(extra, ans.Extra...), m.Extra[0])
+		}
+	}
+	m.Truncate(size)
+	return m, nil, 0
+}
+
+// reply starts an answer to r with an rcode: the question echoed and, if r
+// had one, an OPT record of the answer's own.
+func (h *Handler) reply(r *dns.Msg, opt *dns.OPT, rcode int) *dns.Msg {
+	m := &dns.Msg{}
+	m.Id = r.Id
+	m.Response = true
+	m.Opcode = r.Opcode
+	if r.Opcode == dns.OpcodeQuery {
+		m.RecursionDesired = r.RecursionDesired
+		m.CheckingDisabled = r.CheckingDisabled
+		m.RecursionAvailable = h.forward != nil
+		if len(r.Question) == 1 {
+			m.Question = r.Question
+		}
+	}
+	m.Rcode = rcode
+	if opt != nil {
+		m.Extra = []dns.RR{newOPT(opt.Do())}
+	}
+	return m
+}
+
+// newOPT is a fresh OPT record for an answer: packing writes the extended
+// rcode into it, so it is never shared. The DO bit is echoed (RFC 3225).
+func newOPT(do bool) *dns.OPT {
+	o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	o.SetUDPSize(advertisedUDPSize)
+	if do {
+		o.SetDo()
+	}
+	return o
+}
+
+// forwarded answers a name outside the zone from the upstream.
+func (h *Handler) forwarded(ctx context.Context, r *dns.Msg, opt *dns.OPT, size int) *dns.Msg {
+	if h.forward == nil {
+		return h.reply(r, opt, dns.RcodeRefused)
+	}
+	if h.metrics != nil {
+		h.metrics.forwarded.Inc()
+	}
+	resp, err := h.forward.Exchange(ctx, r)
+	if err != nil {
+		return h.reply(r, opt, dns.RcodeServerFailure)
+	}
+	resp.Truncate(size)
+	return resp
+}
+
+// packBuffers hold room for the largest message, so packing allocates
+// nothing.
+var packBuffers = sync.Pool{New: func() any {
+	b := make([]byte, dns.MaxMsgSize+1)
+	return &b
+}}
+
+func isUDP(w dns.ResponseWriter) bool {
+	_, ok := w.LocalAddr().(*net.UDPAddr)
+	return ok
+}

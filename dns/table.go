@@ -1,0 +1,190 @@
+package dns
+
+import (
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// TTL is the time to live of every answer, negative ones included.
+const TTL = 5
+
+// Version is the Kubernetes DNS schema version berth follows, answered as
+// TXT at dns-version.<zone>.
+const Version = "1.1.0"
+
+// numShards splits the service index so that a change copies one small
+// map: 64 shards keep a copy near 16 entries at 1,000 services and 1,600 at
+// 100,000.
+const numShards = 64
+
+// Table holds the records of one zone. Readers never lock: the service
+// index is sharded into immutable maps behind atomic pointers, and every
+// entry is immutable once published. Writers (in practice the one goroutine
+// that follows the store) copy the shards they change.
+type Table struct {
+	zone    string // lower-case FQDN: "cluster.local."
+	dotZone string // "." + zone
+	soa     *dns.SOA
+	// negative is the authority section of NXDOMAIN and NODATA answers.
+	negative    []dns.RR
+	version     []dns.RR
+	soaWire     soaWire
+	versionWire *wire
+
+	seed   maphash.Seed
+	shards [numShards]atomic.Pointer[map[string]*entry]
+	// namespaces holds the namespaces with at least one name, so that
+	// <ns>.svc.<zone> is an empty non-terminal (NODATA), not NXDOMAIN.
+	namespaces atomic.Pointer[map[string]struct{}]
+	records    atomic.Int64
+	synced     atomic.Bool
+
+	// mu serialises writers; nsCount is theirs alone.
+	mu      sync.Mutex
+	nsCount map[string]int
+}
+
+// NewTable returns an empty table for zone (a domain such as
+// "cluster.local"). It answers SERVFAIL until MarkSynced.
+func NewTable(zone string) (*Table, error) {
+	z := strings.ToLower(dns.Fqdn(zone))
+	if z == "." {
+		return nil, fmt.Errorf("dns: zone %q: the root zone cannot be the cluster domain", zone)
+	}
+	if _, ok := dns.IsDomainName(z); !ok {
+		return nil, fmt.Errorf("dns: zone %q is not a domain name", zone)
+	}
+	t := &Table{
+		zone:    z,
+		dotZone: "." + z,
+		seed:    maphash.MakeSeed(),
+		nsCount: map[string]int{},
+	}
+	t.soa = &dns.SOA{
+		Hdr:     dns.RR_Header{Name: z, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: TTL},
+		Ns:      "ns.dns." + z,
+		Mbox:    "hostmaster." + z,
+		Serial:  uint32(time.Now().Unix()),
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  TTL,
+	}
+	t.negative = []dns.RR{t.soa}
+	t.soaWire = newSOAWire(t.soa)
+	t.version = []dns.RR{&dns.TXT{
+		Hdr: dns.RR_Header{Name: "dns-version." + z, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: TTL},
+		Txt: []string{Version},
+	}}
+	t.versionWire = packWire("dns-version."+z, dns.TypeTXT, t.version, nil, nil)
+	empty := map[string]*entry{}
+	for i := range t.shards {
+		t.shards[i].Store(&empty)
+	}
+	t.namespaces.Store(&map[string]struct{}{})
+	return t, nil
+}
+
+// Zone returns the zone as an FQDN, as "cluster.local.".
+func (t *Table) Zone() string { return t.zone }
+
+// Synced reports whether the table has been filled from the store once;
+// before that every question is answered SERVFAIL.
+func (t *Table) Synced() bool { return t.synced.Load() }
+
+// MarkSynced says the table holds a full read of its source: from then on
+// it answers from its records.
+func (t *Table) MarkSynced() { t.synced.Store(true) }
+
+// Set replaces the records of one service with those made from it and its
+// Endpoints (which may be nil); a nil service removes them. The server's
+// table is kept by its store follower; Set is for tables fed otherwise.
+func (t *Table) Set(namespace, name string, svc *api.Service, ep *api.Endpoints) {
+	t.apply([]change{{key: serviceKey(namespace, name), entry: buildEntry(t.zone, svc, ep)}})
+}
+
+// Records returns how many resource records the table holds.
+func (t *Table) Records() int { return int(t.records.Load()) }
+
+// serviceKey is the index key of a service: "<svc>.<ns>", the labels its
+// DNS name starts with, so that a query finds it with a substring of the
+// question and no allocation.
+func serviceKey(namespace, name string) string {
+	return strings.ToLower(name) + "." + strings.ToLower(namespace)
+}
+
+func (t *Table) shard(key string) *atomic.Pointer[map[string]*entry] {
+	return &t.shards[maphash.String(t.seed, key)%numShards]
+}
+
+// get returns the entry of a service key, or nil.
+func (t *Table) get(key string) *entry {
+	return (*t.shard(key).Load())[key]
+}
+
+func (t *Table) hasNamespace(ns string) bool {
+	_, ok := (*t.namespaces.Load())[ns]
+	return ok
+}
+
+// change replaces the entry of one service; a nil entry removes it.
+type change struct {
+	key   string
+	entry *entry
+}
+
+// apply publishes a batch of changes, copying each shard it touches once.
+func (t *Table) apply(changes []change) {
+	if len(changes) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	byShard := map[*atomic.Pointer[map[string]*entry]][]change{}
+	for _, c := range changes {
+		s := t.shard(c.key)
+		byShard[s] = append(byShard[s], c)
+	}
+	nsChanged := false
+	var delta int64
+	for s, cs := range byShard {
+		m := maps.Clone(*s.Load())
+		for _, c := range cs {
+			old := m[c.key]
+			if old != nil {
+				delta -= int64(old.records)
+				if t.nsCount[old.namespace]--; t.nsCount[old.namespace] == 0 {
+					delete(t.nsCount, old.namespace)
+					nsChanged = true
+				}
+			}
+			if c.entry == nil {
+				delete(m, c.key)
+				continue
+			}
+			m[c.key] = c.entry
+			delta += int64(c.entry.records)
+			if t.nsCount[c.entry.namespace]++; t.nsCount[c.entry.namespace] == 1 {
+				nsChanged = true
+			}
+		}
+		s.Store(&m)
+	}
+	if nsChanged {
+		set := make(map[string]struct{}, len(t.nsCount))
+		for ns := range t.nsCount {
+			set[ns] = struct{}{}
+		}
+		t.namespaces.Store(&set)
+	}
+	t.records.Add(delta)
+}

@@ -1,0 +1,270 @@
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/store"
+)
+
+// Name is the controller's name in logs.
+const Name = "endpoints"
+
+// LabelManagedBy marks the Endpoints this controller writes, with value
+// ManagedBy, so it deletes only its own when a service goes or loses its
+// selector, and leaves alone the Endpoints a user wrote for a service
+// without a selector.
+const (
+	LabelManagedBy = "endpoints.berth.dev/managed-by"
+	ManagedBy      = "endpoints-controller"
+)
+
+// LabelHeadless marks the Endpoints of a service with clusterIP None, as
+// Kubernetes does.
+const LabelHeadless = "service.kubernetes.io/headless"
+
+var (
+	serviceKind   = mustKind("services")
+	endpointsKind = mustKind("endpoints")
+	podKind       = mustKind("pods")
+)
+
+func mustKind(name string) *api.Kind {
+	k, ok := api.LookupResource(name)
+	if !ok {
+		panic("endpoints: kind " + name + " is not registered")
+	}
+	return k
+}
+
+// Options configure the controller; the zero value is usable.
+type Options struct {
+	Clock   clock.WithTicker
+	Backoff reconcile.Backoff
+	Logger  *slog.Logger
+}
+
+// Reconciler converges the Endpoints of one service, named by its key.
+type Reconciler struct {
+	store     *store.Store
+	selectors *selectorIndex
+}
+
+// NewReconciler returns the Reconciler alone, for tests and for callers
+// that run it under their own Controller.
+func NewReconciler(s *store.Store) *Reconciler {
+	return &Reconciler{store: s, selectors: newSelectorIndex()}
+}
+
+// NewController returns the endpoints controller, fed by watches on
+// Services, Pods and the Endpoints it manages. Run it with
+// Controller.Run(ctx, workers).
+func NewController(s *store.Store, opts Options) *reconcile.Controller {
+	r := NewReconciler(s)
+	return reconcile.NewController(Name, r, reconcile.Options{
+		Clock:   opts.Clock,
+		Backoff: opts.Backoff,
+		Logger:  opts.Logger,
+		Store:   s,
+		Watches: r.Watches(),
+	})
+}
+
+// Watches are the store watches that feed the controller: a service's own
+// changes, a pod's changes to the services that select it (before or after
+// the change), and changes to managed Endpoints, so that an edit or a
+// deletion by someone else is undone.
+func (r *Reconciler) Watches() []reconcile.Watch {
+	return []reconcile.Watch{
+		{Kind: serviceKind, Keys: r.serviceKeys},
+		{Kind: podKind, Keys: r.podKeys},
+		{Kind: endpointsKind, Filter: store.Filter{Labels: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})}},
+	}
+}
+
+func (r *Reconciler) serviceKeys(e store.Event) []string {
+	key := reconcile.ObjectKey(e.Object)
+	if e.Type == store.Deleted {
+		r.selectors.remove(key)
+	} else {
+		svc := e.Object.(*api.Service)
+		r.selectors.set(svc.Namespace, key, selectorOf(svc))
+	}
+	return []string{key}
+}
+
+func (r *Reconciler) podKeys(e store.Event) []string {
+	pod := e.Object.(*api.Pod)
+	var old *api.Pod
+	if e.Type == store.Modified && e.Old != nil {
+		old = e.Old.(*api.Pod)
+		if !relevantChange(old, pod) {
+			return nil
+		}
+	}
+	found := map[string]struct{}{}
+	r.selectors.selecting(pod.Namespace, pod.Labels, found)
+	if old != nil {
+		r.selectors.selecting(old.Namespace, old.Labels, found)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(found))
+}
+
+// relevantChange reports whether a pod update can change any Endpoints:
+// most pod writes (restart counts, probe times) cannot.
+func relevantChange(old, pod *api.Pod) bool {
+	if old.Status.PodIP != pod.Status.PodIP ||
+		old.Status.Phase != pod.Status.Phase ||
+		podReady(old) != podReady(pod) ||
+		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
+		old.Spec.NodeName != pod.Spec.NodeName ||
+		Hostname(old) != Hostname(pod) ||
+		old.UID != pod.UID ||
+		!maps.Equal(old.Labels, pod.Labels) {
+		return true
+	}
+	if len(old.Spec.Containers) != len(pod.Spec.Containers) {
+		return true
+	}
+	for i := range old.Spec.Containers {
+		if !slices.Equal(old.Spec.Containers[i].Ports, pod.Spec.Containers[i].Ports) {
+			return true
+		}
+	}
+	return false
+}
+
+// selectorOf is the selector the controller serves a service by; nil for
+// a service it keeps no Endpoints for.
+func selectorOf(svc *api.Service) map[string]string {
+	if svc.Spec.Type == api.ServiceTypeExternalName {
+		return nil
+	}
+	return svc.Spec.Selector
+}
+
+// Reconcile makes the Endpoints named by key match its service and the
+// pods that service selects. It writes only when something changed, and
+// deletes Endpoints it manages whose service is gone or has no selector.
+func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	namespace, name := reconcile.SplitKey(key)
+	snap := r.store.Snapshot()
+	var existing *api.Endpoints
+	switch obj, err := snap.Get(endpointsKind, namespace, name); {
+	case err == nil:
+		existing = obj.(*api.Endpoints)
+	case !store.IsNotFound(err):
+		return reconcile.Result{}, fmt.Errorf("endpoints %s: %w", key, err)
+	}
+	obj, err := snap.Get(serviceKind, namespace, name)
+	if err != nil && !store.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("endpoints %s: %w", key, err)
+	}
+	var svc *api.Service
+	if err == nil {
+		svc = obj.(*api.Service)
+		r.selectors.set(namespace, key, selectorOf(svc))
+	} else {
+		r.selectors.remove(key)
+	}
+	if svc == nil || len(selectorOf(svc)) == 0 {
+		return reconcile.Result{}, r.deleteManaged(ctx, existing)
+	}
+
+	var pods []*api.Pod
+	err = snap.Each(podKind, store.Filter{Namespace: namespace}, func(o api.Object) bool {
+		if pod := o.(*api.Pod); Selects(svc.Spec.Selector, pod.Labels) {
+			pods = append(pods, pod)
+		}
+		return true
+	})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("endpoints %s: %w", key, err)
+	}
+	want := desired(svc, Subsets(svc, pods))
+	if existing != nil && upToDate(existing, want) {
+		return reconcile.Result{}, nil
+	}
+	if existing == nil {
+		if _, err := r.store.Create(ctx, want); err != nil {
+			return reconcile.Result{}, fmt.Errorf("create endpoints %s: %w", key, err)
+		}
+		return reconcile.Result{}, nil
+	}
+	update := existing.DeepCopyObject().(*api.Endpoints)
+	update.Labels = want.Labels
+	update.OwnerReferences = want.OwnerReferences
+	update.Subsets = want.Subsets
+	if _, err := r.store.Update(ctx, update); err != nil {
+		return reconcile.Result{}, fmt.Errorf("update endpoints %s: %w", key, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// deleteManaged deletes Endpoints this controller wrote; any other is
+// someone else's to keep.
+func (r *Reconciler) deleteManaged(ctx context.Context, ep *api.Endpoints) error {
+	if ep == nil || ep.Labels[LabelManagedBy] != ManagedBy {
+		return nil
+	}
+	_, err := r.store.Delete(ctx, endpointsKind, ep.Namespace, ep.Name, store.DeleteOptions{
+		Preconditions: &store.Preconditions{UID: string(ep.UID), ResourceVersion: ep.ResourceVersion},
+	})
+	if err != nil && !store.IsNotFound(err) {
+		return fmt.Errorf("delete endpoints %s/%s: %w", ep.Namespace, ep.Name, err)
+	}
+	return nil
+}
+
+// desired is the Endpoints a service should have: the service's labels and
+// the managed-by mark, owned by the service so that garbage collection
+// removes it with the service.
+func desired(svc *api.Service, subsets []api.EndpointSubset) *api.Endpoints {
+	lbls := make(map[string]string, len(svc.Labels)+2)
+	maps.Copy(lbls, svc.Labels)
+	lbls[LabelManagedBy] = ManagedBy
+	if svc.Spec.ClusterIP == api.ClusterIPNone {
+		lbls[LabelHeadless] = ""
+	} else {
+		delete(lbls, LabelHeadless)
+	}
+	yes := true
+	ep := &api.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: svc.Namespace,
+			Name:      svc.Name,
+			Labels:    lbls,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         "v1",
+				Kind:               "Service",
+				Name:               svc.Name,
+				UID:                svc.UID,
+				Controller:         &yes,
+				BlockOwnerDeletion: &yes,
+			}},
+		},
+		Subsets: subsets,
+	}
+	ep.SetGroupVersionKind(endpointsKind.GVK)
+	return ep
+}
+
+// upToDate reports whether a stored Endpoints already holds what want says.
+func upToDate(have, want *api.Endpoints) bool {
+	return maps.Equal(have.Labels, want.Labels) &&
+		equality.Semantic.DeepEqual(have.OwnerReferences, want.OwnerReferences) &&
+		equality.Semantic.DeepEqual(have.Subsets, want.Subsets)
+}

@@ -1,0 +1,403 @@
+package endpoints
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.New(store.Memory{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func service(name string, selector map[string]string, ports ...api.ServicePort) *api.Service {
+	return &api.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"team": "a"}},
+		Spec:       api.ServiceSpec{Selector: selector, Ports: ports},
+	}
+}
+
+func httpPort() api.ServicePort {
+	return api.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: api.ProtocolTCP}
+}
+
+func metricsPort() api.ServicePort {
+	return api.ServicePort{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9100), Protocol: api.ProtocolTCP}
+}
+
+type podOpt func(*api.Pod)
+
+func pod(name, ip string, opts ...podOpt) *api.Pod {
+	p := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
+		Spec: api.PodSpec{
+			NodeName: "node-1",
+			Containers: []api.Container{{
+				Name:  "web",
+				Ports: []api.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: api.ProtocolTCP}},
+			}},
+		},
+		Status: api.PodStatus{
+			Phase:      api.PodRunning,
+			PodIP:      ip,
+			Conditions: []api.PodCondition{{Type: api.PodReady, Status: api.ConditionTrue}},
+		},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func notReady(p *api.Pod) { p.Status.Conditions[0].Status = api.ConditionFalse }
+func noPorts(p *api.Pod)  { p.Spec.Containers[0].Ports = nil }
+func labelled(k, v string) podOpt {
+	return func(p *api.Pod) { p.Labels = map[string]string{k: v} }
+}
+func inNamespace(ns string) podOpt { return func(p *api.Pod) { p.Namespace = ns } }
+func phase(ph api.PodPhase) podOpt { return func(p *api.Pod) { p.Status.Phase = ph } }
+func hostname(h string) podOpt     { return func(p *api.Pod) { p.Spec.Hostname = h } }
+func terminating(p *api.Pod) {
+	// A finalizer keeps the pod in the store once deleted.
+	p.Finalizers = []string{"test/hold"}
+}
+
+func addr(name, ip string) api.EndpointAddress {
+	node := "node-1"
+	return api.EndpointAddress{
+		IP: ip, Hostname: name, NodeName: &node,
+		TargetRef: &api.ObjectReference{Kind: "Pod", Namespace: "default", Name: name, UID: "uid-" + name},
+	}
+}
+
+func withHostname(a api.EndpointAddress, h string) api.EndpointAddress {
+	a.Hostname = h
+	return a
+}
+
+var (
+	epHTTP    = api.EndpointPort{Name: "http", Port: 8080, Protocol: api.ProtocolTCP}
+	epMetrics = api.EndpointPort{Name: "metrics", Port: 9100, Protocol: api.ProtocolTCP}
+)
+
+func managed(name string, subsets ...api.EndpointSubset) *api.Endpoints {
+	return &api.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+		Subsets:    subsets,
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	tests := []struct {
+		name      string
+		objects   []api.Object
+		terminate []string // pods to delete (held by a finalizer) before reconciling
+		key       string
+		want      []api.EndpointSubset
+		absent    bool // no Endpoints afterwards
+	}{
+		{
+			name: "ready and not-ready pods",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("a", "10.0.0.1"),
+				pod("b", "10.0.0.2", notReady),
+			},
+			key: "default/web",
+			want: []api.EndpointSubset{{
+				Addresses:         []api.EndpointAddress{addr("a", "10.0.0.1")},
+				NotReadyAddresses: []api.EndpointAddress{addr("b", "10.0.0.2")},
+				Ports:             []api.EndpointPort{epHTTP},
+			}},
+		},
+		{
+			name: "a pod without the named port is left out of that port's subset",
+			objects: []api.Object{
+				service("web", web, httpPort(), metricsPort()),
+				pod("a", "10.0.0.1"),
+				pod("b", "10.0.0.2", noPorts),
+			},
+			key: "default/web",
+			want: []api.EndpointSubset{
+				{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}, Ports: []api.EndpointPort{epHTTP, epMetrics}},
+				{Addresses: []api.EndpointAddress{addr("b", "10.0.0.2")}, Ports: []api.EndpointPort{epMetrics}},
+			},
+		},
+		{
+			name: "pods without an IP, finished, elsewhere or not selected are left out",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("a", "10.0.0.1"),
+				pod("no-ip", ""),
+				pod("done", "10.0.0.3", phase(api.PodSucceeded)),
+				pod("failed", "10.0.0.4", phase(api.PodFailed)),
+				pod("other-ns", "10.0.0.5", inNamespace("other")),
+				pod("other-app", "10.0.0.6", labelled("app", "db")),
+			},
+			key:  "default/web",
+			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}, Ports: []api.EndpointPort{epHTTP}}},
+		},
+		{
+			name: "a pod being deleted is left out",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("a", "10.0.0.1"),
+				pod("going", "10.0.0.2", terminating),
+			},
+			terminate: []string{"going"},
+			key:       "default/web",
+			want:      []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}, Ports: []api.EndpointPort{epHTTP}}},
+		},
+		{
+			name: "publishNotReadyAddresses lists not-ready and terminating pods as ready",
+			objects: []api.Object{
+				func() *api.Service {
+					s := service("web", web, httpPort())
+					s.Spec.PublishNotReadyAddresses = true
+					return s
+				}(),
+				pod("a", "10.0.0.1", notReady),
+				pod("going", "10.0.0.2", terminating),
+			},
+			terminate: []string{"going"},
+			key:       "default/web",
+			want: []api.EndpointSubset{{
+				Addresses: []api.EndpointAddress{addr("a", "10.0.0.1"), addr("going", "10.0.0.2")},
+				Ports:     []api.EndpointPort{epHTTP},
+			}},
+		},
+		{
+			name: "pods sharing the node's IP are distinct endpoints; spec.hostname names one",
+			objects: []api.Object{
+				service("web", web, api.ServicePort{Name: "http", Port: 80}),
+				pod("b", "10.0.0.1"),
+				pod("a", "10.0.0.1", hostname("first")),
+			},
+			key: "default/web",
+			want: []api.EndpointSubset{{
+				Addresses: []api.EndpointAddress{withHostname(addr("a", "10.0.0.1"), "first"), addr("b", "10.0.0.1")},
+				Ports:     []api.EndpointPort{{Name: "http", Port: 80, Protocol: api.ProtocolTCP}},
+			}},
+		},
+		{
+			name: "a headless service without ports lists addresses",
+			objects: []api.Object{
+				func() *api.Service {
+					s := service("web", web)
+					s.Spec.ClusterIP = api.ClusterIPNone
+					return s
+				}(),
+				pod("a", "10.0.0.1"),
+			},
+			key:  "default/web",
+			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}}},
+		},
+		{
+			name:    "no pods: an Endpoints without subsets",
+			objects: []api.Object{service("web", web, httpPort())},
+			key:     "default/web",
+			want:    nil,
+		},
+		{
+			name:    "a service without a selector gets none",
+			objects: []api.Object{service("web", nil, httpPort()), pod("a", "10.0.0.1")},
+			key:     "default/web",
+			absent:  true,
+		},
+		{
+			name: "a managed Endpoints goes when its service loses the selector",
+			objects: []api.Object{
+				service("web", nil, httpPort()),
+				managed("web", api.EndpointSubset{Addresses: []api.EndpointAddress{{IP: "10.0.0.9"}}}),
+			},
+			key:    "default/web",
+			absent: true,
+		},
+		{
+			name:    "a managed Endpoints goes with its service",
+			objects: []api.Object{managed("web")},
+			key:     "default/web",
+			absent:  true,
+		},
+		{
+			name: "an Endpoints written by a user for a service without selector stays",
+			objects: []api.Object{
+				service("web", nil, httpPort()),
+				&api.Endpoints{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+					Subsets:    []api.EndpointSubset{{Addresses: []api.EndpointAddress{{IP: "192.0.2.1"}}}},
+				},
+			},
+			key:  "default/web",
+			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{{IP: "192.0.2.1"}}}},
+		},
+		{
+			name: "an ExternalName service gets none",
+			objects: []api.Object{
+				func() *api.Service {
+					s := service("web", web)
+					s.Spec.Type, s.Spec.ExternalName = api.ServiceTypeExternalName, "example.com"
+					return s
+				}(),
+				pod("a", "10.0.0.1"),
+			},
+			key:    "default/web",
+			absent: true,
+		},
+		{
+			name: "a stale managed Endpoints is rewritten",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("a", "10.0.0.1"),
+				managed("web", api.EndpointSubset{Addresses: []api.EndpointAddress{{IP: "10.0.0.9"}}}),
+			},
+			key:  "default/web",
+			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}, Ports: []api.EndpointPort{epHTTP}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newStore(t)
+			for _, o := range tt.objects {
+				if _, err := s.Create(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, name := range tt.terminate {
+				if _, err := s.Delete(ctx, podKind, "default", name, store.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := NewReconciler(s)
+			if _, err := r.Reconcile(ctx, tt.key); err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			ns, name := "default", "web"
+			obj, err := s.Get(endpointsKind, ns, name)
+			if tt.absent {
+				if !store.IsNotFound(err) {
+					t.Fatalf("want no Endpoints, got %v (err %v)", dump(obj), err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("get Endpoints: %v", err)
+				}
+				ep := obj.(*api.Endpoints)
+				if !equality.Semantic.DeepEqual(ep.Subsets, tt.want) {
+					t.Errorf("subsets:\n got %s\nwant %s", dump(ep.Subsets), dump(tt.want))
+				}
+			}
+
+			// Level-triggered: a second reconcile writes nothing.
+			rev := s.Revision()
+			if _, err := r.Reconcile(ctx, tt.key); err != nil {
+				t.Fatalf("second Reconcile: %v", err)
+			}
+			if got := s.Revision(); got != rev {
+				t.Errorf("second Reconcile wrote: revision %d → %d", rev, got)
+			}
+		})
+	}
+}
+
+func TestReconcileOwnershipAndLabels(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	svcObj, err := s.Create(ctx, func() *api.Service {
+		svc := service("web", map[string]string{"app": "web"}, httpPort())
+		svc.Spec.ClusterIP = api.ClusterIPNone
+		return svc
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := svcObj.(*api.Service)
+	r := NewReconciler(s)
+	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := s.Get(endpointsKind, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := obj.(*api.Endpoints)
+	ctrl := api.ControllerOf(ep)
+	if ctrl == nil || ctrl.Kind != "Service" || ctrl.Name != "web" || ctrl.UID != svc.UID {
+		t.Errorf("owner = %+v, want the service %s", ctrl, svc.UID)
+	}
+	want := map[string]string{"team": "a", LabelManagedBy: ManagedBy, LabelHeadless: ""}
+	if !equality.Semantic.DeepEqual(ep.Labels, want) {
+		t.Errorf("labels = %v, want %v", ep.Labels, want)
+	}
+}
+
+func TestPodKeys(t *testing.T) {
+	r := NewReconciler(nil)
+	r.serviceKeys(store.Event{Type: store.Added, Object: service("web", map[string]string{"app": "web"})})
+	r.serviceKeys(store.Event{Type: store.Added, Object: service("web-canary", map[string]string{"app": "web", "track": "canary"})})
+	r.serviceKeys(store.Event{Type: store.Added, Object: service("db", map[string]string{"app": "db"})})
+	r.serviceKeys(store.Event{Type: store.Added, Object: service("plain", nil)})
+
+	canary := pod("c", "10.0.0.3", func(p *api.Pod) { p.Labels = map[string]string{"app": "web", "track": "canary"} })
+	ready := pod("a", "10.0.0.1")
+	tests := []struct {
+		name string
+		e    store.Event
+		want []string
+	}{
+		{"added", store.Event{Type: store.Added, Object: ready}, []string{"default/web"}},
+		{"selected by two", store.Event{Type: store.Added, Object: canary}, []string{"default/web", "default/web-canary"}},
+		{"relabelled: old and new services", store.Event{Type: store.Modified, Old: ready, Object: pod("a", "10.0.0.1", labelled("app", "db"))}, []string{"default/db", "default/web"}},
+		{"turned not ready", store.Event{Type: store.Modified, Old: ready, Object: pod("a", "10.0.0.1", notReady)}, []string{"default/web"}},
+		{"irrelevant status change", store.Event{Type: store.Modified, Old: ready, Object: pod("a", "10.0.0.1", func(p *api.Pod) { p.Status.Message = "hi" })}, nil},
+		{"other namespace", store.Event{Type: store.Added, Object: pod("a", "10.0.0.1", inNamespace("other"))}, nil},
+		{"deleted", store.Event{Type: store.Deleted, Object: ready, Old: ready}, []string{"default/web"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := r.podKeys(tt.e)
+			if !equality.Semantic.DeepEqual(got, tt.want) {
+				t.Errorf("keys = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// A deleted service is forgotten.
+	r.serviceKeys(store.Event{Type: store.Deleted, Object: service("web", map[string]string{"app": "web"})})
+	if got := r.podKeys(store.Event{Type: store.Added, Object: ready}); got != nil {
+		t.Errorf("after the service went: keys = %v", got)
+	}
+}
+
+func dump(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -55,6 +55,11 @@ type SourceStatus struct {
 	Objects               int32              `json:"objects,omitempty"`
 	Conditions            []metav1.Condition `json:"conditions,omitempty"`
 	Inventory             []string           `json:"inventory,omitempty"`
+	// LastHandledReconcileAt is the value of the
+	// AnnotationReconcileRequestedAt annotation the last finished sync
+	// answered, so that `berth reconcile source` knows its request is done
+	// (Flux's status.lastHandledReconcileAt).
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // Source condition types and reasons.
@@ -66,4 +71,18 @@ const (
 	ReasonFetchFailed     = "FetchFailed"
 	ReasonPruneGuard      = "PruneGuard"
 	ReasonProgressing     = "Progressing"
+	// ReasonNotConfigured: the source is no longer among the server's
+	// --source flags; its objects are kept and no longer synced.
+	ReasonNotConfigured = "NotConfigured"
+)
+
+// Annotations on a Source object through which users ask for a sync.
+const (
+	// AnnotationReconcileRequestedAt set to a new value (a timestamp) asks
+	// for a sync now; the sync that answers it copies the value to
+	// status.lastHandledReconcileAt.
+	AnnotationReconcileRequestedAt = "berth.dev/reconcile-requested-at"
+	// AnnotationAllowPrune names the one revision allowed past the prune
+	// guard (`berth reconcile source --allow-prune`).
+	AnnotationAllowPrune = "berth.dev/allow-prune"
 )

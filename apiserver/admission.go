@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -10,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -27,11 +25,15 @@ var namespaceKind = api.KindOf(&api.Namespace{})
 // attributes describes a request to the authorizer and the admission
 // plugins.
 func (req *resourceRequest) attributes(obj, old api.Object, sel fields.Selector) Attributes {
+	name := req.name
+	if name == "" && obj != nil {
+		name = obj.GetName() // a create
+	}
 	return Attributes{
 		Verb:          req.verb,
 		Kind:          req.kind,
 		Namespace:     req.namespace,
-		Name:          req.name,
+		Name:          name,
 		Subresource:   req.subresource,
 		Object:        obj,
 		Old:           old,
@@ -54,9 +56,6 @@ func (s *Server) authorizeAttrs(ctx context.Context, req *resourceRequest, a Att
 // admit runs the admission plugins.
 func (s *Server) admit(ctx context.Context, req *resourceRequest, obj, old api.Object) error {
 	a := req.attributes(obj, old, nil)
-	if a.Name == "" && obj != nil {
-		a.Name = obj.GetName()
-	}
 	for _, p := range s.cfg.Admission {
 		if err := p.Admit(ctx, a, req.id); err != nil {
 			return forbidden(req.kind, a.Name, err)
@@ -68,15 +67,44 @@ func (s *Server) admit(ctx context.Context, req *resourceRequest, obj, old api.O
 // validate defaults and validates an object, and for an update checks the
 // fields that may not change; every problem is in the one 422.
 func validate(k *api.Kind, obj, old api.Object) error {
+	if s, ok := obj.(*api.Secret); ok {
+		mergeStringData(s)
+	}
+	ns, isNamespace := obj.(*api.Namespace)
+	var finalizers []api.FinalizerName
+	if isNamespace {
+		finalizers = ns.Spec.Finalizers
+	}
 	api.Default(obj)
+	if isNamespace && old != nil {
+		// Kubernetes gives a namespace its finalizer when it is made, not
+		// again when the finalize subresource has taken it away.
+		ns.Spec.Finalizers = finalizers
+	}
 	errs := api.Validate(obj)
 	if old != nil {
-		errs = append(errs, validateUpdate(old, obj)...)
+		errs = append(errs, api.ValidateUpdate(old, obj)...)
 	}
 	if len(errs) > 0 {
 		return invalid(k, obj.GetName(), errs)
 	}
 	return nil
+}
+
+// mergeStringData folds a Secret's write-only stringData into data, as
+// Kubernetes does on every write, so readers find every key in data.
+func mergeStringData(s *api.Secret) {
+	if len(s.StringData) == 0 {
+		s.StringData = nil
+		return
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
 }
 
 // checkNamespace refuses to put an object in a namespace that does not
@@ -190,12 +218,5 @@ func checkIdentity(req *resourceRequest, obj api.Object) error {
 	return nil
 }
 
-// errRetry marks an optimistic write whose object changed between the
-// read and the transaction; it is retried with a fresh read.
-var errRetry = errors.New("object changed: retry")
-
 // maxRetries bounds the retries of unconditional updates and patches.
 const maxRetries = 10
-
-// fieldErrors wraps one field error as a list, for invalid.
-func fieldErrors(e *field.Error) field.ErrorList { return field.ErrorList{e} }

@@ -31,11 +31,30 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 // checkObjectContentType accepts the media types an object body may have.
 func checkObjectContentType(r *http.Request) error {
 	switch ct := contentType(r); ct {
-	case "", mediaJSON, mediaYAML, "application/x-yaml", "text/yaml":
+	case "", mediaJSON, mediaYAML, "application/x-yaml", "text/yaml", mediaProtobuf:
 		return nil
 	default:
 		return unsupportedMediaType(ct, mediaJSON, mediaYAML)
 	}
+}
+
+// readObjectBody reads the body of a create or update as JSON or YAML,
+// converting a protobuf one.
+func (s *Server) readObjectBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := checkObjectContentType(r); err != nil {
+		return nil, err
+	}
+	data, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if contentType(r) == mediaProtobuf {
+		return protobufToJSON(data)
+	}
+	if err := checkJSON(r, data); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // checkJSON refuses a body sent as JSON that is not JSON, before the
@@ -55,11 +74,12 @@ func checkJSON(r *http.Request, data []byte) error {
 // path's kind, with the one decoder every source and `berth validate` use:
 // strict, so an unknown or duplicate field, a value of the wrong type or a
 // missing kind is a 400 naming every such field.
-func decodeBody(k *api.Kind, data []byte) (api.Object, error) {
+func (req *resourceRequest) decodeBody(data []byte) (api.Object, error) {
+	k := req.kind
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
 	}
-	objs, errs := api.DecodeStream("", withTypeMeta(k, data), api.DecodeOptions{})
+	objs, errs := api.DecodeStream("", withTypeMeta(k, data), api.DecodeOptions{DropStatus: req.ignoresStatus()})
 	if len(errs) > 0 {
 		return nil, decodeFailed(k, errs)
 	}
@@ -72,6 +92,21 @@ func decodeBody(k *api.Kind, data []byte) (api.Object, error) {
 			got.GVK.Kind, got.APIVersion(), k.GVK.Kind, k.APIVersion(), got.Resource)
 	}
 	return obj, nil
+}
+
+// ignoresStatus reports whether the request's write drops the body's
+// status (a create, but of a Node, and a write to the object rather than
+// its status): the decoder then leaves it out, so that a status copied
+// from elsewhere (kubectl expose sends a Service's status.loadBalancer)
+// cannot fail the request.
+func (req *resourceRequest) ignoresStatus() bool {
+	if req.subresource != "" {
+		return false
+	}
+	if req.verb == VerbCreate {
+		return req.kind.GVK.Kind != "Node"
+	}
+	return true
 }
 
 // withTypeMeta fills in apiVersion and kind from the path when a JSON body

@@ -16,19 +16,12 @@ const generateNameAttempts = 8
 
 // serveCreate answers POST on a collection: 201 with the stored object.
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	if err := checkObjectContentType(r); err != nil {
-		WriteError(w, err)
-		return
-	}
-	data, err := s.readBody(w, r)
-	if err == nil {
-		err = checkJSON(r, data)
-	}
+	data, err := s.readObjectBody(w, r)
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	obj, err := decodeBody(req.kind, data)
+	obj, err := req.decodeBody(data)
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -416,6 +416,20 @@ func TestNamespaceLifecycle(t *testing.T) {
 	if !client.IsForbidden(err) || !strings.Contains(err.Error(), "being terminated") {
 		t.Fatalf("create in terminating namespace: %v", err)
 	}
+	// A write to the namespace cannot drop its spec.finalizers…
+	out, err = e.client.Patch(ctx, nsKind, "", "gone", []byte(`{"spec":{"finalizers":null},"metadata":{"labels":{"a":"b"}}}`))
+	if err != nil || len(out.(*api.Namespace).Spec.Finalizers) != 1 {
+		t.Fatalf("patch of spec.finalizers: %v %+v", err, out)
+	}
+	// …only its finalize subresource can, and then it goes.
+	code, _, body := e.do("PUT", "/api/v1/namespaces/gone/finalize", adminToken, "application/json", "",
+		strings.NewReader(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"gone"},"spec":{"finalizers":[]}}`))
+	if code != http.StatusOK {
+		t.Fatalf("finalize: %d %s", code, body)
+	}
+	if _, err := e.client.Get(ctx, nsKind, "", "gone"); !client.IsNotFound(err) {
+		t.Fatalf("finalized namespace: %v", err)
+	}
 }
 
 func TestDeleteGraceful(t *testing.T) {
@@ -518,5 +532,54 @@ func TestAuthorization(t *testing.T) {
 	_, err = reader.Delete(ctx, cmKind, "default", "absent", nil)
 	if !client.IsForbidden(err) {
 		t.Fatalf("reader delete of a missing object: %v", err)
+	}
+}
+
+func TestSecretStringData(t *testing.T) {
+	e := newEnv(t)
+	out := e.mustCreate(&api.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s"}, StringData: map[string]string{"password": "hunter2"}})
+	s := out.(*api.Secret)
+	if string(s.Data["password"]) != "hunter2" || s.StringData != nil || s.Type != api.SecretTypeOpaque {
+		t.Fatalf("secret %+v", s)
+	}
+}
+
+func TestListSelectors(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.mustCreate(&api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+	e.mustCreate(testPod("default", "a", "n1", map[string]string{"app": "web", "tier": "front"}))
+	e.mustCreate(testPod("default", "b", "n1", map[string]string{"app": "db"}))
+	e.mustCreate(testPod("default", "c", "n2", map[string]string{"app": "web"}))
+	e.mustCreate(testPod("team", "d", "n1", map[string]string{"app": "web"}))
+	e.mustCreate(testPod("default", "e", "", map[string]string{"app": "web"}))
+	if _, err := e.client.PatchStatus(ctx, podKind, "default", "a", []byte(`{"status":{"phase":"Succeeded"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ns, labels, fields, want string
+	}{
+		{"", "", "spec.nodeName=n1", "a b d"},
+		{"default", "", "spec.nodeName=n1", "a b"},
+		{"", "app=web", "spec.nodeName=n1", "a d"},
+		{"", "", "spec.nodeName=", "e"},
+		{"", "", "spec.nodeName=n1,status.phase!=Succeeded", "b d"},
+		{"", "", "metadata.namespace=team", "d"},
+		{"default", "", "metadata.namespace=team", ""},
+		{"", "", "metadata.name=c", "c"},
+		{"", "app in (web),tier!=front", "", "c e d"},
+		{"", "tier", "", "a"},
+	} {
+		items, _, err := e.client.List(ctx, podKind, tc.ns, client.ListOptions{LabelSelector: tc.labels, FieldSelector: tc.fields})
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		var names []string
+		for _, o := range items {
+			names = append(names, o.GetName())
+		}
+		if got := strings.Join(names, " "); got != tc.want {
+			t.Errorf("ns=%q labels=%q fields=%q: %q, want %q", tc.ns, tc.labels, tc.fields, got, tc.want)
+		}
 	}
 }

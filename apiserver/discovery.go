@@ -175,6 +175,9 @@ func legacyResources(k *api.Kind) []metav1.APIResource {
 			Verbs:      statusVerbs,
 		})
 	}
+	if k == namespaceKind {
+		out = append(out, metav1.APIResource{Name: "namespaces/finalize", Kind: k.GVK.Kind, Verbs: metav1.Verbs{"update"}})
+	}
 	if scalable(k) {
 		out = append(out, metav1.APIResource{
 			Name:       k.Resource + "/scale",
@@ -207,6 +210,9 @@ func aggregatedResource(k *api.Kind) resourceDiscovery {
 	}
 	if k.HasStatus {
 		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{Subresource: "status", ResponseKind: gvk, Verbs: statusVerbs})
+	}
+	if k == namespaceKind {
+		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{Subresource: "finalize", ResponseKind: gvk, Verbs: []string{"update"}})
 	}
 	if scalable(k) {
 		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{

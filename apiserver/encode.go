@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -175,6 +174,3 @@ func bookmarkObject(k *api.Kind, rev uint64, initialEnd bool) []byte {
 	b.WriteString(`}}`)
 	return b.Bytes()
 }
-
-// now is the time tables measure ages against.
-func (s *Server) now() time.Time { return s.clock.Now() }

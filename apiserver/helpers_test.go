@@ -2,6 +2,9 @@ package apiserver_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -64,13 +67,15 @@ type env struct {
 	ts     *httptest.Server
 	client *client.Client
 	caPEM  []byte
+	signer *apiserver.Signer
 }
 
 // setup is what options change before newEnv starts the server.
 type setup struct {
-	cfg   apiserver.Config
-	store store.Options
-	wrap  func(http.Handler) http.Handler
+	cfg      apiserver.Config
+	store    store.Options
+	wrap     func(http.Handler) http.Handler
+	realAuth bool
 }
 
 type envOption func(*setup)
@@ -85,6 +90,13 @@ func withHistory(n int) envOption {
 
 func withClock(c clock.WithTicker) envOption {
 	return func(s *setup) { s.cfg.Clock = c }
+}
+
+// withRealAuth serves with berth's own authenticator and policy (the
+// admin token is adminToken), so that the attributes the server hands them
+// are tested end to end.
+func withRealAuth() envOption {
+	return func(s *setup) { s.realAuth = true }
 }
 
 // withWrap puts a handler in front of the server's, to hold or cut
@@ -112,6 +124,18 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	su.cfg.Store = st
+	var signer *apiserver.Signer
+	if su.realAuth {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if signer, err = apiserver.NewSigner(key); err != nil {
+			t.Fatal(err)
+		}
+		su.cfg.Authenticator = apiserver.NewAuthenticator(st, adminToken, signer)
+		su.cfg.Authorizer = apiserver.NewAuthorizer(st)
+	}
 	srv, err := apiserver.New(su.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +148,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	ts.EnableHTTP2 = true
 	ts.StartTLS()
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw})
-	e := &env{t: t, store: st, server: srv, ts: ts, caPEM: caPEM}
+	e := &env{t: t, store: st, server: srv, ts: ts, caPEM: caPEM, signer: signer}
 	e.client = e.clientFor(adminToken)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -358,3 +358,48 @@ func TestExtraRoutesAndPanics(t *testing.T) {
 	code, _, body = e.do("GET", "/api/v1/namespaces/default/pods/p/exec", adminToken, "", "", nil)
 	status(t, code, body, http.StatusNotFound)
 }
+
+// TestNodePolicyEndToEnd serves with berth's own authenticator and policy:
+// a node's credential reaches its own pods through the field selector and
+// their status, and nothing of another node's.
+func TestNodePolicyEndToEnd(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	ctx := context.Background()
+	e.mustCreate(testPod("default", "mine", "n1", nil))
+	e.mustCreate(testPod("default", "theirs", "n2", nil))
+	cred, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := e.clientFor(cred)
+	items, _, err := node.List(ctx, podKind, "", client.ListOptions{FieldSelector: "spec.nodeName=n1"})
+	if err != nil || len(items) != 1 || items[0].GetName() != "mine" {
+		t.Fatalf("own pods: %v %v", err, items)
+	}
+	if _, _, err := node.List(ctx, podKind, "", client.ListOptions{}); !client.IsForbidden(err) {
+		t.Fatalf("all pods: %v", err)
+	}
+	w, err := node.Watch(ctx, podKind, "", client.WatchOptions{ListOptions: client.ListOptions{FieldSelector: "spec.nodeName=n1"}})
+	if err != nil {
+		t.Fatalf("watch own pods: %v", err)
+	}
+	expectEvent(t, w, client.Added, "mine")
+	w.Stop()
+	if _, err := node.PatchStatus(ctx, podKind, "default", "mine", []byte(`{"status":{"phase":"Running"}}`)); err != nil {
+		t.Fatalf("own pod status: %v", err)
+	}
+	_, err = node.PatchStatus(ctx, podKind, "default", "theirs", []byte(`{"status":{"phase":"Running"}}`))
+	if !client.IsForbidden(err) || !strings.Contains(err.Error(), `User "system:node:n1" cannot patch resource "pods/status"`) {
+		t.Fatalf("other node's pod status: %v", err)
+	}
+	if _, err := node.Get(ctx, podKind, "default", "theirs"); !client.IsForbidden(err) {
+		t.Fatalf("other node's pod: %v", err)
+	}
+	// The admin token of the real authenticator works, and a bad one is 401.
+	if _, _, err := e.client.List(ctx, podKind, "", client.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.clientFor("nope").List(ctx, podKind, "", client.ListOptions{}); !client.IsUnauthorized(err) {
+		t.Fatalf("bad token: %v", err)
+	}
+}

@@ -61,7 +61,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		if err != nil {
 			return nil, err
 		}
-		obj, err := decodeBody(req.kind, patched)
+		obj, err := req.decodeBody(patched)
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,10 @@ type resourceRequest struct {
 // /api/v1/namespaces/{name}/{x} names instead of a resource {x} in it.
 var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 
+// builtinSubresources are the subresources the server itself serves ("" is
+// the object).
+var builtinSubresources = map[string]bool{"": true, "status": true, "scale": true, "finalize": true}
+
 // SubresourceHandler serves a subresource other than status, registered
 // with HandleSubresource: the pod log proxy, a token request. The server
 // has authenticated the caller, found the object (obj) and authorized the
@@ -81,7 +85,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.id, _ = IdentityFromContext(r.Context())
-	custom := req.subresource != "" && req.subresource != "status" && req.subresource != "scale"
+	custom := !builtinSubresources[req.subresource]
 	if req.verb, err = requestVerb(r, req, custom); err != nil {
 		WriteError(w, err)
 		return
@@ -170,6 +174,10 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 			}
 		case "scale":
 			if !scalable(k) {
+				return nil, notFoundPath()
+			}
+		case "finalize":
+			if k != namespaceKind {
 				return nil, notFoundPath()
 			}
 		default:

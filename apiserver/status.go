@@ -150,11 +150,15 @@ func notFoundPath() error {
 
 // methodNotAllowed answers a verb a path does not take.
 func methodNotAllowed(k *api.Kind, method string) error {
-	gr := schema.GroupResource{}
-	if k != nil {
-		gr = k.GroupResource()
+	if k == nil {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusMethodNotAllowed,
+			Reason:  metav1.StatusReasonMethodNotAllowed,
+			Message: fmt.Sprintf("the server does not allow %s on this path", method),
+		}}
 	}
-	return apierrors.NewMethodNotSupported(gr, strings.ToLower(method))
+	return apierrors.NewMethodNotSupported(k.GroupResource(), strings.ToLower(method))
 }
 
 // unsupportedMediaType answers a body of a type the verb does not take.

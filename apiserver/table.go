@@ -35,6 +35,9 @@ type tabler struct {
 	now     time.Time
 }
 
+// now is the time tables measure ages against.
+func (s *Server) now() time.Time { return s.clock.Now() }
+
 func (s *Server) newTabler(r *http.Request, k *api.Kind) (*tabler, error) {
 	include := r.URL.Query().Get("includeObject")
 	switch include {

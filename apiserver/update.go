@@ -9,19 +9,12 @@ import (
 
 // serveUpdate answers PUT on an object or its status.
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	if err := checkObjectContentType(r); err != nil {
-		WriteError(w, err)
-		return
-	}
-	data, err := s.readBody(w, r)
-	if err == nil {
-		err = checkJSON(r, data)
-	}
+	data, err := s.readObjectBody(w, r)
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	in, err := decodeBody(req.kind, data)
+	in, err := req.decodeBody(data)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -67,11 +60,24 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 			rv = in.GetResourceVersion()
 		}
 		obj := in
-		if req.subresource == "status" {
+		switch {
+		case req.subresource == "status":
 			obj = old.DeepCopyObject().(api.Object)
 			copyStatus(obj, in)
-		} else if k.HasStatus {
-			copyStatus(obj, old)
+		case req.subresource == "finalize":
+			// A namespace's spec.finalizers change only here, as in
+			// Kubernetes: the namespace controller, or an operator freeing
+			// a stuck namespace.
+			ns := old.DeepCopyObject().(*api.Namespace)
+			ns.Spec.Finalizers = in.(*api.Namespace).Spec.Finalizers
+			obj = ns
+		default:
+			if k.HasStatus {
+				copyStatus(obj, old)
+			}
+			if ns, ok := obj.(*api.Namespace); ok {
+				ns.Spec.Finalizers = old.(*api.Namespace).Spec.Finalizers
+			}
 		}
 		if err := s.authorize(r, req, obj, old); err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -88,13 +89,21 @@ func (c *Client) List(ctx context.Context, k *api.Kind, namespace string, opts L
 // ListEach is List one object at a time, as the server streams them, so
 // that a large list need not sit in memory twice. An error from fn ends
 // the list with it.
+//
+// Config.Timeout bounds the wait for the list to start; reading it is
+// bounded by ctx alone, as a large list streams for as long as it takes.
 func (c *Client) ListEach(ctx context.Context, k *api.Kind, namespace string, opts ListOptions, fn func(api.Object) error) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var timer *time.Timer
 	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
+		timer = time.AfterFunc(c.timeout, cancel)
 	}
 	resp, err := c.send(ctx, &request{method: http.MethodGet, path: ResourcePath(k, namespace, "", ""), query: opts.query(), stream: true})
+	if timer != nil && !timer.Stop() && err == nil {
+		resp.Body.Close()
+		err = fmt.Errorf("list %s: no answer within %s", k.Resource, c.timeout)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
 )
@@ -43,6 +44,11 @@ type Config struct {
 	Version apiserver.VersionInfo
 	Logger  *slog.Logger
 	Clock   clock.WithTicker
+	// Sources are the --source flags: where desired state comes from.
+	Sources []source.Spec
+	// WebhookSecretFile holds the secret of POST /hooks/<source>; none
+	// turns webhooks off (403).
+	WebhookSecretFile string
 }
 
 // Server is a control plane: open, listening, not yet serving until Run.
@@ -53,6 +59,8 @@ type Server struct {
 	creds    *Credentials
 	api      *apiserver.Server
 	listener net.Listener
+	sources  *sources
+	hookKey  []byte
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -92,6 +100,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds}
 	if err := s.bootstrap(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := s.setupSources(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -135,6 +147,24 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	return nil
 }
 
+// setupSources makes the configured sources and their Source objects, and
+// reads the webhook secret.
+func (s *Server) setupSources(ctx context.Context) error {
+	if f := s.cfg.WebhookSecretFile; f != "" {
+		key, err := ReadWebhookSecret(f)
+		if err != nil {
+			return err
+		}
+		s.hookKey = key
+	}
+	srcs, err := newSources(s.cfg.Sources, s.store, s.cfg.DataDir, s.cfg.Clock, s.log)
+	if err != nil {
+		return err
+	}
+	s.sources = srcs
+	return srcs.ensureObjects(ctx)
+}
+
 func (s *Server) buildAPI() error {
 	signer, err := apiserver.NewSigner(s.creds.SigningKey)
 	if err != nil {
@@ -145,6 +175,7 @@ func (s *Server) buildAPI() error {
 		Authenticator: apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer),
 		Authorizer:    apiserver.NewAuthorizer(s.store),
 		Version:       s.cfg.Version,
+		ReadyChecks:   []apiserver.ReadyCheck{{Name: "sources", Check: s.sources.Ready}},
 		Logger:        s.log,
 		Clock:         s.cfg.Clock,
 	})
@@ -154,6 +185,7 @@ func (s *Server) buildAPI() error {
 	a.Handle("/openid/v1/jwks", apiserver.JWKSHandler(signer), false)
 	a.Handle("/.well-known/openid-configuration", apiserver.OIDCDiscoveryHandler(signer), false)
 	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer), false)
+	a.Handle(HooksPath, &webhook{secret: s.hookKey, trigger: s.sources.Trigger, log: s.log}, false)
 	s.api = a
 	return nil
 }
@@ -180,11 +212,19 @@ func (s *Server) Run(ctx context.Context) error {
 		"kubeconfig", s.creds.Paths.AdminKubeconfig)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.api.Serve(s.listener, tlsConfig) }()
+	sourcesCtx, stopSources := context.WithCancel(ctx)
+	sourcesDone := make(chan struct{})
+	go func() {
+		defer close(sourcesDone)
+		s.sources.Run(sourcesCtx)
+	}()
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
 	}
+	stopSources()
+	<-sourcesDone
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := s.api.Shutdown(shutdownCtx); serr != nil && err == nil {

@@ -66,6 +66,8 @@ manifests into running workloads on a fleet of machines.`,
 		newApplyCommand(g),
 		newDeleteCommand(g),
 		newServerCommand(g),
+		newReconcileCommand(g),
+		newDiffCommand(g),
 	)
 	markStart(root, g)
 	return root, g

@@ -7,14 +7,17 @@ import (
 
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/source"
 )
 
 // serverOptions are the flags of `berth server` (SPEC §2) implemented so
 // far.
 type serverOptions struct {
-	dataDir string
-	listen  string
-	store   string
+	dataDir           string
+	listen            string
+	store             string
+	sources           []string
+	webhookSecretFile string
 }
 
 func newServerCommand(g *globalOptions) *cobra.Command {
@@ -22,7 +25,8 @@ func newServerCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the control plane",
-		Long: `Run the control plane: the store, the HTTPS API and its credentials.
+		Long: `Run the control plane: the store, the HTTPS API and its credentials, and
+the sources (--source) whose manifests it applies.
 
 On first start the data dir receives a CA and serving certificate (tls/),
 an admin token, a node join token (node-token), a service-account signing
@@ -30,12 +34,22 @@ key and admin.kubeconfig, which berth and kubectl read. A restart reuses
 them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			specs := make([]source.Spec, 0, len(o.sources))
+			for _, v := range o.sources {
+				spec, err := source.Parse(v)
+				if err != nil {
+					return usageErrorf("--source: %v", err)
+				}
+				specs = append(specs, spec)
+			}
 			s, err := controlplane.New(cmd.Context(), controlplane.Config{
-				DataDir: o.dataDir,
-				Listen:  o.listen,
-				Store:   o.store,
-				Version: apiserver.VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version()},
-				Logger:  g.logger,
+				DataDir:           o.dataDir,
+				Listen:            o.listen,
+				Store:             o.store,
+				Version:           apiserver.VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version()},
+				Logger:            g.logger,
+				Sources:           specs,
+				WebhookSecretFile: o.webhookSecretFile,
 			})
 			if err != nil {
 				return failed(err)
@@ -50,5 +64,7 @@ them.`,
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "store, CA, tokens, kubeconfig and volumes")
 	f.StringVar(&o.listen, "listen", ":6443", "address of the HTTPS API")
 	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir), memory (nothing kept) or etcd://h1:2379,…")
+	f.StringArrayVar(&o.sources, "source", nil, "where desired state comes from: a directory or file, git+https://…, git+ssh://…, git+file://… (?ref=&path=&interval=&name=) or http(s)://…; repeatable")
+	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /hooks/<source>; none turns webhooks off")
 	return cmd
 }

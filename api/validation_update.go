@@ -1,45 +1,47 @@
-package apiserver
+package api
 
 import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/berth-dev/berth/api"
 )
 
-// validateUpdate checks the fields Kubernetes does not let an update
-// change, on objects already defaulted and validated. Controllers write
-// through the store and are not bound by it: the scheduler binds pods and
-// the volume controller binds claims there.
-func validateUpdate(old, obj api.Object) field.ErrorList {
+// ValidateUpdate checks the fields Kubernetes does not let an update
+// change (selectors, a claim's spec, a volume's source, a pod's spec but
+// its images and tolerations, immutable ConfigMaps and Secrets), on objects
+// already defaulted and validated. It is the API server's rule, and the
+// applier's: a source cannot change what a user could not. For a Service
+// it also keeps the old clusterIP when the update leaves it out, as
+// Kubernetes does. Controllers write through the store and are not bound
+// by it: the scheduler binds pods and the volume controller binds claims.
+func ValidateUpdate(old, obj Object) field.ErrorList {
 	spec := field.NewPath("spec")
 	switch n := obj.(type) {
-	case *api.Pod:
-		return validatePodUpdate(old.(*api.Pod), n)
-	case *api.ReplicaSet:
-		return immutable(old.(*api.ReplicaSet).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
-	case *api.Deployment:
-		return immutable(old.(*api.Deployment).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
-	case *api.PersistentVolumeClaim:
-		return validateClaimUpdate(old.(*api.PersistentVolumeClaim), n)
-	case *api.PersistentVolume:
-		return validateVolumeUpdate(old.(*api.PersistentVolume), n)
-	case *api.Service:
-		return validateServiceUpdate(old.(*api.Service), n)
-	case *api.StorageClass:
-		o := old.(*api.StorageClass)
+	case *Pod:
+		return validatePodUpdate(old.(*Pod), n)
+	case *ReplicaSet:
+		return immutable(old.(*ReplicaSet).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
+	case *Deployment:
+		return immutable(old.(*Deployment).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
+	case *PersistentVolumeClaim:
+		return validateClaimUpdate(old.(*PersistentVolumeClaim), n)
+	case *PersistentVolume:
+		return validateVolumeUpdate(old.(*PersistentVolume), n)
+	case *Service:
+		return validateServiceUpdate(old.(*Service), n)
+	case *StorageClass:
+		o := old.(*StorageClass)
 		var errs field.ErrorList
 		errs = append(errs, immutable(o.Provisioner, n.Provisioner, field.NewPath("provisioner"))...)
 		errs = append(errs, immutable(o.Parameters, n.Parameters, field.NewPath("parameters"))...)
 		errs = append(errs, immutable(o.ReclaimPolicy, n.ReclaimPolicy, field.NewPath("reclaimPolicy"))...)
 		return append(errs, immutable(o.VolumeBindingMode, n.VolumeBindingMode, field.NewPath("volumeBindingMode"))...)
-	case *api.ConfigMap:
-		o := old.(*api.ConfigMap)
+	case *ConfigMap:
+		o := old.(*ConfigMap)
 		return immutableData(o.Immutable, n.Immutable, o.Data, n.Data, o.BinaryData, n.BinaryData)
-	case *api.Secret:
-		o := old.(*api.Secret)
+	case *Secret:
+		o := old.(*Secret)
 		errs := immutable(o.Type, n.Type, field.NewPath("type"))
 		return append(errs, immutableData(o.Immutable, n.Immutable, o.Data, n.Data, nil, nil)...)
 	}
@@ -55,7 +57,7 @@ func immutable(old, new any, p *field.Path) field.ErrorList {
 
 // validatePodUpdate allows what Kubernetes allows to change in a pod's
 // spec: container images and additions to the tolerations.
-func validatePodUpdate(old, pod *api.Pod) field.ErrorList {
+func validatePodUpdate(old, pod *Pod) field.ErrorList {
 	spec := field.NewPath("spec")
 	var errs field.ErrorList
 	// Tolerations may only grow: every old one must still be there.
@@ -83,7 +85,7 @@ func validatePodUpdate(old, pod *api.Pod) field.ErrorList {
 }
 
 // copyImages copies images onto containers of the same name.
-func copyImages(dst, src []api.Container) {
+func copyImages(dst, src []Container) {
 	if len(dst) != len(src) {
 		return
 	}
@@ -96,7 +98,7 @@ func copyImages(dst, src []api.Container) {
 
 // validateClaimUpdate: a claim's spec is fixed once made, except its
 // storage request (expansion), and a volume name it did not have yet.
-func validateClaimUpdate(old, pvc *api.PersistentVolumeClaim) field.ErrorList {
+func validateClaimUpdate(old, pvc *PersistentVolumeClaim) field.ErrorList {
 	mutable := old.Spec.DeepCopy()
 	mutable.Resources.Requests = pvc.Spec.Resources.Requests
 	if old.Spec.VolumeName == "" {
@@ -110,7 +112,7 @@ func validateClaimUpdate(old, pvc *api.PersistentVolumeClaim) field.ErrorList {
 
 // validateVolumeUpdate: where a volume's data lives, its mode and its node
 // affinity do not change.
-func validateVolumeUpdate(old, pv *api.PersistentVolume) field.ErrorList {
+func validateVolumeUpdate(old, pv *PersistentVolume) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := immutable(old.Spec.PersistentVolumeSource, pv.Spec.PersistentVolumeSource, spec.Child("persistentVolumeSource"))
 	errs = append(errs, immutable(old.Spec.VolumeMode, pv.Spec.VolumeMode, spec.Child("volumeMode"))...)
@@ -123,8 +125,8 @@ func validateVolumeUpdate(old, pv *api.PersistentVolume) field.ErrorList {
 // validateServiceUpdate keeps clusterIP as Kubernetes does: an update that
 // leaves it out keeps the old one, and it may change only when the type
 // moves to or from ExternalName.
-func validateServiceUpdate(old, svc *api.Service) field.ErrorList {
-	external := old.Spec.Type == api.ServiceTypeExternalName || svc.Spec.Type == api.ServiceTypeExternalName
+func validateServiceUpdate(old, svc *Service) field.ErrorList {
+	external := old.Spec.Type == ServiceTypeExternalName || svc.Spec.Type == ServiceTypeExternalName
 	if external {
 		return nil
 	}

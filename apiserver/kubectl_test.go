@@ -1,0 +1,147 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// These tests hold the server to what kubectl sends, beyond plain JSON.
+
+// protobufBody encodes an object as Kubernetes protobuf, as kubectl's
+// generators (create namespace, create configmap, run) send it.
+func protobufBody(t *testing.T, obj interface {
+	runtime.Object
+	Marshal() ([]byte, error)
+}, apiVersion, kind string) []byte {
+	t.Helper()
+	raw, err := obj.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: apiVersion, Kind: kind}, Raw: raw, ContentType: "application/vnd.kubernetes.protobuf"}
+	data, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte("k8s\x00"), data...)
+}
+
+func TestProtobufBodies(t *testing.T) {
+	e := newEnv(t)
+	const pb = "application/vnd.kubernetes.protobuf"
+	body := protobufBody(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-pb"}, Data: map[string]string{"a": "b"}}, "v1", "ConfigMap")
+	code, _, data := e.do("POST", "/api/v1/namespaces/default/configmaps", adminToken, pb, "application/vnd.kubernetes.protobuf, */*", bytes.NewReader(body))
+	if code != http.StatusCreated || !strings.Contains(string(data), `"a":"b"`) {
+		t.Fatalf("protobuf create: %d %s", code, data)
+	}
+	// A Service carries an empty status.loadBalancer berth does not have.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: corev1.ServiceSpec{ClusterIP: "None", Ports: []corev1.ServicePort{{Port: 80}}}}
+	code, _, data = e.do("POST", "/api/v1/namespaces/default/services", adminToken, pb, "", bytes.NewReader(protobufBody(t, svc, "v1", "Service")))
+	if code != http.StatusCreated {
+		t.Fatalf("protobuf service: %d %s", code, data)
+	}
+	// A field berth does not implement is still named.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	code, _, data = e.do("POST", "/api/v1/namespaces/default/pods", adminToken, pb, "", bytes.NewReader(protobufBody(t, pod, "v1", "Pod")))
+	if st := status(t, code, data, http.StatusBadRequest); !strings.Contains(st.Message, "hostNetwork") {
+		t.Fatalf("unknown field message %q", st.Message)
+	}
+	for name, bad := range map[string][]byte{
+		"no magic":  []byte("garbage"),
+		"truncated": body[:len(body)/2],
+	} {
+		code, _, data := e.do("POST", "/api/v1/namespaces/default/configmaps", adminToken, pb, "", bytes.NewReader(bad))
+		if code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", name, code, data)
+		}
+	}
+}
+
+// TestStatusInBodyIgnored: kubectl expose and `kubectl get -o yaml |
+// kubectl replace -f -` send a status the write ignores anyway; it must
+// not fail the request.
+func TestStatusInBodyIgnored(t *testing.T) {
+	e := newEnv(t)
+	svc := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"ports":[{"port":80}],"selector":{"app":"web"}},"status":{"loadBalancer":{}}}`
+	code, _, data := e.do("POST", "/api/v1/namespaces/default/services", adminToken, "application/json", "", strings.NewReader(svc))
+	if code != http.StatusCreated {
+		t.Fatalf("create with status: %d %s", code, data)
+	}
+	var created map[string]any
+	_ = json.Unmarshal(data, &created)
+	meta := created["metadata"].(map[string]any)
+	put := `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","resourceVersion":"` + meta["resourceVersion"].(string) +
+		`"},"spec":{"ports":[{"port":81}]},"status":{"loadBalancer":{"ingress":[{"ip":"1.2.3.4"}]}}}`
+	code, _, data = e.do("PUT", "/api/v1/namespaces/default/services/web", adminToken, "application/json", "", strings.NewReader(put))
+	if code != http.StatusOK {
+		t.Fatalf("replace with status: %d %s", code, data)
+	}
+}
+
+func TestScaleSubresource(t *testing.T) {
+	e := newEnv(t)
+	replicas := int32(2)
+	e.mustCreate(&api.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: api.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: api.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       api.PodSpec{Containers: []api.Container{{Name: "web", Image: "web:1", Command: []string{"web"}}}},
+			},
+		},
+	})
+	path := "/apis/apps/v1/namespaces/default/deployments/web/scale"
+	code, _, data := e.do("GET", path, adminToken, "", "", nil)
+	if code != http.StatusOK || !contains(string(data), `"kind":"Scale"`, `"apiVersion":"autoscaling/v1"`, `"replicas":2`, `"selector":"app=web"`) {
+		t.Fatalf("get scale: %d %s", code, data)
+	}
+	code, _, data = e.do("PATCH", path, adminToken, "application/merge-patch+json", "", strings.NewReader(`{"spec":{"replicas":5}}`))
+	if code != http.StatusOK || !strings.Contains(string(data), `"replicas":5`) {
+		t.Fatalf("patch scale: %d %s", code, data)
+	}
+	obj, err := e.client.Get(context.Background(), deployKind, "default", "web")
+	if err != nil || *obj.(*api.Deployment).Spec.Replicas != 5 {
+		t.Fatalf("deployment after scale: %v %+v", err, obj)
+	}
+	code, _, data = e.do("PUT", path, adminToken, "application/json", "", strings.NewReader(`{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"web","resourceVersion":"1"},"spec":{"replicas":1}}`))
+	status(t, code, data, http.StatusConflict)
+	code, _, data = e.do("PUT", path, adminToken, "application/json", "", strings.NewReader(`{"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"web"},"spec":{"replicas":-1}}`))
+	status(t, code, data, http.StatusUnprocessableEntity)
+	code, _, data = e.do("GET", "/api/v1/namespaces/default/pods/x/scale", adminToken, "", "", nil)
+	status(t, code, data, http.StatusNotFound)
+}
+
+func TestOpenAPIV3(t *testing.T) {
+	e := newEnv(t)
+	code, _, data := e.do("GET", "/openapi/v3", adminToken, "", "", nil)
+	var root struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(data, &root); err != nil || code != http.StatusOK {
+		t.Fatalf("root: %d %v", code, err)
+	}
+	apps, ok := root.Paths["apis/apps/v1"]
+	if !ok || !strings.HasPrefix(apps.ServerRelativeURL, "/openapi/v3/apis/apps/v1?hash=") {
+		t.Fatalf("root paths %+v", root.Paths)
+	}
+	code, _, data = e.do("GET", apps.ServerRelativeURL, adminToken, "", "", nil)
+	if code != http.StatusOK || !contains(string(data), `"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"`, `"fieldValidation"`, `"kind":"Deployment"`) {
+		t.Fatalf("apps/v1: %d %s", code, data)
+	}
+	code, _, data = e.do("GET", "/openapi/v2", adminToken, "", "", nil)
+	status(t, code, data, http.StatusNotFound)
+}

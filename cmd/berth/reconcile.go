@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/table"
+)
+
+// reconcileOptions are the flags of `berth reconcile source`.
+type reconcileOptions struct {
+	allowPrune bool
+	timeout    time.Duration
+}
+
+func newReconcileCommand(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Sync something now and wait for the result",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newReconcileSourceCommand(g))
+	return cmd
+}
+
+func newReconcileSourceCommand(g *globalOptions) *cobra.Command {
+	o := &reconcileOptions{}
+	cmd := &cobra.Command{
+		Use:   "source NAME",
+		Short: "Sync a source now and wait for the result",
+		Long: `Reconcile asks the server to read the source now (a git fetch, a directory
+read, an HTTP GET) and apply what it holds, waits until that sync is done,
+and prints the revision and the outcome. It exits 0 when the revision was
+applied, 1 when it was not (the message says why: every error of an
+invalid revision with its file, document and field; a fetch that failed;
+the prune guard).
+
+The request is the annotation berth.dev/reconcile-requested-at on the
+Source; the server answers it in status.lastHandledReconcileAt.
+
+A revision that would prune more than half of the source's objects is held
+back by the prune guard. --allow-prune lets that one revision through: the
+one held back now, or the one this sync reads.`,
+		Example: `  berth reconcile source fleet
+  berth reconcile source fleet --allow-prune`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runReconcileSource(cmd, g, o, args[0])
+		},
+	}
+	cmd.Flags().BoolVar(&o.allowPrune, "allow-prune", false, "let the revision prune more than half of the source's objects")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the sync")
+	return cmd
+}
+
+func runReconcileSource(cmd *cobra.Command, g *globalOptions, o *reconcileOptions, name string) error {
+	if o.timeout <= 0 {
+		return usageErrorf("--timeout must be positive")
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	c, err := connectAPI(g)
+	if err != nil {
+		return failed(err)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
+	k := api.KindOf(&api.Source{})
+	obj, err := c.Get(ctx, k, "", name)
+	if err != nil {
+		fmt.Fprintln(stderr, errorMessage(err))
+		return reportedFailure()
+	}
+	src := obj.(*api.Source)
+	if readyReason(src) == api.ReasonNotConfigured {
+		return failed(fmt.Errorf("source %s is not configured on the server (no --source flag names it), so nothing can sync it", name))
+	}
+	allow := ""
+	if o.allowPrune && readyReason(src) == api.ReasonPruneGuard {
+		allow = src.Status.LastAttemptedRevision
+	}
+	src, err = requestSync(ctx, c, k, name, allow)
+	if err == nil && o.allowPrune && allow == "" && readyReason(src) == api.ReasonPruneGuard && src.Status.LastAttemptedRevision != "" {
+		// The revision this sync read is held back: let it through.
+		fmt.Fprintf(stderr, "revision %s is held back by the prune guard; syncing again with it allowed (--allow-prune)\n", src.Status.LastAttemptedRevision)
+		src, err = requestSync(ctx, c, k, name, src.Status.LastAttemptedRevision)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return failed(fmt.Errorf("timed out after %s waiting for source %s to sync", o.timeout, name))
+		}
+		fmt.Fprintln(stderr, errorMessage(err))
+		return reportedFailure()
+	}
+	return printSyncOutcome(stdout, stderr, src)
+}
+
+// requestSync asks for a sync of the source through its annotations and
+// waits until the server answers it, returning the Source as it then is.
+func requestSync(ctx context.Context, c apiClient, k *api.Kind, name, allowPrune string) (*api.Source, error) {
+	at := timeNow().UTC().Format(time.RFC3339Nano)
+	var allow any // null removes an allowance left from before
+	if allowPrune != "" {
+		allow = allowPrune
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		api.AnnotationReconcileRequestedAt: at,
+		api.AnnotationAllowPrune:           allow,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	obj, err := c.Patch(ctx, k, "", name, patch)
+	if err != nil {
+		return nil, err
+	}
+	rv := obj.GetResourceVersion()
+	for {
+		if src := obj.(*api.Source); src.Status.LastHandledReconcileAt == at {
+			return src, nil
+		}
+		w, err := c.Watch(ctx, k, "", listOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
+		if err != nil {
+			return nil, err
+		}
+		obj, rv, err = nextHandled(ctx, w, at, rv)
+		w.Stop()
+		switch {
+		case errors.Is(err, errWatchClosed):
+			// Watch again from where this one ended.
+			got, gerr := c.Get(ctx, k, "", name)
+			if gerr != nil {
+				return nil, gerr
+			}
+			obj, rv = got, got.GetResourceVersion()
+		case err != nil:
+			return nil, err
+		default:
+			return obj.(*api.Source), nil
+		}
+	}
+}
+
+// nextHandled follows a watch of the Source until it shows the request
+// handled.
+func nextHandled(ctx context.Context, w watcher, at, rv string) (api.Object, string, error) {
+	for {
+		e, err := w.Next(ctx)
+		if err != nil {
+			return nil, rv, err
+		}
+		switch e.Type {
+		case watchDeleted:
+			return nil, rv, fmt.Errorf("source %s was deleted", e.Object.GetName())
+		case watchError:
+			return nil, rv, errWatchClosed
+		}
+		if e.Object == nil {
+			continue
+		}
+		rv = e.Object.GetResourceVersion()
+		if src, ok := e.Object.(*api.Source); ok && src.Status.LastHandledReconcileAt == at {
+			return src, rv, nil
+		}
+	}
+}
+
+func readyCondition(src *api.Source) *metav1.Condition {
+	return apimeta.FindStatusCondition(src.Status.Conditions, api.SourceReady)
+}
+
+func readyReason(src *api.Source) string {
+	if c := readyCondition(src); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// printSyncOutcome prints the revision and the Ready condition: on
+// stdout when the revision was applied, on stderr (exit 1) when not.
+func printSyncOutcome(stdout, stderr io.Writer, src *api.Source) error {
+	c := readyCondition(src)
+	if c == nil {
+		return failed(fmt.Errorf("source %s has no Ready condition", src.Name))
+	}
+	rev := src.Status.LastAttemptedRevision
+	if rev == "" {
+		rev = table.None
+	}
+	if c.Status == metav1.ConditionTrue {
+		fmt.Fprintf(stdout, "source/%s synced: revision %s\n%s\n", src.Name, rev, c.Message)
+		return nil
+	}
+	fmt.Fprintf(stderr, "source/%s not synced (%s): revision %s\n%s\n", src.Name, c.Reason, rev, c.Message)
+	return reportedFailure()
+}

@@ -1,0 +1,202 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/store"
+)
+
+// running is a control plane started by a test.
+type running struct {
+	*Server
+	stop func()
+}
+
+func startControlPlane(t *testing.T, dataDir, storeKind string, specs ...source.Spec) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := New(ctx, Config{
+		DataDir: dataDir,
+		Listen:  "127.0.0.1:0",
+		Store:   storeKind,
+		Sources: specs,
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.Run(ctx); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
+	r := &running{Server: s}
+	var once sync.Once
+	r.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(r.stop)
+	return r
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cm(name, value string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  key: %q\n", name, value)
+}
+
+func poll(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func sourceObject(t *testing.T, st *store.Store, name string) *api.Source {
+	t.Helper()
+	obj, err := st.Get(sourceKind, "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*api.Source)
+}
+
+func readyOf(src *api.Source) (string, string) {
+	c := meta.FindStatusCondition(src.Status.Conditions, api.SourceReady)
+	if c == nil {
+		return "", ""
+	}
+	return string(c.Status), c.Reason
+}
+
+func configData(st *store.Store, name string) (string, error) {
+	obj, err := st.Get(api.KindOf(&api.ConfigMap{}), "default", name)
+	if err != nil {
+		return "", err
+	}
+	return obj.(*api.ConfigMap).Data["key"], nil
+}
+
+func TestDirSourceLifecycle(t *testing.T) {
+	manifests := t.TempDir()
+	write(t, filepath.Join(manifests, "a.yaml"), cm("a", "1"))
+	write(t, filepath.Join(manifests, "sub", "b.yaml"), cm("b", "1"))
+	spec, err := source.Parse("name=site," + manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	cp := startControlPlane(t, dataDir, StoreBolt, spec)
+	st := cp.Store()
+
+	poll(t, "the first sync", func() error {
+		if s, r := readyOf(sourceObject(t, st, "site")); s != "True" {
+			return fmt.Errorf("ready %s %s", s, r)
+		}
+		return cp.sources.Ready()
+	})
+	src := sourceObject(t, st, "site")
+	if src.Spec.Type != api.SourceTypeDir || src.Spec.URL != manifests || src.Status.Objects != 2 || src.Status.LastAppliedRevision == "" {
+		t.Errorf("source %+v", src)
+	}
+
+	// An edited file is applied.
+	write(t, filepath.Join(manifests, "a.yaml"), cm("a", "2"))
+	poll(t, "the edit", func() error {
+		if v, err := configData(st, "a"); err != nil || v != "2" {
+			return fmt.Errorf("a = %q, %v", v, err)
+		}
+		return nil
+	})
+
+	// A reconcile request is answered.
+	at := time.Now().UTC().Format(time.RFC3339Nano)
+	src = sourceObject(t, st, "site").DeepCopy()
+	src.Annotations = map[string]string{api.AnnotationReconcileRequestedAt: at}
+	if _, err := st.Update(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the reconcile request", func() error {
+		if got := sourceObject(t, st, "site").Status.LastHandledReconcileAt; got != at {
+			return fmt.Errorf("lastHandledReconcileAt %q", got)
+		}
+		return nil
+	})
+
+	// Emptying the folder is held back by the prune guard until the spec
+	// allows it.
+	os.RemoveAll(filepath.Join(manifests, "sub"))
+	os.Remove(filepath.Join(manifests, "a.yaml"))
+	poll(t, "the prune guard", func() error {
+		if s, r := readyOf(sourceObject(t, st, "site")); r != api.ReasonPruneGuard {
+			return fmt.Errorf("ready %s %s", s, r)
+		}
+		return nil
+	})
+	if _, err := configData(st, "a"); err != nil {
+		t.Fatal("pruned despite the guard")
+	}
+	src = sourceObject(t, st, "site").DeepCopy()
+	src.Spec.AllowMassPrune = true
+	if _, err := st.Update(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the prune", func() error {
+		if _, err := configData(st, "a"); !store.IsNotFound(err) {
+			return fmt.Errorf("a still there: %v", err)
+		}
+		return nil
+	})
+	write(t, filepath.Join(manifests, "c.yaml"), cm("c", "1"))
+	poll(t, "c", func() error { _, err := configData(st, "c"); return err })
+	cp.stop()
+
+	// Restarted without the flag: the Source says so, its objects stay.
+	cp = startControlPlane(t, dataDir, StoreBolt)
+	src = sourceObject(t, cp.Store(), "site")
+	if s, r := readyOf(src); s != "False" || r != api.ReasonNotConfigured {
+		t.Errorf("ready %s %s", s, r)
+	}
+	if _, err := configData(cp.Store(), "c"); err != nil {
+		t.Errorf("c was not kept: %v", err)
+	}
+	if err := cp.sources.Ready(); err != nil {
+		t.Errorf("no sources, yet not ready: %v", err)
+	}
+}
+
+func TestSourcesRejectDuplicateNames(t *testing.T) {
+	a, _ := source.Parse("name=x," + t.TempDir())
+	b, _ := source.Parse("name=x," + t.TempDir())
+	_, err := New(context.Background(), Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Store: StoreMemory, Sources: []source.Spec{a, b}, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		t.Fatal("two sources named x were accepted")
+	}
+}

@@ -1,0 +1,132 @@
+package controlplane
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/berth-dev/berth/apiserver"
+)
+
+// HooksPath is where webhooks are posted: HooksPath + "<source>".
+const HooksPath = "/hooks/"
+
+// Webhook headers: GitHub's (and Gitea's, Bitbucket's) HMAC signature, and
+// GitLab's shared token.
+const (
+	HeaderHubSignature256 = "X-Hub-Signature-256"
+	HeaderGitlabToken     = "X-Gitlab-Token"
+)
+
+// MaxWebhookBody caps a webhook's body: push payloads are a few KiB, and
+// the body is read before it is authenticated.
+const MaxWebhookBody = 1 << 20
+
+// ReadWebhookSecret reads the shared secret of webhooks from a file,
+// without the trailing newline an editor or `echo` leaves.
+func ReadWebhookSecret(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret: %w", err)
+	}
+	secret := bytes.TrimRight(data, "\r\n")
+	if len(secret) == 0 {
+		return nil, fmt.Errorf("webhook secret %s is empty", path)
+	}
+	return secret, nil
+}
+
+// webhook answers POST /hooks/<source> (SPEC §3), which needs no bearer
+// token: the caller proves it knows the secret with an HMAC-SHA256 of the
+// body (X-Hub-Signature-256: sha256=<hex>) or, as GitLab does, by sending
+// it (X-Gitlab-Token). Both are compared in constant time. The signature
+// is checked before the source is looked up, so that nobody without the
+// secret can learn which sources exist. Answers: 202 and a sync of the
+// source; 401 for a bad or missing signature (nothing is synced); 404 for
+// a source that is not configured; 403 for every request when the server
+// has no secret (webhooks are off); 405 for another method; 413 for a body
+// over MaxWebhookBody.
+type webhook struct {
+	secret  []byte
+	trigger func(name string) bool
+	log     *slog.Logger
+}
+
+var hooksResource = schema.GroupResource{Group: "berth.dev", Resource: "hooks"}
+
+func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, HooksPath)
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		apiserver.WriteError(w, apierrors.NewMethodNotSupported(hooksResource, r.Method))
+		return
+	}
+	if h.secret == nil {
+		apiserver.WriteError(w, apierrors.NewForbidden(hooksResource, name,
+			errors.New("webhooks are disabled: the server has no --webhook-secret-file")))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiserver.WriteError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("webhook body over %d bytes", MaxWebhookBody)))
+			return
+		}
+		apiserver.WriteError(w, apierrors.NewBadRequest("read body: "+err.Error()))
+		return
+	}
+	if !h.authentic(r.Header, body) {
+		h.log.Warn("webhook refused: bad or missing signature", "source", name, "remote", r.RemoteAddr)
+		apiserver.WriteError(w, apierrors.NewUnauthorized(
+			"bad or missing webhook signature: send "+HeaderHubSignature256+": sha256=<hex HMAC-SHA256 of the body> or "+HeaderGitlabToken))
+		return
+	}
+	if name == "" || strings.Contains(name, "/") || !h.trigger(name) {
+		apiserver.WriteError(w, apierrors.NewNotFound(schema.GroupResource{Group: "berth.dev", Resource: "sources"}, name))
+		return
+	}
+	h.log.Info("webhook: sync triggered", "source", name)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Code:     http.StatusAccepted,
+		Message:  fmt.Sprintf("sync of source %s triggered", name),
+	})
+}
+
+// authentic checks the signature headers against the secret.
+func (h *webhook) authentic(header http.Header, body []byte) bool {
+	if sig := header.Get(HeaderHubSignature256); sig != "" {
+		hexSum, ok := strings.CutPrefix(sig, "sha256=")
+		if !ok {
+			return false
+		}
+		got, err := hex.DecodeString(hexSum)
+		if err != nil {
+			return false
+		}
+		mac := hmac.New(sha256.New, h.secret)
+		mac.Write(body)
+		return hmac.Equal(got, mac.Sum(nil))
+	}
+	if token := header.Get(HeaderGitlabToken); token != "" {
+		return hmac.Equal([]byte(token), h.secret)
+	}
+	return false
+}

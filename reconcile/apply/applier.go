@@ -1,0 +1,300 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/store"
+)
+
+// Options tune an Applier. The zero value is usable.
+type Options struct {
+	// Clock stamps sync times and events; the real clock when nil.
+	Clock clock.PassiveClock
+	// Logger receives what the applier does; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// Applier applies the revisions of sources to a store, one transaction
+// per revision, and remembers what each source last applied so that a
+// change made outside the source can be reverted at once (Correct).
+type Applier struct {
+	store *store.Store
+	clock clock.PassiveClock
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	sources map[string]*sourceState
+	// events numbers event names, which must be unique within a second.
+	events atomic.Uint64
+}
+
+// sourceState is what the applier keeps per source. mu serialises the
+// source's applies and drift corrections, so that a correction never acts
+// on a state the source is replacing.
+type sourceState struct {
+	mu       sync.Mutex
+	revision string
+	applied  map[Key]api.Object
+	// seen is the resourceVersion of each applied object when the source
+	// last wrote or checked it.
+	seen map[Key]string
+}
+
+// New returns an Applier over a store.
+func New(s *store.Store, opts Options) *Applier {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Applier{store: s, clock: opts.Clock, log: opts.Logger, sources: map[string]*sourceState{}}
+}
+
+func (a *Applier) state(name string) *sourceState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.sources[name]
+	if st == nil {
+		st = &sourceState{}
+		a.sources[name] = st
+	}
+	return st
+}
+
+// Result is what one Apply did.
+type Result struct {
+	// Revision is the revision attempted.
+	Revision string
+	// Ready, Reason and Message are the Source's Ready condition after it.
+	Ready   bool
+	Reason  string
+	Message string
+	// Errors are the errors that rejected the revision.
+	Errors api.ErrorList
+	Counts Counts
+	// StoreRevision is the store revision the writes got; 0 when nothing
+	// but the Source status was written.
+	StoreRevision uint64
+}
+
+// ApplyOptions say why an Apply runs.
+type ApplyOptions struct {
+	// Request is the value of the Source's reconcile-requested-at
+	// annotation this sync answers; it is copied to
+	// status.lastHandledReconcileAt.
+	Request string
+}
+
+// rejected aborts a transaction whose revision cannot be applied.
+type rejected struct {
+	reason  string
+	errs    api.ErrorList
+	message string
+}
+
+func (r *rejected) Error() string { return r.message }
+
+// Apply applies one revision of the named source as SPEC §3 says: a
+// revision the source could not read (rev.Err) or that has any error
+// (decoding, validation, duplicates, ownership, namespaces, immutable
+// fields) changes nothing but the Source status, which lists every error;
+// one that would prune more than half of the source's objects is held
+// back by the prune guard unless the Source allows it; any other is
+// written in one store transaction together with the Source status. The
+// Source object must exist. An error is returned only when the store
+// failed; a rejected revision is a Result with Ready false.
+func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, opts ApplyOptions) (Result, error) {
+	st := a.state(name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+
+	res := Result{Revision: rev.ID}
+	if rev.Err != nil {
+		res.Reason = api.ReasonFetchFailed
+		res.Message = fmt.Sprintf("cannot read the source: %v; still at revision %s", rev.Err, orNone(st.revision))
+		return res, a.writeStatus(ctx, name, &res, opts)
+	}
+	desired, errs := Prepare(name, rev.Objects, rev.Errors, st.applied)
+	if len(errs) > 0 {
+		res.Reason, res.Errors = api.ReasonInvalidRevision, errs
+		res.Message = rejectedMessage(rev.ID, st.revision, errs)
+		return res, a.writeStatus(ctx, name, &res, opts)
+	}
+
+	var plan *Plan
+	storeRev, err := a.store.Txn(ctx, func(tx *store.Txn) error {
+		src, err := getSource(tx, name)
+		if err != nil {
+			return err
+		}
+		in, err := readInput(tx, name, desired, st.applied)
+		if err != nil {
+			return err
+		}
+		in.Seen = st.seen
+		plan = Diff(in)
+		if len(plan.Errors) > 0 {
+			return &rejected{reason: api.ReasonInvalidRevision, errs: plan.Errors, message: rejectedMessage(rev.ID, st.revision, plan.Errors)}
+		}
+		if plan.MassPrune() && !src.Spec.AllowMassPrune && src.Annotations[api.AnnotationAllowPrune] != rev.ID {
+			return &rejected{reason: api.ReasonPruneGuard, message: guardMessage(name, rev.ID, st.revision, plan)}
+		}
+		if err := a.execute(tx, name, plan); err != nil {
+			return err
+		}
+		res.Ready, res.Reason, res.Counts = true, api.ReasonSucceeded, plan.Counts
+		res.Message = appliedMessage(rev.ID, plan.Counts)
+		return a.updateStatus(tx, src, &res, opts, len(desired))
+	})
+	var rej *rejected
+	switch {
+	case errors.As(err, &rej):
+		res.Reason, res.Errors, res.Message = rej.reason, rej.errs, rej.message
+		return res, a.writeStatus(ctx, name, &res, opts)
+	case err != nil:
+		return Result{Revision: rev.ID}, fmt.Errorf("apply revision %s of source %s: %w", rev.ID, name, err)
+	}
+	if plan.Counts.Created+plan.Counts.Updated+plan.Counts.Pruned > 0 {
+		res.StoreRevision = storeRev
+	}
+	applied := make(map[Key]api.Object, len(desired))
+	for _, d := range desired {
+		applied[d.Key] = d.Object
+	}
+	seen := make(map[Key]string, len(desired))
+	written := fmt.Sprint(storeRev)
+	for _, s := range plan.Steps {
+		switch s.Action {
+		case ActionCreate, ActionUpdate:
+			seen[s.Key] = written
+		case ActionUnchanged:
+			seen[s.Key] = s.Live.GetResourceVersion()
+		}
+	}
+	st.applied, st.seen, st.revision = applied, seen, rev.ID
+	a.log.Info("applied revision", "source", name, "revision", rev.ID, "created", plan.Counts.Created,
+		"updated", plan.Counts.Updated, "pruned", plan.Counts.Pruned, "unchanged", plan.Counts.Unchanged)
+	return res, nil
+}
+
+// readInput reads what the plan needs from the transaction: the stored
+// object of every desired key, the source's inventory and the namespaces
+// the objects name.
+func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]api.Object) (Input, error) {
+	in := Input{
+		Source:     name,
+		Desired:    desired,
+		Live:       make(map[Key]api.Object, len(desired)),
+		Previous:   previous,
+		Namespaces: map[string]*api.Namespace{},
+	}
+	for _, d := range desired {
+		live, err := tx.Get(d.Key.Kind, d.Key.Namespace, d.Key.Name)
+		switch {
+		case err == nil:
+			in.Live[d.Key] = live
+		case !store.IsNotFound(err):
+			return in, err
+		}
+		if d.Key.Kind.Namespaced {
+			if _, seen := in.Namespaces[d.Key.Namespace]; !seen {
+				ns, err := tx.Get(namespaceKind, "", d.Key.Namespace)
+				switch {
+				case err == nil:
+					in.Namespaces[d.Key.Namespace] = ns.(*api.Namespace)
+				case store.IsNotFound(err):
+					in.Namespaces[d.Key.Namespace] = nil
+				default:
+					return in, err
+				}
+			}
+		}
+	}
+	inv, err := inventory(tx, name)
+	in.Inventory = inv
+	return in, err
+}
+
+var namespaceKind = api.KindOf(&api.Namespace{})
+
+// inventory lists every object whose berth.dev/source annotation names
+// the source, through the store's source index.
+func inventory(r reader, name string) ([]api.Object, error) {
+	var out []api.Object
+	for _, k := range api.Kinds() {
+		if k == sourceKind || k == eventKind {
+			continue
+		}
+		objs, err := r.List(k, store.Filter{Index: store.IndexSource, Value: name})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// execute writes a plan: creates and updates in order, then prunes, with
+// an event for every adoption and every drift reverted.
+func (a *Applier) execute(tx *store.Txn, name string, plan *Plan) error {
+	for _, s := range plan.Steps {
+		switch s.Action {
+		case ActionCreate:
+			if _, err := tx.Create(s.Object.DeepCopyObject().(api.Object)); err != nil {
+				return err
+			}
+		case ActionUpdate:
+			stored, err := tx.Update(s.Object)
+			if err != nil {
+				return err
+			}
+			switch {
+			case s.Adopt:
+				if err := a.recordEvent(tx, stored, ReasonAdopted,
+					fmt.Sprintf("Source %s adopted %s, which had no %s annotation", name, s.Key, api.AnnotationSource)); err != nil {
+					return err
+				}
+			case s.Drift:
+				if err := a.recordEvent(tx, stored, ReasonDriftCorrected, driftMessage(name, s.Key, s.Fields)); err != nil {
+					return err
+				}
+			}
+		case ActionPrune:
+			if _, err := tx.Delete(s.Key.Kind, s.Key.Namespace, s.Key.Name, store.DeleteOptions{}); err != nil && !store.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reader is what the applier reads from: a transaction or a snapshot.
+type reader interface {
+	Get(k *api.Kind, namespace, name string) (api.Object, error)
+	List(k *api.Kind, f store.Filter) ([]api.Object, error)
+}
+
+func getSource(r reader, name string) (*api.Source, error) {
+	obj, err := r.Get(sourceKind, "", name)
+	if err != nil {
+		return nil, fmt.Errorf("source object: %w", err)
+	}
+	return obj.(*api.Source), nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

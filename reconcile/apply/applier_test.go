@@ -1,0 +1,434 @@
+package apply
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/source"
+)
+
+func TestApplyCreatesInDependencyOrderInOneTransaction(t *testing.T) {
+	f := newFixture(t)
+	n := f.backend.count()
+	rev := decode(t, "r1",
+		"a-web.yaml", docs(deployment("web", 2), service("web")),
+		"b-config.yaml", configMap("settings", "1"),
+		"c-claim.yaml", `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  namespace: prod
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+`,
+		"z-ns.yaml", namespace("prod"))
+	res := f.mustApply(rev)
+	if f.backend.count() != n+1 {
+		t.Fatalf("%d commits, want one transaction", f.backend.count()-n)
+	}
+	want := []string{
+		"Namespace/prod",
+		"ConfigMap/default/settings",
+		"PersistentVolumeClaim/prod/data",
+		"Service/default/web",
+		"Deployment/default/web",
+		"Source/fleet",
+	}
+	if got := f.backend.since(n); !slices.Equal(got, want) {
+		t.Errorf("writes\n got %v\nwant %v", got, want)
+	}
+	if res.Counts != (Counts{Created: 5}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	src := f.source()
+	if src.Status.LastAppliedRevision != "r1" || src.Status.LastAttemptedRevision != "r1" || src.Status.Objects != 5 || src.Status.LastSyncTime == nil {
+		t.Errorf("status %+v", src.Status)
+	}
+	c := f.ready()
+	if c.Status != metav1.ConditionTrue || c.Reason != api.ReasonSucceeded || c.Message != "Applied revision r1: 5 created, 0 updated, 0 pruned, 0 unchanged" {
+		t.Errorf("ready %+v", c)
+	}
+	if got := f.get("Deployment", "default", "web").GetAnnotations()[api.AnnotationSource]; got != fleet {
+		t.Errorf("source annotation %q", got)
+	}
+}
+
+func TestApplyWritesOnlyWhatChanged(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "all.yaml", docs(deployment("web", 2), service("web"), configMap("a", "1"), configMap("b", "1"))))
+	before := f.versions()
+
+	// The same revision again writes nothing but the Source's status.
+	n := f.backend.count()
+	res := f.mustApply(decode(t, "r1", "all.yaml", docs(deployment("web", 2), service("web"), configMap("a", "1"), configMap("b", "1"))))
+	if got := f.backend.since(n); !slices.Equal(got, []string{"Source/fleet"}) {
+		t.Errorf("same revision wrote %v", got)
+	}
+	if res.Counts != (Counts{Unchanged: 4}) || res.StoreRevision != 0 {
+		t.Errorf("counts %+v, store revision %d", res.Counts, res.StoreRevision)
+	}
+	if after := f.versions(); !maps.Equal(before, after) {
+		t.Errorf("resourceVersions changed:\n%v\n%v", before, after)
+	}
+
+	// One changed object: exactly it is written.
+	n = f.backend.count()
+	res = f.mustApply(decode(t, "r2", "all.yaml", docs(deployment("web", 2), service("web"), configMap("a", "2"), configMap("b", "1"))))
+	if got := f.backend.since(n); !slices.Equal(got, []string{"ConfigMap/default/a", "Source/fleet"}) {
+		t.Errorf("wrote %v", got)
+	}
+	after := f.versions()
+	for k, v := range before {
+		if changed := after[k] != v; changed != (k == "ConfigMap/default/a") {
+			t.Errorf("%s: resourceVersion %s → %s", k, v, after[k])
+		}
+	}
+	if res.Counts != (Counts{Updated: 1, Unchanged: 3}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if c := f.ready(); c.Message != "Applied revision r2: 0 created, 1 updated, 0 pruned, 3 unchanged" {
+		t.Errorf("message %q", c.Message)
+	}
+}
+
+func TestApplyKeepsStatusAndWhatControllersSet(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "web.yaml", deployment("web", 2)))
+	// A controller writes the status and an annotation of its own.
+	d := f.get("Deployment", "default", "web").DeepCopyObject().(*api.Deployment)
+	d.Status.Replicas, d.Status.ReadyReplicas = 2, 2
+	d.Annotations["deployment.kubernetes.io/revision"] = "1"
+	if _, err := f.store.Update(f.ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	before := f.versions()["Deployment/default/web"]
+
+	// Unchanged manifest: nothing written although live has more.
+	if res := f.mustApply(decode(t, "r1", "web.yaml", deployment("web", 2))); res.Counts.Unchanged != 1 {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if after := f.versions()["Deployment/default/web"]; after != before {
+		t.Errorf("resourceVersion %s → %s", before, after)
+	}
+
+	f.mustApply(decode(t, "r2", "web.yaml", deployment("web", 3)))
+	got := f.get("Deployment", "default", "web").(*api.Deployment)
+	if *got.Spec.Replicas != 3 {
+		t.Errorf("replicas %d", *got.Spec.Replicas)
+	}
+	if got.Status.Replicas != 2 || got.Status.ReadyReplicas != 2 {
+		t.Errorf("status lost: %+v", got.Status)
+	}
+	if got.Annotations["deployment.kubernetes.io/revision"] != "1" {
+		t.Errorf("controller's annotation lost: %v", got.Annotations)
+	}
+	if got.Generation != 2 {
+		t.Errorf("generation %d", got.Generation)
+	}
+}
+
+func TestApplyRemovesLabelsTheSourceDropped(t *testing.T) {
+	f := newFixture(t)
+	withLabel := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+  labels:
+    tier: web
+    team: blue
+`
+	f.mustApply(decode(t, "r1", "a.yaml", withLabel))
+	cm := f.get("ConfigMap", "default", "a").DeepCopyObject().(*api.ConfigMap)
+	cm.Labels["added-by-hand"] = "yes"
+	if _, err := f.store.Update(f.ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	f.mustApply(decode(t, "r2", "a.yaml", strings.Replace(withLabel, "    team: blue\n", "", 1)))
+	got := f.get("ConfigMap", "default", "a").GetLabels()
+	want := map[string]string{"tier": "web", "added-by-hand": "yes"}
+	if !maps.Equal(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
+	}
+}
+
+func TestApplyPrunes(t *testing.T) {
+	f := newFixture(t)
+	keep := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: keep
+  annotations:
+    berth.dev/prune: disabled
+`
+	f.mustApply(decode(t, "r1", "all.yaml", docs(namespace("prod"), configMap("a", "1"), configMap("b", "1"), keep, service("web"), deployment("web", 1))))
+	n := f.backend.count()
+	res := f.mustApply(decode(t, "r2", "all.yaml", docs(namespace("prod"), configMap("a", "1"), service("web"), deployment("web", 1))))
+	if res.Counts != (Counts{Pruned: 1, Kept: 1, Unchanged: 4}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if got := f.backend.since(n); !slices.Equal(got, []string{"-ConfigMap/default/b", "Source/fleet"}) {
+		t.Errorf("wrote %v", got)
+	}
+	if f.exists("ConfigMap", "default", "b") || !f.exists("ConfigMap", "default", "keep") {
+		t.Error("b should be pruned and keep kept")
+	}
+	if c := f.ready(); !strings.Contains(c.Message, "1 pruned") || !strings.Contains(c.Message, "1 kept") {
+		t.Errorf("message %q", c.Message)
+	}
+	if f.source().Status.Objects != 4 {
+		t.Errorf("objects %d", f.source().Status.Objects)
+	}
+}
+
+func TestApplyPrunesInReverseOrder(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "all.yaml", docs(namespace("prod"), configMap("a", "1"), service("web"), deployment("web", 1), configMap("b", "1"), configMap("c", "1"), configMap("d", "1"), configMap("e", "1"))))
+	src := f.source().DeepCopy()
+	src.Spec.AllowMassPrune = true
+	if _, err := f.store.Update(f.ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	n := f.backend.count()
+	f.mustApply(decode(t, "r2", "rest.yaml", docs(configMap("b", "1"), configMap("c", "1"), configMap("d", "1"), configMap("e", "1"))))
+	want := []string{"-Deployment/default/web", "-Service/default/web", "-ConfigMap/default/a", "Namespace/prod", "Source/fleet"}
+	// The namespace has a finalizer: pruning marks it terminating.
+	if got := f.backend.since(n); !slices.Equal(got, want) {
+		t.Errorf("wrote %v, want %v", got, want)
+	}
+	if f.get("Namespace", "", "prod").GetDeletionTimestamp() == nil {
+		t.Error("namespace prod is not being deleted")
+	}
+}
+
+func TestApplyRefusesObjectsOfAnotherSource(t *testing.T) {
+	for _, owner := range []string{"api", "other"} {
+		t.Run(owner, func(t *testing.T) {
+			f := newFixture(t)
+			cm := &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b", Annotations: map[string]string{api.AnnotationSource: owner}}}
+			f.create(cm)
+			before := f.store.Revision()
+			res := f.apply(decode(t, "r1", "cm.yaml", docs(configMap("a", "1"), configMap("b", "1"))))
+			if res.Ready || res.Reason != api.ReasonInvalidRevision {
+				t.Fatalf("result %+v", res)
+			}
+			if f.exists("ConfigMap", "default", "a") {
+				t.Error("a was created although the revision was rejected")
+			}
+			if f.store.Revision() != before+1 {
+				t.Errorf("store went from %d to %d: more than the status was written", before, f.store.Revision())
+			}
+			msg := f.ready().Message
+			for _, want := range []string{"cm.yaml:doc 1", "ConfigMap/default/b", `source "` + owner + `"`, `source "fleet"`} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("message %q does not name %q", msg, want)
+				}
+			}
+		})
+	}
+}
+
+func TestApplyAdoptsUnownedObjects(t *testing.T) {
+	f := newFixture(t)
+	f.create(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", Labels: map[string]string{"x": "y"}}, Data: map[string]string{"key": "old"}})
+	res := f.mustApply(decode(t, "r1", "cm.yaml", configMap("a", "1")))
+	if res.Counts != (Counts{Updated: 1, Adopted: 1}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	cm := f.get("ConfigMap", "default", "a").(*api.ConfigMap)
+	if cm.Annotations[api.AnnotationSource] != fleet || cm.Data["key"] != "1" {
+		t.Errorf("not adopted: %+v", cm.ObjectMeta)
+	}
+	evs := f.events("default", ReasonAdopted)
+	if len(evs) != 1 || evs[0].InvolvedObject.Name != "a" || evs[0].InvolvedObject.Kind != "ConfigMap" || evs[0].Type != api.EventTypeNormal {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+func TestApplyRejectsInvalidRevisionWhole(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "a.yaml", configMap("a", "1")))
+	before := f.versions()
+	rev := decode(t, "r2",
+		"a.yaml", configMap("a", "2"),
+		"bad/decode.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndatum: {}\n",
+		"bad/invalid.yaml", docs(configMap("ok", "1"), deployment("UPPER", 1)),
+		"dup.yaml", configMap("a", "3"),
+		"ns.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  namespace: nowhere\nspec:\n  ports:\n  - port: 80\n")
+	res := f.apply(rev)
+	if res.Ready || res.Reason != api.ReasonInvalidRevision {
+		t.Fatalf("result %+v", res)
+	}
+	if after := f.versions(); !maps.Equal(before, after) {
+		t.Errorf("objects changed: %v → %v", before, after)
+	}
+	if f.exists("ConfigMap", "default", "ok") || f.get("ConfigMap", "default", "a").(*api.ConfigMap).Data["key"] != "1" {
+		t.Error("part of a rejected revision was applied")
+	}
+	src := f.source()
+	if src.Status.LastAppliedRevision != "r1" || src.Status.LastAttemptedRevision != "r2" || src.Status.Objects != 1 {
+		t.Errorf("status %+v", src.Status)
+	}
+	c := f.ready()
+	if c.Status != metav1.ConditionFalse || c.Reason != api.ReasonInvalidRevision {
+		t.Errorf("ready %+v", c)
+	}
+	for _, want := range []string{
+		"Revision r2 rejected, nothing applied (still at revision r1)",
+		`bad/decode.yaml:doc 0 (line 5): datum: unknown field "datum"`,
+		"bad/invalid.yaml:doc 1 (line 11): metadata.name: Invalid value",
+		"dup.yaml:doc 0 (line 4): metadata.name: Duplicate value",
+	} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message lacks %q:\n%s", want, c.Message)
+		}
+	}
+	// The namespace check reads the store, so it is reported when the
+	// rest is valid.
+	res = f.apply(decode(t, "r3", "ns.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  namespace: nowhere\nspec:\n  ports:\n  - port: 80\n"))
+	if res.Ready || !strings.Contains(f.ready().Message, `ns.yaml:doc 0 (line 5): metadata.namespace: Not found: "nowhere"`) {
+		t.Errorf("namespace error: %s", f.ready().Message)
+	}
+}
+
+func TestApplyRefusesImmutableChanges(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "web.yaml", deployment("web", 1)))
+	changed := strings.Replace(deployment("web", 1), "    matchLabels:\n      app: web\n", "    matchLabels:\n      app: web\n      tier: x\n", 1)
+	changed = strings.Replace(changed, "      labels:\n        app: web\n", "      labels:\n        app: web\n        tier: x\n", 1)
+	res := f.apply(decode(t, "r2", "web.yaml", changed))
+	if res.Ready || !strings.Contains(res.Message, "web.yaml:doc 0") || !strings.Contains(res.Message, "spec.selector: Invalid value") {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestPruneGuard(t *testing.T) {
+	four := decode(t, "r1", "all.yaml", docs(configMap("a", "1"), configMap("b", "1"), configMap("c", "1"), configMap("d", "1")))
+	t.Run("half is allowed", func(t *testing.T) {
+		f := newFixture(t)
+		f.mustApply(four)
+		f.mustApply(decode(t, "r2", "all.yaml", docs(configMap("a", "1"), configMap("b", "1"))))
+	})
+	t.Run("more than half is held back until allowed for the revision", func(t *testing.T) {
+		f := newFixture(t)
+		f.mustApply(four)
+		before := f.versions()
+		one := decode(t, "r2", "all.yaml", configMap("a", "1"))
+		res := f.apply(one)
+		if res.Ready || res.Reason != api.ReasonPruneGuard {
+			t.Fatalf("result %+v", res)
+		}
+		if !maps.Equal(before, f.versions()) {
+			t.Error("objects changed while held back")
+		}
+		msg := f.ready().Message
+		for _, want := range []string{"would prune 3 of the 4 objects", "ConfigMap/default/b", "--allow-prune", "still at revision r1"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("message lacks %q: %s", want, msg)
+			}
+		}
+		// An allowance for another revision does not count.
+		src := f.source().DeepCopy()
+		src.Annotations = map[string]string{api.AnnotationAllowPrune: "r9"}
+		if _, err := f.store.Update(f.ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		if res := f.apply(one); res.Reason != api.ReasonPruneGuard {
+			t.Fatalf("result %+v", res)
+		}
+		src = f.source().DeepCopy()
+		src.Annotations[api.AnnotationAllowPrune] = "r2"
+		if _, err := f.store.Update(f.ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		res = f.apply(one)
+		if !res.Ready || res.Counts.Pruned != 3 {
+			t.Fatalf("result %+v", res)
+		}
+	})
+	t.Run("all is held back, allowMassPrune lets it", func(t *testing.T) {
+		f := newFixture(t)
+		f.mustApply(decode(t, "r1", "a.yaml", configMap("a", "1")))
+		empty := source.Revision{ID: "r2"}
+		if res := f.apply(empty); res.Reason != api.ReasonPruneGuard {
+			t.Fatalf("result %+v", res)
+		}
+		src := f.source().DeepCopy()
+		src.Spec.AllowMassPrune = true
+		if _, err := f.store.Update(f.ctx, src); err != nil {
+			t.Fatal(err)
+		}
+		if res := f.apply(empty); !res.Ready || res.Counts.Pruned != 1 {
+			t.Fatalf("result %+v", res)
+		}
+	})
+}
+
+func TestApplyFetchFailed(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "a.yaml", configMap("a", "1")))
+	before := f.versions()
+	res := f.apply(source.Revision{ID: "r1", Err: errors.New("dial tcp: connection refused")})
+	if res.Ready || res.Reason != api.ReasonFetchFailed {
+		t.Fatalf("result %+v", res)
+	}
+	if !maps.Equal(before, f.versions()) {
+		t.Error("objects changed")
+	}
+	if c := f.ready(); !strings.Contains(c.Message, "connection refused") || c.Reason != api.ReasonFetchFailed {
+		t.Errorf("ready %+v", c)
+	}
+}
+
+func TestApplyRecordsHandledRequest(t *testing.T) {
+	f := newFixture(t)
+	const at = "2025-06-01T12:00:00.123456789Z"
+	if _, err := f.applier.Apply(f.ctx, fleet, decode(t, "r1", "a.yaml", configMap("a", "1")), ApplyOptions{Request: at}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.source().Status.LastHandledReconcileAt; got != at {
+		t.Errorf("lastHandledReconcileAt %q", got)
+	}
+	// A rejected revision answers the request too.
+	if _, err := f.applier.Apply(f.ctx, fleet, source.Revision{ID: "r2", Err: errors.New("gone")}, ApplyOptions{Request: at + "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.source().Status.LastHandledReconcileAt; got != at+"x" {
+		t.Errorf("lastHandledReconcileAt %q", got)
+	}
+}
+
+func TestApplyKeepsThePodsNode(t *testing.T) {
+	f := newFixture(t)
+	pod := `apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: c
+    image: img:1
+`
+	f.mustApply(decode(t, "r1", "pod.yaml", pod))
+	p := f.get("Pod", "default", "p").DeepCopyObject().(*api.Pod)
+	p.Spec.NodeName = "node-1"
+	if _, err := f.store.Update(f.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.mustApply(decode(t, "r1", "pod.yaml", pod)); res.Counts.Unchanged != 1 {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	res := f.mustApply(decode(t, "r2", "pod.yaml", strings.Replace(pod, "img:1", "img:2", 1)))
+	got := f.get("Pod", "default", "p").(*api.Pod)
+	if res.Counts.Updated != 1 || got.Spec.NodeName != "node-1" || got.Spec.Containers[0].Image != "img:2" {
+		t.Errorf("counts %+v, pod %+v", res.Counts, got.Spec)
+	}
+}

@@ -1,0 +1,225 @@
+package apply
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Action is what applying a revision does to one object.
+type Action string
+
+// Actions, in the words of the Source's status message.
+const (
+	ActionCreate    Action = "create"
+	ActionUpdate    Action = "update"
+	ActionUnchanged Action = "unchanged"
+	ActionPrune     Action = "prune"
+	// ActionKeep: the revision no longer holds the object, but it is
+	// annotated berth.dev/prune: disabled.
+	ActionKeep Action = "keep"
+)
+
+// Step is one decision of a Plan.
+type Step struct {
+	Action Action
+	Key    Key
+	// Object is what to write for a create or an update, the live object
+	// otherwise.
+	Object api.Object
+	// Live is the stored object, nil for a create.
+	Live api.Object
+	// Adopt: the object existed with no source annotation and the source
+	// takes it over.
+	Adopt bool
+	// Drift: the source declares what it declared last time, yet the
+	// stored object differs; the update reverts a change made outside it.
+	Drift bool
+	// Fields are the paths a drift update reverts.
+	Fields []string
+}
+
+// Input is what a plan is made from: the revision's objects and what the
+// store holds that concerns them. Reading it is the caller's I/O.
+type Input struct {
+	// Source is the name of the source the revision is from.
+	Source string
+	// Desired are the revision's objects, from Prepare, in revision order.
+	Desired []*Desired
+	// Live holds the stored object of every desired key that exists.
+	Live map[Key]api.Object
+	// Inventory is every object the store says the source applied (its
+	// berth.dev/source annotation names it).
+	Inventory []api.Object
+	// Previous is what the source last applied, by key; nil when unknown.
+	Previous map[Key]api.Object
+	// Seen is the resourceVersion each object had when the source last
+	// applied or checked it. An object still at that version and declared
+	// as before is unchanged without a closer look.
+	Seen map[Key]string
+	// Namespaces holds the stored Namespace of every namespace a desired
+	// object names, when it exists.
+	Namespaces map[string]*api.Namespace
+}
+
+// Counts sum a plan up.
+type Counts struct {
+	Created, Updated, Unchanged, Pruned, Kept, Adopted, Drifted int
+}
+
+// Plan is what applying a revision would do: every create, update and
+// unchanged object in dependency order, then every prune in reverse
+// order; or the errors that reject the revision.
+type Plan struct {
+	Steps  []Step
+	Errors api.ErrorList
+	// Owned is how many objects the source held before: the base of the
+	// prune guard.
+	Owned  int
+	Counts Counts
+}
+
+// MassPrune reports whether the plan prunes more than half of the
+// source's objects, or all of them: what the prune guard holds back.
+func (p *Plan) MassPrune() bool {
+	n := p.Counts.Pruned
+	return n > 0 && (n == p.Owned || 2*n > p.Owned)
+}
+
+// Diff decides what applying a revision does. It reads nothing and writes
+// nothing, so that every decision of the applier is tested on its own.
+//
+// An object that exists and names another source (api included, which
+// `berth apply` sets) is an error naming both; an object with no source
+// annotation is adopted, and the caller records an event saying so, as a
+// Kubernetes user expects of `kubectl apply`. A namespaced object whose
+// namespace neither exists nor is in the revision, or is being deleted, is
+// an error. So is an update Kubernetes would refuse (a changed selector).
+// Objects in the inventory but not in the revision are pruned, except
+// those annotated berth.dev/prune: disabled, those already being deleted,
+// and those a controller owns (they carry the annotation because their
+// owner's template did, and go with their owner).
+func Diff(in Input) *Plan {
+	p := &Plan{}
+	desiredKeys := make(map[Key]bool, len(in.Desired))
+	nsInRevision := map[string]bool{}
+	for _, d := range in.Desired {
+		desiredKeys[d.Key] = true
+		if _, ok := d.Object.(*api.Namespace); ok {
+			nsInRevision[d.Key.Name] = true
+		}
+	}
+
+	steps := make([]Step, 0, len(in.Desired))
+	for _, d := range in.Desired {
+		if errs := checkNamespace(d, in.Namespaces, nsInRevision); len(errs) > 0 {
+			p.Errors = append(p.Errors, d.Decoded.Errors(errs)...)
+			continue
+		}
+		live := in.Live[d.Key]
+		if live == nil {
+			steps = append(steps, Step{Action: ActionCreate, Key: d.Key, Object: d.Object})
+			continue
+		}
+		owner, annotated := live.GetAnnotations()[api.AnnotationSource]
+		if annotated && owner != in.Source {
+			p.Errors = append(p.Errors, d.Decoded.Errors(field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"),
+				fmt.Sprintf("%s exists and is owned by source %q (annotation %s); source %q cannot apply it: remove it from one of the two sources, or delete it so that %q creates it",
+					d.Key, owner, api.AnnotationSource, in.Source, in.Source))})...)
+			continue
+		}
+		prev := in.Previous[d.Key]
+		if rv := live.GetResourceVersion(); d.Same && prev != nil && rv != "" && in.Seen[d.Key] == rv {
+			steps = append(steps, Step{Action: ActionUnchanged, Key: d.Key, Object: live, Live: live})
+			continue
+		}
+		want := merge(d.Object, live, prev)
+		if errs := api.ValidateUpdate(live, want); len(errs) > 0 {
+			p.Errors = append(p.Errors, d.Decoded.Errors(errs)...)
+			continue
+		}
+		s := Step{Key: d.Key, Object: want, Live: live, Adopt: !annotated}
+		switch {
+		case equal(want, live):
+			s.Action, s.Object = ActionUnchanged, live
+		default:
+			s.Action = ActionUpdate
+			// The source declares what it declared before: the difference
+			// was made outside it.
+			if prev != nil && (d.Same || equal(prev, d.Object)) {
+				s.Drift = true
+				s.Fields = changedFields(live, want)
+			}
+		}
+		steps = append(steps, s)
+	}
+	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(rank(a.Key.Kind), rank(b.Key.Kind)) })
+
+	var prunes []Step
+	for _, obj := range in.Inventory {
+		if obj.GetDeletionTimestamp() != nil || api.ControllerOf(obj) != nil {
+			continue
+		}
+		p.Owned++
+		key := KeyOf(obj)
+		if desiredKeys[key] {
+			continue
+		}
+		a := ActionPrune
+		if obj.GetAnnotations()[api.AnnotationPrune] == api.PruneDisabled {
+			a = ActionKeep
+		}
+		prunes = append(prunes, Step{Action: a, Key: key, Object: obj, Live: obj})
+	}
+	slices.SortFunc(prunes, func(a, b Step) int { return compareKeys(b.Key, a.Key) })
+	p.Steps = append(steps, prunes...)
+
+	if len(p.Errors) > 0 {
+		p.Errors.Sort()
+		p.Steps = nil
+		return p
+	}
+	for _, s := range p.Steps {
+		switch s.Action {
+		case ActionCreate:
+			p.Counts.Created++
+		case ActionUpdate:
+			p.Counts.Updated++
+		case ActionUnchanged:
+			p.Counts.Unchanged++
+		case ActionPrune:
+			p.Counts.Pruned++
+		case ActionKeep:
+			p.Counts.Kept++
+		}
+		if s.Adopt {
+			p.Counts.Adopted++
+		}
+		if s.Drift {
+			p.Counts.Drifted++
+		}
+	}
+	return p
+}
+
+// checkNamespace refuses an object whose namespace will not exist, or is
+// going, as the API server refuses it.
+func checkNamespace(d *Desired, live map[string]*api.Namespace, inRevision map[string]bool) field.ErrorList {
+	if d.Key.Kind == nil || !d.Key.Kind.Namespaced {
+		return nil
+	}
+	ns := d.Key.Namespace
+	p := field.NewPath("metadata", "namespace")
+	n := live[ns]
+	switch {
+	case n == nil && !inRevision[ns]:
+		return field.ErrorList{field.NotFound(p, ns)}
+	case n != nil && (n.DeletionTimestamp != nil || n.Status.Phase == api.NamespaceTerminating):
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %q is being deleted", ns))}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// writeStatus records a sync that wrote nothing in its own transaction.
+func (a *Applier) writeStatus(ctx context.Context, name string, res *Result, opts ApplyOptions) error {
+	_, err := a.store.Txn(ctx, func(tx *store.Txn) error {
+		src, err := getSource(tx, name)
+		if err != nil {
+			return err
+		}
+		return a.updateStatus(tx, src, res, opts, -1)
+	})
+	if err != nil {
+		return fmt.Errorf("write status of source %s: %w", name, err)
+	}
+	a.log.Info("revision not applied", "source", name, "revision", res.Revision, "reason", res.Reason)
+	return nil
+}
+
+// updateStatus writes the outcome of a sync to the Source's status:
+// always the attempted revision, the sync time, the Ready condition and
+// the handled reconcile request; on success also the applied revision
+// and the object count (objects >= 0).
+func (a *Applier) updateStatus(tx *store.Txn, src *api.Source, res *Result, opts ApplyOptions, objects int) error {
+	now := metav1.NewTime(a.clock.Now())
+	s := src.DeepCopy()
+	if res.Revision != "" {
+		s.Status.LastAttemptedRevision = res.Revision
+	}
+	if objects >= 0 {
+		s.Status.LastAppliedRevision = res.Revision
+		s.Status.Objects = int32(objects)
+	}
+	s.Status.LastSyncTime = &now
+	s.Status.ObservedGeneration = s.Generation
+	if opts.Request != "" {
+		s.Status.LastHandledReconcileAt = opts.Request
+	}
+	status := metav1.ConditionFalse
+	if res.Ready {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+		Type:               api.SourceReady,
+		Status:             status,
+		Reason:             res.Reason,
+		Message:            res.Message,
+		ObservedGeneration: s.Generation,
+		LastTransitionTime: now,
+	})
+	_, err := tx.Update(s)
+	return err
+}
+
+// appliedMessage is the Ready message of a revision applied.
+func appliedMessage(rev string, c Counts) string {
+	msg := fmt.Sprintf("Applied revision %s: %d created, %d updated, %d pruned, %d unchanged", rev, c.Created, c.Updated, c.Pruned, c.Unchanged)
+	if c.Kept > 0 {
+		msg += fmt.Sprintf(", %d kept (%s: %s)", c.Kept, api.AnnotationPrune, api.PruneDisabled)
+	}
+	return msg
+}
+
+// rejectedMessage is the Ready message of a revision with errors: every
+// error, one per line, each with its file, document and field.
+func rejectedMessage(rev, applied string, errs api.ErrorList) string {
+	var b strings.Builder
+	n := "1 error"
+	if len(errs) != 1 {
+		n = fmt.Sprintf("%d errors", len(errs))
+	}
+	fmt.Fprintf(&b, "Revision %s rejected, nothing applied (still at revision %s): %s:", orNone(rev), orNone(applied), n)
+	for _, e := range errs {
+		b.WriteString("\n")
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// guardMessage is the Ready message of a revision held back by the prune
+// guard: what it would prune and how to let it.
+func guardMessage(name, rev, applied string, p *Plan) string {
+	var pruned []string
+	for _, s := range p.Steps {
+		if s.Action == ActionPrune {
+			pruned = append(pruned, s.Key.String())
+		}
+	}
+	const shown = 10
+	list := strings.Join(pruned[:min(len(pruned), shown)], ", ")
+	if len(pruned) > shown {
+		list += fmt.Sprintf(", and %d more", len(pruned)-shown)
+	}
+	return fmt.Sprintf("Revision %s would prune %d of the %d objects of source %s (%s); held back, still at revision %s. "+
+		"Run `berth reconcile source %s --allow-prune` to apply it once, or set spec.allowMassPrune",
+		orNone(rev), p.Counts.Pruned, p.Owned, name, list, orNone(applied), name)
+}

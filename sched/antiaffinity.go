@@ -1,0 +1,93 @@
+package sched
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/berth-dev/berth/api"
+)
+
+var (
+	statusAntiAffinity         = NewStatus("InterPodAffinity", ReasonAntiAffinity)
+	statusExistingAntiAffinity = NewStatus("InterPodAffinity", ReasonExistingAntiAffinity)
+)
+
+// affinityTerm is a compiled required anti-affinity term: pods in
+// namespaces whose labels match selector may not share the term's
+// topology domain.
+type affinityTerm struct {
+	selector    labels.Selector
+	namespaces  []string
+	topologyKey string
+}
+
+func (t *affinityTerm) matches(p *PodInfo) bool {
+	return contains(t.namespaces, p.Pod.Namespace) && t.selector.Matches(labels.Set(p.Pod.Labels))
+}
+
+// compileAntiAffinity compiles the pod's required anti-affinity terms. As
+// in Kubernetes, a term without a selector matches no pod, and one without
+// namespaces means the pod's own.
+func compileAntiAffinity(pod *api.Pod) []affinityTerm {
+	a := pod.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return nil
+	}
+	var out []affinityTerm
+	for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+		if err != nil {
+			sel = labels.Nothing()
+		}
+		ns := t.Namespaces
+		if len(ns) == 0 {
+			ns = []string{pod.Namespace}
+		}
+		out = append(out, affinityTerm{selector: sel, namespaces: ns, topologyKey: t.TopologyKey})
+	}
+	return out
+}
+
+// podAntiAffinity enforces required pod anti-affinity both ways: the pod
+// may not join pods its terms select, nor pods whose terms select it. The
+// topology domain is the node (berth admits only kubernetes.io/hostname);
+// a node without the term's topology label is in no domain, so the term
+// does not apply there, as in Kubernetes.
+type podAntiAffinity struct{}
+
+func (podAntiAffinity) Name() string { return "InterPodAffinity" }
+
+// gate: a pod without terms of its own can only be turned away by pods
+// with anti-affinity already on the node.
+func (podAntiAffinity) gate(pod *PodInfo) nodeFlags {
+	if len(pod.antiAffinity) > 0 {
+		return 0
+	}
+	return flagAntiPods
+}
+
+func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
+	for i := range pod.antiAffinity {
+		t := &pod.antiAffinity[i]
+		if _, ok := node.labels[t.topologyKey]; !ok {
+			continue
+		}
+		for _, other := range node.pods {
+			if t.matches(other) {
+				return statusAntiAffinity
+			}
+		}
+	}
+	for _, other := range node.antiPods {
+		for i := range other.antiAffinity {
+			t := &other.antiAffinity[i]
+			if _, ok := node.labels[t.topologyKey]; !ok {
+				continue
+			}
+			if t.matches(pod) {
+				return statusExistingAntiAffinity
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package sched
+
+import (
+	"slices"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// nodeChunk is how many NodeInfos are allocated together.
+const nodeChunk = 256
+
+// Nodes is what the framework schedules over: the nodes, and the pods
+// placed on them. It is laid out for a cycle that reads a few fields of
+// hundreds of nodes: NodeInfos are allocated side by side in the order
+// nodes come, so a sample is read from memory in sequence; and for each
+// controller the number of its running pods on every node is one dense
+// column, so spreading reads one number per node instead of searching a
+// list of owners on each.
+//
+// The cache keeps one up to date from the store; tests build their own.
+// It is not safe for concurrent use.
+type Nodes struct {
+	// list holds the nodes with a Node object, in the order they came.
+	list []*NodeInfo
+	// byName holds every NodeInfo, also those of nodes not seen (yet, or
+	// any more) that still have pods bound to them.
+	byName map[string]*NodeInfo
+	chunk  []NodeInfo
+	free   []*NodeInfo
+	slots  int32
+	spread map[uint64]*ownerColumn
+}
+
+// ownerColumn counts one controller's running pods per node index.
+type ownerColumn struct {
+	counts []int32
+	total  int
+}
+
+// NewNodes returns the Nodes of nodes, with no pods placed.
+func NewNodes(nodes ...*api.Node) *Nodes {
+	ns := &Nodes{byName: map[string]*NodeInfo{}, spread: map[uint64]*ownerColumn{}}
+	for _, n := range nodes {
+		ns.Set(n)
+	}
+	return ns
+}
+
+// List returns the nodes to schedule on, in a stable order. The slice is
+// the Nodes' own; do not change it.
+func (ns *Nodes) List() []*NodeInfo { return ns.list }
+
+// Get returns a node's NodeInfo, nil if there is none.
+func (ns *Nodes) Get(name string) *NodeInfo { return ns.byName[name] }
+
+// Set adds a node or refreshes it, and returns its NodeInfo and whether
+// the node is new to the list.
+func (ns *Nodes) Set(node *api.Node) (*NodeInfo, bool) {
+	n := ns.byName[node.Name]
+	if n == nil {
+		n = ns.alloc(node.Name)
+	}
+	added := n.node == nil
+	n.setNode(node)
+	if added {
+		ns.list = append(ns.list, n)
+	}
+	return n, added
+}
+
+// Remove takes a deleted node out of the list. Its NodeInfo stays while
+// pods are bound to it.
+func (ns *Nodes) Remove(name string) {
+	n := ns.byName[name]
+	if n == nil || n.node == nil {
+		return
+	}
+	n.node = nil
+	ns.list = slices.DeleteFunc(ns.list, func(x *NodeInfo) bool { return x == n })
+	ns.release(n)
+}
+
+// AddPod places a pod on the node of that name, which need not have been
+// seen yet.
+func (ns *Nodes) AddPod(name string, p *PodInfo) *NodeInfo {
+	n := ns.byName[name]
+	if n == nil {
+		n = ns.alloc(name)
+	}
+	n.addPod(p)
+	if p.Owner != 0 && !p.Terminating {
+		ns.count(p.Owner, n.index, 1)
+	}
+	return n
+}
+
+// RemovePod takes a pod placed with AddPod off its node, and reports
+// whether it was there.
+func (ns *Nodes) RemovePod(n *NodeInfo, p *PodInfo) bool {
+	if !n.removePod(p) {
+		return false
+	}
+	if p.Owner != 0 && !p.Terminating {
+		ns.count(p.Owner, n.index, -1)
+	}
+	ns.release(n)
+	return true
+}
+
+// alloc takes a NodeInfo from the free list or the current chunk.
+func (ns *Nodes) alloc(name string) *NodeInfo {
+	var n *NodeInfo
+	if k := len(ns.free); k > 0 {
+		n = ns.free[k-1]
+		ns.free = ns.free[:k-1]
+		*n = NodeInfo{index: n.index}
+	} else {
+		if len(ns.chunk) == 0 {
+			ns.chunk = make([]NodeInfo, nodeChunk)
+		}
+		n = &ns.chunk[0]
+		ns.chunk = ns.chunk[1:]
+		n.index = ns.slots
+		ns.slots++
+	}
+	n.name = name
+	ns.byName[name] = n
+	return n
+}
+
+// release frees the NodeInfo of a node that is gone and holds no pods;
+// its counts in every column are zero by then.
+func (ns *Nodes) release(n *NodeInfo) {
+	if n.node == nil && len(n.pods) == 0 {
+		delete(ns.byName, n.name)
+		ns.free = append(ns.free, n)
+	}
+}
+
+func (ns *Nodes) count(owner uint64, index int32, d int32) {
+	col := ns.spread[owner]
+	if col == nil {
+		col = &ownerColumn{}
+		ns.spread[owner] = col
+	}
+	if int(index) >= len(col.counts) {
+		col.counts = append(col.counts, make([]int32, int(ns.slots)-len(col.counts))...)
+	}
+	col.counts[index] += d
+	col.total += int(d)
+	if col.total <= 0 {
+		delete(ns.spread, owner)
+	}
+}
+
+// ownerCounts returns an owner's column, nil if it has no running pods.
+func (ns *Nodes) ownerCounts(owner uint64) []int32 {
+	if col := ns.spread[owner]; col != nil {
+		return col.counts
+	}
+	return nil
+}

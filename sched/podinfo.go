@@ -1,0 +1,185 @@
+package sched
+
+import (
+	"github.com/berth-dev/berth/api"
+)
+
+// Requests kube-scheduler assumes for a container that requests no cpu or
+// memory when it scores (never when it filters): without them, pods with
+// empty requests would all pile onto one node.
+const (
+	DefaultMilliCPURequest int64 = 100
+	DefaultMemoryRequest   int64 = 200 * 1024 * 1024
+)
+
+// HostPort is a port a pod takes on its node. Under the exec runtime pods
+// share the node's network, so every containerPort is one (SPEC §4).
+type HostPort struct {
+	Protocol api.Protocol
+	Port     int32
+}
+
+// PodInfo is a pod with everything the plugins ask of it computed once per
+// scheduling attempt: requests as Kubernetes sums them, host ports, owner,
+// compiled selectors. The cache keeps the PodInfo of every placed pod, so
+// taking a pod off a node subtracts exactly what placing it added.
+type PodInfo struct {
+	Pod *api.Pod
+	// Key is "namespace/name".
+	Key string
+	// Requests are max(sum of containers, any init container) per
+	// resource, and one pod.
+	Requests Resources
+	// NonZeroCPU and NonZeroMemory are the requests with the scoring
+	// defaults filled in for containers that request nothing.
+	NonZeroCPU    int64
+	NonZeroMemory int64
+	// BestEffort: no container requests or limits cpu or memory (QoS
+	// class BestEffort), which is what memory pressure turns away.
+	BestEffort bool
+	Ports      []HostPort
+	// Owner identifies the controller (a hash of its UID), 0 for none.
+	Owner uint64
+	// Terminating: the pod has a deletion timestamp. It still holds its
+	// resources but no longer counts for spreading.
+	Terminating bool
+
+	nodeSelector            nodeSelector
+	preferred               []preferredTerm
+	antiAffinity            []affinityTerm
+	tolerations             []api.Toleration
+	toleratesMemoryPressure bool
+	// volumes is the volume hook's test for this attempt, nil if the
+	// pod's volumes constrain nothing; spread is the column of the pod's
+	// owner in the Nodes being scheduled over.
+	volumes func(*NodeInfo) *Status
+	spread  []int32
+}
+
+// NewPodInfo computes what the plugins need of pod. pod is not changed or
+// kept beyond the PodInfo's life.
+func NewPodInfo(pod *api.Pod) *PodInfo {
+	p := &PodInfo{
+		Pod:         pod,
+		Key:         pod.Namespace + "/" + pod.Name,
+		Terminating: pod.DeletionTimestamp != nil,
+		tolerations: pod.Spec.Tolerations,
+	}
+	p.Requests, p.NonZeroCPU, p.NonZeroMemory = podRequests(&pod.Spec)
+	p.BestEffort = isBestEffort(&pod.Spec)
+	// Kubernetes gives every pod that is not BestEffort a toleration of
+	// memory pressure: such pods declared what they need.
+	p.toleratesMemoryPressure = !p.BestEffort
+	p.Ports = podPorts(&pod.Spec)
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			p.Owner = ownerHash(string(ref.UID))
+			break
+		}
+	}
+	p.nodeSelector = compileNodeSelector(&pod.Spec)
+	p.preferred = compilePreferred(pod.Spec.Affinity)
+	p.antiAffinity = compileAntiAffinity(pod)
+	return p
+}
+
+// podRequests sums requests as Kubernetes does: containers run together,
+// init containers one at a time before them, so a pod needs the larger of
+// the containers' sum and any single init container.
+func podRequests(spec *api.PodSpec) (req Resources, nzCPU, nzMem int64) {
+	for i := range spec.Containers {
+		c := containerRequests(&spec.Containers[i])
+		req.add(c.Resources)
+		nzCPU += c.nzCPU
+		nzMem += c.nzMem
+	}
+	for i := range spec.InitContainers {
+		c := containerRequests(&spec.InitContainers[i])
+		req.MilliCPU = max(req.MilliCPU, c.MilliCPU)
+		req.Memory = max(req.Memory, c.Memory)
+		req.EphemeralStorage = max(req.EphemeralStorage, c.EphemeralStorage)
+		nzCPU = max(nzCPU, c.nzCPU)
+		nzMem = max(nzMem, c.nzMem)
+	}
+	req.Pods = 1
+	return req, nzCPU, nzMem
+}
+
+type containerRequest struct {
+	Resources
+	nzCPU, nzMem int64
+}
+
+func containerRequests(c *api.Container) containerRequest {
+	var r containerRequest
+	reqs := c.Resources.Requests
+	r.nzCPU, r.nzMem = DefaultMilliCPURequest, DefaultMemoryRequest
+	if q, ok := reqs[api.ResourceCPU]; ok {
+		r.MilliCPU = q.MilliValue()
+		r.nzCPU = r.MilliCPU
+	}
+	if q, ok := reqs[api.ResourceMemory]; ok {
+		r.Memory = q.Value()
+		r.nzMem = r.Memory
+	}
+	if q, ok := reqs[api.ResourceEphemeralStorage]; ok {
+		r.EphemeralStorage = q.Value()
+	}
+	return r
+}
+
+// isBestEffort is Kubernetes' QoS rule: no positive cpu or memory request
+// or limit in any container.
+func isBestEffort(spec *api.PodSpec) bool {
+	for _, cs := range [][]api.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for _, list := range []api.ResourceList{cs[i].Resources.Requests, cs[i].Resources.Limits} {
+				for _, name := range []api.ResourceName{api.ResourceCPU, api.ResourceMemory} {
+					if q, ok := list[name]; ok && q.Sign() > 0 {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// podPorts lists the host ports a pod's containers take: the hostPort
+// where one is set, else the containerPort, because the exec runtime runs
+// pods in the node's network namespace. Init containers are left out, as
+// kube-scheduler leaves them out: they have finished before the others
+// listen.
+func podPorts(spec *api.PodSpec) []HostPort {
+	var ports []HostPort
+	for i := range spec.Containers {
+		for _, cp := range spec.Containers[i].Ports {
+			port := cp.HostPort
+			if port == 0 {
+				port = cp.ContainerPort
+			}
+			if port == 0 {
+				continue
+			}
+			proto := cp.Protocol
+			if proto == "" {
+				proto = api.ProtocolTCP
+			}
+			ports = append(ports, HostPort{Protocol: proto, Port: port})
+		}
+	}
+	return ports
+}
+
+// ownerHash turns an owner UID into the number that keys its column in
+// Nodes (FNV-1a); 0 is kept for "no owner".
+func ownerHash(uid string) uint64 {
+	if uid == "" {
+		return 0
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(uid); i++ {
+		h = (h ^ uint64(uid[i])) * 1099511628211
+	}
+	return max(h, 1)
+}

@@ -1,0 +1,23 @@
+package sched
+
+var statusNodePorts = NewStatus("NodePorts", ReasonNodePorts)
+
+// nodePorts keeps two pods from taking the same host port on one node.
+type nodePorts struct{}
+
+func (nodePorts) Name() string { return "NodePorts" }
+
+func (nodePorts) SkipFilter(pod *PodInfo) bool { return len(pod.Ports) == 0 }
+
+func (nodePorts) gate(*PodInfo) nodeFlags { return flagPorts }
+
+func (nodePorts) Filter(pod *PodInfo, node *NodeInfo) *Status {
+	for _, want := range pod.Ports {
+		for _, used := range node.ports {
+			if want == used {
+				return statusNodePorts
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package sched
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/api"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func mustPop(t *testing.T, q *queue, want string) *queuedPod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	qp, pod, err := q.pop(ctx)
+	if err != nil {
+		t.Fatalf("pop: %v (want %s)", err, want)
+	}
+	if qp.key != "default/"+want || pod.Name != want {
+		t.Fatalf("popped %s, want %s", qp.key, want)
+	}
+	return qp
+}
+
+type queueCounts struct{ active, backoff, parked int }
+
+func countsOf(q *queue) queueCounts {
+	a, b, u, _ := q.counts()
+	return queueCounts{a, b, u}
+}
+
+func TestQueueFIFO(t *testing.T) {
+	q := newQueue(testingclock.NewFakeClock(epoch))
+	for _, name := range []string{"a", "b", "c"} {
+		q.add(makePod(name))
+	}
+	q.add(makePod("a")) // again: no second entry
+	q.delete("default/b")
+	mustPop(t, q, "a")
+	mustPop(t, q, "c")
+	if c := countsOf(q); c != (queueCounts{}) {
+		t.Errorf("left %+v", c)
+	}
+}
+
+func TestBackoffDuration(t *testing.T) {
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for i, w := range want {
+		if got := backoffDuration(i + 1); got != w {
+			t.Errorf("attempt %d: %v, want %v", i+1, got, w)
+		}
+	}
+}
+
+// An unschedulable pod moved back by an event waits out its back-off:
+// 1s after the first attempt, 2s after the second.
+func TestQueueBackoffTiming(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	q := newQueue(clk)
+	q.add(makePod("a"))
+	qp := mustPop(t, q, "a")
+	q.addUnschedulable(qp)
+	if c := countsOf(q); c != (queueCounts{parked: 1}) {
+		t.Fatalf("after failing: %+v", c)
+	}
+
+	clk.Step(500 * time.Millisecond)
+	q.moveAll() // a node was added, half a second in
+	if c := countsOf(q); c != (queueCounts{backoff: 1}) {
+		t.Fatalf("moved during back-off: %+v", c)
+	}
+	if next, ok := q.flushBackoff(clk.Now()); !ok || !next.Equal(epoch.Add(time.Second)) {
+		t.Fatalf("back-off ends %v, want %v", next, epoch.Add(time.Second))
+	}
+	clk.Step(499 * time.Millisecond)
+	q.flushBackoff(clk.Now())
+	if c := countsOf(q); c != (queueCounts{backoff: 1}) {
+		t.Fatalf("1ms before the end: %+v", c)
+	}
+	clk.Step(time.Millisecond)
+	q.flushBackoff(clk.Now())
+	qp = mustPop(t, q, "a")
+
+	// Second attempt fails at t1: 2s now.
+	t1 := clk.Now()
+	q.addUnschedulable(qp)
+	clk.Step(1500 * time.Millisecond)
+	q.moveAll()
+	if next, _ := q.flushBackoff(clk.Now()); !next.Equal(t1.Add(2 * time.Second)) {
+		t.Fatalf("second back-off ends %v, want %v", next, t1.Add(2*time.Second))
+	}
+	clk.Step(500 * time.Millisecond)
+	q.flushBackoff(clk.Now())
+	qp = mustPop(t, q, "a")
+	if qp.attempts != 3 {
+		t.Errorf("attempts %d, want 3", qp.attempts)
+	}
+}
+
+// Once its back-off is over, an event sends an unschedulable pod straight
+// to the active queue.
+func TestQueueMoveAfterBackoff(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	q := newQueue(clk)
+	q.add(makePod("a"))
+	q.addUnschedulable(mustPop(t, q, "a"))
+	clk.Step(3 * time.Second)
+	q.moveAll()
+	if c := countsOf(q); c != (queueCounts{active: 1}) {
+		t.Fatalf("got %+v", c)
+	}
+	mustPop(t, q, "a")
+}
+
+// An event during the attempt is not lost: the pod backs off instead of
+// waiting for the next event.
+func TestQueueMoveDuringAttempt(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	q := newQueue(clk)
+	q.add(makePod("a"))
+	qp := mustPop(t, q, "a")
+	q.moveAll()
+	q.addUnschedulable(qp)
+	if c := countsOf(q); c != (queueCounts{backoff: 1}) {
+		t.Fatalf("got %+v", c)
+	}
+}
+
+func TestQueueUnschedulableSweep(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	q := newQueue(clk)
+	q.add(makePod("a"))
+	q.addUnschedulable(mustPop(t, q, "a"))
+	clk.Step(5 * time.Minute)
+	q.flushUnschedulable(clk.Now())
+	if c := countsOf(q); c != (queueCounts{parked: 1}) {
+		t.Fatalf("at 5m: %+v", c)
+	}
+	clk.Step(time.Second)
+	q.flushUnschedulable(clk.Now())
+	if c := countsOf(q); c != (queueCounts{active: 1}) {
+		t.Fatalf("after 5m: %+v", c)
+	}
+}
+
+func TestQueueUpdatesAndDeletes(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	q := newQueue(clk)
+	q.add(makePod("a"))
+	q.addUnschedulable(mustPop(t, q, "a"))
+
+	// A status change (same generation) leaves it parked.
+	p := makePod("a")
+	p.Status.Conditions = []api.PodCondition{{Type: api.PodScheduled, Status: api.ConditionFalse}}
+	q.add(p)
+	if c := countsOf(q); c != (queueCounts{parked: 1}) {
+		t.Fatalf("after a status change: %+v", c)
+	}
+	// A spec change moves it (back-off still applies).
+	p = makePod("a")
+	p.Generation = 2
+	q.add(p)
+	if c := countsOf(q); c != (queueCounts{backoff: 1}) {
+		t.Fatalf("after a spec change: %+v", c)
+	}
+	q.delete("default/a")
+	if c := countsOf(q); c != (queueCounts{}) {
+		t.Fatalf("after delete: %+v", c)
+	}
+	// Deleted during an attempt: the attempt's outcome is dropped.
+	q.add(makePod("b"))
+	qp := mustPop(t, q, "b")
+	q.delete("default/b")
+	q.addUnschedulable(qp)
+	if c := countsOf(q); c != (queueCounts{}) {
+		t.Fatalf("outcome of a deleted pod kept: %+v", c)
+	}
+	// The same name with a new UID is a new pod.
+	q.add(makePod("c"))
+	q.addUnschedulable(mustPop(t, q, "c"))
+	c2 := makePod("c")
+	c2.UID = "other"
+	q.add(c2)
+	if c := countsOf(q); c != (queueCounts{active: 1}) {
+		t.Fatalf("recreated pod: %+v", c)
+	}
+	if qp := mustPop(t, q, "c"); qp.attempts != 1 {
+		t.Errorf("recreated pod inherited %d attempts", qp.attempts)
+	}
+}
+
+// run moves a backed-off pod when the fake clock passes its back-off.
+func TestQueueRun(t *testing.T) {
+	clk := testingclock.NewFakeClock(epoch)
+	q := newQueue(clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); q.run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	q.add(makePod("a"))
+	q.retry(mustPop(t, q, "a"))
+	// Wait for run to arm its timer for the back-off (and its sweep ticker).
+	waitFor(t, func() bool { return clk.Waiters() >= 2 })
+	clk.Step(time.Second)
+	mustPop(t, q, "a")
+}
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met before the deadline")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

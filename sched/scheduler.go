@@ -1,0 +1,235 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// Options configure a Scheduler. The zero value is usable.
+type Options struct {
+	// Clock drives back-off, the unschedulable sweep and condition
+	// times; tests pass a fake one. Defaults to the real clock.
+	Clock clock.WithTicker
+	// Seed makes tie-breaking between equal nodes reproducible.
+	Seed int64
+	// MostAllocated packs pods onto the fullest nodes instead of
+	// spreading them onto the emptiest.
+	MostAllocated bool
+	// Logger receives the scheduler's few log lines; defaults to
+	// slog.Default().
+	Logger *slog.Logger
+	// Volumes is the volume node-affinity hook; nil constrains nothing.
+	Volumes VolumeFilter
+	// Events receives Scheduled and FailedScheduling; nil drops them.
+	Events EventRecorder
+	// BindBatch bounds how many writes share one store transaction
+	// (default 512).
+	BindBatch int
+	// Binders is how many goroutines write to the store (default 2): one
+	// prepares its next batch while another's transaction commits.
+	Binders int
+}
+
+// Scheduler binds pending pods to nodes: it follows nodes and pods in the
+// store, keeps the queue and the node cache, runs the framework for one
+// pod at a time, and hands the results to the binder.
+type Scheduler struct {
+	store  *store.Store
+	opts   Options
+	log    *slog.Logger
+	events EventRecorder
+	// recording: someone listens to events, so they are worth formatting.
+	recording bool
+	fw        *Framework
+	cache     *cache
+	queue     *queue
+	binder    *binder
+
+	started atomic.Bool
+	stats   struct{ attempts, bound, unschedulable, errors atomic.Uint64 }
+}
+
+// Stats count what the scheduler did, for tests, benchmarks and, later,
+// metrics.
+type Stats struct {
+	Attempts      uint64 // scheduling attempts
+	Bound         uint64 // pods bound
+	Unschedulable uint64 // attempts that found no node
+	Errors        uint64 // attempts or bindings that failed otherwise
+	// Pending pods in the queue: active, backing off, unschedulable, and
+	// being scheduled or bound.
+	Active, Backoff, Parked, InFlight int
+}
+
+var nodeKind, _ = api.LookupResource("nodes")
+
+// New returns a Scheduler over s; Run starts it.
+func New(s *store.Store, opts Options) *Scheduler {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	recording := opts.Events != nil
+	if !recording {
+		opts.Events = noEvents{}
+	}
+	if opts.BindBatch <= 0 {
+		opts.BindBatch = 512
+	}
+	if opts.Binders <= 0 {
+		opts.Binders = 2
+	}
+	sc := &Scheduler{
+		store:     s,
+		opts:      opts,
+		log:       opts.Logger,
+		events:    opts.Events,
+		recording: recording,
+		fw: NewFramework(FrameworkOptions{
+			Seed:          opts.Seed,
+			MostAllocated: opts.MostAllocated,
+			Volumes:       opts.Volumes,
+		}),
+		cache: newCache(),
+		queue: newQueue(opts.Clock),
+	}
+	sc.binder = &binder{
+		store:  s,
+		clock:  opts.Clock,
+		in:     make(chan *write, 4*opts.BindBatch),
+		batch:  opts.BindBatch,
+		report: sc.written,
+	}
+	return sc
+}
+
+// Stats returns the scheduler's counters.
+func (s *Scheduler) Stats() Stats {
+	st := Stats{
+		Attempts:      s.stats.attempts.Load(),
+		Bound:         s.stats.bound.Load(),
+		Unschedulable: s.stats.unschedulable.Load(),
+		Errors:        s.stats.errors.Load(),
+	}
+	st.Active, st.Backoff, st.Parked, st.InFlight = s.queue.counts()
+	return st
+}
+
+// Run schedules until ctx ends, then stops every goroutine it started and
+// returns nil; it returns an error if the store fails or closes. A
+// Scheduler runs once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("scheduler already running")
+	}
+	rev, err := s.load()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.queue.run(ctx) })
+	wg.Go(func() { s.follow(ctx, cancel, nodeKind, rev, s.handleNode, s.relistNodes) })
+	wg.Go(func() { s.follow(ctx, cancel, podKind, rev, s.handlePod, s.relistPods) })
+	for range s.opts.Binders {
+		wg.Go(func() { s.binder.run(ctx) })
+	}
+	for {
+		qp, pod, err := s.queue.pop(ctx)
+		if err != nil {
+			break
+		}
+		s.scheduleOne(ctx, qp, pod)
+	}
+	cancel(nil)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// scheduleOne makes one attempt for one pod.
+func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod, pod *api.Pod) {
+	if !ours(pod) {
+		s.queue.done(qp)
+		return
+	}
+	s.stats.attempts.Add(1)
+	info := NewPodInfo(pod)
+	res, err := s.cache.schedule(s.fw, info)
+	var fitErr *FitError
+	switch {
+	case err == nil:
+		s.binder.submit(ctx, &write{qp: qp, info: info, pod: pod, node: res.Node})
+	case errors.As(err, &fitErr):
+		msg := fitErr.Error()
+		s.queue.addUnschedulable(qp)
+		s.events.Event(pod, EventTypeWarning, EventFailedScheduling, msg)
+		s.binder.submit(ctx, &write{qp: qp, pod: pod, message: msg})
+		s.stats.unschedulable.Add(1)
+	case errors.Is(err, errPlaced):
+		s.queue.done(qp)
+	default:
+		s.stats.errors.Add(1)
+		s.log.Error("scheduling failed", "pod", qp.key, "err", err)
+		s.queue.retry(qp)
+	}
+}
+
+// written takes the outcome of a write: a binding confirms the assumed
+// pod or gives it back to the queue.
+func (s *Scheduler) written(w *write) {
+	if w.node == "" {
+		if w.err != nil && !errors.Is(w.err, errPodGone) {
+			s.log.Debug("writing unschedulable condition failed", "pod", w.qp.key, "err", w.err)
+		}
+		return
+	}
+	switch {
+	case w.err == nil:
+		s.cache.confirm(w.info)
+		s.queue.done(w.qp)
+		s.stats.bound.Add(1)
+		if s.recording {
+			s.events.Event(w.pod, EventTypeNormal, EventScheduled,
+				fmt.Sprintf("Successfully assigned %s to %s", w.qp.key, w.node))
+		}
+	case errors.Is(w.err, errPodGone), errors.Is(w.err, errBoundElsewhere):
+		s.cache.forget(w.info)
+		s.queue.done(w.qp)
+		s.queue.moveAll() // the room it held is free again
+	default:
+		s.stats.errors.Add(1)
+		s.log.Error("binding failed", "pod", w.qp.key, "node", w.node, "err", w.err)
+		s.cache.forget(w.info)
+		s.queue.retry(w.qp)
+		s.queue.moveAll()
+	}
+}
+
+// ours reports whether the scheduler should place the pod: pending, not
+// being deleted or finished, and asking for the default scheduler (an
+// empty name is what api.Default makes the default).
+func ours(pod *api.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != api.PodSucceeded && pod.Status.Phase != api.PodFailed &&
+		(pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == api.DefaultSchedulerName)
+}
+
+// finished pods hold nothing on their node.
+func finished(pod *api.Pod) bool {
+	return pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed
+}

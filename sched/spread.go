@@ -1,0 +1,88 @@
+package sched
+
+import "math"
+
+// spreadMaxSkew is the maxSkew of kube-scheduler's system default spread
+// constraint on kubernetes.io/hostname (ScheduleAnyway).
+const spreadMaxSkew = 3
+
+// podTopologySpread spreads the pods of one controller over nodes. It is
+// kube-scheduler's PodTopologySpread scoring under its system defaults,
+// restricted to the hostname constraint (berth nodes have no zones), with
+// "pods of the same controller" as the default selector. Pods without a
+// controller are not spread, as pods no workload selects are not there.
+type podTopologySpread struct{}
+
+func (podTopologySpread) Name() string { return "PodTopologySpread" }
+
+func (podTopologySpread) SkipScore(pod *PodInfo) bool { return pod.Owner == 0 }
+
+// Score counts the owner's running pods on the node, from the owner's
+// column in Nodes; Normalize weighs the counts by the number of nodes
+// scored.
+func (podTopologySpread) Score(pod *PodInfo, node *NodeInfo) int64 {
+	if i := int(node.index); i < len(pod.spread) {
+		return int64(pod.spread[i])
+	}
+	return 0
+}
+
+func (podTopologySpread) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64) {
+	col := pod.spread
+	for k, n := range nodes {
+		var c int64
+		if i := int(n.index); i < len(col) {
+			c = int64(col[i])
+		}
+		out[k] = c
+	}
+}
+
+// Normalize computes kube-scheduler's score per node, count × log(nodes+2)
+// + (maxSkew − 1) rounded (0 for a node without the hostname label), then
+// maps the fewest pods to 100: 100 × (max + min − score) / max. The score
+// grows with the count, so the extremes come from the extreme counts; and
+// counts are small numbers repeated over hundreds of nodes, so each small
+// count is weighed, rounded and mapped once.
+func (podTopologySpread) Normalize(_ *PodInfo, nodes []*NodeInfo, scores []int64) {
+	const unlabelled = -1
+	minCount, maxCount := int64(math.MaxInt64), int64(unlabelled)
+	anyUnlabelled := false
+	for j, node := range nodes {
+		if node.flags&flagHostname == 0 {
+			scores[j], anyUnlabelled = unlabelled, true
+			continue
+		}
+		minCount, maxCount = min(minCount, scores[j]), max(maxCount, scores[j])
+	}
+	if maxCount == unlabelled {
+		for j := range scores {
+			scores[j] = MaxNodeScore
+		}
+		return
+	}
+	weight := math.Log(float64(len(nodes) + 2))
+	raw := func(count int64) int64 {
+		if count == unlabelled {
+			return 0
+		}
+		return int64(math.Round(float64(count)*weight + float64(spreadMaxSkew-1)))
+	}
+	highest, lowest := raw(maxCount), raw(minCount)
+	if anyUnlabelled {
+		lowest = 0
+	}
+	sc := scale(highest)
+	var mapped [64]int64 // normalised score + 1 by count, 0 until computed
+	for j, c := range scores {
+		if c >= 0 && c < int64(len(mapped)) && mapped[c] != 0 {
+			scores[j] = mapped[c] - 1
+			continue
+		}
+		s := percentOf(highest+lowest-raw(c), highest, sc)
+		if c >= 0 && c < int64(len(mapped)) {
+			mapped[c] = s + 1
+		}
+		scores[j] = s
+	}
+}

@@ -1,0 +1,28 @@
+package sched
+
+import "github.com/berth-dev/berth/api"
+
+// VolumeFilter is the hook through which volume binding rejects nodes a
+// pod's volumes cannot be used on (a local PersistentVolume's node
+// affinity). The volumes work fills it; until then no volume constrains
+// placement.
+type VolumeFilter interface {
+	// ForPod returns the node test for pod's volumes, or nil when none of
+	// them constrains where the pod runs. It is called once per scheduling
+	// attempt, so it may look claims and volumes up there and keep the
+	// per-node test cheap. An error sends the pod to back-off.
+	ForPod(pod *api.Pod) (func(node *NodeInfo) *Status, error)
+}
+
+// StatusVolumeNodeAffinityConflict is what a VolumeFilter returns for a
+// node outside a bound volume's node affinity.
+var StatusVolumeNodeAffinityConflict = NewStatus("VolumeBinding", ReasonVolumeNodeAffinityConflict)
+
+// volumeBinding runs the VolumeFilter's per-pod test.
+type volumeBinding struct{}
+
+func (volumeBinding) Name() string { return "VolumeBinding" }
+
+func (volumeBinding) SkipFilter(pod *PodInfo) bool { return pod.volumes == nil }
+
+func (volumeBinding) Filter(pod *PodInfo, node *NodeInfo) *Status { return pod.volumes(node) }

@@ -1,0 +1,134 @@
+package dir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/source"
+)
+
+// DefaultDebounce is how long a directory must stay quiet after a change
+// before it is read: long enough for an editor's save, a `git checkout` or
+// a file written in several steps to end, short enough to feel immediate.
+const DefaultDebounce = 200 * time.Millisecond
+
+// Options are what a Dir needs besides its Spec.
+type Options struct {
+	// Clock times the debounce and the relist; nil is the real clock.
+	Clock clock.WithTicker
+	// Logger receives the source's failures; nil discards them.
+	Logger *slog.Logger
+	// Flat reads only the files directly in the directory, as the agent's
+	// --manifest-dir (SPEC §2); the zero value is recursive, as a --source
+	// path is (SPEC §3).
+	Flat bool
+	// Debounce is the quiet period after a change; 0 is DefaultDebounce.
+	Debounce time.Duration
+}
+
+// Dir is the source of a directory or a single file.
+type Dir struct {
+	root    string
+	spec    source.Spec
+	opts    Options
+	log     *slog.Logger
+	trigger source.Signal
+	// Only Run's goroutine uses these.
+	lastID  string // of the last read that succeeded
+	decoder source.Decoder
+}
+
+var _ source.Source = (*Dir)(nil)
+
+// New makes the source of spec, a dir Spec whose URL is the path.
+func New(spec source.Spec, opts Options) (*Dir, error) {
+	if spec.Type != source.TypeDir {
+		return nil, fmt.Errorf("dir source %q: type is %q", spec.Name, spec.Type)
+	}
+	if spec.URL == "" {
+		return nil, fmt.Errorf("dir source %q: no path", spec.Name)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	if spec.Interval <= 0 {
+		spec.Interval = source.DefaultDirInterval
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	root, err := filepath.Abs(spec.URL)
+	if err != nil {
+		return nil, fmt.Errorf("dir source %q: %w", spec.Name, err)
+	}
+	log = log.With("source", spec.Name, "path", root)
+	return &Dir{root: root, spec: spec, opts: opts, log: log, trigger: source.NewSignal()}, nil
+}
+
+// Trigger asks for a read now; it never blocks.
+func (d *Dir) Trigger() { d.trigger.Fire() }
+
+// Run watches and reads the directory until ctx is done. When the system
+// cannot watch (inotify limits), it logs why and relies on the relist.
+func (d *Dir) Run(ctx context.Context, out chan<- source.Revision) error {
+	hints := source.NewSignal()
+	w, err := newWatch(d.root, !d.opts.Flat, hints, d.log)
+	if err != nil {
+		d.log.Warn("cannot watch the directory; changes are seen at each relist only", "err", err, "relist", d.spec.Interval)
+	} else {
+		defer w.close()
+	}
+	loop := &source.Loop{
+		Clock:    d.opts.Clock,
+		Interval: d.spec.Interval,
+		Debounce: d.opts.Debounce,
+		Logger:   d.log,
+		Check: func(_ context.Context, have string) source.Revision {
+			rev, dirs := d.read(have)
+			if w != nil {
+				w.sync(dirs)
+			}
+			return rev
+		},
+	}
+	return loop.Run(ctx, out, d.trigger, hints)
+}
+
+// read reads the directory, decoding only when its content hash is not
+// the one the receiver has, and returns the folders to watch.
+func (d *Dir) read(have string) (source.Revision, []string) {
+	contents, dirs, err := source.ReadDir(d.root, source.ReadDirOptions{Flat: d.opts.Flat})
+	if dirs == nil {
+		dirs = []string{watchedParent(d.root, err)}
+	}
+	if err != nil {
+		return source.Revision{ID: d.lastID, Err: err}, dirs
+	}
+	id := contents.ContentHash()
+	d.lastID = id
+	if id == have {
+		return source.Revision{ID: id}, dirs
+	}
+	return d.decoder.Revision(contents, id), dirs
+}
+
+// watchedParent is the folder watched when root is not a folder: the one
+// holding root, so that a file replaced by rename, or a root that is
+// created later, is seen.
+func watchedParent(root string, err error) string {
+	if err == nil || errors.Is(err, os.ErrNotExist) {
+		return filepath.Dir(root)
+	}
+	return root
+}

@@ -1,0 +1,165 @@
+package git
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/source"
+)
+
+// DefaultTimeout bounds one listing or one fetch of the remote.
+const DefaultTimeout = 2 * time.Minute
+
+// Jitter spreads each poll by up to ±5% of the interval, so that sources
+// started together do not poll the same server together.
+const Jitter = 0.05
+
+// Options are what a Git source needs besides its Spec.
+type Options struct {
+	// Clock times the polls and the retries; nil is the real clock.
+	Clock clock.WithTicker
+	// Logger receives the source's failures; nil discards them.
+	Logger *slog.Logger
+	// CacheDir is where the source keeps its clone (the applier passes
+	// <data dir>/sources/<name>). It must be the source's alone.
+	CacheDir string
+	// Rand draws the poll jitter; nil seeds one.
+	Rand *rand.Rand
+	// Timeout bounds one listing or fetch; 0 is DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Git is the source of a git repository.
+type Git struct {
+	spec    source.Spec
+	opts    Options
+	url     string // the URL as errors show it, without a password
+	log     *slog.Logger
+	auth    *auth
+	trigger source.Signal
+
+	// Only Run's goroutine uses these.
+	cache   *repoCache
+	lastID  string
+	decoder source.Decoder
+}
+
+var _ source.Source = (*Git)(nil)
+
+// New makes the source of spec, a git Spec. It checks the options; it
+// reaches neither the remote nor the cache until Run.
+func New(spec source.Spec, opts Options) (*Git, error) {
+	if spec.Type != source.TypeGit {
+		return nil, fmt.Errorf("git source %q: type is %q", spec.Name, spec.Type)
+	}
+	u, err := url.Parse(spec.URL)
+	if err != nil || u.Scheme == "" {
+		return nil, fmt.Errorf("git source %q: URL %q is not a URL", spec.Name, spec.URL)
+	}
+	if opts.CacheDir == "" {
+		return nil, fmt.Errorf("git source %q: no cache folder", spec.Name)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if spec.Interval <= 0 {
+		spec.Interval = source.DefaultGitInterval
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("source", spec.Name, "url", u.Redacted())
+	a, err := newAuth(spec, log)
+	if err != nil {
+		return nil, fmt.Errorf("git source %q: %w", spec.Name, err)
+	}
+	return &Git{spec: spec, opts: opts, url: u.Redacted(), log: log, auth: a, trigger: source.NewSignal()}, nil
+}
+
+// Trigger asks for a check of the remote now; it never blocks.
+func (g *Git) Trigger() { g.trigger.Fire() }
+
+// Run polls the remote until ctx is done. It fails only when the cache
+// folder cannot be used.
+func (g *Git) Run(ctx context.Context, out chan<- source.Revision) error {
+	c, err := openCache(g.opts.CacheDir)
+	if err != nil {
+		return fmt.Errorf("git source %q: %w", g.spec.Name, err)
+	}
+	g.cache = c
+	defer c.close()
+	loop := &source.Loop{
+		Clock:    g.opts.Clock,
+		Interval: g.spec.Interval,
+		Jitter:   Jitter,
+		Rand:     g.opts.Rand,
+		Logger:   g.log,
+		Check:    g.check,
+	}
+	return loop.Run(ctx, out, g.trigger, nil)
+}
+
+// check lists the remote, fetches only when the ref moved to a commit the
+// cache lacks, and reads the commit unless the receiver has it.
+func (g *Git) check(ctx context.Context, have string) source.Revision {
+	commit, err := g.sync(ctx)
+	if err != nil {
+		return source.Revision{ID: g.lastID, Err: err}
+	}
+	g.lastID = commit.String()
+	return g.read(commit, have)
+}
+
+// read reads the commit's revision, or its ID alone when the receiver has
+// it. Only the blobs the decoder has not seen are read.
+func (g *Git) read(commit plumbing.Hash, have string) source.Revision {
+	id := commit.String()
+	if id == have {
+		return source.Revision{ID: id}
+	}
+	contents, err := readTree(g.cache.st, commit, g.spec.Path, g.decoder.Has)
+	if err != nil {
+		return source.Revision{ID: id, Err: fmt.Errorf("git cache %s: %w", g.cache.dir, err)}
+	}
+	return g.decoder.Revision(contents, id)
+}
+
+// sync makes the cache hold the commit the ref names now and returns it.
+func (g *Git) sync(ctx context.Context) (plumbing.Hash, error) {
+	am, err := g.auth.method()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var t target
+	if isSHA(g.spec.Ref) {
+		t = target{commit: plumbing.NewHash(g.spec.Ref)}
+	} else {
+		refs, err := g.listRemote(ctx, am)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if t, err = resolve(refs, g.spec.Ref, g.url); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if g.cache.hasCommit(t.commit) {
+		// Unchanged, or moved back to a commit fetched before (a
+		// force-push to an older commit): no fetch.
+		if err := g.cache.setHead(t.commit); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("git cache %s: %w", g.cache.dir, err)
+		}
+		return t.commit, nil
+	}
+	return g.fetch(ctx, am, t)
+}

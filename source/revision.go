@@ -1,0 +1,81 @@
+package source
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// File is one manifest file of a revision, named by its slash-separated
+// path relative to the source's root (the repository root for git).
+type File struct {
+	Name string
+	Data []byte
+	// Sum identifies Data when the place already has a digest of it (a git
+	// blob's hash), so a Decoder need not compute one; "" otherwise.
+	Sum string
+}
+
+// Contents is what a source read at one moment: its manifest files and the
+// files it could not read (too big, unreadable), each as an error with
+// Doc -1 naming the file.
+type Contents struct {
+	Files    []File
+	Problems api.ErrorList
+}
+
+// ContentHash is the ID of a dir or http revision: "sha256:<hex>" over the
+// files' names and contents in name order, and over the problems, so that
+// the same files give the same ID wherever and whenever they are read.
+func (c Contents) ContentHash() string {
+	files := sortedFiles(c.Files)
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for _, f := range files {
+		field([]byte(f.Name))
+		field(f.Data)
+	}
+	for _, p := range c.Problems {
+		field([]byte(p.Error()))
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// duplicates runs api.Duplicates with namespaced objects that name no
+// namespace placed in "default", as defaulting will place them, and then
+// puts them back: the objects stay as decoded.
+func duplicates(objs []*api.Decoded) api.ErrorList {
+	var moved []*api.Decoded
+	for _, d := range objs {
+		if k := api.KindOf(d.Object); k != nil && k.Namespaced && d.Object.GetNamespace() == "" {
+			d.Object.SetNamespace(api.NamespaceDefault)
+			moved = append(moved, d)
+		}
+	}
+	errs := api.Duplicates(objs)
+	for _, d := range moved {
+		d.Object.SetNamespace("")
+	}
+	return errs
+}
+
+// sortedFiles returns files in name order, without copying when they
+// already are.
+func sortedFiles(files []File) []File {
+	cmp := func(a, b File) int { return strings.Compare(a.Name, b.Name) }
+	if slices.IsSortedFunc(files, cmp) {
+		return files
+	}
+	files = slices.Clone(files)
+	slices.SortFunc(files, cmp)
+	return files
+}

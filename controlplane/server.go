@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -18,6 +19,9 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/dns"
+	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/endpoints"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
@@ -49,6 +53,8 @@ type Config struct {
 	// WebhookSecretFile holds the secret of POST /hooks/<source>; none
 	// turns webhooks off (403).
 	WebhookSecretFile string
+	// DNS configures the cluster DNS server; nil runs none.
+	DNS *dns.Options
 }
 
 // Server is a control plane: open, listening, not yet serving until Run.
@@ -61,6 +67,9 @@ type Server struct {
 	listener net.Listener
 	sources  *sources
 	hookKey  []byte
+	dns      *dns.Server
+	// controllers run with the server, each until Run's context ends.
+	controllers []*reconcile.Controller
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -111,8 +120,24 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		st.Close()
 		return nil, err
 	}
+	s.controllers = append(s.controllers,
+		endpoints.NewController(st, endpoints.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+	)
+	if cfg.DNS != nil {
+		opts := *cfg.DNS
+		opts.Clock, opts.Logger = cfg.Clock, cfg.Logger
+		d, err := dns.New(st, opts)
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("dns: %w", err)
+		}
+		s.dns = d
+	}
 	l, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		if s.dns != nil {
+			s.dns.Close()
+		}
 		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
@@ -176,8 +201,13 @@ func (s *Server) buildAPI() error {
 		Authorizer:    apiserver.NewAuthorizer(s.store),
 		Version:       s.cfg.Version,
 		ReadyChecks:   []apiserver.ReadyCheck{{Name: "sources", Check: s.sources.Ready}},
-		Logger:        s.log,
-		Clock:         s.cfg.Clock,
+		Admission: []apiserver.AdmissionPlugin{
+			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
+				return apiserver.MirrorPodGuard(ctx, id, a)
+			}),
+		},
+		Logger: s.log,
+		Clock:  s.cfg.Clock,
 	})
 	if err != nil {
 		return err
@@ -212,19 +242,30 @@ func (s *Server) Run(ctx context.Context) error {
 		"kubeconfig", s.creds.Paths.AdminKubeconfig)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.api.Serve(s.listener, tlsConfig) }()
-	sourcesCtx, stopSources := context.WithCancel(ctx)
-	sourcesDone := make(chan struct{})
-	go func() {
-		defer close(sourcesDone)
-		s.sources.Run(sourcesCtx)
-	}()
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sources.Run(runCtx) })
+	for _, c := range s.controllers {
+		wg.Go(func() {
+			if err := c.Run(runCtx, 2); err != nil {
+				s.log.Error("controller stopped", "controller", c.Name(), "err", err)
+			}
+		})
+	}
+	if s.dns != nil {
+		wg.Go(func() {
+			if err := s.dns.Run(runCtx); err != nil {
+				s.log.Error("dns server stopped", "err", err)
+			}
+		})
+	}
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-serveErr:
 	}
-	stopSources()
-	<-sourcesDone
+	stop()
+	wg.Wait()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := s.api.Shutdown(shutdownCtx); serr != nil && err == nil {

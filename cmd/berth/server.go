@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/source"
 )
 
@@ -18,6 +19,7 @@ type serverOptions struct {
 	store             string
 	sources           []string
 	webhookSecretFile string
+	dns               dns.Options
 }
 
 func newServerCommand(g *globalOptions) *cobra.Command {
@@ -50,6 +52,7 @@ them.`,
 				Logger:            g.logger,
 				Sources:           specs,
 				WebhookSecretFile: o.webhookSecretFile,
+				DNS:               &o.dns,
 			})
 			if err != nil {
 				return failed(err)
@@ -66,5 +69,10 @@ them.`,
 	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir), memory (nothing kept) or etcd://h1:2379,…")
 	f.StringArrayVar(&o.sources, "source", nil, "where desired state comes from: a directory or file, git+https://…, git+ssh://…, git+file://… (?ref=&path=&interval=&name=) or http(s)://…; repeatable")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /hooks/<source>; none turns webhooks off")
+	f.StringVar(&o.dns.Listen, "dns-listen", dns.DefaultListen, "address of the cluster DNS server, UDP and TCP")
+	f.StringVar(&o.dns.Upstream, "dns-upstream", "", "where names outside the cluster domain go (default: the nameservers of /etc/resolv.conf); none answers REFUSED")
+	f.StringVar(&o.dns.MetricsListen, "dns-metrics-listen", dns.DefaultMetricsListen, "address of the DNS server's Prometheus /metrics")
+	f.StringVar(&o.dns.HealthListen, "dns-health-listen", dns.DefaultHealthListen, "address of the DNS server's /healthz")
+	f.StringVar(&o.dns.Zone, "cluster-domain", dns.DefaultZone, "the cluster domain DNS answers for")
 	return cmd
 }

@@ -123,6 +123,7 @@ func (p *process) stop(sig syscall.Signal, grace time.Duration) {
 // server is a running `berth server`.
 type server struct {
 	*process
+	dnsPort    int
 	dataDir    string
 	url        string
 	kubeconfig string
@@ -139,8 +140,12 @@ func startServer(t testing.TB, extra ...string) *server {
 func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 	t.Helper()
 	port := freePort(t, "127.0.0.1")
-	args := append([]string{"server", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)
+	dnsPort := freePort(t, "127.0.0.1")
+	args := append([]string{"server", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+		"--dns-listen", fmt.Sprintf("127.0.0.1:%d", dnsPort), "--dns-upstream", "none",
+		"--dns-metrics-listen", "127.0.0.1:0", "--dns-health-listen", "127.0.0.1:0"}, extra...)
 	s := &server{
+		dnsPort:    dnsPort,
 		process:    start(t, args...),
 		dataDir:    dataDir,
 		url:        fmt.Sprintf("https://127.0.0.1:%d", port),

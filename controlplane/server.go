@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
@@ -70,6 +71,7 @@ type Server struct {
 	dns      *dns.Server
 	// controllers run with the server, each until Run's context ends.
 	controllers []*reconcile.Controller
+	scheduler   *sched.Scheduler
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -123,6 +125,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.controllers = append(s.controllers,
 		endpoints.NewController(st, endpoints.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
+	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	if cfg.DNS != nil {
 		opts := *cfg.DNS
 		opts.Clock, opts.Logger = cfg.Clock, cfg.Logger
@@ -252,6 +255,11 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		})
 	}
+	wg.Go(func() {
+		if err := s.scheduler.Run(runCtx); err != nil {
+			s.log.Error("scheduler stopped", "err", err)
+		}
+	})
 	if s.dns != nil {
 		wg.Go(func() {
 			if err := s.dns.Run(runCtx); err != nil {

@@ -352,8 +352,9 @@ func (f *Framework) score(pod *PodInfo, nodes []*NodeInfo) []int64 {
 		if ws.normalizer != nil {
 			ws.normalizer.Normalize(pod, nodes, raw)
 		}
+		w, total := ws.weight, total[:len(raw)]
 		for k, s := range raw {
-			total[k] += s * ws.weight
+			total[k] += s * w
 		}
 	}
 	return total

@@ -208,8 +208,9 @@ func TestScheduleSpreads(t *testing.T) {
 	}
 }
 
-// A batch scorer must give what Score gives node by node.
-func TestBatchScorersAgree(t *testing.T) {
+// A batch scorer or filter must give what Score or Filter gives node by
+// node.
+func TestBatchPluginsAgree(t *testing.T) {
 	var nps []nodePods
 	for i := range 20 {
 		var pods []*api.Pod
@@ -220,6 +221,25 @@ func TestBatchScorersAgree(t *testing.T) {
 	}
 	ns := cluster(nps...)
 	nodes := ns.List()
+	for _, pod := range []*api.Pod{
+		makePod("big", requests("2", "2Gi"), ephemeral("1Gi")),
+		makePod("picky", requests("100m", ""), requiredTerms(api.NodeSelectorTerm{MatchFields: []api.NodeSelectorRequirement{expr("metadata.name", api.NodeSelectorOpNotIn, "n3")}})),
+	} {
+		for _, pl := range []FilterPlugin{resourcesFit{}, nodeAffinity{}} {
+			p := NewPodInfo(pod)
+			batch := make([]*Status, len(nodes))
+			batch[0] = statusNodeName // already rejected: left alone
+			pl.(batchFilter).filterNodes(p, nodes, batch)
+			for k, n := range nodes[1:] {
+				if one := pl.Filter(p, n); one != batch[k+1] {
+					t.Errorf("%T on %s: Filter %v, batch %v", pl, n.Name(), one, batch[k+1])
+				}
+			}
+			if batch[0] != statusNodeName {
+				t.Errorf("%T overwrote an earlier rejection", pl)
+			}
+		}
+	}
 	for _, pod := range []*api.Pod{makePod("new", ownedBy("rs1"), requests("300m", "200Mi")), makePod("bare")} {
 		for _, pl := range []ScorePlugin{leastAllocated{}, mostAllocated{}, balancedAllocation{}, podTopologySpread{}} {
 			p := NewPodInfo(pod)

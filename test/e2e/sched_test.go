@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/testtool"
+)
+
+func podScheduled(pod map[string]any) (status, reason, message string) {
+	conds, _ := field(pod, "status.conditions").([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "PodScheduled" {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+		}
+	}
+	return status, reason, message
+}
+
+func TestUnschedulablePodWaitsForAMatchingNode(t *testing.T) {
+	kubectl := testtool.Need(t, "kubectl")
+	s := startServer(t)
+	kc := func(args ...string) {
+		t.Helper()
+		// kubectl create keeps a Node's status, as a registering agent's
+		// would.
+		if out, err := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	kc("create", "-f", "testdata/plain-node.json")
+	s.mustBerth(t, "apply", "-f", "testdata/ssd-pod.yaml")
+	const want = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+	waitFor(t, 10*time.Second, "PodScheduled=False", func() error {
+		pod, err := s.getJSON(t, "pod", "wants-ssd")
+		if err != nil {
+			return err
+		}
+		status, reason, message := podScheduled(pod)
+		if status != "False" || reason != "Unschedulable" || message != want {
+			return fmt.Errorf("PodScheduled %s %s %q", status, reason, message)
+		}
+		return nil
+	})
+
+	kc("create", "-f", "testdata/ssd-node.json")
+	start := time.Now()
+	waitFor(t, 10*time.Second, "the pod bound to the new node", func() error {
+		pod, err := s.getJSON(t, "pod", "wants-ssd")
+		if err != nil {
+			return err
+		}
+		if node := field(pod, "spec.nodeName"); node != "fast-1" {
+			return fmt.Errorf("nodeName %v", node)
+		}
+		return nil
+	})
+	t.Logf("bound %v after the node was created", time.Since(start))
+}

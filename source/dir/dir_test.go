@@ -1,15 +1,12 @@
 package dir
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/source"
 )
@@ -26,64 +23,6 @@ func write(t *testing.T, path, data string) {
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// harness runs a Dir source on a fake clock.
-type harness struct {
-	t   *testing.T
-	clk *clocktesting.FakeClock
-	src *Dir
-	out chan source.Revision
-}
-
-func start(t *testing.T, path string, opts Options) *harness {
-	t.Helper()
-	h := &harness{t: t, clk: clocktesting.NewFakeClock(time.Unix(1000, 0)), out: make(chan source.Revision)}
-	if opts.Clock == nil {
-		opts.Clock = h.clk
-	}
-	spec := source.Spec{Name: "test", Type: source.TypeDir, URL: path, Interval: 20 * time.Second}
-	src, err := New(spec, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.src = src
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx, h.out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	return h
-}
-
-func (h *harness) receive() source.Revision {
-	h.t.Helper()
-	select {
-	case r := <-h.out:
-		return r
-	case <-time.After(10 * time.Second):
-		h.t.Fatal("no revision within 10s")
-		return source.Revision{}
-	}
-}
-
-// settle waits for the watch to see a change (the debounce timer beside
-// the relist timer), lets the quiet period pass and returns the revision.
-func (h *harness) settle() source.Revision {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.clk.Waiters() < 2 {
-		if time.Now().After(deadline) {
-			h.t.Fatal("the watch saw no change within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	h.clk.Step(DefaultDebounce + time.Millisecond)
-	return h.receive()
 }
 
 // objects lists a revision's objects as file:name=value.

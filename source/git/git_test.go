@@ -79,12 +79,19 @@ func (h *harness) trigger() source.Revision {
 // revision the check sent, or false when it sent none.
 func (h *harness) poll(step time.Duration) (source.Revision, bool) {
 	h.t.Helper()
-	h.waitTimer()
-	h.clk.Step(step)
-	select {
-	case r := <-h.out:
-		return r, true
-	case <-h.timerArmed():
+	h.waitArmed()
+	h.clk.Step(step) // fires the timer: no waiter until the check is done
+	deadline := time.Now().Add(30 * time.Second)
+	for h.clk.Waiters() == 0 {
+		select {
+		case r := <-h.out:
+			return r, true
+		default:
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatal("the check did not end within 30s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	// The timer is armed again before a revision is sent: give the send
 	// a moment to show up.
@@ -96,26 +103,16 @@ func (h *harness) poll(step time.Duration) (source.Revision, bool) {
 	}
 }
 
-func (h *harness) waitTimer() {
+// waitArmed waits until the source waits on its clock.
+func (h *harness) waitArmed() {
 	h.t.Helper()
-	select {
-	case <-h.timerArmed():
-	case <-time.After(30 * time.Second):
-		h.t.Fatal("the source armed no timer within 30s")
-	}
-}
-
-// timerArmed closes once the source waits on its clock again.
-func (h *harness) timerArmed() <-chan struct{} {
-	c := make(chan struct{})
-	go func() {
-		defer close(c)
-		deadline := time.Now().Add(30 * time.Second)
-		for h.clk.Waiters() == 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+	deadline := time.Now().Add(30 * time.Second)
+	for h.clk.Waiters() == 0 {
+		if time.Now().After(deadline) {
+			h.t.Fatal("the source armed no timer within 30s")
 		}
-	}()
-	return c
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func objects(r source.Revision) string {

@@ -1,5 +1,0 @@
-package dir
-
-import "k8s.io/utils/clock"
-
-func realClock() clock.WithTicker { return clock.RealClock{} }

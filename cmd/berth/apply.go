@@ -13,33 +13,6 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// applyOrder ranks kinds so that what an object needs exists before it
-// (SPEC §3): Namespaces, StorageClasses, PersistentVolumes,
-// ServiceAccounts, ConfigMaps, Secrets, PVCs, Services, workloads, then
-// the rest.
-var applyOrder = map[string]int{
-	"Namespace":             0,
-	"StorageClass":          1,
-	"PersistentVolume":      2,
-	"ServiceAccount":        3,
-	"ConfigMap":             4,
-	"Secret":                5,
-	"PersistentVolumeClaim": 6,
-	"Service":               7,
-	"ReplicationController": 8,
-	"ReplicaSet":            8,
-	"Deployment":            8,
-	"Pod":                   8,
-}
-
-// applyRank is a kind's place in applyOrder; kinds not listed come last.
-func applyRank(kind string) int {
-	if r, ok := applyOrder[kind]; ok {
-		return r
-	}
-	return len(applyOrder)
-}
-
 // Results apply prints, as kubectl does.
 const (
 	applyCreated    = "created"
@@ -88,7 +61,7 @@ func runApply(cmd *cobra.Command, g *globalOptions, paths []string) error {
 		return failed(err)
 	}
 	sort.SliceStable(objs, func(i, j int) bool {
-		return applyRank(api.KindOf(objs[i].Object).GVK.Kind) < applyRank(api.KindOf(objs[j].Object).GVK.Kind)
+		return api.ApplyRank(api.KindOf(objs[i].Object)) < api.ApplyRank(api.KindOf(objs[j].Object))
 	})
 	failures := 0
 	for _, d := range objs {

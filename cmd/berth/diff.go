@@ -69,7 +69,7 @@ func runDiff(cmd *cobra.Command, g *globalOptions, paths []string) error {
 		return failed(err)
 	}
 	sort.SliceStable(objs, func(i, j int) bool {
-		return applyRank(api.KindOf(objs[i].Object).GVK.Kind) < applyRank(api.KindOf(objs[j].Object).GVK.Kind)
+		return api.ApplyRank(api.KindOf(objs[i].Object)) < api.ApplyRank(api.KindOf(objs[j].Object))
 	})
 	failures, differ := 0, 0
 	for _, d := range objs {

@@ -32,34 +32,8 @@ func (k Key) String() string {
 	return kind + "/" + k.Namespace + "/" + k.Name
 }
 
-// applyOrder ranks kinds so that what an object needs exists before it
-// (SPEC §3): Namespaces, StorageClasses, PersistentVolumes,
-// ServiceAccounts, ConfigMaps, Secrets, PVCs, Services, workloads, then
-// the rest. Pruning goes the other way.
-var applyOrder = map[string]int{
-	"Namespace":             0,
-	"StorageClass":          1,
-	"PersistentVolume":      2,
-	"ServiceAccount":        3,
-	"ConfigMap":             4,
-	"Secret":                5,
-	"PersistentVolumeClaim": 6,
-	"Service":               7,
-	"ReplicationController": 8,
-	"ReplicaSet":            8,
-	"Deployment":            8,
-	"Pod":                   8,
-}
-
-// rank is a kind's place in applyOrder; kinds not listed come last.
-func rank(k *api.Kind) int {
-	if k != nil {
-		if r, ok := applyOrder[k.GVK.Kind]; ok {
-			return r
-		}
-	}
-	return len(applyOrder)
-}
+// rank is a kind's place in the apply order; see api.ApplyRank.
+func rank(k *api.Kind) int { return api.ApplyRank(k) }
 
 // compareKeys orders keys by kind rank, kind, namespace and name, so that
 // prunes and listings come out the same every time.

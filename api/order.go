@@ -1,0 +1,32 @@
+package api
+
+// applyOrder ranks kinds so that what an object needs exists before it
+// (SPEC §3): Namespaces, StorageClasses, PersistentVolumes,
+// ServiceAccounts, ConfigMaps, Secrets, PVCs, Services, workloads, then
+// the rest.
+var applyOrder = map[string]int{
+	"Namespace":             0,
+	"StorageClass":          1,
+	"PersistentVolume":      2,
+	"ServiceAccount":        3,
+	"ConfigMap":             4,
+	"Secret":                5,
+	"PersistentVolumeClaim": 6,
+	"Service":               7,
+	"ReplicationController": 8,
+	"ReplicaSet":            8,
+	"Deployment":            8,
+	"Pod":                   8,
+}
+
+// ApplyRank is a kind's place in the order objects are created in, shared
+// by the applier and `berth apply`: lower first; kinds not ranked come
+// last. Pruning goes the other way.
+func ApplyRank(k *Kind) int {
+	if k != nil {
+		if r, ok := applyOrder[k.GVK.Kind]; ok {
+			return r
+		}
+	}
+	return len(applyOrder)
+}

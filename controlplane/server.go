@@ -22,6 +22,9 @@ import (
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/reconcile/gc"
+	"github.com/berth-dev/berth/reconcile/namespace"
+	"github.com/berth-dev/berth/reconcile/workload"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
@@ -124,6 +127,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.controllers = append(s.controllers,
 		endpoints.NewController(st, endpoints.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		workload.NewReplicaSetController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		workload.NewReplicationControllerController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		workload.NewDeploymentController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		gc.NewController(st, gc.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		namespace.NewController(st, namespace.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	if cfg.DNS != nil {

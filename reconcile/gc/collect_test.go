@@ -1,0 +1,254 @@
+package gc
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+var (
+	podKind = mustKind("pods")
+	rsKind  = mustKind("replicasets")
+	cmKind  = mustKind("configmaps")
+)
+
+func mustKind(name string) *api.Kind {
+	k, ok := api.LookupResource(name)
+	if !ok {
+		panic(name)
+	}
+	return k
+}
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	s, err := store.New(store.Memory{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func create(t *testing.T, s *store.Store, obj api.Object) api.Object {
+	t.Helper()
+	api.Default(obj)
+	out, err := s.Create(context.Background(), obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func owner(name string, finalizers ...string) *api.ReplicaSet {
+	return &api.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Finalizers: finalizers},
+		Spec: api.ReplicaSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: api.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}},
+		},
+	}
+}
+
+func refTo(o api.Object, controller bool) metav1.OwnerReference {
+	ref := *metav1.NewControllerRef(o, api.KindOf(o).GVK)
+	if !controller {
+		ref.Controller = nil
+		ref.BlockOwnerDeletion = nil
+	}
+	return ref
+}
+
+func pod(name, node string, refs ...metav1.OwnerReference) *api.Pod {
+	return &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, OwnerReferences: refs},
+		Spec:       api.PodSpec{NodeName: node, Containers: []api.Container{{Name: "c", Image: "x"}}},
+	}
+}
+
+func exists(s *store.Store, k *api.Kind, name string) (api.Object, bool) {
+	obj, err := s.Get(k, "default", name)
+	return obj, err == nil
+}
+
+func TestBackgroundDeletesDependentsOfAGoneOwner(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	rs := create(t, s, owner("web"))
+	create(t, s, pod("a", "", refTo(rs, true)))
+	create(t, s, pod("b", "", refTo(rs, true)))
+	c := NewCollector(s)
+	deleted, err := s.Delete(ctx, rsKind, "default", "web", store.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := c.Keys(store.Event{Type: store.Deleted, Kind: rsKind, Object: deleted})
+	want := []string{Key(podKind, "default", "a"), Key(podKind, "default", "b")}
+	if !slices.Equal(keys, want) {
+		t.Fatalf("keys %v, want %v", keys, want)
+	}
+	for _, k := range keys {
+		if _, err := c.Reconcile(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"a", "b"} {
+		if _, ok := exists(s, podKind, n); ok {
+			t.Errorf("pod %s survived its owner", n)
+		}
+	}
+}
+
+func TestOrphanFinalizer(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	rs := create(t, s, owner("web", FinalizerOrphan))
+	other := create(t, s, owner("other"))
+	create(t, s, pod("a", "", refTo(rs, true)))
+	create(t, s, pod("b", "", refTo(rs, true), refTo(other, false)))
+	if _, err := s.Delete(ctx, rsKind, "default", "web", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCollector(s)
+	if _, err := c.Reconcile(ctx, Key(rsKind, "default", "web")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := exists(s, rsKind, "web"); ok {
+		t.Error("owner still stored after its orphan finalizer")
+	}
+	a, ok := exists(s, podKind, "a")
+	if !ok || len(a.GetOwnerReferences()) != 0 {
+		t.Errorf("pod a: present %v, refs %v", ok, a)
+	}
+	b, ok := exists(s, podKind, "b")
+	if !ok || len(b.GetOwnerReferences()) != 1 || b.GetOwnerReferences()[0].UID != other.GetUID() {
+		t.Errorf("pod b: present %v, %v", ok, b)
+	}
+}
+
+func TestForegroundWaitsForBlockingDependents(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	rs := create(t, s, owner("web", FinalizerForeground))
+	create(t, s, pod("unbound", "", refTo(rs, true)))
+	create(t, s, pod("running", "n1", refTo(rs, true))) // a grace period holds it
+	if _, err := s.Delete(ctx, rsKind, "default", "web", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCollector(s)
+	key := Key(rsKind, "default", "web")
+	if _, err := c.Reconcile(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := exists(s, podKind, "unbound"); ok {
+		t.Error("unbound dependent not deleted")
+	}
+	running, ok := exists(s, podKind, "running")
+	if !ok || running.GetDeletionTimestamp() == nil {
+		t.Fatalf("running dependent not marked deleted: %v", running)
+	}
+	if _, ok := exists(s, rsKind, "web"); !ok {
+		t.Fatal("owner gone while a blocking dependent remains")
+	}
+	// The agent finishes the pod; its deletion brings the owner back.
+	gone, err := s.Delete(ctx, podKind, "default", "running", store.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := c.Keys(store.Event{Type: store.Deleted, Kind: podKind, Object: gone}); !slices.Contains(keys, key) {
+		t.Fatalf("pod deletion keys %v lack the owner", keys)
+	}
+	if _, err := c.Reconcile(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := exists(s, rsKind, "web"); ok {
+		t.Error("owner still stored after its dependents went")
+	}
+}
+
+func TestDanglingReferences(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	live := create(t, s, owner("live"))
+	stale := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "live", UID: types.UID("old-uid")}
+	missing := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "nope", UID: types.UID("x")}
+	unknown := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Widget", Name: "w", UID: types.UID("w")}
+	tests := []struct {
+		name        string
+		refs        []metav1.OwnerReference
+		wantDeleted bool
+		wantRefs    []types.UID
+	}{
+		{"owner present", []metav1.OwnerReference{refTo(live, true)}, false, []types.UID{live.GetUID()}},
+		{"uid mismatch", []metav1.OwnerReference{stale}, true, nil},
+		{"owner missing", []metav1.OwnerReference{missing}, true, nil},
+		{"one of two gone", []metav1.OwnerReference{missing, refTo(live, false)}, false, []types.UID{live.GetUID()}},
+		{"unknown kind left alone", []metav1.OwnerReference{unknown}, false, []types.UID{"w"}},
+	}
+	c := NewCollector(s)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "cm" + string(rune('a'+i))
+			create(t, s, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, OwnerReferences: tt.refs}})
+			if _, err := c.Reconcile(ctx, Key(cmKind, "default", name)); err != nil {
+				t.Fatal(err)
+			}
+			obj, ok := exists(s, cmKind, name)
+			if ok == tt.wantDeleted {
+				t.Fatalf("present %v, want deleted %v", ok, tt.wantDeleted)
+			}
+			if !ok {
+				return
+			}
+			var uids []types.UID
+			for _, r := range obj.GetOwnerReferences() {
+				uids = append(uids, r.UID)
+			}
+			if !slices.Equal(uids, tt.wantRefs) {
+				t.Errorf("refs %v, want %v", uids, tt.wantRefs)
+			}
+		})
+	}
+}
+
+// TestControllerCollects runs the collector: deleting an owner removes its
+// dependents, and a chain of them.
+func TestControllerCollects(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	c := NewController(s, Options{})
+	wg.Go(func() {
+		if err := c.Run(ctx, 2); err != nil {
+			t.Error(err)
+		}
+	})
+	rs := create(t, s, owner("web"))
+	p := create(t, s, pod("a", "", refTo(rs, true)))
+	create(t, s, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "of-pod", OwnerReferences: []metav1.OwnerReference{refTo(p, false)}}})
+	if _, err := s.Delete(ctx, rsKind, "default", "web", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, podLeft := exists(s, podKind, "a")
+		_, cmLeft := exists(s, cmKind, "of-pod")
+		if !podLeft && !cmLeft {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dependents left: pod %v, configmap %v", podLeft, cmLeft)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,131 @@
+package workload
+
+import (
+	"log/slog"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/store"
+)
+
+// Controller names in logs.
+const (
+	ReplicaSetName            = "replicaset"
+	ReplicationControllerName = "replicationcontroller"
+)
+
+// Options configure the controllers; the zero value is usable.
+type Options struct {
+	Clock   clock.WithTicker
+	Backoff reconcile.Backoff
+	Logger  *slog.Logger
+}
+
+// NewReplicaSetController returns the ReplicaSet controller, fed by
+// watches on ReplicaSets and Pods. Run it with Controller.Run(ctx, workers).
+func NewReplicaSetController(s *store.Store, opts Options) *reconcile.Controller {
+	return newReplicaController(ReplicaSetName, s, replicaSets, opts)
+}
+
+// NewReplicationControllerController is NewReplicaSetController for
+// ReplicationControllers.
+func NewReplicationControllerController(s *store.Store, opts Options) *reconcile.Controller {
+	return newReplicaController(ReplicationControllerName, s, replicationControllers, opts)
+}
+
+func newReplicaController(name string, s *store.Store, k *replicatedKind, opts Options) *reconcile.Controller {
+	var c clock.PassiveClock
+	if opts.Clock != nil {
+		c = opts.Clock
+	}
+	r := newReplicaReconciler(s, k, c)
+	return reconcile.NewController(name, r, reconcile.Options{
+		Clock:   opts.Clock,
+		Backoff: opts.Backoff,
+		Logger:  opts.Logger,
+		Store:   s,
+		Watches: r.Watches(),
+	})
+}
+
+// Watches are the store watches that feed the controller: its own kind,
+// and pods, which concern their controller (settling its expectations)
+// or, for orphans, every controller of the kind whose selector matches.
+func (r *ReplicaReconciler) Watches() []reconcile.Watch {
+	return []reconcile.Watch{
+		{Kind: r.kind.kind},
+		{Kind: podKind, Keys: r.PodKeys},
+	}
+}
+
+// PodKeys maps a pod change to the keys of the controllers it concerns, and
+// settles the expectations it satisfies. Tests that call Reconcile directly
+// feed it the store's events to play the watch.
+func (r *ReplicaReconciler) PodKeys(e store.Event) []string {
+	pod := e.Object.(*api.Pod)
+	podKey := reconcile.ObjectKey(pod)
+	keys := map[string]struct{}{}
+	owner := r.ownerKey(pod)
+	switch e.Type {
+	case store.Added:
+		if owner != "" {
+			if pod.DeletionTimestamp != nil {
+				r.expectations.DeletionObserved(owner, podKey)
+			} else {
+				r.expectations.CreationObserved(owner)
+			}
+		}
+	case store.Modified:
+		var old *api.Pod
+		if e.Old != nil {
+			old = e.Old.(*api.Pod)
+		}
+		if owner != "" && pod.DeletionTimestamp != nil && (old == nil || old.DeletionTimestamp == nil) {
+			r.expectations.DeletionObserved(owner, podKey)
+		}
+		if old != nil {
+			if oldOwner := r.ownerKey(old); oldOwner != "" && oldOwner != owner {
+				keys[oldOwner] = struct{}{}
+			}
+			if api.ControllerOf(pod) == nil && !maps.Equal(old.Labels, pod.Labels) {
+				r.matching(old, keys)
+			}
+		}
+	case store.Deleted:
+		if owner != "" {
+			r.expectations.DeletionObserved(owner, podKey)
+		}
+	}
+	if owner != "" {
+		keys[owner] = struct{}{}
+	} else if e.Type != store.Deleted && api.ControllerOf(pod) == nil {
+		r.matching(pod, keys)
+	}
+	return slices.Sorted(maps.Keys(keys))
+}
+
+// ownerKey is the key of the pod's controller if it is of r's kind.
+func (r *ReplicaReconciler) ownerKey(pod *api.Pod) string {
+	ref := api.ControllerOf(pod)
+	if ref == nil || ref.Kind != r.kind.kind.GVK.Kind {
+		return ""
+	}
+	return reconcile.Key(pod.Namespace, ref.Name)
+}
+
+// matching adds the keys of the controllers in the pod's namespace whose
+// selector matches its labels: the ones that may adopt it.
+func (r *ReplicaReconciler) matching(pod *api.Pod, keys map[string]struct{}) {
+	_ = r.store.Snapshot().Each(r.kind.kind, store.Filter{Namespace: pod.Namespace}, func(obj api.Object) bool {
+		v, err := r.kind.view(obj)
+		if err == nil && v.selector.Matches(labels.Set(pod.Labels)) {
+			keys[reconcile.ObjectKey(obj)] = struct{}{}
+		}
+		return true
+	})
+}

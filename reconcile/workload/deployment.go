@@ -1,0 +1,473 @@
+package workload
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/dump"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/store"
+)
+
+// DeploymentName is the Deployment controller's name in logs.
+const DeploymentName = "deployment"
+
+// LabelPodTemplateHash tells the ReplicaSets of one Deployment apart: it is
+// on each ReplicaSet, its selector and its pods, with the hash of the
+// template the ReplicaSet runs, as in Kubernetes.
+const LabelPodTemplateHash = "pod-template-hash"
+
+// AnnotationRevision numbers a Deployment's ReplicaSets in the order their
+// templates were rolled out, as in Kubernetes, so that the history can be
+// trimmed oldest first and rolled back.
+const AnnotationRevision = "deployment.kubernetes.io/revision"
+
+// PodTemplateHash names the ReplicaSet of a template: FNV-32a over the
+// template's deterministic dump (and the collision count, if any),
+// rendered with rand.SafeEncodeString, as Kubernetes' ComputeHash.
+func PodTemplateHash(t *api.PodTemplateSpec, collisionCount *int32) string {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%v", dump.ForHash(t))
+	if collisionCount != nil {
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
+		h.Write(b)
+	}
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// DeploymentReconciler rolls one Deployment, named by its key, out through
+// its ReplicaSets and reports the rollout in its status.
+type DeploymentReconciler struct {
+	store *store.Store
+	clock clock.PassiveClock
+}
+
+// NewDeploymentReconciler returns the Reconciler alone, for tests and for
+// callers that run it under their own Controller. A nil clock is the real
+// one.
+func NewDeploymentReconciler(s *store.Store, c clock.PassiveClock) *DeploymentReconciler {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &DeploymentReconciler{store: s, clock: c}
+}
+
+// NewDeploymentController returns the Deployment controller, fed by watches
+// on Deployments and ReplicaSets.
+func NewDeploymentController(s *store.Store, opts Options) *reconcile.Controller {
+	var c clock.PassiveClock
+	if opts.Clock != nil {
+		c = opts.Clock
+	}
+	r := NewDeploymentReconciler(s, c)
+	return reconcile.NewController(DeploymentName, r, reconcile.Options{
+		Clock:   opts.Clock,
+		Backoff: opts.Backoff,
+		Logger:  opts.Logger,
+		Store:   s,
+		Watches: r.Watches(),
+	})
+}
+
+// Watches feed the controller: a Deployment's own changes, and a
+// ReplicaSet's changes to its Deployment (or, for an orphan, to the
+// Deployments whose selector matches it).
+func (r *DeploymentReconciler) Watches() []reconcile.Watch {
+	return []reconcile.Watch{
+		{Kind: deploymentKind},
+		{Kind: replicaSetKind, Keys: r.ReplicaSetKeys},
+	}
+}
+
+// ReplicaSetKeys maps a ReplicaSet change to the Deployments it concerns.
+func (r *DeploymentReconciler) ReplicaSetKeys(e store.Event) []string {
+	keys := map[string]struct{}{}
+	add := func(rs *api.ReplicaSet) {
+		if ref := api.ControllerOf(rs); ref != nil {
+			if ref.Kind == deploymentKind.GVK.Kind {
+				keys[reconcile.Key(rs.Namespace, ref.Name)] = struct{}{}
+			}
+			return
+		}
+		_ = r.store.Snapshot().Each(deploymentKind, store.Filter{Namespace: rs.Namespace}, func(obj api.Object) bool {
+			d := obj.(*api.Deployment)
+			if sel, err := deploymentSelector(d); err == nil && sel.Matches(labels.Set(rs.Labels)) {
+				keys[reconcile.ObjectKey(d)] = struct{}{}
+			}
+			return true
+		})
+	}
+	add(e.Object.(*api.ReplicaSet))
+	if e.Old != nil {
+		add(e.Old.(*api.ReplicaSet))
+	}
+	return slices.Sorted(maps.Keys(keys))
+}
+
+func deploymentSelector(d *api.Deployment) (labels.Selector, error) {
+	if d.Spec.Selector == nil {
+		return nil, fmt.Errorf("deployment %s/%s: spec.selector is required", d.Namespace, d.Name)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("deployment %s/%s: spec.selector: %w", d.Namespace, d.Name, err)
+	}
+	if sel.Empty() {
+		return nil, fmt.Errorf("deployment %s/%s: spec.selector is empty and would select every ReplicaSet", d.Namespace, d.Name)
+	}
+	return sel, nil
+}
+
+// Reconcile converges the Deployment named key.
+func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	namespace, name := reconcile.SplitKey(key)
+	obj, err := r.store.Get(deploymentKind, namespace, name)
+	if store.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("get deployment %s: %w", key, err)
+	}
+	d := obj.(*api.Deployment)
+	sel, err := deploymentSelector(d)
+	if err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	surge, unavailable, err := rollingBounds(d)
+	if err != nil {
+		return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("deployment %s: spec.strategy.rollingUpdate.%w", key, err))
+	}
+	rsList, err := r.claimReplicaSets(ctx, d, sel)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	var newRS *api.ReplicaSet
+	var old []*api.ReplicaSet
+	for _, rs := range rsList {
+		if rs.Labels[LabelPodTemplateHash] == hash && newRS == nil {
+			newRS = rs
+		} else {
+			old = append(old, rs)
+		}
+	}
+	progressed := false
+	switch {
+	case d.DeletionTimestamp != nil:
+	case d.Spec.Paused:
+		if err := r.scalePaused(ctx, d, newRS, old); err != nil {
+			return reconcile.Result{}, err
+		}
+	default:
+		newRS, progressed, err = r.rollout(ctx, d, hash, newRS, old, surge, unavailable)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	st, wait := r.status(d, newRS, old, unavailable, progressed)
+	if st.Complete && d.DeletionTimestamp == nil {
+		if err := r.cleanup(ctx, d, old); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.writeStatus(ctx, d, st.DeploymentStatus); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// rollout takes one step toward the template: it creates the new
+// ReplicaSet if need be, then scales by the strategy. progressed reports
+// whether it wrote anything.
+func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, hash string, newRS *api.ReplicaSet, old []*api.ReplicaSet, surge, unavailable int32) (*api.ReplicaSet, bool, error) {
+	revision := maxRevision(old) + 1
+	progressed := false
+	if newRS == nil {
+		created, err := r.createReplicaSet(ctx, d, hash, revision)
+		if err != nil {
+			return nil, false, err
+		}
+		newRS, progressed = created, true
+	} else if revisionOf(newRS) < revision || newRS.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
+		// Rolled back to an older template, or minReadySeconds changed.
+		updated, err := r.scale(ctx, newRS, replicasOf(newRS.Spec.Replicas), revision, d.Spec.MinReadySeconds)
+		if err != nil {
+			return nil, false, err
+		}
+		newRS = updated
+	}
+	replicas := replicasOf(d.Spec.Replicas)
+	var target map[*api.ReplicaSet]int32
+	if d.Spec.Strategy.Type == api.RecreateDeploymentStrategyType {
+		target = recreateStep(replicas, newRS, old)
+	} else {
+		in := Rollout{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, New: countsOf(newRS)}
+		byName := map[string]*api.ReplicaSet{}
+		for _, rs := range old {
+			if replicasOf(rs.Spec.Replicas) > 0 || rs.Status.Replicas > 0 {
+				in.Old = append(in.Old, countsOf(rs))
+			}
+			byName[rs.Name] = rs
+		}
+		step := RollingStep(in)
+		target = map[*api.ReplicaSet]int32{newRS: step.NewReplicas}
+		for name, n := range step.Old {
+			target[byName[name]] = n
+		}
+	}
+	var errs []error
+	for rs, n := range target {
+		if replicasOf(rs.Spec.Replicas) == n {
+			continue
+		}
+		updated, err := r.scale(ctx, rs, n, revisionOf(rs), rs.Spec.MinReadySeconds)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		progressed = true
+		if rs == newRS {
+			newRS = updated
+		}
+	}
+	return newRS, progressed, errors.Join(errs...)
+}
+
+// scalePaused follows a change of replicas while the rollout is paused:
+// when a single ReplicaSet runs the Deployment's pods, it is scaled to
+// replicas, as Kubernetes' scale does. Several active ReplicaSets (a
+// paused rollout) are left as they are; Kubernetes would scale them in
+// proportion.
+func (r *DeploymentReconciler) scalePaused(ctx context.Context, d *api.Deployment, newRS *api.ReplicaSet, old []*api.ReplicaSet) error {
+	var active []*api.ReplicaSet
+	for _, rs := range append(slices.Clone(old), newRS) {
+		if rs != nil && replicasOf(rs.Spec.Replicas) > 0 {
+			active = append(active, rs)
+		}
+	}
+	target := newRS
+	switch {
+	case len(active) == 1:
+		target = active[0]
+	case len(active) > 1 || target == nil:
+		return nil
+	}
+	replicas := replicasOf(d.Spec.Replicas)
+	if replicasOf(target.Spec.Replicas) == replicas {
+		return nil
+	}
+	_, err := r.scale(ctx, target, replicas, revisionOf(target), target.Spec.MinReadySeconds)
+	return err
+}
+
+// recreateStep scales every old ReplicaSet to zero, and the new one to
+// replicas once no old pod is left.
+func recreateStep(replicas int32, newRS *api.ReplicaSet, old []*api.ReplicaSet) map[*api.ReplicaSet]int32 {
+	target := map[*api.ReplicaSet]int32{}
+	oldPods := int32(0)
+	for _, rs := range old {
+		target[rs] = 0
+		oldPods += replicasOf(rs.Spec.Replicas) + rs.Status.Replicas
+	}
+	if oldPods == 0 {
+		target[newRS] = replicas
+	}
+	return target
+}
+
+func countsOf(rs *api.ReplicaSet) RSCounts {
+	return RSCounts{Name: rs.Name, Created: rs.CreationTimestamp.Time, Replicas: replicasOf(rs.Spec.Replicas), Available: rs.Status.AvailableReplicas}
+}
+
+func revisionOf(rs *api.ReplicaSet) int64 {
+	n, _ := strconv.ParseInt(rs.Annotations[AnnotationRevision], 10, 64)
+	return n
+}
+
+func maxRevision(rss []*api.ReplicaSet) int64 {
+	var m int64
+	for _, rs := range rss {
+		m = max(m, revisionOf(rs))
+	}
+	return m
+}
+
+// createReplicaSet creates the ReplicaSet of the Deployment's template,
+// with no replicas yet: the strategy scales it.
+func (r *DeploymentReconciler) createReplicaSet(ctx context.Context, d *api.Deployment, hash string, revision int64) (*api.ReplicaSet, error) {
+	template := d.Spec.Template.DeepCopy()
+	template.Labels = withLabel(template.Labels, LabelPodTemplateHash, hash)
+	selector := d.Spec.Selector.DeepCopy()
+	selector.MatchLabels = withLabel(selector.MatchLabels, LabelPodTemplateHash, hash)
+	zero := int32(0)
+	rs := &api.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       d.Namespace,
+			Name:            d.Name + "-" + hash,
+			Labels:          maps.Clone(template.Labels),
+			Annotations:     map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, deploymentKind.GVK)},
+		},
+		Spec: api.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: *template},
+	}
+	api.Default(rs)
+	obj, err := r.store.Create(ctx, rs)
+	if err == nil {
+		return obj.(*api.ReplicaSet), nil
+	}
+	if !store.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create replicaset %s/%s: %w", rs.Namespace, rs.Name, err)
+	}
+	// A ReplicaSet of that name that is not ours, or runs another
+	// template: count a collision so the next hash differs.
+	existing, gerr := r.store.Get(replicaSetKind, rs.Namespace, rs.Name)
+	if gerr == nil {
+		if ref := api.ControllerOf(existing); ref != nil && ref.UID == d.UID && existing.GetLabels()[LabelPodTemplateHash] == hash {
+			return existing.(*api.ReplicaSet), nil
+		}
+	}
+	c := d.DeepCopy()
+	n := int32(1)
+	if c.Status.CollisionCount != nil {
+		n = *c.Status.CollisionCount + 1
+	}
+	c.Status.CollisionCount = &n
+	if _, uerr := r.store.Update(ctx, c); uerr != nil {
+		return nil, fmt.Errorf("record hash collision of deployment %s/%s: %w", d.Namespace, d.Name, uerr)
+	}
+	return nil, fmt.Errorf("replicaset %s/%s exists and is not this template's; collision count now %d", rs.Namespace, rs.Name, n)
+}
+
+func withLabel(m map[string]string, k, v string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[k] = v
+	return out
+}
+
+// scale writes a ReplicaSet's replicas, revision and minReadySeconds.
+func (r *DeploymentReconciler) scale(ctx context.Context, rs *api.ReplicaSet, replicas int32, revision int64, minReady int32) (*api.ReplicaSet, error) {
+	c := rs.DeepCopy()
+	c.Spec.Replicas = &replicas
+	c.Spec.MinReadySeconds = minReady
+	if revision > 0 {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[AnnotationRevision] = strconv.FormatInt(revision, 10)
+	}
+	obj, err := r.store.Update(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("scale replicaset %s/%s to %d: %w", rs.Namespace, rs.Name, replicas, err)
+	}
+	return obj.(*api.ReplicaSet), nil
+}
+
+// cleanup deletes the oldest ReplicaSets scaled to zero beyond
+// revisionHistoryLimit.
+func (r *DeploymentReconciler) cleanup(ctx context.Context, d *api.Deployment, old []*api.ReplicaSet) error {
+	limit := int32(api.DefaultRevisionHistoryLimit)
+	if d.Spec.RevisionHistoryLimit != nil {
+		limit = *d.Spec.RevisionHistoryLimit
+	}
+	var idle []*api.ReplicaSet
+	for _, rs := range old {
+		if replicasOf(rs.Spec.Replicas) == 0 && rs.Status.Replicas == 0 && rs.DeletionTimestamp == nil &&
+			rs.Generation <= rs.Status.ObservedGeneration {
+			idle = append(idle, rs)
+		}
+	}
+	excess := len(idle) - int(limit)
+	if excess <= 0 {
+		return nil
+	}
+	slices.SortStableFunc(idle, func(a, b *api.ReplicaSet) int {
+		if ra, rb := revisionOf(a), revisionOf(b); ra != rb {
+			return int(ra - rb)
+		}
+		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+	})
+	var errs []error
+	for _, rs := range idle[:excess] {
+		_, err := r.store.Delete(ctx, replicaSetKind, rs.Namespace, rs.Name,
+			store.DeleteOptions{Preconditions: &store.Preconditions{UID: string(rs.UID)}})
+		if err != nil && !store.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete old replicaset %s/%s: %w", rs.Namespace, rs.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// claimReplicaSets returns the ReplicaSets the Deployment controls, after
+// adopting matching orphans and releasing those that stop matching.
+func (r *DeploymentReconciler) claimReplicaSets(ctx context.Context, d *api.Deployment, sel labels.Selector) ([]*api.ReplicaSet, error) {
+	owned, _, err := r.store.List(replicaSetKind, store.Filter{Namespace: d.Namespace, Index: store.IndexOwner, Value: string(d.UID)})
+	if err != nil {
+		return nil, fmt.Errorf("list replicasets of deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	matching, _, err := r.store.List(replicaSetKind, store.Filter{Namespace: d.Namespace, Labels: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list replicasets matching deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	deleting := d.DeletionTimestamp != nil
+	var (
+		claimed []*api.ReplicaSet
+		errs    []error
+		seen    = map[string]bool{}
+	)
+	for _, obj := range owned {
+		rs := obj.(*api.ReplicaSet)
+		if ref := api.ControllerOf(rs); ref == nil || ref.UID != d.UID {
+			continue
+		}
+		seen[rs.Name] = true
+		if deleting || sel.Matches(labels.Set(rs.Labels)) {
+			claimed = append(claimed, rs)
+			continue
+		}
+		c := rs.DeepCopy()
+		c.OwnerReferences = slices.DeleteFunc(c.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == d.UID })
+		if _, err := r.store.Update(ctx, c); err != nil && !store.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("release replicaset %s/%s: %w", rs.Namespace, rs.Name, err))
+		}
+	}
+	for _, obj := range matching {
+		rs := obj.(*api.ReplicaSet)
+		if seen[rs.Name] || deleting || rs.DeletionTimestamp != nil || api.ControllerOf(rs) != nil {
+			continue
+		}
+		c := rs.DeepCopy()
+		c.OwnerReferences = append(c.OwnerReferences, *metav1.NewControllerRef(d, deploymentKind.GVK))
+		adopted, err := r.store.Update(ctx, c)
+		switch {
+		case store.IsNotFound(err):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("adopt replicaset %s/%s: %w", rs.Namespace, rs.Name, err))
+		default:
+			claimed = append(claimed, adopted.(*api.ReplicaSet))
+		}
+	}
+	slices.SortFunc(claimed, func(a, b *api.ReplicaSet) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return claimed, errors.Join(errs...)
+}

@@ -1,0 +1,159 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Reasons of the Deployment conditions, as Kubernetes names them.
+const (
+	// Progressing: the new ReplicaSet runs every replica, available.
+	ReasonNewReplicaSetAvailable = "NewReplicaSetAvailable"
+	// Progressing: the rollout moved in this sync.
+	ReasonReplicaSetUpdated = "ReplicaSetUpdated"
+	// Progressing False: no progress for progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// Available: at least replicas-maxUnavailable pods are available.
+	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
+	// Available False: fewer than replicas-maxUnavailable are.
+	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+)
+
+// deploymentStatus is the status a sync computes and whether it says the
+// rollout is complete.
+type deploymentStatus struct {
+	api.DeploymentStatus
+	Complete bool
+}
+
+// status computes the Deployment's status from its ReplicaSets. wait, if
+// positive, is when the progress deadline falls.
+func (r *DeploymentReconciler) status(d *api.Deployment, newRS *api.ReplicaSet, old []*api.ReplicaSet, maxUnavailable int32, progressed bool) (deploymentStatus, time.Duration) {
+	now := metav1.NewTime(r.clock.Now())
+	replicas := replicasOf(d.Spec.Replicas)
+	st := deploymentStatus{DeploymentStatus: api.DeploymentStatus{
+		ObservedGeneration: d.Generation,
+		CollisionCount:     d.Status.CollisionCount,
+		Conditions:         append([]api.WorkloadCondition(nil), d.Status.Conditions...),
+	}}
+	all := old
+	if newRS != nil {
+		all = append(append([]*api.ReplicaSet(nil), old...), newRS)
+		st.UpdatedReplicas = newRS.Status.Replicas
+	}
+	for _, rs := range all {
+		st.Replicas += rs.Status.Replicas
+		st.ReadyReplicas += rs.Status.ReadyReplicas
+		st.AvailableReplicas += rs.Status.AvailableReplicas
+	}
+	st.UnavailableReplicas = max(replicas-st.AvailableReplicas, 0)
+
+	if st.AvailableReplicas >= replicas-maxUnavailable {
+		setCondition(&st.DeploymentStatus, api.DeploymentAvailable, api.ConditionTrue, ReasonMinimumReplicasAvailable, "Deployment has minimum availability.", now)
+	} else {
+		setCondition(&st.DeploymentStatus, api.DeploymentAvailable, api.ConditionFalse, ReasonMinimumReplicasUnavailable, "Deployment does not have minimum availability.", now)
+	}
+
+	rsName := ""
+	if newRS != nil {
+		rsName = newRS.Name
+	}
+	st.Complete = newRS != nil && st.UpdatedReplicas == replicas && st.Replicas == replicas &&
+		st.AvailableReplicas == replicas && replicasOf(newRS.Spec.Replicas) == replicas
+	if d.Spec.ProgressDeadlineSeconds == nil || d.Spec.Paused {
+		return st, 0
+	}
+	deadline := time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second
+	cur := findCondition(st.Conditions, api.DeploymentProgressing)
+	switch {
+	case st.Complete:
+		setCondition(&st.DeploymentStatus, api.DeploymentProgressing, api.ConditionTrue, ReasonNewReplicaSetAvailable,
+			fmt.Sprintf("ReplicaSet %q has successfully progressed.", rsName), now)
+		return st, 0
+	case progressed || madeProgress(&d.Status, &st.DeploymentStatus):
+		c := api.WorkloadCondition{
+			Type: api.DeploymentProgressing, Status: api.ConditionTrue, Reason: ReasonReplicaSetUpdated,
+			Message:        fmt.Sprintf("ReplicaSet %q is progressing.", rsName),
+			LastUpdateTime: now, LastTransitionTime: now,
+		}
+		if cur != nil && cur.Status == api.ConditionTrue {
+			c.LastTransitionTime = cur.LastTransitionTime
+		}
+		removeCondition(&st.DeploymentStatus, api.DeploymentProgressing)
+		st.Conditions = append(st.Conditions, c)
+		return st, deadline
+	case cur != nil && cur.Reason == ReasonProgressDeadlineExceeded:
+		return st, 0
+	case cur != nil && cur.Status == api.ConditionTrue:
+		left := cur.LastUpdateTime.Add(deadline).Sub(now.Time)
+		if left > 0 {
+			return st, left
+		}
+		setCondition(&st.DeploymentStatus, api.DeploymentProgressing, api.ConditionFalse, ReasonProgressDeadlineExceeded,
+			fmt.Sprintf("ReplicaSet %q has timed out progressing.", rsName), now)
+	}
+	return st, 0
+}
+
+// madeProgress reports whether the pods moved toward the template since
+// the last status, as Kubernetes' DeploymentProgressing.
+func madeProgress(old, cur *api.DeploymentStatus) bool {
+	oldOld := old.Replicas - old.UpdatedReplicas
+	curOld := cur.Replicas - cur.UpdatedReplicas
+	return cur.UpdatedReplicas > old.UpdatedReplicas || curOld < oldOld ||
+		cur.ReadyReplicas > old.ReadyReplicas || cur.AvailableReplicas > old.AvailableReplicas
+}
+
+func findCondition(cs []api.WorkloadCondition, t string) *api.WorkloadCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+func removeCondition(st *api.DeploymentStatus, t string) {
+	out := st.Conditions[:0]
+	for _, c := range st.Conditions {
+		if c.Type != t {
+			out = append(out, c)
+		}
+	}
+	st.Conditions = out
+}
+
+// setCondition sets a condition as Kubernetes' SetDeploymentCondition:
+// unchanged if status and reason are, keeping the transition time if only
+// the reason moved.
+func setCondition(st *api.DeploymentStatus, t string, status api.ConditionStatus, reason, msg string, now metav1.Time) {
+	c := api.WorkloadCondition{Type: t, Status: status, Reason: reason, Message: msg, LastUpdateTime: now, LastTransitionTime: now}
+	cur := findCondition(st.Conditions, t)
+	if cur != nil && cur.Status == status && cur.Reason == reason {
+		return
+	}
+	if cur != nil && cur.Status == status {
+		c.LastTransitionTime = cur.LastTransitionTime
+	}
+	removeCondition(st, t)
+	st.Conditions = append(st.Conditions, c)
+}
+
+// writeStatus stores st if it differs from the Deployment's status.
+func (r *DeploymentReconciler) writeStatus(ctx context.Context, d *api.Deployment, st api.DeploymentStatus) error {
+	if equality.Semantic.DeepEqual(d.Status, st) {
+		return nil
+	}
+	c := d.DeepCopy()
+	c.Status = st
+	if _, err := r.store.Update(ctx, c); err != nil {
+		return fmt.Errorf("update status of deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return nil
+}

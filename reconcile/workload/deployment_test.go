@@ -1,0 +1,367 @@
+package workload
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+func deployment(name string, replicas int32) *api.Deployment {
+	return &api.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: api.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: webTemplate(),
+		},
+	}
+}
+
+type deployFixture struct {
+	t   *testing.T
+	ctx context.Context
+	clk *clocktesting.FakeClock
+	s   *store.Store
+	r   *DeploymentReconciler
+}
+
+func newDeployFixture(t *testing.T, d *api.Deployment) *deployFixture {
+	clk := clocktesting.NewFakeClock(epoch)
+	s := newStore(t, clk)
+	mustCreate(t, s, d)
+	return &deployFixture{t: t, ctx: context.Background(), clk: clk, s: s, r: NewDeploymentReconciler(s, clk)}
+}
+
+func (f *deployFixture) sync() time.Duration {
+	f.t.Helper()
+	res, err := f.r.Reconcile(f.ctx, "default/web")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res.RequeueAfter
+}
+
+func (f *deployFixture) deployment() *api.Deployment {
+	f.t.Helper()
+	obj, err := f.s.Get(deploymentKind, "default", "web")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return obj.(*api.Deployment)
+}
+
+func (f *deployFixture) update(change func(d *api.Deployment)) {
+	f.t.Helper()
+	d := f.deployment().DeepCopy()
+	change(d)
+	if _, err := f.s.Update(f.ctx, d); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// replicaSets returns the ReplicaSets by name.
+func (f *deployFixture) replicaSets() map[string]*api.ReplicaSet {
+	f.t.Helper()
+	objs, _, err := f.s.List(replicaSetKind, store.Filter{Namespace: "default"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m := map[string]*api.ReplicaSet{}
+	for _, o := range objs {
+		m[o.GetName()] = o.(*api.ReplicaSet)
+	}
+	return m
+}
+
+// settle plays the ReplicaSet controller: every ReplicaSet reports its
+// spec.replicas as running, ready and available.
+func (f *deployFixture) settle() {
+	f.t.Helper()
+	for _, rs := range f.replicaSets() {
+		c := rs.DeepCopy()
+		n := replicasOf(c.Spec.Replicas)
+		c.Status = api.ReplicaSetStatus{Replicas: n, FullyLabeledReplicas: n, ReadyReplicas: n, AvailableReplicas: n, ObservedGeneration: c.Generation}
+		if _, err := f.s.Update(f.ctx, c); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func (f *deployFixture) sizes() map[string]int32 {
+	m := map[string]int32{}
+	for name, rs := range f.replicaSets() {
+		m[name] = replicasOf(rs.Spec.Replicas)
+	}
+	return m
+}
+
+func condition(d *api.Deployment, t string) api.WorkloadCondition {
+	if c := findCondition(d.Status.Conditions, t); c != nil {
+		return *c
+	}
+	return api.WorkloadCondition{}
+}
+
+func TestPodTemplateHash(t *testing.T) {
+	a, b := webTemplate(), webTemplate()
+	if PodTemplateHash(&a, nil) != PodTemplateHash(&b, nil) {
+		t.Error("equal templates hash differently")
+	}
+	b.Spec.Containers[0].Image = "web:2"
+	if PodTemplateHash(&a, nil) == PodTemplateHash(&b, nil) {
+		t.Error("different templates hash the same")
+	}
+	one := int32(1)
+	if PodTemplateHash(&a, nil) == PodTemplateHash(&a, &one) {
+		t.Error("the collision count does not change the hash")
+	}
+	for _, r := range PodTemplateHash(&a, nil) {
+		if !slices.Contains([]rune("bcdfghjklmnpqrstvwxz2456789"), r) {
+			t.Errorf("hash has %q, not a SafeEncodeString character", r)
+		}
+	}
+}
+
+// TestDeploymentRollingUpdate follows a Deployment of 4 (maxSurge 1,
+// maxUnavailable 1) from creation through a template change to
+// completion, checking each step's writes.
+func TestDeploymentRollingUpdate(t *testing.T) {
+	d := deployment("web", 4)
+	one := intstr.FromInt32(1)
+	d.Spec.Strategy = api.DeploymentStrategy{Type: api.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &api.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &one}}
+	f := newDeployFixture(t, d)
+
+	f.sync()
+	tmpl := f.deployment().Spec.Template
+	rs1 := "web-" + PodTemplateHash(&tmpl, nil)
+	rss := f.replicaSets()
+	rs, ok := rss[rs1]
+	if !ok || len(rss) != 1 {
+		t.Fatalf("replicasets %v, want only %s", keys(rss), rs1)
+	}
+	if replicasOf(rs.Spec.Replicas) != 4 {
+		t.Errorf("first replicaset scaled to %d, want 4", replicasOf(rs.Spec.Replicas))
+	}
+	hash := rs.Labels[LabelPodTemplateHash]
+	if rs.Spec.Selector.MatchLabels[LabelPodTemplateHash] != hash || rs.Spec.Template.Labels[LabelPodTemplateHash] != hash || hash == "" {
+		t.Errorf("pod-template-hash not on selector and template: %+v %+v", rs.Spec.Selector, rs.Spec.Template.Labels)
+	}
+	if rs.Annotations[AnnotationRevision] != "1" {
+		t.Errorf("revision %q, want 1", rs.Annotations[AnnotationRevision])
+	}
+	if ref := api.ControllerOf(rs); ref == nil || ref.Kind != "Deployment" || ref.Name != "web" {
+		t.Errorf("controller %+v", ref)
+	}
+	got := f.deployment()
+	if c := condition(got, api.DeploymentProgressing); c.Status != api.ConditionTrue || c.Reason != ReasonReplicaSetUpdated {
+		t.Errorf("progressing %+v", c)
+	}
+	if c := condition(got, api.DeploymentAvailable); c.Status != api.ConditionFalse || c.Reason != ReasonMinimumReplicasUnavailable {
+		t.Errorf("available %+v", c)
+	}
+
+	f.settle()
+	f.sync()
+	got = f.deployment()
+	if st := got.Status; st.Replicas != 4 || st.UpdatedReplicas != 4 || st.AvailableReplicas != 4 || st.ReadyReplicas != 4 || st.UnavailableReplicas != 0 || st.ObservedGeneration != 1 {
+		t.Errorf("status %+v", st)
+	}
+	if c := condition(got, api.DeploymentProgressing); c.Reason != ReasonNewReplicaSetAvailable {
+		t.Errorf("progressing %+v", c)
+	}
+	if c := condition(got, api.DeploymentAvailable); c.Status != api.ConditionTrue || c.Reason != ReasonMinimumReplicasAvailable {
+		t.Errorf("available %+v", c)
+	}
+	rv := got.ResourceVersion
+	f.sync()
+	if f.deployment().ResourceVersion != rv {
+		t.Error("a sync with nothing to do wrote the deployment")
+	}
+
+	// Change the image: surge one new pod and take one old one down at once
+	// is not allowed — first the surge, then the scale-down.
+	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+	tmpl = f.deployment().Spec.Template
+	rs2 := "web-" + PodTemplateHash(&tmpl, nil)
+	f.sync()
+	if want := map[string]int32{rs1: 4, rs2: 1}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("after the template change %v, want %v", f.sizes(), want)
+	}
+	if r := f.replicaSets()[rs2].Annotations[AnnotationRevision]; r != "2" {
+		t.Errorf("new revision %q, want 2", r)
+	}
+	f.sync()
+	// The new pod is not available yet; one old may go (maxUnavailable 1).
+	if want := map[string]int32{rs1: 3, rs2: 1}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("second step %v, want %v", f.sizes(), want)
+	}
+	for range 10 {
+		f.settle()
+		f.sync()
+	}
+	if want := map[string]int32{rs1: 0, rs2: 4}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("converged to %v, want %v", f.sizes(), want)
+	}
+	got = f.deployment()
+	if c := condition(got, api.DeploymentProgressing); c.Reason != ReasonNewReplicaSetAvailable {
+		t.Errorf("progressing %+v", c)
+	}
+	if st := got.Status; st.Replicas != 4 || st.UpdatedReplicas != 4 || st.ObservedGeneration != 2 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestDeploymentRecreate(t *testing.T) {
+	d := deployment("web", 3)
+	d.Spec.Strategy = api.DeploymentStrategy{Type: api.RecreateDeploymentStrategyType}
+	f := newDeployFixture(t, d)
+	f.sync()
+	f.settle()
+	f.sync()
+	rs1 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+	rs2 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	f.sync()
+	if want := map[string]int32{rs1: 0, rs2: 0}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("recreate first step %v, want %v (old down, new waits)", f.sizes(), want)
+	}
+	f.sync()
+	if want := map[string]int32{rs1: 0, rs2: 0}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("new scaled up while old pods still run: %v", f.sizes())
+	}
+	f.settle() // the old pods are gone
+	f.sync()
+	if want := map[string]int32{rs1: 0, rs2: 3}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("recreate second step %v, want %v", f.sizes(), want)
+	}
+}
+
+func TestDeploymentRevisionHistoryLimit(t *testing.T) {
+	d := deployment("web", 1)
+	limit := int32(1)
+	d.Spec.RevisionHistoryLimit = &limit
+	f := newDeployFixture(t, d)
+	for i := 2; i <= 4; i++ {
+		f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:" + string(rune('0'+i)) })
+		for range 6 {
+			f.sync()
+			f.settle()
+		}
+	}
+	f.sync()
+	rss := f.replicaSets()
+	if len(rss) != 2 {
+		t.Fatalf("replicasets %v, want the current one and one old", keys(rss))
+	}
+	var revs []string
+	for _, rs := range rss {
+		revs = append(revs, rs.Annotations[AnnotationRevision])
+	}
+	slices.Sort(revs)
+	if !slices.Equal(revs, []string{"2", "3"}) {
+		t.Errorf("kept revisions %v, want [2 3]", revs)
+	}
+}
+
+func TestDeploymentPaused(t *testing.T) {
+	d := deployment("web", 2)
+	d.Spec.Paused = true
+	f := newDeployFixture(t, d)
+	f.sync()
+	if rss := f.replicaSets(); len(rss) != 0 {
+		t.Errorf("a paused deployment created %v", keys(rss))
+	}
+	f.update(func(d *api.Deployment) { d.Spec.Paused = false })
+	f.sync()
+	rss := f.replicaSets()
+	if len(rss) != 1 {
+		t.Fatalf("resumed deployment has %v", keys(rss))
+	}
+	rs1 := keys(rss)[0]
+	f.settle()
+	f.sync()
+
+	// Paused again: a template change rolls nothing out, but a change of
+	// replicas scales the one ReplicaSet.
+	f.update(func(d *api.Deployment) {
+		d.Spec.Paused = true
+		d.Spec.Template.Spec.Containers[0].Image = "web:2"
+		five := int32(5)
+		d.Spec.Replicas = &five
+	})
+	f.sync()
+	if want := map[string]int32{rs1: 5}; !mapsEqual(f.sizes(), want) {
+		t.Errorf("paused scale: %v, want %v", f.sizes(), want)
+	}
+}
+
+func TestDeploymentProgressDeadline(t *testing.T) {
+	d := deployment("web", 2)
+	ten := int32(10)
+	d.Spec.ProgressDeadlineSeconds = &ten
+	f := newDeployFixture(t, d)
+	if wait := f.sync(); wait != 10*time.Second {
+		t.Errorf("requeue after %v, want the 10s deadline", wait)
+	}
+	f.clk.Step(5 * time.Second)
+	if wait := f.sync(); wait != 5*time.Second {
+		t.Errorf("requeue after %v, want the 5s left", wait)
+	}
+	f.clk.Step(6 * time.Second)
+	f.sync()
+	c := condition(f.deployment(), api.DeploymentProgressing)
+	if c.Status != api.ConditionFalse || c.Reason != ReasonProgressDeadlineExceeded {
+		t.Errorf("progressing %+v, want False %s", c, ReasonProgressDeadlineExceeded)
+	}
+	// Pods arriving afterwards complete it.
+	f.settle()
+	f.sync()
+	if c := condition(f.deployment(), api.DeploymentProgressing); c.Status != api.ConditionTrue || c.Reason != ReasonNewReplicaSetAvailable {
+		t.Errorf("progressing %+v after the pods came", c)
+	}
+}
+
+func TestDeploymentAdoptsOrphanReplicaSet(t *testing.T) {
+	f := newDeployFixture(t, deployment("web", 1))
+	orphan := replicaSet("web-old", 1)
+	orphan.Labels = map[string]string{"app": "web"}
+	mustCreate(t, f.s, orphan)
+	f.sync()
+	rs := f.replicaSets()["web-old"]
+	if ref := api.ControllerOf(rs); ref == nil || ref.Kind != "Deployment" {
+		t.Fatalf("orphan not adopted: %+v", rs.OwnerReferences)
+	}
+	if keys := f.r.ReplicaSetKeys(store.Event{Type: store.Modified, Object: rs}); !slices.Equal(keys, []string{"default/web"}) {
+		t.Errorf("replicaset keys %v", keys)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func mapsEqual(a, b map[string]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,295 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/store"
+)
+
+// BurstReplicas caps the pods one sync creates or deletes (SPEC §7), so
+// that one huge change is spread over several syncs and shows progress.
+const BurstReplicas = 500
+
+// maxGenerateNamePrefix keeps a generated pod name within 63 characters
+// once the store adds its five random characters, as Kubernetes'
+// SimpleNameGenerator does.
+const maxGenerateNamePrefix = 58
+
+// ReplicaReconciler keeps the pods of one ReplicaSet or
+// ReplicationController, named by its key: it adopts matching orphans,
+// releases pods that stop matching, creates or deletes pods toward
+// spec.replicas and reports what it sees in the status.
+type ReplicaReconciler struct {
+	store        *store.Store
+	kind         *replicatedKind
+	clock        clock.PassiveClock
+	expectations *Expectations
+}
+
+// NewReplicaSetReconciler returns the Reconciler of ReplicaSets alone, for
+// tests and for callers that run it under their own Controller. A nil
+// clock is the real one.
+func NewReplicaSetReconciler(s *store.Store, c clock.PassiveClock) *ReplicaReconciler {
+	return newReplicaReconciler(s, replicaSets, c)
+}
+
+// NewReplicationControllerReconciler is NewReplicaSetReconciler for
+// ReplicationControllers.
+func NewReplicationControllerReconciler(s *store.Store, c clock.PassiveClock) *ReplicaReconciler {
+	return newReplicaReconciler(s, replicationControllers, c)
+}
+
+func newReplicaReconciler(s *store.Store, k *replicatedKind, c clock.PassiveClock) *ReplicaReconciler {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &ReplicaReconciler{store: s, kind: k, clock: c, expectations: NewExpectations(c)}
+}
+
+// Expectations are the reconciler's outstanding creations and deletions;
+// the pod watch settles them.
+func (r *ReplicaReconciler) Expectations() *Expectations { return r.expectations }
+
+// Reconcile converges the controller named key.
+func (r *ReplicaReconciler) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
+	namespace, name := reconcile.SplitKey(key)
+	obj, err := r.store.Get(r.kind.kind, namespace, name)
+	if store.IsNotFound(err) {
+		r.expectations.Forget(key)
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("get %s %s: %w", r.kind.kind.Resource, key, err)
+	}
+	v, err := r.kind.view(obj)
+	if err != nil {
+		return reconcile.Result{}, reconcile.Terminal(err)
+	}
+	// Read the expectations before the pods: a pod the watch shows after
+	// this point is in the list below.
+	needsSync := r.expectations.Satisfied(key)
+	pods, claimErr := r.claimPods(ctx, v)
+	active := make([]*api.Pod, 0, len(pods))
+	for _, p := range pods {
+		if isActive(p) {
+			active = append(active, p)
+		}
+	}
+	var (
+		manageErr error
+		failure   string
+	)
+	if needsSync && obj.GetDeletionTimestamp() == nil && claimErr == nil {
+		failure, manageErr = r.manageReplicas(ctx, key, v, active)
+	}
+	now := r.clock.Now()
+	st, wait := computeStatus(v, active, now)
+	st.ObservedGeneration = obj.GetGeneration()
+	conds := failureCondition(v.conditions, failure, manageErr, now)
+	var statusErr error
+	if st != v.status || !equality.Semantic.DeepEqual(conds, v.conditions) {
+		if _, err := r.store.Update(ctx, r.kind.withStatus(obj, st, conds)); err != nil {
+			statusErr = fmt.Errorf("update status of %s %s: %w", r.kind.kind.Resource, key, err)
+		}
+	}
+	if err := errors.Join(claimErr, manageErr, statusErr); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// computeStatus counts the active pods: all of them, those carrying every
+// template label, the ready and the available ones. wait, if positive, is
+// when the next ready pod becomes available.
+func computeStatus(v *replicated, active []*api.Pod, now time.Time) (st replicaStatus, wait time.Duration) {
+	templateLabels := labels.SelectorFromSet(v.template.Labels)
+	minReady := time.Duration(v.minReadySeconds) * time.Second
+	for _, p := range active {
+		st.Replicas++
+		if templateLabels.Matches(labels.Set(p.Labels)) {
+			st.FullyLabeledReplicas++
+		}
+		if !isReady(p) {
+			continue
+		}
+		st.ReadyReplicas++
+		ok, left := availableAfter(p, minReady, now)
+		switch {
+		case ok:
+			st.AvailableReplicas++
+		case left > 0 && (wait == 0 || left < wait):
+			wait = left
+		}
+	}
+	return st, wait
+}
+
+// manageReplicas creates or deletes pods toward spec.replicas, at most
+// BurstReplicas at a time, recording what it does as expectations.
+func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *replicated, active []*api.Pod) (failure string, err error) {
+	diff := len(active) - int(v.replicas)
+	switch {
+	case diff < 0:
+		if r.namespaceTerminating(v.obj.GetNamespace()) {
+			// The API refuses new pods there; the namespace controller is
+			// deleting this controller too.
+			return "", nil
+		}
+		n := min(-diff, BurstReplicas)
+		r.expectations.ExpectCreations(key, n)
+		created, err := slowStartBatch(n, 1, func() error {
+			_, err := r.store.Create(ctx, newPod(v, r.kind.kind))
+			return err
+		})
+		for range n - created {
+			r.expectations.CreationObserved(key)
+		}
+		if err != nil {
+			return ReasonFailedCreate, fmt.Errorf("create pods for %s %s: created %d of %d: %w", r.kind.kind.Resource, key, created, n, err)
+		}
+	case diff > 0:
+		n := min(diff, BurstReplicas)
+		victims := RankForDeletion(active)[:n]
+		podKeys := make([]string, n)
+		for i, p := range victims {
+			podKeys[i] = reconcile.ObjectKey(p)
+		}
+		r.expectations.ExpectDeletions(key, podKeys)
+		var (
+			mu   sync.Mutex
+			errs []error
+			wg   sync.WaitGroup
+		)
+		for i, p := range victims {
+			wg.Go(func() {
+				_, err := r.store.Delete(ctx, podKind, p.Namespace, p.Name,
+					store.DeleteOptions{Preconditions: &store.Preconditions{UID: string(p.UID)}})
+				if err == nil {
+					return
+				}
+				// The watch will never show it: do not wait for it.
+				r.expectations.DeletionObserved(key, podKeys[i])
+				if store.IsNotFound(err) {
+					return
+				}
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return ReasonFailedDelete, fmt.Errorf("delete pods of %s %s: %w", r.kind.kind.Resource, key, err)
+		}
+	}
+	return "", nil
+}
+
+// Reasons of the ReplicaFailure condition, as Kubernetes names them.
+const (
+	ReasonFailedCreate = "FailedCreate"
+	ReasonFailedDelete = "FailedDelete"
+)
+
+// failureCondition sets the ReplicaFailure condition when a sync failed to
+// create or delete pods (a quota, a missing namespace) and removes it after
+// a sync that did not fail, as Kubernetes' calculateStatus.
+func failureCondition(cur []api.WorkloadCondition, reason string, err error, now time.Time) []api.WorkloadCondition {
+	var existing *api.WorkloadCondition
+	for i := range cur {
+		if cur[i].Type == api.ReplicaFailure {
+			existing = &cur[i]
+		}
+	}
+	switch {
+	case err != nil && existing == nil:
+		t := metav1.NewTime(now)
+		return append(slices.Clone(cur), api.WorkloadCondition{
+			Type: api.ReplicaFailure, Status: api.ConditionTrue, Reason: reason, Message: err.Error(),
+			LastUpdateTime: t, LastTransitionTime: t,
+		})
+	case err == nil && reason == "" && existing != nil:
+		out := slices.DeleteFunc(slices.Clone(cur), func(c api.WorkloadCondition) bool { return c.Type == api.ReplicaFailure })
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return cur
+}
+
+// namespaceTerminating reports whether the namespace is being deleted.
+func (r *ReplicaReconciler) namespaceTerminating(name string) bool {
+	obj, err := r.store.Get(namespaceKind, "", name)
+	if err != nil {
+		return false
+	}
+	ns := obj.(*api.Namespace)
+	return ns.DeletionTimestamp != nil || ns.Status.Phase == api.NamespaceTerminating
+}
+
+// slowStartBatch calls fn count times, in batches of initial, then twice
+// as many, and so on, each batch concurrently, stopping after the first
+// batch with a failure, so that a controller that cannot create pods (a
+// quota, a missing namespace) learns it from one call rather than from a
+// flood. It returns how many calls succeeded and the errors of the last
+// batch.
+func slowStartBatch(count, initial int, fn func() error) (int, error) {
+	remaining := count
+	successes := 0
+	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
+		errs := make([]error, batch)
+		var wg sync.WaitGroup
+		for i := range batch {
+			wg.Go(func() { errs[i] = fn() })
+		}
+		wg.Wait()
+		failed := 0
+		for _, err := range errs {
+			if err != nil {
+				failed++
+			}
+		}
+		successes += batch - failed
+		if failed > 0 {
+			return successes, errors.Join(errs...)
+		}
+		remaining -= batch
+	}
+	return successes, nil
+}
+
+// newPod is a pod of v's template: named <owner>-<5 random characters>,
+// labelled and annotated as the template, controlled by v.
+func newPod(v *replicated, k *api.Kind) *api.Pod {
+	t := v.template.DeepCopy()
+	prefix := v.obj.GetName() + "-"
+	if len(prefix) > maxGenerateNamePrefix {
+		prefix = prefix[:maxGenerateNamePrefix]
+	}
+	pod := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       v.obj.GetNamespace(),
+			GenerateName:    prefix,
+			Labels:          t.Labels,
+			Annotations:     t.Annotations,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(v.obj, k.GVK)},
+		},
+		Spec: t.Spec,
+	}
+	api.Default(pod)
+	return pod
+}

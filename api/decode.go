@@ -63,7 +63,9 @@ type Decoded struct {
 // object. DecodeStream never panics, whatever data holds.
 func DecodeStream(name string, data []byte, opts DecodeOptions) ([]*Decoded, ErrorList) {
 	s := &streamDecoder{name: name, opts: opts}
-	data = normalizeNewlines(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
+	// Decoded objects keep their document's text for LineOf: a copy, so
+	// that a caller may reuse its buffer.
+	data = normalizeNewlines(bytes.Clone(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
 	if !s.jsonStream(data) {
 		for _, d := range splitYAML(data) {
 			s.yamlDocument(d)
@@ -358,12 +360,27 @@ func (s *streamDecoder) yamlDocument(d document) {
 	}
 	doc := -1
 	defer s.recoverDocument(&doc, d.line)
-	j, err := yamlToJSON(d.data)
-	root, nodeErr := parseNodes(d.data)
+	// A document whose keys are all plain is converted strictly, which
+	// fails on a duplicate key: without one, its node tree is not needed
+	// until an error needs a line. Anything else (a duplicate, a quoted or
+	// tagged key whose text may equal another key's, an error) takes the
+	// node tree, which finds duplicates as the text spells them and places
+	// the error.
+	plain := plainKeys(d.data)
+	var j []byte
+	var err error
+	if plain {
+		j, err = yamlToJSON(d.data, true)
+	}
+	if !plain || err != nil {
+		j, err = yamlToJSON(d.data, false)
+		plain = false
+	}
+	pos := newPositions(d.data, d.line)
 	if err != nil {
 		// Both parsers number lines oddly; go.yaml.in/yaml/v3 points at
 		// where the broken construct started, which is what a user needs.
-		if nodeErr != nil {
+		if _, nodeErr := parseNodes(d.data); nodeErr != nil {
 			err = nodeErr
 		}
 		line, msg := yamlErrorLine(err.Error(), d.line)
@@ -378,26 +395,58 @@ func (s *streamDecoder) yamlDocument(d document) {
 		return // a document of only "~", "null" or directives
 	}
 	doc = s.nextDoc()
-	s.object(j, newPositions(root, d.line, d.data), doc, d.line, "", 0)
+	pos.noDuplicates = plain
+	s.object(j, pos, doc, d.line, "", 0)
+}
+
+// plainKeys reports whether every mapping key of a YAML document is a
+// plain scalar in block style, as far as its text shows: no line starts
+// (after its indentation and "- " markers) with a quote, a tag, an anchor,
+// an alias or "?", and there is no flow mapping. Two plain keys spelt the
+// same are the same key to every YAML parser, so the strict conversion
+// finds exactly the duplicates the node tree would. It may say false for a
+// document whose keys are all plain.
+func plainKeys(data []byte) bool {
+	if bytes.IndexByte(data, '{') >= 0 {
+		return false
+	}
+	for l := range bytes.Lines(data) {
+		t := bytes.TrimLeft(l, " \t")
+		for len(t) > 0 && t[0] == '-' && (len(t) == 1 || t[1] == ' ' || t[1] == '\t' || t[1] == '\n') {
+			t = bytes.TrimLeft(t[1:], " \t")
+		}
+		if len(t) == 0 {
+			continue
+		}
+		switch t[0] {
+		case '"', '\'', '!', '&', '*', '?', '<':
+			return false
+		}
+	}
+	return true
 }
 
 // yamlToJSON converts with sigs.k8s.io/yaml, as Kubernetes does (YAML 1.1:
 // unquoted yes/no are booleans), turning a panic of the YAML parser into an
-// error.
-func yamlToJSON(data []byte) (j []byte, err error) {
+// error. With strict, a duplicate key is an error.
+func yamlToJSON(data []byte, strict bool) (j []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the YAML parser failed: %v", r)
 		}
 	}()
+	if strict {
+		return yaml.YAMLToJSONStrict(data)
+	}
 	return yaml.YAMLToJSON(data)
 }
 
 func (s *streamDecoder) jsonDocument(raw []byte, line int) {
 	doc := s.nextDoc()
 	defer s.recoverDocument(&doc, line)
-	root, _ := parseNodes(raw)
-	s.object(raw, newPositions(root, line, raw), doc, line, "", 0)
+	pos := newPositions(raw, line)
+	pos.rootLine = line // raw starts with the object's "{"
+	s.object(raw, pos, doc, line, "", 0)
 }
 
 // recoverDocument turns a panic while decoding one document into an error
@@ -553,7 +602,12 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 	h.kind = kind.GVK.Kind
 
 	skip := map[string]bool{"status": s.opts.DropStatus}
-	for _, dup := range pos.duplicateKeys(kind.typ, skip) {
+	var dups []duplicateKey
+	hasTree := true // a document without duplicate keys needs no other check
+	if !pos.noDuplicates {
+		dups, hasTree = pos.duplicateKeys(kind.typ, skip)
+	}
+	for _, dup := range dups {
 		e := d.errorAt(dup.path, fmt.Sprintf("duplicate field %q (first set on line %d)", dup.name, dup.first))
 		e.Line = dup.line
 		e.Kind, e.Namespace, e.Name = h.kind, h.namespace, h.name
@@ -571,7 +625,7 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 
 	obj := kind.New()
 	strict := []sjson.StrictOption{sjson.DisallowUnknownFields}
-	if pos.root == nil {
+	if !hasTree {
 		strict = append(strict, sjson.DisallowDuplicateFields)
 	}
 	strictErrs, err := sjson.UnmarshalStrict(body, obj, strict...)

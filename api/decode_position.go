@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -15,17 +16,128 @@ import (
 // walks a go.yaml.in/yaml/v3 node tree, which keeps the line of every key,
 // while sigs.k8s.io/yaml (which does the actual conversion) keeps none.
 //
+// The node tree is built only when a line is asked for (an error, or a
+// List item) and is then kept by the document's tree: a valid document is
+// parsed once, by the conversion, and what a Decoded keeps alive for LineOf
+// is the document's text.
+//
 // +kubebuilder:object:generate=false
 type positions struct {
-	root *yaml.Node // a mapping node, or nil when the document did not parse
-	base int        // line of the file where the node tree's line 1 is
-	last int        // last line of the document in the file
+	tree     *lazyTree // nil when there is no document
+	path     string    // of the node inside the document's root ("" for the root, "items[2]")
+	base     int       // line of the file where the node tree's line 1 is
+	last     int       // last line of the document in the file
+	rootLine int       // line of the root node read from the text, 0 when not known without parsing
+	// noDuplicates says the document is known to have no duplicate keys
+	// (the strict conversion found none), so they need not be looked for.
+	noDuplicates bool
 }
 
-// newPositions places a document's node tree at line base of a file.
-func newPositions(root *yaml.Node, base int, data []byte) positions {
+// lazyTree is the node tree of one document, parsed on first use.
+//
+// +kubebuilder:object:generate=false
+type lazyTree struct {
+	mu     sync.Mutex
+	data   []byte // nil once parsed
+	parsed bool
+	root   *yaml.Node // a mapping node, or nil when the document did not parse
+}
+
+// get returns the document's node tree, parsing it the first time.
+func (t *lazyTree) get() *yaml.Node {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.parsed {
+		t.root, _ = parseNodes(t.data)
+		t.data, t.parsed = nil, true
+	}
+	return t.root
+}
+
+// peek returns the document's node tree without keeping it when it has
+// not been parsed yet: what only decoding needs (duplicate keys) must not
+// stay alive with the object.
+func (t *lazyTree) peek() *yaml.Node {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.parsed {
+		return t.root
+	}
+	root, _ := parseNodes(t.data)
+	return root
+}
+
+// newPositions places a document at line base of a file. Its node tree is
+// parsed from data when first needed; data must not change afterwards.
+func newPositions(data []byte, base int) positions {
 	last := base + bytes.Count(bytes.TrimRight(data, "\n"), []byte("\n"))
-	return positions{root: root, base: base, last: last}
+	return positions{tree: &lazyTree{data: data}, base: base, last: last, rootLine: firstLine(data, base)}
+}
+
+// firstLine returns the line of the file where a document's root mapping
+// starts, as the node tree would give it, when the text shows it plainly:
+// the first line that is not blank, a comment or a directive is a plain key
+// ("apiVersion: v1"). It returns 0 when it cannot tell (a quoted key, a
+// flow mapping, a tag, an anchor, characters the YAML parser also breaks
+// lines at), and the node tree is asked.
+func firstLine(data []byte, base int) int {
+	line := base
+	for l := range bytes.Lines(data) {
+		for _, c := range l {
+			if c >= 0x80 || c == '\t' {
+				return 0
+			}
+		}
+		t := bytes.TrimRight(bytes.TrimLeft(l, " "), "\n")
+		if len(t) == 0 || t[0] == '#' || t[0] == '%' {
+			line++
+			continue
+		}
+		if !isPlainStart(t[0]) {
+			return 0
+		}
+		for i, c := range t {
+			switch {
+			case c == ':' && (i+1 == len(t) || t[i+1] == ' '):
+				return line
+			case !isPlainStart(c) && c != '.' && c != '-' && c != '/':
+				return 0
+			}
+		}
+		return 0
+	}
+	return 0
+}
+
+func isPlainStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
+// root returns the node the positions are about, nil when the document
+// has no node tree or no such node.
+func (p positions) root() *yaml.Node {
+	return p.under(p.tree.get())
+}
+
+// under finds the node the positions are about in the document's tree n.
+func (p positions) under(n *yaml.Node) *yaml.Node {
+	if n == nil || p.path == "" {
+		return n
+	}
+	for _, seg := range splitPath(p.path) {
+		_, val := child(n, seg)
+		if val == nil {
+			return nil
+		}
+		n = val
+	}
+	return n
 }
 
 // parseNodes parses one document into a node tree; nil and the parser's
@@ -66,10 +178,13 @@ func (p positions) abs(line int) int {
 // path that exists (a missing field is reported where its parent is), or 0
 // when there is no tree.
 func (p positions) line(path string) int {
-	if p.root == nil {
+	if path == "" && p.path == "" && p.rootLine > 0 {
+		return p.rootLine
+	}
+	n := p.root()
+	if n == nil {
 		return 0
 	}
-	n := p.root
 	line := n.Line
 	for _, seg := range splitPath(path) {
 		key, val := child(n, seg)
@@ -89,18 +204,7 @@ func (p positions) line(path string) int {
 // sub returns the positions of a node below the root, for the items of a
 // List.
 func (p positions) sub(path string) positions {
-	if p.root == nil {
-		return p
-	}
-	n := p.root
-	for _, seg := range splitPath(path) {
-		_, val := child(n, seg)
-		if val == nil {
-			return positions{base: p.base, last: p.last}
-		}
-		n = val
-	}
-	return positions{root: n, base: p.base, last: p.last}
+	return positions{tree: p.tree, path: joinPath(p.path, path), base: p.base, last: p.last, noDuplicates: p.noDuplicates}
 }
 
 // pathSegment is one step of a field path: a name (".name") or a subscript
@@ -240,14 +344,15 @@ type duplicateKey struct {
 // duplicateKeys finds keys that appear more than once in a mapping. The
 // YAML-to-JSON conversion silently keeps one of them, so they must be found
 // in the node tree. The Go type the document decodes into tells struct
-// fields ("spec.replicas") from map keys ("metadata.labels[app]"). Aliases
+// fields ("spec.replicas") from map keys ("metadata.labels[app]"); hasTree
+// is false when the document has no node tree to look in. Aliases
 // are not followed: what they point at is checked where it is defined, and
 // following them could blow up.
-func (p positions) duplicateKeys(t reflect.Type, skipTop map[string]bool) []duplicateKey {
-	if p.root == nil {
-		return nil
+func (p positions) duplicateKeys(t reflect.Type, skipTop map[string]bool) (dups []duplicateKey, hasTree bool) {
+	root := p.under(p.tree.peek())
+	if root == nil {
+		return nil, false
 	}
-	var dups []duplicateKey
 	var walk func(n *yaml.Node, t reflect.Type, path *field.Path, depth int)
 	walk = func(n *yaml.Node, t reflect.Type, path *field.Path, depth int) {
 		if depth > 10000 || len(dups) >= maxProblems {
@@ -286,10 +391,10 @@ func (p positions) duplicateKeys(t reflect.Type, skipTop map[string]bool) []dupl
 			}
 		}
 	}
-	if root := resolve(p.root); root != nil {
+	if root := resolve(root); root != nil {
 		walk(root, t, nil, 0)
 	}
-	return dups
+	return dups, true
 }
 
 // childOf returns the path and Go type of a mapping key under a value of

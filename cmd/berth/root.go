@@ -68,6 +68,7 @@ manifests into running workloads on a fleet of machines.`,
 		newServerCommand(g),
 		newReconcileCommand(g),
 		newDiffCommand(g),
+		newSimCommand(g),
 		newToolboxCommand(g),
 	)
 	markStart(root, g)

@@ -1,0 +1,522 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/store"
+)
+
+// Options describe a simulation. Zero fields take the defaults of SPEC §9.
+type Options struct {
+	Nodes int
+	Pods  int
+	// NodeCPU and NodeMemory are each node's capacity (default 32 and
+	// 128Gi); PodCPU and PodMemory each pod's requests (100m, 128Mi).
+	NodeCPU, NodeMemory resource.Quantity
+	PodCPU, PodMemory   resource.Quantity
+	// ReplicaSets is how many owners the pods are spread over (default 1).
+	ReplicaSets int
+	// Store is the control plane's store (default "memory").
+	Store string
+	// Timeout ends the run with what it has (default 10m).
+	Timeout time.Duration
+	// StartConcurrency bounds the agents joining and registering at once
+	// (default 64).
+	StartConcurrency int
+	// Progress receives a line a second; nil: none.
+	Progress io.Writer
+	// Logger is the control plane's; nil discards.
+	Logger *slog.Logger
+	// Clock drives heartbeats and the control plane; the real clock when
+	// nil. Measurements always use the real clock.
+	Clock clock.WithTicker
+}
+
+// Result is the JSON line `berth sim` ends with.
+type Result struct {
+	Nodes           int     `json:"nodes"`
+	Pods            int     `json:"pods"`
+	Scheduled       int     `json:"scheduled"`
+	Running         int     `json:"running"`
+	ScheduleSeconds float64 `json:"schedule_seconds"`
+	PodsPerSecond   float64 `json:"pods_per_second"`
+	P50BindMs       float64 `json:"p50_bind_ms"`
+	P99BindMs       float64 `json:"p99_bind_ms"`
+	P99RunningMs    float64 `json:"p99_running_ms"`
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+}
+
+// ErrIncomplete is returned (with the result) when the timeout ended the
+// run before every pod was scheduled.
+var ErrIncomplete = errors.New("not every pod was scheduled before the timeout")
+
+// AgentsPerTransport is how many hollow agents share one transport (and
+// so, mostly, one HTTP/2 connection).
+const AgentsPerTransport = 100
+
+func (o *Options) defaults() error {
+	if o.Nodes <= 0 {
+		return errors.New("sim: --nodes must be positive")
+	}
+	if o.Pods < 0 {
+		return errors.New("sim: --pods must not be negative")
+	}
+	if o.NodeCPU.IsZero() {
+		o.NodeCPU = resource.MustParse("32")
+	}
+	if o.NodeMemory.IsZero() {
+		o.NodeMemory = resource.MustParse("128Gi")
+	}
+	if o.PodCPU.IsZero() {
+		o.PodCPU = resource.MustParse("100m")
+	}
+	if o.PodMemory.IsZero() {
+		o.PodMemory = resource.MustParse("128Mi")
+	}
+	if o.ReplicaSets <= 0 {
+		o.ReplicaSets = 1
+	}
+	if o.Store == "" {
+		o.Store = controlplane.StoreMemory
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.StartConcurrency <= 0 {
+		o.StartConcurrency = 64
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return nil
+}
+
+// tracker records, per pod, when it was created, bound and reported
+// Running, as nanoseconds since the run's start (0: not yet).
+type tracker struct {
+	start                   time.Time
+	created, bound, running []int64
+	// index numbers the pods in the order the watch first sees them.
+	index                      map[string]int
+	nCreated, nBound, nRunning atomic.Int64
+}
+
+func (t *tracker) since() int64 { return max(1, int64(time.Since(t.start))) }
+
+// Run runs a simulation and returns its result; ErrIncomplete (with the
+// result) when the timeout came before every pod was scheduled.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	return run(ctx, opts, nil)
+}
+
+// run is Run; inspect, when set, sees the store once the measurement is
+// over, before the control plane stops.
+func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, opts.Timeout)
+	defer cancelTimeout()
+	runStart := time.Now()
+	progressf := func(format string, args ...any) {
+		fmt.Fprintf(opts.Progress, "sim: %6.1fs "+format+"\n", append([]any{time.Since(runStart).Seconds()}, args...)...)
+	}
+
+	dir, err := os.MkdirTemp("", "berth-sim-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	cp, err := controlplane.New(ctx, controlplane.Config{
+		DataDir: dir, Listen: "127.0.0.1:0", Store: opts.Store, Logger: opts.Logger, Clock: opts.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	cpErr := make(chan error, 1)
+	wg.Go(func() { cpErr <- cp.Run(runCtx) })
+	st := cp.Store()
+	creds := cp.Credentials()
+
+	// The agents share a few pooled transports, AgentsPerTransport agents
+	// each, rather than one: with thousands of streams on one HTTP/2
+	// connection, a 5,000-node run stalled with every request waiting on
+	// the client connection's mutex (head-of-line blocking behind a
+	// blocked write), and heartbeats timed out.
+	transports := make([]*http.Transport, (opts.Nodes+AgentsPerTransport-1)/AgentsPerTransport)
+	for i := range transports {
+		tr, err := client.NewTransport(&client.Config{CAData: creds.CAPEM})
+		if err != nil {
+			return nil, err
+		}
+		defer tr.CloseIdleConnections()
+		transports[i] = tr
+	}
+	perNode := max(110, 2*int(math.Ceil(float64(opts.Pods)/float64(opts.Nodes))))
+	sh := &agentShared{
+		server:     "https://" + cp.Addr().String(),
+		nodeToken:  creds.NodeToken,
+		transports: transports,
+		capacity:   nodeCapacity(opts.NodeCPU, opts.NodeMemory, perNode),
+		clock:      opts.Clock,
+		log:        opts.Logger,
+	}
+
+	// Start the agents, a bounded number joining at once, and wait until
+	// every one has registered and watches its pods.
+	agentCtx, stopAgents := context.WithCancel(runCtx)
+	defer stopAgents()
+	sem := make(chan struct{}, opts.StartConcurrency)
+	readyCh := make(chan error, opts.Nodes)
+	for i := range opts.Nodes {
+		a := newAgent(sh, i)
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-agentCtx.Done():
+				readyCh <- agentCtx.Err()
+				return
+			}
+			if err := a.start(agentCtx); err != nil {
+				<-sem
+				readyCh <- err
+				return
+			}
+			var once sync.Once
+			ready := func(err error) { once.Do(func() { <-sem; readyCh <- err }) }
+			var aw sync.WaitGroup
+			aw.Go(func() { a.watchPods(agentCtx, ready) })
+			aw.Go(func() { a.heartbeats(agentCtx) })
+			aw.Wait()
+		})
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ready := 0; ready < opts.Nodes; {
+		select {
+		case err := <-readyCh:
+			if err != nil {
+				return nil, fmt.Errorf("sim: agent: %w", err)
+			}
+			ready++
+		case <-tick.C:
+			progressf("agents ready %d/%d", ready, opts.Nodes)
+		case err := <-cpErr:
+			return nil, fmt.Errorf("sim: control plane stopped: %v", err)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sim: %d of %d agents ready: %w", ready, opts.Nodes, ctx.Err())
+		}
+	}
+	progressf("agents ready %d/%d", opts.Nodes, opts.Nodes)
+
+	// Watch the store for bindings and Running reports, then create the
+	// pods.
+	t := &tracker{
+		created: make([]int64, opts.Pods),
+		bound:   make([]int64, opts.Pods),
+		running: make([]int64, opts.Pods),
+		index:   make(map[string]int, opts.Pods),
+	}
+	rev := st.Revision()
+	t.start = time.Now()
+	watchCtx, stopWatch := context.WithCancel(runCtx)
+	defer stopWatch()
+	var ww sync.WaitGroup
+	ww.Go(func() { t.watch(watchCtx, st, rev, opts.Logger) })
+	createErr := make(chan error, 1)
+	ww.Go(func() { createErr <- t.createPods(watchCtx, st, &opts) })
+
+	done := false
+	for !done {
+		select {
+		case err := <-createErr:
+			if err != nil && ctx.Err() == nil {
+				stopWatch()
+				ww.Wait()
+				return nil, fmt.Errorf("sim: create pods: %w", err)
+			}
+		case <-tick.C:
+			progressf("created %d/%d bound %d running %d", t.nCreated.Load(), opts.Pods, t.nBound.Load(), t.nRunning.Load())
+		case <-ctx.Done():
+			done = true
+		case err := <-cpErr:
+			if ctx.Err() != nil {
+				done = true
+				break
+			}
+			stopWatch()
+			ww.Wait()
+			return nil, fmt.Errorf("sim: control plane stopped: %v", err)
+		}
+		if int(t.nBound.Load()) == opts.Pods && int(t.nRunning.Load()) == opts.Pods {
+			done = true
+		}
+		if !done {
+			// Check again soon rather than only at the next tick.
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				done = true
+			}
+		}
+	}
+	progressf("created %d/%d bound %d running %d", t.nCreated.Load(), opts.Pods, t.nBound.Load(), t.nRunning.Load())
+	stopWatch()
+	ww.Wait()
+	if inspect != nil {
+		inspect(st)
+	}
+	stopAgents()
+	stop()
+
+	res := t.result(opts.Nodes, opts.Pods)
+	res.PeakRSSMB = peakRSSMB()
+	if n := sh.errors.Load(); n > 0 {
+		progressf("%d agent API calls failed", n)
+	}
+	if res.Scheduled < res.Pods {
+		return res, ErrIncomplete
+	}
+	return res, nil
+}
+
+// createPods writes K ReplicaSets rs-0…rs-K-1 whose replicas add up to
+// M, in one transaction; the ReplicaSet controller creates the pods.
+func (t *tracker) createPods(ctx context.Context, st *store.Store, o *Options) error {
+	if _, err := st.Txn(ctx, func(tx *store.Txn) error {
+		for k := range o.ReplicaSets {
+			if _, err := tx.Create(makeReplicaSet(k, o)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("create replicasets: %w", err)
+	}
+	return nil
+}
+
+// makeReplicaSet is ReplicaSet k, with replicas for its share of the pods.
+func makeReplicaSet(k int, o *Options) *api.ReplicaSet {
+	name := fmt.Sprintf("rs-%d", k)
+	replicas := int32(o.Pods / o.ReplicaSets)
+	if k < o.Pods%o.ReplicaSets {
+		replicas++
+	}
+	labels := map[string]string{"app": name, "pod-template-hash": "7d4b9c8f6"}
+	tmpl := makePod(0, metav1.OwnerReference{Name: name}, o)
+	rs := &api.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},
+		Spec: api.ReplicaSetSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: api.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
+		},
+	}
+	api.Default(rs)
+	return rs
+}
+
+func makePod(i int, owner metav1.OwnerReference, o *Options) *api.Pod {
+	owner.Controller = ptr(true)
+	owner.BlockOwnerDeletion = ptr(true)
+	p := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       "default",
+			Name:            fmt.Sprintf("%s-%07d", owner.Name, i),
+			Labels:          map[string]string{"app": owner.Name, "pod-template-hash": "7d4b9c8f6"},
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Spec: api.PodSpec{
+			Containers: []api.Container{{
+				Name:  "web",
+				Image: "web:1.0",
+				// No ports: under the exec runtime every containerPort is
+				// a host port (SPEC §4), which would allow one pod a node.
+				Command: []string{"/bin/web"},
+				Resources: api.ResourceRequirements{Requests: api.ResourceList{
+					api.ResourceCPU:    o.PodCPU,
+					api.ResourceMemory: o.PodMemory,
+				}},
+			}},
+			RestartPolicy: api.RestartPolicyAlways,
+		},
+		Status: api.PodStatus{Phase: api.PodPending},
+	}
+	// Defaulted as the API server would default it, so that agents'
+	// status updates (which the server defaults) see the same spec.
+	api.Default(p)
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// watch records pod creations, bindings and Running reports from the
+// store until ctx ends.
+func (t *tracker) watch(ctx context.Context, st *store.Store, rev uint64, log *slog.Logger) {
+	for ctx.Err() == nil {
+		w, err := st.Watch(ctx, store.WatchOptions{Kind: podKind, Revision: rev})
+		if err != nil {
+			if errors.Is(err, store.ErrGone) {
+				log.Warn("sim: watch history gone, listing")
+				rev = t.catchUp(st)
+				continue
+			}
+			return
+		}
+		for {
+			ev, err := w.Next(ctx)
+			if err != nil {
+				w.Stop()
+				break
+			}
+			rev = ev.Revision
+			t.observe(ev.Object)
+		}
+	}
+}
+
+// observe notes a pod's state: created when first seen, then bound and
+// Running. Pods beyond the M expected are ignored.
+func (t *tracker) observe(o api.Object) {
+	p, ok := o.(*api.Pod)
+	if !ok {
+		return
+	}
+	now := t.since()
+	i, seen := t.index[p.Name]
+	if !seen {
+		if len(t.index) >= len(t.created) {
+			return
+		}
+		i = len(t.index)
+		t.index[p.Name] = i
+		t.created[i] = now
+		t.nCreated.Add(1)
+	}
+	if p.Spec.NodeName == "" {
+		return
+	}
+	if t.bound[i] == 0 {
+		t.bound[i] = now
+		t.nBound.Add(1)
+	}
+	if p.Status.Phase == api.PodRunning && t.running[i] == 0 {
+		t.running[i] = now
+		t.nRunning.Add(1)
+	}
+}
+
+// catchUp lists the pods after the watch lost its place and returns the
+// revision to watch from.
+func (t *tracker) catchUp(st *store.Store) uint64 {
+	pods, rev, err := st.List(podKind, store.Filter{})
+	if err != nil {
+		return st.Revision()
+	}
+	for _, p := range pods {
+		t.observe(p)
+	}
+	return rev
+}
+
+// result computes the summary from the per-pod times.
+func (t *tracker) result(nodes, pods int) *Result {
+	res := &Result{Nodes: nodes, Pods: pods}
+	var first, last int64 = math.MaxInt64, 0
+	var bind, run []float64
+	for i := range pods {
+		if t.created[i] != 0 {
+			first = min(first, t.created[i])
+		}
+		if t.bound[i] == 0 {
+			continue
+		}
+		res.Scheduled++
+		last = max(last, t.bound[i])
+		bind = append(bind, ms(t.bound[i]-t.created[i]))
+		if t.running[i] != 0 {
+			res.Running++
+			run = append(run, ms(max(0, t.running[i]-t.bound[i])))
+		}
+	}
+	if res.Scheduled > 0 && last > first {
+		secs := time.Duration(last - first).Seconds()
+		res.ScheduleSeconds = round(secs, 3)
+		res.PodsPerSecond = round(float64(res.Scheduled)/secs, 1)
+	}
+	res.P50BindMs = round(percentile(bind, 0.50), 2)
+	res.P99BindMs = round(percentile(bind, 0.99), 2)
+	res.P99RunningMs = round(percentile(run, 0.99), 2)
+	return res
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+func round(v float64, digits int) float64 {
+	p := math.Pow10(digits)
+	return math.Round(v*p) / p
+}
+
+// percentile is the nearest-rank percentile of vs (0 for none).
+func percentile(vs []float64, q float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	slices.Sort(vs)
+	i := int(math.Ceil(q*float64(len(vs)))) - 1
+	return vs[min(max(i, 0), len(vs)-1)]
+}
+
+// peakRSSMB is the process's peak resident set: VmHWM from
+// /proc/self/status, else getrusage's maxrss.
+func peakRSSMB() float64 {
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		for line := range strings.Lines(string(data)) {
+			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				f := strings.Fields(rest)
+				if len(f) >= 1 {
+					if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+						return round(kb/1024, 1)
+					}
+				}
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		return round(float64(ru.Maxrss)/1024, 1)
+	}
+	return 0
+}

@@ -1,0 +1,152 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+func TestRunSmall(t *testing.T) {
+	var progress bytes.Buffer
+	var st *store.Store
+	opts := Options{Nodes: 20, Pods: 500, ReplicaSets: 3, Progress: &progress, Timeout: 2 * time.Minute}
+	res, err := run(context.Background(), opts, func(s *store.Store) { st = s; checkCapacity(t, s, 20, 500) })
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if res.Nodes != 20 || res.Pods != 500 || res.Scheduled != 500 || res.Running != 500 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.PodsPerSecond <= 0 || res.ScheduleSeconds <= 0 || res.P99BindMs < res.P50BindMs || res.PeakRSSMB <= 0 {
+		t.Errorf("implausible result %+v", res)
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"nodes", "pods", "scheduled", "running", "schedule_seconds", "pods_per_second", "p50_bind_ms", "p99_bind_ms", "p99_running_ms", "peak_rss_mb"} {
+		if _, ok := m[f]; !ok {
+			t.Errorf("JSON lacks %q: %s", f, data)
+		}
+	}
+	if len(m) != 10 {
+		t.Errorf("JSON has %d fields: %s", len(m), data)
+	}
+	if st == nil {
+		t.Fatal("no store seen")
+	}
+	if !bytes.Contains(progress.Bytes(), []byte("agents ready 20/20")) {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}
+
+// checkCapacity checks that no node holds more than its allocatable, that
+// every node registered Ready with its hostname label, and that every pod
+// is Running with addresses.
+func checkCapacity(t *testing.T, st *store.Store, nodes, pods int) {
+	t.Helper()
+	nodeObjs, _, err := st.List(nodeKind, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodeObjs) != nodes {
+		t.Fatalf("%d nodes in the store, want %d", len(nodeObjs), nodes)
+	}
+	alloc := map[string]api.ResourceList{}
+	for _, o := range nodeObjs {
+		n := o.(*api.Node)
+		if n.Labels[hostnameLabel] != n.Name {
+			t.Errorf("node %s: labels %v", n.Name, n.Labels)
+		}
+		ready := false
+		for _, c := range n.Status.Conditions {
+			ready = ready || (c.Type == api.NodeReady && c.Status == api.ConditionTrue && !c.LastHeartbeatTime.IsZero())
+		}
+		if !ready {
+			t.Errorf("node %s not Ready: %+v", n.Name, n.Status.Conditions)
+		}
+		alloc[n.Name] = n.Status.Allocatable
+	}
+	podObjs, _, err := st.List(podKind, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(podObjs) != pods {
+		t.Fatalf("%d pods in the store, want %d", len(podObjs), pods)
+	}
+	type use struct {
+		cpu, mem resource.Quantity
+		n        int64
+	}
+	used := map[string]*use{}
+	for _, o := range podObjs {
+		p := o.(*api.Pod)
+		if p.Spec.NodeName == "" || p.Status.Phase != api.PodRunning || p.Status.PodIP == "" || p.Status.HostIP == "" {
+			t.Errorf("pod %s: node %q phase %q ip %q", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.PodIP)
+			continue
+		}
+		if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "ReplicaSet" {
+			t.Errorf("pod %s: owners %+v", p.Name, p.OwnerReferences)
+		}
+		u := used[p.Spec.NodeName]
+		if u == nil {
+			u = &use{}
+			used[p.Spec.NodeName] = u
+		}
+		for _, c := range p.Spec.Containers {
+			u.cpu.Add(c.Resources.Requests[api.ResourceCPU])
+			u.mem.Add(c.Resources.Requests[api.ResourceMemory])
+		}
+		u.n++
+	}
+	for name, u := range used {
+		a, ok := alloc[name]
+		if !ok {
+			t.Errorf("pods bound to unknown node %s", name)
+			continue
+		}
+		cpu, mem, np := a[api.ResourceCPU], a[api.ResourceMemory], a[api.ResourcePods]
+		if u.cpu.Cmp(cpu) > 0 || u.mem.Cmp(mem) > 0 || u.n > np.Value() {
+			t.Errorf("node %s over capacity: cpu %s/%s memory %s/%s pods %d/%d", name, u.cpu.String(), cpu.String(), u.mem.String(), mem.String(), u.n, np.Value())
+		}
+	}
+}
+
+func TestOverCapacityLeavesPodsPending(t *testing.T) {
+	// 2 nodes of 1 cpu fit 20 pods of 100m; the other 5 stay pending and
+	// the run ends at its timeout with ErrIncomplete.
+	opts := Options{
+		Nodes: 2, Pods: 25, NodeCPU: resource.MustParse("1"), Timeout: 10 * time.Second,
+	}
+	res, err := Run(context.Background(), opts)
+	if err != ErrIncomplete {
+		t.Fatalf("Run: %v, want ErrIncomplete", err)
+	}
+	if res.Scheduled != 20 || res.Running != 20 {
+		t.Fatalf("result %+v, want 20 scheduled and running", res)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	vs := []float64{5, 1, 4, 2, 3}
+	if p := percentile(vs, 0.5); p != 3 {
+		t.Errorf("p50 = %v", p)
+	}
+	if p := percentile(vs, 0.99); p != 5 {
+		t.Errorf("p99 = %v", p)
+	}
+	if p := percentile(nil, 0.5); p != 0 {
+		t.Errorf("empty p50 = %v", p)
+	}
+}

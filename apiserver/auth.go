@@ -106,9 +106,10 @@ func (id *Identity) String() string {
 // token, node credentials and service-account tokens. The node join token
 // is deliberately not among them: it is good only at JoinPath.
 type TokenAuthenticator struct {
-	store  *store.Store
-	admin  [sha256.Size]byte
-	signer *Signer
+	store    *store.Store
+	admin    [sha256.Size]byte
+	signer   *Signer
+	verified verifiedTokens
 }
 
 // NewAuthenticator makes the authenticator of the API server. adminToken
@@ -136,9 +137,13 @@ func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string) (*I
 	if a.signer == nil || strings.Count(token, ".") != 2 {
 		return nil, fmt.Errorf("%w: invalid bearer token", ErrUnauthenticated)
 	}
-	c, err := a.signer.Verify(token, "")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+	c, ok := a.verified.get(got, a.signer.now())
+	if !ok {
+		var err error
+		if c, err = a.signer.Verify(token, ""); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		}
+		a.verified.put(got, c)
 	}
 	switch {
 	case strings.HasPrefix(c.Subject, NodeUserPrefix):

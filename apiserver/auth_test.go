@@ -286,3 +286,34 @@ func TestAuthBearerToken(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthCachedTokenStillExpires authenticates a node credential once, so
+// that its verified claims are cached, then checks that the cached token is
+// refused once it expires.
+func TestAuthCachedTokenStillExpires(t *testing.T) {
+	s := newAuthTestSetup(t)
+	s.signer.NodeCredentialTTL = time.Hour
+	cred, err := s.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := apiserver.Identity{Name: "system:node:n1", Kind: apiserver.IdentityNode, Node: "n1"}
+	authTestWantIdentity(t, s.authn, cred, want)
+	authTestWantIdentity(t, s.authn, cred, want)
+	s.clk.SetTime(tokenTestEpoch.Add(time.Hour + time.Second))
+	authTestWantUnauthenticated(t, s.authn, cred, "expired cached node credential")
+}
+
+// TestAuthCachedServiceAccountTokenRevoked checks that a cached
+// service-account token is still refused once its pod is gone: only the
+// signature is cached.
+func TestAuthCachedServiceAccountTokenRevoked(t *testing.T) {
+	s := newAuthTestSetup(t)
+	authTestWantIdentity(t, s.authn, s.token, apiserver.Identity{Name: "system:serviceaccount:default:runner", Kind: apiserver.IdentityServiceAccount, Namespace: "default"})
+	podKind, _ := api.LookupResource("pods")
+	zero := int64(0)
+	if _, err := s.st.Delete(context.Background(), podKind, s.pod.Namespace, s.pod.Name, store.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	authTestWantUnauthenticated(t, s.authn, s.token, "token of a deleted pod")
+}

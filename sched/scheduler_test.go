@@ -136,9 +136,17 @@ func TestPodsNotOurs(t *testing.T) {
 	create(t, s,
 		makePod("named", func(p *api.Pod) { p.Spec.NodeName = "n2" }),
 		makePod("other", func(p *api.Pod) { p.Spec.SchedulerName = "other-scheduler" }),
-		makePod("finalized", func(p *api.Pod) { p.Finalizers = []string{"example.com/hold"} }),
 	)
-	if _, err := s.Delete(context.Background(), podKind, "default", "finalized", store.DeleteOptions{}); err != nil {
+	// Created and marked for deletion in one transaction, so the
+	// scheduler never sees it alive.
+	_, err := s.Txn(context.Background(), func(tx *store.Txn) error {
+		if _, err := tx.Create(makePod("finalized", func(p *api.Pod) { p.Finalizers = []string{"example.com/hold"} })); err != nil {
+			return err
+		}
+		_, err := tx.Delete(podKind, "default", "finalized", store.DeleteOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	// A pod created after them is bound once they have been seen.

@@ -416,15 +416,31 @@ func TestServerMetricsAndHealth(t *testing.T) {
 	srv := startServer(t, st, Options{}, nil)
 	ask(t, "udp", srv.Addr(), "web.default.svc.cluster.local.", dns.TypeA, 0)
 	ask(t, "udp", srv.Addr(), "nothing.default.svc.cluster.local.", dns.TypeAAAA, 0)
-	metrics := get(t, "http://"+srv.MetricsAddr()+"/metrics")
-	for _, want := range []string{
+	wants := []string{
 		`berth_dns_requests_total{rcode="NOERROR",type="A"} 1`,
 		`berth_dns_requests_total{rcode="NXDOMAIN",type="AAAA"} 1`,
 		`berth_dns_request_duration_seconds_count 2`,
 		`berth_dns_forwarded_requests_total 0`,
 		// web: 2 A, 3 endpoint A, 3 SRV; ext: 1 CNAME; down: nothing ready.
 		`berth_dns_records 9`,
-	} {
+	}
+	// A request is counted after its answer is sent, so the client can
+	// read the answer before the count moves: poll.
+	var metrics string
+	has := func() bool {
+		metrics = get(t, "http://"+srv.MetricsAddr()+"/metrics")
+		for _, want := range wants {
+			if !strings.Contains(metrics, want) {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !has() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range wants {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q:\n%s", want, grep(metrics, "berth_dns"))
 		}

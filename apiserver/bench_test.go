@@ -21,49 +21,23 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 // benchPod is a pod as a ReplicaSet makes it and an agent reports it.
 func benchPod(i int, node string) *api.Pod {
-	t := true
-	return &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "default",
-			Name:      fmt.Sprintf("web-7d4b9c8f6-%06d", i),
-			Labels:    map[string]string{"app": "web", "pod-template-hash": "7d4b9c8f6"},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d4b9c8f6",
-				UID: types.UID("00000000-0000-0000-0000-000000000001"), Controller: &t, BlockOwnerDeletion: &t,
-			}},
-		},
-		Spec: api.PodSpec{
-			NodeName: node,
-			Containers: []api.Container{{
-				Name:    "web",
-				Image:   "web:1.0",
-				Command: []string{"/bin/web", "--listen", "$(POD_IP):8080"},
-				Env:     []api.EnvVar{{Name: "POD_IP", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
-				Ports:   []api.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: api.ProtocolTCP}},
-				Resources: api.ResourceRequirements{Requests: api.ResourceList{
-					api.ResourceCPU:    resource.MustParse("100m"),
-					api.ResourceMemory: resource.MustParse("128Mi"),
-				}},
-			}},
-			RestartPolicy: api.RestartPolicyAlways,
-		},
-		Status: api.PodStatus{Phase: api.PodRunning, PodIP: "10.0.0.1", HostIP: "10.0.0.1"},
-	}
+	p := storetest.Pod(i, node)
+	p.Status = api.PodStatus{Phase: api.PodRunning, PodIP: "10.0.0.1", HostIP: "10.0.0.1"}
+	return p
 }
 
-func nodeName(i, nodes int) string { return "node-" + strconv.Itoa(i%nodes) }
+func nodeName(i, nodes int) string { return storetest.NodeName(i, nodes) }
 
 // benchStore holds n pods spread over nodes.
 func benchStore(b *testing.B, n, nodes int) *store.Store {

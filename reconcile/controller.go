@@ -184,8 +184,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.listKeys != nil {
 		wg.Go(func() { c.resync(ctx) })
 	}
-	for _, w := range c.watches {
-		wg.Go(func() { c.follow(ctx, c.store, w) })
+	if len(c.watches) > 0 {
+		snap := c.store.Snapshot()
+		for _, w := range c.watches {
+			wg.Go(func() { c.follow(ctx, c.store, w, snap) })
+		}
 	}
 	<-ctx.Done()
 	c.queue.ShutDown()

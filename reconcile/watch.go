@@ -39,9 +39,19 @@ const relistDelay = time.Second
 // revision was compacted, or the watcher fell behind) it lists again, so
 // no change is missed: reconcilers are level-triggered and a key enqueued
 // twice costs one reconcile.
-func (c *Controller) follow(ctx context.Context, s *store.Store, w Watch) {
+//
+// The first listing reads the snapshot Run took for every watch of the
+// controller, so that watches of different kinds start at one revision: a
+// change between the starts of two of them (an owner deleted after its
+// dependent was listed) is never missed.
+func (c *Controller) follow(ctx context.Context, s *store.Store, w Watch, first *store.Snapshot) {
+	snap := first
 	for ctx.Err() == nil {
-		err := c.listAndWatch(ctx, s, w)
+		if snap == nil {
+			snap = s.Snapshot()
+		}
+		err := c.listAndWatch(ctx, s, snap, w)
+		snap = nil
 		if ctx.Err() != nil {
 			return
 		}
@@ -56,8 +66,7 @@ func (c *Controller) follow(ctx context.Context, s *store.Store, w Watch) {
 	}
 }
 
-func (c *Controller) listAndWatch(ctx context.Context, s *store.Store, w Watch) error {
-	snap := s.Snapshot()
+func (c *Controller) listAndWatch(ctx context.Context, s *store.Store, snap *store.Snapshot, w Watch) error {
 	err := snap.Each(w.Kind, w.Filter, func(obj api.Object) bool {
 		for _, key := range w.keys(store.Event{Type: store.Added, Revision: snap.Revision(), Kind: w.Kind, Object: obj}) {
 			c.queue.Add(key)

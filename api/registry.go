@@ -154,3 +154,14 @@ func ResourceNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// MustLookupResource is LookupResource for names fixed in the code, such as
+// a controller's "pods": a name that is not registered is a programming
+// error, so it panics at start-up rather than failing later.
+func MustLookupResource(name string) *Kind {
+	k, ok := LookupResource(name)
+	if !ok {
+		panic("api: resource " + name + " is not registered")
+	}
+	return k
+}

@@ -16,17 +16,9 @@ import (
 )
 
 var (
-	serviceKind   = mustKind("services")
-	endpointsKind = mustKind("endpoints")
+	serviceKind   = api.MustLookupResource("services")
+	endpointsKind = api.MustLookupResource("endpoints")
 )
-
-func mustKind(name string) *api.Kind {
-	k, ok := api.LookupResource(name)
-	if !ok {
-		panic("dns: kind " + name + " is not registered")
-	}
-	return k
-}
 
 // retryDelay is how long the follower waits before listing again after a
 // watch failed for a reason other than having fallen behind.

@@ -34,18 +34,10 @@ const (
 const LabelHeadless = "service.kubernetes.io/headless"
 
 var (
-	serviceKind   = mustKind("services")
-	endpointsKind = mustKind("endpoints")
-	podKind       = mustKind("pods")
+	serviceKind   = api.MustLookupResource("services")
+	endpointsKind = api.MustLookupResource("endpoints")
+	podKind       = api.MustLookupResource("pods")
 )
-
-func mustKind(name string) *api.Kind {
-	k, ok := api.LookupResource(name)
-	if !ok {
-		panic("endpoints: kind " + name + " is not registered")
-	}
-	return k
-}
 
 // Options configure the controller; the zero value is usable.
 type Options struct {

@@ -15,18 +15,10 @@ import (
 )
 
 var (
-	podKind = mustKind("pods")
-	rsKind  = mustKind("replicasets")
-	cmKind  = mustKind("configmaps")
+	podKind = api.MustLookupResource("pods")
+	rsKind  = api.MustLookupResource("replicasets")
+	cmKind  = api.MustLookupResource("configmaps")
 )
-
-func mustKind(name string) *api.Kind {
-	k, ok := api.LookupResource(name)
-	if !ok {
-		panic(name)
-	}
-	return k
-}
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()

@@ -24,15 +24,7 @@ const Name = "namespace"
 // their own finalizers or grace periods.
 const RecheckAfter = 5 * time.Second
 
-var namespaceKind = mustKind("namespaces")
-
-func mustKind(name string) *api.Kind {
-	k, ok := api.LookupResource(name)
-	if !ok {
-		panic("namespace: kind " + name + " is not registered")
-	}
-	return k
-}
+var namespaceKind = api.MustLookupResource("namespaces")
 
 // Options configure the controller; the zero value is usable.
 type Options struct {

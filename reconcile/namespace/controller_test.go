@@ -13,8 +13,8 @@ import (
 )
 
 var (
-	podKind = mustKind("pods")
-	cmKind  = mustKind("configmaps")
+	podKind = api.MustLookupResource("pods")
+	cmKind  = api.MustLookupResource("configmaps")
 )
 
 func newStore(t *testing.T) *store.Store {

@@ -41,20 +41,12 @@ type replicatedKind struct {
 }
 
 var (
-	podKind        = mustKind("pods")
-	replicaSetKind = mustKind("replicasets")
-	rcKind         = mustKind("replicationcontrollers")
-	deploymentKind = mustKind("deployments")
-	namespaceKind  = mustKind("namespaces")
+	podKind        = api.MustLookupResource("pods")
+	replicaSetKind = api.MustLookupResource("replicasets")
+	rcKind         = api.MustLookupResource("replicationcontrollers")
+	deploymentKind = api.MustLookupResource("deployments")
+	namespaceKind  = api.MustLookupResource("namespaces")
 )
-
-func mustKind(name string) *api.Kind {
-	k, ok := api.LookupResource(name)
-	if !ok {
-		panic("workload: kind " + name + " is not registered")
-	}
-	return k
-}
 
 func replicasOf(n *int32) int32 {
 	if n == nil {

@@ -426,25 +426,15 @@ func TestServerMetricsAndHealth(t *testing.T) {
 	}
 	// A request is counted after its answer is sent, so the client can
 	// read the answer before the count moves: poll.
-	var metrics string
-	has := func() bool {
-		metrics = get(t, "http://"+srv.MetricsAddr()+"/metrics")
+	testtool.WaitFor(t, 5*time.Second, "the request metrics", func() error {
+		metrics := get(t, "http://"+srv.MetricsAddr()+"/metrics")
 		for _, want := range wants {
 			if !strings.Contains(metrics, want) {
-				return false
+				return fmt.Errorf("metrics lack %q:\n%s", want, grep(metrics, "berth_dns"))
 			}
 		}
-		return true
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !has() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	for _, want := range wants {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("metrics lack %q:\n%s", want, grep(metrics, "berth_dns"))
-		}
-	}
+		return nil
+	})
 	if code := status(t, "http://"+srv.HealthAddr()+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
 	}

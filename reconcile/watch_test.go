@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // seen records the keys a reconciler was called with, and what it read.
@@ -39,13 +41,12 @@ func (s *seen) has(keys ...string) bool {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testtool.WaitFor(t, 10*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func configMap(ns, name string) *api.ConfigMap {

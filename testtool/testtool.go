@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // RequireEnv is the variable that turns a missing tool from a skip into a
@@ -23,4 +24,22 @@ func Need(t testing.TB, name string) string {
 	}
 	t.Skipf("%s not found; install it to run this test (%v)", name, err)
 	return ""
+}
+
+// WaitFor polls cond every few milliseconds until it returns nil, and
+// fails the test with cond's last error once timeout has passed. Tests
+// wait for results this way rather than by sleeping a guessed time.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

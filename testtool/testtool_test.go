@@ -1,6 +1,10 @@
 package testtool
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"time"
+)
 
 func TestNeedFindsAProgramOnPath(t *testing.T) {
 	// sh is on every machine these tests run on.
@@ -18,5 +22,18 @@ func TestNeedSkipsWhenMissing(t *testing.T) {
 	})
 	if !skipped {
 		t.Fatal("a missing tool did not skip the test")
+	}
+}
+
+func TestWaitForReturnsOnceTheConditionHolds(t *testing.T) {
+	n := 0
+	WaitFor(t, 5*time.Second, "three calls", func() error {
+		if n++; n < 3 {
+			return fmt.Errorf("call %d", n)
+		}
+		return nil
+	})
+	if n != 3 {
+		t.Fatalf("condition called %d times, want 3", n)
 	}
 }

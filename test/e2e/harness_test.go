@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/berth-dev/berth/testtool"
 	"net"
 	"os"
 	"os/exec"
@@ -222,17 +223,7 @@ func (s *server) getJSON(t testing.TB, args ...string) (map[string]any, error) {
 // waitFor polls cond until it returns nil or the deadline passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for {
-		if err = cond(); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %v", timeout, what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testtool.WaitFor(t, timeout, what, cond)
 }
 
 // field walks a decoded JSON object by a dotted path.

@@ -243,7 +243,7 @@ func TestAuthGarbageAndJoinToken(t *testing.T) {
 	s := newAuthTestSetup(t)
 	const joinToken = "join-secret-join-secret-join-secret"
 	// The join token is good only at the join endpoint.
-	_ = apiserver.JoinHandler(joinToken, s.signer)
+	_ = apiserver.JoinHandler(joinToken, s.signer, nil)
 	for _, tok := range []string{
 		joinToken, "x", "...", "a.b.c", "Bearer " + authTestAdminToken, " " + authTestAdminToken,
 		s.token + "x", strings.Repeat("a", 1<<16), "\x00\xff.\x00.\x00", "eyJhbGciOiJub25lIn0.e30.",

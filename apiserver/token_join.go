@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"github.com/berth-dev/berth/api"
 	"io"
 	"net/http"
 	"strings"
@@ -14,31 +15,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// JoinPath is where an agent trades the node join token for its own node
-// credential: POST JoinPath with "Authorization: Bearer <join token>" and
-// the body JoinRequest; the answer is a JoinResponse. It sits outside the
-// resource paths because it is not a resource and needs no credential
-// beyond the join token.
-const JoinPath = "/berth/v1/join"
+// JoinPath is where agents join; see api.JoinPath.
+const JoinPath = api.JoinPath
 
-// maxJoinBody caps a join request body; a node name is at most 253 bytes.
-const maxJoinBody = 4 << 10
+// maxJoinBody caps a join request body: a node name is at most 253 bytes
+// and its addresses a few more.
+const maxJoinBody = 16 << 10
 
-// JoinRequest is the body of a join: the node that asks for a credential.
-type JoinRequest struct {
-	NodeName string `json:"nodeName"`
-}
-
-// JoinResponse carries the node credential: a bearer token for every later
-// request of the node, which authenticates as system:node:<nodeName>.
-type JoinResponse struct {
-	Token string `json:"token"`
-}
+// ServingCertIssuer signs an agent's serving certificate for the addresses
+// of a join, returning the certificate and key in PEM.
+type ServingCertIssuer func(node string, addresses []string) (certPEM, keyPEM []byte, err error)
 
 // JoinHandler serves JoinPath. The join token is the cluster-wide secret in
 // the data dir's node-token; it is accepted here and nowhere else, so a
 // leaked node credential exposes one node, not the power to become any.
-func JoinHandler(joinToken string, s *Signer) http.Handler {
+//
+// issue, when not nil, signs a serving certificate for the addresses a
+// join names.
+func JoinHandler(joinToken string, s *Signer, issue ServingCertIssuer) http.Handler {
 	want := sha256.Sum256([]byte(joinToken))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -54,7 +48,7 @@ func JoinHandler(joinToken string, s *Signer) http.Handler {
 			writeAuthStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "join: invalid or missing node join token")
 			return
 		}
-		var req JoinRequest
+		var req api.JoinRequest
 		dec := json.NewDecoder(io.LimitReader(r.Body, maxJoinBody))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
@@ -71,9 +65,18 @@ func JoinHandler(joinToken string, s *Signer) http.Handler {
 			writeAuthStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "join: "+err.Error())
 			return
 		}
+		resp := api.JoinResponse{Token: cred}
+		if issue != nil && len(req.Addresses) > 0 {
+			cert, key, err := issue(req.NodeName, req.Addresses)
+			if err != nil {
+				writeAuthStatus(w, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "join: serving certificate: "+err.Error())
+				return
+			}
+			resp.ServingCertificate, resp.ServingKey = string(cert), string(key)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(JoinResponse{Token: cred})
+		_ = json.NewEncoder(w).Encode(resp)
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 )
 
@@ -40,7 +41,7 @@ func joinTestPost(t *testing.T, url, auth, body string) (*http.Response, []byte)
 
 func TestJoinIssuesNodeCredential(t *testing.T) {
 	s := newAuthTestSetup(t)
-	srv := httptest.NewServer(apiserver.JoinHandler(joinTestToken, s.signer))
+	srv := httptest.NewServer(apiserver.JoinHandler(joinTestToken, s.signer, nil))
 	defer srv.Close()
 
 	resp, body := joinTestPost(t, srv.URL, "Bearer "+joinTestToken, `{"nodeName":"n1"}`)
@@ -50,7 +51,7 @@ func TestJoinIssuesNodeCredential(t *testing.T) {
 	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control %q", cc)
 	}
-	var jr apiserver.JoinResponse
+	var jr api.JoinResponse
 	if err := json.Unmarshal(body, &jr); err != nil || jr.Token == "" {
 		t.Fatalf("join response %s: %v", body, err)
 	}
@@ -62,7 +63,7 @@ func TestJoinIssuesNodeCredential(t *testing.T) {
 
 func TestJoinRejects(t *testing.T) {
 	s := newAuthTestSetup(t)
-	srv := httptest.NewServer(apiserver.JoinHandler(joinTestToken, s.signer))
+	srv := httptest.NewServer(apiserver.JoinHandler(joinTestToken, s.signer, nil))
 	defer srv.Close()
 	cases := []struct {
 		name, auth, body string
@@ -110,7 +111,7 @@ func TestJoinWithEmptyJoinTokenRefusesAll(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, apiserver.JoinPath, strings.NewReader(`{"nodeName":"n1"}`))
 	req.Header.Set("Authorization", "Bearer ")
-	apiserver.JoinHandler("", s.signer).ServeHTTP(rec, req)
+	apiserver.JoinHandler("", s.signer, nil).ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnauthorized {
 		t.Errorf("empty join token: %d", rec.Code)
 	}

@@ -225,7 +225,7 @@ func (s *Server) buildAPI() error {
 	}
 	a.Handle("/openid/v1/jwks", apiserver.JWKSHandler(signer), false)
 	a.Handle("/.well-known/openid-configuration", apiserver.OIDCDiscoveryHandler(signer), false)
-	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer), false)
+	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer, nil), false)
 	a.Handle(HooksPath, &webhook{secret: s.hookKey, trigger: s.sources.Trigger, log: s.log}, false)
 	s.api = a
 	return nil

@@ -1,15 +1,11 @@
 package sim
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +14,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
 )
 
@@ -100,30 +95,15 @@ func (a *agent) start(ctx context.Context) error {
 
 // join trades the node token for the node's own credential.
 func (a *agent) join(ctx context.Context) (string, error) {
-	body, _ := json.Marshal(apiserver.JoinRequest{NodeName: a.name})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.sh.server+apiserver.JoinPath, bytes.NewReader(body))
+	jc, err := client.New(&client.Config{Server: a.sh.server, Token: a.sh.nodeToken, Transport: a.transport(), UserAgent: "berth-sim/" + a.name})
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Authorization", "Bearer "+a.sh.nodeToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Transport: a.transport(), Timeout: client.DefaultTimeout}).Do(req)
+	resp, err := jc.Join(ctx, api.JoinRequest{NodeName: a.name})
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
-	}
-	var out apiserver.JoinResponse
-	if err := json.Unmarshal(data, &out); err != nil {
-		return "", err
-	}
-	return out.Token, nil
+	return resp.Token, nil
 }
 
 func (a *agent) register(ctx context.Context) error {

@@ -1,0 +1,169 @@
+// Package runtime is the agent's view of a container runtime: start a
+// container, stop it, ask how it is, run a command in it, and find its log.
+// The agent's pod workers decide what should run; a Runtime only does it.
+// The exec runtime (agent/runtime/exec) runs each container as a host
+// process; an oci runtime can come later behind the same interface.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNotFound is returned for a container the runtime does not know.
+var ErrNotFound = errors.New("container not found")
+
+// ID names one run of one container: the pod's UID, the container's name
+// and the attempt (0 for the first start, then 1, 2, … for each restart).
+// Two runs of a container never share an ID, so the logs and the exit of
+// the previous run stay readable after a restart.
+type ID struct {
+	PodUID  string
+	Name    string
+	Attempt int
+}
+
+// String is the form the runtime records and reports: "uid/name/attempt".
+func (id ID) String() string {
+	return id.PodUID + "/" + id.Name + "/" + strconv.Itoa(id.Attempt)
+}
+
+// ParseID reads what ID.String wrote.
+func ParseID(s string) (ID, error) {
+	i := strings.IndexByte(s, '/')
+	j := strings.LastIndexByte(s, '/')
+	if i <= 0 || j <= i+1 || j == len(s)-1 {
+		return ID{}, fmt.Errorf("container id %q: want uid/name/attempt", s)
+	}
+	n, err := strconv.Atoi(s[j+1:])
+	if err != nil || n < 0 {
+		return ID{}, fmt.Errorf("container id %q: bad attempt", s)
+	}
+	return ID{PodUID: s[:i], Name: s[i+1 : j], Attempt: n}, nil
+}
+
+// Container is everything a runtime needs to start one run of a container.
+// The agent resolves it from the pod: the command line after $(VAR)
+// expansion, the environment after the downward API and references, the
+// volumes' host paths.
+type Container struct {
+	ID ID
+	// PodNamespace and PodName are recorded for people reading the
+	// runtime's state and for the labels of its cgroups.
+	PodNamespace string
+	PodName      string
+	// Argv is the command line: the container's command then its args.
+	Argv []string
+	// Env holds KEY=VALUE pairs, the whole environment of the process.
+	Env []string
+	// WorkingDir is where the process starts; empty is the pod's directory.
+	WorkingDir string
+	// RunAsUser and RunAsGroup, when set, are the process's credentials.
+	RunAsUser  *int64
+	RunAsGroup *int64
+	// Limits are enforced where the runtime can (cgroups); zero is none.
+	Limits Limits
+	// OOMScoreAdj is written to the process's oom_score_adj.
+	OOMScoreAdj int
+}
+
+// Limits are the resource limits of a container.
+type Limits struct {
+	// MilliCPU is the CPU limit in thousandths of a core.
+	MilliCPU int64
+	// MemoryBytes is the memory limit.
+	MemoryBytes int64
+}
+
+// State is where a run of a container is in its life.
+type State string
+
+// States of a container run.
+const (
+	// StateRunning: the process is alive.
+	StateRunning State = "Running"
+	// StateExited: the process ended; ExitCode and FinishedAt say how.
+	StateExited State = "Exited"
+	// StateUnknown: the runtime lost track of the process (its record
+	// survived an agent restart but the process did not report its end).
+	StateUnknown State = "Unknown"
+)
+
+// Status is what the runtime knows of one run of a container.
+type Status struct {
+	ID         ID
+	State      State
+	PID        int
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// ExitCode is the exit status; a process killed by a signal reports
+	// 128+signal, as a shell would, and Signal says which.
+	ExitCode int
+	Signal   int
+	// Reason is "Completed" (exit 0), "Error", "OOMKilled" or
+	// "ContainerStatusUnknown", as the kubelet reports them.
+	Reason  string
+	Message string
+}
+
+// Stats is what a run uses.
+type Stats struct {
+	// MemoryBytes is the working set: the cgroup's usage less inactive
+	// file pages, or the resident set of the process group without one.
+	MemoryBytes int64
+	// CPUNanos is the CPU time used since the run started.
+	CPUNanos int64
+}
+
+// Capabilities say what a runtime can enforce on this machine; the agent
+// reports them on its Node.
+type Capabilities struct {
+	// Cgroup is "v2", "v1" or "" when the runtime cannot write cgroups.
+	Cgroup      string
+	MemoryLimit bool
+	CPULimit    bool
+}
+
+// LogOptions select what Logs writes.
+type LogOptions struct {
+	// Follow keeps writing as the run writes, until ctx ends or the run
+	// exits and its output has been written.
+	Follow bool
+	// TailLines, when positive, starts that many lines before the end.
+	TailLines int64
+}
+
+// Runtime runs containers. Every method is safe for concurrent use.
+type Runtime interface {
+	// Start starts a run. Its ID must be new to the runtime.
+	Start(ctx context.Context, c *Container) (Status, error)
+	// Stop sends SIGTERM to the run's processes, then SIGKILL once grace
+	// has passed, and returns when they are gone. Stopping a run that has
+	// exited does nothing.
+	Stop(ctx context.Context, id ID, grace time.Duration) error
+	// Status reports one run; ErrNotFound when the runtime has no record.
+	Status(ctx context.Context, id ID) (Status, error)
+	// List reports every run the runtime has a record of, running or not,
+	// including the runs it found again after the agent restarted.
+	List(ctx context.Context) ([]Status, error)
+	// Remove forgets an exited run and deletes its files, its log with them.
+	Remove(ctx context.Context, id ID) error
+	// Exec runs argv in the run's environment (its env, working dir and
+	// credentials) for a probe or a hook, and returns the combined output
+	// (capped) and the exit code. ctx bounds it.
+	Exec(ctx context.Context, id ID, argv []string) (output []byte, exitCode int, err error)
+	// Logs writes the run's output (stdout and stderr, as written) to w.
+	Logs(ctx context.Context, id ID, opts LogOptions, w io.Writer) error
+	// Stats reports what a running run uses now, for eviction.
+	Stats(ctx context.Context, id ID) (Stats, error)
+	// Exited delivers the ID of each run as it exits, so a pod worker
+	// wakes at once instead of polling. It is never closed.
+	Exited() <-chan ID
+	// Capabilities says what the runtime enforces here.
+	Capabilities() Capabilities
+}

@@ -81,6 +81,16 @@ type ReplicaSetStatus struct {
 	Conditions           []WorkloadCondition `json:"conditions,omitempty"`
 }
 
+// LabelPodTemplateHash tells the ReplicaSets of one Deployment apart: it is
+// on each ReplicaSet, its selector and its pods, with the hash of the
+// template the ReplicaSet runs, as in Kubernetes.
+const LabelPodTemplateHash = "pod-template-hash"
+
+// AnnotationDeploymentRevision numbers a Deployment's ReplicaSets in the
+// order their templates were rolled out, as in Kubernetes, so that the
+// history can be trimmed oldest first and rolled back.
+const AnnotationDeploymentRevision = "deployment.kubernetes.io/revision"
+
 // +kubebuilder:object:root=true
 
 // Deployment rolls a pod template out through ReplicaSets.

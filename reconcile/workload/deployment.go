@@ -25,15 +25,12 @@ import (
 // DeploymentName is the Deployment controller's name in logs.
 const DeploymentName = "deployment"
 
-// LabelPodTemplateHash tells the ReplicaSets of one Deployment apart: it is
-// on each ReplicaSet, its selector and its pods, with the hash of the
-// template the ReplicaSet runs, as in Kubernetes.
-const LabelPodTemplateHash = "pod-template-hash"
-
-// AnnotationRevision numbers a Deployment's ReplicaSets in the order their
-// templates were rolled out, as in Kubernetes, so that the history can be
-// trimmed oldest first and rolled back.
-const AnnotationRevision = "deployment.kubernetes.io/revision"
+// The label and annotation the controller writes, defined in api because
+// `berth rollout` reads them too.
+const (
+	LabelPodTemplateHash = api.LabelPodTemplateHash
+	AnnotationRevision   = api.AnnotationDeploymentRevision
+)
 
 // PodTemplateHash names the ReplicaSet of a template: FNV-32a over the
 // template's deterministic dump (and the collision count, if any),

@@ -1,0 +1,106 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+// Bounds of a requested token lifetime, Kubernetes' own: at least ten
+// minutes, and no longer than the default here.
+const (
+	minTokenTTL  = 10 * time.Minute
+	maxTokenBody = 64 << 10
+)
+
+var (
+	podKind               = api.MustLookupResource("pods")
+	tokenRequestGroupKind = schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}
+	tokenRequestTypeMeta  = metav1.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"}
+)
+
+// invalidTokenRequest is the 422 of a TokenRequest with a bad field.
+func invalidTokenRequest(name, path string, value any, msg string) error {
+	return apierrors.NewInvalid(tokenRequestGroupKind, name, field.ErrorList{field.Invalid(field.NewPath(path), value, msg)})
+}
+
+// TokenRequestHandler serves POST …/serviceaccounts/{name}/token: a signed
+// token for the service account, bound to a pod when the request names
+// one (the agent asks for each pod it runs). The server has authorized
+// "create serviceaccounts/token" before it is called.
+func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
+	return func(w http.ResponseWriter, r *http.Request, obj api.Object) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "serviceaccounts/token"}, r.Method))
+			return
+		}
+		sa, ok := obj.(*api.ServiceAccount)
+		if !ok {
+			WriteError(w, apierrors.NewBadRequest("token: not a service account"))
+			return
+		}
+		var req api.TokenRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, maxTokenBody)).Decode(&req); err != nil {
+			WriteError(w, apierrors.NewBadRequest("token: decode TokenRequest: "+err.Error()))
+			return
+		}
+		ttl := time.Duration(0)
+		if e := req.Spec.ExpirationSeconds; e != nil {
+			ttl = time.Duration(*e) * time.Second
+			if ttl < minTokenTTL {
+				WriteError(w, invalidTokenRequest(sa.Name, "spec.expirationSeconds", *e,
+					fmt.Sprintf("may not specify a duration less than %d seconds", int(minTokenTTL.Seconds()))))
+				return
+			}
+			ttl = min(ttl, DefaultServiceAccountTokenTTL)
+		}
+		var pod *api.Pod
+		if ref := req.Spec.BoundObjectRef; ref != nil {
+			if ref.Kind != "Pod" {
+				WriteError(w, invalidTokenRequest(sa.Name, "spec.boundObjectRef.kind", ref.Kind, "only Pod is supported"))
+				return
+			}
+			o, err := st.Get(podKind, sa.Namespace, ref.Name)
+			if err != nil {
+				WriteError(w, err)
+				return
+			}
+			pod = o.(*api.Pod)
+			// A node gets tokens only for the pods bound to it, as
+			// Kubernetes' NodeRestriction admission has it.
+			if id, ok := IdentityFromContext(r.Context()); ok && id.Node != "" && pod.Spec.NodeName != id.Node {
+				WriteError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts/token"}, sa.Name,
+					fmt.Errorf("node %q may only ask for tokens bound to its own pods; pod %s is not bound to it", id.Node, ref.Name)))
+				return
+			}
+			if ref.UID != "" && string(pod.UID) != ref.UID {
+				WriteError(w, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, ref.Name,
+					fmt.Errorf("the UID in the bound object reference (%s) does not match the pod's (%s)", ref.UID, pod.UID)))
+				return
+			}
+		}
+		if ttl == 0 {
+			ttl = DefaultServiceAccountTokenTTL
+		}
+		tok, err := s.IssueServiceAccountToken(sa, pod, ttl)
+		if err != nil {
+			WriteError(w, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		req.TypeMeta = tokenRequestTypeMeta
+		req.Name, req.Namespace = sa.Name, sa.Namespace
+		req.Status = api.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(s.now().Add(ttl).Truncate(time.Second))}
+		writeJSON(w, http.StatusCreated, &req)
+	}
+}

@@ -1,0 +1,69 @@
+package apiserver_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
+)
+
+func TestTokenRequest(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	saKind := kind("serviceaccounts")
+	e.server.HandleSubresource(saKind, apiserver.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
+	e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
+	pod := e.mustCreate(testPod("default", "web", "n1", nil)).(*api.Pod)
+	e.mustCreate(testPod("default", "other", "n2", nil))
+	n1, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(token, body string) (int, []byte) {
+		code, _, out := e.do("POST", "/api/v1/namespaces/default/serviceaccounts/default/token", token, "application/json", "", strings.NewReader(body))
+		return code, out
+	}
+
+	code, body := request(n1, `{"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"web","uid":"`+string(pod.UID)+`"},"expirationSeconds":1200}}`)
+	if code != http.StatusCreated {
+		t.Fatalf("token for a pod of the node: %d %s", code, body)
+	}
+	var tr api.TokenRequest
+	if err := json.Unmarshal(body, &tr); err != nil || tr.Status.Token == "" || tr.Kind != "TokenRequest" {
+		t.Fatalf("answer %s: %v", body, err)
+	}
+	if left := tr.Status.ExpirationTimestamp.Sub(e.signer.Clock.Now()); left < 19*60e9 || left > 20*60e9+1e9 {
+		t.Errorf("expires in %v, want 20m", left)
+	}
+	// The token is the service account's identity: it reads its namespace.
+	id, err := apiserver.NewAuthenticator(e.store, adminToken, e.signer).Authenticate(t.Context(), tr.Status.Token)
+	if err != nil || id.Name != "system:serviceaccount:default:default" {
+		t.Fatalf("issued token authenticates as %+v: %v", id, err)
+	}
+	if _, err := e.clientFor(tr.Status.Token).Get(t.Context(), kind("configmaps"), "default", "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("service account read in its namespace: %v", err)
+	}
+
+	// Another node's pod, a stale UID, a short lifetime, another kind.
+	code, body = request(n1, `{"spec":{"boundObjectRef":{"kind":"Pod","name":"other"}}}`)
+	if st := status(t, code, body, http.StatusForbidden); !strings.Contains(st.Message, "not bound to it") {
+		t.Errorf("other node's pod: %s", st.Message)
+	}
+	code, body = request(adminToken, `{"spec":{"boundObjectRef":{"kind":"Pod","name":"web","uid":"nope"}}}`)
+	status(t, code, body, http.StatusConflict)
+	code, body = request(adminToken, `{"spec":{"expirationSeconds":60}}`)
+	if st := status(t, code, body, http.StatusUnprocessableEntity); !strings.Contains(st.Message, "spec.expirationSeconds") {
+		t.Errorf("short ttl: %s", st.Message)
+	}
+	code, body = request(adminToken, `{"spec":{"boundObjectRef":{"kind":"Secret","name":"x"}}}`)
+	status(t, code, body, http.StatusUnprocessableEntity)
+	code, body = request(adminToken, `{"spec":`)
+	status(t, code, body, http.StatusBadRequest)
+	if code, _, _ := e.do("GET", "/api/v1/namespaces/default/serviceaccounts/default/token", adminToken, "", "", nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET token: %d", code)
+	}
+}

@@ -1,0 +1,148 @@
+package node
+
+import (
+	"time"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// managedTaints are the taints the controller adds and removes; it touches
+// no other taint of a node.
+var managedTaints = []api.Taint{
+	{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoSchedule},
+	{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoExecute},
+	{Key: api.TaintNodeNotReady, Effect: api.TaintEffectNoSchedule},
+	{Key: api.TaintNodeNotReady, Effect: api.TaintEffectNoExecute},
+}
+
+func isManaged(t api.Taint) bool {
+	for _, m := range managedTaints {
+		if t.Key == m.Key && t.Effect == m.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+// wantTaints returns the managed taints a node with that Ready status
+// should carry: unreachable for Unknown, not-ready for False, none for
+// True. noExecute false leaves the NoExecute ones out (full disruption).
+func wantTaints(ready api.ConditionStatus, noExecute bool) []api.Taint {
+	var key string
+	switch ready {
+	case api.ConditionUnknown:
+		key = api.TaintNodeUnreachable
+	case api.ConditionFalse:
+		key = api.TaintNodeNotReady
+	default:
+		return nil
+	}
+	want := []api.Taint{{Key: key, Effect: api.TaintEffectNoSchedule}}
+	if noExecute {
+		want = append(want, api.Taint{Key: key, Effect: api.TaintEffectNoExecute})
+	}
+	return want
+}
+
+// reconcileTaints returns the node's taints with the managed ones made to
+// match want: taints it keeps keep their timeAdded, new ones get now, and
+// every unmanaged taint stays as it was, in its place.
+func reconcileTaints(have, want []api.Taint, now time.Time) ([]api.Taint, bool) {
+	var out []api.Taint
+	changed := false
+	kept := make([]bool, len(want))
+	for _, t := range have {
+		if !isManaged(t) {
+			out = append(out, t)
+			continue
+		}
+		i := indexTaint(want, t)
+		if i < 0 || kept[i] {
+			changed = true
+			continue
+		}
+		kept[i] = true
+		out = append(out, t)
+	}
+	for i, w := range want {
+		if kept[i] {
+			continue
+		}
+		w.TimeAdded = metaTime(now)
+		out = append(out, w)
+		changed = true
+	}
+	return out, changed
+}
+
+func indexTaint(ts []api.Taint, t api.Taint) int {
+	for i := range ts {
+		if ts[i].Key == t.Key && ts[i].Effect == t.Effect {
+			return i
+		}
+	}
+	return -1
+}
+
+// noExecuteTaint returns the managed NoExecute taint among ts, or nil.
+func noExecuteTaint(ts []api.Taint) *api.Taint {
+	for i := range ts {
+		if ts[i].Effect == api.TaintEffectNoExecute && isManaged(ts[i]) {
+			return &ts[i]
+		}
+	}
+	return nil
+}
+
+// toleratesTaint is Kubernetes' matching rule: an empty effect matches
+// every effect, an empty key (with Exists) every key, and the operator
+// Equal (or none) compares values.
+func toleratesTaint(t *api.Toleration, taint *api.Taint) bool {
+	if t.Effect != "" && t.Effect != taint.Effect {
+		return false
+	}
+	if t.Key != "" && t.Key != taint.Key {
+		return false
+	}
+	switch t.Operator {
+	case "", api.TolerationOpEqual:
+		return t.Value == taint.Value
+	case api.TolerationOpExists:
+		return true
+	}
+	return false
+}
+
+// evictionTime is when a pod on a node carrying the NoExecute taint must
+// go, as Kubernetes' taint manager decides it: a pod that does not tolerate
+// the taint goes timeout after the taint was added; one that tolerates it
+// goes after the shortest tolerationSeconds of its matching tolerations, and
+// never if one of them has no tolerationSeconds.
+//
+// berth's defaulting adds no not-ready/unreachable tolerations to pods (there
+// is no DefaultTolerationSeconds admission), so by default a pod goes after
+// the eviction timeout alone; a pod that asks for a toleration gets exactly
+// what it asked for.
+func evictionTime(pod *api.Pod, taint *api.Taint, timeout time.Duration) (time.Time, bool) {
+	added := taint.TimeAdded.Time
+	tolerated := false
+	var least int64
+	for i := range pod.Spec.Tolerations {
+		t := &pod.Spec.Tolerations[i]
+		if !toleratesTaint(t, taint) {
+			continue
+		}
+		if t.TolerationSeconds == nil {
+			return time.Time{}, false
+		}
+		s := max(*t.TolerationSeconds, 0)
+		if !tolerated || s < least {
+			least = s
+		}
+		tolerated = true
+	}
+	if tolerated {
+		return added.Add(time.Duration(least) * time.Second), true
+	}
+	return added.Add(timeout), true
+}

@@ -70,7 +70,10 @@ const (
 	ReasonInvalidRevision = "InvalidRevision"
 	ReasonFetchFailed     = "FetchFailed"
 	ReasonPruneGuard      = "PruneGuard"
-	ReasonProgressing     = "Progressing"
+	// ReasonForbidden: the store refused the revision (a ResourceQuota),
+	// so nothing of it was written.
+	ReasonForbidden   = "Forbidden"
+	ReasonProgressing = "Progressing"
 	// ReasonNotConfigured: the source is no longer among the server's
 	// --source flags; its objects are kept and no longer synced.
 	ReasonNotConfigured = "NotConfigured"

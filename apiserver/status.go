@@ -120,6 +120,14 @@ func storeError(err error) *apierrors.StatusError {
 			detail = oe.Detail
 		}
 		return apierrors.NewConflict(gr, name, errors.New(detail))
+	case store.IsForbidden(err):
+		// A store admission hook's refusal, a quota's: its message reads
+		// as Kubernetes' (`pods "x" is forbidden: exceeded quota: …`).
+		detail := err.Error()
+		if oe != nil && oe.Detail != "" {
+			detail = oe.Detail
+		}
+		return apierrors.NewForbidden(gr, name, errors.New(detail))
 	case store.IsGone(err):
 		return apierrors.NewResourceExpired("too old resource version: " + err.Error())
 	case errors.Is(err, store.ErrInvalid):

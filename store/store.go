@@ -27,6 +27,9 @@ type Options struct {
 	WatcherQueue int
 	// Logger receives the store's few log lines; defaults to slog.Default().
 	Logger *slog.Logger
+	// Admit are checks every write must pass, run in order inside its
+	// transaction (see AdmitFunc); the resource quota is one.
+	Admit []AdmitFunc
 }
 
 // Store is berth's state: immutable objects in go-memdb tables, written by

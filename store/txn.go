@@ -94,6 +94,9 @@ func (tx *Txn) Create(obj api.Object) (api.Object, error) {
 	if hasSpec(obj) {
 		obj.SetGeneration(1)
 	}
+	if err := tx.admit(k, obj, nil); err != nil {
+		return nil, err
+	}
 	if err := tx.insert(k, obj); err != nil {
 		return nil, err
 	}
@@ -145,6 +148,9 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
 	obj.SetResourceVersion(tx.resourceVersion())
+	if err := tx.admit(k, obj, old); err != nil {
+		return nil, err
+	}
 	if err := tx.insert(k, obj); err != nil {
 		return nil, err
 	}
@@ -191,6 +197,9 @@ func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (
 		ns.Status.Phase = api.NamespaceTerminating
 	}
 	obj.SetResourceVersion(tx.resourceVersion())
+	if err := tx.admit(k, obj, old); err != nil {
+		return nil, err
+	}
 	if err := tx.insert(k, obj); err != nil {
 		return nil, err
 	}
@@ -227,6 +236,9 @@ func gracePeriod(obj api.Object, requested *int64) int64 {
 }
 
 func (tx *Txn) remove(k *api.Kind, old api.Object) (api.Object, error) {
+	if err := tx.admit(k, nil, old); err != nil {
+		return nil, err
+	}
 	if err := tx.txn.Delete(tableName(k), old); err != nil {
 		return nil, fmt.Errorf("delete %s %s/%s: %w", k.Resource, old.GetNamespace(), old.GetName(), err)
 	}

@@ -161,6 +161,12 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	case errors.As(err, &rej):
 		res.Reason, res.Errors, res.Message = rej.reason, rej.errs, rej.message
 		return res, a.writeStatus(ctx, name, &res, opts)
+	case store.IsForbidden(err):
+		// Admission (a quota) refused an object: the revision cannot go in
+		// until the quota or the revision changes; say so on the Source.
+		res.Reason = api.ReasonForbidden
+		res.Message = fmt.Sprintf("revision %s refused: %v; still at revision %s", rev.ID, err, orNone(st.revision))
+		return res, a.writeStatus(ctx, name, &res, opts)
 	case err != nil:
 		return Result{Revision: rev.ID}, fmt.Errorf("apply revision %s of source %s: %w", rev.ID, name, err)
 	}

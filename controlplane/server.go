@@ -24,6 +24,10 @@ import (
 	"github.com/berth-dev/berth/reconcile/endpoints"
 	"github.com/berth-dev/berth/reconcile/gc"
 	"github.com/berth-dev/berth/reconcile/namespace"
+	"github.com/berth-dev/berth/reconcile/node"
+	"github.com/berth-dev/berth/reconcile/podgc"
+	"github.com/berth-dev/berth/reconcile/quota"
+	"github.com/berth-dev/berth/reconcile/serviceaccount"
 	"github.com/berth-dev/berth/reconcile/workload"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
@@ -39,6 +43,15 @@ const (
 
 // StoreFile is the bolt file in the data dir.
 const StoreFile = "state.db"
+
+// Defaults of the node lifecycle and pod garbage collection flags (SPEC §2),
+// for the commands that define them.
+const (
+	DefaultNodeMonitorPeriod        = node.DefaultMonitorPeriod
+	DefaultNodeMonitorGracePeriod   = node.DefaultGracePeriod
+	DefaultPodEvictionTimeout       = node.DefaultEvictionTimeout
+	DefaultTerminatedPodGCThreshold = podgc.DefaultThreshold
+)
 
 // Config says how to run a control plane. Zero fields take the defaults of
 // SPEC §2.
@@ -59,6 +72,17 @@ type Config struct {
 	WebhookSecretFile string
 	// DNS configures the cluster DNS server; nil runs none.
 	DNS *dns.Options
+	// NodeMonitorPeriod, NodeMonitorGracePeriod and PodEvictionTimeout time
+	// the node lifecycle controller (--node-monitor-period, 5s;
+	// --node-monitor-grace-period, 40s; --pod-eviction-timeout, 5s); zero
+	// takes the default.
+	NodeMonitorPeriod      time.Duration
+	NodeMonitorGracePeriod time.Duration
+	PodEvictionTimeout     time.Duration
+	// TerminatedPodGCThreshold is how many finished pods are kept before the
+	// oldest are deleted (--terminated-pod-gc-threshold); zero takes the
+	// default 12500, a negative value keeps them all.
+	TerminatedPodGCThreshold int
 }
 
 // Server is a control plane: open, listening, not yet serving until Run.
@@ -75,6 +99,8 @@ type Server struct {
 	// controllers run with the server, each until Run's context ends.
 	controllers []*reconcile.Controller
 	scheduler   *sched.Scheduler
+	// logs proxies pods/log to agents; Run ends its streams at shutdown.
+	logs *LogProxy
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -107,7 +133,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{quota.Admit}})
 	if err != nil {
 		backend.Close()
 		return nil, err
@@ -132,6 +158,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		workload.NewDeploymentController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 		gc.NewController(st, gc.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 		namespace.NewController(st, namespace.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		serviceaccount.NewController(st, serviceaccount.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		quota.NewController(st, quota.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+	)
+	gcThreshold := cfg.TerminatedPodGCThreshold
+	if gcThreshold == 0 {
+		gcThreshold = podgc.DefaultThreshold
+	}
+	s.controllers = append(s.controllers,
+		node.NewController(st, node.Options{MonitorPeriod: cfg.NodeMonitorPeriod, GracePeriod: cfg.NodeMonitorGracePeriod,
+			EvictionTimeout: cfg.PodEvictionTimeout, Clock: cfg.Clock, Logger: cfg.Logger}),
+		podgc.NewController(st, podgc.Options{Threshold: gcThreshold, Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	if cfg.DNS != nil {
@@ -223,9 +260,14 @@ func (s *Server) buildAPI() error {
 	if err != nil {
 		return err
 	}
+	a.HandleSubresource(api.MustLookupResource("serviceaccounts"), apiserver.SubresourceToken, apiserver.TokenRequestHandler(s.store, signer))
 	a.Handle("/openid/v1/jwks", apiserver.JWKSHandler(signer), false)
 	a.Handle("/.well-known/openid-configuration", apiserver.OIDCDiscoveryHandler(signer), false)
-	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer, nil), false)
+	issue, err := s.setupNodeTLS(a)
+	if err != nil {
+		return err
+	}
+	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer, issue), false)
 	a.Handle(HooksPath, &webhook{secret: s.hookKey, trigger: s.sources.Trigger, log: s.log}, false)
 	s.api = a
 	return nil
@@ -282,6 +324,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stop()
 	wg.Wait()
+	s.logs.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := s.api.Shutdown(shutdownCtx); serr != nil && err == nil {

@@ -446,24 +446,5 @@ func qosClass(p *api.Pod) api.QOSClass {
 	if p.Status.QOSClass != "" {
 		return p.Status.QOSClass
 	}
-	any, guaranteed := false, true
-	for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
-		for _, r := range []api.ResourceName{api.ResourceCPU, api.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if hasReq || hasLim {
-				any = true
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return api.QOSBestEffort
-	case guaranteed:
-		return api.QOSGuaranteed
-	}
-	return api.QOSBurstable
+	return api.PodQOSClass(p)
 }

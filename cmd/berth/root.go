@@ -71,6 +71,7 @@ manifests into running workloads on a fleet of machines.`,
 		newDiffCommand(g),
 		newSimCommand(g),
 		newToolboxCommand(g),
+		newLogsCommand(g),
 	)
 	markStart(root, g)
 	return root, g

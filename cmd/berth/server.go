@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,11 @@ type serverOptions struct {
 	sources           []string
 	webhookSecretFile string
 	dns               dns.Options
+
+	nodeMonitorPeriod        time.Duration
+	nodeMonitorGracePeriod   time.Duration
+	podEvictionTimeout       time.Duration
+	terminatedPodGCThreshold int
 }
 
 func newServerCommand(g *globalOptions) *cobra.Command {
@@ -53,6 +59,11 @@ them.`,
 				Sources:           specs,
 				WebhookSecretFile: o.webhookSecretFile,
 				DNS:               &o.dns,
+
+				NodeMonitorPeriod:        o.nodeMonitorPeriod,
+				NodeMonitorGracePeriod:   o.nodeMonitorGracePeriod,
+				PodEvictionTimeout:       o.podEvictionTimeout,
+				TerminatedPodGCThreshold: gcThreshold(o.terminatedPodGCThreshold),
 			})
 			if err != nil {
 				return failed(err)
@@ -74,5 +85,19 @@ them.`,
 	f.StringVar(&o.dns.MetricsListen, "dns-metrics-listen", dns.DefaultMetricsListen, "address of the DNS server's Prometheus /metrics")
 	f.StringVar(&o.dns.HealthListen, "dns-health-listen", dns.DefaultHealthListen, "address of the DNS server's /healthz")
 	f.StringVar(&o.dns.Zone, "cluster-domain", dns.DefaultZone, "the cluster domain DNS answers for")
+	f.DurationVar(&o.nodeMonitorPeriod, "node-monitor-period", controlplane.DefaultNodeMonitorPeriod, "how often node heartbeats are checked")
+	f.DurationVar(&o.nodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod, "no heartbeat for this long: node Ready=Unknown, taint node.kubernetes.io/unreachable")
+	f.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", controlplane.DefaultPodEvictionTimeout, "this long after a node is tainted unreachable or not-ready, its pods are deleted and recreated elsewhere by their controllers")
+	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
 	return cmd
+}
+
+// gcThreshold turns --terminated-pod-gc-threshold into the control plane's
+// setting, where zero means the default: the flag's 0 (keep every finished
+// pod) becomes -1.
+func gcThreshold(flag int) int {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }

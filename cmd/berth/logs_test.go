@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/testtool"
+)
+
+// logsAgent stands in for a node's agent: it serves fixed logs on the
+// agent's path, over TLS with the certificate the node got at join, to
+// the API server's client certificate. Its followed log writes "one",
+// then waits for more before it writes "two" and ends.
+type logsAgent struct {
+	more chan struct{}
+}
+
+var logsAgentLines = map[string][]string{
+	"web/app":          {"hello", "world"},
+	"web/app/previous": {"before the crash"},
+	"multi/a":          {"I am a"},
+	"multi/b":          {"I am b"},
+}
+
+func (a *logsAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || r.TLS.PeerCertificates[0].Subject.CommonName != api.APIServerClientName {
+		http.Error(w, "not the API server", http.StatusForbidden)
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, api.ContainerLogsPath+"/default/")
+	q := r.URL.Query()
+	if q.Get("previous") == "true" {
+		rest += "/previous"
+	}
+	lines, found := logsAgentLines[rest]
+	if !ok || !found {
+		http.Error(w, "no such container run "+rest, http.StatusNotFound)
+		return
+	}
+	if q.Get("follow") == "true" {
+		fmt.Fprintln(w, "one")
+		http.NewResponseController(w).Flush()
+		select {
+		case <-a.more:
+			fmt.Fprintln(w, "two")
+		case <-r.Context().Done():
+		}
+		return
+	}
+	if n, err := strconv.Atoi(q.Get("tailLines")); err == nil && n < len(lines) {
+		lines = lines[len(lines)-n:]
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// startLogsCluster runs a control plane and an agent stand-in joined as
+// node n1, with pods web (container app) and multi (a and b) bound to it,
+// and returns the admin kubeconfig.
+func startLogsCluster(t *testing.T) (string, *logsAgent) {
+	t.Helper()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := controlplane.New(ctx, controlplane.Config{
+		DataDir: dir, Listen: "127.0.0.1:0", Store: controlplane.StoreMemory,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("control plane: %v", err)
+		}
+	})
+	creds := s.Credentials()
+	server := "https://" + s.Addr().String()
+	kubeconfig := filepath.Join(dir, "test.kubeconfig")
+	if err := controlplane.WriteKubeconfig(kubeconfig, server, creds.CAPEM, creds.AdminToken); err != nil {
+		t.Fatal(err)
+	}
+
+	joiner, err := client.New(&client.Config{Server: server, Token: creds.NodeToken, CAData: creds.CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var joined api.JoinResponse
+	testtool.WaitFor(t, 10*time.Second, "a join", func() error {
+		joined, err = joiner.Join(ctx, api.JoinRequest{NodeName: "n1", Addresses: []string{"127.0.0.1"}})
+		return err
+	})
+	cert, err := tls.X509KeyPair([]byte(joined.ServingCertificate), []byte(joined.ServingKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &logsAgent{more: make(chan struct{})}
+	srv := httptest.NewUnstartedServer(agent)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: creds.CAPool}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+
+	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	node.Status.Addresses = []api.NodeAddress{{Type: api.NodeInternalIP, Address: "127.0.0.1"}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+	objs := []api.Object{node}
+	for name, ctrs := range map[string][]string{"web": {"app"}, "multi": {"a", "b"}} {
+		p := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: api.NamespaceDefault}}
+		p.Spec.NodeName = "n1"
+		for _, c := range ctrs {
+			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: c, Image: "busybox"})
+		}
+		objs = append(objs, p)
+	}
+	for _, o := range objs {
+		api.Default(o)
+		if _, err := s.Store().Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return kubeconfig, agent
+}
+
+func TestLogsCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	kubeconfig, _ := startLogsCluster(t)
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"logs", "web"}, exitOK, "hello\nworld\n", ""},
+		{[]string{"logs", "pod/web", "--tail", "1"}, exitOK, "world\n", ""},
+		{[]string{"logs", "po/web", "-c", "app", "--previous"}, exitOK, "before the crash\n", ""},
+		{[]string{"logs", "multi", "-c", "b"}, exitOK, "I am b\n", ""},
+		{[]string{"logs", "multi"}, exitFailure, "",
+			"Error from server (BadRequest): a container name must be specified for pod multi, choose one of: [a b]\n"},
+		{[]string{"logs", "multi", "-c", "c"}, exitFailure, "", "Error from server (BadRequest): container c is not valid for pod multi\n"},
+		{[]string{"logs", "multi", "-c", "a", "-p"}, exitFailure, "", "Error from server (NotFound): no such container run multi/a/previous\n"},
+		{[]string{"logs", "nope"}, exitFailure, "", "Error from server (NotFound): pods \"nope\" not found\n"},
+		{[]string{"logs", "web", "-n", "shop"}, exitFailure, "", "Error from server (NotFound): pods \"web\" not found\n"},
+		{[]string{"logs", "deploy/web"}, exitUsage, "", "Error: berth logs takes a pod, not \"deploy/web\"\n"},
+		{[]string{"logs", "web", "--tail", "-2"}, exitUsage, "", "Error: --tail must be -1 (all) or more, not -2\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := runBerth(t, "", append(tc.args, "--kubeconfig", kubeconfig)...)
+			if r.code != tc.code || r.stdout != tc.stdout || r.stderr != tc.stderr {
+				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", r.code, r.stdout, r.stderr, tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+	if r := runBerth(t, "", "logs", "--kubeconfig", kubeconfig); r.code != exitUsage {
+		t.Errorf("no pod: exit %d, stderr %q; want %d", r.code, r.stderr, exitUsage)
+	}
+}
+
+func TestLogsFollow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	kubeconfig, agent := startLogsCluster(t)
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), []string{"logs", "web", "-f", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut)
+	}()
+	testtool.WaitFor(t, 10*time.Second, "the first line", func() error {
+		if out.String() != "one\n" {
+			return fmt.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
+		}
+		return nil
+	})
+	close(agent.more)
+	select {
+	case code := <-done:
+		if code != exitOK || out.String() != "one\ntwo\n" {
+			t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("berth logs -f did not end with the log")
+	}
+}
+
+// TestLogsFollowInterrupted checks that an interrupted `logs -f` ends
+// cleanly.
+func TestLogsFollowInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	kubeconfig, _ := startLogsCluster(t)
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"logs", "web", "-f", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut)
+	}()
+	testtool.WaitFor(t, 10*time.Second, "the first line", func() error {
+		if out.String() != "one\n" {
+			return fmt.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
+		}
+		return nil
+	})
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK || errOut.String() != "" {
+			t.Errorf("exit %d, stderr %q; want 0 and nothing", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("berth logs -f did not end when interrupted")
+	}
+}

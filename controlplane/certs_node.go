@@ -1,0 +1,207 @@
+package controlplane
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
+)
+
+// Files of the API server's client certificate in the data dir's tls/.
+const (
+	apiServerClientCertFile = "apiserver-client.crt"
+	apiServerClientKeyFile  = "apiserver-client.key"
+)
+
+// maxNodeAddresses caps the addresses one join may ask a certificate for:
+// a node has a few IPs and names, not hundreds.
+const maxNodeAddresses = 32
+
+// nodeCertOrganization is the group of node identities, as the kubelet's
+// certificates carry it.
+const nodeCertOrganization = "system:nodes"
+
+// NodeCertIssuer signs agents' serving certificates at join with the
+// cluster CA, so that the API server can verify the agent it fetches logs
+// from. It loads the CA key from the data dir once.
+type NodeCertIssuer struct {
+	ca    *certAuthority
+	clock clock.PassiveClock
+}
+
+// NewNodeCertIssuer loads the CA of creds (key included) for signing.
+func NewNodeCertIssuer(creds *Credentials, clk clock.PassiveClock) (*NodeCertIssuer, error) {
+	ca, err := loadCAOf(creds)
+	if err != nil {
+		return nil, err
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &NodeCertIssuer{ca: ca, clock: clk}, nil
+}
+
+// loadCAOf reads the CA key beside creds' CA certificate and checks that
+// the two belong together.
+func loadCAOf(creds *Credentials) (*certAuthority, error) {
+	key, err := loadPrivateKey(creds.Paths.CAKey)
+	if err != nil {
+		return nil, fmt.Errorf("load CA key: %w", err)
+	}
+	if !publicKeysEqual(creds.CACert.PublicKey, key.Public()) {
+		return nil, fmt.Errorf("load CA key: %s does not match %s", creds.Paths.CAKey, creds.Paths.CACert)
+	}
+	return &certAuthority{cert: creds.CACert, pem: creds.CAPEM, key: key}, nil
+}
+
+// Issue is an apiserver.ServingCertIssuer: it signs, with a new EC key
+// made here and returned once, a certificate for node (CN
+// system:node:<node>) valid as a TLS server for every address.
+func (i *NodeCertIssuer) Issue(node string, addresses []string) (certPEM, keyPEM []byte, err error) {
+	sans, err := nodeSANs(addresses)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:node:" + node, Organization: []string{nodeCertOrganization}},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    sans.DNSNames,
+		IPAddresses: sans.IPs,
+	}
+	cert, key, err := i.ca.sign(tmpl, i.clock.Now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("node %s: %w", node, err)
+	}
+	return cert, key, nil
+}
+
+// ServingCertIssuer is Issue as the join handler takes it.
+func (i *NodeCertIssuer) ServingCertIssuer() apiserver.ServingCertIssuer { return i.Issue }
+
+// nodeSANs checks the addresses of a join: each an IP address or a DNS
+// name, at most maxNodeAddresses.
+func nodeSANs(addresses []string) (SANs, error) {
+	var s SANs
+	if len(addresses) > maxNodeAddresses {
+		return s, fmt.Errorf("%d addresses, at most %d", len(addresses), maxNodeAddresses)
+	}
+	for _, a := range addresses {
+		a = strings.TrimSpace(a)
+		bare := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
+		if ip := net.ParseIP(bare); ip == nil {
+			if errs := validation.IsDNS1123Subdomain(strings.ToLower(a)); len(errs) > 0 {
+				return s, fmt.Errorf("address %q is neither an IP address nor a DNS name: %s", a, strings.Join(errs, "; "))
+			}
+		}
+		s.Add(a)
+	}
+	if len(s.DNSNames)+len(s.IPs) == 0 {
+		return s, fmt.Errorf("no addresses")
+	}
+	return s, nil
+}
+
+// sign issues a certificate from tmpl (subject, usages and names) for a
+// new EC key, valid for ServingCertLifetime from now, and returns the
+// certificate and the key in PEM.
+func (ca *certAuthority) sign(tmpl *x509.Certificate, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, err := newECKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = now.Add(-certBackdate)
+	tmpl.NotAfter = now.Add(ServingCertLifetime)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sign certificate %s: %w", tmpl.Subject.CommonName, err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: keyDER}), nil
+}
+
+// EnsureAPIServerClientCert returns the client certificate the API server
+// presents to agents (CN api.APIServerClientName), kept in the data dir's
+// tls/ beside the serving certificate. The one on disk is reused while it
+// chains to the current CA, names the API server and is not within
+// ServingCertRenewBefore of expiry; otherwise a new one is issued.
+func EnsureAPIServerClientCert(creds *Credentials, clk clock.PassiveClock) (tls.Certificate, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	now := clk.Now()
+	certPath := filepath.Join(creds.Paths.TLSDir, apiServerClientCertFile)
+	keyPath := filepath.Join(creds.Paths.TLSDir, apiServerClientKeyFile)
+	if cert, err := loadClientCert(certPath, keyPath, creds.CAPool, now); err == nil {
+		return cert, nil
+	}
+	ca, err := loadCAOf(creds)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	certPEM, keyPEM, err := ca.sign(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: api.APIServerClientName},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, now)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	// Key first, as for the serving certificate: a crash in between leaves
+	// a pair that does not match, which the next start replaces.
+	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+		return tls.Certificate{}, err
+	}
+	return loadClientCert(certPath, keyPath, creds.CAPool, now)
+}
+
+// loadClientCert reads the API server's client certificate and checks it
+// is still good for use with the CA in roots.
+func loadClientCert(certPath, keyPath string, roots *x509.CertPool, now time.Time) (tls.Certificate, error) {
+	if err := tightenMode(keyPath, 0o600); err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load API server client certificate: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("load API server client certificate: %w", err)
+	}
+	cert.Leaf = leaf
+	if leaf.Subject.CommonName != api.APIServerClientName {
+		return tls.Certificate{}, fmt.Errorf("API server client certificate names %q", leaf.Subject.CommonName)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return tls.Certificate{}, fmt.Errorf("API server client certificate: %w", err)
+	}
+	if leaf.NotAfter.Sub(now) < ServingCertRenewBefore {
+		return tls.Certificate{}, fmt.Errorf("API server client certificate expires at %s", leaf.NotAfter)
+	}
+	return cert, nil
+}

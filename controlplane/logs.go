@@ -1,0 +1,349 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/store"
+)
+
+// Timeouts of the log proxy's connections to agents. The stream itself
+// has none: a followed log lasts as long as its user wants.
+const (
+	agentDialTimeout     = 10 * time.Second
+	agentTLSTimeout      = 10 * time.Second
+	agentResponseTimeout = 30 * time.Second
+	// agentErrorBodyLimit caps what is read of an agent's error answer.
+	agentErrorBodyLimit = 64 << 10
+)
+
+// logQueryOptions are the PodLogOptions the proxy passes on; timestamps
+// is accepted when false. Any other option is refused by name.
+var logQueryOptions = map[string]bool{"container": true, "follow": true, "tailLines": true, "previous": true, "timestamps": true}
+
+// setupNodeTLS gives the API server what it needs to talk to agents: a
+// signer of the serving certificates agents get at join (returned, for the
+// join handler), and a client certificate with which it fetches logs from
+// them through the pods/log subresource it registers on a.
+func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer, error) {
+	issuer, err := NewNodeCertIssuer(s.creds, s.cfg.Clock)
+	if err != nil {
+		return nil, err
+	}
+	clientCert, err := EnsureAPIServerClientCert(s.creds, s.cfg.Clock)
+	if err != nil {
+		return nil, err
+	}
+	pods, ok := api.LookupResource("pods")
+	if !ok {
+		return nil, errors.New("log proxy: no pods kind")
+	}
+	s.logs = NewLogProxy(s.store, s.creds.CAPool, clientCert, s.log)
+	a.HandleSubresource(pods, "log", s.logs.Serve)
+	return issuer.ServingCertIssuer(), nil
+}
+
+// LogProxy serves pods/log: it finds the node a pod is bound to and
+// streams the container's log from that node's agent, over TLS verified
+// against the cluster CA, presenting the API server's client certificate.
+// One transport serves every request, so connections to agents are kept.
+type LogProxy struct {
+	store  *store.Store
+	client *http.Client
+	log    *slog.Logger
+	// closed ends every stream when the server shuts down, so that a user
+	// following a log does not hold the shutdown up.
+	closed context.Context
+	close  context.CancelFunc
+}
+
+// NewLogProxy makes the proxy; roots verify agents, clientCert is what the
+// API server presents to them (CN api.APIServerClientName).
+func NewLogProxy(st *store.Store, roots *x509.CertPool, clientCert tls.Certificate, log *slog.Logger) *LogProxy {
+	tr := &http.Transport{
+		DialContext: (&net.Dialer{Timeout: agentDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig: &tls.Config{
+			RootCAs:      roots,
+			Certificates: []tls.Certificate{clientCert},
+			MinVersion:   tls.VersionTLS12,
+		},
+		TLSHandshakeTimeout:   agentTLSTimeout,
+		ResponseHeaderTimeout: agentResponseTimeout,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       90 * time.Second,
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	closed, closeFn := context.WithCancel(context.Background())
+	return &LogProxy{store: st, client: &http.Client{Transport: tr}, log: log, closed: closed, close: closeFn}
+}
+
+// Close ends the streams in flight (each ends as if the log had) and
+// drops idle connections to agents. Requests after it are still served.
+func (p *LogProxy) Close() {
+	p.close()
+	p.client.CloseIdleConnections()
+}
+
+// podLogRequest is a pods/log request checked and resolved to a node.
+type podLogRequest struct {
+	container string
+	query     url.Values
+}
+
+// Serve is an apiserver.SubresourceHandler for pods/log.
+func (p *LogProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.Object) {
+	pod, ok := obj.(*api.Pod)
+	if !ok {
+		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("log of a %T", obj)))
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		apiserver.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/log"}, r.Method))
+		return
+	}
+	req, err := parsePodLogQuery(pod, r.URL.Query())
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	target, err := p.agentURL(pod, req)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(p.closed, cancel)()
+	up, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	resp, err := p.client.Do(up)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return
+		}
+		if ctx.Err() != nil {
+			apiserver.WriteError(w, apierrors.NewServiceUnavailable("the API server is shutting down"))
+			return
+		}
+		apiserver.WriteError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s: the agent at %s cannot be reached: %v", pod.Spec.NodeName, target.Host, unwrapURLError(err))))
+		return
+	}
+	defer resp.Body.Close()
+	if err := checkAgentIdentity(pod.Spec.NodeName, resp); err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	if resp.StatusCode != http.StatusOK {
+		apiserver.WriteError(w, agentError(pod, resp))
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	if err := copyFlushing(w, rc, resp.Body); err != nil && ctx.Err() == nil {
+		p.log.Warn("pod log stream ended", "pod", pod.Namespace+"/"+pod.Name, "node", pod.Spec.NodeName, "err", err)
+	}
+}
+
+// parsePodLogQuery checks the PodLogOptions of a request against the pod
+// and builds the agent's query.
+func parsePodLogQuery(pod *api.Pod, q url.Values) (podLogRequest, error) {
+	for k := range q {
+		if !logQueryOptions[k] {
+			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option %s is not supported (container, follow, tailLines, previous are)", k))
+		}
+	}
+	agentQuery := url.Values{}
+	for _, k := range []string{"follow", "previous", "timestamps"} {
+		v := q.Get(k)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option %s=%q: want true or false", k, v))
+		}
+		switch {
+		case k == "timestamps" && b:
+			return podLogRequest{}, apierrors.NewBadRequest("log option timestamps=true is not supported")
+		case k != "timestamps" && b:
+			agentQuery.Set(k, "true")
+		}
+	}
+	if v := q.Get("tailLines"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option tailLines=%q: want a whole number of 0 or more", v))
+		}
+		agentQuery.Set("tailLines", strconv.FormatInt(n, 10))
+	}
+	ctr, err := logContainer(pod, q.Get("container"))
+	if err != nil {
+		return podLogRequest{}, err
+	}
+	return podLogRequest{container: ctr, query: agentQuery}, nil
+}
+
+// logContainer is the container whose log is asked for: the one named,
+// or the pod's only container. The messages are the API server's, which
+// kubectl users know.
+func logContainer(pod *api.Pod, name string) (string, error) {
+	var names, initNames []string
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.InitContainers {
+		initNames = append(initNames, c.Name)
+	}
+	if name == "" {
+		if len(names) == 1 {
+			return names[0], nil
+		}
+		msg := fmt.Sprintf("a container name must be specified for pod %s, choose one of: [%s]", pod.Name, strings.Join(names, " "))
+		if len(initNames) > 0 {
+			msg += fmt.Sprintf(" or one of the init containers: [%s]", strings.Join(initNames, " "))
+		}
+		return "", apierrors.NewBadRequest(msg)
+	}
+	if !slices.Contains(names, name) && !slices.Contains(initNames, name) {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
+	}
+	return name, nil
+}
+
+// agentURL is where the pod's node serves the container's log.
+func (p *LogProxy) agentURL(pod *api.Pod, req podLogRequest) (*url.URL, error) {
+	nodeName := pod.Spec.NodeName
+	if nodeName == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+	}
+	nodes, _ := api.LookupResource("nodes")
+	obj, err := p.store.Get(nodes, "", nodeName)
+	if err != nil {
+		if store.IsNotFound(err) {
+			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s of pod %s does not exist", nodeName, pod.Name))
+		}
+		return nil, fmt.Errorf("node %s: %w", nodeName, err)
+	}
+	node, ok := obj.(*api.Node)
+	if !ok {
+		return nil, fmt.Errorf("node %s: unexpected %T", nodeName, obj)
+	}
+	host := ""
+	for _, a := range node.Status.Addresses {
+		if a.Type == api.NodeInternalIP {
+			host = a.Address
+			break
+		}
+	}
+	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	switch {
+	case host == "":
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no InternalIP address to fetch logs from", nodeName))
+	case port <= 0:
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no agent port to fetch logs from", nodeName))
+	}
+	return &url.URL{
+		Scheme:   "https",
+		Host:     net.JoinHostPort(host, strconv.Itoa(int(port))),
+		Path:     strings.Join([]string{api.ContainerLogsPath, pod.Namespace, pod.Name, req.container}, "/"),
+		RawQuery: req.query.Encode(),
+	}, nil
+}
+
+// checkAgentIdentity makes sure the agent that answered holds the serving
+// certificate of the pod's node: a node can change the addresses it
+// reports, and must not be able to stand in for another node's agent.
+func checkAgentIdentity(nodeName string, resp *http.Response) error {
+	want := "system:node:" + nodeName
+	if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("node %s: the agent presented no certificate", nodeName))
+	}
+	if got := resp.TLS.PeerCertificates[0].Subject.CommonName; got != want {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusBadGateway, Reason: metav1.StatusReasonInternalError,
+			Message: fmt.Sprintf("node %s: the agent at %s presented the certificate of %q, not %q", nodeName, resp.Request.URL.Host, got, want),
+		}}
+	}
+	return nil
+}
+
+// agentError turns an agent's refusal into a Status: its 400 and 404 are
+// the user's, anything else is a failure between the API server and the
+// agent.
+func agentError(pod *api.Pod, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, agentErrorBodyLimit))
+	msg := strings.TrimSpace(string(body))
+	switch resp.StatusCode {
+	case http.StatusBadRequest:
+		return apierrors.NewBadRequest(msg)
+	case http.StatusNotFound:
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound, Message: msg,
+		}}
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusBadGateway, Reason: metav1.StatusReasonInternalError,
+		Message: fmt.Sprintf("node %s: the agent answered %d: %s", pod.Spec.NodeName, resp.StatusCode, msg),
+	}}
+}
+
+// copyFlushing copies the agent's answer to the user, flushing after each
+// read so that a followed log is seen as it is written.
+func copyFlushing(w io.Writer, rc *http.ResponseController, body io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// unwrapURLError drops the method and URL net/http puts around a
+// transport error; the message names the node and address already.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

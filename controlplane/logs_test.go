@@ -1,0 +1,72 @@
+package controlplane
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/berth-dev/berth/api"
+)
+
+func TestParsePodLogQuery(t *testing.T) {
+	one := &api.Pod{}
+	one.Name = "web"
+	one.Spec.Containers = []api.Container{{Name: "app"}}
+	two := &api.Pod{}
+	two.Name = "multi"
+	two.Spec.Containers = []api.Container{{Name: "a"}, {Name: "b"}}
+	two.Spec.InitContainers = []api.Container{{Name: "setup"}}
+	for _, tc := range []struct {
+		name      string
+		pod       *api.Pod
+		query     string
+		container string
+		agent     string
+		err       string
+	}{
+		{"defaults", one, "", "app", "", ""},
+		{"everything", one, "container=app&follow=true&previous=true&tailLines=5&timestamps=false", "app", "follow=true&previous=true&tailLines=5", ""},
+		{"false is left out", one, "follow=false&previous=0", "app", "", ""},
+		{"tail none", one, "tailLines=0", "app", "tailLines=0", ""},
+		{"init container", two, "container=setup", "setup", "", ""},
+		{"choose", two, "", "", "", "a container name must be specified for pod multi, choose one of: [a b] or one of the init containers: [setup]"},
+		{"unknown container", two, "container=c", "", "", "container c is not valid for pod multi"},
+		{"unsupported", one, "limitBytes=10", "", "", "log option limitBytes is not supported"},
+		{"timestamps", one, "timestamps=true", "", "", "log option timestamps=true is not supported"},
+		{"bad bool", one, "follow=yes", "", "", `log option follow="yes": want true or false`},
+		{"negative tail", one, "tailLines=-1", "", "", `log option tailLines="-1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := parsePodLogQuery(tc.pod, q)
+			if tc.err != "" {
+				if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("error %v, want a 400 containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.container != tc.container || got.query.Encode() != tc.agent {
+				t.Errorf("container %q, agent query %q; want %q, %q", got.container, got.query.Encode(), tc.container, tc.agent)
+			}
+		})
+	}
+}
+
+func TestAgentURL(t *testing.T) {
+	pod := &api.Pod{}
+	pod.Namespace, pod.Name = "default", "web"
+	p := &LogProxy{}
+	_, err := p.agentURL(pod, podLogRequest{container: "app"})
+	if se, ok := err.(*apierrors.StatusError); !ok || se.ErrStatus.Code != http.StatusBadRequest || se.ErrStatus.Message != "pod web does not have a host assigned" {
+		t.Errorf("unbound pod: %v", err)
+	}
+}

@@ -105,8 +105,9 @@ type Status struct {
 	// 128+signal, as a shell would, and Signal says which.
 	ExitCode int
 	Signal   int
-	// Reason is "Completed" (exit 0), "Error", "OOMKilled" or
-	// "ContainerStatusUnknown", as the kubelet reports them.
+	// Reason is "Completed" (exit 0), "Error", "OOMKilled",
+	// "ContainerStatusUnknown" or "StartError" (the process could not be
+	// started), as the kubelet reports them.
 	Reason  string
 	Message string
 }

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/berth-dev/berth/agent/runtime/exec"
 )
 
 // Exit codes (SPEC §1).
@@ -55,6 +57,8 @@ func failed(err error) error {
 }
 
 func main() {
+	// A container's shim is this binary started again: run it and exit.
+	exec.ShimMain()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/dns"
@@ -26,6 +31,10 @@ type serverOptions struct {
 	nodeMonitorGracePeriod   time.Duration
 	podEvictionTimeout       time.Duration
 	terminatedPodGCThreshold int
+
+	// agent runs a node agent for this machine in the same process.
+	agent bool
+	agentFlags
 }
 
 func newServerCommand(g *globalOptions) *cobra.Command {
@@ -68,10 +77,17 @@ them.`,
 			if err != nil {
 				return failed(err)
 			}
-			if err := s.Run(cmd.Context()); err != nil {
-				return failed(err)
+			if !o.agent {
+				if err := s.Run(cmd.Context()); err != nil {
+					return failed(err)
+				}
+				return nil
 			}
-			return nil
+			a, err := o.embeddedAgent(s, g)
+			if err != nil {
+				return err
+			}
+			return runServerAndAgent(cmd.Context(), s, a)
 		},
 	}
 	f := cmd.Flags()
@@ -89,7 +105,55 @@ them.`,
 	f.DurationVar(&o.nodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod, "no heartbeat for this long: node Ready=Unknown, taint node.kubernetes.io/unreachable")
 	f.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", controlplane.DefaultPodEvictionTimeout, "this long after a node is tainted unreachable or not-ready, its pods are deleted and recreated elsewhere by their controllers")
 	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
+	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")
+	o.agentFlags.register(f, "agent-listen", "address of the embedded agent's HTTPS log server (default <node-ip>:10250)")
 	return cmd
+}
+
+// embeddedAgent makes the agent `berth server` runs beside the control
+// plane. It joins through the API like any other, over loopback.
+func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions) (*agent.Agent, error) {
+	cfg, err := o.agentFlags.config()
+	if err != nil {
+		return nil, err
+	}
+	creds := s.Credentials()
+	_, port, _ := net.SplitHostPort(s.Addr().String())
+	cfg.Server = "https://" + net.JoinHostPort("127.0.0.1", port)
+	cfg.JoinToken = creds.NodeToken
+	cfg.CAData = creds.CAPEM
+	cfg.DataDir = filepath.Join(o.dataDir, "agent")
+	cfg.Logger = g.logger.With("component", "agent")
+	a, err := agent.New(cfg)
+	if err != nil {
+		return nil, failed(fmt.Errorf("agent: %w (--agent=false runs the control plane alone)", err))
+	}
+	return a, nil
+}
+
+// runServerAndAgent runs both until ctx ends or one fails, which stops the
+// other.
+func runServerAndAgent(ctx context.Context, s *controlplane.Server, a *agent.Agent) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	agentErr := make(chan error, 1)
+	go func() {
+		err := a.Run(ctx)
+		if err != nil {
+			cancel()
+		}
+		agentErr <- err
+	}()
+	serr := s.Run(ctx)
+	cancel()
+	aerr := <-agentErr
+	switch {
+	case serr != nil:
+		return failed(serr)
+	case aerr != nil:
+		return failed(fmt.Errorf("agent: %w", aerr))
+	}
+	return nil
 }
 
 // gcThreshold turns --terminated-pod-gc-threshold into the control plane's

@@ -142,6 +142,11 @@ func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 	t.Helper()
 	port := freePort(t, "127.0.0.1")
 	dnsPort := freePort(t, "127.0.0.1")
+	if !hasFlag(extra, "--agent") {
+		// Most tests want the control plane alone; those that run pods
+		// start agents of their own, or ask for the embedded one.
+		extra = append(extra, "--agent=false")
+	}
 	args := append([]string{"server", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--dns-listen", fmt.Sprintf("127.0.0.1:%d", dnsPort), "--dns-upstream", "none",
 		"--dns-metrics-listen", "127.0.0.1:0", "--dns-health-listen", "127.0.0.1:0"}, extra...)
@@ -168,6 +173,16 @@ func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 		return nil
 	})
 	return s
+}
+
+// hasFlag reports whether args set the flag name (as "name" or "name=…").
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // berth runs the CLI against the server and returns stdout, stderr and

@@ -1,0 +1,688 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/agent/runtime/exec"
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+)
+
+// DefaultPort is the agent's HTTPS port, the kubelet's.
+const DefaultPort = 10250
+
+// RuntimeExec is the runtime that runs containers as host processes.
+const RuntimeExec = "exec"
+
+// Config is what `berth agent` (and the agent `berth server` runs) is told.
+type Config struct {
+	// Server is the API's URL; empty runs standalone: static pods only.
+	Server string
+	// JoinToken is the cluster's node join token.
+	JoinToken string
+	// CAData is the PEM of the cluster CA; InsecureSkipTLSVerify trusts any
+	// server certificate instead.
+	CAData                []byte
+	InsecureSkipTLSVerify bool
+
+	NodeName string
+	NodeIP   string
+	Labels   map[string]string
+	Taints   []api.Taint
+	// Capacity overrides what is read from the host, item by item.
+	Capacity api.ResourceList
+	// DataDir holds the pods' directories, their logs and the runtime's
+	// records.
+	DataDir string
+	// Listen is the HTTPS address of the log server (default
+	// <NodeIP>:10250).
+	Listen string
+	// ManifestDir and ManifestURL are where static pods come from.
+	ManifestDir string
+	ManifestURL string
+	// EvictionHard holds the hard eviction thresholds (default
+	// DefaultEvictionHard).
+	EvictionHard string
+	// Runtime names the container runtime ("exec").
+	Runtime string
+	// Version is reported on the Node.
+	Version string
+	// HeartbeatPeriod is how often the Node's status is renewed (default
+	// 10s); it must stay well under the server's grace period.
+	HeartbeatPeriod time.Duration
+
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// Agent is one node's agent, built by New and run by Run.
+type Agent struct {
+	cfg        Config
+	log        *slog.Logger
+	rt         *exec.Runtime
+	pods       *PodManager
+	capacity   api.ResourceList
+	thresholds []Threshold
+	listener   net.Listener
+
+	// Set once joined; nil in standalone mode.
+	client *client.Client
+	node   *NodeManager
+	mirror *MirrorManager
+
+	mu     sync.Mutex
+	static map[types.UID]*api.Pod
+	// mirrorDirty wakes the loop that keeps mirror pods in step.
+	mirrorDirty chan struct{}
+}
+
+// New checks the configuration, opens the runtime (finding the containers
+// an earlier agent left running) and binds the log server's address, so
+// that a port in use is an error before Run.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Runtime == "" {
+		cfg.Runtime = RuntimeExec
+	}
+	if cfg.Runtime != RuntimeExec {
+		return nil, fmt.Errorf("--runtime %q: this build runs %q only", cfg.Runtime, RuntimeExec)
+	}
+	if cfg.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("node name: %w", err)
+		}
+		cfg.NodeName = h
+	}
+	if cfg.NodeIP == "" {
+		ip, err := FirstIPv4()
+		if err != nil {
+			return nil, err
+		}
+		cfg.NodeIP = ip
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("agent: no data dir")
+	}
+	if cfg.Server == "" && cfg.ManifestDir == "" && cfg.ManifestURL == "" {
+		return nil, errors.New("agent: standalone (no --server) needs --manifest-dir or --manifest-url")
+	}
+	if cfg.EvictionHard == "" {
+		cfg.EvictionHard = DefaultEvictionHard
+	}
+	thresholds, err := ParseThresholds(cfg.EvictionHard)
+	if err != nil {
+		return nil, fmt.Errorf("--eviction-hard: %w", err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	capacity, err := DetectCapacity(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	capacity = MergeCapacity(capacity, cfg.Capacity)
+	rt, err := exec.New(exec.Options{Root: filepath.Join(cfg.DataDir, "pods"), Logger: cfg.Logger, Clock: cfg.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	a := &Agent{
+		cfg:         cfg,
+		log:         cfg.Logger.With("node", cfg.NodeName),
+		rt:          rt,
+		capacity:    capacity,
+		thresholds:  thresholds,
+		static:      map[types.UID]*api.Pod{},
+		mirrorDirty: make(chan struct{}, 1),
+	}
+	mem := capacity[api.ResourceMemory]
+	a.pods, err = NewPodManager(PodManagerOptions{
+		NodeName:       cfg.NodeName,
+		NodeIP:         cfg.NodeIP,
+		Runtime:        rt,
+		DataDir:        cfg.DataDir,
+		MemoryCapacity: mem.Value(),
+		Reporter:       reporter{a},
+		Refs:           refs{a},
+		Clock:          cfg.Clock,
+		Logger:         a.log,
+	})
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	if cfg.Server != "" {
+		if cfg.Listen == "" {
+			cfg.Listen = net.JoinHostPort(cfg.NodeIP, strconv.Itoa(DefaultPort))
+			a.cfg.Listen = cfg.Listen
+		}
+		l, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			rt.Close()
+			return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		}
+		a.listener = l
+	}
+	return a, nil
+}
+
+// Addr is the log server's address (nil standalone).
+func (a *Agent) Addr() net.Addr {
+	if a.listener == nil {
+		return nil
+	}
+	return a.listener.Addr()
+}
+
+// Run runs the agent until ctx ends: it joins the cluster (retrying while
+// the server is unreachable, and running static pods meanwhile), registers
+// the Node, then runs the bound pods, the heartbeat, eviction and the log
+// server. Containers keep running after it returns: a restarted agent
+// takes them over.
+func (a *Agent) Run(ctx context.Context) error {
+	defer a.rt.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	goRun := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	goRun("pods", a.pods.Run)
+	if a.cfg.ManifestDir != "" || a.cfg.ManifestURL != "" {
+		sp, err := NewStaticPods(StaticOptions{
+			NodeName:    a.cfg.NodeName,
+			ManifestDir: a.cfg.ManifestDir,
+			ManifestURL: a.cfg.ManifestURL,
+			OnChange:    a.setStatic,
+			OnError:     a.staticError,
+			Clock:       a.cfg.Clock,
+			Logger:      a.log,
+		})
+		if err != nil {
+			return err
+		}
+		goRun("static pods", sp.Run)
+	}
+	if a.cfg.Server == "" {
+		a.log.Info("agent running standalone: static pods only")
+		wg.Wait()
+		return firstError(errs)
+	}
+	defer a.listener.Close()
+	goRun("cluster", a.runConnected)
+	wg.Wait()
+	return firstError(errs)
+}
+
+func firstError(errs chan error) error {
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// runConnected joins, registers and runs what needs the control plane.
+func (a *Agent) runConnected(ctx context.Context) error {
+	joined, err := a.join(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(&client.Config{
+		Server:                a.cfg.Server,
+		Token:                 joined.Token,
+		CAData:                a.cfg.CAData,
+		InsecureSkipTLSVerify: a.cfg.InsecureSkipTLSVerify,
+		UserAgent:             "berth-agent/" + a.cfg.NodeName,
+	})
+	if err != nil {
+		return err
+	}
+	port, _ := strconv.Atoi(portOf(a.listener.Addr()))
+	node := NewNodeManager(NodeOptions{
+		Client:          c,
+		Name:            a.cfg.NodeName,
+		IP:              a.cfg.NodeIP,
+		Labels:          a.cfg.Labels,
+		Taints:          a.cfg.Taints,
+		Capacity:        a.capacity,
+		Port:            int32(port),
+		Capabilities:    a.rt.Capabilities(),
+		Version:         a.cfg.Version,
+		HeartbeatPeriod: a.cfg.HeartbeatPeriod,
+		Clock:           a.cfg.Clock,
+		Logger:          a.log,
+	})
+	if err := a.retry(ctx, "register node", func() error { return node.Register(ctx) }); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.client, a.node, a.mirror = c, node, NewMirrorManager(c, a.cfg.NodeName, a.log)
+	a.mu.Unlock()
+	a.markMirrorsDirty()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 4)
+	run := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	run(node.Run)
+	run(a.runMirrors)
+	run(func(ctx context.Context) error { return a.serveLogs(ctx, joined) })
+	run(NewEvictionManager(EvictionOptions{
+		Thresholds:   a.thresholds,
+		Signals:      func() (Signals, error) { return ReadSignals(a.cfg.DataDir) },
+		Pods:         a.pods.Usage,
+		Evict:        func(ctx context.Context, p *api.Pod, msg string) error { return a.pods.Evict(ctx, p.UID, msg) },
+		SetCondition: node.SetCondition,
+		Clock:        a.cfg.Clock,
+		Logger:       a.log,
+	}).Run)
+	run(func(ctx context.Context) error { return a.watchPods(ctx, c) })
+	<-ctx.Done()
+	wg.Wait()
+	return firstError(errs)
+}
+
+// join trades the join token for the node credential and a serving
+// certificate, retrying while the server is unreachable.
+func (a *Agent) join(ctx context.Context) (api.JoinResponse, error) {
+	jc, err := client.New(&client.Config{
+		Server:                a.cfg.Server,
+		Token:                 a.cfg.JoinToken,
+		CAData:                a.cfg.CAData,
+		InsecureSkipTLSVerify: a.cfg.InsecureSkipTLSVerify,
+		UserAgent:             "berth-agent/" + a.cfg.NodeName,
+	})
+	if err != nil {
+		return api.JoinResponse{}, err
+	}
+	addrs := []string{a.cfg.NodeIP, a.cfg.NodeName}
+	if h := hostOf(a.listener.Addr()); h != "" && h != a.cfg.NodeIP && !net.ParseIP(h).IsUnspecified() {
+		addrs = append(addrs, h)
+	}
+	var out api.JoinResponse
+	err = a.retry(ctx, "join "+a.cfg.Server, func() error {
+		r, err := jc.Join(ctx, api.JoinRequest{NodeName: a.cfg.NodeName, Addresses: addrs})
+		if client.IsUnauthorized(err) || client.IsInvalid(err) {
+			return backoff.Permanent(err)
+		}
+		out = r
+		return err
+	})
+	return out, err
+}
+
+// retry runs f with back-off (1s doubling to 30s) until it succeeds, fails
+// for good, or ctx ends.
+func (a *Agent) retry(ctx context.Context, what string, f func() error) error {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = time.Second, 30*time.Second, 0
+	b.Clock = backoffClock{a.cfg.Clock}
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		var perm *backoff.PermanentError
+		if errors.As(err, &perm) {
+			return fmt.Errorf("%s: %w", what, perm.Err)
+		}
+		wait := b.NextBackOff()
+		a.log.Warn("retrying", "what", what, "in", wait, "err", err)
+		t := a.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
+
+type backoffClock struct{ c clock.Clock }
+
+func (b backoffClock) Now() time.Time { return b.c.Now() }
+
+// watchPods feeds the pod manager the pods bound to this node.
+func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
+	podKind := api.MustLookupResource("pods")
+	inf := client.NewInformer(c, podKind, client.InformerOptions{
+		ListOptions: client.ListOptions{FieldSelector: "spec.nodeName=" + a.cfg.NodeName},
+		Clock:       a.cfg.Clock,
+	}, func(e client.Event) {
+		p, ok := e.Object.(*api.Pod)
+		if !ok || isMirror(p) {
+			return
+		}
+		if e.Type == client.Deleted {
+			a.pods.Forget(p.UID)
+			return
+		}
+		a.pods.Sync(p)
+	})
+	done := make(chan error, 1)
+	go func() { done <- inf.Run(ctx) }()
+	if err := inf.WaitForSync(ctx); err != nil {
+		<-done
+		return nil
+	}
+	// What the runtime still runs for pods that are neither bound here nor
+	// static was deleted while the agent was away: stop it.
+	keep := map[types.UID]bool{}
+	for _, o := range inf.List() {
+		keep[o.GetUID()] = true
+	}
+	a.mu.Lock()
+	for uid := range a.static {
+		keep[uid] = true
+	}
+	a.mu.Unlock()
+	a.pods.ForgetAllExcept(keep)
+	<-done
+	return nil
+}
+
+func isMirror(p *api.Pod) bool {
+	_, ok := p.Annotations[api.AnnotationMirror]
+	return ok
+}
+
+// setStatic takes the desired set of static pods.
+func (a *Agent) setStatic(pods []*api.Pod) {
+	next := make(map[types.UID]*api.Pod, len(pods))
+	for _, p := range pods {
+		next[p.UID] = p
+	}
+	a.mu.Lock()
+	prev := a.static
+	a.static = next
+	a.mu.Unlock()
+	for uid := range prev {
+		if _, ok := next[uid]; !ok {
+			a.pods.Forget(uid)
+		}
+	}
+	for _, p := range pods {
+		a.pods.Sync(p)
+	}
+	a.markMirrorsDirty()
+}
+
+func (a *Agent) staticError(err error) {
+	a.log.Error("static pods", "err", err)
+	a.mu.Lock()
+	c := a.client
+	a.mu.Unlock()
+	if c == nil {
+		return
+	}
+	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.NodeName, UID: types.UID(a.cfg.NodeName)}}
+	node.Kind, node.APIVersion = "Node", "v1"
+	ctx, cancel := context.WithTimeout(context.Background(), client.DefaultTimeout)
+	defer cancel()
+	if err := RecordEvent(ctx, c, node, "Warning", "StaticPodInvalid", err.Error()); err != nil {
+		a.log.Warn("record event", "err", err)
+	}
+}
+
+func (a *Agent) markMirrorsDirty() {
+	select {
+	case a.mirrorDirty <- struct{}{}:
+	default:
+	}
+}
+
+// runMirrors keeps the mirror pods in step with the static pods, retrying
+// every 10s after a failure.
+func (a *Agent) runMirrors(ctx context.Context) error {
+	retry := a.cfg.Clock.NewTicker(10 * time.Second)
+	defer retry.Stop()
+	failed := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.mirrorDirty:
+		case <-retry.C():
+			if !failed {
+				continue
+			}
+		}
+		a.mu.Lock()
+		pods := make([]*api.Pod, 0, len(a.static))
+		for _, p := range a.static {
+			pods = append(pods, p)
+		}
+		m := a.mirror
+		a.mu.Unlock()
+		if m == nil {
+			continue
+		}
+		err := m.Sync(ctx, pods)
+		failed = err != nil
+		if failed && ctx.Err() == nil {
+			a.log.Warn("mirror pods", "err", err)
+		}
+	}
+}
+
+// serveLogs serves container logs to the API server over HTTPS with the
+// serving certificate from the join, to clients the cluster CA vouches for.
+func (a *Agent) serveLogs(ctx context.Context, joined api.JoinResponse) error {
+	if joined.ServingCertificate == "" {
+		a.log.Warn("the server issued no serving certificate: logs are not served")
+		<-ctx.Done()
+		return nil
+	}
+	pool := x509.NewCertPool()
+	if len(a.cfg.CAData) > 0 && !pool.AppendCertsFromPEM(a.cfg.CAData) {
+		return errors.New("logs: the CA file holds no certificate")
+	}
+	tlsCfg, err := LogServerTLSConfig([]byte(joined.ServingCertificate), []byte(joined.ServingKey), pool)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           NewLogServer(LogServerOptions{Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	err = srv.Serve(tls.NewListener(a.listener, tlsCfg))
+	if errors.Is(err, http.ErrServerClosed) || ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func portOf(addr net.Addr) string {
+	_, p, _ := net.SplitHostPort(addr.String())
+	return p
+}
+
+func hostOf(addr net.Addr) string {
+	h, _, _ := net.SplitHostPort(addr.String())
+	return h
+}
+
+// FirstIPv4 is the first non-loopback IPv4 address of this machine, the
+// default node IP.
+func FirstIPv4() (string, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("node ip: %w", err)
+	}
+	for _, ad := range addrs {
+		if n, ok := ad.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String(), nil
+		}
+	}
+	return "", errors.New("node ip: no non-loopback IPv4 address; set --node-ip")
+}
+
+// reporter writes pod status where it belongs: the pod in the API, or the
+// mirror pod of a static pod; nowhere standalone.
+type reporter struct{ a *Agent }
+
+func (r reporter) conn() (*client.Client, *MirrorManager) {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	return r.a.client, r.a.mirror
+}
+
+func (r reporter) ReportStatus(ctx context.Context, pod *api.Pod, status api.PodStatus) error {
+	c, m := r.conn()
+	if isStatic(pod) {
+		if m == nil {
+			return nil
+		}
+		return m.ReportStatus(ctx, pod, status)
+	}
+	if c == nil {
+		return errors.New("not connected to the server")
+	}
+	p := pod.DeepCopy()
+	p.Status = status
+	// The agent owns a bound pod's status: write it unconditionally rather
+	// than lose it to a conflict with a spec or label change.
+	p.ResourceVersion = ""
+	_, err := c.UpdateStatus(ctx, p)
+	if client.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (r reporter) PodTerminated(ctx context.Context, pod *api.Pod) error {
+	c, _ := r.conn()
+	if isStatic(pod) || c == nil {
+		return nil
+	}
+	zero := int64(0)
+	uid := pod.UID
+	_, err := c.Delete(ctx, api.MustLookupResource("pods"), pod.Namespace, pod.Name, &metav1.DeleteOptions{
+		GracePeriodSeconds: &zero,
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if client.IsNotFound(err) || client.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// refs reads what pods reference through the node's credential.
+type refs struct{ a *Agent }
+
+func (r refs) client() (*client.Client, error) {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	if r.a.client == nil {
+		return nil, errors.New("not connected to the server (standalone agents cannot resolve references)")
+	}
+	return r.a.client, nil
+}
+
+func (r refs) ConfigMap(ctx context.Context, namespace, name string) (*api.ConfigMap, error) {
+	c, err := r.client()
+	if err != nil {
+		return nil, err
+	}
+	o, err := c.Get(ctx, api.MustLookupResource("configmaps"), namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*api.ConfigMap), nil
+}
+
+func (r refs) Secret(ctx context.Context, namespace, name string) (*api.Secret, error) {
+	c, err := r.client()
+	if err != nil {
+		return nil, err
+	}
+	o, err := c.Get(ctx, api.MustLookupResource("secrets"), namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*api.Secret), nil
+}
+
+func (r refs) ClaimPath(ctx context.Context, namespace, claim string) (string, error) {
+	c, err := r.client()
+	if err != nil {
+		return "", err
+	}
+	o, err := c.Get(ctx, api.MustLookupResource("persistentvolumeclaims"), namespace, claim)
+	if err != nil {
+		return "", err
+	}
+	pvc := o.(*api.PersistentVolumeClaim)
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != api.ClaimBound {
+		return "", fmt.Errorf("persistentvolumeclaim %s/%s is not bound yet", namespace, claim)
+	}
+	o, err = c.Get(ctx, api.MustLookupResource("persistentvolumes"), "", pvc.Spec.VolumeName)
+	if err != nil {
+		return "", err
+	}
+	return VolumePath(o.(*api.PersistentVolume))
+}
+
+// VolumePath is the host directory of a persistent volume.
+func VolumePath(pv *api.PersistentVolume) (string, error) {
+	switch {
+	case pv.Spec.HostPath != nil:
+		return pv.Spec.HostPath.Path, nil
+	case pv.Spec.Local != nil:
+		return pv.Spec.Local.Path, nil
+	}
+	return "", fmt.Errorf("persistentvolume %s: no hostPath or local path to use", pv.Name)
+}
+
+var _ runtime.Runtime = (*exec.Runtime)(nil)

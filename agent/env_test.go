@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+func TestExpandVars(t *testing.T) {
+	vars := map[string]string{"A": "1", "B": "two", "EMPTY": ""}
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"$(A)", "1"},
+		{"x$(A)y$(B)z", "x1ytwoz"},
+		{"$(EMPTY)!", "!"},
+		{"$(UNKNOWN)", "$(UNKNOWN)"},
+		{"$$(A)", "$(A)"},
+		{"$$$(A)", "$1"},
+		{"$$", "$"},
+		{"$A", "$A"},
+		{"100$", "100$"},
+		{"$(A", "$(A"},
+		{"$()", "$()"},
+		{"a$(A)$(A)", "a11"},
+		{"$(A)$", "1$"},
+	}
+	for _, tt := range tests {
+		if got := expandVars(tt.in, vars); got != tt.want {
+			t.Errorf("expandVars(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func envPod() *api.Pod {
+	return &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u-1"},
+		Spec:       api.PodSpec{NodeName: "n1", ServiceAccountName: "default"},
+	}
+}
+
+func testRefs() *fakeRefs {
+	return &fakeRefs{
+		configMaps: map[string]*api.ConfigMap{"shop/cfg": {Data: map[string]string{"MODE": "fast", "bad key": "x", "LEVEL": "3"}}},
+		secrets:    map[string]*api.Secret{"shop/creds": {Data: map[string][]byte{"password": []byte("s3cret")}}},
+	}
+}
+
+func TestContainerEnv(t *testing.T) {
+	yes := true
+	tests := []struct {
+		name    string
+		c       api.Container
+		refs    RefResolver
+		want    []string // in order
+		wantErr string
+	}{
+		{
+			name: "values expand earlier vars only",
+			c: api.Container{Env: []api.EnvVar{
+				{Name: "A", Value: "a"}, {Name: "B", Value: "$(A)-$(C)"}, {Name: "C", Value: "c"},
+			}},
+			want: []string{"A=a", "B=a-$(C)", "C=c", "PATH=" + defaultPath},
+		},
+		{
+			name: "downward API",
+			c: api.Container{Env: []api.EnvVar{
+				{Name: "NAME", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+				{Name: "NS", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+				{Name: "UID", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "metadata.uid"}}},
+				{Name: "NODE", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "spec.nodeName"}}},
+				{Name: "SA", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "spec.serviceAccountName"}}},
+				{Name: "POD_IP", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+				{Name: "HOST_IP", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+				{Name: "ADDR", Value: "$(POD_IP):8080"},
+			}},
+			want: []string{"NAME=web", "NS=shop", "UID=u-1", "NODE=n1", "SA=default", "POD_IP=10.0.0.7", "HOST_IP=10.0.0.7", "ADDR=10.0.0.7:8080", "PATH=" + defaultPath},
+		},
+		{
+			name: "configMap and secret keys",
+			c: api.Container{Env: []api.EnvVar{
+				{Name: "MODE", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: &api.ConfigMapKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "cfg"}, Key: "MODE"}}},
+				{Name: "PW", ValueFrom: &api.EnvVarSource{SecretKeyRef: &api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "creds"}, Key: "password"}}},
+				{Name: "OPT", ValueFrom: &api.EnvVarSource{SecretKeyRef: &api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "nope"}, Key: "k", Optional: &yes}}},
+				{Name: "PATH", Value: "/opt/bin"},
+			}},
+			want: []string{"MODE=fast", "PW=s3cret", "PATH=/opt/bin"},
+		},
+		{
+			name: "envFrom with prefix skips invalid keys, env wins",
+			c: api.Container{
+				EnvFrom: []api.EnvFromSource{{Prefix: "APP_", ConfigMapRef: &api.ConfigMapEnvSource{LocalObjectReference: api.LocalObjectReference{Name: "cfg"}}},
+					{SecretRef: &api.SecretEnvSource{LocalObjectReference: api.LocalObjectReference{Name: "gone"}, Optional: &yes}}},
+				Env: []api.EnvVar{{Name: "APP_MODE", Value: "slow-$(APP_LEVEL)"}},
+			},
+			want: []string{"APP_LEVEL=3", "APP_MODE=slow-3", "PATH=" + defaultPath},
+		},
+		{
+			name: "missing key",
+			c: api.Container{Env: []api.EnvVar{
+				{Name: "X", ValueFrom: &api.EnvVarSource{ConfigMapKeyRef: &api.ConfigMapKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "cfg"}, Key: "NOPE"}}},
+			}},
+			wantErr: "couldn't find key NOPE in ConfigMap shop/cfg",
+		},
+		{
+			name: "missing secret",
+			c: api.Container{Env: []api.EnvVar{
+				{Name: "X", ValueFrom: &api.EnvVarSource{SecretKeyRef: &api.SecretKeySelector{LocalObjectReference: api.LocalObjectReference{Name: "vault"}, Key: "k"}}},
+			}},
+			wantErr: `secret "shop/vault" not found`,
+		},
+		{
+			name:    "standalone has no references",
+			c:       api.Container{EnvFrom: []api.EnvFromSource{{ConfigMapRef: &api.ConfigMapEnvSource{LocalObjectReference: api.LocalObjectReference{Name: "cfg"}}}}},
+			refs:    RefResolver(nil),
+			wantErr: "standalone agent",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refs := tt.refs
+			if refs == nil && !strings.Contains(tt.name, "standalone") {
+				refs = testRefs()
+			}
+			env, _, err := containerEnv(context.Background(), envSource{pod: envPod(), nodeIP: "10.0.0.7", refs: refs}, &tt.c)
+			if tt.wantErr != "" {
+				var ce *configError
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ce) {
+					t.Fatalf("err = %v, want a config error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(env, tt.want) {
+				t.Errorf("env = %q\nwant  %q", env, tt.want)
+			}
+		})
+	}
+}
+
+func TestVolumeEnvAndCommandLine(t *testing.T) {
+	c := &api.Container{Name: "app", Command: []string{"serve", "--data=$(BERTH_VOLUME_CACHE_DIR)"}, Args: []string{"$(PORT)", "$$(PORT)"},
+		Env: []api.EnvVar{{Name: "PORT", Value: "80"}}}
+	env, vars, err := containerEnv(context.Background(), envSource{pod: envPod(), volumes: map[string]string{"cache-dir": "/d/cache", "b": "/d/b"}}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"PORT=80", "BERTH_VOLUME_B=/d/b", "BERTH_VOLUME_CACHE_DIR=/d/cache", "PATH=" + defaultPath}
+	if !slices.Equal(env, want) {
+		t.Errorf("env = %q, want %q", env, want)
+	}
+	argv, err := commandLine(c, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"serve", "--data=/d/cache", "80", "$(PORT)"}; !slices.Equal(argv, want) {
+		t.Errorf("argv = %q, want %q", argv, want)
+	}
+	_, err = commandLine(&api.Container{Name: "app", Image: "nginx"}, nil)
+	var ce *configError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "runs `command`") || !strings.Contains(err.Error(), "nginx") {
+		t.Errorf("no command: %v", err)
+	}
+}

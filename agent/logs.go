@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+)
+
+// LogLookup finds the run of a container whose logs are asked for: the
+// current (or last) run, or with previous the one before it. It is the pod
+// manager's ContainerRun. An error means the pod, the container or the
+// run is not known; the log server answers it 404 with the error's text.
+type LogLookup func(namespace, pod, container string, previous bool) (runtime.ID, error)
+
+// LogServerOptions configure NewLogServer.
+type LogServerOptions struct {
+	// Runtime reads the logs.
+	Runtime runtime.Runtime
+	// Lookup turns a pod and container into a run.
+	Lookup LogLookup
+	// ClientCAs verify the client certificate of a request even when the
+	// TLS configuration did not (LogServerTLSConfig does); nil trusts the
+	// chains the TLS handshake verified.
+	ClientCAs *x509.CertPool
+	// Logger records requests that failed after the answer began.
+	Logger *slog.Logger
+}
+
+// logQuery are the query parameters the log endpoint takes, as the
+// kubelet names them.
+var logQuery = map[string]bool{"follow": true, "tailLines": true, "previous": true}
+
+// NewLogServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
+// to the API server alone: a request must carry a verified client
+// certificate named api.APIServerClientName (401 without one, 403 for
+// another name), so that a node or a user holding a certificate of the
+// cluster CA cannot read logs past the API server's authorization.
+func NewLogServer(o LogServerOptions) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &logServer{opts: o}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.ContainerLogsPath+"/{namespace}/{pod}/{container}", s.serveLogs)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER", r.Method, r.URL.Path, api.ContainerLogsPath), http.StatusNotFound)
+	})
+	return s.authenticate(mux)
+}
+
+// LogServerTLSConfig is the TLS configuration of the log server: the
+// node's serving certificate and key (PEM, from its join) and a client
+// certificate required and verified against clientCAs.
+func LogServerTLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("log server certificate: %w", err)
+	}
+	if clientCAs == nil {
+		return nil, errors.New("log server: no CA to verify clients with")
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    clientCAs,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}
+
+type logServer struct {
+	opts LogServerOptions
+}
+
+// authenticate lets through requests of the API server's certificate.
+func (s *logServer) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaf, err := s.clientCertificate(r)
+		if err != nil {
+			http.Error(w, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+		if leaf.Subject.CommonName != api.APIServerClientName {
+			http.Error(w, fmt.Sprintf("Forbidden: %q may not read container logs", leaf.Subject.CommonName), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientCertificate is the request's verified client certificate.
+func (s *logServer) clientCertificate(r *http.Request) (*x509.Certificate, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil, errors.New("no client certificate")
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	if s.opts.ClientCAs == nil {
+		if len(r.TLS.VerifiedChains) == 0 {
+			return nil, errors.New("client certificate not verified")
+		}
+		return leaf, nil
+	}
+	inter := x509.NewCertPool()
+	for _, c := range r.TLS.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: s.opts.ClientCAs, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return nil, fmt.Errorf("client certificate: %w", err)
+	}
+	return leaf, nil
+}
+
+func (s *logServer) serveLogs(w http.ResponseWriter, r *http.Request) {
+	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	opts, previous, err := parseLogQuery(r.URL.Query())
+	noLines := errors.Is(err, errNoLines)
+	if err != nil && !noLines {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	id, err := s.opts.Lookup(ns, pod, ctr, previous)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, err), http.StatusNotFound)
+		return
+	}
+	if _, err := s.opts.Runtime.Status(r.Context(), id); err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, runtime.ErrNotFound) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: run %s: %v", ctr, ns, pod, id, err), code)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if noLines {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	fw := &flushWriter{w: w, rc: http.NewResponseController(w), flush: opts.Follow}
+	if opts.Follow {
+		// The API server is waiting for the answer to begin before it
+		// streams on to its client; a quiet container must not hold it.
+		w.WriteHeader(http.StatusOK)
+		fw.wrote = true
+		_ = fw.rc.Flush()
+	}
+	err = s.opts.Runtime.Logs(r.Context(), id, opts, fw)
+	switch {
+	case err == nil, r.Context().Err() != nil:
+		// Done, or the API server went away (its user stopped following).
+	case !fw.wrote && errors.Is(err, runtime.ErrNotFound):
+		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: no log of run %s: %v", ctr, ns, pod, id, err), http.StatusNotFound)
+	case !fw.wrote:
+		http.Error(w, fmt.Sprintf("logs of %s: %v", id, err), http.StatusInternalServerError)
+	default:
+		// The answer has begun: all that can be done is to end it early.
+		s.opts.Logger.Warn("container log stream ended", "pod", ns+"/"+pod, "container", ctr, "run", id.String(), "err", err)
+	}
+}
+
+// errNoLines is parseLogQuery's way to say tailLines=0: an empty answer.
+var errNoLines = errors.New("no lines asked for")
+
+// parseLogQuery reads follow, tailLines and previous, and refuses any
+// other parameter, so that an option the agent does not honour is not
+// silently ignored.
+func parseLogQuery(q url.Values) (runtime.LogOptions, bool, error) {
+	var opts runtime.LogOptions
+	var previous bool
+	for k := range q {
+		if !logQuery[k] {
+			return opts, false, fmt.Errorf("query parameter %q is not supported (follow, tailLines, previous are)", k)
+		}
+	}
+	var err error
+	if v := q.Get("follow"); v != "" {
+		if opts.Follow, err = strconv.ParseBool(v); err != nil {
+			return opts, false, fmt.Errorf("follow=%q: want true or false", v)
+		}
+	}
+	if v := q.Get("previous"); v != "" {
+		if previous, err = strconv.ParseBool(v); err != nil {
+			return opts, false, fmt.Errorf("previous=%q: want true or false", v)
+		}
+	}
+	if v := q.Get("tailLines"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return opts, false, fmt.Errorf("tailLines=%q: want a whole number of 0 or more", v)
+		}
+		if n == 0 && opts.Follow {
+			// Kubernetes' tailLines=0 is "nothing written so far", which
+			// the runtime cannot start a stream from.
+			return opts, false, errors.New("tailLines=0 with follow=true is not supported")
+		}
+		opts.TailLines = n
+		if n == 0 {
+			return opts, previous, errNoLines
+		}
+	}
+	return opts, previous, nil
+}
+
+// flushWriter sends each write on at once when following, so that a line
+// a container writes reaches the user without waiting for a buffer to
+// fill.
+type flushWriter struct {
+	w     io.Writer
+	rc    *http.ResponseController
+	flush bool
+	wrote bool
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	f.wrote = true
+	n, err := f.w.Write(p)
+	if err != nil || !f.flush {
+		return n, err
+	}
+	if err := f.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return n, err
+	}
+	return n, nil
+}

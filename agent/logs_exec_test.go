@@ -1,0 +1,98 @@
+package agent_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/agent/runtime/exec"
+	"github.com/berth-dev/berth/api"
+)
+
+// TestMain lets the test binary act as the exec runtime's shim, which the
+// runtime starts as /proc/self/exe.
+func TestMain(m *testing.M) {
+	exec.ShimMain()
+	os.Exit(m.Run())
+}
+
+// TestLogServerExecRuntime follows the log of a real process run by the
+// exec runtime through the log server.
+func TestLogServerExecRuntime(t *testing.T) {
+	rt, err := exec.New(exec.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	gate := filepath.Join(t.TempDir(), "go")
+	id := runtime.ID{PodUID: "uid-exec", Name: "app"}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	script := fmt.Sprintf("echo one; echo two; while [ ! -e %s ]; do sleep 0.02; done; echo three", gate)
+	if _, err := rt.Start(ctx, &runtime.Container{ID: id, PodNamespace: "default", PodName: "web", Argv: []string{"/bin/sh", "-c", script}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rt.Stop(context.Background(), id, time.Second)
+		_ = rt.Remove(context.Background(), id)
+	})
+
+	ca := newLogTestCA(t)
+	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
+	cfg, err := agent.LogServerTLSConfig(certPEM, keyPEM, ca.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(agent.NewLogServer(agent.LogServerOptions{Runtime: rt, ClientCAs: ca.pool,
+		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
+			if ns != "default" || pod != "web" || ctr != "app" || previous {
+				return runtime.ID{}, runtime.ErrNotFound
+			}
+			return id, nil
+		}}))
+	srv.TLS = cfg
+	srv.StartTLS()
+	defer srv.Close()
+	f := &logFixture{ca: ca, srv: srv}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+api.ContainerLogsPath+"/default/web/app?follow=true&tailLines=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.client(t, api.APIServerClientName).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("follow: %s", resp.Status)
+	}
+	r := bufio.NewReader(resp.Body)
+	// The process may not have written "two" yet when the request comes:
+	// the tail then starts at "one".
+	line, err := r.ReadString('\n')
+	if err != nil || (line != "two\n" && line != "one\n") {
+		t.Fatalf("read %q, %v; want the last line written", line, err)
+	}
+	if line == "one\n" {
+		if line, err = r.ReadString('\n'); err != nil || line != "two\n" {
+			t.Fatalf("read %q, %v; want \"two\"", line, err)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != "three\n" {
+		t.Errorf("after the gate: %q, %v; want \"three\" and the end", rest, err)
+	}
+}

@@ -1,0 +1,410 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+)
+
+// DefaultHeartbeatPeriod is how often the agent renews its Node's Ready
+// condition (SPEC §7).
+const DefaultHeartbeatPeriod = 10 * time.Second
+
+// ContainerRuntimeVersion is what a node reports as its runtime.
+const ContainerRuntimeVersion = "exec://berth"
+
+// Ready condition of a node that heartbeats, read by the node lifecycle
+// controller.
+const (
+	ReasonAgentReady  = "AgentReady"
+	MessageAgentReady = "berth agent is posting ready status"
+)
+
+// Node annotations the agent writes.
+const (
+	// AnnotationCgroup says which cgroup version the runtime writes: "v2",
+	// "v1", or "none".
+	AnnotationCgroup = "berth.dev/cgroup"
+	// AnnotationMemoryLimit and AnnotationCPULimit say whether the runtime
+	// enforces the limits, "true" or "false", so that an operator knows
+	// what a limit means on this node.
+	AnnotationMemoryLimit = "berth.dev/memory-limit"
+	AnnotationCPULimit    = "berth.dev/cpu-limit"
+	// AnnotationAgentTaints lists the taints the agent put on (key:Effect,
+	// comma-separated), so that a restart with other --node-taints removes
+	// the agent's old ones and leaves the operator's alone.
+	AnnotationAgentTaints = "berth.dev/agent-taints"
+)
+
+// NodeOptions are what a NodeManager needs.
+type NodeOptions struct {
+	// Client carries the node's own credential (after client.Join).
+	Client *client.Client
+	Name   string
+	IP     string
+	// Labels are added to kubernetes.io/hostname, kubernetes.io/os and
+	// kubernetes.io/arch.
+	Labels map[string]string
+	// Taints are the --node-taints.
+	Taints []api.Taint
+	// Capacity is what the node reports (DetectCapacity merged with
+	// --capacity).
+	Capacity api.ResourceList
+	// Allocatable is what the scheduler may use; nil is
+	// Allocatable(Capacity, the DefaultEvictionHard thresholds).
+	Allocatable api.ResourceList
+	// Port is the agent's HTTPS port, which the API server proxies logs to.
+	Port int32
+	// Capabilities are reported as node annotations.
+	Capabilities runtime.Capabilities
+	// Version is the agent's version, reported as nodeInfo.kubeletVersion.
+	Version string
+	// HeartbeatPeriod is 0 for DefaultHeartbeatPeriod.
+	HeartbeatPeriod time.Duration
+	Clock           clock.WithTicker
+	Logger          *slog.Logger
+}
+
+// NodeManager registers the agent's Node and keeps its status current: the
+// heartbeat the node lifecycle controller watches, and the pressure
+// conditions eviction reports.
+type NodeManager struct {
+	o       NodeOptions
+	info    api.NodeSystemInfo
+	changed chan struct{}
+
+	mu         sync.Mutex
+	conditions map[api.NodeConditionType]condition
+}
+
+// condition is what the agent says of one pressure condition.
+type condition struct {
+	status          bool
+	reason, message string
+}
+
+// pressureConditions are the conditions besides Ready, in the order they
+// are reported, with what they say when all is well.
+var pressureConditions = []struct {
+	t               api.NodeConditionType
+	reason, message string
+}{
+	{api.NodeMemoryPressure, ReasonSufficientMemory, "berth agent has sufficient memory available"},
+	{api.NodeDiskPressure, ReasonNoDiskPressure, "berth agent has no disk pressure"},
+	{api.NodePIDPressure, ReasonSufficientPID, "berth agent has sufficient PID available"},
+}
+
+// NewNodeManager returns a NodeManager; Register then Run start it.
+func NewNodeManager(o NodeOptions) *NodeManager {
+	if o.HeartbeatPeriod <= 0 {
+		o.HeartbeatPeriod = DefaultHeartbeatPeriod
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Allocatable == nil && o.Capacity != nil {
+		t, _ := ParseThresholds(DefaultEvictionHard)
+		o.Allocatable = Allocatable(o.Capacity, t)
+	}
+	n := &NodeManager{
+		o:          o,
+		info:       systemInfo(o.Version),
+		changed:    make(chan struct{}, 1),
+		conditions: map[api.NodeConditionType]condition{},
+	}
+	for _, c := range pressureConditions {
+		n.conditions[c.t] = condition{false, c.reason, c.message}
+	}
+	return n
+}
+
+// SetCondition sets a pressure condition (MemoryPressure, DiskPressure,
+// PIDPressure); a change is written to the Node at once by Run.
+func (n *NodeManager) SetCondition(t api.NodeConditionType, status bool, reason, message string) {
+	n.mu.Lock()
+	c := condition{status, reason, message}
+	old, ok := n.conditions[t]
+	n.conditions[t] = c
+	n.mu.Unlock()
+	if ok && old == c {
+		return
+	}
+	select {
+	case n.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Register creates the Node, or takes over an existing one of that name:
+// it sets the labels and taints the agent owns and keeps the operator's
+// spec.unschedulable, other labels and other taints. It then writes the
+// status, Ready included.
+func (n *NodeManager) Register(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		node, err := n.register(ctx)
+		if err == nil {
+			return n.writeStatus(ctx, node)
+		}
+		if attempt < 4 && (client.IsConflict(err) || client.IsAlreadyExists(err) || client.IsNotFound(err)) {
+			continue
+		}
+		return fmt.Errorf("register node %s: %w", n.o.Name, err)
+	}
+}
+
+// register creates or updates the Node's metadata and spec.
+func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
+	obj, err := n.o.Client.Get(ctx, api.KindOf(&api.Node{}), "", n.o.Name)
+	if client.IsNotFound(err) {
+		node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: n.o.Name}}
+		n.own(node)
+		created, err := n.o.Client.Create(ctx, node)
+		if err != nil {
+			return nil, err
+		}
+		n.o.Logger.Info("registered node", "node", n.o.Name)
+		return created.(*api.Node), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	cur := obj.(*api.Node)
+	node := cur.DeepCopy()
+	n.own(node)
+	if equalMeta(cur, node) {
+		return cur, nil
+	}
+	updated, err := n.o.Client.Update(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	n.o.Logger.Info("took over node", "node", n.o.Name)
+	return updated.(*api.Node), nil
+}
+
+// equalMeta reports whether own changed nothing.
+func equalMeta(a, b *api.Node) bool {
+	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
+		slices.EqualFunc(a.Spec.Taints, b.Spec.Taints, func(x, y api.Taint) bool {
+			return x.Key == y.Key && x.Value == y.Value && x.Effect == y.Effect
+		})
+}
+
+// own sets on node what the agent owns: its labels, its annotations and
+// its taints (replacing the ones it set before).
+func (n *NodeManager) own(node *api.Node) {
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	maps.Copy(node.Labels, n.o.Labels)
+	node.Labels[api.LabelHostname] = n.o.Name
+	node.Labels[api.LabelOS] = goruntime.GOOS
+	node.Labels[api.LabelArch] = goruntime.GOARCH
+
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	previous := strings.Split(node.Annotations[AnnotationAgentTaints], ",")
+	caps := n.o.Capabilities
+	node.Annotations[AnnotationCgroup] = cmpOr(caps.Cgroup, "none")
+	node.Annotations[AnnotationMemoryLimit] = strconv.FormatBool(caps.MemoryLimit)
+	node.Annotations[AnnotationCPULimit] = strconv.FormatBool(caps.CPULimit)
+
+	key := func(t api.Taint) string { return t.Key + ":" + string(t.Effect) }
+	var mine []string
+	for _, t := range n.o.Taints {
+		mine = append(mine, key(t))
+	}
+	var taints []api.Taint
+	for _, t := range node.Spec.Taints {
+		if slices.Contains(previous, key(t)) || slices.Contains(mine, key(t)) {
+			continue // the agent's: set again below
+		}
+		taints = append(taints, t)
+	}
+	for _, t := range n.o.Taints {
+		taints = append(taints, api.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+	}
+	node.Spec.Taints = taints
+	if len(mine) == 0 {
+		delete(node.Annotations, AnnotationAgentTaints)
+	} else {
+		node.Annotations[AnnotationAgentTaints] = strings.Join(mine, ",")
+	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Run heartbeats every HeartbeatPeriod, and writes the status at once when
+// a condition changes, until ctx is done. A failed write is logged and
+// tried again at the next beat; a Node deleted under the agent is
+// registered again.
+func (n *NodeManager) Run(ctx context.Context) error {
+	t := n.o.Clock.NewTicker(n.o.HeartbeatPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		case <-n.changed:
+		}
+		if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			n.o.Logger.Warn("node heartbeat", "node", n.o.Name, "err", err)
+		}
+	}
+}
+
+// heartbeat writes the status once.
+func (n *NodeManager) heartbeat(ctx context.Context) error {
+	obj, err := n.o.Client.Get(ctx, api.KindOf(&api.Node{}), "", n.o.Name)
+	if client.IsNotFound(err) {
+		n.o.Logger.Warn("node is gone, registering again", "node", n.o.Name)
+		return n.Register(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", n.o.Name, err)
+	}
+	return n.writeStatus(ctx, obj.(*api.Node))
+}
+
+// writeStatus writes the status over node's, read again on a conflict.
+func (n *NodeManager) writeStatus(ctx context.Context, node *api.Node) error {
+	for attempt := 0; ; attempt++ {
+		next := node.DeepCopy()
+		next.Status = n.status(node.Status.Conditions, n.o.Clock.Now())
+		_, err := n.o.Client.UpdateStatus(ctx, next)
+		if err == nil {
+			return nil
+		}
+		if !client.IsConflict(err) || attempt >= 3 {
+			return fmt.Errorf("update status of node %s: %w", n.o.Name, err)
+		}
+		obj, err := n.o.Client.Get(ctx, api.KindOf(&api.Node{}), "", n.o.Name)
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", n.o.Name, err)
+		}
+		node = obj.(*api.Node)
+	}
+}
+
+// status is the Node status to write at now, given the conditions it has:
+// every condition's heartbeat is now; its transition time is kept when
+// its status has not changed.
+func (n *NodeManager) status(old []api.NodeCondition, now time.Time) api.NodeStatus {
+	ts := metav1.NewTime(now)
+	cond := func(t api.NodeConditionType, status bool, reason, message string) api.NodeCondition {
+		s := api.ConditionFalse
+		if status {
+			s = api.ConditionTrue
+		}
+		c := api.NodeCondition{Type: t, Status: s, LastHeartbeatTime: ts, LastTransitionTime: ts, Reason: reason, Message: message}
+		for _, o := range old {
+			if o.Type == t && o.Status == s && !o.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = o.LastTransitionTime
+			}
+		}
+		return c
+	}
+	conditions := []api.NodeCondition{cond(api.NodeReady, true, ReasonAgentReady, MessageAgentReady)}
+	n.mu.Lock()
+	for _, p := range pressureConditions {
+		c := n.conditions[p.t]
+		conditions = append(conditions, cond(p.t, c.status, c.reason, c.message))
+	}
+	n.mu.Unlock()
+
+	var addrs []api.NodeAddress
+	if n.o.IP != "" {
+		addrs = append(addrs, api.NodeAddress{Type: api.NodeInternalIP, Address: n.o.IP})
+	}
+	addrs = append(addrs, api.NodeAddress{Type: api.NodeHostName, Address: n.o.Name})
+	return api.NodeStatus{
+		Capacity:        copyResources(n.o.Capacity),
+		Allocatable:     copyResources(n.o.Allocatable),
+		Conditions:      conditions,
+		Addresses:       addrs,
+		DaemonEndpoints: api.NodeDaemonEndpoints{KubeletEndpoint: api.DaemonEndpoint{Port: n.o.Port}},
+		NodeInfo:        n.info,
+	}
+}
+
+func copyResources(l api.ResourceList) api.ResourceList {
+	if l == nil {
+		return nil
+	}
+	out := make(api.ResourceList, len(l))
+	for k, v := range l {
+		out[k] = v.DeepCopy()
+	}
+	return out
+}
+
+// systemInfo reads what the node says of its machine.
+func systemInfo(version string) api.NodeSystemInfo {
+	info := api.NodeSystemInfo{
+		MachineID:               readTrimmed("/etc/machine-id"),
+		BootID:                  readTrimmed("/proc/sys/kernel/random/boot_id"),
+		OSImage:                 osImage(),
+		ContainerRuntimeVersion: ContainerRuntimeVersion,
+		KubeletVersion:          version,
+		OperatingSystem:         goruntime.GOOS,
+		Architecture:            goruntime.GOARCH,
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		info.KernelVersion = unix.ByteSliceToString(u.Release[:])
+	}
+	return info
+}
+
+func readTrimmed(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// osImage is PRETTY_NAME of os-release, as the kubelet reports it.
+func osImage() string {
+	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "PRETTY_NAME="); ok {
+				if u, err := strconv.Unquote(v); err == nil {
+					return u
+				}
+				return v
+			}
+		}
+	}
+	return goruntime.GOOS
+}

@@ -1,0 +1,357 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/testtool"
+)
+
+// cluster is a real control plane (memory store) on a loopback port, with
+// an admin client and a way to join nodes.
+type cluster struct {
+	admin *client.Client
+	paths controlplane.CredentialPaths
+	url   string
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := controlplane.New(ctx, controlplane.Config{
+		DataDir: dir, Listen: addr, Store: controlplane.StoreMemory,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("control plane: %v", err)
+		}
+	})
+	paths := controlplane.PathsIn(dir)
+	cfg, err := client.LoadKubeconfig(paths.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 10*time.Second, "the API server", func() error {
+		_, err := admin.Get(context.Background(), api.KindOf(&api.Namespace{}), "", "default")
+		return err
+	})
+	return &cluster{admin: admin, paths: paths, url: cfg.Server}
+}
+
+// join trades the node token for the node's own client, as an agent does.
+func (c *cluster) join(t *testing.T, node string) *client.Client {
+	t.Helper()
+	token, err := os.ReadFile(c.paths.NodeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(c.paths.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joiner, err := client.New(&client.Config{Server: c.url, Token: strings.TrimSpace(string(token)), CAData: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := joiner.Join(context.Background(), api.JoinRequest{NodeName: node})
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	nc, err := client.New(&client.Config{Server: c.url, Token: resp.Token, CAData: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+func (c *cluster) node(t *testing.T, name string) *api.Node {
+	t.Helper()
+	obj, err := c.admin.Get(context.Background(), api.KindOf(&api.Node{}), "", name)
+	if err != nil {
+		t.Fatalf("get node %s: %v", name, err)
+	}
+	return obj.(*api.Node)
+}
+
+func condition(n *api.Node, ct api.NodeConditionType) api.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == ct {
+			return c
+		}
+	}
+	return api.NodeCondition{}
+}
+
+// taintKeys lists the node's taints but the node lifecycle controller's
+// (node.kubernetes.io/…), which come and go with the node's conditions.
+func taintKeys(n *api.Node) []string {
+	var out []string
+	for _, t := range n.Spec.Taints {
+		if strings.HasPrefix(t.Key, "node.kubernetes.io/") {
+			continue
+		}
+		out = append(out, t.Key+"="+t.Value+":"+string(t.Effect))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestNodeRegistrationAndHeartbeat(t *testing.T) {
+	c := startCluster(t)
+	nc := c.join(t, "n1")
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	capacity, err := agent.ParseCapacity("cpu=4,memory=8Gi,pods=110,ephemeral-storage=100Gi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := agent.NodeOptions{
+		Client: nc, Name: "n1", IP: "10.1.2.3",
+		Labels:       map[string]string{"zone": "a"},
+		Taints:       []api.Taint{{Key: "dedicated", Value: "gpu", Effect: api.TaintEffectNoSchedule}},
+		Capacity:     capacity,
+		Port:         10250,
+		Capabilities: runtime.Capabilities{Cgroup: "v2", MemoryLimit: true},
+		Version:      "v1.2.3",
+		Clock:        clk,
+	}
+	nm := agent.NewNodeManager(opts)
+	if err := nm.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := c.node(t, "n1")
+	for k, v := range map[string]string{api.LabelHostname: "n1", api.LabelOS: "linux", "zone": "a", api.LabelArch: n.Labels[api.LabelArch]} {
+		if n.Labels[k] != v || v == "" {
+			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
+		}
+	}
+	if got := taintKeys(n); !slices.Equal(got, []string{"dedicated=gpu:NoSchedule"}) {
+		t.Errorf("taints %v", got)
+	}
+	if n.Annotations[agent.AnnotationCgroup] != "v2" || n.Annotations[agent.AnnotationMemoryLimit] != "true" || n.Annotations[agent.AnnotationCPULimit] != "false" {
+		t.Errorf("annotations %v", n.Annotations)
+	}
+	if q := n.Status.Capacity[api.ResourceMemory]; q.Cmp(resource.MustParse("8Gi")) != 0 {
+		t.Errorf("capacity memory %s", q.String())
+	}
+	if q := n.Status.Allocatable[api.ResourceMemory]; q.Cmp(resource.MustParse("7992Mi")) != 0 {
+		t.Errorf("allocatable memory %s", q.String())
+	}
+	wantAddrs := []api.NodeAddress{{Type: api.NodeInternalIP, Address: "10.1.2.3"}, {Type: api.NodeHostName, Address: "n1"}}
+	if !slices.Equal(n.Status.Addresses, wantAddrs) {
+		t.Errorf("addresses %v", n.Status.Addresses)
+	}
+	info := n.Status.NodeInfo
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 || info.KubeletVersion != "v1.2.3" ||
+		info.ContainerRuntimeVersion != "exec://berth" || info.KernelVersion == "" || info.OperatingSystem != "linux" || info.Architecture == "" {
+		t.Errorf("endpoints %v, nodeInfo %+v", n.Status.DaemonEndpoints, info)
+	}
+	ready := condition(n, api.NodeReady)
+	t0 := clk.Now()
+	if ready.Status != api.ConditionTrue || ready.Reason != "AgentReady" || ready.Message != "berth agent is posting ready status" || !ready.LastHeartbeatTime.Time.Equal(t0) {
+		t.Errorf("ready %+v", ready)
+	}
+	for ct, reason := range map[api.NodeConditionType]string{
+		api.NodeMemoryPressure: "AgentHasSufficientMemory", api.NodeDiskPressure: "AgentHasNoDiskPressure", api.NodePIDPressure: "AgentHasSufficientPID",
+	} {
+		if cond := condition(n, ct); cond.Status != api.ConditionFalse || cond.Reason != reason {
+			t.Errorf("%s %+v", ct, cond)
+		}
+	}
+
+	// A node credential writes only its own Node.
+	if _, err := nc.Create(ctx, &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}); !client.IsForbidden(err) {
+		t.Errorf("node n1 creating n2: %v, want forbidden", err)
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- nm.Run(runCtx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	defer stop()
+	step := func() {
+		t.Helper()
+		testtool.WaitFor(t, 5*time.Second, "the heartbeat ticker", func() error {
+			if !clk.HasWaiters() {
+				return errors.New("no ticker yet")
+			}
+			return nil
+		})
+		clk.Step(10 * time.Second)
+	}
+	waitNode := func(what string, cond func(n *api.Node) error) *api.Node {
+		t.Helper()
+		var n *api.Node
+		testtool.WaitFor(t, 10*time.Second, what, func() error {
+			n = c.node(t, "n1")
+			return cond(n)
+		})
+		return n
+	}
+
+	// The heartbeat moves with the clock; the transition stays.
+	step()
+	t1 := clk.Now()
+	n = waitNode("a heartbeat", func(n *api.Node) error {
+		if r := condition(n, api.NodeReady); !r.LastHeartbeatTime.Time.Equal(t1) {
+			return fmt.Errorf("heartbeat %v, want %v", r.LastHeartbeatTime, t1)
+		}
+		return nil
+	})
+	if r := condition(n, api.NodeReady); !r.LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("ready transition %v, want %v", r.LastTransitionTime, t0)
+	}
+
+	// A condition change is written at once, without waiting for a beat.
+	nm.SetCondition(api.NodeMemoryPressure, true, agent.ReasonInsufficientMemory, "low")
+	n = waitNode("memory pressure", func(n *api.Node) error {
+		if m := condition(n, api.NodeMemoryPressure); m.Status != api.ConditionTrue || m.Reason != agent.ReasonInsufficientMemory {
+			return fmt.Errorf("memory pressure %+v", m)
+		}
+		return nil
+	})
+	if m := condition(n, api.NodeMemoryPressure); !m.LastTransitionTime.Time.Equal(t1) {
+		t.Errorf("memory pressure transition %v, want %v", m.LastTransitionTime, t1)
+	}
+
+	// The lifecycle controller marks the node Unknown and taints it (as
+	// it would after the grace period); the operator cordons it. The next
+	// beat makes it Ready again; the operator's settings stay.
+	testtool.WaitFor(t, 10*time.Second, "the node marked Unknown", func() error {
+		n := c.node(t, "n1")
+		for i := range n.Status.Conditions {
+			if n.Status.Conditions[i].Type == api.NodeReady {
+				n.Status.Conditions[i].Status = api.ConditionUnknown
+				n.Status.Conditions[i].Reason = "NodeStatusUnknown"
+			}
+		}
+		_, err := c.admin.UpdateStatus(ctx, n)
+		return err
+	})
+	testtool.WaitFor(t, 10*time.Second, "the operator's cordon", func() error {
+		// The lifecycle controller may write the node meanwhile: read again.
+		n := c.node(t, "n1")
+		n.Spec.Unschedulable = true
+		n.Spec.Taints = append(n.Spec.Taints, api.Taint{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoExecute}, api.Taint{Key: "ops", Value: "x", Effect: api.TaintEffectNoSchedule})
+		_, err := c.admin.Update(ctx, n)
+		return err
+	})
+	step()
+	t2 := clk.Now()
+	waitNode("ready again", func(n *api.Node) error {
+		r := condition(n, api.NodeReady)
+		if r.Status != api.ConditionTrue || !r.LastHeartbeatTime.Time.Equal(t2) || !r.LastTransitionTime.Time.Equal(t2) {
+			return fmt.Errorf("ready %+v", r)
+		}
+		return nil
+	})
+
+	// A restart with other flags takes over the Node: its own labels and
+	// taints change, the operator's stay.
+	stop()
+	opts.Taints = []api.Taint{{Key: "edge", Effect: api.TaintEffectPreferNoSchedule}}
+	opts.Labels = map[string]string{"zone": "b"}
+	if err := agent.NewNodeManager(opts).Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n = c.node(t, "n1")
+	if !n.Spec.Unschedulable {
+		t.Error("re-registration lost spec.unschedulable")
+	}
+	want := []string{"edge=:PreferNoSchedule", "ops=x:NoSchedule"}
+	if got := taintKeys(n); !slices.Equal(got, want) {
+		t.Errorf("taints %v, want %v", got, want)
+	}
+	if n.Labels["zone"] != "b" {
+		t.Errorf("zone label %q", n.Labels["zone"])
+	}
+}
+
+func TestNodeRegisteredAgainAfterDeletion(t *testing.T) {
+	c := startCluster(t)
+	nc := c.join(t, "n1")
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk})
+	if err := nm.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	uid := c.node(t, "n1").UID
+	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Node{}), "", "n1", nil); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- nm.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	testtool.WaitFor(t, 10*time.Second, "the node registered again", func() error {
+		if clk.HasWaiters() {
+			clk.Step(10 * time.Second)
+		}
+		obj, err := c.admin.Get(ctx, api.KindOf(&api.Node{}), "", "n1")
+		if err != nil {
+			return err
+		}
+		if obj.GetUID() == uid {
+			return errors.New("same node")
+		}
+		if r := condition(obj.(*api.Node), api.NodeReady); r.Status != api.ConditionTrue {
+			return fmt.Errorf("ready %+v", r)
+		}
+		return nil
+	})
+}

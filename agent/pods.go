@@ -1,0 +1,343 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+)
+
+// PodManagerOptions configure a PodManager.
+type PodManagerOptions struct {
+	NodeName string
+	// NodeIP is the pod IP and the host IP: under the exec runtime pods
+	// share the node's network.
+	NodeIP  string
+	Runtime runtime.Runtime
+	// DataDir is the agent's data directory; a pod's own files (its
+	// volumes) live under <DataDir>/pods/<uid>/volumes/<name>.
+	DataDir string
+	// MemoryCapacity is the node's memory, for the oom_score_adj of
+	// Burstable containers.
+	MemoryCapacity int64
+	Reporter       StatusReporter
+	// Refs reads ConfigMaps, Secrets and claims; nil in standalone mode,
+	// where references fail with a clear message in the container's
+	// waiting state.
+	Refs   RefResolver
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// StatusReporter is where pod status goes (the API through the agent, or a
+// mirror pod for a static pod).
+type StatusReporter interface {
+	// ReportStatus is called when a pod's status changed (not on every
+	// loop; coalesce).
+	ReportStatus(ctx context.Context, pod *api.Pod, status api.PodStatus) error
+	// PodTerminated is called once every container of a pod that has a
+	// deletionTimestamp has stopped, so the agent can remove it from the
+	// API for good.
+	PodTerminated(ctx context.Context, pod *api.Pod) error
+}
+
+// RefResolver reads what a pod's env and volumes reference.
+type RefResolver interface {
+	ConfigMap(ctx context.Context, namespace, name string) (*api.ConfigMap, error)
+	Secret(ctx context.Context, namespace, name string) (*api.Secret, error)
+	// ClaimPath is the host directory of the volume bound to a
+	// PersistentVolumeClaim.
+	ClaimPath(ctx context.Context, namespace, claim string) (string, error)
+}
+
+// PodManager runs the pods bound to this node: one worker goroutine per
+// pod converges the runtime's runs to the pod's spec and reports its
+// status. Containers outlive the manager, so an agent restart adopts them.
+type PodManager struct {
+	o PodManagerOptions
+
+	mu      sync.Mutex
+	ctx     context.Context // set by Run; nil before
+	workers map[types.UID]*podWorker
+	wg      sync.WaitGroup
+}
+
+// NewPodManager checks the options and makes a manager; Run starts it.
+func NewPodManager(o PodManagerOptions) (*PodManager, error) {
+	if o.Runtime == nil {
+		return nil, errors.New("pod manager: no runtime")
+	}
+	if o.Reporter == nil {
+		return nil, errors.New("pod manager: no status reporter")
+	}
+	if o.DataDir == "" {
+		return nil, errors.New("pod manager: no data directory")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &PodManager{o: o, workers: map[types.UID]*podWorker{}}, nil
+}
+
+// Run adopts what the runtime already runs (runs of a pod later Sync'd
+// with the same UID are taken over as they are) and serves the workers
+// until ctx ends. It leaves containers running when it returns: they
+// outlive the agent.
+func (m *PodManager) Run(ctx context.Context) error {
+	if _, err := m.o.Runtime.List(ctx); err != nil {
+		return fmt.Errorf("pod manager: list runtime: %w", err)
+	}
+	m.mu.Lock()
+	m.ctx = ctx
+	for _, w := range m.workers {
+		m.startLocked(w)
+	}
+	m.mu.Unlock()
+
+	exited := m.o.Runtime.Exited()
+	for {
+		select {
+		case <-ctx.Done():
+			m.wg.Wait()
+			return nil
+		case id := <-exited:
+			m.mu.Lock()
+			if w := m.workers[types.UID(id.PodUID)]; w != nil {
+				w.poke()
+			}
+			m.mu.Unlock()
+		}
+	}
+}
+
+// startLocked starts w's goroutine once the manager runs.
+func (m *PodManager) startLocked(w *podWorker) {
+	if m.ctx == nil || w.running {
+		return
+	}
+	w.running = true
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		w.run(m.ctx)
+		m.mu.Lock()
+		if m.workers[w.uid] == w {
+			delete(m.workers, w.uid)
+		}
+		m.mu.Unlock()
+	}()
+}
+
+// workerLocked returns uid's worker, making one if need be.
+func (m *PodManager) workerLocked(uid types.UID) *podWorker {
+	w := m.workers[uid]
+	if w == nil {
+		w = newPodWorker(m, uid)
+		m.workers[uid] = w
+	}
+	return w
+}
+
+// Sync adds or updates a pod; a deletionTimestamp starts its graceful
+// termination.
+func (m *PodManager) Sync(pod *api.Pod) {
+	pod = pod.DeepCopy()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.workerLocked(pod.UID)
+	w.setPod(pod)
+	m.startLocked(w)
+}
+
+// Forget stops the pod (with its grace) and removes its files and runs:
+// it is gone for good.
+func (m *PodManager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.workerLocked(uid)
+	w.setForget()
+	m.startLocked(w)
+}
+
+// ForgetAllExcept forgets every pod not in keep, those with a worker and
+// the orphans the runtime still runs: called after the first full listing
+// of the node's pods, so pods deleted while the agent was down stop.
+func (m *PodManager) ForgetAllExcept(keep map[types.UID]bool) {
+	uids := map[types.UID]bool{}
+	m.mu.Lock()
+	for uid := range m.workers {
+		uids[uid] = true
+	}
+	ctx := m.ctx
+	m.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	runs, err := m.o.Runtime.List(ctx)
+	if err != nil {
+		m.o.Logger.Error("list runtime for orphans", "err", err)
+	}
+	for _, r := range runs {
+		uids[types.UID(r.ID.PodUID)] = true
+	}
+	for uid := range uids {
+		if !keep[uid] {
+			m.Forget(uid)
+		}
+	}
+}
+
+// Evict stops the pod and marks it Failed with reason Evicted and message;
+// it returns once the pod's containers have stopped and the status was
+// reported (or ctx ended).
+func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) error {
+	m.mu.Lock()
+	w := m.workers[uid]
+	var done <-chan struct{}
+	if w != nil && w.hasPod() {
+		done = w.setEvict(message)
+	}
+	m.mu.Unlock()
+	if done == nil {
+		return fmt.Errorf("evict pod %s: not running on this node", uid)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("evict pod %s: %w", uid, ctx.Err())
+	}
+}
+
+// Usage lists the running pods with their working set, for eviction.
+func (m *PodManager) Usage(ctx context.Context) []PodUsage {
+	m.mu.Lock()
+	pods := make([]*api.Pod, 0, len(m.workers))
+	for _, w := range m.workers {
+		if p := w.currentPod(); p != nil {
+			pods = append(pods, p)
+		}
+	}
+	m.mu.Unlock()
+	runs, err := m.o.Runtime.List(ctx)
+	if err != nil {
+		m.o.Logger.Error("list runtime for usage", "err", err)
+		return nil
+	}
+	byPod := map[string][]runtime.Status{}
+	for _, r := range runs {
+		if r.State == runtime.StateRunning {
+			byPod[r.ID.PodUID] = append(byPod[r.ID.PodUID], r)
+		}
+	}
+	var out []PodUsage
+	for _, p := range pods {
+		rs := byPod[string(p.UID)]
+		if len(rs) == 0 {
+			continue
+		}
+		u := PodUsage{Pod: p, Static: isStatic(p)}
+		for _, r := range rs {
+			s, err := m.o.Runtime.Stats(ctx, r.ID)
+			if err != nil {
+				continue // it may have just exited
+			}
+			u.MemoryBytes += s.MemoryBytes
+		}
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod.UID < out[j].Pod.UID })
+	return out
+}
+
+// isStatic says whether a pod came from the agent's own manifests.
+func isStatic(p *api.Pod) bool {
+	src, ok := p.Annotations[AnnotationConfigSource]
+	return ok && src != ConfigSourceAPI
+}
+
+// ContainerRun is the current (or, with previous, the one before) run of a
+// container, for its logs. container "" means the pod's only container.
+func (m *PodManager) ContainerRun(namespace, name, container string, previous bool) (runtime.ID, error) {
+	var pod *api.Pod
+	m.mu.Lock()
+	for _, w := range m.workers {
+		if p := w.currentPod(); p != nil && p.Namespace == namespace && p.Name == name {
+			pod = p
+			break
+		}
+	}
+	ctx := m.ctx
+	m.mu.Unlock()
+	if pod == nil {
+		return runtime.ID{}, fmt.Errorf("pod %s/%s is not running on this node", namespace, name)
+	}
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if container == "" {
+		if len(pod.Spec.Containers) != 1 {
+			return runtime.ID{}, fmt.Errorf("a container name must be specified for pod %s/%s, choose one of: [%s]", namespace, name, strings.Join(names, " "))
+		}
+		container = pod.Spec.Containers[0].Name
+	}
+	found := false
+	for _, n := range names {
+		found = found || n == container
+	}
+	if !found {
+		return runtime.ID{}, fmt.Errorf("container %s is not valid for pod %s/%s, choose one of: [%s]", container, namespace, name, strings.Join(names, " "))
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	all, err := m.o.Runtime.List(ctx)
+	if err != nil {
+		return runtime.ID{}, fmt.Errorf("list runtime: %w", err)
+	}
+	var runs []runtime.Status
+	for _, r := range all {
+		if r.ID.PodUID == string(pod.UID) && r.ID.Name == container {
+			runs = append(runs, r)
+		}
+	}
+	runs = groupRuns(runs)[container]
+	switch {
+	case previous && len(runs) >= 2:
+		return runs[len(runs)-2].ID, nil
+	case previous:
+		return runtime.ID{}, fmt.Errorf("previous terminated container %q in pod %s/%s not found", container, namespace, name)
+	case len(runs) == 0:
+		return runtime.ID{}, fmt.Errorf("container %q in pod %s/%s has not started yet", container, namespace, name)
+	}
+	return runs[len(runs)-1].ID, nil
+}
+
+// removePodFiles deletes the pod's own directory (its emptyDirs and
+// projected volumes; hostPath and claim volumes live elsewhere).
+func (m *PodManager) removePodFiles(uid types.UID) error {
+	if uid == "" {
+		return nil
+	}
+	if err := os.RemoveAll(podDir(m.o.DataDir, string(uid))); err != nil {
+		return fmt.Errorf("remove files of pod %s: %w", uid, err)
+	}
+	return nil
+}

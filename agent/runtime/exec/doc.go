@@ -1,0 +1,16 @@
+// Package exec runs each container as a host process under a small shim
+// (the berth binary re-executed), so containers outlive the agent and their
+// exit is never lost.
+//
+// State lives under Options.Root, one directory per run:
+//
+//	<Root>/<podUID>/containers/<name>/<attempt>/
+//	    config.json   what to run (written by the runtime before the shim starts)
+//	    state.json    shim pid, container pid and their start times (written by the shim once the container runs)
+//	    exit.json     how the container ended (written by the shim, atomically, before it exits)
+//	    output.log    stdout and stderr as written; rotated to output.log.1 … output.log.4
+//	    shim.log      the shim's own errors
+//
+// A start that fails (the executable is missing, the credentials are refused)
+// leaves an exit.json with reason "StartError" and exit code 128.
+package exec

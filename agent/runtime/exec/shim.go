@@ -1,0 +1,208 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ShimEnv is the variable that turns the berth binary into a shim: its
+// value is the run directory.
+const ShimEnv = "BERTH_EXEC_SHIM"
+
+// readyFD is the descriptor on which the shim tells the runtime that the
+// container started or failed to: it closes it after writing state.json or
+// exit.json.
+const readyFD = 3
+
+// drainTimeout bounds how long the shim waits for the output pipe to close
+// and its children to be reaped once the container's processes are killed
+// (a process that escaped the process group and the cgroup may live on).
+const drainTimeout = 5 * time.Second
+
+// ShimMain runs the shim and exits when ShimEnv is set, and returns at once
+// otherwise. The berth binary, and every test binary that starts
+// containers, calls it first thing in main, so the runtime can start
+// /proc/self/exe as the shim of a container.
+func ShimMain() {
+	dir := os.Getenv(ShimEnv)
+	if dir == "" {
+		return
+	}
+	os.Unsetenv(ShimEnv)
+	// The agent signals the container's process group, never the shim: the
+	// shim must live to record the exit.
+	// Caught, not ignored: an ignored signal stays ignored across exec, and
+	// the container must get the default dispositions.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for range sigs {
+		}
+	}()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// The container must not inherit the ready pipe, or the runtime would
+	// wait for the container's end instead of its start.
+	syscall.CloseOnExec(readyFD)
+	ready := os.NewFile(readyFD, "ready")
+	if err := runShim(dir, ready); err != nil {
+		log.Error("shim", "dir", dir, "err", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// runShim starts the container of dir, records it, waits for it and
+// records its exit.
+func runShim(dir string, ready *os.File) error {
+	defer ready.Close()
+	var cfg runConfig
+	if err := readJSON(filepath.Join(dir, configFile), &cfg); err != nil {
+		return err
+	}
+	c := cfg.Container
+	startFailed := func(err error) error {
+		e := runExit{ExitCode: startErrorCode, FinishedAt: time.Now().UTC(), Reason: ReasonStartError, Message: err.Error()}
+		return writeJSON(filepath.Join(dir, exitFile), e)
+	}
+	if cfg.LogMaxBytes <= 0 {
+		cfg.LogMaxBytes = logMaxBytes
+	}
+	logw, err := newRotatingWriter(dir, cfg.LogMaxBytes, logFiles)
+	if err != nil {
+		return startFailed(err)
+	}
+	defer logw.Close()
+	path, err := lookPath(c.Argv[0], c.Env, c.WorkingDir)
+	if err != nil {
+		return startFailed(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return startFailed(err)
+	}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if c.RunAsUser != nil || c.RunAsGroup != nil {
+		// No supplementary groups: the process must not keep the agent's.
+		cred := &syscall.Credential{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+		if c.RunAsUser != nil {
+			cred.Uid = uint32(*c.RunAsUser)
+		}
+		if c.RunAsGroup != nil {
+			cred.Gid = uint32(*c.RunAsGroup)
+		}
+		attr.Credential = cred
+	}
+	if cfg.Cgroup.Version == "v2" {
+		fd, err := unix.Open(cfg.Cgroup.Memory, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return startFailed(fmt.Errorf("open cgroup: %w", err))
+		}
+		defer unix.Close(fd)
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	}
+	// Orphans of the container become the shim's children, so they are
+	// reaped here and not left as zombies to the machine's init.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return startFailed(fmt.Errorf("subreaper: %w", err))
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return startFailed(err)
+	}
+	defer devnull.Close()
+	argv := append([]string{}, c.Argv...)
+	proc, err := os.StartProcess(path, argv, &os.ProcAttr{
+		Dir:   c.WorkingDir,
+		Env:   c.Env,
+		Files: []*os.File{devnull, pw, pw},
+		Sys:   attr,
+	})
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return startFailed(err)
+	}
+	pid := proc.Pid
+	// The reaper below waits for it; the handle is not needed.
+	_ = proc.Release()
+	st := runState{ShimPID: os.Getpid(), PID: pid, StartedAt: time.Now().UTC()}
+	if cfg.Cgroup.Version == "v1" {
+		if err := cfg.Cgroup.join(pid); err != nil {
+			st.Warnings = append(st.Warnings, err.Error())
+		}
+	}
+	if c.OOMScoreAdj != 0 {
+		if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte(strconv.Itoa(c.OOMScoreAdj)), 0); err != nil {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("oom_score_adj: %v", err))
+		}
+	}
+	st.ShimStart, _ = processStart(os.Getpid())
+	st.PIDStart, _ = processStart(pid)
+	// One loop reaps every child: the container's main process (its status
+	// is the run's exit) and the orphans handed to the shim.
+	exited := make(chan unix.WaitStatus, 1)
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		for {
+			var ws unix.WaitStatus
+			wpid, err := unix.Wait4(-1, &ws, 0, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return // ECHILD: none left
+			}
+			if wpid == pid {
+				exited <- ws
+			}
+		}
+	}()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(logw, pr)
+		copied <- err
+	}()
+	if err := writeJSON(filepath.Join(dir, stateFile), st); err != nil {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-exited
+		return startFailed(err)
+	}
+	ready.Close()
+
+	ws := <-exited
+	// The container ends with its main process: what it left behind goes.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	cfg.Cgroup.killAll()
+	drain, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	select {
+	case <-copied:
+	case <-drain.Done():
+	}
+	pr.Close()
+	select {
+	case <-reaped:
+	case <-drain.Done():
+	}
+	e := runExit{FinishedAt: time.Now().UTC()}
+	if ws.Signaled() {
+		e.Signal = int(ws.Signal())
+		e.ExitCode = 128 + e.Signal
+	} else {
+		e.ExitCode = ws.ExitStatus()
+	}
+	e.Reason = exitReason(e.ExitCode, e.ExitCode != 0 && cfg.Cgroup.oomKilled())
+	return writeJSON(filepath.Join(dir, exitFile), e)
+}

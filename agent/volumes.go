@@ -1,0 +1,235 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// defaultVolumeMode is the file mode of projected ConfigMap and Secret keys
+// when the pod sets none, as in Kubernetes.
+const defaultVolumeMode = 0o644
+
+// podDir is where a pod's own files live.
+func podDir(dataDir, uid string) string {
+	return filepath.Join(dataDir, "pods", uid)
+}
+
+// podVolumeDir is where a volume the agent makes for a pod lives.
+func podVolumeDir(dataDir, uid, name string) string {
+	return filepath.Join(podDir(dataDir, uid), "volumes", name)
+}
+
+// setUpVolumes makes every volume of pod ready on the host and returns its
+// host path by volume name. It is idempotent: a worker calls it on each
+// sync, so ConfigMap and Secret contents follow their objects.
+func setUpVolumes(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod) (map[string]string, error) {
+	paths := make(map[string]string, len(pod.Spec.Volumes))
+	for _, v := range pod.Spec.Volumes {
+		p, err := setUpVolume(ctx, dataDir, refs, pod, v)
+		if err != nil {
+			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+		}
+		paths[v.Name] = p
+	}
+	return paths, nil
+}
+
+func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod, v api.Volume) (string, error) {
+	own := podVolumeDir(dataDir, string(pod.UID), v.Name)
+	switch {
+	case v.EmptyDir != nil:
+		return own, os.MkdirAll(own, 0o777)
+	case v.HostPath != nil:
+		return v.HostPath.Path, checkHostPath(v.HostPath)
+	case v.PersistentVolumeClaim != nil:
+		if refs == nil {
+			return "", configErrorf("persistentVolumeClaim %s/%s: %v", pod.Namespace, v.PersistentVolumeClaim.ClaimName, errNoRefs)
+		}
+		p, err := refs.ClaimPath(ctx, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		if err != nil {
+			return "", configErrorf("persistentVolumeClaim %s/%s: %v", pod.Namespace, v.PersistentVolumeClaim.ClaimName, err)
+		}
+		return p, nil
+	case v.ConfigMap != nil:
+		src := v.ConfigMap
+		var data map[string][]byte
+		cm, err := getConfigMap(ctx, refs, pod.Namespace, src.Name)
+		switch {
+		case err != nil && !isOptional(src.Optional):
+			return "", err
+		case err == nil:
+			data = make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+			for k, s := range cm.Data {
+				data[k] = []byte(s)
+			}
+			for k, b := range cm.BinaryData {
+				data[k] = b
+			}
+		}
+		return own, project(own, data, src.Items, src.DefaultMode, "ConfigMap "+pod.Namespace+"/"+src.Name)
+	case v.Secret != nil:
+		src := v.Secret
+		var data map[string][]byte
+		s, err := getSecret(ctx, refs, pod.Namespace, src.SecretName)
+		switch {
+		case err != nil && !isOptional(src.Optional):
+			return "", err
+		case err == nil:
+			data = make(map[string][]byte, len(s.Data)+len(s.StringData))
+			for k, b := range s.Data {
+				data[k] = b
+			}
+			for k, str := range s.StringData {
+				data[k] = []byte(str)
+			}
+		}
+		return own, project(own, data, src.Items, src.DefaultMode, "Secret "+pod.Namespace+"/"+src.SecretName)
+	}
+	return "", errors.New("no volume source")
+}
+
+// checkHostPath creates or checks a hostPath by its type.
+func checkHostPath(h *api.HostPathVolumeSource) error {
+	t := api.HostPathUnset
+	if h.Type != nil {
+		t = *h.Type
+	}
+	fi, err := os.Stat(h.Path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("hostPath %s: %w", h.Path, err)
+	}
+	want := func(ok bool, what string) error {
+		if !exists {
+			return configErrorf("hostPath %s: %s does not exist", h.Path, what)
+		}
+		if !ok {
+			return configErrorf("hostPath %s: not a %s", h.Path, what)
+		}
+		return nil
+	}
+	switch t {
+	case api.HostPathUnset:
+		return nil
+	case api.HostPathDirectoryOrCreate:
+		if !exists {
+			return os.MkdirAll(h.Path, 0o755)
+		}
+		return want(fi.IsDir(), "directory")
+	case api.HostPathFileOrCreate:
+		if !exists {
+			if err := os.MkdirAll(filepath.Dir(h.Path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(h.Path, os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}
+		return want(fi.Mode().IsRegular(), "file")
+	case api.HostPathDirectory:
+		return want(exists && fi.IsDir(), "directory")
+	case api.HostPathFile:
+		return want(exists && fi.Mode().IsRegular(), "file")
+	case api.HostPathSocket:
+		return want(exists && fi.Mode()&fs.ModeSocket != 0, "socket")
+	case api.HostPathCharDev:
+		return want(exists && fi.Mode()&fs.ModeCharDevice != 0, "character device")
+	case api.HostPathBlockDev:
+		return want(exists && fi.Mode()&fs.ModeDevice != 0 && fi.Mode()&fs.ModeCharDevice == 0, "block device")
+	}
+	return configErrorf("hostPath %s: unknown type %q", h.Path, t)
+}
+
+// project writes data's keys (or only items, at their paths) as files in
+// dir, and removes files it wrote before that are no longer wanted.
+func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultMode *int32, what string) error {
+	mode := fs.FileMode(defaultVolumeMode)
+	if defaultMode != nil {
+		mode = fs.FileMode(*defaultMode) & fs.ModePerm
+	}
+	type file struct {
+		content []byte
+		mode    fs.FileMode
+	}
+	files := map[string]file{}
+	if len(items) == 0 {
+		for k, b := range data {
+			files[k] = file{b, mode}
+		}
+	} else {
+		for _, it := range items {
+			b, ok := data[it.Key]
+			if !ok {
+				if data == nil {
+					continue // optional and absent
+				}
+				return configErrorf("%s has no key %s", what, it.Key)
+			}
+			m := mode
+			if it.Mode != nil {
+				m = fs.FileMode(*it.Mode) & fs.ModePerm
+			}
+			files[it.Path] = file{b, m}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		if filepath.IsAbs(n) || strings.HasPrefix(filepath.Clean(n), "..") {
+			return configErrorf("%s: path %q must be relative and stay inside the volume", what, n)
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(p, files[n].content, files[n].mode); err != nil {
+			return err
+		}
+	}
+	// Remove what an older version of the object projected.
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if _, ok := files[rel]; !ok {
+			return os.Remove(p)
+		}
+		return nil
+	})
+}
+
+// writeFileAtomic replaces path so a reader never sees half a file.
+func writeFileAtomic(path string, b []byte, mode fs.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

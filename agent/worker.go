@@ -1,0 +1,539 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/agent/probe"
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+)
+
+// Timing of a worker's retries.
+const (
+	// defaultGrace is a pod's termination grace when it sets none.
+	defaultGrace = 30 * time.Second
+	// retryAfterError is how soon a worker tries again after the runtime
+	// or the reporter failed.
+	retryAfterError = 5 * time.Second
+	// volumeRefresh is how often ConfigMap and Secret volumes are
+	// rewritten from their objects.
+	volumeRefresh = time.Minute
+)
+
+// podWorker converges one pod. Sync, Forget, Evict and the runtime's exits
+// only wake it; each sync reads the runtime's runs and the latest pod and
+// acts from there (level-triggered).
+type podWorker struct {
+	m    *PodManager
+	uid  types.UID
+	wake chan struct{}
+	// idle is set while the worker waits for a wake or a timer, and
+	// idleUntil (Unix nanoseconds, 0 for none) says when that timer fires:
+	// tests step a fake clock only once every worker waits for the future.
+	idle      atomic.Bool
+	idleUntil atomic.Int64
+
+	// Guarded by m.mu.
+	running bool
+
+	mu        sync.Mutex // guards the fields below
+	pod       *api.Pod
+	forget    bool
+	evictMsg  string
+	evictDone chan struct{}
+
+	// Owned by the worker goroutine.
+	containers      map[string]*containerRuntimeState
+	last            *api.PodStatus // the status reported last
+	volumes         map[string]string
+	volumesAt       time.Time
+	volumesErr      error
+	volumeBackOff   time.Duration
+	volumesRetry    time.Time
+	terminatedSent  bool
+	evictionHandled bool
+}
+
+// containerRuntimeState is what a worker remembers of a container between
+// syncs: what the runtime cannot tell it.
+type containerRuntimeState struct {
+	// backOff is the wait before the next restart; seenExit the attempt
+	// whose exit set it, so each exit counts once.
+	backOff   time.Duration
+	seenExit  int
+	restartAt time.Time
+
+	// waitReason/waitMessage say why the container could not be started;
+	// it is retried at retryAt.
+	waitReason   string
+	waitMessage  string
+	retryBackOff time.Duration
+	retryAt      time.Time
+
+	// Probe state of run (reset when a new run starts).
+	run       runtime.ID
+	hasRun    bool
+	started   bool
+	ready     bool
+	startup   *probeState
+	liveness  *probeState
+	readiness *probeState
+}
+
+type probeState struct {
+	spec    *api.Probe
+	timing  probe.Timing
+	tracker *probe.Tracker
+	next    time.Time
+}
+
+func newPodWorker(m *PodManager, uid types.UID) *podWorker {
+	return &podWorker{m: m, uid: uid, wake: make(chan struct{}, 1), containers: map[string]*containerRuntimeState{}}
+}
+
+func (w *podWorker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *podWorker) setPod(p *api.Pod) {
+	w.mu.Lock()
+	w.pod = p
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *podWorker) setForget() {
+	w.mu.Lock()
+	w.forget = true
+	w.mu.Unlock()
+	w.poke()
+}
+
+func (w *podWorker) setEvict(msg string) <-chan struct{} {
+	w.mu.Lock()
+	if w.evictDone == nil {
+		w.evictMsg = msg
+		w.evictDone = make(chan struct{})
+	}
+	done := w.evictDone
+	w.mu.Unlock()
+	w.poke()
+	return done
+}
+
+func (w *podWorker) hasPod() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod != nil && !w.forget
+}
+
+func (w *podWorker) currentPod() *api.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.forget {
+		return nil
+	}
+	return w.pod
+}
+
+func (w *podWorker) run(ctx context.Context) {
+	clk := w.m.o.Clock
+	for {
+		next, done := w.sync(ctx)
+		if done || ctx.Err() != nil {
+			return
+		}
+		var timerC <-chan time.Time
+		if !next.IsZero() {
+			d := next.Sub(clk.Now())
+			if d <= 0 {
+				continue
+			}
+			t := clk.NewTimer(d)
+			timerC = t.C()
+			w.idleUntil.Store(next.UnixNano())
+			w.idle.Store(true)
+			select {
+			case <-ctx.Done():
+			case <-w.wake:
+			case <-timerC:
+			}
+			w.idle.Store(false)
+			t.Stop()
+			continue
+		}
+		w.idleUntil.Store(0)
+		w.idle.Store(true)
+		select {
+		case <-ctx.Done():
+		case <-w.wake:
+		}
+		w.idle.Store(false)
+	}
+}
+
+// wakeAt keeps the earliest non-zero time.
+func wakeAt(cur, t time.Time) time.Time {
+	if t.IsZero() || (!cur.IsZero() && cur.Before(t)) {
+		return cur
+	}
+	return t
+}
+
+func (w *podWorker) log(pod *api.Pod) *slogger {
+	return &slogger{w: w, pod: pod}
+}
+
+// sync converges the pod once and says when to look again (zero: only
+// when woken) and whether the worker is done for good.
+func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
+	w.mu.Lock()
+	pod, forget, evictMsg, evictDone := w.pod, w.forget, w.evictMsg, w.evictDone
+	w.mu.Unlock()
+	clk := w.m.o.Clock
+	rt := w.m.o.Runtime
+
+	all, err := rt.List(ctx)
+	if err != nil {
+		w.log(pod).err("list runtime", err)
+		return clk.Now().Add(retryAfterError), false
+	}
+	var mine []runtime.Status
+	for _, r := range all {
+		if r.ID.PodUID == string(w.uid) {
+			mine = append(mine, r)
+		}
+	}
+	runs := groupRuns(mine)
+
+	if forget || pod == nil {
+		if pod == nil && !forget {
+			return time.Time{}, false // Forget or Sync will tell
+		}
+		if err := w.stopAll(ctx, pod, runs, podGrace(pod)); err != nil {
+			w.log(pod).err("stop forgotten pod", err)
+			return clk.Now().Add(retryAfterError), false
+		}
+		var errs []error
+		for _, rs := range runs {
+			for _, r := range rs {
+				if err := rt.Remove(ctx, r.ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+					errs = append(errs, fmt.Errorf("remove %s: %w", r.ID, err))
+				}
+			}
+		}
+		errs = append(errs, w.m.removePodFiles(w.uid))
+		if err := errors.Join(errs...); err != nil {
+			w.log(pod).err("clean up forgotten pod", err)
+			return clk.Now().Add(retryAfterError), false
+		}
+		return time.Time{}, true
+	}
+
+	if pod.DeletionTimestamp != nil || evictMsg != "" {
+		return w.terminate(ctx, pod, runs, evictMsg, evictDone), false
+	}
+
+	var next time.Time
+	terminal := pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed
+	init, main := w.views(pod, runs)
+	initDone, initFailed := initState(pod.Spec.RestartPolicy, init, main)
+	if !terminal && !initFailed && w.podFinished(pod, main) {
+		terminal = true
+	}
+	if !terminal && !initFailed {
+		next = wakeAt(next, w.ensureVolumes(ctx, pod))
+		if w.volumes != nil {
+			if !initDone {
+				next = wakeAt(next, w.syncInit(ctx, pod, runs))
+			} else {
+				for i := range pod.Spec.Containers {
+					next = wakeAt(next, w.syncContainer(ctx, pod, &pod.Spec.Containers[i], runs[pod.Spec.Containers[i].Name], pod.Spec.RestartPolicy))
+				}
+			}
+		}
+	}
+	w.collectGarbage(ctx, pod, runs)
+
+	// Read the runs again: this sync may have started or stopped some.
+	if all, err = rt.List(ctx); err == nil {
+		mine = mine[:0]
+		for _, r := range all {
+			if r.ID.PodUID == string(w.uid) {
+				mine = append(mine, r)
+			}
+		}
+		runs = groupRuns(mine)
+	}
+	init, main = w.views(pod, runs)
+	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, now: clk.Now(), init: init, main: main})
+	if !w.report(ctx, pod, st) {
+		next = wakeAt(next, clk.Now().Add(retryAfterError))
+	}
+	return next, false
+}
+
+// podFinished says whether every container has ended for good, so nothing
+// is to be started again.
+func (w *podWorker) podFinished(pod *api.Pod, main []containerView) bool {
+	for _, v := range main {
+		cur := v.current()
+		if !exited(cur) || willRestart(pod.Spec.RestartPolicy, cur.ExitCode) {
+			return false
+		}
+	}
+	return len(main) > 0
+}
+
+func (w *podWorker) prevStatus(pod *api.Pod) api.PodStatus {
+	if w.last != nil {
+		return *w.last
+	}
+	return pod.Status
+}
+
+// report sends st if it differs from what was sent last; false if the
+// reporter failed (the next sync tries again).
+func (w *podWorker) report(ctx context.Context, pod *api.Pod, st api.PodStatus) bool {
+	if w.last != nil && reflect.DeepEqual(*w.last, st) {
+		return true
+	}
+	if err := w.m.o.Reporter.ReportStatus(ctx, pod, st); err != nil {
+		w.log(pod).err("report status", err)
+		return false
+	}
+	w.last = &st
+	return true
+}
+
+// views joins the spec's containers with their runs and the worker's
+// knowledge, in spec order.
+func (w *podWorker) views(pod *api.Pod, runs map[string][]runtime.Status) (init, main []containerView) {
+	now := w.m.o.Clock.Now()
+	view := func(c *api.Container, policy api.RestartPolicy) containerView {
+		v := containerView{spec: c, runs: runs[c.Name]}
+		cs := w.containers[c.Name]
+		if cs == nil {
+			return v
+		}
+		cur := v.current()
+		switch {
+		case cs.waitReason != "" && (cur == nil || exited(cur)):
+			v.waiting = &api.ContainerStateWaiting{Reason: cs.waitReason, Message: cs.waitMessage}
+		case exited(cur) && willRestart(policy, cur.ExitCode) && cs.seenExit == cur.ID.Attempt && now.Before(cs.restartAt):
+			v.waiting = &api.ContainerStateWaiting{
+				Reason:  reasonCrashLoopBackOff,
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", cs.backOff, c.Name, pod.Name, pod.Namespace, pod.UID),
+			}
+		}
+		if cur != nil && cur.State == runtime.StateRunning && cs.hasRun && cs.run == cur.ID {
+			v.ready, v.started = cs.ready, cs.started
+		}
+		return v
+	}
+	for i := range pod.Spec.InitContainers {
+		init = append(init, view(&pod.Spec.InitContainers[i], initRestartPolicy(pod.Spec.RestartPolicy)))
+	}
+	for i := range pod.Spec.Containers {
+		main = append(main, view(&pod.Spec.Containers[i], pod.Spec.RestartPolicy))
+	}
+	return init, main
+}
+
+func (w *podWorker) state(name string) *containerRuntimeState {
+	cs := w.containers[name]
+	if cs == nil {
+		cs = &containerRuntimeState{seenExit: -1}
+		w.containers[name] = cs
+	}
+	return cs
+}
+
+// ensureVolumes sets the pod's volumes up the first time and refreshes
+// them now and then; it returns when to try again after a failure.
+func (w *podWorker) ensureVolumes(ctx context.Context, pod *api.Pod) time.Time {
+	now := w.m.o.Clock.Now()
+	if w.volumes != nil && now.Sub(w.volumesAt) < volumeRefresh {
+		return w.volumesAt.Add(volumeRefresh)
+	}
+	if w.volumes == nil && now.Before(w.volumesRetry) {
+		return w.volumesRetry
+	}
+	paths, err := setUpVolumes(ctx, w.m.o.DataDir, w.m.o.Refs, pod)
+	if err != nil {
+		if w.volumes != nil {
+			// Keep running on what was set up; say so and retry later.
+			w.log(pod).err("refresh volumes", err)
+			w.volumesAt = now
+			return now.Add(volumeRefresh)
+		}
+		w.volumeBackOff = nextBackOff(w.volumeBackOff, 0)
+		w.volumesRetry = now.Add(w.volumeBackOff)
+		reason := reasonContainerCreating
+		var ce *configError
+		if errors.As(err, &ce) {
+			reason = reasonCreateContainerConfigError
+		}
+		for _, c := range append(append([]api.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+			cs := w.state(c.Name)
+			cs.waitReason, cs.waitMessage = reason, err.Error()
+		}
+		w.volumesErr = err
+		return w.volumesRetry
+	}
+	if w.volumes == nil && w.volumesErr != nil {
+		for _, cs := range w.containers {
+			cs.waitReason, cs.waitMessage = "", ""
+		}
+	}
+	w.volumes, w.volumesAt, w.volumesErr, w.volumeBackOff = paths, now, nil, 0
+	return now.Add(volumeRefresh)
+}
+
+// syncInit runs the init containers one by one to a clean exit.
+func (w *podWorker) syncInit(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status) time.Time {
+	policy := initRestartPolicy(pod.Spec.RestartPolicy)
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		rs := runs[c.Name]
+		if len(rs) > 0 {
+			cur := rs[len(rs)-1]
+			if exited(&cur) && cur.ExitCode == 0 {
+				continue
+			}
+		}
+		return w.syncContainer(ctx, pod, c, rs, policy)
+	}
+	return time.Time{}
+}
+
+// syncContainer converges one container: start it, restart it after its
+// back-off, or probe it while it runs. It returns when to look again.
+func (w *podWorker) syncContainer(ctx context.Context, pod *api.Pod, c *api.Container, rs []runtime.Status, policy api.RestartPolicy) time.Time {
+	now := w.m.o.Clock.Now()
+	cs := w.state(c.Name)
+	if len(rs) == 0 {
+		return w.start(ctx, pod, c, cs, 0)
+	}
+	cur := rs[len(rs)-1]
+	if cur.State == runtime.StateRunning {
+		return w.probe(ctx, pod, c, cs, cur)
+	}
+	if !willRestart(policy, cur.ExitCode) {
+		return time.Time{}
+	}
+	if cs.seenExit != cur.ID.Attempt {
+		ranFor := time.Duration(0)
+		if !cur.StartedAt.IsZero() && !cur.FinishedAt.IsZero() {
+			ranFor = cur.FinishedAt.Sub(cur.StartedAt)
+		}
+		finished := cur.FinishedAt
+		if finished.IsZero() {
+			finished = now
+		}
+		cs.backOff = nextBackOff(cs.backOff, ranFor)
+		cs.seenExit = cur.ID.Attempt
+		cs.restartAt = finished.Add(cs.backOff)
+	}
+	if now.Before(cs.restartAt) {
+		return cs.restartAt
+	}
+	return w.start(ctx, pod, c, cs, cur.ID.Attempt+1)
+}
+
+// start starts attempt of c, or records why it cannot and when to retry.
+func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, cs *containerRuntimeState, attempt int) time.Time {
+	now := w.m.o.Clock.Now()
+	if !cs.retryAt.IsZero() && now.Before(cs.retryAt) {
+		return cs.retryAt
+	}
+	rc, err := w.resolve(ctx, pod, c, attempt)
+	if err == nil {
+		_, err = w.m.o.Runtime.Start(ctx, rc)
+		if err != nil {
+			err = fmt.Errorf("start %s: %w", rc.ID, err)
+		}
+	}
+	if err != nil {
+		cs.waitReason = reasonCreateContainerError
+		var ce *configError
+		if errors.As(err, &ce) {
+			cs.waitReason = reasonCreateContainerConfigError
+		}
+		cs.waitMessage = err.Error()
+		cs.retryBackOff = nextBackOff(cs.retryBackOff, 0)
+		cs.retryAt = now.Add(cs.retryBackOff)
+		return cs.retryAt
+	}
+	cs.waitReason, cs.waitMessage, cs.retryBackOff, cs.retryAt = "", "", 0, time.Time{}
+	// Look again at once: the new run's probes start from its start.
+	return now
+}
+
+// resolve turns c into what the runtime starts.
+func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container, attempt int) (*runtime.Container, error) {
+	env, vars, err := containerEnv(ctx, envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes}, c)
+	if err != nil {
+		return nil, err
+	}
+	argv, err := commandLine(c, vars)
+	if err != nil {
+		return nil, err
+	}
+	rc := &runtime.Container{
+		ID:           runtime.ID{PodUID: string(pod.UID), Name: c.Name, Attempt: attempt},
+		PodNamespace: pod.Namespace,
+		PodName:      pod.Name,
+		Argv:         argv,
+		Env:          env,
+		WorkingDir:   c.WorkingDir,
+		Limits:       containerLimits(c),
+		OOMScoreAdj:  oomScoreAdj(api.PodQOSClass(pod), containerMemoryRequest(c), w.m.o.MemoryCapacity),
+	}
+	if sc := c.SecurityContext; sc != nil {
+		rc.RunAsUser, rc.RunAsGroup = sc.RunAsUser, sc.RunAsGroup
+	}
+	return rc, nil
+}
+
+// collectGarbage removes exited runs older than the last two of each
+// container: the current run and the one before it stay for
+// `logs --previous`.
+func (w *podWorker) collectGarbage(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status) {
+	for _, rs := range runs {
+		for i := 0; i < len(rs)-2; i++ {
+			if !exited(&rs[i]) {
+				continue
+			}
+			if err := w.m.o.Runtime.Remove(ctx, rs[i].ID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+				w.log(pod).err("remove old run", err)
+			}
+		}
+	}
+}
+
+// slogger logs a worker's errors with the pod's name: errors are logged at
+// the top of the worker's loop, where they stop being returned.
+type slogger struct {
+	w   *podWorker
+	pod *api.Pod
+}
+
+func (l *slogger) err(msg string, err error) {
+	args := []any{"uid", string(l.w.uid), "err", err}
+	if l.pod != nil {
+		args = append(args, "pod", l.pod.Namespace+"/"+l.pod.Name)
+	}
+	l.w.m.o.Logger.Error(msg, args...)
+}

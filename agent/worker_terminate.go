@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+)
+
+// podGrace is the pod's termination grace: the deletion's, else the
+// spec's, else 30s.
+func podGrace(pod *api.Pod) time.Duration {
+	switch {
+	case pod == nil:
+		return defaultGrace
+	case pod.DeletionGracePeriodSeconds != nil:
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return defaultGrace
+}
+
+// terminate stops a pod being deleted or evicted and reports its end.
+func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, evictMsg string, evictDone chan struct{}) time.Time {
+	clk := w.m.o.Clock
+	if err := w.stopAll(ctx, pod, runs, podGrace(pod)); err != nil {
+		w.log(pod).err("stop pod", err)
+		return clk.Now().Add(retryAfterError)
+	}
+	all, err := w.m.o.Runtime.List(ctx)
+	if err != nil {
+		w.log(pod).err("list runtime", err)
+		return clk.Now().Add(retryAfterError)
+	}
+	var mine []runtime.Status
+	for _, r := range all {
+		if r.ID.PodUID == string(w.uid) {
+			mine = append(mine, r)
+		}
+	}
+	runs = groupRuns(mine)
+	for _, cs := range w.containers {
+		cs.waitReason, cs.restartAt = "", time.Time{}
+	}
+	init, main := w.views(pod, runs)
+	for i := range main {
+		main[i].waiting = nil
+	}
+	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, now: clk.Now(),
+		init: init, main: main, evicted: evictMsg, terminated: true})
+	if !w.report(ctx, pod, st) {
+		return clk.Now().Add(retryAfterError)
+	}
+	if evictDone != nil && !w.evictionHandled {
+		w.evictionHandled = true
+		close(evictDone)
+	}
+	if pod.DeletionTimestamp != nil && !w.terminatedSent {
+		if err := w.m.o.Reporter.PodTerminated(ctx, pod); err != nil {
+			w.log(pod).err("report pod terminated", err)
+			return clk.Now().Add(retryAfterError)
+		}
+		w.terminatedSent = true
+	}
+	return time.Time{}
+}
+
+// stopAll stops every running container of the pod in parallel, each
+// after its preStop hook, all within grace.
+func (w *podWorker) stopAll(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, grace time.Duration) error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for name, rs := range runs {
+		for _, r := range rs {
+			if r.State != runtime.StateRunning {
+				continue
+			}
+			var hook *api.ExecAction
+			if c := findContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+				hook = c.Lifecycle.PreStop.Exec
+			}
+			wg.Add(1)
+			go func(id runtime.ID) {
+				defer wg.Done()
+				if err := w.stopRun(ctx, id, hook, grace); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}(r.ID)
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// stopRun runs the preStop hook (bounded by grace), then stops the run with
+// what is left of grace.
+func (w *podWorker) stopRun(ctx context.Context, id runtime.ID, hook *api.ExecAction, grace time.Duration) error {
+	clk := w.m.o.Clock
+	start := clk.Now()
+	if hook != nil && len(hook.Command) > 0 {
+		hctx, cancel := clockTimeout(ctx, clk, grace)
+		_, _, err := w.m.o.Runtime.Exec(hctx, id, hook.Command)
+		cancel()
+		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
+			w.m.o.Logger.Warn("preStop hook failed", "container", id.String(), "err", err)
+		}
+	}
+	left := grace - clk.Since(start)
+	if left < 0 {
+		left = 0
+	}
+	if err := w.m.o.Runtime.Stop(ctx, id, left); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	return nil
+}
+
+func findContainer(pod *api.Pod, name string) *api.Container {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/agent"
+)
+
+// agentFlags are the node flags `berth agent` and `berth server` share.
+type agentFlags struct {
+	nodeName     string
+	nodeIP       string
+	nodeLabels   string
+	nodeTaints   string
+	capacity     string
+	listen       string
+	evictionHard string
+	runtime      string
+	heartbeat    time.Duration
+}
+
+// register adds the flags; the log server's address is listenName
+// (--listen for the agent, --agent-listen for the server, whose --listen
+// is the API's).
+func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
+	f.StringVar(&o.nodeName, "node-name", "", "name of this node (default: the hostname)")
+	f.StringVar(&o.nodeIP, "node-ip", "", "IP of this node, and of its pods under the exec runtime (default: the first non-loopback IPv4)")
+	f.StringVar(&o.nodeLabels, "node-labels", "", "labels of the Node, as k=v,k2=v2")
+	f.StringVar(&o.capacity, "capacity", "", "override what is read from the host, as cpu=N,memory=Q,pods=N")
+	f.StringVar(&o.listen, listenName, "", listenHelp)
+	f.StringVar(&o.evictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds")
+	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (host processes)")
+	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its Node's heartbeat; keep it well under the server's --node-monitor-grace-period")
+}
+
+type flagSet interface {
+	StringVar(p *string, name, value, usage string)
+	DurationVar(p *time.Duration, name string, value time.Duration, usage string)
+}
+
+// config turns the flags into an agent configuration.
+func (o *agentFlags) config() (agent.Config, error) {
+	cfg := agent.Config{
+		NodeName:        o.nodeName,
+		NodeIP:          o.nodeIP,
+		Listen:          o.listen,
+		EvictionHard:    o.evictionHard,
+		Runtime:         o.runtime,
+		Version:         version,
+		HeartbeatPeriod: o.heartbeat,
+	}
+	var err error
+	if o.nodeLabels != "" {
+		if cfg.Labels, err = agent.ParseLabels(o.nodeLabels); err != nil {
+			return cfg, usageErrorf("--node-labels: %v", err)
+		}
+	}
+	if o.nodeTaints != "" {
+		if cfg.Taints, err = agent.ParseTaints(o.nodeTaints); err != nil {
+			return cfg, usageErrorf("--node-taints: %v", err)
+		}
+	}
+	if o.capacity != "" {
+		if cfg.Capacity, err = agent.ParseCapacity(o.capacity); err != nil {
+			return cfg, usageErrorf("--capacity: %v", err)
+		}
+	}
+	if o.heartbeat <= 0 {
+		return cfg, usageErrorf("--node-status-update-frequency must be positive")
+	}
+	if _, err := agent.ParseThresholds(o.evictionHard); err != nil {
+		return cfg, usageErrorf("--eviction-hard: %v", err)
+	}
+	return cfg, nil
+}
+
+type agentOptions struct {
+	agentFlags
+	server      string
+	token       string
+	tokenFile   string
+	caFile      string
+	insecure    bool
+	dataDir     string
+	manifestDir string
+	manifestURL string
+}
+
+func newAgentCommand(g *globalOptions) *cobra.Command {
+	o := &agentOptions{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run a node agent",
+		Long: `Run a node agent: join the control plane at --server with the node join
+token, register this machine as a Node, and run the pods bound to it as
+processes, with their probes, restarts, logs and eviction.
+
+Static pods from --manifest-dir or --manifest-url run even with no server:
+with no --server the agent runs them alone (standalone mode).`,
+		Example: `  # join a server
+  berth agent --server https://10.0.0.1:6443 --token-file /var/lib/berth/node-token --ca-file ca.crt
+
+  # standalone: run the pods of a directory, no control plane
+  berth agent --manifest-dir /etc/berth/manifests`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := o.config()
+			if err != nil {
+				return err
+			}
+			cfg.Server = o.server
+			cfg.DataDir = o.dataDir
+			cfg.ManifestDir = o.manifestDir
+			cfg.ManifestURL = o.manifestURL
+			cfg.InsecureSkipTLSVerify = o.insecure
+			cfg.Logger = g.logger
+			if o.server != "" {
+				if cfg.JoinToken, err = readToken(o.token, o.tokenFile); err != nil {
+					return err
+				}
+				if o.caFile != "" {
+					if cfg.CAData, err = os.ReadFile(o.caFile); err != nil {
+						return usageErrorf("--ca-file: %v", err)
+					}
+				} else if !o.insecure {
+					g.logger.Warn("no --ca-file: trusting the system's CAs for the server")
+				}
+				if o.insecure {
+					g.logger.Warn("--insecure-skip-tls-verify: the server's identity is not checked")
+				}
+			} else if o.manifestDir == "" && o.manifestURL == "" {
+				return usageErrorf("give --server, or --manifest-dir / --manifest-url to run standalone")
+			}
+			a, err := agent.New(cfg)
+			if err != nil {
+				return failed(err)
+			}
+			if err := a.Run(cmd.Context()); err != nil {
+				return failed(err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	o.register(f, "listen", "address of the HTTPS log server (default <node-ip>:10250)")
+	f.StringVar(&o.nodeTaints, "node-taints", "", "taints of the Node, as key=value:Effect,…")
+	f.StringVar(&o.server, "server", "", "URL of the control plane; none runs standalone")
+	f.StringVar(&o.token, "token", "", "the node join token")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node join token")
+	f.StringVar(&o.caFile, "ca-file", "", "CA certificate to trust for the server")
+	f.BoolVar(&o.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (insecure)")
+	f.StringVar(&o.dataDir, "data-dir", defaultAgentDataDir(), "pod directories, logs and volumes")
+	f.StringVar(&o.manifestDir, "manifest-dir", "", "static pods: every *.yaml, *.yml, *.json in this directory")
+	f.StringVar(&o.manifestURL, "manifest-url", "", "static pods from this URL, polled")
+	return cmd
+}
+
+func readToken(token, file string) (string, error) {
+	switch {
+	case token != "" && file != "":
+		return "", usageErrorf("give --token or --token-file, not both")
+	case token != "":
+		return token, nil
+	case file != "":
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", usageErrorf("--token-file: %v", err)
+		}
+		t := strings.TrimSpace(string(data))
+		if t == "" {
+			return "", usageErrorf("--token-file %s is empty", file)
+		}
+		return t, nil
+	}
+	return "", usageErrorf("--server needs the node join token: --token or --token-file")
+}
+
+// defaultAgentDataDir is SPEC's default: /var/lib/berth-agent as root,
+// else under $XDG_DATA_HOME.
+func defaultAgentDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/berth-agent"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "berth-agent")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "berth-agent")
+	}
+	return "berth-agent"
+}

@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -672,6 +675,37 @@ func (r refs) ClaimPath(ctx context.Context, namespace, claim string) (string, e
 		return "", err
 	}
 	return VolumePath(o.(*api.PersistentVolume))
+}
+
+// ServiceAccountToken asks for a token of the pod's service account,
+// bound to the pod, for an hour; the agent rotates it well before then.
+func (r refs) ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, error) {
+	c, err := r.client()
+	if err != nil {
+		return "", err
+	}
+	ttl := int64(time.Hour / time.Second)
+	body, err := json.Marshal(api.TokenRequest{Spec: api.TokenRequestSpec{
+		ExpirationSeconds: &ttl,
+		BoundObjectRef:    &api.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: string(pod.UID)},
+	}})
+	if err != nil {
+		return "", err
+	}
+	path := client.ResourcePath(api.MustLookupResource("serviceaccounts"), pod.Namespace, pod.Spec.ServiceAccountName, "token")
+	resp, err := c.Do(ctx, http.MethodPost, path, nil, bytes.NewReader(body), "application/json")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var tr api.TokenRequest
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&tr); err != nil {
+		return "", fmt.Errorf("decode token request: %w", err)
+	}
+	if tr.Status.Token == "" {
+		return "", errors.New("the server issued no token")
+	}
+	return tr.Status.Token, nil
 }
 
 // VolumePath is the host directory of a persistent volume.

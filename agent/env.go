@@ -48,6 +48,8 @@ type envSource struct {
 	refs   RefResolver
 	// volumes are the host paths of the pod's volumes by name.
 	volumes map[string]string
+	// tokenFile is the pod's service-account token, "" when it has none.
+	tokenFile string
 }
 
 // containerEnv is the whole environment of c's process as KEY=VALUE: envFrom
@@ -130,6 +132,10 @@ func containerEnv(ctx context.Context, src envSource, c *api.Container) ([]strin
 		}
 		env = append(env, k+"="+src.volumes[n])
 		vars[k] = src.volumes[n]
+	}
+	if _, ok := vars[EnvServiceAccountTokenFile]; !ok && src.tokenFile != "" {
+		env = append(env, EnvServiceAccountTokenFile+"="+src.tokenFile)
+		vars[EnvServiceAccountTokenFile] = src.tokenFile
 	}
 	if _, ok := vars["PATH"]; !ok {
 		env = append(env, "PATH="+defaultPath)

@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// EnvServiceAccountTokenFile names, in every container of a pod that runs
+// as a service account, the file holding the pod's token: under the exec
+// runtime there is no /var/run/secrets to mount it at.
+const EnvServiceAccountTokenFile = "BERTH_SERVICEACCOUNT_TOKEN_FILE"
+
+// TokenIssuer asks the control plane for a service-account token bound to
+// a pod. The agent's RefResolver implements it when it has a server.
+type TokenIssuer interface {
+	ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, error)
+}
+
+// serviceAccountDir holds a pod's token, its namespace and the CA, as the
+// kubelet's projected service-account volume does.
+func serviceAccountDir(dataDir, uid string) string {
+	return filepath.Join(podDir(dataDir, uid), "serviceaccount")
+}
+
+// serviceAccountTokenFile is the token file of a pod, or "" when the pod
+// has none yet.
+func serviceAccountTokenFile(dataDir string, pod *api.Pod) string {
+	p := filepath.Join(serviceAccountDir(dataDir, string(pod.UID)), "token")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// setUpServiceAccountToken writes the pod's token when it has none, or
+// when the one it has has lived 80% of its life, as the kubelet rotates
+// projected tokens. Static pods and standalone agents have no tokens.
+func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod, now time.Time) error {
+	ti, ok := refs.(TokenIssuer)
+	if !ok || pod.Spec.ServiceAccountName == "" || isStatic(pod) {
+		return nil
+	}
+	dir := serviceAccountDir(dataDir, string(pod.UID))
+	path := filepath.Join(dir, "token")
+	if old, err := os.ReadFile(path); err == nil {
+		if iat, exp, err := tokenLifetime(string(old)); err == nil && now.Before(iat.Add(exp.Sub(iat)*8/10)) {
+			return nil
+		}
+	}
+	tok, err := ti.ServiceAccountToken(ctx, pod)
+	if err != nil {
+		return fmt.Errorf("service account %s/%s token: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "namespace"), []byte(pod.Namespace), 0o644); err != nil {
+		return err
+	}
+	return writeFileAtomic(path, []byte(tok), 0o600)
+}
+
+// tokenLifetime reads the iat and exp claims of a JWT without verifying
+// it: the agent only needs to know when to ask for a new one.
+func tokenLifetime(tok string) (iat, exp time.Time, err error) {
+	parts := strings.Split(strings.TrimSpace(tok), ".")
+	if len(parts) != 3 {
+		return iat, exp, errors.New("not a JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return iat, exp, err
+	}
+	var claims struct {
+		IssuedAt  int64 `json:"iat"`
+		ExpiresAt int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return iat, exp, err
+	}
+	if claims.ExpiresAt <= claims.IssuedAt {
+		return iat, exp, errors.New("no lifetime")
+	}
+	return time.Unix(claims.IssuedAt, 0), time.Unix(claims.ExpiresAt, 0), nil
+}

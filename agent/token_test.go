@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// issuingRefs is fakeRefs that also issues tokens, one hour long, from a
+// counter so that a rotation is visible.
+type issuingRefs struct {
+	*fakeRefs
+	now    func() time.Time
+	issued int
+}
+
+func (r *issuingRefs) ServiceAccountToken(_ context.Context, pod *api.Pod) (string, error) {
+	r.issued++
+	iat := r.now().Unix()
+	payload := fmt.Sprintf(`{"sub":"system:serviceaccount:%s:%s","iat":%d,"exp":%d,"n":%d}`,
+		pod.Namespace, pod.Spec.ServiceAccountName, iat, iat+3600, r.issued)
+	return "e30." + base64.RawURLEncoding.EncodeToString([]byte(payload)) + ".sig", nil
+}
+
+func TestServiceAccountTokenRotation(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := now
+	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return at }}
+	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u1"}}
+	pod.Spec.ServiceAccountName = "default"
+	ctx := context.Background()
+
+	if got := serviceAccountTokenFile(dir, pod); got != "" {
+		t.Fatalf("token file before any token: %q", got)
+	}
+	if err := setUpServiceAccountToken(ctx, dir, refs, pod, now); err != nil {
+		t.Fatal(err)
+	}
+	file := serviceAccountTokenFile(dir, pod)
+	if file == "" || refs.issued != 1 {
+		t.Fatalf("after set-up: file %q, %d issued", file, refs.issued)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode: %v %v", fi, err)
+	}
+	if ns, _ := os.ReadFile(filepath.Join(filepath.Dir(file), "namespace")); string(ns) != "default" {
+		t.Errorf("namespace file %q", ns)
+	}
+	// Until 80% of its hour has passed the token stays; then it is renewed.
+	for _, tc := range []struct {
+		after  time.Duration
+		issued int
+	}{{time.Minute, 1}, {47 * time.Minute, 1}, {49 * time.Minute, 2}, {60 * time.Minute, 2}, {98 * time.Minute, 3}} {
+		at = now.Add(tc.after)
+		if err := setUpServiceAccountToken(ctx, dir, refs, pod, at); err != nil {
+			t.Fatal(err)
+		}
+		if refs.issued != tc.issued {
+			t.Errorf("after %v: %d tokens issued, want %d", tc.after, refs.issued, tc.issued)
+		}
+	}
+	// A resolver that issues no tokens (standalone), or a static pod: none.
+	other := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s", UID: "u2", Annotations: map[string]string{AnnotationConfigSource: ConfigSourceFile}}}
+	other.Spec.ServiceAccountName = "default"
+	if err := setUpServiceAccountToken(ctx, dir, refs, other, now); err != nil || serviceAccountTokenFile(dir, other) != "" {
+		t.Errorf("static pod got a token: %v", err)
+	}
+	if err := setUpServiceAccountToken(ctx, dir, testRefs(), pod, now.Add(24*time.Hour)); err != nil {
+		t.Errorf("resolver without tokens: %v", err)
+	}
+}
+
+func TestTokenLifetime(t *testing.T) {
+	for _, tok := range []string{"", "a.b", "a.!!!.c", "a." + base64.RawURLEncoding.EncodeToString([]byte(`{"iat":5,"exp":5}`)) + ".c"} {
+		if _, _, err := tokenLifetime(tok); err == nil {
+			t.Errorf("tokenLifetime(%q) accepted", tok)
+		}
+	}
+}
+
+func TestTokenFileInEnv(t *testing.T) {
+	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u1"}}
+	c := &api.Container{Name: "c", Env: []api.EnvVar{{Name: "F", Value: "$(" + EnvServiceAccountTokenFile + ")"}}}
+	env, vars, err := containerEnv(context.Background(), envSource{pod: pod, tokenFile: "/data/pods/u1/serviceaccount/token"}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vars[EnvServiceAccountTokenFile] != "/data/pods/u1/serviceaccount/token" {
+		t.Errorf("env %v: no token file", env)
+	}
+	if _, vars, _ := containerEnv(context.Background(), envSource{pod: pod}, c); vars[EnvServiceAccountTokenFile] != "" {
+		t.Errorf("token file without a token: %v", vars)
+	}
+}

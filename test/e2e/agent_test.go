@@ -44,7 +44,7 @@ func startAgent(t *testing.T, s *server, name, ip string, extra ...string) *agen
 // reapContainers stops and removes whatever containers an agent left: they
 // outlive their agent by design, and must not outlive the test. It runs
 // after the agent process has stopped.
-func reapContainers(t *testing.T, dataDir string) {
+func reapContainers(t testing.TB, dataDir string) {
 	rt, err := exec.New(exec.Options{Root: filepath.Join(dataDir, "pods")})
 	if err != nil {
 		t.Errorf("reap containers of %s: %v", dataDir, err)
@@ -74,7 +74,7 @@ func (a *agent) restart(t *testing.T) {
 	a.process = start(t, a.args...)
 }
 
-func waitNodeReady(t *testing.T, s *server, name, want string) {
+func waitNodeReady(t testing.TB, s *server, name, want string) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "node "+name+" Ready="+want, func() error {
 		n, err := s.getJSON(t, "node", name)

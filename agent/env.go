@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,8 +17,24 @@ import (
 
 // defaultPath is the PATH of a container whose pod sets none: the usual
 // search path of a Linux host (the one container images default to), so a
-// bare `command: [sh, -c, …]` finds its shell.
-const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+// bare `command: [sh, -c, …]` finds its shell, and last the directory of
+// the berth binary running the agent, so that `command: [berth, toolbox,
+// …]` runs the same berth wherever it was installed.
+var defaultPath = withOwnDir("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+
+// withOwnDir appends the running executable's directory to a search path
+// that lacks it.
+func withOwnDir(path string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return path
+	}
+	dir := filepath.Dir(exe)
+	if slices.Contains(filepath.SplitList(path), dir) {
+		return path
+	}
+	return path + string(filepath.ListSeparator) + dir
+}
 
 // Waiting reasons of a container, as the kubelet reports them.
 const (

@@ -141,6 +141,21 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestRelativeRoot: an agent started with a relative data dir still runs
+// containers, whose shims work in other directories.
+func TestRelativeRoot(t *testing.T) {
+	t.Chdir(t.TempDir())
+	r := newRuntime(t, "pods")
+	if !filepath.IsAbs(r.root) {
+		t.Fatalf("root %q is relative", r.root)
+	}
+	id := runtime.ID{PodUID: "pod-relative", Name: "c"}
+	start(t, r, sh(id, "exit 0"))
+	if s := waitExited(t, r, id); s.Reason != ReasonCompleted {
+		t.Fatalf("status %+v", s)
+	}
+}
+
 func TestExitedChannelDeliversEachRun(t *testing.T) {
 	r := newRuntime(t, t.TempDir())
 	id := runtime.ID{PodUID: "pod-chan", Name: "c"}

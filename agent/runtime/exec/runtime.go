@@ -84,6 +84,13 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	// Shims run in their own working directories and read their runs'
+	// files by the paths the runtime records: those must not be relative.
+	root, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("exec runtime: %w", err)
+	}
+	opts.Root = root
 	if err := os.MkdirAll(opts.Root, 0o755); err != nil {
 		return nil, fmt.Errorf("exec runtime: %w", err)
 	}

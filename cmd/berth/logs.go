@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -44,16 +45,20 @@ type podLogger interface {
 func newLogsCommand(g *globalOptions) *cobra.Command {
 	o := &logsOptions{}
 	cmd := &cobra.Command{
-		Use:   "logs POD | pod/POD",
+		Use:   "logs POD | TYPE/NAME",
 		Short: "Print the output of a pod's container",
 		Long: `Logs prints what a container of a pod wrote (stdout and stderr), as its
 node's agent kept it, through the control plane. A pod with more than one
 container needs -c. With -f it goes on printing as the container writes,
-until the container exits or the command is interrupted.`,
+until the container exits or the command is interrupted.
+
+Given a deployment, replicaset or replicationcontroller (deploy/NAME), it
+reads one of its pods, as kubectl does: a ready one if there is one.`,
 		Example: `  berth logs web-7d4b9c-x2k8p
   berth logs pod/db -c postgres --tail 20
   berth logs web-7d4b9c-x2k8p -f
-  berth logs web-7d4b9c-x2k8p --previous`,
+  berth logs web-7d4b9c-x2k8p --previous
+  berth logs deploy/web`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogs(cmd, g, o, args[0])
@@ -67,28 +72,94 @@ until the container exits or the command is interrupted.`,
 	return cmd
 }
 
-// logsPodName reads the pod argument: NAME, or pod/NAME as kubectl takes
-// it.
-func logsPodName(arg string) (string, error) {
+// logsTarget reads the argument: NAME or pod/NAME, or a workload (deploy/,
+// rs/, rc/ NAME, any name lookupKind knows for those kinds), whose pod is
+// then chosen as kubectl chooses it. It returns the kind ("" for a pod)
+// and the name.
+func logsTarget(arg string) (*api.Kind, string, error) {
 	kind, name, ok := strings.Cut(arg, "/")
 	if !ok {
 		name, kind = arg, ""
 	}
+	var k *api.Kind
 	if ok {
-		switch strings.ToLower(kind) {
-		case "pod", "pods", "po":
+		var err error
+		if k, err = lookupKind(kind); err != nil {
+			return nil, "", usageErrorf("%v", err)
+		}
+		switch k {
+		case api.KindOf(&api.Pod{}):
+			k = nil
+		case api.KindOf(&api.Deployment{}), api.KindOf(&api.ReplicaSet{}), api.KindOf(&api.ReplicationController{}):
 		default:
-			return "", usageErrorf("berth logs takes a pod, not %q", arg)
+			return nil, "", usageErrorf("berth logs takes a pod or a deployment, replicaset or replicationcontroller, not %q", arg)
 		}
 	}
 	if name == "" || strings.Contains(name, "/") {
-		return "", usageErrorf("berth logs takes a pod name, not %q", arg)
+		return nil, "", usageErrorf("berth logs takes a pod name, not %q", arg)
 	}
-	return name, nil
+	return k, name, nil
+}
+
+// podOf picks the pod of a workload to read, as kubectl does: the running
+// pods first, then the ready, then the oldest (its choice is
+// deterministic, so repeated calls read the same pod).
+func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (string, error) {
+	obj, err := c.Get(ctx, k, ns, name)
+	if err != nil {
+		return "", err
+	}
+	var sel *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *api.Deployment:
+		sel = o.Spec.Selector
+	case *api.ReplicaSet:
+		sel = o.Spec.Selector
+	case *api.ReplicationController:
+		sel = &metav1.LabelSelector{MatchLabels: o.Spec.Selector}
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil || s.Empty() {
+		return "", fmt.Errorf("%s %s has no usable selector", k.Resource, name)
+	}
+	objs, _, err := c.List(ctx, api.KindOf(&api.Pod{}), ns, listOptions{LabelSelector: s.String()})
+	if err != nil {
+		return "", err
+	}
+	var best *api.Pod
+	rank := func(p *api.Pod) int {
+		r := 0
+		if p.Spec.NodeName != "" {
+			r++
+		}
+		if p.Status.Phase == api.PodRunning {
+			r += 2
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == api.PodReady && c.Status == api.ConditionTrue {
+				r += 4
+			}
+		}
+		return r
+	}
+	for _, o := range objs {
+		p := o.(*api.Pod)
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if best == nil || rank(p) > rank(best) ||
+			(rank(p) == rank(best) && p.CreationTimestamp.Before(&best.CreationTimestamp)) {
+			best = p
+		}
+	}
+	if best == nil {
+		return "", fmt.Errorf("no pods of %s %s", k.Resource, name)
+	}
+	return best.Name, nil
 }
 
 func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) error {
-	name, err := logsPodName(arg)
+	kind, name, err := logsTarget(arg)
 	if err != nil {
 		return err
 	}
@@ -108,6 +179,14 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 		return failed(errors.New("this client cannot read logs"))
 	}
 	ctx := cmd.Context()
+	if kind != nil {
+		pod, err := podOf(ctx, c, kind, g.namespace, name)
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
+			return reportedFailure()
+		}
+		name = pod
+	}
 	body, err := logger.PodLogs(ctx, g.namespace, name, opts)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -125,13 +125,18 @@ func startLogsCluster(t *testing.T) (string, *logsAgent) {
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
 	objs := []api.Object{node}
 	for name, ctrs := range map[string][]string{"web": {"app"}, "multi": {"a", "b"}} {
-		p := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: api.NamespaceDefault}}
+		p := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: api.NamespaceDefault, Labels: map[string]string{"app": name}}}
 		p.Spec.NodeName = "n1"
 		for _, c := range ctrs {
 			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: c, Image: "busybox"})
 		}
 		objs = append(objs, p)
 	}
+	rs := &api.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-rs", Namespace: api.NamespaceDefault}}
+	rs.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	rs.Spec.Template.Labels = map[string]string{"app": "web"}
+	rs.Spec.Template.Spec.Containers = []api.Container{{Name: "app", Image: "busybox"}}
+	objs = append(objs, rs)
 	for _, o := range objs {
 		api.Default(o)
 		if _, err := s.Store().Create(ctx, o); err != nil {
@@ -161,7 +166,9 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "multi", "-c", "a", "-p"}, exitFailure, "", "Error from server (NotFound): no such container run multi/a/previous\n"},
 		{[]string{"logs", "nope"}, exitFailure, "", "Error from server (NotFound): pods \"nope\" not found\n"},
 		{[]string{"logs", "web", "-n", "shop"}, exitFailure, "", "Error from server (NotFound): pods \"web\" not found\n"},
-		{[]string{"logs", "deploy/web"}, exitUsage, "", "Error: berth logs takes a pod, not \"deploy/web\"\n"},
+		{[]string{"logs", "rs/web-rs", "--tail", "1"}, exitOK, "world\n", ""},
+		{[]string{"logs", "deploy/web"}, exitFailure, "", "Error from server (NotFound): deployments.apps \"web\" not found\n"},
+		{[]string{"logs", "svc/web"}, exitUsage, "", "Error: berth logs takes a pod or a deployment, replicaset or replicationcontroller, not \"svc/web\"\n"},
 		{[]string{"logs", "web", "--tail", "-2"}, exitUsage, "", "Error: --tail must be -1 (all) or more, not -2\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

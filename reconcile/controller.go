@@ -226,7 +226,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			break // stopping: the error is most likely the cancellation itself
 		}
-		c.log.Error("reconcile failed, will retry", "key", key, "err", err,
+		level := slog.LevelError
+		if store.IsConflict(err) {
+			// Another writer got there first: the retry reads again and
+			// converges. Routine among controllers, so not an error.
+			level = slog.LevelDebug
+		}
+		c.log.Log(ctx, level, "reconcile failed, will retry", "key", key, "err", err,
 			"requeues", c.queue.NumRequeues(key))
 	}
 	return true

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/store"
 )
 
 // syncBuffer collects log output written by workers while the test reads it.
@@ -321,5 +323,33 @@ func TestIsTerminal(t *testing.T) {
 	}
 	if err := Terminal(base); !errors.Is(err, base) || err.Error() != base.Error() {
 		t.Errorf("Terminal(%v) = %v, want it to wrap and read as the original", base, err)
+	}
+}
+
+// TestControllerConflictsAreNotErrors: losing a write race to another
+// writer is routine among controllers; the retry is logged at debug, and
+// any other error at error level.
+func TestControllerConflictsAreNotErrors(t *testing.T) {
+	var n calls
+	c, clk, logs := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+		switch n.inc(key) {
+		case 1:
+			return Result{}, fmt.Errorf("update %s: %w", key, store.ErrConflict)
+		case 2:
+			return Result{}, errors.New("disk on fire")
+		}
+		return Result{}, nil
+	}), Options{})
+	c.Enqueue("ns/web")
+	for i := 2; i <= 3; i++ {
+		clk.Step(waitDelayed(t, c, clk, "ns/web"))
+		eventually(t, fmt.Sprintf("call %d", i), func() bool { return n.get("ns/web") == i })
+	}
+	got := logs.String()
+	if strings.Contains(got, "conflict") {
+		t.Errorf("a conflict was logged above debug:\n%s", got)
+	}
+	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "disk on fire") {
+		t.Errorf("another error was not logged as one:\n%s", got)
 	}
 }

@@ -38,7 +38,8 @@ type StaticOptions struct {
 	// changes. The pods are the receiver's.
 	OnChange func(pods []*api.Pod)
 	// OnError receives what kept a file (or the URL's body) from being
-	// read; the file's last good pods keep running.
+	// read; the file's last good pods keep running. It reports the error
+	// (nil: a warning on Logger).
 	OnError func(err error)
 	Clock   clock.WithTicker
 	Logger  *slog.Logger
@@ -88,7 +89,8 @@ func NewStaticPods(o StaticOptions) (*StaticPods, error) {
 		o.OnChange = func([]*api.Pod) {}
 	}
 	if o.OnError == nil {
-		o.OnError = func(error) {}
+		log := o.Logger
+		o.OnError = func(err error) { log.Warn("static pods", "err", err) }
 	}
 	s := &StaticPods{o: o}
 	if o.ManifestDir != "" {
@@ -177,7 +179,6 @@ func (s *StaticPods) Run(ctx context.Context) error {
 			continue
 		}
 		for _, err := range s.apply(src, rev) {
-			s.o.Logger.Warn("static pods", "err", err)
 			s.o.OnError(err)
 		}
 		s.emit()
@@ -310,7 +311,6 @@ func (s *StaticPods) emit() {
 				key := p.Namespace + "/" + p.Name
 				if where, dup := seen[key]; dup {
 					err := fmt.Errorf("static pods: pod %s is defined in %s and in %s; the first is kept", key, where, p.Annotations[AnnotationConfigSource]+":"+file)
-					s.o.Logger.Warn("static pods", "err", err)
 					s.o.OnError(err)
 					continue
 				}

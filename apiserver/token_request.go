@@ -57,13 +57,13 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 		}
 		ttl := time.Duration(0)
 		if e := req.Spec.ExpirationSeconds; e != nil {
-			ttl = time.Duration(*e) * time.Second
-			if ttl < minTokenTTL {
+			// Compared in seconds: a large value would overflow a Duration.
+			if *e < int64(minTokenTTL/time.Second) {
 				WriteError(w, invalidTokenRequest(sa.Name, "spec.expirationSeconds", *e,
 					fmt.Sprintf("may not specify a duration less than %d seconds", int(minTokenTTL.Seconds()))))
 				return
 			}
-			ttl = min(ttl, DefaultServiceAccountTokenTTL)
+			ttl = time.Duration(min(*e, int64(DefaultServiceAccountTokenTTL/time.Second))) * time.Second
 		}
 		var pod *api.Pod
 		if ref := req.Spec.BoundObjectRef; ref != nil {

@@ -100,6 +100,9 @@ func ResolvePort(p intstr.IntOrString, ports []api.ContainerPort) (int, error) {
 	}
 	for _, cp := range ports {
 		if cp.Name == p.StrVal {
+			if cp.ContainerPort <= 0 || cp.ContainerPort > 65535 {
+				return 0, fmt.Errorf("container port %q: %d out of range", p.StrVal, cp.ContainerPort)
+			}
 			return int(cp.ContainerPort), nil
 		}
 	}

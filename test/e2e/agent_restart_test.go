@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestAgentRestartReadopts kills an agent outright and starts it again on
+// the same data dir: it takes its running container back (same process,
+// no restart, logs still served) instead of starting another. Then a pod
+// that keeps crashing is restarted, counted, and its previous run's
+// output is served by `berth logs --previous`.
+func TestAgentRestartReadopts(t *testing.T) {
+	s := startServer(t)
+	a := startAgent(t, s, "n2", "127.0.0.2")
+	port := freePort(t, a.ip)
+	s.applyText(t, echoDeployment("keep", 1, port, "kept across restarts"))
+
+	var name, containerID string
+	var pid int
+	waitFor(t, 60*time.Second, "the keep pod Running and ready", func() error {
+		pods, err := podsOf(t, s, "keep")
+		if err != nil {
+			return err
+		}
+		if len(pods) != 1 || field(pods[0], "status.phase") != "Running" {
+			return fmt.Errorf("%d pods", len(pods))
+		}
+		cs := containerStatus(pods[0])
+		if cs == nil || cs["ready"] != true {
+			return errors.New("not ready")
+		}
+		name, _ = field(pods[0], "metadata.name").(string)
+		containerID, _ = cs["containerID"].(string)
+		if n := restartCount(pods[0]); n != 0 {
+			return fmt.Errorf("restartCount %d before the agent restarted", n)
+		}
+		pid, err = containerPID(a.dataDir, containerID)
+		return err
+	})
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("container pid %d: %v", pid, err)
+	}
+
+	a.stop(syscall.SIGKILL, 0)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the container (pid %d) died with its agent: %v", pid, err)
+	}
+	a.restart(t)
+	restarted := time.Now()
+	// The new agent serves the log of the run it found: it has taken it in.
+	waitFor(t, 30*time.Second, "berth logs through the restarted agent", func() error {
+		select {
+		case <-a.done:
+			return fmt.Errorf("agent exited: %v", a.err)
+		default:
+		}
+		out, stderr, code := s.berth(t, "logs", name)
+		if code != 0 || !strings.Contains(out, "http-echo serving") {
+			return fmt.Errorf("exit %d: %q %s", code, out, stderr)
+		}
+		return nil
+	})
+	// Two heartbeats later the new agent has long since synced its pods.
+	waitFor(t, 30*time.Second, "heartbeats of the restarted agent", func() error {
+		n, err := s.getJSON(t, "node", a.name)
+		if err != nil {
+			return err
+		}
+		conds, _ := field(n, "status.conditions").([]any)
+		for _, c := range conds {
+			c, _ := c.(map[string]any)
+			if c["type"] != "Ready" {
+				continue
+			}
+			beat, _ := time.Parse(time.RFC3339, fmt.Sprint(c["lastHeartbeatTime"]))
+			if c["status"] != "True" || beat.Before(restarted.Add(2*time.Second)) {
+				return fmt.Errorf("Ready=%v, last heartbeat %v", c["status"], c["lastHeartbeatTime"])
+			}
+			return nil
+		}
+		return errors.New("no Ready condition")
+	})
+	p, err := s.getJSON(t, "pod", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := containerStatus(p)
+	switch {
+	case field(p, "status.phase") != "Running":
+		t.Errorf("after the restart the pod is %v", field(p, "status.phase"))
+	case cs == nil || cs["containerID"] != containerID:
+		t.Errorf("after the restart the container is %v, want %s", cs["containerID"], containerID)
+	case restartCount(p) != 0:
+		t.Errorf("after the restart restartCount is %d", restartCount(p))
+	}
+	if now, err := containerPID(a.dataDir, containerID); err != nil || now != pid {
+		t.Errorf("after the restart the container pid is %d (%v), want %d", now, err, pid)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("the adopted container (pid %d) is gone: %v", pid, err)
+	}
+	if body, err := httpGet(fmt.Sprintf("http://%s:%d/", a.ip, port)); err != nil || !strings.Contains(body, "kept across restarts") {
+		t.Errorf("the adopted pod answers %q: %v", body, err)
+	}
+
+	// A container that fails at once is restarted, and counted; the run
+	// before the current one keeps its output.
+	s.applyText(t, `apiVersion: v1
+kind: Pod
+metadata:
+  name: crash
+  labels: {app: crash}
+spec:
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: crash
+    image: berth
+    command: [/bin/sh, -c, "echo boom; exit 3"]
+`)
+	waitFor(t, 90*time.Second, "the crash pod restarted twice", func() error {
+		p, err := s.getJSON(t, "pod", "crash")
+		if err != nil {
+			return err
+		}
+		if n := restartCount(p); n < 2 {
+			return fmt.Errorf("restartCount %d", n)
+		}
+		return nil
+	})
+	waitFor(t, 10*time.Second, "berth logs --previous crash", func() error {
+		out, stderr, code := s.berth(t, "logs", "crash", "--previous")
+		if code != 0 || strings.TrimSpace(out) != "boom" {
+			return fmt.Errorf("exit %d: %q %s", code, out, stderr)
+		}
+		return nil
+	})
+	if p, err := s.getJSON(t, "pod", "crash"); err == nil {
+		last, _ := field(containerStatus(p), "lastState.terminated.exitCode").(float64)
+		if last != 3 {
+			t.Errorf("lastState of the crash pod: %v", field(containerStatus(p), "lastState"))
+		}
+	}
+	s.mustBerth(t, "delete", "deploy", "keep")
+	s.mustBerth(t, "delete", "pod", "crash")
+}
+
+// TestServerEmbeddedAgent runs `berth server` with its own agent, as a
+// single-machine install does: its Node registers Ready, a pod runs on it,
+// and `berth logs` reaches the embedded agent.
+func TestServerEmbeddedAgent(t *testing.T) {
+	const ip = "127.0.0.6"
+	dataDir := t.TempDir()
+	// The embedded agent keeps its pods under <data-dir>/agent.
+	t.Cleanup(func() { reapContainers(t, filepath.Join(dataDir, "agent")) })
+	s := startServerIn(t, dataDir, "--agent=true", "--node-name", "solo", "--node-ip", ip,
+		"--agent-listen", fmt.Sprintf("%s:%d", ip, freePort(t, ip)))
+	waitNodeReady(t, s, "solo", "True")
+
+	port := freePort(t, ip)
+	s.applyText(t, echoDeployment("embedded", 1, port, "hello from the embedded agent"))
+	var name string
+	waitFor(t, 60*time.Second, "the pod Running on solo", func() error {
+		pods, err := runningPods(t, s, "embedded")
+		if err != nil {
+			return err
+		}
+		for n, v := range pods {
+			if v == "solo "+ip {
+				name = n
+				return nil
+			}
+		}
+		return fmt.Errorf("running: %v", pods)
+	})
+	waitFor(t, 20*time.Second, "the pod to answer", func() error {
+		body, err := httpGet(fmt.Sprintf("http://%s:%d/", ip, port))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(body, "hello from the embedded agent") {
+			return fmt.Errorf("answered %q", body)
+		}
+		return nil
+	})
+	if out := s.mustBerth(t, "logs", name); !strings.Contains(out, "http-echo serving") {
+		t.Errorf("berth logs %s: %q", name, out)
+	}
+	s.mustBerth(t, "delete", "deploy", "embedded")
+}

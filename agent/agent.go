@@ -82,6 +82,7 @@ type Agent struct {
 	log        *slog.Logger
 	rt         *exec.Runtime
 	pods       *PodManager
+	podEvents  *apiPodEvents
 	capacity   api.ResourceList
 	thresholds []Threshold
 	listener   net.Listener
@@ -130,6 +131,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("agent: no data dir")
 	}
+	// Containers get host paths under the data dir (their volumes): a
+	// relative one would mean nothing in their working directories.
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	cfg.DataDir = dataDir
 	if cfg.Server == "" && cfg.ManifestDir == "" && cfg.ManifestURL == "" {
 		return nil, errors.New("agent: standalone (no --server) needs --manifest-dir or --manifest-url")
 	}
@@ -162,6 +170,7 @@ func New(cfg Config) (*Agent, error) {
 		mirrorDirty: make(chan struct{}, 1),
 	}
 	mem := capacity[api.ResourceMemory]
+	a.podEvents = newAPIPodEvents(cfg.NodeName, a.connectedClient, a.log)
 	a.pods, err = NewPodManager(PodManagerOptions{
 		NodeName:       cfg.NodeName,
 		NodeIP:         cfg.NodeIP,
@@ -170,6 +179,7 @@ func New(cfg Config) (*Agent, error) {
 		MemoryCapacity: mem.Value(),
 		Reporter:       reporter{a},
 		Refs:           refs{a},
+		Events:         a.podEvents,
 		Clock:          cfg.Clock,
 		Logger:         a.log,
 	})
@@ -207,6 +217,9 @@ func (a *Agent) Addr() net.Addr {
 // takes them over.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.rt.Close()
+	if err := protectFromOOMKiller(AgentOOMScoreAdj); err != nil {
+		a.log.Warn("the agent is not protected from the OOM killer", "err", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -222,6 +235,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}()
 	}
 	goRun("pods", a.pods.Run)
+	goRun("pod events", a.podEvents.Run)
 	if a.cfg.ManifestDir != "" || a.cfg.ManifestURL != "" {
 		sp, err := NewStaticPods(StaticOptions{
 			NodeName:    a.cfg.NodeName,
@@ -284,6 +298,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Port:            int32(port),
 		Capabilities:    a.rt.Capabilities(),
 		Version:         a.cfg.Version,
+		LocalPathRoot:   localPathRoot(a.cfg.DataDir),
 		HeartbeatPeriod: a.cfg.HeartbeatPeriod,
 		Clock:           a.cfg.Clock,
 		Logger:          a.log,
@@ -324,6 +339,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Logger:       a.log,
 	}).Run)
 	run(func(ctx context.Context) error { return a.watchPods(ctx, c) })
+	run(func(ctx context.Context) error { return a.reclaimVolumes(ctx, c) })
 	<-ctx.Done()
 	wg.Wait()
 	return firstError(errs)
@@ -674,7 +690,7 @@ func (r refs) ClaimPath(ctx context.Context, namespace, claim string) (string, e
 	if err != nil {
 		return "", err
 	}
-	return VolumePath(o.(*api.PersistentVolume))
+	return claimDir(o.(*api.PersistentVolume), r.a.cfg.NodeName)
 }
 
 // ServiceAccountToken asks for a token of the pod's service account,

@@ -75,6 +75,9 @@ type NodeOptions struct {
 	Capabilities runtime.Capabilities
 	// Version is the agent's version, reported as nodeInfo.kubeletVersion.
 	Version string
+	// LocalPathRoot is where local-path volumes of this node live,
+	// published on the Node for the provisioner; empty publishes none.
+	LocalPathRoot string
 	// HeartbeatPeriod is 0 for DefaultHeartbeatPeriod.
 	HeartbeatPeriod time.Duration
 	Clock           clock.WithTicker
@@ -228,6 +231,9 @@ func (n *NodeManager) own(node *api.Node) {
 	node.Annotations[AnnotationCgroup] = cmpOr(caps.Cgroup, "none")
 	node.Annotations[AnnotationMemoryLimit] = strconv.FormatBool(caps.MemoryLimit)
 	node.Annotations[AnnotationCPULimit] = strconv.FormatBool(caps.CPULimit)
+	if n.o.LocalPathRoot != "" {
+		node.Annotations[api.AnnotationLocalPathRoot] = n.o.LocalPathRoot
+	}
 
 	key := func(t api.Taint) string { return t.Key + ":" + string(t.Effect) }
 	var mine []string

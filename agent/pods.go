@@ -34,7 +34,10 @@ type PodManagerOptions struct {
 	// Refs reads ConfigMaps, Secrets and claims; nil in standalone mode,
 	// where references fail with a clear message in the container's
 	// waiting state.
-	Refs   RefResolver
+	Refs RefResolver
+	// Events receives the workers' pod events (Started, Killing, BackOff,
+	// Unhealthy, Failed); nil records none.
+	Events PodEvents
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 }

@@ -93,6 +93,11 @@ type probeState struct {
 	timing  probe.Timing
 	tracker *probe.Tracker
 	next    time.Time
+	// output says why the last probe failed, for the Unhealthy event;
+	// failed: the last probe failed; reported: that event was recorded
+	// for the current failures.
+	output           string
+	failed, reported bool
 }
 
 func newPodWorker(m *PodManager, uid types.UID) *podWorker {
@@ -448,6 +453,7 @@ func (w *podWorker) syncContainer(ctx context.Context, pod *api.Pod, c *api.Cont
 		cs.backOff = nextBackOff(cs.backOff, ranFor)
 		cs.seenExit = cur.ID.Attempt
 		cs.restartAt = finished.Add(cs.backOff)
+		w.podEvent(pod, api.EventTypeWarning, ReasonBackOff, "Back-off restarting failed container "+c.Name)
 	}
 	if now.Before(cs.restartAt) {
 		return cs.restartAt
@@ -477,9 +483,11 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 		cs.waitMessage = err.Error()
 		cs.retryBackOff = nextBackOff(cs.retryBackOff, 0)
 		cs.retryAt = now.Add(cs.retryBackOff)
+		w.podEvent(pod, api.EventTypeWarning, ReasonFailed, "Error: "+err.Error())
 		return cs.retryAt
 	}
 	cs.waitReason, cs.waitMessage, cs.retryBackOff, cs.retryAt = "", "", 0, time.Time{}
+	w.podEvent(pod, api.EventTypeNormal, ReasonStarted, "Started container "+c.Name)
 	// Look again at once: the new run's probes start from its start.
 	return now
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +72,11 @@ func (w *podWorker) probe(ctx context.Context, pod *api.Pod, c *api.Container, c
 	if ps := cs.readiness; ps != nil {
 		if !now.Before(ps.next) {
 			cs.ready = w.runProbe(ctx, ps, target) == probe.Success
+			// Once per spell of failures, not on every failed probe.
+			if ps.failed && !ps.reported {
+				w.podEvent(pod, api.EventTypeWarning, ReasonUnhealthy, "Readiness probe failed: "+ps.output)
+			}
+			ps.reported = ps.failed
 		}
 		next = wakeAt(next, ps.next)
 	} else {
@@ -83,9 +90,10 @@ func (w *podWorker) probe(ctx context.Context, pod *api.Pod, c *api.Container, c
 func (w *podWorker) runProbe(ctx context.Context, ps *probeState, target probe.Target) probe.Result {
 	clk := w.m.o.Clock
 	pctx, cancel := clockTimeout(ctx, clk, ps.timing.Timeout)
-	r, _ := probe.Run(pctx, ps.spec.ProbeHandler, target)
+	r, out := probe.Run(pctx, ps.spec.ProbeHandler, target)
 	cancel()
 	ps.next = clk.Now().Add(ps.timing.Period)
+	ps.output, ps.failed = out, r == probe.Failure
 	return ps.tracker.Observe(r, ps.timing)
 }
 
@@ -98,6 +106,8 @@ func (w *podWorker) kill(ctx context.Context, pod *api.Pod, cs *containerRuntime
 		grace = time.Duration(*ps.spec.TerminationGracePeriodSeconds) * time.Second
 	}
 	w.m.o.Logger.Info("container failed its probe, killing it", "probe", which, "container", id.String(), "pod", pod.Namespace+"/"+pod.Name)
+	w.podEvent(pod, api.EventTypeWarning, ReasonUnhealthy, probeName(which)+" probe failed: "+ps.output)
+	w.podEvent(pod, api.EventTypeNormal, ReasonKilling, fmt.Sprintf("Container %s failed %s probe, will be restarted", id.Name, which))
 	cs.ready = false
 	if err := w.stopRun(ctx, id, nil, grace); err != nil {
 		w.log(pod).err("kill container", err)
@@ -127,4 +137,12 @@ func clockTimeout(ctx context.Context, clk clock.Clock, d time.Duration) (contex
 		t.Stop()
 		wg.Wait()
 	}
+}
+
+// probeName is how events name a probe: "liveness" → "Liveness".
+func probeName(which string) string {
+	if which == "" {
+		return which
+	}
+	return strings.ToUpper(which[:1]) + which[1:]
 }

@@ -85,6 +85,7 @@ func (w *podWorker) stopAll(ctx context.Context, pod *api.Pod, runs map[string][
 			if c := findContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 				hook = c.Lifecycle.PreStop.Exec
 			}
+			w.podEvent(pod, api.EventTypeNormal, ReasonKilling, "Stopping container "+name)
 			wg.Add(1)
 			go func(id runtime.ID) {
 				defer wg.Done()

@@ -138,6 +138,29 @@ const (
 	AnnotationProvisionedBy     = "pv.kubernetes.io/provisioned-by"
 )
 
+// Names through which the volume controller and the agents share the work
+// on local volumes: only a node's agent can touch its disk.
+const (
+	// AnnotationLocalPathRoot is set by the agent on its Node: the
+	// directory under which the local-path provisioner puts volumes.
+	AnnotationLocalPathRoot = "berth.dev/local-path-root"
+	// LocalPathNodePath is the StorageClass parameter that overrides the
+	// node's local-path root.
+	LocalPathNodePath = "nodePath"
+	// LabelReclaimNode marks a released volume whose data the named
+	// node's agent must delete or wipe; the agent watches its own.
+	LabelReclaimNode = "berth.dev/reclaim-node"
+	// FinalizerLocalPath holds a volume being deleted until its node's
+	// agent has removed the directory.
+	FinalizerLocalPath = "berth.dev/local-path"
+	// AnnotationRecycle asks the agent to wipe a released volume; its
+	// value is the UID of the claim that released it.
+	AnnotationRecycle = "berth.dev/recycle"
+	// AnnotationRecycled is the agent's answer: the UID of the claim
+	// whose data it wiped.
+	AnnotationRecycled = "berth.dev/recycled"
+)
+
 // PersistentVolumeClaimStatus is the observed state of a claim.
 type PersistentVolumeClaimStatus struct {
 	Phase       PersistentVolumeClaimPhase   `json:"phase,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -63,6 +64,9 @@ type Attributes struct {
 	Old api.Object
 	// FieldSelector is the request's field selector for list/watch; may be nil.
 	FieldSelector fields.Selector
+	// LabelSelector is the request's label selector for list/watch; nil
+	// when it has none.
+	LabelSelector labels.Selector
 }
 
 // Authorizer decides whether an identity may make a request.

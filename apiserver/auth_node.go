@@ -3,7 +3,10 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -33,7 +36,12 @@ func (p *Policy) authorizeNode(id *Identity, a Attributes) error {
 		return nodeRuleNode(id, a)
 	case "pods":
 		return p.nodeRulePod(id, a)
-	case "configmaps", "secrets", "persistentvolumeclaims", "persistentvolumes", "serviceaccounts":
+	case "persistentvolumes":
+		if ok, err := p.nodeRuleReclaim(id, a); ok || err != nil {
+			return err
+		}
+		return p.nodeRuleReferenced(id, a)
+	case "configmaps", "secrets", "persistentvolumeclaims", "serviceaccounts":
 		return p.nodeRuleReferenced(id, a)
 	case "events":
 		return p.nodeRuleEvent(id, a)
@@ -142,6 +150,39 @@ func (p *Policy) nodeRuleReferenced(id *Identity, a Attributes) error {
 		return Forbidden(id, a, fmt.Sprintf("no relationship found between node %q and this object", id.Node))
 	}
 	return nil
+}
+
+// nodeRuleReclaim: a node follows the volumes the volume controller
+// labelled for it to reclaim (list and watch only through the label
+// selector api.LabelReclaimNode=<node>), and, of those, changes only
+// metadata that says it is done: annotations and finalizers, never the
+// spec or the labels, so it cannot take a volume or hand it to another
+// node.
+func (p *Policy) nodeRuleReclaim(id *Identity, a Attributes) (bool, error) {
+	mine := func(o api.Object) bool {
+		return o != nil && o.GetLabels()[api.LabelReclaimNode] == id.Node
+	}
+	switch a.Verb {
+	case VerbList, VerbWatch:
+		if a.LabelSelector == nil || a.Subresource != "" {
+			return false, nil
+		}
+		v, ok := a.LabelSelector.RequiresExactMatch(api.LabelReclaimNode)
+		return ok && v == id.Node, nil
+	case VerbUpdate, VerbPatch:
+		if a.Subresource != "" || !mine(a.Object) {
+			return false, nil
+		}
+		stored, err := p.stored(a)
+		if err != nil || !mine(stored) {
+			return false, err
+		}
+		old, ok1 := stored.(*api.PersistentVolume)
+		pv, ok2 := a.Object.(*api.PersistentVolume)
+		return ok1 && ok2 && equality.Semantic.DeepEqual(old.Spec, pv.Spec) &&
+			maps.Equal(old.Labels, pv.Labels), nil
+	}
+	return false, nil
 }
 
 // nodeRuleEvent: a node records events, and updates (to count repeats)

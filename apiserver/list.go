@@ -67,7 +67,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *resource
 		WriteError(w, err)
 		return
 	}
-	if err := s.authorizeAttrs(r.Context(), req, req.attributes(nil, nil, sel.fields)); err != nil {
+	attrs := req.attributes(nil, nil, sel.fields)
+	attrs.LabelSelector = sel.filter.Labels
+	if err := s.authorizeAttrs(r.Context(), req, attrs); err != nil {
 		WriteError(w, err)
 		return
 	}

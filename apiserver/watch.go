@@ -47,7 +47,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req *resourc
 	if req.name != "" {
 		sel.withName(req.name)
 	}
-	if err := s.authorizeAttrs(r.Context(), req, req.attributes(nil, nil, sel.fields)); err != nil {
+	attrs := req.attributes(nil, nil, sel.fields)
+	attrs.LabelSelector = sel.filter.Labels
+	if err := s.authorizeAttrs(r.Context(), req, attrs); err != nil {
 		WriteError(w, err)
 		return
 	}

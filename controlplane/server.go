@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -22,12 +23,14 @@ import (
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/gc"
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/reconcile/node"
 	"github.com/berth-dev/berth/reconcile/podgc"
 	"github.com/berth-dev/berth/reconcile/quota"
 	"github.com/berth-dev/berth/reconcile/serviceaccount"
+	"github.com/berth-dev/berth/reconcile/volume"
 	"github.com/berth-dev/berth/reconcile/workload"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
@@ -51,6 +54,7 @@ const (
 	DefaultNodeMonitorGracePeriod   = node.DefaultGracePeriod
 	DefaultPodEvictionTimeout       = node.DefaultEvictionTimeout
 	DefaultTerminatedPodGCThreshold = podgc.DefaultThreshold
+	DefaultEventTTL                 = event.DefaultTTL
 )
 
 // Config says how to run a control plane. Zero fields take the defaults of
@@ -83,6 +87,9 @@ type Config struct {
 	// oldest are deleted (--terminated-pod-gc-threshold); zero takes the
 	// default 12500, a negative value keeps them all.
 	TerminatedPodGCThreshold int
+	// EventTTL is how long an event is kept after it was last recorded
+	// (--event-ttl); zero takes the default, one hour.
+	EventTTL time.Duration
 }
 
 // Server is a control plane: open, listening, not yet serving until Run.
@@ -99,6 +106,8 @@ type Server struct {
 	// controllers run with the server, each until Run's context ends.
 	controllers []*reconcile.Controller
 	scheduler   *sched.Scheduler
+	// events writes the events of the controllers and the scheduler.
+	events *event.Writer
 	// logs proxies pods/log to agents; Run ends its streams at shutdown.
 	logs *LogProxy
 }
@@ -133,12 +142,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{quota.Admit}})
+	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{volume.AdmitDefaultClass, quota.Admit}})
 	if err != nil {
 		backend.Close()
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds}
+	s.events = event.NewWriter(st, event.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	if err := s.bootstrap(ctx); err != nil {
 		st.Close()
 		return nil, err
@@ -153,9 +163,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.controllers = append(s.controllers,
 		endpoints.NewController(st, endpoints.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		workload.NewReplicaSetController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		workload.NewReplicationControllerController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		workload.NewDeploymentController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		workload.NewReplicaSetController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+			Events: s.events.Recorder("replicaset-controller", "")}),
+		workload.NewReplicationControllerController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+			Events: s.events.Recorder("replication-controller", "")}),
+		workload.NewDeploymentController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+			Events: s.events.Recorder("deployment-controller", "")}),
+		event.NewTTLController(st, event.TTLOptions{TTL: cfg.EventTTL, Clock: cfg.Clock, Logger: cfg.Logger}),
 		gc.NewController(st, gc.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 		namespace.NewController(st, namespace.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 		serviceaccount.NewController(st, serviceaccount.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
@@ -170,7 +184,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			EvictionTimeout: cfg.PodEvictionTimeout, Clock: cfg.Clock, Logger: cfg.Logger}),
 		podgc.NewController(st, podgc.Options{Threshold: gcThreshold, Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
-	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
+	s.controllers = append(s.controllers, volume.NewController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+		Events: s.events.Recorder(volume.EventComponent, ""), VolumesChanged: s.scheduler.VolumesChanged}))
 	if cfg.DNS != nil {
 		opts := *cfg.DNS
 		opts.Clock, opts.Logger = cfg.Clock, cfg.Logger
@@ -206,16 +223,29 @@ func openBackend(cfg Config) (store.Backend, error) {
 }
 
 // bootstrap creates what must exist from the start: the default
-// namespace.
+// namespace and the default StorageClass.
 func (s *Server) bootstrap(ctx context.Context) error {
 	nsKind, _ := api.LookupResource("namespaces")
 	if _, err := s.store.Get(nsKind, "", api.NamespaceDefault); err == nil {
 		return nil
 	}
+	// A store without the default namespace is new: it gets the class.
+	if err := s.bootstrapStorageClass(ctx); err != nil {
+		return err
+	}
 	ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: api.NamespaceDefault}}
 	api.Default(ns)
 	if _, err := s.store.Create(ctx, ns); err != nil && !store.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace default: %w", err)
+	}
+	return nil
+}
+
+// bootstrapStorageClass creates the default StorageClass local-path in a
+// new store; one a user changed or deleted later is left alone.
+func (s *Server) bootstrapStorageClass(ctx context.Context) error {
+	if _, err := s.store.Create(ctx, volume.DefaultClass()); err != nil && !store.IsAlreadyExists(err) {
+		return fmt.Errorf("create storageclass %s: %w", volume.DefaultClassName, err)
 	}
 	return nil
 }
@@ -243,7 +273,12 @@ func (s *Server) buildAPI() error {
 	if err != nil {
 		return err
 	}
+	registry := prometheus.NewRegistry()
+	if err := registry.Register(s.events); err != nil {
+		return fmt.Errorf("event metrics: %w", err)
+	}
 	a, err := apiserver.New(apiserver.Config{
+		Registry:      registry,
 		Store:         s.store,
 		Authenticator: apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer),
 		Authorizer:    apiserver.NewAuthorizer(s.store),
@@ -298,6 +333,7 @@ func (s *Server) Run(ctx context.Context) error {
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.sources.Run(runCtx) })
+	wg.Go(func() { s.events.Run(runCtx) })
 	for _, c := range s.controllers {
 		wg.Go(func() {
 			if err := c.Run(runCtx, 2); err != nil {

@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"errors"
 	"math/rand/v2"
 )
 
@@ -79,7 +80,7 @@ type FrameworkOptions struct {
 	// instead of how empty (spreading).
 	MostAllocated bool
 	// Volumes filters nodes by where a pod's volumes can be used; nil
-	// until the volumes work provides it.
+	// constrains nothing.
 	Volumes VolumeFilter
 	// PercentageOfNodesToScore overrides the adaptive sample size; 0 means
 	// kube-scheduler's adaptive rule.
@@ -186,6 +187,10 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		return Result{}, &FitError{}
 	}
 	if err := f.prepare(pod); err != nil {
+		var pre *PodUnschedulableError
+		if errors.As(err, &pre) {
+			return Result{}, &FitError{NumAllNodes: n, PreFilterMsg: pre.Message}
+		}
 		return Result{}, err
 	}
 	pod.spread = all.ownerCounts(pod.Owner)

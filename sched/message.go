@@ -20,6 +20,10 @@ type FitError struct {
 	// a filter with several reasons (Insufficient cpu and memory) counts
 	// once for each.
 	Reasons map[string]int
+	// PreFilterMsg, when set, is why the pod fits no node whatever the
+	// node (a volume hook's PodUnschedulableError); it replaces the
+	// per-node counts, as in kube-scheduler.
+	PreFilterMsg string
 }
 
 // Error renders the message as kube-scheduler does: the "count reason"
@@ -28,6 +32,9 @@ type FitError struct {
 func (e *FitError) Error() string {
 	if e.NumAllNodes == 0 {
 		return ErrNoNodes
+	}
+	if e.PreFilterMsg != "" {
+		return fmt.Sprintf("0/%d nodes are available: %s.", e.NumAllNodes, e.PreFilterMsg)
 	}
 	parts := make([]string, 0, len(e.Reasons))
 	for reason, n := range e.Reasons {

@@ -4,8 +4,8 @@ import "github.com/berth-dev/berth/api"
 
 // VolumeFilter is the hook through which volume binding rejects nodes a
 // pod's volumes cannot be used on (a local PersistentVolume's node
-// affinity). The volumes work fills it; until then no volume constrains
-// placement.
+// affinity, claims still waiting for a volume). reconcile/volume's Filter
+// implements it over the store; with none, no volume constrains placement.
 type VolumeFilter interface {
 	// ForPod returns the node test for pod's volumes, or nil when none of
 	// them constrains where the pod runs. It is called once per scheduling

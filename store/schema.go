@@ -29,6 +29,10 @@ const (
 	IndexClaim = "claim"
 	// IndexInvolved finds the events of an object by its UID.
 	IndexInvolved = "involved"
+	// IndexOrphan finds the pods of a namespace (the value) that have no
+	// controller, which a ReplicaSet may adopt, without scanning every pod
+	// of the namespace on each sync. Controlled pods are not in it.
+	IndexOrphan = "orphan"
 )
 
 // tableIndexes lists, per kind, the indexes beyond id, uid, owner and source.
@@ -36,6 +40,9 @@ var tableIndexes = map[string]map[string]*memdb.IndexSchema{
 	"Pod": {
 		IndexNode: {Name: IndexNode, Indexer: singleIndex(func(o api.Object) (string, bool) {
 			return o.(*api.Pod).Spec.NodeName, true
+		})},
+		IndexOrphan: {Name: IndexOrphan, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+			return o.GetNamespace(), api.ControllerOf(o) == nil
 		})},
 	},
 	"PersistentVolumeClaim": {

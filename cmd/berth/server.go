@@ -31,6 +31,7 @@ type serverOptions struct {
 	nodeMonitorGracePeriod   time.Duration
 	podEvictionTimeout       time.Duration
 	terminatedPodGCThreshold int
+	eventTTL                 time.Duration
 
 	// agent runs a node agent for this machine in the same process.
 	agent bool
@@ -73,6 +74,7 @@ them.`,
 				NodeMonitorGracePeriod:   o.nodeMonitorGracePeriod,
 				PodEvictionTimeout:       o.podEvictionTimeout,
 				TerminatedPodGCThreshold: gcThreshold(o.terminatedPodGCThreshold),
+				EventTTL:                 o.eventTTL,
 			})
 			if err != nil {
 				return failed(err)
@@ -105,6 +107,7 @@ them.`,
 	f.DurationVar(&o.nodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod, "no heartbeat for this long: node Ready=Unknown, taint node.kubernetes.io/unreachable")
 	f.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", controlplane.DefaultPodEvictionTimeout, "this long after a node is tainted unreachable or not-ready, its pods are deleted and recreated elsewhere by their controllers")
 	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
+	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
 	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")
 	o.agentFlags.register(f, "agent-listen", "address of the embedded agent's HTTPS log server (default <node-ip>:10250)")
 	return cmd

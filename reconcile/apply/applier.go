@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
 )
@@ -33,8 +33,9 @@ type Applier struct {
 
 	mu      sync.Mutex
 	sources map[string]*sourceState
-	// events numbers event names, which must be unique within a second.
-	events atomic.Uint64
+	// events records drift corrections and adoptions in the transaction
+	// that made them.
+	events *event.Recorder
 }
 
 // sourceState is what the applier keeps per source. mu serialises the
@@ -57,7 +58,8 @@ func New(s *store.Store, opts Options) *Applier {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Applier{store: s, clock: opts.Clock, log: opts.Logger, sources: map[string]*sourceState{}}
+	return &Applier{store: s, clock: opts.Clock, log: opts.Logger, sources: map[string]*sourceState{},
+		events: event.NewWriter(s, event.Options{Clock: opts.Clock, Logger: opts.Logger}).Recorder(EventComponent, "")}
 }
 
 func (a *Applier) state(name string) *sourceState {

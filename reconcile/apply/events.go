@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
 )
@@ -24,39 +22,10 @@ const EventComponent = "berth-applier"
 var eventKind = api.KindOf(&api.Event{})
 
 // recordEvent writes a Normal event about obj in the transaction that
-// changed it, so the event and the change are seen together. Events of
-// cluster-scoped objects go to the default namespace, as in Kubernetes.
+// changed it, so the event and the change are seen together; a repeat
+// (the same drift reverted again) bumps the count of the one before.
 func (a *Applier) recordEvent(tx *store.Txn, obj api.Object, reason, message string) error {
-	k := api.KindOf(obj)
-	ns := obj.GetNamespace()
-	if ns == "" {
-		ns = api.NamespaceDefault
-	}
-	now := metav1.NewTime(a.clock.Now())
-	seq := a.events.Add(1)
-	ev := &api.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns,
-			Name:      fmt.Sprintf("%s.%x", obj.GetName(), now.UnixNano()+int64(seq)),
-		},
-		InvolvedObject: api.ObjectReference{
-			Kind:            k.GVK.Kind,
-			APIVersion:      k.APIVersion(),
-			Namespace:       obj.GetNamespace(),
-			Name:            obj.GetName(),
-			UID:             string(obj.GetUID()),
-			ResourceVersion: obj.GetResourceVersion(),
-		},
-		Reason:         reason,
-		Message:        message,
-		Source:         api.EventSource{Component: EventComponent},
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
-		Type:           api.EventTypeNormal,
-	}
-	_, err := tx.Create(ev)
-	return err
+	return a.events.Record(tx, obj, api.EventTypeNormal, reason, message)
 }
 
 // driftMessage names the object, the source and the fields reverted.

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -73,7 +72,8 @@ type Reconciler struct {
 	store *store.Store
 	clock clock.PassiveClock
 	cfg   Config
-	seq   atomic.Uint64
+	// events writes inside the transaction of each action.
+	events *event.Recorder
 
 	mu    sync.Mutex
 	state State
@@ -83,7 +83,8 @@ type Reconciler struct {
 // that run it under their own Controller; opts.MonitorPeriod is unused.
 func NewReconciler(s *store.Store, opts Options) *Reconciler {
 	opts.defaults()
-	return &Reconciler{store: s, clock: opts.Clock, cfg: Config{GracePeriod: opts.GracePeriod, EvictionTimeout: opts.EvictionTimeout}}
+	return &Reconciler{store: s, clock: opts.Clock, cfg: Config{GracePeriod: opts.GracePeriod, EvictionTimeout: opts.EvictionTimeout},
+		events: event.NewWriter(s, event.Options{Clock: opts.Clock, Logger: opts.Logger}).Recorder(EventComponent, "")}
 }
 
 // NewController returns the node lifecycle controller: a pass every
@@ -197,36 +198,11 @@ func (r *Reconciler) apply(ctx context.Context, a Action) error {
 	return fmt.Errorf("%s %s %s: %w", a.Type, api.KindOf(a.Object).GVK.Kind, reconcile.ObjectKey(a.Object), err)
 }
 
-// recordEvent writes an event about obj. Events of cluster-scoped objects
-// (nodes) go to the default namespace, as in Kubernetes.
+// recordEvent writes an event about obj in the transaction of the change
+// it reports, correlated with the ones before it. Events of cluster-scoped
+// objects (nodes) go to the default namespace, as in Kubernetes.
 func (r *Reconciler) recordEvent(tx *store.Txn, obj api.Object, e Event) error {
-	k := api.KindOf(obj)
-	ns := obj.GetNamespace()
-	if ns == "" {
-		ns = api.NamespaceDefault
-	}
-	now := metav1.NewTime(r.clock.Now())
-	ev := &api.Event{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: ns,
-			Name:      fmt.Sprintf("%s.%x", obj.GetName(), now.UnixNano()+int64(r.seq.Add(1))),
-		},
-		InvolvedObject: api.ObjectReference{
-			Kind:       k.GVK.Kind,
-			APIVersion: k.APIVersion(),
-			Namespace:  obj.GetNamespace(),
-			Name:       obj.GetName(),
-			UID:        string(obj.GetUID()),
-		},
-		Reason:         e.Reason,
-		Message:        e.Message,
-		Source:         api.EventSource{Component: EventComponent},
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
-		Type:           e.Type,
-	}
-	if _, err := tx.Create(ev); err != nil {
+	if err := r.events.Record(tx, obj, e.Type, e.Reason, e.Message); err != nil {
 		return fmt.Errorf("record event %s: %w", e.Reason, err)
 	}
 	return nil

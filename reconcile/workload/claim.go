@@ -24,7 +24,10 @@ func (r *ReplicaReconciler) claimPods(ctx context.Context, v *replicated) ([]*ap
 	if err != nil {
 		return nil, fmt.Errorf("list pods of %s: %w", describe(v), err)
 	}
-	matching, _, err := r.store.List(podKind, store.Filter{Namespace: ns, Labels: v.selector})
+	// Only orphans may be adopted: the orphan index leaves out the pods
+	// with a controller, so that this is not a scan of every pod of the
+	// namespace on each sync.
+	matching, _, err := r.store.List(podKind, store.Filter{Namespace: ns, Index: store.IndexOrphan, Value: ns, Labels: v.selector, Predicate: isOrphan})
 	if err != nil {
 		return nil, fmt.Errorf("list pods matching %s: %w", describe(v), err)
 	}
@@ -63,6 +66,12 @@ func (r *ReplicaReconciler) claimPods(ctx context.Context, v *replicated) ([]*ap
 		}
 	}
 	return claimed, errors.Join(errs...)
+}
+
+// isOrphan reports whether a pod has no controller and is not being
+// deleted: one a controller may adopt.
+func isOrphan(o api.Object) bool {
+	return api.ControllerOf(o) == nil && o.GetDeletionTimestamp() == nil
 }
 
 // adopt makes v the controller of an orphan pod.

@@ -24,6 +24,27 @@ type Options struct {
 	Clock   clock.WithTicker
 	Backoff reconcile.Backoff
 	Logger  *slog.Logger
+	// Events receives what the controllers do (SuccessfulCreate,
+	// ScalingReplicaSet, …); nil records nothing.
+	Events EventRecorder
+}
+
+// EventRecorder records an event about an object without blocking the
+// caller; reconcile/event's Recorder is one.
+type EventRecorder interface {
+	Event(obj api.Object, eventType, reason, message string)
+}
+
+// noEvents records nothing.
+type noEvents struct{}
+
+func (noEvents) Event(api.Object, string, string, string) {}
+
+func eventsOr(e EventRecorder) EventRecorder {
+	if e == nil {
+		return noEvents{}
+	}
+	return e
 }
 
 // NewReplicaSetController returns the ReplicaSet controller, fed by
@@ -44,6 +65,7 @@ func newReplicaController(name string, s *store.Store, k *replicatedKind, opts O
 		c = opts.Clock
 	}
 	r := newReplicaReconciler(s, k, c)
+	r.events = eventsOr(opts.Events)
 	return reconcile.NewController(name, r, reconcile.Options{
 		Clock:   opts.Clock,
 		Backoff: opts.Backoff,

@@ -49,8 +49,9 @@ func PodTemplateHash(t *api.PodTemplateSpec, collisionCount *int32) string {
 // DeploymentReconciler rolls one Deployment, named by its key, out through
 // its ReplicaSets and reports the rollout in its status.
 type DeploymentReconciler struct {
-	store *store.Store
-	clock clock.PassiveClock
+	store  *store.Store
+	clock  clock.PassiveClock
+	events EventRecorder
 }
 
 // NewDeploymentReconciler returns the Reconciler alone, for tests and for
@@ -60,7 +61,7 @@ func NewDeploymentReconciler(s *store.Store, c clock.PassiveClock) *DeploymentRe
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &DeploymentReconciler{store: s, clock: c}
+	return &DeploymentReconciler{store: s, clock: c, events: noEvents{}}
 }
 
 // NewDeploymentController returns the Deployment controller, fed by watches
@@ -71,6 +72,7 @@ func NewDeploymentController(s *store.Store, opts Options) *reconcile.Controller
 		c = opts.Clock
 	}
 	r := NewDeploymentReconciler(s, c)
+	r.events = eventsOr(opts.Events)
 	return reconcile.NewController(DeploymentName, r, reconcile.Options{
 		Clock:   opts.Clock,
 		Backoff: opts.Backoff,
@@ -201,7 +203,7 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 		newRS, progressed = created, true
 	} else if revisionOf(newRS) < revision || newRS.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
 		// Rolled back to an older template, or minReadySeconds changed.
-		updated, err := r.scale(ctx, newRS, replicasOf(newRS.Spec.Replicas), revision, d.Spec.MinReadySeconds)
+		updated, err := r.scale(ctx, d, newRS, replicasOf(newRS.Spec.Replicas), revision, d.Spec.MinReadySeconds)
 		if err != nil {
 			return nil, false, err
 		}
@@ -231,7 +233,7 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 		if replicasOf(rs.Spec.Replicas) == n {
 			continue
 		}
-		updated, err := r.scale(ctx, rs, n, revisionOf(rs), rs.Spec.MinReadySeconds)
+		updated, err := r.scale(ctx, d, rs, n, revisionOf(rs), rs.Spec.MinReadySeconds)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -267,7 +269,7 @@ func (r *DeploymentReconciler) scalePaused(ctx context.Context, d *api.Deploymen
 	if replicasOf(target.Spec.Replicas) == replicas {
 		return nil
 	}
-	_, err := r.scale(ctx, target, replicas, revisionOf(target), target.Spec.MinReadySeconds)
+	_, err := r.scale(ctx, d, target, replicas, revisionOf(target), target.Spec.MinReadySeconds)
 	return err
 }
 
@@ -358,8 +360,9 @@ func withLabel(m map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// scale writes a ReplicaSet's replicas, revision and minReadySeconds.
-func (r *DeploymentReconciler) scale(ctx context.Context, rs *api.ReplicaSet, replicas int32, revision int64, minReady int32) (*api.ReplicaSet, error) {
+// scale writes a ReplicaSet's replicas, revision and minReadySeconds, and
+// records a change of replicas on the Deployment d.
+func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, replicas int32, revision int64, minReady int32) (*api.ReplicaSet, error) {
 	c := rs.DeepCopy()
 	c.Spec.Replicas = &replicas
 	c.Spec.MinReadySeconds = minReady
@@ -372,6 +375,14 @@ func (r *DeploymentReconciler) scale(ctx context.Context, rs *api.ReplicaSet, re
 	obj, err := r.store.Update(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("scale replicaset %s/%s to %d: %w", rs.Namespace, rs.Name, replicas, err)
+	}
+	if from := replicasOf(rs.Spec.Replicas); from != replicas {
+		dir := "up"
+		if replicas < from {
+			dir = "down"
+		}
+		r.events.Event(d, api.EventTypeNormal, ReasonScalingReplicaSet,
+			fmt.Sprintf("Scaled %s replica set %s to %d from %d", dir, rs.Name, replicas, from))
 	}
 	return obj.(*api.ReplicaSet), nil
 }

@@ -36,6 +36,7 @@ type ReplicaReconciler struct {
 	kind         *replicatedKind
 	clock        clock.PassiveClock
 	expectations *Expectations
+	events       EventRecorder
 }
 
 // NewReplicaSetReconciler returns the Reconciler of ReplicaSets alone, for
@@ -55,7 +56,7 @@ func newReplicaReconciler(s *store.Store, k *replicatedKind, c clock.PassiveCloc
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &ReplicaReconciler{store: s, kind: k, clock: c, expectations: NewExpectations(c)}
+	return &ReplicaReconciler{store: s, kind: k, clock: c, expectations: NewExpectations(c), events: noEvents{}}
 }
 
 // Expectations are the reconciler's outstanding creations and deletions;
@@ -149,14 +150,14 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 		}
 		n := min(-diff, BurstReplicas)
 		r.expectations.ExpectCreations(key, n)
-		created, err := slowStartBatch(n, 1, func() error {
-			_, err := r.store.Create(ctx, newPod(v, r.kind.kind))
-			return err
+		created, err := slowStartBatch(n, 1, func(batch int) (int, error) {
+			return r.createPods(ctx, v, batch)
 		})
 		for range n - created {
 			r.expectations.CreationObserved(key)
 		}
 		if err != nil {
+			r.events.Event(v.obj, api.EventTypeWarning, ReasonFailedCreate, "Error creating: "+err.Error())
 			return ReasonFailedCreate, fmt.Errorf("create pods for %s %s: created %d of %d: %w", r.kind.kind.Resource, key, created, n, err)
 		}
 	case diff > 0:
@@ -177,6 +178,7 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 				_, err := r.store.Delete(ctx, podKind, p.Namespace, p.Name,
 					store.DeleteOptions{Preconditions: &store.Preconditions{UID: string(p.UID)}})
 				if err == nil {
+					r.events.Event(v.obj, api.EventTypeNormal, ReasonSuccessfulDelete, "Deleted pod: "+p.Name)
 					return
 				}
 				// The watch will never show it: do not wait for it.
@@ -184,6 +186,7 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 				if store.IsNotFound(err) {
 					return
 				}
+				r.events.Event(v.obj, api.EventTypeWarning, ReasonFailedDelete, "Error deleting: "+err.Error())
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -201,6 +204,13 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 const (
 	ReasonFailedCreate = "FailedCreate"
 	ReasonFailedDelete = "FailedDelete"
+)
+
+// Reasons of the controllers' Normal events, as Kubernetes names them.
+const (
+	ReasonSuccessfulCreate  = "SuccessfulCreate"
+	ReasonSuccessfulDelete  = "SuccessfulDelete"
+	ReasonScalingReplicaSet = "ScalingReplicaSet"
 )
 
 // failureCondition sets the ReplicaFailure condition when a sync failed to
@@ -240,35 +250,65 @@ func (r *ReplicaReconciler) namespaceTerminating(name string) bool {
 	return ns.DeletionTimestamp != nil || ns.Status.Phase == api.NamespaceTerminating
 }
 
-// slowStartBatch calls fn count times, in batches of initial, then twice
-// as many, and so on, each batch concurrently, stopping after the first
-// batch with a failure, so that a controller that cannot create pods (a
-// quota, a missing namespace) learns it from one call rather than from a
-// flood. It returns how many calls succeeded and the errors of the last
-// batch.
-func slowStartBatch(count, initial int, fn func() error) (int, error) {
+// slowStartBatch creates count things through fn, in batches of initial,
+// then twice as many, and so on, stopping after the first batch with a
+// failure, so that a controller that cannot create pods (a quota, a
+// missing namespace) learns it from one call rather than from a flood. fn
+// creates a batch of n and returns how many it created. slowStartBatch
+// returns how many were created in all and the error of the failed batch.
+func slowStartBatch(count, initial int, fn func(n int) (int, error)) (int, error) {
 	remaining := count
 	successes := 0
 	for batch := min(remaining, initial); batch > 0; batch = min(2*batch, remaining) {
-		errs := make([]error, batch)
-		var wg sync.WaitGroup
-		for i := range batch {
-			wg.Go(func() { errs[i] = fn() })
-		}
-		wg.Wait()
-		failed := 0
-		for _, err := range errs {
-			if err != nil {
-				failed++
-			}
-		}
-		successes += batch - failed
-		if failed > 0 {
-			return successes, errors.Join(errs...)
+		ok, err := fn(batch)
+		successes += ok
+		if err != nil {
+			return successes, err
 		}
 		remaining -= batch
 	}
 	return successes, nil
+}
+
+// createPods creates n pods of v's template in one store transaction: a
+// slow-start batch of 256 pods is one commit rather than 256. When that
+// transaction fails, nothing of it was written, and the pods are created
+// again one at a time, stopping at the first failure, so that a batch
+// that crosses a quota creates the pods that fit and the error names the
+// one that does not. It returns how many pods it created.
+func (r *ReplicaReconciler) createPods(ctx context.Context, v *replicated, n int) (int, error) {
+	if n > 1 {
+		names := make([]string, 0, n)
+		_, err := r.store.Txn(ctx, func(tx *store.Txn) error {
+			names = names[:0]
+			for range n {
+				p, err := tx.Create(newPod(v, r.kind.kind))
+				if err != nil {
+					return err
+				}
+				names = append(names, p.GetName())
+			}
+			return nil
+		})
+		if err == nil {
+			for _, name := range names {
+				r.events.Event(v.obj, api.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: "+name)
+			}
+			return n, nil
+		}
+		if ctx.Err() != nil {
+			// The transaction may have committed; the watch will tell.
+			return 0, err
+		}
+	}
+	for i := range n {
+		p, err := r.store.Create(ctx, newPod(v, r.kind.kind))
+		if err != nil {
+			return i, err
+		}
+		r.events.Event(v.obj, api.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: "+p.GetName())
+	}
+	return n, nil
 }
 
 // newPod is a pod of v's template: named <owner>-<5 random characters>,

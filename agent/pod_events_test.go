@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/testtool"
+)
+
+// fakePodEvents keeps the pod events as "Type Reason Message" lines.
+type fakePodEvents struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (f *fakePodEvents) PodEvent(pod *api.Pod, eventType, reason, message string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, eventType+" "+reason+" "+message)
+}
+
+func (f *fakePodEvents) all() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.events)
+}
+
+// waitEvents waits until the events recorded are want.
+func (f *fakePodEvents) waitEvents(t *testing.T, want ...string) {
+	t.Helper()
+	testtool.WaitFor(t, 5*time.Second, fmt.Sprintf("events %q", want), func() error {
+		if got := f.all(); !slices.Equal(got, want) {
+			return fmt.Errorf("events %q", got)
+		}
+		return nil
+	})
+}
+
+// newEventHarness is newTestHarness with a PodManager that records events.
+func newEventHarness(t *testing.T) (*harness, *fakePodEvents) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(testEpoch)
+	rt := newFakeRuntime(clk)
+	ev := &fakePodEvents{}
+	h := &harness{t: t, clk: clk, rt: rt, rep: newFakeReporter()}
+	m, err := NewPodManager(PodManagerOptions{
+		NodeName: "n1", NodeIP: testNodeIP, Runtime: rt, DataDir: t.TempDir(),
+		MemoryCapacity: 4 << 30, Reporter: h.rep, Refs: &fakeRefs{}, Clock: clk, Events: ev,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m = m
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel, h.done = cancel, make(chan error, 1)
+	go func() { h.done <- m.Run(ctx) }()
+	t.Cleanup(h.stop)
+	return h, ev
+}
+
+func TestCrashLoopRecordsBackOff(t *testing.T) {
+	h, ev := newEventHarness(t)
+	h.m.Sync(workerPod("u1", "web", api.RestartPolicyAlways, "app"))
+	run0 := h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
+	const (
+		started = "Normal Started Started container app"
+		backOff = "Warning BackOff Back-off restarting failed container app"
+	)
+	ev.waitEvents(t, started)
+
+	if err := h.rt.exit(run0.ID, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("u1", "back-off 10s", waitingReason(reasonCrashLoopBackOff, "back-off 10s"))
+	ev.waitEvents(t, started, backOff)
+	// Syncs during the back-off record nothing more.
+	h.step(5 * time.Second)
+	h.settle()
+	if got := ev.all(); len(got) != 2 {
+		t.Fatalf("events during the back-off: %q", got)
+	}
+
+	h.step(5 * time.Second)
+	run1 := h.waitRun(rid("u1", "app", 1), runtime.StateRunning)
+	ev.waitEvents(t, started, backOff, started)
+	if err := h.rt.exit(run1.ID, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	ev.waitEvents(t, started, backOff, started, backOff)
+}
+
+func TestLivenessFailureRecordsUnhealthyAndKilling(t *testing.T) {
+	h, ev := newEventHarness(t)
+	healthy := true
+	h.rt.setExec(func(_ runtime.ID, argv []string) ([]byte, int, error) {
+		h.rt.mu.Lock()
+		defer h.rt.mu.Unlock()
+		if healthy {
+			return nil, 0, nil
+		}
+		return []byte("dead"), 1, nil
+	})
+	p := workerPod("u1", "web", api.RestartPolicyAlways, "app")
+	p.Spec.Containers[0].LivenessProbe = execProbe("alive", 10, 1)
+	h.m.Sync(p)
+	run0 := h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
+	testtool.WaitFor(t, 5*time.Second, "a liveness probe", func() error {
+		if n := len(h.rt.execsOf(run0.ID)); n < 1 {
+			return fmt.Errorf("%d probes", n)
+		}
+		return nil
+	})
+	h.rt.mu.Lock()
+	healthy = false
+	h.rt.mu.Unlock()
+	h.step(10 * time.Second)
+	h.waitRun(run0.ID, runtime.StateExited)
+	testtool.WaitFor(t, 5*time.Second, "Unhealthy and Killing", func() error {
+		got := ev.all()
+		if len(got) < 3 || got[0] != "Normal Started Started container app" ||
+			!strings.HasPrefix(got[1], "Warning Unhealthy Liveness probe failed: ") ||
+			got[2] != "Normal Killing Container app failed liveness probe, will be restarted" {
+			return fmt.Errorf("events %q", got)
+		}
+		return nil
+	})
+}
+
+func TestDeletionRecordsKilling(t *testing.T) {
+	h, ev := newEventHarness(t)
+	p := workerPod("u1", "web", api.RestartPolicyAlways, "app")
+	h.m.Sync(p)
+	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
+	deleting := p.DeepCopy()
+	now := metav1.NewTime(h.clk.Now())
+	deleting.DeletionTimestamp, deleting.DeletionGracePeriodSeconds = &now, ptr(int64(0))
+	h.m.Sync(deleting)
+	ev.waitEvents(t, "Normal Started Started container app", "Normal Killing Stopping container app")
+}
+
+func TestAPIPodEventsNeverBlock(t *testing.T) {
+	e := newAPIPodEvents("n1", func() *client.Client { return nil }, slog.New(slog.DiscardHandler))
+	p := workerPod("u1", "web", api.RestartPolicyAlways, "app")
+	for range 2 * podEventQueue {
+		e.PodEvent(p, api.EventTypeNormal, ReasonStarted, "Started container app")
+	}
+	if n := len(e.queue); n != podEventQueue {
+		t.Fatalf("queue holds %d, want %d", n, podEventQueue)
+	}
+	got := <-e.queue
+	if got.pod.Spec.NodeName != "n1" || got.pod.Name != "web" || got.pod.UID != "u1" {
+		t.Errorf("queued pod %+v: want this node as host", got.pod.ObjectMeta)
+	}
+	// Not connected: Run drops what is queued and stops with its context.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	testtool.WaitFor(t, 5*time.Second, "the queue drained", func() error {
+		if n := len(e.queue); n != 0 {
+			return fmt.Errorf("%d queued", n)
+		}
+		return nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -29,29 +29,6 @@ const reclaimRetry = 10 * time.Second
 // agent's data dir, next to its pods.
 func localPathRoot(dataDir string) string { return filepath.Join(dataDir, "volumes") }
 
-// volumeNodeName is the one node a volume's required node affinity names
-// by hostname, "" when it names none or several.
-func volumeNodeName(pv *api.PersistentVolume) string {
-	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return ""
-	}
-	terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms
-	if len(terms) != 1 {
-		return ""
-	}
-	for _, r := range terms[0].MatchExpressions {
-		if r.Key == api.LabelHostname && r.Operator == api.NodeSelectorOpIn && len(r.Values) == 1 {
-			return r.Values[0]
-		}
-	}
-	for _, r := range terms[0].MatchFields {
-		if r.Key == "metadata.name" && r.Operator == api.NodeSelectorOpIn && len(r.Values) == 1 {
-			return r.Values[0]
-		}
-	}
-	return ""
-}
-
 // claimDir is the directory of the volume bound to a claim, as a pod on
 // node uses it. A volume with node affinity to another node is refused:
 // its data is not here. A local-path volume's directory is made on first
@@ -61,11 +38,11 @@ func claimDir(pv *api.PersistentVolume, node string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if n := volumeNodeName(pv); n != "" && n != node {
+	if n := api.LocalVolumeNode(pv); n != "" && n != node {
 		return "", fmt.Errorf("persistentvolume %s lives on node %s, not on this node %s", pv.Name, n, node)
 	}
 	if pv.Annotations[api.AnnotationProvisionedBy] == api.LocalPathProvisioner {
-		if volumeNodeName(pv) != node {
+		if api.LocalVolumeNode(pv) != node {
 			return "", fmt.Errorf("persistentvolume %s: a local-path volume must name its node", pv.Name)
 		}
 		if err := safeVolumeDir(dir); err != nil {
@@ -116,7 +93,7 @@ const (
 // actionFor decides what the agent of node with local-path root must do
 // for pv.
 func actionFor(pv *api.PersistentVolume, node, root string) reclaimAction {
-	if volumeNodeName(pv) != node || pv.Labels[api.LabelReclaimNode] != node || !reclaimable(pv, root) {
+	if api.LocalVolumeNode(pv) != node || pv.Labels[api.LabelReclaimNode] != node || !reclaimable(pv, root) {
 		return reclaimNone
 	}
 	if pv.DeletionTimestamp != nil {

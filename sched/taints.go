@@ -49,28 +49,9 @@ func (p *PodInfo) toleratesTaint(taint *api.Taint) bool {
 		return true
 	}
 	for i := range p.tolerations {
-		if toleratesTaint(&p.tolerations[i], taint) {
+		if p.tolerations[i].ToleratesTaint(taint) {
 			return true
 		}
-	}
-	return false
-}
-
-// toleratesTaint is Kubernetes' matching rule: an empty effect matches
-// every effect, an empty key (with Exists) every key, and the operator
-// Equal (or none) compares values.
-func toleratesTaint(t *api.Toleration, taint *api.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case "", api.TolerationOpEqual:
-		return t.Value == taint.Value
-	case api.TolerationOpExists:
-		return true
 	}
 	return false
 }

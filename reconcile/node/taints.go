@@ -94,25 +94,6 @@ func noExecuteTaint(ts []api.Taint) *api.Taint {
 	return nil
 }
 
-// toleratesTaint is Kubernetes' matching rule: an empty effect matches
-// every effect, an empty key (with Exists) every key, and the operator
-// Equal (or none) compares values.
-func toleratesTaint(t *api.Toleration, taint *api.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key != "" && t.Key != taint.Key {
-		return false
-	}
-	switch t.Operator {
-	case "", api.TolerationOpEqual:
-		return t.Value == taint.Value
-	case api.TolerationOpExists:
-		return true
-	}
-	return false
-}
-
 // evictionTime is when a pod on a node carrying the NoExecute taint must
 // go, as Kubernetes' taint manager decides it: a pod that does not tolerate
 // the taint goes timeout after the taint was added; one that tolerates it
@@ -129,7 +110,7 @@ func evictionTime(pod *api.Pod, taint *api.Taint, timeout time.Duration) (time.T
 	var least int64
 	for i := range pod.Spec.Tolerations {
 		t := &pod.Spec.Tolerations[i]
-		if !toleratesTaint(t, taint) {
+		if !t.ToleratesTaint(taint) {
 			continue
 		}
 		if t.TolerationSeconds == nil {

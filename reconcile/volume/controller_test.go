@@ -285,7 +285,7 @@ func TestWaitForFirstConsumerProvisionsOnPodsNode(t *testing.T) {
 	name := "pvc-" + string(c.UID)
 	f.waitBound("data", name)
 	pv := f.volume(name)
-	if got := volumeNode(pv); got != "n2" {
+	if got := api.LocalVolumeNode(pv); got != "n2" {
 		t.Errorf("volume on node %q, want n2", got)
 	}
 	if pv.Spec.Local == nil || pv.Spec.Local.Path != "/var/lib/berth-agent/volumes/"+name {
@@ -316,8 +316,8 @@ func TestImmediateClassProvisionsWithNodePath(t *testing.T) {
 	name := "pvc-" + string(c.UID)
 	f.waitBound("data", name)
 	pv := f.volume(name)
-	if pv.Spec.Local.Path != "/srv/fast/"+name || volumeNode(pv) != "n1" || pv.Spec.PersistentVolumeReclaimPolicy != api.PersistentVolumeReclaimRetain {
-		t.Errorf("volume %s on %s, policy %s", pv.Spec.Local.Path, volumeNode(pv), pv.Spec.PersistentVolumeReclaimPolicy)
+	if pv.Spec.Local.Path != "/srv/fast/"+name || api.LocalVolumeNode(pv) != "n1" || pv.Spec.PersistentVolumeReclaimPolicy != api.PersistentVolumeReclaimRetain {
+		t.Errorf("volume %s on %s, policy %s", pv.Spec.Local.Path, api.LocalVolumeNode(pv), pv.Spec.PersistentVolumeReclaimPolicy)
 	}
 }
 

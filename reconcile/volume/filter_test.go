@@ -163,7 +163,7 @@ func TestFilterWaitForFirstConsumer(t *testing.T) {
 	f.create(podWithClaim("app", "data", func(p *api.Pod) { p.Spec.NodeSelector = map[string]string{"disk": "ssd"} }))
 	f.waitScheduled("app", "n3")
 	f.waitBound("data", "pvc-"+string(c.UID))
-	if got := volumeNode(f.volume("pvc-" + string(c.UID))); got != "n3" {
+	if got := api.LocalVolumeNode(f.volume("pvc-" + string(c.UID))); got != "n3" {
 		t.Fatalf("volume on %q, want n3", got)
 	}
 

@@ -71,30 +71,6 @@ func requirementMatches(r api.NodeSelectorRequirement, v string, has bool) bool 
 	return false
 }
 
-// volumeNode is the node a volume lives on: the one hostname its required
-// node affinity names, as the local-path provisioner writes it. It is ""
-// for a volume that names no single node.
-func volumeNode(pv *api.PersistentVolume) string {
-	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return ""
-	}
-	terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms
-	if len(terms) != 1 {
-		return ""
-	}
-	for _, r := range terms[0].MatchExpressions {
-		if r.Key == api.LabelHostname && r.Operator == api.NodeSelectorOpIn && len(r.Values) == 1 {
-			return r.Values[0]
-		}
-	}
-	for _, r := range terms[0].MatchFields {
-		if r.Key == fieldNodeName && r.Operator == api.NodeSelectorOpIn && len(r.Values) == 1 {
-			return r.Values[0]
-		}
-	}
-	return ""
-}
-
 // hostnameAffinity is the node affinity of a volume on one node.
 func hostnameAffinity(node string) *api.VolumeNodeAffinity {
 	return &api.VolumeNodeAffinity{Required: &api.NodeSelector{NodeSelectorTerms: []api.NodeSelectorTerm{{

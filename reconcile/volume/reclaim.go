@@ -115,7 +115,7 @@ func (r *Reconciler) reclaim(ctx context.Context, pv *api.PersistentVolume) (rec
 	if policy == api.PersistentVolumeReclaimRecycle {
 		failReason = ReasonVolumeFailedRecycle
 	}
-	node := volumeNode(pv)
+	node := api.LocalVolumeNode(pv)
 	if node == "" || (pv.Spec.Local == nil && pv.Spec.HostPath == nil) {
 		return reconcile.Result{}, r.fail(ctx, pv, failReason,
 			fmt.Sprintf("reclaim policy %s needs a local or hostPath volume with node affinity to one node", policy))
@@ -263,7 +263,7 @@ func (r *Reconciler) watchDeletion(ctx context.Context, pv *api.PersistentVolume
 	if !slices.Contains(pv.Finalizers, api.FinalizerLocalPath) || pv.Status.Phase == api.VolumeFailed {
 		return reconcile.Result{}, nil
 	}
-	node := volumeNode(pv)
+	node := api.LocalVolumeNode(pv)
 	if _, err := r.store.Get(nodeKind, "", node); err == nil || !store.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package exec
 
 import (
@@ -19,18 +21,6 @@ import (
 
 	"github.com/berth-dev/berth/agent/runtime"
 )
-
-// Options configure a Runtime.
-type Options struct {
-	// Root is the runtime's state directory (the agent's <data dir>/pods).
-	Root string
-	// Logger receives what the runtime cannot return (a run lost while
-	// watching it). Nil discards.
-	Logger *slog.Logger
-	// Clock times Stop's grace period, the following of logs and the slow
-	// poll of processes pidfd cannot watch. Nil is the real clock.
-	Clock clock.WithTicker
-}
 
 // exitedBuffer is the capacity of the Exited channel; more exits than this
 // wait in a pending list instead of blocking the runtime.

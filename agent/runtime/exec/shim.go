@@ -1,3 +1,5 @@
+//go:build linux
+
 package exec
 
 import (
@@ -15,10 +17,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// ShimEnv is the variable that turns the berth binary into a shim: its
-// value is the run directory.
-const ShimEnv = "BERTH_EXEC_SHIM"
 
 // readyFD is the descriptor on which the shim tells the runtime that the
 // container started or failed to: it closes it after writing state.json or

@@ -278,6 +278,9 @@ func runRolloutUndo(cmd *cobra.Command, g *globalOptions, o *rolloutUndoOptions,
 		return failed(errors.New(errorMessage(err)))
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "deployment.apps/%s rolled back\n", name)
+	if src := d.Annotations[api.AnnotationSource]; src != "" && src != string(api.SourceTypeAPI) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: deployment.apps/%s is applied from source %s: its next sync puts back the template the source holds; undo the change there to keep this one\n", name, src)
+	}
 	return nil
 }
 

@@ -141,7 +141,7 @@ func TestRolloutUndoAndStatus(t *testing.T) {
 		return r.code == exitOK && strings.Count(r.stdout, "\n") == 2
 	})
 	r := berth("rollout", "undo", "deploy/web")
-	if r.code != exitOK || r.stdout != "deployment.apps/web rolled back\n" {
+	if r.code != exitOK || r.stdout != "deployment.apps/web rolled back\n" || r.stderr != "" {
 		t.Fatalf("undo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if got := envOf(); got != "1" {
@@ -155,5 +155,33 @@ func TestRolloutUndoAndStatus(t *testing.T) {
 	}
 	if r := berth("rollout", "status", "svc/web"); r.code != exitUsage {
 		t.Errorf("rollout of a service: exit %d", r.code)
+	}
+}
+
+func TestRolloutUndoWarnsUnderASource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "web.yaml"), webDeployment("1"))
+	kubeconfig := startSourcedControlPlane(t, "name=site,"+dir)
+	berth := func(args ...string) result {
+		t.Helper()
+		return runBerth(t, "", append(args, "--kubeconfig", kubeconfig)...)
+	}
+	if r := berth("reconcile", "source", "site"); r.code != exitOK {
+		t.Fatalf("sync: %s", r.stderr)
+	}
+	writeFile(t, filepath.Join(dir, "web.yaml"), webDeployment("2"))
+	if r := berth("reconcile", "source", "site"); r.code != exitOK {
+		t.Fatalf("sync: %s", r.stderr)
+	}
+	waitReady(t, func() bool {
+		r := berth("get", "rs", "-o", "name")
+		return r.code == exitOK && strings.Count(r.stdout, "\n") == 2
+	})
+	r := berth("rollout", "undo", "deploy/web")
+	if r.code != exitOK || !strings.Contains(r.stderr, "Warning: deployment.apps/web is applied from source site") {
+		t.Errorf("undo under a source: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -338,6 +339,9 @@ func (m *PodManager) ContainerRun(namespace, name, container string, previous bo
 func (m *PodManager) removePodFiles(uid types.UID) error {
 	if uid == "" {
 		return nil
+	}
+	if err := unmountUnder(filepath.Join(podDir(m.o.DataDir, string(uid)), "volumes")); err != nil {
+		return fmt.Errorf("remove files of pod %s: %w", uid, err)
 	}
 	if err := os.RemoveAll(podDir(m.o.DataDir, string(uid))); err != nil {
 		return fmt.Errorf("remove files of pod %s: %w", uid, err)

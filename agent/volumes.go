@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,7 +47,21 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 	own := podVolumeDir(dataDir, string(pod.UID), v.Name)
 	switch {
 	case v.EmptyDir != nil:
-		return own, os.MkdirAll(own, 0o777)
+		if err := os.MkdirAll(own, 0o777); err != nil {
+			return "", err
+		}
+		if v.EmptyDir.Medium == api.StorageMediumMemory {
+			var size int64
+			if l := v.EmptyDir.SizeLimit; l != nil {
+				size = l.Value()
+			}
+			// Where the agent may not mount (no CAP_SYS_ADMIN), the volume
+			// is a plain directory: the pod runs, on disk.
+			if err := mountTmpfs(own, size); err != nil {
+				slog.Warn("emptyDir medium Memory is a plain directory", "pod", pod.Namespace+"/"+pod.Name, "volume", v.Name, "err", err)
+			}
+		}
+		return own, nil
 	case v.HostPath != nil:
 		return v.HostPath.Path, checkHostPath(v.HostPath)
 	case v.PersistentVolumeClaim != nil:

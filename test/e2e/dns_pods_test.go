@@ -63,8 +63,9 @@ spec:
 
 // TestDNSOfRunningPods runs a Service over pods on two agents and asks
 // the cluster DNS with dig: the service name answers the IPs of the ready
-// pods, its SRV name both with the port, and a pod that turns unready
-// leaves both within seconds, and comes back when ready again.
+// pods, its SRV name both with the port, a pod that turns unready leaves
+// both within seconds and comes back when ready again, and scaling down
+// takes the pod that goes out of the answer.
 func TestDNSOfRunningPods(t *testing.T) {
 	digPath := testtool.Need(t, "dig")
 	s := startServer(t)
@@ -156,5 +157,17 @@ func TestDNSOfRunningPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the pod back in DNS", wantA("127.0.0.3", "127.0.0.4"))
+
+	// Scaled to one: the pod going is out of DNS as soon as it starts
+	// terminating, well within its grace period.
+	s.applyText(t, readyFileDeployment("web", 1, port))
+	scaled := time.Now()
+	waitFor(t, 10*time.Second, "one pod in DNS after scaling to one", func() error {
+		if got := dig(name, "A"); len(got) != 1 {
+			return fmt.Errorf("A %s: %q", name, got)
+		}
+		return nil
+	})
+	t.Logf("scaled-down pod left DNS %v after the apply", time.Since(scaled).Round(100*time.Millisecond))
 	s.mustBerth(t, "delete", "deploy", "web")
 }

@@ -18,6 +18,18 @@ type objectKey struct {
 // meaning. Run it after Default, so that an object with no namespace and
 // one with `namespace: default` are seen to be the same.
 func Duplicates(objs []*Decoded) ErrorList {
+	return duplicates(objs, false)
+}
+
+// DuplicatesAsDefaulted is Duplicates as it would report once Default had
+// placed every namespaced object that names no namespace in "default",
+// without changing the objects: a source checks the objects it shares
+// with its decode cache, which must stay as decoded.
+func DuplicatesAsDefaulted(objs []*Decoded) ErrorList {
+	return duplicates(objs, true)
+}
+
+func duplicates(objs []*Decoded, defaulted bool) ErrorList {
 	seen := make(map[objectKey]*Decoded, len(objs))
 	var errs ErrorList
 	for _, d := range objs {
@@ -29,6 +41,9 @@ func Duplicates(objs []*Decoded) ErrorList {
 			continue
 		}
 		key := objectKey{group: k.GVK.Group, kind: k.GVK.Kind, namespace: d.Object.GetNamespace(), name: d.Object.GetName()}
+		if defaulted && k.Namespaced && key.namespace == "" {
+			key.namespace = NamespaceDefault
+		}
 		first, ok := seen[key]
 		if !ok {
 			seen[key] = d

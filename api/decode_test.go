@@ -469,6 +469,25 @@ func TestDuplicates(t *testing.T) {
 	}
 }
 
+// TestDuplicatesAsDefaulted finds the same duplicate in objects that are
+// not defaulted, and leaves them as decoded.
+func TestDuplicatesAsDefaulted(t *testing.T) {
+	a, _ := DecodeStream("a.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n"), DecodeOptions{})
+	b, _ := DecodeStream("b.yaml", []byte("# again\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: default\n  name: x\n"), DecodeOptions{})
+	all := append(a, b...)
+	if errs := Duplicates(all); len(errs) != 0 {
+		t.Errorf("Duplicates before Default = %v", errs)
+	}
+	errs := DuplicatesAsDefaulted(all)
+	want := `b.yaml:doc 0 (line 6): metadata.name: Duplicate value: "x": ConfigMap/default/x is also defined at a.yaml:doc 0 (line 1)`
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Fatalf("DuplicatesAsDefaulted = %v, want %s", errs, want)
+	}
+	if ns := all[0].Object.GetNamespace(); ns != "" {
+		t.Errorf("the object was given namespace %q", ns)
+	}
+}
+
 func TestErrorFormat(t *testing.T) {
 	tests := []struct {
 		err  Error

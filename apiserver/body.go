@@ -63,8 +63,11 @@ func checkJSON(r *http.Request, data []byte) error {
 	if ct := contentType(r); ct != mediaJSON {
 		return nil
 	}
+	if json.Valid(data) || len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
 	var v json.RawMessage
-	if err := json.Unmarshal(data, &v); err != nil && len(bytes.TrimSpace(data)) > 0 {
+	if err := json.Unmarshal(data, &v); err != nil {
 		return badRequest("the request body is not valid JSON: %v", err)
 	}
 	return nil
@@ -78,6 +81,9 @@ func (req *resourceRequest) decodeBody(data []byte) (api.Object, error) {
 	k := req.kind
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
+	}
+	if obj, ok := req.decodeJSONObject(data); ok {
+		return obj, nil
 	}
 	objs, errs := api.DecodeStream("", withTypeMeta(k, data), api.DecodeOptions{DropStatus: req.ignoresStatus()})
 	if len(errs) > 0 {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -104,7 +105,11 @@ func (lw *listWriter) close() error {
 // eventWriter writes watch events, one JSON object per line:
 // {"type":"ADDED","object":{…}}.
 type eventWriter struct {
+	// w buffers what is written between flushes; it comes from
+	// eventBuffers and goes back at each flush, so that the thousands of
+	// mostly idle watches of a large cluster (one per node) hold no buffer.
 	w     *bufio.Writer
+	rw    http.ResponseWriter
 	rc    *http.ResponseController
 	buf   bytes.Buffer
 	table *tabler
@@ -118,8 +123,20 @@ func newEventWriter(w http.ResponseWriter, t *tabler) *eventWriter {
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
-	ew := &eventWriter{w: bufio.NewWriterSize(w, streamBufferSize), rc: http.NewResponseController(w), table: t}
+	ew := &eventWriter{rw: w, rc: http.NewResponseController(w), table: t}
 	return ew
+}
+
+// eventBuffers are the buffers of the watch streams that are writing.
+var eventBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, streamBufferSize) }}
+
+// out is the stream's buffer, taken from eventBuffers if it has none.
+func (ew *eventWriter) out() *bufio.Writer {
+	if ew.w == nil {
+		ew.w = eventBuffers.Get().(*bufio.Writer)
+		ew.w.Reset(ew.rw)
+	}
+	return ew.w
 }
 
 // write encodes one event; objects of the watched kind become a one-row
@@ -133,28 +150,36 @@ func (ew *eventWriter) write(typ string, obj any) error {
 	if err := encodeCompact(&ew.buf, obj); err != nil {
 		return err
 	}
-	ew.w.WriteString(`{"type":"`)
-	ew.w.WriteString(typ)
-	ew.w.WriteString(`","object":`)
-	ew.w.Write(ew.buf.Bytes())
-	_, err := ew.w.WriteString("}\n")
+	w := ew.out()
+	w.WriteString(`{"type":"`)
+	w.WriteString(typ)
+	w.WriteString(`","object":`)
+	w.Write(ew.buf.Bytes())
+	_, err := w.WriteString("}\n")
 	return err
 }
 
 // writeRaw writes an event whose object is already JSON.
 func (ew *eventWriter) writeRaw(typ string, object []byte) error {
-	ew.w.WriteString(`{"type":"`)
-	ew.w.WriteString(typ)
-	ew.w.WriteString(`","object":`)
-	ew.w.Write(object)
-	_, err := ew.w.WriteString("}\n")
+	w := ew.out()
+	w.WriteString(`{"type":"`)
+	w.WriteString(typ)
+	w.WriteString(`","object":`)
+	w.Write(object)
+	_, err := w.WriteString("}\n")
 	return err
 }
 
-// flush sends what is buffered to the client.
+// flush sends what is buffered to the client and gives the buffer back.
 func (ew *eventWriter) flush() error {
-	if err := ew.w.Flush(); err != nil {
-		return err
+	if w := ew.w; w != nil {
+		err := w.Flush()
+		w.Reset(nil)
+		eventBuffers.Put(w)
+		ew.w = nil
+		if err != nil {
+			return err
+		}
 	}
 	if err := ew.rc.Flush(); err != nil && err != http.ErrNotSupported {
 		return err

@@ -3,6 +3,7 @@ package sched
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -19,6 +20,42 @@ type affinityTerm struct {
 	selector    labels.Selector
 	namespaces  []string
 	topologyKey string
+	// required are labels (with the one namespace) every pod the term
+	// selects has: a node with no pod of one of them has none the term
+	// selects. Empty when the term names several namespaces or requires
+	// no single label value.
+	required []podLabel
+	// exact: the selector is required's one label and nothing else, so a
+	// node with a pod of that label has a pod the term selects.
+	exact bool
+}
+
+// ruledOut reports whether no pod on the node can match the term, from
+// the node's label counts alone.
+func (t *affinityTerm) ruledOut(node *NodeInfo) bool {
+	for _, l := range t.required {
+		if node.labelPods[l] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// requiredLabels are the key=value pairs sel requires (=, == and In of
+// one value), in namespace ns.
+func requiredLabels(sel labels.Selector, ns string) (required []podLabel, exact bool) {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil, false
+	}
+	var out []podLabel
+	for _, r := range reqs {
+		vals, op := r.Values(), r.Operator()
+		if (op == selection.Equals || op == selection.DoubleEquals || op == selection.In) && vals.Len() == 1 {
+			out = append(out, podLabel{ns, r.Key(), vals.UnsortedList()[0]})
+		}
+	}
+	return out, len(reqs) == 1 && len(out) == 1
 }
 
 func (t *affinityTerm) matches(p *PodInfo) bool {
@@ -43,7 +80,11 @@ func compileAntiAffinity(pod *api.Pod) []affinityTerm {
 		if len(ns) == 0 {
 			ns = []string{pod.Namespace}
 		}
-		out = append(out, affinityTerm{selector: sel, namespaces: ns, topologyKey: t.TopologyKey})
+		term := affinityTerm{selector: sel, namespaces: ns, topologyKey: t.TopologyKey}
+		if len(ns) == 1 {
+			term.required, term.exact = requiredLabels(sel, ns[0])
+		}
+		out = append(out, term)
 	}
 	return out
 }
@@ -69,8 +110,11 @@ func (podAntiAffinity) gate(pod *PodInfo) nodeFlags {
 func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 	for i := range pod.antiAffinity {
 		t := &pod.antiAffinity[i]
-		if _, ok := node.labels[t.topologyKey]; !ok {
+		if _, ok := node.labels[t.topologyKey]; !ok || t.ruledOut(node) {
 			continue
+		}
+		if t.exact {
+			return statusAntiAffinity
 		}
 		for _, other := range node.pods {
 			if t.matches(other) {

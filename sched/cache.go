@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
@@ -201,15 +202,29 @@ func (c *cache) apply(ch *change) {
 func (c *cache) applyPod(pod *api.Pod) {
 	terminating := pod.DeletionTimestamp != nil
 	if p := c.pods[pod.UID]; p != nil {
-		if p.node.name == pod.Spec.NodeName && p.info.Terminating == terminating {
-			p.assumed = false
+		if p.node.name == pod.Spec.NodeName && p.info.Terminating == terminating && !p.assumed {
 			return
 		}
+		// An assumed pod the watch now shows bound is placed again from
+		// what the watch shows, so that the cache lets go of the pod as
+		// it was scheduled (the whole object as created).
 		c.unplace(p)
 	}
 	info := NewPodInfo(pod)
+	info.Pod = placedCopy(pod)
 	n := c.nodes.AddPod(pod.Spec.NodeName, info)
 	c.pods[pod.UID] = &placedPod{info: info, node: n}
+}
+
+// placedCopy is what the cache keeps of a placed pod beyond its PodInfo:
+// what other pods' anti-affinity terms match (namespace, labels) and its
+// identity. Keeping the whole object for each of 100,000 pods held a
+// version of each that the store had long replaced.
+func placedCopy(pod *api.Pod) *api.Pod {
+	return &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Labels: pod.Labels},
+		Spec:       api.PodSpec{NodeName: pod.Spec.NodeName},
+	}
 }
 
 func (c *cache) unplace(p *placedPod) {

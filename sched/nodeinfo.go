@@ -83,6 +83,31 @@ type NodeInfo struct {
 	node   *api.Node
 	name   string
 	labels map[string]string
+	// labelPods counts the pods on the node by namespace and label, so
+	// that an anti-affinity term rules a node out without reading its pods
+	// when no pod there has one of the labels it requires.
+	labelPods map[podLabel]int32
+}
+
+// podLabel is one label of pods in one namespace.
+type podLabel struct{ namespace, key, value string }
+
+// countLabels adds d to the counts of the pod's labels.
+func (n *NodeInfo) countLabels(p *PodInfo, d int32) {
+	if len(p.Pod.Labels) == 0 {
+		return
+	}
+	if n.labelPods == nil {
+		n.labelPods = map[podLabel]int32{}
+	}
+	for k, v := range p.Pod.Labels {
+		l := podLabel{p.Pod.Namespace, k, v}
+		if c := n.labelPods[l] + d; c > 0 {
+			n.labelPods[l] = c
+		} else {
+			delete(n.labelPods, l)
+		}
+	}
 }
 
 // nodeFlags say which of its rarer features a node has, so that a filter
@@ -240,6 +265,7 @@ func (n *NodeInfo) addPod(p *PodInfo) {
 	n.NonZeroMemory += p.NonZeroMemory
 	n.ports = append(n.ports, p.Ports...)
 	n.pods = append(n.pods, p)
+	n.countLabels(p, 1)
 	if len(p.antiAffinity) > 0 {
 		n.antiPods = append(n.antiPods, p)
 	}
@@ -254,6 +280,7 @@ func (n *NodeInfo) removePod(p *PodInfo) bool {
 	if n.pods, ok = removePod(n.pods, p); !ok {
 		return false
 	}
+	n.countLabels(p, -1)
 	if len(p.antiAffinity) > 0 {
 		n.antiPods, _ = removePod(n.antiPods, p)
 	}

@@ -1,16 +1,22 @@
 package sim
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -43,6 +49,8 @@ type agentShared struct {
 	// errors counts failed API calls (after retries) of every agent.
 	errors atomic.Int64
 	log    *slog.Logger
+	// mix gives the nodes the labels and taints of Options.Mix.
+	mix bool
 }
 
 // fail counts a failed API call and logs the first few.
@@ -61,6 +69,9 @@ type agent struct {
 	ip    string
 	c     *client.Client
 	node  *api.Node
+	// started is set once the node is registered: the heartbeat loop
+	// skips it until then. beating is set while a heartbeat is under way.
+	started, beating atomic.Bool
 }
 
 func newAgent(sh *agentShared, index int) *agent {
@@ -132,6 +143,9 @@ func (a *agent) register(ctx context.Context) error {
 			},
 		},
 	}
+	if a.sh.mix {
+		mixNode(n, a.index)
+	}
 	obj, err := a.c.Create(ctx, n)
 	if client.IsAlreadyExists(err) {
 		if obj, err = a.c.Get(ctx, nodeKind, "", a.name); err == nil {
@@ -181,40 +195,117 @@ func (a *agent) heartbeat(ctx context.Context) error {
 	}
 }
 
-// heartbeats renews the heartbeat every HeartbeatInterval until ctx ends.
-func (a *agent) heartbeats(ctx context.Context) {
-	t := a.sh.clock.NewTicker(HeartbeatInterval)
+// heartbeatLoop renews the heartbeat of every started agent of a group
+// once every HeartbeatInterval, one agent after another, spread evenly
+// over the interval: one goroutine for the group rather than one an agent.
+// Each heartbeat is sent from a goroutine of its own that ends with it, so
+// that a slow answer (a busy API server) delays that agent only, not the
+// agents after it; an agent whose previous heartbeat is still under way
+// is skipped.
+func heartbeatLoop(ctx context.Context, c clock.WithTicker, agents []*agent) {
+	if len(agents) == 0 {
+		return
+	}
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
+	t := c.NewTicker(max(HeartbeatInterval/time.Duration(len(agents)), time.Millisecond))
 	defer t.Stop()
+	next := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		}
+		a := agents[next]
+		next = (next + 1) % len(agents)
+		if !a.started.Load() || !a.beating.CompareAndSwap(false, true) {
+			continue
+		}
+		inFlight.Go(func() {
+			defer a.beating.Store(false)
 			if err := a.heartbeat(ctx); err != nil && ctx.Err() == nil {
 				a.sh.fail(a.name, "heartbeat", err)
 			}
-		}
+		})
 	}
 }
 
-// watchPods watches the pods bound to the node and reports each new one
-// Running. ready is called once the first watch is established (or it
-// failed to be).
-func (a *agent) watchPods(ctx context.Context, ready func(error)) {
-	opts := client.WatchOptions{
-		ListOptions:    client.ListOptions{FieldSelector: "spec.nodeName=" + a.name},
-		AllowBookmarks: true,
+// hollowPod is what a hollow agent reads of a pod from its watch: enough
+// to report it Running or finish its deletion. Decoding only this, rather
+// than the whole pod, keeps the agents' share of the CPU small.
+type hollowPod struct {
+	Metadata struct {
+		Name              string       `json:"name"`
+		Namespace         string       `json:"namespace"`
+		UID               types.UID    `json:"uid"`
+		ResourceVersion   string       `json:"resourceVersion"`
+		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName   string `json:"nodeName"`
+		Containers []struct {
+			Name  string `json:"name"`
+			Image string `json:"image"`
+		} `json:"containers"`
+	} `json:"spec"`
+	// Status is decoded only for a pod to report Running.
+	Status json.RawMessage `json:"status"`
+}
+
+// hollowOf is the part of a pod a hollow agent reads.
+func hollowOf(p *api.Pod) (*hollowPod, error) {
+	st, err := json.Marshal(&p.Status)
+	if err != nil {
+		return nil, err
 	}
+	h := &hollowPod{Status: st}
+	h.Metadata.Name, h.Metadata.Namespace, h.Metadata.UID = p.Name, p.Namespace, p.UID
+	h.Metadata.ResourceVersion, h.Metadata.DeletionTimestamp = p.ResourceVersion, p.DeletionTimestamp
+	h.Spec.NodeName = p.Spec.NodeName
+	for _, c := range p.Spec.Containers {
+		h.Spec.Containers = append(h.Spec.Containers, struct {
+			Name  string `json:"name"`
+			Image string `json:"image"`
+		}{c.Name, c.Image})
+	}
+	return h, nil
+}
+
+// watchEvent is one event of the watch stream, decoded in one pass: the
+// object is a pod as hollowPod reads it, a bookmark (its
+// resourceVersion) or, for an ERROR, a Status (its code).
+type watchEvent struct {
+	Type   client.EventType `json:"type"`
+	Object struct {
+		hollowPod
+		Code int32 `json:"code"`
+	} `json:"object"`
+}
+
+// watchPods watches the pods bound to the node and reports each new one
+// Running, and finishes the deletion of each one marked for deletion.
+// ready is called once the first watch is established (or it failed to
+// be). It reads the watch stream itself, in the agent's one goroutine.
+func (a *agent) watchPods(ctx context.Context, ready func(error)) {
+	rv := ""
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		w, err := a.c.Watch(ctx, podKind, "", opts)
+		q := url.Values{}
+		q.Set("watch", "true")
+		q.Set("allowWatchBookmarks", "true")
+		q.Set("fieldSelector", "spec.nodeName="+a.name)
+		if rv != "" {
+			q.Set("resourceVersion", rv)
+		}
+		resp, err := a.c.Do(ctx, http.MethodGet, client.ResourcePath(podKind, "", "", ""), q, nil, "")
 		if err != nil {
 			if ready != nil {
 				ready(fmt.Errorf("%s: watch pods: %w", a.name, err))
 				return
 			}
 			if client.IsGone(err) {
-				opts.ResourceVersion = ""
+				rv = ""
 			}
 			select {
 			case <-ctx.Done():
@@ -228,94 +319,183 @@ func (a *agent) watchPods(ctx context.Context, ready func(error)) {
 			ready(nil)
 			ready = nil
 		}
-		for {
-			ev, err := w.Next(ctx)
-			if err != nil {
-				w.Stop()
-				if client.IsGone(err) {
-					opts.ResourceVersion = ""
-				}
-				break
-			}
-			backoff = 100 * time.Millisecond
-			if rv := ev.ResourceVersion(); rv != "" {
-				opts.ResourceVersion = rv
-			}
-			if ev.Type != client.Added && ev.Type != client.Modified {
-				continue
-			}
-			if pod, ok := ev.Object.(*api.Pod); ok {
-				if err := a.reportRunning(ctx, pod); err != nil && ctx.Err() == nil {
-					a.sh.fail(a.name, "pod status", err)
-				}
-			}
-		}
+		rv = a.follow(ctx, resp.Body, rv, func() { backoff = 100 * time.Millisecond })
+		resp.Body.Close()
 	}
 	if ready != nil {
 		ready(ctx.Err())
 	}
 }
 
+// follow handles the events of one watch stream until it ends and returns
+// the resourceVersion to watch from next ("" after a 410 Gone).
+func (a *agent) follow(ctx context.Context, body io.Reader, rv string, progressed func()) string {
+	dec := json.NewDecoder(body)
+	for {
+		var ev watchEvent
+		if err := dec.Decode(&ev); err != nil {
+			return rv
+		}
+		progressed()
+		pod := &ev.Object.hollowPod
+		switch ev.Type {
+		case "ERROR":
+			if ev.Object.Code == http.StatusGone {
+				return ""
+			}
+			return rv
+		case client.Bookmark:
+			if pod.Metadata.ResourceVersion != "" {
+				rv = pod.Metadata.ResourceVersion
+			}
+			continue
+		case client.Added, client.Modified, client.Deleted:
+		default:
+			continue
+		}
+		if pod.Metadata.ResourceVersion != "" {
+			rv = pod.Metadata.ResourceVersion
+		}
+		if ev.Type == client.Deleted {
+			continue
+		}
+		if pod.Metadata.DeletionTimestamp != nil {
+			if err := a.finishDeletion(ctx, pod); err != nil && ctx.Err() == nil {
+				a.sh.fail(a.name, "pod deletion", err)
+			}
+			continue
+		}
+		if err := a.reportRunning(ctx, pod); err != nil && ctx.Err() == nil {
+			a.sh.fail(a.name, "pod status", err)
+		}
+	}
+}
+
 // reportRunning writes the status a running pod gets from its agent,
 // unless the pod already has it or is going away.
-func (a *agent) reportRunning(ctx context.Context, pod *api.Pod) error {
+func (a *agent) reportRunning(ctx context.Context, pod *hollowPod) error {
 	for attempt := 0; ; attempt++ {
-		if (pod.Status.Phase != api.PodPending && pod.Status.Phase != "") || pod.DeletionTimestamp != nil || pod.Spec.NodeName != a.name {
+		if pod.Metadata.DeletionTimestamp != nil || pod.Spec.NodeName != a.name {
 			return nil
 		}
-		p := pod.DeepCopy()
+		// Most events are of pods already reported (the echo of the
+		// report): read the phase alone before the whole status.
+		var phase struct {
+			Phase api.PodPhase `json:"phase"`
+		}
+		if len(pod.Status) > 0 {
+			if err := json.Unmarshal(pod.Status, &phase); err != nil {
+				return fmt.Errorf("decode status: %w", err)
+			}
+		}
+		if phase.Phase != api.PodPending && phase.Phase != "" {
+			return nil
+		}
+		var st api.PodStatus
+		if len(pod.Status) > 0 {
+			if err := json.Unmarshal(pod.Status, &st); err != nil {
+				return fmt.Errorf("decode status: %w", err)
+			}
+		}
 		now := metav1.NewTime(a.sh.clock.Now())
 		n := a.sh.podIPs.Add(1)
 		ip := fmt.Sprintf("127.%d.%d.%d", 1+(n>>16)&127, (n>>8)&255, n&255)
-		p.Status.Phase = api.PodRunning
-		p.Status.HostIP = a.ip
-		p.Status.PodIP = ip
-		p.Status.PodIPs = []api.PodIP{{IP: ip}}
-		p.Status.StartTime = &now
+		st.Phase = api.PodRunning
+		st.HostIP = a.ip
+		st.PodIP = ip
+		st.PodIPs = []api.PodIP{{IP: ip}}
+		st.StartTime = &now
 		for _, t := range []api.PodConditionType{api.PodInitialized, api.ContainersReady, api.PodReady} {
-			setPodCondition(p, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: now})
+			setPodCondition(&st, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: now})
 		}
-		p.Status.ContainerStatuses = p.Status.ContainerStatuses[:0]
+		st.ContainerStatuses = st.ContainerStatuses[:0]
 		started := true
-		for _, c := range p.Spec.Containers {
-			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, api.ContainerStatus{
+		for _, c := range pod.Spec.Containers {
+			st.ContainerStatuses = append(st.ContainerStatuses, api.ContainerStatus{
 				Name: c.Name, Image: c.Image, ImageID: "hollow://" + c.Image, Ready: true, Started: &started,
-				ContainerID: "hollow://" + string(p.UID) + "/" + c.Name,
+				ContainerID: "hollow://" + string(pod.Metadata.UID) + "/" + c.Name,
 				State:       api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: now}},
 			})
 		}
-		_, err := a.c.UpdateStatus(ctx, p)
+		err := a.putStatus(ctx, pod, &st)
 		if err == nil || client.IsNotFound(err) {
 			return nil
 		}
 		if !client.IsConflict(err) || attempt >= 3 {
 			return err
 		}
-		obj, err := a.c.Get(ctx, podKind, pod.Namespace, pod.Name)
+		obj, err := a.c.Get(ctx, podKind, pod.Metadata.Namespace, pod.Metadata.Name)
 		if err != nil {
 			if client.IsNotFound(err) {
 				return nil
 			}
 			return err
 		}
-		var ok bool
-		if pod, ok = obj.(*api.Pod); !ok {
+		p, ok := obj.(*api.Pod)
+		if !ok {
 			return errors.New("get pod: not a pod")
+		}
+		if pod, err = hollowOf(p); err != nil {
+			return err
 		}
 	}
 }
 
-func setPodCondition(p *api.Pod, c api.PodCondition) {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == c.Type {
-			if p.Status.Conditions[i].Status == c.Status {
+// putStatus writes a pod's status as the agent does, but sends only what
+// a status write reads (the identity, the resourceVersion it is based on,
+// the status: the server keeps the stored spec) and does not decode the
+// answer, which the hollow agent has no use for. A hollow agent shares
+// the control plane's CPUs, so its own work is kept to what the API
+// requires.
+func (a *agent) putStatus(ctx context.Context, pod *hollowPod, st *api.PodStatus) error {
+	m := &pod.Metadata
+	body, err := json.Marshal(&api.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		},
+		Status: *st,
+	})
+	if err != nil {
+		return err
+	}
+	resp, err := a.c.Do(ctx, http.MethodPut, client.ResourcePath(podKind, m.Namespace, m.Name, "status"), nil, bytes.NewReader(body), "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// finishDeletion deletes a pod marked for deletion at once, as the agent
+// does once its containers have stopped: a hollow pod has none.
+func (a *agent) finishDeletion(ctx context.Context, pod *hollowPod) error {
+	if pod.Spec.NodeName != a.name {
+		return nil
+	}
+	uid := pod.Metadata.UID
+	_, err := a.c.Delete(ctx, podKind, pod.Metadata.Namespace, pod.Metadata.Name, &metav1.DeleteOptions{
+		GracePeriodSeconds: ptr(int64(0)),
+		Preconditions:      &metav1.Preconditions{UID: &uid},
+	})
+	if client.IsNotFound(err) || client.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func setPodCondition(st *api.PodStatus, c api.PodCondition) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == c.Type {
+			if st.Conditions[i].Status == c.Status {
 				return
 			}
-			p.Status.Conditions[i] = c
+			st.Conditions[i] = c
 			return
 		}
 	}
-	p.Status.Conditions = append(p.Status.Conditions, c)
+	st.Conditions = append(st.Conditions, c)
 }
 
 // nodeCapacity is the capacity (and allocatable) of every hollow node.

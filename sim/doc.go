@@ -1,13 +1,16 @@
 // Package sim is `berth sim` (SPEC §9): a control plane in this process
 // and N hollow agents that talk to it over its real HTTPS API on loopback,
-// through the real client and one shared connection pool. A hollow agent
-// joins with the node token, registers its Node, renews its heartbeat and
-// reports every pod bound to it Running, without starting any process.
+// through shared connection pools. A hollow agent joins with the node
+// token, registers its Node, renews its heartbeat, reports every pod bound
+// to it Running and finishes the deletion of its pods, without starting
+// any process; each agent is one goroutine reading its own pod watch, and
+// one goroutine per group of agents paces their heartbeats.
 //
-// The run then creates K ReplicaSets whose replicas add up to M, straight
-// in the store; the control plane's ReplicaSet controller creates the
-// pods and its scheduler binds them. A store watch records when each pod
-// is first seen (created), bound and reported Running.
-// Time starts when the first pod is created and ends when the last pod is
-// bound.
+// The pods scenario then creates K ReplicaSets whose replicas add up to M,
+// straight in the store; the control plane's ReplicaSet controller creates
+// the pods and its scheduler binds them. A store watch records when each
+// pod is first seen (created), bound and reported Running. Time starts
+// when the first pod is created and ends when the last pod is bound. The
+// rollout scenario rolls a Deployment to a new image and follows its
+// availability at every revision.
 package sim

@@ -37,6 +37,11 @@ type Options struct {
 	PodCPU, PodMemory   resource.Quantity
 	// ReplicaSets is how many owners the pods are spread over (default 1).
 	ReplicaSets int
+	// Mix gives the nodes labels and a taint and the ReplicaSets node
+	// selectors, anti-affinity and tolerations (see mixPodSpec).
+	Mix bool
+	// Scenario is ScenarioPods (the default) or ScenarioRollout.
+	Scenario string
 	// Store is the control plane's store (default "memory").
 	Store string
 	// Timeout ends the run with what it has (default 10m).
@@ -51,6 +56,10 @@ type Options struct {
 	// Clock drives heartbeats and the control plane; the real clock when
 	// nil. Measurements always use the real clock.
 	Clock clock.WithTicker
+	// Measured, when set, is called once the measurement is over, while
+	// the control plane and the agents still run: `berth sim --memprofile`
+	// writes the heap profile there, at its fullest.
+	Measured func()
 }
 
 // Result is the JSON line `berth sim` ends with.
@@ -65,7 +74,33 @@ type Result struct {
 	P99BindMs       float64 `json:"p99_bind_ms"`
 	P99RunningMs    float64 `json:"p99_running_ms"`
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
+	// BoundSeconds runs from the write of the ReplicaSets to the last
+	// binding (ScheduleSeconds starts at the first pod instead).
+	BoundSeconds float64 `json:"bound_seconds,omitempty"`
+
+	// The rollout scenario: from the Deployment's creation to every
+	// replica available, then from the new image to the rollout's end;
+	// the least available pods at any revision during the rollout (over
+	// how many revisions), the least status.availableReplicas sampled
+	// every 10ms, and replicas − maxUnavailable, which neither may go
+	// under.
+	CreateSeconds         float64 `json:"create_seconds,omitempty"`
+	RolloutSeconds        float64 `json:"rollout_seconds,omitempty"`
+	MinAvailable          *int    `json:"min_available,omitempty"`
+	MinStatusAvailable    *int    `json:"min_status_available,omitempty"`
+	AvailabilityBound     int     `json:"availability_bound,omitempty"`
+	AvailabilityRevisions int     `json:"availability_revisions,omitempty"`
 }
+
+// Scenarios of a run.
+const (
+	// ScenarioPods creates the pods through ReplicaSets and measures their
+	// scheduling.
+	ScenarioPods = "pods"
+	// ScenarioRollout rolls a Deployment of Pods replicas out to a new
+	// image and checks its availability throughout.
+	ScenarioRollout = "rollout"
+)
 
 // ErrIncomplete is returned (with the result) when the timeout ended the
 // run before every pod was scheduled.
@@ -96,6 +131,13 @@ func (o *Options) defaults() error {
 	}
 	if o.ReplicaSets <= 0 {
 		o.ReplicaSets = 1
+	}
+	switch o.Scenario {
+	case "":
+		o.Scenario = ScenarioPods
+	case ScenarioPods, ScenarioRollout:
+	default:
+		return fmt.Errorf("sim: scenario %q is not %s or %s", o.Scenario, ScenarioPods, ScenarioRollout)
 	}
 	if o.Store == "" {
 		o.Store = controlplane.StoreMemory
@@ -191,6 +233,7 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		capacity:   nodeCapacity(opts.NodeCPU, opts.NodeMemory, perNode),
 		clock:      opts.Clock,
 		log:        opts.Logger,
+		mix:        opts.Mix,
 	}
 
 	// Start the agents, a bounded number joining at once, and wait until
@@ -199,8 +242,10 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	defer stopAgents()
 	sem := make(chan struct{}, opts.StartConcurrency)
 	readyCh := make(chan error, opts.Nodes)
+	agents := make([]*agent, opts.Nodes)
 	for i := range opts.Nodes {
 		a := newAgent(sh, i)
+		agents[i] = a
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -213,13 +258,18 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 				readyCh <- err
 				return
 			}
+			a.started.Store(true)
 			var once sync.Once
 			ready := func(err error) { once.Do(func() { <-sem; readyCh <- err }) }
-			var aw sync.WaitGroup
-			aw.Go(func() { a.watchPods(agentCtx, ready) })
-			aw.Go(func() { a.heartbeats(agentCtx) })
-			aw.Wait()
+			a.watchPods(agentCtx, ready)
 		})
+	}
+	// One heartbeat goroutine for each group of agents sharing a
+	// transport: heartbeats are round trips, and one goroutine for 5,000
+	// agents could not make them all within the interval on a busy machine.
+	for g := 0; g < len(agents); g += AgentsPerTransport {
+		group := agents[g:min(g+AgentsPerTransport, len(agents))]
+		wg.Go(func() { heartbeatLoop(agentCtx, opts.Clock, group) })
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -239,6 +289,25 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		}
 	}
 	progressf("agents ready %d/%d", opts.Nodes, opts.Nodes)
+
+	if opts.Scenario == ScenarioRollout {
+		res, err := rollout(ctx, st, &opts, progressf)
+		if inspect != nil {
+			inspect(st)
+		}
+		if opts.Measured != nil {
+			opts.Measured()
+		}
+		stopAgents()
+		stop()
+		if res != nil {
+			res.PeakRSSMB = peakRSSMB()
+		}
+		if n := sh.errors.Load(); n > 0 {
+			progressf("%d agent API calls failed", n)
+		}
+		return res, err
+	}
 
 	// Watch the store for bindings and Running reports, then create the
 	// pods.
@@ -294,8 +363,14 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	progressf("created %d/%d bound %d running %d", t.nCreated.Load(), opts.Pods, t.nBound.Load(), t.nRunning.Load())
 	stopWatch()
 	ww.Wait()
+	if n := notReady(st); n > 0 {
+		progressf("%d nodes not Ready: their heartbeats came too late", n)
+	}
 	if inspect != nil {
 		inspect(st)
+	}
+	if opts.Measured != nil {
+		opts.Measured()
 	}
 	stopAgents()
 	stop()
@@ -336,6 +411,9 @@ func makeReplicaSet(k int, o *Options) *api.ReplicaSet {
 	}
 	labels := map[string]string{"app": name, "pod-template-hash": "7d4b9c8f6"}
 	tmpl := makePod(0, metav1.OwnerReference{Name: name}, o)
+	if o.Mix {
+		mixPodSpec(&tmpl.Spec, k, labels, replicas, o.Nodes)
+	}
 	rs := &api.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},
 		Spec: api.ReplicaSetSpec{
@@ -475,6 +553,7 @@ func (t *tracker) result(nodes, pods int) *Result {
 		secs := time.Duration(last - first).Seconds()
 		res.ScheduleSeconds = round(secs, 3)
 		res.PodsPerSecond = round(float64(res.Scheduled)/secs, 1)
+		res.BoundSeconds = round(time.Duration(last).Seconds(), 3)
 	}
 	res.P50BindMs = round(percentile(bind, 0.50), 2)
 	res.P99BindMs = round(percentile(bind, 0.99), 2)
@@ -519,4 +598,19 @@ func peakRSSMB() float64 {
 		return round(float64(ru.Maxrss)/1024, 1)
 	}
 	return 0
+}
+
+// notReady counts the nodes whose Ready condition is not True: the node
+// lifecycle controller marks a node whose heartbeats stop or come late.
+func notReady(st *store.Store) int {
+	n := 0
+	_ = st.Snapshot().Each(nodeKind, store.Filter{}, func(o api.Object) bool {
+		for _, c := range o.(*api.Node).Status.Conditions {
+			if c.Type == api.NodeReady && c.Status != api.ConditionTrue {
+				n++
+			}
+		}
+		return true
+	})
+	return n
 }

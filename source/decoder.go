@@ -27,13 +27,14 @@ func (c Contents) Revision(id string) Revision {
 
 // Decoder decodes the successive revisions of one source, decoding again
 // only the files whose content changed: a commit that changes one file of
-// ten thousand costs one decode and ten thousand deep copies. Dir, git and
-// http sources all decode through it, so a manifest means the same wherever
-// it is kept.
+// ten thousand costs one decode, and every other file gives back the very
+// same *api.Decoded it gave last time, so that a receiver can tell an
+// unchanged object by identity alone. Dir, git and http sources all decode
+// through it, so a manifest means the same wherever it is kept.
 //
-// The objects it returns are always fresh copies that belong to the
-// caller; the ones it keeps are never handed out. Decoded.Object is deep
-// copied, its positions (read-only) are shared. A Decoder is used by one
+// The objects it returns are shared with its cache and with every
+// receiver of the revisions: they are read-only, and a receiver copies one
+// before changing it (defaulting included). A Decoder is used by one
 // goroutine at a time; its zero value is ready.
 type Decoder struct {
 	files map[fileKey]decodedFile // the last revision's files
@@ -115,13 +116,9 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 		kept := make(map[fileKey]decodedFile, len(files))
 		for i, r := range results {
 			kept[keys[i]] = r
+			copy(objs[starts[i]:], r.objs)
 		}
 		d.files = kept
-		parallel(len(results), func(i int) {
-			for j, o := range results[i].objs {
-				objs[starts[i]+j] = copyDecoded(o)
-			}
-		})
 		for _, r := range results {
 			for _, e := range r.errs {
 				ec := *e
@@ -129,19 +126,9 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 			}
 		}
 	}
-	errs = append(errs, duplicates(objs)...)
+	errs = append(errs, api.DuplicatesAsDefaulted(objs)...)
 	errs.Sort()
 	return objs, errs
-}
-
-// copyDecoded copies a decoded object deeply enough that the copy can be
-// changed (defaulted, stored) without touching the original.
-func copyDecoded(d *api.Decoded) *api.Decoded {
-	c := *d
-	if d.Object != nil {
-		c.Object = d.Object.DeepCopyObject().(api.Object)
-	}
-	return &c
 }
 
 // parallel calls f(0) … f(n-1) on as many goroutines as there are

@@ -15,31 +15,32 @@ func TestDecoderReusesUnchangedFiles(t *testing.T) {
 	if len(objs1) != 1 || len(errs1) != 1 {
 		t.Fatalf("first decode: %d objects, errors %v", len(objs1), errs1)
 	}
-	keptA := d.files[fileKey{"a.yaml", sumOf(a)}].objs[0]
-
-	// The caller changes what it got: defaulting, a label.
-	objs1[0].Object.SetLabels(map[string]string{"changed": "yes"})
-	errs1[0].Message = "changed"
+	// A namespaced object with no namespace: the duplicate check must see
+	// it as in "default" without changing the shared object.
+	if ns := objs1[0].Object.GetNamespace(); ns != "" {
+		t.Fatalf("the decoded object was given namespace %q", ns)
+	}
 
 	c := File{Name: "c.yaml", Data: []byte(configMap("c"))}
-	objs2, errs2 := d.Decode(Contents{Files: []File{c, a, b}})
-	if len(objs2) != 2 || objs2[0].Object.GetName() != "a" || objs2[1].Object.GetName() != "c" {
+	dup := File{Name: "d.yaml", Data: []byte(strings.Replace(configMap("a"), "name: a", "name: a\n  namespace: default", 1))}
+	objs2, errs2 := d.Decode(Contents{Files: []File{c, a, b, dup}})
+	if len(objs2) != 3 || objs2[0].Object.GetName() != "a" || objs2[1].Object.GetName() != "c" {
 		t.Fatalf("second decode: %v", objs2)
 	}
-	if objs2[0].Object.GetLabels() != nil {
-		t.Error("a change to a returned object reached the next revision")
+	if objs2[0] != objs1[0] {
+		t.Error("an unchanged file did not give back the very same decoded object")
 	}
-	if len(errs2) != 1 || !strings.Contains(errs2[0].Message, "unknown field") {
+	if ns := objs2[0].Object.GetNamespace(); ns != "" {
+		t.Errorf("the duplicate check left namespace %q on a shared object", ns)
+	}
+	if len(errs2) != 2 || !strings.Contains(errs2.Err().Error(), "unknown field") || !strings.Contains(errs2.Err().Error(), "also defined at a.yaml") {
 		t.Errorf("second decode errors %v", errs2)
 	}
-	if objs2[0] == keptA || objs2[0].Object == keptA.Object {
-		t.Error("the kept object was handed out")
-	}
-	if kept := d.files[fileKey{"a.yaml", sumOf(a)}].objs[0]; kept != keptA {
-		t.Error("an unchanged file was decoded again")
+	if errs2[0] == errs1[0] || errs2[1] == errs1[0] {
+		t.Error("a kept error was handed out; a receiver may change its errors")
 	}
 	if objs2[0].LineOf("data.k") != 6 {
-		t.Errorf("a copied object lost its positions: line %d", objs2[0].LineOf("data.k"))
+		t.Errorf("a reused object lost its positions: line %d", objs2[0].LineOf("data.k"))
 	}
 
 	// A file that changes is decoded again; one that goes is forgotten.
@@ -47,6 +48,9 @@ func TestDecoderReusesUnchangedFiles(t *testing.T) {
 	objs3, _ := d.Decode(Contents{Files: []File{a2}})
 	if len(objs3) != 1 || objs3[0].Object.(*api.ConfigMap).Data["k"] != "w" {
 		t.Errorf("a changed file: %v", objs3)
+	}
+	if objs3[0] == objs1[0] || objs1[0].Object.(*api.ConfigMap).Data["k"] != "v" {
+		t.Error("a changed file reused or changed the previous revision's object")
 	}
 	if len(d.files) != 1 {
 		t.Errorf("the decoder keeps %d files; want the last revision's one", len(d.files))

@@ -50,24 +50,6 @@ func (c Contents) ContentHash() string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// duplicates runs api.Duplicates with namespaced objects that name no
-// namespace placed in "default", as defaulting will place them, and then
-// puts them back: the objects stay as decoded.
-func duplicates(objs []*api.Decoded) api.ErrorList {
-	var moved []*api.Decoded
-	for _, d := range objs {
-		if k := api.KindOf(d.Object); k != nil && k.Namespaced && d.Object.GetNamespace() == "" {
-			d.Object.SetNamespace(api.NamespaceDefault)
-			moved = append(moved, d)
-		}
-	}
-	errs := api.Duplicates(objs)
-	for _, d := range moved {
-		d.Object.SetNamespace("")
-	}
-	return errs
-}
-
 // sortedFiles returns files in name order, without copying when they
 // already are.
 func sortedFiles(files []File) []File {

@@ -14,8 +14,10 @@ type Revision struct {
 	// files' paths and contents for dir and http.
 	ID string
 	// Objects is every object decoded from the revision (status dropped),
-	// each with its file, document and line. They belong to the receiver,
-	// which may default them in place.
+	// each with its file, document and line. They are read-only: a source
+	// shares them with its decode cache and hands an unchanged file's
+	// objects out again, the very same pointers, in its next revisions; a
+	// receiver copies an object before changing it (defaulting included).
 	Objects []*api.Decoded
 	// Errors is every decode error: bad YAML, unknown kind or field, a
 	// value of the wrong type, the same object in two places, a file too

@@ -67,6 +67,10 @@ func checkScope(k *api.Kind, obj api.Object) error {
 	return nil
 }
 
+// generateNameAttempts is how many names Create draws for an object with
+// generateName before it reports the last one taken.
+const generateNameAttempts = 8
+
 // Create stores a new object. It assigns uid (unless set), name from
 // generateName, creationTimestamp, resourceVersion and generation 1.
 func (tx *Txn) Create(obj api.Object) (api.Object, error) {
@@ -75,14 +79,24 @@ func (tx *Txn) Create(obj api.Object) (api.Object, error) {
 		return nil, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
-	if obj.GetName() == "" && obj.GetGenerateName() != "" {
+	generated := obj.GetName() == "" && obj.GetGenerateName() != ""
+	if generated {
 		obj.SetName(obj.GetGenerateName() + rand.String(5))
 	}
 	if err := checkScope(k, obj); err != nil {
 		return nil, err
 	}
-	if _, err := tx.Get(k, obj.GetNamespace(), obj.GetName()); err == nil {
-		return nil, objectError(ErrAlreadyExists, k, obj.GetNamespace(), obj.GetName(), "")
+	for attempt := 1; ; attempt++ {
+		if _, err := tx.Get(k, obj.GetNamespace(), obj.GetName()); err != nil {
+			break
+		}
+		// Five random characters collide once in a few thousand names
+		// among 10,000 pods of one owner: a generated name is drawn again,
+		// as Kubernetes' API server does, a few times.
+		if !generated || attempt >= generateNameAttempts {
+			return nil, objectError(ErrAlreadyExists, k, obj.GetNamespace(), obj.GetName(), "")
+		}
+		obj.SetName(obj.GetGenerateName() + rand.String(5))
 	}
 	if obj.GetUID() == "" {
 		obj.SetUID(uuid.NewUUID())

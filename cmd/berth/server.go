@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +40,10 @@ type serverOptions struct {
 	// agent runs a node agent for this machine in the same process.
 	agent bool
 	agentFlags
+
+	// cpuProfile and memProfile are hidden debugging flags: a CPU profile
+	// of the whole run, a heap profile each time the server gets SIGUSR1.
+	cpuProfile, memProfile string
 }
 
 func newServerCommand(g *globalOptions) *cobra.Command {
@@ -79,6 +87,17 @@ them.`,
 			if err != nil {
 				return failed(err)
 			}
+			if o.cpuProfile != "" {
+				stop, err := startCPUProfile(o.cpuProfile)
+				if err != nil {
+					return failed(err)
+				}
+				defer stop()
+			}
+			if o.memProfile != "" {
+				stop := heapProfileOnSignal(o.memProfile, g)
+				defer stop()
+			}
 			if !o.agent {
 				if err := s.Run(cmd.Context()); err != nil {
 					return failed(err)
@@ -109,6 +128,10 @@ them.`,
 	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
 	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
 	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	_ = f.MarkHidden("cpuprofile")
+	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile to this file each time the server gets SIGUSR1")
+	_ = f.MarkHidden("memprofile")
 	o.agentFlags.register(f, "agent-listen", "address of the embedded agent's HTTPS log server (default <node-ip>:10250)")
 	return cmd
 }
@@ -167,4 +190,31 @@ func gcThreshold(flag int) int {
 		return -1
 	}
 	return flag
+}
+
+// heapProfileOnSignal writes a heap profile to path each time the process
+// gets SIGUSR1, until stop is called: the live heap of a running server,
+// which a profile taken at exit no longer shows.
+func heapProfileOnSignal(path string, g *globalOptions) (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-sig:
+				if err := writeHeapProfile(path); err != nil {
+					g.logger.Error("heap profile", "err", err)
+				}
+			}
+		}
+	})
+	return func() {
+		signal.Stop(sig)
+		close(done)
+		wg.Wait()
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -22,7 +23,9 @@ type simOptions struct {
 	podCPU, podMemory        string
 	store                    string
 	timeout                  time.Duration
-	cpuProfile               string
+	cpuProfile, memProfile   string
+	scenario                 string
+	mix                      bool
 }
 
 func newSimCommand(g *globalOptions) *cobra.Command {
@@ -49,11 +52,27 @@ bound; pods_per_second is the pods scheduled (M when all are) over that
 time. Bind latency is from a pod's creation to its binding, running
 latency from its binding to its agent's Running report. When --timeout
 comes first the run ends with what it has and exits 1 if some pods were
-not scheduled.`,
+not scheduled. bound_seconds runs from the write of the ReplicaSets to the
+last binding.
+
+--mix labels the nodes (ten zones, every other node "ssd") and taints every
+tenth one; by K modulo 4 the ReplicaSets' pods have no constraint, a node
+selector for ssd nodes, anti-affinity keeping them one a node (with the
+toleration; when the ReplicaSet has no more replicas than there are
+nodes), or the toleration.
+
+--scenario rollout instead creates a Deployment "web" of M replicas, waits
+until all are available, sets a new image and follows the rolling update
+to its end, counting available pods (Running, Ready, not being deleted) at
+every revision. The JSON line then carries create_seconds,
+rollout_seconds, min_available (the least such count),
+min_status_available (the least status.availableReplicas, sampled every
+10ms) and availability_bound (replicas - maxUnavailable, 25% by default).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := sim.Options{
 				Nodes: o.nodes, Pods: o.pods, ReplicaSets: o.replicaSets,
+				Mix: o.mix, Scenario: o.scenario,
 				Store: o.store, Timeout: o.timeout,
 				Progress: cmd.ErrOrStderr(), Logger: g.logger,
 			}
@@ -82,6 +101,16 @@ not scheduled.`,
 			if o.store != controlplane.StoreMemory && o.store != controlplane.StoreBolt {
 				return usageErrorf("--store: %q is not memory or bolt", o.store)
 			}
+			if o.scenario != sim.ScenarioPods && o.scenario != sim.ScenarioRollout {
+				return usageErrorf("--scenario: %q is not %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout)
+			}
+			if o.scenario == sim.ScenarioRollout && o.pods <= 0 {
+				return usageErrorf("--scenario rollout needs --pods (the Deployment's replicas) positive")
+			}
+			var memErr error
+			if o.memProfile != "" {
+				opts.Measured = func() { memErr = writeHeapProfile(o.memProfile) }
+			}
 			if o.cpuProfile != "" {
 				stop, err := startCPUProfile(o.cpuProfile)
 				if err != nil {
@@ -90,6 +119,9 @@ not scheduled.`,
 				defer stop()
 			}
 			res, err := sim.Run(cmd.Context(), opts)
+			if memErr != nil && err == nil {
+				err = memErr
+			}
 			if res != nil {
 				line, merr := json.Marshal(res)
 				if merr != nil {
@@ -118,7 +150,25 @@ not scheduled.`,
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "end the run with what it has after so long")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = f.MarkHidden("cpuprofile")
+	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile to this file once the measurement is over")
+	_ = f.MarkHidden("memprofile")
+	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image")
+	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes and give the ReplicaSets node selectors, anti-affinity and tolerations")
 	return cmd
+}
+
+// writeHeapProfile writes the heap profile, after a collection, to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // startCPUProfile profiles the process into path until stop is called.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +69,8 @@ func TestSimCommandUsage(t *testing.T) {
 		{"sim", "--nodes", "0"},
 		{"sim", "--pod-cpu", "lots"},
 		{"sim", "--store", "etcd"},
+		{"sim", "--scenario", "chaos"},
+		{"sim", "--scenario", "rollout", "--pods", "0"},
 		{"sim", "extra"},
 	} {
 		if r := runSim(t, args...); r.code != 2 {
@@ -85,5 +89,24 @@ func TestSimCommandIncomplete(t *testing.T) {
 	var got map[string]float64
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got["pods"] != 12 || got["scheduled"] > 10 {
 		t.Errorf("stdout %s (%v)", r.stdout, err)
+	}
+}
+
+func TestSimCommandRollout(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "heap.prof")
+	r := runSim(t, "sim", "--scenario", "rollout", "--nodes", "8", "--pods", "20", "--timeout", "2m", "--memprofile", profile)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	var got map[string]float64
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stdout %s: %v", r.stdout, err)
+	}
+	// 25% of 20 may be unavailable.
+	if got["availability_bound"] != 15 || got["min_available"] < 15 || got["rollout_seconds"] <= 0 {
+		t.Errorf("JSON %s", r.stdout)
+	}
+	if fi, err := os.Stat(profile); err != nil || fi.Size() == 0 {
+		t.Errorf("heap profile: %v", err)
 	}
 }

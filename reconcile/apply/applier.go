@@ -44,7 +44,11 @@ type Applier struct {
 type sourceState struct {
 	mu       sync.Mutex
 	revision string
-	applied  map[Key]api.Object
+	// applied is the decoded object of each key the source last applied,
+	// shared with the source's decode cache: the object the source wants
+	// is prepared from it when needed, so the applier keeps no copy of its
+	// own of every object.
+	applied map[Key]*api.Decoded
 	// seen is the resourceVersion of each applied object when the source
 	// last wrote or checked it.
 	seen map[Key]string
@@ -139,11 +143,10 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 		if err != nil {
 			return err
 		}
-		in, err := readInput(tx, name, desired, st.applied)
+		in, err := readInput(tx, name, desired, st.applied, st.seen)
 		if err != nil {
 			return err
 		}
-		in.Seen = st.seen
 		plan = Diff(in)
 		if len(plan.Errors) > 0 {
 			return &rejected{reason: api.ReasonInvalidRevision, errs: plan.Errors, message: rejectedMessage(rev.ID, st.revision, plan.Errors)}
@@ -175,9 +178,9 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	if plan.Counts.Created+plan.Counts.Updated+plan.Counts.Pruned > 0 {
 		res.StoreRevision = storeRev
 	}
-	applied := make(map[Key]api.Object, len(desired))
+	applied := make(map[Key]*api.Decoded, len(desired))
 	for _, d := range desired {
-		applied[d.Key] = d.Object
+		applied[d.Key] = d.Decoded
 	}
 	seen := make(map[Key]string, len(desired))
 	written := fmt.Sprint(storeRev)
@@ -197,14 +200,21 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 
 // readInput reads what the plan needs from the transaction: the stored
 // object of every desired key, the source's inventory and the namespaces
-// the objects name.
-func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]api.Object) (Input, error) {
+// the objects name. It prepares what the plan will look at of the objects
+// the source applied before: a desired object that is the same as then
+// and still stored as the source last wrote or checked it (seen) is
+// neither copied nor compared, so an unchanged revision costs a few map
+// lookups per object.
+func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]*api.Decoded, seen map[Key]string) (Input, error) {
 	in := Input{
 		Source:     name,
 		Desired:    desired,
 		Live:       make(map[Key]api.Object, len(desired)),
-		Previous:   previous,
+		Seen:       seen,
 		Namespaces: map[string]*api.Namespace{},
+	}
+	if previous != nil {
+		in.Previous = map[Key]api.Object{}
 	}
 	for _, d := range desired {
 		live, err := tx.Get(d.Key.Kind, d.Key.Namespace, d.Key.Name)
@@ -213,6 +223,15 @@ func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]
 			in.Live[d.Key] = live
 		case !store.IsNotFound(err):
 			return in, err
+		}
+		if !unchanged(d, live, seen) {
+			d.prepare(name)
+			switch prev := previous[d.Key]; {
+			case d.Same:
+				in.Previous[d.Key] = d.Object
+			case prev != nil:
+				in.Previous[d.Key] = prepared(name, prev)
+			}
 		}
 		if d.Key.Kind.Namespaced {
 			if _, seen := in.Namespaces[d.Key.Namespace]; !seen {
@@ -231,6 +250,17 @@ func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]
 	inv, err := inventory(tx, name)
 	in.Inventory = inv
 	return in, err
+}
+
+// unchanged reports whether a desired object is what the source applied
+// last time and the stored object is still as the source last wrote or
+// checked it: then nothing about it needs a closer look.
+func unchanged(d *Desired, live api.Object, seen map[Key]string) bool {
+	if live == nil || !d.Same {
+		return false
+	}
+	rv := live.GetResourceVersion()
+	return rv != "" && seen[d.Key] == rv
 }
 
 var namespaceKind = api.KindOf(&api.Namespace{})
@@ -258,7 +288,8 @@ func (a *Applier) execute(tx *store.Txn, name string, plan *Plan) error {
 	for _, s := range plan.Steps {
 		switch s.Action {
 		case ActionCreate:
-			if _, err := tx.Create(s.Object.DeepCopyObject().(api.Object)); err != nil {
+			// The object is the plan's own copy: nothing else keeps it.
+			if _, err := tx.Create(s.Object); err != nil {
 				return err
 			}
 		case ActionUpdate:

@@ -20,8 +20,8 @@ func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, erro
 	st := a.state(name)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	want := st.applied[key]
-	if want == nil {
+	decoded := st.applied[key]
+	if decoded == nil {
 		return false, nil
 	}
 	corrected := false
@@ -32,7 +32,7 @@ func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, erro
 			if ok, err := namespaceUsable(tx, key); !ok || err != nil {
 				return err
 			}
-			stored, err := tx.Create(want.DeepCopyObject().(api.Object))
+			stored, err := tx.Create(prepared(name, decoded))
 			if err != nil {
 				return err
 			}
@@ -45,6 +45,7 @@ func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, erro
 			// Going, or as the source last wrote or checked it.
 			return nil
 		}
+		want := prepared(name, decoded)
 		merged := merge(want, live, want)
 		if equal(merged, live) {
 			// A change the source does not own (status, a controller's

@@ -1,8 +1,8 @@
 package apply
 
 import (
-	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -48,7 +48,9 @@ type Step struct {
 type Input struct {
 	// Source is the name of the source the revision is from.
 	Source string
-	// Desired are the revision's objects, from Prepare, in revision order.
+	// Desired are the revision's objects, from Prepare, in revision order;
+	// each one's Object is set, except for a Same object that Seen shows
+	// unchanged in the store.
 	Desired []*Desired
 	// Live holds the stored object of every desired key that exists.
 	Live map[Key]api.Object
@@ -56,6 +58,7 @@ type Input struct {
 	// berth.dev/source annotation names it).
 	Inventory []api.Object
 	// Previous is what the source last applied, by key; nil when unknown.
+	// It may leave out an object that Seen shows unchanged in the store.
 	Previous map[Key]api.Object
 	// Seen is the resourceVersion each object had when the source last
 	// applied or checked it. An object still at that version and declared
@@ -109,7 +112,7 @@ func Diff(in Input) *Plan {
 	nsInRevision := map[string]bool{}
 	for _, d := range in.Desired {
 		desiredKeys[d.Key] = true
-		if _, ok := d.Object.(*api.Namespace); ok {
+		if d.Key.Kind == namespaceKind {
 			nsInRevision[d.Key.Name] = true
 		}
 	}
@@ -132,11 +135,11 @@ func Diff(in Input) *Plan {
 					d.Key, owner, api.AnnotationSource, in.Source, in.Source))})...)
 			continue
 		}
-		prev := in.Previous[d.Key]
-		if rv := live.GetResourceVersion(); d.Same && prev != nil && rv != "" && in.Seen[d.Key] == rv {
+		if unchanged(d, live, in.Seen) {
 			steps = append(steps, Step{Action: ActionUnchanged, Key: d.Key, Object: live, Live: live})
 			continue
 		}
+		prev := in.Previous[d.Key]
 		want := merge(d.Object, live, prev)
 		if errs := api.ValidateUpdate(live, want); len(errs) > 0 {
 			p.Errors = append(p.Errors, d.Decoded.Errors(errs)...)
@@ -157,7 +160,7 @@ func Diff(in Input) *Plan {
 		}
 		steps = append(steps, s)
 	}
-	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(rank(a.Key.Kind), rank(b.Key.Kind)) })
+	steps = byRank(steps)
 
 	var prunes []Step
 	for _, obj := range in.Inventory {
@@ -213,13 +216,48 @@ func checkNamespace(d *Desired, live map[string]*api.Namespace, inRevision map[s
 		return nil
 	}
 	ns := d.Key.Namespace
-	p := field.NewPath("metadata", "namespace")
 	n := live[ns]
 	switch {
 	case n == nil && !inRevision[ns]:
-		return field.ErrorList{field.NotFound(p, ns)}
+		return field.ErrorList{field.NotFound(field.NewPath("metadata", "namespace"), ns)}
 	case n != nil && (n.DeletionTimestamp != nil || n.Status.Phase == api.NamespaceTerminating):
-		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("namespace %q is being deleted", ns))}
+		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf("namespace %q is being deleted", ns))}
 	}
 	return nil
+}
+
+// byRank orders steps by their kind's rank, keeping the revision's order
+// within a rank: a stable sort in one pass over the steps, each rank
+// computed once, since a revision holds few kinds and many objects.
+func byRank(steps []Step) []Step {
+	ranks := make([]int, len(steps))
+	counts := map[int]int{}
+	sorted := true
+	var last *api.Kind
+	r := 0
+	for i, s := range steps {
+		if i == 0 || s.Key.Kind != last {
+			last, r = s.Key.Kind, rank(s.Key.Kind)
+		}
+		ranks[i] = r
+		counts[ranks[i]]++
+		if i > 0 && ranks[i] < ranks[i-1] {
+			sorted = false
+		}
+	}
+	if sorted {
+		return steps
+	}
+	starts := make(map[int]int, len(counts))
+	at := 0
+	for _, r := range slices.Sorted(maps.Keys(counts)) {
+		starts[r] = at
+		at += counts[r]
+	}
+	out := make([]Step, len(steps))
+	for i, s := range steps {
+		out[starts[ranks[i]]] = s
+		starts[ranks[i]]++
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -227,5 +228,33 @@ func TestMerge3(t *testing.T) {
 	}
 	if merge3(nil, nil, nil, false) != nil {
 		t.Error("empty maps should merge to nil")
+	}
+}
+
+func TestByRank(t *testing.T) {
+	ns, cm, dep := api.KindOf(&api.Namespace{}), api.KindOf(&api.ConfigMap{}), api.KindOf(&api.Deployment{})
+	step := func(k *api.Kind, name string) Step { return Step{Key: Key{Kind: k, Name: name}} }
+	names := func(steps []Step) []string {
+		var out []string
+		for _, s := range steps {
+			out = append(out, kindName(s.Key.Kind)+"/"+s.Key.Name)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		in   []Step
+		want []string
+	}{
+		{"empty", nil, nil},
+		{"sorted already", []Step{step(ns, "a"), step(cm, "b"), step(dep, "c")}, []string{"Namespace/a", "ConfigMap/b", "Deployment/c"}},
+		{"kinds apart, order kept within a kind", []Step{step(dep, "z"), step(cm, "y"), step(dep, "a"), step(ns, "n"), step(cm, "b")},
+			[]string{"Namespace/n", "ConfigMap/y", "ConfigMap/b", "Deployment/z", "Deployment/a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := names(byRank(tc.in)); !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

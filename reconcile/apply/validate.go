@@ -14,11 +14,21 @@ import (
 // of the decoded object, defaulted, stripped of server-set fields and
 // marked with its source, together with where it came from.
 type Desired struct {
-	Key     Key
+	Key Key
+	// Object is nil, until prepare, for an object that is the very one the
+	// source applied last time (Same): most such objects are seen unchanged
+	// in the store and never need a copy.
 	Object  api.Object
 	Decoded *api.Decoded
 	// Same: the object is exactly what the source applied last time.
 	Same bool
+}
+
+// prepare fills in Object for an object Prepare left out.
+func (d *Desired) prepare(sourceName string) {
+	if d.Object == nil {
+		d.Object = prepared(sourceName, d.Decoded)
+	}
 }
 
 // sourceKind is the kind of Source objects; a revision may not hold one.
@@ -28,54 +38,83 @@ var sourceKind = api.KindOf(&api.Source{})
 // read: the decoder's errors, defaulting and validation of each object,
 // kinds a source may not declare, and duplicates. It returns every error
 // found, each with its file, document and field, or the objects ready to
-// apply, each marked as applied by the named source. The objects are
-// defaulted in place: a revision's objects belong to its receiver.
+// apply, each marked as applied by the named source. The decoded objects
+// are not changed (a source shares them with its decode cache): each is
+// copied before it is defaulted.
 //
-// previous is what the source applied last (nil when unknown): an object
-// that is, once defaulted, exactly as it was then is not validated again,
-// which makes a revision that changes one object of thousands cheap.
-func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, previous map[Key]api.Object) ([]*Desired, api.ErrorList) {
+// previous is what the source applied last (nil when unknown). An object
+// that is the very decoded object applied then (a file the source did not
+// decode again) is Same at the cost of a map lookup, and left for prepare
+// to copy if it is needed at all; one that is, once defaulted, exactly as
+// it was then is Same too. A Same object is not validated again, which
+// makes a revision that changes one object of thousands cheap.
+func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, previous map[Key]*api.Decoded) ([]*Desired, api.ErrorList) {
 	errs := append(api.ErrorList(nil), decodeErrs...)
-	copies := make([]*api.Decoded, 0, len(objs))
 	out := make([]*Desired, 0, len(objs))
+	kept := make([]*api.Decoded, 0, len(objs))
 	for _, d := range objs {
 		if d == nil || d.Object == nil {
 			continue
 		}
-		c := d
-		copies = append(copies, c)
-		k := api.KindOf(c.Object)
+		kept = append(kept, d)
+		k := api.KindOf(d.Object)
 		if k == sourceKind {
-			errs = append(errs, c.Errors(field.ErrorList{field.Forbidden(field.NewPath("kind"),
+			errs = append(errs, d.Errors(field.ErrorList{field.Forbidden(field.NewPath("kind"),
 				"a source cannot declare Source objects; sources are configured with the server's --source flags")})...)
 			continue
 		}
-		stripServerFields(c.Object)
-		api.Default(c.Object)
-		if owner, ok := c.Object.GetAnnotations()[api.AnnotationSource]; ok && owner != sourceName {
-			errs = append(errs, c.Errors(field.ErrorList{field.Invalid(
+		key := decodedKey(k, d)
+		prev := previous[key]
+		if prev == d {
+			out = append(out, &Desired{Key: key, Decoded: d, Same: true})
+			continue
+		}
+		obj := d.Object.DeepCopyObject().(api.Object)
+		stripServerFields(obj)
+		api.Default(obj)
+		if owner, ok := obj.GetAnnotations()[api.AnnotationSource]; ok && owner != sourceName {
+			errs = append(errs, d.Errors(field.ErrorList{field.Invalid(
 				field.NewPath("metadata", "annotations").Key(api.AnnotationSource), owner,
 				fmt.Sprintf("names another source than %q, which applies this manifest; leave the annotation out", sourceName))})...)
 		}
-		markSource(c.Object, sourceName)
-		key := Key{Kind: k, Namespace: c.Object.GetNamespace(), Name: c.Object.GetName()}
-		same := false
-		if prev := previous[key]; prev != nil {
-			same = reflect.DeepEqual(prev, c.Object)
-		}
+		markSource(obj, sourceName)
+		// Decoded objects equal as decoded are equal once prepared; others
+		// may still be (a manifest now spelling out a default).
+		same := prev != nil && (reflect.DeepEqual(prev.Object, d.Object) || reflect.DeepEqual(prepared(sourceName, prev), obj))
 		if !same {
-			if e := c.Errors(api.Validate(c.Object)); len(e) > 0 {
+			if e := d.Errors(api.Validate(obj)); len(e) > 0 {
 				errs = append(errs, e...)
 				continue
 			}
 		}
-		out = append(out, &Desired{Key: key, Object: c.Object, Decoded: c, Same: same})
+		out = append(out, &Desired{Key: key, Object: obj, Decoded: d, Same: same})
 	}
-	errs = append(errs, api.Duplicates(copies)...)
+	errs = append(errs, api.DuplicatesAsDefaulted(kept)...)
 	if len(errs) > 0 {
 		return nil, unique(errs)
 	}
 	return out, nil
+}
+
+// decodedKey is the key a decoded object will have once defaulted: a
+// namespaced object that names no namespace goes to "default".
+func decodedKey(k *api.Kind, d *api.Decoded) Key {
+	ns := d.Object.GetNamespace()
+	if k != nil && k.Namespaced && ns == "" {
+		ns = api.NamespaceDefault
+	}
+	return Key{Kind: k, Namespace: ns, Name: d.Object.GetName()}
+}
+
+// prepared is what the source applies for a decoded object: a copy,
+// stripped of server-set fields, defaulted and marked with the source.
+// The decoded object is not changed.
+func prepared(sourceName string, d *api.Decoded) api.Object {
+	obj := d.Object.DeepCopyObject().(api.Object)
+	stripServerFields(obj)
+	api.Default(obj)
+	markSource(obj, sourceName)
+	return obj
 }
 
 // unique sorts errors and drops repeats: a source may already have

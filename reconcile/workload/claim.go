@@ -35,14 +35,21 @@ func (r *ReplicaReconciler) claimPods(ctx context.Context, v *replicated) ([]*ap
 	var (
 		claimed []*api.Pod
 		errs    []error
-		seen    = map[string]bool{}
+		// seen is needed only to tell the orphans from the pods just
+		// listed, and there are rarely any orphans.
+		seen map[string]bool
 	)
+	if len(matching) > 0 {
+		seen = make(map[string]bool, len(owned))
+	}
 	for _, obj := range owned {
 		pod := obj.(*api.Pod)
-		if ref := api.ControllerOf(pod); ref == nil || ref.UID != uid {
+		if !controlledBy(pod, uid) {
 			continue
 		}
-		seen[pod.Name] = true
+		if seen != nil {
+			seen[pod.Name] = true
+		}
 		if v.selector.Matches(labels.Set(pod.Labels)) || deleting {
 			claimed = append(claimed, pod)
 			continue
@@ -66,6 +73,18 @@ func (r *ReplicaReconciler) claimPods(ctx context.Context, v *replicated) ([]*ap
 		}
 	}
 	return claimed, errors.Join(errs...)
+}
+
+// controlledBy reports whether uid is the pod's controller, as
+// api.ControllerOf would tell, without copying the reference: this runs
+// for every pod of a controller on every sync.
+func controlledBy(pod *api.Pod, uid types.UID) bool {
+	for i := range pod.OwnerReferences {
+		if ref := &pod.OwnerReferences[i]; ref.Controller != nil && *ref.Controller {
+			return ref.UID == uid
+		}
+	}
+	return false
 }
 
 // isOrphan reports whether a pod has no controller and is not being

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 
@@ -107,6 +108,12 @@ func (r *ReplicaReconciler) PodKeys(e store.Event) []string {
 		if e.Old != nil {
 			old = e.Old.(*api.Pod)
 		}
+		if old != nil && sameForController(old, pod) {
+			// A binding, a container status: nothing a sync reads
+			// changed. Every pod of a large ReplicaSet changes several
+			// times, and each sync reads all of them.
+			return nil
+		}
 		if owner != "" && pod.DeletionTimestamp != nil && (old == nil || old.DeletionTimestamp == nil) {
 			r.expectations.DeletionObserved(owner, podKey)
 		}
@@ -129,6 +136,27 @@ func (r *ReplicaReconciler) PodKeys(e store.Event) []string {
 		r.matching(pod, keys)
 	}
 	return slices.Sorted(maps.Keys(keys))
+}
+
+// sameForController reports whether a pod change leaves alone everything
+// a ReplicaSet's sync reads of the pod: whether it is active (phase,
+// deletion), its labels and owners (claiming), and its readiness and
+// since when (the ready and available counts).
+func sameForController(old, pod *api.Pod) bool {
+	if isActive(old) != isActive(pod) || (old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
+		!maps.Equal(old.Labels, pod.Labels) || !slices.EqualFunc(old.OwnerReferences, pod.OwnerReferences, sameOwnerRef) {
+		return false
+	}
+	oc, nc := readyCondition(old), readyCondition(pod)
+	if (oc == nil) != (nc == nil) {
+		return false
+	}
+	return oc == nil || (oc.Status == nc.Status && oc.LastTransitionTime.Equal(&nc.LastTransitionTime))
+}
+
+func sameOwnerRef(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && a.Kind == b.Kind && a.Name == b.Name &&
+		(a.Controller != nil && *a.Controller) == (b.Controller != nil && *b.Controller)
 }
 
 // ownerKey is the key of the pod's controller if it is of r's kind.

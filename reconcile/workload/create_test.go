@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
@@ -77,6 +78,44 @@ func TestCreationsInBatchTransactions(t *testing.T) {
 			}
 			if !r.Expectations().Satisfied("default/web") {
 				t.Error("expectations not satisfied once the created pods are observed")
+			}
+		})
+	}
+}
+
+// TestSameForController checks which pod changes a ReplicaSet's sync can
+// skip: those that change nothing it reads.
+func TestSameForController(t *testing.T) {
+	rs := replicaSet("web", 1)
+	rs.UID = "u1"
+	base := func() *api.Pod {
+		p := testPod("p", ownedBy(rs))
+		p.Spec.NodeName = ""
+		p.Status.Conditions = []api.PodCondition{{Type: api.PodReady, Status: api.ConditionFalse}}
+		return p
+	}
+	now := metav1.NewTime(epoch)
+	tests := []struct {
+		name   string
+		change func(p *api.Pod)
+		same   bool
+	}{
+		{"bound to a node", func(p *api.Pod) { p.Spec.NodeName = "n1" }, true},
+		{"a container status", func(p *api.Pod) { p.Status.ContainerStatuses = []api.ContainerStatus{{Name: "c"}} }, true},
+		{"ready", func(p *api.Pod) { p.Status.Conditions[0].Status = api.ConditionTrue }, false},
+		{"ready since another time", func(p *api.Pod) { p.Status.Conditions[0].LastTransitionTime = now }, false},
+		{"relabelled", func(p *api.Pod) { p.Labels = map[string]string{"app": "other"} }, false},
+		{"failed", func(p *api.Pod) { p.Status.Phase = api.PodFailed }, false},
+		{"marked for deletion", func(p *api.Pod) { p.DeletionTimestamp = &now }, false},
+		{"released", func(p *api.Pod) { p.OwnerReferences = nil }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := base()
+			p := old.DeepCopy()
+			tt.change(p)
+			if got := sameForController(old, p); got != tt.same {
+				t.Errorf("sameForController = %v, want %v", got, tt.same)
 			}
 		})
 	}

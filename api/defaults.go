@@ -19,6 +19,15 @@ func Default(obj Object) {
 	case *Pod:
 		defaultPodSpec(&o.Spec)
 		defaultPodRequests(&o.Spec)
+		// A new pod is Pending until an agent says otherwise, and its QoS
+		// class is fixed by its (immutable) resources, as Kubernetes sets
+		// both when a pod is created.
+		if o.Status.Phase == "" {
+			o.Status.Phase = PodPending
+		}
+		if o.Status.QOSClass == "" {
+			o.Status.QOSClass = PodQOSClass(o)
+		}
 	case *Service:
 		defaultService(o)
 	case *Endpoints:

@@ -276,3 +276,17 @@ func TestDefaultIdempotentOnManifests(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestDefaultPodStatus(t *testing.T) {
+	p := &Pod{}
+	p.Spec.Containers = []Container{{Name: "c", Image: "x"}}
+	Default(p)
+	if p.Status.Phase != PodPending || p.Status.QOSClass != QOSBestEffort {
+		t.Errorf("new pod status %+v, want Pending and BestEffort", p.Status)
+	}
+	p = &Pod{Status: PodStatus{Phase: PodRunning, QOSClass: QOSBurstable}}
+	Default(p)
+	if p.Status.Phase != PodRunning || p.Status.QOSClass != QOSBurstable {
+		t.Errorf("defaulting changed a reported status: %+v", p.Status)
+	}
+}

@@ -478,6 +478,9 @@ func (a *Agent) staticError(err error) {
 	if c == nil {
 		return
 	}
+	// The kubelet's node reference: the node's name stands for its UID,
+	// so events about a node read the same before and after it
+	// re-registers.
 	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.NodeName, UID: types.UID(a.cfg.NodeName)}}
 	node.Kind, node.APIVersion = "Node", "v1"
 	ctx, cancel := context.WithTimeout(context.Background(), client.DefaultTimeout)

@@ -55,7 +55,7 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 			WriteError(w, apierrors.NewBadRequest("token: decode TokenRequest: "+err.Error()))
 			return
 		}
-		ttl := time.Duration(0)
+		ttl := DefaultServiceAccountTokenTTL
 		if e := req.Spec.ExpirationSeconds; e != nil {
 			// Compared in seconds: a large value would overflow a Duration.
 			if *e < int64(minTokenTTL/time.Second) {
@@ -89,9 +89,6 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 					fmt.Errorf("the UID in the bound object reference (%s) does not match the pod's (%s)", ref.UID, pod.UID)))
 				return
 			}
-		}
-		if ttl == 0 {
-			ttl = DefaultServiceAccountTokenTTL
 		}
 		tok, err := s.IssueServiceAccountToken(sa, pod, ttl)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/endpoints"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/gc"
@@ -181,7 +182,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.controllers = append(s.controllers,
 		node.NewController(st, node.Options{MonitorPeriod: cfg.NodeMonitorPeriod, GracePeriod: cfg.NodeMonitorGracePeriod,
-			EvictionTimeout: cfg.PodEvictionTimeout, Clock: cfg.Clock, Logger: cfg.Logger}),
+			EvictionTimeout: cfg.PodEvictionTimeout, Clock: cfg.Clock, Logger: cfg.Logger,
+			Events: s.events.Recorder(node.EventComponent, "")}),
 		podgc.NewController(st, podgc.Options{Threshold: gcThreshold, Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger,
@@ -225,8 +227,7 @@ func openBackend(cfg Config) (store.Backend, error) {
 // bootstrap creates what must exist from the start: the default
 // namespace and the default StorageClass.
 func (s *Server) bootstrap(ctx context.Context) error {
-	nsKind, _ := api.LookupResource("namespaces")
-	if _, err := s.store.Get(nsKind, "", api.NamespaceDefault); err == nil {
+	if _, err := s.store.Get(api.MustLookupResource("namespaces"), "", api.NamespaceDefault); err == nil {
 		return nil
 	}
 	// A store without the default namespace is new: it gets the class.
@@ -260,7 +261,7 @@ func (s *Server) setupSources(ctx context.Context) error {
 		}
 		s.hookKey = key
 	}
-	srcs, err := newSources(s.cfg.Sources, s.store, s.cfg.DataDir, s.cfg.Clock, s.log)
+	srcs, err := newSources(s.cfg.Sources, s.store, s.cfg.DataDir, s.cfg.Clock, s.log, s.events.Recorder(apply.EventComponent, ""))
 	if err != nil {
 		return err
 	}

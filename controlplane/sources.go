@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
+	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/source/dir"
 	"github.com/berth-dev/berth/source/git"
@@ -63,10 +64,10 @@ type runner struct {
 
 // newSources makes the source of every spec, so that a bad spec stops the
 // server before it serves.
-func newSources(specs []source.Spec, st *store.Store, dataDir string, clk clock.WithTicker, log *slog.Logger) (*sources, error) {
+func newSources(specs []source.Spec, st *store.Store, dataDir string, clk clock.WithTicker, log *slog.Logger, events *event.Recorder) (*sources, error) {
 	s := &sources{
 		store:   st,
-		applier: apply.New(st, apply.Options{Clock: clk, Logger: log}),
+		applier: apply.New(st, apply.Options{Clock: clk, Logger: log, Events: events}),
 		clock:   clk,
 		log:     log,
 		runners: map[string]*runner{},

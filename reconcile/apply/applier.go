@@ -21,6 +21,9 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Logger receives what the applier does; slog.Default() when nil.
 	Logger *slog.Logger
+	// Events records drift corrections and adoptions; nil: a writer of
+	// the applier's own (tests).
+	Events *event.Recorder
 }
 
 // Applier applies the revisions of sources to a store, one transaction
@@ -62,8 +65,11 @@ func New(s *store.Store, opts Options) *Applier {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.Events == nil {
+		opts.Events = event.NewWriter(s, event.Options{Clock: opts.Clock, Logger: opts.Logger}).Recorder(EventComponent, "")
+	}
 	return &Applier{store: s, clock: opts.Clock, log: opts.Logger, sources: map[string]*sourceState{},
-		events: event.NewWriter(s, event.Options{Clock: opts.Clock, Logger: opts.Logger}).Recorder(EventComponent, "")}
+		events: opts.Events}
 }
 
 func (a *Applier) state(name string) *sourceState {

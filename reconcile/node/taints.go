@@ -15,14 +15,7 @@ var managedTaints = []api.Taint{
 	{Key: api.TaintNodeNotReady, Effect: api.TaintEffectNoExecute},
 }
 
-func isManaged(t api.Taint) bool {
-	for _, m := range managedTaints {
-		if t.Key == m.Key && t.Effect == m.Effect {
-			return true
-		}
-	}
-	return false
-}
+func isManaged(t api.Taint) bool { return indexTaint(managedTaints, t) >= 0 }
 
 // wantTaints returns the managed taints a node with that Ready status
 // should carry: unreachable for Unknown, not-ready for False, none for

@@ -60,16 +60,8 @@ func (r *Reconciler) syncClass(ctx context.Context, name string) error {
 			alone = append(alone, key)
 			return true
 		}
-		r.mu.Lock()
-		var pv *api.PersistentVolume
-		if r.loadIndex() == nil {
-			pv = r.index.Match(req)
-		}
-		if pv != nil {
-			r.index.Remove(pv.Name)
-		}
-		r.mu.Unlock()
-		if pv == nil {
+		pv, err := r.take(req)
+		if err != nil || pv == nil {
 			alone = append(alone, key)
 			return true
 		}
@@ -79,8 +71,7 @@ func (r *Reconciler) syncClass(ctx context.Context, name string) error {
 	if err != nil {
 		// Give back what was taken: the claims' own syncs take over.
 		for _, p := range pairs {
-			r.restore(p.pv.Name)
-			r.enqueue(prefixClaim + reconcile.ObjectKey(p.claim))
+			r.giveBack(p)
 		}
 		return fmt.Errorf("list claims of class %q: %w", name, err)
 	}
@@ -91,8 +82,7 @@ func (r *Reconciler) syncClass(ctx context.Context, name string) error {
 		bound += ok
 		if err != nil {
 			for _, p := range pairs {
-				r.restore(p.pv.Name)
-				r.enqueue(prefixClaim + reconcile.ObjectKey(p.claim))
+				r.giveBack(p)
 			}
 			return err
 		}
@@ -144,9 +134,15 @@ func (r *Reconciler) bindAll(ctx context.Context, pairs []pair) (int, error) {
 	}
 	for i, p := range pairs {
 		if !written[i] {
-			r.restore(p.pv.Name)
-			r.enqueue(prefixClaim + reconcile.ObjectKey(p.claim))
+			r.giveBack(p)
 		}
 	}
 	return bound, nil
+}
+
+// giveBack returns a binding's volume to the index and its claim to its
+// own sync.
+func (r *Reconciler) giveBack(p pair) {
+	r.restore(p.pv.Name)
+	r.enqueue(prefixClaim + reconcile.ObjectKey(p.claim))
 }

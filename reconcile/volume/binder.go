@@ -165,17 +165,7 @@ func (r *Reconciler) syncUnboundClaim(ctx context.Context, claim *api.Persistent
 		return reconcile.Result{}, r.bind(ctx, pv, claim)
 	}
 	for range maxBindAttempts {
-		r.mu.Lock()
-		err := r.loadIndex()
-		var pv *api.PersistentVolume
-		if err == nil {
-			pv = r.index.Match(req)
-		}
-		if pv != nil {
-			// Take it now so that a concurrent worker does not.
-			r.index.Remove(pv.Name)
-		}
-		r.mu.Unlock()
+		pv, err := r.take(req)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -208,6 +198,22 @@ func (r *Reconciler) syncUnboundClaim(ctx context.Context, claim *api.Persistent
 	r.events.Event(claim, api.EventTypeNormal, ReasonExternalProvisioning,
 		fmt.Sprintf("waiting for a volume to be created by the external provisioner %q", class.Provisioner))
 	return reconcile.Result{}, nil
+}
+
+// take returns the volume of the index that best fits req, removed from
+// the index so that a concurrent worker does not take it too; nil when
+// none fits.
+func (r *Reconciler) take(req *Request) (*api.PersistentVolume, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.loadIndex(); err != nil {
+		return nil, err
+	}
+	pv := r.index.Match(req)
+	if pv != nil {
+		r.index.Remove(pv.Name)
+	}
+	return pv, nil
 }
 
 // restore puts the store's state of a volume the binder took back into

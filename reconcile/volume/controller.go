@@ -290,14 +290,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 }
 
 func (r *Reconciler) dispatch(ctx context.Context, key string) (reconcile.Result, error) {
-	switch {
-	case strings.HasPrefix(key, prefixClaim):
-		ns, name := reconcile.SplitKey(strings.TrimPrefix(key, prefixClaim))
+	if rest, ok := strings.CutPrefix(key, prefixClaim); ok {
+		ns, name := reconcile.SplitKey(rest)
 		return r.syncClaim(ctx, ns, name)
-	case strings.HasPrefix(key, prefixVolume):
-		return r.syncVolume(ctx, strings.TrimPrefix(key, prefixVolume))
-	case strings.HasPrefix(key, prefixClass):
-		return reconcile.Result{}, r.syncClass(ctx, strings.TrimPrefix(key, prefixClass))
+	}
+	if rest, ok := strings.CutPrefix(key, prefixVolume); ok {
+		return r.syncVolume(ctx, rest)
+	}
+	if rest, ok := strings.CutPrefix(key, prefixClass); ok {
+		return reconcile.Result{}, r.syncClass(ctx, rest)
 	}
 	return reconcile.Result{}, reconcile.Terminal(fmt.Errorf("unknown key %q", key))
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // Tokens of the test authenticator.
@@ -228,16 +230,15 @@ func status(t testing.TB, code int, body []byte, want int) metav1.Status {
 	return st
 }
 
-// eventually polls cond until it holds or the deadline passes.
+// eventually polls cond until it holds or 10s pass.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testtool.WaitFor(t, 10*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func kind(resource string) *api.Kind {
@@ -307,6 +308,7 @@ func leakedGoroutines() string {
 		if time.Now().After(deadline) {
 			return strings.Join(leaked, "\n\n")
 		}
+		// TestMain has no testing.TB, so testtool.WaitFor cannot poll here.
 		time.Sleep(10 * time.Millisecond)
 	}
 }

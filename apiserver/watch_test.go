@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // next reads one event with a deadline.
@@ -200,19 +201,17 @@ func TestWatchFutureRevision(t *testing.T) {
 		return ch
 	}
 	wait := func(ch chan result) result {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var r result
+		testtool.WaitFor(t, 10*time.Second, "the watch to answer", func() error {
 			select {
-			case r := <-ch:
-				return r
+			case r = <-ch:
+				return nil
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatal("watch did not answer")
-			}
 			fc.Step(100 * time.Millisecond)
-			time.Sleep(time.Millisecond)
-		}
+			return errors.New("no answer yet")
+		})
+		return r
 	}
 
 	// Far in the future: 504 after a wait, as Kubernetes answers.

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 const token = "admin-token"
@@ -104,15 +106,15 @@ func configMap(name string) *api.ConfigMap {
 	return &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
 }
 
+// eventually polls cond until it holds or 10s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testtool.WaitFor(t, 10*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestMain fails the run if a test left a goroutine of berth's behind.
@@ -137,6 +139,7 @@ func TestMain(m *testing.M) {
 				code = 1
 				break
 			}
+			// TestMain has no testing.TB, so testtool.WaitFor cannot poll here.
 			time.Sleep(10 * time.Millisecond)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // running is a control plane started by a test.
@@ -64,19 +65,10 @@ func cm(name, value string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  key: %q\n", name, value)
 }
 
+// poll calls cond until it returns nil or 20s pass.
 func poll(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testtool.WaitFor(t, 20*time.Second, what, cond)
 }
 
 func sourceObject(t *testing.T, st *store.Store, name string) *api.Source {

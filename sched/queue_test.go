@@ -2,12 +2,14 @@ package sched
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/testtool"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -213,11 +215,10 @@ func TestQueueRun(t *testing.T) {
 // waitFor polls cond until it holds, failing the test after a deadline.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met before the deadline")
+	testtool.WaitFor(t, 10*time.Second, "the condition", func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

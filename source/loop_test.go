@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/testtool"
 )
 
 // fakeCheck serves revisions a test sets, and records what each call was
@@ -78,13 +80,12 @@ func receive(t *testing.T, out <-chan Revision) Revision {
 // waitFor polls cond until it holds, failing after 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testtool.WaitFor(t, 10*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestLoop(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // startControlPlane runs a real control plane (memory store) on a
@@ -107,11 +109,10 @@ func TestAgainstServer(t *testing.T) {
 // waitReady polls until the server answers, with a deadline.
 func waitReady(t *testing.T, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatal("the control plane did not answer within 10s")
+	testtool.WaitFor(t, 10*time.Second, "the control plane to answer", func() error {
+		if !ok() {
+			return errors.New("no answer yet")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

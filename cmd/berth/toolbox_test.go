@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/berth-dev/berth/testtool"
 )
 
 // syncBuffer is a bytes.Buffer that a running command may write while the
@@ -40,17 +42,7 @@ func (s *syncBuffer) String() string {
 // poll calls f until it succeeds or the deadline passes.
 func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testtool.WaitFor(t, timeout, what, f)
 }
 
 func TestToolboxHTTPEcho(t *testing.T) {

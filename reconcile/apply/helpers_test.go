@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // decode decodes manifests given as file name → YAML into a revision.
@@ -240,14 +242,13 @@ func (f *fixture) events(ns, reason string) []*api.Event {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or 10s pass.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testtool.WaitFor(t, 10*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }

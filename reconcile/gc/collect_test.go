@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 var (
@@ -231,16 +233,12 @@ func TestControllerCollects(t *testing.T) {
 	if _, err := s.Delete(ctx, rsKind, "default", "web", store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testtool.WaitFor(t, 10*time.Second, "the dependents to go", func() error {
 		_, podLeft := exists(s, podKind, "a")
 		_, cmLeft := exists(s, cmKind, "of-pod")
-		if !podLeft && !cmLeft {
-			break
+		if podLeft || cmLeft {
+			return fmt.Errorf("dependents left: pod %v, configmap %v", podLeft, cmLeft)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dependents left: pod %v, configmap %v", podLeft, cmLeft)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }

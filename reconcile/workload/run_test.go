@@ -2,12 +2,14 @@ package workload
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // TestReplicaSetControllerRuns runs the controller on a real store: it
@@ -59,13 +61,13 @@ func TestReplicaSetControllerRuns(t *testing.T) {
 	})
 }
 
+// waitFor polls cond until it holds or 10s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testtool.WaitFor(t, 10*time.Second, what, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }

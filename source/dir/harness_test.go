@@ -2,6 +2,7 @@ package dir
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/testtool"
 )
 
 func realClock() clock.WithTicker { return clock.RealClock{} }
@@ -66,18 +68,17 @@ func (h *harness) receive() source.Revision {
 // may not be enough.
 func (h *harness) settle() source.Revision {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var r source.Revision
+	testtool.WaitFor(h.t, 10*time.Second, "a revision", func() error {
 		select {
-		case r := <-h.out:
-			return r
+		case r = <-h.out:
+			return nil
 		default:
 		}
 		if h.clk.Waiters() >= 2 {
 			h.clk.Step(DefaultDebounce + time.Millisecond)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	h.t.Fatal("no revision within 10s")
-	return source.Revision{}
+		return errors.New("none sent yet")
+	})
+	return r
 }

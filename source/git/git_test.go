@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/testtool"
 )
 
 const interval = time.Minute
@@ -81,17 +83,22 @@ func (h *harness) poll(step time.Duration) (source.Revision, bool) {
 	h.t.Helper()
 	h.waitArmed()
 	h.clk.Step(step) // fires the timer: no waiter until the check is done
-	deadline := time.Now().Add(30 * time.Second)
-	for h.clk.Waiters() == 0 {
+	var r source.Revision
+	sent := false
+	testtool.WaitFor(h.t, 30*time.Second, "the check to end", func() error {
+		if h.clk.Waiters() != 0 {
+			return nil
+		}
 		select {
-		case r := <-h.out:
-			return r, true
+		case r = <-h.out:
+			sent = true
+			return nil
 		default:
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatal("the check did not end within 30s")
-		}
-		time.Sleep(time.Millisecond)
+		return errors.New("the timer is not armed again")
+	})
+	if sent {
+		return r, true
 	}
 	// The timer is armed again before a revision is sent: give the send
 	// a moment to show up.
@@ -106,13 +113,12 @@ func (h *harness) poll(step time.Duration) (source.Revision, bool) {
 // waitArmed waits until the source waits on its clock.
 func (h *harness) waitArmed() {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for h.clk.Waiters() == 0 {
-		if time.Now().After(deadline) {
-			h.t.Fatal("the source armed no timer within 30s")
+	testtool.WaitFor(h.t, 30*time.Second, "the source to arm a timer", func() error {
+		if h.clk.Waiters() == 0 {
+			return errors.New("no timer armed")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func objects(r source.Revision) string {

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	nethttp "net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/testtool"
 )
 
 const interval = 20 * time.Second
@@ -121,17 +123,22 @@ func (h *harness) poll(s *server, step time.Duration) (source.Revision, bool) {
 	h.waitArmed()
 	n := s.count()
 	h.clk.Step(step)
-	deadline := time.Now().Add(10 * time.Second)
-	for s.count() == n || h.clk.Waiters() == 0 {
+	var r source.Revision
+	sent := false
+	testtool.WaitFor(h.t, 10*time.Second, "a check", func() error {
+		if s.count() != n && h.clk.Waiters() != 0 {
+			return nil
+		}
 		select {
-		case r := <-h.out:
-			return r, true
+		case r = <-h.out:
+			sent = true
+			return nil
 		default:
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatal("no check within 10s")
-		}
-		time.Sleep(time.Millisecond)
+		return errors.New("no check ended yet")
+	})
+	if sent {
+		return r, true
 	}
 	select { // armed again: a revision, if any, is being sent
 	case r := <-h.out:
@@ -143,13 +150,12 @@ func (h *harness) poll(s *server, step time.Duration) (source.Revision, bool) {
 
 func (h *harness) waitArmed() {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.clk.Waiters() == 0 {
-		if time.Now().After(deadline) {
-			h.t.Fatal("the source armed no timer within 10s")
+	testtool.WaitFor(h.t, 10*time.Second, "the source to arm a timer", func() error {
+		if h.clk.Waiters() == 0 {
+			return errors.New("no timer armed")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func names(r source.Revision) string {

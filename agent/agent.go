@@ -444,6 +444,8 @@ func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
 	return nil
 }
 
+// isMirror reports whether p is a mirror pod an agent posted for a static
+// pod (it runs nothing itself).
 func isMirror(p *api.Pod) bool {
 	_, ok := p.Annotations[api.AnnotationMirror]
 	return ok
@@ -472,9 +474,7 @@ func (a *Agent) setStatic(pods []*api.Pod) {
 
 func (a *Agent) staticError(err error) {
 	a.log.Error("static pods", "err", err)
-	a.mu.Lock()
-	c := a.client
-	a.mu.Unlock()
+	c := a.connectedClient()
 	if c == nil {
 		return
 	}
@@ -644,12 +644,10 @@ func (r reporter) PodTerminated(ctx context.Context, pod *api.Pod) error {
 type refs struct{ a *Agent }
 
 func (r refs) client() (*client.Client, error) {
-	r.a.mu.Lock()
-	defer r.a.mu.Unlock()
-	if r.a.client == nil {
-		return nil, errors.New("not connected to the server (standalone agents cannot resolve references)")
+	if c := r.a.connectedClient(); c != nil {
+		return c, nil
 	}
-	return r.a.client, nil
+	return nil, errors.New("not connected to the server (standalone agents cannot resolve references)")
 }
 
 func (r refs) ConfigMap(ctx context.Context, namespace, name string) (*api.ConfigMap, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -161,6 +162,19 @@ func statfs(path string) (size, avail int64, err error) {
 	}
 }
 
+// flagItems yields the comma-separated items of a list flag (--capacity,
+// --node-labels, --node-taints, --eviction-hard), trimmed, empty ones
+// skipped.
+func flagItems(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for item := range strings.SplitSeq(s, ",") {
+			if item = strings.TrimSpace(item); item != "" && !yield(item) {
+				return
+			}
+		}
+	}
+}
+
 // capacityNames are the resources --capacity may set.
 var capacityNames = []api.ResourceName{api.ResourceCPU, api.ResourceMemory, api.ResourcePods, api.ResourceEphemeralStorage}
 
@@ -169,11 +183,7 @@ var capacityNames = []api.ResourceName{api.ResourceCPU, api.ResourceMemory, api.
 // machine other than the one they run on. Errors name the bad item.
 func ParseCapacity(s string) (api.ResourceList, error) {
 	out := api.ResourceList{}
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
+	for item := range flagItems(s) {
 		name, value, ok := strings.Cut(item, "=")
 		if !ok {
 			return nil, fmt.Errorf("capacity %q: want name=quantity", item)
@@ -261,11 +271,7 @@ func Allocatable(capacity api.ResourceList, thresholds []Threshold) api.Resource
 // rather than at registration.
 func ParseLabels(s string) (map[string]string, error) {
 	out := map[string]string{}
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
+	for item := range flagItems(s) {
 		k, v, ok := strings.Cut(item, "=")
 		if !ok {
 			return nil, fmt.Errorf("label %q: want key=value", item)
@@ -288,11 +294,7 @@ func ParseLabels(s string) (map[string]string, error) {
 // key2:NoExecute", checked as Kubernetes checks taints.
 func ParseTaints(s string) ([]api.Taint, error) {
 	var out []api.Taint
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
+	for item := range flagItems(s) {
 		kv, effect, ok := strings.Cut(item, ":")
 		if !ok {
 			return nil, fmt.Errorf("taint %q: want key[=value]:effect", item)

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -109,12 +109,7 @@ func containerEnv(ctx context.Context, src envSource, c *api.Container) ([]strin
 			}
 			data = secretData(s)
 		}
-		keys := make([]string, 0, len(data))
-		for k := range data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
 			name := from.Prefix + k
 			if len(validation.IsEnvVarName(name)) > 0 {
 				continue // Kubernetes skips keys that are not variable names.
@@ -139,12 +134,7 @@ func containerEnv(ctx context.Context, src envSource, c *api.Container) ([]strin
 	for _, k := range order {
 		env = append(env, k+"="+vars[k])
 	}
-	names := make([]string, 0, len(src.volumes))
-	for n := range src.volumes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(src.volumes)) {
 		k := volumeEnvName(n)
 		if _, ok := vars[k]; ok {
 			continue // the pod set it itself

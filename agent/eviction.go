@@ -72,11 +72,7 @@ func (t Threshold) String() string {
 // "memory.available<100Mi,nodefs.available<10%". Errors name the item.
 func ParseThresholds(s string) ([]Threshold, error) {
 	var out []Threshold
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
+	for item := range flagItems(s) {
 		signal, value, ok := strings.Cut(item, "<")
 		if !ok {
 			return nil, fmt.Errorf("eviction threshold %q: want signal<quantity or signal<percent%%", item)
@@ -134,33 +130,13 @@ func ReadSignals(dataDir string) (Signals, error) {
 	}, nil
 }
 
-// qosClassOf is the pod's QoS class as reported, else as Kubernetes computes it:
-// Guaranteed when every container's cpu and memory limits equal its
-// requests, BestEffort when none sets any, else Burstable.
+// qosClassOf is the pod's QoS class as reported, else as api.PodQOSClass
+// computes it (the class oom_score_adj uses).
 func qosClassOf(p *api.Pod) api.QOSClass {
 	if p.Status.QOSClass != "" {
 		return p.Status.QOSClass
 	}
-	any, guaranteed := false, true
-	for _, c := range append(slices.Clone(p.Spec.InitContainers), p.Spec.Containers...) {
-		for _, r := range []api.ResourceName{api.ResourceCPU, api.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[r]
-			lim, hasLim := c.Resources.Limits[r]
-			if hasReq || hasLim {
-				any = true
-			}
-			if !hasLim || (hasReq && req.Cmp(lim) != 0) {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return api.QOSBestEffort
-	case guaranteed:
-		return api.QOSGuaranteed
-	}
-	return api.QOSBurstable
+	return api.PodQOSClass(p)
 }
 
 // memoryRequestOf is the pod's memory request: the sum over its containers,
@@ -287,7 +263,6 @@ func (e *EvictionManager) Run(ctx context.Context) error {
 
 // pressure is one threshold crossed.
 type pressure struct {
-	threshold Threshold
 	resource  string // "memory" or "ephemeral-storage"
 	limit     int64
 	available int64
@@ -304,21 +279,17 @@ func (e *EvictionManager) check(ctx context.Context) error {
 	under := map[api.NodeConditionType]bool{}
 	for _, t := range e.o.Thresholds {
 		var p pressure
+		var cond api.NodeConditionType
 		switch t.Signal {
 		case SignalMemoryAvailable:
-			p = pressure{t, "memory", t.Bytes(s.MemoryCapacity), s.MemoryAvailable}
-			if p.available < p.limit {
-				under[api.NodeMemoryPressure] = true
-			}
+			p, cond = pressure{"memory", t.Bytes(s.MemoryCapacity), s.MemoryAvailable}, api.NodeMemoryPressure
 		case SignalNodeFSAvailable:
-			p = pressure{t, "ephemeral-storage", t.Bytes(s.NodeFSCapacity), s.NodeFSAvailable}
-			if p.available < p.limit {
-				under[api.NodeDiskPressure] = true
-			}
+			p, cond = pressure{"ephemeral-storage", t.Bytes(s.NodeFSCapacity), s.NodeFSAvailable}, api.NodeDiskPressure
 		default:
 			continue
 		}
 		if p.available < p.limit {
+			under[cond] = true
 			crossed = append(crossed, p)
 		}
 	}

@@ -43,8 +43,7 @@ func (m *MirrorManager) Sync(ctx context.Context, static []*api.Pod) error {
 	}
 	mirrors := map[string]*api.Pod{}
 	for _, o := range objs {
-		p := o.(*api.Pod)
-		if _, ok := p.Annotations[api.AnnotationMirror]; ok {
+		if p := o.(*api.Pod); isMirror(p) {
 			mirrors[p.Namespace+"/"+p.Name] = p
 		}
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -228,7 +229,7 @@ func (n *NodeManager) own(node *api.Node) {
 	}
 	previous := strings.Split(node.Annotations[AnnotationAgentTaints], ",")
 	caps := n.o.Capabilities
-	node.Annotations[AnnotationCgroup] = cmpOr(caps.Cgroup, "none")
+	node.Annotations[AnnotationCgroup] = cmp.Or(caps.Cgroup, "none")
 	node.Annotations[AnnotationMemoryLimit] = strconv.FormatBool(caps.MemoryLimit)
 	node.Annotations[AnnotationCPULimit] = strconv.FormatBool(caps.CPULimit)
 	if n.o.LocalPathRoot != "" {
@@ -256,13 +257,6 @@ func (n *NodeManager) own(node *api.Node) {
 	} else {
 		node.Annotations[AnnotationAgentTaints] = strings.Join(mine, ",")
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Run heartbeats every HeartbeatPeriod, and writes the status at once when
@@ -350,24 +344,13 @@ func (n *NodeManager) status(old []api.NodeCondition, now time.Time) api.NodeSta
 	}
 	addrs = append(addrs, api.NodeAddress{Type: api.NodeHostName, Address: n.o.Name})
 	return api.NodeStatus{
-		Capacity:        copyResources(n.o.Capacity),
-		Allocatable:     copyResources(n.o.Allocatable),
+		Capacity:        n.o.Capacity.DeepCopy(),
+		Allocatable:     n.o.Allocatable.DeepCopy(),
 		Conditions:      conditions,
 		Addresses:       addrs,
 		DaemonEndpoints: api.NodeDaemonEndpoints{KubeletEndpoint: api.DaemonEndpoint{Port: n.o.Port}},
 		NodeInfo:        n.info,
 	}
-}
-
-func copyResources(l api.ResourceList) api.ResourceList {
-	if l == nil {
-		return nil
-	}
-	out := make(api.ResourceList, len(l))
-	for k, v := range l {
-		out[k] = v.DeepCopy()
-	}
-	return out
 }
 
 // systemInfo reads what the node says of its machine.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -302,11 +303,7 @@ func (m *PodManager) ContainerRun(namespace, name, container string, previous bo
 		}
 		container = pod.Spec.Containers[0].Name
 	}
-	found := false
-	for _, n := range names {
-		found = found || n == container
-	}
-	if !found {
+	if !slices.Contains(names, container) {
 		return runtime.ID{}, fmt.Errorf("container %s is not valid for pod %s/%s, choose one of: [%s]", container, namespace, name, strings.Join(names, " "))
 	}
 	if ctx == nil {

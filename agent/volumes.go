@@ -98,11 +98,9 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 		case err != nil && !isOptional(src.Optional):
 			return "", err
 		case err == nil:
-			data = make(map[string][]byte, len(s.Data)+len(s.StringData))
-			for k, b := range s.Data {
-				data[k] = b
-			}
-			for k, str := range s.StringData {
+			merged := secretData(s)
+			data = make(map[string][]byte, len(merged))
+			for k, str := range merged {
 				data[k] = []byte(str)
 			}
 		}

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -114,10 +115,7 @@ func runHTTP(ctx context.Context, a *api.HTTPGetAction, t Target) (Result, strin
 	if err != nil {
 		return Unknown, "httpGet: " + err.Error()
 	}
-	host := a.Host
-	if host == "" {
-		host = t.Host
-	}
+	host := cmp.Or(a.Host, t.Host)
 	scheme := "http"
 	if strings.EqualFold(string(a.Scheme), string(api.URISchemeHTTPS)) {
 		scheme = "https"
@@ -179,10 +177,7 @@ func runTCP(ctx context.Context, a *api.TCPSocketAction, t Target) (Result, stri
 	if err != nil {
 		return Unknown, "tcpSocket: " + err.Error()
 	}
-	host := a.Host
-	if host == "" {
-		host = t.Host
-	}
+	host := cmp.Or(a.Host, t.Host)
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)

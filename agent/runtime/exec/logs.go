@@ -279,12 +279,6 @@ func nextLog(dir string, cur *os.File) (*os.File, error) {
 	return nil, nil
 }
 
-func sameFile(a, b *os.File) bool {
-	ai, err1 := a.Stat()
-	bi, err2 := b.Stat()
-	return err1 == nil && err2 == nil && os.SameFile(ai, bi)
-}
-
 // cappedBuffer keeps the first max bytes written to it and drops the rest,
 // as the kubelet caps the output of a probe.
 type cappedBuffer struct {

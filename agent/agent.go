@@ -725,15 +725,4 @@ func (r refs) ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, er
 	return tr.Status.Token, nil
 }
 
-// VolumePath is the host directory of a persistent volume.
-func VolumePath(pv *api.PersistentVolume) (string, error) {
-	switch {
-	case pv.Spec.HostPath != nil:
-		return pv.Spec.HostPath.Path, nil
-	case pv.Spec.Local != nil:
-		return pv.Spec.Local.Path, nil
-	}
-	return "", fmt.Errorf("persistentvolume %s: no hostPath or local path to use", pv.Name)
-}
-
 var _ runtime.Runtime = (*exec.Runtime)(nil)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,9 +33,9 @@ func localPathRoot(dataDir string) string { return filepath.Join(dataDir, "volum
 // its data is not here. A local-path volume's directory is made on first
 // use.
 func claimDir(pv *api.PersistentVolume, node string) (string, error) {
-	dir, err := VolumePath(pv)
-	if err != nil {
-		return "", err
+	dir := api.LocalVolumePath(pv)
+	if dir == "" {
+		return "", fmt.Errorf("persistentvolume %s: no hostPath or local path to use", pv.Name)
 	}
 	if n := api.LocalVolumeNode(pv); n != "" && n != node {
 		return "", fmt.Errorf("persistentvolume %s lives on node %s, not on this node %s", pv.Name, n, node)
@@ -64,21 +63,6 @@ func safeVolumeDir(dir string) error {
 	return nil
 }
 
-// reclaimable reports whether the agent may remove or wipe a volume's
-// directory: one the local-path provisioner made (named for the volume, as
-// it names them), or one under the node's local-path root. Anything else
-// is the user's to clean.
-func reclaimable(pv *api.PersistentVolume, root string) bool {
-	dir, err := VolumePath(pv)
-	if err != nil || safeVolumeDir(dir) != nil {
-		return false
-	}
-	if pv.Annotations[api.AnnotationProvisionedBy] == api.LocalPathProvisioner && filepath.Base(dir) == pv.Name {
-		return true
-	}
-	return root != "" && strings.HasPrefix(dir, root+string(filepath.Separator))
-}
-
 // reclaimAction is what a volume asks of this node's agent.
 type reclaimAction int
 
@@ -93,7 +77,7 @@ const (
 // actionFor decides what the agent of node with local-path root must do
 // for pv.
 func actionFor(pv *api.PersistentVolume, node, root string) reclaimAction {
-	if api.LocalVolumeNode(pv) != node || pv.Labels[api.LabelReclaimNode] != node || !reclaimable(pv, root) {
+	if api.LocalVolumeNode(pv) != node || pv.Labels[api.LabelReclaimNode] != node || !api.LocalPathReclaimable(pv, root) {
 		return reclaimNone
 	}
 	if pv.DeletionTimestamp != nil {
@@ -176,7 +160,7 @@ func (a *Agent) reclaimVolume(ctx context.Context, c *client.Client, pv *api.Per
 	if act == reclaimNone {
 		return nil
 	}
-	dir, _ := VolumePath(pv)
+	dir := api.LocalVolumePath(pv)
 	v := pv.DeepCopy()
 	switch act {
 	case reclaimDelete:

@@ -1,5 +1,10 @@
 package api
 
+import (
+	"path/filepath"
+	"strings"
+)
+
 // ToleratesTaint is Kubernetes' matching rule between a toleration and a
 // taint: an empty effect matches every effect, an empty key (with Exists)
 // every key, and the operator Equal (or none) compares values. The
@@ -44,4 +49,33 @@ func LocalVolumeNode(pv *PersistentVolume) string {
 		}
 	}
 	return ""
+}
+
+// LocalVolumePath is the directory of a volume that lives on a node's
+// disk (spec.local or spec.hostPath), "" for any other.
+func LocalVolumePath(pv *PersistentVolume) string {
+	switch {
+	case pv.Spec.Local != nil:
+		return pv.Spec.Local.Path
+	case pv.Spec.HostPath != nil:
+		return pv.Spec.HostPath.Path
+	}
+	return ""
+}
+
+// LocalPathReclaimable reports whether a volume's directory may be removed
+// or wiped by its reclaim policy: a clean absolute path other than "/",
+// and either one the local-path provisioner made (named for the volume, as
+// it names them) or one under the node's local-path root. Anything else is
+// the user's to clean. The volume controller and the node's agent both go
+// by it.
+func LocalPathReclaimable(pv *PersistentVolume, root string) bool {
+	dir := LocalVolumePath(pv)
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || dir == "/" {
+		return false
+	}
+	if pv.Annotations[AnnotationProvisionedBy] == LocalPathProvisioner && filepath.Base(dir) == pv.Name {
+		return true
+	}
+	return root != "" && strings.HasPrefix(dir, root+string(filepath.Separator))
 }

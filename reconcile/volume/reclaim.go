@@ -3,9 +3,7 @@ package volume
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
@@ -130,14 +128,14 @@ func (r *Reconciler) reclaim(ctx context.Context, pv *api.PersistentVolume) (rec
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 		return reconcile.Result{}, r.fail(ctx, pv, failReason,
-			fmt.Sprintf("node %s is gone: cannot %s the volume's directory %s", node, verbOf(policy), volumeDir(pv)))
+			fmt.Sprintf("node %s is gone: cannot %s the volume's directory %s", node, verbOf(policy), api.LocalVolumePath(pv)))
 	} else if err != nil {
 		return reconcile.Result{}, fmt.Errorf("get node %s: %w", node, err)
 	}
-	if !reclaimable(pv, nodeObj.(*api.Node).Annotations[api.AnnotationLocalPathRoot]) {
+	if !api.LocalPathReclaimable(pv, nodeObj.(*api.Node).Annotations[api.AnnotationLocalPathRoot]) {
 		return reconcile.Result{}, r.fail(ctx, pv, failReason, fmt.Sprintf(
 			"reclaim policy %s is supported only for volumes the local-path provisioner made or under the node's local-path root; %s is neither",
-			policy, volumeDir(pv)))
+			policy, api.LocalVolumePath(pv)))
 	}
 	if policy == api.PersistentVolumeReclaimRecycle {
 		return reconcile.Result{}, r.recycle(ctx, pv, node)
@@ -150,17 +148,6 @@ func verbOf(p api.PersistentVolumeReclaimPolicy) string {
 		return "wipe"
 	}
 	return "delete"
-}
-
-// volumeDir is a volume's directory on its node.
-func volumeDir(pv *api.PersistentVolume) string {
-	switch {
-	case pv.Spec.Local != nil:
-		return pv.Spec.Local.Path
-	case pv.Spec.HostPath != nil:
-		return pv.Spec.HostPath.Path
-	}
-	return ""
 }
 
 // fail marks a volume Failed with a message and says so in an event.
@@ -237,23 +224,6 @@ func markForNode(pv *api.PersistentVolume, node string) {
 	pv.Labels[api.LabelReclaimNode] = node
 }
 
-// reclaimable reports whether a node's agent may remove or wipe a
-// volume's directory (the agent applies the same rule): one the
-// local-path provisioner made (named for the volume, as it names them), or
-// one under the node's local-path root.
-// Anything else is the user's to clean, as Kubernetes leaves a hostPath
-// volume outside /tmp.
-func reclaimable(pv *api.PersistentVolume, root string) bool {
-	dir := volumeDir(pv)
-	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || dir == "/" {
-		return false
-	}
-	if pv.Annotations[api.AnnotationProvisionedBy] == api.LocalPathProvisioner && filepath.Base(dir) == pv.Name {
-		return true
-	}
-	return root != "" && strings.HasPrefix(dir, root+string(filepath.Separator))
-}
-
 // watchDeletion looks after a volume being deleted behind the local-path
 // finalizer: if its node has had no Node object for the grace period since
 // the deletion, it is marked Failed with a message saying the directory
@@ -272,5 +242,5 @@ func (r *Reconciler) watchDeletion(ctx context.Context, pv *api.PersistentVolume
 	}
 	return reconcile.Result{}, r.fail(ctx, pv, ReasonVolumeFailedDelete, fmt.Sprintf(
 		"node %s is gone: cannot delete the volume's directory %s; remove the finalizer %s once the disk is dealt with",
-		node, volumeDir(pv), api.FinalizerLocalPath))
+		node, api.LocalVolumePath(pv), api.FinalizerLocalPath))
 }

@@ -155,7 +155,7 @@ with no --server the agent runs them alone (standalone mode).`,
 	f.StringVar(&o.caFile, "ca-file", "", "CA certificate to trust for the server")
 	f.BoolVar(&o.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (insecure)")
 	f.StringVar(&o.dataDir, "data-dir", defaultAgentDataDir(), "pod directories, logs and volumes")
-	f.StringVar(&o.manifestDir, "manifest-dir", "", "static pods: every *.yaml, *.yml, *.json in this directory")
+	f.StringVar(&o.manifestDir, "manifest-dir", "", "static pods: every *.yaml, *.yml, *.json in this directory (not recursive, dotfiles skipped)")
 	f.StringVar(&o.manifestURL, "manifest-url", "", "static pods from this URL, polled")
 	return cmd
 }

@@ -10,10 +10,7 @@ import (
 // only the size of binary values.
 func describeConfigMap(w *describeWriter, obj api.Object, _ *describeContext) {
 	c := obj.(*api.ConfigMap)
-	w.write(level0, "Name:\t%s\n", c.Name)
-	w.write(level0, "Namespace:\t%s\n", c.Namespace)
-	describeLabels(w, level0, "Labels", c.Labels)
-	describeAnnotations(w, c.Annotations)
+	describeHeader(w, c, true)
 	w.write(level0, "\nData\n====\n")
 	for _, k := range sortedKeys(c.Data) {
 		w.write(level0, "%s:\n----\n", k)
@@ -31,10 +28,7 @@ func describeConfigMap(w *describeWriter, obj api.Object, _ *describeContext) {
 // never a value: describe output ends up in terminals, logs and tickets.
 func describeSecret(w *describeWriter, obj api.Object, _ *describeContext) {
 	s := obj.(*api.Secret)
-	w.write(level0, "Name:\t%s\n", s.Name)
-	w.write(level0, "Namespace:\t%s\n", s.Namespace)
-	describeLabels(w, level0, "Labels", s.Labels)
-	describeAnnotations(w, s.Annotations)
+	describeHeader(w, s, true)
 	w.write(level0, "\nType:\t%s\n", s.Type)
 	w.write(level0, "\nData\n====\n")
 	sizes := map[string]int{}
@@ -104,10 +98,7 @@ func describeNamespace(w *describeWriter, obj api.Object, dc *describeContext) {
 // berth's tokens are signed per pod, never stored, so Tokens is empty.
 func describeServiceAccount(w *describeWriter, obj api.Object, _ *describeContext) {
 	sa := obj.(*api.ServiceAccount)
-	w.write(level0, "Name:\t%s\n", sa.Name)
-	w.write(level0, "Namespace:\t%s\n", sa.Namespace)
-	describeLabels(w, level0, "Labels", sa.Labels)
-	describeAnnotations(w, sa.Annotations)
+	describeHeader(w, sa, true)
 	var pull, mountable []string
 	for _, s := range sa.ImagePullSecrets {
 		pull = append(pull, s.Name)

@@ -14,10 +14,7 @@ import (
 // each port its target and the ready endpoints behind it.
 func describeService(w *describeWriter, obj api.Object, dc *describeContext) {
 	s := obj.(*api.Service)
-	w.write(level0, "Name:\t%s\n", s.Name)
-	w.write(level0, "Namespace:\t%s\n", s.Namespace)
-	describeLabels(w, level0, "Labels", s.Labels)
-	describeAnnotations(w, s.Annotations)
+	describeHeader(w, s, true)
 	w.write(level0, "Selector:\t%s\n", labels.FormatLabels(s.Spec.Selector))
 	w.write(level0, "Type:\t%s\n", s.Spec.Type)
 	ips := s.Spec.ClusterIPs
@@ -59,10 +56,7 @@ func describeService(w *describeWriter, obj api.Object, dc *describeContext) {
 // addresses and its ports.
 func describeEndpoints(w *describeWriter, obj api.Object, _ *describeContext) {
 	ep := obj.(*api.Endpoints)
-	w.write(level0, "Name:\t%s\n", ep.Name)
-	w.write(level0, "Namespace:\t%s\n", ep.Namespace)
-	describeLabels(w, level0, "Labels", ep.Labels)
-	describeAnnotations(w, ep.Annotations)
+	describeHeader(w, ep, true)
 	w.write(level0, "Subsets:\n")
 	for _, ss := range ep.Subsets {
 		w.write(level1, "Addresses:\t%s\n", orNone(addressList(ss.Addresses)))

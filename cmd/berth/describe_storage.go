@@ -55,9 +55,7 @@ func describePVC(w *describeWriter, obj api.Object, dc *describeContext) {
 // modes, capacity, node affinity and where the data lives.
 func describePV(w *describeWriter, obj api.Object, dc *describeContext) {
 	v := obj.(*api.PersistentVolume)
-	w.write(level0, "Name:\t%s\n", v.Name)
-	describeLabels(w, level0, "Labels", v.Labels)
-	describeAnnotations(w, v.Annotations)
+	describeHeader(w, v, false)
 	w.write(level0, "Finalizers:\t%v\n", finalizers(v.Finalizers))
 	w.write(level0, "StorageClass:\t%s\n", table.VolumeClass(v))
 	if v.DeletionTimestamp != nil {

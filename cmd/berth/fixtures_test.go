@@ -39,12 +39,6 @@ func controller(kind, name string) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: types.UID("uid-default-" + name), Controller: ptr(true)}}
 }
 
-func typedKind(obj api.Object) *api.Kind {
-	k := api.KindOf(obj)
-	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
-	return k
-}
-
 // fixturePods cover the statuses kubectl computes: running, crash loop
 // with restarts, unschedulable, completed, initializing, terminating.
 func fixturePods() []api.Object {

@@ -212,13 +212,19 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // describeMeta prints the lines every description starts with.
 func describeMeta(w *describeWriter, obj api.Object, namespaced bool) {
+	describeHeader(w, obj, namespaced)
+	w.write(level0, "CreationTimestamp:\t%s\n", formatTime(obj.GetCreationTimestamp()))
+}
+
+// describeHeader prints the name, namespace, labels and annotations, the
+// lines kubectl starts most descriptions with.
+func describeHeader(w *describeWriter, obj api.Object, namespaced bool) {
 	w.write(level0, "Name:\t%s\n", obj.GetName())
 	if namespaced {
 		w.write(level0, "Namespace:\t%s\n", obj.GetNamespace())
 	}
 	describeLabels(w, level0, "Labels", obj.GetLabels())
 	describeAnnotations(w, obj.GetAnnotations())
-	w.write(level0, "CreationTimestamp:\t%s\n", formatTime(obj.GetCreationTimestamp()))
 }
 
 // describeControlledBy prints the object's controller, as

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -97,15 +96,13 @@ func waitNodeReady(t testing.TB, s *server, name, want string) {
 
 // runningPods lists the Running pods of app=name with their node and IP.
 func runningPods(t *testing.T, s *server, app string) (map[string]string, error) {
-	list, err := s.getJSON(t, "pods", "-l", "app="+app)
+	pods, err := podsOf(t, s, app)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	items, _ := list["items"].([]any)
-	for _, it := range items {
-		p := it.(map[string]any)
-		if field(p, "metadata.deletionTimestamp") != nil || field(p, "status.phase") != "Running" {
+	for _, p := range pods {
+		if field(p, "status.phase") != "Running" {
 			continue
 		}
 		name, _ := field(p, "metadata.name").(string)
@@ -166,11 +163,7 @@ func TestAgentsRunPodsAndHealAfterANodeDies(t *testing.T) {
 	}
 
 	port := freePort(t, "127.0.0.1")
-	manifest := filepath.Join(t.TempDir(), "echo.yaml")
-	if err := os.WriteFile(manifest, []byte(echoDeployment("echo", 2, port, "hello from berth")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.mustBerth(t, "apply", "-f", manifest)
+	s.applyText(t, echoDeployment("echo", 2, port, "hello from berth"))
 
 	var pods map[string]string
 	waitFor(t, 60*time.Second, "two echo pods Running, one per node", func() error {

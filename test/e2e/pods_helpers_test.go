@@ -33,7 +33,7 @@ func (s *server) applyText(t *testing.T, manifest string) {
 }
 
 // podsOf lists the pods of app=name that are not being deleted.
-func podsOf(t *testing.T, s *server, app string) ([]map[string]any, error) {
+func podsOf(t testing.TB, s *server, app string) ([]map[string]any, error) {
 	list, err := s.getJSON(t, "pods", "-l", "app="+app)
 	if err != nil {
 		return nil, err

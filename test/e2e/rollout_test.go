@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -40,16 +38,12 @@ spec:
 
 // readyPods counts the pods of app that are Ready and not being deleted.
 func readyPods(t testing.TB, s *server, app string) (int, error) {
-	list, err := s.getJSON(t, "pods", "-l", "app="+app)
+	pods, err := podsOf(t, s, app)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, it := range list["items"].([]any) {
-		p := it.(map[string]any)
-		if field(p, "metadata.deletionTimestamp") != nil {
-			continue
-		}
+	for _, p := range pods {
 		conds, _ := field(p, "status.conditions").([]any)
 		for _, c := range conds {
 			c := c.(map[string]any)
@@ -61,13 +55,14 @@ func readyPods(t testing.TB, s *server, app string) (int, error) {
 	return n, nil
 }
 
-func apply(t *testing.T, s *server, manifest string) {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "m.yaml")
-	if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
+// readyIs is a condition for waitFor: want pods of app Ready.
+func readyIs(t testing.TB, s *server, app string, want int) func() error {
+	return func() error {
+		if n, err := readyPods(t, s, app); err != nil || n != want {
+			return fmt.Errorf("%d ready (%v)", n, err)
+		}
+		return nil
 	}
-	s.mustBerth(t, "apply", "-f", f)
 }
 
 // TestRollingUpdateKeepsAvailability: a Deployment of 3 on a real agent
@@ -77,13 +72,8 @@ func apply(t *testing.T, s *server, manifest string) {
 func TestRollingUpdateKeepsAvailability(t *testing.T) {
 	s := startServer(t)
 	startAgent(t, s, "n1", "127.0.0.21")
-	apply(t, s, sleeperDeployment("app", 3, "v1"))
-	waitFor(t, 60*time.Second, "3 ready pods", func() error {
-		if n, err := readyPods(t, s, "app"); err != nil || n != 3 {
-			return fmt.Errorf("%d ready (%v)", n, err)
-		}
-		return nil
-	})
+	s.applyText(t, sleeperDeployment("app", 3, "v1"))
+	waitFor(t, 60*time.Second, "3 ready pods", readyIs(t, s, "app", 3))
 	s.mustBerth(t, "rollout", "status", "deploy/app", "--timeout", "30s")
 
 	// Sample the ready pods through the rollout.
@@ -109,7 +99,7 @@ func TestRollingUpdateKeepsAvailability(t *testing.T) {
 			}
 		}
 	}()
-	apply(t, s, sleeperDeployment("app", 3, "v2"))
+	s.applyText(t, sleeperDeployment("app", 3, "v2"))
 	out, stderr, code := s.berth(t, "rollout", "status", "deploy/app", "--timeout", "60s")
 	close(stop)
 	<-done
@@ -138,7 +128,7 @@ func TestRollingUpdateKeepsAvailability(t *testing.T) {
 		}
 		return nil
 	})
-	apply(t, s, sleeperDeployment("app", 0, "v1"))
+	s.applyText(t, sleeperDeployment("app", 0, "v1"))
 	waitFor(t, 30*time.Second, "no pods", func() error {
 		list, err := s.getJSON(t, "pods", "-l", "app=app")
 		if err != nil {
@@ -149,13 +139,8 @@ func TestRollingUpdateKeepsAvailability(t *testing.T) {
 		}
 		return nil
 	})
-	apply(t, s, sleeperDeployment("app", 3, "v1"))
-	waitFor(t, 60*time.Second, "3 ready pods again", func() error {
-		if n, err := readyPods(t, s, "app"); err != nil || n != 3 {
-			return fmt.Errorf("%d ready (%v)", n, err)
-		}
-		return nil
-	})
+	s.applyText(t, sleeperDeployment("app", 3, "v1"))
+	waitFor(t, 60*time.Second, "3 ready pods again", readyIs(t, s, "app", 3))
 
 	s.mustBerth(t, "delete", "deploy", "app")
 	waitFor(t, 30*time.Second, "the ReplicaSets and pods gone", func() error {
@@ -177,7 +162,7 @@ func TestRollingUpdateKeepsAvailability(t *testing.T) {
 func TestQuotaStopsTheFourthPod(t *testing.T) {
 	s := startServer(t)
 	startAgent(t, s, "n1", "127.0.0.22")
-	apply(t, s, `apiVersion: v1
+	s.applyText(t, `apiVersion: v1
 kind: ResourceQuota
 metadata:
   name: pods
@@ -185,13 +170,8 @@ spec:
   hard:
     pods: "3"
 `)
-	apply(t, s, sleeperDeployment("capped", 4, "v1"))
-	waitFor(t, 60*time.Second, "3 ready pods", func() error {
-		if n, err := readyPods(t, s, "capped"); err != nil || n != 3 {
-			return fmt.Errorf("%d ready (%v)", n, err)
-		}
-		return nil
-	})
+	s.applyText(t, sleeperDeployment("capped", 4, "v1"))
+	waitFor(t, 60*time.Second, "3 ready pods", readyIs(t, s, "capped", 3))
 	want := "exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3"
 	waitFor(t, 30*time.Second, "the ReplicaSet to report the quota", func() error {
 		out, _, _ := s.berth(t, "describe", "rs", "-l", "app=capped")

@@ -18,14 +18,13 @@ import (
 // helloPods are the Running pods of the hello example: name → "node ip
 // containerID restarts".
 func helloPods(t *testing.T, s *server) (map[string]string, error) {
-	list, err := s.getJSON(t, "pods", "-l", "app=hello")
+	pods, err := podsOf(t, s, "hello")
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, it := range list["items"].([]any) {
-		p := it.(map[string]any)
-		if field(p, "metadata.deletionTimestamp") != nil || field(p, "status.phase") != "Running" {
+	for _, p := range pods {
+		if field(p, "status.phase") != "Running" {
 			continue
 		}
 		cs, _ := field(p, "status.containerStatuses").([]any)

@@ -10,16 +10,6 @@ import (
 	"time"
 )
 
-// applyYAML writes a manifest and applies it.
-func (s *server) applyYAML(t *testing.T, name, manifest string) {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), name+".yaml")
-	if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.mustBerth(t, "apply", "-f", file)
-}
-
 // getField reads one field of an object, "" when it is not there.
 func (s *server) getField(t *testing.T, kind, name, path string) (string, error) {
 	t.Helper()
@@ -143,11 +133,11 @@ func TestVolumesLocalPathAndBinding(t *testing.T) {
 
 	// A Deployment with a claim of the default class: the volume is made
 	// on the node of the first pod, which writes a note there.
-	s.applyYAML(t, "data", claimManifest("data", "<default>", "1Gi"))
+	s.applyText(t, claimManifest("data", "<default>", "1Gi"))
 	if cls, err := s.getField(t, "pvc", "data", "spec.storageClassName"); err != nil || cls != "local-path" {
 		t.Fatalf("claim class %q, %v: want the default local-path", cls, err)
 	}
-	s.applyYAML(t, "writer", volumeWriter("writer", "data", true))
+	s.applyText(t, volumeWriter("writer", "data", true))
 	first, node := podLogsContain(t, s, "writer", "written by")
 	volume := waitClaimBound(t, s, "data")
 	dir := filepath.Join(agents[node].dataDir, "volumes", volume)
@@ -197,7 +187,7 @@ func TestVolumesLocalPathAndBinding(t *testing.T) {
 	})
 
 	// Under Retain the volume is Released and keeps its data.
-	s.applyYAML(t, "keep", `apiVersion: storage.k8s.io/v1
+	s.applyText(t, `apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
   name: keep
@@ -205,8 +195,8 @@ provisioner: berth.dev/local-path
 reclaimPolicy: Retain
 volumeBindingMode: WaitForFirstConsumer
 `)
-	s.applyYAML(t, "kept", claimManifest("kept", "keep", "1Gi"))
-	s.applyYAML(t, "keeper", volumeWriter("keeper", "kept", false))
+	s.applyText(t, claimManifest("kept", "keep", "1Gi"))
+	s.applyText(t, volumeWriter("keeper", "kept", false))
 	_, keptNode := podLogsContain(t, s, "keeper", "written by keeper")
 	kept := waitClaimBound(t, s, "kept")
 	keptDir := filepath.Join(agents[keptNode].dataDir, "volumes", kept)
@@ -245,13 +235,13 @@ spec:
   hostPath: {path: %s}
 `, name, size, filepath.Join(t.TempDir(), name))
 	}
-	s.applyYAML(t, "pv5", staticPV("pv5", "5Gi"))
-	s.applyYAML(t, "pv10", staticPV("pv10", "10Gi"))
-	s.applyYAML(t, "small", claimManifest("small", "", "4Gi"))
+	s.applyText(t, staticPV("pv5", "5Gi"))
+	s.applyText(t, staticPV("pv10", "10Gi"))
+	s.applyText(t, claimManifest("small", "", "4Gi"))
 	if got := waitClaimBound(t, s, "small"); got != "pv5" {
 		t.Fatalf("4Gi claim bound to %s, want pv5", got)
 	}
-	s.applyYAML(t, "big", claimManifest("big", "", "20Gi"))
+	s.applyText(t, claimManifest("big", "", "20Gi"))
 	waitFor(t, 30*time.Second, "a FailedBinding event on claim big", func() error {
 		out, _, _ := s.berth(t, "describe", "pvc", "big")
 		if !strings.Contains(out, "FailedBinding") {
@@ -265,7 +255,7 @@ spec:
 	if phase, _ := s.getField(t, "pv", "pv10", "status.phase"); phase != "Available" {
 		t.Errorf("pv10 %q, want Available", phase)
 	}
-	s.applyYAML(t, "pv20", staticPV("pv20", "20Gi"))
+	s.applyText(t, staticPV("pv20", "20Gi"))
 	if got := waitClaimBound(t, s, "big"); got != "pv20" {
 		t.Fatalf("20Gi claim bound to %s, want pv20", got)
 	}
@@ -279,7 +269,7 @@ spec:
 	if err := os.WriteFile(filepath.Join(recycleDir, "sub", "old"), []byte("old data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.applyYAML(t, "scratch", fmt.Sprintf(`apiVersion: v1
+	s.applyText(t, fmt.Sprintf(`apiVersion: v1
 kind: PersistentVolume
 metadata:
   name: scratch
@@ -294,7 +284,7 @@ spec:
       - matchExpressions:
         - {key: kubernetes.io/hostname, operator: In, values: [n2]}
 `, recycleDir))
-	s.applyYAML(t, "tmp", claimManifest("tmp", "", "1Gi"))
+	s.applyText(t, claimManifest("tmp", "", "1Gi"))
 	if got := waitClaimBound(t, s, "tmp"); got != "scratch" {
 		t.Fatalf("1Gi claim bound to %s, want scratch", got)
 	}

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,25 +27,6 @@ spec:
         image: example/web:1
 `
 
-// webPods lists the pods labelled app=web, split into those bound to a
-// node and still active, and those being deleted.
-func webPods(t *testing.T, s *server) (active, terminating []map[string]any, err error) {
-	list, err := s.getJSON(t, "pods", "-l", "app=web")
-	if err != nil {
-		return nil, nil, err
-	}
-	items, _ := list["items"].([]any)
-	for _, it := range items {
-		pod, _ := it.(map[string]any)
-		if field(pod, "metadata.deletionTimestamp") != nil {
-			terminating = append(terminating, pod)
-			continue
-		}
-		active = append(active, pod)
-	}
-	return active, terminating, nil
-}
-
 // TestDeploymentScalesAndIsCollected applies a Deployment of 3 on a cluster
 // with one Ready node (no agent: pods are bound but stay Pending), scales it
 // to 0 and back, then deletes it and sees its ReplicaSets and pods go.
@@ -57,18 +36,25 @@ func TestDeploymentScalesAndIsCollected(t *testing.T) {
 	if out, err := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "create", "-f", "testdata/plain-node.json").CombinedOutput(); err != nil {
 		t.Fatalf("kubectl create node: %v\n%s", err, out)
 	}
-	manifest := filepath.Join(t.TempDir(), "web.yaml")
 	apply := func(replicas int) {
 		t.Helper()
-		if err := os.WriteFile(manifest, []byte(fmt.Sprintf(webDeployment, replicas)), 0o644); err != nil {
-			t.Fatal(err)
+		s.applyText(t, fmt.Sprintf(webDeployment, replicas))
+	}
+	// activePods is nil once n pods of web are active (not being deleted).
+	activePods := func(n int) error {
+		active, err := podsOf(t, s, "web")
+		if err != nil {
+			return err
 		}
-		s.mustBerth(t, "apply", "-f", manifest)
+		if len(active) != n {
+			return fmt.Errorf("%d active pods", len(active))
+		}
+		return nil
 	}
 
 	apply(3)
 	waitFor(t, 20*time.Second, "3 pods bound to slow-1", func() error {
-		active, _, err := webPods(t, s)
+		active, err := podsOf(t, s, "web")
 		if err != nil {
 			return err
 		}
@@ -98,28 +84,10 @@ func TestDeploymentScalesAndIsCollected(t *testing.T) {
 	})
 
 	apply(0)
-	waitFor(t, 20*time.Second, "no active pods", func() error {
-		active, _, err := webPods(t, s)
-		if err != nil {
-			return err
-		}
-		if len(active) != 0 {
-			return fmt.Errorf("%d active pods", len(active))
-		}
-		return nil
-	})
+	waitFor(t, 20*time.Second, "no active pods", func() error { return activePods(0) })
 
 	apply(3)
-	waitFor(t, 20*time.Second, "3 active pods again", func() error {
-		active, _, err := webPods(t, s)
-		if err != nil {
-			return err
-		}
-		if len(active) != 3 {
-			return fmt.Errorf("%d active pods", len(active))
-		}
-		return nil
-	})
+	waitFor(t, 20*time.Second, "3 active pods again", func() error { return activePods(3) })
 
 	s.mustBerth(t, "delete", "deployment", "web")
 	waitFor(t, 20*time.Second, "the ReplicaSets and pods collected", func() error {
@@ -132,14 +100,7 @@ func TestDeploymentScalesAndIsCollected(t *testing.T) {
 		}
 		// Without an agent, bound pods stay terminating for their grace
 		// period; none may stay active.
-		active, _, err := webPods(t, s)
-		if err != nil {
-			return err
-		}
-		if len(active) != 0 {
-			return fmt.Errorf("%d active pods", len(active))
-		}
-		return nil
+		return activePods(0)
 	})
 }
 
@@ -177,11 +138,7 @@ spec:
 // unbound and go at once, so the namespace empties and goes.
 func TestDeletingANamespaceRemovesEverythingInIt(t *testing.T) {
 	s := startServer(t)
-	manifest := filepath.Join(t.TempDir(), "team.yaml")
-	if err := os.WriteFile(manifest, []byte(teamNamespace), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.mustBerth(t, "apply", "-f", manifest)
+	s.applyText(t, teamNamespace)
 	waitFor(t, 20*time.Second, "2 pods in team", func() error {
 		list, err := s.getJSON(t, "-n", "team", "pods")
 		if err != nil {

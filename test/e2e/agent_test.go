@@ -95,14 +95,34 @@ func waitNodeReady(t testing.TB, s *server, name, want string) {
 }
 
 // runningPods lists the Running pods of app=name with their node and IP.
-func runningPods(t *testing.T, s *server, app string) (map[string]string, error) {
+func runningPods(t testing.TB, s *server, app string) (map[string]string, error) {
+	return podsWhere(t, s, app, func(p map[string]any) bool { return field(p, "status.phase") == "Running" })
+}
+
+// readyPods lists the pods of app=name whose Ready condition is True: their
+// readiness probe passed, so they answer.
+func readyPods(t testing.TB, s *server, app string) (map[string]string, error) {
+	return podsWhere(t, s, app, func(p map[string]any) bool {
+		conds, _ := field(p, "status.conditions").([]any)
+		for _, c := range conds {
+			if c, _ := c.(map[string]any); c["type"] == "Ready" {
+				return c["status"] == "True"
+			}
+		}
+		return false
+	})
+}
+
+// podsWhere lists the pods of app=name that keep holds for, with their node
+// and IP.
+func podsWhere(t testing.TB, s *server, app string, keep func(map[string]any) bool) (map[string]string, error) {
 	pods, err := podsOf(t, s, app)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for _, p := range pods {
-		if field(p, "status.phase") != "Running" {
+		if !keep(p) {
 			continue
 		}
 		name, _ := field(p, "metadata.name").(string)
@@ -166,9 +186,9 @@ func TestAgentsRunPodsAndHealAfterANodeDies(t *testing.T) {
 	s.applyText(t, echoDeployment("echo", 2, port, "hello from berth"))
 
 	var pods map[string]string
-	waitFor(t, 60*time.Second, "two echo pods Running, one per node", func() error {
+	waitFor(t, 60*time.Second, "two echo pods Ready, one per node", func() error {
 		var err error
-		if pods, err = runningPods(t, s, "echo"); err != nil {
+		if pods, err = readyPods(t, s, "echo"); err != nil {
 			return err
 		}
 		nodes := map[string]bool{}

@@ -36,30 +36,11 @@ spec:
 `, name, replicas, version)
 }
 
-// readyPods counts the pods of app that are Ready and not being deleted.
-func readyPods(t testing.TB, s *server, app string) (int, error) {
-	pods, err := podsOf(t, s, app)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, p := range pods {
-		conds, _ := field(p, "status.conditions").([]any)
-		for _, c := range conds {
-			c := c.(map[string]any)
-			if c["type"] == "Ready" && c["status"] == "True" {
-				n++
-			}
-		}
-	}
-	return n, nil
-}
-
 // readyIs is a condition for waitFor: want pods of app Ready.
 func readyIs(t testing.TB, s *server, app string, want int) func() error {
 	return func() error {
-		if n, err := readyPods(t, s, app); err != nil || n != want {
-			return fmt.Errorf("%d ready (%v)", n, err)
+		if pods, err := readyPods(t, s, app); err != nil || len(pods) != want {
+			return fmt.Errorf("%d ready (%v)", len(pods), err)
 		}
 		return nil
 	}
@@ -92,9 +73,9 @@ func TestRollingUpdateKeepsAvailability(t *testing.T) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			if n, err := readyPods(t, s, "app"); err == nil {
+			if pods, err := readyPods(t, s, "app"); err == nil {
 				mu.Lock()
-				minimum, samples = min(minimum, n), samples+1
+				minimum, samples = min(minimum, len(pods)), samples+1
 				mu.Unlock()
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -274,9 +275,9 @@ func (s *Server) buildAPI() error {
 	if err != nil {
 		return err
 	}
-	registry := prometheus.NewRegistry()
-	if err := registry.Register(s.events); err != nil {
-		return fmt.Errorf("event metrics: %w", err)
+	registry, err := newRegistry(s.events)
+	if err != nil {
+		return err
 	}
 	a, err := apiserver.New(apiserver.Config{
 		Registry:      registry,
@@ -371,4 +372,19 @@ func (s *Server) Run(ctx context.Context) error {
 		err = cerr
 	}
 	return err
+}
+
+// newRegistry is what the API server's /metrics serves beyond its own
+// request and store metrics: the Go runtime's (heap, GC, goroutines) and
+// the process's (resident memory, CPU, open files), under their usual
+// go_ and process_ names, and the given collectors.
+func newRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return reg, nil
 }

@@ -109,6 +109,7 @@ with no --server the agent runs them alone (standalone mode).`,
   berth agent --manifest-dir /etc/berth/manifests`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC()
 			cfg, err := o.config()
 			if err != nil {
 				return err

@@ -60,6 +60,7 @@ key and admin.kubeconfig, which berth and kubectl read. A restart reuses
 them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			tuneGC()
 			specs := make([]source.Spec, 0, len(o.sources))
 			for _, v := range o.sources {
 				spec, err := source.Parse(v)

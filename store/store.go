@@ -20,7 +20,11 @@ type Options struct {
 	// Clock stamps creation and deletion times; defaults to the real clock.
 	Clock clock.PassiveClock
 	// History is how many events the change log keeps for watches that
-	// start in the past (default 10,000).
+	// start in the past (default 4,096). A watch from an older revision
+	// gets ErrGone and lists again. The log keeps alive every version it
+	// holds that the store has since replaced, so its length is memory:
+	// a few seconds of a busy cluster's changes is what reconnecting
+	// watchers need.
 	History int
 	// WatcherQueue is how many undelivered events a watcher may hold before
 	// it is stopped with ErrWatcherTooSlow (default 10,000).
@@ -81,7 +85,7 @@ func New(backend Backend, opts Options) (*Store, error) {
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.History <= 0 {
-		opts.History = 10000
+		opts.History = 4096
 	}
 	if opts.WatcherQueue <= 0 {
 		opts.WatcherQueue = 10000

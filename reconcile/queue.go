@@ -60,6 +60,7 @@ type Queue struct {
 	cond       *sync.Cond          // signalled when ready grows or on shutdown; L is &mu
 	ready      []string            // keys to hand out, in order
 	dirty      map[string]struct{} // keys that need processing: in ready, or to go back there on Done
+	dirtyPeak  int                 // the most keys dirty has held since it was made
 	processing map[string]struct{} // keys held by a worker
 	failures   map[string]*failure // per-key back-off, until Forget
 	delayed    delayHeap           // keys waiting for a time, earliest first
@@ -117,6 +118,7 @@ func (q *Queue) addLocked(key string) {
 		return
 	}
 	q.dirty[key] = struct{}{}
+	q.dirtyPeak = max(q.dirtyPeak, len(q.dirty))
 	if _, ok := q.processing[key]; ok {
 		return
 	}
@@ -157,7 +159,24 @@ func (q *Queue) Get(ctx context.Context) (key string, shutdown bool) {
 	q.ready = q.ready[1:]
 	q.processing[key] = struct{}{}
 	delete(q.dirty, key)
+	if len(q.ready) == 0 {
+		q.release()
+	}
 	return key, false
+}
+
+// shrinkAbove is the size past which a drained queue lets go of its storage.
+const shrinkAbove = 1024
+
+// release drops the storage of an empty queue that once held many keys: a
+// Go map keeps its buckets and a slice its array after they empty, so one
+// burst (a source's first sync queues every object) would otherwise stay
+// allocated for the process's life.
+func (q *Queue) release() {
+	q.ready = nil // what is left of its array is only the unused tail
+	if len(q.dirty) == 0 && q.dirtyPeak > shrinkAbove {
+		q.dirty, q.dirtyPeak = make(map[string]struct{}), 0
+	}
 }
 
 // Done releases a key handed out by Get, so it can be handed out again; if it

@@ -434,3 +434,27 @@ func BenchmarkQueueAddGetDone(b *testing.B) {
 		}
 	})
 }
+
+// TestQueueLetsGoOfABurst: a queue that drained a burst of keys holds no
+// storage sized for it, and still deduplicates and hands out keys after.
+func TestQueueLetsGoOfABurst(t *testing.T) {
+	q, _ := newTestQueue(t, Backoff{})
+	for i := range 10 * shrinkAbove {
+		q.Add(fmt.Sprintf("key-%d", i))
+	}
+	if got := len(drain(t, q)); got != 10*shrinkAbove {
+		t.Fatalf("drained %d keys, want %d", got, 10*shrinkAbove)
+	}
+	q.mu.Lock()
+	readyCap, peak := cap(q.ready), q.dirtyPeak
+	q.mu.Unlock()
+	if readyCap != 0 || peak != 0 {
+		t.Errorf("after the burst: ready cap %d, dirty peak %d; want both 0 (storage released)", readyCap, peak)
+	}
+	q.Add("a")
+	q.Add("a")
+	q.Add("b")
+	if got := drain(t, q); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("after the burst: got %q, want [a b]", got)
+	}
+}

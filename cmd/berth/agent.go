@@ -101,7 +101,10 @@ token, register this machine as a Node, and run the pods bound to it as
 processes, with their probes, restarts, logs and eviction.
 
 Static pods from --manifest-dir or --manifest-url run even with no server:
-with no --server the agent runs them alone (standalone mode).`,
+with no --server the agent runs them alone (standalone mode).
+
+Like the server, the agent runs Go's garbage collector at GOGC=50 unless
+GOGC is set in the environment.`,
 		Example: `  # join a server
   berth agent --server https://10.0.0.1:6443 --token-file /var/lib/berth/node-token --ca-file ca.crt
 

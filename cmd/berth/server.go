@@ -57,7 +57,11 @@ the sources (--source) whose manifests it applies.
 On first start the data dir receives a CA and serving certificate (tls/),
 an admin token, a node join token (node-token), a service-account signing
 key and admin.kubeconfig, which berth and kubectl read. A restart reuses
-them.`,
+them.
+
+The state lives in memory, so the server runs Go's garbage collector at
+GOGC=50 (the heap stays within about 1.5 times the state) unless GOGC is
+set in the environment; GOMEMLIMIT sets a soft cap.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tuneGC()

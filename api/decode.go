@@ -400,16 +400,14 @@ func (s *streamDecoder) yamlDocument(d document) {
 }
 
 // plainKeys reports whether every mapping key of a YAML document is a
-// plain scalar in block style, as far as its text shows: no line starts
-// (after its indentation and "- " markers) with a quote, a tag, an anchor,
-// an alias or "?", and there is no flow mapping. Two plain keys spelt the
-// same are the same key to every YAML parser, so the strict conversion
-// finds exactly the duplicates the node tree would. It may say false for a
-// document whose keys are all plain.
+// plain scalar, as far as its text shows: no line starts (after its
+// indentation and "- " markers) with a quote, a tag, an anchor, an alias
+// or "?", and every flow mapping is a value (or item) that opens and
+// closes on one line with only plain keys in it (plainFlow). Two plain
+// keys spelt the same are the same key to every YAML parser, so the
+// strict conversion finds exactly the duplicates the node tree would. It
+// may say false for a document whose keys are all plain.
 func plainKeys(data []byte) bool {
-	if bytes.IndexByte(data, '{') >= 0 {
-		return false
-	}
 	for l := range bytes.Lines(data) {
 		t := bytes.TrimLeft(l, " \t")
 		for len(t) > 0 && t[0] == '-' && (len(t) == 1 || t[1] == ' ' || t[1] == '\t' || t[1] == '\n') {
@@ -422,8 +420,163 @@ func plainKeys(data []byte) bool {
 		case '"', '\'', '!', '&', '*', '?', '<':
 			return false
 		}
+		if bytes.IndexByte(t, '{') >= 0 && !plainFlowValue(t) {
+			return false
+		}
 	}
 	return true
+}
+
+// plainFlowValue reports whether a line holding a '{' (after its
+// indentation and "- " markers) is a flow collection, or a plain key and
+// ": " followed by one, that plainFlow accepts. A brace anywhere else (in
+// a scalar, a comment, a key) says no.
+func plainFlowValue(t []byte) bool {
+	if t[0] != '{' && t[0] != '[' {
+		k := bytes.Index(t, []byte(": "))
+		if tab := bytes.Index(t, []byte(":\t")); tab >= 0 && (k < 0 || tab < k) {
+			k = tab
+		}
+		if k < 0 || bytes.ContainsAny(t[:k], "{[") {
+			return false
+		}
+		t = bytes.TrimLeft(t[k+1:], " \t")
+		if len(t) == 0 || (t[0] != '{' && t[0] != '[') {
+			return false
+		}
+	}
+	return plainFlow(t)
+}
+
+// plainFlow reports whether v, which starts with '{' or '[', is one flow
+// collection closed on its line and followed by nothing but blanks, whose
+// mapping keys are all plain scalars. It follows the flow's grammar just
+// enough to know where each scalar starts: a quote there opens a quoted
+// scalar (skipped whole; as a mapping key it says no), anywhere else it is
+// a character of a plain one. Outside quoted scalars a tag, anchor, alias,
+// comment, explicit key or merge key says no, as does a key that is empty,
+// a collection, or starts with "- ".
+func plainFlow(v []byte) bool {
+	const (
+		key        = iota // where a mapping key starts
+		plainKey          // in a plain mapping key
+		value             // after a key's ": "
+		item              // where a sequence item starts
+		plainValue        // in a plain value or item
+		after             // after a quoted scalar or a closed collection
+	)
+	var open []byte // the brackets not yet closed
+	state, first := item, false
+	blank := func(c byte) bool { return c == ' ' || c == '\t' }
+	colon := func(i int) bool { return v[i] == ':' && i+1 < len(v) && blank(v[i+1]) }
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if strings.IndexByte("!&*?|>%@`#<\r\n", c) >= 0 {
+			return false
+		}
+		if blank(c) && state != plainKey && state != plainValue {
+			continue
+		}
+		if (c == '"' || c == '\'') && state != plainKey && state != plainValue {
+			if state != value && state != item {
+				return false // a quoted key, or a quote after a scalar
+			}
+			if i = skipQuoted(v, i); i < 0 {
+				return false
+			}
+			state, first = after, false
+			continue
+		}
+		switch c {
+		case '{', '[':
+			if state != value && state != item {
+				return false // a collection as a key, or inside a scalar
+			}
+			open = append(open, c)
+			state, first = item, true
+			if c == '{' {
+				state = key
+			}
+			continue
+		case '}', ']':
+			want := byte('{')
+			if c == ']' {
+				want = '['
+			}
+			empty := first && (state == key || state == item)
+			if len(open) == 0 || open[len(open)-1] != want ||
+				((state == key || state == item || state == value) && !empty) {
+				return false // mismatched, or an empty key, item or value
+			}
+			open = open[:len(open)-1]
+			if len(open) == 0 {
+				return len(bytes.TrimSpace(v[i+1:])) == 0
+			}
+			state, first = after, false
+			continue
+		case ',':
+			if state == key || state == item || state == value {
+				return false // an empty key, item or value
+			}
+			state, first = item, false
+			if open[len(open)-1] == '{' {
+				state = key
+			}
+			continue
+		}
+		first = false
+		switch state {
+		case key:
+			if c == ':' || c == '-' && i+1 < len(v) && blank(v[i+1]) {
+				return false
+			}
+			state = plainKey
+		case plainKey:
+			if colon(i) {
+				state = value
+			}
+		case value, item:
+			if c == '-' && i+1 < len(v) && blank(v[i+1]) {
+				return false
+			}
+			state = plainValue
+			if colon(i) {
+				return false
+			}
+		case plainValue:
+			if colon(i) {
+				if open[len(open)-1] != '[' {
+					return false // ": " in a mapping's value
+				}
+				state = value // a single-pair mapping as an item
+			}
+		case after:
+			if !colon(i) || open[len(open)-1] != '[' {
+				return false
+			}
+			state = value // a single pair whose key is quoted: it cannot repeat
+		}
+	}
+	return false // not closed on this line
+}
+
+// skipQuoted returns the index of the quote that closes the quoted scalar
+// opened at v[i], or -1 when it does not close on the line.
+func skipQuoted(v []byte, i int) int {
+	q := v[i]
+	for j := i + 1; j < len(v); j++ {
+		switch {
+		case v[j] == '\n' || v[j] == '\r':
+			return -1
+		case q == '"' && v[j] == '\\':
+			j++
+		case v[j] == q && q == '\'' && j+1 < len(v) && v[j+1] == '\'':
+			j++
+		case v[j] == q:
+			return j
+		}
+	}
+	return -1
 }
 
 // yamlToJSON converts with sigs.k8s.io/yaml, as Kubernetes does (YAML 1.1:

@@ -204,8 +204,8 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	return res, nil
 }
 
-// readInput reads what the plan needs from the transaction: the stored
-// object of every desired key, the source's inventory and the namespaces
+// readInput reads what the plan needs from the transaction: the source's
+// inventory, the stored object of every desired key, and the namespaces
 // the objects name. It prepares what the plan will look at of the objects
 // the source applied before: a desired object that is the same as then
 // and still stored as the source last wrote or checked it (seen) is
@@ -215,20 +215,36 @@ func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]
 	in := Input{
 		Source:     name,
 		Desired:    desired,
-		Live:       make(map[Key]api.Object, len(desired)),
 		Seen:       seen,
 		Namespaces: map[string]*api.Namespace{},
 	}
 	if previous != nil {
 		in.Previous = map[Key]api.Object{}
 	}
+	// The source's objects come from its index in one pass; only a desired
+	// object it does not hold (new, or not yet the source's) is looked up
+	// on its own. Most revisions change few objects, and ten thousand
+	// lookups cost more than the whole rest of the plan.
+	inv, err := inventory(tx, name)
+	if err != nil {
+		return in, err
+	}
+	in.Inventory = inv
+	in.Live = make(map[Key]api.Object, max(len(inv), len(desired)))
+	for _, obj := range inv {
+		in.Live[KeyOf(obj)] = obj
+	}
 	for _, d := range desired {
-		live, err := tx.Get(d.Key.Kind, d.Key.Namespace, d.Key.Name)
-		switch {
-		case err == nil:
-			in.Live[d.Key] = live
-		case !store.IsNotFound(err):
-			return in, err
+		live := in.Live[d.Key]
+		if live == nil {
+			obj, err := tx.Get(d.Key.Kind, d.Key.Namespace, d.Key.Name)
+			switch {
+			case err == nil:
+				live = obj
+				in.Live[d.Key] = live
+			case !store.IsNotFound(err):
+				return in, err
+			}
 		}
 		if !unchanged(d, live, seen) {
 			d.prepare(name)
@@ -253,9 +269,7 @@ func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]
 			}
 		}
 	}
-	inv, err := inventory(tx, name)
-	in.Inventory = inv
-	return in, err
+	return in, nil
 }
 
 // unchanged reports whether a desired object is what the source applied

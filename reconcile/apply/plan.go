@@ -52,7 +52,8 @@ type Input struct {
 	// each one's Object is set, except for a Same object that Seen shows
 	// unchanged in the store.
 	Desired []*Desired
-	// Live holds the stored object of every desired key that exists.
+	// Live holds the stored object of every desired key that exists (and
+	// may hold others: the inventory's).
 	Live map[Key]api.Object
 	// Inventory is every object the store says the source applied (its
 	// berth.dev/source annotation names it).
@@ -128,15 +129,17 @@ func Diff(in Input) *Plan {
 			steps = append(steps, Step{Action: ActionCreate, Key: d.Key, Object: d.Object})
 			continue
 		}
+		if unchanged(d, live, in.Seen) {
+			// Stored as the source last wrote or checked it, and so
+			// annotated as its own: nothing to look at.
+			steps = append(steps, Step{Action: ActionUnchanged, Key: d.Key, Object: live, Live: live})
+			continue
+		}
 		owner, annotated := live.GetAnnotations()[api.AnnotationSource]
 		if annotated && owner != in.Source {
 			p.Errors = append(p.Errors, d.Decoded.Errors(field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"),
 				fmt.Sprintf("%s exists and is owned by source %q (annotation %s); source %q cannot apply it: remove it from one of the two sources, or delete it so that %q creates it",
 					d.Key, owner, api.AnnotationSource, in.Source, in.Source))})...)
-			continue
-		}
-		if unchanged(d, live, in.Seen) {
-			steps = append(steps, Step{Action: ActionUnchanged, Key: d.Key, Object: live, Live: live})
 			continue
 		}
 		prev := in.Previous[d.Key]

@@ -24,18 +24,22 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // procRSS is a process's resident set in bytes, from /proc/<pid>/status.
-func procRSS(pid int) (int64, error) {
+func procRSS(pid int) (int64, error) { return procStatus(pid, "VmRSS") }
+
+// procStatus reads one of the sizes (VmRSS, VmHWM, …) of
+// /proc/<pid>/status, in bytes.
+func procStatus(pid int, key string) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return 0, fmt.Errorf("no %s for pid %d", key, pid)
 }
 
 // procPSS is a process's proportional set size in bytes, from

@@ -62,7 +62,7 @@ func describeNode(w *describeWriter, obj api.Object, dc *describeContext) {
 	w.write(level1, "Namespace\tName\t\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAge\n")
 	w.write(level1, "---------\t----\t\t------------\t----------\t---------------\t-------------\t---\n")
 	for _, p := range pods {
-		req, lim := podRequestsAndLimits(p)
+		req, lim := api.PodRequests(&p.Spec), api.PodLimits(&p.Spec)
 		w.write(level1, "%s\t%s\t\t%s\t%s\t%s\t%s\t%s\n", p.Namespace, p.Name,
 			fractionOf(req, alloc, api.ResourceCPU), fractionOf(lim, alloc, api.ResourceCPU),
 			fractionOf(req, alloc, api.ResourceMemory), fractionOf(lim, alloc, api.ResourceMemory),
@@ -71,9 +71,8 @@ func describeNode(w *describeWriter, obj api.Object, dc *describeContext) {
 
 	reqs, lims := api.ResourceList{}, api.ResourceList{}
 	for _, p := range pods {
-		req, lim := podRequestsAndLimits(p)
-		addResources(reqs, req)
-		addResources(lims, lim)
+		api.AddResources(reqs, api.PodRequests(&p.Spec))
+		api.AddResources(lims, api.PodLimits(&p.Spec))
 	}
 	w.write(level0, "Allocated resources:\n  (Total limits may be over 100 percent, i.e., overcommitted.)\n")
 	w.write(level1, "Resource\tRequests\tLimits\n")
@@ -129,38 +128,6 @@ func nonTerminatedPods(node string, pods []*api.Pod) []*api.Pod {
 		out = append(out, p)
 	}
 	return out
-}
-
-// podRequestsAndLimits sums what a pod's containers request and are
-// limited to; an init container, which runs alone, counts where it asks
-// for more than all the app containers together, as the scheduler counts.
-func podRequestsAndLimits(p *api.Pod) (reqs, lims api.ResourceList) {
-	reqs, lims = api.ResourceList{}, api.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		addResources(reqs, c.Resources.Requests)
-		addResources(lims, c.Resources.Limits)
-	}
-	for _, c := range p.Spec.InitContainers {
-		maxResources(reqs, c.Resources.Requests)
-		maxResources(lims, c.Resources.Limits)
-	}
-	return reqs, lims
-}
-
-func addResources(sum, add api.ResourceList) {
-	for n, q := range add {
-		v := sum[n]
-		v.Add(q)
-		sum[n] = v
-	}
-}
-
-func maxResources(into, other api.ResourceList) {
-	for n, q := range other {
-		if v, ok := into[n]; !ok || q.Cmp(v) > 0 {
-			into[n] = q.DeepCopy()
-		}
-	}
 }
 
 // fractionOf renders an amount with its share of what is allocatable, as

@@ -185,7 +185,7 @@ func countIn(r reader, namespace string, names []api.ResourceName) (api.Resource
 		err := r.Each(c.kind, store.Filter{Namespace: namespace}, func(o api.Object) bool {
 			for name, q := range Usage(o) {
 				if _, want := out[name]; want {
-					addTo(out, name, q)
+					api.AddQuantity(out, name, q)
 				}
 			}
 			return true

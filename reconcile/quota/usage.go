@@ -84,8 +84,7 @@ func podUsage(p *api.Pod) api.ResourceList {
 		return nil
 	}
 	l := count(api.ResourcePods)
-	requests := effective(&p.Spec, func(c *api.Container) api.ResourceList { return c.Resources.Requests })
-	limits := effective(&p.Spec, func(c *api.Container) api.ResourceList { return c.Resources.Limits })
+	requests, limits := api.PodRequests(&p.Spec), api.PodLimits(&p.Spec)
 	for _, r := range []struct {
 		from  api.ResourceList
 		name  api.ResourceName
@@ -107,46 +106,13 @@ func podUsage(p *api.Pod) api.ResourceList {
 	return l
 }
 
-// effective is Kubernetes' effective amount of a pod: the sum over its
-// containers, or the largest single init container's if that is more,
-// since init containers run one at a time before the others.
-func effective(spec *api.PodSpec, of func(*api.Container) api.ResourceList) api.ResourceList {
-	sum := api.ResourceList{}
-	for i := range spec.Containers {
-		for name, q := range of(&spec.Containers[i]) {
-			addTo(sum, name, q)
-		}
-	}
-	for i := range spec.InitContainers {
-		for name, q := range of(&spec.InitContainers[i]) {
-			if cur, ok := sum[name]; !ok || q.Cmp(cur) > 0 {
-				sum[name] = q.DeepCopy()
-			}
-		}
-	}
-	return sum
-}
-
-func addTo(l api.ResourceList, name api.ResourceName, q resource.Quantity) {
-	cur, ok := l[name]
-	if !ok {
-		l[name] = q.DeepCopy()
-		return
-	}
-	cur = cur.DeepCopy()
-	cur.Add(q)
-	l[name] = cur
-}
-
 // Add returns a + b, resource by resource.
 func Add(a, b api.ResourceList) api.ResourceList {
 	out := make(api.ResourceList, len(a)+len(b))
 	for name, q := range a {
 		out[name] = q.DeepCopy()
 	}
-	for name, q := range b {
-		addTo(out, name, q)
-	}
+	api.AddResources(out, b)
 	return out
 }
 

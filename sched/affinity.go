@@ -104,6 +104,25 @@ func (s *nodeSelector) matches(node *NodeInfo) bool {
 	return false
 }
 
+// NodeSelectorMatches reports whether a node of that name and labels
+// satisfies sel, a required node selector such as a volume's node
+// affinity: an OR of terms, each an AND of requirements, each checked as
+// the scheduler checks a pod's (a term with a requirement Kubernetes would
+// not parse matches nothing). A nil selector admits every node; one with
+// no terms admits none.
+func NodeSelectorMatches(sel *api.NodeSelector, name string, labels map[string]string) bool {
+	if sel == nil {
+		return true
+	}
+	node := &NodeInfo{name: name, labels: labels}
+	for i := range sel.NodeSelectorTerms {
+		if t := compileTerm(&sel.NodeSelectorTerms[i]); t.matches(node) {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *selectorTerm) matches(node *NodeInfo) bool {
 	if !t.valid {
 		return false

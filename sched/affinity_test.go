@@ -99,3 +99,33 @@ func TestNodeAffinityScore(t *testing.T) {
 		t.Error("a pod without preferred terms should skip the score")
 	}
 }
+
+func TestNodeSelectorMatches(t *testing.T) {
+	req := func(key string, op api.NodeSelectorOperator, values ...string) api.NodeSelectorRequirement {
+		return api.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	labels := map[string]string{"zone": "a", "disks": "4"}
+	for _, tt := range []struct {
+		name string
+		sel  *api.NodeSelector
+		want bool
+	}{
+		{"nil admits every node", nil, true},
+		{"no terms admit none", &api.NodeSelector{}, false},
+		{"an empty term matches nothing", &api.NodeSelector{NodeSelectorTerms: []api.NodeSelectorTerm{{}}}, false},
+		{"In", &api.NodeSelector{NodeSelectorTerms: []api.NodeSelectorTerm{{MatchExpressions: []api.NodeSelectorRequirement{req("zone", api.NodeSelectorOpIn, "a", "b")}}}}, true},
+		{"terms are ORed", &api.NodeSelector{NodeSelectorTerms: []api.NodeSelectorTerm{
+			{MatchExpressions: []api.NodeSelectorRequirement{req("zone", api.NodeSelectorOpIn, "b")}},
+			{MatchExpressions: []api.NodeSelectorRequirement{req("disks", api.NodeSelectorOpGt, "3")}},
+		}}, true},
+		{"requirements are ANDed", &api.NodeSelector{NodeSelectorTerms: []api.NodeSelectorTerm{{MatchExpressions: []api.NodeSelectorRequirement{
+			req("zone", api.NodeSelectorOpIn, "a"), req("disks", api.NodeSelectorOpLt, "4"),
+		}}}}, false},
+		{"the node's name by field", &api.NodeSelector{NodeSelectorTerms: []api.NodeSelectorTerm{{MatchFields: []api.NodeSelectorRequirement{req("metadata.name", api.NodeSelectorOpIn, "n1")}}}}, true},
+		{"an unparsable requirement matches nothing", &api.NodeSelector{NodeSelectorTerms: []api.NodeSelectorTerm{{MatchExpressions: []api.NodeSelectorRequirement{req("zone", api.NodeSelectorOpIn)}}}}, false},
+	} {
+		if got := NodeSelectorMatches(tt.sel, "n1", labels); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -77,7 +77,7 @@ func (f *Filter) ForPod(pod *api.Pod) (func(node *sched.NodeInfo) *sched.Status,
 
 func (t *claimTest) check(n *api.Node) *sched.Status {
 	if !t.waiting {
-		if !nodeMatches(t.affinity, n.Name, n.Labels) {
+		if !sched.NodeSelectorMatches(t.affinity, n.Name, n.Labels) {
 			return sched.StatusVolumeNodeAffinityConflict
 		}
 		return nil
@@ -90,7 +90,7 @@ func (t *claimTest) check(n *api.Node) *sched.Status {
 		return nil
 	}
 	for _, pv := range t.candidates {
-		if pv.Spec.NodeAffinity == nil || nodeMatches(pv.Spec.NodeAffinity.Required, n.Name, n.Labels) {
+		if pv.Spec.NodeAffinity == nil || sched.NodeSelectorMatches(pv.Spec.NodeAffinity.Required, n.Name, n.Labels) {
 			return nil
 		}
 	}

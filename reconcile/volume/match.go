@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/sched"
 )
 
 // modeSet is a set of access modes, one bit each.
@@ -121,7 +122,7 @@ func (r *Request) mismatchRest(pv *api.PersistentVolume) string {
 		return "labels do not match the claim's selector"
 	}
 	if r.constrained && pv.Spec.NodeAffinity != nil &&
-		!nodeMatches(pv.Spec.NodeAffinity.Required, r.NodeName, r.NodeLabels) {
+		!sched.NodeSelectorMatches(pv.Spec.NodeAffinity.Required, r.NodeName, r.NodeLabels) {
 		return "node affinity does not admit node " + r.NodeName
 	}
 	return ""

@@ -92,12 +92,16 @@ func TestTheWholeStory(t *testing.T) {
 		}
 		return nil
 	})
-	for name, v := range pods {
-		ip := strings.Fields(v)[1]
-		if body, err := httpGet("http://" + ip + ":8080/"); err != nil || strings.TrimSpace(body) != "hello from "+name {
-			t.Errorf("pod %s at %s: %q %v", name, ip, body, err)
+	// Running is not yet listening: the pods answer once they are ready.
+	waitFor(t, 30*time.Second, "both pods answering", func() error {
+		for name, v := range pods {
+			ip := strings.Fields(v)[1]
+			if body, err := httpGet("http://" + ip + ":8080/"); err != nil || strings.TrimSpace(body) != "hello from "+name {
+				return fmt.Errorf("pod %s at %s: %q %v", name, ip, body, err)
+			}
 		}
-	}
+		return nil
+	})
 	waitFor(t, 20*time.Second, "both pods in DNS", func() error {
 		if ips := digA(t, s, "hello.default.svc.cluster.local"); strings.Join(ips, " ") != "127.0.0.11 127.0.0.12" {
 			return fmt.Errorf("dig: %v", ips)

@@ -55,6 +55,11 @@ comes first the run ends with what it has and exits 1 if some pods were
 not scheduled. bound_seconds runs from the write of the ReplicaSets to the
 last binding.
 
+The simulation keeps Go's default collector target (GOGC=100), where
+berth server runs at 50: it hosts the hollow agents' work too, which on a
+real cluster runs elsewhere. GOGC=50 in the environment shows the server's
+trade of CPU for memory.
+
 --mix labels the nodes (ten zones, every other node "ssd") and taints every
 tenth one; by K modulo 4 the ReplicaSets' pods have no constraint, a node
 selector for ssd nodes, anti-affinity keeping them one a node (with the

@@ -86,6 +86,8 @@ type Agent struct {
 	capacity   api.ResourceList
 	thresholds []Threshold
 	listener   net.Listener
+	// serving is the log server's certificate, from the latest join.
+	serving servingCert
 
 	// Set once joined; nil in standalone mode.
 	client *client.Client
@@ -257,7 +259,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		return firstError(errs)
 	}
 	defer a.listener.Close()
-	goRun("cluster", a.runConnected)
+	goRun("logs", a.serveLogs)
+	goRun("cluster", a.runCluster)
 	wg.Wait()
 	return firstError(errs)
 }
@@ -271,11 +274,31 @@ func firstError(errs chan error) error {
 	}
 }
 
-// runConnected joins, registers and runs what needs the control plane.
+// runCluster runs connected to the control plane, and joins again each
+// time the node credential and serving certificate are due for renewal.
+// Pods keep running meanwhile, as they do across an agent restart.
+func (a *Agent) runCluster(ctx context.Context) error {
+	for {
+		err := a.runConnected(ctx)
+		if !errors.Is(err, errRenew) {
+			return err
+		}
+		a.log.Info("joining again to renew the node credential and serving certificate")
+	}
+}
+
+// runConnected joins, registers and runs what needs the control plane,
+// until ctx ends, something fails, or the join's credentials are due for
+// renewal (errRenew).
 func (a *Agent) runConnected(ctx context.Context) error {
 	joined, err := a.join(ctx)
 	if err != nil {
 		return err
+	}
+	if joined.ServingCertificate == "" {
+		a.log.Warn("the server issued no serving certificate: logs are not served")
+	} else if err := a.serving.set(joined.ServingCertificate, joined.ServingKey); err != nil {
+		return fmt.Errorf("serving certificate from the join: %w", err)
 	}
 	c, err := client.New(&client.Config{
 		Server:                a.cfg.Server,
@@ -328,7 +351,9 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	}
 	run(node.Run)
 	run(a.runMirrors)
-	run(func(ctx context.Context) error { return a.serveLogs(ctx, joined) })
+	if due, ok := renewalTime(joined, jitter()); ok {
+		run(func(ctx context.Context) error { return a.renewAt(ctx, due) })
+	}
 	run(NewEvictionManager(EvictionOptions{
 		Thresholds:   a.thresholds,
 		Signals:      func() (Signals, error) { return ReadSignals(a.cfg.DataDir) },
@@ -531,22 +556,32 @@ func (a *Agent) runMirrors(ctx context.Context) error {
 	}
 }
 
-// serveLogs serves container logs to the API server over HTTPS with the
-// serving certificate from the join, to clients the cluster CA vouches for.
-func (a *Agent) serveLogs(ctx context.Context, joined api.JoinResponse) error {
-	if joined.ServingCertificate == "" {
-		a.log.Warn("the server issued no serving certificate: logs are not served")
-		<-ctx.Done()
+// renewAt returns errRenew at due, or minRenewWait from now if that is
+// later, and nil if ctx ends first.
+func (a *Agent) renewAt(ctx context.Context, due time.Time) error {
+	t := a.cfg.Clock.NewTimer(max(due.Sub(a.cfg.Clock.Now()), minRenewWait))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
 		return nil
+	case <-t.C():
+		return errRenew
 	}
+}
+
+// serveLogs serves container logs to the API server over HTTPS, to clients
+// the cluster CA vouches for, with the serving certificate of the latest
+// join: it runs across joins, and refuses handshakes before the first.
+func (a *Agent) serveLogs(ctx context.Context) error {
 	pool := x509.NewCertPool()
 	if len(a.cfg.CAData) > 0 && !pool.AppendCertsFromPEM(a.cfg.CAData) {
 		return errors.New("logs: the CA file holds no certificate")
 	}
-	tlsCfg, err := LogServerTLSConfig([]byte(joined.ServingCertificate), []byte(joined.ServingKey), pool)
+	tlsCfg, err := logServerTLS(pool)
 	if err != nil {
 		return err
 	}
+	tlsCfg.GetCertificate = a.serving.get
 	srv := &http.Server{
 		Handler:           NewLogServer(LogServerOptions{Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log}),
 		ReadHeaderTimeout: 10 * time.Second,

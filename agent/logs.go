@@ -65,14 +65,25 @@ func LogServerTLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) (*tls.
 	if err != nil {
 		return nil, fmt.Errorf("log server certificate: %w", err)
 	}
+	cfg, err := logServerTLS(clientCAs)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Certificates = []tls.Certificate{cert}
+	return cfg, nil
+}
+
+// logServerTLS is the log server's TLS configuration without its
+// certificate: client certificates required and verified against
+// clientCAs.
+func logServerTLS(clientCAs *x509.CertPool) (*tls.Config, error) {
 	if clientCAs == nil {
 		return nil, errors.New("log server: no CA to verify clients with")
 	}
 	return &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    clientCAs,
-		MinVersion:   tls.VersionTLS12,
+		ClientAuth: tls.RequireAndVerifyClientCert,
+		ClientCAs:  clientCAs,
+		MinVersion: tls.VersionTLS12,
 	}, nil
 }
 

@@ -33,9 +33,9 @@ const (
 	// lives when the caller asks for no particular lifetime; the agent
 	// rotates tokens well before then.
 	DefaultServiceAccountTokenTTL = time.Hour
-	// DefaultNodeCredentialTTL is how long a node credential lives. It is
-	// long because an agent stores it and uses it across restarts; once it
-	// expires the agent answers a 401 by joining again with the join token.
+	// DefaultNodeCredentialTTL is how long a node credential lives. An
+	// agent joins again with the join token when it starts, and at about
+	// 80% of the credential's life, for a new one.
 	DefaultNodeCredentialTTL = 365 * 24 * time.Hour
 
 	// NodeUserPrefix starts the user name of every node identity.

@@ -96,6 +96,8 @@ type Agent struct {
 
 	mu     sync.Mutex
 	static map[types.UID]*api.Pod
+	// renewed is a join made for renewal, for the next connected run.
+	renewed *api.JoinResponse
 	// mirrorDirty wakes the loop that keeps mirror pods in step.
 	mirrorDirty chan struct{}
 }
@@ -291,9 +293,18 @@ func (a *Agent) runCluster(ctx context.Context) error {
 // until ctx ends, something fails, or the join's credentials are due for
 // renewal (errRenew).
 func (a *Agent) runConnected(ctx context.Context) error {
-	joined, err := a.join(ctx)
-	if err != nil {
-		return err
+	a.mu.Lock()
+	renewed := a.renewed
+	a.renewed = nil
+	a.mu.Unlock()
+	var joined api.JoinResponse
+	if renewed != nil {
+		joined = *renewed
+	} else {
+		var err error
+		if joined, err = a.join(ctx); err != nil {
+			return err
+		}
 	}
 	if joined.ServingCertificate == "" {
 		a.log.Warn("the server issued no serving certificate: logs are not served")
@@ -556,15 +567,34 @@ func (a *Agent) runMirrors(ctx context.Context) error {
 	}
 }
 
-// renewAt returns errRenew at due, or minRenewWait from now if that is
-// later, and nil if ctx ends first.
+// renewAt joins again at due (or minRenewWait from now, if later) while
+// the connected run goes on, and returns errRenew once it has the new
+// credentials, so that the run starts over with them. A join refused for
+// good (the join token changed) is logged and tried again after
+// renewRetry: the current credentials still have a fifth of their life.
+// It returns nil if ctx ends first.
 func (a *Agent) renewAt(ctx context.Context, due time.Time) error {
-	t := a.cfg.Clock.NewTimer(max(due.Sub(a.cfg.Clock.Now()), minRenewWait))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-t.C():
+	wait := max(due.Sub(a.cfg.Clock.Now()), minRenewWait)
+	for {
+		t := a.cfg.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
+		joined, err := a.join(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			a.log.Error("cannot renew the node credential and serving certificate", "err", err, "retry in", renewRetry)
+			wait = renewRetry
+			continue
+		}
+		a.mu.Lock()
+		a.renewed = &joined
+		a.mu.Unlock()
 		return errRenew
 	}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// errRenew ends a connected run so that the agent joins again: its node
-// credential or serving certificate is due for renewal.
+// errRenew ends a connected run so that the next one starts with the
+// credentials of the renewal join.
 var errRenew = errors.New("the node credential and serving certificate are due for renewal")
 
 // renewFraction is how far into their life the node credential and the
@@ -28,6 +28,9 @@ const (
 	// minRenewWait keeps a credential issued already past its renewal
 	// point (a clock set wrong) from making the agent join in a loop.
 	minRenewWait = time.Minute
+	// renewRetry is how long the agent waits after a renewal join the
+	// server refused.
+	renewRetry = 10 * time.Minute
 )
 
 // renewalTime is when the credentials of a join should be renewed: the

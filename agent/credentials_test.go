@@ -1,19 +1,28 @@
 package agent
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"io"
+	"log/slog"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/testtool"
 )
 
 var credEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -103,5 +112,73 @@ func TestServingCertSwaps(t *testing.T) {
 	}
 	if err := s.set("garbage", "garbage"); err == nil {
 		t.Error("a garbage certificate: no error")
+	}
+}
+
+// TestRenewalSurvivesARefusedJoin: a renewal join the server refuses (the
+// join token changed) leaves the connected run alone and is tried again
+// after renewRetry; one that succeeds hands its credentials to the next
+// run.
+func TestRenewalSurvivesARefusedJoin(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != api.JoinPath {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if refuse.Load() {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":401,"reason":"Unauthorized","message":"join: invalid or missing node join token"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"token":"renewed"}`)
+	}))
+	defer srv.Close()
+	clk := clocktesting.NewFakeClock(credEpoch)
+	a, err := New(Config{Server: srv.URL, JoinToken: "old", InsecureSkipTLSVerify: true, NodeName: "n1", NodeIP: "127.0.0.1",
+		Listen: "127.0.0.1:0", DataDir: t.TempDir(), Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.listener.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.renewAt(ctx, credEpoch) }()
+
+	testtool.WaitFor(t, 10*time.Second, "the renewal timer", func() error {
+		if !clk.HasWaiters() {
+			return errors.New("no timer yet")
+		}
+		return nil
+	})
+	clk.Step(minRenewWait) // the first attempt: refused
+	testtool.WaitFor(t, 10*time.Second, "the retry timer after the refusal", func() error {
+		if !clk.HasWaiters() {
+			return errors.New("no timer yet")
+		}
+		return nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("a refused renewal ended the run: %v", err)
+	default:
+	}
+	refuse.Store(false)
+	clk.Step(renewRetry)
+	select {
+	case err := <-done:
+		if !errors.Is(err, errRenew) {
+			t.Fatalf("renewAt: %v, want errRenew", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second attempt did not end the run")
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.renewed == nil || a.renewed.Token != "renewed" {
+		t.Errorf("renewed credentials %+v, want the second join's", a.renewed)
 	}
 }

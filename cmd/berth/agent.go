@@ -98,7 +98,10 @@ func newAgentCommand(g *globalOptions) *cobra.Command {
 		Short: "Run a node agent",
 		Long: `Run a node agent: join the control plane at --server with the node join
 token, register this machine as a Node, and run the pods bound to it as
-processes, with their probes, restarts, logs and eviction.
+processes, with their probes, restarts, logs and eviction. The join gives
+the agent a node credential and a serving certificate for its log server,
+each valid for a year; the agent joins again at about 80% of that, so keep
+the join token file in place.
 
 Static pods from --manifest-dir or --manifest-url run even with no server:
 with no --server the agent runs them alone (standalone mode).

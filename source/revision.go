@@ -30,7 +30,9 @@ type Contents struct {
 
 // ContentHash is the ID of a dir or http revision: "sha256:<hex>" over the
 // files' names and contents in name order, and over the problems, so that
-// the same files give the same ID wherever and whenever they are read.
+// the same files give the same ID wherever and whenever they are read. A
+// file that carries its Sum counts by it (its content may be left out): a
+// reader gives every file its Sum or none.
 func (c Contents) ContentHash() string {
 	files := sortedFiles(c.Files)
 	h := sha256.New()
@@ -42,7 +44,11 @@ func (c Contents) ContentHash() string {
 	}
 	for _, f := range files {
 		field([]byte(f.Name))
-		field(f.Data)
+		if f.Sum != "" {
+			field([]byte(f.Sum)) // its content, by digest: Data may be left out
+		} else {
+			field(f.Data)
+		}
 	}
 	for _, p := range c.Problems {
 		field([]byte(p.Error()))

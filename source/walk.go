@@ -1,6 +1,8 @@
 package source
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -19,6 +22,56 @@ type ReadDirOptions struct {
 	// --manifest-dir does (SPEC §2); the zero value walks every folder
 	// below it, as a --source path does (SPEC §3).
 	Flat bool
+	// Cache, when set, spares reading a file that has not changed since
+	// the last ReadDir with the same cache, when Have says the receiver
+	// still holds its content: such a File has its Sum and no Data. Every
+	// File ReadDir returns then has its Sum (the hex SHA-256 of its
+	// content), read or not.
+	Cache *ReadCache
+	// Have reports whether the receiver holds the content of name whose
+	// digest is sum (a source.Decoder's Has); used with Cache.
+	Have func(name, sum string) bool
+}
+
+// ReadCache is what ReadDir remembers of the files it read, so that a
+// relist of an unchanged tree stats each file but reads none. A file
+// counts as unchanged when its device, inode, size, modification and
+// change times are as they were when it was read, and that read came more
+// than racyWindow after its last change: a write in the same tick of the
+// filesystem's clock leaves the times as they were (git's "racy" files),
+// so such a file is read again next time. The change time cannot be set
+// by a user, so a file rewritten with its old size and modification time
+// is still seen. A ReadCache is for one goroutine at a time.
+type ReadCache struct {
+	files map[string]cachedFile
+}
+
+// racyWindow is how recently a file may have changed for its times not to
+// be trusted: coarser than any filesystem's timestamps (FAT's are 2 s). A
+// variable for tests only.
+var racyWindow = 2 * time.Second
+
+type cachedFile struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // ns
+	sum          string
+	racy         bool
+}
+
+func statOf(fi fs.FileInfo) (cachedFile, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return cachedFile{}, false
+	}
+	return cachedFile{
+		dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(),
+		mtime: fi.ModTime().UnixNano(), ctime: ctime(st),
+	}, true
+}
+
+func (c cachedFile) sameFile(o cachedFile) bool {
+	return c.dev == o.dev && c.ino == o.ino && c.size == o.size && c.mtime == o.mtime && c.ctime == o.ctime
 }
 
 // ReadDir reads the manifests at root: when root is a directory, every
@@ -37,7 +90,20 @@ func ReadDir(root string, opts ReadDirOptions) (Contents, []string, error) {
 	if err != nil {
 		return Contents{}, nil, fmt.Errorf("read %s: %w", root, unwrapPath(err))
 	}
-	w := &walker{root: root, flat: opts.Flat, seen: map[fileID]bool{}}
+	w := &walker{root: root, flat: opts.Flat, seen: map[fileID]bool{}, have: opts.Have}
+	if opts.Cache != nil {
+		// Sized for a tree like the last one: relists of a big tree are
+		// the common case.
+		w.cached, w.cache = opts.Cache.files, make(map[string]cachedFile, len(opts.Cache.files))
+		w.contents.Files = make([]File, 0, len(opts.Cache.files))
+		// What this read finds replaces what the last one found: files
+		// gone are forgotten. A root that cannot be read keeps the cache.
+		defer func() {
+			if w.cache != nil {
+				opts.Cache.files = w.cache
+			}
+		}()
+	}
 	if !fi.IsDir() {
 		if !fi.Mode().IsRegular() {
 			return Contents{}, nil, fmt.Errorf("read %s: not a directory or a regular file", root)
@@ -47,6 +113,7 @@ func ReadDir(root string, opts ReadDirOptions) (Contents, []string, error) {
 	}
 	w.seen[idOf(root, fi)] = true
 	if err := w.dir(root, ""); err != nil {
+		w.cache = nil
 		return Contents{}, nil, fmt.Errorf("read %s: %w", root, unwrapPath(err))
 	}
 	// Links last, so that what is reachable without them keeps its own
@@ -80,6 +147,10 @@ type walker struct {
 	contents Contents
 	dirs     []string
 	links    []link // symbolic links met, followed after the rest
+	// With a ReadCache: what the last read found (cached), what this one
+	// finds (cache), and whether the receiver holds a content.
+	cached, cache map[string]cachedFile
+	have          func(name, sum string) bool
 }
 
 type link struct{ path, rel string }
@@ -160,12 +231,22 @@ func (w *walker) entry(p, rel string, isLink bool) {
 	}
 }
 
-// file reads one manifest file, refusing it when it is too big.
+// file reads one manifest file, refusing it when it is too big, or takes
+// it from the cache when it has not changed and the receiver holds it.
 func (w *walker) file(p, rel string, fi fs.FileInfo) {
 	if fi.Size() > MaxFileSize {
 		w.contents.Problems = append(w.contents.Problems, TooBig(rel, fi.Size()))
 		return
 	}
+	st, statOK := statOf(fi)
+	if w.cache != nil && statOK {
+		if c, ok := w.cached[rel]; ok && !c.racy && c.sameFile(st) && w.have != nil && w.have(rel, c.sum) {
+			w.cache[rel] = c
+			w.contents.Files = append(w.contents.Files, File{Name: rel, Sum: c.sum})
+			return
+		}
+	}
+	readAt := time.Now() // compared with the filesystem's times, which are the wall clock's
 	data, err := readCapped(p)
 	if err != nil {
 		w.problem(rel, err)
@@ -175,7 +256,17 @@ func (w *walker) file(p, rel string, fi fs.FileInfo) {
 		w.contents.Problems = append(w.contents.Problems, TooBig(rel, -1)) // it grew while read
 		return
 	}
-	w.contents.Files = append(w.contents.Files, File{Name: rel, Data: data})
+	f := File{Name: rel, Data: data}
+	if w.cache != nil {
+		h := sha256.Sum256(data)
+		f.Sum = hex.EncodeToString(h[:])
+		if statOK {
+			st.sum = f.Sum
+			st.racy = max(st.mtime, st.ctime) > readAt.Add(-racyWindow).UnixNano()
+			w.cache[rel] = st
+		}
+	}
+	w.contents.Files = append(w.contents.Files, f)
 }
 
 func (w *walker) problem(rel string, err error) {

@@ -1,10 +1,13 @@
 package source
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func write(t *testing.T, path, data string) {
@@ -107,5 +110,114 @@ func TestReadDirTooBigAndUnreadable(t *testing.T) {
 	c, _, _ = ReadDir(root, ReadDirOptions{})
 	if len(c.Problems) != 2 || !strings.Contains(c.Problems[1].Error(), "locked.yaml: cannot read: permission denied") {
 		t.Errorf("problems %v; want locked.yaml unreadable", c.Problems)
+	}
+}
+
+// withRacyWindow sets how recently changed a file must be to be read at
+// every relist, for one test.
+func withRacyWindow(t *testing.T, d time.Duration) {
+	old := racyWindow
+	racyWindow = d
+	t.Cleanup(func() { racyWindow = old })
+}
+
+func TestReadDirCacheReadsOnlyWhatChanged(t *testing.T) {
+	withRacyWindow(t, 0) // the files below are not written again within a tick of a read
+	root := t.TempDir()
+	write(t, filepath.Join(root, "a.yaml"), "kind: A\n")
+	write(t, filepath.Join(root, "sub/b.yaml"), "kind: B\n")
+	write(t, filepath.Join(root, "gone.yaml"), "kind: G\n")
+	var cache ReadCache
+	held := map[string]string{} // what the receiver holds, name → sum
+	have := func(name, sum string) bool { return held[name] == sum }
+	read := func() map[string]File {
+		t.Helper()
+		c, _, err := ReadDir(root, ReadDirOptions{Cache: &cache, Have: have})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]File{}
+		for _, f := range c.Files {
+			if f.Sum == "" {
+				t.Errorf("%s: no Sum", f.Name)
+			}
+			out[f.Name] = f
+		}
+		return out
+	}
+
+	first := read()
+	for name, f := range first {
+		if f.Data == nil {
+			t.Errorf("first read: %s left out", name)
+		}
+		held[name] = f.Sum
+	}
+	firstID := Contents{Files: slices.Collect(maps.Values(first))}.ContentHash()
+
+	// Nothing changed: nothing read, and the same revision ID.
+	second := read()
+	for name, f := range second {
+		if f.Data != nil {
+			t.Errorf("unchanged %s read again", name)
+		}
+	}
+	if id := (Contents{Files: slices.Collect(maps.Values(second))}).ContentHash(); id != firstID {
+		t.Errorf("unchanged tree: ID %s, was %s", id, firstID)
+	}
+
+	// The receiver lost a content: that file is read.
+	delete(held, "a.yaml")
+	if f := read()["a.yaml"]; f.Data == nil {
+		t.Error("a content the receiver lacks was left out")
+	}
+	held["a.yaml"] = first["a.yaml"].Sum
+
+	// Rewritten with the same size and its old modification time put back:
+	// the change time still tells.
+	p := filepath.Join(root, "sub/b.yaml")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // past the filesystem clock's tick, so that ctime moves
+	write(t, p, "kind: C\n")
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	third := read()
+	if f := third["sub/b.yaml"]; f.Data == nil || string(f.Data) != "kind: C\n" || f.Sum == first["sub/b.yaml"].Sum {
+		t.Errorf("a rewritten file: %+v", f)
+	}
+	if _, ok := third["gone.yaml"]; !ok {
+		t.Fatal("gone.yaml missing before its removal")
+	}
+
+	// A removed file is forgotten.
+	if err := os.Remove(filepath.Join(root, "gone.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := read()["gone.yaml"]; ok {
+		t.Error("a removed file is still listed")
+	}
+	if _, ok := cache.files["gone.yaml"]; ok {
+		t.Error("a removed file is still cached")
+	}
+}
+
+func TestReadDirCacheRereadsRacyFiles(t *testing.T) {
+	withRacyWindow(t, time.Hour) // every file changed "just now"
+	root := t.TempDir()
+	write(t, filepath.Join(root, "a.yaml"), "kind: A\n")
+	var cache ReadCache
+	have := func(string, string) bool { return true }
+	for i := range 2 {
+		c, _, err := ReadDir(root, ReadDirOptions{Cache: &cache, Have: have})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Files) != 1 || c.Files[0].Data == nil {
+			t.Errorf("read %d: a file changed within the racy window was left out: %+v", i, c.Files)
+		}
 	}
 }

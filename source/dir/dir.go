@@ -43,6 +43,8 @@ type Dir struct {
 	// Only Run's goroutine uses these.
 	lastID  string // of the last read that succeeded
 	decoder source.Decoder
+	// cache spares a relist reading the files that did not change.
+	cache source.ReadCache
 }
 
 var _ source.Source = (*Dir)(nil)
@@ -108,7 +110,7 @@ func (d *Dir) Run(ctx context.Context, out chan<- source.Revision) error {
 // read reads the directory, decoding only when its content hash is not
 // the one the receiver has, and returns the folders to watch.
 func (d *Dir) read(have string) (source.Revision, []string) {
-	contents, dirs, err := source.ReadDir(d.root, source.ReadDirOptions{Flat: d.opts.Flat})
+	contents, dirs, err := source.ReadDir(d.root, source.ReadDirOptions{Flat: d.opts.Flat, Cache: &d.cache, Have: d.decoder.Has})
 	if dirs == nil {
 		dirs = []string{watchedParent(d.root, err)}
 	}

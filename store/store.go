@@ -307,7 +307,11 @@ func (s *Store) commitLoop() {
 		for _, g := range group {
 			g.done <- err
 		}
-		clear(ops)
+		if cap(ops) > maxGroup {
+			ops = nil // one big transaction (a source's first sync) need not stay allocated
+		} else {
+			clear(ops)
+		}
 	}
 }
 

@@ -387,30 +387,32 @@ func (r *Runtime) Stop(ctx context.Context, id runtime.ID, grace time.Duration) 
 	if err := r.signalGroup(rn, sig); err != nil {
 		return fmt.Errorf("stop %s: %w", id, err)
 	}
+	// wait waits for the group to exit, or for timeout (nil: none) to fire
+	// first, which it reports.
+	wait := func(timeout <-chan time.Time) (timedOut bool, err error) {
+		select {
+		case <-rn.done:
+			return false, nil
+		case <-ctx.Done():
+			return false, fmt.Errorf("stop %s: %w", id, ctx.Err())
+		case <-r.stop:
+			return false, fmt.Errorf("stop %s: %w", id, errClosed)
+		case <-timeout:
+			return true, nil
+		}
+	}
 	if sig == syscall.SIGTERM {
 		t := r.clk.NewTimer(grace)
 		defer t.Stop()
-		select {
-		case <-rn.done:
-			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("stop %s: %w", id, ctx.Err())
-		case <-r.stop:
-			return fmt.Errorf("stop %s: %w", id, errClosed)
-		case <-t.C():
+		if timedOut, err := wait(t.C()); !timedOut {
+			return err
 		}
 		if err := r.signalGroup(rn, syscall.SIGKILL); err != nil {
 			return fmt.Errorf("stop %s: %w", id, err)
 		}
 	}
-	select {
-	case <-rn.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("stop %s: %w", id, ctx.Err())
-	case <-r.stop:
-		return fmt.Errorf("stop %s: %w", id, errClosed)
-	}
+	_, err = wait(nil)
+	return err
 }
 
 // errClosed: the runtime was closed, so it no longer watches its runs.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -21,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/cptest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -37,31 +36,7 @@ func startCluster(t *testing.T) *cluster {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := controlplane.New(ctx, controlplane.Config{
-		DataDir: dir, Listen: addr, Store: controlplane.StoreMemory,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("control plane: %v", err)
-		}
-	})
-	paths := controlplane.PathsIn(dir)
+	paths := cptest.Start(t, controlplane.Config{}).Credentials().Paths
 	cfg, err := client.LoadKubeconfig(paths.AdminKubeconfig)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/cptest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -76,23 +76,7 @@ func (a *logsAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func startLogsCluster(t *testing.T) (string, *logsAgent) {
 	t.Helper()
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := controlplane.New(ctx, controlplane.Config{
-		DataDir: dir, Listen: "127.0.0.1:0", Store: controlplane.StoreMemory,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("control plane: %v", err)
-		}
-	})
+	s := cptest.Start(t, controlplane.Config{DataDir: dir})
 	creds := s.Credentials()
 	server := "https://" + s.Addr().String()
 	kubeconfig := filepath.Join(dir, "test.kubeconfig")
@@ -106,7 +90,7 @@ func startLogsCluster(t *testing.T) (string, *logsAgent) {
 	}
 	var joined api.JoinResponse
 	testtool.WaitFor(t, 10*time.Second, "a join", func() error {
-		joined, err = joiner.Join(ctx, api.JoinRequest{NodeName: "n1", Addresses: []string{"127.0.0.1"}})
+		joined, err = joiner.Join(context.Background(), api.JoinRequest{NodeName: "n1", Addresses: []string{"127.0.0.1"}})
 		return err
 	})
 	cert, err := tls.X509KeyPair([]byte(joined.ServingCertificate), []byte(joined.ServingKey))
@@ -139,7 +123,7 @@ func startLogsCluster(t *testing.T) (string, *logsAgent) {
 	objs = append(objs, rs)
 	for _, o := range objs {
 		api.Default(o)
-		if _, err := s.Store().Create(ctx, o); err != nil {
+		if _, err := s.Store().Create(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/cptest"
 	"github.com/berth-dev/berth/source"
 )
 
@@ -18,12 +16,6 @@ import (
 // sources, and returns its admin kubeconfig.
 func startSourcedControlPlane(t *testing.T, sources ...string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
 	var specs []source.Spec
 	for _, s := range sources {
 		spec, err := source.Parse(s)
@@ -32,25 +24,7 @@ func startSourcedControlPlane(t *testing.T, sources ...string) string {
 		}
 		specs = append(specs, spec)
 	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := controlplane.New(ctx, controlplane.Config{
-		DataDir: dir, Listen: addr, Store: controlplane.StoreMemory, Sources: specs,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("control plane: %v", err)
-		}
-	})
-	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
+	kubeconfig := cptest.Start(t, controlplane.Config{Sources: specs}).Credentials().Paths.AdminKubeconfig
 	waitReady(t, func() bool {
 		return runBerth(t, "", "get", "ns", "default", "--kubeconfig", kubeconfig).code == exitOK
 	})

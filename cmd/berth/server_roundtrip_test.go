@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/cptest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -19,31 +16,7 @@ import (
 // stopped, and waited for, at cleanup.
 func startControlPlane(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := controlplane.New(ctx, controlplane.Config{
-		DataDir: dir, Listen: addr, Store: controlplane.StoreMemory,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("control plane: %v", err)
-		}
-	})
-	return filepath.Join(dir, "admin.kubeconfig")
+	return cptest.Start(t, controlplane.Config{}).Credentials().Paths.AdminKubeconfig
 }
 
 // TestAgainstServer drives apply, get, describe and delete through the

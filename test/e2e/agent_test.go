@@ -133,33 +133,39 @@ func podsWhere(t testing.TB, s *server, app string, keep func(map[string]any) bo
 	return out, nil
 }
 
-func echoDeployment(name string, replicas, port int, text string) string {
+// deploymentYAML is a Deployment of replicas pods labelled app=name, whose
+// pod spec is podSpec: its lines, each indented by six spaces.
+func deploymentYAML(name string, replicas int, podSpec string) string {
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: %[1]s
+  name: %s
 spec:
-  replicas: %[2]d
+  replicas: %d
   selector:
     matchLabels: {app: %[1]s}
   template:
     metadata:
       labels: {app: %[1]s}
     spec:
-      terminationGracePeriodSeconds: 5
+%[3]s`, name, replicas, podSpec)
+}
+
+func echoDeployment(name string, replicas, port int, text string) string {
+	return deploymentYAML(name, replicas, fmt.Sprintf(`      terminationGracePeriodSeconds: 5
       containers:
       - name: echo
         image: berth
-        command: [%[3]q, toolbox, http-echo, --listen, "$(POD_IP):%[4]d", --text, %[5]q]
+        command: [%[1]q, toolbox, http-echo, --listen, "$(POD_IP):%[2]d", --text, %[3]q]
         env:
         - name: POD_IP
           valueFrom: {fieldRef: {fieldPath: status.podIP}}
         ports:
-        - {name: http, containerPort: %[4]d}
+        - {name: http, containerPort: %[2]d}
         readinessProbe:
           httpGet: {path: /, port: http}
           periodSeconds: 1
-`, name, replicas, bin, port, text)
+`, bin, port, text))
 }
 
 func httpGet(url string) (string, error) {

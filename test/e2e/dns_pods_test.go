@@ -18,38 +18,26 @@ import (
 // removing its file, while its process keeps running.
 func readyFileDeployment(name string, replicas, port int) string {
 	script := fmt.Sprintf(`touch "$BERTH_VOLUME_STATE/ready" && exec %q toolbox http-echo --listen "$POD_IP:%d" --text "$POD_NAME"`, bin, port)
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-spec:
-  replicas: %[2]d
-  selector:
-    matchLabels: {app: %[1]s}
-  template:
-    metadata:
-      labels: {app: %[1]s}
-    spec:
-      terminationGracePeriodSeconds: 2
+	return deploymentYAML(name, replicas, fmt.Sprintf(`      terminationGracePeriodSeconds: 2
       volumes:
       - {name: state, emptyDir: {}}
       containers:
       - name: echo
         image: berth
-        command: [/bin/sh, -c, %[3]q]
+        command: [/bin/sh, -c, %[1]q]
         env:
         - name: POD_IP
           valueFrom: {fieldRef: {fieldPath: status.podIP}}
         - name: POD_NAME
           valueFrom: {fieldRef: {fieldPath: metadata.name}}
         ports:
-        - {name: http, containerPort: %[4]d}
+        - {name: http, containerPort: %[2]d}
         readinessProbe:
           exec:
             command: [/bin/sh, -c, 'test -f "$BERTH_VOLUME_STATE/ready"']
           periodSeconds: 1
           failureThreshold: 1
----
+`, script, port)) + fmt.Sprintf(`---
 apiVersion: v1
 kind: Service
 metadata:
@@ -57,8 +45,8 @@ metadata:
 spec:
   selector: {app: %[1]s}
   ports:
-  - {name: http, port: %[4]d, targetPort: http}
-`, name, replicas, script, port)
+  - {name: http, port: %[2]d, targetPort: http}
+`, name, port)
 }
 
 // TestDNSOfRunningPods runs a Service over pods on two agents and asks

@@ -12,28 +12,16 @@ import (
 // that any number of them fit on one node, ready a second after they
 // start (so that a rollout takes long enough to watch).
 func sleeperDeployment(name string, replicas int, version string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: %[1]s
-spec:
-  replicas: %[2]d
-  selector:
-    matchLabels: {app: %[1]s}
-  template:
-    metadata:
-      labels: {app: %[1]s}
-    spec:
-      terminationGracePeriodSeconds: 2
+	return deploymentYAML(name, replicas, fmt.Sprintf(`      terminationGracePeriodSeconds: 2
       containers:
       - name: main
         image: sleeper
-        command: [sh, -c, "echo %[3]s; exec sleep 100000"]
+        command: [sh, -c, "echo %s; exec sleep 100000"]
         readinessProbe:
           exec: {command: ["true"]}
           initialDelaySeconds: 1
           periodSeconds: 1
-`, name, replicas, version)
+`, version))
 }
 
 // readyIs is a condition for waitFor: want pods of app Ready.

@@ -56,6 +56,10 @@ type Options struct {
 	// Clock drives heartbeats and the control plane; the real clock when
 	// nil. Measurements always use the real clock.
 	Clock clock.WithTicker
+	// Measuring, when set, is called as the measurement starts, once
+	// every agent is ready: `berth sim --cpuprofile` starts there, so that
+	// the profile shows the scheduling of the pods, not the agents joining.
+	Measuring func()
 	// Measured, when set, is called once the measurement is over, while
 	// the control plane and the agents still run: `berth sim --memprofile`
 	// writes the heap profile there, at its fullest.
@@ -290,6 +294,9 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	}
 	progressf("agents ready %d/%d", opts.Nodes, opts.Nodes)
 
+	if opts.Measuring != nil {
+		opts.Measuring()
+	}
 	if opts.Scenario == ScenarioRollout {
 		res, err := rollout(ctx, st, &opts, progressf)
 		if inspect != nil {

@@ -112,20 +112,31 @@ min_status_available (the least status.availableReplicas, sampled every
 			if o.scenario == sim.ScenarioRollout && o.pods <= 0 {
 				return usageErrorf("--scenario rollout needs --pods (the Deployment's replicas) positive")
 			}
-			var memErr error
-			if o.memProfile != "" {
-				opts.Measured = func() { memErr = writeHeapProfile(o.memProfile) }
-			}
+			// The profiles cover the measurement: the CPU profile from the
+			// first pod to the last binding (not the agents joining), the
+			// heap profile at its end, at its fullest.
+			var memErr, cpuErr error
+			var stopCPU func()
 			if o.cpuProfile != "" {
-				stop, err := startCPUProfile(o.cpuProfile)
-				if err != nil {
-					return failed(err)
-				}
-				defer stop()
+				opts.Measuring = func() { stopCPU, cpuErr = startCPUProfile(o.cpuProfile) }
 			}
+			opts.Measured = func() {
+				if stopCPU != nil {
+					stopCPU()
+					stopCPU = nil
+				}
+				if o.memProfile != "" {
+					memErr = writeHeapProfile(o.memProfile)
+				}
+			}
+			defer func() {
+				if stopCPU != nil {
+					stopCPU()
+				}
+			}()
 			res, err := sim.Run(cmd.Context(), opts)
-			if memErr != nil && err == nil {
-				err = memErr
+			if err == nil {
+				err = errors.Join(cpuErr, memErr)
 			}
 			if res != nil {
 				line, merr := json.Marshal(res)
@@ -153,7 +164,7 @@ min_status_available (the least status.availableReplicas, sampled every
 	f.IntVar(&o.replicaSets, "replicasets", 1, "ReplicaSets owning the pods")
 	f.StringVar(&o.store, "store", controlplane.StoreMemory, "store of the control plane: memory or bolt")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "end the run with what it has after so long")
-	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurement (first pod to last binding) to this file")
 	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile to this file once the measurement is over")
 	_ = f.MarkHidden("memprofile")

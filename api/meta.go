@@ -52,11 +52,13 @@ func OwnerUIDs(o metav1.Object) []string {
 }
 
 // ControllerOf returns the owner reference with controller=true, or nil.
+// It points into o's references, without a copy (the store's indexes and
+// every controller's event filter ask for it): read it, do not change it.
 func ControllerOf(o metav1.Object) *metav1.OwnerReference {
-	for _, r := range o.GetOwnerReferences() {
-		if r.Controller != nil && *r.Controller {
-			r := r
-			return &r
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		if c := refs[i].Controller; c != nil && *c {
+			return &refs[i]
 		}
 	}
 	return nil

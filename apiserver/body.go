@@ -3,12 +3,14 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/berth-dev/berth/api"
 )
+
+// presizeLimit bounds the buffer a body's declared length reserves.
+const presizeLimit = 1 << 20
 
 // readBody reads a request body, at most MaxBodyBytes of it (413 beyond),
 // within bodyReadTimeout of now.
@@ -18,7 +20,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	// The server has no read timeout, for watches' sake; a body gets one.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	// One buffer of the declared length (and room to see the end), rather
+	// than io.ReadAll's doublings: every write reads a body. A length
+	// declared but not sent allocates at most presizeLimit.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), presizeLimit)+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	data := buf.Bytes()
 	if err != nil {
 		if isTooLarge(err) {
 			return nil, bodyTooLarge(s.cfg.MaxBodyBytes)

@@ -238,13 +238,20 @@ func contains(vs []string, v string) bool {
 	return false
 }
 
+// keptQueue is the largest queue array a drained watcher keeps.
+const keptQueue = 256
+
 // Watcher receives the events of one watch.
 type Watcher struct {
 	hub  *hub
 	opts WatchOptions
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// queue[head:] are the events not yet delivered. The array is reused
+	// while the watcher keeps up (see Next), so that a steady flow of
+	// events costs no allocation.
 	queue   []Event
+	head    int
 	err     error
 	stopped bool
 	notify  chan struct{}
@@ -291,10 +298,16 @@ func (w *Watcher) offer(e Event) bool {
 	if !ok {
 		return true
 	}
-	if len(w.queue) >= w.hub.queueLimit {
+	if len(w.queue)-w.head >= w.hub.queueLimit {
 		w.err = ErrWatcherTooSlow
 		w.signal()
 		return false
+	}
+	if len(w.queue) == cap(w.queue) && w.head > 0 {
+		// Move the undelivered events to the front rather than grow.
+		n := copy(w.queue, w.queue[w.head:])
+		clear(w.queue[n:])
+		w.queue, w.head = w.queue[:n], 0
 	}
 	w.queue = append(w.queue, e)
 	w.signal()
@@ -323,12 +336,17 @@ func (w *Watcher) fail(err error) {
 func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	for {
 		w.mu.Lock()
-		if len(w.queue) > 0 {
-			e := w.queue[0]
-			w.queue[0] = Event{}
-			w.queue = w.queue[1:]
-			if len(w.queue) == 0 {
-				w.queue = nil
+		if w.head < len(w.queue) {
+			e := w.queue[w.head]
+			w.queue[w.head] = Event{}
+			w.head++
+			if w.head == len(w.queue) {
+				// Drained: start again at the front, keeping a small
+				// array and letting a burst's large one go.
+				w.queue, w.head = w.queue[:0], 0
+				if cap(w.queue) > keptQueue {
+					w.queue = nil
+				}
 			}
 			w.mu.Unlock()
 			return e, nil
@@ -355,7 +373,7 @@ func (w *Watcher) Next(ctx context.Context) (Event, error) {
 func (w *Watcher) Bookmark() (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.queue) > 0 || w.err != nil {
+	if w.head < len(w.queue) || w.err != nil {
 		return 0, false
 	}
 	return w.hub.dispatched.Load(), true
@@ -366,7 +384,7 @@ func (w *Watcher) Stop() {
 	w.once.Do(func() {
 		w.mu.Lock()
 		w.stopped = true
-		w.queue = nil
+		w.queue, w.head = nil, 0
 		w.mu.Unlock()
 		close(w.stop)
 		w.hub.mu.Lock()

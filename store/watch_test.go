@@ -34,14 +34,61 @@ func expectNone(t *testing.T, w *Watcher) {
 	}
 }
 
-func TestWatchDeliversInOrder(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	w, err := s.Watch(ctx, WatchOptions{Kind: podKind})
+// watchPods watches every pod from now until the test ends.
+func watchPods(t *testing.T, s *Store) *Watcher {
+	t.Helper()
+	w, err := s.Watch(context.Background(), WatchOptions{Kind: podKind})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// TestWatchQueueReuse delivers events read and written in uneven turns,
+// so that the watcher's queue moves its undelivered events to the front,
+// grows, drains and starts again: none is lost, repeated or reordered.
+func TestWatchQueueReuse(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	w := watchPods(t, s)
+	want := uint64(2)
+	read := func(n int) {
+		t.Helper()
+		for range n {
+			if e := next(t, w); e.Revision != want {
+				t.Fatalf("event of revision %d, want %d", e.Revision, want)
+			}
+			want++
+		}
+	}
+	written := 0
+	write := func(n int) {
+		for range n {
+			if _, err := s.Create(ctx, pod("default", fmt.Sprintf("p%d", written), "")); err != nil {
+				t.Fatal(err)
+			}
+			written++
+		}
+	}
+	for round := range 40 {
+		write(3 + round%5)
+		read(1 + round%3)
+		if round%10 == 9 {
+			read(int(uint64(written+2) - want)) // drain
+		}
+	}
+	read(int(uint64(written+2) - want))
+	expectNone(t, w)
+	if written < 100 {
+		t.Fatalf("only %d writes", written)
+	}
+}
+
+func TestWatchDeliversInOrder(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	w := watchPods(t, s)
 	p, _ := s.Create(ctx, pod("default", "a", ""))
 	up := p.DeepCopyObject().(*api.Pod)
 	up.Labels["v"] = "2"

@@ -57,6 +57,9 @@ func Admit(tx *store.Txn, k *api.Kind, obj, old api.Object) error {
 			}
 		}
 	}
+	if SameUsage(obj, old) {
+		return nil
+	}
 	delta := Subtract(Usage(obj), Usage(old))
 	if len(delta) == 0 {
 		return nil

@@ -103,7 +103,7 @@ func usageFreed(e store.Event) []string {
 	switch e.Type {
 	case store.Deleted:
 	case store.Modified:
-		if !frees(Subtract(Usage(e.Object), Usage(e.Old))) {
+		if SameUsage(e.Object, e.Old) || !frees(Subtract(Usage(e.Object), Usage(e.Old))) {
 			return nil
 		}
 	default:

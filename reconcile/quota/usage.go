@@ -80,7 +80,7 @@ func count(name api.ResourceName) api.ResourceList {
 }
 
 func podUsage(p *api.Pod) api.ResourceList {
-	if p == nil || p.DeletionTimestamp != nil || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
+	if !podCounted(p) {
 		return nil
 	}
 	l := count(api.ResourcePods)
@@ -104,6 +104,55 @@ func podUsage(p *api.Pod) api.ResourceList {
 		}
 	}
 	return l
+}
+
+// podCounted: a pod that is neither finished nor being deleted uses quota.
+func podCounted(p *api.Pod) bool {
+	return p != nil && p.DeletionTimestamp == nil && p.Status.Phase != api.PodSucceeded && p.Status.Phase != api.PodFailed
+}
+
+// SameUsage reports, without counting either, that two versions of an
+// object use the same quota. It knows pods, whose common changes (a
+// binding, a status report) leave alone all that Usage reads: whether
+// the pod counts, and its containers' requests and limits. false means
+// only that the caller must count.
+func SameUsage(obj, old api.Object) bool {
+	p, ok := obj.(*api.Pod)
+	o, ok2 := old.(*api.Pod)
+	if !ok || !ok2 || p == nil || o == nil {
+		return false
+	}
+	if podCounted(p) != podCounted(o) {
+		return false
+	}
+	return !podCounted(p) || sameResources(p.Spec.Containers, o.Spec.Containers) &&
+		sameResources(p.Spec.InitContainers, o.Spec.InitContainers)
+}
+
+func sameResources(a, b []api.Container) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameAmounts(a[i].Resources.Requests, b[i].Resources.Requests) ||
+			!sameAmounts(a[i].Resources.Limits, b[i].Resources.Limits) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameAmounts(a, b api.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		r, ok := b[name]
+		if !ok || q.Cmp(r) != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Add returns a + b, resource by resource.

@@ -101,6 +101,59 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+func TestSameUsage(t *testing.T) {
+	base := testPod("p", container("a", rl("cpu", "100m", "memory", "64Mi"), rl("cpu", "1")))
+	base.Spec.InitContainers = []api.Container{container("i", rl("cpu", "200m"), nil)}
+	changed := func(f func(p *api.Pod)) *api.Pod {
+		p := base.DeepCopy()
+		f(p)
+		return p
+	}
+	now := metav1.Now()
+	tests := []struct {
+		name     string
+		obj, old api.Object
+		want     bool
+	}{
+		{"binding", changed(func(p *api.Pod) { p.Spec.NodeName = "n1" }), base, true},
+		{"running", changed(func(p *api.Pod) { p.Status.Phase = api.PodRunning }), base, true},
+		{"same amount written otherwise", changed(func(p *api.Pod) {
+			p.Spec.Containers[0].Resources.Requests[api.ResourceCPU] = resource.MustParse("0.1")
+		}), base, true},
+		{"finished", changed(func(p *api.Pod) { p.Status.Phase = api.PodSucceeded }), base, false},
+		{"being deleted", changed(func(p *api.Pod) { p.DeletionTimestamp = &now }), base, false},
+		{"both finished", changed(func(p *api.Pod) { p.Status.Phase = api.PodFailed }),
+			changed(func(p *api.Pod) { p.Status.Phase = api.PodSucceeded }), true},
+		{"request changed", changed(func(p *api.Pod) {
+			p.Spec.Containers[0].Resources.Requests[api.ResourceCPU] = resource.MustParse("200m")
+		}), base, false},
+		{"limit added", changed(func(p *api.Pod) {
+			p.Spec.Containers[0].Resources.Limits[api.ResourceMemory] = resource.MustParse("1Gi")
+		}), base, false},
+		{"init container changed", changed(func(p *api.Pod) {
+			p.Spec.InitContainers[0].Resources.Requests = rl("cpu", "1")
+		}), base, false},
+		{"container added", changed(func(p *api.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, container("b", nil, nil))
+		}), base, false},
+		{"created", base, nil, false},
+		{"removed", nil, base, false},
+		{"not a pod", &api.Service{}, &api.Service{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SameUsage(tt.obj, tt.old)
+			if got != tt.want {
+				t.Errorf("SameUsage = %v, want %v", got, tt.want)
+			}
+			// The promise: when it says same, counting agrees.
+			if got && show(Usage(tt.obj)) != show(Usage(tt.old)) {
+				t.Errorf("SameUsage true but Usage %q vs %q", show(Usage(tt.obj)), show(Usage(tt.old)))
+			}
+		})
+	}
+}
+
 func TestCounted(t *testing.T) {
 	for _, r := range []string{"pods", "persistentvolumeclaims", "services", "configmaps", "secrets"} {
 		if !Counted(api.MustLookupResource(r)) {

@@ -81,6 +81,12 @@ type Result struct {
 	// BoundSeconds runs from the write of the ReplicaSets to the last
 	// binding (ScheduleSeconds starts at the first pod instead).
 	BoundSeconds float64 `json:"bound_seconds,omitempty"`
+	// CPUSeconds is the CPU time the whole process (control plane and
+	// agents) spent over BoundSeconds, and CPUMsPerPod that over the pods
+	// bound: unlike the rates, it does not move with other work on the
+	// machine.
+	CPUSeconds  float64 `json:"cpu_seconds,omitempty"`
+	CPUMsPerPod float64 `json:"cpu_ms_per_pod,omitempty"`
 
 	// The rollout scenario: from the Deployment's creation to every
 	// replica available, then from the new image to the rollout's end;
@@ -172,6 +178,9 @@ type tracker struct {
 	// index numbers the pods in the order the watch first sees them.
 	index                      map[string]int
 	nCreated, nBound, nRunning atomic.Int64
+	// cpuStart and cpuBound are the process's CPU time at the start and
+	// when the last of the pods was bound.
+	cpuStart, cpuBound time.Duration
 }
 
 func (t *tracker) since() int64 { return max(1, int64(time.Since(t.start))) }
@@ -326,6 +335,7 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	}
 	rev := st.Revision()
 	t.start = time.Now()
+	t.cpuStart = processCPU()
 	watchCtx, stopWatch := context.WithCancel(runCtx)
 	defer stopWatch()
 	var ww sync.WaitGroup
@@ -515,7 +525,9 @@ func (t *tracker) observe(o api.Object) {
 	}
 	if t.bound[i] == 0 {
 		t.bound[i] = now
-		t.nBound.Add(1)
+		if int(t.nBound.Add(1)) == len(t.bound) {
+			t.cpuBound = processCPU()
+		}
 	}
 	if p.Status.Phase == api.PodRunning && t.running[i] == 0 {
 		t.running[i] = now
@@ -562,6 +574,11 @@ func (t *tracker) result(nodes, pods int) *Result {
 		res.PodsPerSecond = round(float64(res.Scheduled)/secs, 1)
 		res.BoundSeconds = round(time.Duration(last).Seconds(), 3)
 	}
+	if t.cpuBound > 0 {
+		cpu := (t.cpuBound - t.cpuStart).Seconds()
+		res.CPUSeconds = round(cpu, 2)
+		res.CPUMsPerPod = round(1000*cpu/float64(res.Scheduled), 3)
+	}
 	res.P50BindMs = round(percentile(bind, 0.50), 2)
 	res.P99BindMs = round(percentile(bind, 0.99), 2)
 	res.P99RunningMs = round(percentile(run, 0.99), 2)
@@ -605,6 +622,15 @@ func peakRSSMB() float64 {
 		return round(float64(ru.Maxrss)/1024, 1)
 	}
 	return 0
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // notReady counts the nodes whose Ready condition is not True: the node

@@ -24,7 +24,8 @@ func TestRunSmall(t *testing.T) {
 	if res.Nodes != 20 || res.Pods != 500 || res.Scheduled != 500 || res.Running != 500 {
 		t.Fatalf("result %+v", res)
 	}
-	if res.PodsPerSecond <= 0 || res.ScheduleSeconds <= 0 || res.BoundSeconds < res.ScheduleSeconds || res.P99BindMs < res.P50BindMs || res.PeakRSSMB <= 0 {
+	if res.PodsPerSecond <= 0 || res.ScheduleSeconds <= 0 || res.BoundSeconds < res.ScheduleSeconds || res.P99BindMs < res.P50BindMs || res.PeakRSSMB <= 0 ||
+		res.CPUSeconds <= 0 || res.CPUMsPerPod <= 0 {
 		t.Errorf("implausible result %+v", res)
 	}
 	data, err := json.Marshal(res)
@@ -35,12 +36,12 @@ func TestRunSmall(t *testing.T) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"nodes", "pods", "scheduled", "running", "schedule_seconds", "pods_per_second", "p50_bind_ms", "p99_bind_ms", "p99_running_ms", "peak_rss_mb", "bound_seconds"} {
+	for _, f := range []string{"nodes", "pods", "scheduled", "running", "schedule_seconds", "pods_per_second", "p50_bind_ms", "p99_bind_ms", "p99_running_ms", "peak_rss_mb", "bound_seconds", "cpu_seconds", "cpu_ms_per_pod"} {
 		if _, ok := m[f]; !ok {
 			t.Errorf("JSON lacks %q: %s", f, data)
 		}
 	}
-	if len(m) != 11 {
+	if len(m) != 13 {
 		t.Errorf("JSON has %d fields: %s", len(m), data)
 	}
 	if st == nil {

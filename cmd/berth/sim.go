@@ -45,7 +45,7 @@ stdout:
 
   {"nodes":N,"pods":M,"scheduled":S,"running":R,"schedule_seconds":…,
    "pods_per_second":…,"p50_bind_ms":…,"p99_bind_ms":…,"p99_running_ms":…,
-   "peak_rss_mb":…}
+   "peak_rss_mb":…,"bound_seconds":…,"cpu_seconds":…,"cpu_ms_per_pod":…}
 
 Time starts when the first pod is created and ends when the last pod is
 bound; pods_per_second is the pods scheduled (M when all are) over that
@@ -53,7 +53,9 @@ time. Bind latency is from a pod's creation to its binding, running
 latency from its binding to its agent's Running report. When --timeout
 comes first the run ends with what it has and exits 1 if some pods were
 not scheduled. bound_seconds runs from the write of the ReplicaSets to the
-last binding.
+last binding; cpu_seconds is the CPU time the process (control plane and
+agents together) used over it, and cpu_ms_per_pod that per pod bound,
+which unlike the rates does not move with other work on the machine.
 
 The simulation keeps Go's default collector target (GOGC=100), where
 berth server runs at 50: it hosts the hollow agents' work too, which on a

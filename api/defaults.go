@@ -19,15 +19,6 @@ func Default(obj Object) {
 	case *Pod:
 		defaultPodSpec(&o.Spec)
 		defaultPodRequests(&o.Spec)
-		// A new pod is Pending until an agent says otherwise, and its QoS
-		// class is fixed by its (immutable) resources, as Kubernetes sets
-		// both when a pod is created.
-		if o.Status.Phase == "" {
-			o.Status.Phase = PodPending
-		}
-		if o.Status.QOSClass == "" {
-			o.Status.QOSClass = PodQOSClass(o)
-		}
 	case *Service:
 		defaultService(o)
 	case *Endpoints:
@@ -47,14 +38,42 @@ func Default(obj Object) {
 		defaultPersistentVolume(o)
 	case *PersistentVolumeClaim:
 		defaultVolumeMode(&o.Spec.VolumeMode)
-		if o.Status.Phase == "" {
-			o.Status.Phase = ClaimPending
-		}
 	case *StorageClass:
 		defaultStorageClass(o)
 	case *Secret:
 		if o.Type == "" {
 			o.Type = SecretTypeOpaque
+		}
+	}
+	DefaultStatus(obj)
+}
+
+// DefaultStatus gives an object's status its defaults, and writes nothing
+// else: a status write defaults only the status it brings, because the
+// rest of the object is the stored one's, shared with it.
+func DefaultStatus(obj Object) {
+	switch o := obj.(type) {
+	case *Pod:
+		// A new pod is Pending until an agent says otherwise, and its QoS
+		// class is fixed by its (immutable) resources, as Kubernetes sets
+		// both when a pod is created.
+		if o.Status.Phase == "" {
+			o.Status.Phase = PodPending
+		}
+		if o.Status.QOSClass == "" {
+			o.Status.QOSClass = PodQOSClass(o)
+		}
+	case *Namespace:
+		if o.Status.Phase == "" {
+			o.Status.Phase = NamespaceActive
+		}
+	case *PersistentVolume:
+		if o.Status.Phase == "" {
+			o.Status.Phase = VolumePending
+		}
+	case *PersistentVolumeClaim:
+		if o.Status.Phase == "" {
+			o.Status.Phase = ClaimPending
 		}
 	}
 }
@@ -80,9 +99,6 @@ const (
 func defaultNamespace(ns *Namespace) {
 	if len(ns.Spec.Finalizers) == 0 {
 		ns.Spec.Finalizers = []FinalizerName{FinalizerKubernetes}
-	}
-	if ns.Status.Phase == "" {
-		ns.Status.Phase = NamespaceActive
 	}
 }
 
@@ -271,9 +287,6 @@ func defaultPersistentVolume(pv *PersistentVolume) {
 		pv.Spec.PersistentVolumeReclaimPolicy = PersistentVolumeReclaimRetain
 	}
 	defaultVolumeMode(&pv.Spec.VolumeMode)
-	if pv.Status.Phase == "" {
-		pv.Status.Phase = VolumePending
-	}
 }
 
 func defaultStorageClass(sc *StorageClass) {

@@ -91,6 +91,37 @@ func validate(k *api.Kind, obj, old api.Object) error {
 	return nil
 }
 
+// validateStatus is validate for a status write, whose object is the
+// stored one with a new status (see withStatus): only the status is
+// defaulted, since the rest is shared with the stored object, which was
+// defaulted when it was written and may not be written again.
+func validateStatus(k *api.Kind, obj, old api.Object) error {
+	api.DefaultStatus(obj)
+	errs := api.Validate(obj)
+	errs = append(errs, api.ValidateUpdate(old, obj)...)
+	if len(errs) > 0 {
+		return invalid(k, obj.GetName(), errs)
+	}
+	return nil
+}
+
+// withStatus returns the next version of old for a status write: old's
+// metadata and spec with in's status. Only the top-level struct is new;
+// everything under it is old's, shared rather than copied, which the
+// store's immutable objects allow: the write sets only top-level metadata
+// fields (resourceVersion, generation) of the version it stores, and in
+// (decoded for this request) gives up its status. A status write is the
+// most frequent write there is (every pod's agent, every node's
+// heartbeat), and sharing also lets the store's and validation's
+// comparisons of the unchanged spec stop at once.
+func withStatus(old, in api.Object) api.Object {
+	v := reflect.New(reflect.TypeOf(old).Elem())
+	v.Elem().Set(reflect.ValueOf(old).Elem())
+	obj := v.Interface().(api.Object)
+	copyStatus(obj, in)
+	return obj
+}
+
 // mergeStringData folds a Secret's write-only stringData into data, as
 // Kubernetes does on every write, so readers find every key in data.
 func mergeStringData(s *api.Secret) {

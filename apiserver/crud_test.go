@@ -2,10 +2,15 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -218,6 +223,62 @@ func TestStatusSubresource(t *testing.T) {
 	e.mustCreate(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c"}})
 	code, _, body = e.do("GET", "/api/v1/namespaces/default/configmaps/c/status", adminToken, "", "", nil)
 	status(t, code, body, http.StatusNotFound)
+}
+
+// TestStatusWriteLeavesStoredVersion: a status write's new version shares
+// the stored one's spec and metadata, so neither the write nor its
+// defaulting may change the version it replaces, which readers still
+// hold (the race detector watches the readers here).
+func TestStatusWriteLeavesStoredVersion(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := testPod("default", "p", "", nil)
+	p.Labels = map[string]string{"app": "a"}
+	p.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceCPU: resource.MustParse("1"), api.ResourceMemory: resource.MustParse("64Mi")}
+	e.mustCreate(p)
+	stored, err := e.store.Get(podKind, "default", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := stored.DeepCopyObject()
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := json.Marshal(stored); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		cur, err := e.client.Get(ctx, podKind, "default", "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := cur.(*api.Pod).DeepCopy()
+		s.Status = api.PodStatus{PodIP: fmt.Sprintf("10.0.0.%d", i+1)}
+		out, err := e.client.UpdateStatus(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.(*api.Pod)
+		if got.Status.PodIP != s.Status.PodIP || got.Status.Phase != api.PodPending || got.Status.QOSClass != api.QOSGuaranteed {
+			t.Fatalf("status %+v: want the written IP, phase Pending and QoS class Guaranteed by default", got.Status)
+		}
+	}
+	close(stop)
+	readers.Wait()
+	if !reflect.DeepEqual(before, stored) {
+		t.Fatalf("the stored version a status write replaced changed:\n%+v\n%+v", before, stored)
+	}
 }
 
 func TestMergePatch(t *testing.T) {

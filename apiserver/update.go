@@ -60,10 +60,10 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 			rv = in.GetResourceVersion()
 		}
 		obj := in
+		statusOnly := req.subresource == "status"
 		switch {
-		case req.subresource == "status":
-			obj = old.DeepCopyObject().(api.Object)
-			copyStatus(obj, in)
+		case statusOnly:
+			obj = withStatus(old, in)
 		case req.subresource == "finalize":
 			// A namespace's spec.finalizers change only here, as in
 			// Kubernetes: the namespace controller, or an operator freeing
@@ -82,7 +82,11 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 		if err := s.authorize(r, req, obj, old); err != nil {
 			return nil, err
 		}
-		if err := validate(k, obj, old); err != nil {
+		validateFn := validate
+		if statusOnly {
+			validateFn = validateStatus
+		}
+		if err := validateFn(k, obj, old); err != nil {
 			return nil, err
 		}
 		if err := s.admit(ctx, req, obj, old); err != nil {

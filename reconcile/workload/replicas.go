@@ -279,10 +279,11 @@ func slowStartBatch(count, initial int, fn func(n int) (int, error)) (int, error
 func (r *ReplicaReconciler) createPods(ctx context.Context, v *replicated, n int) (int, error) {
 	if n > 1 {
 		names := make([]string, 0, n)
+		next := podMaker(v, r.kind.kind)
 		_, err := r.store.Txn(ctx, func(tx *store.Txn) error {
 			names = names[:0]
 			for range n {
-				p, err := tx.Create(newPod(v, r.kind.kind))
+				p, err := tx.Create(next())
 				if err != nil {
 					return err
 				}
@@ -309,6 +310,27 @@ func (r *ReplicaReconciler) createPods(ctx context.Context, v *replicated, n int
 		r.events.Event(v.obj, api.EventTypeNormal, ReasonSuccessfulCreate, "Created pod: "+p.GetName())
 	}
 	return n, nil
+}
+
+// podMaker returns a maker of pods of v's template, for a batch: the
+// template is copied and defaulted once, and every pod made shares that
+// copy's spec, labels and annotations, with metadata of its own. Sharing
+// is safe because stored objects are never changed (every writer copies
+// first), and it makes a pod of a batch of 256 cost a few hundred bytes
+// rather than a copy of the whole template, in the store's memory too.
+func podMaker(v *replicated, k *api.Kind) func() *api.Pod {
+	proto := newPod(v, k)
+	return func() *api.Pod {
+		p := &api.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace:       proto.Namespace,
+			GenerateName:    proto.GenerateName,
+			Labels:          proto.Labels,
+			Annotations:     proto.Annotations,
+			Finalizers:      proto.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{proto.OwnerReferences[0]},
+		}, Spec: proto.Spec, Status: proto.Status}
+		return p
+	}
 }
 
 // newPod is a pod of v's template: named <owner>-<5 random characters>,

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -507,5 +509,61 @@ func TestFailureCondition(t *testing.T) {
 				t.Errorf("ReplicaFailure %+v, want %s %q", c, tt.wantReason, tt.wantMsg)
 			}
 		})
+	}
+}
+
+// TestBatchPodsShareOnlyWhatNobodyChanges: the pods of one creation batch
+// share the defaulted copy of the template, never the template itself, and
+// each is its own object: changing one (as every writer does, on a copy)
+// leaves the others and the ReplicaSet as they were.
+func TestBatchPodsShareOnlyWhatNobodyChanges(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	s := newStore(t, clk)
+	rs := replicaSet("web", 4)
+	// Limits alone: defaulting gives the pods requests, which the template
+	// must not get.
+	rs.Spec.Template.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceCPU: resource.MustParse("1")}
+	stored := mustCreate(t, s, rs).(*api.ReplicaSet)
+	before := stored.DeepCopy()
+	r := NewReplicaSetReconciler(s, clk)
+	if _, err := r.Reconcile(context.Background(), "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	ps := pods(t, s)
+	if len(ps) != 4 {
+		t.Fatalf("%d pods, want 4", len(ps))
+	}
+	for name, p := range ps {
+		if q := p.Spec.Containers[0].Resources.Requests[api.ResourceCPU]; q.Cmp(resource.MustParse("1")) != 0 {
+			t.Errorf("pod %s: cpu request %s, want 1 (defaulted from the limit)", name, q.String())
+		}
+		if p.Status.Phase != api.PodPending || p.Status.QOSClass != api.QOSBurstable {
+			t.Errorf("pod %s: status %+v", name, p.Status)
+		}
+	}
+	if !reflect.DeepEqual(before.Spec, stored.Spec) {
+		t.Fatalf("creating pods changed the ReplicaSet's spec: %+v", stored.Spec)
+	}
+	var changed string
+	for name, p := range ps {
+		c := p.DeepCopy()
+		c.Labels["tier"] = "back"
+		c.Spec.Containers[0].Image = "web:2"
+		if _, err := s.Update(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		changed = name
+		break
+	}
+	for name, p := range pods(t, s) {
+		if name == changed {
+			continue
+		}
+		if p.Labels["tier"] != "front" || p.Spec.Containers[0].Image != "web:1" {
+			t.Errorf("pod %s changed with pod %s: labels %v image %s", name, changed, p.Labels, p.Spec.Containers[0].Image)
+		}
+	}
+	if got, _ := s.Get(replicaSetKind, "default", "web"); !reflect.DeepEqual(before.Spec, got.(*api.ReplicaSet).Spec) {
+		t.Fatal("changing a pod changed the ReplicaSet's template")
 	}
 }

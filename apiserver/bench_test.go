@@ -78,7 +78,7 @@ func benchServer(b *testing.B, st *store.Store) *apiserver.Server {
 
 // serveTLS runs the server's own Serve (its http.Server settings, HTTP/2)
 // on loopback and returns a client factory for it.
-func serveTLS(b *testing.B, srv *apiserver.Server) (url string, caPEM []byte) {
+func serveTLS(b testing.TB, srv *apiserver.Server) (url string, caPEM []byte) {
 	b.Helper()
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	tmpl := &x509.Certificate{
@@ -108,7 +108,7 @@ func serveTLS(b *testing.B, srv *apiserver.Server) (url string, caPEM []byte) {
 	return "https://" + l.Addr().String(), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-func benchClient(b *testing.B, url string, caPEM []byte, tr *http.Transport) *client.Client {
+func benchClient(b testing.TB, url string, caPEM []byte, tr *http.Transport) *client.Client {
 	b.Helper()
 	if tr == nil {
 		var err error

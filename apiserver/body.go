@@ -58,10 +58,27 @@ func (s *Server) readObjectBody(w http.ResponseWriter, r *http.Request) ([]byte,
 	if contentType(r) == mediaProtobuf {
 		return protobufToJSON(data)
 	}
+	return data, nil
+}
+
+// readObject reads and decodes the body of a create or update: one object
+// of the path's kind (see decodeBody).
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request, req *resourceRequest) (api.Object, error) {
+	data, err := s.readObjectBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkEmpty(req.kind, data); err != nil {
+		return nil, err
+	}
+	if obj, ok := req.decodeJSONObject(data); ok {
+		// It decoded, so it is JSON: checkJSON need not scan it again.
+		return obj, nil
+	}
 	if err := checkJSON(r, data); err != nil {
 		return nil, err
 	}
-	return data, nil
+	return req.decodeGeneral(data)
 }
 
 // checkJSON refuses a body sent as JSON that is not JSON, before the
@@ -85,13 +102,26 @@ func checkJSON(r *http.Request, data []byte) error {
 // strict, so an unknown or duplicate field, a value of the wrong type or a
 // missing kind is a 400 naming every such field.
 func (req *resourceRequest) decodeBody(data []byte) (api.Object, error) {
-	k := req.kind
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
+	if err := checkEmpty(req.kind, data); err != nil {
+		return nil, err
 	}
 	if obj, ok := req.decodeJSONObject(data); ok {
 		return obj, nil
 	}
+	return req.decodeGeneral(data)
+}
+
+func checkEmpty(k *api.Kind, data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
+	}
+	return nil
+}
+
+// decodeGeneral is decodeBody's general decoder: JSON or YAML, naming
+// every problem it finds.
+func (req *resourceRequest) decodeGeneral(data []byte) (api.Object, error) {
+	k := req.kind
 	objs, errs := api.DecodeStream("", withTypeMeta(k, data), api.DecodeOptions{DropStatus: req.ignoresStatus()})
 	if len(errs) > 0 {
 		return nil, decodeFailed(k, errs)

@@ -16,12 +16,7 @@ const generateNameAttempts = 8
 
 // serveCreate answers POST on a collection: 201 with the stored object.
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	data, err := s.readObjectBody(w, r)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	obj, err := req.decodeBody(data)
+	obj, err := s.readObject(w, r, req)
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -9,12 +9,7 @@ import (
 
 // serveUpdate answers PUT on an object or its status.
 func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	data, err := s.readObjectBody(w, r)
-	if err != nil {
-		WriteError(w, err)
-		return
-	}
-	in, err := req.decodeBody(data)
+	in, err := s.readObject(w, r, req)
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -239,7 +239,7 @@ func contains(vs []string, v string) bool {
 }
 
 // keptQueue is the largest queue array a drained watcher keeps.
-const keptQueue = 256
+const keptQueue = 4096
 
 // Watcher receives the events of one watch.
 type Watcher struct {

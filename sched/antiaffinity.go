@@ -59,7 +59,7 @@ func requiredLabels(sel labels.Selector, ns string) (required []podLabel, exact 
 }
 
 func (t *affinityTerm) matches(p *PodInfo) bool {
-	return contains(t.namespaces, p.Pod.Namespace) && t.selector.Matches(labels.Set(p.Pod.Labels))
+	return contains(t.namespaces, p.Namespace) && t.selector.Matches(labels.Set(p.Labels))
 }
 
 // compileAntiAffinity compiles the pod's required anti-affinity terms. As

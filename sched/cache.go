@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
@@ -114,7 +113,7 @@ func (c *cache) schedule(fw *Framework, pod *PodInfo) (Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.drain()
-	if _, ok := c.pods[pod.Pod.UID]; ok {
+	if _, ok := c.pods[pod.UID]; ok {
 		return Result{}, errPlaced
 	}
 	res, err := fw.Schedule(pod, c.nodes)
@@ -122,7 +121,7 @@ func (c *cache) schedule(fw *Framework, pod *PodInfo) (Result, error) {
 		return res, err
 	}
 	node := c.nodes.AddPod(res.Node, pod)
-	c.pods[pod.Pod.UID] = &placedPod{info: pod, node: node, assumed: true}
+	c.pods[pod.UID] = &placedPod{info: pod, node: node, assumed: true}
 	return res, nil
 }
 
@@ -189,11 +188,11 @@ func (c *cache) apply(ch *change) {
 			c.unplace(p)
 		}
 	case opConfirm:
-		if p := c.pods[ch.info.Pod.UID]; p != nil && p.info == ch.info {
+		if p := c.pods[ch.info.UID]; p != nil && p.info == ch.info {
 			p.assumed = false
 		}
 	case opForget:
-		if p := c.pods[ch.info.Pod.UID]; p != nil && p.info == ch.info && p.assumed {
+		if p := c.pods[ch.info.UID]; p != nil && p.info == ch.info && p.assumed {
 			c.unplace(p)
 		}
 	}
@@ -202,34 +201,26 @@ func (c *cache) apply(ch *change) {
 func (c *cache) applyPod(pod *api.Pod) {
 	terminating := pod.DeletionTimestamp != nil
 	if p := c.pods[pod.UID]; p != nil {
-		if p.node.name == pod.Spec.NodeName && p.info.Terminating == terminating && !p.assumed {
+		if p.node.name == pod.Spec.NodeName && p.info.Terminating == terminating && !p.assumed && p.info.Pod == nil {
 			return
 		}
-		// An assumed pod the watch now shows bound is placed again from
-		// what the watch shows, so that the cache lets go of the pod as
-		// it was scheduled (the whole object as created).
+		// A pod the cache still holds as it was scheduled (assumed, or
+		// confirmed before the watch showed it bound) is placed again
+		// from what the watch shows, so that the cache lets go of the
+		// whole object as created.
 		c.unplace(p)
 	}
 	info := NewPodInfo(pod)
-	info.Pod = placedCopy(pod)
+	// Not the pod itself: keeping it for each of 100,000 pods held a
+	// version of each that the store had long replaced.
+	info.Pod = nil
 	n := c.nodes.AddPod(pod.Spec.NodeName, info)
 	c.pods[pod.UID] = &placedPod{info: info, node: n}
 }
 
-// placedCopy is what the cache keeps of a placed pod beyond its PodInfo:
-// what other pods' anti-affinity terms match (namespace, labels) and its
-// identity. Keeping the whole object for each of 100,000 pods held a
-// version of each that the store had long replaced.
-func placedCopy(pod *api.Pod) *api.Pod {
-	return &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, Labels: pod.Labels},
-		Spec:       api.PodSpec{NodeName: pod.Spec.NodeName},
-	}
-}
-
 func (c *cache) unplace(p *placedPod) {
 	c.nodes.RemovePod(p.node, p.info)
-	delete(c.pods, p.info.Pod.UID)
+	delete(c.pods, p.info.UID)
 }
 
 // schedulingChanged reports whether a node update changed anything the

@@ -4,10 +4,10 @@ import (
 	"testing"
 )
 
-// Once the watch shows an assumed pod bound, the cache keeps only the
-// placed copy of it (identity, namespace, labels), not the object as it
-// was scheduled, and still counts it once.
-func TestCacheKeepsPlacedCopy(t *testing.T) {
+// Once the watch shows an assumed pod bound, the cache keeps only what it
+// reads of it (UID, namespace, labels), not the object as it was
+// scheduled, and still counts it once.
+func TestCacheKeepsNoPlacedPod(t *testing.T) {
 	c := newCache()
 	c.setNode(makeNode("n", allocatable("2", "1Gi", 110)))
 	fw := NewFramework(FrameworkOptions{})
@@ -26,12 +26,12 @@ func TestCacheKeepsPlacedCopy(t *testing.T) {
 		if p == nil {
 			t.Fatal("pod not placed")
 		}
-		if p.info.Pod == pod || p.info.Pod == bound {
-			t.Error("the cache keeps a whole pod object")
+		if p.info.Pod != nil {
+			t.Error("the cache keeps a pod object")
 		}
-		got := p.info.Pod
-		if got.Name != "a" || got.Namespace != pod.Namespace || got.UID != pod.UID || got.Labels["app"] != "web" || got.Spec.NodeName != "n" || got.Annotations != nil {
-			t.Errorf("placed copy %+v", got)
+		got := p.info
+		if got.Key != pod.Namespace+"/a" || got.Namespace != pod.Namespace || got.UID != pod.UID || got.Labels["app"] != "web" || p.node.name != "n" {
+			t.Errorf("placed pod %+v on %s", got, p.node.name)
 		}
 		if r := c.nodes.Get("n").Requested; r.MilliCPU != 1000 || r.Pods != 1 {
 			t.Errorf("requested %+v", r)
@@ -42,6 +42,33 @@ func TestCacheKeepsPlacedCopy(t *testing.T) {
 	c.locked(func() {
 		if r := c.nodes.Get("n").Requested; r.MilliCPU != 1000 || r.Pods != 1 {
 			t.Errorf("requested %+v after a second event", r)
+		}
+	})
+}
+
+// A pod whose binding is confirmed before the watch shows it bound is
+// placed again from the watch too: the cache does not keep the object as
+// it was scheduled.
+func TestCacheLetsGoOfConfirmedPod(t *testing.T) {
+	c := newCache()
+	c.setNode(makeNode("n", allocatable("2", "1Gi", 110)))
+	fw := NewFramework(FrameworkOptions{})
+	pod := makePod("a", requests("1", ""))
+	a := NewPodInfo(pod)
+	if _, err := c.schedule(fw, a); err != nil {
+		t.Fatal(err)
+	}
+	c.confirm(a)
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = "n"
+	c.setPod(bound)
+	c.locked(func() {
+		p := c.pods[pod.UID]
+		if p == nil || p.info.Pod != nil || p.assumed {
+			t.Fatalf("placed %+v: want a PodInfo without the pod, not assumed", p)
+		}
+		if r := c.nodes.Get("n").Requested; r.MilliCPU != 1000 || r.Pods != 1 {
+			t.Errorf("requested %+v", r)
 		}
 	})
 }

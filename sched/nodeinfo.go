@@ -94,14 +94,14 @@ type podLabel struct{ namespace, key, value string }
 
 // countLabels adds d to the counts of the pod's labels.
 func (n *NodeInfo) countLabels(p *PodInfo, d int32) {
-	if len(p.Pod.Labels) == 0 {
+	if len(p.Labels) == 0 {
 		return
 	}
 	if n.labelPods == nil {
 		n.labelPods = map[podLabel]int32{}
 	}
-	for k, v := range p.Pod.Labels {
-		l := podLabel{p.Pod.Namespace, k, v}
+	for k, v := range p.Labels {
+		l := podLabel{p.Namespace, k, v}
 		if c := n.labelPods[l] + d; c > 0 {
 			n.labelPods[l] = c
 		} else {

@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/berth-dev/berth/api"
 )
 
@@ -24,9 +26,15 @@ type HostPort struct {
 // compiled selectors. The cache keeps the PodInfo of every placed pod, so
 // taking a pod off a node subtracts exactly what placing it added.
 type PodInfo struct {
+	// Pod is the pod being scheduled. The PodInfo the cache keeps of a
+	// placed pod has none: only the namespace, labels and UID below, which
+	// is what other pods' anti-affinity and the cache read of it.
 	Pod *api.Pod
 	// Key is "namespace/name".
-	Key string
+	Key       string
+	Namespace string
+	Labels    map[string]string
+	UID       types.UID
 	// Requests are max(sum of containers, any init container) per
 	// resource, and one pod.
 	Requests Resources
@@ -62,6 +70,9 @@ func NewPodInfo(pod *api.Pod) *PodInfo {
 	p := &PodInfo{
 		Pod:         pod,
 		Key:         pod.Namespace + "/" + pod.Name,
+		Namespace:   pod.Namespace,
+		Labels:      pod.Labels,
+		UID:         pod.UID,
 		Terminating: pod.DeletionTimestamp != nil,
 		tolerations: pod.Spec.Tolerations,
 	}

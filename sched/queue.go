@@ -328,8 +328,9 @@ func (f *fifo) pop() *queuedPod {
 		f.items[f.head] = nil
 		f.head++
 		if f.head > 1024 && f.head*2 > len(f.items) {
-			f.items = append(f.items[:0], f.items[f.head:]...)
-			f.head = 0
+			n := copy(f.items, f.items[f.head:])
+			clear(f.items[n:]) // the moved pods' old slots would keep them
+			f.items, f.head = f.items[:n], 0
 		}
 		if qp.at == inActive {
 			f.n--

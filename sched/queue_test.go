@@ -3,6 +3,7 @@ package sched
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -221,4 +222,32 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		return nil
 	})
+}
+
+// The active FIFO, compacting after many pops, keeps no pointer to a pod
+// it handed out: the slots its live pods moved from are cleared.
+func TestFIFOCompactionKeepsNoPoppedPod(t *testing.T) {
+	var f fifo
+	for i := range 3000 {
+		f.push(&queuedPod{key: fmt.Sprint(i), at: inActive})
+	}
+	for i := range 2500 {
+		if qp := f.pop(); qp == nil || qp.key != fmt.Sprint(i) {
+			t.Fatalf("pop %d: %+v", i, qp)
+		}
+	}
+	live := map[*queuedPod]bool{}
+	for _, qp := range f.items[f.head:] {
+		live[qp] = true
+	}
+	for i, qp := range f.items[:cap(f.items)] {
+		if qp != nil && !live[qp] {
+			t.Fatalf("slot %d keeps popped pod %s", i, qp.key)
+		}
+	}
+	for i := 2500; i < 3000; i++ {
+		if qp := f.pop(); qp == nil || qp.key != fmt.Sprint(i) {
+			t.Fatalf("pop %d: %+v", i, qp)
+		}
+	}
 }

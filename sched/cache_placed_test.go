@@ -2,25 +2,18 @@ package sched
 
 import (
 	"testing"
+
+	"github.com/berth-dev/berth/api"
 )
 
 // Once the watch shows an assumed pod bound, the cache keeps only what it
 // reads of it (UID, namespace, labels), not the object as it was
 // scheduled, and still counts it once.
 func TestCacheKeepsNoPlacedPod(t *testing.T) {
-	c := newCache()
-	c.setNode(makeNode("n", allocatable("2", "1Gi", 110)))
-	fw := NewFramework(FrameworkOptions{})
 	pod := makePod("a", requests("1", ""))
 	pod.Labels = map[string]string{"app": "web"}
 	pod.Annotations = map[string]string{"big": "kept by the store, not by the cache"}
-	a := NewPodInfo(pod)
-	if _, err := c.schedule(fw, a); err != nil {
-		t.Fatal(err)
-	}
-	bound := pod.DeepCopy()
-	bound.Spec.NodeName = "n"
-	c.setPod(bound)
+	c, bound := scheduleThenBind(t, pod, false)
 	c.locked(func() {
 		p := c.pods[pod.UID]
 		if p == nil {
@@ -50,18 +43,8 @@ func TestCacheKeepsNoPlacedPod(t *testing.T) {
 // placed again from the watch too: the cache does not keep the object as
 // it was scheduled.
 func TestCacheLetsGoOfConfirmedPod(t *testing.T) {
-	c := newCache()
-	c.setNode(makeNode("n", allocatable("2", "1Gi", 110)))
-	fw := NewFramework(FrameworkOptions{})
 	pod := makePod("a", requests("1", ""))
-	a := NewPodInfo(pod)
-	if _, err := c.schedule(fw, a); err != nil {
-		t.Fatal(err)
-	}
-	c.confirm(a)
-	bound := pod.DeepCopy()
-	bound.Spec.NodeName = "n"
-	c.setPod(bound)
+	c, _ := scheduleThenBind(t, pod, true)
 	c.locked(func() {
 		p := c.pods[pod.UID]
 		if p == nil || p.info.Pod != nil || p.assumed {
@@ -71,4 +54,24 @@ func TestCacheLetsGoOfConfirmedPod(t *testing.T) {
 			t.Errorf("requested %+v", r)
 		}
 	})
+}
+
+// scheduleThenBind schedules pod on a cache of one node "n" (confirming
+// the binding first when confirm is set), then shows the cache the pod
+// bound, as the watch would, and returns the cache and that pod.
+func scheduleThenBind(t *testing.T, pod *api.Pod, confirm bool) (*cache, *api.Pod) {
+	t.Helper()
+	c := newCache()
+	c.setNode(makeNode("n", allocatable("2", "1Gi", 110)))
+	a := NewPodInfo(pod)
+	if _, err := c.schedule(NewFramework(FrameworkOptions{}), a); err != nil {
+		t.Fatal(err)
+	}
+	if confirm {
+		c.confirm(a)
+	}
+	bound := pod.DeepCopy()
+	bound.Spec.NodeName = "n"
+	c.setPod(bound)
+	return c, bound
 }

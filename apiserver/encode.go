@@ -128,7 +128,13 @@ func newEventWriter(w http.ResponseWriter, t *tabler) *eventWriter {
 }
 
 // eventBuffers are the buffers of the watch streams that are writing.
-var eventBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, streamBufferSize) }}
+var eventBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, eventBufferSize) }}
+
+// eventBufferSize is a watch stream's buffer: a few events, which is what
+// a stream writes between flushes but for its initial burst. A burst of
+// changes wakes thousands of streams at once (one per node), and each
+// holds a buffer from the pool until its flush.
+const eventBufferSize = 8 << 10
 
 // out is the stream's buffer, taken from eventBuffers if it has none.
 func (ew *eventWriter) out() *bufio.Writer {

@@ -369,3 +369,32 @@ func TestReconcileAfterRestart(t *testing.T) {
 		t.Errorf("node a heartbeating: Ready %s", nodeReady(n))
 	}
 }
+
+func TestNodeKeys(t *testing.T) {
+	ready := testNode("n", api.ConditionTrue, 0)
+	beat := testNode("n", api.ConditionTrue, -10*time.Second)
+	notReady := testNode("n", api.ConditionFalse, 0)
+	tainted := testNode("n", api.ConditionTrue, 0, withTaints(api.Taint{Key: api.TaintNodeNotReady, Effect: api.TaintEffectNoSchedule}))
+	userTaint := testNode("n", api.ConditionTrue, 0, withTaints(api.Taint{Key: "dedicated", Value: "db", Effect: api.TaintEffectNoSchedule}))
+	tests := []struct {
+		name string
+		e    store.Event
+		pass bool
+	}{
+		{"joins Ready", store.Event{Type: store.Added, Object: ready}, false},
+		{"joins Ready with a taint of its own", store.Event{Type: store.Added, Object: userTaint}, false},
+		{"joins not Ready", store.Event{Type: store.Added, Object: notReady}, true},
+		{"joins without status", store.Event{Type: store.Added, Object: testNode("n", "", 0, neverPosted(time.Minute))}, true},
+		{"joins Ready with a stale not-ready taint", store.Event{Type: store.Added, Object: tainted}, true},
+		{"heartbeat", store.Event{Type: store.Modified, Object: beat, Old: ready}, false},
+		{"goes not Ready", store.Event{Type: store.Modified, Object: notReady, Old: ready}, true},
+		{"leaves", store.Event{Type: store.Deleted, Object: ready, Old: ready}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := len(nodeKeys(tt.e)) > 0; got != tt.pass {
+				t.Errorf("pass %v, want %v", got, tt.pass)
+			}
+		})
+	}
+}

@@ -88,7 +88,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeStored(w, http.StatusOK, out)
 }
 
 // checkPreconditions tests DeleteOptions.preconditions before the delete

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -25,6 +27,49 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// writeStored answers an object as the store holds it (see storedJSON).
+func writeStored(w http.ResponseWriter, code int, obj api.Object) {
+	data, err := storedJSON(obj)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(data)
+}
+
+// encoded is the JSON of one object the store holds.
+type encoded struct {
+	obj  api.Object
+	data []byte
+}
+
+// recentJSON remembers the JSON of the stored objects encoded last, by
+// identity, in a small direct-mapped table. The store's objects never
+// change, so one pointer always encodes to the same bytes; a write's
+// answer and the watch event that carries the same version (an agent's
+// status write and the event of it on the agent's own watch) are then
+// encoded once rather than twice.
+var recentJSON [1024]atomic.Pointer[encoded]
+
+// storedJSON is the JSON of obj, an object as the store holds it (never
+// to be changed again), from recentJSON when it is there. The bytes are
+// shared: callers write them and keep no reference.
+func storedJSON(obj api.Object) ([]byte, error) {
+	p := reflect.ValueOf(obj).Pointer()
+	slot := &recentJSON[(p>>6^p>>16)%uintptr(len(recentJSON))]
+	if e := slot.Load(); e != nil && e.obj == obj {
+		return e.data, nil
+	}
+	var buf bytes.Buffer
+	if err := encodeCompact(&buf, obj); err != nil {
+		return nil, err
+	}
+	slot.Store(&encoded{obj: obj, data: buf.Bytes()})
+	return buf.Bytes(), nil
 }
 
 // encodeCompact appends v's JSON to buf without the newline
@@ -163,6 +208,19 @@ func (ew *eventWriter) write(typ string, obj any) error {
 	w.Write(ew.buf.Bytes())
 	_, err := w.WriteString("}\n")
 	return err
+}
+
+// writeStored encodes one event of an object as the store holds it,
+// through storedJSON unless the client asked for tables.
+func (ew *eventWriter) writeStored(typ string, obj api.Object) error {
+	if ew.table != nil {
+		return ew.write(typ, obj)
+	}
+	data, err := storedJSON(obj)
+	if err != nil {
+		return err
+	}
+	return ew.writeRaw(typ, data)
 }
 
 // writeRaw writes an event whose object is already JSON.

@@ -74,7 +74,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeStored(w, http.StatusOK, out)
 }
 
 // patchSetsResourceVersion reports whether a merge or strategic patch sets

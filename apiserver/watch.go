@@ -165,7 +165,7 @@ func (ws *watchStream) run(w http.ResponseWriter, r *http.Request) {
 		after = snap.Revision()
 		var werr error
 		err := snap.Each(ws.kind, ws.sel.filter, func(o api.Object) bool {
-			werr = ew.write("ADDED", o)
+			werr = ew.writeStored("ADDED", o)
 			return werr == nil
 		})
 		if err != nil || werr != nil {
@@ -212,7 +212,7 @@ func (ws *watchStream) run(w http.ResponseWriter, r *http.Request) {
 		if e.Revision <= after {
 			continue // already in the initial snapshot
 		}
-		if ew.write(string(e.Type), e.Object) != nil {
+		if ew.writeStored(string(e.Type), e.Object) != nil {
 			return
 		}
 		sent = e.Revision

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -19,7 +20,12 @@ func TestClockTimeoutRunsOnTheInjectedClock(t *testing.T) {
 		t.Fatal("timed out early")
 	}
 	clk.Step(time.Millisecond)
-	testtool.WaitFor(t, 5*time.Second, "timeout", ctx.Err)
+	testtool.WaitFor(t, 5*time.Second, "timeout", func() error {
+		if ctx.Err() == nil {
+			return errors.New("the context is not done")
+		}
+		return nil
+	})
 
 	// Cancelling first stops the timer: nothing waits on the clock.
 	_, cancel2 := clockTimeout(context.Background(), clk, time.Second)

@@ -94,11 +94,14 @@ func validate(k *api.Kind, obj, old api.Object) error {
 // validateStatus is validate for a status write, whose object is the
 // stored one with a new status (see withStatus): only the status is
 // defaulted, since the rest is shared with the stored object, which was
-// defaulted when it was written and may not be written again.
+// defaulted when it was written and may not be written again. Nor is the
+// rest validated again, as Kubernetes validates a status write: it is
+// what the store holds, and a problem in it is not the status writer's
+// to answer for. The update checks still run (the metadata and spec are
+// the stored ones, so they pass at once).
 func validateStatus(k *api.Kind, obj, old api.Object) error {
 	api.DefaultStatus(obj)
-	errs := api.Validate(obj)
-	errs = append(errs, api.ValidateUpdate(old, obj)...)
+	errs := api.ValidateUpdate(old, obj)
 	if len(errs) > 0 {
 		return invalid(k, obj.GetName(), errs)
 	}

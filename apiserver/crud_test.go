@@ -281,6 +281,34 @@ func TestStatusWriteLeavesStoredVersion(t *testing.T) {
 	}
 }
 
+// A status write validates what it changes, not the rest of the object,
+// which is the store's: a pod a controller stored with a spec the API
+// would refuse still takes its agent's status, as in Kubernetes.
+func TestStatusWriteDoesNotValidateTheStoredSpec(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := testPod("default", "p", "", nil)
+	p.Spec.Containers[0].Name = "Not_A_DNS_Label"
+	api.Default(p)
+	if _, err := e.store.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := e.client.Get(ctx, podKind, "default", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cur.(*api.Pod).DeepCopy()
+	s.Status.Phase = api.PodRunning
+	if _, err := e.client.UpdateStatus(ctx, s); err != nil {
+		t.Fatalf("status write refused for the stored spec: %v", err)
+	}
+	// A write of the object itself is validated whole.
+	s.Labels = map[string]string{"a": "b"}
+	if _, err := e.client.Update(ctx, s); !client.IsInvalid(err) {
+		t.Fatalf("object write: %v, want 422", err)
+	}
+}
+
 func TestMergePatch(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -1,6 +1,10 @@
 package sched
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -20,6 +24,10 @@ type affinityTerm struct {
 	selector    labels.Selector
 	namespaces  []string
 	topologyKey string
+	// key names the term by what it says (namespaces, topology key,
+	// selector): the terms of the pods of one controller share it, so the
+	// pods already placed hold few distinct terms (see Nodes.antiTerms).
+	key string
 	// required are labels (with the one namespace) every pod the term
 	// selects has: a node with no pod of one of them has none the term
 	// selects. Empty when the term names several namespaces or requires
@@ -80,7 +88,7 @@ func compileAntiAffinity(pod *api.Pod) []affinityTerm {
 		if len(ns) == 0 {
 			ns = []string{pod.Namespace}
 		}
-		term := affinityTerm{selector: sel, namespaces: ns, topologyKey: t.TopologyKey}
+		term := affinityTerm{selector: sel, namespaces: ns, topologyKey: t.TopologyKey, key: termKey(sel, ns, t.TopologyKey)}
 		if len(ns) == 1 {
 			term.required, term.exact = requiredLabels(sel, ns[0])
 		}
@@ -88,6 +96,19 @@ func compileAntiAffinity(pod *api.Pod) []affinityTerm {
 	}
 	return out
 }
+
+// termKey is an affinityTerm's key. A selector's String is canonical
+// (sorted requirements); its type tells the selector that matches nothing
+// from the one that matches everything, which print alike.
+func termKey(sel labels.Selector, namespaces []string, topologyKey string) string {
+	ns := slices.Clone(namespaces)
+	slices.Sort(ns)
+	return fmt.Sprintf("%T\x00%s\x00%s\x00%s", sel, strings.Join(ns, ","), topologyKey, sel.String())
+}
+
+// antiMatch is a term of pods already placed that selects the pod being
+// scheduled: a node holding a pod with it turns the pod away.
+type antiMatch struct{ key, topologyKey string }
 
 // podAntiAffinity enforces required pod anti-affinity both ways: the pod
 // may not join pods its terms select, nor pods whose terms select it. The
@@ -121,6 +142,20 @@ func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 				return statusAntiAffinity
 			}
 		}
+	}
+	if pod.antiPrepared {
+		// The terms of placed pods that select this pod were found once
+		// for the cycle (Nodes.antiTermsMatching), as kube-scheduler's
+		// PreFilter does: a node only needs to say whether it holds one.
+		for _, m := range pod.antiMatched {
+			if node.antiTermPods[m.key] == 0 {
+				continue
+			}
+			if _, ok := node.labels[m.topologyKey]; ok {
+				return statusExistingAntiAffinity
+			}
+		}
+		return nil
 	}
 	for _, other := range node.antiPods {
 		for i := range other.antiAffinity {

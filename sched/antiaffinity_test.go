@@ -1,6 +1,9 @@
 package sched
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/berth-dev/berth/api"
@@ -35,5 +38,80 @@ func TestPodAntiAffinity(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAntiAffinityMatchedOncePerCycle: with the placed pods' distinct terms
+// matched once for the cycle (as Framework.Schedule prepares the pod), the
+// filter answers on every node exactly as when it matches every placed
+// pod's terms there, through pods placed and removed at random: terms
+// naming other namespaces, selectors that select nothing, nodes without
+// the topology label.
+func TestAntiAffinityMatchedOncePerCycle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 17))
+	apps := []string{"web", "db", "cache"}
+	namespaces := []string{"default", "other"}
+	randomPod := func(name string) *api.Pod {
+		p := makePod(name, podLabels("app", apps[rng.IntN(len(apps))]))
+		p.Namespace = namespaces[rng.IntN(len(namespaces))]
+		switch rng.IntN(5) {
+		case 0:
+			antiAffinity(nil, "app", apps[rng.IntN(len(apps))])(p)
+		case 1:
+			antiAffinity([]string{namespaces[rng.IntN(len(namespaces))]}, "app", apps[rng.IntN(len(apps))])(p)
+		case 2:
+			antiAffinity(nil)(p) // an empty selector: every pod of the namespace
+		}
+		return p
+	}
+	checked, refused := 0, 0
+	for round := range 40 {
+		var nodes []*api.Node
+		for i := range 6 {
+			if i == 5 {
+				nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i), noHostname))
+			} else {
+				nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i)))
+			}
+		}
+		ns := NewNodes(nodes...)
+		type placement struct {
+			node *NodeInfo
+			info *PodInfo
+		}
+		var placedPods []placement
+		for i := range 25 {
+			info := NewPodInfo(randomPod(fmt.Sprintf("r%d-p%d", round, i)))
+			n := ns.AddPod(nodes[rng.IntN(len(nodes))].Name, info)
+			placedPods = append(placedPods, placement{n, info})
+		}
+		for range 8 {
+			i := rng.IntN(len(placedPods))
+			if !ns.RemovePod(placedPods[i].node, placedPods[i].info) {
+				t.Fatal("placed pod not removed")
+			}
+			placedPods = slices.Delete(placedPods, i, i+1)
+		}
+		for j := range 15 {
+			pod := NewPodInfo(randomPod(fmt.Sprintf("r%d-in%d", round, j)))
+			var each []string
+			for _, n := range ns.List() {
+				each = append(each, reasonsOf(podAntiAffinity{}.Filter(pod, n)))
+			}
+			pod.antiMatched, pod.antiPrepared = ns.antiTermsMatching(pod, nil), true
+			for k, n := range ns.List() {
+				got := reasonsOf(podAntiAffinity{}.Filter(pod, n))
+				if got != each[k] {
+					t.Fatalf("round %d, pod %d, node %s: %q matched once per cycle, %q pod by pod", round, j, n.name, got, each[k])
+				}
+				checked++
+				if got != "" {
+					refused++
+				}
+			}
+		}
+	}
+	if refused == 0 || refused == checked {
+		t.Fatalf("%d of %d answers refused: the cases do not exercise the filter", refused, checked)
 	}
 }

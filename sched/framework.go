@@ -108,6 +108,9 @@ type Framework struct {
 	feasible      []*NodeInfo
 	failed        []*Status
 	raw, sum      []int64
+	// antiMatched is the buffer of the pod's antiMatched, kept across
+	// cycles.
+	antiMatched []antiMatch
 }
 
 // filterChunk is how many nodes are filtered together: enough to keep the
@@ -194,8 +197,12 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		return Result{}, err
 	}
 	pod.spread = all.ownerCounts(pod.Owner)
+	pod.antiMatched, pod.antiPrepared = all.antiTermsMatching(pod, f.antiMatched[:0]), true
 	// The cache keeps the PodInfo; it must not keep the column alive.
-	defer func() { pod.spread, pod.volumes = nil, nil }()
+	defer func() {
+		f.antiMatched = pod.antiMatched[:0]
+		pod.spread, pod.volumes, pod.antiMatched, pod.antiPrepared = nil, nil, nil, false
+	}()
 	want := NumFeasibleNodesToFind(f.percentage, n)
 	feasible, failed := f.feasible[:0], f.failed[:0]
 	start := f.next

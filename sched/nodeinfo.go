@@ -87,6 +87,8 @@ type NodeInfo struct {
 	// that an anti-affinity term rules a node out without reading its pods
 	// when no pod there has one of the labels it requires.
 	labelPods map[podLabel]int32
+	// antiTermPods counts the pods on the node by anti-affinity term key.
+	antiTermPods map[string]int32
 }
 
 // podLabel is one label of pods in one namespace.
@@ -268,6 +270,12 @@ func (n *NodeInfo) addPod(p *PodInfo) {
 	n.countLabels(p, 1)
 	if len(p.antiAffinity) > 0 {
 		n.antiPods = append(n.antiPods, p)
+		if n.antiTermPods == nil {
+			n.antiTermPods = map[string]int32{}
+		}
+		for i := range p.antiAffinity {
+			n.antiTermPods[p.antiAffinity[i].key]++
+		}
 	}
 	n.setFlag(flagPorts, len(n.ports) > 0)
 	n.setFlag(flagAntiPods, len(n.antiPods) > 0)
@@ -283,6 +291,14 @@ func (n *NodeInfo) removePod(p *PodInfo) bool {
 	n.countLabels(p, -1)
 	if len(p.antiAffinity) > 0 {
 		n.antiPods, _ = removePod(n.antiPods, p)
+		for i := range p.antiAffinity {
+			k := p.antiAffinity[i].key
+			if c := n.antiTermPods[k] - 1; c > 0 {
+				n.antiTermPods[k] = c
+			} else {
+				delete(n.antiTermPods, k)
+			}
+		}
 	}
 	n.Requested.sub(p.Requests)
 	n.NonZeroCPU -= p.NonZeroCPU

@@ -29,6 +29,15 @@ type Nodes struct {
 	free   []*NodeInfo
 	slots  int32
 	spread map[uint64]*ownerColumn
+	// antiTerms are the distinct anti-affinity terms of the placed pods,
+	// each with how many pods hold it.
+	antiTerms map[string]*placedTerm
+}
+
+// placedTerm is one distinct anti-affinity term of placed pods.
+type placedTerm struct {
+	term affinityTerm
+	pods int
 }
 
 // ownerColumn counts one controller's running pods per node index.
@@ -91,7 +100,31 @@ func (ns *Nodes) AddPod(name string, p *PodInfo) *NodeInfo {
 	if p.Owner != 0 && !p.Terminating {
 		ns.count(p.Owner, n.index, 1)
 	}
+	for i := range p.antiAffinity {
+		t := &p.antiAffinity[i]
+		pt := ns.antiTerms[t.key]
+		if pt == nil {
+			if ns.antiTerms == nil {
+				ns.antiTerms = map[string]*placedTerm{}
+			}
+			pt = &placedTerm{term: *t}
+			ns.antiTerms[t.key] = pt
+		}
+		pt.pods++
+	}
 	return n
+}
+
+// antiTermsMatching appends to out the distinct terms of placed pods that
+// select pod: each is matched once for the whole cycle, rather than once
+// for every pod that holds it on every node.
+func (ns *Nodes) antiTermsMatching(pod *PodInfo, out []antiMatch) []antiMatch {
+	for key, pt := range ns.antiTerms {
+		if pt.term.matches(pod) {
+			out = append(out, antiMatch{key: key, topologyKey: pt.term.topologyKey})
+		}
+	}
+	return out
 }
 
 // RemovePod takes a pod placed with AddPod off its node, and reports
@@ -102,6 +135,14 @@ func (ns *Nodes) RemovePod(n *NodeInfo, p *PodInfo) bool {
 	}
 	if p.Owner != 0 && !p.Terminating {
 		ns.count(p.Owner, n.index, -1)
+	}
+	for i := range p.antiAffinity {
+		k := p.antiAffinity[i].key
+		if pt := ns.antiTerms[k]; pt != nil {
+			if pt.pods--; pt.pods <= 0 {
+				delete(ns.antiTerms, k)
+			}
+		}
 	}
 	ns.release(n)
 	return true

@@ -62,6 +62,10 @@ type PodInfo struct {
 	// owner in the Nodes being scheduled over.
 	volumes func(*NodeInfo) *Status
 	spread  []int32
+	// antiMatched are the terms of placed pods that select this pod, found
+	// once per attempt when antiPrepared (see Nodes.antiTermsMatching).
+	antiMatched  []antiMatch
+	antiPrepared bool
 }
 
 // NewPodInfo computes what the plugins need of pod. pod is not changed or

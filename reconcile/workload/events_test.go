@@ -86,13 +86,23 @@ func TestReplicaSetRecordsCreatesAndDeletes(t *testing.T) {
 		return nil
 	})
 
-	obj, _ := s.Get(replicaSetKind, "default", "web")
-	scaled := obj.(*api.ReplicaSet).DeepCopy()
-	one := int32(1)
-	scaled.Spec.Replicas = &one
-	if _, err := s.Update(context.Background(), scaled); err != nil {
-		t.Fatal(err)
-	}
+	// Scale down as a client does: read, change, write, and again when
+	// the controller wrote the status in between (a conflict).
+	testtool.WaitFor(t, 10*time.Second, "the scale-down written", func() error {
+		obj, err := s.Get(replicaSetKind, "default", "web")
+		if err != nil {
+			return err
+		}
+		scaled := obj.(*api.ReplicaSet).DeepCopy()
+		one := int32(1)
+		scaled.Spec.Replicas = &one
+		if _, err := s.Update(context.Background(), scaled); err != nil && !store.IsConflict(err) {
+			t.Fatal(err)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
 	testtool.WaitFor(t, 10*time.Second, "two SuccessfulDelete", func() error {
 		var deleted []string
 		for _, e := range eventsAbout(t, s, "ReplicaSet", "web") {

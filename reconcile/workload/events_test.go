@@ -63,6 +63,26 @@ func runController(t *testing.T, c *reconcile.Controller) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 }
 
+// scaleReplicaSet sets a ReplicaSet's replicas as a client does: read,
+// change, write, and again when its controller wrote the status in
+// between (a conflict).
+func scaleReplicaSet(t *testing.T, s *store.Store, name string, replicas int32) {
+	t.Helper()
+	testtool.WaitFor(t, 10*time.Second, "the scale written", func() error {
+		obj, err := s.Get(replicaSetKind, "default", name)
+		if err != nil {
+			return err
+		}
+		scaled := obj.(*api.ReplicaSet).DeepCopy()
+		scaled.Spec.Replicas = &replicas
+		_, err = s.Update(context.Background(), scaled)
+		if err != nil && !store.IsConflict(err) {
+			t.Fatal(err)
+		}
+		return err
+	})
+}
+
 func TestReplicaSetRecordsCreatesAndDeletes(t *testing.T) {
 	s, err := store.New(store.Memory{}, store.Options{})
 	if err != nil {
@@ -86,23 +106,7 @@ func TestReplicaSetRecordsCreatesAndDeletes(t *testing.T) {
 		return nil
 	})
 
-	// Scale down as a client does: read, change, write, and again when
-	// the controller wrote the status in between (a conflict).
-	testtool.WaitFor(t, 10*time.Second, "the scale-down written", func() error {
-		obj, err := s.Get(replicaSetKind, "default", "web")
-		if err != nil {
-			return err
-		}
-		scaled := obj.(*api.ReplicaSet).DeepCopy()
-		one := int32(1)
-		scaled.Spec.Replicas = &one
-		if _, err := s.Update(context.Background(), scaled); err != nil && !store.IsConflict(err) {
-			t.Fatal(err)
-		} else if err != nil {
-			return err
-		}
-		return nil
-	})
+	scaleReplicaSet(t, s, "web", 1)
 	testtool.WaitFor(t, 10*time.Second, "two SuccessfulDelete", func() error {
 		var deleted []string
 		for _, e := range eventsAbout(t, s, "ReplicaSet", "web") {

@@ -47,13 +47,7 @@ func TestReplicaSetControllerRuns(t *testing.T) {
 		return obj.(*api.ReplicaSet).Status.Replicas == 3
 	})
 
-	obj, _ := s.Get(replicaSetKind, "default", "web")
-	scaled := obj.(*api.ReplicaSet).DeepCopy()
-	one := int32(1)
-	scaled.Spec.Replicas = &one
-	if _, err := s.Update(ctx, scaled); err != nil {
-		t.Fatal(err)
-	}
+	scaleReplicaSet(t, s, "web", 1)
 	waitFor(t, "1 pod and status.replicas 1", func() bool {
 		obj, _ := s.Get(replicaSetKind, "default", "web")
 		st := obj.(*api.ReplicaSet).Status

@@ -245,3 +245,55 @@ func TestWatchEndsWithContextAndClose(t *testing.T) {
 		t.Fatalf("watch after close: %v", err)
 	}
 }
+
+// TestWatchConcurrentBursts: a watcher that reads in fits and starts while
+// writes come in bursts (its queue grows, moves its events to the front,
+// drains and is let go) gets every event once, in order.
+func TestWatchConcurrentBursts(t *testing.T) {
+	s := newStore(t)
+	w := watchPods(t, s)
+	const writes = 3000
+	done := make(chan error, 1)
+	go func() {
+		ctx := context.Background()
+		for i := 0; i < writes; {
+			burst := 1 + i%300
+			_, err := s.Txn(ctx, func(tx *Txn) error {
+				for j := 0; j < burst && i+j < writes; j++ {
+					if _, err := tx.Create(pod("default", fmt.Sprintf("p%d", i+j), "")); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				done <- err
+				return
+			}
+			i += burst
+		}
+		done <- nil
+	}()
+	seen := 0
+	var last uint64
+	names := map[string]bool{}
+	for seen < writes {
+		e := next(t, w)
+		if e.Revision < last {
+			t.Fatalf("event of revision %d after %d", e.Revision, last)
+		}
+		if names[e.Object.GetName()] {
+			t.Fatalf("%s delivered twice", e.Object.GetName())
+		}
+		names[e.Object.GetName()] = true
+		last = e.Revision
+		seen++
+		if seen%97 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	expectNone(t, w)
+}

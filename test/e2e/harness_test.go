@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/berth-dev/berth/testtool"
 	"net"
 	"os"
 	"os/exec"
@@ -17,10 +16,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/testtool"
 )
 
 // bin is the berth binary built once for the whole package.
 var bin string
+
+// packageDir is this package's directory, where go test starts it.
+var packageDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "berth-e2e-")
@@ -29,6 +33,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "berth")
+	if packageDir, err = os.Getwd(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/berth")
@@ -212,6 +220,21 @@ func run(t testing.TB, args ...string) (string, string, int) {
 }
 
 // mustBerth runs the CLI and fails the test unless it exits 0.
+// kubectl runs the real kubectl against the server, from this package's
+// directory (so that -f testdata/… names the files here whatever else
+// runs), and fails the test if it fails.
+func (s *server) kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	kubectl := testtool.Need(t, "kubectl")
+	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+	cmd.Dir = packageDir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
 func (s *server) mustBerth(t testing.TB, args ...string) string {
 	t.Helper()
 	stdout, stderr, code := s.berth(t, args...)

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,17 +22,10 @@ func podScheduled(pod map[string]any) (status, reason, message string) {
 }
 
 func TestUnschedulablePodWaitsForAMatchingNode(t *testing.T) {
-	kubectl := testtool.Need(t, "kubectl")
+	testtool.Need(t, "kubectl")
 	s := startServer(t)
-	kc := func(args ...string) {
-		t.Helper()
-		// kubectl create keeps a Node's status, as a registering agent's
-		// would.
-		if out, err := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	kc("create", "-f", "testdata/plain-node.json")
+	// kubectl create keeps a Node's status, as a registering agent's would.
+	s.kubectl(t, "create", "-f", "testdata/plain-node.json")
 	s.mustBerth(t, "apply", "-f", "testdata/ssd-pod.yaml")
 	const want = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
 	waitFor(t, 10*time.Second, "PodScheduled=False", func() error {
@@ -49,7 +40,7 @@ func TestUnschedulablePodWaitsForAMatchingNode(t *testing.T) {
 		return nil
 	})
 
-	kc("create", "-f", "testdata/ssd-node.json")
+	s.kubectl(t, "create", "-f", "testdata/ssd-node.json")
 	start := time.Now()
 	waitFor(t, 10*time.Second, "the pod bound to the new node", func() error {
 		pod, err := s.getJSON(t, "pod", "wants-ssd")

@@ -76,12 +76,7 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	s.mustBerth(t, "apply", "-f", "../../examples/hello")
 	kc := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+		return s.kubectl(t, args...)
 	}
 	out := kc("get", "pods,nodes,services,deployments", "-A")
 	if !strings.Contains(out, "deployment.apps/hello") || !strings.Contains(out, "service/hello") {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +30,9 @@ spec:
 // with one Ready node (no agent: pods are bound but stay Pending), scales it
 // to 0 and back, then deletes it and sees its ReplicaSets and pods go.
 func TestDeploymentScalesAndIsCollected(t *testing.T) {
-	kubectl := testtool.Need(t, "kubectl")
+	testtool.Need(t, "kubectl")
 	s := startServer(t)
-	if out, err := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "create", "-f", "testdata/plain-node.json").CombinedOutput(); err != nil {
-		t.Fatalf("kubectl create node: %v\n%s", err, out)
-	}
+	s.kubectl(t, "create", "-f", "testdata/plain-node.json")
 	apply := func(replicas int) {
 		t.Helper()
 		s.applyText(t, fmt.Sprintf(webDeployment, replicas))

@@ -68,26 +68,13 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, req *resourc
 	if err != nil {
 		return nil, err
 	}
-	if err := checkEmpty(req.kind, data); err != nil {
-		return nil, err
-	}
-	if obj, ok := req.decodeJSONObject(data); ok {
-		// It decoded, so it is JSON: checkJSON need not scan it again.
-		return obj, nil
-	}
-	if err := checkJSON(r, data); err != nil {
-		return nil, err
-	}
-	return req.decodeGeneral(data)
+	return req.decodeBody(data, contentType(r) == mediaJSON)
 }
 
 // checkJSON refuses a body sent as JSON that is not JSON, before the
 // decoder, which also reads YAML, would call it bad YAML.
-func checkJSON(r *http.Request, data []byte) error {
-	if ct := contentType(r); ct != mediaJSON {
-		return nil
-	}
-	if json.Valid(data) || len(bytes.TrimSpace(data)) == 0 {
+func checkJSON(data []byte) error {
+	if json.Valid(data) {
 		return nil
 	}
 	var v json.RawMessage
@@ -100,28 +87,21 @@ func checkJSON(r *http.Request, data []byte) error {
 // decodeBody decodes a request body that must hold one object of the
 // path's kind, with the one decoder every source and `berth validate` use:
 // strict, so an unknown or duplicate field, a value of the wrong type or a
-// missing kind is a 400 naming every such field.
-func (req *resourceRequest) decodeBody(data []byte) (api.Object, error) {
-	if err := checkEmpty(req.kind, data); err != nil {
-		return nil, err
+// missing kind is a 400 naming every such field. A body sent as JSON that
+// is not JSON is refused as such.
+func (req *resourceRequest) decodeBody(data []byte, sentAsJSON bool) (api.Object, error) {
+	k := req.kind
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
 	}
 	if obj, ok := req.decodeJSONObject(data); ok {
-		return obj, nil
+		return obj, nil // it decoded, so it is JSON: checkJSON need not scan it
 	}
-	return req.decodeGeneral(data)
-}
-
-func checkEmpty(k *api.Kind, data []byte) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
+	if sentAsJSON {
+		if err := checkJSON(data); err != nil {
+			return nil, err
+		}
 	}
-	return nil
-}
-
-// decodeGeneral is decodeBody's general decoder: JSON or YAML, naming
-// every problem it finds.
-func (req *resourceRequest) decodeGeneral(data []byte) (api.Object, error) {
-	k := req.kind
 	objs, errs := api.DecodeStream("", withTypeMeta(k, data), api.DecodeOptions{DropStatus: req.ignoresStatus()})
 	if len(errs) > 0 {
 		return nil, decodeFailed(k, errs)

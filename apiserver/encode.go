@@ -20,18 +20,19 @@ const streamBufferSize = 32 << 10
 // writeJSON answers v as JSON with a status code.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	var buf bytes.Buffer
-	if err := encodeCompact(&buf, v); err != nil {
-		WriteError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	err := encodeCompact(&buf, v)
+	writeEncoded(w, code, buf.Bytes(), err)
 }
 
 // writeStored answers an object as the store holds it (see storedJSON).
 func writeStored(w http.ResponseWriter, code int, obj api.Object) {
 	data, err := storedJSON(obj)
+	writeEncoded(w, code, data, err)
+}
+
+// writeEncoded answers data, the JSON of an answer, or the error its
+// encoding met.
+func writeEncoded(w http.ResponseWriter, code int, data []byte, err error) {
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -201,13 +202,7 @@ func (ew *eventWriter) write(typ string, obj any) error {
 	if err := encodeCompact(&ew.buf, obj); err != nil {
 		return err
 	}
-	w := ew.out()
-	w.WriteString(`{"type":"`)
-	w.WriteString(typ)
-	w.WriteString(`","object":`)
-	w.Write(ew.buf.Bytes())
-	_, err := w.WriteString("}\n")
-	return err
+	return ew.writeRaw(typ, ew.buf.Bytes())
 }
 
 // writeStored encodes one event of an object as the store holds it,

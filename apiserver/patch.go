@@ -61,7 +61,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		if err != nil {
 			return nil, err
 		}
-		obj, err := req.decodeBody(patched)
+		obj, err := req.decodeBody(patched, false)
 		if err != nil {
 			return nil, err
 		}

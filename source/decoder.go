@@ -1,8 +1,6 @@
 package source
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"runtime"
 	"slices"
 	"sync"
@@ -77,8 +75,7 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 		}
 		sum := f.Sum
 		if sum == "" {
-			h := sha256.Sum256(f.Data)
-			sum = hex.EncodeToString(h[:])
+			sum = ContentSum(f.Data)
 		}
 		keys[i] = fileKey{f.Name, sum}
 		kept, ok := d.files[keys[i]]

@@ -20,6 +20,13 @@ type File struct {
 	Sum string
 }
 
+// ContentSum is the Sum of a file's content where the place has none of
+// its own: the hex SHA-256 of data.
+func ContentSum(data []byte) string {
+	h := sha256.Sum256(data)
+	return hex.EncodeToString(h[:])
+}
+
 // Contents is what a source read at one moment: its manifest files and the
 // files it could not read (too big, unreadable), each as an error with
 // Doc -1 naming the file.

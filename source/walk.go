@@ -1,8 +1,6 @@
 package source
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +23,7 @@ type ReadDirOptions struct {
 	// Cache, when set, spares reading a file that has not changed since
 	// the last ReadDir with the same cache, when Have says the receiver
 	// still holds its content: such a File has its Sum and no Data. Every
-	// File ReadDir returns then has its Sum (the hex SHA-256 of its
+	// File ReadDir returns then has its Sum (ContentSum of its
 	// content), read or not.
 	Cache *ReadCache
 	// Have reports whether the receiver holds the content of name whose
@@ -258,8 +256,7 @@ func (w *walker) file(p, rel string, fi fs.FileInfo) {
 	}
 	f := File{Name: rel, Data: data}
 	if w.cache != nil {
-		h := sha256.Sum256(data)
-		f.Sum = hex.EncodeToString(h[:])
+		f.Sum = ContentSum(data)
 		if statOK {
 			st.sum = f.Sum
 			st.racy = max(st.mtime, st.ctime) > readAt.Add(-racyWindow).UnixNano()

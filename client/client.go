@@ -131,14 +131,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	var data []byte
 	if body != nil {
 		var err error
-		if b, ok := body.(*bytes.Reader); ok {
-			// The common caller's body: copied once, at its length.
-			data = make([]byte, b.Len())
-			_, err = io.ReadFull(b, data)
-		} else {
-			data, err = io.ReadAll(body)
-		}
-		if err != nil {
+		if data, err = io.ReadAll(body); err != nil {
 			return nil, err
 		}
 	}

@@ -52,18 +52,24 @@ func startCluster(t *testing.T) *cluster {
 	return &cluster{admin: admin, paths: paths, url: cfg.Server}
 }
 
+// joinSecrets are what an agent joins with: the node token and the CA.
+func (c *cluster) joinSecrets(t *testing.T) (token string, ca []byte) {
+	t.Helper()
+	data, err := os.ReadFile(c.paths.NodeToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca, err = os.ReadFile(c.paths.CACert); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data)), ca
+}
+
 // join trades the node token for the node's own client, as an agent does.
 func (c *cluster) join(t *testing.T, node string) *client.Client {
 	t.Helper()
-	token, err := os.ReadFile(c.paths.NodeToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(c.paths.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	joiner, err := client.New(&client.Config{Server: c.url, Token: strings.TrimSpace(string(token)), CAData: ca})
+	token, ca := c.joinSecrets(t)
+	joiner, err := client.New(&client.Config{Server: c.url, Token: token, CAData: ca})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,17 +21,10 @@ import (
 // keeps being renewed with the new credential.
 func TestAgentRenewsItsCredentials(t *testing.T) {
 	c := startCluster(t)
-	token, err := os.ReadFile(c.paths.NodeToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(c.paths.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
+	token, ca := c.joinSecrets(t)
 	clk := clocktesting.NewFakeClock(time.Now())
 	a, err := agent.New(agent.Config{
-		Server: c.url, JoinToken: strings.TrimSpace(string(token)), CAData: ca,
+		Server: c.url, JoinToken: token, CAData: ca,
 		NodeName: "renewing", NodeIP: "127.0.0.1", Listen: "127.0.0.1:0",
 		DataDir: t.TempDir(), Clock: clk, Logger: slog.New(slog.DiscardHandler),
 	})

@@ -31,15 +31,7 @@ func TestAgentRenewsItsCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	})
+	testtool.Run(t, "agent", a.Run)
 
 	// The serving certificate the log server presents (TLS 1.3 shows it
 	// before the server asks for the client certificate we do not have).

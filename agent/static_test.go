@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -111,15 +110,7 @@ func runStatic(t *testing.T, o StaticOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("static pods: %v", err)
-		}
-	})
+	testtool.Run(t, "static pods", s.Run)
 }
 
 func podManifest(name, command string) string {

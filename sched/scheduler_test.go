@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 func newStore(t testing.TB) *store.Store {
@@ -26,15 +27,7 @@ func newStore(t testing.TB) *store.Store {
 func start(t testing.TB, s *store.Store, opts Options) *Scheduler {
 	t.Helper()
 	sc := New(s, opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
+	testtool.Run(t, "Run", sc.Run)
 	return sc
 }
 

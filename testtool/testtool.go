@@ -1,6 +1,7 @@
 package testtool
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"testing"
@@ -42,4 +43,20 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Run runs run in a goroutine until the test ends: at cleanup it cancels
+// run's context, waits for it to return, and fails the test with what's
+// error if it returned one.
+func Run(t testing.TB, what string, run func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package testtool
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -35,5 +36,30 @@ func TestWaitForReturnsOnceTheConditionHolds(t *testing.T) {
 	})
 	if n != 3 {
 		t.Fatalf("condition called %d times, want 3", n)
+	}
+}
+
+// Run's function runs until its test ends, and is cancelled and waited for
+// then.
+func TestRunStopsAtCleanup(t *testing.T) {
+	started, stopped := make(chan struct{}), make(chan struct{})
+	t.Run("inner", func(t *testing.T) {
+		Run(t, "loop", func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done()
+			close(stopped)
+			return nil
+		})
+		<-started
+		select {
+		case <-stopped:
+			t.Fatal("stopped before the test ended")
+		default:
+		}
+	})
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("still running after the test ended")
 	}
 }

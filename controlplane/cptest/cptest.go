@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // Start runs a control plane until the test ends: cfg, with a temporary
@@ -34,19 +35,10 @@ func Start(t testing.TB, cfg controlplane.Config) *controlplane.Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := controlplane.New(ctx, cfg)
+	s, err := controlplane.New(context.Background(), cfg)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("control plane: %v", err)
-		}
-	})
+	testtool.Run(t, "control plane", s.Run)
 	return s
 }

@@ -84,7 +84,9 @@ var (
 	CoreV1    = schema.GroupVersion{Version: "v1"}
 	AppsV1    = schema.GroupVersion{Group: "apps", Version: "v1"}
 	StorageV1 = schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}
-	BerthV1   = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+	// CoordinationV1 serves Lease, the node heartbeat.
+	CoordinationV1 = schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}
+	BerthV1        = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
 )
 
 func init() {
@@ -104,6 +106,7 @@ func init() {
 	register(&ReplicaSet{}, AppsV1, "replicasets", "replicaset", true, true, "rs")
 	register(&Deployment{}, AppsV1, "deployments", "deployment", true, true, "deploy")
 	register(&StorageClass{}, StorageV1, "storageclasses", "storageclass", false, false, "sc")
+	register(&Lease{}, CoordinationV1, "leases", "lease", true, false)
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
 }
 

@@ -69,6 +69,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateResourceQuotaSpec(&o.Spec, spec)...)
 	case *Event:
 		errs = append(errs, validateEvent(o)...)
+	case *Lease:
+		errs = append(errs, validateLeaseSpec(&o.Spec, spec)...)
 	case *Source:
 		errs = append(errs, validateSourceSpec(&o.Spec, spec)...)
 	}

@@ -144,6 +144,19 @@ func validateEvent(ev *Event) field.ErrorList {
 	return errs
 }
 
+// validateLeaseSpec checks what Kubernetes checks of a Lease: a duration
+// that is positive and a count of transitions that is not negative.
+func validateLeaseSpec(spec *LeaseSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if d := spec.LeaseDurationSeconds; d != nil && *d <= 0 {
+		errs = append(errs, field.Invalid(path.Child("leaseDurationSeconds"), *d, "must be greater than 0"))
+	}
+	if n := spec.LeaseTransitions; n != nil && *n < 0 {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*n), path.Child("leaseTransitions"))...)
+	}
+	return errs
+}
+
 // sourceTypes are the kinds of Source objects; SourceTypeAPI names an
 // owner, never a Source.
 var sourceTypes = []SourceType{SourceTypeGit, SourceTypeDir, SourceTypeHTTP}

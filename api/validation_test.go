@@ -570,6 +570,13 @@ func TestValidateConfig(t *testing.T) {
 		{"involved object", func(o *Event) { o.InvolvedObject = ObjectReference{} }, []string{"involvedObject.kind: Required value", "involvedObject.name: Required value"}},
 		{"type", func(o *Event) { o.Type = "Info" }, []string{`type: Unsupported value: "Info"`}},
 	})
+	runValidation(t, func() *Lease {
+		return &Lease{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: NamespaceNodeLease}, Spec: LeaseSpec{HolderIdentity: ptr("node-1"), LeaseDurationSeconds: ptr(int32(40))}}
+	}, []validationCase[*Lease]{
+		{"duration", func(o *Lease) { o.Spec.LeaseDurationSeconds = ptr(int32(0)) }, []string{"spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"}},
+		{"transitions", func(o *Lease) { o.Spec.LeaseTransitions = ptr(int32(-1)) }, []string{"spec.leaseTransitions: Invalid value: -1"}},
+		{"name", func(o *Lease) { o.Name = "Node_1" }, []string{`metadata.name: Invalid value: "Node_1"`}},
+	})
 	runValidation(t, func() *Node { return &Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}} }, []validationCase[*Node]{
 		{"taints", func(o *Node) {
 			o.Spec.Taints = []Taint{{Key: "a", Effect: TaintEffectNoSchedule}, {Key: "a", Effect: TaintEffectNoSchedule}, {Effect: "Never"}, {Key: "b"}}

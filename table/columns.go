@@ -226,6 +226,17 @@ var definitions = map[string][]Column{
 			})},
 		ageColumn,
 	},
+	"Lease": {
+		nameColumn,
+		{Name: "Holder", Type: "string", Description: "Who holds the lease: for a node's, the node.",
+			cell: on(func(l *api.Lease, _ time.Time) string {
+				if l.Spec.HolderIdentity == nil {
+					return ""
+				}
+				return *l.Spec.HolderIdentity
+			})},
+		ageColumn,
+	},
 	"Namespace": {
 		nameColumn,
 		{Name: "Status", Type: "string", Description: "Active or Terminating.",

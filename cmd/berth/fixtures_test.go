@@ -409,6 +409,16 @@ func fixtureSources() []api.Object {
 	return []api.Object{fleet, local, fresh}
 }
 
+// fixtureLeases are two nodes' heartbeats and a lease nobody holds.
+func fixtureLeases() []api.Object {
+	lease := func(name string, holder *string) *api.Lease {
+		l := &api.Lease{ObjectMeta: meta(api.NamespaceNodeLease, name, 2*day, nil)}
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = holder, ptr(int32(40))
+		return l
+	}
+	return []api.Object{lease("node-1", ptr("node-1")), lease("node-2", ptr("node-2")), lease("orphan", nil)}
+}
+
 // fixtureKinds are every kind's fixtures, keyed by resource, for the table
 // tests.
 func fixtureKinds() map[string][]api.Object {
@@ -431,5 +441,6 @@ func fixtureKinds() map[string][]api.Object {
 		"resourcequotas":         quotas,
 		"events":                 fixtureEvents(),
 		"sources":                fixtureSources(),
+		"leases":                 fixtureLeases(),
 	}
 }

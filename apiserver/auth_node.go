@@ -45,8 +45,26 @@ func (p *Policy) authorizeNode(id *Identity, a Attributes) error {
 		return p.nodeRuleReferenced(id, a)
 	case "events":
 		return p.nodeRuleEvent(id, a)
+	case "leases.coordination.k8s.io":
+		return nodeRuleLease(id, a)
 	}
 	return Forbidden(id, a, "")
+}
+
+// nodeRuleLease: a node reads and writes its own Lease in kube-node-lease
+// (its heartbeat) and no other; it neither lists nor watches leases.
+func nodeRuleLease(id *Identity, a Attributes) error {
+	if a.Subresource != "" || a.Verb == VerbList || a.Verb == VerbWatch {
+		return Forbidden(id, a, "")
+	}
+	name := a.Name
+	if name == "" && a.Object != nil {
+		name = a.Object.GetName()
+	}
+	if a.Namespace != api.NamespaceNodeLease || name != id.Node || (a.Object != nil && a.Object.GetName() != id.Node) {
+		return Forbidden(id, a, fmt.Sprintf("node %q may only use its own Lease in namespace %s", id.Node, api.NamespaceNodeLease))
+	}
+	return nil
 }
 
 // nodeRuleNode: a node reads every Node (as the kubelet does, for topology)

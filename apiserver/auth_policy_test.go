@@ -111,6 +111,9 @@ func TestAuthzPolicy(t *testing.T) {
 	k := func(r string) *api.Kind { return authzKind(t, r) }
 	sel := func(s string) fields.Selector { return fields.ParseSelectorOrDie(s) }
 	old := func(r, ns, name string) api.Object { return authzGet(t, st, r, ns, name) }
+	lease := func(ns, name string) api.Object {
+		return &api.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: api.LeaseSpec{HolderIdentity: &name}}
+	}
 	mirror := func(name, node string) *api.Pod {
 		m := newAuthTestPod("default", name, node, "")
 		m.Annotations = map[string]string{api.AnnotationMirror: "hash"}
@@ -140,6 +143,16 @@ func TestAuthzPolicy(t *testing.T) {
 		{"node updates another Node's status", n1, apiserver.Attributes{Verb: "update", Kind: k("nodes"), Name: "n2", Subresource: "status", Object: old("nodes", "", "n2"), Old: old("nodes", "", "n2")}, false},
 		{"node renames itself in the body", n1, apiserver.Attributes{Verb: "update", Kind: k("nodes"), Name: "n1", Object: old("nodes", "", "n2")}, false},
 		{"node deletes another Node", n1, apiserver.Attributes{Verb: "delete", Kind: k("nodes"), Name: "n2"}, false},
+		{"node creates its Lease", n1, apiserver.Attributes{Verb: "create", Kind: k("leases"), Namespace: api.NamespaceNodeLease, Object: lease(api.NamespaceNodeLease, "n1")}, true},
+		{"node gets its Lease", n1, apiserver.Attributes{Verb: "get", Kind: k("leases"), Namespace: api.NamespaceNodeLease, Name: "n1"}, true},
+		{"node renews its Lease", n1, apiserver.Attributes{Verb: "update", Kind: k("leases"), Namespace: api.NamespaceNodeLease, Name: "n1", Object: lease(api.NamespaceNodeLease, "n1"), Old: lease(api.NamespaceNodeLease, "n1")}, true},
+		{"node deletes its Lease", n1, apiserver.Attributes{Verb: "delete", Kind: k("leases"), Namespace: api.NamespaceNodeLease, Name: "n1"}, true},
+		{"node renews another node's Lease", n1, apiserver.Attributes{Verb: "update", Kind: k("leases"), Namespace: api.NamespaceNodeLease, Name: "n2", Object: lease(api.NamespaceNodeLease, "n2"), Old: lease(api.NamespaceNodeLease, "n2")}, false},
+		{"node renames its Lease in the body", n1, apiserver.Attributes{Verb: "update", Kind: k("leases"), Namespace: api.NamespaceNodeLease, Name: "n1", Object: lease(api.NamespaceNodeLease, "n2")}, false},
+		{"node creates a Lease elsewhere", n1, apiserver.Attributes{Verb: "create", Kind: k("leases"), Namespace: "default", Object: lease("default", "n1")}, false},
+		{"node gets another node's Lease", n1, apiserver.Attributes{Verb: "get", Kind: k("leases"), Namespace: api.NamespaceNodeLease, Name: "n2"}, false},
+		{"node lists Leases", n1, apiserver.Attributes{Verb: "list", Kind: k("leases"), Namespace: api.NamespaceNodeLease}, false},
+		{"node watches Leases", n1, apiserver.Attributes{Verb: "watch", Kind: k("leases"), Namespace: api.NamespaceNodeLease}, false},
 
 		// Node: pods bound to it.
 		{"node gets its pod", n1, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Old: old("pods", "default", "web")}, true},

@@ -225,20 +225,23 @@ func openBackend(cfg Config) (store.Backend, error) {
 	return nil, fmt.Errorf("--store %q: want bolt, memory or etcd://host:port,…", cfg.Store)
 }
 
-// bootstrap creates what must exist from the start: the default
-// namespace and the default StorageClass.
+// bootstrap creates what must exist from the start: the namespaces
+// default and kube-node-lease, and the default StorageClass.
 func (s *Server) bootstrap(ctx context.Context) error {
-	if _, err := s.store.Get(api.MustLookupResource("namespaces"), "", api.NamespaceDefault); err == nil {
-		return nil
+	if _, err := s.store.Get(api.MustLookupResource("namespaces"), "", api.NamespaceDefault); err != nil {
+		// A store without the default namespace is new: it gets the class.
+		if err := s.bootstrapStorageClass(ctx); err != nil {
+			return err
+		}
 	}
-	// A store without the default namespace is new: it gets the class.
-	if err := s.bootstrapStorageClass(ctx); err != nil {
-		return err
-	}
-	ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: api.NamespaceDefault}}
-	api.Default(ns)
-	if _, err := s.store.Create(ctx, ns); err != nil && !store.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace default: %w", err)
+	// The system namespaces are made again at every start, as Kubernetes'
+	// API server does, so that a store from before one existed gets it.
+	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease} {
+		ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		api.Default(ns)
+		if _, err := s.store.Create(ctx, ns); err != nil && !store.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
 	}
 	return nil
 }

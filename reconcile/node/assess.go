@@ -69,8 +69,9 @@ type State struct {
 // down for a while gives every node a full grace period when it starts
 // instead of finding every heartbeat stale at once.
 type Observation struct {
-	// Heartbeat is the Ready condition's lastHeartbeatTime (the node's
-	// creation time while it has none).
+	// Heartbeat is the later of the node's Lease renewTime and its Ready
+	// condition's lastHeartbeatTime (the node's creation time while it has
+	// neither).
 	Heartbeat time.Time
 	// At is when the controller first saw that heartbeat.
 	At time.Time
@@ -137,16 +138,17 @@ type health struct {
 	darkened bool
 }
 
-// assess decides, from the nodes and what the last pass saw of them, what
-// the controller writes at now. It asks podsOf for the pods bound to a node
+// assess decides, from the nodes, their Leases' renewal times (by node
+// name) and what the last pass saw of them, what the controller writes at
+// now. It asks podsOf for the pods bound to a node
 // only when the node is unreachable or tainted, so a healthy fleet costs no
 // pod reads. It is pure: the same inputs give the same plan.
-func assess(nodes []*api.Node, podsOf func(node string) []*api.Pod, now time.Time, cfg Config, prev State) Plan {
+func assess(nodes []*api.Node, renewals map[string]time.Time, podsOf func(node string) []*api.Pod, now time.Time, cfg Config, prev State) Plan {
 	plan := Plan{State: State{Seen: make(map[string]Observation, len(nodes))}}
 	hs := make([]health, len(nodes))
 	allDark := len(nodes) > 0
 	for i, n := range nodes {
-		hs[i] = observe(n, prev.Seen[n.Name], now, cfg, &plan)
+		hs[i] = observe(n, renewals[n.Name], prev.Seen[n.Name], now, cfg, &plan)
 		if hs[i].ready != api.ConditionUnknown {
 			allDark = false
 		}
@@ -169,12 +171,13 @@ func assess(nodes []*api.Node, podsOf func(node string) []*api.Pod, now time.Tim
 	return plan
 }
 
-// observe reads a node's heartbeat and turns its agent's conditions
-// Unknown once the grace period has passed without a new one. last is what
-// the previous pass saw (zero if none); a node seen for the first time is
-// given the grace period from now, or, if its agent never posted status,
-// from its creation.
-func observe(n *api.Node, last Observation, now time.Time, cfg Config, plan *Plan) health {
+// observe reads a node's heartbeat, the renewal of its Lease (renewed, zero
+// if it has none) or else its Ready condition's, and turns its agent's
+// conditions Unknown once the grace period has passed without a new one.
+// last is what the previous pass saw (zero if none); a node seen for the
+// first time is given the grace period from now, or, if its agent never
+// posted status nor renewed a Lease, from its creation.
+func observe(n *api.Node, renewed time.Time, last Observation, now time.Time, cfg Config, plan *Plan) health {
 	h := health{node: n, conditions: n.Status.Conditions}
 	beat := n.CreationTimestamp.Time
 	ready := findCondition(n.Status.Conditions, api.NodeReady)
@@ -184,9 +187,12 @@ func observe(n *api.Node, last Observation, now time.Time, cfg Config, plan *Pla
 			beat = ready.LastHeartbeatTime.Time
 		}
 	}
+	if renewed.After(beat) {
+		beat = renewed
+	}
 	obs := last
 	switch {
-	case obs.At.IsZero() && ready == nil:
+	case obs.At.IsZero() && ready == nil && renewed.IsZero():
 		obs = Observation{Heartbeat: beat, At: beat}
 	case obs.At.IsZero() || !obs.Heartbeat.Equal(beat):
 		obs = Observation{Heartbeat: beat, At: now}

@@ -388,7 +388,7 @@ func TestAssess(t *testing.T) {
 			if prev.Seen == nil {
 				prev.Seen = seenAtBeat(tc.nodes)
 			}
-			plan := assess(tc.nodes, podsOf(tc.pods), epoch, cfg, prev)
+			plan := assess(tc.nodes, nil, podsOf(tc.pods), epoch, cfg, prev)
 			if got := summary(plan); !slices.Equal(got, tc.want) {
 				t.Errorf("actions\n got %q\nwant %q", got, tc.want)
 			}
@@ -405,6 +405,44 @@ func TestAssess(t *testing.T) {
 	}
 }
 
+// TestAssessLeaseRenewals: a node's Lease renewals are its heartbeat, as
+// much as its Ready condition's: an agent that renews its Lease and posted
+// status ten minutes ago is alive; one whose Lease went stale is not,
+// whatever its status says.
+func TestAssessLeaseRenewals(t *testing.T) {
+	posted := testNode("posted-long-ago", api.ConditionTrue, 10*time.Minute)
+	stale := testNode("stale-lease", api.ConditionTrue, 10*time.Minute)
+	fresh := testNode("never-posted", "", 0, neverPosted(time.Minute))
+	nodes := []*api.Node{posted, stale, fresh}
+	seen := seenAtBeat(nodes)
+	seen[stale.Name] = Observation{Heartbeat: ago(50 * time.Second), At: ago(50 * time.Second)}
+	seen[fresh.Name] = Observation{Heartbeat: ago(20 * time.Second), At: ago(20 * time.Second)}
+	renewals := map[string]time.Time{
+		posted.Name: ago(5 * time.Second),
+		stale.Name:  ago(50 * time.Second),
+		fresh.Name:  ago(20 * time.Second),
+	}
+	plan := assess(nodes, renewals, podsOf(nil), epoch, cfg, State{Seen: seen})
+	if got, want := summary(plan), []string{"UpdateNode stale-lease NodeUnreachable"}; !slices.Equal(got, want) {
+		t.Errorf("actions\n got %q\nwant %q", got, want)
+	}
+	if got := plan.State.Seen[posted.Name]; !got.Heartbeat.Equal(ago(5*time.Second)) || !got.At.Equal(epoch) {
+		t.Errorf("renewed node seen %+v, want its renewal seen now", got)
+	}
+	if got := plan.State.Seen[fresh.Name]; !got.At.Equal(ago(20 * time.Second)) {
+		t.Errorf("node with no status seen %+v, want its renewal seen 20s ago", got)
+	}
+	if !plan.Wake.Equal(ago(20 * time.Second).Add(cfg.GracePeriod + time.Nanosecond)) {
+		t.Errorf("wake at %v after epoch", plan.Wake.Sub(epoch))
+	}
+
+	// Without the renewals, the node that posted long ago is dark too.
+	plan = assess(nodes, nil, podsOf(nil), epoch, cfg, State{Seen: seenAtBeat(nodes)})
+	if got := summary(plan); !slices.Contains(got, "UpdateNode posted-long-ago NodeUnreachable") {
+		t.Errorf("without renewals: %q", got)
+	}
+}
+
 // TestAssessConverges applies a plan's node and pod writes and assesses
 // again: the second pass has nothing to write.
 func TestAssessConverges(t *testing.T) {
@@ -415,7 +453,7 @@ func TestAssessConverges(t *testing.T) {
 		testNode("d", api.ConditionTrue, time.Second),
 	}
 	pods := []*api.Pod{testPod("p1", "a", tolerates(api.TaintNodeUnreachable, nil))}
-	plan := assess(nodes, podsOf(pods), epoch, cfg, State{Seen: seenAtBeat(nodes)})
+	plan := assess(nodes, nil, podsOf(pods), epoch, cfg, State{Seen: seenAtBeat(nodes)})
 	if len(plan.Actions) != 4 {
 		t.Fatalf("first pass: %v", summary(plan))
 	}
@@ -432,7 +470,7 @@ func TestAssessConverges(t *testing.T) {
 		}
 	}
 	nodes = []*api.Node{byName["a"], byName["b"], byName["c"], byName["d"]}
-	if again := assess(nodes, podsOf(pods), epoch.Add(time.Second), cfg, plan.State); len(again.Actions) != 0 {
+	if again := assess(nodes, nil, podsOf(pods), epoch.Add(time.Second), cfg, plan.State); len(again.Actions) != 0 {
 		t.Errorf("second pass: %v", summary(again))
 	}
 }

@@ -36,8 +36,9 @@ const (
 const passKey = "nodes"
 
 var (
-	nodeKind = api.KindOf(&api.Node{})
-	podKind  = api.KindOf(&api.Pod{})
+	nodeKind  = api.KindOf(&api.Node{})
+	podKind   = api.KindOf(&api.Pod{})
+	leaseKind = api.KindOf(&api.Lease{})
 )
 
 // Options configure the controller; zero durations take SPEC's defaults.
@@ -143,6 +144,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ string) (reconcile.Result,
 	for i, o := range objs {
 		nodes[i] = o.(*api.Node)
 	}
+	renewals, err := leaseRenewals(snap)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	var listErr error
 	podsOf := func(node string) []*api.Pod {
 		objs, err := snap.List(podKind, store.Filter{Index: store.IndexNode, Value: node})
@@ -157,7 +162,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ string) (reconcile.Result,
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	plan := assess(nodes, podsOf, now, r.cfg, r.state)
+	plan := assess(nodes, renewals, podsOf, now, r.cfg, r.state)
 	if listErr != nil {
 		return reconcile.Result{}, listErr
 	}
@@ -176,6 +181,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ string) (reconcile.Result,
 		res.RequeueAfter = max(plan.Wake.Sub(now), time.Millisecond)
 	}
 	return res, nil
+}
+
+// leaseRenewals reads when each node's agent last renewed its Lease in
+// kube-node-lease, by node name. A renewal is not a change the controller
+// watches: like a heartbeat on the Node, it is read by the periodic pass.
+func leaseRenewals(snap *store.Snapshot) (map[string]time.Time, error) {
+	objs, err := snap.List(leaseKind, store.Filter{Namespace: api.NamespaceNodeLease})
+	if err != nil {
+		return nil, fmt.Errorf("list node leases: %w", err)
+	}
+	renewals := make(map[string]time.Time, len(objs))
+	for _, o := range objs {
+		if l := o.(*api.Lease); l.Spec.RenewTime != nil {
+			renewals[l.Name] = l.Spec.RenewTime.Time
+		}
+	}
+	return renewals, nil
 }
 
 // apply writes one action and its event in one transaction.

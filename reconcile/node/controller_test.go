@@ -88,6 +88,27 @@ func (f *fixture) beat(name string) {
 	}
 }
 
+// renew is the agent renewing its node's Lease, creating it the first
+// time.
+func (f *fixture) renew(name string) {
+	f.t.Helper()
+	now := metav1.NewMicroTime(f.clock.Now())
+	obj, err := f.store.Get(leaseKind, api.NamespaceNodeLease, name)
+	if store.IsNotFound(err) {
+		f.create(&api.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: api.NamespaceNodeLease, Name: name},
+			Spec: api.LeaseSpec{HolderIdentity: &name, RenewTime: &now}})
+		return
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	l := obj.(*api.Lease).DeepCopy()
+	l.Spec.RenewTime = &now
+	if _, err := f.store.Update(context.Background(), l); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 func (f *fixture) node(name string) *api.Node {
 	f.t.Helper()
 	obj, err := f.store.Get(nodeKind, "", name)
@@ -239,6 +260,32 @@ func TestReconcileNodeStopsHeartbeating(t *testing.T) {
 
 // TestReconcileFullDisruption: when every node goes dark at once, nothing
 // is evicted, and each node gets one event for the transition.
+// TestReconcileLeaseRenewals: nodes whose agents renew their Leases and
+// never post status again stay Ready; the one that stops renewing is
+// marked unreachable once the grace period has passed.
+func TestReconcileLeaseRenewals(t *testing.T) {
+	f := newFixture(t)
+	f.addNode("a")
+	f.addNode("b")
+	r := NewReconciler(f.store, Options{Clock: f.clock, GracePeriod: 40 * time.Second, EvictionTimeout: 5 * time.Second})
+	for i := 0; i < 12; i++ { // two minutes, a renewal every 10s
+		f.renew("b")
+		if i < 3 {
+			f.renew("a")
+		}
+		if _, err := r.Reconcile(context.Background(), passKey); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Step(10 * time.Second)
+	}
+	if b := f.node("b"); nodeReady(b) != api.ConditionTrue || len(b.Spec.Taints) != 0 {
+		t.Errorf("b, renewing: Ready=%s taints %v", nodeReady(b), b.Spec.Taints)
+	}
+	if a := f.node("a"); nodeReady(a) != api.ConditionUnknown {
+		t.Errorf("a, silent for 90s: Ready=%s", nodeReady(a))
+	}
+}
+
 func TestReconcileFullDisruption(t *testing.T) {
 	f := newFixture(t)
 	f.addNode("a")
@@ -313,7 +360,7 @@ func TestReconcileConflictRetries(t *testing.T) {
 	for _, o := range objs {
 		nodes = append(nodes, o.(*api.Node))
 	}
-	plan := assess(nodes, func(string) []*api.Pod { return nil }, f.clock.Now(), r.cfg, r.state)
+	plan := assess(nodes, nil, func(string) []*api.Pod { return nil }, f.clock.Now(), r.cfg, r.state)
 	f.beat("a") // the agent got through just in time
 	var errs []error
 	for _, a := range plan.Actions {

@@ -68,9 +68,12 @@ type Config struct {
 	Runtime string
 	// Version is reported on the Node.
 	Version string
-	// HeartbeatPeriod is how often the Node's status is renewed (default
+	// HeartbeatPeriod is how often the node's Lease is renewed (default
 	// 10s); it must stay well under the server's grace period.
 	HeartbeatPeriod time.Duration
+	// StatusReportPeriod is how often the Node's status is written when
+	// nothing in it changed (default 5m).
+	StatusReportPeriod time.Duration
 
 	Clock  clock.WithTicker
 	Logger *slog.Logger
@@ -323,19 +326,20 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	}
 	port, _ := strconv.Atoi(portOf(a.listener.Addr()))
 	node := NewNodeManager(NodeOptions{
-		Client:          c,
-		Name:            a.cfg.NodeName,
-		IP:              a.cfg.NodeIP,
-		Labels:          a.cfg.Labels,
-		Taints:          a.cfg.Taints,
-		Capacity:        a.capacity,
-		Port:            int32(port),
-		Capabilities:    a.rt.Capabilities(),
-		Version:         a.cfg.Version,
-		LocalPathRoot:   localPathRoot(a.cfg.DataDir),
-		HeartbeatPeriod: a.cfg.HeartbeatPeriod,
-		Clock:           a.cfg.Clock,
-		Logger:          a.log,
+		Client:             c,
+		Name:               a.cfg.NodeName,
+		IP:                 a.cfg.NodeIP,
+		Labels:             a.cfg.Labels,
+		Taints:             a.cfg.Taints,
+		Capacity:           a.capacity,
+		Port:               int32(port),
+		Capabilities:       a.rt.Capabilities(),
+		Version:            a.cfg.Version,
+		LocalPathRoot:      localPathRoot(a.cfg.DataDir),
+		HeartbeatPeriod:    a.cfg.HeartbeatPeriod,
+		StatusReportPeriod: a.cfg.StatusReportPeriod,
+		Clock:              a.cfg.Clock,
+		Logger:             a.log,
 	})
 	if err := a.retry(ctx, "register node", func() error { return node.Register(ctx) }); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/agent/runtime"
@@ -23,9 +24,15 @@ import (
 	"github.com/berth-dev/berth/client"
 )
 
-// DefaultHeartbeatPeriod is how often the agent renews its Node's Ready
-// condition (SPEC §7).
+// DefaultHeartbeatPeriod is how often the agent renews its node's Lease,
+// its heartbeat (SPEC §7).
 const DefaultHeartbeatPeriod = 10 * time.Second
+
+// DefaultStatusReportPeriod is how often the agent writes its Node's status
+// when nothing in it changed, as the kubelet's
+// --node-status-report-frequency: a change is written at once, and the
+// Lease alone says the node is alive.
+const DefaultStatusReportPeriod = 5 * time.Minute
 
 // ContainerRuntimeVersion is what a node reports as its runtime.
 const ContainerRuntimeVersion = "exec://berth"
@@ -81,13 +88,15 @@ type NodeOptions struct {
 	LocalPathRoot string
 	// HeartbeatPeriod is 0 for DefaultHeartbeatPeriod.
 	HeartbeatPeriod time.Duration
-	Clock           clock.WithTicker
-	Logger          *slog.Logger
+	// StatusReportPeriod is 0 for DefaultStatusReportPeriod.
+	StatusReportPeriod time.Duration
+	Clock              clock.WithTicker
+	Logger             *slog.Logger
 }
 
-// NodeManager registers the agent's Node and keeps its status current: the
-// heartbeat the node lifecycle controller watches, and the pressure
-// conditions eviction reports.
+// NodeManager registers the agent's Node, renews its Lease (the heartbeat
+// the node lifecycle controller reads) and keeps its status current: the
+// pressure conditions eviction reports, written when they change.
 type NodeManager struct {
 	o       NodeOptions
 	info    api.NodeSystemInfo
@@ -95,6 +104,10 @@ type NodeManager struct {
 
 	mu         sync.Mutex
 	conditions map[api.NodeConditionType]condition
+
+	// Run's own state, and Register's before Run starts.
+	nodeUID types.UID
+	beat    Heartbeat
 }
 
 // condition is what the agent says of one pressure condition.
@@ -119,6 +132,9 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 	if o.HeartbeatPeriod <= 0 {
 		o.HeartbeatPeriod = DefaultHeartbeatPeriod
 	}
+	if o.StatusReportPeriod <= 0 {
+		o.StatusReportPeriod = DefaultStatusReportPeriod
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -137,6 +153,14 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 	}
 	for _, c := range pressureConditions {
 		n.conditions[c.t] = condition{false, c.reason, c.message}
+	}
+	n.beat = Heartbeat{
+		// A Lease deleted under the agent may have gone with its Node:
+		// the status is written first, which registers the Node again if
+		// need be.
+		Lease:       LeaseRenewer{Client: o.Client, Node: o.Name, Owner: func() types.UID { return n.nodeUID }, Gone: n.report},
+		WriteStatus: n.readAndWriteStatus,
+		Period:      o.HeartbeatPeriod, ReportPeriod: o.StatusReportPeriod, Clock: o.Clock,
 	}
 	return n
 }
@@ -161,11 +185,21 @@ func (n *NodeManager) SetCondition(t api.NodeConditionType, status bool, reason,
 // Register creates the Node, or takes over an existing one of that name:
 // it sets the labels and taints the agent owns and keeps the operator's
 // spec.unschedulable, other labels and other taints. It then writes the
-// status, Ready included.
+// status, Ready included, and renews the node's Lease.
 func (n *NodeManager) Register(ctx context.Context) error {
+	now := n.o.Clock.Now()
+	if err := n.registerNode(ctx); err != nil {
+		return err
+	}
+	return n.beat.Registered(ctx, now)
+}
+
+// registerNode is Register without the Lease.
+func (n *NodeManager) registerNode(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		node, err := n.register(ctx)
 		if err == nil {
+			n.nodeUID = node.UID
 			return n.writeStatus(ctx, node)
 		}
 		if attempt < 4 && (client.IsConflict(err) || client.IsAlreadyExists(err) || client.IsNotFound(err)) {
@@ -259,10 +293,13 @@ func (n *NodeManager) own(node *api.Node) {
 	}
 }
 
-// Run heartbeats every HeartbeatPeriod, and writes the status at once when
-// a condition changes, until ctx is done. A failed write is logged and
-// tried again at the next beat; a Node deleted under the agent is
-// registered again.
+// Run renews the node's Lease every HeartbeatPeriod and writes the Node's
+// status at once when a condition changes, after a renewal that failed or
+// came late (the lifecycle controller may have marked the node Unknown
+// meanwhile), and every StatusReportPeriod regardless, as the kubelet
+// does, until ctx is done. Register must have succeeded first. A failed
+// write is logged and tried again at the next beat; a Node deleted under
+// the agent is registered again.
 func (n *NodeManager) Run(ctx context.Context) error {
 	t := n.o.Clock.NewTicker(n.o.HeartbeatPeriod)
 	defer t.Stop()
@@ -271,20 +308,28 @@ func (n *NodeManager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+			if err := n.beat.Beat(ctx); err != nil && ctx.Err() == nil {
+				n.o.Logger.Warn("node heartbeat", "node", n.o.Name, "err", err)
+			}
 		case <-n.changed:
-		}
-		if err := n.heartbeat(ctx); err != nil && ctx.Err() == nil {
-			n.o.Logger.Warn("node heartbeat", "node", n.o.Name, "err", err)
+			if err := n.report(ctx); err != nil && ctx.Err() == nil {
+				n.o.Logger.Warn("node status", "node", n.o.Name, "err", err)
+			}
 		}
 	}
 }
 
-// heartbeat writes the status once.
-func (n *NodeManager) heartbeat(ctx context.Context) error {
+// report writes the Node's status once, registering the Node again if it
+// is gone.
+func (n *NodeManager) report(ctx context.Context) error { return n.beat.Report(ctx) }
+
+// readAndWriteStatus writes the Node's status over the one stored,
+// registering the Node again if it is gone.
+func (n *NodeManager) readAndWriteStatus(ctx context.Context) error {
 	obj, err := n.o.Client.Get(ctx, api.KindOf(&api.Node{}), "", n.o.Name)
 	if client.IsNotFound(err) {
 		n.o.Logger.Warn("node is gone, registering again", "node", n.o.Name)
-		return n.Register(ctx)
+		return n.registerNode(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", n.o.Name, err)
@@ -299,6 +344,7 @@ func (n *NodeManager) writeStatus(ctx context.Context, node *api.Node) error {
 		next.Status = n.status(node.Status.Conditions, n.o.Clock.Now())
 		_, err := n.o.Client.UpdateStatus(ctx, next)
 		if err == nil {
+			n.nodeUID = node.UID
 			return nil
 		}
 		if !client.IsConflict(err) || attempt >= 3 {

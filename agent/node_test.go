@@ -93,6 +93,15 @@ func (c *cluster) node(t *testing.T, name string) *api.Node {
 	return obj.(*api.Node)
 }
 
+func (c *cluster) lease(t *testing.T, name string) *api.Lease {
+	t.Helper()
+	obj, err := c.admin.Get(context.Background(), api.KindOf(&api.Lease{}), api.NamespaceNodeLease, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*api.Lease)
+}
+
 func condition(n *api.Node, ct api.NodeConditionType) api.NodeCondition {
 	for _, c := range n.Status.Conditions {
 		if c.Type == ct {
@@ -179,6 +188,16 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		}
 	}
 
+	// The node holds its Lease, owned by the Node.
+	lease := c.lease(t, "n1")
+	if h := lease.Spec.HolderIdentity; h == nil || *h != "n1" || lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.Time.Equal(t0) ||
+		lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds != 40 {
+		t.Errorf("lease spec %+v", lease.Spec)
+	}
+	if refs := lease.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Node" || refs[0].UID != n.UID {
+		t.Errorf("lease owners %+v, want the Node %s", refs, n.UID)
+	}
+
 	// A node credential writes only its own Node.
 	if _, err := nc.Create(ctx, &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}}); !client.IsForbidden(err) {
 		t.Errorf("node n1 creating n2: %v, want forbidden", err)
@@ -199,7 +218,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		}
 	}
 	defer stop()
-	step := func() {
+	stepBy := func(d time.Duration) {
 		t.Helper()
 		testtool.WaitFor(t, 5*time.Second, "the heartbeat ticker", func() error {
 			if !clk.HasWaiters() {
@@ -207,8 +226,9 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 			}
 			return nil
 		})
-		clk.Step(10 * time.Second)
+		clk.Step(d)
 	}
+	step := func() { t.Helper(); stepBy(10 * time.Second) }
 	waitNode := func(what string, cond func(n *api.Node) error) *api.Node {
 		t.Helper()
 		var n *api.Node
@@ -219,17 +239,17 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		return n
 	}
 
-	// The heartbeat moves with the clock; the transition stays.
+	// A beat renews the Lease and leaves the Node alone.
 	step()
 	t1 := clk.Now()
-	n = waitNode("a heartbeat", func(n *api.Node) error {
-		if r := condition(n, api.NodeReady); !r.LastHeartbeatTime.Time.Equal(t1) {
-			return fmt.Errorf("heartbeat %v, want %v", r.LastHeartbeatTime, t1)
+	testtool.WaitFor(t, 10*time.Second, "a renewal", func() error {
+		if l := c.lease(t, "n1"); !l.Spec.RenewTime.Time.Equal(t1) {
+			return fmt.Errorf("renewed at %v, want %v", l.Spec.RenewTime, t1)
 		}
 		return nil
 	})
-	if r := condition(n, api.NodeReady); !r.LastTransitionTime.Time.Equal(t0) {
-		t.Errorf("ready transition %v, want %v", r.LastTransitionTime, t0)
+	if got := c.node(t, "n1"); got.ResourceVersion != n.ResourceVersion {
+		t.Errorf("a beat wrote the Node: resourceVersion %s, was %s", got.ResourceVersion, n.ResourceVersion)
 	}
 
 	// A condition change is written at once, without waiting for a beat.
@@ -244,9 +264,10 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		t.Errorf("memory pressure transition %v, want %v", m.LastTransitionTime, t1)
 	}
 
-	// The lifecycle controller marks the node Unknown and taints it (as
-	// it would after the grace period); the operator cordons it. The next
-	// beat makes it Ready again; the operator's settings stay.
+	// The agent stalls past a beat; meanwhile the lifecycle controller
+	// marks the node Unknown and taints it (as it would after the grace
+	// period) and the operator cordons it. The late beat writes the status
+	// again, Ready; the operator's settings stay.
 	testtool.WaitFor(t, 10*time.Second, "the node marked Unknown", func() error {
 		n := c.node(t, "n1")
 		for i := range n.Status.Conditions {
@@ -266,7 +287,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		_, err := c.admin.Update(ctx, n)
 		return err
 	})
-	step()
+	stepBy(30 * time.Second)
 	t2 := clk.Now()
 	waitNode("ready again", func(n *api.Node) error {
 		r := condition(n, api.NodeReady)
@@ -294,6 +315,65 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	}
 	if n.Labels["zone"] != "b" {
 		t.Errorf("zone label %q", n.Labels["zone"])
+	}
+}
+
+// TestNodeStatusReportPeriod: with nothing changed, the status is written
+// once a report period and the Lease at every beat; a Lease deleted under
+// the agent is made again.
+func TestNodeStatusReportPeriod(t *testing.T) {
+	c := startCluster(t)
+	nc := c.join(t, "n1")
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk, StatusReportPeriod: 30 * time.Second})
+	if err := nm.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.Now()
+	testtool.Run(t, "the node manager", nm.Run)
+	beat := func() time.Time {
+		t.Helper()
+		testtool.WaitFor(t, 5*time.Second, "the heartbeat ticker", func() error {
+			if !clk.HasWaiters() {
+				return errors.New("no ticker yet")
+			}
+			return nil
+		})
+		clk.Step(10 * time.Second)
+		now := clk.Now()
+		testtool.WaitFor(t, 10*time.Second, "a renewal", func() error {
+			obj, err := c.admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1")
+			if err != nil {
+				return err
+			}
+			if l := obj.(*api.Lease); !l.Spec.RenewTime.Time.Equal(now) {
+				return fmt.Errorf("renewed at %v, want %v", l.Spec.RenewTime, now)
+			}
+			return nil
+		})
+		return now
+	}
+	heartbeat := func() time.Time { return condition(c.node(t, "n1"), api.NodeReady).LastHeartbeatTime.Time }
+	beat()
+	beat()
+	if hb := heartbeat(); !hb.Equal(t0) {
+		t.Errorf("status written at %v within the report period, want only at registration (%v)", hb, t0)
+	}
+	t3 := beat()
+	testtool.WaitFor(t, 10*time.Second, "the periodic report", func() error {
+		if hb := heartbeat(); !hb.Equal(t3) {
+			return fmt.Errorf("status heartbeat %v, want %v", hb, t3)
+		}
+		return nil
+	})
+
+	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1", nil); err != nil {
+		t.Fatal(err)
+	}
+	beat()
+	if refs := c.lease(t, "n1").OwnerReferences; len(refs) != 1 || refs[0].UID != c.node(t, "n1").UID {
+		t.Errorf("new lease owners %+v", refs)
 	}
 }
 

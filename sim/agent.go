@@ -19,13 +19,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	berthagent "github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
 
-// HeartbeatInterval is how often a hollow agent renews its Ready
-// condition, as the agent does.
-const HeartbeatInterval = 10 * time.Second
+// HeartbeatInterval is how often a hollow agent renews its node's Lease,
+// as the agent does.
+const HeartbeatInterval = berthagent.DefaultHeartbeatPeriod
+
+// StatusReportInterval is how often a hollow agent writes its Node's status
+// though nothing in it changed, as the agent does.
+const StatusReportInterval = berthagent.DefaultStatusReportPeriod
 
 // Label every node carries, as in Kubernetes.
 const hostnameLabel = "kubernetes.io/hostname"
@@ -72,6 +77,10 @@ type agent struct {
 	// started is set once the node is registered: the heartbeat loop
 	// skips it until then. beating is set while a heartbeat is under way.
 	started, beating atomic.Bool
+	// What the heartbeats keep, read and written by one heartbeat at a
+	// time (beating orders them): the Lease as last written, and when the
+	// status is due besides.
+	beat berthagent.Heartbeat
 }
 
 func newAgent(sh *agentShared, index int) *agent {
@@ -97,6 +106,11 @@ func (a *agent) start(ctx context.Context) error {
 	a.c, err = client.New(&client.Config{Server: a.sh.server, Token: tok, Transport: a.transport(), UserAgent: "berth-sim/" + a.name})
 	if err != nil {
 		return err
+	}
+	a.beat = berthagent.Heartbeat{
+		Lease:       berthagent.LeaseRenewer{Client: a.c, Node: a.name, Owner: func() types.UID { return a.node.UID }},
+		WriteStatus: a.writeStatus,
+		Period:      HeartbeatInterval, ReportPeriod: StatusReportInterval, Clock: a.sh.clock,
 	}
 	if err := a.register(ctx); err != nil {
 		return fmt.Errorf("%s: register: %w", a.name, err)
@@ -147,21 +161,26 @@ func (a *agent) register(ctx context.Context) error {
 		mixNode(n, a.index)
 	}
 	obj, err := a.c.Create(ctx, n)
-	if client.IsAlreadyExists(err) {
-		if obj, err = a.c.Get(ctx, nodeKind, "", a.name); err == nil {
-			a.node = obj.(*api.Node)
-			return a.heartbeat(ctx)
+	switch {
+	case client.IsAlreadyExists(err):
+		if obj, err = a.c.Get(ctx, nodeKind, "", a.name); err != nil {
+			return err
 		}
-	}
-	if err != nil {
+		a.node = obj.(*api.Node)
+		if err := a.writeStatus(ctx); err != nil {
+			return err
+		}
+	case err != nil:
 		return err
+	default:
+		a.node = obj.(*api.Node)
 	}
-	a.node = obj.(*api.Node)
-	return nil
+	return a.beat.Registered(ctx, now.Time)
 }
 
-// heartbeat renews the Ready condition's heartbeat time.
-func (a *agent) heartbeat(ctx context.Context) error {
+// writeStatus writes the Node's status, its Ready condition's heartbeat
+// time renewed.
+func (a *agent) writeStatus(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		n := a.node.DeepCopy()
 		now := metav1.NewTime(a.sh.clock.Now())
@@ -224,7 +243,7 @@ func heartbeatLoop(ctx context.Context, c clock.WithTicker, agents []*agent) {
 		}
 		inFlight.Go(func() {
 			defer a.beating.Store(false)
-			if err := a.heartbeat(ctx); err != nil && ctx.Err() == nil {
+			if err := a.beat.Beat(ctx); err != nil && ctx.Err() == nil {
 				a.sh.fail(a.name, "heartbeat", err)
 			}
 		})

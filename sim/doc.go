@@ -1,8 +1,9 @@
 // Package sim is `berth sim` (SPEC §9): a control plane in this process
 // and N hollow agents that talk to it over its real HTTPS API on loopback,
 // through shared connection pools. A hollow agent joins with the node
-// token, registers its Node, renews its heartbeat, reports every pod bound
-// to it Running and finishes the deletion of its pods, without starting
+// token, registers its Node, renews its Lease every 10s (its heartbeat)
+// and writes the Node's status every 5 minutes, as the agent does, reports
+// every pod bound to it Running and finishes the deletion of its pods, without starting
 // any process; each agent is one goroutine reading its own pod watch, and
 // one goroutine per group of agents paces their heartbeats.
 //

@@ -22,6 +22,7 @@ type agentFlags struct {
 	evictionHard string
 	runtime      string
 	heartbeat    time.Duration
+	report       time.Duration
 }
 
 // register adds the flags; the log server's address is listenName
@@ -35,7 +36,8 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.listen, listenName, "", listenHelp)
 	f.StringVar(&o.evictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds")
 	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (host processes)")
-	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its Node's heartbeat; keep it well under the server's --node-monitor-grace-period")
+	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
+	f.DurationVar(&o.report, "node-status-report-frequency", agent.DefaultStatusReportPeriod, "how often the agent writes its Node's status when nothing in it changed (a change is written at once)")
 }
 
 type flagSet interface {
@@ -46,13 +48,14 @@ type flagSet interface {
 // config turns the flags into an agent configuration.
 func (o *agentFlags) config() (agent.Config, error) {
 	cfg := agent.Config{
-		NodeName:        o.nodeName,
-		NodeIP:          o.nodeIP,
-		Listen:          o.listen,
-		EvictionHard:    o.evictionHard,
-		Runtime:         o.runtime,
-		Version:         version,
-		HeartbeatPeriod: o.heartbeat,
+		NodeName:           o.nodeName,
+		NodeIP:             o.nodeIP,
+		Listen:             o.listen,
+		EvictionHard:       o.evictionHard,
+		Runtime:            o.runtime,
+		Version:            version,
+		HeartbeatPeriod:    o.heartbeat,
+		StatusReportPeriod: o.report,
 	}
 	var err error
 	if o.nodeLabels != "" {
@@ -72,6 +75,9 @@ func (o *agentFlags) config() (agent.Config, error) {
 	}
 	if o.heartbeat <= 0 {
 		return cfg, usageErrorf("--node-status-update-frequency must be positive")
+	}
+	if o.report <= 0 {
+		return cfg, usageErrorf("--node-status-report-frequency must be positive")
 	}
 	if _, err := agent.ParseThresholds(o.evictionHard); err != nil {
 		return cfg, usageErrorf("--eviction-hard: %v", err)

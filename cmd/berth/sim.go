@@ -35,8 +35,9 @@ func newSimCommand(g *globalOptions) *cobra.Command {
 		Short: "Scale simulation with hollow nodes",
 		Long: `Run a control plane in this process and N hollow agents that talk to it
 over its HTTPS API on loopback: each joins with the node token, registers
-its Node, renews its heartbeat every 10s and reports every pod bound to it
-Running, without starting any process. Then create K ReplicaSets
+its Node, renews its Lease every 10s and its status every 5m (as berth
+agent does) and reports every pod bound to it Running, without starting
+any process. Then create K ReplicaSets
 rs-0…rs-K-1 whose replicas add up to M (written straight into the store);
 the ReplicaSet controller creates the M pods and the scheduler binds them.
 

@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Heartbeat is a node's heartbeat: its Lease renewed every Period, and its
+// Node's status written, besides when it changes, after a renewal that
+// failed or came late (the lifecycle controller may have marked the node
+// Unknown meanwhile) and once every ReportPeriod regardless, as the
+// kubelet does. The agent's NodeManager keeps one, and so does each of
+// berth sim's hollow agents. It is not safe for concurrent use.
+type Heartbeat struct {
+	Lease LeaseRenewer
+	// WriteStatus writes the Node's status.
+	WriteStatus func(ctx context.Context) error
+	// Period is how often the Lease is renewed; a renewal more than half a
+	// period late counts as missed.
+	Period time.Duration
+	// ReportPeriod is how often the status is written regardless.
+	ReportPeriod time.Duration
+	Clock        clock.PassiveClock
+
+	renewed, reported time.Time
+	missed            bool
+}
+
+// Registered records the status written at now by the node's
+// registration, and renews the Lease.
+func (h *Heartbeat) Registered(ctx context.Context, now time.Time) error {
+	h.wrote(now, nil)
+	err := h.Lease.Renew(ctx, now)
+	h.renewal(now, err)
+	return err
+}
+
+// Beat renews the Lease and writes the status if it is due.
+func (h *Heartbeat) Beat(ctx context.Context) error {
+	now := h.Clock.Now()
+	if err := h.Lease.Renew(ctx, now); !h.renewal(now, err) {
+		return err
+	}
+	return h.Report(ctx)
+}
+
+// Report writes the status now.
+func (h *Heartbeat) Report(ctx context.Context) error {
+	now := h.Clock.Now()
+	err := h.WriteStatus(ctx)
+	h.wrote(now, err)
+	return err
+}
+
+// renewal records a renewal begun at now that ended with err, and reports
+// whether the status is due.
+func (h *Heartbeat) renewal(now time.Time, err error) (statusDue bool) {
+	if err != nil || (!h.renewed.IsZero() && now.Sub(h.renewed) > h.Period*3/2) {
+		h.missed = true
+	}
+	if err != nil {
+		return false
+	}
+	h.renewed = now
+	return h.missed || now.Sub(h.reported) >= h.ReportPeriod
+}
+
+// wrote records a status write begun at now that ended with err; after a
+// failed one the status is due at the next renewal.
+func (h *Heartbeat) wrote(now time.Time, err error) {
+	if err != nil {
+		h.missed = true
+		return
+	}
+	h.reported, h.missed = now, false
+}

@@ -179,3 +179,42 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// BenchmarkStatusUpdates writes the status of pods among 100,000, one pod
+// a transaction (as the API server's status writes are) and 16 a
+// transaction (as the scheduler's bindings are under load).
+func BenchmarkStatusUpdates(b *testing.B) {
+	for _, per := range []int{1, 16} {
+		b.Run(fmt.Sprintf("per-txn=%d", per), func(b *testing.B) {
+			s, err := store.New(store.Memory{}, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			loadNodes(b, s, 100000, 5000)
+			objs, _, err := s.List(podKind, store.Filter{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += per {
+				_, err := s.Txn(context.Background(), func(tx *store.Txn) error {
+					for k := range per {
+						// A stride prime to the pod count visits them all.
+						p := *objs[(i+k)*7919%len(objs)].(*api.Pod)
+						p.Status.Phase, p.Status.HostIP = api.PodRunning, "10.0.0.1"
+						p.ResourceVersion = ""
+						if _, err := tx.Update(&p); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

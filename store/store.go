@@ -97,6 +97,13 @@ func New(backend Backend, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store schema: %w", err)
 	}
+	// The store's watchers are fed from its change log, never from
+	// memdb's watch channels. A snapshot is a MemDB whose writes do not
+	// track the channels of the nodes they copy (memdb turns that off for
+	// snapshots, whose writes no watcher of the original can see), so
+	// writing to one saves a map entry per copied node and closing each
+	// of those channels at every commit.
+	db = db.Snapshot()
 	s := &Store{
 		opts:      opts,
 		clock:     opts.Clock,

@@ -296,7 +296,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	var errs []error
 	for _, srv := range servers {
-		if err := srv.Shutdown(ctx); err != nil {
+		if err := s.shutdownServer(ctx, srv); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -311,6 +311,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("watches still open: %w", ctx.Err()))
 	}
 	return errors.Join(errs...)
+}
+
+// goAwayRepeat is how often Shutdown tells HTTP/2 connections again to go
+// away while it waits for them.
+const goAwayRepeat = 200 * time.Millisecond
+
+// shutdownServer shuts srv down gracefully. x/net/http2 sends GOAWAY to
+// the connections it holds when http.Server.Shutdown runs its hooks, and
+// only to those: a connection whose TLS handshake ends a moment later (a
+// client retrying on a new connection the requests a GOAWAY turned away
+// does that) is never told, and holds Shutdown until ctx ends. So the
+// hooks run again every goAwayRepeat until the server is down: a Shutdown
+// under an ended context closes the (closed) listeners, runs the hooks
+// and returns at once, and a connection told twice ignores the second.
+func (s *Server) shutdownServer(ctx context.Context, srv *http.Server) error {
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	again, cancel := context.WithCancel(context.Background())
+	cancel()
+	t := s.clock.NewTicker(goAwayRepeat)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-t.C():
+			_ = srv.Shutdown(again)
+		}
+	}
 }
 
 // shuttingDown reports whether Shutdown has begun.

@@ -80,24 +80,14 @@ func benchServer(b *testing.B, st *store.Store) *apiserver.Server {
 // on loopback and returns a client factory for it.
 func serveTLS(b testing.TB, srv *apiserver.Server) (url string, caPEM []byte) {
 	b.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "bench"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tlsConfig, caPEM := selfSignedTLS(b)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.Serve(l, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+		done <- srv.Serve(l, tlsConfig)
 	}()
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -105,7 +95,46 @@ func serveTLS(b testing.TB, srv *apiserver.Server) (url string, caPEM []byte) {
 		_ = srv.Shutdown(ctx)
 		<-done
 	})
-	return "https://" + l.Addr().String(), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return "https://" + l.Addr().String(), caPEM
+}
+
+// selfSignedTLS is a server TLS configuration for 127.0.0.1 with a
+// self-signed certificate, and that certificate as PEM for clients.
+func selfSignedTLS(t testing.TB) (*tls.Config, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "apiserver-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	return cfg, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// bareServer is a server over a new memory store, with test
+// authentication and no listener of its own.
+func bareServer(t testing.TB, cfg apiserver.Config) (*apiserver.Server, *store.Store) {
+	t.Helper()
+	st, err := store.New(store.Memory{}, store.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg.Store, cfg.Authenticator, cfg.Authorizer, cfg.Logger = st, testAuth{}, testAuth{}, quietLogger()
+	srv, err := apiserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, st
 }
 
 func benchClient(b testing.TB, url string, caPEM []byte, tr *http.Transport) *client.Client {

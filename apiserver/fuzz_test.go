@@ -22,15 +22,7 @@ import (
 // fuzzServer is a server without a network, for speed.
 func fuzzServer(t testing.TB) (*apiserver.Server, *store.Store) {
 	t.Helper()
-	st, err := store.New(store.Memory{}, store.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := apiserver.New(apiserver.Config{Store: st, Authenticator: testAuth{}, Authorizer: testAuth{}, Logger: quietLogger(), MaxBodyBytes: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, st := bareServer(t, apiserver.Config{MaxBodyBytes: 64 << 10})
 	ctx := context.Background()
 	replicas := int32(1)
 	for _, obj := range []api.Object{

@@ -12,7 +12,6 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
-	"github.com/berth-dev/berth/store"
 )
 
 // TestServeManyWatchesOnOneConnection runs the server's own Serve (its
@@ -21,15 +20,7 @@ import (
 // event in order while requests come and go beside them, and Shutdown
 // ends the watches.
 func TestServeManyWatchesOnOneConnection(t *testing.T) {
-	st, err := store.New(store.Memory{}, store.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := apiserver.New(apiserver.Config{Store: st, Authenticator: testAuth{}, Authorizer: testAuth{}, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, st := bareServer(t, apiserver.Config{})
 	url, caPEM := serveTLS(t, srv)
 	tr, err := client.NewTransport(&client.Config{CAData: caPEM})
 	if err != nil {

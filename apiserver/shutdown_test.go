@@ -2,14 +2,8 @@ package apiserver_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
 	"net"
 	"testing"
 	"time"
@@ -17,7 +11,6 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/berth-dev/berth/apiserver"
-	"github.com/berth-dev/berth/store"
 )
 
 // acceptCounter is a listener that says when it has accepted a
@@ -75,22 +68,8 @@ func startH2(t *testing.T, c *tls.Conn) <-chan http2.ErrCode {
 // retrying the requests a GOAWAY turned away does that) is told too, and
 // Shutdown returns once it has gone, not at its deadline.
 func TestShutdownReachesLateConnections(t *testing.T) {
-	st, err := store.New(store.Memory{}, store.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv, err := apiserver.New(apiserver.Config{Store: st, Authenticator: testAuth{}, Authorizer: testAuth{}, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shutdown"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _ := bareServer(t, apiserver.Config{})
+	serverTLS, _ := selfSignedTLS(t)
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +77,7 @@ func TestShutdownReachesLateConnections(t *testing.T) {
 	l := &acceptCounter{Listener: inner, accepted: make(chan struct{}, 2)}
 	served := make(chan error, 1)
 	go func() {
-		served <- srv.Serve(l, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+		served <- srv.Serve(l, serverTLS)
 	}()
 	clientTLS := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}
 

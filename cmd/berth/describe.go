@@ -155,6 +155,13 @@ func (r *related) context(ctx context.Context, k *api.Kind, obj api.Object) desc
 		pods, _, err := r.c.List(ctx, podKind(), "", listOptions{FieldSelector: "spec.nodeName=" + obj.GetName()})
 		r.note(err)
 		dc.pods = typed[*api.Pod](pods)
+		k, _ := api.KindNamed("Lease")
+		lease, err := r.c.Get(ctx, k, api.NamespaceNodeLease, obj.GetName())
+		if err == nil {
+			dc.lease, _ = lease.(*api.Lease)
+		} else if !apierrors.IsNotFound(err) {
+			r.note(err)
+		}
 	case "ReplicaSet", "ReplicationController", "PersistentVolumeClaim":
 		dc.pods = r.podsIn(ctx, ns)
 	case "Deployment":

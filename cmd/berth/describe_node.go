@@ -5,12 +5,14 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/table"
 )
 
 // describeNode follows kubectl's node description: roles, taints, whether
-// it is cordoned, its conditions with heartbeats, addresses, capacity and
+// it is cordoned, its Lease (the heartbeat), its conditions, addresses, capacity and
 // what is allocatable, what the agent reported about the machine, the
 // pods it runs with their requests and limits, and the totals.
 func describeNode(w *describeWriter, obj api.Object, dc *describeContext) {
@@ -22,6 +24,7 @@ func describeNode(w *describeWriter, obj api.Object, dc *describeContext) {
 	w.write(level0, "CreationTimestamp:\t%s\n", formatTime(n.CreationTimestamp))
 	describeTaints(w, n.Spec.Taints)
 	w.write(level0, "Unschedulable:\t%t\n", n.Spec.Unschedulable)
+	describeLease(w, dc.lease)
 
 	if len(n.Status.Conditions) > 0 {
 		w.write(level0, "Conditions:\n")
@@ -144,4 +147,27 @@ func fractionOf(rl, alloc api.ResourceList, name api.ResourceName) string {
 		pct = int64(float64(q.Value()) / float64(a.Value()) * 100)
 	}
 	return fmt.Sprintf("%s (%d%%)", q.String(), pct)
+}
+
+// describeLease shows who holds a node's Lease and when it was renewed, as
+// kubectl does.
+func describeLease(w *describeWriter, l *api.Lease) {
+	if l == nil {
+		w.write(level0, "Lease:\t%s\n", table.None)
+		return
+	}
+	micro := func(t *metav1.MicroTime) string {
+		if t == nil {
+			return "<unset>"
+		}
+		return formatTime(metav1.NewTime(t.Time))
+	}
+	holder := "<unset>"
+	if l.Spec.HolderIdentity != nil {
+		holder = *l.Spec.HolderIdentity
+	}
+	w.write(level0, "Lease:\n")
+	w.write(level1, "HolderIdentity:\t%s\n", holder)
+	w.write(level1, "AcquireTime:\t%s\n", micro(l.Spec.AcquireTime))
+	w.write(level1, "RenewTime:\t%s\n", micro(l.Spec.RenewTime))
 }

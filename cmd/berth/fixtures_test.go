@@ -414,6 +414,10 @@ func fixtureLeases() []api.Object {
 	lease := func(name string, holder *string) *api.Lease {
 		l := &api.Lease{ObjectMeta: meta(api.NamespaceNodeLease, name, 2*day, nil)}
 		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = holder, ptr(int32(40))
+		if holder != nil {
+			renewed := metav1.NewMicroTime(ago(3 * time.Second).Time)
+			l.Spec.RenewTime = &renewed
+		}
 		return l
 	}
 	return []api.Object{lease("node-1", ptr("node-1")), lease("node-2", ptr("node-2")), lease("orphan", nil)}

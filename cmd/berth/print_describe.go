@@ -31,6 +31,8 @@ type describeContext struct {
 	endpoints *api.Endpoints
 	// quotas are the ResourceQuotas of a described Namespace.
 	quotas []*api.ResourceQuota
+	// lease is a described Node's Lease, nil when it has none.
+	lease *api.Lease
 	now    time.Time
 }
 

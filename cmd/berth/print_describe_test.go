@@ -36,7 +36,7 @@ func TestDescribeGolden(t *testing.T) {
 		{"pod-pending", "pods", "db-0", describeContext{}},
 		{"pod-init", "pods", "cache-0", describeContext{}},
 		{"pod-terminating", "pods", "web-old-zz9", describeContext{}},
-		{"node-ready", "nodes", "node-1", describeContext{pods: pods}},
+		{"node-ready", "nodes", "node-1", describeContext{pods: pods, lease: typed[*api.Lease](fixtureLeases())[0]}},
 		{"node-cordoned", "nodes", "node-2", describeContext{pods: pods}},
 		{"node-new", "nodes", "node-3", describeContext{}},
 		{"deployment", "deployments", "web", describeContext{events: events, replicaSets: rss}},

@@ -33,7 +33,7 @@ type describeContext struct {
 	quotas []*api.ResourceQuota
 	// lease is a described Node's Lease, nil when it has none.
 	lease *api.Lease
-	now    time.Time
+	now   time.Time
 }
 
 // describer writes the kind-specific body of a description.

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -779,7 +778,7 @@ func (r refs) ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, er
 		return "", err
 	}
 	path := client.ResourcePath(api.MustLookupResource("serviceaccounts"), pod.Namespace, pod.Spec.ServiceAccountName, "token")
-	resp, err := c.Do(ctx, http.MethodPost, path, nil, bytes.NewReader(body), "application/json")
+	resp, err := c.Do(ctx, http.MethodPost, path, nil, body, "application/json")
 	if err != nil {
 		return "", err
 	}

@@ -122,20 +122,15 @@ type request struct {
 	stream bool
 }
 
-// Do sends a request to path (with query) and returns the response, its
-// body unread, for paths this package does not wrap (logs, node join).
-// A status of 300 or more is returned as a *StatusError, the body closed.
-// The caller closes the body of a successful response; ctx bounds the
-// whole exchange.
-func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body io.Reader, contentType string) (*http.Response, error) {
-	var data []byte
-	if body != nil {
-		var err error
-		if data, err = io.ReadAll(body); err != nil {
-			return nil, err
-		}
-	}
-	return c.send(ctx, &request{method: method, path: path, query: query, body: data, contentType: contentType, stream: true})
+// Do sends a request to path (with query and body, nil for none) and
+// returns the response, its body unread, for paths this package does not
+// wrap (logs, node join). A status of 300 or more is returned as a
+// *StatusError, the body closed. The caller closes the body of a
+// successful response; ctx bounds the whole exchange. The body is a byte
+// slice, not a reader, because a request that meets a closing connection
+// is sent again.
+func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body []byte, contentType string) (*http.Response, error) {
+	return c.send(ctx, &request{method: method, path: path, query: query, body: body, contentType: contentType, stream: true})
 }
 
 func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,7 +18,7 @@ func (c *Client) Join(ctx context.Context, req api.JoinRequest) (api.JoinRespons
 	if err != nil {
 		return api.JoinResponse{}, err
 	}
-	resp, err := c.Do(ctx, http.MethodPost, api.JoinPath, nil, bytes.NewReader(body), "application/json")
+	resp, err := c.Do(ctx, http.MethodPost, api.JoinPath, nil, body, "application/json")
 	if err != nil {
 		return api.JoinResponse{}, fmt.Errorf("join as node %s: %w", req.NodeName, err)
 	}

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -478,7 +477,7 @@ func (a *agent) putStatus(ctx context.Context, pod *hollowPod, st *api.PodStatus
 	if err != nil {
 		return err
 	}
-	resp, err := a.c.Do(ctx, http.MethodPut, client.ResourcePath(podKind, m.Namespace, m.Name, "status"), nil, bytes.NewReader(body), "application/json")
+	resp, err := a.c.Do(ctx, http.MethodPut, client.ResourcePath(podKind, m.Namespace, m.Name, "status"), nil, body, "application/json")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
@@ -15,7 +16,10 @@ import (
 	"github.com/berth-dev/berth/store/storetest"
 )
 
-var podKind, _ = api.LookupResource("pods")
+var (
+	podKind, _   = api.LookupResource("pods")
+	eventKind, _ = api.LookupResource("events")
+)
 
 // BenchmarkCreatePods measures batched creation on the memory backend; the
 // bolt backend's twin is in store/bolt.
@@ -216,5 +220,48 @@ func BenchmarkStatusUpdates(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkListEventsOfObject finds the events of one pod among 100,000
+// events of a namespace, as a describe's field selector on
+// involvedObject.uid does: there is no index by involved object, so it
+// scans the namespace.
+func BenchmarkListEventsOfObject(b *testing.B) {
+	s, err := store.New(store.Memory{}, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	const events = 100000
+	for lo := 0; lo < events; lo += 1000 {
+		_, err := s.Txn(ctx, func(tx *store.Txn) error {
+			for i := lo; i < lo+1000; i++ {
+				pod := storetest.Pod(i, storetest.NodeName(i, 5000))
+				ev := &api.Event{
+					ObjectMeta:     metav1.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, i)},
+					InvolvedObject: api.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: fmt.Sprintf("uid-%d", i)},
+					Reason:         "Scheduled", Message: "Successfully assigned " + pod.Name, Type: api.EventTypeNormal, Count: 1,
+				}
+				if _, err := tx.Create(ev); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		uid := fmt.Sprintf("uid-%d", i%events)
+		objs, _, err := s.List(eventKind, store.Filter{Namespace: "default", Predicate: func(o api.Object) bool {
+			return o.(*api.Event).InvolvedObject.UID == uid
+		}})
+		if err != nil || len(objs) != 1 {
+			b.Fatalf("%d events, %v", len(objs), err)
+		}
 	}
 }

@@ -27,8 +27,6 @@ const (
 	// IndexClaim finds the PersistentVolume whose claimRef names a claim
 	// ("namespace/name").
 	IndexClaim = "claim"
-	// IndexInvolved finds the events of an object by its UID.
-	IndexInvolved = "involved"
 	// IndexOrphan finds the pods of a namespace (the value) that have no
 	// controller, which a ReplicaSet may adopt, without scanning every pod
 	// of the namespace on each sync. Controlled pods are not in it.
@@ -58,12 +56,6 @@ var tableIndexes = map[string]map[string]*memdb.IndexSchema{
 				return "", false
 			}
 			return ref.Namespace + "/" + ref.Name, true
-		})},
-	},
-	"Event": {
-		IndexInvolved: {Name: IndexInvolved, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
-			uid := o.(*api.Event).InvolvedObject.UID
-			return uid, uid != ""
 		})},
 	},
 }

@@ -90,7 +90,7 @@ func withHistory(n int) envOption {
 	return func(s *setup) { s.store.History = n }
 }
 
-func withClock(c clock.WithTicker) envOption {
+func withClock(c clock.WithTickerAndDelayedExecution) envOption {
 	return func(s *setup) { s.cfg.Clock = c }
 }
 

@@ -89,7 +89,7 @@ type Config struct {
 	// serves it, so the control plane may register its own collectors.
 	Registry *prometheus.Registry
 	Logger   *slog.Logger
-	Clock    clock.WithTicker
+	Clock    clock.WithTickerAndDelayedExecution
 }
 
 // Server is berth's API server. Build it with New, serve Handler (or call
@@ -98,7 +98,7 @@ type Server struct {
 	cfg     Config
 	store   *store.Store
 	log     *slog.Logger
-	clock   clock.WithTicker
+	clock   clock.WithTickerAndDelayedExecution
 	mux     *http.ServeMux
 	handler http.Handler
 	metrics *metrics
@@ -113,6 +113,9 @@ type Server struct {
 	servers      []*http.Server
 
 	stopping chan struct{}
+	// stopCtx ends when Shutdown begins, as stopping closes.
+	stopCtx  context.Context
+	stopAll  context.CancelFunc
 	stopOnce sync.Once
 	// streams counts watches in flight, which Shutdown waits for.
 	streams sync.WaitGroup
@@ -161,6 +164,7 @@ func New(cfg Config) (*Server, error) {
 		subresources: map[subresourceKey]SubresourceHandler{},
 		stopping:     make(chan struct{}),
 	}
+	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	for _, k := range api.Kinds() {
 		s.resources[k.GVK.Group+"/"+k.GVK.Version+"/"+k.Resource] = k
 	}
@@ -289,7 +293,10 @@ func (s *Server) Serve(l net.Listener, tlsConfig *tls.Config) error {
 // Serve started, waiting for requests in flight until ctx ends, and
 // returns once every watch has finished.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stopOnce.Do(func() { close(s.stopping) })
+	s.stopOnce.Do(func() {
+		close(s.stopping)
+		s.stopAll()
+	})
 	s.mu.Lock()
 	servers := s.servers
 	s.servers = nil

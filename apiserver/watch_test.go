@@ -307,3 +307,31 @@ func TestWatchTimeout(t *testing.T) {
 		t.Fatalf("watch past its timeout: %v", err)
 	}
 }
+
+// TestWatchEndsWhenTheStoreEndsIt: a watch the store ends (here by
+// closing) ends its response at once, so the client watches again; it
+// does not wait for the client to leave or for the watch's timeout.
+func TestWatchEndsWhenTheStoreEndsIt(t *testing.T) {
+	e := newEnv(t)
+	w, err := e.client.Watch(context.Background(), cmKind, "default", client.WatchOptions{
+		ResourceVersion: strconv.FormatUint(e.store.Revision(), 10),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	e.mustCreate(configMap("a"))
+	expectEvent(t, w, client.Added, "a")
+	e.store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		_, err := w.Next(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("the watch was still open 5s after the store closed")
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -70,7 +70,7 @@ type Config struct {
 	Store   string
 	Version apiserver.VersionInfo
 	Logger  *slog.Logger
-	Clock   clock.WithTicker
+	Clock   clock.WithTickerAndDelayedExecution
 	// Sources are the --source flags: where desired state comes from.
 	Sources []source.Spec
 	// WebhookSecretFile holds the secret of POST /hooks/<source>; none

@@ -55,7 +55,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock drives heartbeats and the control plane; the real clock when
 	// nil. Measurements always use the real clock.
-	Clock clock.WithTicker
+	Clock clock.WithTickerAndDelayedExecution
 	// Measuring, when set, is called as the measurement starts, once
 	// every agent is ready: `berth sim --cpuprofile` starts there, so that
 	// the profile shows the scheduling of the pods, not the agents joining.

@@ -122,6 +122,11 @@ func withStatus(old, in api.Object) api.Object {
 	v.Elem().Set(reflect.ValueOf(old).Elem())
 	obj := v.Interface().(api.Object)
 	copyStatus(obj, in)
+	if p, ok := obj.(*api.Pod); ok {
+		// Every pod's agent writes the same few condition types, phases
+		// and images: the store keeps one copy of each.
+		api.InternPodStatus(&p.Status)
+	}
 	return obj
 }
 

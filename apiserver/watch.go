@@ -182,7 +182,7 @@ func (ws *watchStream) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// The first period exists before the timing goroutine can end it.
+	// The first period exists before the first bookmark timer can end it.
 	periodCtx := ws.newPeriod(ctx)
 	defer ws.startTiming(cancel)()
 	sent := after

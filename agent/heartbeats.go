@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -37,13 +38,18 @@ func (h *Heartbeat) Registered(ctx context.Context, now time.Time) error {
 	return err
 }
 
-// Beat renews the Lease and writes the status if it is due.
+// Beat renews the Lease and writes the status if it is due. When the
+// Lease cannot be renewed the status is written in its place: its Ready
+// condition carries a heartbeat too, which the lifecycle controller reads
+// as well, so a node whose Lease a server will not take (a server from
+// before leases, or one whose kube-node-lease was deleted) stays alive.
 func (h *Heartbeat) Beat(ctx context.Context) error {
 	now := h.Clock.Now()
-	if err := h.Lease.Renew(ctx, now); !h.renewal(now, err) {
-		return err
+	err := h.Lease.Renew(ctx, now)
+	if due := h.renewal(now, err); !due && err == nil {
+		return nil
 	}
-	return h.Report(ctx)
+	return errors.Join(err, h.Report(ctx))
 }
 
 // Report writes the status now.

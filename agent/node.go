@@ -185,13 +185,18 @@ func (n *NodeManager) SetCondition(t api.NodeConditionType, status bool, reason,
 // Register creates the Node, or takes over an existing one of that name:
 // it sets the labels and taints the agent owns and keeps the operator's
 // spec.unschedulable, other labels and other taints. It then writes the
-// status, Ready included, and renews the node's Lease.
+// status, Ready included, and renews the node's Lease. A Lease that
+// cannot be renewed is logged, not an error: Run writes the status in its
+// place until it can be.
 func (n *NodeManager) Register(ctx context.Context) error {
 	now := n.o.Clock.Now()
 	if err := n.registerNode(ctx); err != nil {
 		return err
 	}
-	return n.beat.Registered(ctx, now)
+	if err := n.beat.Registered(ctx, now); err != nil && ctx.Err() == nil {
+		n.o.Logger.Warn("node lease", "node", n.o.Name, "err", err)
+	}
+	return ctx.Err()
 }
 
 // registerNode is Register without the Lease.

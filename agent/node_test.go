@@ -102,6 +102,20 @@ func (c *cluster) lease(t *testing.T, name string) *api.Lease {
 	return obj.(*api.Lease)
 }
 
+// stepTicker waits until the clock has a ticker or timer waiting, moves it
+// on by d and returns the new time.
+func stepTicker(t *testing.T, clk *clocktesting.FakeClock, d time.Duration) time.Time {
+	t.Helper()
+	testtool.WaitFor(t, 5*time.Second, "the heartbeat ticker", func() error {
+		if !clk.HasWaiters() {
+			return errors.New("no ticker yet")
+		}
+		return nil
+	})
+	clk.Step(d)
+	return clk.Now()
+}
+
 func condition(n *api.Node, ct api.NodeConditionType) api.NodeCondition {
 	for _, c := range n.Status.Conditions {
 		if c.Type == ct {
@@ -218,16 +232,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		}
 	}
 	defer stop()
-	stepBy := func(d time.Duration) {
-		t.Helper()
-		testtool.WaitFor(t, 5*time.Second, "the heartbeat ticker", func() error {
-			if !clk.HasWaiters() {
-				return errors.New("no ticker yet")
-			}
-			return nil
-		})
-		clk.Step(d)
-	}
+	stepBy := func(d time.Duration) { t.Helper(); stepTicker(t, clk, d) }
 	step := func() { t.Helper(); stepBy(10 * time.Second) }
 	waitNode := func(what string, cond func(n *api.Node) error) *api.Node {
 		t.Helper()
@@ -334,14 +339,7 @@ func TestNodeStatusReportPeriod(t *testing.T) {
 	testtool.Run(t, "the node manager", nm.Run)
 	beat := func() time.Time {
 		t.Helper()
-		testtool.WaitFor(t, 5*time.Second, "the heartbeat ticker", func() error {
-			if !clk.HasWaiters() {
-				return errors.New("no ticker yet")
-			}
-			return nil
-		})
-		clk.Step(10 * time.Second)
-		now := clk.Now()
+		now := stepTicker(t, clk, 10*time.Second)
 		testtool.WaitFor(t, 10*time.Second, "a renewal", func() error {
 			obj, err := c.admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1")
 			if err != nil {
@@ -374,6 +372,41 @@ func TestNodeStatusReportPeriod(t *testing.T) {
 	beat()
 	if refs := c.lease(t, "n1").OwnerReferences; len(refs) != 1 || refs[0].UID != c.node(t, "n1").UID {
 		t.Errorf("new lease owners %+v", refs)
+	}
+}
+
+// TestNodeHeartbeatWithoutLease: when the server will not take the node's
+// Lease (here its namespace is gone; a server from before leases answers
+// alike), the agent registers all the same and writes its status at every
+// beat instead, so the node stays alive.
+func TestNodeHeartbeatWithoutLease(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	nsKind := api.KindOf(&api.Namespace{})
+	if _, err := c.admin.Delete(ctx, nsKind, "", api.NamespaceNodeLease, nil); err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 20*time.Second, "kube-node-lease gone", func() error {
+		if _, err := c.admin.Get(ctx, nsKind, "", api.NamespaceNodeLease); !client.IsNotFound(err) {
+			return fmt.Errorf("namespace: %v", err)
+		}
+		return nil
+	})
+	nc := c.join(t, "n1")
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk})
+	if err := nm.Register(ctx); err != nil {
+		t.Fatalf("register without a lease: %v", err)
+	}
+	testtool.Run(t, "the node manager", nm.Run)
+	for range 2 {
+		now := stepTicker(t, clk, 10*time.Second)
+		testtool.WaitFor(t, 10*time.Second, "the status as heartbeat", func() error {
+			if hb := condition(c.node(t, "n1"), api.NodeReady).LastHeartbeatTime.Time; !hb.Equal(now) {
+				return fmt.Errorf("heartbeat %v, want %v", hb, now)
+			}
+			return nil
+		})
 	}
 }
 

@@ -35,11 +35,17 @@ func BenchmarkCreatePods(b *testing.B) {
 
 func loadNodes(b *testing.B, s *store.Store, pods, nodes int) {
 	b.Helper()
+	load(b, s, pods, func(i int) api.Object { return storetest.Pod(i, storetest.NodeName(i, nodes)) })
+}
+
+// load creates n objects made by object, in transactions of 1,000.
+func load(b *testing.B, s *store.Store, n int, object func(i int) api.Object) {
+	b.Helper()
 	ctx := context.Background()
-	for lo := 0; lo < pods; lo += 1000 {
+	for lo := 0; lo < n; lo += 1000 {
 		_, err := s.Txn(ctx, func(tx *store.Txn) error {
-			for i := lo; i < min(lo+1000, pods); i++ {
-				if _, err := tx.Create(storetest.Pod(i, storetest.NodeName(i, nodes))); err != nil {
+			for i := lo; i < min(lo+1000, n); i++ {
+				if _, err := tx.Create(object(i)); err != nil {
 					return err
 				}
 			}
@@ -233,27 +239,15 @@ func BenchmarkListEventsOfObject(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
 	const events = 100000
-	for lo := 0; lo < events; lo += 1000 {
-		_, err := s.Txn(ctx, func(tx *store.Txn) error {
-			for i := lo; i < lo+1000; i++ {
-				pod := storetest.Pod(i, storetest.NodeName(i, 5000))
-				ev := &api.Event{
-					ObjectMeta:     metav1.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, i)},
-					InvolvedObject: api.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: fmt.Sprintf("uid-%d", i)},
-					Reason:         "Scheduled", Message: "Successfully assigned " + pod.Name, Type: api.EventTypeNormal, Count: 1,
-				}
-				if _, err := tx.Create(ev); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
+	load(b, s, events, func(i int) api.Object {
+		pod := storetest.Pod(i, storetest.NodeName(i, 5000))
+		return &api.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: pod.Namespace, Name: fmt.Sprintf("%s.%x", pod.Name, i)},
+			InvolvedObject: api.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: fmt.Sprintf("uid-%d", i)},
+			Reason:         "Scheduled", Message: "Successfully assigned " + pod.Name, Type: api.EventTypeNormal, Count: 1,
 		}
-	}
+	})
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		uid := fmt.Sprintf("uid-%d", i%events)

@@ -94,8 +94,8 @@ func getField(k *api.Kind, name string) (fieldGetter, bool) {
 // a list or watch of one node's pods reads only that node's pods. Events
 // have no index by involved object, as in Kubernetes: one is written at
 // every binding, start and kill and read by a describe now and then, and
-// the index cost each of them a radix path copied and 0.4 KB kept (100 to
-// 180 MB of berth sim's peak memory at 100,000 pods); a describe scans the
+// the index cost each of them a radix path copied and 0.4 KB kept (110 to
+// 190 MiB of berth sim's peak memory at 100,000 pods); a describe scans the
 // namespace's events instead (BenchmarkListEventsOfObject).
 var indexedFields = map[string]map[string]string{
 	"Pod": {"spec.nodeName": store.IndexNode},

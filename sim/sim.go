@@ -235,6 +235,13 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		if err != nil {
 			return nil, err
 		}
+		// A hundred agents, each with its own credential, share one
+		// connection: every request's Authorization header would evict
+		// another agent's from the HPACK table, costing a table update
+		// and hashing a long token each time and saving nothing.
+		// Nothing is indexed instead, which a kubelet with a connection
+		// of its own would not need.
+		tr.HTTP2.MaxEncoderHeaderTableSize = 1
 		defer tr.CloseIdleConnections()
 		transports[i] = tr
 	}

@@ -25,6 +25,11 @@ type Kind struct {
 	Namespaced bool
 	// HasStatus says whether the kind has a status subresource.
 	HasStatus bool
+	// Generation says whether metadata.generation counts the changes to
+	// the spec, as Kubernetes counts them for the kinds whose controllers
+	// report an observedGeneration (pods too). Other kinds, a Lease
+	// renewed every ten seconds among them, carry none.
+	Generation bool
 
 	typ reflect.Type
 }
@@ -108,6 +113,9 @@ func init() {
 	register(&StorageClass{}, StorageV1, "storageclasses", "storageclass", false, false, "sc")
 	register(&Lease{}, CoordinationV1, "leases", "lease", true, false)
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &Source{}} {
+		KindOf(obj).Generation = true
+	}
 }
 
 // Kinds returns every registered kind in a stable order.

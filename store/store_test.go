@@ -151,6 +151,53 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
+// TestGenerationCountedForSomeKinds: as in Kubernetes, a Lease (renewed
+// every ten seconds), a Node or a Service carries no generation however its
+// spec changes, and marking such an object for deletion gives it none,
+// while a pod counts both.
+func TestGenerationCountedForSomeKinds(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	holder := "n1"
+	obj, err := s.Create(ctx, &api.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "n1", Generation: 4, Finalizers: []string{"berth.dev/test"}},
+		Spec:       api.LeaseSpec{HolderIdentity: &holder},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetGeneration() != 0 {
+		t.Fatalf("created lease generation %d, want none", obj.GetGeneration())
+	}
+	l := obj.DeepCopyObject().(*api.Lease)
+	now := metav1.NewMicroTime(time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC))
+	l.Spec.RenewTime = &now
+	rv := l.ResourceVersion
+	if obj, err = s.Update(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetGeneration() != 0 || obj.GetResourceVersion() == rv {
+		t.Fatalf("renewed lease generation %d rv %s, want none and a new rv", obj.GetGeneration(), obj.GetResourceVersion())
+	}
+	if obj, err = s.Delete(ctx, api.KindOf(l), "default", "n1", DeleteOptions{}); err != nil || obj.GetDeletionTimestamp() == nil {
+		t.Fatalf("finalized delete: %v %v", obj, err)
+	}
+	if obj.GetGeneration() != 0 {
+		t.Fatalf("lease marked for deletion has generation %d", obj.GetGeneration())
+	}
+
+	p, err := s.Create(ctx, pod("default", "web", "n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = s.Delete(ctx, podKind, "default", "web", DeleteOptions{}); err != nil || p.GetDeletionTimestamp() == nil {
+		t.Fatalf("graceful delete: %v %v", p, err)
+	}
+	if p.GetGeneration() != 2 {
+		t.Fatalf("pod marked for deletion has generation %d, want 2", p.GetGeneration())
+	}
+}
+
 func TestDeleteGraceful(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()

@@ -105,7 +105,8 @@ func (tx *Txn) Create(obj api.Object) (api.Object, error) {
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetResourceVersion(tx.resourceVersion())
-	if hasSpec(obj) {
+	obj.SetGeneration(0)
+	if k.Generation {
 		obj.SetGeneration(1)
 	}
 	if err := tx.admit(k, obj, nil); err != nil {
@@ -120,7 +121,8 @@ func (tx *Txn) Create(obj api.Object) (api.Object, error) {
 
 // Update replaces an object. A non-empty resourceVersion or uid must match
 // the stored one (ErrConflict otherwise). uid, creation and deletion stamps
-// are kept from the stored object; generation grows when the spec changes.
+// are kept from the stored object; generation grows when the spec changes,
+// for the kinds that count it (api.Kind.Generation).
 // An update that changes nothing writes nothing and returns the stored
 // object. An update that removes the last finalizer of an object being
 // deleted deletes it.
@@ -158,7 +160,7 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 	if old.GetDeletionTimestamp() != nil && !finalizing(obj) {
 		return tx.remove(k, old)
 	}
-	if specChanged {
+	if specChanged && k.Generation {
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
 	obj.SetResourceVersion(tx.resourceVersion())
@@ -204,7 +206,8 @@ func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (
 	obj := old.DeepCopyObject().(api.Object)
 	obj.SetDeletionTimestamp(&deadline)
 	obj.SetDeletionGracePeriodSeconds(&grace)
-	if old.GetDeletionTimestamp() == nil {
+	if old.GetDeletionTimestamp() == nil && old.GetGeneration() > 0 {
+		// As Kubernetes marks a deletion in a generation it counts.
 		obj.SetGeneration(old.GetGeneration() + 1)
 	}
 	if ns, ok := obj.(*api.Namespace); ok {
@@ -321,9 +324,4 @@ func specDiffers(ov, nv reflect.Value) bool {
 func semanticEqual(a, b reflect.Value) bool {
 	x, y := a.Interface(), b.Interface()
 	return reflect.DeepEqual(x, y) || equality.Semantic.DeepEqual(x, y)
-}
-
-func hasSpec(obj api.Object) bool {
-	_, ok := reflect.TypeOf(obj).Elem().FieldByName("Spec")
-	return ok
 }

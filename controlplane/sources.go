@@ -288,8 +288,9 @@ func (s *sources) loop(ctx context.Context, r *runner, revs <-chan source.Revisi
 }
 
 // reconcile follows a Source object: it recreates it if it was deleted
-// while configured, triggers a sync for a new reconcile request, and
-// applies the last revision again when the spec changed.
+// while configured (and applies the last revision again to fill in its
+// status), triggers a sync for a new reconcile request, and applies the
+// last revision again when the spec changed.
 func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	r := s.runners[key]
 	if r == nil {
@@ -297,7 +298,14 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 	}
 	obj, err := s.store.Get(sourceKind, "", key)
 	if store.IsNotFound(err) {
-		return reconcile.Result{}, s.ensureObject(ctx, r.spec)
+		if err := s.ensureObject(ctx, r.spec); err != nil {
+			return reconcile.Result{}, err
+		}
+		// The new object knows nothing yet, and the source sends a
+		// revision only when it changes: apply the last one again so
+		// that the status says what is applied.
+		r.askReapply()
+		return reconcile.Result{}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, err
@@ -308,12 +316,18 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 		r.src.Trigger()
 	}
 	if src.Generation != src.Status.ObservedGeneration && src.Status.LastSyncTime != nil {
-		select {
-		case r.reapply <- struct{}{}:
-		default:
-		}
+		r.askReapply()
 	}
 	return reconcile.Result{}, nil
+}
+
+// askReapply asks the apply loop to apply the last revision again; one
+// request waiting is enough.
+func (r *runner) askReapply() {
+	select {
+	case r.reapply <- struct{}{}:
+	default:
+	}
 }
 
 // request records a reconcile request; false when it was already seen.

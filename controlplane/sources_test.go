@@ -142,6 +142,27 @@ func TestDirSourceLifecycle(t *testing.T) {
 		return nil
 	})
 
+	// A Source deleted while its flag names it comes back, and says again
+	// what is applied: the folder has not changed, so no new revision
+	// will come to say it.
+	applied := sourceObject(t, st, "site").Status.LastAppliedRevision
+	if _, err := st.Delete(context.Background(), sourceKind, "", "site", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the deleted source back and ready", func() error {
+		src, err := st.Get(sourceKind, "", "site")
+		if err != nil {
+			return err
+		}
+		if s, r := readyOf(src.(*api.Source)); s != "True" {
+			return fmt.Errorf("ready %s %s", s, r)
+		}
+		if got := src.(*api.Source).Status.LastAppliedRevision; got != applied {
+			return fmt.Errorf("lastAppliedRevision %q, want %q", got, applied)
+		}
+		return nil
+	})
+
 	// Emptying the folder is held back by the prune guard until the spec
 	// allows it.
 	os.RemoveAll(filepath.Join(manifests, "sub"))

@@ -150,6 +150,13 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 	if err != nil {
 		return nil, err
 	}
+	if contentType(r) == mediaProtobuf && len(body) > 0 {
+		// kubectl drain, where there is no eviction API, deletes each pod
+		// with its options as protobuf.
+		if body, err = protobufToJSON(body); err != nil {
+			return nil, err
+		}
+	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		if err := json.Unmarshal(body, opts); err != nil {
 			return nil, badRequest("the body of a delete must be DeleteOptions: %v", err)

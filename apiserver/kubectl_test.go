@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -66,6 +67,42 @@ func TestProtobufBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestProtobufDeleteOptions: kubectl drain, with no eviction API to use,
+// deletes each pod with DeleteOptions in protobuf.
+func TestProtobufDeleteOptions(t *testing.T) {
+	e := newEnv(t)
+	const pb = "application/vnd.kubernetes.protobuf"
+	code, _, data := e.do("POST", "/api/v1/namespaces/default/configmaps", adminToken, "application/json", "", strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}`))
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, data)
+	}
+	var created metav1.PartialObjectMetadata
+	if err := json.Unmarshal(data, &created); err != nil {
+		t.Fatal(err)
+	}
+	del := func(uid string) (int, []byte) {
+		opts := &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptrTo(types.UID(uid))}}
+		code, _, data := e.do("DELETE", "/api/v1/namespaces/default/configmaps/c", adminToken, pb, "", bytes.NewReader(protobufBody(t, opts, "v1", "DeleteOptions")))
+		return code, data
+	}
+	// The options are read: a precondition that does not hold refuses.
+	if code, data := del("not-the-uid"); code != http.StatusConflict {
+		t.Fatalf("delete with a wrong uid: %d %s", code, data)
+	}
+	if code, data := del(string(created.UID)); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, data)
+	}
+	if code, _, data := e.do("GET", "/api/v1/namespaces/default/configmaps/c", adminToken, "", "", nil); code != http.StatusNotFound {
+		t.Fatalf("after the delete: %d %s", code, data)
+	}
+	code, _, data = e.do("DELETE", "/api/v1/namespaces/default/configmaps/c", adminToken, pb, "", strings.NewReader("k8s\x00\x0a\xff"))
+	if code != http.StatusBadRequest {
+		t.Fatalf("malformed protobuf options: %d %s", code, data)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // TestStatusInBodyIgnored: kubectl expose and `kubectl get -o yaml |
 // kubectl replace -f -` send a status the write ignores anyway; it must

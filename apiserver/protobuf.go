@@ -8,8 +8,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/berth-dev/berth/api"
 )
 
 // kubectl's generators (create namespace, configmap, secret, deployment,
@@ -50,6 +53,14 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"):            func() protobufObject { return &appsv1.Deployment{} },
 	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       func() protobufObject { return &storagev1.StorageClass{} },
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
+}
+
+// A typed client sends a delete's options as DeleteOptions of the group
+// version of what it deletes.
+func init() {
+	for _, k := range api.Kinds() {
+		protobufKinds[k.GVK.GroupVersion().WithKind("DeleteOptions")] = func() protobufObject { return &metav1.DeleteOptions{} }
+	}
 }
 
 // protobufToJSON turns a Kubernetes protobuf body into JSON.

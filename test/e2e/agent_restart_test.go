@@ -195,5 +195,31 @@ func TestServerEmbeddedAgent(t *testing.T) {
 	if out := s.mustBerth(t, "logs", name); !strings.Contains(out, "http-echo serving") {
 		t.Errorf("berth logs %s: %q", name, out)
 	}
+
+	// kubectl drain empties the node before maintenance: it cordons it
+	// and deletes its pods (with no eviction API, with DeleteOptions in
+	// protobuf), whose processes stop; the replacement waits for uncordon.
+	t.Run("kubectl drain", func(t *testing.T) {
+		if out := s.kubectl(t, "drain", "solo", "--ignore-daemonsets", "--force", "--timeout=60s"); !strings.Contains(out, "node/solo drained") {
+			t.Fatalf("kubectl drain: %s", out)
+		}
+		if _, err := s.getJSON(t, "pod", name); err == nil {
+			t.Fatalf("pod %s is still there after the drain", name)
+		}
+		if _, err := httpGet(fmt.Sprintf("http://%s:%d/", ip, port)); err == nil {
+			t.Fatal("the drained pod still answers")
+		}
+		s.kubectl(t, "uncordon", "solo")
+		waitFor(t, 60*time.Second, "the replacement Running after uncordon", func() error {
+			pods, err := runningPods(t, s, "embedded")
+			if err != nil {
+				return err
+			}
+			if len(pods) != 1 {
+				return fmt.Errorf("running: %v", pods)
+			}
+			return nil
+		})
+	})
 	s.mustBerth(t, "delete", "deploy", "embedded")
 }

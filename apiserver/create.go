@@ -37,6 +37,10 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req *resour
 func (s *Server) create(r *http.Request, req *resourceRequest, obj api.Object) (api.Object, error) {
 	ctx := r.Context()
 	k := req.kind
+	dry, err := isDryRun(r)
+	if err != nil {
+		return nil, err
+	}
 	prepareForCreate(k, obj)
 	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
 	for attempt := 1; ; attempt++ {
@@ -53,14 +57,14 @@ func (s *Server) create(r *http.Request, req *resourceRequest, obj api.Object) (
 			return nil, err
 		}
 		var out api.Object
-		_, err := s.store.Txn(ctx, func(tx *store.Txn) error {
+		err := s.write(r, dry, func(tx *store.Txn) error {
 			if err := checkNamespace(tx, k, obj.GetNamespace()); err != nil {
 				return err
 			}
 			var err error
 			out, err = tx.Create(obj)
 			return err
-		})
+		}, &out, "")
 		if generate && store.IsAlreadyExists(err) && attempt < generateNameAttempts {
 			continue
 		}

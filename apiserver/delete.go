@@ -63,7 +63,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		}
 	}
 	var out api.Object
-	_, err = s.store.Txn(ctx, func(tx *store.Txn) error {
+	err = s.write(r, len(opts.DryRun) > 0, func(tx *store.Txn) error {
 		cur, err := tx.Get(req.kind, req.namespace, req.name)
 		if err != nil {
 			return err
@@ -83,7 +83,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		}
 		out, err = tx.Delete(req.kind, req.namespace, req.name, storeOpts)
 		return err
-	})
+	}, &out, old.GetResourceVersion())
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -143,9 +143,10 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 		}
 		opts.OrphanDependents = &b //nolint:staticcheck // kept for old clients
 	}
-	if len(q["dryRun"]) > 0 {
-		return nil, badRequest("dryRun is not supported")
+	if _, err := dryRunOf(q["dryRun"]); err != nil {
+		return nil, err
 	}
+	opts.DryRun = q["dryRun"]
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return nil, err
@@ -158,11 +159,15 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 		}
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
+		query := opts.DryRun
 		if err := json.Unmarshal(body, opts); err != nil {
 			return nil, badRequest("the body of a delete must be DeleteOptions: %v", err)
 		}
-		if len(opts.DryRun) > 0 {
-			return nil, badRequest("dryRun is not supported")
+		if _, err := dryRunOf(opts.DryRun); err != nil {
+			return nil, err
+		}
+		if len(opts.DryRun) == 0 {
+			opts.DryRun = query
 		}
 	}
 	if p := opts.PropagationPolicy; p != nil {

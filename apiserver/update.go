@@ -44,6 +44,10 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req *resour
 func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool, next func(old api.Object) (api.Object, error)) (api.Object, error) {
 	ctx := r.Context()
 	k := req.kind
+	dry, err := isDryRun(r)
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		old, err := s.store.Get(k, req.namespace, req.name)
 		if err != nil {
@@ -95,11 +99,11 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 		}
 		obj.SetResourceVersion(rv)
 		var out api.Object
-		_, err = s.store.Txn(ctx, func(tx *store.Txn) error {
+		err = s.write(r, dry, func(tx *store.Txn) error {
 			var err error
 			out, err = tx.Update(obj)
 			return err
-		})
+		}, &out, old.GetResourceVersion())
 		if err != nil && !conditional && store.IsConflict(err) && attempt < maxRetries {
 			continue
 		}

@@ -208,18 +208,11 @@ func (s *Store) Delete(ctx context.Context, k *api.Kind, namespace, name string,
 // transaction may still commit.
 func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error) {
 	s.writeMu.Lock()
-	if s.closed {
+	if err := s.writable(); err != nil {
 		s.writeMu.Unlock()
-		return 0, ErrClosed
+		return 0, err
 	}
-	if errp := s.failed.Load(); errp != nil {
-		s.writeMu.Unlock()
-		return 0, fmt.Errorf("store failed: %w", *errp)
-	}
-	tx := &Txn{
-		reader: reader{txn: s.db.Txn(true), rev: s.rev + 1},
-		store:  s,
-	}
+	tx := s.begin()
 	err := fn(tx)
 	if err != nil || len(tx.ops) == 0 {
 		tx.txn.Abort()
@@ -254,6 +247,40 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 	case <-ctx.Done():
 		return b.rev, ctx.Err()
 	}
+}
+
+// DryRun runs fn as Txn would, on the current state, and keeps none of
+// its writes: the objects fn writes are what a Txn would store, but the
+// revision in their resourceVersion (which DryRun returns) is never given
+// to a write. It is the API's dryRun=All: validation, admission and
+// conflicts as for a real write, and nothing changed.
+func (s *Store) DryRun(fn func(tx *Txn) error) (uint64, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
+	tx := s.begin()
+	defer tx.txn.Abort()
+	return tx.rev, fn(tx)
+}
+
+// writable says why the store takes no writes, if it does not. The caller
+// holds writeMu.
+func (s *Store) writable() error {
+	if s.closed {
+		return ErrClosed
+	}
+	if errp := s.failed.Load(); errp != nil {
+		return fmt.Errorf("store failed: %w", *errp)
+	}
+	return nil
+}
+
+// begin starts the write transaction of the next revision. The caller
+// holds writeMu.
+func (s *Store) begin() *Txn {
+	return &Txn{reader: reader{txn: s.db.Txn(true), rev: s.rev + 1}, store: s}
 }
 
 func encodeOp(op *Op) error {

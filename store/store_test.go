@@ -254,6 +254,50 @@ func TestDeleteGraceful(t *testing.T) {
 	}
 }
 
+// TestDryRunKeepsNothing: a dry run computes the write, conflicts and
+// all, and the store is as it was.
+func TestDryRunKeepsNothing(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Create(ctx, pod("default", "web", "")); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Revision()
+	rev, err := s.DryRun(func(tx *Txn) error {
+		p, err := tx.Create(pod("default", "new", ""))
+		if err != nil {
+			return err
+		}
+		if p.GetUID() == "" || p.GetResourceVersion() != fmt.Sprint(before+1) {
+			t.Errorf("dry-run create uid %q rv %s", p.GetUID(), p.GetResourceVersion())
+		}
+		_, err = tx.Delete(podKind, "default", "web", DeleteOptions{})
+		return err
+	})
+	if err != nil || rev != before+1 {
+		t.Fatalf("dry run: rev %d, %v", rev, err)
+	}
+	if s.Revision() != before {
+		t.Errorf("revision %d after a dry run, was %d", s.Revision(), before)
+	}
+	if _, err := s.Get(podKind, "default", "new"); !IsNotFound(err) {
+		t.Errorf("dry-run create was kept: %v", err)
+	}
+	if _, err := s.Get(podKind, "default", "web"); err != nil {
+		t.Errorf("dry-run delete was kept: %v", err)
+	}
+	if _, err := s.DryRun(func(tx *Txn) error {
+		_, err := tx.Create(pod("default", "web", ""))
+		return err
+	}); !IsAlreadyExists(err) {
+		t.Errorf("dry-run create of an existing name: %v", err)
+	}
+	// The revision a dry run showed goes to the next real write.
+	if _, err := s.Create(ctx, pod("default", "next", "")); err != nil || s.Revision() != before+1 {
+		t.Fatalf("next write: revision %d, %v", s.Revision(), err)
+	}
+}
+
 func TestTxnIsAtomic(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -90,6 +91,31 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	}
 	if out := kc("delete", "service", "hello"); !strings.Contains(out, `service "hello" deleted`) {
 		t.Fatalf("kubectl delete: %s", out)
+	}
+
+	// Server-side dry runs show and change nothing: --dry-run=server, and
+	// kubectl diff, which exits 1 when the live object would change.
+	if out := kc("create", "configmap", "dry", "--from-literal=a=b", "--dry-run=server", "-o", "name"); strings.TrimSpace(out) != "configmap/dry" {
+		t.Fatalf("kubectl create --dry-run=server: %s", out)
+	}
+	if _, _, code := s.berth(t, "get", "configmap", "dry"); code != 1 {
+		t.Fatalf("the dry-run configmap was created (get exit %d)", code)
+	}
+	manifest, err := os.ReadFile("../../examples/hello/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := filepath.Join(t.TempDir(), "hello.yaml")
+	if err := os.WriteFile(changed, bytes.Replace(manifest, []byte("replicas: 2"), []byte("replicas: 5"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	diff := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "diff", "-f", changed)
+	diffOut, err := diff.CombinedOutput()
+	if code := diff.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(diffOut), "+  replicas: 5") {
+		t.Fatalf("kubectl diff: exit %d, %v\n%s", code, err, diffOut)
+	}
+	if d, err := s.getJSON(t, "deployment", "hello"); err != nil || field(d, "spec.replicas") != float64(2) {
+		t.Fatalf("kubectl diff changed the deployment: %v %v", err, d)
 	}
 
 	// A watch sees a pod arrive and go; describe shows a node.

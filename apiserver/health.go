@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -26,12 +27,32 @@ func versionInfo(v VersionInfo) version.Info {
 	return version.Info{
 		Major:      major,
 		Minor:      minor,
-		GitVersion: v.Version,
+		GitVersion: gitVersion(v.Version),
 		GitCommit:  v.Commit,
 		GoVersion:  goVersion,
 		Compiler:   runtime.Compiler,
 		Platform:   runtime.GOOS + "/" + runtime.GOARCH,
 	}
+}
+
+// gitVersion is a build's version as Kubernetes spells gitVersion: a
+// semantic version after a "v". kubectl version fails on one it cannot
+// parse, so a build without one (dev) is v0.0.0-dev, as an unreleased
+// Kubernetes build is v0.0.0-master.
+func gitVersion(v string) string {
+	if _, err := utilversion.ParseSemantic(v); err == nil {
+		return "v" + strings.TrimPrefix(v, "v")
+	}
+	pre := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' {
+			return r
+		}
+		return '-'
+	}, v)
+	if _, err := utilversion.ParseSemantic("v0.0.0-" + pre); err != nil {
+		pre = "unknown" // empty, or empty or zero-led parts
+	}
+	return "v0.0.0-" + pre
 }
 
 func isDigits(s string) bool {

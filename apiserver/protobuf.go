@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -53,6 +54,8 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"):            func() protobufObject { return &appsv1.Deployment{} },
 	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       func() protobufObject { return &storagev1.StorageClass{} },
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
+	// kubectl create token asks for a token this way.
+	authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"): func() protobufObject { return &authenticationv1.TokenRequest{} },
 }
 
 // A typed client sends a delete's options as DeleteOptions of the group

@@ -1,11 +1,13 @@
 package apiserver_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -46,6 +48,17 @@ func TestTokenRequest(t *testing.T) {
 	}
 	if _, err := e.clientFor(tr.Status.Token).Get(t.Context(), kind("configmaps"), "default", "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("service account read in its namespace: %v", err)
+	}
+
+	// kubectl create token sends its TokenRequest as protobuf.
+	pbReq := protobufBody(t, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(900))}}, "authentication.k8s.io/v1", "TokenRequest")
+	code, _, body = e.do("POST", "/api/v1/namespaces/default/serviceaccounts/default/token", adminToken, "application/vnd.kubernetes.protobuf", "", bytes.NewReader(pbReq))
+	tr = api.TokenRequest{}
+	if err := json.Unmarshal(body, &tr); err != nil || code != http.StatusCreated || tr.Status.Token == "" {
+		t.Fatalf("protobuf token request: %d %s", code, body)
+	}
+	if left := tr.Status.ExpirationTimestamp.Sub(e.signer.Clock.Now()); left > 15*60e9+1e9 {
+		t.Errorf("protobuf token request: expires in %v, want 15m", left)
 	}
 
 	// Another node's pod, a stale UID, a short lifetime, another kind.

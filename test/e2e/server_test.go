@@ -93,6 +93,12 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 		t.Fatalf("kubectl delete: %s", out)
 	}
 
+	// kubectl create token asks for a service account's token in protobuf.
+	kc("create", "serviceaccount", "robot")
+	if tok := strings.TrimSpace(kc("create", "token", "robot", "--duration=10m")); strings.Count(tok, ".") != 2 {
+		t.Fatalf("kubectl create token: %q", tok)
+	}
+
 	// Server-side dry runs show and change nothing: --dry-run=server, and
 	// kubectl diff, which exits 1 when the live object would change.
 	if out := kc("create", "configmap", "dry", "--from-literal=a=b", "--dry-run=server", "-o", "name"); strings.TrimSpace(out) != "configmap/dry" {

@@ -76,6 +76,18 @@ type discoveryDocs struct {
 	aggregatedApis []byte            // /apis, aggregated
 }
 
+// reviewResource is a resource that is only ever created, answered at
+// once and never stored (review.go), so not a kind of the registry.
+type reviewResource struct {
+	gv             schema.GroupVersion
+	resource, kind string
+}
+
+var reviewResources = []reviewResource{
+	{schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}, "selfsubjectreviews", "SelfSubjectReview"},
+	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectaccessreviews", "SelfSubjectAccessReview"},
+}
+
 func newDiscoveryDocs() (*discoveryDocs, error) {
 	var gvs []schema.GroupVersion
 	byGV := map[schema.GroupVersion][]*api.Kind{}
@@ -85,6 +97,14 @@ func newDiscoveryDocs() (*discoveryDocs, error) {
 			gvs = append(gvs, gv)
 		}
 		byGV[gv] = append(byGV[gv], k)
+	}
+	reviewsByGV := map[schema.GroupVersion][]reviewResource{}
+	for _, r := range reviewResources {
+		if _, ok := byGV[r.gv]; !ok {
+			gvs = append(gvs, r.gv)
+			byGV[r.gv] = nil
+		}
+		reviewsByGV[r.gv] = append(reviewsByGV[r.gv], r)
 	}
 	d := &discoveryDocs{groupByName: map[string][]byte{}, resourceLists: map[string][]byte{}}
 	groupList := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
@@ -97,6 +117,15 @@ func newDiscoveryDocs() (*discoveryDocs, error) {
 		for _, k := range kinds {
 			list.APIResources = append(list.APIResources, legacyResources(k)...)
 			vd.Resources = append(vd.Resources, aggregatedResource(k))
+		}
+		for _, r := range reviewsByGV[gv] {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.resource, Kind: r.kind, Verbs: metav1.Verbs{"create"}})
+			vd.Resources = append(vd.Resources, resourceDiscovery{
+				Resource:     r.resource,
+				ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: r.kind},
+				Scope:        "Cluster",
+				Verbs:        []string{"create"},
+			})
 		}
 		slices.SortFunc(vd.Resources, func(a, b resourceDiscovery) int { return compareStrings(a.Resource, b.Resource) })
 		if err := encodeInto(d.resourceLists, gv.String(), list); err != nil {

@@ -68,19 +68,9 @@ func init() {
 
 // protobufToJSON turns a Kubernetes protobuf body into JSON.
 func protobufToJSON(data []byte) (out []byte, err error) {
-	defer func() {
-		// Generated decoders index by lengths they read; a hostile body
-		// must be a 400, never a crash.
-		if r := recover(); r != nil {
-			out, err = nil, badRequest("the protobuf body could not be read")
-		}
-	}()
-	if !bytes.HasPrefix(data, protobufMagic) {
-		return nil, badRequest("the body is not Kubernetes protobuf: it lacks the k8s\\x00 prefix")
-	}
-	var u runtime.Unknown
-	if err := u.Unmarshal(data[len(protobufMagic):]); err != nil {
-		return nil, badRequest("the protobuf body is malformed: %v", err)
+	u, err := protobufEnvelope(data)
+	if err != nil {
+		return nil, err
 	}
 	gvk := schema.FromAPIVersionAndKind(u.APIVersion, u.Kind)
 	newObj, ok := protobufKinds[gvk]
@@ -88,8 +78,8 @@ func protobufToJSON(data []byte) (out []byte, err error) {
 		return nil, unsupportedMediaType(mediaProtobuf+" for "+gvk.String(), mediaJSON, mediaYAML)
 	}
 	obj := newObj()
-	if err := obj.Unmarshal(u.Raw); err != nil {
-		return nil, badRequest("the protobuf %s is malformed: %v", u.Kind, err)
+	if err := unmarshalProtobuf(u, obj); err != nil {
+		return nil, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	data, err = json.Marshal(obj)
@@ -105,4 +95,37 @@ func protobufToJSON(data []byte) (out []byte, err error) {
 	}
 	delete(fields, "status")
 	return json.Marshal(fields)
+}
+
+// protobufEnvelope reads the envelope of a Kubernetes protobuf document:
+// the type of what it holds, and its bytes.
+func protobufEnvelope(data []byte) (u *runtime.Unknown, err error) {
+	defer func() {
+		// Generated decoders index by lengths they read; a hostile body
+		// must be a 400, never a crash.
+		if r := recover(); r != nil {
+			u, err = nil, badRequest("the protobuf body could not be read")
+		}
+	}()
+	if !bytes.HasPrefix(data, protobufMagic) {
+		return nil, badRequest("the body is not Kubernetes protobuf: it lacks the k8s\\x00 prefix")
+	}
+	u = &runtime.Unknown{}
+	if err := u.Unmarshal(data[len(protobufMagic):]); err != nil {
+		return nil, badRequest("the protobuf body is malformed: %v", err)
+	}
+	return u, nil
+}
+
+// unmarshalProtobuf decodes the object an envelope holds into obj.
+func unmarshalProtobuf(u *runtime.Unknown, obj protobufObject) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = badRequest("the protobuf %s could not be read", u.Kind)
+		}
+	}()
+	if err := obj.Unmarshal(u.Raw); err != nil {
+		return badRequest("the protobuf %s is malformed: %v", u.Kind, err)
+	}
+	return nil
 }

@@ -195,6 +195,8 @@ func (s *Server) routes() {
 	s.Handle("/healthz", http.HandlerFunc(s.serveLivez), false)
 	s.Handle("/readyz", http.HandlerFunc(s.serveReadyz), false)
 	s.Handle("/metrics", s.metrics.handler(), false)
+	s.Handle(pathAccessReview, http.HandlerFunc(s.serveAccessReview), true)
+	s.Handle(pathSelfReview, http.HandlerFunc(s.serveSelfReview), true)
 	openapi := http.HandlerFunc(s.serveOpenAPIV3)
 	s.Handle("/openapi/v3", openapi, true)
 	s.Handle("/openapi/v3/", openapi, true)

@@ -93,10 +93,22 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 		t.Fatalf("kubectl delete: %s", out)
 	}
 
-	// kubectl create token asks for a service account's token in protobuf.
+	// kubectl create token asks for a service account's token in protobuf;
+	// kubectl auth says who a token is and what it may do.
 	kc("create", "serviceaccount", "robot")
-	if tok := strings.TrimSpace(kc("create", "token", "robot", "--duration=10m")); strings.Count(tok, ".") != 2 {
+	tok := strings.TrimSpace(kc("create", "token", "robot", "--duration=10m"))
+	if strings.Count(tok, ".") != 2 {
 		t.Fatalf("kubectl create token: %q", tok)
+	}
+	if out := kc("--token", tok, "auth", "whoami"); !strings.Contains(out, "system:serviceaccount:default:robot") {
+		t.Fatalf("kubectl auth whoami: %s", out)
+	}
+	if out := strings.TrimSpace(kc("--token", tok, "auth", "can-i", "list", "pods")); out != "yes" {
+		t.Fatalf("kubectl auth can-i list pods: %q", out)
+	}
+	canI := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "--token", tok, "auth", "can-i", "delete", "deployments")
+	if out, _ := canI.CombinedOutput(); canI.ProcessState.ExitCode() != 1 || !strings.HasPrefix(string(out), "no") {
+		t.Fatalf("kubectl auth can-i delete deployments: exit %d, %s", canI.ProcessState.ExitCode(), out)
 	}
 
 	// Server-side dry runs show and change nothing: --dry-run=server, and

@@ -1,0 +1,155 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// `kubectl auth can-i` asks whether the caller may do something, with a
+// SelfSubjectAccessReview, and `kubectl auth whoami` who the caller is,
+// with a SelfSubjectReview. Both are created and answered at once, never
+// stored; any caller may ask about itself, as Kubernetes lets every
+// authenticated user. The answer comes from the same authorizer that
+// judges real requests, so it is right about berth's fixed policy.
+
+// Paths of the review resources.
+const (
+	pathAccessReview = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+	pathSelfReview   = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+)
+
+// maxReviewBody bounds a review's body.
+const maxReviewBody = 64 << 10
+
+// readReview reads a review's body, as JSON or (kubectl's typed client)
+// Kubernetes protobuf, into obj.
+func readReview(r *http.Request, obj protobufObject, kind string) error {
+	if r.Method != http.MethodPost {
+		return methodNotAllowed(nil, r.Method)
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBody+1))
+	if err != nil {
+		return badRequest("reading the request body: %v", err)
+	}
+	if len(data) > maxReviewBody {
+		return bodyTooLarge(maxReviewBody)
+	}
+	if contentType(r) != mediaProtobuf {
+		if err := json.Unmarshal(data, obj); err != nil {
+			return badRequest("the body is not a %s: %v", kind, err)
+		}
+		return nil
+	}
+	u, err := protobufEnvelope(data)
+	if err != nil {
+		return err
+	}
+	if u.Kind != kind {
+		return badRequest("the body is a %s, not a %s", u.Kind, kind)
+	}
+	return unmarshalProtobuf(u, obj)
+}
+
+// serveAccessReview answers a SelfSubjectAccessReview.
+func (s *Server) serveAccessReview(w http.ResponseWriter, r *http.Request) {
+	var review authorizationv1.SelfSubjectAccessReview
+	if err := readReview(r, &review, "SelfSubjectAccessReview"); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, _ := IdentityFromContext(r.Context())
+	allowed, reason := s.accessReview(r, id, &review.Spec)
+	review.TypeMeta = metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectAccessReview"}
+	review.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: !allowed, Reason: reason}
+	writeJSON(w, http.StatusCreated, &review)
+}
+
+// accessReview decides a review's question with the authorizer.
+func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorizationv1.SelfSubjectAccessReviewSpec) (bool, string) {
+	admin := id != nil && id.Kind == IdentityAdmin
+	ra := spec.ResourceAttributes
+	if ra == nil {
+		// A URL outside the API: the admin may ask for any; the paths
+		// that need no token are open to all.
+		if spec.NonResourceAttributes == nil {
+			return false, "the review names neither a resource nor a path"
+		}
+		switch spec.NonResourceAttributes.Path {
+		case "/version", "/livez", "/healthz", "/readyz", "/metrics":
+			return true, ""
+		}
+		if admin {
+			return true, ""
+		}
+		return false, "only the admin may use paths outside the API"
+	}
+	if ra.Verb == "*" || ra.Resource == "*" || ra.Group == "*" {
+		if admin {
+			return true, ""
+		}
+		return false, "berth answers wildcards for the admin only"
+	}
+	var kind *api.Kind
+	for _, k := range api.Kinds() {
+		if k.GVK.Group == ra.Group && k.Resource == ra.Resource {
+			kind = k
+			break
+		}
+	}
+	if kind == nil {
+		if admin {
+			return true, "" // the admin may do everything, as cluster-admin
+		}
+		return false, fmt.Sprintf("berth serves no resource %q in group %q", ra.Resource, ra.Group)
+	}
+	a := Attributes{Verb: ra.Verb, Kind: kind, Namespace: ra.Namespace, Name: ra.Name, Subresource: ra.Subresource}
+	if !kind.Namespaced {
+		a.Namespace = ""
+	}
+	if err := s.cfg.Authorizer.Authorize(r.Context(), id, a); err != nil {
+		if fe, ok := err.(*ForbiddenError); ok && fe.Reason != "" {
+			return false, fe.Reason
+		}
+		return false, err.Error()
+	}
+	return true, ""
+}
+
+// serveSelfReview answers a SelfSubjectReview with the caller's identity.
+func (s *Server) serveSelfReview(w http.ResponseWriter, r *http.Request) {
+	var review authenticationv1.SelfSubjectReview
+	if err := readReview(r, &review, "SelfSubjectReview"); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, ok := IdentityFromContext(r.Context())
+	if !ok {
+		WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
+		return
+	}
+	review.TypeMeta = metav1.TypeMeta{APIVersion: authenticationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectReview"}
+	review.Status.UserInfo = authenticationv1.UserInfo{Username: id.Name, Groups: groupsOf(id)}
+	writeJSON(w, http.StatusCreated, &review)
+}
+
+// groupsOf names the groups Kubernetes would put an identity in.
+func groupsOf(id *Identity) []string {
+	switch id.Kind {
+	case IdentityAdmin:
+		return []string{"system:masters", "system:authenticated"}
+	case IdentityNode:
+		return []string{"system:nodes", "system:authenticated"}
+	case IdentityServiceAccount:
+		return []string{"system:serviceaccounts", "system:serviceaccounts:" + id.Namespace, "system:authenticated"}
+	}
+	return []string{"system:authenticated"}
+}

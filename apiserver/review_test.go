@@ -1,0 +1,104 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// TestSelfSubjectAccessReview: kubectl auth can-i gets the answer the
+// authorizer would give the caller, whether it asks in JSON or protobuf.
+func TestSelfSubjectAccessReview(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	e.mustCreate(testPod("default", "web", "n1", nil))
+	e.mustCreate(testPod("default", "other", "n2", nil))
+	n1, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	robot := e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "robot"}}).(*api.ServiceAccount)
+	sa, err := e.signer.IssueServiceAccountToken(robot, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(token string, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, pb bool) authorizationv1.SubjectAccessReviewStatus {
+		t.Helper()
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra, NonResourceAttributes: nra}}
+		var body []byte
+		ct := "application/json"
+		if pb {
+			body, ct = protobufBody(t, review, "authorization.k8s.io/v1", "SelfSubjectAccessReview"), "application/vnd.kubernetes.protobuf"
+		} else {
+			body, _ = json.Marshal(review)
+		}
+		code, _, data := e.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", token, ct, "", bytes.NewReader(body))
+		var out authorizationv1.SelfSubjectAccessReview
+		if err := json.Unmarshal(data, &out); err != nil || code != http.StatusCreated || out.Kind != "SelfSubjectAccessReview" {
+			t.Fatalf("review: %d %s", code, data)
+		}
+		return out.Status
+	}
+	for _, c := range []struct {
+		who   string
+		token string
+		ra    authorizationv1.ResourceAttributes
+		want  bool
+	}{
+		{"admin", adminToken, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}, true},
+		{"admin", adminToken, authorizationv1.ResourceAttributes{Verb: "*", Resource: "*", Group: "*"}, true},
+		{"admin", adminToken, authorizationv1.ResourceAttributes{Verb: "create", Group: "batch", Resource: "jobs"}, true},
+		{"service account", sa, authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "default"}, true},
+		{"service account", sa, authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: "kube-system"}, false},
+		{"service account", sa, authorizationv1.ResourceAttributes{Verb: "create", Resource: "configmaps", Namespace: "default"}, false},
+		{"service account", sa, authorizationv1.ResourceAttributes{Verb: "get", Group: "apps", Resource: "deployments", Namespace: "default"}, true},
+		{"node", n1, authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Subresource: "status", Namespace: "default", Name: "web"}, true},
+		{"node", n1, authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Subresource: "status", Namespace: "default", Name: "other"}, false},
+		{"node", n1, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces", Name: "default"}, false},
+	} {
+		for _, pb := range []bool{false, true} {
+			st := ask(c.token, &c.ra, nil, pb)
+			if st.Allowed != c.want || st.Denied == c.want {
+				t.Errorf("%s may %+v (protobuf %v): %+v, want allowed %v", c.who, c.ra, pb, st, c.want)
+			}
+			if !st.Allowed && st.Reason == "" {
+				t.Errorf("%s may not %+v, but no reason is given", c.who, c.ra)
+			}
+		}
+	}
+	if st := ask(sa, nil, &authorizationv1.NonResourceAttributes{Path: "/version", Verb: "get"}, false); !st.Allowed {
+		t.Errorf("/version for a service account: %+v", st)
+	}
+	if st := ask(sa, nil, &authorizationv1.NonResourceAttributes{Path: "/openapi/v3", Verb: "get"}, false); st.Allowed {
+		t.Errorf("/openapi/v3 for a service account: %+v", st)
+	}
+	code, _, data := e.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "", "application/json", "", strings.NewReader(`{}`))
+	status(t, code, data, http.StatusUnauthorized)
+	code, _, data = e.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", adminToken, "application/vnd.kubernetes.protobuf", "", strings.NewReader("k8s\x00\x0a\xff"))
+	status(t, code, data, http.StatusBadRequest)
+}
+
+// TestSelfSubjectReview: kubectl auth whoami learns its user and groups.
+func TestSelfSubjectReview(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	n1, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := protobufBody(t, &authenticationv1.SelfSubjectReview{}, "authentication.k8s.io/v1", "SelfSubjectReview")
+	code, _, data := e.do("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", n1, "application/vnd.kubernetes.protobuf", "", bytes.NewReader(body))
+	var out authenticationv1.SelfSubjectReview
+	if err := json.Unmarshal(data, &out); err != nil || code != http.StatusCreated {
+		t.Fatalf("whoami: %d %s", code, data)
+	}
+	if u := out.Status.UserInfo; u.Username != "system:node:n1" || len(u.Groups) == 0 || u.Groups[0] != "system:nodes" {
+		t.Errorf("whoami: %+v", u)
+	}
+}

@@ -183,7 +183,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (recon
 			return reconcile.Result{}, err
 		}
 	}
-	if err := r.writeStatus(ctx, d, st.DeploymentStatus); err != nil {
+	if err := r.writeStatus(ctx, d, st.DeploymentStatus, newRS); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: wait}, nil

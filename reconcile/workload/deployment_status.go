@@ -145,13 +145,28 @@ func setCondition(st *api.DeploymentStatus, t string, status api.ConditionStatus
 	st.Conditions = append(st.Conditions, c)
 }
 
-// writeStatus stores st if it differs from the Deployment's status.
-func (r *DeploymentReconciler) writeStatus(ctx context.Context, d *api.Deployment, st api.DeploymentStatus) error {
-	if equality.Semantic.DeepEqual(d.Status, st) {
+// writeStatus stores st if it differs from the Deployment's status, and
+// the revision of newRS if the Deployment does not carry it yet.
+func (r *DeploymentReconciler) writeStatus(ctx context.Context, d *api.Deployment, st api.DeploymentStatus, newRS *api.ReplicaSet) error {
+	// The Deployment carries the revision of its newest ReplicaSet, as
+	// Kubernetes' controller writes it with the status: kubectl rollout
+	// undo patches it back along with the template.
+	revision := ""
+	if newRS != nil {
+		revision = newRS.Annotations[AnnotationRevision]
+	}
+	setRevision := revision != "" && d.Annotations[AnnotationRevision] != revision
+	if !setRevision && equality.Semantic.DeepEqual(d.Status, st) {
 		return nil
 	}
 	c := d.DeepCopy()
 	c.Status = st
+	if setRevision {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[AnnotationRevision] = revision
+	}
 	if _, err := r.store.Update(ctx, c); err != nil {
 		return fmt.Errorf("update status of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}

@@ -272,6 +272,41 @@ func TestDeploymentRevisionHistoryLimit(t *testing.T) {
 	}
 }
 
+// TestDeploymentCarriesItsRevision: the Deployment's revision annotation
+// follows its newest ReplicaSet's, through an update and a rollback to
+// the first template, which is what kubectl rollout undo patches back.
+func TestDeploymentCarriesItsRevision(t *testing.T) {
+	f := newDeployFixture(t, deployment("web", 1))
+	revision := func() string { return f.deployment().Annotations[AnnotationRevision] }
+	steps := func() {
+		for range 6 {
+			f.sync()
+			f.settle()
+		}
+	}
+	steps()
+	if got := revision(); got != "1" {
+		t.Fatalf("revision %q after the first rollout, want 1", got)
+	}
+	first := f.deployment().Spec.Template.DeepCopy()
+	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+	steps()
+	if got := revision(); got != "2" {
+		t.Fatalf("revision %q after an update, want 2", got)
+	}
+	f.update(func(d *api.Deployment) { d.Spec.Template = *first })
+	steps()
+	if got := revision(); got != "3" {
+		t.Fatalf("revision %q after rolling back, want 3", got)
+	}
+	// Once it carries its revision, a settled Deployment is not written.
+	rv := f.deployment().ResourceVersion
+	f.sync()
+	if f.deployment().ResourceVersion != rv {
+		t.Error("a settled deployment was written again")
+	}
+}
+
 func TestDeploymentPaused(t *testing.T) {
 	d := deployment("web", 2)
 	d.Spec.Paused = true

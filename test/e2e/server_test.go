@@ -93,6 +93,27 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 		t.Fatalf("kubectl delete: %s", out)
 	}
 
+	// kubectl rollout undo to a revision patches the template and the
+	// Deployment's revision annotation back, so the Deployment carries one.
+	kc("create", "deployment", "undo", "--image=busybox", "--", "sleep", "3600")
+	waitFor(t, 10*time.Second, "the first revision", func() error {
+		if d, err := s.getJSON(t, "deployment", "undo"); err != nil || field(d, "metadata.annotations") == nil {
+			return fmt.Errorf("deployment %v: %v", d, err)
+		}
+		return nil
+	})
+	kc("set", "env", "deployment/undo", "A=1")
+	waitFor(t, 10*time.Second, "the second revision", func() error {
+		out := kc("rollout", "history", "deployment/undo")
+		if !strings.Contains(out, "\n2 ") {
+			return fmt.Errorf("history %q", out)
+		}
+		return nil
+	})
+	if out := kc("rollout", "undo", "deployment/undo", "--to-revision=1"); !strings.Contains(out, "rolled back") {
+		t.Fatalf("kubectl rollout undo: %s", out)
+	}
+
 	// kubectl create token asks for a service account's token in protobuf;
 	// kubectl auth says who a token is and what it may do.
 	kc("create", "serviceaccount", "robot")

@@ -25,6 +25,9 @@ type Kind struct {
 	Namespaced bool
 	// HasStatus says whether the kind has a status subresource.
 	HasStatus bool
+	// Categories are the groups of resources a user may name at once, as
+	// Kubernetes' discovery gives them: "all" is what `get all` shows.
+	Categories []string
 	// Generation says whether metadata.generation counts the changes to
 	// the spec, as Kubernetes counts them for the kinds whose controllers
 	// report an observedGeneration (pods too). Other kinds, a Lease
@@ -116,7 +119,25 @@ func init() {
 	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &Source{}} {
 		KindOf(obj).Generation = true
 	}
+	// In the order kubectl lists them.
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &Service{}, &Deployment{}, &ReplicaSet{}} {
+		k := KindOf(obj)
+		k.Categories = append(k.Categories, CategoryAll)
+		categories[CategoryAll] = append(categories[CategoryAll], k)
+	}
 }
+
+// CategoryAll is the category of the kinds `get all` lists, as in
+// Kubernetes: the workloads and the services in front of them.
+const CategoryAll = "all"
+
+// categories holds the kinds of each category, in the order kubectl
+// lists them.
+var categories = map[string][]*Kind{}
+
+// KindsInCategory returns the kinds of a category (none for a name that
+// is not one).
+func KindsInCategory(category string) []*Kind { return categories[category] }
 
 // Kinds returns every registered kind in a stable order.
 func Kinds() []*Kind { return kinds }

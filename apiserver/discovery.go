@@ -24,12 +24,6 @@ var (
 	statusVerbs   = metav1.Verbs{"get", "patch", "update"}
 )
 
-// categoryAll lists the resources `kubectl get all` shows, as Kubernetes
-// puts them in the "all" category.
-var categoryAll = map[string]bool{
-	"pods": true, "services": true, "replicationcontrollers": true, "replicasets": true, "deployments": true,
-}
-
 // aggregatedDiscoveryType is the Content-Type of aggregated discovery.
 const aggregatedDiscoveryType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
@@ -192,9 +186,7 @@ func legacyResources(k *api.Kind) []metav1.APIResource {
 		Verbs:        resourceVerbs,
 		ShortNames:   k.ShortNames,
 	}
-	if categoryAll[k.Resource] {
-		r.Categories = []string{"all"}
-	}
+	r.Categories = k.Categories
 	out := []metav1.APIResource{r}
 	if k.HasStatus {
 		out = append(out, metav1.APIResource{
@@ -234,9 +226,7 @@ func aggregatedResource(k *api.Kind) resourceDiscovery {
 		Verbs:            resourceVerbs,
 		ShortNames:       k.ShortNames,
 	}
-	if categoryAll[k.Resource] {
-		r.Categories = []string{"all"}
-	}
+	r.Categories = k.Categories
 	if k.HasStatus {
 		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{Subresource: "status", ResponseKind: gvk, Verbs: statusVerbs})
 	}

@@ -39,8 +39,9 @@ func knownResources() string {
 }
 
 // parseResourceArgs reads the arguments of get, describe and delete the
-// way kubectl does: `KIND[,KIND...] [NAME...]` (every name of every kind)
-// or `KIND/NAME...`. Kinds keep the order they were first named in.
+// way kubectl does: `KIND[,KIND...] [NAME...]` (every name of every kind;
+// "all" names the kinds of that category) or `KIND/NAME...`. Kinds keep
+// the order they were first named in.
 func parseResourceArgs(args []string) ([]resourceRequest, error) {
 	if len(args) == 0 {
 		return nil, usageErrorf("you must specify the type of resource; known types: %s", knownResources())
@@ -81,11 +82,19 @@ func parseResourceArgs(args []string) ([]resourceRequest, error) {
 		if kind == "" {
 			return nil, usageErrorf("empty resource type in %q", args[0])
 		}
-		k, err := lookupKind(kind)
-		if err != nil {
-			return nil, err
+		kinds := api.KindsInCategory(kind) // "all", as in kubectl
+		if len(kinds) == 0 {
+			k, err := lookupKind(kind)
+			if err != nil {
+				return nil, err
+			}
+			kinds = []*api.Kind{k}
 		}
-		add(k, args[1:]...)
+		for _, k := range kinds {
+			if _, named := index[k]; !named {
+				add(k, args[1:]...)
+			}
+		}
 	}
 	return reqs, nil
 }

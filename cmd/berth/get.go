@@ -31,7 +31,8 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		Short: "List or show objects",
 		Long: `Get prints objects from the control plane as kubectl does: a table per kind
 (-o wide adds columns), or the objects as JSON or YAML (a List when more
-than one object was asked for), or their names.
+than one object was asked for), or their names, or what a JSONPath
+template picks out of that JSON (-o jsonpath=TEMPLATE, as kubectl).
 
 Kinds are named by plural, singular or short name: ` + knownResources() + `.
 
@@ -41,6 +42,7 @@ the exit status is then 1.`,
 		Example: `  berth get pods
   berth get deploy,svc -A
   berth get pod web-0 -o yaml
+  berth get pods -o jsonpath='{.items[*].status.podIP}'
   berth get pods -l app=web -o wide -w`,
 		// parseResourceArgs answers no arguments with the known kinds.
 		Args: cobra.ArbitraryArgs,
@@ -52,7 +54,7 @@ the exit status is then 1.`,
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list objects of every namespace")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, as app=web,tier!=db")
 	f.StringVar(&o.fieldSelector, "field-selector", "", "field selector on metadata.name, metadata.namespace, spec.nodeName or status.phase")
-	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name")
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, name or jsonpath=TEMPLATE")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print changes as they happen")
 	f.BoolVar(&o.showLabels, "show-labels", false, "add a LABELS column")
 	f.BoolVar(&o.noHeaders, "no-headers", false, "leave the table header out")

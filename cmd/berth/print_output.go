@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/api"
@@ -21,13 +23,48 @@ const (
 	outputName  = "name"
 )
 
+// outputJSONPath prefixes -o jsonpath=TEMPLATE: kubectl's JSONPath
+// template, applied to the object asked for or to the List of them.
+const outputJSONPath = "jsonpath="
+
 // parseOutput checks an -o value.
 func parseOutput(s string) (string, error) {
 	switch s {
 	case outputTable, outputWide, outputJSON, outputYAML, outputName:
 		return s, nil
 	}
-	return "", usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: json,name,wide,yaml", s)
+	if tmpl, ok := strings.CutPrefix(s, outputJSONPath); ok {
+		if _, err := newJSONPath(tmpl); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	return "", usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: json,jsonpath,name,wide,yaml", s)
+}
+
+// newJSONPath parses a template as kubectl's -o jsonpath does: a missing
+// key prints nothing rather than failing.
+func newJSONPath(tmpl string) (*jsonpath.JSONPath, error) {
+	if tmpl == "" {
+		return nil, usageErrorf("jsonpath template format specified but no template given")
+	}
+	jp := jsonpath.New("out").AllowMissingKeys(true)
+	if err := jp.Parse(tmpl); err != nil {
+		return nil, usageErrorf("error parsing jsonpath %s, %v", tmpl, err)
+	}
+	return jp, nil
+}
+
+// writeJSONPath prints a document through a parsed -o jsonpath value.
+func writeJSONPath(w io.Writer, output string, doc any) error {
+	jp, err := newJSONPath(strings.TrimPrefix(output, outputJSONPath))
+	if err != nil {
+		return err
+	}
+	if err := jp.Execute(w, doc); err != nil {
+		return fmt.Errorf("jsonpath: %w", err)
+	}
+	return nil
 }
 
 // kindObjects are the objects of one kind that a command fetched.
@@ -50,8 +87,9 @@ type printOptions struct {
 // List document or a single object, or one name per line. It is a pure
 // function of its arguments.
 func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time.Time) error {
-	switch opts.output {
-	case outputJSON, outputYAML:
+	jsonPath := strings.HasPrefix(opts.output, outputJSONPath)
+	switch {
+	case opts.output == outputJSON || opts.output == outputYAML || jsonPath:
 		var items []any
 		for _, g := range groups {
 			for _, obj := range g.objs {
@@ -62,11 +100,15 @@ func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time
 				items = append(items, doc)
 			}
 		}
+		doc := any(listDocument(items))
 		if opts.single && len(items) == 1 {
-			return writeDocument(w, opts.output, items[0])
+			doc = items[0]
 		}
-		return writeDocument(w, opts.output, listDocument(items))
-	case outputName:
+		if jsonPath {
+			return writeJSONPath(w, opts.output, doc)
+		}
+		return writeDocument(w, opts.output, doc)
+	case opts.output == outputName:
 		for _, g := range groups {
 			for _, obj := range g.objs {
 				if _, err := fmt.Fprintln(w, objectRef(g.kind, obj.GetName())); err != nil {
@@ -194,7 +236,12 @@ func (s *streamPrinter) print(objs []api.Object, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if err := writeDocument(s.w, s.output, doc); err != nil {
+		if strings.HasPrefix(s.output, outputJSONPath) {
+			err = writeJSONPath(s.w, s.output, doc)
+		} else {
+			err = writeDocument(s.w, s.output, doc)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -77,4 +78,50 @@ func TestWatchDocuments(t *testing.T) {
 		}
 	}
 	checkGolden(t, "print/yaml-watch", buf.String())
+}
+
+// TestJSONPathOutput: -o jsonpath=TEMPLATE picks out of the object asked
+// for, or out of the List, as kubectl does; a bad template is a usage
+// error before anything is fetched.
+func TestJSONPathOutput(t *testing.T) {
+	kinds := fixtureKinds()
+	deploy := kindObjects{kind: kindOf(t, "deployments"), objs: kinds["deployments"][:1]}
+	pods := kindObjects{kind: kindOf(t, "pods"), objs: kinds["pods"][:2]}
+	d := kinds["deployments"][0].(*api.Deployment)
+	p0, p1 := kinds["pods"][0].(*api.Pod), kinds["pods"][1].(*api.Pod)
+	for _, c := range []struct {
+		tmpl   string
+		groups []kindObjects
+		single bool
+		want   string
+	}{
+		{"{.metadata.name} {.spec.replicas}", []kindObjects{deploy}, true, fmt.Sprintf("%s %d", d.Name, *d.Spec.Replicas)},
+		{"{.kind}", []kindObjects{deploy}, true, "Deployment"},
+		{"{.items[*].metadata.name}", []kindObjects{pods}, false, p0.Name + " " + p1.Name},
+		{`{range .items[*]}{.metadata.name}{"\t"}{.kind}{"\n"}{end}`, []kindObjects{pods}, false, p0.Name + "\tPod\n" + p1.Name + "\tPod\n"},
+		{"{.metadata.nothing}", []kindObjects{deploy}, true, ""},
+	} {
+		output, err := parseOutput(outputJSONPath + c.tmpl)
+		if err != nil {
+			t.Fatalf("%s: %v", c.tmpl, err)
+		}
+		var buf bytes.Buffer
+		if err := printObjects(&buf, c.groups, printOptions{output: output, single: c.single}, fixtureNow); err != nil {
+			t.Fatalf("%s: %v", c.tmpl, err)
+		}
+		if buf.String() != c.want {
+			t.Errorf("%s printed %q, want %q", c.tmpl, buf.String(), c.want)
+		}
+	}
+	for _, bad := range []string{"jsonpath=", "jsonpath={.items[", "jsonpath2={.x}"} {
+		if _, err := parseOutput(bad); err == nil {
+			t.Errorf("-o %s accepted", bad)
+		}
+	}
+	// A watch prints each object through the template.
+	var buf bytes.Buffer
+	sp := newStreamPrinter(&buf, kindOf(t, "pods"), outputJSONPath+`{.metadata.name}{"\n"}`, tableOptions{})
+	if err := sp.print([]api.Object{p0, p1}, fixtureNow); err != nil || buf.String() != p0.Name+"\n"+p1.Name+"\n" {
+		t.Errorf("watch printed %q, %v", buf.String(), err)
+	}
 }

@@ -32,7 +32,9 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		Long: `Get prints objects from the control plane as kubectl does: a table per kind
 (-o wide adds columns), or the objects as JSON or YAML (a List when more
 than one object was asked for), or their names, or what a JSONPath
-template picks out of that JSON (-o jsonpath=TEMPLATE, as kubectl).
+template picks out of that JSON (-o jsonpath=TEMPLATE), or columns of
+such paths (-o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName),
+as kubectl prints them.
 
 Kinds are named by plural, singular or short name: ` + knownResources() + `.
 
@@ -54,7 +56,7 @@ the exit status is then 1.`,
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list objects of every namespace")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, as app=web,tier!=db")
 	f.StringVar(&o.fieldSelector, "field-selector", "", "field selector on metadata.name, metadata.namespace, spec.nodeName or status.phase")
-	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, name or jsonpath=TEMPLATE")
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=HEADER:PATH,...")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print changes as they happen")
 	f.BoolVar(&o.showLabels, "show-labels", false, "add a LABELS column")
 	f.BoolVar(&o.noHeaders, "no-headers", false, "leave the table header out")

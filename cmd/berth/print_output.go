@@ -39,7 +39,13 @@ func parseOutput(s string) (string, error) {
 		}
 		return s, nil
 	}
-	return "", usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: json,jsonpath,name,wide,yaml", s)
+	if spec, ok := strings.CutPrefix(s, outputColumns); ok {
+		if _, err := parseColumns(spec); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	return "", usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: custom-columns,json,jsonpath,name,wide,yaml", s)
 }
 
 // newJSONPath parses a template as kubectl's -o jsonpath does: a missing
@@ -88,8 +94,9 @@ type printOptions struct {
 // function of its arguments.
 func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time.Time) error {
 	jsonPath := strings.HasPrefix(opts.output, outputJSONPath)
+	columns := strings.HasPrefix(opts.output, outputColumns)
 	switch {
-	case opts.output == outputJSON || opts.output == outputYAML || jsonPath:
+	case opts.output == outputJSON || opts.output == outputYAML || jsonPath || columns:
 		var items []any
 		for _, g := range groups {
 			for _, obj := range g.objs {
@@ -99,6 +106,13 @@ func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time
 				}
 				items = append(items, doc)
 			}
+		}
+		if columns {
+			p, err := newColumnsPrinter(w, opts.output, opts.table.noHeaders)
+			if err != nil {
+				return err
+			}
+			return p.print(items)
 		}
 		doc := any(listDocument(items))
 		if opts.single && len(items) == 1 {
@@ -201,15 +215,21 @@ func writeDocument(w io.Writer, format string, doc any) error {
 // table row (header first), a JSON document, a YAML document after a
 // `---` line, or a name.
 type streamPrinter struct {
-	w      io.Writer
-	output string
-	table  *tablePrinter
-	count  int
+	w       io.Writer
+	output  string
+	table   *tablePrinter
+	columns *columnsPrinter
+	count   int
 }
 
 func newStreamPrinter(w io.Writer, k *api.Kind, output string, topts tableOptions) *streamPrinter {
 	topts.wide = output == outputWide
-	return &streamPrinter{w: w, output: output, table: newTablePrinter(w, k, topts)}
+	p := &streamPrinter{w: w, output: output, table: newTablePrinter(w, k, topts)}
+	if strings.HasPrefix(output, outputColumns) {
+		// parseOutput has checked the spec.
+		p.columns, _ = newColumnsPrinter(w, output, topts.noHeaders)
+	}
+	return p
 }
 
 func (s *streamPrinter) print(objs []api.Object, now time.Time) error {
@@ -236,9 +256,12 @@ func (s *streamPrinter) print(objs []api.Object, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(s.output, outputJSONPath) {
+		switch {
+		case s.columns != nil:
+			err = s.columns.print([]any{doc})
+		case strings.HasPrefix(s.output, outputJSONPath):
 			err = writeJSONPath(s.w, s.output, doc)
-		} else {
+		default:
 			err = writeDocument(s.w, s.output, doc)
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -123,5 +124,62 @@ func TestJSONPathOutput(t *testing.T) {
 	sp := newStreamPrinter(&buf, kindOf(t, "pods"), outputJSONPath+`{.metadata.name}{"\n"}`, tableOptions{})
 	if err := sp.print([]api.Object{p0, p1}, fixtureNow); err != nil || buf.String() != p0.Name+"\n"+p1.Name+"\n" {
 		t.Errorf("watch printed %q, %v", buf.String(), err)
+	}
+}
+
+// TestCustomColumnsOutput: -o custom-columns=HEADER:PATH,... prints a
+// row per object with the paths in kubectl's relaxed forms, <none> for a
+// missing value and values of a list joined by commas.
+func TestCustomColumnsOutput(t *testing.T) {
+	kinds := fixtureKinds()
+	pods := kindObjects{kind: kindOf(t, "pods"), objs: kinds["pods"][:2]}
+	p0, p1 := kinds["pods"][0].(*api.Pod), kinds["pods"][1].(*api.Pod)
+	output, err := parseOutput("custom-columns=NAME:.metadata.name,KIND:kind,CONTAINERS:{.spec.containers[*].name},NOPE:.spec.nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(p *api.Pod) string {
+		var n []string
+		for _, c := range p.Spec.Containers {
+			n = append(n, c.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	var buf bytes.Buffer
+	if err := printObjects(&buf, []kindObjects{pods}, printOptions{output: output}, fixtureNow); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := [][]string{{"NAME", "KIND", "CONTAINERS", "NOPE"}, {p0.Name, "Pod", names(p0), "<none>"}, {p1.Name, "Pod", names(p1), "<none>"}}
+	if len(lines) != len(want) {
+		t.Fatalf("printed %q", buf.String())
+	}
+	for i, l := range lines {
+		if got := strings.Fields(l); strings.Join(got, "|") != strings.Join(want[i], "|") {
+			t.Errorf("line %d: %q, want %q", i, l, want[i])
+		}
+	}
+	if !strings.HasPrefix(lines[1], p0.Name+"   ") {
+		t.Errorf("columns are not padded as kubectl pads them: %q", lines[1])
+	}
+	buf.Reset()
+	if err := printObjects(&buf, []kindObjects{pods}, printOptions{output: output, table: tableOptions{noHeaders: true}}, fixtureNow); err != nil || strings.Contains(buf.String(), "NAME") {
+		t.Errorf("--no-headers printed %q, %v", buf.String(), err)
+	}
+	for _, bad := range []string{"custom-columns=", "custom-columns=NAME", "custom-columns=:.a", "custom-columns=A:{.x", "custom-columns=A:{a}{b}"} {
+		if _, err := parseOutput(bad); err == nil {
+			t.Errorf("-o %s accepted", bad)
+		}
+	}
+	// A watch prints the header once, then a row per object.
+	buf.Reset()
+	sp := newStreamPrinter(&buf, kindOf(t, "pods"), "custom-columns=NAME:.metadata.name", tableOptions{})
+	for _, p := range []api.Object{p0, p1} {
+		if err := sp.print([]api.Object{p}, fixtureNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Fields(buf.String()); strings.Join(got, " ") != "NAME "+p0.Name+" "+p1.Name {
+		t.Errorf("watch printed %q", buf.String())
 	}
 }

@@ -672,3 +672,30 @@ func TestListSelectors(t *testing.T) {
 		}
 	}
 }
+
+// TestListResourceVersionMatch: a list asked for at an Exact revision is
+// answered only at that revision (the store keeps no older lists: 410),
+// NotOlderThan as any list, and a bad combination is a 400.
+func TestListResourceVersionMatch(t *testing.T) {
+	e := newEnv(t)
+	e.mustCreate(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
+	old := e.store.Revision()
+	e.mustCreate(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b"}})
+	now := e.store.Revision()
+	list := func(query string) (int, []byte) {
+		code, _, body := e.do("GET", "/api/v1/namespaces/default/configmaps?"+query, adminToken, "", "", nil)
+		return code, body
+	}
+	if code, body := list(fmt.Sprintf("resourceVersion=%d&resourceVersionMatch=Exact", now)); code != http.StatusOK || !strings.Contains(string(body), `"name":"b"`) {
+		t.Errorf("exact, current: %d %s", code, body)
+	}
+	code, body := list(fmt.Sprintf("resourceVersion=%d&resourceVersionMatch=Exact", old))
+	status(t, code, body, http.StatusGone)
+	if code, body := list(fmt.Sprintf("resourceVersion=%d&resourceVersionMatch=NotOlderThan", old)); code != http.StatusOK || !strings.Contains(string(body), `"name":"b"`) {
+		t.Errorf("not older than: %d %s", code, body)
+	}
+	for _, q := range []string{"resourceVersionMatch=Exact", "resourceVersion=0&resourceVersionMatch=Exact", "resourceVersion=1&resourceVersionMatch=Newest"} {
+		code, body := list(q)
+		status(t, code, body, http.StatusBadRequest)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -80,14 +81,26 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *resource
 			return
 		}
 	}
-	if rv, err := parseResourceVersion(q.Get("resourceVersion")); err != nil {
+	rv, err := parseResourceVersion(q.Get("resourceVersion"))
+	if err != nil {
 		WriteError(w, err)
 		return
-	} else if err := s.waitForRevision(r.Context(), rv); err != nil {
+	}
+	exact, err := exactResourceVersion(q)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if err := s.waitForRevision(r.Context(), rv); err != nil {
 		WriteError(w, err)
 		return
 	}
 	snap := s.store.Snapshot()
+	if exact && snap.Revision() != rv {
+		// The store lists its newest revision only; an older one is gone.
+		WriteError(w, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, snap.Revision())))
+		return
+	}
 	lw := newListWriter(w, req.kind, snap.Revision(), t)
 	if err := snap.Each(req.kind, sel.filter, lw.add); err != nil {
 		s.log.Error("list failed mid-stream", "resource", req.kind.Resource, "err", err)
@@ -109,6 +122,27 @@ func parseResourceVersion(v string) (uint64, error) {
 		return 0, badRequest("invalid resourceVersion %q: it is a decimal revision", v)
 	}
 	return rv, nil
+}
+
+// exactResourceVersion reads a list's resourceVersionMatch: Exact asks for
+// the objects as they were at resourceVersion, NotOlderThan (and none) for
+// them as they are, at that revision or later.
+func exactResourceVersion(q url.Values) (bool, error) {
+	match := metav1.ResourceVersionMatch(q.Get("resourceVersionMatch"))
+	rv := q.Get("resourceVersion")
+	switch {
+	case match == "":
+		return false, nil
+	case rv == "":
+		return false, badRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+	case match == metav1.ResourceVersionMatchNotOlderThan:
+		return false, nil
+	case match != metav1.ResourceVersionMatchExact:
+		return false, badRequest("resourceVersionMatch: Unsupported value: %q: supported values: %q, %q", match, metav1.ResourceVersionMatchExact, metav1.ResourceVersionMatchNotOlderThan)
+	case rv == "0":
+		return false, badRequest(`resourceVersionMatch "Exact" is forbidden for resourceVersion "0"`)
+	}
+	return true, nil
 }
 
 // waitForRevision waits, a short while, for the store to reach rev.

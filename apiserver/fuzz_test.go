@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -153,5 +154,31 @@ func FuzzReview(f *testing.F) {
 		if st.Revision() != before {
 			t.Fatalf("a review wrote to the store: %q", body)
 		}
+	})
+}
+
+// FuzzProtobufBodies throws protobuf bodies, as kubectl's typed client
+// sends them, at the writes that read them: a create, a delete's options.
+// Never a 5xx; a refused one writes nothing.
+func FuzzProtobufBodies(f *testing.F) {
+	seeds := [][]byte{
+		[]byte("k8s\x00"), []byte("k8s\x00\x0a\x00"), []byte("garbage"), nil,
+		protobufBody(f, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pb"}, Data: map[string]string{"a": "b"}}, "v1", "ConfigMap"),
+		protobufBody(f, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, "v1", "Pod"),
+		protobufBody(f, &metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}, "apps/v1", "DeleteOptions"),
+		protobufBody(f, &metav1.DeleteOptions{DryRun: []string{"All"}}, "apps/v1", "DeleteOptions"),
+		protobufBody(f, &metav1.DeleteOptions{DryRun: []string{"Some"}}, "apps/v1", "DeleteOptions"),
+	}
+	for _, seed := range seeds {
+		f.Add(false, seed)
+		f.Add(true, seed)
+	}
+	srv, st := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, del bool, body []byte) {
+		if del {
+			serveFuzz(t, srv, st, http.MethodDelete, "/apis/apps/v1/namespaces/default/deployments/web", "application/vnd.kubernetes.protobuf", body)
+			return
+		}
+		serveFuzz(t, srv, st, http.MethodPost, "/api/v1/namespaces/default/configmaps", "application/vnd.kubernetes.protobuf", body)
 	})
 }

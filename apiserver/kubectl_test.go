@@ -20,7 +20,7 @@ import (
 
 // protobufBody encodes an object as Kubernetes protobuf, as kubectl's
 // generators (create namespace, create configmap, run) send it.
-func protobufBody(t *testing.T, obj interface {
+func protobufBody(t testing.TB, obj interface {
 	runtime.Object
 	Marshal() ([]byte, error)
 }, apiVersion, kind string) []byte {

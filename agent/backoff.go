@@ -24,3 +24,29 @@ func nextBackOff(prev, ranFor time.Duration) time.Duration {
 	}
 	return next
 }
+
+// Retry of what keeps a container from starting, rather than a crash:
+// its pod's volumes not set up yet, most often a claim whose binding
+// follows the pod's own, or its configuration not resolvable (a missing
+// ConfigMap or key).
+const (
+	// volumeBackOffInitial and volumeBackOffMax bound the retry of a
+	// pod's volume set-up: soon at first, since a claim binds a moment
+	// after its pod, then every 10 s at most.
+	volumeBackOffInitial = 500 * time.Millisecond
+	volumeBackOffMax     = 10 * time.Second
+	// startRetryPeriod is the wait before starting a container again
+	// after its configuration could not be resolved or the runtime
+	// refused it, as the kubelet waits 10 s between syncs of a pod that
+	// failed: not the growing crash back-off, since nothing has run.
+	startRetryPeriod = 10 * time.Second
+)
+
+// nextVolumeBackOff is the wait before setting up a pod's volumes again
+// after the attempt that waited prev (zero for the first failure).
+func nextVolumeBackOff(prev time.Duration) time.Duration {
+	if prev <= 0 {
+		return volumeBackOffInitial
+	}
+	return min(2*prev, volumeBackOffMax)
+}

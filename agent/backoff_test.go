@@ -25,3 +25,18 @@ func TestNextBackOff(t *testing.T) {
 		}
 	}
 }
+
+func TestNextVolumeBackOff(t *testing.T) {
+	var got []time.Duration
+	d := time.Duration(0)
+	for range 7 {
+		d = nextVolumeBackOff(d)
+		got = append(got, d)
+	}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("volume back-off %v, want %v", got, want)
+		}
+	}
+}

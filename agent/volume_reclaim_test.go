@@ -153,7 +153,9 @@ func TestNodePublishesLocalPathRoot(t *testing.T) {
 
 // TestPodWaitsForItsClaim: a pod whose claim is not bound yet waits, says
 // why in its container's waiting reason, and starts once the claim binds,
-// on the next try of the volume back-off.
+// on the next try of the volume back-off: half a second after the first,
+// not the ten of a crash (the claim of a local-path volume binds a moment
+// after its pod).
 func TestPodWaitsForItsClaim(t *testing.T) {
 	clk := testingclock.NewFakeClock(testEpoch)
 	refs := &fakeRefs{}
@@ -178,6 +180,6 @@ func TestPodWaitsForItsClaim(t *testing.T) {
 	refs.mu.Lock()
 	refs.claims = map[string]string{"default/data": t.TempDir()}
 	refs.mu.Unlock()
-	h.step(backOffInitial)
+	h.step(volumeBackOffInitial)
 	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
 }

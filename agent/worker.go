@@ -73,10 +73,9 @@ type containerRuntimeState struct {
 
 	// waitReason/waitMessage say why the container could not be started;
 	// it is retried at retryAt.
-	waitReason   string
-	waitMessage  string
-	retryBackOff time.Duration
-	retryAt      time.Time
+	waitReason  string
+	waitMessage string
+	retryAt     time.Time
 
 	// Probe state of run (reset when a new run starts).
 	run       runtime.ID
@@ -386,7 +385,7 @@ func (w *podWorker) ensureVolumes(ctx context.Context, pod *api.Pod) time.Time {
 			w.volumesAt = now
 			return now.Add(volumeRefresh)
 		}
-		w.volumeBackOff = nextBackOff(w.volumeBackOff, 0)
+		w.volumeBackOff = nextVolumeBackOff(w.volumeBackOff)
 		w.volumesRetry = now.Add(w.volumeBackOff)
 		reason := reasonContainerCreating
 		var ce *configError
@@ -481,12 +480,11 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 			cs.waitReason = reasonCreateContainerConfigError
 		}
 		cs.waitMessage = err.Error()
-		cs.retryBackOff = nextBackOff(cs.retryBackOff, 0)
-		cs.retryAt = now.Add(cs.retryBackOff)
+		cs.retryAt = now.Add(startRetryPeriod)
 		w.podEvent(pod, api.EventTypeWarning, ReasonFailed, "Error: "+err.Error())
 		return cs.retryAt
 	}
-	cs.waitReason, cs.waitMessage, cs.retryBackOff, cs.retryAt = "", "", 0, time.Time{}
+	cs.waitReason, cs.waitMessage, cs.retryAt = "", "", time.Time{}
 	w.podEvent(pod, api.EventTypeNormal, ReasonStarted, "Started container "+c.Name)
 	// Look again at once: the new run's probes start from its start.
 	return now

@@ -559,10 +559,15 @@ func TestConfigErrorWaitsAndRetries(t *testing.T) {
 	p.Spec.Volumes = []api.Volume{{Name: "cache", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}}}
 	h.m.Sync(p)
 	h.waitStatus("u1", "config error", waitingReason(reasonCreateContainerConfigError, "couldn't find key token in Secret shop/creds"))
+	// Retried every 10 s as the kubelet retries, not on the growing
+	// back-off of a crash: nothing has run.
+	for range 3 {
+		h.step(startRetryPeriod)
+	}
 	refs.mu.Lock()
 	refs.secrets["shop/creds"] = &api.Secret{Data: map[string][]byte{"token": []byte("abc")}}
 	refs.mu.Unlock()
-	h.step(10 * time.Second)
+	h.step(startRetryPeriod)
 	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
 	starts := h.rt.startsOf("u1")
 	cache := filepath.Join(h.m.o.DataDir, "pods", "u1", "volumes", "cache")

@@ -3,9 +3,12 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -54,8 +57,11 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"):            func() protobufObject { return &appsv1.Deployment{} },
 	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       func() protobufObject { return &storagev1.StorageClass{} },
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
-	// kubectl create token asks for a token this way.
-	authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"): func() protobufObject { return &authenticationv1.TokenRequest{} },
+	// kubectl create token asks for a token this way, and kubectl auth
+	// can-i and whoami ask about themselves.
+	authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"):           func() protobufObject { return &authenticationv1.TokenRequest{} },
+	authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"):      func() protobufObject { return &authenticationv1.SelfSubjectReview{} },
+	authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"): func() protobufObject { return &authorizationv1.SelfSubjectAccessReview{} },
 }
 
 // A typed client sends a delete's options as DeleteOptions of the group
@@ -68,9 +74,19 @@ func init() {
 
 // protobufToJSON turns a Kubernetes protobuf body into JSON.
 func protobufToJSON(data []byte) (out []byte, err error) {
-	u, err := protobufEnvelope(data)
-	if err != nil {
-		return nil, err
+	defer func() {
+		// Generated decoders index by lengths they read; a hostile body
+		// must be a 400, never a crash.
+		if r := recover(); r != nil {
+			out, err = nil, badRequest("the protobuf body could not be read")
+		}
+	}()
+	if !bytes.HasPrefix(data, protobufMagic) {
+		return nil, badRequest("the body is not Kubernetes protobuf: it lacks the k8s\\x00 prefix")
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(data[len(protobufMagic):]); err != nil {
+		return nil, badRequest("the protobuf body is malformed: %v", err)
 	}
 	gvk := schema.FromAPIVersionAndKind(u.APIVersion, u.Kind)
 	newObj, ok := protobufKinds[gvk]
@@ -78,8 +94,8 @@ func protobufToJSON(data []byte) (out []byte, err error) {
 		return nil, unsupportedMediaType(mediaProtobuf+" for "+gvk.String(), mediaJSON, mediaYAML)
 	}
 	obj := newObj()
-	if err := unmarshalProtobuf(u, obj); err != nil {
-		return nil, err
+	if err := obj.Unmarshal(u.Raw); err != nil {
+		return nil, badRequest("the protobuf %s is malformed: %v", u.Kind, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	data, err = json.Marshal(obj)
@@ -97,35 +113,24 @@ func protobufToJSON(data []byte) (out []byte, err error) {
 	return json.Marshal(fields)
 }
 
-// protobufEnvelope reads the envelope of a Kubernetes protobuf document:
-// the type of what it holds, and its bytes.
-func protobufEnvelope(data []byte) (u *runtime.Unknown, err error) {
-	defer func() {
-		// Generated decoders index by lengths they read; a hostile body
-		// must be a 400, never a crash.
-		if r := recover(); r != nil {
-			u, err = nil, badRequest("the protobuf body could not be read")
-		}
-	}()
-	if !bytes.HasPrefix(data, protobufMagic) {
-		return nil, badRequest("the body is not Kubernetes protobuf: it lacks the k8s\\x00 prefix")
+// decodeSmallBody reads a body of at most max bytes holding one what (a
+// TokenRequest, a review) into into: JSON, or Kubernetes protobuf as
+// kubectl's typed client sends it.
+func decodeSmallBody(r *http.Request, max int64, into any, what string) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return badRequest("reading the %s: %v", what, err)
 	}
-	u = &runtime.Unknown{}
-	if err := u.Unmarshal(data[len(protobufMagic):]); err != nil {
-		return nil, badRequest("the protobuf body is malformed: %v", err)
+	if int64(len(data)) > max {
+		return bodyTooLarge(max)
 	}
-	return u, nil
-}
-
-// unmarshalProtobuf decodes the object an envelope holds into obj.
-func unmarshalProtobuf(u *runtime.Unknown, obj protobufObject) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = badRequest("the protobuf %s could not be read", u.Kind)
+	if contentType(r) == mediaProtobuf {
+		if data, err = protobufToJSON(data); err != nil {
+			return err
 		}
-	}()
-	if err := obj.Unmarshal(u.Raw); err != nil {
-		return badRequest("the protobuf %s is malformed: %v", u.Kind, err)
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		return badRequest("the body is not a %s: %v", what, err)
 	}
 	return nil
 }

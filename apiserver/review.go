@@ -1,9 +1,7 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -30,33 +28,12 @@ const (
 // maxReviewBody bounds a review's body.
 const maxReviewBody = 64 << 10
 
-// readReview reads a review's body, as JSON or (kubectl's typed client)
-// Kubernetes protobuf, into obj.
-func readReview(r *http.Request, obj protobufObject, kind string) error {
+// readReview reads a review posted to its path.
+func readReview(r *http.Request, into any, kind string) error {
 	if r.Method != http.MethodPost {
 		return methodNotAllowed(nil, r.Method)
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxReviewBody+1))
-	if err != nil {
-		return badRequest("reading the request body: %v", err)
-	}
-	if len(data) > maxReviewBody {
-		return bodyTooLarge(maxReviewBody)
-	}
-	if contentType(r) != mediaProtobuf {
-		if err := json.Unmarshal(data, obj); err != nil {
-			return badRequest("the body is not a %s: %v", kind, err)
-		}
-		return nil
-	}
-	u, err := protobufEnvelope(data)
-	if err != nil {
-		return err
-	}
-	if u.Kind != kind {
-		return badRequest("the body is a %s, not a %s", u.Kind, kind)
-	}
-	return unmarshalProtobuf(u, obj)
+	return decodeSmallBody(r, maxReviewBody, into, kind)
 }
 
 // serveAccessReview answers a SelfSubjectAccessReview.

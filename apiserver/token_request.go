@@ -1,9 +1,7 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -34,25 +32,6 @@ func invalidTokenRequest(name, path string, value any, msg string) error {
 	return apierrors.NewInvalid(tokenRequestGroupKind, name, field.ErrorList{field.Invalid(field.NewPath(path), value, msg)})
 }
 
-// readTokenRequest reads a TokenRequest body: JSON, or protobuf as
-// kubectl create token sends it.
-func readTokenRequest(r *http.Request) (*api.TokenRequest, error) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxTokenBody))
-	if err != nil {
-		return nil, apierrors.NewBadRequest("token: read TokenRequest: " + err.Error())
-	}
-	if contentType(r) == mediaProtobuf {
-		if data, err = protobufToJSON(data); err != nil {
-			return nil, err
-		}
-	}
-	var req api.TokenRequest
-	if err := json.Unmarshal(data, &req); err != nil {
-		return nil, apierrors.NewBadRequest("token: decode TokenRequest: " + err.Error())
-	}
-	return &req, nil
-}
-
 // TokenRequestHandler serves POST …/serviceaccounts/{name}/token: a signed
 // token for the service account, bound to a pod when the request names
 // one (the agent asks for each pod it runs). The server has authorized
@@ -69,8 +48,8 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 			WriteError(w, apierrors.NewBadRequest("token: not a service account"))
 			return
 		}
-		req, err := readTokenRequest(r)
-		if err != nil {
+		var req api.TokenRequest
+		if err := decodeSmallBody(r, maxTokenBody, &req, "TokenRequest"); err != nil {
 			WriteError(w, err)
 			return
 		}

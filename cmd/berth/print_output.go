@@ -33,8 +33,8 @@ func parseOutput(s string) (string, error) {
 	case outputTable, outputWide, outputJSON, outputYAML, outputName:
 		return s, nil
 	}
-	if tmpl, ok := strings.CutPrefix(s, outputJSONPath); ok {
-		if _, err := newJSONPath(tmpl); err != nil {
+	if strings.HasPrefix(s, outputJSONPath) {
+		if _, err := jsonPathOf(s); err != nil {
 			return "", err
 		}
 		return s, nil
@@ -61,12 +61,18 @@ func newJSONPath(tmpl string) (*jsonpath.JSONPath, error) {
 	return jp, nil
 }
 
-// writeJSONPath prints a document through a parsed -o jsonpath value.
-func writeJSONPath(w io.Writer, output string, doc any) error {
-	jp, err := newJSONPath(strings.TrimPrefix(output, outputJSONPath))
-	if err != nil {
-		return err
+// jsonPathOf parses the template of an -o jsonpath value, nil for any
+// other output.
+func jsonPathOf(output string) (*jsonpath.JSONPath, error) {
+	tmpl, ok := strings.CutPrefix(output, outputJSONPath)
+	if !ok {
+		return nil, nil
 	}
+	return newJSONPath(tmpl)
+}
+
+// writeJSONPath prints a document through a parsed template.
+func writeJSONPath(w io.Writer, jp *jsonpath.JSONPath, doc any) error {
 	if err := jp.Execute(w, doc); err != nil {
 		return fmt.Errorf("jsonpath: %w", err)
 	}
@@ -93,10 +99,13 @@ type printOptions struct {
 // List document or a single object, or one name per line. It is a pure
 // function of its arguments.
 func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time.Time) error {
-	jsonPath := strings.HasPrefix(opts.output, outputJSONPath)
+	jsonPath, err := jsonPathOf(opts.output)
+	if err != nil {
+		return err
+	}
 	columns := strings.HasPrefix(opts.output, outputColumns)
 	switch {
-	case opts.output == outputJSON || opts.output == outputYAML || jsonPath || columns:
+	case opts.output == outputJSON || opts.output == outputYAML || jsonPath != nil || columns:
 		var items []any
 		for _, g := range groups {
 			for _, obj := range g.objs {
@@ -118,8 +127,8 @@ func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time
 		if opts.single && len(items) == 1 {
 			doc = items[0]
 		}
-		if jsonPath {
-			return writeJSONPath(w, opts.output, doc)
+		if jsonPath != nil {
+			return writeJSONPath(w, jsonPath, doc)
 		}
 		return writeDocument(w, opts.output, doc)
 	case opts.output == outputName:
@@ -215,11 +224,12 @@ func writeDocument(w io.Writer, format string, doc any) error {
 // table row (header first), a JSON document, a YAML document after a
 // `---` line, or a name.
 type streamPrinter struct {
-	w       io.Writer
-	output  string
-	table   *tablePrinter
-	columns *columnsPrinter
-	count   int
+	w        io.Writer
+	output   string
+	table    *tablePrinter
+	columns  *columnsPrinter
+	jsonPath *jsonpath.JSONPath
+	count    int
 }
 
 func newStreamPrinter(w io.Writer, k *api.Kind, output string, topts tableOptions) *streamPrinter {
@@ -229,6 +239,7 @@ func newStreamPrinter(w io.Writer, k *api.Kind, output string, topts tableOption
 		// parseOutput has checked the spec.
 		p.columns, _ = newColumnsPrinter(w, output, topts.noHeaders)
 	}
+	p.jsonPath, _ = jsonPathOf(output) // parsed once, for every object
 	return p
 }
 
@@ -259,8 +270,8 @@ func (s *streamPrinter) print(objs []api.Object, now time.Time) error {
 		switch {
 		case s.columns != nil:
 			err = s.columns.print([]any{doc})
-		case strings.HasPrefix(s.output, outputJSONPath):
-			err = writeJSONPath(s.w, s.output, doc)
+		case s.jsonPath != nil:
+			err = writeJSONPath(s.w, s.jsonPath, doc)
 		default:
 			err = writeDocument(s.w, s.output, doc)
 		}

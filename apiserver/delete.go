@@ -143,10 +143,7 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 		}
 		opts.OrphanDependents = &b //nolint:staticcheck // kept for old clients
 	}
-	if _, err := dryRunOf(q["dryRun"]); err != nil {
-		return nil, err
-	}
-	opts.DryRun = q["dryRun"]
+	opts.DryRun = q["dryRun"] // the body's, if it has one, wins
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return nil, err
@@ -159,16 +156,12 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 		}
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
-		query := opts.DryRun
 		if err := json.Unmarshal(body, opts); err != nil {
 			return nil, badRequest("the body of a delete must be DeleteOptions: %v", err)
 		}
-		if _, err := dryRunOf(opts.DryRun); err != nil {
-			return nil, err
-		}
-		if len(opts.DryRun) == 0 {
-			opts.DryRun = query
-		}
+	}
+	if _, err := dryRunOf(opts.DryRun); err != nil {
+		return nil, err
 	}
 	if p := opts.PropagationPolicy; p != nil {
 		switch *p {

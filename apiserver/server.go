@@ -112,11 +112,9 @@ type Server struct {
 	subresources map[subresourceKey]SubresourceHandler
 	servers      []*http.Server
 
-	stopping chan struct{}
-	// stopCtx ends when Shutdown begins, as stopping closes.
-	stopCtx  context.Context
-	stopAll  context.CancelFunc
-	stopOnce sync.Once
+	// stopCtx ends when Shutdown begins.
+	stopCtx context.Context
+	stopAll context.CancelFunc
 	// streams counts watches in flight, which Shutdown waits for.
 	streams sync.WaitGroup
 }
@@ -162,7 +160,6 @@ func New(cfg Config) (*Server, error) {
 		limiter:      newInflightLimiter(cfg.MaxInflightPerIdentity),
 		resources:    map[string]*api.Kind{},
 		subresources: map[subresourceKey]SubresourceHandler{},
-		stopping:     make(chan struct{}),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	for _, k := range api.Kinds() {
@@ -274,7 +271,7 @@ func (s *Server) Serve(l net.Listener, tlsConfig *tls.Config) error {
 	}
 	s.mu.Lock()
 	select {
-	case <-s.stopping:
+	case <-s.stopCtx.Done():
 		s.mu.Unlock()
 		return http.ErrServerClosed
 	default:
@@ -298,10 +295,7 @@ func (s *Server) Serve(l net.Listener, tlsConfig *tls.Config) error {
 // Serve started, waiting for requests in flight until ctx ends, and
 // returns once every watch has finished.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		close(s.stopping)
-		s.stopAll()
-	})
+	s.stopAll()
 	s.mu.Lock()
 	servers := s.servers
 	s.servers = nil
@@ -355,14 +349,7 @@ func (s *Server) shutdownServer(ctx context.Context, srv *http.Server) error {
 }
 
 // shuttingDown reports whether Shutdown has begun.
-func (s *Server) shuttingDown() bool {
-	select {
-	case <-s.stopping:
-		return true
-	default:
-		return false
-	}
-}
+func (s *Server) shuttingDown() bool { return s.stopCtx.Err() != nil }
 
 type identityKey struct{}
 

@@ -31,10 +31,14 @@ func newGetCommand(g *globalOptions) *cobra.Command {
 		Short: "List or show objects",
 		Long: `Get prints objects from the control plane as kubectl does: a table per kind
 (-o wide adds columns), or the objects as JSON or YAML (a List when more
-than one object was asked for), or their names, or what a JSONPath
-template picks out of that JSON (-o jsonpath=TEMPLATE), or columns of
-such paths (-o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName),
-as kubectl prints them.
+than one object was asked for), or their names, or what a template
+makes of that JSON: kubectl's JSONPath (-o jsonpath=TEMPLATE) or a Go
+template (-o go-template=TEMPLATE, with kubectl's functions exists and
+base64decode), or columns of JSONPaths (-o
+custom-columns=NAME:.metadata.name,NODE:.spec.nodeName), as kubectl prints
+them. -o jsonpath-file=FILE, go-template-file=FILE and
+custom-columns-file=FILE read the template from a file (for columns: a
+line of headers, then a line of paths).
 
 Kinds are named by plural, singular or short name: ` + knownResources() + `.
 
@@ -45,6 +49,7 @@ the exit status is then 1.`,
   berth get deploy,svc -A
   berth get pod web-0 -o yaml
   berth get pods -o jsonpath='{.items[*].status.podIP}'
+  berth get secret db -o go-template='{{.data.password | base64decode}}'
   berth get pods -l app=web -o wide -w`,
 		// parseResourceArgs answers no arguments with the known kinds.
 		Args: cobra.ArbitraryArgs,
@@ -56,7 +61,7 @@ the exit status is then 1.`,
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list objects of every namespace")
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector, as app=web,tier!=db")
 	f.StringVar(&o.fieldSelector, "field-selector", "", "field selector on metadata.name, metadata.namespace, spec.nodeName or status.phase")
-	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, name, jsonpath=TEMPLATE or custom-columns=HEADER:PATH,...")
+	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, name, jsonpath=TEMPLATE, go-template=TEMPLATE, custom-columns=HEADER:PATH,..., or jsonpath-file=, go-template-file=, custom-columns-file=FILE")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print changes as they happen")
 	f.BoolVar(&o.showLabels, "show-labels", false, "add a LABELS column")
 	f.BoolVar(&o.noHeaders, "no-headers", false, "leave the table header out")
@@ -116,7 +121,7 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) 
 		groups = append(groups, kindObjects{kind: r.kind, objs: objs})
 	}
 	popts := printOptions{output: output, table: topts, single: len(reqs) == 1 && named == 1}
-	document := output == outputJSON || output == outputYAML
+	document := output.document()
 	if found > 0 || (document && failures == 0) {
 		if err := printObjects(stdout, groups, popts, timeNow()); err != nil {
 			return failed(err)
@@ -193,7 +198,7 @@ func noResourcesMessage(reqs []resourceRequest, namespace string, all bool) stri
 // every change from the list's revision on, until the context ends
 // (Ctrl-C ends a watch; that is success). A watch the server closes is
 // started again from the last revision printed.
-func watchGet(ctx context.Context, c apiClient, g *globalOptions, r resourceRequest, opts listOptions, output string, topts tableOptions, all bool, stdout, stderr io.Writer) error {
+func watchGet(ctx context.Context, c apiClient, g *globalOptions, r resourceRequest, opts listOptions, output outputFormat, topts tableOptions, all bool, stdout, stderr io.Writer) error {
 	ns := namespaceFor(r.kind, g.namespace, all)
 	if len(r.names) == 1 {
 		opts.FieldSelector = "metadata.name=" + r.names[0]

@@ -5,78 +5,93 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
-	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/api"
 )
 
-// Output formats of `get -o`.
+// Output formats of `get -o` that take nothing more.
 const (
 	outputTable = ""
 	outputWide  = "wide"
 	outputJSON  = "json"
 	outputYAML  = "yaml"
 	outputName  = "name"
+	// outputTemplate and outputColumns name the parsed forms that carry a
+	// template or columns (see parseOutput).
+	outputTemplate = "template"
+	outputColumns  = "custom-columns"
 )
 
-// outputJSONPath prefixes -o jsonpath=TEMPLATE: kubectl's JSONPath
-// template, applied to the object asked for or to the List of them.
-const outputJSONPath = "jsonpath="
+// outputFormat is an -o value as parseOutput read it: a template or the
+// columns are parsed (and their files read) once, before anything is
+// fetched, and used for every object printed.
+type outputFormat struct {
+	// name is one of the output* constants.
+	name string
+	// tmpl is the template of -o jsonpath, go-template and their -file
+	// forms.
+	tmpl docTemplate
+	// cols are the columns of -o custom-columns and custom-columns-file.
+	cols []column
+}
 
-// parseOutput checks an -o value.
-func parseOutput(s string) (string, error) {
+// document reports whether the format prints objects as documents (JSON
+// or YAML), which is what an empty answer is printed as too.
+func (f outputFormat) document() bool { return f.name == outputJSON || f.name == outputYAML }
+
+// allowedOutputs is what the error for an unknown -o lists, as kubectl.
+const allowedOutputs = "custom-columns,custom-columns-file,go-template,go-template-file,json,jsonpath,jsonpath-file,name,template,templatefile,wide,yaml"
+
+// parseOutput reads an -o value: a named format, or kubectl's
+// jsonpath=, go-template= (template=), custom-columns= and their -file=
+// forms (go-template-file= or templatefile=), whose template or columns
+// it parses here.
+func parseOutput(s string) (outputFormat, error) {
 	switch s {
 	case outputTable, outputWide, outputJSON, outputYAML, outputName:
-		return s, nil
+		return outputFormat{name: s}, nil
 	}
-	if strings.HasPrefix(s, outputJSONPath) {
-		if _, err := jsonPathOf(s); err != nil {
-			return "", err
-		}
-		return s, nil
-	}
-	if spec, ok := strings.CutPrefix(s, outputColumns); ok {
-		if _, err := parseColumns(spec); err != nil {
-			return "", err
-		}
-		return s, nil
-	}
-	return "", usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: custom-columns,json,jsonpath,name,wide,yaml", s)
-}
-
-// newJSONPath parses a template as kubectl's -o jsonpath does: a missing
-// key prints nothing rather than failing.
-func newJSONPath(tmpl string) (*jsonpath.JSONPath, error) {
-	if tmpl == "" {
-		return nil, usageErrorf("jsonpath template format specified but no template given")
-	}
-	jp := jsonpath.New("out").AllowMissingKeys(true)
-	if err := jp.Parse(tmpl); err != nil {
-		return nil, usageErrorf("error parsing jsonpath %s, %v", tmpl, err)
-	}
-	return jp, nil
-}
-
-// jsonPathOf parses the template of an -o jsonpath value, nil for any
-// other output.
-func jsonPathOf(output string) (*jsonpath.JSONPath, error) {
-	tmpl, ok := strings.CutPrefix(output, outputJSONPath)
+	form, arg, ok := strings.Cut(s, "=")
 	if !ok {
-		return nil, nil
+		return outputFormat{}, usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", s, allowedOutputs)
 	}
-	return newJSONPath(tmpl)
-}
-
-// writeJSONPath prints a document through a parsed template.
-func writeJSONPath(w io.Writer, jp *jsonpath.JSONPath, doc any) error {
-	if err := jp.Execute(w, doc); err != nil {
-		return fmt.Errorf("jsonpath: %w", err)
+	text := arg
+	switch form {
+	case "jsonpath-file", "go-template-file", "templatefile", "custom-columns-file":
+		if arg == "" {
+			return outputFormat{}, usageErrorf("%s format specified but no file given", form)
+		}
+		data, err := os.ReadFile(arg)
+		if err != nil {
+			return outputFormat{}, usageErrorf("error reading template file %s: %v", arg, err)
+		}
+		text = string(data)
 	}
-	return nil
+	var err error
+	f := outputFormat{name: outputTemplate}
+	switch form {
+	case "jsonpath", "jsonpath-file":
+		f.tmpl, err = newJSONPathTemplate(text)
+	case "go-template", "template", "go-template-file", "templatefile":
+		f.tmpl, err = newGoTemplate(text)
+	case "custom-columns":
+		f.name = outputColumns
+		f.cols, err = parseColumns(text)
+	case "custom-columns-file":
+		f.name = outputColumns
+		f.cols, err = parseColumnsFile(text)
+	default:
+		return outputFormat{}, usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", form, allowedOutputs)
+	}
+	if err != nil {
+		return outputFormat{}, err
+	}
+	return f, nil
 }
 
 // kindObjects are the objects of one kind that a command fetched.
@@ -87,7 +102,7 @@ type kindObjects struct {
 
 // printOptions say how `get` prints what it fetched.
 type printOptions struct {
-	output string
+	output outputFormat
 	table  tableOptions
 	// single is set when the command named exactly one object: -o json
 	// and -o yaml then print that object rather than a List, as kubectl.
@@ -99,13 +114,8 @@ type printOptions struct {
 // List document or a single object, or one name per line. It is a pure
 // function of its arguments.
 func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time.Time) error {
-	jsonPath, err := jsonPathOf(opts.output)
-	if err != nil {
-		return err
-	}
-	columns := strings.HasPrefix(opts.output, outputColumns)
-	switch {
-	case opts.output == outputJSON || opts.output == outputYAML || jsonPath != nil || columns:
+	switch opts.output.name {
+	case outputJSON, outputYAML, outputTemplate, outputColumns:
 		var items []any
 		for _, g := range groups {
 			for _, obj := range g.objs {
@@ -116,22 +126,18 @@ func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time
 				items = append(items, doc)
 			}
 		}
-		if columns {
-			p, err := newColumnsPrinter(w, opts.output, opts.table.noHeaders)
-			if err != nil {
-				return err
-			}
-			return p.print(items)
+		if opts.output.name == outputColumns {
+			return newColumnsPrinter(w, opts.output.cols, opts.table.noHeaders).print(items)
 		}
 		doc := any(listDocument(items))
 		if opts.single && len(items) == 1 {
 			doc = items[0]
 		}
-		if jsonPath != nil {
-			return writeJSONPath(w, jsonPath, doc)
+		if opts.output.tmpl != nil {
+			return opts.output.tmpl.execute(w, doc)
 		}
-		return writeDocument(w, opts.output, doc)
-	case opts.output == outputName:
+		return writeDocument(w, opts.output.name, doc)
+	case outputName:
 		for _, g := range groups {
 			for _, obj := range g.objs {
 				if _, err := fmt.Fprintln(w, objectRef(g.kind, obj.GetName())); err != nil {
@@ -142,7 +148,7 @@ func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time
 		return nil
 	}
 	topts := opts.table
-	topts.wide = opts.output == outputWide
+	topts.wide = opts.output.name == outputWide
 	nonEmpty := 0
 	for _, g := range groups {
 		if len(g.objs) > 0 {
@@ -224,33 +230,30 @@ func writeDocument(w io.Writer, format string, doc any) error {
 // table row (header first), a JSON document, a YAML document after a
 // `---` line, or a name.
 type streamPrinter struct {
-	w        io.Writer
-	output   string
-	table    *tablePrinter
-	columns  *columnsPrinter
-	jsonPath *jsonpath.JSONPath
-	count    int
+	w       io.Writer
+	output  outputFormat
+	table   *tablePrinter
+	columns *columnsPrinter
+	count   int
 }
 
-func newStreamPrinter(w io.Writer, k *api.Kind, output string, topts tableOptions) *streamPrinter {
-	topts.wide = output == outputWide
+func newStreamPrinter(w io.Writer, k *api.Kind, output outputFormat, topts tableOptions) *streamPrinter {
+	topts.wide = output.name == outputWide
 	p := &streamPrinter{w: w, output: output, table: newTablePrinter(w, k, topts)}
-	if strings.HasPrefix(output, outputColumns) {
-		// parseOutput has checked the spec.
-		p.columns, _ = newColumnsPrinter(w, output, topts.noHeaders)
+	if output.name == outputColumns {
+		p.columns = newColumnsPrinter(w, output.cols, topts.noHeaders)
 	}
-	p.jsonPath, _ = jsonPathOf(output) // parsed once, for every object
 	return p
 }
 
 func (s *streamPrinter) print(objs []api.Object, now time.Time) error {
-	switch s.output {
+	switch s.output.name {
 	case outputTable, outputWide:
 		return s.table.print(objs, now)
 	}
 	for _, obj := range objs {
 		s.count++
-		switch s.output {
+		switch s.output.name {
 		case outputName:
 			if _, err := fmt.Fprintln(s.w, objectRef(s.table.kind, obj.GetName())); err != nil {
 				return err
@@ -270,10 +273,10 @@ func (s *streamPrinter) print(objs []api.Object, now time.Time) error {
 		switch {
 		case s.columns != nil:
 			err = s.columns.print([]any{doc})
-		case s.jsonPath != nil:
-			err = writeJSONPath(s.w, s.jsonPath, doc)
+		case s.output.tmpl != nil:
+			err = s.output.tmpl.execute(s.w, doc)
 		default:
-			err = writeDocument(s.w, s.output, doc)
+			err = writeDocument(s.w, s.output.name, doc)
 		}
 		if err != nil {
 			return err

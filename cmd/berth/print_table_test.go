@@ -13,7 +13,7 @@ import (
 	"github.com/berth-dev/berth/table"
 )
 
-func kindOf(t *testing.T, resource string) *api.Kind {
+func kindOf(t testing.TB, resource string) *api.Kind {
 	t.Helper()
 	k, ok := api.LookupResource(resource)
 	if !ok {
@@ -109,7 +109,7 @@ func TestTableMatchesTabwriter(t *testing.T) {
 func TestWatchRowsStayAligned(t *testing.T) {
 	var buf bytes.Buffer
 	pods := fixturePods()
-	p := newStreamPrinter(&buf, kindOf(t, "pods"), outputTable, tableOptions{})
+	p := newStreamPrinter(&buf, kindOf(t, "pods"), outputFormat{name: outputTable}, tableOptions{})
 	steps := [][]api.Object{nil, {pods[5]}, {pods[0]}, {pods[1]}, {pods[3]}}
 	for i, objs := range steps {
 		if err := p.print(objs, fixtureNow.Add(time.Duration(i)*time.Minute)); err != nil {

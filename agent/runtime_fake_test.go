@@ -194,6 +194,15 @@ func (f *fakeRuntime) Exec(ctx context.Context, id runtime.ID, argv []string) ([
 	return exec(id, argv)
 }
 
+// ExecStream runs the fake exec and writes its output to Stdout.
+func (f *fakeRuntime) ExecStream(ctx context.Context, id runtime.ID, opts runtime.ExecOptions) (int, error) {
+	out, code, err := f.Exec(ctx, id, opts.Argv)
+	if err == nil && opts.Stdout != nil {
+		_, err = opts.Stdout.Write(out)
+	}
+	return code, err
+}
+
 func (f *fakeRuntime) Logs(_ context.Context, id runtime.ID, _ runtime.LogOptions, w io.Writer) error {
 	if _, err := f.Status(context.Background(), id); err != nil {
 		return err

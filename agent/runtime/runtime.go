@@ -139,6 +139,25 @@ type LogOptions struct {
 	TailLines int64
 }
 
+// ExecOptions are a streamed exec's command and streams. A nil stream is
+// not connected: the command reads nothing, and what it writes there is
+// dropped.
+type ExecOptions struct {
+	Argv   []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Stderr is not used with TTY: a terminal has one output.
+	Stderr io.Writer
+	// TTY runs the command on a terminal of its own, sized from Resize.
+	TTY    bool
+	Resize <-chan TerminalSize
+}
+
+// TerminalSize is a terminal's size in characters.
+type TerminalSize struct {
+	Width, Height uint16
+}
+
 // Runtime runs containers. Every method is safe for concurrent use.
 type Runtime interface {
 	// Start starts a run. Its ID must be new to the runtime.
@@ -158,6 +177,10 @@ type Runtime interface {
 	// credentials) for a probe or a hook, and returns the combined output
 	// (capped) and the exit code. ctx bounds it.
 	Exec(ctx context.Context, id ID, argv []string) (output []byte, exitCode int, err error)
+	// ExecStream runs opts.Argv as Exec does, with its standard streams
+	// connected to the caller's, or to a terminal, until it exits or ctx
+	// ends: `kubectl exec`. It returns the command's exit code.
+	ExecStream(ctx context.Context, id ID, opts ExecOptions) (exitCode int, err error)
 	// Logs writes the run's output (stdout and stderr, as written) to w.
 	Logs(ctx context.Context, id ID, opts LogOptions, w io.Writer) error
 	// Stats reports what a running run uses now, for eviction.

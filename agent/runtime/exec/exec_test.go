@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -892,5 +893,73 @@ func TestWithoutCgroups(t *testing.T) {
 	}
 	if s, _ := r.Status(context.Background(), id); s.Signal != 9 {
 		t.Fatalf("status %+v", s)
+	}
+}
+
+// TestExecStream: a streamed exec reads its input and writes stdout and
+// stderr apart, with the run's environment; on a terminal it has a
+// controlling terminal of the size asked for, and one output.
+func TestExecStream(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-exec-stream", Name: "c"}
+	c := sh(id, "while :; do sleep 0.05; done")
+	c.Env = append(c.Env, "FOO=bar")
+	start(t, r, c)
+	ctx := context.Background()
+
+	var stdout, stderr bytes.Buffer
+	code, err := r.ExecStream(ctx, id, runtime.ExecOptions{
+		Argv:  []string{"sh", "-c", "read line; echo out $line $FOO; echo err >&2; exit 3"},
+		Stdin: strings.NewReader("hello\n"), Stdout: &stdout, Stderr: &stderr,
+	})
+	if err != nil || code != 3 || stdout.String() != "out hello bar\n" || stderr.String() != "err\n" {
+		t.Fatalf("exec = %d, %v; stdout %q, stderr %q", code, err, stdout.String(), stderr.String())
+	}
+
+	// No input: the command reads end of file at once.
+	stdout.Reset()
+	if code, err := r.ExecStream(ctx, id, runtime.ExecOptions{Argv: []string{"cat"}, Stdout: &stdout}); err != nil || code != 0 || stdout.Len() != 0 {
+		t.Fatalf("exec without input = %d, %v, %q", code, err, stdout.String())
+	}
+
+	// A terminal: sized as asked, its own session, one output.
+	resize := make(chan runtime.TerminalSize, 1)
+	resize <- runtime.TerminalSize{Width: 100, Height: 40}
+	inR, inW := io.Pipe()
+	var term syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		code, err := r.ExecStream(ctx, id, runtime.ExecOptions{
+			Argv:  []string{"sh", "-c", `read x; stty size; [ -t 0 ] && echo tty $TERM; echo to-stderr >&2; exit 5`},
+			Stdin: inR, Stdout: &term, TTY: true, Resize: resize,
+		})
+		if err == nil && code != 5 {
+			err = fmt.Errorf("exit code %d, want 5", code)
+		}
+		done <- err
+	}()
+	// Give the size time to land before the command reads it.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := io.WriteString(inW, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("terminal exec did not end")
+	}
+	inW.Close()
+	out := term.String()
+	for _, want := range []string{"40 100", "tty xterm", "to-stderr"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output %q lacks %q", out, want)
+		}
+	}
+
+	if _, err := r.ExecStream(ctx, id, runtime.ExecOptions{Argv: []string{"no-such-program-for-berth"}}); err == nil {
+		t.Error("exec of a missing program succeeded")
 	}
 }

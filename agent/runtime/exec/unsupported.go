@@ -67,3 +67,8 @@ func (*Runtime) Logs(context.Context, runtime.ID, runtime.LogOptions, io.Writer)
 func (*Runtime) Stats(context.Context, runtime.ID) (runtime.Stats, error) {
 	return runtime.Stats{}, errUnsupported
 }
+
+// ExecStream refuses.
+func (*Runtime) ExecStream(context.Context, runtime.ID, runtime.ExecOptions) (int, error) {
+	return 0, errUnsupported
+}

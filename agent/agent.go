@@ -54,7 +54,7 @@ type Config struct {
 	// DataDir holds the pods' directories, their logs and the runtime's
 	// records.
 	DataDir string
-	// Listen is the HTTPS address of the log server (default
+	// Listen is the HTTPS address of the container server (default
 	// <NodeIP>:10250).
 	Listen string
 	// ManifestDir and ManifestURL are where static pods come from.
@@ -88,7 +88,7 @@ type Agent struct {
 	capacity   api.ResourceList
 	thresholds []Threshold
 	listener   net.Listener
-	// serving is the log server's certificate, from the latest join.
+	// serving is the container server's certificate, from the latest join.
 	serving servingCert
 
 	// Set once joined; nil in standalone mode.
@@ -105,7 +105,7 @@ type Agent struct {
 }
 
 // New checks the configuration, opens the runtime (finding the containers
-// an earlier agent left running) and binds the log server's address, so
+// an earlier agent left running) and binds the container server's address, so
 // that a port in use is an error before Run.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
@@ -208,7 +208,7 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// Addr is the log server's address (nil standalone).
+// Addr is the container server's address (nil standalone).
 func (a *Agent) Addr() net.Addr {
 	if a.listener == nil {
 		return nil
@@ -610,15 +610,18 @@ func (a *Agent) serveLogs(ctx context.Context) error {
 	if len(a.cfg.CAData) > 0 && !pool.AppendCertsFromPEM(a.cfg.CAData) {
 		return errors.New("logs: the CA file holds no certificate")
 	}
-	tlsCfg, err := logServerTLS(pool)
+	tlsCfg, err := containerServerTLS(pool)
 	if err != nil {
 		return err
 	}
 	tlsCfg.GetCertificate = a.serving.get
 	srv := &http.Server{
-		Handler:           NewLogServer(LogServerOptions{Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log}),
+		Handler:           NewContainerServer(ContainerServerOptions{Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+		// Requests end with the agent: Shutdown does not wait for an
+		// exec's connection, which is no longer the server's.
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	go func() {
 		<-ctx.Done()

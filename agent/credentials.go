@@ -63,7 +63,7 @@ func renewalTime(joined api.JoinResponse, r float64) (t time.Time, ok bool) {
 // jitter is a random number in [-1, 1) for renewalTime.
 func jitter() float64 { return 2*rand.Float64() - 1 }
 
-// servingCert is the log server's certificate, replaced at each join while
+// servingCert is the container server's certificate, replaced at each join while
 // the server keeps running.
 type servingCert struct {
 	cur atomic.Pointer[tls.Certificate]
@@ -79,7 +79,7 @@ func (s *servingCert) set(certPEM, keyPEM string) error {
 	return nil
 }
 
-// get is the log server's tls.Config.GetCertificate.
+// get is the container server's tls.Config.GetCertificate.
 func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	if c := s.cur.Load(); c != nil {
 		return c, nil

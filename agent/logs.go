@@ -15,20 +15,21 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// LogLookup finds the run of a container whose logs are asked for: the
-// current (or last) run, or with previous the one before it. It is the pod
-// manager's ContainerRun. An error means the pod, the container or the
-// run is not known; the log server answers it 404 with the error's text.
+// LogLookup finds the run of a container whose logs are asked for, or to
+// run a command in: the current (or last) run, or with previous the one
+// before it. It is the pod manager's ContainerRun. An error means the pod,
+// the container or the run is not known; the container server answers it
+// 404 with the error's text.
 type LogLookup func(namespace, pod, container string, previous bool) (runtime.ID, error)
 
-// LogServerOptions configure NewLogServer.
-type LogServerOptions struct {
-	// Runtime reads the logs.
+// ContainerServerOptions configure NewContainerServer.
+type ContainerServerOptions struct {
+	// Runtime reads the logs and runs the commands.
 	Runtime runtime.Runtime
 	// Lookup turns a pod and container into a run.
 	Lookup LogLookup
 	// ClientCAs verify the client certificate of a request even when the
-	// TLS configuration did not (LogServerTLSConfig does); nil trusts the
+	// TLS configuration did not (ContainerServerTLSConfig does); nil trusts the
 	// chains the TLS handshake verified.
 	ClientCAs *x509.CertPool
 	// Logger records requests that failed after the answer began.
@@ -39,33 +40,36 @@ type LogServerOptions struct {
 // kubelet names them.
 var logQuery = map[string]bool{"follow": true, "tailLines": true, "previous": true}
 
-// NewLogServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
-// to the API server alone: a request must carry a verified client
-// certificate named api.APIServerClientName (401 without one, 403 for
-// another name), so that a node or a user holding a certificate of the
-// cluster CA cannot read logs past the API server's authorization.
-func NewLogServer(o LogServerOptions) http.Handler {
+// NewContainerServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
+// (a container's log) and GET api.ContainerExecPath/{namespace}/{pod}/{container}
+// (a command run in it, kubectl exec) to the API server alone: a request
+// must carry a verified client certificate named api.APIServerClientName
+// (401 without one, 403 for another name), so that a node or a user
+// holding a certificate of the cluster CA cannot read logs or run
+// commands past the API server's authorization.
+func NewContainerServer(o ContainerServerOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &logServer{opts: o}
+	s := &containerServer{opts: o}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.ContainerLogsPath+"/{namespace}/{pod}/{container}", s.serveLogs)
+	mux.HandleFunc("GET "+api.ContainerExecPath+"/{namespace}/{pod}/{container}", s.serveExec)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER", r.Method, r.URL.Path, api.ContainerLogsPath), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER and GET %s/NAMESPACE/POD/CONTAINER", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath), http.StatusNotFound)
 	})
 	return s.authenticate(mux)
 }
 
-// LogServerTLSConfig is the TLS configuration of the log server: the
+// ContainerServerTLSConfig is the TLS configuration of the container server: the
 // node's serving certificate and key (PEM, from its join) and a client
 // certificate required and verified against clientCAs.
-func LogServerTLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) (*tls.Config, error) {
+func ContainerServerTLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) (*tls.Config, error) {
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("log server certificate: %w", err)
+		return nil, fmt.Errorf("container server certificate: %w", err)
 	}
-	cfg, err := logServerTLS(clientCAs)
+	cfg, err := containerServerTLS(clientCAs)
 	if err != nil {
 		return nil, err
 	}
@@ -73,12 +77,12 @@ func LogServerTLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) (*tls.
 	return cfg, nil
 }
 
-// logServerTLS is the log server's TLS configuration without its
+// containerServerTLS is the container server's TLS configuration without its
 // certificate: client certificates required and verified against
 // clientCAs.
-func logServerTLS(clientCAs *x509.CertPool) (*tls.Config, error) {
+func containerServerTLS(clientCAs *x509.CertPool) (*tls.Config, error) {
 	if clientCAs == nil {
-		return nil, errors.New("log server: no CA to verify clients with")
+		return nil, errors.New("container server: no CA to verify clients with")
 	}
 	return &tls.Config{
 		ClientAuth: tls.RequireAndVerifyClientCert,
@@ -87,12 +91,12 @@ func logServerTLS(clientCAs *x509.CertPool) (*tls.Config, error) {
 	}, nil
 }
 
-type logServer struct {
-	opts LogServerOptions
+type containerServer struct {
+	opts ContainerServerOptions
 }
 
 // authenticate lets through requests of the API server's certificate.
-func (s *logServer) authenticate(next http.Handler) http.Handler {
+func (s *containerServer) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		leaf, err := s.clientCertificate(r)
 		if err != nil {
@@ -108,7 +112,7 @@ func (s *logServer) authenticate(next http.Handler) http.Handler {
 }
 
 // clientCertificate is the request's verified client certificate.
-func (s *logServer) clientCertificate(r *http.Request) (*x509.Certificate, error) {
+func (s *containerServer) clientCertificate(r *http.Request) (*x509.Certificate, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return nil, errors.New("no client certificate")
 	}
@@ -129,7 +133,7 @@ func (s *logServer) clientCertificate(r *http.Request) (*x509.Certificate, error
 	return leaf, nil
 }
 
-func (s *logServer) serveLogs(w http.ResponseWriter, r *http.Request) {
+func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	opts, previous, err := parseLogQuery(r.URL.Query())
 	noLines := errors.Is(err, errNoLines)

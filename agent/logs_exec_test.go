@@ -3,18 +3,14 @@ package agent_test
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/berth-dev/berth/agent"
-	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/exec"
 	"github.com/berth-dev/berth/api"
 )
@@ -29,41 +25,12 @@ func TestMain(m *testing.M) {
 // TestLogServerExecRuntime follows the log of a real process run by the
 // exec runtime through the log server.
 func TestLogServerExecRuntime(t *testing.T) {
-	rt, err := exec.New(exec.Options{Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
 	gate := filepath.Join(t.TempDir(), "go")
-	id := runtime.ID{PodUID: "uid-exec", Name: "app"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	script := fmt.Sprintf("echo one; echo two; while [ ! -e %s ]; do sleep 0.02; done; echo three", gate)
-	if _, err := rt.Start(ctx, &runtime.Container{ID: id, PodNamespace: "default", PodName: "web", Argv: []string{"/bin/sh", "-c", script}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = rt.Stop(context.Background(), id, time.Second)
-		_ = rt.Remove(context.Background(), id)
-	})
-
-	ca := newLogTestCA(t)
-	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
-	cfg, err := agent.LogServerTLSConfig(certPEM, keyPEM, ca.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(agent.NewLogServer(agent.LogServerOptions{Runtime: rt, ClientCAs: ca.pool,
-		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
-			if ns != "default" || pod != "web" || ctr != "app" || previous {
-				return runtime.ID{}, runtime.ErrNotFound
-			}
-			return id, nil
-		}}))
-	srv.TLS = cfg
-	srv.StartTLS()
-	defer srv.Close()
-	f := &logFixture{ca: ca, srv: srv}
+	f := serveExecRuntime(t, []string{"/bin/sh", "-c", script}, nil)
+	srv := f.srv
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+api.ContainerLogsPath+"/default/web/app?follow=true&tailLines=1", nil)
 	if err != nil {
 		t.Fatal(err)

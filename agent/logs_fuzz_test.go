@@ -80,7 +80,7 @@ func FuzzLogServer(f *testing.F) {
 
 	known := runtime.ID{PodUID: "uid-1", Name: "app", Attempt: 0}
 	var lookups int
-	srv := NewLogServer(LogServerOptions{
+	srv := NewContainerServer(ContainerServerOptions{
 		Runtime: logFuzzRuntime{id: known},
 		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
 			lookups++

@@ -88,7 +88,7 @@ func startProxyFixture(t *testing.T) *proxyFixture {
 		t.Fatal(err)
 	}
 	f.node = newClient(joined.Token)
-	tlsConfig, err := agent.LogServerTLSConfig([]byte(joined.ServingCertificate), []byte(joined.ServingKey), creds.CAPool)
+	tlsConfig, err := agent.ContainerServerTLSConfig([]byte(joined.ServingCertificate), []byte(joined.ServingKey), creds.CAPool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func startProxyFixture(t *testing.T) *proxyFixture {
 		t.Fatal(err)
 	}
 	srv := &http.Server{
-		Handler:   agent.NewLogServer(agent.LogServerOptions{Runtime: &logEndRecorder{logFileRuntime: f.rt, ended: f.ended}, Lookup: lookup, ClientCAs: creds.CAPool}),
+		Handler:   agent.NewContainerServer(agent.ContainerServerOptions{Runtime: &logEndRecorder{logFileRuntime: f.rt, ended: f.ended}, Lookup: lookup, ClientCAs: creds.CAPool}),
 		TLSConfig: tlsConfig,
 	}
 	served := make(chan error, 1)

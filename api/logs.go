@@ -1,8 +1,8 @@
 package api
 
 // APIServerClientName is the common name of the client certificate the API
-// server presents when it fetches container logs from a node's agent. The
-// agent serves logs to this identity alone: a certificate signed by the
+// server presents when it fetches container logs from a node's agent, or
+// runs a command there. The agent serves this identity alone: a certificate signed by the
 // cluster CA for any other name (a node's own serving certificate among
 // them) is refused, so one node cannot read another node's logs.
 const APIServerClientName = "berth:apiserver"
@@ -11,3 +11,10 @@ const APIServerClientName = "berth:apiserver"
 // kubelet names it: GET ContainerLogsPath/{namespace}/{pod}/{container}
 // with the query follow, tailLines and previous.
 const ContainerLogsPath = "/containerLogs"
+
+// ContainerExecPath is the prefix of the agent's exec endpoint, as the
+// kubelet names it: GET ContainerExecPath/{namespace}/{pod}/{container}
+// with the query command (once per argument), stdin, stdout, stderr and
+// tty, upgraded to a WebSocket (protocol v5.channel.k8s.io or
+// v4.channel.k8s.io) that carries the command's streams.
+const ContainerExecPath = "/exec"

@@ -182,6 +182,7 @@ func TestAuthzPolicy(t *testing.T) {
 		{"node deletes another node's pod", n1, apiserver.Attributes{Verb: "delete", Kind: k("pods"), Namespace: "default", Name: "db", Old: old("pods", "default", "db")}, false},
 		{"node deletes another node's pod, Old not filled", n1, apiserver.Attributes{Verb: "delete", Kind: k("pods"), Namespace: "default", Name: "db"}, false},
 		{"node reads pod logs", n1, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "log", Old: old("pods", "default", "web")}, false},
+		{"node execs in its pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "exec", Old: old("pods", "default", "web")}, false},
 
 		// Node: mirror pods.
 		{"node creates its mirror pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Object: mirror("etcd-n1", "n1")}, true},
@@ -235,6 +236,7 @@ func TestAuthzPolicy(t *testing.T) {
 
 		// Service account: reads in its own namespace.
 		{"sa gets a pod in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web"}, true},
+		{"sa execs in a pod of its namespace", sa, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "exec"}, false},
 		{"sa lists configmaps in its namespace", sa, apiserver.Attributes{Verb: "list", Kind: k("configmaps"), Namespace: "default"}, true},
 		{"sa watches services in its namespace", sa, apiserver.Attributes{Verb: "watch", Kind: k("services"), Namespace: "default"}, true},
 		{"sa lists deployments in its namespace", sa, apiserver.Attributes{Verb: "list", Kind: k("deployments"), Namespace: "default"}, true},

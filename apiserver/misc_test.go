@@ -364,6 +364,36 @@ func TestExtraRoutesAndPanics(t *testing.T) {
 	status(t, code, body, http.StatusNotFound)
 }
 
+// TestExecIsCreate: a pods/exec request is authorized as create whatever
+// its method, as Kubernetes authorizes it: a WebSocket's handshake is a
+// GET, and who may read pods may not run commands in them.
+func TestExecIsCreate(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	called := 0
+	e.server.HandleSubresource(podKind, "exec", func(w http.ResponseWriter, r *http.Request, obj api.Object) {
+		called++
+		w.WriteHeader(http.StatusNoContent)
+	})
+	e.mustCreate(testPod("default", "p", "n1", nil))
+	cred, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"GET", "POST"} {
+		code, _, body := e.do(method, "/api/v1/namespaces/default/pods/p/exec?command=true", cred, "", "", nil)
+		if code != http.StatusForbidden || !strings.Contains(string(body), `cannot create resource \"pods/exec\"`) {
+			t.Errorf("node %s: %d %s", method, code, body)
+		}
+		code, _, body = e.do(method, "/api/v1/namespaces/default/pods/p/exec?command=true", adminToken, "", "", nil)
+		if code != http.StatusNoContent {
+			t.Errorf("admin %s: %d %s", method, code, body)
+		}
+	}
+	if called != 2 {
+		t.Errorf("the handler ran %d times, want 2 (the admin's)", called)
+	}
+}
+
 // TestNodePolicyEndToEnd serves with berth's own authenticator and policy:
 // a node's credential reaches its own pods through the field selector and
 // their status, and nothing of another node's.

@@ -189,6 +189,10 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 	return req, nil
 }
 
+// connectSubresources run something on a node rather than read it:
+// whatever the method, they are authorized as create.
+var connectSubresources = map[string]bool{"exec": true}
+
 // requestVerb maps the method (and ?watch) to a Kubernetes verb, or
 // answers 405 for a method the path does not take.
 func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, error) {
@@ -196,6 +200,12 @@ func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, er
 	if custom {
 		switch r.Method {
 		case http.MethodGet:
+			if connectSubresources[req.subresource] {
+				// A WebSocket's handshake is a GET, but what it asks
+				// for is to run something: Kubernetes authorizes it as
+				// create, so that who may read pods may not exec.
+				return VerbCreate, nil
+			}
 			return VerbGet, nil
 		case http.MethodPost:
 			return VerbCreate, nil

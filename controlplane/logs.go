@@ -25,7 +25,7 @@ import (
 	"github.com/berth-dev/berth/store"
 )
 
-// Timeouts of the log proxy's connections to agents. The stream itself
+// Timeouts of the container proxy's connections to agents. The stream itself
 // has none: a followed log lasts as long as its user wants.
 const (
 	agentDialTimeout     = 10 * time.Second
@@ -54,18 +54,19 @@ func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer,
 	}
 	pods, ok := api.LookupResource("pods")
 	if !ok {
-		return nil, errors.New("log proxy: no pods kind")
+		return nil, errors.New("container proxy: no pods kind")
 	}
-	s.logs = NewLogProxy(s.store, s.creds.CAPool, clientCert, s.log)
-	a.HandleSubresource(pods, "log", s.logs.Serve)
+	s.containers = NewContainerProxy(s.store, s.creds.CAPool, clientCert, s.log)
+	a.HandleSubresource(pods, "log", s.containers.Serve)
+	a.HandleSubresource(pods, "exec", s.containers.ServeExec)
 	return issuer.ServingCertIssuer(), nil
 }
 
-// LogProxy serves pods/log: it finds the node a pod is bound to and
+// ContainerProxy serves pods/log and pods/exec: it finds the node a pod is bound to and
 // streams the container's log from that node's agent, over TLS verified
 // against the cluster CA, presenting the API server's client certificate.
 // One transport serves every request, so connections to agents are kept.
-type LogProxy struct {
+type ContainerProxy struct {
 	store  *store.Store
 	client *http.Client
 	log    *slog.Logger
@@ -75,9 +76,9 @@ type LogProxy struct {
 	close  context.CancelFunc
 }
 
-// NewLogProxy makes the proxy; roots verify agents, clientCert is what the
+// NewContainerProxy makes the proxy; roots verify agents, clientCert is what the
 // API server presents to them (CN api.APIServerClientName).
-func NewLogProxy(st *store.Store, roots *x509.CertPool, clientCert tls.Certificate, log *slog.Logger) *LogProxy {
+func NewContainerProxy(st *store.Store, roots *x509.CertPool, clientCert tls.Certificate, log *slog.Logger) *ContainerProxy {
 	tr := &http.Transport{
 		DialContext: (&net.Dialer{Timeout: agentDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig: &tls.Config{
@@ -95,12 +96,12 @@ func NewLogProxy(st *store.Store, roots *x509.CertPool, clientCert tls.Certifica
 		log = slog.New(slog.DiscardHandler)
 	}
 	closed, closeFn := context.WithCancel(context.Background())
-	return &LogProxy{store: st, client: &http.Client{Transport: tr}, log: log, closed: closed, close: closeFn}
+	return &ContainerProxy{store: st, client: &http.Client{Transport: tr}, log: log, closed: closed, close: closeFn}
 }
 
 // Close ends the streams in flight (each ends as if the log had) and
 // drops idle connections to agents. Requests after it are still served.
-func (p *LogProxy) Close() {
+func (p *ContainerProxy) Close() {
 	p.close()
 	p.client.CloseIdleConnections()
 }
@@ -112,7 +113,7 @@ type podLogRequest struct {
 }
 
 // Serve is an apiserver.SubresourceHandler for pods/log.
-func (p *LogProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.Object) {
+func (p *ContainerProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.Object) {
 	pod, ok := obj.(*api.Pod)
 	if !ok {
 		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("log of a %T", obj)))
@@ -128,7 +129,7 @@ func (p *LogProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.Object)
 		apiserver.WriteError(w, err)
 		return
 	}
-	target, err := p.agentURL(pod, req)
+	target, err := p.agentURL(pod, api.ContainerLogsPath, req.container, req.query)
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return
@@ -238,8 +239,9 @@ func logContainer(pod *api.Pod, name string) (string, error) {
 	return name, nil
 }
 
-// agentURL is where the pod's node serves the container's log.
-func (p *LogProxy) agentURL(pod *api.Pod, req podLogRequest) (*url.URL, error) {
+// agentURL is where the pod's node serves prefix (api.ContainerLogsPath
+// or api.ContainerExecPath) for the container, with query.
+func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query url.Values) (*url.URL, error) {
 	nodeName := pod.Spec.NodeName
 	if nodeName == "" {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
@@ -266,15 +268,15 @@ func (p *LogProxy) agentURL(pod *api.Pod, req podLogRequest) (*url.URL, error) {
 	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
 	switch {
 	case host == "":
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no InternalIP address to fetch logs from", nodeName))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no InternalIP address to reach its agent at", nodeName))
 	case port <= 0:
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no agent port to fetch logs from", nodeName))
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no agent port", nodeName))
 	}
 	return &url.URL{
 		Scheme:   "https",
 		Host:     net.JoinHostPort(host, strconv.Itoa(int(port))),
-		Path:     strings.Join([]string{api.ContainerLogsPath, pod.Namespace, pod.Name, req.container}, "/"),
-		RawQuery: req.query.Encode(),
+		Path:     strings.Join([]string{prefix, pod.Namespace, pod.Name, container}, "/"),
+		RawQuery: query.Encode(),
 	}, nil
 }
 

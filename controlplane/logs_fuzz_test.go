@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/store"
 )
 
 // FuzzPodLogQuery sends the pods/log query parser arbitrary query strings
@@ -30,19 +29,7 @@ func FuzzPodLogQuery(f *testing.F) {
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
-	st, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { st.Close() })
-	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	node.Status.Addresses = []api.NodeAddress{{Type: api.NodeInternalIP, Address: "10.0.0.1"}}
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
-	api.Default(node)
-	if _, err := st.Create(f.Context(), node); err != nil {
-		f.Fatal(err)
-	}
-	proxy := &LogProxy{store: st}
+	proxy := &ContainerProxy{store: storeWithNode(f)}
 
 	one := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
 	one.Spec.NodeName = "n1"
@@ -94,7 +81,7 @@ func FuzzPodLogQuery(f *testing.F) {
 				t.Fatalf("%q: agent query holds %s", raw, k)
 			}
 		}
-		u, err := proxy.agentURL(pod, req)
+		u, err := proxy.agentURL(pod, api.ContainerLogsPath, req.container, req.query)
 		if err != nil {
 			t.Fatalf("%q: agent URL: %v", raw, err)
 		}

@@ -64,8 +64,8 @@ func TestParsePodLogQuery(t *testing.T) {
 func TestAgentURL(t *testing.T) {
 	pod := &api.Pod{}
 	pod.Namespace, pod.Name = "default", "web"
-	p := &LogProxy{}
-	_, err := p.agentURL(pod, podLogRequest{container: "app"})
+	p := &ContainerProxy{}
+	_, err := p.agentURL(pod, api.ContainerLogsPath, "app", nil)
 	if se, ok := err.(*apierrors.StatusError); !ok || se.ErrStatus.Code != http.StatusBadRequest || se.ErrStatus.Message != "pod web does not have a host assigned" {
 		t.Errorf("unbound pod: %v", err)
 	}

@@ -110,8 +110,9 @@ type Server struct {
 	scheduler   *sched.Scheduler
 	// events writes the events of the controllers and the scheduler.
 	events *event.Writer
-	// logs proxies pods/log to agents; Run ends its streams at shutdown.
-	logs *LogProxy
+	// containers proxies pods/log and pods/exec to agents; Run ends its
+	// streams at shutdown.
+	containers *ContainerProxy
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -365,7 +366,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stop()
 	wg.Wait()
-	s.logs.Close()
+	s.containers.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := s.api.Shutdown(shutdownCtx); serr != nil && err == nil {

@@ -1,0 +1,166 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/agent/runtime/exec"
+	"github.com/berth-dev/berth/api"
+)
+
+// serveExecRuntime runs argv (with env) as container default/web/app
+// under the exec runtime, and serves it from a container server on a real
+// TLS listener.
+func serveExecRuntime(t *testing.T, argv, env []string) *logFixture {
+	t.Helper()
+	rt, err := exec.New(exec.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	id := runtime.ID{PodUID: "uid-exec", Name: "app"}
+	if _, err := rt.Start(context.Background(), &runtime.Container{ID: id, PodNamespace: "default", PodName: "web", Argv: argv, Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rt.Stop(context.Background(), id, time.Second)
+		_ = rt.Remove(context.Background(), id)
+	})
+	ca := newLogTestCA(t)
+	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
+	cfg, err := agent.ContainerServerTLSConfig(certPEM, keyPEM, ca.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(agent.NewContainerServer(agent.ContainerServerOptions{Runtime: rt, ClientCAs: ca.pool,
+		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
+			if ns != "default" || pod != "web" || ctr != "app" || previous {
+				return runtime.ID{}, runtime.ErrNotFound
+			}
+			return id, nil
+		}}))
+	srv.TLS = cfg
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return &logFixture{ca: ca, srv: srv}
+}
+
+// execFixture is a container server in front of one running container,
+// default/web/app, under the exec runtime.
+type execFixture struct{ *logFixture }
+
+func newExecFixture(t *testing.T) execFixture {
+	return execFixture{serveExecRuntime(t, []string{"/bin/sh", "-c", "while :; do sleep 0.05; done"}, []string{"GREETING=hello", "PATH=/usr/bin:/bin"})}
+}
+
+// exec runs a command through Kubernetes' own WebSocket client, as kubectl
+// exec does, presenting the API server's certificate.
+func (f execFixture) exec(t *testing.T, argv []string, stdin io.Reader, tty bool) (stdout, stderr string, err error) {
+	t.Helper()
+	certPEM, keyPEM := f.ca.issue(t, api.APIServerClientName, x509.ExtKeyUsageClientAuth)
+	cfg := &rest.Config{Host: f.srv.URL, TLSClientConfig: rest.TLSClientConfig{
+		CertData: certPEM, KeyData: keyPEM,
+		CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.ca.cert.Raw}),
+	}}
+	q := url.Values{"command": argv, "stdout": {"true"}}
+	if !tty {
+		q.Set("stderr", "true")
+	}
+	if stdin != nil {
+		q.Set("stdin", "true")
+	}
+	if tty {
+		q.Set("tty", "true")
+	}
+	ex, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, f.srv.URL+api.ContainerExecPath+"/default/web/app?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	opts := remotecommand.StreamOptions{Stdin: stdin, Stdout: &out, Tty: tty}
+	if !tty {
+		opts.Stderr = &errOut
+	}
+	err = ex.StreamWithContext(ctx, opts)
+	return out.String(), errOut.String(), err
+}
+
+// TestExecServer: kubectl's own client runs commands through the
+// container server: stdout and stderr apart, its input to the end, the
+// exit code, a terminal, and a command that cannot start.
+func TestExecServer(t *testing.T) {
+	f := newExecFixture(t)
+
+	out, errOut, err := f.exec(t, []string{"sh", "-c", "echo $GREETING; echo oops >&2"}, nil, false)
+	if err != nil || out != "hello\n" || errOut != "oops\n" {
+		t.Errorf("exec = %q, %q, %v", out, errOut, err)
+	}
+
+	input := strings.Repeat("a line of input\n", 10000)
+	out, _, err = f.exec(t, []string{"wc", "-c"}, strings.NewReader(input), false)
+	if err != nil || strings.TrimSpace(out) != "160000" {
+		t.Errorf("exec with input = %q, %v; want the 160000 bytes counted", out, err)
+	}
+
+	_, _, err = f.exec(t, []string{"sh", "-c", "exit 7"}, nil, false)
+	var exitErr utilexec.CodeExitError
+	if !errors.As(err, &exitErr) || exitErr.Code != 7 {
+		t.Errorf("exit 7 came back as %v", err)
+	}
+
+	out, _, err = f.exec(t, []string{"sh", "-c", "[ -t 0 ] && echo terminal $TERM; echo both >&2"}, strings.NewReader(""), true)
+	if err != nil || !strings.Contains(out, "terminal xterm") || !strings.Contains(out, "both") {
+		t.Errorf("exec on a terminal = %q, %v", out, err)
+	}
+
+	_, _, err = f.exec(t, []string{"no-such-program-for-berth"}, nil, false)
+	if err == nil || !strings.Contains(err.Error(), "no-such-program-for-berth") || strings.Contains(err.Error(), "uid-exec") {
+		t.Errorf("a missing program: %v", err)
+	}
+}
+
+// TestExecServerRefuses: a plain request, an unknown container, a bad
+// query and a stranger's certificate are refused before any command runs.
+func TestExecServerRefuses(t *testing.T) {
+	f := newExecFixture(t)
+	c := f.client(t, api.APIServerClientName)
+	base := f.srv.URL + api.ContainerExecPath
+	for _, tc := range []struct {
+		url  string
+		code int
+		want string
+	}{
+		{base + "/default/web/app?command=true&stdout=true", http.StatusBadRequest, "WebSocket"},
+		{base + "/default/web/nope?command=true&stdout=true", http.StatusBadRequest, "WebSocket"},
+		{base + "/default/web/app?stdout=true", http.StatusBadRequest, "no command"},
+		{base + "/default/web/app?command=true", http.StatusBadRequest, "at least one of"},
+		{base + "/default/web/app?command=true&stdout=maybe", http.StatusBadRequest, "stdout"},
+		{base + "/default/web/app?command=true&stdout=true&follow=true", http.StatusBadRequest, "follow"},
+	} {
+		code, body := logServerGet(t, c, tc.url)
+		if code != tc.code || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s = %d %q, want %d with %q", tc.url, code, body, tc.code, tc.want)
+		}
+	}
+	if code, _ := logServerGet(t, f.client(t, "system:node:n2"), base+"/default/web/app?command=true&stdout=true"); code != http.StatusForbidden {
+		t.Errorf("another node's certificate: %d, want 403", code)
+	}
+}

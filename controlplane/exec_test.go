@@ -1,0 +1,166 @@
+package controlplane
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+)
+
+func execTestPods() (one, multi *api.Pod) {
+	one = &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+	one.Spec.NodeName = "n1"
+	one.Spec.Containers = []api.Container{{Name: "app"}}
+	multi = &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "multi"}}
+	multi.Spec.NodeName = "n1"
+	multi.Spec.Containers = []api.Container{{Name: "a"}, {Name: "b"}}
+	multi.Spec.InitContainers = []api.Container{{Name: "setup"}}
+	return one, multi
+}
+
+// TestParsePodExecQuery: the command and streams pass on to the agent as
+// kubectl sends them; a missing command, no stream, an unknown option or
+// container, and a pod of several containers with none named are 400s.
+func TestParsePodExecQuery(t *testing.T) {
+	one, multi := execTestPods()
+	req, err := parsePodExecQuery(one, url.Values{"command": {"sh", "-c", "echo a b"}, "stdin": {"true"}, "stdout": {"true"}, "stderr": {"false"}, "tty": {"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.container != "app" || !slices.Equal(req.query["command"], []string{"sh", "-c", "echo a b"}) ||
+		req.query.Get("stdin") != "true" || req.query.Get("stdout") != "true" || req.query.Has("stderr") || req.query.Get("tty") != "true" {
+		t.Errorf("request %+v", req)
+	}
+	if req, err := parsePodExecQuery(multi, url.Values{"command": {"true"}, "stdout": {"true"}, "container": {"b"}}); err != nil || req.container != "b" {
+		t.Errorf("named container: %+v, %v", req, err)
+	}
+	for _, tc := range []struct {
+		pod  *api.Pod
+		q    url.Values
+		want string
+	}{
+		{one, url.Values{"stdout": {"true"}}, "specify a command"},
+		{one, url.Values{"command": {""}, "stdout": {"true"}}, "specify a command"},
+		{one, url.Values{"command": {"true"}}, "at least 1 of stdin, stdout, stderr"},
+		{one, url.Values{"command": {"true"}, "tty": {"true"}}, "at least 1 of stdin, stdout, stderr"},
+		{one, url.Values{"command": {"true"}, "stdout": {"yes"}}, "stdout"},
+		{one, url.Values{"command": {"true"}, "stdout": {"true"}, "user": {"root"}}, "exec option user"},
+		{one, url.Values{"command": {"true"}, "stdout": {"true"}, "container": {"nope"}}, "container nope is not valid"},
+		{multi, url.Values{"command": {"true"}, "stdout": {"true"}}, "a container name must be specified"},
+	} {
+		_, err := parsePodExecQuery(tc.pod, tc.q)
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a 400 with %q", tc.q, err, tc.want)
+		}
+	}
+}
+
+// FuzzPodExecQuery sends the pods/exec query parser arbitrary query
+// strings: it must never panic; a refusal is a 400; what it accepts names
+// a container of the pod, a command, and a stream, and agentURL puts it on
+// the node's address under the exec path without changing the path.
+func FuzzPodExecQuery(f *testing.F) {
+	for _, seed := range []string{
+		"", "command=ls&stdout=true", "command=sh&command=-c&command=echo+hi&stdin=true&stdout=true&stderr=true",
+		"command=true&tty=true&stdin=1", "command=true&stdout=yes", "command=true&container=b&stdout=true",
+		"command=true&container=%2F..%2Fetc&stdout=true", "command=&stdout=true", "command=%00&stdout=true", "%zz", "&&",
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	proxy := &ContainerProxy{store: storeWithNode(f)}
+	one, multi := execTestPods()
+	f.Fuzz(func(t *testing.T, raw string, several bool) {
+		pod, names := one, []string{"app"}
+		if several {
+			pod, names = multi, []string{"a", "b", "setup"}
+		}
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		req, err := parsePodExecQuery(pod, q)
+		if err != nil {
+			if !apierrors.IsBadRequest(err) {
+				t.Fatalf("%q: %v is not a 400", raw, err)
+			}
+			return
+		}
+		if !slices.Contains(names, req.container) {
+			t.Fatalf("%q: container %q", raw, req.container)
+		}
+		if cmd := req.query["command"]; len(cmd) == 0 || cmd[0] == "" {
+			t.Fatalf("%q: no command in %v", raw, req.query)
+		}
+		if req.query.Get("stdin") == "" && req.query.Get("stdout") == "" && req.query.Get("stderr") == "" {
+			t.Fatalf("%q: no stream in %v", raw, req.query)
+		}
+		u, err := proxy.agentURL(pod, api.ContainerExecPath, req.container, req.query)
+		if err != nil {
+			t.Fatalf("%q: agent URL: %v", raw, err)
+		}
+		if want := api.ContainerExecPath + "/default/" + pod.Name + "/" + req.container; u.Path != want || u.Host != "10.0.0.1:10250" {
+			t.Fatalf("%q: agent URL %s", raw, u)
+		}
+		back, err := url.ParseQuery(u.RawQuery)
+		if err != nil || !slices.Equal(back["command"], req.query["command"]) {
+			t.Fatalf("%q: the command did not survive the agent URL: %s", raw, u)
+		}
+	})
+}
+
+// TestServeExecRefusesPlainRequests: without a WebSocket upgrade (as
+// kubectl's SPDY fallback asks) the answer is a 400 that says so, after
+// the pod's own faults, which are what kubectl then shows.
+func TestServeExecRefusesPlainRequests(t *testing.T) {
+	p := NewContainerProxy(storeWithNode(t), x509.NewCertPool(), tls.Certificate{}, nil)
+	defer p.Close()
+	one, _ := execTestPods()
+	unbound := one.DeepCopy()
+	unbound.Spec.NodeName = ""
+	for _, tc := range []struct {
+		pod  *api.Pod
+		want string
+	}{
+		{one, "WebSocket"},
+		{unbound, "does not have a host assigned"},
+	} {
+		rec := httptest.NewRecorder()
+		r, _ := http.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods/web/exec?command=true&stdout=true", nil)
+		r.Header.Set("Connection", "Upgrade")
+		r.Header.Set("Upgrade", "SPDY/3.1")
+		p.ServeExec(rec, r, tc.pod)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%s: %d %s, want 400 with %q", tc.pod.Name, rec.Code, rec.Body.String(), tc.want)
+		}
+	}
+}
+
+// storeWithNode is a store holding node n1, whose agent listens at
+// 10.0.0.1:10250.
+func storeWithNode(tb testing.TB) *store.Store {
+	tb.Helper()
+	st, err := store.New(store.Memory{}, store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
+	node.Status.Addresses = []api.NodeAddress{{Type: api.NodeInternalIP, Address: "10.0.0.1"}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
+	api.Default(node)
+	if _, err := st.Create(tb.Context(), node); err != nil {
+		tb.Fatal(err)
+	}
+	return st
+}

@@ -25,7 +25,7 @@ var connectAPI = func(g *globalOptions) (apiClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clientAPI{c: c}, nil
+	return &clientAPI{c: c, cfg: cfg}, nil
 }
 
 // clientAPI is apiClient over client.Client. It passes the kind and
@@ -33,6 +33,9 @@ var connectAPI = func(g *globalOptions) (apiClient, error) {
 // client's Status errors into apimachinery's, which the commands read.
 type clientAPI struct {
 	c *client.Client
+	// cfg is what c was made from: exec speaks WebSocket, through
+	// Kubernetes' own client, which takes the server and credentials.
+	cfg *client.Config
 }
 
 // apiError makes an error the server answered an *apierrors.StatusError

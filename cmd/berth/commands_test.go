@@ -93,6 +93,9 @@ func TestCommandsGolden(t *testing.T) {
 		{"delete-selector", []string{"delete", "pods", "-l", "app=web"}, exitOK},
 		{"delete-no-name", []string{"delete", "pods"}, exitUsage},
 		{"delete-bad-cascade", []string{"delete", "pod", "x", "--cascade=sideways"}, exitUsage},
+		{"exec-no-dash", []string{"exec", "web-7d4b9c-abcde", "ls"}, exitUsage},
+		{"exec-not-a-pod", []string{"exec", "svc/web", "--", "ls"}, exitUsage},
+		{"exec-missing-pod", []string{"exec", "nope", "--", "ls"}, exitFailure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

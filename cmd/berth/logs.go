@@ -72,11 +72,14 @@ reads one of its pods, as kubectl does: a ready one if there is one.`,
 	return cmd
 }
 
-// logsTarget reads the argument: NAME or pod/NAME, or a workload (deploy/,
-// rs/, rc/ NAME, any name lookupKind knows for those kinds), whose pod is
-// then chosen as kubectl chooses it. It returns the kind ("" for a pod)
-// and the name.
-func logsTarget(arg string) (*api.Kind, string, error) {
+// logsTarget reads the argument of `berth logs` (see podTarget).
+func logsTarget(arg string) (*api.Kind, string, error) { return podTarget("logs", arg) }
+
+// podTarget reads the pod argument of `berth <command>`: NAME or pod/NAME,
+// or a workload (deploy/, rs/, rc/ NAME, any name lookupKind knows for
+// those kinds), whose pod is then chosen as kubectl chooses it. It returns
+// the kind (nil for a pod) and the name.
+func podTarget(command, arg string) (*api.Kind, string, error) {
 	kind, name, ok := strings.Cut(arg, "/")
 	if !ok {
 		name, kind = arg, ""
@@ -92,11 +95,11 @@ func logsTarget(arg string) (*api.Kind, string, error) {
 			k = nil
 		case api.KindOf(&api.Deployment{}), api.KindOf(&api.ReplicaSet{}), api.KindOf(&api.ReplicationController{}):
 		default:
-			return nil, "", usageErrorf("berth logs takes a pod or a deployment, replicaset or replicationcontroller, not %q", arg)
+			return nil, "", usageErrorf("berth %s takes a pod or a deployment, replicaset or replicationcontroller, not %q", command, arg)
 		}
 	}
 	if name == "" || strings.Contains(name, "/") {
-		return nil, "", usageErrorf("berth logs takes a pod name, not %q", arg)
+		return nil, "", usageErrorf("berth %s takes a pod name, not %q", command, arg)
 	}
 	return k, name, nil
 }

@@ -73,6 +73,7 @@ manifests into running workloads on a fleet of machines.`,
 		newSimCommand(g),
 		newToolboxCommand(g),
 		newLogsCommand(g),
+		newExecCommand(g),
 	)
 	markStart(root, g)
 	return root, g

@@ -199,31 +199,36 @@ func TestServerEmbeddedAgent(t *testing.T) {
 		t.Errorf("berth logs %s: %q", name, out)
 	}
 
-	// kubectl exec runs a command beside the pod's process, in its
-	// environment, through the API server and the agent: output, input,
-	// and the exit code.
-	t.Run("kubectl exec", func(t *testing.T) {
-		kubectl := testtool.Need(t, "kubectl")
-		run := func(stdin string, args ...string) (string, int) {
-			cmd := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig, "exec"}, args...)...)
-			cmd.Stdin = strings.NewReader(stdin)
-			out, err := cmd.CombinedOutput()
-			var exitErr *exec.ExitError
-			if err != nil && !errors.As(err, &exitErr) {
-				t.Fatalf("kubectl exec %v: %v", args, err)
+	// kubectl exec and berth exec run a command beside the pod's process,
+	// in its environment, through the API server and the agent: output,
+	// input, and the exit code.
+	for _, tool := range []string{"kubectl", "berth"} {
+		t.Run(tool+" exec", func(t *testing.T) {
+			prog := bin
+			if tool == "kubectl" {
+				prog = testtool.Need(t, "kubectl")
 			}
-			return string(out), cmd.ProcessState.ExitCode()
-		}
-		if out, code := run("", name, "--", "sh", "-c", "echo out in $(pwd); echo err >&2"); code != 0 || !strings.Contains(out, "out in") || !strings.Contains(out, "err") {
-			t.Errorf("kubectl exec: exit %d: %q", code, out)
-		}
-		if out, code := run("piped through\n", "-i", name, "--", "cat"); code != 0 || out != "piped through\n" {
-			t.Errorf("kubectl exec -i: exit %d: %q", code, out)
-		}
-		if out, code := run("", "deploy/embedded", "--", "sh", "-c", "exit 3"); code != 3 {
-			t.Errorf("kubectl exec of a command that exits 3: exit %d: %q", code, out)
-		}
-	})
+			run := func(stdin string, args ...string) (string, int) {
+				cmd := exec.Command(prog, append([]string{"--kubeconfig", s.kubeconfig, "exec"}, args...)...)
+				cmd.Stdin = strings.NewReader(stdin)
+				out, err := cmd.CombinedOutput()
+				var exitErr *exec.ExitError
+				if err != nil && !errors.As(err, &exitErr) {
+					t.Fatalf("%s exec %v: %v", tool, args, err)
+				}
+				return string(out), cmd.ProcessState.ExitCode()
+			}
+			if out, code := run("", name, "--", "sh", "-c", "echo out in $(pwd); echo err >&2"); code != 0 || !strings.Contains(out, "out in") || !strings.Contains(out, "err") {
+				t.Errorf("exec: exit %d: %q", code, out)
+			}
+			if out, code := run("piped through\n", "-i", name, "--", "cat"); code != 0 || out != "piped through\n" {
+				t.Errorf("exec -i: exit %d: %q", code, out)
+			}
+			if out, code := run("", "deploy/embedded", "--", "sh", "-c", "exit 3"); code != 3 {
+				t.Errorf("exec of a command that exits 3: exit %d: %q", code, out)
+			}
+		})
+	}
 
 	// kubectl drain empties the node before maintenance: it cordons it
 	// and deletes its pods (with no eviction API, with DeleteOptions in

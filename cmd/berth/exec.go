@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// execOptions are the flags of `berth exec`, kubectl's names.
+type execOptions struct {
+	container string
+	stdin     bool
+	tty       bool
+}
+
+// podExecOptions are what an exec runs and with which streams (Kubernetes'
+// PodExecOptions). A nil stream is not asked for.
+type podExecOptions struct {
+	Container string
+	Command   []string
+	Stdin     io.Reader
+	Stdout    io.Writer
+	Stderr    io.Writer
+	// TTY runs the command on a terminal sized from Sizes.
+	TTY   bool
+	Sizes remotecommand.TerminalSizeQueue
+}
+
+// podExecer is what `berth exec` needs beyond apiClient.
+type podExecer interface {
+	// PodExec runs a command and returns its exit code once it ends.
+	PodExec(ctx context.Context, ns, name string, opts podExecOptions) (int, error)
+}
+
+func newExecCommand(g *globalOptions) *cobra.Command {
+	o := &execOptions{}
+	cmd := &cobra.Command{
+		Use:   "exec POD | TYPE/NAME [-c CONTAINER] [-i] [-t] -- COMMAND [ARG...]",
+		Short: "Run a command in a pod's container",
+		Long: `Exec runs a command beside a pod's container, in its environment (its
+variables, working directory and user), on the pod's node, through the
+control plane, as kubectl exec does. Its output comes back as it is
+written; with -i the command reads this command's input; with -t it runs
+on a terminal (with -i, for a shell). berth exits with the command's exit
+code.
+
+Given a deployment, replicaset or replicationcontroller (deploy/NAME), it
+runs in one of its pods, as kubectl does: a ready one if there is one. A
+pod with more than one container needs -c.`,
+		Example: `  berth exec web-7d4b9c-x2k8p -- ls /data
+  berth exec deploy/web -- sh -c 'echo $HOSTNAME'
+  berth exec -it deploy/web -- sh
+  echo hello | berth exec -i pod/web -c app -- cat`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 1 {
+				return usageErrorf("berth exec takes one pod, then -- and the command: berth exec POD -- COMMAND [ARG...]")
+			}
+			return runExec(cmd, g, o, args[0], args[1:])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.container, "container", "c", "", "the container to run the command in")
+	f.BoolVarP(&o.stdin, "stdin", "i", false, "pass this command's input to the command")
+	f.BoolVarP(&o.tty, "tty", "t", false, "run the command on a terminal")
+	return cmd
+}
+
+func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, command []string) error {
+	kind, name, err := podTarget("exec", arg)
+	if err != nil {
+		return err
+	}
+	if command[0] == "" {
+		return usageErrorf("berth exec needs a command after --")
+	}
+	c, err := connectAPI(g)
+	if err != nil {
+		return failed(err)
+	}
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	if kind != nil {
+		pod, err := podOf(ctx, c, kind, g.namespace, name)
+		if err != nil {
+			fmt.Fprintln(stderr, errorMessage(err))
+			return reportedFailure()
+		}
+		name = pod
+	} else if _, err := c.Get(ctx, api.KindOf(&api.Pod{}), g.namespace, name); err != nil {
+		// Asked first, as kubectl asks, so that a missing pod is
+		// reported as the API reports it rather than as a failed upgrade.
+		fmt.Fprintln(stderr, errorMessage(err))
+		return reportedFailure()
+	}
+	execer, ok := c.(podExecer)
+	if !ok {
+		return failed(errors.New("this client cannot run commands"))
+	}
+	opts := podExecOptions{Container: o.container, Command: command, Stdout: cmd.OutOrStdout(), Stderr: stderr}
+	if o.stdin {
+		opts.Stdin = cmd.InOrStdin()
+	}
+	if o.tty {
+		in, isFile := cmd.InOrStdin().(*os.File)
+		switch {
+		case !o.stdin:
+			// A terminal without input is kubectl's -t alone: the command
+			// gets a terminal, whose size is this one's if there is one.
+			opts.TTY = true
+		case !isFile || !term.IsTerminal(int(in.Fd())):
+			fmt.Fprintln(stderr, "Unable to use a TTY - input is not a terminal or the right kind of file")
+		default:
+			opts.TTY = true
+			state, err := term.MakeRaw(int(in.Fd()))
+			if err != nil {
+				return failed(fmt.Errorf("terminal: %w", err))
+			}
+			defer term.Restore(int(in.Fd()), state)
+		}
+		if opts.TTY {
+			opts.Stderr = nil
+			if out, ok := cmd.OutOrStdout().(*os.File); ok && term.IsTerminal(int(out.Fd())) {
+				sizes := newTerminalSizes(ctx, int(out.Fd()))
+				defer sizes.stop()
+				opts.Sizes = sizes
+			}
+		}
+	}
+	code, err := execer.PodExec(ctx, g.namespace, name, opts)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil
+	case err != nil:
+		fmt.Fprintln(stderr, errorMessage(err))
+		return reportedFailure()
+	case code != 0:
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// PodExec runs a command through GET …/pods/NAME/exec, upgraded to a
+// WebSocket, with Kubernetes' own client of the streaming protocol.
+func (a *clientAPI) PodExec(ctx context.Context, ns, name string, opts podExecOptions) (int, error) {
+	q := url.Values{"command": opts.Command}
+	if opts.Container != "" {
+		q.Set("container", opts.Container)
+	}
+	for k, on := range map[string]bool{"stdin": opts.Stdin != nil, "stdout": opts.Stdout != nil, "stderr": opts.Stderr != nil && !opts.TTY, "tty": opts.TTY} {
+		if on {
+			q.Set(k, "true")
+		}
+	}
+	u := strings.TrimSuffix(a.cfg.Server, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(name) + "/exec?" + q.Encode()
+	rc := &rest.Config{
+		Host:        a.cfg.Server,
+		BearerToken: a.cfg.Token,
+		UserAgent:   a.cfg.UserAgent,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   a.cfg.CAData,
+			Insecure: a.cfg.InsecureSkipTLSVerify,
+		},
+	}
+	ex, err := remotecommand.NewWebSocketExecutor(rc, http.MethodGet, u)
+	if err != nil {
+		return 0, err
+	}
+	so := remotecommand.StreamOptions{Stdin: opts.Stdin, Stdout: opts.Stdout, Tty: opts.TTY, TerminalSizeQueue: opts.Sizes}
+	if !opts.TTY {
+		so.Stderr = opts.Stderr
+	}
+	err = ex.StreamWithContext(ctx, so)
+	var exitErr utilexec.CodeExitError
+	if errors.As(err, &exitErr) {
+		return exitErr.Code, nil
+	}
+	return 0, err
+}
+
+// terminalSizes reports this terminal's size, then each new one as the
+// terminal is resized (SIGWINCH), to the remote terminal.
+type terminalSizes struct {
+	fd      int
+	sizes   chan remotecommand.TerminalSize
+	signals chan os.Signal
+	done    chan struct{}
+}
+
+func newTerminalSizes(ctx context.Context, fd int) *terminalSizes {
+	s := &terminalSizes{fd: fd, sizes: make(chan remotecommand.TerminalSize, 1), signals: make(chan os.Signal, 1), done: make(chan struct{})}
+	s.send()
+	signal.Notify(s.signals, syscall.SIGWINCH)
+	go func() {
+		for {
+			select {
+			case <-s.signals:
+				s.send()
+			case <-ctx.Done():
+				return
+			case <-s.done:
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// send queues the current size, replacing one not yet taken.
+func (s *terminalSizes) send() {
+	w, h, err := term.GetSize(s.fd)
+	if err != nil {
+		return
+	}
+	select {
+	case <-s.sizes:
+	default:
+	}
+	s.sizes <- remotecommand.TerminalSize{Width: uint16(w), Height: uint16(h)}
+}
+
+// Next is remotecommand.TerminalSizeQueue's: the next size, nil once the
+// exec is over.
+func (s *terminalSizes) Next() *remotecommand.TerminalSize {
+	select {
+	case sz := <-s.sizes:
+		return &sz
+	case <-s.done:
+		return nil
+	}
+}
+
+func (s *terminalSizes) stop() {
+	signal.Stop(s.signals)
+	close(s.done)
+}

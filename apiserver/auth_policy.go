@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
 )
@@ -127,6 +129,22 @@ func authorizeServiceAccount(id *Identity, a Attributes) error {
 		return Forbidden(id, a, fmt.Sprintf("service accounts may only read in their own namespace %q", id.Namespace))
 	}
 	return nil
+}
+
+// RulesFor implements RulesLister: a service account's reads in its own
+// namespace. A node's rules depend on the objects its pods reference, as
+// in Kubernetes' node authorizer, which does not list them either.
+func (p *Policy) RulesFor(id *Identity, namespace string) ([]authorizationv1.ResourceRule, string) {
+	switch id.Kind {
+	case IdentityServiceAccount:
+		if namespace != id.Namespace {
+			return nil, ""
+		}
+		return []authorizationv1.ResourceRule{{Verbs: []string{VerbGet, VerbList, VerbWatch}, APIGroups: []string{"*"}, Resources: []string{"*"}}}, ""
+	case IdentityNode:
+		return nil, "a node's permissions are decided object by object (its Node and Lease, the pods bound to it and what they reference) and cannot be listed as rules"
+	}
+	return nil, ""
 }
 
 func isRead(verb string) bool {

@@ -80,6 +80,7 @@ type reviewResource struct {
 var reviewResources = []reviewResource{
 	{schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}, "selfsubjectreviews", "SelfSubjectReview"},
 	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectaccessreviews", "SelfSubjectAccessReview"},
+	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectrulesreviews", "SelfSubjectRulesReview"},
 }
 
 func newDiscoveryDocs() (*discoveryDocs, error) {

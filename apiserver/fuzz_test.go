@@ -126,26 +126,29 @@ func FuzzPatch(f *testing.F) {
 	})
 }
 
-// FuzzReview throws bodies at the self reviews of kubectl auth, as JSON
+// FuzzReview throws bodies at the three self reviews of kubectl auth, as JSON
 // and as protobuf: never a 5xx, and never a write.
 func FuzzReview(f *testing.F) {
 	for _, seed := range []string{
 		`{"spec":{"resourceAttributes":{"verb":"get","resource":"pods","namespace":"default"}}}`,
 		`{"spec":{"resourceAttributes":{"verb":"*","group":"*","resource":"*"}}}`,
 		`{"spec":{"nonResourceAttributes":{"path":"/version","verb":"get"}}}`,
+		`{"spec":{"namespace":"default"}}`,
 		`{"spec":{}}`, `{}`, `null`, `[1]`, "k8s\x00\x0a\x00", "k8s\x00\x12\x05\x0a\x03abc",
 	} {
-		for path := range 2 {
+		for path := range 3 {
 			f.Add(uint8(path), false, []byte(seed))
 			f.Add(uint8(path), true, []byte(seed))
 		}
 	}
 	srv, st := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, path uint8, protobuf bool, body []byte) {
-		p, ct := "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "application/json"
-		if path%2 == 1 {
-			p = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
-		}
+		p := []string{
+			"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+			"/apis/authentication.k8s.io/v1/selfsubjectreviews",
+			"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+		}[path%3]
+		ct := "application/json"
 		if protobuf {
 			ct = "application/vnd.kubernetes.protobuf"
 		}

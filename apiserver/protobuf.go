@@ -62,6 +62,7 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"):           func() protobufObject { return &authenticationv1.TokenRequest{} },
 	authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"):      func() protobufObject { return &authenticationv1.SelfSubjectReview{} },
 	authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"): func() protobufObject { return &authorizationv1.SelfSubjectAccessReview{} },
+	authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview"):  func() protobufObject { return &authorizationv1.SelfSubjectRulesReview{} },
 }
 
 // A typed client sends a delete's options as DeleteOptions of the group

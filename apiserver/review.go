@@ -13,8 +13,9 @@ import (
 )
 
 // `kubectl auth can-i` asks whether the caller may do something, with a
-// SelfSubjectAccessReview, and `kubectl auth whoami` who the caller is,
-// with a SelfSubjectReview. Both are created and answered at once, never
+// SelfSubjectAccessReview, `kubectl auth can-i --list` what it may do,
+// with a SelfSubjectRulesReview, and `kubectl auth whoami` who the caller
+// is, with a SelfSubjectReview. Both are created and answered at once, never
 // stored; any caller may ask about itself, as Kubernetes lets every
 // authenticated user. The answer comes from the same authorizer that
 // judges real requests, so it is right about berth's fixed policy.
@@ -22,6 +23,7 @@ import (
 // Paths of the review resources.
 const (
 	pathAccessReview = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+	pathRulesReview  = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
 	pathSelfReview   = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 )
 
@@ -99,6 +101,54 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 		return false, err.Error()
 	}
 	return true, ""
+}
+
+// RulesLister is an Authorizer that can say what an identity may do in a
+// namespace as rules, for `kubectl auth can-i --list`. incomplete says the
+// rules leave out what is decided object by object, and why.
+type RulesLister interface {
+	RulesFor(id *Identity, namespace string) (rules []authorizationv1.ResourceRule, incomplete string)
+}
+
+// Rules every authenticated caller has, as Kubernetes' system:basic-user
+// and system:public-info-viewer give them: the reviews about itself, and
+// the paths that need no token.
+var (
+	selfReviewRules = []authorizationv1.ResourceRule{
+		{Verbs: []string{VerbCreate}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
+		{Verbs: []string{VerbCreate}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
+	}
+	publicPathRules = []authorizationv1.NonResourceRule{
+		{Verbs: []string{VerbGet}, NonResourceURLs: []string{"/healthz", "/livez", "/metrics", "/readyz", "/version"}},
+	}
+)
+
+// serveRulesReview answers a SelfSubjectRulesReview: what the caller may
+// do in the namespace the review names.
+func (s *Server) serveRulesReview(w http.ResponseWriter, r *http.Request) {
+	var review authorizationv1.SelfSubjectRulesReview
+	if err := readReview(r, &review, "SelfSubjectRulesReview"); err != nil {
+		WriteError(w, err)
+		return
+	}
+	id, _ := IdentityFromContext(r.Context())
+	review.TypeMeta = metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectRulesReview"}
+	st := authorizationv1.SubjectRulesReviewStatus{}
+	if id != nil && id.Kind == IdentityAdmin {
+		st.ResourceRules = []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
+		st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}
+	} else {
+		var rules []authorizationv1.ResourceRule
+		incomplete := "the authorizer cannot list its rules"
+		if l, ok := s.cfg.Authorizer.(RulesLister); ok && id != nil {
+			rules, incomplete = l.RulesFor(id, review.Spec.Namespace)
+		}
+		st.ResourceRules = append(append(st.ResourceRules, selfReviewRules...), rules...)
+		st.NonResourceRules = publicPathRules
+		st.Incomplete, st.EvaluationError = incomplete != "", incomplete
+	}
+	review.Status = st
+	writeJSON(w, http.StatusCreated, &review)
 }
 
 // serveSelfReview answers a SelfSubjectReview with the caller's identity.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,5 +101,65 @@ func TestSelfSubjectReview(t *testing.T) {
 	}
 	if u := out.Status.UserInfo; u.Username != "system:node:n1" || len(u.Groups) == 0 || u.Groups[0] != "system:nodes" {
 		t.Errorf("whoami: %+v", u)
+	}
+}
+
+// TestSelfSubjectRulesReview: kubectl auth can-i --list gets the admin's
+// wildcard, a service account's reads in its own namespace (and only the
+// reviews elsewhere), and a node's rules marked incomplete, with why;
+// everyone has the reviews about themselves and the open paths.
+func TestSelfSubjectRulesReview(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	n1, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	robot := e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "robot"}}).(*api.ServiceAccount)
+	sa, err := e.signer.IssueServiceAccountToken(robot, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := func(token, ns string, pb bool) authorizationv1.SubjectRulesReviewStatus {
+		t.Helper()
+		review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}
+		var body []byte
+		ct := "application/json"
+		if pb {
+			body, ct = protobufBody(t, review, "authorization.k8s.io/v1", "SelfSubjectRulesReview"), "application/vnd.kubernetes.protobuf"
+		} else {
+			body, _ = json.Marshal(review)
+		}
+		code, _, data := e.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", token, ct, "", bytes.NewReader(body))
+		var out authorizationv1.SelfSubjectRulesReview
+		if err := json.Unmarshal(data, &out); err != nil || code != http.StatusCreated || out.Kind != "SelfSubjectRulesReview" {
+			t.Fatalf("review: %d %s", code, data)
+		}
+		return out.Status
+	}
+	has := func(st authorizationv1.SubjectRulesReviewStatus, verbs, resource string) bool {
+		for _, r := range st.ResourceRules {
+			if strings.Join(r.Verbs, ",") == verbs && slices.Contains(r.Resources, resource) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, pb := range []bool{false, true} {
+		st := ask(adminToken, "default", pb)
+		if !has(st, "*", "*") || st.Incomplete || len(st.NonResourceRules) != 1 || st.NonResourceRules[0].NonResourceURLs[0] != "*" {
+			t.Errorf("admin (protobuf %v): %+v", pb, st)
+		}
+		st = ask(sa, "default", pb)
+		if !has(st, "get,list,watch", "*") || !has(st, "create", "selfsubjectrulesreviews") || st.Incomplete {
+			t.Errorf("service account in its namespace (protobuf %v): %+v", pb, st)
+		}
+		st = ask(sa, "kube-system", pb)
+		if has(st, "get,list,watch", "*") || !has(st, "create", "selfsubjectaccessreviews") || len(st.NonResourceRules) == 0 {
+			t.Errorf("service account elsewhere (protobuf %v): %+v", pb, st)
+		}
+		st = ask(n1, "default", pb)
+		if !st.Incomplete || !strings.Contains(st.EvaluationError, "object by object") || !has(st, "create", "selfsubjectreviews") {
+			t.Errorf("node (protobuf %v): %+v", pb, st)
+		}
 	}
 }

@@ -193,6 +193,7 @@ func (s *Server) routes() {
 	s.Handle("/readyz", http.HandlerFunc(s.serveReadyz), false)
 	s.Handle("/metrics", s.metrics.handler(), false)
 	s.Handle(pathAccessReview, http.HandlerFunc(s.serveAccessReview), true)
+	s.Handle(pathRulesReview, http.HandlerFunc(s.serveRulesReview), true)
 	s.Handle(pathSelfReview, http.HandlerFunc(s.serveSelfReview), true)
 	openapi := http.HandlerFunc(s.serveOpenAPIV3)
 	s.Handle("/openapi/v3", openapi, true)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -130,6 +131,9 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	canI := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "--token", tok, "auth", "can-i", "delete", "deployments")
 	if out, _ := canI.CombinedOutput(); canI.ProcessState.ExitCode() != 1 || !strings.HasPrefix(string(out), "no") {
 		t.Fatalf("kubectl auth can-i delete deployments: exit %d, %s", canI.ProcessState.ExitCode(), out)
+	}
+	if out := kc("--token", tok, "auth", "can-i", "--list"); !regexp.MustCompile(`(?m)^\*\.\*\s+\[\]\s+\[\]\s+\[get list watch\]$`).MatchString(out) {
+		t.Fatalf("kubectl auth can-i --list: %s", out)
 	}
 
 	// Server-side dry runs show and change nothing: --dry-run=server, and

@@ -11,6 +11,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -32,19 +33,10 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 	}
 	ask := func(token string, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, pb bool) authorizationv1.SubjectAccessReviewStatus {
 		t.Helper()
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra, NonResourceAttributes: nra}}
-		var body []byte
-		ct := "application/json"
-		if pb {
-			body, ct = protobufBody(t, review, "authorization.k8s.io/v1", "SelfSubjectAccessReview"), "application/vnd.kubernetes.protobuf"
-		} else {
-			body, _ = json.Marshal(review)
-		}
-		code, _, data := e.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", token, ct, "", bytes.NewReader(body))
 		var out authorizationv1.SelfSubjectAccessReview
-		if err := json.Unmarshal(data, &out); err != nil || code != http.StatusCreated || out.Kind != "SelfSubjectAccessReview" {
-			t.Fatalf("review: %d %s", code, data)
-		}
+		postReview(t, e, token, "selfsubjectaccessreviews", "SelfSubjectAccessReview", &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra, NonResourceAttributes: nra},
+		}, &out, pb)
 		return out.Status
 	}
 	for _, c := range []struct {
@@ -121,19 +113,10 @@ func TestSelfSubjectRulesReview(t *testing.T) {
 	}
 	ask := func(token, ns string, pb bool) authorizationv1.SubjectRulesReviewStatus {
 		t.Helper()
-		review := &authorizationv1.SelfSubjectRulesReview{Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}
-		var body []byte
-		ct := "application/json"
-		if pb {
-			body, ct = protobufBody(t, review, "authorization.k8s.io/v1", "SelfSubjectRulesReview"), "application/vnd.kubernetes.protobuf"
-		} else {
-			body, _ = json.Marshal(review)
-		}
-		code, _, data := e.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", token, ct, "", bytes.NewReader(body))
 		var out authorizationv1.SelfSubjectRulesReview
-		if err := json.Unmarshal(data, &out); err != nil || code != http.StatusCreated || out.Kind != "SelfSubjectRulesReview" {
-			t.Fatalf("review: %d %s", code, data)
-		}
+		postReview(t, e, token, "selfsubjectrulesreviews", "SelfSubjectRulesReview", &authorizationv1.SelfSubjectRulesReview{
+			Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns},
+		}, &out, pb)
 		return out.Status
 	}
 	has := func(st authorizationv1.SubjectRulesReviewStatus, verbs, resource string) bool {
@@ -161,5 +144,29 @@ func TestSelfSubjectRulesReview(t *testing.T) {
 		if !st.Incomplete || !strings.Contains(st.EvaluationError, "object by object") || !has(st, "create", "selfsubjectreviews") {
 			t.Errorf("node (protobuf %v): %+v", pb, st)
 		}
+	}
+}
+
+// postReview posts an authorization.k8s.io review, as JSON or protobuf,
+// and decodes the answer into out, which must be a 201 of the same kind.
+func postReview(t *testing.T, e *env, token, resource, kind string, review interface {
+	runtime.Object
+	Marshal() ([]byte, error)
+}, out any, pb bool) {
+	t.Helper()
+	var body []byte
+	ct := "application/json"
+	if pb {
+		body, ct = protobufBody(t, review, "authorization.k8s.io/v1", kind), "application/vnd.kubernetes.protobuf"
+	} else {
+		body, _ = json.Marshal(review)
+	}
+	code, _, data := e.do("POST", "/apis/authorization.k8s.io/v1/"+resource, token, ct, "", bytes.NewReader(body))
+	var meta metav1.TypeMeta
+	if err := json.Unmarshal(data, &meta); err != nil || code != http.StatusCreated || meta.Kind != kind {
+		t.Fatalf("review: %d %s", code, data)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		t.Fatal(err)
 	}
 }

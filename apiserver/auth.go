@@ -17,8 +17,8 @@ import (
 	"github.com/berth-dev/berth/store"
 )
 
-// IdentityKind says which of berth's three kinds of caller a request comes
-// from; authorization rules are chosen by it.
+// IdentityKind says which of berth's kinds of caller a request comes from;
+// authorization rules are chosen by it.
 type IdentityKind string
 
 // Identity kinds.
@@ -26,6 +26,10 @@ const (
 	IdentityAdmin          IdentityKind = "admin"
 	IdentityNode           IdentityKind = "node"
 	IdentityServiceAccount IdentityKind = "serviceaccount"
+	// IdentityUser is any other user name, which only impersonation
+	// (kubectl --as) produces: berth's policy grants it nothing beyond
+	// what every caller has.
+	IdentityUser IdentityKind = "user"
 )
 
 // Identity is who made a request, as the authenticator proved it.

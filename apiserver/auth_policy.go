@@ -89,7 +89,8 @@ func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 
 // Policy is berth's fixed authorization policy (SPEC §5): the admin may do
 // everything, a node what running its pods needs, a service account reads
-// in its own namespace. It reads the store to learn which objects a node's
+// in its own namespace, and any other user (which only impersonation
+// makes) nothing. It reads the store to learn which objects a node's
 // pods reference, in the manner of Kubernetes' node authorizer.
 type Policy struct {
 	store *store.Store
@@ -113,6 +114,8 @@ func (p *Policy) Authorize(ctx context.Context, id *Identity, a Attributes) erro
 			return Forbidden(id, a, "")
 		}
 		return p.authorizeNode(id, a)
+	case IdentityUser:
+		return Forbidden(id, a, "")
 	}
 	return Forbidden(id, a, "unknown identity kind")
 }

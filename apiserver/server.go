@@ -383,6 +383,10 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			WriteError(w, unauthorized("invalid bearer token"))
 			return
 		}
+		if id, err = impersonate(id, r.Header); err != nil {
+			WriteError(w, err)
+			return
+		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
 	})
 }

@@ -132,6 +132,15 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	if out, _ := canI.CombinedOutput(); canI.ProcessState.ExitCode() != 1 || !strings.HasPrefix(string(out), "no") {
 		t.Fatalf("kubectl auth can-i delete deployments: exit %d, %s", canI.ProcessState.ExitCode(), out)
 	}
+	// The admin acting as the service account (--as) gets its answers,
+	// and as a user berth does not know, none.
+	if out := strings.TrimSpace(kc("--as", "system:serviceaccount:default:robot", "auth", "can-i", "list", "pods")); out != "yes" {
+		t.Fatalf("kubectl --as the robot auth can-i list pods: %q", out)
+	}
+	asBob := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "--as", "bob", "get", "pods")
+	if out, _ := asBob.CombinedOutput(); asBob.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), `User "bob" cannot list resource "pods"`) {
+		t.Fatalf("kubectl --as bob get pods: exit %d, %s", asBob.ProcessState.ExitCode(), out)
+	}
 	if out := kc("--token", tok, "auth", "can-i", "--list"); !regexp.MustCompile(`(?m)^\*\.\*\s+\[\]\s+\[\]\s+\[get list watch\]$`).MatchString(out) {
 		t.Fatalf("kubectl auth can-i --list: %s", out)
 	}

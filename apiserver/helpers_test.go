@@ -192,18 +192,29 @@ func (e *env) mustCreate(obj api.Object) api.Object {
 // do sends a raw request and returns the status code and body.
 func (e *env) do(method, path, token, contentType, accept string, body io.Reader) (int, http.Header, []byte) {
 	e.t.Helper()
+	h := http.Header{}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	if accept != "" {
+		h.Set("Accept", accept)
+	}
+	return e.doWith(method, path, token, h, body)
+}
+
+// doWith sends a raw request with these headers and returns the status
+// code and body.
+func (e *env) doWith(method, path, token string, h http.Header, body io.Reader) (int, http.Header, []byte) {
+	e.t.Helper()
 	req, err := http.NewRequest(method, e.ts.URL+path, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if accept != "" {
-		req.Header.Set("Accept", accept)
 	}
 	resp, err := e.ts.Client().Do(req)
 	if err != nil {

@@ -29,26 +29,8 @@ func TestImpersonation(t *testing.T) {
 		if method == "POST" {
 			body = strings.NewReader("{}")
 		}
-		req, err := http.NewRequest(method, e.ts.URL+path, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		for k, vs := range headers {
-			for _, v := range vs {
-				req.Header.Add(k, v)
-			}
-		}
-		resp, err := e.ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		data, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(data)
+		code, _, data := e.doWith(method, path, token, headers, body)
+		return code, string(data)
 	}
 	user := func(name string) map[string][]string { return map[string][]string{"Impersonate-User": {name}} }
 	for _, c := range []struct {

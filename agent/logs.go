@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
@@ -34,11 +37,14 @@ type ContainerServerOptions struct {
 	ClientCAs *x509.CertPool
 	// Logger records requests that failed after the answer began.
 	Logger *slog.Logger
+	// Clock is what sinceSeconds counts back from; the real clock when
+	// nil.
+	Clock clock.PassiveClock
 }
 
 // logQuery are the query parameters the log endpoint takes, as the
 // kubelet names them.
-var logQuery = map[string]bool{"follow": true, "tailLines": true, "previous": true}
+var logQuery = map[string]bool{"follow": true, "tailLines": true, "previous": true, "timestamps": true, "sinceSeconds": true, "sinceTime": true}
 
 // NewContainerServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
 // (a container's log) and GET api.ContainerExecPath/{namespace}/{pod}/{container}
@@ -50,6 +56,9 @@ var logQuery = map[string]bool{"follow": true, "tailLines": true, "previous": tr
 func NewContainerServer(o ContainerServerOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	s := &containerServer{opts: o}
 	mux := http.NewServeMux()
@@ -135,7 +144,7 @@ func (s *containerServer) clientCertificate(r *http.Request) (*x509.Certificate,
 
 func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	opts, previous, err := parseLogQuery(r.URL.Query())
+	opts, previous, err := parseLogQuery(r.URL.Query(), s.opts.Clock.Now())
 	noLines := errors.Is(err, errNoLines)
 	if err != nil && !noLines {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -172,6 +181,8 @@ func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil, r.Context().Err() != nil:
 		// Done, or the API server went away (its user stopped following).
+	case !fw.wrote && errors.Is(err, runtime.ErrNoTimes):
+		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, runtime.ErrNoTimes), http.StatusBadRequest)
 	case !fw.wrote && errors.Is(err, runtime.ErrNotFound):
 		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: no log of run %s: %v", ctr, ns, pod, id, err), http.StatusNotFound)
 	case !fw.wrote:
@@ -182,24 +193,49 @@ func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// maxSinceSeconds bounds sinceSeconds: a hundred years, well inside a
+// time.Duration.
+const maxSinceSeconds = 100 * 365 * 24 * 3600
+
 // errNoLines is parseLogQuery's way to say tailLines=0: an empty answer.
 var errNoLines = errors.New("no lines asked for")
 
-// parseLogQuery reads follow, tailLines and previous, and refuses any
-// other parameter, so that an option the agent does not honour is not
-// silently ignored.
-func parseLogQuery(q url.Values) (runtime.LogOptions, bool, error) {
+// parseLogQuery reads follow, tailLines, previous, timestamps and one of
+// sinceSeconds (before now on the agent's clock, which stamped the lines)
+// and sinceTime (RFC 3339), and refuses any other parameter, so that an
+// option the agent does not honour is not silently ignored.
+func parseLogQuery(q url.Values, now time.Time) (runtime.LogOptions, bool, error) {
 	var opts runtime.LogOptions
 	var previous bool
 	for k := range q {
 		if !logQuery[k] {
-			return opts, false, fmt.Errorf("query parameter %q is not supported (follow, tailLines, previous are)", k)
+			return opts, false, fmt.Errorf("query parameter %q is not supported (follow, tailLines, previous, timestamps, sinceSeconds, sinceTime are)", k)
 		}
 	}
 	var err error
 	if v := q.Get("follow"); v != "" {
 		if opts.Follow, err = strconv.ParseBool(v); err != nil {
 			return opts, false, fmt.Errorf("follow=%q: want true or false", v)
+		}
+	}
+	if v := q.Get("timestamps"); v != "" {
+		if opts.Timestamps, err = strconv.ParseBool(v); err != nil {
+			return opts, false, fmt.Errorf("timestamps=%q: want true or false", v)
+		}
+	}
+	secs, since := q.Get("sinceSeconds"), q.Get("sinceTime")
+	switch {
+	case secs != "" && since != "":
+		return opts, false, errors.New("at most one of sinceSeconds and sinceTime may be given")
+	case secs != "":
+		n, err := strconv.ParseInt(secs, 10, 64)
+		if err != nil || n < 1 || n > maxSinceSeconds {
+			return opts, false, fmt.Errorf("sinceSeconds=%q: want a whole number of seconds from 1 to %d", secs, maxSinceSeconds)
+		}
+		opts.Since = now.Add(-time.Duration(n) * time.Second)
+	case since != "":
+		if opts.Since, err = time.Parse(time.RFC3339, since); err != nil {
+			return opts, false, fmt.Errorf("sinceTime=%q: want an RFC 3339 time", since)
 		}
 	}
 	if v := q.Get("previous"); v != "" {

@@ -185,6 +185,11 @@ func (f *logFileRuntime) Logs(ctx context.Context, id runtime.ID, opts runtime.L
 	if err != nil {
 		return err
 	}
+	if opts.Timestamps || !opts.Since.IsZero() {
+		// A plain file keeps no write times, as a log written by an older
+		// agent's runtime.
+		return runtime.ErrNoTimes
+	}
 	data, err := os.ReadFile(r.path)
 	if err != nil {
 		return err
@@ -329,7 +334,11 @@ func TestLogServer(t *testing.T) {
 		{"unknown pod", "/default/api/app", 404, "no container app in pod default/api"},
 		{"bad tailLines", "/default/web/app?tailLines=-1", 400, "tailLines=\"-1\""},
 		{"bad follow", "/default/web/app?follow=maybe", 400, "follow=\"maybe\""},
-		{"unsupported option", "/default/web/app?sinceSeconds=5", 400, "\"sinceSeconds\" is not supported"},
+		{"unsupported option", "/default/web/app?limitBytes=5", 400, "\"limitBytes\" is not supported"},
+		{"both since forms", "/default/web/app?sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", 400, "at most one of sinceSeconds and sinceTime"},
+		{"bad sinceSeconds", "/default/web/app?sinceSeconds=0", 400, "sinceSeconds=\"0\""},
+		{"bad sinceTime", "/default/web/app?sinceTime=yesterday", 400, "sinceTime=\"yesterday\""},
+		{"bad timestamps", "/default/web/app?timestamps=often", 400, "timestamps=\"often\""},
 		{"follow from nothing", "/default/web/app?follow=true&tailLines=0", 400, "tailLines=0 with follow=true"},
 		{"other path", "/default/web", 404, "not found"},
 	} {

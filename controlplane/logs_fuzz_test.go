@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ func FuzzPodLogQuery(f *testing.F) {
 		"tailLines=0", "tailLines=-1", "tailLines=1e3", "tailLines=99999999999999999999", "timestamps=true",
 		"limitBytes=10", "follow=yes", "container=setup", "container=c", "container=a&container=b",
 		"follow=true&follow=false", "%zz", "container=%2F..%2Fetc", "tailLines=+5", "=", "&&",
+		"sinceSeconds=10", "sinceSeconds=99999999999999999", "sinceTime=2026-11-30T12:00:00Z", "sinceTime=2026-11-30T12:00:00.5+02:00",
 	} {
 		f.Add(seed, false)
 		f.Add(seed, true)
@@ -69,13 +71,21 @@ func FuzzPodLogQuery(f *testing.F) {
 				t.Fatalf("%q: agent query %s=%v", raw, k, vs)
 			}
 			switch v := vs[0]; k {
-			case "follow", "previous":
+			case "follow", "previous", "timestamps":
 				if v != "true" {
 					t.Fatalf("%q: agent query %s=%q", raw, k, v)
 				}
 			case "tailLines":
 				if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || strconv.FormatInt(n, 10) != v {
 					t.Fatalf("%q: agent query tailLines=%q", raw, v)
+				}
+			case "sinceSeconds":
+				if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 || n > maxSinceSeconds || req.query.Has("sinceTime") {
+					t.Fatalf("%q: agent query sinceSeconds=%q", raw, v)
+				}
+			case "sinceTime":
+				if tm, err := time.Parse(time.RFC3339, v); err != nil || tm.Location() != time.UTC {
+					t.Fatalf("%q: agent query sinceTime=%q", raw, v)
 				}
 			default:
 				t.Fatalf("%q: agent query holds %s", raw, k)

@@ -35,7 +35,12 @@ func TestParsePodLogQuery(t *testing.T) {
 		{"choose", two, "", "", "", "a container name must be specified for pod multi, choose one of: [a b] or one of the init containers: [setup]"},
 		{"unknown container", two, "container=c", "", "", "container c is not valid for pod multi"},
 		{"unsupported", one, "limitBytes=10", "", "", "log option limitBytes is not supported"},
-		{"timestamps", one, "timestamps=true", "", "", "log option timestamps=true is not supported"},
+		{"timestamps", one, "timestamps=true", "app", "timestamps=true", ""},
+		{"since seconds", one, "sinceSeconds=300", "app", "sinceSeconds=300", ""},
+		{"since a time", one, "sinceTime=2026-11-30T13:00:00%2B01:00", "app", "sinceTime=2026-11-30T12%3A00%3A00Z", ""},
+		{"both since forms", one, "sinceSeconds=5&sinceTime=2026-11-30T12:00:00Z", "", "", "at most one of sinceTime or sinceSeconds"},
+		{"bad since seconds", one, "sinceSeconds=0", "", "", `log option sinceSeconds="0"`},
+		{"bad since time", one, "sinceTime=noon", "", "", `log option sinceTime="noon"`},
 		{"bad bool", one, "follow=yes", "", "", `log option follow="yes": want true or false`},
 		{"negative tail", one, "tailLines=-1", "", "", `log option tailLines="-1"`},
 	} {

@@ -18,6 +18,11 @@ import (
 // ErrNotFound is returned for a container the runtime does not know.
 var ErrNotFound = errors.New("container not found")
 
+// ErrNoTimes is returned by Logs when timestamps or a since time are
+// asked of a log whose write times were not kept (a run started by an
+// older agent).
+var ErrNoTimes = errors.New("the log's write times were not kept (the container was started by an older agent)")
+
 // ID names one run of one container: the pod's UID, the container's name
 // and the attempt (0 for the first start, then 1, 2, … for each restart).
 // Two runs of a container never share an ID, so the logs and the exit of
@@ -137,6 +142,11 @@ type LogOptions struct {
 	Follow bool
 	// TailLines, when positive, starts that many lines before the end.
 	TailLines int64
+	// Timestamps puts each line's time (RFC 3339, nanoseconds, UTC) and
+	// a space in front of it, as the kubelet does.
+	Timestamps bool
+	// Since, when set, leaves out the lines written before it.
+	Since time.Time
 }
 
 // ExecOptions are a streamed exec's command and streams. A nil stream is

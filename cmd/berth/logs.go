@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,10 +20,13 @@ import (
 
 // logsOptions are the flags of `berth logs` (SPEC §2), kubectl's names.
 type logsOptions struct {
-	container string
-	follow    bool
-	tail      int64
-	previous  bool
+	container  string
+	follow     bool
+	tail       int64
+	previous   bool
+	timestamps bool
+	since      time.Duration
+	sinceTime  string
 }
 
 // podLogOptions select the log the server streams (Kubernetes'
@@ -33,6 +37,12 @@ type podLogOptions struct {
 	Previous  bool
 	// TailLines, when not nil, is how many of the last lines to show.
 	TailLines *int64
+	// Timestamps puts each line's time in front of it.
+	Timestamps bool
+	// SinceSeconds (counted back on the node's clock) or SinceTime, when
+	// set, leave out the lines written before.
+	SinceSeconds int64
+	SinceTime    time.Time
 }
 
 // podLogger is what `berth logs` needs beyond apiClient: the log stream
@@ -50,7 +60,9 @@ func newLogsCommand(g *globalOptions) *cobra.Command {
 		Long: `Logs prints what a container of a pod wrote (stdout and stderr), as its
 node's agent kept it, through the control plane. A pod with more than one
 container needs -c. With -f it goes on printing as the container writes,
-until the container exits or the command is interrupted.
+until the container exits or the command is interrupted. --timestamps puts
+the time each line was written in front of it, and --since or --since-time
+leave out the lines written before.
 
 Given a deployment, replicaset or replicationcontroller (deploy/NAME), it
 reads one of its pods, as kubectl does: a ready one if there is one.`,
@@ -58,6 +70,7 @@ reads one of its pods, as kubectl does: a ready one if there is one.`,
   berth logs pod/db -c postgres --tail 20
   berth logs web-7d4b9c-x2k8p -f
   berth logs web-7d4b9c-x2k8p --previous
+  berth logs deploy/web --since 10m --timestamps
   berth logs deploy/web`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +82,9 @@ reads one of its pods, as kubectl does: a ready one if there is one.`,
 	f.BoolVarP(&o.follow, "follow", "f", false, "go on printing as the container writes")
 	f.Int64Var(&o.tail, "tail", -1, "print only this many of the last lines (-1: all)")
 	f.BoolVarP(&o.previous, "previous", "p", false, "print the output of the container's previous run")
+	f.BoolVar(&o.timestamps, "timestamps", false, "put each line's time (RFC 3339) in front of it")
+	f.DurationVar(&o.since, "since", 0, "print only the lines written in this last while, as 5s, 2m or 3h")
+	f.StringVar(&o.sinceTime, "since-time", "", "print only the lines written from this time on (RFC 3339)")
 	return cmd
 }
 
@@ -169,9 +185,24 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 	if o.tail < -1 {
 		return usageErrorf("--tail must be -1 (all) or more, not %d", o.tail)
 	}
-	opts := podLogOptions{Container: o.container, Follow: o.follow, Previous: o.previous}
+	opts := podLogOptions{Container: o.container, Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps}
 	if o.tail >= 0 {
 		opts.TailLines = &o.tail
+	}
+	switch {
+	case o.since != 0 && o.sinceTime != "":
+		return usageErrorf("--since and --since-time cannot both be given")
+	case o.since < 0:
+		return usageErrorf("--since must be a positive duration, not %s", o.since)
+	case o.since > 0:
+		// Whole seconds, as the API takes them; a part of one rounds up.
+		opts.SinceSeconds = int64((o.since + time.Second - 1) / time.Second)
+	case o.sinceTime != "":
+		t, err := time.Parse(time.RFC3339, o.sinceTime)
+		if err != nil {
+			return usageErrorf("--since-time %q: want an RFC 3339 time, as 2026-11-30T12:00:00Z", o.sinceTime)
+		}
+		opts.SinceTime = t
 	}
 	c, err := connectAPI(g)
 	if err != nil {
@@ -224,6 +255,15 @@ func (a *clientAPI) PodLogs(ctx context.Context, ns, name string, opts podLogOpt
 	}
 	if opts.TailLines != nil {
 		q.Set("tailLines", strconv.FormatInt(*opts.TailLines, 10))
+	}
+	if opts.Timestamps {
+		q.Set("timestamps", "true")
+	}
+	if opts.SinceSeconds > 0 {
+		q.Set("sinceSeconds", strconv.FormatInt(opts.SinceSeconds, 10))
+	}
+	if !opts.SinceTime.IsZero() {
+		q.Set("sinceTime", opts.SinceTime.UTC().Format(time.RFC3339))
 	}
 	resp, err := a.c.Do(ctx, http.MethodGet, client.ResourcePath(pods, ns, name, "log"), q, nil, "")
 	if err != nil {

@@ -154,6 +154,9 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "deploy/web"}, exitFailure, "", "Error from server (NotFound): deployments.apps \"web\" not found\n"},
 		{[]string{"logs", "svc/web"}, exitUsage, "", "Error: berth logs takes a pod or a deployment, replicaset or replicationcontroller, not \"svc/web\"\n"},
 		{[]string{"logs", "web", "--tail", "-2"}, exitUsage, "", "Error: --tail must be -1 (all) or more, not -2\n"},
+		{[]string{"logs", "web", "--since", "5m", "--since-time", "2026-11-30T12:00:00Z"}, exitUsage, "", "Error: --since and --since-time cannot both be given\n"},
+		{[]string{"logs", "web", "--since", "-5m"}, exitUsage, "", "Error: --since must be a positive duration, not -5m0s\n"},
+		{[]string{"logs", "web", "--since-time", "noon"}, exitUsage, "", "Error: --since-time \"noon\": want an RFC 3339 time, as 2026-11-30T12:00:00Z\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := runBerth(t, "", append(tc.args, "--kubeconfig", kubeconfig)...)

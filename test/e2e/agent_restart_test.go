@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,6 +198,18 @@ func TestServerEmbeddedAgent(t *testing.T) {
 	})
 	if out := s.mustBerth(t, "logs", name); !strings.Contains(out, "http-echo serving") {
 		t.Errorf("berth logs %s: %q", name, out)
+	}
+	// Each line's time, as the agent's runtime read it, and lines since a
+	// time: berth and kubectl ask the same of the API.
+	stamped := regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z .*http-echo serving`)
+	if out := s.mustBerth(t, "logs", name, "--timestamps"); !stamped.MatchString(out) {
+		t.Errorf("berth logs %s --timestamps: %q", name, out)
+	}
+	if out := s.kubectl(t, "logs", name, "--timestamps", "--since=1h"); !stamped.MatchString(out) {
+		t.Errorf("kubectl logs %s --timestamps --since=1h: %q", name, out)
+	}
+	if out := s.mustBerth(t, "logs", name, "--since-time", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)); out != "" {
+		t.Errorf("berth logs %s since an hour from now: %q", name, out)
 	}
 
 	// kubectl exec and berth exec run a command beside the pod's process,

@@ -5,16 +5,20 @@ package exec
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/agent/runtime"
 )
 
 // Log rotation: the shim starts a new output.log once the current one holds
@@ -37,37 +41,84 @@ func logPath(dir string, n int) string {
 	return p
 }
 
-// rotatingWriter appends to output.log and rotates it at logMaxBytes.
+// timesPath is the path of the write times of the n-th log file (see
+// rotatingWriter).
+func timesPath(dir string, n int) string { return logPath(dir, n) + ".times" }
+
+// A log file's write times are a file of entries of timesEntrySize bytes:
+// the offset in the log file where a write began, then when (Unix
+// nanoseconds), both little-endian int64. A line's time is that of the
+// last entry at or before its first byte: when the runtime read it, as
+// the kubelet's runtimes stamp lines. Writes within timesResolution of the
+// last entry share it, so a container that writes line by line in a burst
+// adds one entry, not one a line.
+const (
+	timesEntrySize  = 16
+	timesResolution = time.Millisecond
+)
+
+// rotatingWriter appends to output.log and rotates it at logMaxBytes,
+// recording when each write came in output.log.times.
 type rotatingWriter struct {
 	dir  string
 	max  int64
 	keep int
+	now  func() time.Time
 	f    *os.File
 	size int64
+	// times is the current file's write times; stamped is the time of its
+	// last entry (zero: none yet).
+	times   *os.File
+	stamped time.Time
 }
 
-func newRotatingWriter(dir string, maxBytes int64, keep int) (*rotatingWriter, error) {
-	w := &rotatingWriter{dir: dir, max: maxBytes, keep: keep}
-	f, err := os.OpenFile(logPath(dir, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+func newRotatingWriter(dir string, maxBytes int64, keep int, now func() time.Time) (*rotatingWriter, error) {
+	w := &rotatingWriter{dir: dir, max: maxBytes, keep: keep, now: now}
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// open opens output.log and its times for appending.
+func (w *rotatingWriter) open() error {
+	f, err := os.OpenFile(logPath(w.dir, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
+		return fmt.Errorf("open log: %w", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("open log: %w", err)
+		return fmt.Errorf("open log: %w", err)
 	}
-	w.f, w.size = f, fi.Size()
-	return w, nil
+	times, err := os.OpenFile(timesPath(w.dir, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open log times: %w", err)
+	}
+	w.f, w.size, w.times, w.stamped = f, fi.Size(), times, time.Time{}
+	return nil
 }
 
-// Write splits p so that no file grows past the limit.
+// Write splits p so that no file grows past the limit. The time of a
+// write is recorded before its bytes, so that a reader that sees the
+// bytes finds their time.
 func (w *rotatingWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		if w.size >= w.max {
 			if err := w.rotate(); err != nil {
 				return written, err
+			}
+		}
+		if now := w.now(); w.stamped.IsZero() || now.Sub(w.stamped) >= timesResolution {
+			var e [timesEntrySize]byte
+			binary.LittleEndian.PutUint64(e[:8], uint64(w.size))
+			binary.LittleEndian.PutUint64(e[8:], uint64(now.UnixNano()))
+			// A lost time costs the lines their own time (they take the
+			// one before), not their output.
+			if _, err := w.times.Write(e[:]); err == nil {
+				w.stamped = now
 			}
 		}
 		chunk := p[:min(int64(len(p)), w.max-w.size)]
@@ -86,21 +137,27 @@ func (w *rotatingWriter) rotate() error {
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("rotate log: %w", err)
 	}
+	w.times.Close()
 	_ = os.Remove(logPath(w.dir, w.keep-1))
+	_ = os.Remove(timesPath(w.dir, w.keep-1))
 	for n := w.keep - 2; n >= 0; n-- {
 		if err := os.Rename(logPath(w.dir, n), logPath(w.dir, n+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("rotate log: %w", err)
 		}
+		if err := os.Rename(timesPath(w.dir, n), timesPath(w.dir, n+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("rotate log: %w", err)
+		}
 	}
-	f, err := os.OpenFile(logPath(w.dir, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
-	if err != nil {
+	if err := w.open(); err != nil {
 		return fmt.Errorf("rotate log: %w", err)
 	}
-	w.f, w.size = f, 0
 	return nil
 }
 
-func (w *rotatingWriter) Close() error { return w.f.Close() }
+func (w *rotatingWriter) Close() error {
+	w.times.Close()
+	return w.f.Close()
+}
 
 // tailStart finds where the last n lines of the files begin: the index of
 // the file (oldest first) and the offset in it. A final line without a
@@ -143,60 +200,218 @@ func tailStart(files []*os.File, n int64) (int, int64, error) {
 	return 0, 0, nil
 }
 
+// openedLog is one of a run's log files and its write times.
+type openedLog struct {
+	f     *os.File
+	times *logTimes
+}
+
+func (l openedLog) close() {
+	l.f.Close()
+	l.times.close()
+}
+
+// openLog opens the n-th log file and its times; nil when there is no
+// such file.
+func openLog(dir string, n int) (*openedLog, error) {
+	f, err := os.Open(logPath(dir, n))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &openedLog{f: f, times: openTimes(timesPath(dir, n))}, nil
+}
+
 // openLogs opens the run's log files that exist, oldest first.
-func openLogs(dir string) ([]*os.File, error) {
-	var files []*os.File
+func openLogs(dir string) ([]*openedLog, error) {
+	var files []*openedLog
 	for n := logFiles - 1; n >= 0; n-- {
-		f, err := os.Open(logPath(dir, n))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
+		l, err := openLog(dir, n)
 		if err != nil {
 			closeAll(files)
 			return nil, err
 		}
-		files = append(files, f)
+		if l != nil {
+			files = append(files, l)
+		}
 	}
 	return files, nil
 }
 
-func closeAll(files []*os.File) {
-	for _, f := range files {
-		f.Close()
+func closeAll(files []*openedLog) {
+	for _, l := range files {
+		l.close()
 	}
 }
 
-// writeLogs writes the run's output in dir to w. With follow it keeps
-// writing until ctx ends or exited is closed and the output is all written;
-// a file renamed under it by rotation is read to its end before the new
-// output.log is opened.
-func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, tail int64, follow bool, exited <-chan struct{}, w io.Writer) error {
+// logTimes is a log file's write times, read as far as the file goes.
+type logTimes struct {
+	f       *os.File // nil: none were kept
+	entries []timesEntry
+	read    int64
+}
+
+type timesEntry struct {
+	off int64
+	at  time.Time
+}
+
+func openTimes(path string) *logTimes {
+	f, err := os.Open(path)
+	if err != nil {
+		return &logTimes{}
+	}
+	return &logTimes{f: f}
+}
+
+func (t *logTimes) close() {
+	if t.f != nil {
+		t.f.Close()
+	}
+}
+
+// at is the time of the byte at off: that of the last write that began at
+// or before it. false when no time is known for it.
+func (t *logTimes) at(off int64) (time.Time, bool) {
+	if n := len(t.entries); n == 0 || t.entries[n-1].off < off {
+		t.refresh()
+	}
+	i := sort.Search(len(t.entries), func(i int) bool { return t.entries[i].off > off })
+	if i == 0 {
+		return time.Time{}, false
+	}
+	return t.entries[i-1].at, true
+}
+
+// refresh reads the entries written since the last read.
+func (t *logTimes) refresh() {
+	if t.f == nil {
+		return
+	}
+	var buf [64 * timesEntrySize]byte
+	for {
+		n, err := t.f.ReadAt(buf[:], t.read)
+		n -= n % timesEntrySize // a half-written entry is read next time
+		for i := 0; i < n; i += timesEntrySize {
+			t.entries = append(t.entries, timesEntry{
+				off: int64(binary.LittleEndian.Uint64(buf[i:])),
+				at:  time.Unix(0, int64(binary.LittleEndian.Uint64(buf[i+8:]))).UTC(),
+			})
+		}
+		t.read += int64(n)
+		if err != nil || n < len(buf) {
+			return
+		}
+	}
+}
+
+// logCopier copies log files to w from an offset to their current end: as
+// they are, or line by line with each line's time in front (Timestamps)
+// and without the lines written before Since.
+type logCopier struct {
+	w          io.Writer
+	timestamps bool
+	since      time.Time
+	buf        []byte
+	// atStart: the next byte begins a line; skip: the current line is
+	// left out.
+	atStart, skip bool
+}
+
+func newLogCopier(w io.Writer, opts runtime.LogOptions) *logCopier {
+	return &logCopier{w: w, timestamps: opts.Timestamps, since: opts.Since, buf: make([]byte, 32<<10), atStart: true}
+}
+
+// copy writes l from off to its end and returns the offset it reached.
+func (c *logCopier) copy(l *openedLog, off int64) (int64, error) {
+	lines := c.timestamps || !c.since.IsZero()
+	for {
+		n, err := l.f.ReadAt(c.buf, off)
+		if n > 0 {
+			if !lines {
+				if _, werr := c.w.Write(c.buf[:n]); werr != nil {
+					return off, werr
+				}
+				off += int64(n)
+			} else if off, err = c.lines(l, off, c.buf[:n]); err != nil {
+				return off, err
+			}
+		}
+		if err == io.EOF {
+			return off, nil
+		}
+		if err != nil {
+			return off, err
+		}
+	}
+}
+
+// lines writes chunk, read from l at off, a line at a time.
+func (c *logCopier) lines(l *openedLog, off int64, chunk []byte) (int64, error) {
+	for len(chunk) > 0 {
+		if c.atStart {
+			at, ok := l.times.at(off)
+			if !ok {
+				return off, runtime.ErrNoTimes
+			}
+			c.skip = !c.since.IsZero() && at.Before(c.since)
+			if !c.skip && c.timestamps {
+				if _, err := io.WriteString(c.w, at.Format(time.RFC3339Nano)+" "); err != nil {
+					return off, err
+				}
+			}
+			c.atStart = false
+		}
+		end := len(chunk)
+		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+			end, c.atStart = i+1, true
+		}
+		if !c.skip {
+			if _, err := c.w.Write(chunk[:end]); err != nil {
+				return off, err
+			}
+		}
+		chunk = chunk[end:]
+		off += int64(end)
+	}
+	return off, nil
+}
+
+// writeLogs writes the run's output in dir to w, as opts ask. With
+// follow it keeps writing until ctx ends or exited is closed and the
+// output is all written; a file renamed under it by rotation is read to
+// its end before the new output.log is opened.
+func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runtime.LogOptions, exited <-chan struct{}, w io.Writer) error {
 	files, err := openLogs(dir)
 	if err != nil {
 		return fmt.Errorf("logs: %w", err)
 	}
 	defer func() { closeAll(files) }()
 	from, off := 0, int64(0)
-	if tail > 0 {
-		if from, off, err = tailStart(files, tail); err != nil {
+	if opts.TailLines > 0 {
+		raw := make([]*os.File, len(files))
+		for i, l := range files {
+			raw[i] = l.f
+		}
+		if from, off, err = tailStart(raw, opts.TailLines); err != nil {
 			return fmt.Errorf("logs: %w", err)
 		}
 	}
+	c := newLogCopier(w, opts)
 	for i := from; i < len(files); i++ {
 		if i > from {
 			off = 0
 		}
-		if _, err := files[i].Seek(off, io.SeekStart); err != nil {
-			return fmt.Errorf("logs: %w", err)
-		}
-		if _, err := io.Copy(w, files[i]); err != nil {
+		if off, err = c.copy(files[i], off); err != nil {
 			return fmt.Errorf("logs: %w", err)
 		}
 	}
-	if !follow {
+	if !opts.Follow {
 		return nil
 	}
-	var cur *os.File
+	var cur *openedLog
 	if len(files) > 0 {
 		cur = files[len(files)-1]
 	}
@@ -213,7 +428,7 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, tail int64
 		// with the file written after it.
 		for {
 			if cur != nil {
-				if _, err := io.Copy(w, cur); err != nil {
+				if off, err = c.copy(cur, off); err != nil {
 					return fmt.Errorf("logs: %w", err)
 				}
 			}
@@ -224,11 +439,8 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, tail int64
 			if next == nil {
 				break
 			}
-			if cur != nil {
-				cur.Close() // closed again by the deferred closeAll: harmless
-			}
 			files = append(files, next)
-			cur = next
+			cur, off = next, 0
 		}
 		if done {
 			return nil
@@ -247,15 +459,11 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, tail int64
 // rotated several times: the file after it is the one with the next lower
 // number. A file rotated out of existence is lost to the reader, which goes
 // on with the oldest file left.
-func nextLog(dir string, cur *os.File) (*os.File, error) {
+func nextLog(dir string, cur *openedLog) (*openedLog, error) {
 	if cur == nil {
-		f, err := os.Open(logPath(dir, 0))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return f, err
+		return openLog(dir, 0)
 	}
-	ci, err := cur.Stat()
+	ci, err := cur.f.Stat()
 	if err != nil {
 		return nil, err
 	}
@@ -266,15 +474,11 @@ func nextLog(dir string, cur *os.File) (*os.File, error) {
 			break
 		}
 	}
-	if at == 0 {
-		return nil, nil
-	}
 	for n := at - 1; n >= 0; n-- {
-		f, err := os.Open(logPath(dir, n))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+		l, err := openLog(dir, n)
+		if l != nil || err != nil {
+			return l, err
 		}
-		return f, err
 	}
 	return nil, nil
 }

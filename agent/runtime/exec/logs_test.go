@@ -5,11 +5,16 @@ package exec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/agent/runtime"
 )
 
 // writeLogFiles writes contents as the log files of dir, oldest first.
@@ -44,7 +49,7 @@ func TestTailAcrossFiles(t *testing.T) {
 			dir := t.TempDir()
 			writeLogFiles(t, dir, tc.files)
 			var b bytes.Buffer
-			if err := writeLogs(context.Background(), clock.RealClock{}, dir, tc.tail, false, nil, &b); err != nil {
+			if err := writeLogs(context.Background(), clock.RealClock{}, dir, runtime.LogOptions{TailLines: tc.tail}, nil, &b); err != nil {
 				t.Fatal(err)
 			}
 			if b.String() != tc.want {
@@ -56,7 +61,7 @@ func TestTailAcrossFiles(t *testing.T) {
 
 func TestRotatingWriterSplitsAtTheLimit(t *testing.T) {
 	dir := t.TempDir()
-	w, err := newRotatingWriter(dir, 4, 3)
+	w, err := newRotatingWriter(dir, 4, 3, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,5 +96,73 @@ func TestCappedBuffer(t *testing.T) {
 	}
 	if strings.Contains(c.buf.String(), "f") {
 		t.Fatal("kept past the cap")
+	}
+}
+
+// TestLogTimes: the writer records when each write came (writes within a
+// millisecond sharing one record), across rotation; the reader puts each
+// line's time in front of it, leaves out the lines before a since time,
+// combines both with a tail, and refuses both for a log that has no
+// times.
+func TestLogTimes(t *testing.T) {
+	dir := t.TempDir()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	w, err := newRotatingWriter(dir, 16, 3, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(s string) {
+		t.Helper()
+		if _, err := w.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one\n")
+	clk.Step(100 * time.Microsecond) // within the resolution: same time
+	write("two\n")
+	clk.Step(time.Second)
+	write("thr")
+	clk.Step(time.Second)
+	write("ee\nfour\n") // finishes the line begun a second ago
+	clk.Step(time.Second)
+	write("five\nsix\n") // crosses into a new file at 16 bytes
+	w.Close()
+	if _, err := os.Stat(logPath(dir, 1)); err != nil {
+		t.Fatalf("no rotation happened: %v", err)
+	}
+
+	read := func(opts runtime.LogOptions) (string, error) {
+		var b bytes.Buffer
+		err := writeLogs(context.Background(), clock.RealClock{}, dir, opts, nil, &b)
+		return b.String(), err
+	}
+	t0 := "2026-11-30T12:00:00Z "
+	t1 := "2026-11-30T12:00:01.0001Z "
+	t3 := "2026-11-30T12:00:03.0001Z "
+	got, err := read(runtime.LogOptions{Timestamps: true})
+	want := t0 + "one\n" + t0 + "two\n" + t1 + "three\n" + "2026-11-30T12:00:02.0001Z four\n" + t3 + "five\n" + t3 + "six\n"
+	if err != nil || got != want {
+		t.Fatalf("timestamps:\n%s%v\nwant\n%s", got, err, want)
+	}
+	since := time.Date(2026, 11, 30, 12, 0, 2, 0, time.UTC)
+	if got, err := read(runtime.LogOptions{Since: since}); err != nil || got != "four\nfive\nsix\n" {
+		t.Errorf("since: %q, %v", got, err)
+	}
+	if got, err := read(runtime.LogOptions{Since: since, TailLines: 4, Timestamps: true}); err != nil || got != "2026-11-30T12:00:02.0001Z four\n"+t3+"five\n"+t3+"six\n" {
+		t.Errorf("since with a tail of 4: %q, %v", got, err)
+	}
+	if got, err := read(runtime.LogOptions{TailLines: 2}); err != nil || got != "five\nsix\n" {
+		t.Errorf("plain tail: %q, %v", got, err)
+	}
+
+	old := t.TempDir()
+	writeLogFiles(t, old, []string{"a\nb\n"})
+	var b bytes.Buffer
+	if err := writeLogs(context.Background(), clock.RealClock{}, old, runtime.LogOptions{Timestamps: true}, nil, &b); !errors.Is(err, runtime.ErrNoTimes) {
+		t.Errorf("a log without times: %q, %v", b.String(), err)
+	}
+	b.Reset()
+	if err := writeLogs(context.Background(), clock.RealClock{}, old, runtime.LogOptions{}, nil, &b); err != nil || b.String() != "a\nb\n" {
+		t.Errorf("a log without times, read plainly: %q, %v", b.String(), err)
 	}
 }

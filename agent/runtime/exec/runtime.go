@@ -457,7 +457,7 @@ func (r *Runtime) Logs(ctx context.Context, id runtime.ID, opts runtime.LogOptio
 	if err != nil {
 		return fmt.Errorf("logs %s: %w", id, err)
 	}
-	if err := writeLogs(ctx, r.clk, rn.dir, opts.TailLines, opts.Follow, rn.done, w); err != nil {
+	if err := writeLogs(ctx, r.clk, rn.dir, opts, rn.done, w); err != nil {
 		return fmt.Errorf("logs %s: %w", id, err)
 	}
 	return nil

@@ -76,7 +76,7 @@ func runShim(dir string, ready *os.File) error {
 	if cfg.LogMaxBytes <= 0 {
 		cfg.LogMaxBytes = logMaxBytes
 	}
-	logw, err := newRotatingWriter(dir, cfg.LogMaxBytes, logFiles)
+	logw, err := newRotatingWriter(dir, cfg.LogMaxBytes, logFiles, time.Now)
 	if err != nil {
 		return startFailed(err)
 	}

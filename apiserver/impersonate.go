@@ -31,7 +31,8 @@ func impersonate(id *Identity, h http.Header) (*Identity, error) {
 	user := h.Get(headerImpersonateUser)
 	other := len(h.Values(headerImpersonateGroup)) > 0 || len(h.Values(headerImpersonateUID)) > 0
 	for k := range h {
-		if strings.HasPrefix(http.CanonicalHeaderKey(k), prefixImpersonateExtra) {
+		// The server has put every key in canonical form.
+		if strings.HasPrefix(k, prefixImpersonateExtra) {
 			other = true
 		}
 	}

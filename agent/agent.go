@@ -84,6 +84,7 @@ type Agent struct {
 	log        *slog.Logger
 	rt         *exec.Runtime
 	pods       *PodManager
+	metrics    *MetricsSampler
 	podEvents  *apiPodEvents
 	capacity   api.ResourceList
 	thresholds []Threshold
@@ -193,6 +194,7 @@ func New(cfg Config) (*Agent, error) {
 		rt.Close()
 		return nil, err
 	}
+	a.metrics = &MetricsSampler{Pods: a.pods.Usage, Node: ReadNodeUsage, Clock: cfg.Clock}
 	if cfg.Server != "" {
 		if cfg.Listen == "" {
 			cfg.Listen = net.JoinHostPort(cfg.NodeIP, strconv.Itoa(DefaultPort))
@@ -263,6 +265,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return firstError(errs)
 	}
 	defer a.listener.Close()
+	goRun("metrics", a.metrics.Run)
 	goRun("logs", a.serveLogs)
 	goRun("cluster", a.runCluster)
 	wg.Wait()
@@ -616,7 +619,10 @@ func (a *Agent) serveLogs(ctx context.Context) error {
 	}
 	tlsCfg.GetCertificate = a.serving.get
 	srv := &http.Server{
-		Handler:           NewContainerServer(ContainerServerOptions{Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log}),
+		Handler: NewContainerServer(ContainerServerOptions{
+			Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log,
+			Clock: a.cfg.Clock, Metrics: a.metrics.Latest,
+		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
 		// Requests end with the agent: Shutdown does not wait for an

@@ -40,6 +40,9 @@ type ContainerServerOptions struct {
 	// Clock is what sinceSeconds counts back from; the real clock when
 	// nil.
 	Clock clock.PassiveClock
+	// Metrics are the node's resource metrics, served at
+	// api.ResourceMetricsPath; nil serves none.
+	Metrics func() (api.ResourceMetrics, bool)
 }
 
 // logQuery are the query parameters the log endpoint takes, as the
@@ -64,6 +67,7 @@ func NewContainerServer(o ContainerServerOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.ContainerLogsPath+"/{namespace}/{pod}/{container}", s.serveLogs)
 	mux.HandleFunc("GET "+api.ContainerExecPath+"/{namespace}/{pod}/{container}", s.serveExec)
+	mux.HandleFunc("GET "+api.ResourceMetricsPath, s.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER and GET %s/NAMESPACE/POD/CONTAINER", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath), http.StatusNotFound)
 	})

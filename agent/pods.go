@@ -227,7 +227,8 @@ func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) e
 	}
 }
 
-// Usage lists the running pods with their working set, for eviction.
+// Usage lists the running pods with their working set and each running
+// container's, for eviction and the resource metrics.
 func (m *PodManager) Usage(ctx context.Context) []PodUsage {
 	m.mu.Lock()
 	pods := make([]*api.Pod, 0, len(m.workers))
@@ -261,6 +262,7 @@ func (m *PodManager) Usage(ctx context.Context) []PodUsage {
 				continue // it may have just exited
 			}
 			u.MemoryBytes += s.MemoryBytes
+			u.Containers = append(u.Containers, ContainerUsage{Name: r.ID.Name, Run: r.ID.String(), MemoryBytes: s.MemoryBytes, CPUNanos: s.CPUNanos})
 		}
 		out = append(out, u)
 	}

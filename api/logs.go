@@ -18,3 +18,8 @@ const ContainerLogsPath = "/containerLogs"
 // tty, upgraded to a WebSocket (protocol v5.channel.k8s.io or
 // v4.channel.k8s.io) that carries the command's streams.
 const ContainerExecPath = "/exec"
+
+// ResourceMetricsPath is the agent's resource metrics endpoint: GET it for
+// what the node and its running containers used over the last window, as
+// JSON, which the API server's metrics.k8s.io (kubectl top) reads.
+const ResourceMetricsPath = "/stats/resources"

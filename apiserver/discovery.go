@@ -72,16 +72,27 @@ type discoveryDocs struct {
 
 // reviewResource is a resource that is only ever created, answered at
 // once and never stored (review.go), so not a kind of the registry.
-type reviewResource struct {
+// virtualResource is a resource served but not stored: the self reviews
+// (created, answered, forgotten) and the resource metrics of
+// metrics.k8s.io, which the control plane registers from the agents'.
+type virtualResource struct {
 	gv             schema.GroupVersion
 	resource, kind string
+	namespaced     bool
+	verbs          []string
 }
 
-var reviewResources = []reviewResource{
-	{schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}, "selfsubjectreviews", "SelfSubjectReview"},
-	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectaccessreviews", "SelfSubjectAccessReview"},
-	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectrulesreviews", "SelfSubjectRulesReview"},
+var virtualResources = []virtualResource{
+	{schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}, "selfsubjectreviews", "SelfSubjectReview", false, []string{"create"}},
+	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, []string{"create"}},
+	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, []string{"create"}},
+	{MetricsGroupVersion, "nodes", "NodeMetrics", false, []string{"get", "list"}},
+	{MetricsGroupVersion, "pods", "PodMetrics", true, []string{"get", "list"}},
 }
+
+// MetricsGroupVersion is the group of the resource metrics kubectl top
+// reads.
+var MetricsGroupVersion = schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
 
 func newDiscoveryDocs() (*discoveryDocs, error) {
 	var gvs []schema.GroupVersion
@@ -93,13 +104,13 @@ func newDiscoveryDocs() (*discoveryDocs, error) {
 		}
 		byGV[gv] = append(byGV[gv], k)
 	}
-	reviewsByGV := map[schema.GroupVersion][]reviewResource{}
-	for _, r := range reviewResources {
+	virtualByGV := map[schema.GroupVersion][]virtualResource{}
+	for _, r := range virtualResources {
 		if _, ok := byGV[r.gv]; !ok {
 			gvs = append(gvs, r.gv)
 			byGV[r.gv] = nil
 		}
-		reviewsByGV[r.gv] = append(reviewsByGV[r.gv], r)
+		virtualByGV[r.gv] = append(virtualByGV[r.gv], r)
 	}
 	d := &discoveryDocs{groupByName: map[string][]byte{}, resourceLists: map[string][]byte{}}
 	groupList := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
@@ -113,13 +124,17 @@ func newDiscoveryDocs() (*discoveryDocs, error) {
 			list.APIResources = append(list.APIResources, legacyResources(k)...)
 			vd.Resources = append(vd.Resources, aggregatedResource(k))
 		}
-		for _, r := range reviewsByGV[gv] {
-			list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.resource, Kind: r.kind, Verbs: metav1.Verbs{"create"}})
+		for _, r := range virtualByGV[gv] {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.resource, Kind: r.kind, Namespaced: r.namespaced, Verbs: r.verbs})
+			scope := "Cluster"
+			if r.namespaced {
+				scope = "Namespaced"
+			}
 			vd.Resources = append(vd.Resources, resourceDiscovery{
 				Resource:     r.resource,
 				ResponseKind: &metav1.GroupVersionKind{Group: gv.Group, Version: gv.Version, Kind: r.kind},
-				Scope:        "Cluster",
-				Verbs:        []string{"create"},
+				Scope:        scope,
+				Verbs:        r.verbs,
 			})
 		}
 		slices.SortFunc(vd.Resources, func(a, b resourceDiscovery) int { return compareStrings(a.Resource, b.Resource) })

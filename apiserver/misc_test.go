@@ -129,13 +129,18 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups.Groups {
 		gnames = append(gnames, g.Name+"/"+g.PreferredVersion.Version)
 	}
-	if got := strings.Join(gnames, " "); got != "apps/v1 storage.k8s.io/v1 coordination.k8s.io/v1 berth.dev/v1 authentication.k8s.io/v1 authorization.k8s.io/v1" {
+	if got := strings.Join(gnames, " "); got != "apps/v1 storage.k8s.io/v1 coordination.k8s.io/v1 berth.dev/v1 authentication.k8s.io/v1 authorization.k8s.io/v1 metrics.k8s.io/v1beta1" {
 		t.Fatalf("groups %q", got)
 	}
 	// The reviews kubectl auth sends are there, to be created only.
 	_, body = get("/apis/authorization.k8s.io/v1", "")
 	if !contains(string(body), `"name":"selfsubjectaccessreviews"`, `"kind":"SelfSubjectAccessReview"`, `"verbs":["create"]`) {
 		t.Fatalf("/apis/authorization.k8s.io/v1: %s", body)
+	}
+	// So are the resource metrics kubectl top reads, to be read only.
+	_, body = get("/apis/metrics.k8s.io/v1beta1", "")
+	if !contains(string(body), `"name":"pods","singularName":"","namespaced":true,"kind":"PodMetrics","verbs":["get","list"]`, `"name":"nodes"`) {
+		t.Fatalf("/apis/metrics.k8s.io/v1beta1: %s", body)
 	}
 	_, body = get("/api/v1", "")
 	var list metav1.APIResourceList

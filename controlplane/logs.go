@@ -278,6 +278,21 @@ func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query 
 	if !ok {
 		return nil, fmt.Errorf("node %s: unexpected %T", nodeName, obj)
 	}
+	addr, err := agentAddress(node)
+	if err != nil {
+		return nil, err
+	}
+	return &url.URL{
+		Scheme:   "https",
+		Host:     addr,
+		Path:     strings.Join([]string{prefix, pod.Namespace, pod.Name, container}, "/"),
+		RawQuery: query.Encode(),
+	}, nil
+}
+
+// agentAddress is where a node's agent listens: its InternalIP and the
+// port it registered.
+func agentAddress(node *api.Node) (string, error) {
 	host := ""
 	for _, a := range node.Status.Addresses {
 		if a.Type == api.NodeInternalIP {
@@ -288,16 +303,11 @@ func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query 
 	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
 	switch {
 	case host == "":
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no InternalIP address to reach its agent at", nodeName))
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no InternalIP address to reach its agent at", node.Name))
 	case port <= 0:
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no agent port", nodeName))
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s reports no agent port", node.Name))
 	}
-	return &url.URL{
-		Scheme:   "https",
-		Host:     net.JoinHostPort(host, strconv.Itoa(int(port))),
-		Path:     strings.Join([]string{prefix, pod.Namespace, pod.Name, container}, "/"),
-		RawQuery: query.Encode(),
-	}, nil
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
 }
 
 // checkAgentIdentity makes sure the agent that answered holds the serving

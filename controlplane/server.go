@@ -283,11 +283,12 @@ func (s *Server) buildAPI() error {
 	if err != nil {
 		return err
 	}
+	authz := apiserver.NewAuthorizer(s.store)
 	a, err := apiserver.New(apiserver.Config{
 		Registry:      registry,
 		Store:         s.store,
 		Authenticator: apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer),
-		Authorizer:    apiserver.NewAuthorizer(s.store),
+		Authorizer:    authz,
 		Version:       s.cfg.Version,
 		ReadyChecks:   []apiserver.ReadyCheck{{Name: "sources", Check: s.sources.Ready}},
 		Admission: []apiserver.AdmissionPlugin{
@@ -308,6 +309,7 @@ func (s *Server) buildAPI() error {
 	if err != nil {
 		return err
 	}
+	s.containers.registerMetrics(a, authz)
 	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer, issue), false)
 	a.Handle(HooksPath, &webhook{secret: s.hookKey, trigger: s.sources.Trigger, log: s.log}, false)
 	s.api = a

@@ -243,6 +243,22 @@ func TestServerEmbeddedAgent(t *testing.T) {
 		})
 	}
 
+	// kubectl top reads what the agent samples every 10s: the pod shows
+	// once its container has been in two samples.
+	t.Run("kubectl top", func(t *testing.T) {
+		testtool.Need(t, "kubectl")
+		waitFor(t, 45*time.Second, "kubectl top pod to show the pod", func() error {
+			out, err := s.kubectlErr(t, "top", "pod", name, "--containers")
+			if err != nil || !regexp.MustCompile(name+`\s+echo\s+\d+m\s+\d+Mi`).MatchString(out) {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		})
+		if out := s.kubectl(t, "top", "node", "solo"); !regexp.MustCompile(`solo\s+\d+m\s+\d+%\s+\d+Mi\s+\d+%`).MatchString(out) {
+			t.Errorf("kubectl top node: %s", out)
+		}
+	})
+
 	// kubectl drain empties the node before maintenance: it cordons it
 	// and deletes its pods (with no eviction API, with DeleteOptions in
 	// protobuf), whose processes stop; the replacement waits for uncordon.

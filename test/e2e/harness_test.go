@@ -235,6 +235,16 @@ func (s *server) kubectl(t testing.TB, args ...string) string {
 	return string(out)
 }
 
+// kubectlErr runs the real kubectl and returns its output and error.
+func (s *server) kubectlErr(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	kubectl := testtool.Need(t, "kubectl")
+	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+	cmd.Dir = packageDir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 func (s *server) mustBerth(t testing.TB, args ...string) string {
 	t.Helper()
 	stdout, stderr, code := s.berth(t, args...)

@@ -141,6 +141,14 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	if out, _ := asBob.CombinedOutput(); asBob.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), `User "bob" cannot list resource "pods"`) {
 		t.Fatalf("kubectl --as bob get pods: exit %d, %s", asBob.ProcessState.ExitCode(), out)
 	}
+	// The resource metrics are read as the objects they are about: the
+	// service account may read its namespace's pods', not the nodes'.
+	if out := kc("--token", tok, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"); !strings.Contains(out, `"kind":"PodMetricsList"`) {
+		t.Fatalf("pod metrics as the robot: %s", out)
+	}
+	if out, err := s.kubectlErr(t, "--token", tok, "top", "node"); err == nil || !strings.Contains(out, "forbidden") {
+		t.Fatalf("kubectl top node as the robot: %v: %s", err, out)
+	}
 	if out := kc("--token", tok, "auth", "can-i", "--list"); !regexp.MustCompile(`(?m)^\*\.\*\s+\[\]\s+\[\]\s+\[get list watch\]$`).MatchString(out) {
 		t.Fatalf("kubectl auth can-i --list: %s", out)
 	}

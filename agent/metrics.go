@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// DefaultMetricsPeriod is how often the agent samples what the node and
+// its containers use: the window of the CPU rates kubectl top shows, as
+// the kubelet's resource metrics are scraped every 10 to 15 seconds.
+const DefaultMetricsPeriod = 10 * time.Second
+
+// NodeUsage reads what the whole node has used: its CPU time since boot
+// and its memory working set.
+type NodeUsage func() (cpuNanos, memoryBytes int64, err error)
+
+// MetricsSampler samples the node and its running containers every Period
+// and keeps what they used between the last two samples. A container seen
+// once has no rate yet and is left out until the next sample, as
+// metrics-server leaves it out.
+type MetricsSampler struct {
+	Pods   func(ctx context.Context) []PodUsage
+	Node   NodeUsage
+	Period time.Duration
+	Clock  clock.WithTicker
+
+	mu     sync.Mutex
+	prev   *metricsSample
+	latest *api.ResourceMetrics
+}
+
+// metricsSample is one sample: the cumulative CPU times and the working
+// sets.
+type metricsSample struct {
+	at            time.Time
+	nodeCPU       int64
+	nodeMemory    int64
+	nodeOK        bool
+	containerCPUs map[string]int64 // by run
+	pods          []PodUsage
+}
+
+// Run samples until ctx ends.
+func (m *MetricsSampler) Run(ctx context.Context) error {
+	if m.Period <= 0 {
+		m.Period = DefaultMetricsPeriod
+	}
+	if m.Clock == nil {
+		m.Clock = clock.RealClock{}
+	}
+	t := m.Clock.NewTicker(m.Period)
+	defer t.Stop()
+	for {
+		m.Sample(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// Sample takes a sample now and, from the one before it, the usage over
+// the window between them.
+func (m *MetricsSampler) Sample(ctx context.Context) {
+	cur := &metricsSample{at: m.Clock.Now(), containerCPUs: map[string]int64{}, pods: m.Pods(ctx)}
+	if m.Node != nil {
+		var err error
+		cur.nodeCPU, cur.nodeMemory, err = m.Node()
+		cur.nodeOK = err == nil
+	}
+	for _, p := range cur.pods {
+		for _, c := range p.Containers {
+			cur.containerCPUs[c.Run] = c.CPUNanos
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev := m.prev
+	m.prev = cur
+	if prev == nil {
+		return
+	}
+	window := cur.at.Sub(prev.at)
+	if window <= 0 {
+		return
+	}
+	// CPU time over the window, in nanocores: in floating point, as a
+	// node's CPU time over ten seconds times 10⁹ overflows an int64.
+	rate := func(now, before int64) int64 {
+		return max(0, int64(float64(now-before)/window.Seconds()))
+	}
+	out := &api.ResourceMetrics{Timestamp: cur.at, Window: window}
+	if cur.nodeOK && prev.nodeOK {
+		out.Node = api.ResourceUsage{NanoCores: rate(cur.nodeCPU, prev.nodeCPU), MemoryBytes: cur.nodeMemory}
+	}
+	for _, p := range cur.pods {
+		pm := api.PodMetrics{Namespace: p.Pod.Namespace, Name: p.Pod.Name}
+		for _, c := range p.Containers {
+			before, ok := prev.containerCPUs[c.Run]
+			if !ok {
+				continue
+			}
+			pm.Containers = append(pm.Containers, api.ContainerMetrics{Name: c.Name, ResourceUsage: api.ResourceUsage{NanoCores: rate(c.CPUNanos, before), MemoryBytes: c.MemoryBytes}})
+		}
+		if len(pm.Containers) > 0 {
+			sort.Slice(pm.Containers, func(i, j int) bool { return pm.Containers[i].Name < pm.Containers[j].Name })
+			out.Pods = append(out.Pods, pm)
+		}
+	}
+	m.latest = out
+}
+
+// Latest is the usage over the last window; false before two samples.
+func (m *MetricsSampler) Latest() (api.ResourceMetrics, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.latest == nil {
+		return api.ResourceMetrics{}, false
+	}
+	return *m.latest, true
+}
+
+// userHZ is the unit of /proc/stat's times on every Linux machine.
+const userHZ = 100
+
+// ReadNodeUsage reads the node's CPU time (every CPU's time not idle or
+// waiting) from /proc/stat and its memory working set (total less
+// available) from /proc/meminfo.
+func ReadNodeUsage() (cpuNanos, memoryBytes int64, err error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	if cpuNanos, err = parseProcStat(stat); err != nil {
+		return 0, 0, err
+	}
+	meminfo, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, 0, err
+	}
+	memoryBytes, err = parseMeminfoWorkingSet(meminfo)
+	return cpuNanos, memoryBytes, err
+}
+
+// parseProcStat reads the busy CPU time of the "cpu" line: user, nice,
+// system, irq, softirq and steal (guest time is within user).
+func parseProcStat(data []byte) (int64, error) {
+	line, _, _ := bytes.Cut(data, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, errors.New("/proc/stat: no cpu line")
+	}
+	var busy int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		busy += v
+	}
+	return busy * (int64(time.Second) / userHZ), nil
+}
+
+// parseMeminfoWorkingSet is MemTotal less MemAvailable, in bytes.
+func parseMeminfoWorkingSet(data []byte) (int64, error) {
+	var total, avail int64 = -1, -1
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "MemTotal:":
+			total = v * 1024
+		case "MemAvailable:":
+			avail = v * 1024
+		}
+	}
+	if total < 0 || avail < 0 {
+		return 0, errors.New("/proc/meminfo: no MemTotal or MemAvailable")
+	}
+	return max(0, total-avail), nil
+}
+
+// serveMetrics answers the node's resource metrics as JSON; 503 until
+// there are two samples to make them from.
+func (s *containerServer) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Metrics == nil {
+		http.Error(w, "this agent keeps no resource metrics", http.StatusNotFound)
+		return
+	}
+	m, ok := s.opts.Metrics()
+	if !ok {
+		http.Error(w, "no resource metrics yet: the agent samples every few seconds", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(m)
+}

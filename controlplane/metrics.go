@@ -1,0 +1,277 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/store"
+)
+
+// metricsTimeout bounds each agent's answer to a metrics request: a node
+// that does not answer in time is left out, as metrics-server leaves out a
+// node it cannot scrape.
+const metricsTimeout = 5 * time.Second
+
+// metricsPrefix is where metrics.k8s.io/v1beta1 is served.
+const metricsPrefix = "/apis/metrics.k8s.io/v1beta1"
+
+var (
+	nodeKind = api.KindOf(&api.Node{})
+	podKind  = api.KindOf(&api.Pod{})
+)
+
+// The resource metrics as metrics.k8s.io/v1beta1 answers them (the types
+// of k8s.io/metrics, which kubectl top decodes).
+type (
+	nodeMetrics struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata"`
+		Timestamp         metav1.Time      `json:"timestamp"`
+		Window            metav1.Duration  `json:"window"`
+		Usage             api.ResourceList `json:"usage"`
+	}
+	podMetrics struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata"`
+		Timestamp         metav1.Time        `json:"timestamp"`
+		Window            metav1.Duration    `json:"window"`
+		Containers        []containerMetrics `json:"containers"`
+	}
+	containerMetrics struct {
+		Name  string           `json:"name"`
+		Usage api.ResourceList `json:"usage"`
+	}
+	metricsList[T any] struct {
+		metav1.TypeMeta `json:",inline"`
+		metav1.ListMeta `json:"metadata"`
+		Items           []T `json:"items"`
+	}
+)
+
+// registerMetrics serves metrics.k8s.io/v1beta1 on a: nodes and pods, each
+// listed (with a label selector) or named, from the resource metrics every
+// node's agent samples. Reading them is authorized as reading the nodes
+// or pods they are about.
+func (p *ContainerProxy) registerMetrics(a *apiserver.Server, authz apiserver.Authorizer) {
+	m := &metricsAPI{proxy: p, authz: authz}
+	for _, route := range []struct {
+		pattern string
+		pods    bool
+	}{
+		{"/nodes", false},
+		{"/nodes/{name}", false},
+		{"/pods", true},
+		{"/namespaces/{namespace}/pods", true},
+		{"/namespaces/{namespace}/pods/{name}", true},
+	} {
+		a.Handle("GET "+metricsPrefix+route.pattern, m.handler(route.pods), true)
+	}
+}
+
+type metricsAPI struct {
+	proxy *ContainerProxy
+	authz apiserver.Authorizer
+}
+
+func (m *metricsAPI) handler(pods bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("namespace"), r.PathValue("name")
+		k, gr := nodeKind, schema.GroupResource{Group: apiserver.MetricsGroupVersion.Group, Resource: "nodes"}
+		if pods {
+			k, gr.Resource = podKind, "pods"
+		}
+		verb := apiserver.VerbList
+		if name != "" {
+			verb = apiserver.VerbGet
+		}
+		id, _ := apiserver.IdentityFromContext(r.Context())
+		if err := m.authz.Authorize(r.Context(), id, apiserver.Attributes{Verb: verb, Kind: k, Namespace: ns, Name: name}); err != nil {
+			apiserver.WriteError(w, apierrors.NewForbidden(gr, name, err))
+			return
+		}
+		sel := labels.Everything()
+		if s := r.URL.Query().Get("labelSelector"); s != "" && name == "" {
+			var err error
+			if sel, err = labels.Parse(s); err != nil {
+				apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("labelSelector %q: %v", s, err)))
+				return
+			}
+		}
+		samples := m.proxy.sampleAgents(r.Context())
+		var out any
+		var err error
+		if pods {
+			out, err = podMetricsOf(m.proxy.store, samples, ns, name, sel)
+		} else {
+			out, err = nodeMetricsOf(m.proxy.store, samples, name, sel)
+		}
+		if err != nil {
+			apiserver.WriteError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+}
+
+// nodeSample is what one node's agent answered.
+type nodeSample struct {
+	node    *api.Node
+	metrics api.ResourceMetrics
+}
+
+// sampleAgents asks every node's agent for its resource metrics at once
+// and returns those that answered in time, by node name.
+func (p *ContainerProxy) sampleAgents(ctx context.Context) map[string]nodeSample {
+	objs, _, err := p.store.List(nodeKind, store.Filter{})
+	if err != nil {
+		return nil
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := map[string]nodeSample{}
+	for _, o := range objs {
+		node := o.(*api.Node)
+		wg.Go(func() {
+			m, err := p.agentMetrics(ctx, node)
+			if err != nil {
+				p.log.Debug("resource metrics of a node left out", "node", node.Name, "err", err)
+				return
+			}
+			mu.Lock()
+			out[node.Name] = nodeSample{node: node, metrics: m}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// agentMetrics fetches one agent's resource metrics.
+func (p *ContainerProxy) agentMetrics(ctx context.Context, node *api.Node) (api.ResourceMetrics, error) {
+	var m api.ResourceMetrics
+	addr, err := agentAddress(node)
+	if err != nil {
+		return m, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, metricsTimeout)
+	defer cancel()
+	u := "https://" + addr + api.ResourceMetricsPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return m, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return m, err
+	}
+	defer resp.Body.Close()
+	if err := checkAgentIdentity(node.Name, resp); err != nil {
+		return m, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, agentErrorBodyLimit))
+		return m, fmt.Errorf("the agent answered %d: %s", resp.StatusCode, body)
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&m)
+	return m, err
+}
+
+// usage is a CPU rate and a working set as Kubernetes quantities.
+func usage(u api.ResourceUsage) api.ResourceList {
+	return api.ResourceList{
+		api.ResourceCPU:    *resource.NewScaledQuantity(u.NanoCores, resource.Nano),
+		api.ResourceMemory: *resource.NewQuantity(u.MemoryBytes, resource.BinarySI),
+	}
+}
+
+func nodeMetricsOf(st *store.Store, samples map[string]nodeSample, name string, sel labels.Selector) (any, error) {
+	var items []nodeMetrics
+	for _, s := range samples {
+		n := s.node
+		if (name != "" && n.Name != name) || !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		items = append(items, nodeMetrics{
+			TypeMeta:   metav1.TypeMeta{Kind: "NodeMetrics", APIVersion: apiserver.MetricsGroupVersion.String()},
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, CreationTimestamp: metav1.NewTime(s.metrics.Timestamp)},
+			Timestamp:  metav1.NewTime(s.metrics.Timestamp),
+			Window:     metav1.Duration{Duration: s.metrics.Window},
+			Usage:      usage(s.metrics.Node),
+		})
+	}
+	if name != "" {
+		if len(items) == 0 {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: apiserver.MetricsGroupVersion.Group, Resource: "nodes"}, name)
+		}
+		return items[0], nil
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
+	return metricsList[nodeMetrics]{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: apiserver.MetricsGroupVersion.String()}, Items: nonNil(items)}, nil
+}
+
+func podMetricsOf(st *store.Store, samples map[string]nodeSample, ns, name string, sel labels.Selector) (any, error) {
+	var items []podMetrics
+	for _, s := range samples {
+		for _, pm := range s.metrics.Pods {
+			if (ns != "" && pm.Namespace != ns) || (name != "" && pm.Name != name) {
+				continue
+			}
+			// The pod as the store has it: its labels, and that it is
+			// still the pod bound to this node.
+			obj, err := st.Get(podKind, pm.Namespace, pm.Name)
+			if err != nil {
+				continue
+			}
+			pod := obj.(*api.Pod)
+			if pod.Spec.NodeName != s.node.Name || !sel.Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			item := podMetrics{
+				TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiserver.MetricsGroupVersion.String()},
+				ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(s.metrics.Timestamp)},
+				Timestamp:  metav1.NewTime(s.metrics.Timestamp),
+				Window:     metav1.Duration{Duration: s.metrics.Window},
+			}
+			for _, c := range pm.Containers {
+				item.Containers = append(item.Containers, containerMetrics{Name: c.Name, Usage: usage(c.ResourceUsage)})
+			}
+			items = append(items, item)
+		}
+	}
+	if name != "" {
+		if len(items) == 0 {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: apiserver.MetricsGroupVersion.Group, Resource: "pods"}, name)
+		}
+		return items[0], nil
+	}
+	sort.Slice(items, func(i, j int) bool {
+		if items[i].Namespace != items[j].Namespace {
+			return items[i].Namespace < items[j].Namespace
+		}
+		return items[i].Name < items[j].Name
+	})
+	return metricsList[podMetrics]{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: apiserver.MetricsGroupVersion.String()}, Items: nonNil(items)}, nil
+}
+
+// nonNil is items, or an empty list: a list answer has items, even none.
+func nonNil[T any](items []T) []T {
+	if items == nil {
+		return []T{}
+	}
+	return items
+}

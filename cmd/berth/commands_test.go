@@ -96,6 +96,9 @@ func TestCommandsGolden(t *testing.T) {
 		{"exec-no-dash", []string{"exec", "web-7d4b9c-abcde", "ls"}, exitUsage},
 		{"exec-not-a-pod", []string{"exec", "svc/web", "--", "ls"}, exitUsage},
 		{"exec-missing-pod", []string{"exec", "nope", "--", "ls"}, exitFailure},
+		{"top-bad-kind", []string{"top", "deploy"}, exitUsage},
+		{"top-name-and-selector", []string{"top", "pod", "web", "-l", "app=web"}, exitUsage},
+		{"top-node-containers", []string{"top", "node", "--containers"}, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,6 +74,7 @@ manifests into running workloads on a fleet of machines.`,
 		newToolboxCommand(g),
 		newLogsCommand(g),
 		newExecCommand(g),
+		newTopCommand(g),
 	)
 	markStart(root, g)
 	return root, g

@@ -257,7 +257,7 @@ func TestServerEmbeddedAgent(t *testing.T) {
 		if out := s.kubectl(t, "top", "node", "solo"); !regexp.MustCompile(`solo\s+\d+m\s+\d+%\s+\d+Mi\s+\d+%`).MatchString(out) {
 			t.Errorf("kubectl top node: %s", out)
 		}
-		if out := s.mustBerth(t, "top", "pod", "--containers"); !regexp.MustCompile(name+`\s+echo\s+\d+m\s+\d+Mi`).MatchString(out) {
+		if out := s.mustBerth(t, "top", "pod", "--containers"); !regexp.MustCompile(name + `\s+echo\s+\d+m\s+\d+Mi`).MatchString(out) {
 			t.Errorf("berth top pod --containers: %s", out)
 		}
 		if out := s.mustBerth(t, "top", "node"); !regexp.MustCompile(`solo\s+\d+m\s+\d+%\s+\d+Mi\s+\d+%`).MatchString(out) {

@@ -42,19 +42,27 @@ func serveExecRuntime(t *testing.T, argv, env []string) *logFixture {
 		_ = rt.Stop(context.Background(), id, time.Second)
 		_ = rt.Remove(context.Background(), id)
 	})
+	return startContainerServer(t, agent.ContainerServerOptions{Runtime: rt,
+		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
+			if ns != "default" || pod != "web" || ctr != "app" || previous {
+				return runtime.ID{}, runtime.ErrNotFound
+			}
+			return id, nil
+		}})
+}
+
+// startContainerServer serves opts on a real TLS listener with the serving
+// certificate of node n1, trusting the clients of a new test CA.
+func startContainerServer(t *testing.T, opts agent.ContainerServerOptions) *logFixture {
+	t.Helper()
 	ca := newLogTestCA(t)
 	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
 	cfg, err := agent.ContainerServerTLSConfig(certPEM, keyPEM, ca.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(agent.NewContainerServer(agent.ContainerServerOptions{Runtime: rt, ClientCAs: ca.pool,
-		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
-			if ns != "default" || pod != "web" || ctr != "app" || previous {
-				return runtime.ID{}, runtime.ErrNotFound
-			}
-			return id, nil
-		}}))
+	opts.ClientCAs = ca.pool
+	srv := httptest.NewUnstartedServer(agent.NewContainerServer(opts))
 	srv.TLS = cfg
 	srv.StartTLS()
 	t.Cleanup(srv.Close)

@@ -43,6 +43,9 @@ type ContainerServerOptions struct {
 	// Metrics are the node's resource metrics, served at
 	// api.ResourceMetricsPath; nil serves none.
 	Metrics func() (api.ResourceMetrics, bool)
+	// PodAddresses, for port-forward, says where a pod's ports are
+	// reached; nil forwards none.
+	PodAddresses PodAddresses
 }
 
 // logQuery are the query parameters the log endpoint takes, as the
@@ -68,6 +71,7 @@ func NewContainerServer(o ContainerServerOptions) http.Handler {
 	mux.HandleFunc("GET "+api.ContainerLogsPath+"/{namespace}/{pod}/{container}", s.serveLogs)
 	mux.HandleFunc("GET "+api.ContainerExecPath+"/{namespace}/{pod}/{container}", s.serveExec)
 	mux.HandleFunc("GET "+api.ResourceMetricsPath, s.serveMetrics)
+	mux.HandleFunc("GET "+api.PortForwardPath+"/{namespace}/{pod}", s.servePortForward)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER and GET %s/NAMESPACE/POD/CONTAINER", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath), http.StatusNotFound)
 	})

@@ -67,6 +67,8 @@ func FuzzLogServer(f *testing.F) {
 		{"/containerLogs/default/web/app", "sinceTime=2026-11-30T12:00:00Z&tailLines=3"},
 		{"/containerLogs/default/web/app", "sinceSeconds=99999999999999"},
 		{"/exec/default/web/app", "command=ls&stdout=true"},
+		{"/portForward/default/web", ""},
+		{"/stats/resources", ""},
 		{"/exec/default/web/app", "command=sh&command=-c&command=exit+3&stdin=1&tty=true"},
 		{"/containerLogs/default/web/app", "%zz"},
 		{"/containerLogs/default/web/other", ""},

@@ -1,10 +1,8 @@
 package agent_test
 
 import (
-	"crypto/x509"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -17,23 +15,14 @@ import (
 // others not at all.
 func TestMetricsEndpoint(t *testing.T) {
 	var latest *api.ResourceMetrics
-	ca := newLogTestCA(t)
-	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
-	cfg, err := agent.ContainerServerTLSConfig(certPEM, keyPEM, ca.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(agent.NewContainerServer(agent.ContainerServerOptions{ClientCAs: ca.pool,
+	f := startContainerServer(t, agent.ContainerServerOptions{
 		Metrics: func() (api.ResourceMetrics, bool) {
 			if latest == nil {
 				return api.ResourceMetrics{}, false
 			}
 			return *latest, true
-		}}))
-	srv.TLS = cfg
-	srv.StartTLS()
-	defer srv.Close()
-	f := &logFixture{ca: ca, srv: srv}
+		}})
+	srv := f.srv
 	c := f.client(t, api.APIServerClientName)
 	if code, body := logServerGet(t, c, srv.URL+api.ResourceMetricsPath); code != http.StatusServiceUnavailable {
 		t.Errorf("before any sample: %d %s", code, body)

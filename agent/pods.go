@@ -276,8 +276,27 @@ func isStatic(p *api.Pod) bool {
 	return ok && src != ConfigSourceAPI
 }
 
+// PodAddresses implements the container server's PodAddresses: a pod of
+// this node is reached on the node's network, at localhost first (where
+// the kubelet dials, inside the pod) and then at the node's address, which
+// is the pod's.
+func (m *PodManager) PodAddresses(namespace, name string) ([]string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, w := range m.workers {
+		if p := w.currentPod(); p != nil && p.Namespace == namespace && p.Name == name {
+			addrs := []string{"127.0.0.1"}
+			if m.o.NodeIP != "" {
+				addrs = append(addrs, m.o.NodeIP)
+			}
+			return addrs, true
+		}
+	}
+	return nil, false
+}
+
 // ContainerRun is the current (or, with previous, the one before) run of a
-// container, for its logs. container "" means the pod's only container.
+// container, for its logs or an exec. container "" means the pod's only container.
 func (m *PodManager) ContainerRun(namespace, name, container string, previous bool) (runtime.ID, error) {
 	var pod *api.Pod
 	m.mu.Lock()

@@ -23,3 +23,9 @@ const ContainerExecPath = "/exec"
 // what the node and its running containers used over the last window, as
 // JSON, which the API server's metrics.k8s.io (kubectl top) reads.
 const ResourceMetricsPath = "/stats/resources"
+
+// PortForwardPath is the prefix of the agent's port-forward endpoint, as
+// the kubelet names it: GET PortForwardPath/{namespace}/{pod}, upgraded to
+// a WebSocket (protocol SPDY/3.1+portforward.k8s.io) that carries SPDY
+// streams, a data and an error stream for each forwarded connection.
+const PortForwardPath = "/portForward"

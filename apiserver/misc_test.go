@@ -369,33 +369,37 @@ func TestExtraRoutesAndPanics(t *testing.T) {
 	status(t, code, body, http.StatusNotFound)
 }
 
-// TestExecIsCreate: a pods/exec request is authorized as create whatever
-// its method, as Kubernetes authorizes it: a WebSocket's handshake is a
+// TestExecIsCreate: a pods/exec or pods/portforward request is authorized
+// as create whatever its method, as Kubernetes authorizes it: a WebSocket's handshake is a
 // GET, and who may read pods may not run commands in them.
 func TestExecIsCreate(t *testing.T) {
 	e := newEnv(t, withRealAuth())
 	called := 0
-	e.server.HandleSubresource(podKind, "exec", func(w http.ResponseWriter, r *http.Request, obj api.Object) {
-		called++
-		w.WriteHeader(http.StatusNoContent)
-	})
+	for _, sub := range []string{"exec", "portforward"} {
+		e.server.HandleSubresource(podKind, sub, func(w http.ResponseWriter, r *http.Request, obj api.Object) {
+			called++
+			w.WriteHeader(http.StatusNoContent)
+		})
+	}
 	e.mustCreate(testPod("default", "p", "n1", nil))
 	cred, err := e.signer.IssueNodeCredential("n1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, method := range []string{"GET", "POST"} {
-		code, _, body := e.do(method, "/api/v1/namespaces/default/pods/p/exec?command=true", cred, "", "", nil)
-		if code != http.StatusForbidden || !strings.Contains(string(body), `cannot create resource \"pods/exec\"`) {
-			t.Errorf("node %s: %d %s", method, code, body)
-		}
-		code, _, body = e.do(method, "/api/v1/namespaces/default/pods/p/exec?command=true", adminToken, "", "", nil)
-		if code != http.StatusNoContent {
-			t.Errorf("admin %s: %d %s", method, code, body)
+	for _, sub := range []string{"exec", "portforward"} {
+		for _, method := range []string{"GET", "POST"} {
+			code, _, body := e.do(method, "/api/v1/namespaces/default/pods/p/"+sub+"?command=true", cred, "", "", nil)
+			if code != http.StatusForbidden || !strings.Contains(string(body), `cannot create resource \"pods/`+sub+`\"`) {
+				t.Errorf("node %s %s: %d %s", method, sub, code, body)
+			}
+			code, _, body = e.do(method, "/api/v1/namespaces/default/pods/p/"+sub+"?command=true", adminToken, "", "", nil)
+			if code != http.StatusNoContent {
+				t.Errorf("admin %s %s: %d %s", method, sub, code, body)
+			}
 		}
 	}
-	if called != 2 {
-		t.Errorf("the handler ran %d times, want 2 (the admin's)", called)
+	if called != 4 {
+		t.Errorf("the handlers ran %d times, want 4 (the admin's)", called)
 	}
 }
 

@@ -191,7 +191,7 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 
 // connectSubresources run something on a node rather than read it:
 // whatever the method, they are authorized as create.
-var connectSubresources = map[string]bool{"exec": true}
+var connectSubresources = map[string]bool{"exec": true, "portforward": true}
 
 // requestVerb maps the method (and ?watch) to a Kubernetes verb, or
 // answers 405 for a method the path does not take.

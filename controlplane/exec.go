@@ -76,14 +76,8 @@ func parsePodExecQuery(pod *api.Pod, q url.Values) (podExecRequest, error) {
 // the API server's client certificate, and the API server has already
 // authorized the user to create pods/exec.
 func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj api.Object) {
-	pod, ok := obj.(*api.Pod)
+	pod, ok := connectPod(w, r, obj, "exec")
 	if !ok {
-		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("exec in a %T", obj)))
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		w.Header().Set("Allow", "GET, POST")
-		apiserver.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/exec"}, r.Method))
 		return
 	}
 	req, err := parsePodExecQuery(pod, r.URL.Query())
@@ -108,6 +102,41 @@ func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj a
 		apiserver.WriteError(w, apierrors.NewBadRequest("exec takes a WebSocket upgrade (protocol v5.channel.k8s.io, kubectl 1.30 or later)"))
 		return
 	}
+	p.proxyUpgrade(w, r, pod, target)
+}
+
+// ServePortForward is an apiserver.SubresourceHandler for
+// pods/portforward: as ServeExec, it passes the request's WebSocket
+// upgrade on to the agent of the pod's node, which forwards the
+// connections kubectl port-forward tunnels in it to the pod's ports.
+func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request, obj api.Object) {
+	pod, ok := connectPod(w, r, obj, "portforward")
+	if !ok {
+		return
+	}
+	if pod.Status.Phase != api.PodRunning {
+		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("unable to forward port because pod is not running. Current status=%s", pod.Status.Phase)))
+		return
+	}
+	addr, err := p.nodeAgent(pod)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	if !isWebSocketUpgrade(r) {
+		apiserver.WriteError(w, apierrors.NewBadRequest("port-forward takes a WebSocket upgrade (protocol SPDY/3.1+portforward.k8s.io, kubectl 1.30 or later)"))
+		return
+	}
+	target := &url.URL{Scheme: "https", Host: addr, Path: strings.Join([]string{api.PortForwardPath, pod.Namespace, pod.Name}, "/")}
+	p.proxyUpgrade(w, r, pod, target)
+}
+
+// proxyUpgrade passes a request's upgrade on to the agent at target and,
+// once the agent has switched protocols, copies the connection both ways
+// until either end closes it. The user's credentials stay here: the agent
+// sees the API server's client certificate, and the API server has
+// already authorized the user.
+func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, pod *api.Pod, target *url.URL) {
 	// The session ends when the server shuts down, as a followed log does.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -143,6 +172,23 @@ func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj a
 		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 	}
 	proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// connectPod is the pod of a connect subresource (exec, portforward),
+// which takes GET (a WebSocket's handshake) and POST; false when it has
+// answered the request with an error.
+func connectPod(w http.ResponseWriter, r *http.Request, obj api.Object, sub string) (*api.Pod, bool) {
+	pod, ok := obj.(*api.Pod)
+	if !ok {
+		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("%s of a %T", sub, obj)))
+		return nil, false
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodPost {
+		w.Header().Set("Allow", "GET, POST")
+		apiserver.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/" + sub}, r.Method))
+		return nil, false
+	}
+	return pod, true
 }
 
 // isWebSocketUpgrade reports whether r asks to switch to a WebSocket.

@@ -120,28 +120,34 @@ func FuzzPodExecQuery(f *testing.F) {
 }
 
 // TestServeExecRefusesPlainRequests: without a WebSocket upgrade (as
-// kubectl's SPDY fallback asks) the answer is a 400 that says so, after
-// the pod's own faults, which are what kubectl then shows.
+// kubectl's SPDY fallback asks) exec and port-forward answer a 400 that
+// says so, after the pod's own faults, which are what kubectl then shows.
 func TestServeExecRefusesPlainRequests(t *testing.T) {
 	p := NewContainerProxy(storeWithNode(t), x509.NewCertPool(), tls.Certificate{}, nil)
 	defer p.Close()
 	one, _ := execTestPods()
 	unbound := one.DeepCopy()
 	unbound.Spec.NodeName = ""
+	running := one.DeepCopy()
+	running.Status.Phase = api.PodRunning
 	for _, tc := range []struct {
-		pod  *api.Pod
-		want string
+		sub   string
+		serve func(http.ResponseWriter, *http.Request, api.Object)
+		pod   *api.Pod
+		want  string
 	}{
-		{one, "WebSocket"},
-		{unbound, "does not have a host assigned"},
+		{"exec?command=true&stdout=true", p.ServeExec, one, "WebSocket"},
+		{"exec?command=true&stdout=true", p.ServeExec, unbound, "does not have a host assigned"},
+		{"portforward", p.ServePortForward, running, "WebSocket"},
+		{"portforward", p.ServePortForward, one, "pod is not running"},
 	} {
 		rec := httptest.NewRecorder()
-		r, _ := http.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods/web/exec?command=true&stdout=true", nil)
+		r, _ := http.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods/web/"+tc.sub, nil)
 		r.Header.Set("Connection", "Upgrade")
 		r.Header.Set("Upgrade", "SPDY/3.1")
-		p.ServeExec(rec, r, tc.pod)
+		tc.serve(rec, r, tc.pod)
 		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), tc.want) {
-			t.Errorf("%s: %d %s, want 400 with %q", tc.pod.Name, rec.Code, rec.Body.String(), tc.want)
+			t.Errorf("%s of %s: %d %s, want 400 with %q", tc.sub, tc.pod.Name, rec.Code, rec.Body.String(), tc.want)
 		}
 	}
 }

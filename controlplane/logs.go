@@ -59,6 +59,7 @@ func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer,
 	s.containers = NewContainerProxy(s.store, s.creds.CAPool, clientCert, s.log)
 	a.HandleSubresource(pods, "log", s.containers.Serve)
 	a.HandleSubresource(pods, "exec", s.containers.ServeExec)
+	a.HandleSubresource(pods, "portforward", s.containers.ServePortForward)
 	return issuer.ServingCertIssuer(), nil
 }
 
@@ -262,23 +263,7 @@ func logContainer(pod *api.Pod, name string) (string, error) {
 // agentURL is where the pod's node serves prefix (api.ContainerLogsPath
 // or api.ContainerExecPath) for the container, with query.
 func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query url.Values) (*url.URL, error) {
-	nodeName := pod.Spec.NodeName
-	if nodeName == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
-	}
-	nodes, _ := api.LookupResource("nodes")
-	obj, err := p.store.Get(nodes, "", nodeName)
-	if err != nil {
-		if store.IsNotFound(err) {
-			return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s of pod %s does not exist", nodeName, pod.Name))
-		}
-		return nil, fmt.Errorf("node %s: %w", nodeName, err)
-	}
-	node, ok := obj.(*api.Node)
-	if !ok {
-		return nil, fmt.Errorf("node %s: unexpected %T", nodeName, obj)
-	}
-	addr, err := agentAddress(node)
+	addr, err := p.nodeAgent(pod)
 	if err != nil {
 		return nil, err
 	}
@@ -288,6 +273,26 @@ func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query 
 		Path:     strings.Join([]string{prefix, pod.Namespace, pod.Name, container}, "/"),
 		RawQuery: query.Encode(),
 	}, nil
+}
+
+// nodeAgent is the address of the agent of the pod's node.
+func (p *ContainerProxy) nodeAgent(pod *api.Pod) (string, error) {
+	nodeName := pod.Spec.NodeName
+	if nodeName == "" {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
+	}
+	obj, err := p.store.Get(nodeKind, "", nodeName)
+	if err != nil {
+		if store.IsNotFound(err) {
+			return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s of pod %s does not exist", nodeName, pod.Name))
+		}
+		return "", fmt.Errorf("node %s: %w", nodeName, err)
+	}
+	node, ok := obj.(*api.Node)
+	if !ok {
+		return "", fmt.Errorf("node %s: unexpected %T", nodeName, obj)
+	}
+	return agentAddress(node)
 }
 
 // agentAddress is where a node's agent listens: its InternalIP and the

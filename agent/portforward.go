@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
+)
+
+// kubectl port-forward speaks SPDY (portforward.k8s.io) tunnelled in a
+// WebSocket: each forwarded connection is a pair of SPDY streams, "error"
+// and "data", with the same requestID and the pod's port as headers.
+const (
+	portForwardProtocol = "SPDY/3.1+portforward.k8s.io"
+	headerStreamType    = "streamType"
+	headerPort          = "port"
+	headerRequestID     = "requestID"
+	// portForwardDialTimeout bounds reaching the pod's port.
+	portForwardDialTimeout = 5 * time.Second
+	// portForwardPairTimeout bounds how long one stream of a pair waits
+	// for the other.
+	portForwardPairTimeout = 30 * time.Second
+)
+
+var portForwardUpgrader = websocket.Upgrader{
+	Subprotocols: []string{portForwardProtocol},
+	CheckOrigin:  func(*http.Request) bool { return true },
+}
+
+// PodAddresses says where a pod of this node listens: the addresses its
+// ports are reached at, tried in order; false when the pod does not run
+// here.
+type PodAddresses func(namespace, name string) ([]string, bool)
+
+// servePortForward forwards connections to a pod's ports for kubectl
+// port-forward: GET /portForward/{namespace}/{pod}, upgraded to a
+// WebSocket carrying SPDY. Pods run in the node's network, so a port is
+// reached at the addresses PodAddresses gives (localhost first, as the
+// kubelet dials inside the pod).
+func (s *containerServer) servePortForward(w http.ResponseWriter, r *http.Request) {
+	ns, pod := r.PathValue("namespace"), r.PathValue("pod")
+	if s.opts.PodAddresses == nil {
+		http.Error(w, "this agent does not forward ports", http.StatusNotFound)
+		return
+	}
+	addrs, ok := s.opts.PodAddresses(ns, pod)
+	if !ok {
+		http.Error(w, fmt.Sprintf("pod %s/%s is not running on this node", ns, pod), http.StatusNotFound)
+		return
+	}
+	if !websocket.IsWebSocketUpgrade(r) || !offers(r, portForwardProtocol) {
+		http.Error(w, fmt.Sprintf("port-forward takes a WebSocket upgrade with protocol %s (kubectl 1.30 or later)", portForwardProtocol), http.StatusBadRequest)
+		return
+	}
+	ws, err := portForwardUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered
+	}
+	tunnel := portforward.NewTunnelingConnection("port-forward", ws)
+	defer tunnel.Close()
+	streams := make(chan httpstream.Stream)
+	conn, err := spdy.NewServerConnection(tunnel, func(st httpstream.Stream, _ <-chan struct{}) error {
+		select {
+		case streams <- st:
+		case <-r.Context().Done():
+		}
+		return nil
+	})
+	if err != nil {
+		s.opts.Logger.Warn("port-forward: SPDY over the tunnel", "pod", ns+"/"+pod, "err", err)
+		return
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	pf := &portForwarder{ctx: ctx, addrs: addrs, pairs: map[string]*streamPair{}}
+	defer pf.wg.Wait()
+	for {
+		select {
+		case st := <-streams:
+			pf.add(st)
+		case <-conn.CloseChan():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// portForwarder pairs one connection's streams and forwards each pair.
+type portForwarder struct {
+	ctx   context.Context
+	addrs []string
+	pairs map[string]*streamPair
+	wg    sync.WaitGroup
+}
+
+type streamPair struct {
+	data, errs httpstream.Stream
+	timer      *time.Timer
+}
+
+func (pf *portForwarder) add(st httpstream.Stream) {
+	id := st.Headers().Get(headerRequestID)
+	p := pf.pairs[id]
+	if p == nil {
+		p = &streamPair{}
+		pf.pairs[id] = p
+		// A pair whose other half never comes is dropped.
+		p.timer = time.AfterFunc(portForwardPairTimeout, func() { st.Reset() })
+	}
+	switch st.Headers().Get(headerStreamType) {
+	case "data":
+		p.data = st
+	case "error":
+		p.errs = st
+	default:
+		st.Reset()
+		return
+	}
+	if p.data == nil || p.errs == nil {
+		return
+	}
+	p.timer.Stop()
+	delete(pf.pairs, id)
+	pf.wg.Go(func() { pf.forward(p) })
+}
+
+// forward copies between the data stream and a connection to the pod's
+// port until either side ends; a failure to reach the port is written on
+// the error stream, which kubectl prints.
+func (pf *portForwarder) forward(p *streamPair) {
+	defer p.errs.Close()
+	defer p.data.Close()
+	port, err := strconv.ParseUint(p.data.Headers().Get(headerPort), 10, 16)
+	if err != nil || port == 0 {
+		fmt.Fprintf(p.errs, "invalid port %q", p.data.Headers().Get(headerPort))
+		return
+	}
+	var c net.Conn
+	d := net.Dialer{Timeout: portForwardDialTimeout}
+	for _, a := range pf.addrs {
+		if c, err = d.DialContext(pf.ctx, "tcp", net.JoinHostPort(a, strconv.Itoa(int(port)))); err == nil {
+			break
+		}
+	}
+	if c == nil {
+		fmt.Fprintf(p.errs, "error forwarding port %d: %v", port, err)
+		return
+	}
+	defer c.Close()
+	go func() {
+		// The user's side ending is a half close: the pod may still
+		// answer what it was sent.
+		_, _ = io.Copy(c, p.data)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}()
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(p.data, c)
+		close(copied)
+	}()
+	select {
+	case <-copied:
+	case <-pf.ctx.Done():
+	}
+}

@@ -96,6 +96,8 @@ func TestCommandsGolden(t *testing.T) {
 		{"exec-no-dash", []string{"exec", "web-7d4b9c-abcde", "ls"}, exitUsage},
 		{"exec-not-a-pod", []string{"exec", "svc/web", "--", "ls"}, exitUsage},
 		{"exec-missing-pod", []string{"exec", "nope", "--", "ls"}, exitFailure},
+		{"port-forward-bad-port", []string{"port-forward", "web-7d4b9c-abcde", "80:http"}, exitUsage},
+		{"port-forward-missing-pod", []string{"port-forward", "nope", "8080"}, exitFailure},
 		{"top-bad-kind", []string{"top", "deploy"}, exitUsage},
 		{"top-name-and-selector", []string{"top", "pod", "web", "-l", "app=web"}, exitUsage},
 		{"top-node-containers", []string{"top", "node", "--containers"}, exitUsage},

@@ -95,19 +95,11 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
-	if kind != nil {
-		pod, err := podOf(ctx, c, kind, g.namespace, name)
-		if err != nil {
-			fmt.Fprintln(stderr, errorMessage(err))
-			return reportedFailure()
-		}
-		name = pod
-	} else if _, err := c.Get(ctx, api.KindOf(&api.Pod{}), g.namespace, name); err != nil {
-		// Asked first, as kubectl asks, so that a missing pod is
-		// reported as the API reports it rather than as a failed upgrade.
-		fmt.Fprintln(stderr, errorMessage(err))
-		return reportedFailure()
+	pod, err := resolvePod(ctx, c, kind, g.namespace, name, stderr)
+	if err != nil {
+		return err
 	}
+	name = pod.Name
 	execer, ok := c.(podExecer)
 	if !ok {
 		return failed(errors.New("this client cannot run commands"))
@@ -167,17 +159,8 @@ func (a *clientAPI) PodExec(ctx context.Context, ns, name string, opts podExecOp
 			q.Set(k, "true")
 		}
 	}
-	u := strings.TrimSuffix(a.cfg.Server, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(name) + "/exec?" + q.Encode()
-	rc := &rest.Config{
-		Host:        a.cfg.Server,
-		BearerToken: a.cfg.Token,
-		UserAgent:   a.cfg.UserAgent,
-		TLSClientConfig: rest.TLSClientConfig{
-			CAData:   a.cfg.CAData,
-			Insecure: a.cfg.InsecureSkipTLSVerify,
-		},
-	}
-	ex, err := remotecommand.NewWebSocketExecutor(rc, http.MethodGet, u)
+	u := a.podURL(ns, name, "exec") + "?" + q.Encode()
+	ex, err := remotecommand.NewWebSocketExecutor(a.restConfig(), http.MethodGet, u)
 	if err != nil {
 		return 0, err
 	}
@@ -248,4 +231,44 @@ func (s *terminalSizes) Next() *remotecommand.TerminalSize {
 func (s *terminalSizes) stop() {
 	signal.Stop(s.signals)
 	close(s.done)
+}
+
+// restConfig is the client's server and credentials as Kubernetes' own
+// client takes them: exec and port-forward speak their streaming
+// protocols through it.
+func (a *clientAPI) restConfig() *rest.Config {
+	return &rest.Config{
+		Host:        a.cfg.Server,
+		BearerToken: a.cfg.Token,
+		UserAgent:   a.cfg.UserAgent,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   a.cfg.CAData,
+			Insecure: a.cfg.InsecureSkipTLSVerify,
+		},
+	}
+}
+
+// podURL is the URL of a pod's subresource on the client's server.
+func (a *clientAPI) podURL(ns, name, sub string) string {
+	return strings.TrimSuffix(a.cfg.Server, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(name) + "/" + sub
+}
+
+// resolvePod is the pod a command names, as NAME or TYPE/NAME (a workload's
+// pod, as podOf picks it), asked of the API first, as kubectl asks, so that
+// a missing pod is reported as the API reports it rather than as a failed
+// upgrade. Errors are printed to stderr and answered reportedFailure.
+func resolvePod(ctx context.Context, c apiClient, kind *api.Kind, ns, name string, stderr io.Writer) (*api.Pod, error) {
+	if kind != nil {
+		var err error
+		if name, err = podOf(ctx, c, kind, ns, name); err != nil {
+			fmt.Fprintln(stderr, errorMessage(err))
+			return nil, reportedFailure()
+		}
+	}
+	obj, err := c.Get(ctx, api.KindOf(&api.Pod{}), ns, name)
+	if err != nil {
+		fmt.Fprintln(stderr, errorMessage(err))
+		return nil, reportedFailure()
+	}
+	return obj.(*api.Pod), nil
 }

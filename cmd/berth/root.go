@@ -75,6 +75,7 @@ manifests into running workloads on a fleet of machines.`,
 		newLogsCommand(g),
 		newExecCommand(g),
 		newTopCommand(g),
+		newPortForwardCommand(g),
 	)
 	markStart(root, g)
 	return root, g

@@ -244,32 +244,37 @@ func TestServerEmbeddedAgent(t *testing.T) {
 		})
 	}
 
-	// kubectl port-forward reaches the pod's port through the API server
-	// and the agent.
-	t.Run("kubectl port-forward", func(t *testing.T) {
-		kubectl := testtool.Need(t, "kubectl")
-		cmd := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "port-forward", "pod/"+name, "--address", "127.0.0.1", fmt.Sprintf(":%d", port))
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		// "Forwarding from 127.0.0.1:LOCAL -> PORT"
-		line, err := bufio.NewReader(out).ReadString('\n')
-		m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> `).FindStringSubmatch(line)
-		if err != nil || m == nil {
-			t.Fatalf("kubectl port-forward said %q (%v), stderr %s", line, err, stderr.String())
-		}
-		body, err := httpGet("http://127.0.0.1:" + m[1] + "/")
-		if err != nil || !strings.Contains(body, "hello from the embedded agent") {
-			t.Errorf("through the forwarded port: %q, %v; stderr %s", body, err, stderr.String())
-		}
-	})
+	// kubectl port-forward and berth port-forward reach the pod's port
+	// through the API server and the agent.
+	for _, tool := range []string{"kubectl", "berth"} {
+		t.Run(tool+" port-forward", func(t *testing.T) {
+			prog := bin
+			if tool == "kubectl" {
+				prog = testtool.Need(t, "kubectl")
+			}
+			cmd := exec.Command(prog, "--kubeconfig", s.kubeconfig, "port-forward", "pod/"+name, "--address", "127.0.0.1", fmt.Sprintf(":%d", port))
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+			// "Forwarding from 127.0.0.1:LOCAL -> PORT"
+			line, err := bufio.NewReader(out).ReadString('\n')
+			m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> `).FindStringSubmatch(line)
+			if err != nil || m == nil {
+				t.Fatalf("%s port-forward said %q (%v), stderr %s", tool, line, err, stderr.String())
+			}
+			body, err := httpGet("http://127.0.0.1:" + m[1] + "/")
+			if err != nil || !strings.Contains(body, "hello from the embedded agent") {
+				t.Errorf("through the forwarded port: %q, %v; stderr %s", body, err, stderr.String())
+			}
+		})
+	}
 
 	// kubectl top reads what the agent samples every 10s: the pod shows
 	// once its container has been in two samples.

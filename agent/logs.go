@@ -5,11 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -37,9 +37,9 @@ type ContainerServerOptions struct {
 	ClientCAs *x509.CertPool
 	// Logger records requests that failed after the answer began.
 	Logger *slog.Logger
-	// Clock is what sinceSeconds counts back from; the real clock when
-	// nil.
-	Clock clock.PassiveClock
+	// Clock is what sinceSeconds counts back from, and times a followed
+	// log's quiet start; the real clock when nil.
+	Clock clock.Clock
 	// Metrics are the node's resource metrics, served at
 	// api.ResourceMetricsPath; nil serves none.
 	Metrics func() (api.ResourceMetrics, bool)
@@ -178,28 +178,48 @@ func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fw := &flushWriter{w: w, rc: http.NewResponseController(w), flush: opts.Follow}
+	done := make(chan struct{})
 	if opts.Follow {
 		// The API server is waiting for the answer to begin before it
 		// streams on to its client; a quiet container must not hold it.
-		w.WriteHeader(http.StatusOK)
-		fw.wrote = true
-		_ = fw.rc.Flush()
+		// With times asked for, it begins at the first line or after
+		// followQuiet, so that a log that keeps no times is refused with
+		// a 400 rather than streamed empty.
+		if opts.Timestamps || !opts.Since.IsZero() {
+			t := s.opts.Clock.NewTimer(followQuiet)
+			defer t.Stop()
+			go func() {
+				select {
+				case <-t.C():
+					fw.begin()
+				case <-done:
+				}
+			}()
+		} else {
+			fw.begin()
+		}
 	}
 	err = s.opts.Runtime.Logs(r.Context(), id, opts, fw)
+	close(done)
+	begun := fw.begun()
 	switch {
 	case err == nil, r.Context().Err() != nil:
 		// Done, or the API server went away (its user stopped following).
-	case !fw.wrote && errors.Is(err, runtime.ErrNoTimes):
+	case !begun && errors.Is(err, runtime.ErrNoTimes):
 		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, runtime.ErrNoTimes), http.StatusBadRequest)
-	case !fw.wrote && errors.Is(err, runtime.ErrNotFound):
+	case !begun && errors.Is(err, runtime.ErrNotFound):
 		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: no log of run %s: %v", ctr, ns, pod, id, err), http.StatusNotFound)
-	case !fw.wrote:
+	case !begun:
 		http.Error(w, fmt.Sprintf("logs of %s: %v", id, err), http.StatusInternalServerError)
 	default:
 		// The answer has begun: all that can be done is to end it early.
 		s.opts.Logger.Warn("container log stream ended", "pod", ns+"/"+pod, "container", ctr, "run", id.String(), "err", err)
 	}
 }
+
+// followQuiet is how long a followed log asked for times waits for its
+// first line before its answer begins anyway.
+const followQuiet = time.Second
 
 // maxSinceSeconds bounds sinceSeconds: a hundred years, well inside a
 // time.Duration.
@@ -273,16 +293,40 @@ func parseLogQuery(q url.Values, now time.Time) (runtime.LogOptions, bool, error
 // a container writes reaches the user without waiting for a buffer to
 // fill.
 type flushWriter struct {
-	w     io.Writer
+	w     http.ResponseWriter
 	rc    *http.ResponseController
 	flush bool
+	// mu orders the answer's beginning, from a timer, with the writes.
+	mu    sync.Mutex
 	wrote bool
+}
+
+// begin starts the answer, once: 200 and the headers, flushed.
+func (f *flushWriter) begin() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.wrote {
+		return
+	}
+	f.wrote = true
+	f.w.WriteHeader(http.StatusOK)
+	_ = f.rc.Flush()
+}
+
+// begun reports whether the answer has begun: an error can then only
+// end it.
+func (f *flushWriter) begun() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.wrote
 }
 
 func (f *flushWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.wrote = true
 	n, err := f.w.Write(p)
 	if err != nil || !f.flush {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,44 @@ func TestLogServerExecRuntime(t *testing.T) {
 	rest, err := io.ReadAll(r)
 	if err != nil || string(rest) != "three\n" {
 		t.Errorf("after the gate: %q, %v; want \"three\" and the end", rest, err)
+	}
+}
+
+// TestLogServerExecRuntimeTimestamps follows a real process's log with
+// its lines' times: each line comes with the time its write was read, in
+// order, and a line written later comes as it is written.
+func TestLogServerExecRuntimeTimestamps(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "go")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	f := serveExecRuntime(t, []string{"/bin/sh", "-c", fmt.Sprintf("echo one; while [ ! -e %s ]; do sleep 0.02; done; echo two", gate)}, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+api.ContainerLogsPath+"/default/web/app?follow=true&timestamps=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.client(t, api.APIServerClientName).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("follow: %s", resp.Status)
+	}
+	r := bufio.NewReader(resp.Body)
+	var last time.Time
+	for _, want := range []string{"one", "two"} {
+		if want == "two" {
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		line, err := r.ReadString('\n')
+		stamp, text, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+		at, perr := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil || !ok || perr != nil || text != want || at.Before(start.Add(-time.Second)) || at.Before(last) {
+			t.Fatalf("read %q (%v, %v); want %q after its time", line, err, perr, want)
+		}
+		last = at
 	}
 }

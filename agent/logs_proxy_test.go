@@ -211,6 +211,7 @@ func TestLogProxy(t *testing.T) {
 		{name: "unsupported option", pod: "web", query: url.Values{"limitBytes": {"10"}}, code: 400, message: "log option limitBytes is not supported"},
 		{name: "timestamps of a log without times", pod: "web", query: url.Values{"timestamps": {"true"}}, code: 400, message: "write times were not kept"},
 		{name: "since, of a log without times", pod: "web", query: url.Values{"sinceSeconds": {"10"}}, code: 400, message: "write times were not kept"},
+		{name: "followed, with timestamps, of a log without times", pod: "web", query: url.Values{"follow": {"true"}, "timestamps": {"true"}}, code: 400, message: "write times were not kept"},
 		{name: "bad tail", pod: "web", query: url.Values{"tailLines": {"x"}}, code: 400, message: `tailLines="x"`},
 		{name: "not bound", pod: "pending", code: 400, message: "pod pending does not have a host assigned"},
 		{name: "agent unreachable", pod: "lost", code: 503, message: "node n2: the agent at 127.0.0.1:"},

@@ -31,20 +31,7 @@ func TestLogServerExecRuntime(t *testing.T) {
 	defer cancel()
 	script := fmt.Sprintf("echo one; echo two; while [ ! -e %s ]; do sleep 0.02; done; echo three", gate)
 	f := serveExecRuntime(t, []string{"/bin/sh", "-c", script}, nil)
-	srv := f.srv
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+api.ContainerLogsPath+"/default/web/app?follow=true&tailLines=1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := f.client(t, api.APIServerClientName).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("follow: %s", resp.Status)
-	}
-	r := bufio.NewReader(resp.Body)
+	r := followLog(t, ctx, f, "follow=true&tailLines=1")
 	// The process may not have written "two" yet when the request comes:
 	// the tail then starts at "one".
 	line, err := r.ReadString('\n')
@@ -74,19 +61,7 @@ func TestLogServerExecRuntimeTimestamps(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	f := serveExecRuntime(t, []string{"/bin/sh", "-c", fmt.Sprintf("echo one; while [ ! -e %s ]; do sleep 0.02; done; echo two", gate)}, nil)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+api.ContainerLogsPath+"/default/web/app?follow=true&timestamps=true", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := f.client(t, api.APIServerClientName).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("follow: %s", resp.Status)
-	}
-	r := bufio.NewReader(resp.Body)
+	r := followLog(t, ctx, f, "follow=true&timestamps=true")
 	var last time.Time
 	for _, want := range []string{"one", "two"} {
 		if want == "two" {
@@ -102,4 +77,23 @@ func TestLogServerExecRuntimeTimestamps(t *testing.T) {
 		}
 		last = at
 	}
+}
+
+// followLog asks the container server for default/web/app's log with
+// query, as the API server does, and returns the answer to read.
+func followLog(t *testing.T, ctx context.Context, f *logFixture, query string) *bufio.Reader {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.srv.URL+api.ContainerLogsPath+"/default/web/app?"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.client(t, api.APIServerClientName).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("follow: %s", resp.Status)
+	}
+	return bufio.NewReader(resp.Body)
 }

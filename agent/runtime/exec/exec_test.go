@@ -922,7 +922,8 @@ func TestExecStream(t *testing.T) {
 		t.Fatalf("exec without input = %d, %v, %q", code, err, stdout.String())
 	}
 
-	// A terminal: sized as asked, its own session, one output.
+	// A terminal: sized as asked before it starts, its own session, one
+	// output.
 	resize := make(chan runtime.TerminalSize, 1)
 	resize <- runtime.TerminalSize{Width: 100, Height: 40}
 	inR, inW := io.Pipe()
@@ -938,8 +939,6 @@ func TestExecStream(t *testing.T) {
 		}
 		done <- err
 	}()
-	// Give the size time to land before the command reads it.
-	time.Sleep(200 * time.Millisecond)
 	if _, err := io.WriteString(inW, "go\n"); err != nil {
 		t.Fatal(err)
 	}

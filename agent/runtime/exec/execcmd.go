@@ -96,6 +96,15 @@ func runTerminal(ctx context.Context, cmd *osexec.Cmd, opts runtime.ExecOptions)
 	// child); its process group is then its own as with Setpgid.
 	cmd.SysProcAttr.Setpgid = false
 	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+	// A size already asked for is the terminal's from the start, so that
+	// the command never sees it unsized.
+	select {
+	case sz, ok := <-opts.Resize:
+		if ok {
+			_ = pty.Setsize(ptmx, &pty.Winsize{Rows: sz.Height, Cols: sz.Width})
+		}
+	default:
+	}
 	err = cmd.Start()
 	tty.Close()
 	if err != nil {

@@ -89,17 +89,11 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	if command[0] == "" {
 		return usageErrorf("berth exec needs a command after --")
 	}
-	c, err := connectAPI(g)
-	if err != nil {
-		return failed(err)
-	}
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
-	pod, err := resolvePod(ctx, c, kind, g.namespace, name, stderr)
+	c, pod, err := connectPod(cmd, g, kind, name)
 	if err != nil {
 		return err
 	}
-	name = pod.Name
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	execer, ok := c.(podExecer)
 	if !ok {
 		return failed(errors.New("this client cannot run commands"))
@@ -134,7 +128,7 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 			}
 		}
 	}
-	code, err := execer.PodExec(ctx, g.namespace, name, opts)
+	code, err := execer.PodExec(ctx, g.namespace, pod.Name, opts)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil
@@ -253,22 +247,27 @@ func (a *clientAPI) podURL(ns, name, sub string) string {
 	return strings.TrimSuffix(a.cfg.Server, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(name) + "/" + sub
 }
 
-// resolvePod is the pod a command names, as NAME or TYPE/NAME (a workload's
-// pod, as podOf picks it), asked of the API first, as kubectl asks, so that
-// a missing pod is reported as the API reports it rather than as a failed
-// upgrade. Errors are printed to stderr and answered reportedFailure.
-func resolvePod(ctx context.Context, c apiClient, kind *api.Kind, ns, name string, stderr io.Writer) (*api.Pod, error) {
+// connectPod connects to the API and finds the pod a command names, as
+// NAME or TYPE/NAME (a workload's pod, as podOf picks it). The pod is
+// asked for first, as kubectl asks, so that a missing one is reported as
+// the API reports it rather than as a failed upgrade. Errors are printed
+// and answered as the command's exit.
+func connectPod(cmd *cobra.Command, g *globalOptions, kind *api.Kind, name string) (apiClient, *api.Pod, error) {
+	c, err := connectAPI(g)
+	if err != nil {
+		return nil, nil, failed(err)
+	}
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	if kind != nil {
-		var err error
-		if name, err = podOf(ctx, c, kind, ns, name); err != nil {
+		if name, err = podOf(ctx, c, kind, g.namespace, name); err != nil {
 			fmt.Fprintln(stderr, errorMessage(err))
-			return nil, reportedFailure()
+			return nil, nil, reportedFailure()
 		}
 	}
-	obj, err := c.Get(ctx, api.KindOf(&api.Pod{}), ns, name)
+	obj, err := c.Get(ctx, api.KindOf(&api.Pod{}), g.namespace, name)
 	if err != nil {
 		fmt.Fprintln(stderr, errorMessage(err))
-		return nil, reportedFailure()
+		return nil, nil, reportedFailure()
 	}
-	return obj.(*api.Pod), nil
+	return c, obj.(*api.Pod), nil
 }

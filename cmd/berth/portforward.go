@@ -56,26 +56,20 @@ func runPortForward(cmd *cobra.Command, g *globalOptions, addresses []string, ar
 			return err
 		}
 	}
-	c, err := connectAPI(g)
-	if err != nil {
-		return failed(err)
-	}
-	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
-	pod, err := resolvePod(ctx, c, kind, g.namespace, name, stderr)
+	c, pod, err := connectPod(cmd, g, kind, name)
 	if err != nil {
 		return err
 	}
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
 	if pod.Status.Phase != api.PodRunning {
 		fmt.Fprintf(stderr, "error: unable to forward port because pod is not running. Current status=%s\n", pod.Status.Phase)
 		return reportedFailure()
 	}
-	name = pod.Name
 	pf, ok := c.(portForwarder)
 	if !ok {
 		return failed(errors.New("this client cannot forward ports"))
 	}
-	if err := pf.PortForward(ctx, g.namespace, name, addresses, ports, cmd.OutOrStdout(), stderr); err != nil && ctx.Err() == nil {
+	if err := pf.PortForward(ctx, g.namespace, pod.Name, addresses, ports, cmd.OutOrStdout(), stderr); err != nil && ctx.Err() == nil {
 		fmt.Fprintln(stderr, errorMessage(err))
 		return reportedFailure()
 	}

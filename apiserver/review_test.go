@@ -22,15 +22,7 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 	e := newEnv(t, withRealAuth())
 	e.mustCreate(testPod("default", "web", "n1", nil))
 	e.mustCreate(testPod("default", "other", "n2", nil))
-	n1, err := e.signer.IssueNodeCredential("n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	robot := e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "robot"}}).(*api.ServiceAccount)
-	sa, err := e.signer.IssueServiceAccountToken(robot, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n1, sa := reviewCallers(t, e)
 	ask := func(token string, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, pb bool) authorizationv1.SubjectAccessReviewStatus {
 		t.Helper()
 		var out authorizationv1.SelfSubjectAccessReview
@@ -102,15 +94,7 @@ func TestSelfSubjectReview(t *testing.T) {
 // everyone has the reviews about themselves and the open paths.
 func TestSelfSubjectRulesReview(t *testing.T) {
 	e := newEnv(t, withRealAuth())
-	n1, err := e.signer.IssueNodeCredential("n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	robot := e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "robot"}}).(*api.ServiceAccount)
-	sa, err := e.signer.IssueServiceAccountToken(robot, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n1, sa := reviewCallers(t, e)
 	ask := func(token, ns string, pb bool) authorizationv1.SubjectRulesReviewStatus {
 		t.Helper()
 		var out authorizationv1.SelfSubjectRulesReview
@@ -169,4 +153,19 @@ func postReview(t *testing.T, e *env, token, resource, kind string, review inter
 	if err := json.Unmarshal(data, out); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reviewCallers are the credentials of node n1 and of service account
+// default/robot, which it creates.
+func reviewCallers(t *testing.T, e *env) (node, serviceAccount string) {
+	t.Helper()
+	node, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	robot := e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "robot"}}).(*api.ServiceAccount)
+	if serviceAccount, err = e.signer.IssueServiceAccountToken(robot, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	return node, serviceAccount
 }

@@ -218,12 +218,8 @@ func TestServerEmbeddedAgent(t *testing.T) {
 	// input, and the exit code.
 	for _, tool := range []string{"kubectl", "berth"} {
 		t.Run(tool+" exec", func(t *testing.T) {
-			prog := bin
-			if tool == "kubectl" {
-				prog = testtool.Need(t, "kubectl")
-			}
 			run := func(stdin string, args ...string) (string, int) {
-				cmd := exec.Command(prog, append([]string{"--kubeconfig", s.kubeconfig, "exec"}, args...)...)
+				cmd := s.command(t, tool, append([]string{"exec"}, args...)...)
 				cmd.Stdin = strings.NewReader(stdin)
 				out, err := cmd.CombinedOutput()
 				var exitErr *exec.ExitError
@@ -248,11 +244,7 @@ func TestServerEmbeddedAgent(t *testing.T) {
 	// through the API server and the agent.
 	for _, tool := range []string{"kubectl", "berth"} {
 		t.Run(tool+" port-forward", func(t *testing.T) {
-			prog := bin
-			if tool == "kubectl" {
-				prog = testtool.Need(t, "kubectl")
-			}
-			cmd := exec.Command(prog, "--kubeconfig", s.kubeconfig, "port-forward", "pod/"+name, "--address", "127.0.0.1", fmt.Sprintf(":%d", port))
+			cmd := s.command(t, tool, "port-forward", "pod/"+name, "--address", "127.0.0.1", fmt.Sprintf(":%d", port))
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)

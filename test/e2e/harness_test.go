@@ -235,6 +235,17 @@ func (s *server) kubectl(t testing.TB, args ...string) string {
 	return string(out)
 }
 
+// command is tool ("berth" or "kubectl") run against the server with
+// args, not yet started.
+func (s *server) command(t testing.TB, tool string, args ...string) *exec.Cmd {
+	t.Helper()
+	prog := bin
+	if tool == "kubectl" {
+		prog = testtool.Need(t, "kubectl")
+	}
+	return exec.Command(prog, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+}
+
 // kubectlErr runs the real kubectl and returns its output and error.
 func (s *server) kubectlErr(t testing.TB, args ...string) (string, error) {
 	t.Helper()

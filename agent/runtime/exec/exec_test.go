@@ -544,6 +544,11 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 			}
 			return nil
 		})
+		// The follower holds the file it reads and its times, not the
+		// files rotation has moved it past.
+		if n := openLogFiles(t); b < 2 && n > 2 {
+			t.Errorf("after burst %d the follower holds %d log files open", b, n)
+		}
 	}
 	select {
 	case err := <-done:
@@ -961,4 +966,21 @@ func TestExecStream(t *testing.T) {
 	if _, err := r.ExecStream(ctx, id, runtime.ExecOptions{Argv: []string{"no-such-program-for-berth"}}); err == nil {
 		t.Error("exec of a missing program succeeded")
 	}
+}
+
+// openLogFiles counts this process's open files that are run logs or
+// their times (output.log*).
+func openLogFiles(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.Contains(filepath.Base(target), logFile) {
+			n++
+		}
+	}
+	return n
 }

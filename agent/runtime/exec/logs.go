@@ -439,6 +439,12 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 			if next == nil {
 				break
 			}
+			// The file left behind may have been rotated away: close it
+			// now, not when the follow ends, or it holds its space.
+			// (Closed again by the deferred closeAll: harmless.)
+			if cur != nil {
+				cur.close()
+			}
 			files = append(files, next)
 			cur, off = next, 0
 		}

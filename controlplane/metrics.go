@@ -111,13 +111,17 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 				return
 			}
 		}
-		samples := m.proxy.sampleAgents(r.Context())
+		nodes, err := m.proxy.nodesToSample(pods, ns, name)
+		if err != nil {
+			apiserver.WriteError(w, err)
+			return
+		}
+		samples := m.proxy.sampleAgents(r.Context(), nodes)
 		var out any
-		var err error
 		if pods {
 			out, err = podMetricsOf(m.proxy.store, samples, ns, name, sel)
 		} else {
-			out, err = nodeMetricsOf(m.proxy.store, samples, name, sel)
+			out, err = nodeMetricsOf(samples, name, sel)
 		}
 		if err != nil {
 			apiserver.WriteError(w, err)
@@ -134,18 +138,51 @@ type nodeSample struct {
 	metrics api.ResourceMetrics
 }
 
-// sampleAgents asks every node's agent for its resource metrics at once
-// and returns those that answered in time, by node name.
-func (p *ContainerProxy) sampleAgents(ctx context.Context) map[string]nodeSample {
+// nodesToSample are the nodes whose agents a metrics request needs: the
+// node named, the node of the pod named, the nodes of a namespace's pods,
+// or every node. A pod or node that does not exist needs none (the answer
+// is then a 404 or an empty list).
+func (p *ContainerProxy) nodesToSample(pods bool, ns, name string) ([]*api.Node, error) {
+	var names map[string]bool
+	switch {
+	case !pods && name != "":
+		names = map[string]bool{name: true}
+	case pods && (ns != "" || name != ""):
+		f := store.Filter{Namespace: ns}
+		if name != "" {
+			f.Predicate = func(o api.Object) bool { return o.GetName() == name }
+		}
+		objs, _, err := p.store.List(podKind, f)
+		if err != nil {
+			return nil, err
+		}
+		names = map[string]bool{}
+		for _, o := range objs {
+			if n := o.(*api.Pod).Spec.NodeName; n != "" {
+				names[n] = true
+			}
+		}
+	}
 	objs, _, err := p.store.List(nodeKind, store.Filter{})
 	if err != nil {
-		return nil
+		return nil, err
 	}
+	var nodes []*api.Node
+	for _, o := range objs {
+		if n := o.(*api.Node); names == nil || names[n.Name] {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes, nil
+}
+
+// sampleAgents asks the nodes' agents for their resource metrics at once
+// and returns those that answered in time, by node name.
+func (p *ContainerProxy) sampleAgents(ctx context.Context, nodes []*api.Node) map[string]nodeSample {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	out := map[string]nodeSample{}
-	for _, o := range objs {
-		node := o.(*api.Node)
+	for _, node := range nodes {
 		wg.Go(func() {
 			m, err := p.agentMetrics(ctx, node)
 			if err != nil {
@@ -199,7 +236,7 @@ func usage(u api.ResourceUsage) api.ResourceList {
 	}
 }
 
-func nodeMetricsOf(st *store.Store, samples map[string]nodeSample, name string, sel labels.Selector) (any, error) {
+func nodeMetricsOf(samples map[string]nodeSample, name string, sel labels.Selector) (any, error) {
 	var items []nodeMetrics
 	for _, s := range samples {
 		n := s.node

@@ -58,16 +58,16 @@ func TestMetricsOf(t *testing.T) {
 		}
 		return string(b)
 	}
-	got := encode(nodeMetricsOf(st, samples, "", labels.Everything()))
+	got := encode(nodeMetricsOf(samples, "", labels.Everything()))
 	for _, want := range []string{`"kind":"NodeMetricsList"`, `"apiVersion":"metrics.k8s.io/v1beta1"`, `"name":"n1"`, `"window":"10s"`, `"cpu":"1500m"`, `"memory":"2Gi"`, `"timestamp":"2026-11-30T12:00:00Z"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("node list %s lacks %s", got, want)
 		}
 	}
-	if got := encode(nodeMetricsOf(st, samples, "", labels.SelectorFromSet(labels.Set{"zone": "b"}))); !strings.Contains(got, `"items":[]`) {
+	if got := encode(nodeMetricsOf(samples, "", labels.SelectorFromSet(labels.Set{"zone": "b"}))); !strings.Contains(got, `"items":[]`) {
 		t.Errorf("nodes selected by a label none has: %s", got)
 	}
-	if _, err := nodeMetricsOf(st, samples, "n2", labels.Everything()); !apierrors.IsNotFound(err) {
+	if _, err := nodeMetricsOf(samples, "n2", labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("a node without metrics: %v", err)
 	}
 	got = encode(podMetricsOf(st, samples, "default", "", labels.Everything()))
@@ -85,5 +85,52 @@ func TestMetricsOf(t *testing.T) {
 	}
 	if _, err := podMetricsOf(st, samples, "default", "gone", labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("a pod the store does not have: %v", err)
+	}
+}
+
+// TestNodesToSample: a metrics request asks only the agents it needs: the
+// node named, the node of the pod named, the nodes of a namespace's pods,
+// or every node for a list of nodes or of every namespace's pods.
+func TestNodesToSample(t *testing.T) {
+	st := storeWithNode(t)
+	for _, n := range []string{"n2", "n3"} {
+		node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		api.Default(node)
+		if _, err := st.Create(t.Context(), node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []struct{ ns, name, node string }{{"default", "web", "n1"}, {"default", "db", "n2"}, {"shop", "cart", "n3"}, {"shop", "pending", ""}} {
+		pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name}}
+		pod.Spec.NodeName = p.node
+		pod.Spec.Containers = []api.Container{{Name: "app", Image: "app"}}
+		api.Default(pod)
+		if _, err := st.Create(t.Context(), pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy := &ContainerProxy{store: st}
+	for _, c := range []struct {
+		pods     bool
+		ns, name string
+		want     string
+	}{
+		{false, "", "", "n1,n2,n3"},
+		{false, "", "n2", "n2"},
+		{false, "", "nope", ""},
+		{true, "", "", "n1,n2,n3"},
+		{true, "default", "", "n1,n2"},
+		{true, "shop", "cart", "n3"},
+		{true, "shop", "pending", ""},
+		{true, "default", "nope", ""},
+	} {
+		nodes, err := proxy.nodesToSample(c.pods, c.ns, c.name)
+		var names []string
+		for _, n := range nodes {
+			names = append(names, n.Name)
+		}
+		if err != nil || strings.Join(names, ",") != c.want {
+			t.Errorf("pods %v %s/%s: %v, %v; want %s", c.pods, c.ns, c.name, names, err, c.want)
+		}
 	}
 }

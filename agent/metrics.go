@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -52,7 +51,6 @@ type metricsSample struct {
 	nodeMemory    int64
 	nodeOK        bool
 	containerCPUs map[string]int64 // by run
-	pods          []PodUsage
 }
 
 // Run samples until ctx ends.
@@ -78,13 +76,14 @@ func (m *MetricsSampler) Run(ctx context.Context) error {
 // Sample takes a sample now and, from the one before it, the usage over
 // the window between them.
 func (m *MetricsSampler) Sample(ctx context.Context) {
-	cur := &metricsSample{at: m.Clock.Now(), containerCPUs: map[string]int64{}, pods: m.Pods(ctx)}
+	pods := m.Pods(ctx)
+	cur := &metricsSample{at: m.Clock.Now(), containerCPUs: map[string]int64{}}
 	if m.Node != nil {
 		var err error
 		cur.nodeCPU, cur.nodeMemory, err = m.Node()
 		cur.nodeOK = err == nil
 	}
-	for _, p := range cur.pods {
+	for _, p := range pods {
 		for _, c := range p.Containers {
 			cur.containerCPUs[c.Run] = c.CPUNanos
 		}
@@ -109,7 +108,7 @@ func (m *MetricsSampler) Sample(ctx context.Context) {
 	if cur.nodeOK && prev.nodeOK {
 		out.Node = api.ResourceUsage{NanoCores: rate(cur.nodeCPU, prev.nodeCPU), MemoryBytes: cur.nodeMemory}
 	}
-	for _, p := range cur.pods {
+	for _, p := range pods {
 		pm := api.PodMetrics{Namespace: p.Pod.Namespace, Name: p.Pod.Name}
 		for _, c := range p.Containers {
 			before, ok := prev.containerCPUs[c.Run]
@@ -136,9 +135,6 @@ func (m *MetricsSampler) Latest() (api.ResourceMetrics, bool) {
 	return *m.latest, true
 }
 
-// userHZ is the unit of /proc/stat's times on every Linux machine.
-const userHZ = 100
-
 // ReadNodeUsage reads the node's CPU time (every CPU's time not idle or
 // waiting) from /proc/stat and its memory working set (total less
 // available) from /proc/meminfo.
@@ -150,16 +146,21 @@ func ReadNodeUsage() (cpuNanos, memoryBytes int64, err error) {
 	if cpuNanos, err = parseProcStat(stat); err != nil {
 		return 0, 0, err
 	}
-	meminfo, err := os.ReadFile("/proc/meminfo")
+	mem, err := readMeminfo()
 	if err != nil {
 		return 0, 0, err
 	}
-	memoryBytes, err = parseMeminfoWorkingSet(meminfo)
-	return cpuNanos, memoryBytes, err
+	total, ok1 := mem["MemTotal"]
+	avail, ok2 := mem["MemAvailable"]
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("%s has no MemTotal or MemAvailable", procMeminfo)
+	}
+	return cpuNanos, max(0, total-avail), nil
 }
 
 // parseProcStat reads the busy CPU time of the "cpu" line: user, nice,
-// system, irq, softirq and steal (guest time is within user).
+// system, irq, softirq and steal (guest time is within user), in USER_HZ,
+// which is 100 on every Linux machine.
 func parseProcStat(data []byte) (int64, error) {
 	line, _, _ := bytes.Cut(data, []byte("\n"))
 	f := strings.Fields(string(line))
@@ -174,33 +175,8 @@ func parseProcStat(data []byte) (int64, error) {
 		}
 		busy += v
 	}
+	const userHZ = 100
 	return busy * (int64(time.Second) / userHZ), nil
-}
-
-// parseMeminfoWorkingSet is MemTotal less MemAvailable, in bytes.
-func parseMeminfoWorkingSet(data []byte) (int64, error) {
-	var total, avail int64 = -1, -1
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
-			continue
-		}
-		v, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch f[0] {
-		case "MemTotal:":
-			total = v * 1024
-		case "MemAvailable:":
-			avail = v * 1024
-		}
-	}
-	if total < 0 || avail < 0 {
-		return 0, errors.New("/proc/meminfo: no MemTotal or MemAvailable")
-	}
-	return max(0, total-avail), nil
 }
 
 // serveMetrics answers the node's resource metrics as JSON; 503 until

@@ -157,7 +157,6 @@ func TestExecServerRefuses(t *testing.T) {
 		want string
 	}{
 		{base + "/default/web/app?command=true&stdout=true", http.StatusBadRequest, "WebSocket"},
-		{base + "/default/web/nope?command=true&stdout=true", http.StatusBadRequest, "WebSocket"},
 		{base + "/default/web/app?stdout=true", http.StatusBadRequest, "no command"},
 		{base + "/default/web/app?command=true", http.StatusBadRequest, "at least one of"},
 		{base + "/default/web/app?command=true&stdout=maybe", http.StatusBadRequest, "stdout"},
@@ -167,6 +166,25 @@ func TestExecServerRefuses(t *testing.T) {
 		if code != tc.code || !strings.Contains(body, tc.want) {
 			t.Errorf("GET %s = %d %q, want %d with %q", tc.url, code, body, tc.code, tc.want)
 		}
+	}
+	// A WebSocket handshake for a container the node does not run is a
+	// 404 before any upgrade.
+	req, err := http.NewRequest(http.MethodGet, base+"/default/web/nope?command=true&stdout=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+		"Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Protocol": "v5.channel.k8s.io"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "container nope of pod default/web") {
+		t.Errorf("an unknown container: %d %s", resp.StatusCode, body)
 	}
 	if code, _ := logServerGet(t, f.client(t, "system:node:n2"), base+"/default/web/app?command=true&stdout=true"); code != http.StatusForbidden {
 		t.Errorf("another node's certificate: %d, want 403", code)

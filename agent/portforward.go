@@ -26,9 +26,6 @@ const (
 	headerRequestID     = "requestID"
 	// portForwardDialTimeout bounds reaching the pod's port.
 	portForwardDialTimeout = 5 * time.Second
-	// portForwardPairTimeout bounds how long one stream of a pair waits
-	// for the other.
-	portForwardPairTimeout = 30 * time.Second
 )
 
 var portForwardUpgrader = websocket.Upgrader{
@@ -104,9 +101,10 @@ type portForwarder struct {
 	wg    sync.WaitGroup
 }
 
+// streamPair is one forwarded connection's streams. A half whose other
+// half never comes waits until the connection closes, which ends it.
 type streamPair struct {
 	data, errs httpstream.Stream
-	timer      *time.Timer
 }
 
 func (pf *portForwarder) add(st httpstream.Stream) {
@@ -115,8 +113,6 @@ func (pf *portForwarder) add(st httpstream.Stream) {
 	if p == nil {
 		p = &streamPair{}
 		pf.pairs[id] = p
-		// A pair whose other half never comes is dropped.
-		p.timer = time.AfterFunc(portForwardPairTimeout, func() { st.Reset() })
 	}
 	switch st.Headers().Get(headerStreamType) {
 	case "data":
@@ -130,7 +126,6 @@ func (pf *portForwarder) add(st httpstream.Stream) {
 	if p.data == nil || p.errs == nil {
 		return
 	}
-	p.timer.Stop()
 	delete(pf.pairs, id)
 	pf.wg.Go(func() { pf.forward(p) })
 }

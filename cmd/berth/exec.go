@@ -19,6 +19,7 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
 )
 
 // execOptions are the flags of `berth exec`, kubectl's names.
@@ -244,7 +245,7 @@ func (a *clientAPI) restConfig() *rest.Config {
 
 // podURL is the URL of a pod's subresource on the client's server.
 func (a *clientAPI) podURL(ns, name, sub string) string {
-	return strings.TrimSuffix(a.cfg.Server, "/") + "/api/v1/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(name) + "/" + sub
+	return strings.TrimSuffix(a.cfg.Server, "/") + client.ResourcePath(api.KindOf(&api.Pod{}), ns, name, sub)
 }
 
 // connectPod connects to the API and finds the pod a command names, as

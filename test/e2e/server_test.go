@@ -98,8 +98,12 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	// Deployment's revision annotation back, so the Deployment carries one.
 	kc("create", "deployment", "undo", "--image=busybox", "--", "sleep", "3600")
 	waitFor(t, 10*time.Second, "the first revision", func() error {
-		if d, err := s.getJSON(t, "deployment", "undo"); err != nil || field(d, "metadata.annotations") == nil {
-			return fmt.Errorf("deployment %v: %v", d, err)
+		d, err := s.getJSON(t, "deployment", "undo")
+		if err != nil {
+			return err
+		}
+		if ann, _ := field(d, "metadata.annotations").(map[string]any); ann["deployment.kubernetes.io/revision"] != "1" {
+			return fmt.Errorf("annotations %v", ann)
 		}
 		return nil
 	})

@@ -273,11 +273,9 @@ func (t *logTimes) close() {
 }
 
 // at is the time of the byte at off: that of the last write that began at
-// or before it. false when no time is known for it.
+// or before it, among the times read so far (refresh). false when no time
+// is known for it.
 func (t *logTimes) at(off int64) (time.Time, bool) {
-	if n := len(t.entries); n == 0 || t.entries[n-1].off < off {
-		t.refresh()
-	}
 	i := sort.Search(len(t.entries), func(i int) bool { return t.entries[i].off > off })
 	if i == 0 {
 		return time.Time{}, false
@@ -335,8 +333,14 @@ func (c *logCopier) copy(l *openedLog, off int64) (int64, error) {
 					return off, werr
 				}
 				off += int64(n)
-			} else if off, err = c.lines(l, off, c.buf[:n]); err != nil {
-				return off, err
+			} else {
+				// Every write's time is recorded before its bytes: one
+				// read of the times covers every line of what was read.
+				l.times.refresh()
+				var lerr error
+				if off, lerr = c.lines(l, off, c.buf[:n]); lerr != nil {
+					return off, lerr
+				}
 			}
 		}
 		if err == io.EOF {

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -62,8 +63,7 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 		if spec.NonResourceAttributes == nil {
 			return false, "the review names neither a resource nor a path"
 		}
-		switch spec.NonResourceAttributes.Path {
-		case "/version", "/livez", "/healthz", "/readyz", "/metrics":
+		if slices.Contains(publicPaths, spec.NonResourceAttributes.Path) {
 			return true, ""
 		}
 		if admin {
@@ -110,6 +110,9 @@ type RulesLister interface {
 	RulesFor(id *Identity, namespace string) (rules []authorizationv1.ResourceRule, incomplete string)
 }
 
+// publicPaths are the server's paths that need no token.
+var publicPaths = []string{"/healthz", "/livez", "/metrics", "/readyz", "/version"}
+
 // Rules every authenticated caller has, as Kubernetes' system:basic-user
 // and system:public-info-viewer give them: the reviews about itself, and
 // the paths that need no token.
@@ -118,9 +121,7 @@ var (
 		{Verbs: []string{VerbCreate}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
 		{Verbs: []string{VerbCreate}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
 	}
-	publicPathRules = []authorizationv1.NonResourceRule{
-		{Verbs: []string{VerbGet}, NonResourceURLs: []string{"/healthz", "/livez", "/metrics", "/readyz", "/version"}},
-	}
+	publicPathRules = []authorizationv1.NonResourceRule{{Verbs: []string{VerbGet}, NonResourceURLs: publicPaths}}
 )
 
 // serveRulesReview answers a SelfSubjectRulesReview: what the caller may

@@ -70,8 +70,6 @@ type discoveryDocs struct {
 	aggregatedApis []byte            // /apis, aggregated
 }
 
-// reviewResource is a resource that is only ever created, answered at
-// once and never stored (review.go), so not a kind of the registry.
 // virtualResource is a resource served but not stored: the self reviews
 // (created, answered, forgotten) and the resource metrics of
 // metrics.k8s.io, which the control plane registers from the agents'.

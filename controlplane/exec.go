@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
@@ -76,7 +75,7 @@ func parsePodExecQuery(pod *api.Pod, q url.Values) (podExecRequest, error) {
 // the API server's client certificate, and the API server has already
 // authorized the user to create pods/exec.
 func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj api.Object) {
-	pod, ok := connectPod(w, r, obj, "exec")
+	pod, ok := connectPod(w, obj, "exec")
 	if !ok {
 		return
 	}
@@ -110,7 +109,7 @@ func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj a
 // upgrade on to the agent of the pod's node, which forwards the
 // connections kubectl port-forward tunnels in it to the pod's ports.
 func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request, obj api.Object) {
-	pod, ok := connectPod(w, r, obj, "portforward")
+	pod, ok := connectPod(w, obj, "portforward")
 	if !ok {
 		return
 	}
@@ -174,21 +173,16 @@ func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, po
 	proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// connectPod is the pod of a connect subresource (exec, portforward),
-// which takes GET (a WebSocket's handshake) and POST; false when it has
-// answered the request with an error.
-func connectPod(w http.ResponseWriter, r *http.Request, obj api.Object, sub string) (*api.Pod, bool) {
+// connectPod is the pod of a connect subresource (exec, portforward);
+// false when it has answered the request with an error. The API server
+// has already refused any method but GET (a WebSocket's handshake) and
+// POST.
+func connectPod(w http.ResponseWriter, obj api.Object, sub string) (*api.Pod, bool) {
 	pod, ok := obj.(*api.Pod)
 	if !ok {
 		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("%s of a %T", sub, obj)))
-		return nil, false
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodPost {
-		w.Header().Set("Allow", "GET, POST")
-		apiserver.WriteError(w, apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/" + sub}, r.Method))
-		return nil, false
-	}
-	return pod, true
+	return pod, ok
 }
 
 // isWebSocketUpgrade reports whether r asks to switch to a WebSocket.

@@ -63,10 +63,12 @@ func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer,
 	return issuer.ServingCertIssuer(), nil
 }
 
-// ContainerProxy serves pods/log and pods/exec: it finds the node a pod is bound to and
-// streams the container's log from that node's agent, over TLS verified
-// against the cluster CA, presenting the API server's client certificate.
-// One transport serves every request, so connections to agents are kept.
+// ContainerProxy serves pods/log, pods/exec, pods/portforward and the
+// resource metrics of metrics.k8s.io: it finds the node a pod is bound to
+// and reaches that node's agent (for the metrics, every agent needed),
+// over TLS verified against the cluster CA, presenting the API server's
+// client certificate. One transport serves every request, so connections
+// to agents are kept.
 type ContainerProxy struct {
 	store  *store.Store
 	client *http.Client

@@ -110,7 +110,8 @@ type Server struct {
 	scheduler   *sched.Scheduler
 	// events writes the events of the controllers and the scheduler.
 	events *event.Writer
-	// containers proxies pods/log and pods/exec to agents; Run ends its
+	// containers proxies pods/log, pods/exec and pods/portforward to
+	// agents and gathers their resource metrics; Run ends its
 	// streams at shutdown.
 	containers *ContainerProxy
 }

@@ -73,7 +73,7 @@ func NewContainerServer(o ContainerServerOptions) http.Handler {
 	mux.HandleFunc("GET "+api.ResourceMetricsPath, s.serveMetrics)
 	mux.HandleFunc("GET "+api.PortForwardPath+"/{namespace}/{pod}", s.servePortForward)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER and GET %s/NAMESPACE/POD/CONTAINER", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD and %s", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath, api.PortForwardPath, api.ResourceMetricsPath), http.StatusNotFound)
 	})
 	return s.authenticate(mux)
 }
@@ -121,7 +121,7 @@ func (s *containerServer) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if leaf.Subject.CommonName != api.APIServerClientName {
-			http.Error(w, fmt.Sprintf("Forbidden: %q may not read container logs", leaf.Subject.CommonName), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: %q may not use the container server (logs, exec, port-forward, metrics)", leaf.Subject.CommonName), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

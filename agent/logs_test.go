@@ -363,7 +363,7 @@ func TestLogServerRefusesOthers(t *testing.T) {
 	url := f.srv.URL + api.ContainerLogsPath + "/default/web/app"
 
 	code, body := logServerGet(t, f.client(t, "system:node:n2"), url)
-	if code != http.StatusForbidden || !strings.Contains(body, `"system:node:n2" may not read container logs`) || strings.Contains(body, "line") {
+	if code != http.StatusForbidden || !strings.Contains(body, `"system:node:n2" may not use the container server`) || strings.Contains(body, "line") {
 		t.Errorf("another name: %d %q, want 403", code, body)
 	}
 

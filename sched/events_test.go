@@ -69,6 +69,10 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Until the scheduler has seen the last of them, one of them could
+	// still send the pod back during an attempt below, which must then
+	// back off for longer than the clock is stepped.
+	waitCached(t, sc, "n1", func(n *NodeInfo) bool { return n.labels["rack"] == "4" })
 	waitFor(t, func() bool { st := sc.Stats(); return st.Backoff == 1 && st.Parked == 0 })
 	if st := sc.Stats(); st.Attempts != 1 {
 		t.Fatalf("%d attempts during the back-off, want 1", st.Attempts)
@@ -79,6 +83,7 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 	testtool.WaitFor(t, 5*time.Second, "FailedScheduling bumped to 2", failed(2))
 
 	create(t, s, makeNode("n2", nodeLabels("disk", "ssd")))
+	waitCached(t, sc, "n2", func(*NodeInfo) bool { return true })
 	waitFor(t, func() bool { st := sc.Stats(); return st.Backoff == 1 && st.Parked == 0 })
 	waitFor(t, func() bool { return clk.Waiters() >= 2 })
 	clk.Step(2 * time.Second)
@@ -94,4 +99,18 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 	if err := failed(2)(); err != nil {
 		t.Error(err)
 	}
+}
+
+// waitCached waits until the scheduler's cache holds the node as cond
+// wants it: its watch has brought every change the test made before.
+func waitCached(t *testing.T, sc *Scheduler, name string, cond func(*NodeInfo) bool) {
+	t.Helper()
+	waitFor(t, func() bool {
+		var ok bool
+		sc.cache.locked(func() {
+			n := sc.cache.nodes.Get(name)
+			ok = n != nil && n.node != nil && cond(n)
+		})
+		return ok
+	})
 }

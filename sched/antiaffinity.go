@@ -66,7 +66,7 @@ func requiredLabels(sel labels.Selector, ns string) (required []podLabel, exact 
 	return out, len(reqs) == 1 && len(out) == 1
 }
 
-func (t *affinityTerm) matches(p *PodInfo) bool {
+func (t *affinityTerm) matches(p *podFacts) bool {
 	return contains(t.namespaces, p.Namespace) && t.selector.Matches(labels.Set(p.Labels))
 }
 
@@ -138,7 +138,7 @@ func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 			return statusAntiAffinity
 		}
 		for _, other := range node.pods {
-			if t.matches(other) {
+			if t.matches(&other.podFacts) {
 				return statusAntiAffinity
 			}
 		}
@@ -163,7 +163,7 @@ func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 			if _, ok := node.labels[t.topologyKey]; !ok {
 				continue
 			}
-			if t.matches(pod) {
+			if t.matches(&pod.podFacts) {
 				return statusExistingAntiAffinity
 			}
 		}

@@ -14,9 +14,11 @@ import (
 // single value still reads the pods.
 func TestAntiAffinityLabelCounts(t *testing.T) {
 	const mine = "[node(s) didn't match pod anti-affinity rules]"
-	web := NewPodInfo(makePod("a", podLabels("app", "web")))
-	db := NewPodInfo(makePod("b", podLabels("app", "db")))
-	n := NewNodeInfo(makeNode("n"), web, db)
+	web := NewPodInfo(makePod("a", podLabels("app", "web"))).placed()
+	db := NewPodInfo(makePod("b", podLabels("app", "db"))).placed()
+	n := NewNodeInfo(makeNode("n"))
+	n.addPod(web)
+	n.addPod(db)
 	loner := NewPodInfo(makePod("p", podLabels("app", "web"), antiAffinity(nil, "app", "web")))
 	notDB := makePod("q")
 	notDB.Spec.Affinity = &api.Affinity{PodAntiAffinity: &api.PodAntiAffinity{
@@ -76,7 +78,7 @@ func TestAntiAffinityTwoLabelsReadsPods(t *testing.T) {
 	if got := reasonsOf(podAntiAffinity{}.Filter(info, n)); got != "" {
 		t.Errorf("got %q, want the node accepted", got)
 	}
-	both := NewPodInfo(makePod("c", podLabels("app", "web"), podLabels("tier", "front")))
+	both := NewPodInfo(makePod("c", podLabels("app", "web"), podLabels("tier", "front"))).placed()
 	n.addPod(both)
 	if got := reasonsOf(podAntiAffinity{}.Filter(info, n)); got != "[node(s) didn't match pod anti-affinity rules]" {
 		t.Errorf("got %q with a pod of both labels", got)

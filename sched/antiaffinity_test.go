@@ -77,17 +77,17 @@ func TestAntiAffinityMatchedOncePerCycle(t *testing.T) {
 		ns := NewNodes(nodes...)
 		type placement struct {
 			node *NodeInfo
-			info *PodInfo
+			pod  *placedPod
 		}
 		var placedPods []placement
 		for i := range 25 {
-			info := NewPodInfo(randomPod(fmt.Sprintf("r%d-p%d", round, i)))
-			n := ns.AddPod(nodes[rng.IntN(len(nodes))].Name, info)
-			placedPods = append(placedPods, placement{n, info})
+			p := NewPodInfo(randomPod(fmt.Sprintf("r%d-p%d", round, i))).placed()
+			n := ns.AddPod(nodes[rng.IntN(len(nodes))].Name, p)
+			placedPods = append(placedPods, placement{n, p})
 		}
 		for range 8 {
 			i := rng.IntN(len(placedPods))
-			if !ns.RemovePod(placedPods[i].node, placedPods[i].info) {
+			if !ns.RemovePod(placedPods[i].node, placedPods[i].pod) {
 				t.Fatal("placed pod not removed")
 			}
 			placedPods = slices.Delete(placedPods, i, i+1)

@@ -66,7 +66,7 @@ func BenchmarkScheduleCore(b *testing.B) {
 		n, _ := nodes.Set(benchNode(i))
 		// ten pods of various owners already there
 		for j := range 10 {
-			nodes.AddPod(n.Name(), NewPodInfo(benchPod(i*10+j, owners)))
+			nodes.AddPod(n.Name(), NewPodInfo(benchPod(i*10+j, owners)).placed())
 		}
 	}
 	pods := make([]*PodInfo, 4096)
@@ -83,7 +83,7 @@ func BenchmarkScheduleCore(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		nodes.AddPod(res.Node, p)
+		nodes.AddPod(res.Node, p.placed())
 	}
 	cpu.report(b, i)
 }

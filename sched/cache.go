@@ -41,13 +41,6 @@ type cache struct {
 	spare   []change
 }
 
-// placedPod is a pod the cache counts on a node.
-type placedPod struct {
-	info    *PodInfo
-	node    *NodeInfo
-	assumed bool
-}
-
 // change is one posted change to the cache.
 type change struct {
 	op   changeOp
@@ -120,8 +113,10 @@ func (c *cache) schedule(fw *Framework, pod *PodInfo) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	node := c.nodes.AddPod(res.Node, pod)
-	c.pods[pod.UID] = &placedPod{info: pod, node: node, assumed: true}
+	p := pod.placed()
+	p.attempt = pod
+	p.node = c.nodes.AddPod(res.Node, p)
+	c.pods[pod.UID] = p
 	return res, nil
 }
 
@@ -169,7 +164,7 @@ func (c *cache) retainPods(keep map[types.UID]bool) {
 	defer c.mu.Unlock()
 	c.drain()
 	for uid, p := range c.pods {
-		if !keep[uid] && !p.assumed {
+		if !keep[uid] && p.attempt == nil {
 			c.unplace(p)
 		}
 	}
@@ -188,11 +183,11 @@ func (c *cache) apply(ch *change) {
 			c.unplace(p)
 		}
 	case opConfirm:
-		if p := c.pods[ch.info.UID]; p != nil && p.info == ch.info {
-			p.assumed = false
+		if p := c.pods[ch.info.UID]; p != nil && p.attempt == ch.info {
+			p.attempt = nil
 		}
 	case opForget:
-		if p := c.pods[ch.info.UID]; p != nil && p.info == ch.info && p.assumed {
+		if p := c.pods[ch.info.UID]; p != nil && p.attempt == ch.info {
 			c.unplace(p)
 		}
 	}
@@ -201,26 +196,22 @@ func (c *cache) apply(ch *change) {
 func (c *cache) applyPod(pod *api.Pod) {
 	terminating := pod.DeletionTimestamp != nil
 	if p := c.pods[pod.UID]; p != nil {
-		if p.node.name == pod.Spec.NodeName && p.info.Terminating == terminating && !p.assumed && p.info.Pod == nil {
+		if p.node.name == pod.Spec.NodeName && p.Terminating == terminating {
+			// Bound where it was assumed, or a later change of a bound
+			// pod: nothing to place again.
+			p.attempt = nil
 			return
 		}
-		// A pod the cache still holds as it was scheduled (assumed, or
-		// confirmed before the watch showed it bound) is placed again
-		// from what the watch shows, so that the cache lets go of the
-		// whole object as created.
 		c.unplace(p)
 	}
-	info := NewPodInfo(pod)
-	// Not the pod itself: keeping it for each of 100,000 pods held a
-	// version of each that the store had long replaced.
-	info.Pod = nil
-	n := c.nodes.AddPod(pod.Spec.NodeName, info)
-	c.pods[pod.UID] = &placedPod{info: info, node: n}
+	p := &placedPod{podFacts: newPodFacts(pod)}
+	p.node = c.nodes.AddPod(pod.Spec.NodeName, p)
+	c.pods[pod.UID] = p
 }
 
 func (c *cache) unplace(p *placedPod) {
-	c.nodes.RemovePod(p.node, p.info)
-	delete(c.pods, p.info.UID)
+	c.nodes.RemovePod(p.node, p)
+	delete(c.pods, p.UID)
 }
 
 // schedulingChanged reports whether a node update changed anything the

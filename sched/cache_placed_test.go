@@ -7,8 +7,8 @@ import (
 )
 
 // Once the watch shows an assumed pod bound, the cache keeps only what it
-// reads of it (UID, namespace, labels), not the object as it was
-// scheduled, and still counts it once.
+// reads of it (UID, namespace, labels, requests), neither the object nor
+// the attempt that scheduled it, and still counts it once.
 func TestCacheKeepsNoPlacedPod(t *testing.T) {
 	pod := makePod("a", requests("1", ""))
 	pod.Labels = map[string]string{"app": "web"}
@@ -19,12 +19,11 @@ func TestCacheKeepsNoPlacedPod(t *testing.T) {
 		if p == nil {
 			t.Fatal("pod not placed")
 		}
-		if p.info.Pod != nil {
-			t.Error("the cache keeps a pod object")
+		if p.attempt != nil {
+			t.Error("the cache keeps the attempt of a pod the watch shows bound")
 		}
-		got := p.info
-		if got.Key != pod.Namespace+"/a" || got.Namespace != pod.Namespace || got.UID != pod.UID || got.Labels["app"] != "web" || p.node.name != "n" {
-			t.Errorf("placed pod %+v on %s", got, p.node.name)
+		if p.Namespace != pod.Namespace || p.UID != pod.UID || p.Labels["app"] != "web" || p.node.name != "n" {
+			t.Errorf("placed pod %+v on %s", p.podFacts, p.node.name)
 		}
 		if r := c.nodes.Get("n").Requested; r.MilliCPU != 1000 || r.Pods != 1 {
 			t.Errorf("requested %+v", r)
@@ -39,21 +38,46 @@ func TestCacheKeepsNoPlacedPod(t *testing.T) {
 	})
 }
 
-// A pod whose binding is confirmed before the watch shows it bound is
-// placed again from the watch too: the cache does not keep the object as
-// it was scheduled.
+// A pod whose binding is confirmed before the watch shows it bound lets
+// go of its attempt at the confirmation, and the watch's event then
+// places nothing again.
 func TestCacheLetsGoOfConfirmedPod(t *testing.T) {
 	pod := makePod("a", requests("1", ""))
 	c, _ := scheduleThenBind(t, pod, true)
 	c.locked(func() {
 		p := c.pods[pod.UID]
-		if p == nil || p.info.Pod != nil || p.assumed {
-			t.Fatalf("placed %+v: want a PodInfo without the pod, not assumed", p)
+		if p == nil || p.attempt != nil {
+			t.Fatalf("placed %+v: want the pod's facts, not its attempt", p)
 		}
 		if r := c.nodes.Get("n").Requested; r.MilliCPU != 1000 || r.Pods != 1 {
 			t.Errorf("requested %+v", r)
 		}
+		if n := c.nodes.Get("n"); len(n.pods) != 1 || n.pods[0] != p {
+			t.Errorf("node holds %d pods", len(n.pods))
+		}
 	})
+}
+
+// A failed binding gives the room back, unless the watch has meanwhile
+// shown the pod bound: then it stays as the watch saw it.
+func TestCacheForget(t *testing.T) {
+	for _, seen := range []bool{false, true} {
+		pod := makePod("a", requests("1", ""))
+		c, a := assume(t, pod)
+		if seen {
+			showBound(c, pod)
+		}
+		c.forget(a)
+		want := int64(0)
+		if seen {
+			want = 1000
+		}
+		c.locked(func() {
+			if r := c.nodes.Get("n").Requested; r.MilliCPU != want {
+				t.Errorf("seen bound %v: requested %d after forget, want %d", seen, r.MilliCPU, want)
+			}
+		})
+	}
 }
 
 // scheduleThenBind schedules pod on a cache of one node "n" (confirming
@@ -61,17 +85,29 @@ func TestCacheLetsGoOfConfirmedPod(t *testing.T) {
 // bound, as the watch would, and returns the cache and that pod.
 func scheduleThenBind(t *testing.T, pod *api.Pod, confirm bool) (*cache, *api.Pod) {
 	t.Helper()
+	c, a := assume(t, pod)
+	if confirm {
+		c.confirm(a)
+	}
+	return c, showBound(c, pod)
+}
+
+// assume schedules pod on a cache of one node "n", which assumes it there.
+func assume(t *testing.T, pod *api.Pod) (*cache, *PodInfo) {
+	t.Helper()
 	c := newCache()
 	c.setNode(makeNode("n", allocatable("2", "1Gi", 110)))
 	a := NewPodInfo(pod)
 	if _, err := c.schedule(NewFramework(FrameworkOptions{}), a); err != nil {
 		t.Fatal(err)
 	}
-	if confirm {
-		c.confirm(a)
-	}
+	return c, a
+}
+
+// showBound shows the cache pod bound to "n", as the watch would.
+func showBound(c *cache, pod *api.Pod) *api.Pod {
 	bound := pod.DeepCopy()
 	bound.Spec.NodeName = "n"
 	c.setPod(bound)
-	return c, bound
+	return bound
 }

@@ -174,7 +174,7 @@ func antiAffinity(namespaces []string, kv ...string) func(*api.Pod) {
 func placed(node *api.Node, pods ...*api.Pod) *NodeInfo {
 	n := NewNodeInfo(node)
 	for _, p := range pods {
-		n.addPod(NewPodInfo(p))
+		n.addPod(NewPodInfo(p).placed())
 	}
 	return n
 }
@@ -193,7 +193,7 @@ func cluster(nps ...nodePods) *Nodes {
 	for _, np := range nps {
 		ns.Set(np.node)
 		for _, p := range np.pods {
-			ns.AddPod(np.node.Name, NewPodInfo(p))
+			ns.AddPod(np.node.Name, NewPodInfo(p).placed())
 		}
 	}
 	return ns

@@ -77,8 +77,8 @@ type NodeInfo struct {
 	preferTaints    []api.Taint
 	// ports are the host ports in use, one entry per pod port.
 	ports    []HostPort
-	pods     []*PodInfo
-	antiPods []*PodInfo
+	pods     []*placedPod
+	antiPods []*placedPod
 
 	node   *api.Node
 	name   string
@@ -95,7 +95,7 @@ type NodeInfo struct {
 type podLabel struct{ namespace, key, value string }
 
 // countLabels adds d to the counts of the pod's labels.
-func (n *NodeInfo) countLabels(p *PodInfo, d int32) {
+func (n *NodeInfo) countLabels(p *placedPod, d int32) {
 	if len(p.Labels) == 0 {
 		return
 	}
@@ -148,7 +148,7 @@ func NewNodeInfo(node *api.Node, pods ...*PodInfo) *NodeInfo {
 	n := &NodeInfo{}
 	n.setNode(node)
 	for _, p := range pods {
-		n.addPod(p)
+		n.addPod(p.placed())
 	}
 	return n
 }
@@ -159,10 +159,6 @@ func (n *NodeInfo) Node() *api.Node { return n.node }
 
 // Name returns the node's name.
 func (n *NodeInfo) Name() string { return n.name }
-
-// Pods returns the pods placed on the node. The slice is the NodeInfo's
-// own; do not change it.
-func (n *NodeInfo) Pods() []*PodInfo { return n.pods }
 
 // setNode refreshes the facts taken from the node object and keeps the
 // pods placed on it.
@@ -261,7 +257,7 @@ func conditionTaintKeys(node *api.Node) []string {
 }
 
 // addPod adds a pod's requests and ports to the node's.
-func (n *NodeInfo) addPod(p *PodInfo) {
+func (n *NodeInfo) addPod(p *placedPod) {
 	n.Requested.add(p.Requests)
 	n.NonZeroCPU += p.NonZeroCPU
 	n.NonZeroMemory += p.NonZeroMemory
@@ -283,7 +279,7 @@ func (n *NodeInfo) addPod(p *PodInfo) {
 
 // removePod takes a pod added with addPod off the node, and reports
 // whether it was there.
-func (n *NodeInfo) removePod(p *PodInfo) bool {
+func (n *NodeInfo) removePod(p *placedPod) bool {
 	var ok bool
 	if n.pods, ok = removePod(n.pods, p); !ok {
 		return false
@@ -316,7 +312,7 @@ func (n *NodeInfo) removePod(p *PodInfo) bool {
 	return true
 }
 
-func removePod(pods []*PodInfo, p *PodInfo) ([]*PodInfo, bool) {
+func removePod(pods []*placedPod, p *placedPod) ([]*placedPod, bool) {
 	for i, q := range pods {
 		if q == p {
 			last := len(pods) - 1

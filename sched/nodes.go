@@ -91,7 +91,7 @@ func (ns *Nodes) Remove(name string) {
 
 // AddPod places a pod on the node of that name, which need not have been
 // seen yet.
-func (ns *Nodes) AddPod(name string, p *PodInfo) *NodeInfo {
+func (ns *Nodes) AddPod(name string, p *placedPod) *NodeInfo {
 	n := ns.byName[name]
 	if n == nil {
 		n = ns.alloc(name)
@@ -120,7 +120,7 @@ func (ns *Nodes) AddPod(name string, p *PodInfo) *NodeInfo {
 // for every pod that holds it on every node.
 func (ns *Nodes) antiTermsMatching(pod *PodInfo, out []antiMatch) []antiMatch {
 	for key, pt := range ns.antiTerms {
-		if pt.term.matches(pod) {
+		if pt.term.matches(&pod.podFacts) {
 			out = append(out, antiMatch{key: key, topologyKey: pt.term.topologyKey})
 		}
 	}
@@ -129,7 +129,7 @@ func (ns *Nodes) antiTermsMatching(pod *PodInfo, out []antiMatch) []antiMatch {
 
 // RemovePod takes a pod placed with AddPod off its node, and reports
 // whether it was there.
-func (ns *Nodes) RemovePod(n *NodeInfo, p *PodInfo) bool {
+func (ns *Nodes) RemovePod(n *NodeInfo, p *placedPod) bool {
 	if !n.removePod(p) {
 		return false
 	}

@@ -23,38 +23,19 @@ type HostPort struct {
 
 // PodInfo is a pod with everything the plugins ask of it computed once per
 // scheduling attempt: requests as Kubernetes sums them, host ports, owner,
-// compiled selectors. The cache keeps the PodInfo of every placed pod, so
-// taking a pod off a node subtracts exactly what placing it added.
+// compiled selectors.
 type PodInfo struct {
-	// Pod is the pod being scheduled. The PodInfo the cache keeps of a
-	// placed pod has none: only the namespace, labels and UID below, which
-	// is what other pods' anti-affinity and the cache read of it.
+	// Pod is the pod being scheduled.
 	Pod *api.Pod
 	// Key is "namespace/name".
-	Key       string
-	Namespace string
-	Labels    map[string]string
-	UID       types.UID
-	// Requests are max(sum of containers, any init container) per
-	// resource, and one pod.
-	Requests Resources
-	// NonZeroCPU and NonZeroMemory are the requests with the scoring
-	// defaults filled in for containers that request nothing.
-	NonZeroCPU    int64
-	NonZeroMemory int64
+	Key string
+	podFacts
 	// BestEffort: no container requests or limits cpu or memory (QoS
 	// class BestEffort), which is what memory pressure turns away.
 	BestEffort bool
-	Ports      []HostPort
-	// Owner identifies the controller (a hash of its UID), 0 for none.
-	Owner uint64
-	// Terminating: the pod has a deletion timestamp. It still holds its
-	// resources but no longer counts for spreading.
-	Terminating bool
 
 	nodeSelector            nodeSelector
 	preferred               []preferredTerm
-	antiAffinity            []affinityTerm
 	tolerations             []api.Toleration
 	toleratesMemoryPressure bool
 	// volumes is the volume hook's test for this attempt, nil if the
@@ -68,35 +49,80 @@ type PodInfo struct {
 	antiPrepared bool
 }
 
+// podFacts are what placing a pod adds to its node, so that taking it off
+// subtracts exactly that, and what the pods scheduled after it read of it:
+// its namespace and labels for anti-affinity, its owner for spreading.
+type podFacts struct {
+	Namespace string
+	Labels    map[string]string
+	UID       types.UID
+	// Requests are max(sum of containers, any init container) per
+	// resource, and one pod.
+	Requests Resources
+	// NonZeroCPU and NonZeroMemory are the requests with the scoring
+	// defaults filled in for containers that request nothing.
+	NonZeroCPU    int64
+	NonZeroMemory int64
+	Ports         []HostPort
+	// Owner identifies the controller (a hash of its UID), 0 for none.
+	Owner uint64
+	// Terminating: the pod has a deletion timestamp. It still holds its
+	// resources but no longer counts for spreading.
+	Terminating  bool
+	antiAffinity []affinityTerm
+}
+
+// placedPod is a pod the cache counts on a node. It keeps the pod's facts
+// alone, not its PodInfo (a third of whose size is the attempt's) nor the
+// object: a cluster of 100,000 pods keeps one each.
+type placedPod struct {
+	podFacts
+	node *NodeInfo
+	// attempt is the scheduling attempt that assumed the pod here, until
+	// its binding is confirmed (by the binder or the watch); nil once
+	// bound.
+	attempt *PodInfo
+}
+
 // NewPodInfo computes what the plugins need of pod. pod is not changed or
 // kept beyond the PodInfo's life.
 func NewPodInfo(pod *api.Pod) *PodInfo {
 	p := &PodInfo{
 		Pod:         pod,
 		Key:         pod.Namespace + "/" + pod.Name,
-		Namespace:   pod.Namespace,
-		Labels:      pod.Labels,
-		UID:         pod.UID,
-		Terminating: pod.DeletionTimestamp != nil,
+		podFacts:    newPodFacts(pod),
+		BestEffort:  isBestEffort(&pod.Spec),
 		tolerations: pod.Spec.Tolerations,
 	}
-	p.Requests, p.NonZeroCPU, p.NonZeroMemory = podRequests(&pod.Spec)
-	p.BestEffort = isBestEffort(&pod.Spec)
 	// Kubernetes gives every pod that is not BestEffort a toleration of
 	// memory pressure: such pods declared what they need.
 	p.toleratesMemoryPressure = !p.BestEffort
-	p.Ports = podPorts(&pod.Spec)
+	p.nodeSelector = compileNodeSelector(&pod.Spec)
+	p.preferred = compilePreferred(pod.Spec.Affinity)
+	return p
+}
+
+func newPodFacts(pod *api.Pod) podFacts {
+	f := podFacts{
+		Namespace:    pod.Namespace,
+		Labels:       pod.Labels,
+		UID:          pod.UID,
+		Terminating:  pod.DeletionTimestamp != nil,
+		Ports:        podPorts(&pod.Spec),
+		antiAffinity: compileAntiAffinity(pod),
+	}
+	f.Requests, f.NonZeroCPU, f.NonZeroMemory = podRequests(&pod.Spec)
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller {
-			p.Owner = ownerHash(string(ref.UID))
+			f.Owner = ownerHash(string(ref.UID))
 			break
 		}
 	}
-	p.nodeSelector = compileNodeSelector(&pod.Spec)
-	p.preferred = compilePreferred(pod.Spec.Affinity)
-	p.antiAffinity = compileAntiAffinity(pod)
-	return p
+	return f
 }
+
+// placed is what the cache keeps of the pod once it is placed.
+func (p *PodInfo) placed() *placedPod { return &placedPod{podFacts: p.podFacts} }
 
 // podRequests sums requests as Kubernetes does: containers run together,
 // init containers one at a time before them, so a pod needs the larger of

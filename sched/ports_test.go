@@ -30,7 +30,7 @@ func TestNodePorts(t *testing.T) {
 	}
 	// Taking the pod off frees its port.
 	n := placed(makeNode("n"))
-	a := NewPodInfo(makePod("a", ports(http)))
+	a := NewPodInfo(makePod("a", ports(http))).placed()
 	n.addPod(a)
 	n.removePod(a)
 	if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(http))), n); st != nil {

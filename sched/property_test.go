@@ -148,10 +148,12 @@ func checkRandomCluster(t *testing.T, seed uint64) {
 		nodes = append(nodes, n)
 	}
 	var bound, pending []*PodInfo
+	placed := map[*PodInfo]*placedPod{}
 	for _, o := range podObjs {
 		p := NewPodInfo(o.(*api.Pod))
 		if name := p.Pod.Spec.NodeName; name != "" {
-			infos[name].addPod(p)
+			placed[p] = p.placed()
+			infos[name].addPod(placed[p])
 			bound = append(bound, p)
 		} else {
 			pending = append(pending, p)
@@ -171,11 +173,11 @@ func checkRandomCluster(t *testing.T, seed uint64) {
 	}
 	for _, p := range bound {
 		n := infos[p.Pod.Spec.NodeName]
-		n.removePod(p)
+		n.removePod(placed[p])
 		if st := fw.Filter(p, n); st != nil {
 			t.Errorf("%s bound to %s, which rejects it: %v", p.Key, n.Name(), st)
 		}
-		n.addPod(p)
+		n.addPod(placed[p])
 	}
 	for _, p := range pending {
 		for _, n := range nodes {
@@ -192,7 +194,7 @@ func checkRandomCluster(t *testing.T, seed uint64) {
 func confirmed(sc *Scheduler, p *api.Pod) (ok bool) {
 	sc.cache.locked(func() {
 		pp := sc.cache.pods[p.UID]
-		ok = pp != nil && !pp.assumed && pp.node.Name() == p.Spec.NodeName
+		ok = pp != nil && pp.attempt == nil && pp.node.Name() == p.Spec.NodeName
 	})
 	return ok
 }

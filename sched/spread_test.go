@@ -77,9 +77,9 @@ func TestPodTopologySpread(t *testing.T) {
 // slot freed by a deleted node is reused.
 func TestOwnerColumns(t *testing.T) {
 	ns := NewNodes(makeNode("a"), makeNode("b"))
-	var pods []*PodInfo
+	var pods []*placedPod
 	for i := range 3 {
-		p := NewPodInfo(makePod(fmt.Sprint("p", i), ownedBy("rs1")))
+		p := NewPodInfo(makePod(fmt.Sprint("p", i), ownedBy("rs1"))).placed()
 		pods = append(pods, p)
 		ns.AddPod("b", p)
 	}

@@ -1,6 +1,12 @@
 package api
 
-import "unique"
+import (
+	"runtime"
+	"sync"
+	"unique"
+	"unsafe"
+	"weak"
+)
 
 // InternPodStatus replaces the strings of a pod status that most pods
 // share (phase, QoS class, host IP, condition types, statuses and
@@ -27,6 +33,7 @@ func InternPodStatus(st *PodStatus) {
 		c.Status = ConditionStatus(intern(string(c.Status)))
 		c.Reason = intern(c.Reason)
 	}
+	st.Conditions = internConditions(st.Conditions)
 	internContainerStatuses(st.InitContainerStatuses)
 	internContainerStatuses(st.ContainerStatuses)
 }
@@ -52,4 +59,57 @@ func intern(s string) string {
 		return s
 	}
 	return unique.Make(s).Value()
+}
+
+// maxSharedConditions bounds the condition lists internConditions shares;
+// a pod has five condition types at most (PodScheduled, Initialized,
+// PodReadyToStartContainers, ContainersReady, Ready).
+const maxSharedConditions = 6
+
+// conditionsKey is a condition list as a map key.
+type conditionsKey struct {
+	n     int
+	conds [maxSharedConditions]PodCondition
+}
+
+// sharedConditions maps each condition list in use to its canonical copy,
+// held weakly: an entry goes once no pod's status refers to the copy.
+var sharedConditions = struct {
+	sync.Mutex
+	m map[conditionsKey]weak.Pointer[PodCondition]
+}{m: map[conditionsKey]weak.Pointer[PodCondition]{}}
+
+// internConditions returns the canonical copy of a pod's condition list.
+// Conditions carry their transition times to the second, so the pods that
+// a burst starts (a ReplicaSet scaled up, a node's pods after a restart)
+// have equal lists: 100,000 running pods of berth sim kept 45 MB of them,
+// in a few hundred distinct values. The copy is the caller's to share,
+// never to change: stored objects are not changed in place, and a copy
+// has no room to append into.
+func internConditions(cs []PodCondition) []PodCondition {
+	if len(cs) == 0 || len(cs) > maxSharedConditions {
+		return cs
+	}
+	var k conditionsKey
+	k.n = copy(k.conds[:], cs)
+	sharedConditions.Lock()
+	defer sharedConditions.Unlock()
+	if p := sharedConditions.m[k].Value(); p != nil {
+		return unsafe.Slice(p, k.n)
+	}
+	own := make([]PodCondition, k.n)
+	copy(own, cs)
+	sharedConditions.m[k] = weak.Make(&own[0])
+	runtime.AddCleanup(&own[0], forgetConditions, k)
+	return own
+}
+
+// forgetConditions drops a canonical list no status refers to any more,
+// unless an equal list has taken its place since.
+func forgetConditions(k conditionsKey) {
+	sharedConditions.Lock()
+	defer sharedConditions.Unlock()
+	if sharedConditions.m[k].Value() == nil {
+		delete(sharedConditions.m, k)
+	}
 }

@@ -1,9 +1,14 @@
 package api
 
 import (
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // fresh returns a copy of s in memory of its own, as a decoder makes.
@@ -22,6 +27,7 @@ func TestInternPodStatus(t *testing.T) {
 		}
 	}
 	a, b := status(), status()
+	b.Conditions[0].Message = fresh("another message")
 	InternPodStatus(a)
 	InternPodStatus(b)
 	same := func(what, x, y string) {
@@ -49,4 +55,63 @@ func TestInternPodStatus(t *testing.T) {
 	if unsafe.StringData(a.PodIP) == unsafe.StringData(b.PodIP) || unsafe.StringData(a.Conditions[0].Message) == unsafe.StringData(b.Conditions[0].Message) {
 		t.Error("a pod's own strings were interned")
 	}
+}
+
+// Equal condition lists share one copy, which lives as long as a status
+// refers to it; a list that differs in anything keeps its own.
+func TestInternConditions(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	list := func(ready ConditionStatus) []PodCondition {
+		return []PodCondition{
+			{Type: PodScheduled, Status: ConditionTrue, LastTransitionTime: metav1.NewTime(at)},
+			{Type: PodReady, Status: ready, LastTransitionTime: metav1.NewTime(at.Add(time.Second)), Reason: fresh("Started")},
+		}
+	}
+	a := &PodStatus{Conditions: list(ConditionTrue)}
+	b := &PodStatus{Conditions: list(ConditionTrue)}
+	c := &PodStatus{Conditions: list(ConditionFalse)}
+	for _, st := range []*PodStatus{a, b, c} {
+		InternPodStatus(st)
+	}
+	if &a.Conditions[0] != &b.Conditions[0] {
+		t.Error("equal condition lists kept two copies")
+	}
+	if &a.Conditions[0] == &c.Conditions[0] {
+		t.Error("lists that differ share one copy")
+	}
+	if !reflect.DeepEqual(a.Conditions, list(ConditionTrue)) || !reflect.DeepEqual(c.Conditions, list(ConditionFalse)) {
+		t.Errorf("interning changed the conditions: %+v, %+v", a.Conditions, c.Conditions)
+	}
+	if cap(a.Conditions) != len(a.Conditions) {
+		t.Errorf("a shared list has room to append into: len %d, cap %d", len(a.Conditions), cap(a.Conditions))
+	}
+	// Too many conditions to share: left as they are.
+	long := make([]PodCondition, maxSharedConditions+1)
+	if got := internConditions(long); &got[0] != &long[0] {
+		t.Error("a list too long to share was copied")
+	}
+
+	// Once no status refers to it the entry goes.
+	k := conditionsKey{n: 2}
+	copy(k.conds[:], list(ConditionTrue))
+	a, b = nil, nil
+	testWaitFor(t, func() bool {
+		runtime.GC()
+		sharedConditions.Lock()
+		defer sharedConditions.Unlock()
+		_, ok := sharedConditions.m[k]
+		return !ok
+	})
+	runtime.KeepAlive(c)
+}
+
+func testWaitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 100 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met in a second")
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,6 +261,12 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	// every one has registered and watches its pods.
 	agentCtx, stopAgents := context.WithCancel(runCtx)
 	defer stopAgents()
+	// The agents' goroutines carry a profile label, and so do the client
+	// connections they open, which inherit it: a CPU profile of the run
+	// then tells the hollow agents' work (which a real cluster does on
+	// other machines) from the control plane's, with
+	// go tool pprof -tagfocus role=hollow-agent (or -tagignore).
+	agentCtx = pprof.WithLabels(agentCtx, pprof.Labels("role", "hollow-agent"))
 	sem := make(chan struct{}, opts.StartConcurrency)
 	readyCh := make(chan error, opts.Nodes)
 	agents := make([]*agent, opts.Nodes)
@@ -267,6 +274,7 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		a := newAgent(sh, i)
 		agents[i] = a
 		wg.Go(func() {
+			pprof.SetGoroutineLabels(agentCtx)
 			select {
 			case sem <- struct{}{}:
 			case <-agentCtx.Done():
@@ -289,7 +297,10 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	// agents could not make them all within the interval on a busy machine.
 	for g := 0; g < len(agents); g += AgentsPerTransport {
 		group := agents[g:min(g+AgentsPerTransport, len(agents))]
-		wg.Go(func() { heartbeatLoop(agentCtx, opts.Clock, group) })
+		wg.Go(func() {
+			pprof.SetGoroutineLabels(agentCtx)
+			heartbeatLoop(agentCtx, opts.Clock, group)
+		})
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ func TestRunSmall(t *testing.T) {
 	var progress bytes.Buffer
 	var st *store.Store
 	opts := Options{Nodes: 20, Pods: 500, ReplicaSets: 3, Progress: &progress, Timeout: 2 * time.Minute}
+	var goroutines bytes.Buffer
+	opts.Measuring = func() { _ = pprof.Lookup("goroutine").WriteTo(&goroutines, 1) }
 	res, err := run(context.Background(), opts, func(s *store.Store) { st = s; checkCapacity(t, s, 20, 500) })
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
@@ -49,6 +53,40 @@ func TestRunSmall(t *testing.T) {
 	}
 	if !bytes.Contains(progress.Bytes(), []byte("agents ready 20/20")) {
 		t.Errorf("progress:\n%s", progress.String())
+	}
+	checkAgentLabels(t, goroutines.String())
+}
+
+// checkAgentLabels checks, in a goroutine profile, that the agents'
+// goroutines and their client connections' carry the hollow-agent label
+// and the control plane's do not.
+func checkAgentLabels(t *testing.T, profile string) {
+	t.Helper()
+	const label = `"role":"hollow-agent"`
+	seen := map[string]bool{}
+	for _, g := range strings.Split(profile, "\n\n") {
+		for fn, agent := range map[string]bool{
+			"sim.(*agent).watchPods":                     true,
+			"sim.heartbeatLoop":                          true,
+			"net/http.(*http2ClientConn).readLoop":       true,
+			"sched.(*Scheduler).Run":                     false,
+			"apiserver.(*watchStream).run":               false,
+			"net/http.(*http2serverConn).serve":          false,
+			"golang.org/x/net/http2.(*serverConn).serve": false,
+		} {
+			if !strings.Contains(g, fn) {
+				continue
+			}
+			seen[fn] = true
+			if strings.Contains(g, label) != agent {
+				t.Errorf("goroutine in %s: labelled %v, want %v:\n%s", fn, !agent, agent, g)
+			}
+		}
+	}
+	for _, fn := range []string{"sim.(*agent).watchPods", "sim.heartbeatLoop", "net/http.(*http2ClientConn).readLoop", "sched.(*Scheduler).Run"} {
+		if !seen[fn] {
+			t.Errorf("no goroutine in %s in the profile", fn)
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 		if spec.NonResourceAttributes == nil {
 			return false, "the review names neither a resource nor a path"
 		}
-		if slices.Contains(publicPaths, spec.NonResourceAttributes.Path) {
+		if _, ok := slices.BinarySearch(s.public, spec.NonResourceAttributes.Path); ok {
 			return true, ""
 		}
 		if admin {
@@ -110,19 +110,13 @@ type RulesLister interface {
 	RulesFor(id *Identity, namespace string) (rules []authorizationv1.ResourceRule, incomplete string)
 }
 
-// publicPaths are the server's paths that need no token.
-var publicPaths = []string{"/healthz", "/livez", "/metrics", "/readyz", "/version"}
-
-// Rules every authenticated caller has, as Kubernetes' system:basic-user
-// and system:public-info-viewer give them: the reviews about itself, and
-// the paths that need no token.
-var (
-	selfReviewRules = []authorizationv1.ResourceRule{
-		{Verbs: []string{VerbCreate}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
-		{Verbs: []string{VerbCreate}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
-	}
-	publicPathRules = []authorizationv1.NonResourceRule{{Verbs: []string{VerbGet}, NonResourceURLs: publicPaths}}
-)
+// selfReviewRules are what every authenticated caller may do, as
+// Kubernetes' system:basic-user gives it: the reviews about itself. The
+// paths registered with HandlePublic come beside them.
+var selfReviewRules = []authorizationv1.ResourceRule{
+	{Verbs: []string{VerbCreate}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
+	{Verbs: []string{VerbCreate}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
+}
 
 // serveRulesReview answers a SelfSubjectRulesReview: what the caller may
 // do in the namespace the review names.
@@ -145,7 +139,7 @@ func (s *Server) serveRulesReview(w http.ResponseWriter, r *http.Request) {
 			rules, incomplete = l.RulesFor(id, review.Spec.Namespace)
 		}
 		st.ResourceRules = append(append(st.ResourceRules, selfReviewRules...), rules...)
-		st.NonResourceRules = publicPathRules
+		st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{VerbGet}, NonResourceURLs: s.public}}
 		st.Incomplete, st.EvaluationError = incomplete != "", incomplete
 	}
 	review.Status = st

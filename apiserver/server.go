@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,11 +96,15 @@ type Config struct {
 // Server is berth's API server. Build it with New, serve Handler (or call
 // Serve), and end it with Shutdown.
 type Server struct {
-	cfg     Config
-	store   *store.Store
-	log     *slog.Logger
-	clock   clock.WithTickerAndDelayedExecution
-	mux     *http.ServeMux
+	cfg   Config
+	store *store.Store
+	log   *slog.Logger
+	clock clock.WithTickerAndDelayedExecution
+	mux   *http.ServeMux
+	// public are the paths registered with HandlePublic, sorted: what
+	// the reviews answer is open to every caller. Registration ends
+	// before the server serves.
+	public  []string
 	handler http.Handler
 	metrics *metrics
 	limiter *inflightLimiter
@@ -187,11 +192,11 @@ func (s *Server) routes() {
 	for _, p := range []string{"/api", "/api/", "/apis", "/apis/"} {
 		s.Handle(p, api, true)
 	}
-	s.Handle("/version", http.HandlerFunc(s.serveVersion), false)
-	s.Handle("/livez", http.HandlerFunc(s.serveLivez), false)
-	s.Handle("/healthz", http.HandlerFunc(s.serveLivez), false)
-	s.Handle("/readyz", http.HandlerFunc(s.serveReadyz), false)
-	s.Handle("/metrics", s.metrics.handler(), false)
+	s.HandlePublic("/version", http.HandlerFunc(s.serveVersion))
+	s.HandlePublic("/livez", http.HandlerFunc(s.serveLivez))
+	s.HandlePublic("/healthz", http.HandlerFunc(s.serveLivez))
+	s.HandlePublic("/readyz", http.HandlerFunc(s.serveReadyz))
+	s.HandlePublic("/metrics", s.metrics.handler())
 	s.Handle(pathAccessReview, http.HandlerFunc(s.serveAccessReview), true)
 	s.Handle(pathRulesReview, http.HandlerFunc(s.serveRulesReview), true)
 	s.Handle(pathSelfReview, http.HandlerFunc(s.serveSelfReview), true)
@@ -203,16 +208,29 @@ func (s *Server) routes() {
 	s.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { WriteError(w, notFoundPath()) }), true)
 }
 
-// Handle registers an extra route (webhooks, node join, the JWKS, …) on
-// the server's mux, with a net/http pattern. An authenticated route
-// answers 401 without a valid bearer token and finds the caller with
-// IdentityFromContext; every route gets panic recovery and request
-// metrics. More specific patterns win over the server's own "/api/" ones.
+// Handle registers an extra route (webhooks, node join, …) on the
+// server's mux, with a net/http pattern. An authenticated route answers
+// 401 without a valid bearer token and finds the caller with
+// IdentityFromContext; one that is not checks a secret of its own (the
+// join token, a webhook's signature). Every route gets panic recovery and
+// request metrics. More specific patterns win over the server's own
+// "/api/" ones.
 func (s *Server) Handle(pattern string, h http.Handler, authenticated bool) {
 	if authenticated {
 		h = s.authenticate(h)
 	}
 	s.mux.Handle(pattern, h)
+}
+
+// HandlePublic registers a path that serves information anyone may read
+// without a token (health, version, the service account issuer's keys),
+// which the access and rules reviews then answer as open to every caller,
+// as Kubernetes' system:public-info-viewer and
+// system:service-account-issuer-discovery roles do.
+func (s *Server) HandlePublic(path string, h http.Handler) {
+	i, _ := slices.BinarySearch(s.public, path)
+	s.public = slices.Insert(s.public, i, path)
+	s.mux.Handle(path, h)
 }
 
 // Handler is the server as an http.Handler, for httptest or a caller's own

@@ -304,8 +304,8 @@ func (s *Server) buildAPI() error {
 		return err
 	}
 	a.HandleSubresource(api.MustLookupResource("serviceaccounts"), apiserver.SubresourceToken, apiserver.TokenRequestHandler(s.store, signer))
-	a.Handle("/openid/v1/jwks", apiserver.JWKSHandler(signer), false)
-	a.Handle("/.well-known/openid-configuration", apiserver.OIDCDiscoveryHandler(signer), false)
+	a.HandlePublic(apiserver.JWKSPath, apiserver.JWKSHandler(signer))
+	a.HandlePublic(apiserver.OIDCDiscoveryPath, apiserver.OIDCDiscoveryHandler(signer))
 	issue, err := s.setupNodeTLS(a)
 	if err != nil {
 		return err

@@ -196,12 +196,16 @@ func (c *cache) apply(ch *change) {
 func (c *cache) applyPod(pod *api.Pod) {
 	terminating := pod.DeletionTimestamp != nil
 	if p := c.pods[pod.UID]; p != nil {
-		if p.node.name == pod.Spec.NodeName && p.Terminating == terminating {
-			// Bound where it was assumed, or a later change of a bound
-			// pod: nothing to place again.
+		if p.node.name == pod.Spec.NodeName && p.Terminating == terminating &&
+			maps.Equal(p.Labels, pod.Labels) && p.Owner == controllerOf(pod) {
+			// Bound where it was assumed, or a change of a bound pod that
+			// changes nothing the cache counts (a status): nothing to
+			// place again.
 			p.attempt = nil
 			return
 		}
+		// Moved, terminating, or relabelled or adopted, which other
+		// pods' anti-affinity and spreading read: placed again.
 		c.unplace(p)
 	}
 	p := &placedPod{podFacts: newPodFacts(pod)}

@@ -111,3 +111,35 @@ func showBound(c *cache, pod *api.Pod) *api.Pod {
 	c.setPod(bound)
 	return bound
 }
+
+// A bound pod whose labels or controller change is counted again as it
+// now is: other pods' anti-affinity reads its labels, spreading its
+// owner.
+func TestCacheFollowsLabelsAndOwner(t *testing.T) {
+	pod := makePod("a", requests("1", ""), podLabels("app", "web"))
+	c, bound := scheduleThenBind(t, pod, true)
+	relabelled := bound.DeepCopy()
+	relabelled.Labels = map[string]string{"app": "db"}
+	c.setPod(relabelled)
+	c.locked(func() {
+		n := c.nodes.Get("n")
+		if n.labelPods[podLabel{pod.Namespace, "app", "db"}] != 1 || n.labelPods[podLabel{pod.Namespace, "app", "web"}] != 0 {
+			t.Errorf("label counts after relabelling: %v", n.labelPods)
+		}
+		if r := n.Requested; r.MilliCPU != 1000 || r.Pods != 1 {
+			t.Errorf("requested %+v after relabelling", r)
+		}
+	})
+	adopted := relabelled.DeepCopy()
+	ownedBy("rs1")(adopted)
+	c.setPod(adopted)
+	c.locked(func() {
+		owner := c.pods[pod.UID].Owner
+		if owner == 0 {
+			t.Fatal("the adopted pod has no owner in the cache")
+		}
+		if got := c.nodes.ownerCounts(owner); len(got) != 1 || got[0] != 1 {
+			t.Errorf("owner column %v after adoption", got)
+		}
+	})
+}

@@ -112,13 +112,18 @@ func newPodFacts(pod *api.Pod) podFacts {
 		antiAffinity: compileAntiAffinity(pod),
 	}
 	f.Requests, f.NonZeroCPU, f.NonZeroMemory = podRequests(&pod.Spec)
+	f.Owner = controllerOf(pod)
+	return f
+}
+
+// controllerOf is the ownerHash of the pod's controller, 0 for none.
+func controllerOf(pod *api.Pod) uint64 {
 	for _, ref := range pod.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller {
-			f.Owner = ownerHash(string(ref.UID))
-			break
+			return ownerHash(string(ref.UID))
 		}
 	}
-	return f
+	return 0
 }
 
 // placed is what the cache keeps of the pod once it is placed.

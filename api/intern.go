@@ -1,7 +1,9 @@
 package api
 
 import (
+	"hash/maphash"
 	"runtime"
+	"slices"
 	"sync"
 	"unique"
 	"unsafe"
@@ -61,23 +63,32 @@ func intern(s string) string {
 	return unique.Make(s).Value()
 }
 
-// maxSharedConditions bounds the condition lists internConditions shares;
-// a pod has five condition types at most (PodScheduled, Initialized,
-// PodReadyToStartContainers, ContainersReady, Ready).
+// maxSharedConditions bounds the condition lists internConditions shares:
+// berth's agent writes four condition types and the scheduler one; longer
+// lists (readiness gates, disruption or resize conditions) are rare enough
+// to be left as they are.
 const maxSharedConditions = 6
 
-// conditionsKey is a condition list as a map key.
+// conditionsKey is a condition list as a comparable value, for hashing.
 type conditionsKey struct {
 	n     int
 	conds [maxSharedConditions]PodCondition
 }
 
-// sharedConditions maps each condition list in use to its canonical copy,
-// held weakly: an entry goes once no pod's status refers to the copy.
+// sharedList is the canonical copy of a condition list, held weakly.
+type sharedList struct {
+	first weak.Pointer[PodCondition]
+	n     int
+}
+
+// sharedConditions maps the hash of each condition list in use to its
+// canonical copy: an entry costs a few words whether or not another pod
+// ever shares it, and goes once no status refers to the copy.
 var sharedConditions = struct {
 	sync.Mutex
-	m map[conditionsKey]weak.Pointer[PodCondition]
-}{m: map[conditionsKey]weak.Pointer[PodCondition]{}}
+	seed maphash.Seed
+	m    map[uint64]sharedList
+}{seed: maphash.MakeSeed(), m: map[uint64]sharedList{}}
 
 // internConditions returns the canonical copy of a pod's condition list.
 // Conditions carry their transition times to the second, so the pods that
@@ -85,31 +96,38 @@ var sharedConditions = struct {
 // have equal lists: 100,000 running pods of berth sim kept 45 MB of them,
 // in a few hundred distinct values. The copy is the caller's to share,
 // never to change: stored objects are not changed in place, and a copy
-// has no room to append into.
+// has no room to append into. A list whose hash another list holds stays
+// as it is.
 func internConditions(cs []PodCondition) []PodCondition {
 	if len(cs) == 0 || len(cs) > maxSharedConditions {
 		return cs
 	}
 	var k conditionsKey
 	k.n = copy(k.conds[:], cs)
+	h := maphash.Comparable(sharedConditions.seed, k)
 	sharedConditions.Lock()
 	defer sharedConditions.Unlock()
-	if p := sharedConditions.m[k].Value(); p != nil {
-		return unsafe.Slice(p, k.n)
+	if e, ok := sharedConditions.m[h]; ok {
+		if p := e.first.Value(); p != nil {
+			if list := unsafe.Slice(p, e.n); slices.Equal(list, cs) {
+				return list
+			}
+			return cs
+		}
 	}
 	own := make([]PodCondition, k.n)
 	copy(own, cs)
-	sharedConditions.m[k] = weak.Make(&own[0])
-	runtime.AddCleanup(&own[0], forgetConditions, k)
+	sharedConditions.m[h] = sharedList{first: weak.Make(&own[0]), n: k.n}
+	runtime.AddCleanup(&own[0], forgetConditions, h)
 	return own
 }
 
 // forgetConditions drops a canonical list no status refers to any more,
-// unless an equal list has taken its place since.
-func forgetConditions(k conditionsKey) {
+// unless another list has taken its place since.
+func forgetConditions(h uint64) {
 	sharedConditions.Lock()
 	defer sharedConditions.Unlock()
-	if sharedConditions.m[k].Value() == nil {
-		delete(sharedConditions.m, k)
+	if e, ok := sharedConditions.m[h]; ok && e.first.Value() == nil {
+		delete(sharedConditions.m, h)
 	}
 }

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"hash/maphash"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
+	"weak"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -91,15 +93,36 @@ func TestInternConditions(t *testing.T) {
 		t.Error("a list too long to share was copied")
 	}
 
+	// A list whose hash another list holds keeps its own copy.
+	other := list(ConditionUnknown)
+	var k conditionsKey
+	k.n = copy(k.conds[:], other)
+	h := maphash.Comparable(sharedConditions.seed, k)
+	sharedConditions.Lock()
+	held, had := sharedConditions.m[h]
+	sharedConditions.m[h] = sharedList{first: weak.Make(&c.Conditions[0]), n: len(c.Conditions)}
+	sharedConditions.Unlock()
+	if got := internConditions(other); &got[0] != &other[0] || !reflect.DeepEqual(got, list(ConditionUnknown)) {
+		t.Error("a list took the canonical copy of another with its hash")
+	}
+	sharedConditions.Lock()
+	if had {
+		sharedConditions.m[h] = held
+	} else {
+		delete(sharedConditions.m, h)
+	}
+	sharedConditions.Unlock()
+
 	// Once no status refers to it the entry goes.
-	k := conditionsKey{n: 2}
-	copy(k.conds[:], list(ConditionTrue))
+	k = conditionsKey{}
+	k.n = copy(k.conds[:], list(ConditionTrue))
+	h = maphash.Comparable(sharedConditions.seed, k)
 	a, b = nil, nil
 	testWaitFor(t, func() bool {
 		runtime.GC()
 		sharedConditions.Lock()
 		defer sharedConditions.Unlock()
-		_, ok := sharedConditions.m[k]
+		_, ok := sharedConditions.m[h]
 		return !ok
 	})
 	runtime.KeepAlive(c)
@@ -107,11 +130,11 @@ func TestInternConditions(t *testing.T) {
 
 func testWaitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for range 100 {
+	for range 1000 {
 		if cond() {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("condition not met in a second")
+	t.Fatal("condition not met in 10s")
 }

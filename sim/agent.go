@@ -401,13 +401,19 @@ type eventLines struct {
 
 var eventBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
+// maxPooledEvent bounds the buffers eventLines gives back: one grown by a
+// rare huge event is left to the collector.
+const maxPooledEvent = 64 << 10
+
+// decode reads the next event into v. A stream that ends inside an event
+// is io.ErrUnexpectedEOF; one that ends between events, io.EOF.
 func (l *eventLines) decode(v any) error {
 	line, err := l.r.ReadSlice('\n')
 	if err == nil {
 		return json.Unmarshal(line, v)
 	}
 	if err != bufio.ErrBufferFull {
-		return err
+		return partial(err, len(line))
 	}
 	bp := eventBuffers.Get().(*[]byte)
 	buf := append((*bp)[:0], line...)
@@ -418,9 +424,22 @@ func (l *eventLines) decode(v any) error {
 	if err == nil {
 		// Decoding copies what it keeps (strings, the raw status).
 		err = json.Unmarshal(buf, v)
+	} else {
+		err = partial(err, len(buf))
 	}
-	*bp = buf[:0]
-	eventBuffers.Put(bp)
+	if cap(buf) <= maxPooledEvent {
+		*bp = buf[:0]
+		eventBuffers.Put(bp)
+	}
+	return err
+}
+
+// partial turns the end of a stream after n bytes of an event into
+// io.ErrUnexpectedEOF.
+func partial(err error, n int) error {
+	if err == io.EOF && n > 0 {
+		return io.ErrUnexpectedEOF
+	}
 	return err
 }
 

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,19 +15,29 @@ func TestEventLines(t *testing.T) {
 		return fmt.Sprintf(`{"type":"MODIFIED","object":{"metadata":{"name":%q,"resourceVersion":"7"},"status":{"phase":"Running","message":%q}}}`+"\n",
 			name, strings.Repeat("x", pad))
 	}
-	stream := event("short", 0) + event("long", 3000) + event("longer", 20000) + event("short2", 10) + `{"type":"ADDED"`
-	events := eventLines{r: bufio.NewReaderSize(strings.NewReader(stream), 512)}
+	stream := event("short", 0) + event("long", 3000) + event("longer", 20000) + event("short2", 10)
 	var got []watchEvent
-	for {
-		var ev watchEvent
-		err := events.decode(&ev)
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				t.Fatalf("after %d events: %v", len(got), err)
+	read := func(stream string) error {
+		events := eventLines{r: bufio.NewReaderSize(strings.NewReader(stream), 512)}
+		for {
+			var ev watchEvent
+			if err := events.decode(&ev); err != nil {
+				return err
 			}
-			break
+			got = append(got, ev)
 		}
-		got = append(got, ev)
+	}
+	if err := read(stream); err != io.EOF {
+		t.Fatalf("after %d events: %v, want io.EOF", len(got), err)
+	}
+	// Cut inside a short event, and inside a long one.
+	for _, cut := range []string{`{"type":"ADDED"`, strings.TrimSuffix(event("cut", 2000), "\n")} {
+		var before []watchEvent
+		before, got = got, nil
+		if err := read(event("first", 0) + cut); err != io.ErrUnexpectedEOF || len(got) != 1 {
+			t.Errorf("stream cut after %d bytes of an event: %v after %d events, want io.ErrUnexpectedEOF after 1", len(cut), err, len(got))
+		}
+		got = before
 	}
 	want := []struct {
 		name string

@@ -63,11 +63,13 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 		if spec.NonResourceAttributes == nil {
 			return false, "the review names neither a resource nor a path"
 		}
-		if _, ok := slices.BinarySearch(s.public, spec.NonResourceAttributes.Path); ok {
+		na := spec.NonResourceAttributes
+		_, public := slices.BinarySearch(s.publicPaths(), na.Path)
+		switch {
+		case admin, public && na.Verb == VerbGet:
 			return true, ""
-		}
-		if admin {
-			return true, ""
+		case public:
+			return false, na.Path + " is open to get only"
 		}
 		return false, "only the admin may use paths outside the API"
 	}
@@ -139,7 +141,7 @@ func (s *Server) serveRulesReview(w http.ResponseWriter, r *http.Request) {
 			rules, incomplete = l.RulesFor(id, review.Spec.Namespace)
 		}
 		st.ResourceRules = append(append(st.ResourceRules, selfReviewRules...), rules...)
-		st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{VerbGet}, NonResourceURLs: s.public}}
+		st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{VerbGet}, NonResourceURLs: slices.Clone(s.publicPaths())}}
 		st.Incomplete, st.EvaluationError = incomplete != "", incomplete
 	}
 	review.Status = st

@@ -169,3 +169,21 @@ func reviewCallers(t *testing.T, e *env) (node, serviceAccount string) {
 	}
 	return node, serviceAccount
 }
+
+// HandlePublic takes paths: the reviews match paths exactly, so a subtree
+// or a method pattern would be listed as something it is not.
+func TestHandlePublicTakesPaths(t *testing.T) {
+	e := newEnv(t)
+	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	for _, p := range []string{"/subtree/", "GET /x", "x", "/x/{name}"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("HandlePublic(%q) took a pattern", p)
+				}
+			}()
+			e.server.HandlePublic(p, ok)
+		}()
+	}
+	e.server.HandlePublic("/x", ok)
+}

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -101,10 +103,10 @@ type Server struct {
 	log   *slog.Logger
 	clock clock.WithTickerAndDelayedExecution
 	mux   *http.ServeMux
-	// public are the paths registered with HandlePublic, sorted: what
-	// the reviews answer is open to every caller. Registration ends
-	// before the server serves.
-	public  []string
+	// public are the paths registered with HandlePublic, sorted, which
+	// the reviews answer as open to every caller. A registration replaces
+	// the slice, never changes it.
+	public  atomic.Pointer[[]string]
 	handler http.Handler
 	metrics *metrics
 	limiter *inflightLimiter
@@ -223,14 +225,34 @@ func (s *Server) Handle(pattern string, h http.Handler, authenticated bool) {
 }
 
 // HandlePublic registers a path that serves information anyone may read
-// without a token (health, version, the service account issuer's keys),
-// which the access and rules reviews then answer as open to every caller,
-// as Kubernetes' system:public-info-viewer and
-// system:service-account-issuer-discovery roles do.
+// without a token: health, version, metrics, the service account issuer's
+// discovery documents. The access and rules reviews answer exactly these
+// paths as open to every caller for get, as Kubernetes'
+// system:public-info-viewer role opens health and version (berth serves
+// the issuer's documents without a token too, as a cluster that binds
+// system:service-account-issuer-discovery to unauthenticated users does).
+// path is a path, not a subtree ("/x/") or a method pattern.
 func (s *Server) HandlePublic(path string, h http.Handler) {
-	i, _ := slices.BinarySearch(s.public, path)
-	s.public = slices.Insert(s.public, i, path)
+	if !strings.HasPrefix(path, "/") || strings.HasSuffix(path, "/") || strings.ContainsAny(path, " {") {
+		panic(fmt.Sprintf("apiserver: HandlePublic(%q): a path, not a pattern", path))
+	}
+	var public []string
+	if p := s.public.Load(); p != nil {
+		public = *p
+	}
+	i, _ := slices.BinarySearch(public, path)
+	public = slices.Insert(slices.Clone(public), i, path)
+	s.public.Store(&public)
 	s.mux.Handle(path, h)
+}
+
+// publicPaths are the paths registered with HandlePublic; not to be
+// changed.
+func (s *Server) publicPaths() []string {
+	if p := s.public.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Handler is the server as an http.Handler, for httptest or a caller's own

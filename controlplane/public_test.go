@@ -69,13 +69,20 @@ func TestPublicPaths(t *testing.T) {
 	if nr := rules.Status.NonResourceRules; len(nr) != 1 || !slices.Equal(nr[0].NonResourceURLs, public) || !slices.Equal(nr[0].Verbs, []string{"get"}) {
 		t.Errorf("non-resource rules %+v, want get on %v", nr, public)
 	}
-	for path, want := range map[string]bool{"/openid/v1/jwks": true, "/version": true, "/join": false, "/hooks/x": false, "/debug/pprof/": false} {
+	for _, c := range []struct {
+		verb, path string
+		want       bool
+	}{
+		{"get", "/openid/v1/jwks", true}, {"get", "/version", true},
+		{"post", "/version", false}, {"delete", "/healthz", false},
+		{"get", "/join", false}, {"get", "/hooks/x", false}, {"get", "/debug/pprof/", false},
+	} {
 		var access authorizationv1.SelfSubjectAccessReview
 		review("selfsubjectaccessreviews", &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: "get"},
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: c.path, Verb: c.verb},
 		}}, &access)
-		if access.Status.Allowed != want {
-			t.Errorf("get %s: allowed %v, want %v (%s)", path, access.Status.Allowed, want, access.Status.Reason)
+		if access.Status.Allowed != c.want {
+			t.Errorf("%s %s: allowed %v, want %v (%s)", c.verb, c.path, access.Status.Allowed, c.want, access.Status.Reason)
 		}
 	}
 }

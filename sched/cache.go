@@ -200,7 +200,9 @@ func (c *cache) applyPod(pod *api.Pod) {
 			maps.Equal(p.Labels, pod.Labels) && p.Owner == controllerOf(pod) {
 			// Bound where it was assumed, or a change of a bound pod that
 			// changes nothing the cache counts (a status): nothing to
-			// place again.
+			// place again. Its requests, ports and anti-affinity cannot
+			// change: a pod's spec is immutable but for its images and
+			// tolerations.
 			p.attempt = nil
 			return
 		}

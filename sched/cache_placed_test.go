@@ -43,16 +43,24 @@ func TestCacheKeepsNoPlacedPod(t *testing.T) {
 // places nothing again.
 func TestCacheLetsGoOfConfirmedPod(t *testing.T) {
 	pod := makePod("a", requests("1", ""))
-	c, _ := scheduleThenBind(t, pod, true)
+	c, a := assume(t, pod)
+	c.confirm(a)
+	var placed *placedPod
 	c.locked(func() {
-		p := c.pods[pod.UID]
-		if p == nil || p.attempt != nil {
-			t.Fatalf("placed %+v: want the pod's facts, not its attempt", p)
+		placed = c.pods[pod.UID]
+		if placed == nil || placed.attempt != nil {
+			t.Fatalf("placed %+v after the confirmation: want the pod's facts, not its attempt", placed)
+		}
+	})
+	showBound(c, pod)
+	c.locked(func() {
+		if p := c.pods[pod.UID]; p != placed {
+			t.Errorf("the watch's event placed the pod again")
 		}
 		if r := c.nodes.Get("n").Requested; r.MilliCPU != 1000 || r.Pods != 1 {
 			t.Errorf("requested %+v", r)
 		}
-		if n := c.nodes.Get("n"); len(n.pods) != 1 || n.pods[0] != p {
+		if n := c.nodes.Get("n"); len(n.pods) != 1 || n.pods[0] != placed {
 			t.Errorf("node holds %d pods", len(n.pods))
 		}
 	})

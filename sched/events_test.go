@@ -62,6 +62,7 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 
 	// Node changes that do not help send the pod back, but its back-off
 	// holds it: no attempt, no event.
+	moves := queueMoves(sc)
 	for i := range 5 {
 		n1 := makeNode("n1", nodeLabels("rack", fmt.Sprint(i)))
 		n1.ResourceVersion = ""
@@ -72,7 +73,7 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 	// Until the scheduler has seen the last of them, one of them could
 	// still send the pod back during an attempt below, which must then
 	// back off for longer than the clock is stepped.
-	waitCached(t, sc, "n1", func(n *NodeInfo) bool { return n.labels["rack"] == "4" })
+	waitCached(t, sc, "n1", moves+5, func(n *NodeInfo) bool { return n.labels["rack"] == "4" })
 	waitFor(t, func() bool { st := sc.Stats(); return st.Backoff == 1 && st.Parked == 0 })
 	if st := sc.Stats(); st.Attempts != 1 {
 		t.Fatalf("%d attempts during the back-off, want 1", st.Attempts)
@@ -82,8 +83,9 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 	waitFor(t, func() bool { return sc.Stats().Unschedulable == 2 })
 	testtool.WaitFor(t, 5*time.Second, "FailedScheduling bumped to 2", failed(2))
 
+	moves = queueMoves(sc)
 	create(t, s, makeNode("n2", nodeLabels("disk", "ssd")))
-	waitCached(t, sc, "n2", func(*NodeInfo) bool { return true })
+	waitCached(t, sc, "n2", moves+1, func(*NodeInfo) bool { return true })
 	waitFor(t, func() bool { st := sc.Stats(); return st.Backoff == 1 && st.Parked == 0 })
 	waitFor(t, func() bool { return clk.Waiters() >= 2 })
 	clk.Step(2 * time.Second)
@@ -102,8 +104,11 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 }
 
 // waitCached waits until the scheduler's cache holds the node as cond
-// wants it: its watch has brought every change the test made before.
-func waitCached(t *testing.T, sc *Scheduler, name string, cond func(*NodeInfo) bool) {
+// wants it and the queue has been moved moves times in all (each node
+// change that could help a pod moves it once, right after the cache
+// takes the change): its watch has then handled every change the test
+// made before.
+func waitCached(t *testing.T, sc *Scheduler, name string, moves uint64, cond func(*NodeInfo) bool) {
 	t.Helper()
 	waitFor(t, func() bool {
 		var ok bool
@@ -111,6 +116,14 @@ func waitCached(t *testing.T, sc *Scheduler, name string, cond func(*NodeInfo) b
 			n := sc.cache.nodes.Get(name)
 			ok = n != nil && n.node != nil && cond(n)
 		})
-		return ok
+		return ok && queueMoves(sc) >= moves
 	})
+}
+
+// queueMoves is how many times the queue has sent its unschedulable pods
+// back.
+func queueMoves(sc *Scheduler) uint64 {
+	sc.queue.mu.Lock()
+	defer sc.queue.mu.Unlock()
+	return sc.queue.moves
 }

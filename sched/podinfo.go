@@ -84,8 +84,9 @@ type placedPod struct {
 	attempt *PodInfo
 }
 
-// NewPodInfo computes what the plugins need of pod. pod is not changed or
-// kept beyond the PodInfo's life.
+// NewPodInfo computes what the plugins need of pod. pod is not changed;
+// beyond the PodInfo's life, the facts of a placed pod keep its labels
+// and the namespaces of its terms, which a stored pod never changes.
 func NewPodInfo(pod *api.Pod) *PodInfo {
 	p := &PodInfo{
 		Pod:         pod,

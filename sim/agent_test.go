@@ -2,10 +2,24 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // eventLines decodes events of any length, keeps nothing that points into
@@ -52,5 +66,73 @@ func TestEventLines(t *testing.T) {
 		if ev.Type != "MODIFIED" || ev.Object.Metadata.Name != w.name || ev.Object.Metadata.ResourceVersion != "7" || string(ev.Object.Status) != status {
 			t.Errorf("event %d: %s %s, status of %d bytes", i, ev.Type, ev.Object.Metadata.Name, len(ev.Object.Status))
 		}
+	}
+}
+
+// A hollow agent that keeps no copy of its Node still writes the Node's
+// status as it stands, with the Ready heartbeat renewed, and one that
+// registers a name already taken takes the existing Node's UID.
+func TestAgentWritesNodeStatus(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	cp, err := controlplane.New(ctx, controlplane.Config{
+		DataDir: t.TempDir(), Listen: "127.0.0.1:0", Store: "memory", Clock: clk,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() { _ = cp.Run(ctx) })
+	creds := cp.Credentials()
+	tr, err := client.NewTransport(&client.Config{CAData: creds.CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.CloseIdleConnections()
+	sh := &agentShared{
+		server: "https://" + cp.Addr().String(), nodeToken: creds.NodeToken,
+		transports: []*http.Transport{tr}, capacity: nodeCapacity(resource.MustParse("4"), resource.MustParse("8Gi"), 110),
+		clock: clk, log: slog.New(slog.DiscardHandler),
+	}
+	a := newAgent(sh, 0)
+	testtool.WaitFor(t, 20*time.Second, "the agent registered", func() error { return a.start(ctx) })
+	node := func() *api.Node {
+		t.Helper()
+		obj, err := cp.Store().Get(nodeKind, "", a.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*api.Node)
+	}
+	registered := node()
+	if a.uid == "" || a.uid != registered.UID {
+		t.Fatalf("agent keeps uid %q, the Node has %q", a.uid, registered.UID)
+	}
+
+	clk.Step(5 * time.Minute)
+	if err := a.writeStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	written := node()
+	ready := false
+	for _, c := range written.Status.Conditions {
+		if c.Type == api.NodeReady && c.Status == api.ConditionTrue && c.LastHeartbeatTime.Time.Equal(clk.Now()) {
+			ready = true
+		}
+	}
+	if !ready || written.Labels[hostnameLabel] != a.name || !reflect.DeepEqual(written.Status.Allocatable, registered.Status.Allocatable) {
+		t.Errorf("status written %+v, labels %v", written.Status, written.Labels)
+	}
+
+	again := newAgent(sh, 0)
+	if err := again.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again.uid != registered.UID {
+		t.Errorf("re-registered agent keeps uid %q, the Node has %q", again.uid, registered.UID)
 	}
 }

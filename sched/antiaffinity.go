@@ -41,6 +41,9 @@ type affinityTerm struct {
 // ruledOut reports whether no pod on the node can match the term, from
 // the node's label counts alone.
 func (t *affinityTerm) ruledOut(node *NodeInfo) bool {
+	if !node.labelsCounted {
+		return false
+	}
 	for _, l := range t.required {
 		if node.labelPods[l] == 0 {
 			return true
@@ -134,7 +137,9 @@ func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 		if _, ok := node.labels[t.topologyKey]; !ok || t.ruledOut(node) {
 			continue
 		}
-		if t.exact {
+		if t.exact && node.labelsCounted {
+			// Not ruled out: a pod here has the one label the term
+			// requires, which is all it selects.
 			return statusAntiAffinity
 		}
 		for _, other := range node.pods {

@@ -74,29 +74,41 @@ func TestAntiAffinityMatchedOncePerCycle(t *testing.T) {
 				nodes = append(nodes, makeNode(fmt.Sprintf("n%d", i)))
 			}
 		}
-		ns := NewNodes(nodes...)
+		// The same pods on two Nodes: one never counts labels, the other
+		// counts them from the start in even rounds, and from after the
+		// pods came and went in odd ones.
+		ns, plain := NewNodes(nodes...), NewNodes(nodes...)
+		if round%2 == 0 {
+			ns.countPodLabels()
+		}
 		type placement struct {
-			node *NodeInfo
-			pod  *placedPod
+			node, plain *NodeInfo
+			pod, same   *placedPod
 		}
 		var placedPods []placement
 		for i := range 25 {
-			p := NewPodInfo(randomPod(fmt.Sprintf("r%d-p%d", round, i))).placed()
-			n := ns.AddPod(nodes[rng.IntN(len(nodes))].Name, p)
-			placedPods = append(placedPods, placement{n, p})
+			info := NewPodInfo(randomPod(fmt.Sprintf("r%d-p%d", round, i)))
+			name := nodes[rng.IntN(len(nodes))].Name
+			p, same := info.placed(), info.placed()
+			placedPods = append(placedPods, placement{ns.AddPod(name, p), plain.AddPod(name, same), p, same})
 		}
 		for range 8 {
 			i := rng.IntN(len(placedPods))
-			if !ns.RemovePod(placedPods[i].node, placedPods[i].pod) {
+			if !ns.RemovePod(placedPods[i].node, placedPods[i].pod) || !plain.RemovePod(placedPods[i].plain, placedPods[i].same) {
 				t.Fatal("placed pod not removed")
 			}
 			placedPods = slices.Delete(placedPods, i, i+1)
 		}
+		ns.countPodLabels()
 		for j := range 15 {
 			pod := NewPodInfo(randomPod(fmt.Sprintf("r%d-in%d", round, j)))
 			var each []string
-			for _, n := range ns.List() {
-				each = append(each, reasonsOf(podAntiAffinity{}.Filter(pod, n)))
+			for k, n := range ns.List() {
+				got := reasonsOf(podAntiAffinity{}.Filter(pod, n))
+				if uncounted := reasonsOf(podAntiAffinity{}.Filter(pod, plain.List()[k])); got != uncounted {
+					t.Fatalf("round %d, pod %d, node %s: %q with label counts, %q without", round, j, n.name, got, uncounted)
+				}
+				each = append(each, got)
 			}
 			pod.antiMatched, pod.antiPrepared = ns.antiTermsMatching(pod, nil), true
 			for k, n := range ns.List() {

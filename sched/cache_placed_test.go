@@ -126,6 +126,7 @@ func showBound(c *cache, pod *api.Pod) *api.Pod {
 func TestCacheFollowsLabelsAndOwner(t *testing.T) {
 	pod := makePod("a", requests("1", ""), podLabels("app", "web"))
 	c, bound := scheduleThenBind(t, pod, true)
+	c.locked(func() { c.nodes.countPodLabels() }) // as a pod with anti-affinity would
 	relabelled := bound.DeepCopy()
 	relabelled.Labels = map[string]string{"app": "db"}
 	c.setPod(relabelled)

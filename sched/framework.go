@@ -196,6 +196,9 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		}
 		return Result{}, err
 	}
+	if len(pod.antiAffinity) > 0 {
+		all.countPodLabels()
+	}
 	pod.spread = all.ownerCounts(pod.Owner)
 	pod.antiMatched, pod.antiPrepared = all.antiTermsMatching(pod, f.antiMatched[:0]), true
 	// The cache keeps the PodInfo; it must not keep the column alive.

@@ -85,8 +85,11 @@ type NodeInfo struct {
 	labels map[string]string
 	// labelPods counts the pods on the node by namespace and label, so
 	// that an anti-affinity term rules a node out without reading its pods
-	// when no pod there has one of the labels it requires.
-	labelPods map[podLabel]int32
+	// when no pod there has one of the labels it requires. They are kept
+	// once labelsCounted, from the first pod with anti-affinity on (see
+	// Nodes.countPodLabels): until then no term asks.
+	labelPods     map[podLabel]int32
+	labelsCounted bool
 	// antiTermPods counts the pods on the node by anti-affinity term key.
 	antiTermPods map[string]int32
 }
@@ -96,7 +99,7 @@ type podLabel struct{ namespace, key, value string }
 
 // countLabels adds d to the counts of the pod's labels.
 func (n *NodeInfo) countLabels(p *placedPod, d int32) {
-	if len(p.Labels) == 0 {
+	if len(p.Labels) == 0 || !n.labelsCounted {
 		return
 	}
 	if n.labelPods == nil {
@@ -145,7 +148,7 @@ type taintEntry struct {
 // any Nodes: for looking at one node (tests, explanations). What the
 // framework schedules over is a Nodes.
 func NewNodeInfo(node *api.Node, pods ...*PodInfo) *NodeInfo {
-	n := &NodeInfo{}
+	n := &NodeInfo{labelsCounted: true}
 	n.setNode(node)
 	for _, p := range pods {
 		n.addPod(p.placed())

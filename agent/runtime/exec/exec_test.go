@@ -434,14 +434,7 @@ func TestLogsFollow(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(waitLong):
-		t.Fatal("follow did not end when the run exited")
-	}
+	waitDone(t, done, "follow did not end when the run exited")
 	if out.String() != "first\nsecond\n" {
 		t.Fatalf("followed %q", out.String())
 	}
@@ -462,14 +455,7 @@ func TestLogsFollowEndsWithContext(t *testing.T) {
 		return nil
 	})
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(waitLong):
-		t.Fatal("follow did not end with its context")
-	}
+	waitDone(t, done, "follow did not end with its context")
 }
 
 // numbered is lines "line00000\n" … for i in [from, to): 10 bytes each.
@@ -550,14 +536,7 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 			t.Errorf("after burst %d the follower holds %d log files open", b, n)
 		}
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(waitLong):
-		t.Fatal("follow did not end")
-	}
+	waitDone(t, done, "follow did not end")
 	if got := out.String(); got != numbered(0, 450) {
 		t.Fatalf("followed %d bytes, want every line once", len(got))
 	}
@@ -947,14 +926,7 @@ func TestExecStream(t *testing.T) {
 	if _, err := io.WriteString(inW, "go\n"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(waitLong):
-		t.Fatal("terminal exec did not end")
-	}
+	waitDone(t, done, "terminal exec did not end")
 	inW.Close()
 	out := term.String()
 	for _, want := range []string{"40 100", "tty xterm", "to-stderr"} {
@@ -983,4 +955,18 @@ func openLogFiles(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// waitDone waits for the error a goroutine of the test sends on done, and
+// fails the test with it, or with what when it does not come in time.
+func waitDone(t *testing.T, done <-chan error, what string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLong):
+		t.Fatal(what)
+	}
 }

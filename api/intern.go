@@ -93,8 +93,9 @@ var sharedConditions = struct {
 // internConditions returns the canonical copy of a pod's condition list.
 // Conditions carry their transition times to the second, so the pods that
 // a burst starts (a ReplicaSet scaled up, a node's pods after a restart)
-// have equal lists: 100,000 running pods of berth sim kept 45 MB of them,
-// in a few hundred distinct values. The copy is the caller's to share,
+// have equal lists: at the end of a 100,000-pod berth sim, the decoded
+// slices in the inuse profile fell from 57 to 14 MB. The copy is the
+// caller's to share,
 // never to change: stored objects are not changed in place, and a copy
 // has no room to append into. A list whose hash another list holds stays
 // as it is.

@@ -155,9 +155,14 @@ func (s *containerServer) serveExec(w http.ResponseWriter, r *http.Request) {
 	if req.stderr {
 		opts.Stderr = sess.channel(channelStderr)
 	}
-	stdinR, stdinW := io.Pipe()
-	defer stdinR.Close()
+	// Without stdin asked for there is no pipe: stdin frames the client
+	// sends anyway are dropped, not left blocking the reader (and with it
+	// pings, resizes and the end of the connection).
+	var stdinW *io.PipeWriter
 	if req.stdin {
+		var stdinR *io.PipeReader
+		stdinR, stdinW = io.Pipe()
+		defer stdinR.Close()
 		opts.Stdin = stdinR
 	}
 	resize := make(chan runtime.TerminalSize, 1)
@@ -241,14 +246,22 @@ func (w channelWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// send writes p as one message of channel ch, the channel's byte first.
 func (s *execSession) send(ch byte, p []byte) error {
-	msg := make([]byte, 1+len(p))
-	msg[0] = ch
-	copy(msg[1:], p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_ = s.conn.SetWriteDeadline(time.Now().Add(execWriteTimeout))
-	return s.conn.WriteMessage(websocket.BinaryMessage, msg)
+	w, err := s.conn.NextWriter(websocket.BinaryMessage)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte{ch}); err != nil {
+		return err
+	}
+	if _, err := w.Write(p); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // read takes the client's messages until the connection ends: stdin's
@@ -260,7 +273,9 @@ func (s *execSession) read(cancel context.CancelFunc, stdin *io.PipeWriter, resi
 	for {
 		kind, msg, err := s.conn.ReadMessage()
 		if err != nil {
-			stdin.CloseWithError(io.EOF)
+			if stdin != nil {
+				stdin.CloseWithError(io.EOF)
+			}
 			return
 		}
 		if kind != websocket.BinaryMessage || len(msg) == 0 {
@@ -268,8 +283,11 @@ func (s *execSession) read(cancel context.CancelFunc, stdin *io.PipeWriter, resi
 		}
 		switch msg[0] {
 		case channelStdin:
+			if stdin == nil {
+				continue
+			}
 			if _, err := stdin.Write(msg[1:]); err != nil {
-				// The command no longer reads: drop what comes.
+				// The command has finished with stdin: drop what comes.
 				continue
 			}
 		case channelResize:
@@ -284,7 +302,7 @@ func (s *execSession) read(cancel context.CancelFunc, stdin *io.PipeWriter, resi
 			}
 			resize <- sz
 		case channelClose:
-			if s.v5 && len(msg) > 1 && msg[1] == channelStdin {
+			if s.v5 && len(msg) > 1 && msg[1] == channelStdin && stdin != nil {
 				stdin.Close()
 			}
 		}

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/exec"
 	"github.com/berth-dev/berth/api"
+	"github.com/gorilla/websocket"
 )
 
 // serveExecRuntime runs argv (with env) as container default/web/app
@@ -188,5 +190,46 @@ func TestExecServerRefuses(t *testing.T) {
 	}
 	if code, _ := logServerGet(t, f.client(t, "system:node:n2"), base+"/default/web/app?command=true&stdout=true"); code != http.StatusForbidden {
 		t.Errorf("another node's certificate: %d, want 403", code)
+	}
+}
+
+// An exec without stdin drops the stdin frames a client sends anyway: the
+// server keeps reading, so it still answers pings while the command runs.
+func TestExecServerDropsUnaskedStdin(t *testing.T) {
+	f := newExecFixture(t)
+	certPEM, keyPEM := f.ca.issue(t, api.APIServerClientName, x509.ExtKeyUsageClientAuth)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(f.ca.cert)
+	d := websocket.Dialer{Subprotocols: []string{"v5.channel.k8s.io"},
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: roots}}
+	q := url.Values{"command": {"sleep", "30"}, "stdout": {"true"}}
+	conn, _, err := d.Dial("wss"+strings.TrimPrefix(f.srv.URL, "https")+api.ContainerExecPath+"/default/web/app?"+q.Encode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.WriteMessage(websocket.BinaryMessage, []byte("\x00some input")); err != nil {
+		t.Fatal(err)
+	}
+	pong := make(chan struct{}, 1)
+	conn.SetPongHandler(func(string) error { pong <- struct{}{}; return nil })
+	if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-pong:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pong while the command runs: the server stopped reading")
 	}
 }

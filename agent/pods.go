@@ -283,29 +283,32 @@ func isStatic(p *api.Pod) bool {
 func (m *PodManager) PodAddresses(namespace, name string) ([]string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.podNamed(namespace, name) == nil {
+		return nil, false
+	}
+	addrs := []string{"127.0.0.1"}
+	if m.o.NodeIP != "" {
+		addrs = append(addrs, m.o.NodeIP)
+	}
+	return addrs, true
+}
+
+// podNamed is the current version of a pod this node runs, nil for none.
+// The caller holds mu.
+func (m *PodManager) podNamed(namespace, name string) *api.Pod {
 	for _, w := range m.workers {
 		if p := w.currentPod(); p != nil && p.Namespace == namespace && p.Name == name {
-			addrs := []string{"127.0.0.1"}
-			if m.o.NodeIP != "" {
-				addrs = append(addrs, m.o.NodeIP)
-			}
-			return addrs, true
+			return p
 		}
 	}
-	return nil, false
+	return nil
 }
 
 // ContainerRun is the current (or, with previous, the one before) run of a
 // container, for its logs or an exec. container "" means the pod's only container.
 func (m *PodManager) ContainerRun(namespace, name, container string, previous bool) (runtime.ID, error) {
-	var pod *api.Pod
 	m.mu.Lock()
-	for _, w := range m.workers {
-		if p := w.currentPod(); p != nil && p.Namespace == namespace && p.Name == name {
-			pod = p
-			break
-		}
-	}
+	pod := m.podNamed(namespace, name)
 	ctx := m.ctx
 	m.mu.Unlock()
 	if pod == nil {

@@ -162,12 +162,12 @@ func (w *rotatingWriter) Close() error {
 // tailStart finds where the last n lines of the files begin: the index of
 // the file (oldest first) and the offset in it. A final line without a
 // newline counts as a line.
-func tailStart(files []*os.File, n int64) (int, int64, error) {
+func tailStart(files []*openedLog, n int64) (int, int64, error) {
 	buf := make([]byte, 32<<10)
 	newlines := int64(0)
 	first := true
 	for i := len(files) - 1; i >= 0; i-- {
-		fi, err := files[i].Stat()
+		fi, err := files[i].f.Stat()
 		if err != nil {
 			return 0, 0, err
 		}
@@ -175,7 +175,7 @@ func tailStart(files []*os.File, n int64) (int, int64, error) {
 		for end > 0 {
 			start := max(end-int64(len(buf)), 0)
 			chunk := buf[:end-start]
-			if _, err := files[i].ReadAt(chunk, start); err != nil && err != io.EOF {
+			if _, err := files[i].f.ReadAt(chunk, start); err != nil && err != io.EOF {
 				return 0, 0, err
 			}
 			for j := len(chunk) - 1; j >= 0; j-- {
@@ -395,11 +395,7 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 	defer func() { closeAll(files) }()
 	from, off := 0, int64(0)
 	if opts.TailLines > 0 {
-		raw := make([]*os.File, len(files))
-		for i, l := range files {
-			raw[i] = l.f
-		}
-		if from, off, err = tailStart(raw, opts.TailLines); err != nil {
+		if from, off, err = tailStart(files, opts.TailLines); err != nil {
 			return fmt.Errorf("logs: %w", err)
 		}
 	}

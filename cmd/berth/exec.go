@@ -56,9 +56,10 @@ func newExecCommand(g *globalOptions) *cobra.Command {
 		Long: `Exec runs a command beside a pod's container, in its environment (its
 variables, working directory and user), on the pod's node, through the
 control plane, as kubectl exec does. Its output comes back as it is
-written; with -i the command reads this command's input; with -t it runs
-on a terminal (with -i, for a shell). berth exits with the command's exit
-code.
+written; with -i the command reads this command's input; with -i -t it
+runs on a terminal, for a shell, when this command's input is one (as in
+kubectl, -t without -i gives no terminal). berth exits with the
+command's exit code.
 
 Given a deployment, replicaset or replicationcontroller (deploy/NAME), it
 runs in one of its pods, as kubectl does: a ready one if there is one. A
@@ -78,7 +79,7 @@ pod with more than one container needs -c.`,
 	f := cmd.Flags()
 	f.StringVarP(&o.container, "container", "c", "", "the container to run the command in")
 	f.BoolVarP(&o.stdin, "stdin", "i", false, "pass this command's input to the command")
-	f.BoolVarP(&o.tty, "tty", "t", false, "run the command on a terminal")
+	f.BoolVarP(&o.tty, "tty", "t", false, "run the command on a terminal (with -i, from one)")
 	return cmd
 }
 
@@ -103,24 +104,21 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	if o.stdin {
 		opts.Stdin = cmd.InOrStdin()
 	}
-	if o.tty {
+	// A terminal needs input that is one, as kubectl's: -t without -i
+	// gets none, and -t -i on input that is not a terminal gets none
+	// with a warning.
+	if o.tty && o.stdin {
 		in, isFile := cmd.InOrStdin().(*os.File)
-		switch {
-		case !o.stdin:
-			// A terminal without input is kubectl's -t alone: the command
-			// gets a terminal, whose size is this one's if there is one.
-			opts.TTY = true
-		case !isFile || !term.IsTerminal(int(in.Fd())):
+		if !isFile || !term.IsTerminal(int(in.Fd())) {
 			fmt.Fprintln(stderr, "Unable to use a TTY - input is not a terminal or the right kind of file")
-		default:
+		} else {
 			opts.TTY = true
 			state, err := term.MakeRaw(int(in.Fd()))
 			if err != nil {
 				return failed(fmt.Errorf("terminal: %w", err))
 			}
 			defer term.Restore(int(in.Fd()), state)
-		}
-		if opts.TTY {
+			// A terminal carries stderr with stdout.
 			opts.Stderr = nil
 			if out, ok := cmd.OutOrStdout().(*os.File); ok && term.IsTerminal(int(out.Fd())) {
 				sizes := newTerminalSizes(ctx, int(out.Fd()))
@@ -149,7 +147,7 @@ func (a *clientAPI) PodExec(ctx context.Context, ns, name string, opts podExecOp
 	if opts.Container != "" {
 		q.Set("container", opts.Container)
 	}
-	for k, on := range map[string]bool{"stdin": opts.Stdin != nil, "stdout": opts.Stdout != nil, "stderr": opts.Stderr != nil && !opts.TTY, "tty": opts.TTY} {
+	for k, on := range map[string]bool{"stdin": opts.Stdin != nil, "stdout": opts.Stdout != nil, "stderr": opts.Stderr != nil, "tty": opts.TTY} {
 		if on {
 			q.Set(k, "true")
 		}
@@ -159,11 +157,9 @@ func (a *clientAPI) PodExec(ctx context.Context, ns, name string, opts podExecOp
 	if err != nil {
 		return 0, err
 	}
-	so := remotecommand.StreamOptions{Stdin: opts.Stdin, Stdout: opts.Stdout, Tty: opts.TTY, TerminalSizeQueue: opts.Sizes}
-	if !opts.TTY {
-		so.Stderr = opts.Stderr
-	}
-	err = ex.StreamWithContext(ctx, so)
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{
+		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY, TerminalSizeQueue: opts.Sizes,
+	})
 	var exitErr utilexec.CodeExitError
 	if errors.As(err, &exitErr) {
 		return exitErr.Code, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -51,5 +52,34 @@ func TestTerminalSizes(t *testing.T) {
 	s.stop()
 	if sz := s.Next(); sz != nil {
 		t.Errorf("Next after stop = %+v, want nil", sz)
+	}
+}
+
+// As kubectl's: -t gives a terminal only with -i on input that is one;
+// -t alone gives none, silently, and -it on a pipe none, with a warning.
+// Without a terminal stderr comes back on its own.
+func TestExecTerminalNeedsInput(t *testing.T) {
+	for _, tt := range []struct {
+		flags string
+		stdin bool
+		warn  bool
+	}{
+		{"-t", false, false},
+		{"-it", true, true},
+		{"-i", true, false},
+	} {
+		f := cluster()
+		useFakeAPI(t, f)
+		r := runBerth(t, "input", "exec", tt.flags, "web-7d4b9c-abcde", "--", "sh")
+		if r.code != exitOK || len(f.execs) != 1 {
+			t.Fatalf("%s: exit %d, %d execs; stderr %s", tt.flags, r.code, len(f.execs), r.stderr)
+		}
+		opts := f.execs[0]
+		if opts.TTY || opts.Stderr == nil || (opts.Stdin != nil) != tt.stdin {
+			t.Errorf("%s: tty %v, stderr %v, stdin %v", tt.flags, opts.TTY, opts.Stderr != nil, opts.Stdin != nil)
+		}
+		if warned := strings.Contains(r.stderr, "Unable to use a TTY"); warned != tt.warn {
+			t.Errorf("%s: warned %v: %q", tt.flags, warned, r.stderr)
+		}
 	}
 }

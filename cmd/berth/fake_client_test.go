@@ -35,6 +35,8 @@ type fakeAPI struct {
 	cancel  context.CancelFunc
 	// fail makes the named call ("create deployments web") fail with it.
 	fail map[string]error
+	// execs are the options of each PodExec.
+	execs []podExecOptions
 }
 
 func newFakeAPI(objs ...api.Object) *fakeAPI {
@@ -227,4 +229,12 @@ func (f *fakeAPI) writes() []string {
 		}
 	}
 	return out
+}
+
+// PodExec records the exec's options and runs nothing; the command exits 0.
+func (f *fakeAPI) PodExec(_ context.Context, ns, name string, opts podExecOptions) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execs = append(f.execs, opts)
+	return 0, f.record("exec %s/%s", ns, name)
 }

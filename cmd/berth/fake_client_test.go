@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -237,4 +238,11 @@ func (f *fakeAPI) PodExec(_ context.Context, ns, name string, opts podExecOption
 	defer f.mu.Unlock()
 	f.execs = append(f.execs, opts)
 	return 0, f.record("exec %s/%s", ns, name)
+}
+
+// ResourceMetrics answers that nothing has been measured yet.
+func (f *fakeAPI) ResourceMetrics(_ context.Context, path string, _ url.Values) ([]usageItem, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return nil, f.record("metrics %s", path)
 }

@@ -86,7 +86,7 @@ func parseOutput(s string) (outputFormat, error) {
 		f.name = outputColumns
 		f.cols, err = parseColumnsFile(text)
 	default:
-		return outputFormat{}, usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", form, allowedOutputs)
+		return outputFormat{}, usageErrorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", s, allowedOutputs)
 	}
 	if err != nil {
 		return outputFormat{}, err

@@ -303,3 +303,13 @@ func TestTemplateFiles(t *testing.T) {
 		}
 	}
 }
+
+// An unknown -o names the whole value, as kubectl's error does.
+func TestUnknownOutputNamesValue(t *testing.T) {
+	for _, s := range []string{"table", "foo=bar"} {
+		_, err := parseOutput(s)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("output format %q,", s)) {
+			t.Errorf("-o %s: %v", s, err)
+		}
+	}
+}

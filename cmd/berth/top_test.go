@@ -59,3 +59,15 @@ func checkRows(t *testing.T, out string, want [][]string) {
 		}
 	}
 }
+
+// As kubectl top: a namespace without pods has nothing to measure (exit
+// 0), pods not measured yet are an error.
+func TestTopWithoutMetrics(t *testing.T) {
+	useFakeAPI(t, cluster())
+	if r := runBerth(t, "", "top", "pod", "-n", "empty"); r.code != exitOK || !strings.Contains(r.stderr, "No resources found in empty namespace.") {
+		t.Errorf("top pod in an empty namespace: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runBerth(t, "", "top", "pod"); r.code != exitFailure || !strings.Contains(r.stderr, "metrics not available yet") {
+		t.Errorf("top pod of pods not measured: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

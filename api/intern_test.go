@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"hash/maphash"
 	"reflect"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"unsafe"
 	"weak"
 
+	"github.com/berth-dev/berth/testtool"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -118,23 +120,14 @@ func TestInternConditions(t *testing.T) {
 	k.n = copy(k.conds[:], list(ConditionTrue))
 	h = maphash.Comparable(sharedConditions.seed, k)
 	a, b = nil, nil
-	testWaitFor(t, func() bool {
+	testtool.WaitFor(t, 10*time.Second, "the entry of a list no status refers to gone", func() error {
 		runtime.GC()
 		sharedConditions.Lock()
 		defer sharedConditions.Unlock()
-		_, ok := sharedConditions.m[h]
-		return !ok
+		if _, ok := sharedConditions.m[h]; ok {
+			return errors.New("entry still there")
+		}
+		return nil
 	})
 	runtime.KeepAlive(c)
-}
-
-func testWaitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 1000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("condition not met in 10s")
 }

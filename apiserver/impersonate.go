@@ -47,20 +47,20 @@ func impersonate(id *Identity, h http.Header) (*Identity, error) {
 	case other:
 		return nil, apierrors.NewBadRequest("berth impersonates a user name alone (kubectl --as), not groups (--as-group), a UID or extra fields")
 	}
-	if sa, ok := strings.CutPrefix(user, "system:serviceaccount:"); ok {
-		ns, name, ok := strings.Cut(sa, ":")
-		if !ok || ns == "" || name == "" || strings.Contains(name, ":") {
+	if strings.HasPrefix(user, ServiceAccountUserPrefix) {
+		ns, name, ok := splitServiceAccountUserName(user)
+		if !ok {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot impersonate %q: a service account is system:serviceaccount:NAMESPACE:NAME", user))
 		}
-		return &Identity{Name: user, Kind: IdentityServiceAccount, Namespace: ns}, nil
+		return ServiceAccountIdentity(ns, name), nil
 	}
-	if node, ok := strings.CutPrefix(user, "system:node:"); ok {
+	if node, ok := strings.CutPrefix(user, NodeUserPrefix); ok {
 		if node == "" || strings.Contains(node, ":") {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot impersonate %q: a node is system:node:NAME", user))
 		}
-		return &Identity{Name: user, Kind: IdentityNode, Node: node}, nil
+		return NodeIdentity(node), nil
 	}
-	if user == id.Name {
+	if user == AdminIdentity().Name {
 		return id, nil
 	}
 	return &Identity{Name: user, Kind: IdentityUser}, nil

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -100,7 +101,13 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 		}
 		id, _ := apiserver.IdentityFromContext(r.Context())
 		if err := m.authz.Authorize(r.Context(), id, apiserver.Attributes{Verb: verb, Kind: k, Namespace: ns, Name: name}); err != nil {
-			apiserver.WriteError(w, apierrors.NewForbidden(gr, name, err))
+			// A refusal names the metrics resource, as Kubernetes'; any
+			// other failure (the store, say) is what it is, not a 403.
+			var fe *apiserver.ForbiddenError
+			if errors.As(err, &fe) {
+				err = apierrors.NewForbidden(gr, name, err)
+			}
+			apiserver.WriteError(w, err)
 			return
 		}
 		sel := labels.Everything()
@@ -113,6 +120,12 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 		}
 		nodes, err := m.proxy.nodesToSample(pods, ns, name)
 		if err != nil {
+			// A refusal names the metrics resource, as Kubernetes'; any
+			// other failure (the store, say) is what it is, not a 403.
+			var fe *apiserver.ForbiddenError
+			if errors.As(err, &fe) {
+				err = apierrors.NewForbidden(gr, name, err)
+			}
 			apiserver.WriteError(w, err)
 			return
 		}
@@ -124,6 +137,12 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 			out, err = nodeMetricsOf(samples, name, sel)
 		}
 		if err != nil {
+			// A refusal names the metrics resource, as Kubernetes'; any
+			// other failure (the store, say) is what it is, not a 403.
+			var fe *apiserver.ForbiddenError
+			if errors.As(err, &fe) {
+				err = apierrors.NewForbidden(gr, name, err)
+			}
 			apiserver.WriteError(w, err)
 			return
 		}

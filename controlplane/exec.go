@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gorilla/websocket"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/berth-dev/berth/api"
@@ -93,7 +95,7 @@ func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj a
 		apiserver.WriteError(w, err)
 		return
 	}
-	if !isWebSocketUpgrade(r) {
+	if !websocket.IsWebSocketUpgrade(r) {
 		// SPDY, which kubectl before 1.30 used, is not spoken here. This
 		// comes after the checks above: kubectl retries a refused
 		// WebSocket with SPDY and shows the second answer, so both must
@@ -122,7 +124,7 @@ func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request
 		apiserver.WriteError(w, err)
 		return
 	}
-	if !isWebSocketUpgrade(r) {
+	if !websocket.IsWebSocketUpgrade(r) {
 		apiserver.WriteError(w, apierrors.NewBadRequest("port-forward takes a WebSocket upgrade (protocol SPDY/3.1+portforward.k8s.io, kubectl 1.30 or later)"))
 		return
 	}
@@ -183,21 +185,4 @@ func connectPod(w http.ResponseWriter, obj api.Object, sub string) (*api.Pod, bo
 		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("%s of a %T", sub, obj)))
 	}
 	return pod, ok
-}
-
-// isWebSocketUpgrade reports whether r asks to switch to a WebSocket.
-func isWebSocketUpgrade(r *http.Request) bool {
-	return headerHasToken(r.Header, "Connection", "upgrade") && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-}
-
-// headerHasToken reports whether a comma-separated header holds token.
-func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -117,9 +117,8 @@ type podLogRequest struct {
 
 // Serve is an apiserver.SubresourceHandler for pods/log.
 func (p *ContainerProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.Object) {
-	pod, ok := obj.(*api.Pod)
+	pod, ok := connectPod(w, obj, "log")
 	if !ok {
-		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("log of a %T", obj)))
 		return
 	}
 	if r.Method != http.MethodGet {

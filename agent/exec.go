@@ -119,20 +119,11 @@ func (s *containerServer) serveExec(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("exec takes a WebSocket upgrade with protocol %s or %s (kubectl 1.30 or later)", execProtocolV5, execProtocolV4), http.StatusBadRequest)
 		return
 	}
-	id, err := s.opts.Lookup(ns, pod, ctr, false)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, err), http.StatusNotFound)
+	id, st, ok := s.run(w, r, ns, pod, ctr, false)
+	if !ok {
 		return
 	}
-	st, err := s.opts.Runtime.Status(r.Context(), id)
-	switch {
-	case errors.Is(err, runtime.ErrNotFound):
-		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: run %s: %v", ctr, ns, pod, id, err), http.StatusNotFound)
-		return
-	case err != nil:
-		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: run %s: %v", ctr, ns, pod, id, err), http.StatusInternalServerError)
-		return
-	case st.State != runtime.StateRunning:
+	if st.State != runtime.StateRunning {
 		http.Error(w, fmt.Sprintf("container %s of pod %s/%s is not running", ctr, ns, pod), http.StatusBadRequest)
 		return
 	}

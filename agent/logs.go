@@ -158,17 +158,8 @@ func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	id, err := s.opts.Lookup(ns, pod, ctr, previous)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, err), http.StatusNotFound)
-		return
-	}
-	if _, err := s.opts.Runtime.Status(r.Context(), id); err != nil {
-		code := http.StatusInternalServerError
-		if errors.Is(err, runtime.ErrNotFound) {
-			code = http.StatusNotFound
-		}
-		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: run %s: %v", ctr, ns, pod, id, err), code)
+	id, _, ok := s.run(w, r, ns, pod, ctr, previous)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -336,4 +327,25 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 		return n, err
 	}
 	return n, nil
+}
+
+// run finds the run of a container (the one before, with previous) and
+// its status, or answers 404 for a container or run there is not, 500
+// for a runtime that cannot say.
+func (s *containerServer) run(w http.ResponseWriter, r *http.Request, ns, pod, ctr string, previous bool) (runtime.ID, runtime.Status, bool) {
+	id, err := s.opts.Lookup(ns, pod, ctr, previous)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, err), http.StatusNotFound)
+		return id, runtime.Status{}, false
+	}
+	st, err := s.opts.Runtime.Status(r.Context(), id)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, runtime.ErrNotFound) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: run %s: %v", ctr, ns, pod, id, err), code)
+		return id, st, false
+	}
+	return id, st, true
 }

@@ -92,10 +92,6 @@ func runTerminal(ctx context.Context, cmd *osexec.Cmd, opts runtime.ExecOptions)
 	}
 	defer ptmx.Close()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	// A session of its own, the terminal its controlling one (fd 0 in the
-	// child); its process group is then its own as with Setpgid.
-	cmd.SysProcAttr.Setpgid = false
-	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
 	// A size already asked for is the terminal's from the start, so that
 	// the command never sees it unsized.
 	select {
@@ -180,7 +176,10 @@ func (r *Runtime) command(ctx context.Context, id runtime.ID, argv []string, tty
 		cmd.Env = append(cmd.Env, "TERM=xterm")
 	}
 	cmd.Dir = c.WorkingDir
-	attr := &syscall.SysProcAttr{Setpgid: true}
+	// A process group of its own; on a terminal, a session of its own
+	// (whose process group is its own too), the terminal (fd 0) its
+	// controlling one.
+	attr := &syscall.SysProcAttr{Setpgid: !tty, Setsid: tty, Setctty: tty}
 	if c.RunAsUser != nil || c.RunAsGroup != nil {
 		cred := &syscall.Credential{Uid: uint32(syscall.Getuid()), Gid: uint32(syscall.Getgid())}
 		if c.RunAsUser != nil {

@@ -225,34 +225,46 @@ func run(t testing.TB, args ...string) (string, string, int) {
 // runs), and fails the test if it fails.
 func (s *server) kubectl(t testing.TB, args ...string) string {
 	t.Helper()
-	kubectl := testtool.Need(t, "kubectl")
-	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
-	cmd.Dir = packageDir
-	out, err := cmd.CombinedOutput()
+	out, err := s.kubectlErr(t, args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
 }
 
 // command is tool ("berth" or "kubectl") run against the server with
-// args, not yet started.
+// args from this package's directory, not yet started, and killed if it
+// is still running two minutes on, or when the test ends.
 func (s *server) command(t testing.TB, tool string, args ...string) *exec.Cmd {
 	t.Helper()
 	prog := bin
 	if tool == "kubectl" {
 		prog = testtool.Need(t, "kubectl")
 	}
-	return exec.Command(prog, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, prog, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
+	cmd.Dir = packageDir
+	return cmd
+}
+
+// exitCode is the exit status a command's error reports: 0 for none, -1
+// for a command that did not run to an exit.
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	}
+	return -1
 }
 
 // kubectlErr runs the real kubectl and returns its output and error.
 func (s *server) kubectlErr(t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	kubectl := testtool.Need(t, "kubectl")
-	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", s.kubeconfig}, args...)...)
-	cmd.Dir = packageDir
-	out, err := cmd.CombinedOutput()
+	out, err := s.command(t, "kubectl", args...).CombinedOutput()
 	return string(out), err
 }
 

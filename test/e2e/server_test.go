@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -73,7 +72,7 @@ func TestServerFirstStartAndRestart(t *testing.T) {
 }
 
 func TestKubectlWorksAgainstServer(t *testing.T) {
-	kubectl := testtool.Need(t, "kubectl")
+	testtool.Need(t, "kubectl") // skipped, not failed, without it
 	s := startServer(t)
 	s.mustBerth(t, "apply", "-f", "../../examples/hello")
 	kc := func(args ...string) string {
@@ -132,18 +131,16 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	if out := strings.TrimSpace(kc("--token", tok, "auth", "can-i", "list", "pods")); out != "yes" {
 		t.Fatalf("kubectl auth can-i list pods: %q", out)
 	}
-	canI := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "--token", tok, "auth", "can-i", "delete", "deployments")
-	if out, _ := canI.CombinedOutput(); canI.ProcessState.ExitCode() != 1 || !strings.HasPrefix(string(out), "no") {
-		t.Fatalf("kubectl auth can-i delete deployments: exit %d, %s", canI.ProcessState.ExitCode(), out)
+	if out, err := s.kubectlErr(t, "--token", tok, "auth", "can-i", "delete", "deployments"); exitCode(err) != 1 || !strings.HasPrefix(out, "no") {
+		t.Fatalf("kubectl auth can-i delete deployments: %v, %s", err, out)
 	}
 	// The admin acting as the service account (--as) gets its answers,
 	// and as a user berth does not know, none.
 	if out := strings.TrimSpace(kc("--as", "system:serviceaccount:default:robot", "auth", "can-i", "list", "pods")); out != "yes" {
 		t.Fatalf("kubectl --as the robot auth can-i list pods: %q", out)
 	}
-	asBob := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "--as", "bob", "get", "pods")
-	if out, _ := asBob.CombinedOutput(); asBob.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), `User "bob" cannot list resource "pods"`) {
-		t.Fatalf("kubectl --as bob get pods: exit %d, %s", asBob.ProcessState.ExitCode(), out)
+	if out, err := s.kubectlErr(t, "--as", "bob", "get", "pods"); exitCode(err) != 1 || !strings.Contains(out, `User "bob" cannot list resource "pods"`) {
+		t.Fatalf("kubectl --as bob get pods: %v, %s", err, out)
 	}
 	// The resource metrics are read as the objects they are about: the
 	// service account may read its namespace's pods', not the nodes'.
@@ -173,17 +170,15 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	if err := os.WriteFile(changed, bytes.Replace(manifest, []byte("replicas: 2"), []byte("replicas: 5"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	diff := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "diff", "-f", changed)
-	diffOut, err := diff.CombinedOutput()
-	if code := diff.ProcessState.ExitCode(); code != 1 || !strings.Contains(string(diffOut), "+  replicas: 5") {
-		t.Fatalf("kubectl diff: exit %d, %v\n%s", code, err, diffOut)
+	if diffOut, err := s.kubectlErr(t, "diff", "-f", changed); exitCode(err) != 1 || !strings.Contains(diffOut, "+  replicas: 5") {
+		t.Fatalf("kubectl diff: %v\n%s", err, diffOut)
 	}
 	if d, err := s.getJSON(t, "deployment", "hello"); err != nil || field(d, "spec.replicas") != float64(2) {
 		t.Fatalf("kubectl diff changed the deployment: %v %v", err, d)
 	}
 
 	// A watch sees a pod arrive and go; describe shows a node.
-	watch := exec.Command(kubectl, "--kubeconfig", s.kubeconfig, "get", "pods", "-w")
+	watch := s.command(t, "kubectl", "get", "pods", "-w")
 	var watched lockedBuffer
 	watch.Stdout, watch.Stderr = &watched, &watched
 	if err := watch.Start(); err != nil {

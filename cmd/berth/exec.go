@@ -254,17 +254,20 @@ func connectPod(cmd *cobra.Command, g *globalOptions, kind *api.Kind, name strin
 	if err != nil {
 		return nil, nil, failed(err)
 	}
-	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	ctx := cmd.Context()
+	var pod *api.Pod
 	if kind != nil {
-		if name, err = podOf(ctx, c, kind, g.namespace, name); err != nil {
-			fmt.Fprintln(stderr, errorMessage(err))
-			return nil, nil, reportedFailure()
+		// The pod chosen among the controller's, as listed.
+		pod, err = podOf(ctx, c, kind, g.namespace, name)
+	} else {
+		var obj api.Object
+		if obj, err = c.Get(ctx, api.KindOf(&api.Pod{}), g.namespace, name); err == nil {
+			pod = obj.(*api.Pod)
 		}
 	}
-	obj, err := c.Get(ctx, api.KindOf(&api.Pod{}), g.namespace, name)
 	if err != nil {
-		fmt.Fprintln(stderr, errorMessage(err))
+		fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
 		return nil, nil, reportedFailure()
 	}
-	return c, obj.(*api.Pod), nil
+	return c, pod, nil
 }

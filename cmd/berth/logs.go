@@ -123,10 +123,10 @@ func podTarget(command, arg string) (*api.Kind, string, error) {
 // podOf picks the pod of a workload to read, as kubectl does: the running
 // pods first, then the ready, then the oldest (its choice is
 // deterministic, so repeated calls read the same pod).
-func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (string, error) {
+func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (*api.Pod, error) {
 	obj, err := c.Get(ctx, k, ns, name)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var sel *metav1.LabelSelector
 	switch o := obj.(type) {
@@ -139,11 +139,11 @@ func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (stri
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil || s.Empty() {
-		return "", fmt.Errorf("%s %s has no usable selector", k.Resource, name)
+		return nil, fmt.Errorf("%s %s has no usable selector", k.Resource, name)
 	}
 	objs, _, err := c.List(ctx, api.KindOf(&api.Pod{}), ns, listOptions{LabelSelector: s.String()})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var best *api.Pod
 	rank := func(p *api.Pod) int {
@@ -172,9 +172,9 @@ func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (stri
 		}
 	}
 	if best == nil {
-		return "", fmt.Errorf("no pods of %s %s", k.Resource, name)
+		return nil, fmt.Errorf("no pods of %s %s", k.Resource, name)
 	}
-	return best.Name, nil
+	return best, nil
 }
 
 func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) error {
@@ -219,7 +219,7 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 			fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
 			return reportedFailure()
 		}
-		name = pod
+		name = pod.Name
 	}
 	body, err := logger.PodLogs(ctx, g.namespace, name, opts)
 	if err != nil {

@@ -73,19 +73,19 @@ each container of a pod.`,
 }
 
 func runTop(cmd *cobra.Command, g *globalOptions, o *topOptions, args []string) error {
-	var nodes bool
-	switch args[0] {
-	case "node", "nodes", "no":
-		nodes = true
-	case "pod", "pods", "po":
-	default:
+	k, ok := api.LookupResource(args[0])
+	nodes := ok && k == api.KindOf(&api.Node{})
+	if !nodes && (!ok || k != api.KindOf(&api.Pod{})) {
 		return usageErrorf("berth top shows nodes or pods, not %q", args[0])
 	}
 	name := ""
 	if len(args) == 2 {
 		name = args[1]
-		if o.selector != "" {
+		switch {
+		case o.selector != "":
 			return usageErrorf("a name cannot be given together with a selector")
+		case o.allNamespaces && !nodes:
+			return usageErrorf("an object cannot be retrieved by name across all namespaces; name its namespace with -n")
 		}
 	}
 	if err := checkSelectors(o.selector, ""); err != nil {

@@ -71,3 +71,18 @@ func TestTopWithoutMetrics(t *testing.T) {
 		t.Errorf("top pod of pods not measured: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// top takes the kinds' names as get does, and a pod's name with -A not.
+func TestTopArguments(t *testing.T) {
+	useFakeAPI(t, cluster())
+	for _, args := range [][]string{{"top", "no"}, {"top", "nodes"}, {"top", "po"}, {"top", "pod", "-A"}} {
+		if r := runBerth(t, "", args...); r.code == exitUsage {
+			t.Errorf("%v: usage error %s", args, r.stderr)
+		}
+	}
+	for _, args := range [][]string{{"top", "svc"}, {"top", "nope"}, {"top", "pod", "web", "-A"}} {
+		if r := runBerth(t, "", args...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want a usage error", args, r.code)
+		}
+	}
+}

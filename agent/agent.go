@@ -194,8 +194,9 @@ func New(cfg Config) (*Agent, error) {
 		rt.Close()
 		return nil, err
 	}
-	a.metrics = &MetricsSampler{Pods: a.pods.Usage, Node: ReadNodeUsage, Clock: cfg.Clock}
 	if cfg.Server != "" {
+		// Standalone there is no one to ask for metrics.
+		a.metrics = &MetricsSampler{Pods: a.pods.Usage, Node: ReadNodeUsage, Clock: cfg.Clock}
 		if cfg.Listen == "" {
 			cfg.Listen = net.JoinHostPort(cfg.NodeIP, strconv.Itoa(DefaultPort))
 			a.cfg.Listen = cfg.Listen

@@ -92,6 +92,20 @@ var virtualResources = []virtualResource{
 // reads.
 var MetricsGroupVersion = schema.GroupVersion{Group: "metrics.k8s.io", Version: "v1beta1"}
 
+// MetricsKind is the kind whose objects a metrics.k8s.io resource
+// ("nodes" or "pods") describes, nil for another: reading the metrics is
+// authorized as reading those objects, by the metrics API and the reviews
+// alike.
+func MetricsKind(resource string) *api.Kind {
+	switch resource {
+	case "nodes":
+		return api.KindOf(&api.Node{})
+	case "pods":
+		return api.KindOf(&api.Pod{})
+	}
+	return nil
+}
+
 func newDiscoveryDocs() (*discoveryDocs, error) {
 	var gvs []schema.GroupVersion
 	byGV := map[schema.GroupVersion][]*api.Kind{}

@@ -86,6 +86,9 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 			break
 		}
 	}
+	if ra.Group == MetricsGroupVersion.Group && ra.Subresource == "" {
+		kind = MetricsKind(ra.Resource)
+	}
 	if kind == nil {
 		if admin {
 			return true, "" // the admin may do everything, as cluster-admin

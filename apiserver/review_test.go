@@ -47,6 +47,10 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 		{"node", n1, authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Subresource: "status", Namespace: "default", Name: "web"}, true},
 		{"node", n1, authorizationv1.ResourceAttributes{Verb: "update", Resource: "pods", Subresource: "status", Namespace: "default", Name: "other"}, false},
 		{"node", n1, authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces", Name: "default"}, false},
+		// Metrics are read as the objects they describe.
+		{"service account", sa, authorizationv1.ResourceAttributes{Verb: "list", Group: "metrics.k8s.io", Resource: "pods", Namespace: "default"}, true},
+		{"service account", sa, authorizationv1.ResourceAttributes{Verb: "list", Group: "metrics.k8s.io", Resource: "nodes"}, false},
+		{"service account", sa, authorizationv1.ResourceAttributes{Verb: "list", Group: "metrics.k8s.io", Resource: "secrets", Namespace: "default"}, false},
 	} {
 		for _, pb := range []bool{false, true} {
 			st := ask(c.token, &c.ra, nil, pb)

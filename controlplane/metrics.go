@@ -91,10 +91,11 @@ type metricsAPI struct {
 func (m *metricsAPI) handler(pods bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("namespace"), r.PathValue("name")
-		k, gr := nodeKind, schema.GroupResource{Group: apiserver.MetricsGroupVersion.Group, Resource: "nodes"}
+		gr := schema.GroupResource{Group: apiserver.MetricsGroupVersion.Group, Resource: "nodes"}
 		if pods {
-			k, gr.Resource = podKind, "pods"
+			gr.Resource = "pods"
 		}
+		k := apiserver.MetricsKind(gr.Resource)
 		verb := apiserver.VerbList
 		if name != "" {
 			verb = apiserver.VerbGet

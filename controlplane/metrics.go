@@ -111,6 +111,13 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 			apiserver.WriteError(w, err)
 			return
 		}
+		for k := range r.URL.Query() {
+			if k != "labelSelector" {
+				// Not ignored: an answer that left it out would mislead.
+				apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("the resource metrics take a labelSelector alone, not %s", k)))
+				return
+			}
+		}
 		sel := labels.Everything()
 		if s := r.URL.Query().Get("labelSelector"); s != "" && name == "" {
 			var err error

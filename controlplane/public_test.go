@@ -86,3 +86,35 @@ func TestPublicPaths(t *testing.T) {
 		}
 	}
 }
+
+// The resource metrics refuse what they would otherwise ignore.
+func TestMetricsQuery(t *testing.T) {
+	r := startControlPlane(t, t.TempDir(), "memory")
+	creds := r.Credentials()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: creds.CAPool}}}
+	for query, want := range map[string]int{
+		"":                                 http.StatusOK,
+		"?labelSelector=app%3Dweb":         http.StatusOK,
+		"?labelSelector=app+in+(":          http.StatusBadRequest,
+		"?fieldSelector=metadata.name%3Dx": http.StatusBadRequest,
+		"?limit=5":                         http.StatusBadRequest,
+	} {
+		poll(t, "pod metrics"+query, func() error {
+			req, err := http.NewRequest(http.MethodGet, "https://"+r.Addr().String()+"/apis/metrics.k8s.io/v1beta1/namespaces/default/pods"+query, nil)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+creds.AdminToken)
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != want {
+				return fmt.Errorf("%s: %s", resp.Status, body)
+			}
+			return nil
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	sjson "sigs.k8s.io/json"
@@ -24,7 +25,22 @@ type DecodeOptions struct {
 	// overwrite what controllers observed. The API keeps it (status
 	// subresource writes need it).
 	DropStatus bool
+	// FieldValidation is what unknown and duplicate fields are, as the
+	// API's fieldValidation parameter names it: errors with Strict (also
+	// the zero value, what sources and `berth validate` use), warnings on
+	// the object with Warn, nothing with Ignore. An unknown field is then
+	// dropped and of a duplicate the last value kept, as Kubernetes does.
+	// Values of the wrong type and unknown kinds are errors whatever it is.
+	FieldValidation string
 }
+
+// The values of DecodeOptions.FieldValidation, spelt as Kubernetes'
+// fieldValidation parameter spells them.
+const (
+	FieldValidationStrict = metav1.FieldValidationStrict
+	FieldValidationWarn   = metav1.FieldValidationWarn
+	FieldValidationIgnore = metav1.FieldValidationIgnore
+)
 
 // Decoded is one object of a stream together with where it came from, so
 // that errors found later (validation, duplicates, ownership) can still
@@ -44,6 +60,10 @@ type Decoded struct {
 	// Field is the path of the object inside its document: empty when the
 	// document is the object, "items[2]" for an item of a List.
 	Field string
+	// Warnings are the unknown and duplicate fields the decoder let pass
+	// with FieldValidationWarn, in Kubernetes' words: `unknown field
+	// "spec.foo"`, `duplicate field "metadata.name"`.
+	Warnings []string
 
 	pos positions
 }
@@ -57,8 +77,10 @@ type Decoded struct {
 // document (apiVersion v1) yields each of its items. Every document is
 // decoded strictly into the Go type of its kind: unknown and duplicate
 // fields, values of the wrong type, missing or unknown kinds are all
-// errors, each naming the file (name), the document, the line where it can
-// and the field path. Decoding goes on after an error, so the list holds
+// errors (unknown and duplicate fields only warnings, or nothing, when
+// opts.FieldValidation says so), each naming the file (name), the
+// document, the line where it can and the field path. Decoding goes on
+// after an error, so the list holds
 // every problem of every document; only documents without errors yield an
 // object. DecodeStream never panics, whatever data holds.
 func DecodeStream(name string, data []byte, opts DecodeOptions) ([]*Decoded, ErrorList) {
@@ -740,6 +762,23 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 		errs = append(errs, e)
 	}
 	defer func() { s.errs = append(s.errs, errs...) }()
+	// unknownOrDuplicate is an unknown or duplicate field (what: "unknown" or
+	// "duplicate"), which FieldValidation may turn into a warning.
+	var warnings []string
+	unknownOrDuplicate := func(what, path, msg string, line int) {
+		switch s.opts.FieldValidation {
+		case FieldValidationIgnore:
+		case FieldValidationWarn:
+			warnings = append(warnings, fmt.Sprintf("%s field %q", what, joinPath(d.Field, path)))
+		default:
+			e := d.errorAt(path, msg)
+			if line > 0 {
+				e.Line = line
+			}
+			e.Kind, e.Namespace, e.Name = h.kind, h.namespace, h.name
+			errs = append(errs, e)
+		}
+	}
 
 	for _, f := range []string{"apiVersion", "kind"} {
 		if raw, ok := h.fields[f]; ok {
@@ -772,10 +811,7 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 		dups, hasTree = pos.duplicateKeys(kind.typ, skip)
 	}
 	for _, dup := range dups {
-		e := d.errorAt(dup.path, fmt.Sprintf("duplicate field %q (first set on line %d)", dup.name, dup.first))
-		e.Line = dup.line
-		e.Kind, e.Namespace, e.Name = h.kind, h.namespace, h.name
-		errs = append(errs, e)
+		unknownOrDuplicate("duplicate", dup.path, fmt.Sprintf("duplicate field %q (first set on line %d)", dup.name, dup.first), dup.line)
 	}
 
 	body := data
@@ -799,7 +835,11 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 			problems = []fieldProblem{{path: typeErrorPath(err), message: oneLine(err.Error())}}
 		}
 		for _, p := range problems {
-			problem(p.path, p.message)
+			if p.unknown {
+				unknownOrDuplicate("unknown", p.path, p.message, 0)
+			} else {
+				problem(p.path, p.message)
+			}
 		}
 	}
 	for _, se := range strictErrs {
@@ -811,9 +851,9 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 		path := fe.FieldPath()
 		name := lastName(path)
 		if strings.HasPrefix(se.Error(), "duplicate field") {
-			problem(path, fmt.Sprintf("duplicate field %q", name))
+			unknownOrDuplicate("duplicate", path, fmt.Sprintf("duplicate field %q", name), 0)
 		} else {
-			problem(path, unknownField(name))
+			unknownOrDuplicate("unknown", path, unknownField(name), 0)
 		}
 	}
 	if len(errs) > 0 {
@@ -823,6 +863,7 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 	// them the document used.
 	obj.GetObjectKind().SetGroupVersionKind(kind.GVK)
 	d.Object = obj
+	d.Warnings = warnings
 	s.objs = append(s.objs, d)
 }
 

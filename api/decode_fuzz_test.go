@@ -56,5 +56,32 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 		_ = Duplicates(objs)
+
+		// With fieldValidation Warn, unknown and duplicate fields pass as
+		// warnings: whatever Strict accepts, Warn accepts too, without a
+		// warning, and the rest of its errors are Strict's.
+		loose, looseErrs := DecodeStream("fuzz.yaml", data, DecodeOptions{DropStatus: dropStatus, FieldValidation: FieldValidationWarn})
+		if len(loose) < len(objs) || len(looseErrs) > len(errs) {
+			t.Fatalf("Warn: %d objects and %d errors, Strict: %d and %d", len(loose), len(looseErrs), len(objs), len(errs))
+		}
+		for _, e := range looseErrs {
+			if strings.Contains(e.Message, "internal error") {
+				t.Fatalf("decoder panicked with Warn: %s", e.Message)
+			}
+		}
+		for _, d := range loose {
+			for _, w := range d.Warnings {
+				if !strings.HasPrefix(w, "unknown field ") && !strings.HasPrefix(w, "duplicate field ") || strings.ContainsAny(w, "\n\r") {
+					t.Errorf("warning %q", w)
+				}
+			}
+		}
+		if len(loose) == len(objs) && len(looseErrs) == len(errs) {
+			for _, d := range loose {
+				if len(d.Warnings) > 0 {
+					t.Errorf("warnings %q where Strict found nothing", d.Warnings)
+				}
+			}
+		}
 	})
 }

@@ -20,6 +20,9 @@ import (
 type fieldProblem struct {
 	path    string
 	message string
+	// unknown marks an unknown field, which DecodeOptions.FieldValidation
+	// may let pass.
+	unknown bool
 }
 
 // maxProblems bounds what one document can report, as the strict decoder
@@ -53,6 +56,13 @@ var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 func (c *typeChecker) add(p *field.Path, msg string) {
 	if len(c.problems) < maxProblems {
 		c.problems = append(c.problems, fieldProblem{path: pathString(p), message: msg})
+	}
+}
+
+// unknownKey records a key the type has no field for.
+func (c *typeChecker) unknownKey(p *field.Path, name string) {
+	if len(c.problems) < maxProblems {
+		c.problems = append(c.problems, fieldProblem{path: pathString(p), message: unknownField(name), unknown: true})
 	}
 }
 
@@ -168,7 +178,7 @@ func (c *typeChecker) check(v any, t reflect.Type, p *field.Path, depth int) {
 		for _, k := range sortedKeys(m) {
 			f, ok := fields[k]
 			if !ok {
-				c.add(p.Child(k), unknownField(k))
+				c.unknownKey(p.Child(k), k)
 				continue
 			}
 			c.check(m[k], f.typ, p.Child(k), depth+1)

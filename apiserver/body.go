@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
 	"github.com/berth-dev/berth/api"
 )
 
@@ -62,13 +65,46 @@ func (s *Server) readObjectBody(w http.ResponseWriter, r *http.Request) ([]byte,
 }
 
 // readObject reads and decodes the body of a create or update: one object
-// of the path's kind (see decodeBody).
+// of the path's kind (see decodeBody), under the request's
+// fieldValidation, whose warnings go to the answer's headers.
 func (s *Server) readObject(w http.ResponseWriter, r *http.Request, req *resourceRequest) (api.Object, error) {
+	validation, err := fieldValidationOf(r)
+	if err != nil {
+		return nil, err
+	}
 	data, err := s.readObjectBody(w, r)
 	if err != nil {
 		return nil, err
 	}
-	return req.decodeBody(data, contentType(r) == mediaJSON)
+	obj, warnings, err := req.decodeBody(data, contentType(r) == mediaJSON, validation)
+	addWarnings(w, warnings)
+	return obj, err
+}
+
+// fieldValidationOf reads a write's fieldValidation parameter (kubectl's
+// --validate): Strict, Warn or Ignore, as Kubernetes takes it. Without one
+// a write is Strict, where Kubernetes' default is Warn: an unknown field
+// is as often a typo or a field berth does not run as a field of a newer
+// version, and either way it is named rather than dropped; a client that
+// wants it dropped says so (kubectl apply --validate=false).
+func fieldValidationOf(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("fieldValidation")
+	switch v {
+	case "", metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore:
+		return v, nil
+	}
+	return "", badRequest("fieldValidation: Unsupported value: %q: supported values: %q, %q, %q",
+		v, metav1.FieldValidationIgnore, metav1.FieldValidationStrict, metav1.FieldValidationWarn)
+}
+
+// addWarnings adds a Warning header (299, as Kubernetes sends them; kubectl
+// prints "Warning: " and the text) for each warning of a request.
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, text := range warnings {
+		if h, err := utilnet.NewWarningHeader(299, "-", text); err == nil {
+			w.Header().Add("Warning", h)
+		}
+	}
 }
 
 // checkJSON refuses a body sent as JSON that is not JSON, before the
@@ -87,34 +123,36 @@ func checkJSON(data []byte) error {
 // decodeBody decodes a request body that must hold one object of the
 // path's kind, with the one decoder every source and `berth validate` use:
 // strict, so an unknown or duplicate field, a value of the wrong type or a
-// missing kind is a 400 naming every such field. A body sent as JSON that
-// is not JSON is refused as such.
-func (req *resourceRequest) decodeBody(data []byte, sentAsJSON bool) (api.Object, error) {
+// missing kind is a 400 naming every such field. With fieldValidation
+// (validation) Warn or Ignore, unknown and duplicate fields pass instead,
+// with Warn each a warning. A body sent as JSON that is not JSON is
+// refused as such.
+func (req *resourceRequest) decodeBody(data []byte, sentAsJSON bool, validation string) (api.Object, []string, error) {
 	k := req.kind
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
+		return nil, nil, badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
 	}
 	if obj, ok := req.decodeJSONObject(data); ok {
-		return obj, nil // it decoded, so it is JSON: checkJSON need not scan it
+		return obj, nil, nil // it decoded, so it is JSON: checkJSON need not scan it
 	}
 	if sentAsJSON {
 		if err := checkJSON(data); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	objs, errs := api.DecodeStream("", withTypeMeta(k, data), api.DecodeOptions{DropStatus: req.ignoresStatus()})
+	objs, errs := api.DecodeStream("", withTypeMeta(k, data), api.DecodeOptions{DropStatus: req.ignoresStatus(), FieldValidation: validation})
 	if len(errs) > 0 {
-		return nil, decodeFailed(k, errs)
+		return nil, nil, decodeFailed(k, errs)
 	}
 	if len(objs) != 1 || objs[0].Field != "" {
-		return nil, badRequest("the request body must hold exactly one %s, not a list or a stream of objects", k.GVK.Kind)
+		return nil, nil, badRequest("the request body must hold exactly one %s, not a list or a stream of objects", k.GVK.Kind)
 	}
 	obj := objs[0].Object
 	if got := api.KindOf(obj); got != k {
-		return nil, badRequest("the object in the request body is a %s (%s), not a %s (%s): send it to the %s resource",
+		return nil, nil, badRequest("the object in the request body is a %s (%s), not a %s (%s): send it to the %s resource",
 			got.GVK.Kind, got.APIVersion(), k.GVK.Kind, k.APIVersion(), got.Resource)
 	}
-	return obj, nil
+	return obj, objs[0].Warnings, nil
 }
 
 // ignoresStatus reports whether the request's write drops the body's

@@ -71,6 +71,8 @@ var fuzzPaths = []string{
 	"/api/v1/nodes",
 	"/api/v1/namespaces",
 	"/api/v1/namespaces/default/services",
+	"/api/v1/namespaces/default/configmaps?fieldValidation=Warn",
+	"/api/v1/namespaces/default/pods?fieldValidation=Ignore",
 }
 
 var fuzzContentTypes = []string{"application/json", "application/yaml", ""}
@@ -116,12 +118,17 @@ func FuzzPatch(f *testing.F) {
 		}
 		f.Add(uint8(0), true, []byte(seed))
 	}
+	// Unknown and duplicate fields with fieldValidation Warn and Ignore.
+	f.Add(uint8(len(patchTypes)), false, []byte(`{"spec":{"bogus":1,"replicas":2,"replicas":3}}`))
+	f.Add(uint8(2*len(patchTypes)), false, []byte(`{"spec":{"bogus":1}}`))
 	srv, st := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, pt uint8, status bool, body []byte) {
 		path := "/apis/apps/v1/namespaces/default/deployments/web"
 		if status {
 			path += "/status"
 		}
+		// The higher bits of pt choose the fieldValidation.
+		path += []string{"", "?fieldValidation=Warn", "?fieldValidation=Ignore"}[int(pt)/len(patchTypes)%3]
 		serveFuzz(t, srv, st, http.MethodPatch, path, patchTypes[int(pt)%len(patchTypes)], body)
 	})
 }

@@ -66,7 +66,7 @@ func TestDecodeJSONObject(t *testing.T) {
 				t.Errorf("one pass made\n%#v\nthe general decoder\n%#v", fast, objs[0].Object)
 			}
 			// Through decodeBody, the answer is the general decoder's.
-			got, err := req.decodeBody([]byte(tt.body), true)
+			got, _, err := req.decodeBody([]byte(tt.body), true, "")
 			if (err != nil) != (tt.wantErr || tt.wantBodyErr) {
 				t.Errorf("decodeBody: %v, want error %v", err, tt.wantErr || tt.wantBodyErr)
 			}

@@ -14,8 +14,9 @@ import (
 // kubectl 1.27 they skip their own validation, and leave it to the
 // server, when the server's OpenAPI v3 document says its PATCH operations
 // take the fieldValidation parameter; otherwise they download the OpenAPI
-// v2 schemas and fail without them. berth's decoder is always strict, so
-// it serves just that much OpenAPI v3: one document per group version
+// v2 schemas and fail without them. berth's decoder does that validation
+// (strict unless a write's fieldValidation says Warn or Ignore), so it
+// serves just that much OpenAPI v3: one document per group version
 // listing each kind's object path with a PATCH operation that names its
 // kind and takes fieldValidation. There are no schemas: `kubectl explain`
 // has nothing to show, and kubectl apply computes its patches from its

@@ -21,8 +21,8 @@ import (
 //   - application/json-patch+json: RFC 6902 JSON patch.
 //
 // Server-side apply (application/apply-patch+yaml) is not served: 415.
-// The patched document is decoded strictly, like a PUT body, and then
-// takes the update path.
+// The patched document is decoded like a PUT body (strictly, unless
+// fieldValidation says Warn or Ignore), and then takes the update path.
 
 // servePatch answers PATCH on an object or its status.
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
@@ -42,6 +42,11 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		WriteError(w, unsupportedMediaType(ct, mediaMergePatch, mediaStrategicPatch, mediaJSONPatch))
 		return
 	}
+	validation, err := fieldValidationOf(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
 	patch, err := s.readBody(w, r)
 	if err != nil {
 		WriteError(w, err)
@@ -52,6 +57,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		return
 	}
 	conditional := patchSetsResourceVersion(ct, patch)
+	var warnings []string // of the last attempt
 	out, err := s.update(r, req, conditional, func(old api.Object) (api.Object, error) {
 		doc, err := json.Marshal(old)
 		if err != nil {
@@ -61,7 +67,8 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		if err != nil {
 			return nil, err
 		}
-		obj, err := req.decodeBody(patched, false)
+		obj, ws, err := req.decodeBody(patched, false, validation)
+		warnings = ws
 		if err != nil {
 			return nil, err
 		}
@@ -70,6 +77,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		}
 		return obj, nil
 	})
+	addWarnings(w, warnings)
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -177,6 +177,24 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 		t.Fatalf("kubectl diff changed the deployment: %v %v", err, d)
 	}
 
+	// kubectl --validate is the fieldValidation of each write: strict by
+	// default, the field named; warn, applied with a warning; false,
+	// applied without a word.
+	loose := filepath.Join(t.TempDir(), "loose.yaml")
+	if err := os.WriteFile(loose, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: loose\ndata:\n  a: b\ncolour: red\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.kubectlErr(t, "apply", "-f", loose); exitCode(err) != 1 || !strings.Contains(out, `colour: unknown field "colour"`) {
+		t.Fatalf("kubectl apply of an unknown field: %v\n%s", err, out)
+	}
+	if out := kc("apply", "--validate=warn", "-f", loose); !strings.Contains(out, `Warning: unknown field "colour"`) || !strings.Contains(out, "configmap/loose created") {
+		t.Fatalf("kubectl apply --validate=warn: %s", out)
+	}
+	kc("create", "namespace", "lenient")
+	if out := kc("apply", "--validate=false", "-f", loose, "-n", "lenient"); strings.Contains(out, "Warning") || !strings.Contains(out, "configmap/loose created") {
+		t.Fatalf("kubectl apply --validate=false: %s", out)
+	}
+
 	// A watch sees a pod arrive and go; describe shows a node.
 	watch := s.command(t, "kubectl", "get", "pods", "-w")
 	var watched lockedBuffer

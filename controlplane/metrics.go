@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -126,7 +128,10 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 				return
 			}
 		}
-		nodes, err := m.proxy.nodesToSample(pods, ns, name)
+		// One snapshot answers the request: the nodes asked and the pods
+		// their samples are matched with are of one revision.
+		snap := m.proxy.store.Snapshot()
+		nodes, err := nodesToSample(snap, pods, ns, name)
 		if err != nil {
 			// A refusal names the metrics resource, as Kubernetes'; any
 			// other failure (the store, say) is what it is, not a 403.
@@ -140,7 +145,7 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 		samples := m.proxy.sampleAgents(r.Context(), nodes)
 		var out any
 		if pods {
-			out, err = podMetricsOf(m.proxy.store, samples, ns, name, sel)
+			out, err = podMetricsOf(snap, samples, ns, name, sel)
 		} else {
 			out, err = nodeMetricsOf(samples, name, sel)
 		}
@@ -169,36 +174,54 @@ type nodeSample struct {
 // node named, the node of the pod named, the nodes of a namespace's pods,
 // or every node. A pod or node that does not exist needs none (the answer
 // is then a 404 or an empty list).
-func (p *ContainerProxy) nodesToSample(pods bool, ns, name string) ([]*api.Node, error) {
-	var names map[string]bool
+func nodesToSample(snap *store.Snapshot, pods bool, ns, name string) ([]*api.Node, error) {
 	switch {
 	case !pods && name != "":
-		names = map[string]bool{name: true}
-	case pods && (ns != "" || name != ""):
-		f := store.Filter{Namespace: ns}
-		if name != "" {
-			f.Predicate = func(o api.Object) bool { return o.GetName() == name }
+		return nodesNamed(snap, name)
+	case pods && name != "":
+		obj, err := snap.Get(podKind, ns, name)
+		if store.IsNotFound(err) {
+			return nil, nil
 		}
-		objs, _, err := p.store.List(podKind, f)
 		if err != nil {
 			return nil, err
 		}
-		names = map[string]bool{}
-		for _, o := range objs {
-			if n := o.(*api.Pod).Spec.NodeName; n != "" {
-				names[n] = true
-			}
+		return nodesNamed(snap, obj.(*api.Pod).Spec.NodeName)
+	case pods && ns != "":
+		objs, err := snap.List(podKind, store.Filter{Namespace: ns})
+		if err != nil {
+			return nil, err
 		}
+		names := map[string]bool{}
+		for _, o := range objs {
+			names[o.(*api.Pod).Spec.NodeName] = true
+		}
+		return nodesNamed(snap, slices.Sorted(maps.Keys(names))...)
 	}
-	objs, _, err := p.store.List(nodeKind, store.Filter{})
+	objs, err := snap.List(nodeKind, store.Filter{})
 	if err != nil {
 		return nil, err
 	}
+	nodes := make([]*api.Node, len(objs))
+	for i, o := range objs {
+		nodes[i] = o.(*api.Node)
+	}
+	return nodes, nil
+}
+
+// nodesNamed are the nodes of those names that the snapshot has: a node it
+// does not have is none, as is no name (a pod not bound yet).
+func nodesNamed(snap *store.Snapshot, names ...string) ([]*api.Node, error) {
 	var nodes []*api.Node
-	for _, o := range objs {
-		if n := o.(*api.Node); names == nil || names[n.Name] {
-			nodes = append(nodes, n)
+	for _, n := range names {
+		obj, err := snap.Get(nodeKind, "", n)
+		if store.IsNotFound(err) {
+			continue
 		}
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, obj.(*api.Node))
 	}
 	return nodes, nil
 }
@@ -288,7 +311,7 @@ func nodeMetricsOf(samples map[string]nodeSample, name string, sel labels.Select
 	return metricsList[nodeMetrics]{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: apiserver.MetricsGroupVersion.String()}, Items: nonNil(items)}, nil
 }
 
-func podMetricsOf(st *store.Store, samples map[string]nodeSample, ns, name string, sel labels.Selector) (any, error) {
+func podMetricsOf(snap *store.Snapshot, samples map[string]nodeSample, ns, name string, sel labels.Selector) (any, error) {
 	var items []podMetrics
 	for _, s := range samples {
 		for _, pm := range s.metrics.Pods {
@@ -297,7 +320,7 @@ func podMetricsOf(st *store.Store, samples map[string]nodeSample, ns, name strin
 			}
 			// The pod as the store has it: its labels, and that it is
 			// still the pod bound to this node.
-			obj, err := st.Get(podKind, pm.Namespace, pm.Name)
+			obj, err := snap.Get(podKind, pm.Namespace, pm.Name)
 			if err != nil {
 				continue
 			}

@@ -70,27 +70,28 @@ func TestMetricsOf(t *testing.T) {
 	if _, err := nodeMetricsOf(samples, "n2", labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("a node without metrics: %v", err)
 	}
-	got = encode(podMetricsOf(st, samples, "default", "", labels.Everything()))
+	got = encode(podMetricsOf(st.Snapshot(), samples, "default", "", labels.Everything()))
 	if !strings.Contains(got, `"name":"web"`) || !strings.Contains(got, `"cpu":"250m"`) || !strings.Contains(got, `"memory":"64Mi"`) ||
 		strings.Contains(got, "moved") || strings.Contains(got, "gone") || strings.Contains(got, `"db"`) {
 		t.Errorf("pods of default: %s", got)
 	}
-	got = encode(podMetricsOf(st, samples, "", "", labels.SelectorFromSet(labels.Set{"app": "db"})))
+	got = encode(podMetricsOf(st.Snapshot(), samples, "", "", labels.SelectorFromSet(labels.Set{"app": "db"})))
 	if !strings.Contains(got, `"name":"db"`) || strings.Contains(got, `"name":"web"`) {
 		t.Errorf("pods of every namespace with app=db: %s", got)
 	}
-	got = encode(podMetricsOf(st, samples, "shop", "db", labels.Everything()))
+	got = encode(podMetricsOf(st.Snapshot(), samples, "shop", "db", labels.Everything()))
 	if !strings.Contains(got, `"kind":"PodMetrics"`) || !strings.Contains(got, `"cpu":"1m"`) {
 		t.Errorf("pod shop/db: %s", got)
 	}
-	if _, err := podMetricsOf(st, samples, "default", "gone", labels.Everything()); !apierrors.IsNotFound(err) {
+	if _, err := podMetricsOf(st.Snapshot(), samples, "default", "gone", labels.Everything()); !apierrors.IsNotFound(err) {
 		t.Errorf("a pod the store does not have: %v", err)
 	}
 }
 
 // TestNodesToSample: a metrics request asks only the agents it needs: the
 // node named, the node of the pod named, the nodes of a namespace's pods,
-// or every node for a list of nodes or of every namespace's pods.
+// or every node for a list of nodes or of every namespace's pods; a node
+// the store does not have is none.
 func TestNodesToSample(t *testing.T) {
 	st := storeWithNode(t)
 	for _, n := range []string{"n2", "n3"} {
@@ -100,7 +101,7 @@ func TestNodesToSample(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range []struct{ ns, name, node string }{{"default", "web", "n1"}, {"default", "db", "n2"}, {"shop", "cart", "n3"}, {"shop", "pending", ""}} {
+	for _, p := range []struct{ ns, name, node string }{{"default", "web", "n1"}, {"default", "db", "n2"}, {"shop", "cart", "n3"}, {"shop", "pending", ""}, {"shop", "orphan", "gone"}} {
 		pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.ns, Name: p.name}}
 		pod.Spec.NodeName = p.node
 		pod.Spec.Containers = []api.Container{{Name: "app", Image: "app"}}
@@ -109,7 +110,7 @@ func TestNodesToSample(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	proxy := &ContainerProxy{store: st}
+	snap := st.Snapshot()
 	for _, c := range []struct {
 		pods     bool
 		ns, name string
@@ -121,10 +122,13 @@ func TestNodesToSample(t *testing.T) {
 		{true, "", "", "n1,n2,n3"},
 		{true, "default", "", "n1,n2"},
 		{true, "shop", "cart", "n3"},
+		{true, "shop", "", "n3"},
 		{true, "shop", "pending", ""},
+		{true, "shop", "orphan", ""},
+		{true, "default", "cart", ""},
 		{true, "default", "nope", ""},
 	} {
-		nodes, err := proxy.nodesToSample(c.pods, c.ns, c.name)
+		nodes, err := nodesToSample(snap, c.pods, c.ns, c.name)
 		var names []string
 		for _, n := range nodes {
 			names = append(names, n.Name)

@@ -387,11 +387,17 @@ func (c *logCopier) lines(l *openedLog, off int64, chunk []byte) (int64, error) 
 // follow it keeps writing until ctx ends or exited is closed and the
 // output is all written; a file renamed under it by rotation is read to
 // its end before the new output.log is opened.
+//
+// Each file is closed, with its times, once the reader is past it, so
+// that a follower holds only the file it reads: a file rotation removes
+// keeps its space while it is open, and a follow can last for days.
 func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runtime.LogOptions, exited <-chan struct{}, w io.Writer) error {
 	files, err := openLogs(dir)
 	if err != nil {
 		return fmt.Errorf("logs: %w", err)
 	}
+	// files holds the files still open: those not read yet and the one
+	// being read.
 	defer func() { closeAll(files) }()
 	from, off := 0, int64(0)
 	if opts.TailLines > 0 {
@@ -399,21 +405,25 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 			return fmt.Errorf("logs: %w", err)
 		}
 	}
+	closeAll(files[:from])
+	files = files[from:]
 	c := newLogCopier(w, opts)
-	for i := from; i < len(files); i++ {
-		if i > from {
-			off = 0
-		}
-		if off, err = c.copy(files[i], off); err != nil {
+	for len(files) > 0 {
+		if off, err = c.copy(files[0], off); err != nil {
 			return fmt.Errorf("logs: %w", err)
 		}
+		if len(files) == 1 {
+			break // the newest, which a follower goes on reading
+		}
+		files[0].close()
+		files, off = files[1:], 0
 	}
 	if !opts.Follow {
 		return nil
 	}
 	var cur *openedLog
 	if len(files) > 0 {
-		cur = files[len(files)-1]
+		cur = files[0]
 	}
 	tick := clk.NewTicker(followPeriod)
 	defer tick.Stop()
@@ -439,14 +449,11 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 			if next == nil {
 				break
 			}
-			// The file left behind may have been rotated away: close it
-			// now, not when the follow ends, or it holds its space.
-			// (Closed again by the deferred closeAll: harmless.)
 			if cur != nil {
 				cur.close()
 			}
-			files = append(files, next)
 			cur, off = next, 0
+			files = []*openedLog{cur}
 		}
 		if done {
 			return nil

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // writeLogFiles writes contents as the log files of dir, oldest first.
@@ -164,5 +167,79 @@ func TestLogTimes(t *testing.T) {
 	b.Reset()
 	if err := writeLogs(context.Background(), clock.RealClock{}, old, runtime.LogOptions{}, nil, &b); err != nil || b.String() != "a\nb\n" {
 		t.Errorf("a log without times, read plainly: %q, %v", b.String(), err)
+	}
+}
+
+// TestLogsFollowHoldsOnlyItsFile: a follower that starts on several
+// rotated files closes each, and its times, once it has read it or its
+// tail starts past it, so that the ones rotation then removes do not keep
+// their space while the follow lasts. The lines keep their times across
+// the rotations.
+func TestLogsFollowHoldsOnlyItsFile(t *testing.T) {
+	cases := []struct {
+		name string
+		tail int64
+		from int // the first line written before the follow that it reads
+	}{
+		{"all", 0, 0},
+		{"a tail in the newest file", 5, 45},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+			// burst writes lines [from, to) in files of 100 bytes; its
+			// writer is closed after, so the follower's are the only log
+			// files open here.
+			burst := func(from, to int) {
+				t.Helper()
+				w, err := newRotatingWriter(dir, 100, logFiles, clk.Now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := io.WriteString(w, numbered(from, to)); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			burst(0, 50) // five full files
+			var out syncBuffer
+			exited := make(chan struct{})
+			done := make(chan error, 1)
+			opts := runtime.LogOptions{Follow: true, Timestamps: true, TailLines: tc.tail}
+			go func() { done <- writeLogs(context.Background(), clk, dir, opts, exited, &out) }()
+			want := strings.ReplaceAll(numbered(tc.from, 50), "line", "2026-11-30T12:00:00Z line")
+			testtool.WaitFor(t, waitLong, "the files written before the follow", func() error {
+				if got := out.String(); got != want {
+					return fmt.Errorf("followed %d bytes, want %d", len(got), len(want))
+				}
+				return nil
+			})
+			if n := openLogFiles(t); n != 2 {
+				t.Errorf("having read the files there were, the follower holds %d log files open, want the newest and its times", n)
+			}
+
+			// Less than followPeriod: the follower reads only after the
+			// burst.
+			clk.Step(followPeriod / 2)
+			burst(50, 100) // rotates every file the follower started on away
+			want += strings.ReplaceAll(numbered(50, 100), "line", "2026-11-30T12:00:00.05Z line")
+			testtool.WaitFor(t, waitLong, "the files rotation wrote", func() error {
+				if clk.HasWaiters() {
+					clk.Step(followPeriod)
+				}
+				if got := out.String(); got != want {
+					return fmt.Errorf("followed %d bytes, want %d", len(got), len(want))
+				}
+				return nil
+			})
+			if n := openLogFiles(t); n != 2 {
+				t.Errorf("after rotation the follower holds %d log files open, want the newest and its times", n)
+			}
+			close(exited)
+			waitDone(t, done, "follow did not end when the run exited")
+		})
 	}
 }

@@ -80,21 +80,23 @@ func newRotatingWriter(dir string, maxBytes int64, keep int, now func() time.Tim
 	return w, nil
 }
 
-// open opens output.log and its times for appending.
+// open opens output.log and its times for appending. The times come
+// first, so that a reader never finds a new output.log without them.
 func (w *rotatingWriter) open() error {
+	times, err := os.OpenFile(timesPath(w.dir, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("open log times: %w", err)
+	}
 	f, err := os.OpenFile(logPath(w.dir, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
+		times.Close()
 		return fmt.Errorf("open log: %w", err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
+		times.Close()
 		return fmt.Errorf("open log: %w", err)
-	}
-	times, err := os.OpenFile(timesPath(w.dir, 0), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("open log times: %w", err)
 	}
 	w.f, w.size, w.times, w.stamped = f, fi.Size(), times, time.Time{}
 	return nil
@@ -133,6 +135,10 @@ func (w *rotatingWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
+// rotate moves each file up one number, the oldest first, and each file's
+// times right after the file: a reader pairing a file with its times
+// (logDir.pairTimes) relies on never finding, at one number, a log file and
+// the times of another.
 func (w *rotatingWriter) rotate() error {
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("rotate log: %w", err)
@@ -211,24 +217,130 @@ func (l openedLog) close() {
 	l.times.close()
 }
 
-// openLog opens the n-th log file and its times; nil when there is no
-// such file.
-func openLog(dir string, n int) (*openedLog, error) {
-	f, err := os.Open(logPath(dir, n))
+// logDir opens the log files of the run directory path, each with its own
+// write times when the reader wants them (times), else with none.
+type logDir struct {
+	path  string
+	clk   clock.Clock
+	times bool
+}
+
+// A reader pairs a log file with its times by path while the writer may
+// be rotating them, which it does in steps: a file, then its times, move
+// up one number; a new output.log and its times are made, one after the
+// other (the times first since they are, the file first by shims started
+// before). Each step leaves a number with a file and its times, or with
+// one of them alone, never with a file and another file's times. A file
+// only moves up, and an open file cannot be replaced by itself, so a
+// reader that opened a file at a number, then times at that number, and
+// then finds the file still there, had it there all along: the times are
+// the file's own. When the file moved, the reader tries again where it
+// went; when its times are missing while the run keeps times, the writer
+// is between two steps and the reader tries again after pairWait.
+// pairTries bounds both.
+const (
+	pairTries = 20
+	pairWait  = 5 * time.Millisecond
+)
+
+// beforeTimesOpen, when set, runs each time a reader is about to open a
+// log file's times: tests rotate the log there.
+var beforeTimesOpen func()
+
+// open opens the n-th log file and its times; nil when there is no such
+// file, or when its times are wanted and it was rotated out of existence
+// before they were found.
+func (d logDir) open(n int) (*openedLog, error) {
+	f, err := os.Open(logPath(d.path, n))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &openedLog{f: f, times: openTimes(timesPath(dir, n))}, nil
+	if !d.times {
+		return &openedLog{f: f, times: &logTimes{}}, nil
+	}
+	times, err := d.pairTimes(f, n)
+	if times == nil || err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &openedLog{f: f, times: times}, nil
 }
 
-// openLogs opens the run's log files that exist, oldest first.
-func openLogs(dir string) ([]*openedLog, error) {
+// pairTimes opens the times of f, the log file opened at number n (see
+// pairTries); nil when f was rotated out of existence, with its times.
+func (d logDir) pairTimes(f *os.File, n int) (*logTimes, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	for try := 0; try < pairTries; try++ {
+		if try > 0 {
+			if n = logIndex(d.path, fi); n == logFiles {
+				return nil, nil
+			}
+		}
+		if beforeTimesOpen != nil {
+			beforeTimesOpen()
+		}
+		times, err := os.Open(timesPath(d.path, n))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		if at, err := os.Stat(logPath(d.path, n)); err != nil || !os.SameFile(fi, at) {
+			if times != nil {
+				times.Close()
+			}
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+			continue // rotated since it was seen at n: look where it went
+		}
+		if times != nil {
+			return &logTimes{f: times}, nil
+		}
+		if !keepsTimes(d.path) {
+			return &logTimes{}, nil
+		}
+		<-d.clk.After(pairWait)
+	}
+	return nil, fmt.Errorf("%s: its write times were not found in %d tries while the log rotated", logPath(d.path, n), pairTries)
+}
+
+// logIndex is the number of the log file fi in dir, logFiles when it is
+// none of them (rotated out of existence). It looks from output.log up,
+// the way rotation moves files, so a file that is there all along is
+// found.
+func logIndex(dir string, fi os.FileInfo) int {
+	for n := 0; n < logFiles; n++ {
+		if at, err := os.Stat(logPath(dir, n)); err == nil && os.SameFile(fi, at) {
+			return n
+		}
+	}
+	return logFiles
+}
+
+// keepsTimes tells whether the run in dir keeps write times. A run that
+// keeps them has a times file from before its container starts, and one
+// at every moment after: rotation removes only the oldest and moves the
+// others up, the way this looks, so the look finds one. A run started by
+// an older agent has none.
+func keepsTimes(dir string) bool {
+	for n := 0; n < logFiles; n++ {
+		if _, err := os.Stat(timesPath(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// openAll opens the run's log files that exist, oldest first.
+func (d logDir) openAll() ([]*openedLog, error) {
 	var files []*openedLog
 	for n := logFiles - 1; n >= 0; n-- {
-		l, err := openLog(dir, n)
+		l, err := d.open(n)
 		if err != nil {
 			closeAll(files)
 			return nil, err
@@ -248,7 +360,7 @@ func closeAll(files []*openedLog) {
 
 // logTimes is a log file's write times, read as far as the file goes.
 type logTimes struct {
-	f       *os.File // nil: none were kept
+	f       *os.File // nil: none were kept, or none are wanted
 	entries []timesEntry
 	read    int64
 }
@@ -256,14 +368,6 @@ type logTimes struct {
 type timesEntry struct {
 	off int64
 	at  time.Time
-}
-
-func openTimes(path string) *logTimes {
-	f, err := os.Open(path)
-	if err != nil {
-		return &logTimes{}
-	}
-	return &logTimes{f: f}
 }
 
 func (t *logTimes) close() {
@@ -322,9 +426,12 @@ func newLogCopier(w io.Writer, opts runtime.LogOptions) *logCopier {
 	return &logCopier{w: w, timestamps: opts.Timestamps, since: opts.Since, buf: make([]byte, 32<<10), atStart: true}
 }
 
+// timed tells whether the copier needs the lines' times.
+func (c *logCopier) timed() bool { return c.timestamps || !c.since.IsZero() }
+
 // copy writes l from off to its end and returns the offset it reached.
 func (c *logCopier) copy(l *openedLog, off int64) (int64, error) {
-	lines := c.timestamps || !c.since.IsZero()
+	lines := c.timed()
 	for {
 		n, err := l.f.ReadAt(c.buf, off)
 		if n > 0 {
@@ -392,7 +499,9 @@ func (c *logCopier) lines(l *openedLog, off int64, chunk []byte) (int64, error) 
 // that a follower holds only the file it reads: a file rotation removes
 // keeps its space while it is open, and a follow can last for days.
 func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runtime.LogOptions, exited <-chan struct{}, w io.Writer) error {
-	files, err := openLogs(dir)
+	c := newLogCopier(w, opts)
+	d := logDir{path: dir, clk: clk, times: c.timed()}
+	files, err := d.openAll()
 	if err != nil {
 		return fmt.Errorf("logs: %w", err)
 	}
@@ -407,7 +516,6 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 	}
 	closeAll(files[:from])
 	files = files[from:]
-	c := newLogCopier(w, opts)
 	for len(files) > 0 {
 		if off, err = c.copy(files[0], off); err != nil {
 			return fmt.Errorf("logs: %w", err)
@@ -442,7 +550,7 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 					return fmt.Errorf("logs: %w", err)
 				}
 			}
-			next, err := nextLog(dir, cur)
+			next, err := d.next(cur)
 			if err != nil {
 				return fmt.Errorf("logs: %w", err)
 			}
@@ -467,28 +575,21 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 	}
 }
 
-// nextLog opens the file written after cur, or returns nil when cur is
+// next opens the file written after cur, or returns nil when cur is
 // still output.log (or output.log does not exist yet). cur may have been
 // rotated several times: the file after it is the one with the next lower
 // number. A file rotated out of existence is lost to the reader, which goes
 // on with the oldest file left.
-func nextLog(dir string, cur *openedLog) (*openedLog, error) {
+func (d logDir) next(cur *openedLog) (*openedLog, error) {
 	if cur == nil {
-		return openLog(dir, 0)
+		return d.open(0)
 	}
 	ci, err := cur.f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	at := logFiles // not found: rotated away
-	for n := 0; n < logFiles; n++ {
-		if fi, err := os.Stat(logPath(dir, n)); err == nil && os.SameFile(ci, fi) {
-			at = n
-			break
-		}
-	}
-	for n := at - 1; n >= 0; n-- {
-		l, err := openLog(dir, n)
+	for n := logIndex(d.path, ci) - 1; n >= 0; n-- {
+		l, err := d.open(n)
 		if l != nil || err != nil {
 			return l, err
 		}

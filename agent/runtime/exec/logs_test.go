@@ -102,6 +102,18 @@ func TestCappedBuffer(t *testing.T) {
 	}
 }
 
+// smallLogs is a writer of three log files of 16 bytes in dir, on a fake
+// clock.
+func smallLogs(t *testing.T, dir string) (*rotatingWriter, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	w, err := newRotatingWriter(dir, 16, 3, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, clk
+}
+
 // TestLogTimes: the writer records when each write came (writes within a
 // millisecond sharing one record), across rotation; the reader puts each
 // line's time in front of it, leaves out the lines before a since time,
@@ -109,11 +121,7 @@ func TestCappedBuffer(t *testing.T) {
 // times.
 func TestLogTimes(t *testing.T) {
 	dir := t.TempDir()
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	w, err := newRotatingWriter(dir, 16, 3, clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, clk := smallLogs(t, dir)
 	write := func(s string) {
 		t.Helper()
 		if _, err := w.Write([]byte(s)); err != nil {
@@ -240,6 +248,128 @@ func TestLogsFollowHoldsOnlyItsFile(t *testing.T) {
 			}
 			close(exited)
 			waitDone(t, done, "follow did not end when the run exited")
+		})
+	}
+}
+
+// rotateOnce makes beforeTimesOpen run rotate the first time a reader is
+// about to open the times of the call-th log file it pairs, and never again.
+func rotateOnce(t *testing.T, call int, rotate func()) {
+	t.Helper()
+	calls := 0
+	beforeTimesOpen = func() {
+		if calls++; calls == call {
+			rotate()
+		}
+	}
+	t.Cleanup(func() { beforeTimesOpen = nil })
+}
+
+// TestLogTimesPairedAcrossRotation: the writer rotates after a reader
+// opened output.log and before it opens output.log.times, which then are
+// the times of the new output.log. The reader pairs the file it opened
+// with its own times, now output.log.1.times, and goes on to the new file.
+func TestLogTimesPairedAcrossRotation(t *testing.T) {
+	dir := t.TempDir()
+	w, clk := smallLogs(t, dir)
+	defer w.Close()
+	write := func(s string) {
+		t.Helper()
+		clk.Step(time.Second)
+		if _, err := w.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("aaaaaaa\naaaaaaa\n") // fills output.log
+	write("bbbbbbb\nbbbbbbb\n") // rotates it to output.log.1
+	// The reader pairs output.log.1, then output.log: between the open of
+	// output.log and that of its times, one more write rotates.
+	rotateOnce(t, 2, func() { write("ccccccc\nccccccc\n") })
+
+	exited := make(chan struct{})
+	close(exited)
+	var b bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- writeLogs(context.Background(), clk, dir, runtime.LogOptions{Timestamps: true, Follow: true}, exited, &b)
+	}()
+	waitDone(t, done, "the read did not end")
+	want := ""
+	for i, line := range []string{"aaaaaaa\n", "bbbbbbb\n", "ccccccc\n"} {
+		want += strings.Repeat(fmt.Sprintf("2026-11-30T12:00:0%dZ %s", i+1, line), 2)
+	}
+	if b.String() != want {
+		t.Fatalf("read\n%swant\n%s", b.String(), want)
+	}
+}
+
+// TestLogTimesMissingMidRotation: a reader finds output.log.1 without its
+// times because the writer has moved the file and not yet its times, as
+// rotate does from one step to the next. The times are not missing for
+// good (the run keeps times), so the reader waits for them; if they never
+// come, it says so rather than that the run keeps no times.
+func TestLogTimesMissingMidRotation(t *testing.T) {
+	cases := []struct {
+		name   string
+		finish bool // the writer moves the times while the reader waits
+	}{
+		{"the writer goes on", true},
+		{"the writer stopped for good", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, clk := smallLogs(t, dir)
+			if _, err := w.Write([]byte("aaaaaaa\naaaaaaa\nbbbbbbb\n")); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			// The steps of the next rotation, stopped after output.log moved
+			// and before its times did.
+			for _, mv := range [][2]string{
+				{logPath(dir, 1), logPath(dir, 2)},
+				{timesPath(dir, 1), timesPath(dir, 2)},
+				{logPath(dir, 0), logPath(dir, 1)},
+			} {
+				if err := os.Rename(mv[0], mv[1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			var b bytes.Buffer
+			done := make(chan error, 1)
+			go func() {
+				done <- writeLogs(context.Background(), clk, dir, runtime.LogOptions{Timestamps: true}, nil, &b)
+			}()
+			var readErr error
+			waits := 0
+			testtool.WaitFor(t, waitLong, "the read to end", func() error {
+				select {
+				case readErr = <-done:
+					return nil
+				default:
+				}
+				if !clk.HasWaiters() {
+					return errors.New("reading")
+				}
+				if waits++; waits == 1 && tc.finish {
+					if err := os.Rename(timesPath(dir, 0), timesPath(dir, 1)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				clk.Step(pairWait)
+				return errors.New("waiting for the times")
+			})
+			if tc.finish {
+				want := "2026-11-30T12:00:00Z aaaaaaa\n2026-11-30T12:00:00Z aaaaaaa\n2026-11-30T12:00:00Z bbbbbbb\n"
+				if readErr != nil || b.String() != want || waits != 1 {
+					t.Fatalf("after %d waits read\n%s%v\nwant, after 1 wait,\n%s", waits, b.String(), readErr, want)
+				}
+				return
+			}
+			if readErr == nil || errors.Is(readErr, runtime.ErrNoTimes) || !strings.Contains(readErr.Error(), logPath(dir, 1)+":") {
+				t.Fatalf("after %d waits for times that never come: %v; want an error that names %s, not %v", waits, readErr, logPath(dir, 1), runtime.ErrNoTimes)
+			}
 		})
 	}
 }

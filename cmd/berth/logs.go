@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,13 +23,17 @@ import (
 
 // logsOptions are the flags of `berth logs` (SPEC §2), kubectl's names.
 type logsOptions struct {
-	container  string
-	follow     bool
-	tail       int64
-	previous   bool
-	timestamps bool
-	since      time.Duration
-	sinceTime  string
+	container     string
+	follow        bool
+	tail          int64
+	previous      bool
+	timestamps    bool
+	since         time.Duration
+	sinceTime     string
+	selector      string
+	allContainers bool
+	prefix        bool
+	maxRequests   int
 }
 
 // podLogOptions select the log the server streams (Kubernetes'
@@ -55,36 +62,50 @@ type podLogger interface {
 func newLogsCommand(g *globalOptions) *cobra.Command {
 	o := &logsOptions{}
 	cmd := &cobra.Command{
-		Use:   "logs POD | TYPE/NAME",
+		Use:   "logs (POD | TYPE/NAME | -l SELECTOR)",
 		Short: "Print the output of a pod's container",
 		Long: `Logs prints what a container of a pod wrote (stdout and stderr), as its
 node's agent kept it, through the control plane. A pod with more than one
-container needs -c. With -f it goes on printing as the container writes,
-until the container exits or the command is interrupted. --timestamps puts
-the time each line was written in front of it, and --since or --since-time
-leave out the lines written before.
+container needs -c, or --all-containers for each in turn (init containers
+first). With -f it goes on printing as the container writes, until the
+container exits or the command is interrupted. --timestamps puts the time
+each line was written in front of it, and --since or --since-time leave
+out the lines written before.
 
 Given a deployment, replicaset or replicationcontroller (deploy/NAME), it
-reads one of its pods, as kubectl does: a ready one if there is one.`,
+reads one of its pods, as kubectl does: a ready one if there is one. Given
+a label selector (-l) it reads every pod that matches, the last 10 lines
+of each unless --tail says otherwise; with -f it follows them all at once,
+at most --max-log-requests of them, their lines interleaved whole.
+--prefix puts [pod/NAME/CONTAINER] in front of each line.`,
 		Example: `  berth logs web-7d4b9c-x2k8p
   berth logs pod/db -c postgres --tail 20
   berth logs web-7d4b9c-x2k8p -f
   berth logs web-7d4b9c-x2k8p --previous
   berth logs deploy/web --since 10m --timestamps
-  berth logs deploy/web`,
-		Args: cobra.ExactArgs(1),
+  berth logs deploy/web --all-containers
+  berth logs -l app=web -f --prefix`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLogs(cmd, g, o, args[0])
+			arg := ""
+			if len(args) == 1 {
+				arg = args[0]
+			}
+			return runLogs(cmd, g, o, arg)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.container, "container", "c", "", "the container to print the output of")
 	f.BoolVarP(&o.follow, "follow", "f", false, "go on printing as the container writes")
-	f.Int64Var(&o.tail, "tail", -1, "print only this many of the last lines (-1: all)")
+	f.Int64Var(&o.tail, "tail", -1, "print only this many of the last lines (-1: all; 10 with a selector)")
 	f.BoolVarP(&o.previous, "previous", "p", false, "print the output of the container's previous run")
 	f.BoolVar(&o.timestamps, "timestamps", false, "put each line's time (RFC 3339) in front of it")
 	f.DurationVar(&o.since, "since", 0, "print only the lines written in this last while, as 5s, 2m or 3h")
 	f.StringVar(&o.sinceTime, "since-time", "", "print only the lines written from this time on (RFC 3339)")
+	f.StringVarP(&o.selector, "selector", "l", "", "read every pod this label selector matches, as app=web")
+	f.BoolVar(&o.allContainers, "all-containers", false, "print the output of every container of the pod (init containers first)")
+	f.BoolVar(&o.prefix, "prefix", false, "put the source of each line, [pod/NAME/CONTAINER], in front of it")
+	f.IntVar(&o.maxRequests, "max-log-requests", 5, "with -f, how many logs may be followed at once")
 	return cmd
 }
 
@@ -146,6 +167,25 @@ func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (*api
 		return nil, err
 	}
 	var best *api.Pod
+	for _, o := range objs {
+		p := o.(*api.Pod)
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if best == nil || readFirst(p, best) {
+			best = p
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("no pods of %s %s", k.Resource, name)
+	}
+	return best, nil
+}
+
+// readFirst orders pods for reading as kubectl does: a ready pod before a
+// running one, a running one before one only bound, and then the oldest
+// (and by name, so that the order is the same every time).
+func readFirst(p, q *api.Pod) bool {
 	rank := func(p *api.Pod) int {
 		r := 0
 		if p.Spec.NodeName != "" {
@@ -161,31 +201,46 @@ func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (*api
 		}
 		return r
 	}
-	for _, o := range objs {
-		p := o.(*api.Pod)
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		if best == nil || rank(p) > rank(best) ||
-			(rank(p) == rank(best) && p.CreationTimestamp.Before(&best.CreationTimestamp)) {
-			best = p
-		}
+	if rp, rq := rank(p), rank(q); rp != rq {
+		return rp > rq
 	}
-	if best == nil {
-		return nil, fmt.Errorf("no pods of %s %s", k.Resource, name)
+	if !p.CreationTimestamp.Equal(&q.CreationTimestamp) {
+		return p.CreationTimestamp.Before(&q.CreationTimestamp)
 	}
-	return best, nil
+	return p.Name < q.Name
 }
 
 func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) error {
-	kind, name, err := logsTarget(arg)
-	if err != nil {
-		return err
+	var kind *api.Kind
+	var name string
+	switch {
+	case arg != "" && o.selector != "":
+		return usageErrorf("give a pod or a selector (-l), not both")
+	case arg == "" && o.selector == "":
+		return usageErrorf("berth logs takes a pod, TYPE/NAME or a selector (-l)")
+	case arg != "":
+		var err error
+		if kind, name, err = logsTarget(arg); err != nil {
+			return err
+		}
+	default:
+		if err := checkSelectors(o.selector, ""); err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("tail") {
+			o.tail = 10 // as kubectl: a selector may match many pods
+		}
 	}
 	if o.tail < -1 {
 		return usageErrorf("--tail must be -1 (all) or more, not %d", o.tail)
 	}
-	opts := podLogOptions{Container: o.container, Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps}
+	if o.allContainers && o.container != "" {
+		return usageErrorf("--container and --all-containers cannot both be given")
+	}
+	if o.maxRequests < 1 {
+		return usageErrorf("--max-log-requests must be 1 or more, not %d", o.maxRequests)
+	}
+	opts := podLogOptions{Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps}
 	if o.tail >= 0 {
 		opts.TailLines = &o.tail
 	}
@@ -213,31 +268,182 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 		return failed(errors.New("this client cannot read logs"))
 	}
 	ctx := cmd.Context()
-	if kind != nil {
-		pod, err := podOf(ctx, c, kind, g.namespace, name)
-		if err != nil {
-			fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
-			return reportedFailure()
-		}
-		name = pod.Name
-	}
-	body, err := logger.PodLogs(ctx, g.namespace, name, opts)
+	streams, err := logStreams(ctx, c, g.namespace, kind, name, o)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
 		fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
 		return reportedFailure()
 	}
-	defer body.Close()
-	if _, err := io.Copy(cmd.OutOrStdout(), body); err != nil {
-		if ctx.Err() != nil {
-			// Interrupted while following: the user has what they wanted.
-			return nil
-		}
-		return failed(fmt.Errorf("read the log of pod %s: %w", name, err))
+	if len(streams) == 0 {
+		fmt.Fprintln(cmd.ErrOrStderr(), noResourcesMessage([]resourceRequest{{kind: podKind()}}, g.namespace, false))
+		return nil
 	}
-	return nil
+	if o.follow && len(streams) > o.maxRequests {
+		return failed(fmt.Errorf("you are attempting to follow %d log streams, but at most %d may be followed at once: use --max-log-requests to raise it", len(streams), o.maxRequests))
+	}
+	err = printLogs(ctx, logger, g.namespace, streams, opts, o.follow, o.prefix, cmd.OutOrStdout())
+	if err == nil || ctx.Err() != nil {
+		// Interrupted while following: the user has what they wanted.
+		return nil
+	}
+	fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
+	return reportedFailure()
+}
+
+// logStream is one container's log to print; an empty container is the
+// server's choice (the pod's only one).
+type logStream struct {
+	pod, container string
+}
+
+// logStreams are the logs `berth logs` prints: of the pod named, of the
+// pod a workload's (kind's) pods offer, or of every pod the selector
+// matches, in the order kubectl reads them; of one container, or of each
+// with --all-containers.
+func logStreams(ctx context.Context, c apiClient, ns string, kind *api.Kind, name string, o *logsOptions) ([]logStream, error) {
+	var pods []*api.Pod
+	switch {
+	case o.selector != "":
+		objs, _, err := c.List(ctx, podKind(), ns, listOptions{LabelSelector: o.selector})
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			pods = append(pods, obj.(*api.Pod))
+		}
+		slices.SortFunc(pods, func(p, q *api.Pod) int {
+			if readFirst(p, q) {
+				return -1
+			}
+			return 1
+		})
+	case kind != nil:
+		pod, err := podOf(ctx, c, kind, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		pods = []*api.Pod{pod}
+	case o.allContainers:
+		obj, err := c.Get(ctx, podKind(), ns, name)
+		if err != nil {
+			return nil, err
+		}
+		pods = []*api.Pod{obj.(*api.Pod)}
+	default:
+		return []logStream{{pod: name, container: o.container}}, nil
+	}
+	var streams []logStream
+	for _, p := range pods {
+		if !o.allContainers {
+			streams = append(streams, logStream{pod: p.Name, container: o.container})
+			continue
+		}
+		for _, ctrs := range [][]api.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for _, ctr := range ctrs {
+				streams = append(streams, logStream{pod: p.Name, container: ctr.Name})
+			}
+		}
+	}
+	return streams, nil
+}
+
+// printLogs copies the streams to out: one after the other, or, when
+// following several, all at once, whole lines interleaved. The first
+// error ends the printing.
+func printLogs(ctx context.Context, logger podLogger, ns string, streams []logStream, opts podLogOptions, follow, prefix bool, out io.Writer) error {
+	var mu sync.Mutex
+	copyStream := func(ctx context.Context, s logStream) error {
+		o := opts
+		o.Container = s.container
+		body, err := logger.PodLogs(ctx, ns, s.pod, o)
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		w := out
+		var lw *lineWriter
+		if prefix || (follow && len(streams) > 1) {
+			lw = &lineWriter{mu: &mu, out: out}
+			if prefix {
+				lw.prefix = "[pod/" + s.pod + "/" + s.container + "] "
+			}
+			w = lw
+		}
+		_, err = io.Copy(w, body)
+		if lw != nil {
+			lw.flush()
+		}
+		if err != nil {
+			return fmt.Errorf("read the log of pod %s: %w", s.pod, err)
+		}
+		return nil
+	}
+	if !follow || len(streams) == 1 {
+		for _, s := range streams {
+			if err := copyStream(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, s := range streams {
+		wg.Go(func() {
+			if err := copyStream(ctx, s); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// lineWriter writes whole lines to out, each after prefix, holding a
+// partial line until its end comes (or flush): several streams can share
+// out without tearing each other's lines.
+type lineWriter struct {
+	mu      *sync.Mutex
+	out     io.Writer
+	prefix  string
+	partial []byte
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.partial = append(w.partial, p...)
+			break
+		}
+		if err := w.emit(p[:i+1]); err != nil {
+			return n - len(p), err
+		}
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// emit writes the partial line and rest as one line, in one write.
+func (w *lineWriter) emit(rest []byte) error {
+	line := make([]byte, 0, len(w.prefix)+len(w.partial)+len(rest))
+	line = append(append(append(line, w.prefix...), w.partial...), rest...)
+	w.partial = w.partial[:0]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err := w.out.Write(line)
+	return err
+}
+
+// flush writes what is left of a last line without its end.
+func (w *lineWriter) flush() {
+	if len(w.partial) > 0 {
+		_ = w.emit(nil)
+	}
 }
 
 // PodLogs streams the log of a pod's container from GET …/pods/NAME/log.

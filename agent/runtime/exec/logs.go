@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -243,14 +244,21 @@ const (
 	pairWait  = 5 * time.Millisecond
 )
 
-// beforeTimesOpen, when set, runs each time a reader is about to open a
-// log file's times: tests rotate the log there.
-var beforeTimesOpen func()
+// beforeLogOpen and beforeTimesOpen, when set, run each time a reader is
+// about to open the n-th log file, or a log file's times: tests rotate the
+// log there.
+var (
+	beforeLogOpen   func(n int)
+	beforeTimesOpen func()
+)
 
 // open opens the n-th log file and its times; nil when there is no such
 // file, or when its times are wanted and it was rotated out of existence
 // before they were found.
 func (d logDir) open(n int) (*openedLog, error) {
+	if beforeLogOpen != nil {
+		beforeLogOpen(n)
+	}
 	f, err := os.Open(logPath(d.path, n))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -289,11 +297,11 @@ func (d logDir) pairTimes(f *os.File, n int) (*logTimes, error) {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		if at, err := os.Stat(logPath(d.path, n)); err != nil || !os.SameFile(fi, at) {
+		if still, err := d.holds(n, fi); err != nil || !still {
 			if times != nil {
 				times.Close()
 			}
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err != nil {
 				return nil, err
 			}
 			continue // rotated since it was seen at n: look where it went
@@ -307,6 +315,18 @@ func (d logDir) pairTimes(f *os.File, n int) (*logTimes, error) {
 		<-d.clk.After(pairWait)
 	}
 	return nil, fmt.Errorf("%s: its write times were not found in %d tries while the log rotated", logPath(d.path, n), pairTries)
+}
+
+// holds tells whether the n-th log file is fi.
+func (d logDir) holds(n int, fi os.FileInfo) (bool, error) {
+	at, err := os.Stat(logPath(d.path, n))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return os.SameFile(fi, at), nil
 }
 
 // logIndex is the number of the log file fi in dir, logFiles when it is
@@ -336,19 +356,71 @@ func keepsTimes(dir string) bool {
 	return false
 }
 
+// walk hands visit the run's log files one at a time, from the newest to
+// the oldest, with what Stat says of each, until visit returns false.
+// visit owns each file it is handed.
+//
+// The writer may rotate while walk opens the files by number, one after
+// the other, so after each open walk checks that the file it last handed
+// on is still at the number where it saw it. If so, that file was there
+// all along (a file only moves up), and the numbers between, found
+// empty, stayed empty (a number is filled only from the one below it): the
+// file just opened is the one written before it, and there is none when
+// walk found none. If the file moved, the one just opened may be any,
+// even one written after it: walk closes it and looks on from where the
+// file went. That number rises with each such look, so there are fewer
+// than logFiles of them. A file rotated out of existence ends the walk:
+// every older one went before it.
+func (d logDir) walk(visit func(*openedLog, os.FileInfo) bool) error {
+	var last os.FileInfo // the file last handed on, seen at number at
+	at := -1
+	for n := 0; n < logFiles; n++ {
+		l, err := d.open(n)
+		if err != nil {
+			return err
+		}
+		if last != nil {
+			if still, err := d.holds(at, last); err != nil || !still {
+				if l != nil {
+					l.close()
+				}
+				if err != nil {
+					return err
+				}
+				if at = logIndex(d.path, last); at == logFiles {
+					return nil
+				}
+				n = at
+				continue
+			}
+		}
+		if l == nil {
+			continue
+		}
+		if last, err = l.f.Stat(); err != nil {
+			l.close()
+			return err
+		}
+		at = n
+		if !visit(l, last) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // openAll opens the run's log files that exist, oldest first.
 func (d logDir) openAll() ([]*openedLog, error) {
 	var files []*openedLog
-	for n := logFiles - 1; n >= 0; n-- {
-		l, err := d.open(n)
-		if err != nil {
-			closeAll(files)
-			return nil, err
-		}
-		if l != nil {
-			files = append(files, l)
-		}
+	err := d.walk(func(l *openedLog, _ os.FileInfo) bool {
+		files = append(files, l)
+		return true
+	})
+	if err != nil {
+		closeAll(files)
+		return nil, err
 	}
+	slices.Reverse(files)
 	return files, nil
 }
 
@@ -576,25 +648,41 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 }
 
 // next opens the file written after cur, or returns nil when cur is
-// still output.log (or output.log does not exist yet). cur may have been
-// rotated several times: the file after it is the one with the next lower
-// number. A file rotated out of existence is lost to the reader, which goes
-// on with the oldest file left.
+// still the newest (or there is no file yet). cur may have been rotated
+// several times, and be rotated again as next looks: next walks the files
+// from the newest down to cur and opens the one it met just before cur. A
+// file rotated out of existence is lost to the reader, which goes on with
+// the oldest file left; a reader with no file yet starts there too.
 func (d logDir) next(cur *openedLog) (*openedLog, error) {
-	if cur == nil {
-		return d.open(0)
-	}
-	ci, err := cur.f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	for n := logIndex(d.path, ci) - 1; n >= 0; n-- {
-		l, err := d.open(n)
-		if l != nil || err != nil {
-			return l, err
+	var ci os.FileInfo
+	if cur != nil {
+		var err error
+		if ci, err = cur.f.Stat(); err != nil {
+			return nil, err
+		}
+		if newest, err := d.holds(0, ci); newest || err != nil {
+			return nil, err
 		}
 	}
-	return nil, nil
+	var after *openedLog // the file met before cur
+	err := d.walk(func(l *openedLog, fi os.FileInfo) bool {
+		if ci != nil && os.SameFile(fi, ci) {
+			l.close()
+			return false
+		}
+		if after != nil {
+			after.close()
+		}
+		after = l
+		return true
+	})
+	if err != nil {
+		if after != nil {
+			after.close()
+		}
+		return nil, err
+	}
+	return after, nil
 }
 
 // cappedBuffer keeps the first max bytes written to it and drops the rest,

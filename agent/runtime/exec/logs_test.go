@@ -282,9 +282,9 @@ func TestLogTimesPairedAcrossRotation(t *testing.T) {
 	}
 	write("aaaaaaa\naaaaaaa\n") // fills output.log
 	write("bbbbbbb\nbbbbbbb\n") // rotates it to output.log.1
-	// The reader pairs output.log.1, then output.log: between the open of
-	// output.log and that of its times, one more write rotates.
-	rotateOnce(t, 2, func() { write("ccccccc\nccccccc\n") })
+	// The reader pairs output.log first: between the open of output.log
+	// and that of its times, one more write rotates.
+	rotateOnce(t, 1, func() { write("ccccccc\nccccccc\n") })
 
 	exited := make(chan struct{})
 	close(exited)
@@ -369,6 +369,154 @@ func TestLogTimesMissingMidRotation(t *testing.T) {
 			}
 			if readErr == nil || errors.Is(readErr, runtime.ErrNoTimes) || !strings.Contains(readErr.Error(), logPath(dir, 1)+":") {
 				t.Fatalf("after %d waits for times that never come: %v; want an error that names %s, not %v", waits, readErr, logPath(dir, 1), runtime.ErrNoTimes)
+			}
+		})
+	}
+}
+
+// logsStart is when the fake clock of fileLogs starts.
+var logsStart = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// fileLogs is a writer of log files of 20 bytes in dir, keeping logFiles
+// of them as the shim does, on a fake clock. write(i) writes the i-th
+// file at its own time, i+1 seconds after logsStart: two lines, which fill
+// it, so that the next write rotates. A reader's goroutine may call it.
+func fileLogs(t *testing.T, dir string) (write func(i int), clk *clocktesting.FakeClock) {
+	t.Helper()
+	clk = clocktesting.NewFakeClock(logsStart)
+	w, err := newRotatingWriter(dir, 20, logFiles, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return func(i int) {
+		clk.SetTime(logsStart.Add(time.Duration(i+1) * time.Second))
+		if _, err := io.WriteString(w, numbered(2*i, 2*i+2)); err != nil {
+			t.Errorf("write file %d: %v", i, err)
+		}
+	}, clk
+}
+
+// fileLines is what a reader writes of files [from, to) of fileLogs.
+func fileLines(from, to int, timestamps bool) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		lines := numbered(2*i, 2*i+2)
+		if timestamps {
+			at := logsStart.Add(time.Duration(i+1) * time.Second).Format(time.RFC3339Nano)
+			lines = strings.ReplaceAll(lines, "line", at+" line")
+		}
+		b.WriteString(lines)
+	}
+	return b.String()
+}
+
+// rotateBeforeOpen makes beforeLogOpen run rotate the first time a reader
+// is about to open the n-th log file, and never again.
+func rotateBeforeOpen(t *testing.T, n int, rotate func()) {
+	t.Helper()
+	done := false
+	beforeLogOpen = func(at int) {
+		if at == n && !done {
+			done = true
+			rotate()
+		}
+	}
+	t.Cleanup(func() { beforeLogOpen = nil })
+}
+
+// TestLogsReadAcrossRotation: the writer rotates, once or twice, as a
+// reader is about to open one of the log files. The reader writes every
+// line once and in order: those of the files there when it began (but the
+// ones rotated out of existence before it reached them), maybe some of
+// those written since, and, following, all of those.
+func TestLogsReadAcrossRotation(t *testing.T) {
+	cases := []struct {
+		name      string
+		files     int // written before the read
+		rotations int // files written as the reader is about to open...
+		at        int // ...this number, the first time
+		lost      int // the oldest files rotated out before the reader reached them
+	}{
+		{"once, before output.log.1", 4, 1, 1, 0},
+		{"once, before output.log.3", 4, 1, 3, 0},
+		{"twice, before output.log.1", 3, 2, 1, 0},
+		{"twice, before output.log.2", 2, 2, 2, 0},
+		{"once, before output.log.1, with as many files as are kept", logFiles, 1, 1, 1},
+		{"twice, before output.log.4, with as many files as are kept", logFiles, 2, 4, 1},
+	}
+	for _, tc := range cases {
+		for _, opts := range []runtime.LogOptions{{}, {Timestamps: true}, {Follow: true}, {Follow: true, Timestamps: true}} {
+			t.Run(fmt.Sprintf("%s/timestamps=%v/follow=%v", tc.name, opts.Timestamps, opts.Follow), func(t *testing.T) {
+				dir := t.TempDir()
+				write, clk := fileLogs(t, dir)
+				for i := range tc.files {
+					write(i)
+				}
+				rotateBeforeOpen(t, tc.at, func() {
+					for i := range tc.rotations {
+						write(tc.files + i)
+					}
+				})
+				exited := make(chan struct{})
+				close(exited)
+				var b bytes.Buffer
+				done := make(chan error, 1)
+				go func() { done <- writeLogs(context.Background(), clk, dir, opts, exited, &b) }()
+				waitDone(t, done, "the read did not end")
+				all := tc.files + tc.rotations
+				if opts.Follow {
+					if want := fileLines(tc.lost, all, opts.Timestamps); b.String() != want {
+						t.Fatalf("followed\n%swant\n%s", b.String(), want)
+					}
+					return
+				}
+				for to := tc.files; to <= all; to++ {
+					if b.String() == fileLines(tc.lost, to, opts.Timestamps) {
+						return
+					}
+				}
+				t.Fatalf("read\n%swant the lines of files %d to %d, and maybe of some written since", b.String(), tc.lost, tc.files-1)
+			})
+		}
+	}
+}
+
+// TestLogsFollowNextAcrossRotation: a follower whose file the writer has
+// rotated twice goes on with the file written after it, and then the next,
+// even when the writer rotates again as the follower looks for it.
+func TestLogsFollowNextAcrossRotation(t *testing.T) {
+	for _, timestamps := range []bool{false, true} {
+		t.Run(fmt.Sprintf("timestamps=%v", timestamps), func(t *testing.T) {
+			dir := t.TempDir()
+			write, clk := fileLogs(t, dir)
+			write(0)
+			var b bytes.Buffer
+			c := newLogCopier(&b, runtime.LogOptions{Timestamps: timestamps})
+			d := logDir{path: dir, clk: clk, times: c.timed()}
+			cur, err := d.open(0)
+			if err != nil || cur == nil {
+				t.Fatalf("open output.log: %v, %v", cur, err)
+			}
+			write(1)
+			write(2) // the follower's file is output.log.2
+			rotateBeforeOpen(t, 1, func() { write(3) })
+			for {
+				next, err := d.next(cur)
+				cur.close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next == nil {
+					break
+				}
+				cur = next
+				if _, err := c.copy(cur, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if want := fileLines(1, 4, timestamps); b.String() != want {
+				t.Fatalf("followed\n%swant\n%s", b.String(), want)
 			}
 		})
 	}

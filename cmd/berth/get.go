@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -21,6 +22,8 @@ type getOptions struct {
 	output        string
 	watch         bool
 	showLabels    bool
+	labelColumns  []string
+	sortBy        string
 	noHeaders     bool
 }
 
@@ -42,6 +45,10 @@ line of headers, then a line of paths).
 
 Kinds are named by plural, singular or short name: ` + knownResources() + `.
 
+-L adds a column with the value of a label, and --sort-by orders the objects
+of each kind by a JSONPath (numbers by value, quantities as quantities,
+other text in natural order, an object without the field first).
+
 With -w it goes on printing objects as they change, until interrupted.
 An object that does not exist is reported and the others still printed;
 the exit status is then 1.`,
@@ -50,7 +57,9 @@ the exit status is then 1.`,
   berth get pod web-0 -o yaml
   berth get pods -o jsonpath='{.items[*].status.podIP}'
   berth get secret db -o go-template='{{.data.password | base64decode}}'
-  berth get pods -l app=web -o wide -w`,
+  berth get pods -l app=web -o wide -w
+  berth get pods -L app,tier --sort-by=.metadata.creationTimestamp
+  berth get events --sort-by=.lastTimestamp`,
 		// parseResourceArgs answers no arguments with the known kinds.
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,6 +73,8 @@ the exit status is then 1.`,
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml, name, jsonpath=TEMPLATE, go-template=TEMPLATE, custom-columns=HEADER:PATH,..., or jsonpath-file=, go-template-file=, custom-columns-file=FILE")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print changes as they happen")
 	f.BoolVar(&o.showLabels, "show-labels", false, "add a LABELS column")
+	f.StringSliceVarP(&o.labelColumns, "label-columns", "L", nil, "add a column with the value of each of these labels (comma-separated, or the flag repeated)")
+	f.StringVar(&o.sortBy, "sort-by", "", "sort the objects of each kind by this JSONPath, as .metadata.name or {.status.startTime}")
 	f.BoolVar(&o.noHeaders, "no-headers", false, "leave the table header out")
 	return cmd
 }
@@ -93,6 +104,17 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) 
 	if o.watch && (len(reqs) != 1 || named > 1) {
 		return usageErrorf("watch is only supported on one kind, listed or named once")
 	}
+	var sortBy *jsonpath.JSONPath
+	if o.sortBy != "" {
+		if o.watch {
+			return usageErrorf("--sort-by cannot be used with --watch")
+		}
+		c, err := newColumn("sort-by", o.sortBy)
+		if err != nil {
+			return usageErrorf("--sort-by %q: want a JSONPath, as .metadata.name or {.status.startTime}", o.sortBy)
+		}
+		sortBy = c.path
+	}
 
 	c, err := connectAPI(g)
 	if err != nil {
@@ -101,7 +123,7 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) 
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	opts := listOptions{LabelSelector: o.selector, FieldSelector: o.fieldSelector}
-	topts := tableOptions{allNamespaces: o.allNamespaces, showLabels: o.showLabels, noHeaders: o.noHeaders}
+	topts := tableOptions{allNamespaces: o.allNamespaces, showLabels: o.showLabels, labelColumns: o.labelColumns, noHeaders: o.noHeaders}
 
 	if o.watch {
 		return watchGet(ctx, c, g, reqs[0], opts, output, topts, o.allNamespaces, stdout, stderr)
@@ -118,6 +140,11 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) 
 			failures++
 		}
 		found += len(objs)
+		if sortBy != nil {
+			if err := sortObjects(r.kind, objs, sortBy); err != nil {
+				return failed(err)
+			}
+		}
 		groups = append(groups, kindObjects{kind: r.kind, objs: objs})
 	}
 	popts := printOptions{output: output, table: topts, single: len(reqs) == 1 && named == 1}

@@ -32,6 +32,9 @@ type tableOptions struct {
 	allNamespaces bool
 	// showLabels adds a LABELS column last (--show-labels).
 	showLabels bool
+	// labelColumns adds a column for each of these labels, before LABELS
+	// (-L): headed by the label's name (after any prefix), uppercased.
+	labelColumns []string
 	// noHeaders leaves the header out (--no-headers).
 	noHeaders bool
 	// withKind prefixes names with their kind (`pod/web`), as kubectl
@@ -70,6 +73,9 @@ func (p *tablePrinter) header() []string {
 	for _, c := range p.cols {
 		h = append(h, c.Header())
 	}
+	for _, l := range p.opts.labelColumns {
+		h = append(h, strings.ToUpper(l[strings.LastIndex(l, "/")+1:]))
+	}
 	if p.opts.showLabels {
 		h = append(h, "LABELS")
 	}
@@ -87,6 +93,9 @@ func (p *tablePrinter) row(obj api.Object, now time.Time) []string {
 			cell = objectRef(p.kind, cell)
 		}
 		r = append(r, cell)
+	}
+	for _, l := range p.opts.labelColumns {
+		r = append(r, obj.GetLabels()[l])
 	}
 	if p.opts.showLabels {
 		r = append(r, labels.FormatLabels(obj.GetLabels()))

@@ -62,8 +62,11 @@ kubectl, -t without -i gives no terminal). berth exits with the
 command's exit code.
 
 Given a deployment, replicaset or replicationcontroller (deploy/NAME), it
-runs in one of its pods, as kubectl does: a ready one if there is one. A
-pod with more than one container needs -c.`,
+runs in one of its pods, as kubectl does: a ready one if there is one. In
+a pod with more than one container it runs in the one -c names, or else
+in the default one, as kubectl: the one the
+kubectl.kubernetes.io/default-container annotation names, or the first,
+saying which.`,
 		Example: `  berth exec web-7d4b9c-x2k8p -- ls /data
   berth exec deploy/web -- sh -c 'echo $HOSTNAME'
   berth exec -it deploy/web -- sh
@@ -100,7 +103,11 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	if !ok {
 		return failed(errors.New("this client cannot run commands"))
 	}
-	opts := podExecOptions{Container: o.container, Command: command, Stdout: cmd.OutOrStdout(), Stderr: stderr}
+	ctr := o.container
+	if ctr == "" {
+		ctr = defaultContainer(pod, stderr)
+	}
+	opts := podExecOptions{Container: ctr, Command: command, Stdout: cmd.OutOrStdout(), Stderr: stderr}
 	if o.stdin {
 		opts.Stdin = cmd.InOrStdin()
 	}

@@ -83,3 +83,27 @@ func TestExecTerminalNeedsInput(t *testing.T) {
 		}
 	}
 }
+
+// As kubectl's: in a pod of several containers, exec without -c runs in
+// the default one and says which; with -c, in that one, silently.
+func TestExecDefaultContainer(t *testing.T) {
+	for _, tt := range []struct {
+		args      []string
+		container string
+		said      string
+	}{
+		{[]string{"exec", "cache-0", "--", "sh"}, "redis", "Defaulted container \"redis\" out of: redis, exporter, wait-db (init), seed (init)\n"},
+		{[]string{"exec", "cache-0", "-c", "exporter", "--", "sh"}, "exporter", ""},
+		{[]string{"exec", "web-7d4b9c-abcde", "--", "sh"}, "web", ""},
+	} {
+		f := cluster()
+		useFakeAPI(t, f)
+		r := runBerth(t, "", tt.args...)
+		if r.code != exitOK || len(f.execs) != 1 {
+			t.Fatalf("%v: exit %d, %d execs; stderr %s", tt.args, r.code, len(f.execs), r.stderr)
+		}
+		if got := f.execs[0].Container; got != tt.container || r.stderr != tt.said {
+			t.Errorf("%v: container %q, stderr %q; want %q, %q", tt.args, got, r.stderr, tt.container, tt.said)
+		}
+	}
+}

@@ -65,9 +65,11 @@ func newLogsCommand(g *globalOptions) *cobra.Command {
 		Use:   "logs (POD | TYPE/NAME | -l SELECTOR)",
 		Short: "Print the output of a pod's container",
 		Long: `Logs prints what a container of a pod wrote (stdout and stderr), as its
-node's agent kept it, through the control plane. A pod with more than one
-container needs -c, or --all-containers for each in turn (init containers
-first). With -f it goes on printing as the container writes, until the
+node's agent kept it, through the control plane. Of a pod with more than
+one container it reads the one -c names, each in turn with
+--all-containers (init containers first), or else the default one, as
+kubectl: the one the kubectl.kubernetes.io/default-container annotation
+names, or the first, saying which. With -f it goes on printing as the container writes, until the
 container exits or the command is interrupted. --timestamps puts the time
 each line was written in front of it, and --since or --since-time leave
 out the lines written before.
@@ -268,7 +270,7 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 		return failed(errors.New("this client cannot read logs"))
 	}
 	ctx := cmd.Context()
-	streams, err := logStreams(ctx, c, g.namespace, kind, name, o)
+	streams, err := logStreams(ctx, c, g.namespace, kind, name, o, cmd.ErrOrStderr())
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
 		return reportedFailure()
@@ -299,7 +301,7 @@ type logStream struct {
 // pod a workload's (kind's) pods offer, or of every pod the selector
 // matches, in the order kubectl reads them; of one container, or of each
 // with --all-containers.
-func logStreams(ctx context.Context, c apiClient, ns string, kind *api.Kind, name string, o *logsOptions) ([]logStream, error) {
+func logStreams(ctx context.Context, c apiClient, ns string, kind *api.Kind, name string, o *logsOptions, stderr io.Writer) ([]logStream, error) {
 	var pods []*api.Pod
 	switch {
 	case o.selector != "":
@@ -322,19 +324,23 @@ func logStreams(ctx context.Context, c apiClient, ns string, kind *api.Kind, nam
 			return nil, err
 		}
 		pods = []*api.Pod{pod}
-	case o.allContainers:
+	case o.container != "":
+		return []logStream{{pod: name, container: o.container}}, nil
+	default:
 		obj, err := c.Get(ctx, podKind(), ns, name)
 		if err != nil {
 			return nil, err
 		}
 		pods = []*api.Pod{obj.(*api.Pod)}
-	default:
-		return []logStream{{pod: name, container: o.container}}, nil
 	}
 	var streams []logStream
 	for _, p := range pods {
 		if !o.allContainers {
-			streams = append(streams, logStream{pod: p.Name, container: o.container})
+			ctr := o.container
+			if ctr == "" {
+				ctr = defaultContainer(p, stderr)
+			}
+			streams = append(streams, logStream{pod: p.Name, container: ctr})
 			continue
 		}
 		for _, ctrs := range [][]api.Container{p.Spec.InitContainers, p.Spec.Containers} {
@@ -344,6 +350,40 @@ func logStreams(ctx context.Context, c apiClient, ns string, kind *api.Kind, nam
 		}
 	}
 	return streams, nil
+}
+
+// defaultContainerAnnotation names the container kubectl logs and exec
+// use in a pod when none is named.
+const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
+
+// defaultContainer is the container of pod a command uses when none is
+// named, as kubectl chooses it: the one the pod's default-container
+// annotation names, else the first. Of a pod with several it says which
+// on w, in kubectl's words.
+func defaultContainer(pod *api.Pod, w io.Writer) string {
+	ctrs := pod.Spec.Containers
+	if len(ctrs) == 0 {
+		return ""
+	}
+	name := ctrs[0].Name
+	if want := pod.Annotations[defaultContainerAnnotation]; want != "" {
+		for _, c := range ctrs {
+			if c.Name == want {
+				name = want
+			}
+		}
+	}
+	if len(ctrs)+len(pod.Spec.InitContainers) > 1 {
+		var all []string
+		for _, c := range ctrs {
+			all = append(all, c.Name)
+		}
+		for _, c := range pod.Spec.InitContainers {
+			all = append(all, c.Name+" (init)")
+		}
+		fmt.Fprintf(w, "Defaulted container %q out of: %s\n", name, strings.Join(all, ", "))
+	}
+	return name
 }
 
 // printLogs copies the streams to out: one after the other, or, when

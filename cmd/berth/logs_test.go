@@ -153,8 +153,7 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "pod/web", "--tail", "1"}, exitOK, "world\n", ""},
 		{[]string{"logs", "po/web", "-c", "app", "--previous"}, exitOK, "before the crash\n", ""},
 		{[]string{"logs", "multi", "-c", "b"}, exitOK, "I am b\n", ""},
-		{[]string{"logs", "multi"}, exitFailure, "",
-			"Error from server (BadRequest): a container name must be specified for pod multi, choose one of: [a b]\n"},
+		{[]string{"logs", "multi"}, exitOK, "I am a\n", "Defaulted container \"a\" out of: a, b\n"},
 		{[]string{"logs", "multi", "-c", "c"}, exitFailure, "", "Error from server (BadRequest): container c is not valid for pod multi\n"},
 		{[]string{"logs", "multi", "-c", "a", "-p"}, exitFailure, "", "Error from server (NotFound): no such container run multi/a/previous\n"},
 		{[]string{"logs", "nope"}, exitFailure, "", "Error from server (NotFound): pods \"nope\" not found\n"},
@@ -172,8 +171,7 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "-l", "app=web"}, exitOK, "hello\nworld\n", ""},
 		{[]string{"logs", "-l", "app in (web,multi)", "--all-containers", "--prefix", "--tail", "1"}, exitOK,
 			"[pod/multi/a] I am a\n[pod/multi/b] I am b\n[pod/web/app] world\n", ""},
-		{[]string{"logs", "-l", "app=multi"}, exitFailure, "",
-			"Error from server (BadRequest): a container name must be specified for pod multi, choose one of: [a b]\n"},
+		{[]string{"logs", "-l", "app=multi"}, exitOK, "I am a\n", "Defaulted container \"a\" out of: a, b\n"},
 		{[]string{"logs", "-l", "app=none"}, exitOK, "", "No resources found in default namespace.\n"},
 		{[]string{"logs", "-l", "app=multi", "--all-containers", "-f", "--max-log-requests", "1"}, exitFailure, "",
 			"Error: you are attempting to follow 2 log streams, but at most 1 may be followed at once: use --max-log-requests to raise it\n"},
@@ -261,6 +259,38 @@ func TestLogsFollowSeveral(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("berth logs -f -l did not end with the logs")
+	}
+}
+
+func TestDefaultContainer(t *testing.T) {
+	pod := func(annotation string, init []string, ctrs ...string) *api.Pod {
+		p := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+		if annotation != "" {
+			p.Annotations = map[string]string{defaultContainerAnnotation: annotation}
+		}
+		for _, c := range init {
+			p.Spec.InitContainers = append(p.Spec.InitContainers, api.Container{Name: c})
+		}
+		for _, c := range ctrs {
+			p.Spec.Containers = append(p.Spec.Containers, api.Container{Name: c})
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		pod        *api.Pod
+		want, said string
+	}{
+		{pod("", nil, "web"), "web", ""},
+		{pod("", nil, "web", "proxy"), "web", "Defaulted container \"web\" out of: web, proxy\n"},
+		{pod("proxy", nil, "web", "proxy"), "proxy", "Defaulted container \"proxy\" out of: web, proxy\n"},
+		{pod("nope", nil, "web", "proxy"), "web", "Defaulted container \"web\" out of: web, proxy\n"},
+		{pod("", []string{"setup"}, "web"), "web", "Defaulted container \"web\" out of: web, setup (init)\n"},
+		{pod("", nil), "", ""},
+	} {
+		var said bytes.Buffer
+		if got := defaultContainer(tc.pod, &said); got != tc.want || said.String() != tc.said {
+			t.Errorf("%+v: %q, said %q; want %q, %q", tc.pod.Spec, got, said.String(), tc.want, tc.said)
+		}
 	}
 }
 

@@ -4,4 +4,5 @@
 // server and `berth validate` share.
 //
 // +kubebuilder:object:generate=true
+// +k8s:openapi-gen=true
 package api

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -181,4 +182,48 @@ func TestOpenAPIV3(t *testing.T) {
 	}
 	code, _, data = e.do("GET", "/openapi/v2", adminToken, "", "", nil)
 	status(t, code, data, http.StatusNotFound)
+
+	// Every group version document holds the schemas of its kinds, found
+	// by their group, version and kind as kubectl explain finds them,
+	// and every reference in it resolves in it.
+	for gv, p := range root.Paths {
+		code, _, data := e.do("GET", p.ServerRelativeURL, adminToken, "", "", nil)
+		var doc struct {
+			Components struct {
+				Schemas map[string]struct {
+					Description string                     `json:"description"`
+					Properties  map[string]json.RawMessage `json:"properties"`
+					GVK         []map[string]string        `json:"x-kubernetes-group-version-kind"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil || code != http.StatusOK {
+			t.Fatalf("%s: %d %v", gv, code, err)
+		}
+		gvPath := func(group, version string) string {
+			if group == "" {
+				return "api/" + version
+			}
+			return "apis/" + group + "/" + version
+		}
+		kinds := map[string]bool{}
+		for name, s := range doc.Components.Schemas {
+			for _, gvk := range s.GVK {
+				if gvPath(gvk["group"], gvk["version"]) != gv || s.Description == "" || s.Properties["metadata"] == nil {
+					t.Errorf("%s: schema %s of %v: description %q, properties %d", gv, name, gvk, s.Description, len(s.Properties))
+				}
+				kinds[gvk["kind"]] = true
+			}
+		}
+		for _, k := range api.Kinds() {
+			if gvPath(k.GVK.Group, k.GVK.Version) == gv && !kinds[k.GVK.Kind] {
+				t.Errorf("%s: no schema for %s", gv, k.GVK.Kind)
+			}
+		}
+		for _, ref := range regexp.MustCompile(`"\$ref":"#/components/schemas/([^"]+)"`).FindAllSubmatch(data, -1) {
+			if _, ok := doc.Components.Schemas[string(ref[1])]; !ok {
+				t.Errorf("%s: reference to %s, which it does not hold", gv, ref[1])
+			}
+		}
+	}
 }

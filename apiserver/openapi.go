@@ -4,28 +4,95 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/openapi"
 )
 
-// kubectl create and apply validate a manifest before sending it. Since
-// kubectl 1.27 they skip their own validation, and leave it to the
-// server, when the server's OpenAPI v3 document says its PATCH operations
-// take the fieldValidation parameter; otherwise they download the OpenAPI
-// v2 schemas and fail without them. berth's decoder does that validation
-// (strict unless a write's fieldValidation says Warn or Ignore), so it
-// serves just that much OpenAPI v3: one document per group version
-// listing each kind's object path with a PATCH operation that names its
-// kind and takes fieldValidation. There are no schemas: `kubectl explain`
-// has nothing to show, and kubectl apply computes its patches from its
-// built-in types (or as merge patches for berth's own kinds).
+// The API server publishes OpenAPI v3: a root document listing one
+// document per group version, each with the schemas of its kinds (and of
+// everything they hold), generated from the Go types with their comments
+// as descriptions (api/openapi), and each kind's object path with a PATCH
+// operation that names its kind and takes fieldValidation.
+//
+// kubectl reads them twice. kubectl explain shows a kind's fields, found
+// by the x-kubernetes-group-version-kind of its schema. And kubectl create
+// and apply, since 1.27, skip their own validation of a manifest and
+// leave it to the server when its PATCH operations take fieldValidation,
+// which berth's decoder honours; otherwise they would download the OpenAPI
+// v2 schemas and fail without them. kubectl apply still computes its
+// patches from its built-in types (or as merge patches for berth's own
+// kinds).
 
 // openAPIDocs holds the OpenAPI v3 root and group version documents.
 type openAPIDocs struct {
 	root []byte
 	gvs  map[string][]byte // "api/v1", "apis/apps/v1"
+}
+
+// openAPISchemas returns, for each group version path, the schemas of its
+// kinds and of every type they refer to, by model name, each kind's with
+// its group, version and kind.
+func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
+	var defs map[string]struct {
+		Schema       json.RawMessage `json:"schema"`
+		Dependencies []string        `json:"dependencies"`
+	}
+	if err := json.Unmarshal(openapi.DefinitionsJSON, &defs); err != nil {
+		return nil, fmt.Errorf("openapi definitions: %w", err)
+	}
+	out := map[string]map[string]json.RawMessage{}
+	var add func(schemas map[string]json.RawMessage, model string)
+	add = func(schemas map[string]json.RawMessage, model string) {
+		if _, done := schemas[model]; done {
+			return
+		}
+		def, ok := defs[model]
+		if !ok {
+			return
+		}
+		schemas[model] = def.Schema
+		for _, dep := range def.Dependencies {
+			add(schemas, dep)
+		}
+	}
+	for _, k := range api.Kinds() {
+		gv := openAPIGroupVersionPath(k)
+		if out[gv] == nil {
+			out[gv] = map[string]json.RawMessage{}
+		}
+		t := reflect.TypeOf(k.New()).Elem()
+		model := openapi.ModelName(t.PkgPath() + "." + t.Name())
+		add(out[gv], model)
+		raw, ok := out[gv][model]
+		if !ok {
+			return nil, fmt.Errorf("openapi definitions: no schema for %s", model)
+		}
+		var kind map[string]any
+		if err := json.Unmarshal(raw, &kind); err != nil {
+			return nil, fmt.Errorf("openapi definitions: %s: %w", model, err)
+		}
+		kind["x-kubernetes-group-version-kind"] = []map[string]string{{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind}}
+		b, err := json.Marshal(kind)
+		if err != nil {
+			return nil, err
+		}
+		out[gv][model] = b
+	}
+	return out, nil
+}
+
+// openAPIGroupVersionPath is where a kind's group version document is
+// under /openapi/v3: "api/v1", "apis/apps/v1".
+func openAPIGroupVersionPath(k *api.Kind) string {
+	if k.GVK.Group == "" {
+		return "api/" + k.GVK.Version
+	}
+	return "apis/" + k.GVK.Group + "/" + k.GVK.Version
 }
 
 func newOpenAPIDocs(version string) (*openAPIDocs, error) {
@@ -50,14 +117,15 @@ func newOpenAPIDocs(version string) (*openAPIDocs, error) {
 	}
 	docs := map[string]*doc{}
 	var order []string
+	schemas, err := openAPISchemas()
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range api.Kinds() {
-		gvPath := "api/" + k.GVK.Version
-		if k.GVK.Group != "" {
-			gvPath = "apis/" + k.GVK.Group + "/" + k.GVK.Version
-		}
+		gvPath := openAPIGroupVersionPath(k)
 		d := docs[gvPath]
 		if d == nil {
-			d = &doc{OpenAPI: "3.0.0", Info: map[string]string{"title": "berth", "version": version}, Paths: map[string]pathItem{}, Components: map[string]any{}}
+			d = &doc{OpenAPI: "3.0.0", Info: map[string]string{"title": "berth", "version": version}, Paths: map[string]pathItem{}, Components: map[string]any{"schemas": schemas[gvPath]}}
 			docs[gvPath] = d
 			order = append(order, gvPath)
 		}
@@ -83,7 +151,6 @@ func newOpenAPIDocs(version string) (*openAPIDocs, error) {
 		sum := sha256.Sum256(b)
 		root["paths"][gv] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gv + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:16]))}
 	}
-	var err error
 	o.root, err = json.Marshal(root)
 	return o, err
 }
@@ -94,10 +161,15 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, methodNotAllowed(nil, r.Method))
 		return
 	}
+	docs, err := s.openapi()
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
 	p := strings.Trim(strings.TrimPrefix(r.URL.Path, "/openapi/v3"), "/")
-	body := s.openapi.root
+	body := docs.root
 	if p != "" {
-		body = s.openapi.gvs[p]
+		body = docs.gvs[p]
 	}
 	if body == nil {
 		WriteError(w, notFoundPath())

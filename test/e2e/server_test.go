@@ -195,6 +195,14 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 		t.Fatalf("kubectl apply --validate=false: %s", out)
 	}
 
+	// kubectl explain reads the schemas, descriptions included.
+	if out := kc("explain", "pods"); !strings.Contains(out, "KIND:       Pod") || !strings.Contains(out, "Pod is one or more containers") {
+		t.Fatalf("kubectl explain pods: %s", out)
+	}
+	if out := kc("explain", "deployment.spec.template.spec.containers.resources"); !strings.Contains(out, "requests\t<map[string]Quantity>") {
+		t.Fatalf("kubectl explain of a nested field: %s", out)
+	}
+
 	// A watch sees a pod arrive and go; describe shows a node.
 	watch := s.command(t, "kubectl", "get", "pods", "-w")
 	var watched lockedBuffer

@@ -1,0 +1,48 @@
+// Command gen writes the OpenAPI definitions openapi-gen made
+// (internal/definitions) as JSON, by model name, with references between
+// them as the API server's OpenAPI v3 documents spell them, for package
+// openapi to embed.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/berth-dev/berth/api/openapi"
+	"github.com/berth-dev/berth/api/openapi/internal/definitions"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: gen OUTPUT.json")
+		os.Exit(2)
+	}
+	defs := definitions.GetOpenAPIDefinitions(func(name string) spec.Ref {
+		return spec.MustCreateRef("#/components/schemas/" + openapi.ModelName(name))
+	})
+	// What openapi.DefinitionsJSON holds for each definition.
+	type definition struct {
+		Schema       spec.Schema `json:"schema"`
+		Dependencies []string    `json:"dependencies,omitempty"`
+	}
+	out := make(map[string]definition, len(defs))
+	for name, def := range defs {
+		d := definition{Schema: def.Schema}
+		for _, dep := range def.Dependencies {
+			d.Dependencies = append(d.Dependencies, openapi.ModelName(dep))
+		}
+		out[openapi.ModelName(name)] = d
+	}
+	data, err := json.MarshalIndent(out, "", " ")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(os.Args[1], append(data, '\n'), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

@@ -41,7 +41,11 @@ func (s *Server) create(r *http.Request, req *resourceRequest, obj api.Object) (
 	if err != nil {
 		return nil, err
 	}
+	managed := obj.GetManagedFields()
 	prepareForCreate(k, obj)
+	if req.applied {
+		obj.SetManagedFields(managed)
+	}
 	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
 	for attempt := 1; ; attempt++ {
 		if generate {

@@ -347,7 +347,7 @@ func TestMergePatch(t *testing.T) {
 		t.Fatalf("failed json patch test: %v", err)
 	}
 	// Unsupported patch types.
-	code, _, body := e.do("PATCH", "/api/v1/namespaces/default/configmaps/c", adminToken, "application/apply-patch+yaml", "", strings.NewReader("data: {}"))
+	code, _, body := e.do("PATCH", "/api/v1/namespaces/default/configmaps/c", adminToken, "application/apply-patch+cbor", "", strings.NewReader("data: {}"))
 	status(t, code, body, http.StatusUnsupportedMediaType)
 }
 

@@ -97,7 +97,7 @@ func FuzzCreate(f *testing.F) {
 	})
 }
 
-var patchTypes = []string{"application/merge-patch+json", "application/strategic-merge-patch+json", "application/json-patch+json"}
+var patchTypes = []string{"application/merge-patch+json", "application/strategic-merge-patch+json", "application/json-patch+json", "application/apply-patch+yaml"}
 
 func FuzzPatch(f *testing.F) {
 	for _, seed := range []string{
@@ -121,14 +121,19 @@ func FuzzPatch(f *testing.F) {
 	// Unknown and duplicate fields with fieldValidation Warn and Ignore.
 	f.Add(uint8(len(patchTypes)), false, []byte(`{"spec":{"bogus":1,"replicas":2,"replicas":3}}`))
 	f.Add(uint8(2*len(patchTypes)), false, []byte(`{"spec":{"bogus":1}}`))
+	// Server-side apply configurations.
+	f.Add(uint8(3), false, []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 3\n"))
+	f.Add(uint8(3), false, []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","managedFields":[{"manager":"x"}]}}`))
+	f.Add(uint8(3), false, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n"))
 	srv, st := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, pt uint8, status bool, body []byte) {
 		path := "/apis/apps/v1/namespaces/default/deployments/web"
 		if status {
 			path += "/status"
 		}
-		// The higher bits of pt choose the fieldValidation.
-		path += []string{"", "?fieldValidation=Warn", "?fieldValidation=Ignore"}[int(pt)/len(patchTypes)%3]
+		// The higher bits of pt choose the fieldValidation; an apply
+		// names its manager.
+		path += []string{"?fieldManager=fuzz", "?fieldManager=fuzz&fieldValidation=Warn", "?fieldManager=fuzz&force=true&fieldValidation=Ignore"}[int(pt)/len(patchTypes)%3]
 		serveFuzz(t, srv, st, http.MethodPatch, path, patchTypes[int(pt)%len(patchTypes)], body)
 	})
 }

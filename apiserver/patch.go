@@ -8,7 +8,7 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// PATCH takes three body types:
+// PATCH takes four body types:
 //
 //   - application/merge-patch+json: RFC 7386 JSON merge patch;
 //   - application/strategic-merge-patch+json, what kubectl apply, edit,
@@ -18,9 +18,9 @@ import (
 //     volumes, env and ports by name or port, and so on) and its
 //     directives ($patch, $setElementOrder, $retainKeys,
 //     $deleteFromPrimitiveList); see strategic.go;
-//   - application/json-patch+json: RFC 6902 JSON patch.
+//   - application/json-patch+json: RFC 6902 JSON patch;
+//   - application/apply-patch+yaml: server-side apply (see apply.go).
 //
-// Server-side apply (application/apply-patch+yaml) is not served: 415.
 // The patched document is decoded like a PUT body (strictly, unless
 // fieldValidation says Warn or Ignore), and then takes the update path.
 
@@ -36,10 +36,10 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 	case mediaJSONPatch:
 		apply = jsonPatch
 	case mediaApplyPatch:
-		WriteError(w, unsupportedMediaType(ct+" (server-side apply is not supported: use client-side apply)", mediaMergePatch, mediaStrategicPatch, mediaJSONPatch))
+		s.serveApply(w, r, req)
 		return
 	default:
-		WriteError(w, unsupportedMediaType(ct, mediaMergePatch, mediaStrategicPatch, mediaJSONPatch))
+		WriteError(w, unsupportedMediaType(ct, mediaMergePatch, mediaStrategicPatch, mediaJSONPatch, mediaApplyPatch))
 		return
 	}
 	validation, err := fieldValidationOf(r)

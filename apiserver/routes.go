@@ -20,6 +20,9 @@ type resourceRequest struct {
 	subresource string
 	verb        string
 	id          *Identity
+	// applied marks a server-side apply, whose write carries the
+	// managedFields the field manager made.
+	applied bool
 }
 
 // namespaceSubresources are the subresources of a namespace, which a path

@@ -114,6 +114,8 @@ type Server struct {
 	// openapi builds the OpenAPI documents the first time they are asked
 	// for (6 ms and 4 MB, which most servers in tests never need).
 	openapi func() (*openAPIDocs, error)
+	// fieldManagers serve server-side apply.
+	fieldManagers fieldManagers
 	// resources finds a kind by "group/version/resource" ("/v1/pods").
 	resources map[string]*api.Kind
 

@@ -84,6 +84,12 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 				ns.Spec.Finalizers = old.(*api.Namespace).Spec.Finalizers
 			}
 		}
+		if !req.applied && len(old.GetManagedFields()) > 0 {
+			// Applied once: who sets what is recorded from then on.
+			if obj, err = s.recordFields(r, req, old, obj); err != nil {
+				return nil, err
+			}
+		}
 		if err := s.authorize(r, req, obj, old); err != nil {
 			return nil, err
 		}

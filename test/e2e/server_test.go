@@ -203,6 +203,21 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 		t.Fatalf("kubectl explain of a nested field: %s", out)
 	}
 
+	// Server-side apply: kubectl apply --server-side takes the fields it
+	// sets; a kubectl scale then owns the replicas, so the next apply
+	// conflicts, until it forces.
+	if out := kc("apply", "--server-side", "-f", "../../examples/hello/hello.yaml"); !strings.Contains(out, "deployment.apps/hello serverside-applied") {
+		t.Fatalf("kubectl apply --server-side: %s", out)
+	}
+	kc("scale", "deployment", "hello", "--replicas=3")
+	if out, err := s.kubectlErr(t, "apply", "--server-side", "-f", "../../examples/hello/hello.yaml"); exitCode(err) != 1 || !strings.Contains(out, `conflict with "kubectl" with subresource "scale"`) || !strings.Contains(out, ".spec.replicas") {
+		t.Fatalf("kubectl apply --server-side after a scale: %v\n%s", err, out)
+	}
+	kc("apply", "--server-side", "--force-conflicts", "-f", "../../examples/hello/hello.yaml")
+	if d, err := s.getJSON(t, "deployment", "hello"); err != nil || field(d, "spec.replicas") != float64(2) {
+		t.Fatalf("after the forced apply: %v %v", err, field(d, "spec.replicas"))
+	}
+
 	// A watch sees a pod arrive and go; describe shows a node.
 	watch := s.command(t, "kubectl", "get", "pods", "-w")
 	var watched lockedBuffer

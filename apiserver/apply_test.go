@@ -1,0 +1,136 @@
+package apiserver_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestServerSideApply drives apply (PATCH application/apply-patch+yaml)
+// as kubectl apply --server-side does: it creates, records who owns what,
+// conflicts with another manager's value unless forced, removes what a
+// manager stops setting, and records the fields of other writes to an
+// applied object.
+func TestServerSideApply(t *testing.T) {
+	e := newEnv(t)
+	const path = "/api/v1/namespaces/default/configmaps/cfg"
+	apply := func(manager, force, body string) (int, []byte) {
+		t.Helper()
+		q := "?fieldManager=" + manager
+		if force != "" {
+			q += "&force=" + force
+		}
+		code, _, data := e.do("PATCH", path+q, adminToken, "application/apply-patch+yaml", "", strings.NewReader(body))
+		return code, data
+	}
+	read := func(data []byte) (map[string]string, []managedEntry) {
+		t.Helper()
+		var cm struct {
+			Metadata struct {
+				ManagedFields []managedEntry `json:"managedFields"`
+			} `json:"metadata"`
+			Data map[string]string `json:"data"`
+		}
+		if err := json.Unmarshal(data, &cm); err != nil {
+			t.Fatalf("%v: %s", err, data)
+		}
+		return cm.Data, cm.Metadata.ManagedFields
+	}
+
+	// An apply of an object that does not exist creates it.
+	code, data := apply("alice", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"1\"\n  b: \"2\"\n")
+	if code != http.StatusCreated {
+		t.Fatalf("apply to create: %d %s", code, data)
+	}
+	d, mf := read(data)
+	if d["a"] != "1" || d["b"] != "2" || len(mf) != 1 || mf[0].Manager != "alice" || mf[0].Operation != "Apply" ||
+		!strings.Contains(string(mf[0].FieldsV1), `"f:a"`) {
+		t.Fatalf("created: data %v, managed %+v", d, mf)
+	}
+
+	// Another manager setting a field to another value conflicts, and
+	// the 409 names the field and its owner.
+	code, data = apply("bob", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"9\"\n")
+	if st := status(t, code, data, http.StatusConflict); !strings.Contains(st.Message, `conflict with "alice"`) || !strings.Contains(st.Message, ".data.a") {
+		t.Fatalf("conflicting apply: %q", st.Message)
+	}
+	// The same value is shared ownership, not a conflict; forcing takes it.
+	if code, data = apply("bob", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  b: \"2\"\n"); code != http.StatusOK {
+		t.Fatalf("apply of the same value: %d %s", code, data)
+	}
+	if code, data = apply("bob", "true", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: \"9\"\n  b: \"2\"\n"); code != http.StatusOK {
+		t.Fatalf("forced apply: %d %s", code, data)
+	}
+	if d, _ = read(data); d["a"] != "9" {
+		t.Fatalf("after the forced apply: %v", d)
+	}
+
+	// alice no longer sets b, which bob still owns: it stays. bob drops
+	// a and b: a, which nobody owns now, goes; so does b.
+	if code, data = apply("alice", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  c: \"3\"\n"); code != http.StatusOK {
+		t.Fatalf("alice's second apply: %d %s", code, data)
+	}
+	if d, _ = read(data); d["a"] != "9" || d["b"] != "2" || d["c"] != "3" {
+		t.Fatalf("after alice's second apply: %v", d)
+	}
+	if code, data = apply("bob", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n"); code != http.StatusOK {
+		t.Fatalf("bob's empty apply: %d %s", code, data)
+	}
+	if d, _ = read(data); len(d) != 1 || d["c"] != "3" {
+		t.Fatalf("after bob's empty apply: %v", d)
+	}
+
+	// A merge patch to an applied object is recorded as its manager's,
+	// so that an apply then conflicts with it.
+	code, _, data = e.do("PATCH", path+"?fieldManager=editor", adminToken, "application/merge-patch+json", "", strings.NewReader(`{"data":{"c":"4"}}`))
+	if code != http.StatusOK {
+		t.Fatalf("merge patch: %d %s", code, data)
+	}
+	if _, mf = read(data); !managedBy(mf, "editor", "Update") {
+		t.Fatalf("the patch's manager is not recorded: %+v", mf)
+	}
+	code, data = apply("alice", "", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  c: \"3\"\n")
+	if st := status(t, code, data, http.StatusConflict); !strings.Contains(st.Message, `conflict with "editor"`) {
+		t.Fatalf("apply after the patch: %q", st.Message)
+	}
+
+	// What an apply must carry.
+	for _, tc := range []struct {
+		query, body, want string
+	}{
+		{"", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n", "fieldManager is required"},
+		{"?fieldManager=x&force=maybe", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n", "force"},
+		{"?fieldManager=x", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n", "does not match the name in the path"},
+		{"?fieldManager=x", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: kube-system\n", "does not match the namespace"},
+		{"?fieldManager=x", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ncolour: red\n", `unknown field "colour"`},
+		{"?fieldManager=x", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: cfg\n", "Secret"},
+		{"?fieldManager=x", "a: [", "not valid YAML"},
+	} {
+		code, _, data := e.do("PATCH", path+tc.query, adminToken, "application/apply-patch+yaml", "", strings.NewReader(tc.body))
+		if st := status(t, code, data, http.StatusBadRequest); !strings.Contains(st.Message, tc.want) {
+			t.Errorf("%s %q: %q, want it to say %q", tc.query, tc.body, st.Message, tc.want)
+		}
+	}
+	code, _, data = e.do("PATCH", path+"/status?fieldManager=x", adminToken, "application/apply-patch+yaml", "", strings.NewReader("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n"))
+	if code < 400 {
+		t.Fatalf("apply to a subresource: %d %s", code, data)
+	}
+}
+
+// managedEntry is what the tests read of a managedFields entry.
+type managedEntry struct {
+	Manager   string          `json:"manager"`
+	Operation string          `json:"operation"`
+	FieldsV1  json.RawMessage `json:"fieldsV1"`
+}
+
+// managedBy tells whether an entry is of this manager and operation.
+func managedBy(mf []managedEntry, manager, operation string) bool {
+	for _, m := range mf {
+		if m.Manager == manager && m.Operation == operation {
+			return true
+		}
+	}
+	return false
+}

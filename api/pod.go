@@ -19,8 +19,17 @@ type Pod struct {
 
 // PodSpec is the subset of Kubernetes' pod spec that berth runs.
 type PodSpec struct {
-	InitContainers                []Container       `json:"initContainers,omitempty"`
-	Containers                    []Container       `json:"containers"`
+	// Lists keyed by name are merged element by element by server-side
+	// apply, as Kubernetes merges them.
+
+	// +listType=map
+	// +listMapKey=name
+	InitContainers []Container `json:"initContainers,omitempty"`
+	// +listType=map
+	// +listMapKey=name
+	Containers []Container `json:"containers"`
+	// +listType=map
+	// +listMapKey=name
 	Volumes                       []Volume          `json:"volumes,omitempty"`
 	RestartPolicy                 RestartPolicy     `json:"restartPolicy,omitempty"`
 	TerminationGracePeriodSeconds *int64            `json:"terminationGracePeriodSeconds,omitempty"`
@@ -54,21 +63,25 @@ const DefaultSchedulerName = "default-scheduler"
 
 // Container is one process of a pod.
 type Container struct {
-	Name            string               `json:"name"`
-	Image           string               `json:"image,omitempty"`
-	Command         []string             `json:"command,omitempty"`
-	Args            []string             `json:"args,omitempty"`
-	WorkingDir      string               `json:"workingDir,omitempty"`
-	Ports           []ContainerPort      `json:"ports,omitempty"`
-	EnvFrom         []EnvFromSource      `json:"envFrom,omitempty"`
-	Env             []EnvVar             `json:"env,omitempty"`
-	Resources       ResourceRequirements `json:"resources,omitempty"`
-	VolumeMounts    []VolumeMount        `json:"volumeMounts,omitempty"`
-	LivenessProbe   *Probe               `json:"livenessProbe,omitempty"`
-	ReadinessProbe  *Probe               `json:"readinessProbe,omitempty"`
-	StartupProbe    *Probe               `json:"startupProbe,omitempty"`
-	Lifecycle       *Lifecycle           `json:"lifecycle,omitempty"`
-	SecurityContext *SecurityContext     `json:"securityContext,omitempty"`
+	Name       string          `json:"name"`
+	Image      string          `json:"image,omitempty"`
+	Command    []string        `json:"command,omitempty"`
+	Args       []string        `json:"args,omitempty"`
+	WorkingDir string          `json:"workingDir,omitempty"`
+	Ports      []ContainerPort `json:"ports,omitempty"`
+	EnvFrom    []EnvFromSource `json:"envFrom,omitempty"`
+	// +listType=map
+	// +listMapKey=name
+	Env       []EnvVar             `json:"env,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
+	// +listType=map
+	// +listMapKey=mountPath
+	VolumeMounts    []VolumeMount    `json:"volumeMounts,omitempty"`
+	LivenessProbe   *Probe           `json:"livenessProbe,omitempty"`
+	ReadinessProbe  *Probe           `json:"readinessProbe,omitempty"`
+	StartupProbe    *Probe           `json:"startupProbe,omitempty"`
+	Lifecycle       *Lifecycle       `json:"lifecycle,omitempty"`
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 
 	// Accepted for compatibility with Kubernetes manifests and ignored.
 	ImagePullPolicy          string `json:"imagePullPolicy,omitempty"`

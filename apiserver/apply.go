@@ -36,8 +36,10 @@ import (
 // manager's fields too (the fieldManager parameter, else the client's
 // user agent), so that an apply then conflicts with them. The writes the
 // control plane makes in process (controllers, the scheduler) are not
-// recorded. Lists are atomic, owned whole: berth's schemas carry no list
-// keys.
+// recorded. The lists of a pod's containers, init containers, volumes and
+// environment merge element by element, keyed by name (volume mounts by
+// mount path), as Kubernetes merges them; other lists are atomic, owned
+// whole.
 
 // fieldManagers holds one field manager per kind, made on first use.
 type fieldManagers struct {

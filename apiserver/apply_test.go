@@ -134,3 +134,76 @@ func managedBy(mf []managedEntry, manager, operation string) bool {
 	}
 	return false
 }
+
+// TestServerSideApplyListsByKey: containers are merged by name, so a
+// second manager's sidecar lives beside the first manager's container
+// and survives its next apply.
+func TestServerSideApplyListsByKey(t *testing.T) {
+	e := newEnv(t)
+	const path = "/apis/apps/v1/namespaces/default/deployments/web"
+	apply := func(manager, body string) []byte {
+		t.Helper()
+		code, _, data := e.do("PATCH", path+"?fieldManager="+manager, adminToken, "application/apply-patch+yaml", "", strings.NewReader(body))
+		if code != http.StatusOK && code != http.StatusCreated {
+			t.Fatalf("%s's apply: %d %s", manager, code, data)
+		}
+		return data
+	}
+	containers := func(data []byte) []string {
+		var d struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Name  string `json:"name"`
+							Image string `json:"image"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range d.Spec.Template.Spec.Containers {
+			out = append(out, c.Name+"="+c.Image)
+		}
+		return out
+	}
+	owner := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: web:%s
+        command: [web]
+`
+	apply("alice", strings.ReplaceAll(owner, "%s", "1"))
+	got := containers(apply("bob", `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      containers:
+      - name: proxy
+        image: proxy:1
+        command: [proxy]
+`))
+	if strings.Join(got, " ") != "web=web:1 proxy=proxy:1" {
+		t.Fatalf("after bob's sidecar: %v", got)
+	}
+	if got = containers(apply("alice", strings.ReplaceAll(owner, "%s", "2"))); strings.Join(got, " ") != "web=web:2 proxy=proxy:1" {
+		t.Fatalf("after alice's new image: %v", got)
+	}
+}

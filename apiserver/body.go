@@ -88,6 +88,9 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, req *resourc
 // version, and either way it is named rather than dropped; a client that
 // wants it dropped says so (kubectl apply --validate=false).
 func fieldValidationOf(r *http.Request) (string, error) {
+	if r.URL.RawQuery == "" {
+		return "", nil // an agent's status write: no query to parse
+	}
 	v := r.URL.Query().Get("fieldValidation")
 	switch v {
 	case "", metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore:

@@ -11,7 +11,9 @@ type Namespace struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   NamespaceSpec   `json:"spec,omitempty"`
+	// Spec holds the namespace's finalizers.
+	Spec NamespaceSpec `json:"spec,omitempty"`
+	// Status holds the namespace's phase.
 	Status NamespaceStatus `json:"status,omitempty"`
 }
 
@@ -23,6 +25,9 @@ const FinalizerKubernetes FinalizerName = "kubernetes"
 
 // NamespaceSpec holds a namespace's finalizers.
 type NamespaceSpec struct {
+	// Finalizers hold a deleted namespace until the namespace controller has
+	// deleted everything in it; kubernetes is set when the namespace is
+	// made. They change only through the finalize subresource.
 	Finalizers []FinalizerName `json:"finalizers,omitempty"`
 }
 
@@ -37,6 +42,8 @@ const (
 
 // NamespaceStatus is the observed state of a namespace.
 type NamespaceStatus struct {
+	// Phase is Active, or Terminating once the namespace is being deleted:
+	// nothing new may be made in it then.
 	Phase NamespacePhase `json:"phase,omitempty"`
 }
 
@@ -47,9 +54,14 @@ type ServiceAccount struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Secrets                      []ObjectReference      `json:"secrets,omitempty"`
-	AutomountServiceAccountToken *bool                  `json:"automountServiceAccountToken,omitempty"`
-	ImagePullSecrets             []LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// Secrets are accepted and ignored: tokens are not kept in Secrets.
+	Secrets []ObjectReference `json:"secrets,omitempty"`
+	// AutomountServiceAccountToken is accepted and ignored: every pod gets a
+	// token of its service account.
+	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
+	// ImagePullSecrets are accepted and ignored: the exec runtime pulls no
+	// images.
+	ImagePullSecrets []LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -59,8 +71,14 @@ type ConfigMap struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Immutable  *bool             `json:"immutable,omitempty"`
-	Data       map[string]string `json:"data,omitempty"`
+	// Immutable, once true, keeps data and binaryData from changing and
+	// itself from being unset.
+	Immutable *bool `json:"immutable,omitempty"`
+	// Data holds string values by key. Keys are letters, digits, "-", "_"
+	// and "."; data and binaryData together hold at most 1MiB.
+	Data map[string]string `json:"data,omitempty"`
+	// BinaryData holds binary values by key, base64 in JSON, under keys data
+	// does not use. Volumes and configMapKeyRef read it; envFrom does not.
 	BinaryData map[string][]byte `json:"binaryData,omitempty"`
 }
 
@@ -79,10 +97,20 @@ type Secret struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Immutable  *bool             `json:"immutable,omitempty"`
-	Data       map[string][]byte `json:"data,omitempty"`
+	// Immutable, once true, keeps data from changing and itself from being
+	// unset.
+	Immutable *bool `json:"immutable,omitempty"`
+	// Data holds the secret values by key, base64 in JSON; with stringData
+	// at most 1MiB.
+	Data map[string][]byte `json:"data,omitempty"`
+	// StringData holds values as plain strings, over data's of the same key.
+	// A write through the API merges it into data and keeps none of it; a
+	// Secret applied from a source keeps it, and the agent merges it when it
+	// reads the Secret.
 	StringData map[string]string `json:"stringData,omitempty"`
-	Type       SecretType        `json:"type,omitempty"`
+	// Type is Opaque by default; kubernetes.io/tls must hold tls.crt and
+	// tls.key. Other types are kept unchecked. It may not change.
+	Type SecretType `json:"type,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -92,18 +120,27 @@ type ResourceQuota struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ResourceQuotaSpec   `json:"spec,omitempty"`
+	// Spec holds the limits.
+	Spec ResourceQuotaSpec `json:"spec,omitempty"`
+	// Status holds the limits in force and what the namespace uses.
 	Status ResourceQuotaStatus `json:"status,omitempty"`
 }
 
 // ResourceQuotaSpec holds the hard limits.
 type ResourceQuotaSpec struct {
+	// Hard caps what the namespace may hold, by resource: requests.cpu (or
+	// cpu), requests.memory (or memory), limits.cpu, limits.memory,
+	// requests.storage, pods, persistentvolumeclaims, services, configmaps
+	// and secrets. A write that would go over is refused.
 	Hard ResourceList `json:"hard,omitempty"`
 }
 
 // ResourceQuotaStatus reports the limits and what is used.
 type ResourceQuotaStatus struct {
+	// Hard is a copy of the spec's.
 	Hard ResourceList `json:"hard,omitempty"`
+	// Used is what the namespace uses of each limited resource, kept current
+	// with every write.
 	Used ResourceList `json:"used,omitempty"`
 }
 
@@ -127,20 +164,36 @@ type Event struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// InvolvedObject is the object the event is about; its kind and name are
+	// required.
 	InvolvedObject ObjectReference `json:"involvedObject"`
-	Reason         string          `json:"reason,omitempty"`
-	Message        string          `json:"message,omitempty"`
-	Source         EventSource     `json:"source,omitempty"`
-	FirstTimestamp metav1.Time     `json:"firstTimestamp,omitempty"`
-	LastTimestamp  metav1.Time     `json:"lastTimestamp,omitempty"`
-	Count          int32           `json:"count,omitempty"`
-	Type           string          `json:"type,omitempty"`
+	// Reason is what happened, in one CamelCase word, such as Scheduled or
+	// BackOff.
+	Reason string `json:"reason,omitempty"`
+	// Message says what happened in words.
+	Message string `json:"message,omitempty"`
+	// Source is the component, and for an agent's events the node, that
+	// recorded the event.
+	Source EventSource `json:"source,omitempty"`
+	// FirstTimestamp is when the event was first recorded.
+	FirstTimestamp metav1.Time `json:"firstTimestamp,omitempty"`
+	// LastTimestamp is when it was last recorded; the event is deleted an
+	// hour later (--event-ttl).
+	LastTimestamp metav1.Time `json:"lastTimestamp,omitempty"`
+	// Count is how many times it was recorded: a repeat within ten minutes
+	// counts here instead of making another Event.
+	Count int32 `json:"count,omitempty"`
+	// Type is Normal or Warning.
+	Type string `json:"type,omitempty"`
 }
 
 // EventSource names the component that recorded an event.
 type EventSource struct {
+	// Component names the controller or agent that recorded the event.
 	Component string `json:"component,omitempty"`
-	Host      string `json:"host,omitempty"`
+	// Host is the node whose agent recorded the event; empty for the control
+	// plane's.
+	Host string `json:"host,omitempty"`
 }
 
 // Event types.

@@ -17,6 +17,7 @@ type Lease struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec says who holds the lease and when it was last renewed.
 	Spec LeaseSpec `json:"spec,omitempty"`
 }
 

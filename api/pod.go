@@ -13,7 +13,13 @@ type Pod struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PodSpec   `json:"spec,omitempty"`
+	// Spec is the desired pod: its containers, its volumes and the nodes it
+	// may run on. Once the pod exists only container images and added
+	// tolerations may change.
+	Spec PodSpec `json:"spec,omitempty"`
+	// Status is what the scheduler and the node's agent last reported about
+	// the pod. Only the status subresource writes it; a manifest's status is
+	// ignored.
 	Status PodStatus `json:"status,omitempty"`
 }
 
@@ -22,28 +28,65 @@ type PodSpec struct {
 	// Lists keyed by name are merged element by element by server-side
 	// apply, as Kubernetes merges them.
 
+	// InitContainers run one at a time, in order, each to a successful exit,
+	// before any of the containers starts. A failed one is run again unless
+	// restartPolicy is Never, when the pod fails. They may have no probes.
 	// +listType=map
 	// +listMapKey=name
 	InitContainers []Container `json:"initContainers,omitempty"`
+	// Containers are the pod's processes, started together once the init
+	// containers are done; at least one. Names are unique across containers
+	// and init containers.
 	// +listType=map
 	// +listMapKey=name
 	Containers []Container `json:"containers"`
+	// Volumes are the pod's volumes. The agent sets each one up on the node
+	// and names its host path to every container in BERTH_VOLUME_<NAME> (the
+	// name upper-cased, "-" as "_").
 	// +listType=map
 	// +listMapKey=name
-	Volumes                       []Volume          `json:"volumes,omitempty"`
-	RestartPolicy                 RestartPolicy     `json:"restartPolicy,omitempty"`
-	TerminationGracePeriodSeconds *int64            `json:"terminationGracePeriodSeconds,omitempty"`
-	NodeName                      string            `json:"nodeName,omitempty"`
-	NodeSelector                  map[string]string `json:"nodeSelector,omitempty"`
-	Affinity                      *Affinity         `json:"affinity,omitempty"`
-	Tolerations                   []Toleration      `json:"tolerations,omitempty"`
-	ServiceAccountName            string            `json:"serviceAccountName,omitempty"`
-	Hostname                      string            `json:"hostname,omitempty"`
-	Subdomain                     string            `json:"subdomain,omitempty"`
+	Volumes []Volume `json:"volumes,omitempty"`
+	// RestartPolicy says when the agent restarts a container that exited:
+	// Always (the default), OnFailure or Never, after a back-off of 10s
+	// doubling to 5m. The pods of a workload must use Always.
+	RestartPolicy RestartPolicy `json:"restartPolicy,omitempty"`
+	// TerminationGracePeriodSeconds is the time a stopping container has to
+	// exit, its preStop hook first and then SIGTERM, before SIGKILL; 30 by
+	// default. A deletion's own grace period overrides it.
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// NodeName is the node the pod runs on. The scheduler sets it when it
+	// binds the pod; a pod created with it set skips the scheduler and goes
+	// to that node's agent.
+	NodeName string `json:"nodeName,omitempty"`
+	// NodeSelector lists labels a node must have, every one with the same
+	// value, for the scheduler to place the pod there.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Affinity holds the pod's node affinity and required pod anti-affinity,
+	// which the scheduler honours.
+	Affinity *Affinity `json:"affinity,omitempty"`
+	// Tolerations let the pod onto nodes with matching taints and say how
+	// long it stays on a node that becomes not ready or unreachable. An
+	// update may add tolerations but not change or remove one.
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+	// ServiceAccountName is the service account the pod runs as, "default"
+	// when empty. The agent writes a token of it, bound to the pod, to the
+	// file named by BERTH_SERVICEACCOUNT_TOKEN_FILE in each container.
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// Hostname is the pod's DNS name under each service that selects it,
+	// <hostname>.<service>.<namespace>.svc.<zone>; the pod's name when
+	// empty. The exec runtime does not set the process's host name.
+	Hostname string `json:"hostname,omitempty"`
+	// Subdomain is checked as a DNS label and otherwise ignored: berth
+	// publishes every endpoint of a service under its hostname, whatever the
+	// pod's subdomain.
+	Subdomain string `json:"subdomain,omitempty"`
 
 	// Accepted for compatibility with Kubernetes manifests and ignored.
-	DNSPolicy          string `json:"dnsPolicy,omitempty"`
-	EnableServiceLinks *bool  `json:"enableServiceLinks,omitempty"`
+	DNSPolicy string `json:"dnsPolicy,omitempty"`
+	// EnableServiceLinks is accepted for compatibility with Kubernetes
+	// manifests and ignored: berth puts no service variables in the
+	// environment.
+	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
 	// SchedulerName may only be "default-scheduler".
 	SchedulerName string `json:"schedulerName,omitempty"`
 }
@@ -63,29 +106,69 @@ const DefaultSchedulerName = "default-scheduler"
 
 // Container is one process of a pod.
 type Container struct {
-	Name       string          `json:"name"`
-	Image      string          `json:"image,omitempty"`
-	Command    []string        `json:"command,omitempty"`
-	Args       []string        `json:"args,omitempty"`
-	WorkingDir string          `json:"workingDir,omitempty"`
-	Ports      []ContainerPort `json:"ports,omitempty"`
-	EnvFrom    []EnvFromSource `json:"envFrom,omitempty"`
+	// Name is the container's name, a DNS label unique within the pod; logs,
+	// exec and container statuses go by it.
+	Name string `json:"name"`
+	// Image names the container's image, for people and other runtimes: the
+	// exec runtime does not use it, and runs command on the node instead. A
+	// container needs an image or a command.
+	Image string `json:"image,omitempty"`
+	// Command is the program and its first arguments, $(VAR) expanded; a
+	// bare name is looked up in the container's PATH. The exec runtime needs
+	// it, having no image entrypoint to fall back on.
+	Command []string `json:"command,omitempty"`
+	// Args follow command on the command line, after $(VAR) expansion with
+	// the container's environment.
+	Args []string `json:"args,omitempty"`
+	// WorkingDir is the directory on the node the process starts in; when
+	// empty the exec runtime starts it in the root directory.
+	WorkingDir string `json:"workingDir,omitempty"`
+	// Ports are the ports the process listens on. Under the exec runtime it
+	// shares the node's network, so the scheduler treats each one as a host
+	// port of the node.
+	Ports []ContainerPort `json:"ports,omitempty"`
+	// EnvFrom imports every key of a ConfigMap's data or a Secret as a
+	// variable, in order; keys that are not valid variable names are
+	// skipped, and env wins over it.
+	EnvFrom []EnvFromSource `json:"envFrom,omitempty"`
+	// Env sets variables after envFrom, in order; a value may refer to
+	// earlier variables as $(VAR).
 	// +listType=map
 	// +listMapKey=name
-	Env       []EnvVar             `json:"env,omitempty"`
+	Env []EnvVar `json:"env,omitempty"`
+	// Resources are the container's requests and limits of cpu, memory and
+	// ephemeral-storage.
 	Resources ResourceRequirements `json:"resources,omitempty"`
+	// VolumeMounts name the pod volumes the container uses and where. Their
+	// paths must be unique, but the exec runtime mounts nothing: the process
+	// finds each volume of the pod at the path in BERTH_VOLUME_<NAME>.
 	// +listType=map
 	// +listMapKey=mountPath
-	VolumeMounts    []VolumeMount    `json:"volumeMounts,omitempty"`
-	LivenessProbe   *Probe           `json:"livenessProbe,omitempty"`
-	ReadinessProbe  *Probe           `json:"readinessProbe,omitempty"`
-	StartupProbe    *Probe           `json:"startupProbe,omitempty"`
-	Lifecycle       *Lifecycle       `json:"lifecycle,omitempty"`
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+	// LivenessProbe checks the running container; after failureThreshold
+	// failures in a row the agent kills it and restarts it as restartPolicy
+	// says.
+	LivenessProbe *Probe `json:"livenessProbe,omitempty"`
+	// ReadinessProbe decides whether the container is ready, and so whether
+	// the pod is a ready endpoint of its services; without one a running
+	// container is ready once started.
+	ReadinessProbe *Probe `json:"readinessProbe,omitempty"`
+	// StartupProbe holds off the other probes until it succeeds once; if it
+	// fails failureThreshold times in a row the container is killed, and
+	// restarted as restartPolicy says.
+	StartupProbe *Probe `json:"startupProbe,omitempty"`
+	// Lifecycle holds the hook run before the container is stopped.
+	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
+	// SecurityContext sets the user and group the process runs as.
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 
 	// Accepted for compatibility with Kubernetes manifests and ignored.
-	ImagePullPolicy          string `json:"imagePullPolicy,omitempty"`
-	TerminationMessagePath   string `json:"terminationMessagePath,omitempty"`
+	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
+	// TerminationMessagePath is accepted for compatibility with Kubernetes
+	// manifests and ignored.
+	TerminationMessagePath string `json:"terminationMessagePath,omitempty"`
+	// TerminationMessagePolicy is accepted for compatibility with Kubernetes
+	// manifests and ignored.
 	TerminationMessagePolicy string `json:"terminationMessagePolicy,omitempty"`
 }
 
@@ -101,68 +184,107 @@ const (
 
 // ContainerPort is a port a container listens on.
 type ContainerPort struct {
-	Name          string   `json:"name,omitempty"`
-	HostPort      int32    `json:"hostPort,omitempty"`
-	ContainerPort int32    `json:"containerPort"`
-	Protocol      Protocol `json:"protocol,omitempty"`
+	// Name names the port (IANA_SVC_NAME, unique in the container), so that
+	// a service's targetPort and a probe can refer to it.
+	Name string `json:"name,omitempty"`
+	// HostPort, when set, is the node port the scheduler reserves for this
+	// port instead of containerPort. berth maps no ports: the process
+	// listens on the node itself.
+	HostPort int32 `json:"hostPort,omitempty"`
+	// ContainerPort is the port number the process listens on (1-65535);
+	// unless hostPort is set, the scheduler reserves it on the node, so no
+	// two pods there take it.
+	ContainerPort int32 `json:"containerPort"`
+	// Protocol is TCP (the default), UDP or SCTP.
+	Protocol Protocol `json:"protocol,omitempty"`
 }
 
 // EnvVar is one environment variable of a container.
 type EnvVar struct {
-	Name      string        `json:"name"`
-	Value     string        `json:"value,omitempty"`
+	// Name is the variable's name.
+	Name string `json:"name"`
+	// Value is the variable's value, with $(VAR) references to earlier
+	// variables expanded; $$ is a literal $.
+	Value string `json:"value,omitempty"`
+	// ValueFrom takes the value from a field of the pod, a ConfigMap or a
+	// Secret instead; value must then be empty.
 	ValueFrom *EnvVarSource `json:"valueFrom,omitempty"`
 }
 
 // EnvVarSource takes a variable's value from the pod or another object.
 type EnvVarSource struct {
-	FieldRef        *ObjectFieldSelector  `json:"fieldRef,omitempty"`
+	// FieldRef takes the value from a field of the pod (downward API).
+	FieldRef *ObjectFieldSelector `json:"fieldRef,omitempty"`
+	// ConfigMapKeyRef takes the value from a key of a ConfigMap in the pod's
+	// namespace.
 	ConfigMapKeyRef *ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
-	SecretKeyRef    *SecretKeySelector    `json:"secretKeyRef,omitempty"`
+	// SecretKeyRef takes the value from a key of a Secret in the pod's
+	// namespace.
+	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
 }
 
 // ObjectFieldSelector names a field of the pod (downward API).
 type ObjectFieldSelector struct {
+	// APIVersion is the version of the pod's schema the path is in; only v1,
+	// the default.
 	APIVersion string `json:"apiVersion,omitempty"`
-	FieldPath  string `json:"fieldPath"`
+	// FieldPath is one of metadata.name, metadata.namespace, metadata.uid,
+	// spec.nodeName, spec.serviceAccountName, status.hostIP and status.podIP
+	// (under the exec runtime both IPs are the node's).
+	FieldPath string `json:"fieldPath"`
 }
 
 // LocalObjectReference names an object in the same namespace.
 type LocalObjectReference struct {
+	// Name is the name of the object, in the same namespace.
 	Name string `json:"name,omitempty"`
 }
 
 // ConfigMapKeySelector names one key of a ConfigMap.
 type ConfigMapKeySelector struct {
 	LocalObjectReference `json:",inline"`
-	Key                  string `json:"key"`
-	Optional             *bool  `json:"optional,omitempty"`
+	// Key is the key to read, from data or else binaryData.
+	Key string `json:"key"`
+	// Optional leaves the variable out when the ConfigMap or its key is
+	// missing; otherwise the container waits with CreateContainerConfigError
+	// until they exist.
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // SecretKeySelector names one key of a Secret.
 type SecretKeySelector struct {
 	LocalObjectReference `json:",inline"`
-	Key                  string `json:"key"`
-	Optional             *bool  `json:"optional,omitempty"`
+	// Key is the key of the Secret to read.
+	Key string `json:"key"`
+	// Optional leaves the variable out when the Secret or its key is
+	// missing; otherwise the container waits with CreateContainerConfigError
+	// until they exist.
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // EnvFromSource imports every key of a ConfigMap or Secret.
 type EnvFromSource struct {
-	Prefix       string              `json:"prefix,omitempty"`
+	// Prefix is put before every imported key; the result must be a valid
+	// variable name.
+	Prefix string `json:"prefix,omitempty"`
+	// ConfigMapRef imports the keys of a ConfigMap's data (not binaryData).
 	ConfigMapRef *ConfigMapEnvSource `json:"configMapRef,omitempty"`
-	SecretRef    *SecretEnvSource    `json:"secretRef,omitempty"`
+	// SecretRef imports the keys of a Secret.
+	SecretRef *SecretEnvSource `json:"secretRef,omitempty"`
 }
 
 // ConfigMapEnvSource names a ConfigMap for envFrom.
 type ConfigMapEnvSource struct {
 	LocalObjectReference `json:",inline"`
-	Optional             *bool `json:"optional,omitempty"`
+	// Optional lets the container start without the ConfigMap.
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // SecretEnvSource names a Secret for envFrom.
 type SecretEnvSource struct {
 	LocalObjectReference `json:",inline"`
-	Optional             *bool `json:"optional,omitempty"`
+	// Optional lets the container start without the Secret.
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // ResourceName names a resource such as cpu or memory.
@@ -182,38 +304,69 @@ type ResourceList map[ResourceName]resource.Quantity
 
 // ResourceRequirements are a container's requests and limits.
 type ResourceRequirements struct {
-	Limits   ResourceList `json:"limits,omitempty"`
+	// Limits cap what the container may use: the exec runtime enforces cpu
+	// and memory through cgroups where the node allows it, ephemeral-storage
+	// not at all. A limit with no request is also the request.
+	Limits ResourceList `json:"limits,omitempty"`
+	// Requests are what the scheduler reserves for the container on its
+	// node; they also set the pod's QoS class, which orders eviction, and
+	// count against resource quotas.
 	Requests ResourceList `json:"requests,omitempty"`
 }
 
 // VolumeMount places a pod volume inside a container.
 type VolumeMount struct {
-	Name      string `json:"name"`
-	ReadOnly  bool   `json:"readOnly,omitempty"`
+	// Name is the pod volume to mount.
+	Name string `json:"name"`
+	// ReadOnly is accepted and shown by berth describe, but not enforced:
+	// the exec runtime mounts nothing.
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// MountPath is where the volume appears in the container, unique within
+	// it. The exec runtime mounts nothing there; only a runtime that
+	// isolates the filesystem would.
 	MountPath string `json:"mountPath"`
-	SubPath   string `json:"subPath,omitempty"`
+	// SubPath is a path inside the volume to mount instead of its root;
+	// checked as a relative path and not applied by the exec runtime.
+	SubPath string `json:"subPath,omitempty"`
 }
 
 // Probe checks a container's health.
 type Probe struct {
-	ProbeHandler                  `json:",inline"`
-	InitialDelaySeconds           int32  `json:"initialDelaySeconds,omitempty"`
-	TimeoutSeconds                int32  `json:"timeoutSeconds,omitempty"`
-	PeriodSeconds                 int32  `json:"periodSeconds,omitempty"`
-	SuccessThreshold              int32  `json:"successThreshold,omitempty"`
-	FailureThreshold              int32  `json:"failureThreshold,omitempty"`
+	ProbeHandler `json:",inline"`
+	// InitialDelaySeconds is how long after the container starts the first
+	// probe runs.
+	InitialDelaySeconds int32 `json:"initialDelaySeconds,omitempty"`
+	// TimeoutSeconds bounds one probe; a probe that takes longer fails. 1 by
+	// default.
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+	// PeriodSeconds is the time between probes, 10 by default.
+	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
+	// SuccessThreshold is how many successes in a row make a failing probe
+	// pass again, 1 by default; it must be 1 for liveness and startup
+	// probes.
+	SuccessThreshold int32 `json:"successThreshold,omitempty"`
+	// FailureThreshold is how many failures in a row make the probe fail, 3
+	// by default.
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+	// TerminationGracePeriodSeconds, for a liveness or startup probe, is the
+	// grace the container gets when the probe fails, in place of the pod's.
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 }
 
 // ProbeHandler is the action of a probe: exactly one field is set.
 type ProbeHandler struct {
-	Exec      *ExecAction      `json:"exec,omitempty"`
-	HTTPGet   *HTTPGetAction   `json:"httpGet,omitempty"`
+	// Exec runs a command in the container: exit 0 is success.
+	Exec *ExecAction `json:"exec,omitempty"`
+	// HTTPGet sends an HTTP GET: a status in [200,400) is success.
+	HTTPGet *HTTPGetAction `json:"httpGet,omitempty"`
+	// TCPSocket opens a TCP connection: connecting is success.
 	TCPSocket *TCPSocketAction `json:"tcpSocket,omitempty"`
 }
 
 // ExecAction runs a command; exit 0 is success.
 type ExecAction struct {
+	// Command is the command line, run directly (not through a shell) with
+	// the container's environment, user and working directory.
 	Command []string `json:"command,omitempty"`
 }
 
@@ -228,62 +381,98 @@ const (
 
 // HTTPHeader is a header sent by an httpGet probe.
 type HTTPHeader struct {
-	Name  string `json:"name"`
+	// Name is the header's name; Host sets the request's host.
+	Name string `json:"name"`
+	// Value is the header's value.
 	Value string `json:"value"`
 }
 
 // HTTPGetAction is an HTTP GET; a status in [200,400) is success.
 type HTTPGetAction struct {
-	Path        string             `json:"path,omitempty"`
-	Port        intstr.IntOrString `json:"port"`
-	Host        string             `json:"host,omitempty"`
-	Scheme      URIScheme          `json:"scheme,omitempty"`
-	HTTPHeaders []HTTPHeader       `json:"httpHeaders,omitempty"`
+	// Path is the path to request, / by default.
+	Path string `json:"path,omitempty"`
+	// Port is the port number, or the name of one of the container's ports.
+	Port intstr.IntOrString `json:"port"`
+	// Host is the host to connect to; the pod's IP (under the exec runtime,
+	// the node's) by default.
+	Host string `json:"host,omitempty"`
+	// Scheme is HTTP (the default) or HTTPS; the certificate of an HTTPS
+	// server is not checked.
+	Scheme URIScheme `json:"scheme,omitempty"`
+	// HTTPHeaders are headers sent with the request.
+	HTTPHeaders []HTTPHeader `json:"httpHeaders,omitempty"`
 }
 
 // TCPSocketAction opens a TCP connection; a connection is success.
 type TCPSocketAction struct {
+	// Port is the port number, or the name of one of the container's ports.
 	Port intstr.IntOrString `json:"port"`
-	Host string             `json:"host,omitempty"`
+	// Host is the host to connect to; the pod's IP (under the exec runtime,
+	// the node's) by default.
+	Host string `json:"host,omitempty"`
 }
 
 // Lifecycle holds hooks around a container's life.
 type Lifecycle struct {
+	// PreStop runs before the container is stopped with its pod (deleted or
+	// evicted), within the termination grace period; if it fails the
+	// container is stopped anyway. A container killed for a failed probe
+	// gets no preStop.
 	PreStop *LifecycleHandler `json:"preStop,omitempty"`
 }
 
 // LifecycleHandler is a hook's action.
 type LifecycleHandler struct {
+	// Exec runs a command in the container; it is the only hook action berth
+	// has.
 	Exec *ExecAction `json:"exec,omitempty"`
 }
 
 // SecurityContext sets the identity a container runs as.
 type SecurityContext struct {
-	RunAsUser  *int64 `json:"runAsUser,omitempty"`
+	// RunAsUser is the user ID the process runs as, the agent's own when
+	// unset; setting it needs an agent that may change user.
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	// RunAsGroup is the group ID the process runs as, the agent's own when
+	// unset; with either set, the process keeps no supplementary groups.
 	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
 }
 
 // Affinity holds a pod's node and pod affinity rules.
 type Affinity struct {
-	NodeAffinity    *NodeAffinity    `json:"nodeAffinity,omitempty"`
+	// NodeAffinity constrains and ranks the nodes the scheduler may place
+	// the pod on, by their labels and names.
+	NodeAffinity *NodeAffinity `json:"nodeAffinity,omitempty"`
+	// PodAntiAffinity keeps the pod off nodes that run pods it selects.
 	PodAntiAffinity *PodAntiAffinity `json:"podAntiAffinity,omitempty"`
 }
 
 // NodeAffinity constrains which nodes a pod may run on.
 type NodeAffinity struct {
-	RequiredDuringSchedulingIgnoredDuringExecution  *NodeSelector             `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	// RequiredDuringSchedulingIgnoredDuringExecution must match a node for
+	// the pod to be placed there. A later change of the node's labels does
+	// not move the pod.
+	RequiredDuringSchedulingIgnoredDuringExecution *NodeSelector `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	// PreferredDuringSchedulingIgnoredDuringExecution ranks the nodes that
+	// fit: each term a node matches adds its weight to the node's score.
 	PreferredDuringSchedulingIgnoredDuringExecution []PreferredSchedulingTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
 
 // NodeSelector is an OR of terms.
 type NodeSelector struct {
+	// NodeSelectorTerms are ORed: a node matches when it matches one of
+	// them. There must be at least one.
 	NodeSelectorTerms []NodeSelectorTerm `json:"nodeSelectorTerms"`
 }
 
 // NodeSelectorTerm is an AND of requirements.
 type NodeSelectorTerm struct {
+	// MatchExpressions are requirements on the node's labels, all of which
+	// must hold.
 	MatchExpressions []NodeSelectorRequirement `json:"matchExpressions,omitempty"`
-	MatchFields      []NodeSelectorRequirement `json:"matchFields,omitempty"`
+	// MatchFields are requirements on the node's fields: only metadata.name,
+	// with In or NotIn and one value.
+	MatchFields []NodeSelectorRequirement `json:"matchFields,omitempty"`
 }
 
 // NodeSelectorOperator relates a label key to values.
@@ -301,27 +490,42 @@ const (
 
 // NodeSelectorRequirement is one requirement on a node label or field.
 type NodeSelectorRequirement struct {
-	Key      string               `json:"key"`
+	// Key is the label (or field) the requirement is on.
+	Key string `json:"key"`
+	// Operator is In, NotIn, Exists, DoesNotExist, Gt or Lt.
 	Operator NodeSelectorOperator `json:"operator"`
-	Values   []string             `json:"values,omitempty"`
+	// Values are the values for In and NotIn (at least one), or the one
+	// integer Gt and Lt compare to; empty for Exists and DoesNotExist.
+	Values []string `json:"values,omitempty"`
 }
 
 // PreferredSchedulingTerm is a weighted preference for nodes.
 type PreferredSchedulingTerm struct {
-	Weight     int32            `json:"weight"`
+	// Weight is what matching the term adds to a node's score, 1 to 100.
+	Weight int32 `json:"weight"`
+	// Preference is the term a node should match.
 	Preference NodeSelectorTerm `json:"preference"`
 }
 
 // PodAntiAffinity keeps pods apart.
 type PodAntiAffinity struct {
+	// RequiredDuringSchedulingIgnoredDuringExecution are terms the scheduler
+	// keeps: the pod goes on no node that runs a pod a term selects, nor on
+	// one whose pods' own terms select it.
 	RequiredDuringSchedulingIgnoredDuringExecution []PodAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
 
 // PodAffinityTerm selects pods within a topology domain.
 type PodAffinityTerm struct {
+	// LabelSelector selects the pods to keep away from; without one the term
+	// selects no pod.
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
-	Namespaces    []string              `json:"namespaces,omitempty"`
-	TopologyKey   string                `json:"topologyKey"`
+	// Namespaces are where the selected pods are looked for; the pod's own
+	// namespace when empty.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// TopologyKey is the node label whose value makes a domain; berth
+	// supports only kubernetes.io/hostname, one node per domain.
+	TopologyKey string `json:"topologyKey"`
 }
 
 // TolerationOperator relates a toleration's key to a taint's value.
@@ -335,26 +539,47 @@ const (
 
 // Toleration lets a pod run on a node with a matching taint.
 type Toleration struct {
-	Key               string             `json:"key,omitempty"`
-	Operator          TolerationOperator `json:"operator,omitempty"`
-	Value             string             `json:"value,omitempty"`
-	Effect            TaintEffect        `json:"effect,omitempty"`
-	TolerationSeconds *int64             `json:"tolerationSeconds,omitempty"`
+	// Key is the taint key tolerated; empty, with operator Exists, matches
+	// every key.
+	Key string `json:"key,omitempty"`
+	// Operator is Equal (the default), which compares value to the taint's,
+	// or Exists, which tolerates any value.
+	Operator TolerationOperator `json:"operator,omitempty"`
+	// Value is the taint value tolerated with operator Equal; empty with
+	// Exists.
+	Value string `json:"value,omitempty"`
+	// Effect is the taint effect tolerated; empty tolerates every effect.
+	Effect TaintEffect `json:"effect,omitempty"`
+	// TolerationSeconds, for effect NoExecute only, is how long the pod
+	// stays on a node after the node controller taints it not-ready or
+	// unreachable; unset, it stays.
+	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
 }
 
 // Volume is a pod volume; exactly one source is set.
 type Volume struct {
+	// Name is the volume's name, a DNS label unique within the pod, named by
+	// volumeMounts and by BERTH_VOLUME_<NAME>.
 	Name         string `json:"name"`
 	VolumeSource `json:",inline"`
 }
 
 // VolumeSource is where a pod volume's contents come from.
 type VolumeSource struct {
-	EmptyDir              *EmptyDirVolumeSource              `json:"emptyDir,omitempty"`
-	HostPath              *HostPathVolumeSource              `json:"hostPath,omitempty"`
+	// EmptyDir is a directory made for the pod on its node and removed with
+	// it.
+	EmptyDir *EmptyDirVolumeSource `json:"emptyDir,omitempty"`
+	// HostPath is a path on the node, given to the process as it is.
+	HostPath *HostPathVolumeSource `json:"hostPath,omitempty"`
+	// PersistentVolumeClaim uses the directory of the volume bound to a
+	// claim; the pod waits until the claim is bound.
 	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `json:"persistentVolumeClaim,omitempty"`
-	ConfigMap             *ConfigMapVolumeSource             `json:"configMap,omitempty"`
-	Secret                *SecretVolumeSource                `json:"secret,omitempty"`
+	// ConfigMap writes a ConfigMap's keys as files, rewritten from the
+	// ConfigMap every minute.
+	ConfigMap *ConfigMapVolumeSource `json:"configMap,omitempty"`
+	// Secret writes a Secret's keys as files, rewritten from the Secret
+	// every minute.
+	Secret *SecretVolumeSource `json:"secret,omitempty"`
 }
 
 // StorageMedium is where an emptyDir lives.
@@ -368,7 +593,12 @@ const (
 
 // EmptyDirVolumeSource is scratch space that lives as long as the pod.
 type EmptyDirVolumeSource struct {
-	Medium    StorageMedium      `json:"medium,omitempty"`
+	// Medium is "" for a directory on the node's disk, or Memory for a
+	// tmpfs; where the agent may not mount, a Memory volume is a plain
+	// directory and a warning says so.
+	Medium StorageMedium `json:"medium,omitempty"`
+	// SizeLimit is the size of a Memory volume's tmpfs; berth does not limit
+	// a volume on disk.
 	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
 }
 
@@ -389,37 +619,60 @@ const (
 
 // HostPathVolumeSource is a path on the node.
 type HostPathVolumeSource struct {
-	Path string        `json:"path"`
+	// Path is the path on the node; it may not contain "..".
+	Path string `json:"path"`
+	// Type is what the path must be, which the agent checks before the pod
+	// starts, making it when missing for DirectoryOrCreate and FileOrCreate;
+	// unset checks nothing. A PersistentVolume's path is not checked.
 	Type *HostPathType `json:"type,omitempty"`
 }
 
 // PersistentVolumeClaimVolumeSource mounts a claim's volume.
 type PersistentVolumeClaimVolumeSource struct {
+	// ClaimName is a claim in the pod's namespace.
 	ClaimName string `json:"claimName"`
-	ReadOnly  bool   `json:"readOnly,omitempty"`
+	// ReadOnly is accepted and shown by berth describe, but not enforced:
+	// the process gets the volume's directory as it is.
+	ReadOnly bool `json:"readOnly,omitempty"`
 }
 
 // KeyToPath projects one key to a file.
 type KeyToPath struct {
-	Key  string `json:"key"`
+	// Key is the key to project; while an existing object lacks it, the pod
+	// waits with CreateContainerConfigError.
+	Key string `json:"key"`
+	// Path is the file's path, relative to the volume, without "..".
 	Path string `json:"path"`
+	// Mode is the file's permission bits (0 to 0777), defaultMode when
+	// unset.
 	Mode *int32 `json:"mode,omitempty"`
 }
 
 // ConfigMapVolumeSource projects a ConfigMap's keys as files.
 type ConfigMapVolumeSource struct {
 	LocalObjectReference `json:",inline"`
-	Items                []KeyToPath `json:"items,omitempty"`
-	DefaultMode          *int32      `json:"defaultMode,omitempty"`
-	Optional             *bool       `json:"optional,omitempty"`
+	// Items project only these keys, each to its path; when empty, every key
+	// of data and binaryData becomes a file of its name.
+	Items []KeyToPath `json:"items,omitempty"`
+	// DefaultMode is the permission bits of the files, 0644 by default.
+	DefaultMode *int32 `json:"defaultMode,omitempty"`
+	// Optional lets the pod start with an empty volume when the ConfigMap is
+	// missing.
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // SecretVolumeSource projects a Secret's keys as files.
 type SecretVolumeSource struct {
-	SecretName  string      `json:"secretName,omitempty"`
-	Items       []KeyToPath `json:"items,omitempty"`
-	DefaultMode *int32      `json:"defaultMode,omitempty"`
-	Optional    *bool       `json:"optional,omitempty"`
+	// SecretName is a Secret in the pod's namespace.
+	SecretName string `json:"secretName,omitempty"`
+	// Items project only these keys, each to its path; when empty, every key
+	// becomes a file of its name.
+	Items []KeyToPath `json:"items,omitempty"`
+	// DefaultMode is the permission bits of the files, 0644 by default.
+	DefaultMode *int32 `json:"defaultMode,omitempty"`
+	// Optional lets the pod start with an empty volume when the Secret is
+	// missing.
+	Optional *bool `json:"optional,omitempty"`
 }
 
 // PodPhase is the coarse state of a pod.
@@ -462,32 +715,61 @@ const (
 
 // PodCondition is one condition of a pod.
 type PodCondition struct {
-	Type               PodConditionType `json:"type"`
-	Status             ConditionStatus  `json:"status"`
-	LastProbeTime      metav1.Time      `json:"lastProbeTime,omitempty"`
-	LastTransitionTime metav1.Time      `json:"lastTransitionTime,omitempty"`
-	Reason             string           `json:"reason,omitempty"`
-	Message            string           `json:"message,omitempty"`
+	// Type is PodScheduled (set by the scheduler), Initialized,
+	// ContainersReady or Ready (set by the node's agent).
+	Type PodConditionType `json:"type"`
+	// Status is True, False or Unknown.
+	Status ConditionStatus `json:"status"`
+	// LastProbeTime is not set by berth.
+	LastProbeTime metav1.Time `json:"lastProbeTime,omitempty"`
+	// LastTransitionTime is when status last changed.
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	// Reason is why the condition is as it is, in one CamelCase word, such
+	// as Unschedulable.
+	Reason string `json:"reason,omitempty"`
+	// Message says why in words, such as which nodes the scheduler turned
+	// down and why.
+	Message string `json:"message,omitempty"`
 }
 
 // PodIP is one IP of a pod.
 type PodIP struct {
+	// IP is the address; under the exec runtime, the node's.
 	IP string `json:"ip"`
 }
 
 // PodStatus is what the agent and scheduler report about a pod.
 type PodStatus struct {
-	Phase                 PodPhase          `json:"phase,omitempty"`
-	Conditions            []PodCondition    `json:"conditions,omitempty"`
-	Message               string            `json:"message,omitempty"`
-	Reason                string            `json:"reason,omitempty"`
-	HostIP                string            `json:"hostIP,omitempty"`
-	PodIP                 string            `json:"podIP,omitempty"`
-	PodIPs                []PodIP           `json:"podIPs,omitempty"`
-	StartTime             *metav1.Time      `json:"startTime,omitempty"`
+	// Phase is Pending until the containers start, then Running, and
+	// Succeeded or Failed once every container has ended for good; an
+	// evicted pod is Failed.
+	Phase PodPhase `json:"phase,omitempty"`
+	// Conditions are PodScheduled, Initialized, ContainersReady and Ready.
+	Conditions []PodCondition `json:"conditions,omitempty"`
+	// Message says in words why the pod is in its state, such as why it was
+	// evicted.
+	Message string `json:"message,omitempty"`
+	// Reason is why the pod is in its state, in one CamelCase word, such as
+	// Evicted.
+	Reason string `json:"reason,omitempty"`
+	// HostIP is the IP of the node the pod runs on.
+	HostIP string `json:"hostIP,omitempty"`
+	// PodIP is the pod's IP: under the exec runtime pods share their node's
+	// network, so it is the node's IP. Endpoints list the pod once it has
+	// one.
+	PodIP string `json:"podIP,omitempty"`
+	// PodIPs lists the pod's IPs, podIP first.
+	PodIPs []PodIP `json:"podIPs,omitempty"`
+	// StartTime is when the node's agent first reported the pod.
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// InitContainerStatuses are the init containers' states, in spec order.
 	InitContainerStatuses []ContainerStatus `json:"initContainerStatuses,omitempty"`
-	ContainerStatuses     []ContainerStatus `json:"containerStatuses,omitempty"`
-	QOSClass              QOSClass          `json:"qosClass,omitempty"`
+	// ContainerStatuses are the containers' states, in spec order.
+	ContainerStatuses []ContainerStatus `json:"containerStatuses,omitempty"`
+	// QOSClass is Guaranteed, Burstable or BestEffort, from the containers'
+	// requests and limits of cpu and memory, fixed when the pod is made. The
+	// agent evicts BestEffort pods first and Guaranteed ones last.
+	QOSClass QOSClass `json:"qosClass,omitempty"`
 }
 
 // QOSClass is a pod's quality-of-service class.
@@ -502,48 +784,79 @@ const (
 
 // ContainerStatus is the observed state of one container.
 type ContainerStatus struct {
-	Name         string         `json:"name"`
-	State        ContainerState `json:"state,omitempty"`
-	LastState    ContainerState `json:"lastState,omitempty"`
-	Ready        bool           `json:"ready"`
-	RestartCount int32          `json:"restartCount"`
-	Image        string         `json:"image"`
-	ImageID      string         `json:"imageID"`
-	ContainerID  string         `json:"containerID,omitempty"`
-	Started      *bool          `json:"started,omitempty"`
+	// Name is the container's name.
+	Name string `json:"name"`
+	// State is the container's current state.
+	State ContainerState `json:"state,omitempty"`
+	// LastState is how its previous run ended, if it has had one.
+	LastState ContainerState `json:"lastState,omitempty"`
+	// Ready says the container passes its readiness probe (with none: it
+	// runs and has started).
+	Ready bool `json:"ready"`
+	// RestartCount counts the container's restarts.
+	RestartCount int32 `json:"restartCount"`
+	// Image is the image the container's spec names.
+	Image string `json:"image"`
+	// ImageID is empty: the exec runtime runs no image.
+	ImageID string `json:"imageID"`
+	// ContainerID names the container's current run:
+	// berth-exec://<pod-uid>/<container>/<attempt>.
+	ContainerID string `json:"containerID,omitempty"`
+	// Started says the container runs and has passed its startup probe, if
+	// it has one.
+	Started *bool `json:"started,omitempty"`
 }
 
 // ContainerState is one of waiting, running or terminated.
 type ContainerState struct {
-	Waiting    *ContainerStateWaiting    `json:"waiting,omitempty"`
-	Running    *ContainerStateRunning    `json:"running,omitempty"`
+	// Waiting is set while the container does not run and is to run.
+	Waiting *ContainerStateWaiting `json:"waiting,omitempty"`
+	// Running is set while the container runs.
+	Running *ContainerStateRunning `json:"running,omitempty"`
+	// Terminated is set once the run ended.
 	Terminated *ContainerStateTerminated `json:"terminated,omitempty"`
 }
 
 // ContainerStateWaiting is a container not yet running.
 type ContainerStateWaiting struct {
-	Reason  string `json:"reason,omitempty"`
+	// Reason is why the container waits: ContainerCreating, PodInitializing,
+	// CrashLoopBackOff, CreateContainerConfigError or CreateContainerError.
+	Reason string `json:"reason,omitempty"`
+	// Message says why in words, such as the ConfigMap that is missing.
 	Message string `json:"message,omitempty"`
 }
 
 // ContainerStateRunning is a running container.
 type ContainerStateRunning struct {
+	// StartedAt is when the run started.
 	StartedAt metav1.Time `json:"startedAt,omitempty"`
 }
 
 // ContainerStateTerminated is a container that exited.
 type ContainerStateTerminated struct {
-	ExitCode    int32       `json:"exitCode"`
-	Signal      int32       `json:"signal,omitempty"`
-	Reason      string      `json:"reason,omitempty"`
-	Message     string      `json:"message,omitempty"`
-	StartedAt   metav1.Time `json:"startedAt,omitempty"`
-	FinishedAt  metav1.Time `json:"finishedAt,omitempty"`
-	ContainerID string      `json:"containerID,omitempty"`
+	// ExitCode is the process's exit status; 128 plus the signal's number
+	// when a signal killed it.
+	ExitCode int32 `json:"exitCode"`
+	// Signal is the signal that killed the process, 0 if none did.
+	Signal int32 `json:"signal,omitempty"`
+	// Reason is Completed (exit 0), Error, OOMKilled, StartError (the
+	// process could not be started) or ContainerStatusUnknown (the agent
+	// lost track of it).
+	Reason string `json:"reason,omitempty"`
+	// Message says more, such as why the process could not start.
+	Message string `json:"message,omitempty"`
+	// StartedAt is when the run started.
+	StartedAt metav1.Time `json:"startedAt,omitempty"`
+	// FinishedAt is when the run ended.
+	FinishedAt metav1.Time `json:"finishedAt,omitempty"`
+	// ContainerID names the run that ended, as containerID does.
+	ContainerID string `json:"containerID,omitempty"`
 }
 
 // PodTemplateSpec is the pod a workload creates.
 type PodTemplateSpec struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              PodSpec `json:"spec,omitempty"`
+	// Spec is the spec of the pods made from the template; their
+	// restartPolicy must be Always.
+	Spec PodSpec `json:"spec,omitempty"`
 }

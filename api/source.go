@@ -12,7 +12,10 @@ type Source struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   SourceSpec   `json:"spec,omitempty"`
+	// Spec says where the source reads from, as the server's --source flag
+	// gave it.
+	Spec SourceSpec `json:"spec,omitempty"`
+	// Status is what the applier last did with the source.
 	Status SourceStatus `json:"status,omitempty"`
 }
 
@@ -31,6 +34,7 @@ const (
 
 // SourceSpec describes where a source reads from.
 type SourceSpec struct {
+	// Type is git, dir or http.
 	Type SourceType `json:"type"`
 	// URL is the repository or document URL, or the directory path.
 	URL string `json:"url"`
@@ -48,13 +52,24 @@ type SourceSpec struct {
 
 // SourceStatus is what the applier last did with a source.
 type SourceStatus struct {
-	ObservedGeneration    int64              `json:"observedGeneration,omitempty"`
-	LastAppliedRevision   string             `json:"lastAppliedRevision,omitempty"`
-	LastAttemptedRevision string             `json:"lastAttemptedRevision,omitempty"`
-	LastSyncTime          *metav1.Time       `json:"lastSyncTime,omitempty"`
-	Objects               int32              `json:"objects,omitempty"`
-	Conditions            []metav1.Condition `json:"conditions,omitempty"`
-	Inventory             []string           `json:"inventory,omitempty"`
+	// ObservedGeneration is the generation of the spec the last sync used.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastAppliedRevision is the revision whose objects are live: a commit
+	// SHA for git, a content hash otherwise.
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// LastAttemptedRevision is the revision the last sync read, whether it
+	// was applied or rejected.
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// LastSyncTime is when the last sync ended.
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// Objects is the number of objects in the last applied revision.
+	Objects int32 `json:"objects,omitempty"`
+	// Conditions hold Ready, whose message lists every error of a rejected
+	// revision with its file, document and field.
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Inventory is not written in this version: a source's objects are found
+	// by their berth.dev/source annotation.
+	Inventory []string `json:"inventory,omitempty"`
 	// LastHandledReconcileAt is the value of the
 	// AnnotationReconcileRequestedAt annotation the last finished sync
 	// answered, so that `berth reconcile source` knows its request is done

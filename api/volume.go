@@ -11,7 +11,10 @@ type PersistentVolume struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PersistentVolumeSpec   `json:"spec,omitempty"`
+	// Spec describes the volume: where its data lives, how big it is and who
+	// may claim it.
+	Spec PersistentVolumeSpec `json:"spec,omitempty"`
+	// Status is the volume's phase as the volume controller sets it.
 	Status PersistentVolumeStatus `json:"status,omitempty"`
 }
 
@@ -47,30 +50,53 @@ const (
 
 // PersistentVolumeSpec describes a volume.
 type PersistentVolumeSpec struct {
-	Capacity                      ResourceList `json:"capacity,omitempty"`
-	PersistentVolumeSource        `json:",inline"`
-	AccessModes                   []PersistentVolumeAccessMode  `json:"accessModes,omitempty"`
-	ClaimRef                      *ObjectReference              `json:"claimRef,omitempty"`
+	// Capacity holds the volume's storage size, which claims are matched
+	// against; berth does not limit what is written.
+	Capacity               ResourceList `json:"capacity,omitempty"`
+	PersistentVolumeSource `json:",inline"`
+	// AccessModes are the modes the volume offers; a claim binds only to a
+	// volume that offers all of its own. berth does not enforce them on
+	// pods.
+	AccessModes []PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// ClaimRef is the claim the volume is bound to, or pre-bound to when set
+	// in a manifest; the volume controller sets it on binding.
+	ClaimRef *ObjectReference `json:"claimRef,omitempty"`
+	// PersistentVolumeReclaimPolicy is what happens once its claim is
+	// deleted: Retain (the default: Released, data kept), Delete or Recycle.
+	// Delete and Recycle work only on directories the local-path provisioner
+	// made or under the node's local-path root; elsewhere the volume fails.
 	PersistentVolumeReclaimPolicy PersistentVolumeReclaimPolicy `json:"persistentVolumeReclaimPolicy,omitempty"`
-	StorageClassName              string                        `json:"storageClassName,omitempty"`
-	MountOptions                  []string                      `json:"mountOptions,omitempty"`
-	VolumeMode                    *PersistentVolumeMode         `json:"volumeMode,omitempty"`
-	NodeAffinity                  *VolumeNodeAffinity           `json:"nodeAffinity,omitempty"`
+	// StorageClassName is the class of the volume: it binds only claims of
+	// that class, or with none, claims of no class.
+	StorageClassName string `json:"storageClassName,omitempty"`
+	// MountOptions are kept and otherwise unused: berth mounts no volumes.
+	MountOptions []string `json:"mountOptions,omitempty"`
+	// VolumeMode is Filesystem (the default) or Block, matched against the
+	// claim's; the agent gives pods a directory either way.
+	VolumeMode *PersistentVolumeMode `json:"volumeMode,omitempty"`
+	// NodeAffinity names the nodes where the volume can be used; the
+	// scheduler places the pods of its claim there. Local volumes need one.
+	NodeAffinity *VolumeNodeAffinity `json:"nodeAffinity,omitempty"`
 }
 
 // PersistentVolumeSource is where a volume's data lives.
 type PersistentVolumeSource struct {
+	// HostPath is a directory on whatever node the pod runs on (its node
+	// affinity, if any, says which).
 	HostPath *HostPathVolumeSource `json:"hostPath,omitempty"`
-	Local    *LocalVolumeSource    `json:"local,omitempty"`
+	// Local is a directory on the one node its node affinity names.
+	Local *LocalVolumeSource `json:"local,omitempty"`
 }
 
 // LocalVolumeSource is a directory on one node.
 type LocalVolumeSource struct {
+	// Path is the directory's absolute path on the node.
 	Path string `json:"path"`
 }
 
 // VolumeNodeAffinity restricts a volume to some nodes.
 type VolumeNodeAffinity struct {
+	// Required must match a node for the volume to be used there.
 	Required *NodeSelector `json:"required,omitempty"`
 }
 
@@ -88,10 +114,16 @@ const (
 
 // PersistentVolumeStatus is the observed state of a volume.
 type PersistentVolumeStatus struct {
-	Phase                   PersistentVolumePhase `json:"phase,omitempty"`
-	Message                 string                `json:"message,omitempty"`
-	Reason                  string                `json:"reason,omitempty"`
-	LastPhaseTransitionTime *metav1.Time          `json:"lastPhaseTransitionTime,omitempty"`
+	// Phase is Pending, Available, Bound, Released (its claim is gone) or
+	// Failed (its reclaim policy could not be carried out).
+	Phase PersistentVolumePhase `json:"phase,omitempty"`
+	// Message says why the volume failed.
+	Message string `json:"message,omitempty"`
+	// Reason is why the volume failed: VolumeFailedDelete or
+	// VolumeFailedRecycle.
+	Reason string `json:"reason,omitempty"`
+	// LastPhaseTransitionTime is when phase last changed.
+	LastPhaseTransitionTime *metav1.Time `json:"lastPhaseTransitionTime,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -101,24 +133,43 @@ type PersistentVolumeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   PersistentVolumeClaimSpec   `json:"spec,omitempty"`
+	// Spec describes the storage the claim asks for. Only the storage
+	// request may change, and a volume name be set once.
+	Spec PersistentVolumeClaimSpec `json:"spec,omitempty"`
+	// Status says whether the claim is bound and to what; the volume
+	// controller sets it.
 	Status PersistentVolumeClaimStatus `json:"status,omitempty"`
 }
 
 // VolumeResourceRequirements is a claim's request for capacity.
 type VolumeResourceRequirements struct {
-	Limits   ResourceList `json:"limits,omitempty"`
+	// Limits are accepted (storage only) and ignored.
+	Limits ResourceList `json:"limits,omitempty"`
+	// Requests hold the storage the claim asks for: it binds to the smallest
+	// volume at least that big. Raising it grows a local-path volume whose
+	// class allows expansion.
 	Requests ResourceList `json:"requests,omitempty"`
 }
 
 // PersistentVolumeClaimSpec describes the storage a claim wants.
 type PersistentVolumeClaimSpec struct {
-	AccessModes      []PersistentVolumeAccessMode `json:"accessModes,omitempty"`
-	Selector         *metav1.LabelSelector        `json:"selector,omitempty"`
-	Resources        VolumeResourceRequirements   `json:"resources,omitempty"`
-	VolumeName       string                       `json:"volumeName,omitempty"`
-	StorageClassName *string                      `json:"storageClassName,omitempty"`
-	VolumeMode       *PersistentVolumeMode        `json:"volumeMode,omitempty"`
+	// AccessModes are the modes the claim needs, at least one; a volume must
+	// offer them all. berth does not enforce them on pods.
+	AccessModes []PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// Selector, when set, limits the claim to volumes with matching labels.
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// Resources hold the storage request.
+	Resources VolumeResourceRequirements `json:"resources,omitempty"`
+	// VolumeName is the volume the claim is bound to: set it to bind to that
+	// volume, or the volume controller sets it when it binds the claim.
+	VolumeName string `json:"volumeName,omitempty"`
+	// StorageClassName is the class of volume wanted; unset is the default
+	// class, "" no class. With no volume to bind, the class's provisioner
+	// makes one.
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// VolumeMode is Filesystem (the default) or Block; the volume's must be
+	// the same.
+	VolumeMode *PersistentVolumeMode `json:"volumeMode,omitempty"`
 }
 
 // PersistentVolumeClaimPhase is the state of a claim.
@@ -163,9 +214,13 @@ const (
 
 // PersistentVolumeClaimStatus is the observed state of a claim.
 type PersistentVolumeClaimStatus struct {
-	Phase       PersistentVolumeClaimPhase   `json:"phase,omitempty"`
+	// Phase is Pending, Bound, or Lost once its volume is gone or bound to
+	// another claim.
+	Phase PersistentVolumeClaimPhase `json:"phase,omitempty"`
+	// AccessModes are the bound volume's.
 	AccessModes []PersistentVolumeAccessMode `json:"accessModes,omitempty"`
-	Capacity    ResourceList                 `json:"capacity,omitempty"`
+	// Capacity is the bound volume's storage size.
+	Capacity ResourceList `json:"capacity,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -175,12 +230,27 @@ type StorageClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Provisioner          string                         `json:"provisioner"`
-	Parameters           map[string]string              `json:"parameters,omitempty"`
-	ReclaimPolicy        *PersistentVolumeReclaimPolicy `json:"reclaimPolicy,omitempty"`
-	MountOptions         []string                       `json:"mountOptions,omitempty"`
-	AllowVolumeExpansion *bool                          `json:"allowVolumeExpansion,omitempty"`
-	VolumeBindingMode    *VolumeBindingMode             `json:"volumeBindingMode,omitempty"`
+	// Provisioner names what makes volumes for claims of the class. berth
+	// provisions only for berth.dev/local-path; a claim of another class
+	// waits for a volume made elsewhere.
+	Provisioner string `json:"provisioner"`
+	// Parameters are for the provisioner: berth.dev/local-path reads
+	// nodePath, the directory to put volumes under in place of the node's
+	// local-path root.
+	Parameters map[string]string `json:"parameters,omitempty"`
+	// ReclaimPolicy is the reclaim policy of the volumes the class
+	// provisions: Delete (the default) or Retain.
+	ReclaimPolicy *PersistentVolumeReclaimPolicy `json:"reclaimPolicy,omitempty"`
+	// MountOptions are copied to the volumes the class provisions, and
+	// otherwise unused: berth mounts no volumes.
+	MountOptions []string `json:"mountOptions,omitempty"`
+	// AllowVolumeExpansion lets a bound claim grow by raising its storage
+	// request; berth can grow only the volumes it provisioned.
+	AllowVolumeExpansion *bool `json:"allowVolumeExpansion,omitempty"`
+	// VolumeBindingMode is Immediate (the default: a claim is bound or
+	// provisioned when made) or WaitForFirstConsumer (when a pod using it is
+	// scheduled, on that pod's node).
+	VolumeBindingMode *VolumeBindingMode `json:"volumeBindingMode,omitempty"`
 }
 
 // VolumeBindingMode says when a claim is bound.

@@ -206,12 +206,14 @@ func schema_githubcom_berth_dev_berth_api_Affinity(ref common.ReferenceCallback)
 				Properties: map[string]spec.Schema{
 					"nodeAffinity": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.NodeAffinity"),
+							Description: "NodeAffinity constrains and ranks the nodes the scheduler may place the pod on, by their labels and names.",
+							Ref:         ref("github.com/berth-dev/berth/api.NodeAffinity"),
 						},
 					},
 					"podAntiAffinity": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.PodAntiAffinity"),
+							Description: "PodAntiAffinity keeps the pod off nodes that run pods it selects.",
+							Ref:         ref("github.com/berth-dev/berth/api.PodAntiAffinity"),
 						},
 					},
 				},
@@ -288,13 +290,15 @@ func schema_githubcom_berth_dev_berth_api_ConfigMap(ref common.ReferenceCallback
 					},
 					"immutable": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Immutable, once true, keeps data and binaryData from changing and itself from being unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"data": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Data holds string values by key. Keys are letters, digits, \"-\", \"_\" and \".\"; data and binaryData together hold at most 1MiB.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -308,7 +312,8 @@ func schema_githubcom_berth_dev_berth_api_ConfigMap(ref common.ReferenceCallback
 					},
 					"binaryData": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "BinaryData holds binary values by key, base64 in JSON, under keys data does not use. Volumes and configMapKeyRef read it; envFrom does not.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -337,14 +342,16 @@ func schema_githubcom_berth_dev_berth_api_ConfigMapEnvSource(ref common.Referenc
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is the name of the object, in the same namespace.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"optional": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Optional lets the container start without the ConfigMap.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -362,21 +369,24 @@ func schema_githubcom_berth_dev_berth_api_ConfigMapKeySelector(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is the name of the object, in the same namespace.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Key is the key to read, from data or else binaryData.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"optional": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Optional leaves the variable out when the ConfigMap or its key is missing; otherwise the container waits with CreateContainerConfigError until they exist.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -395,13 +405,15 @@ func schema_githubcom_berth_dev_berth_api_ConfigMapVolumeSource(ref common.Refer
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is the name of the object, in the same namespace.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"items": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Items project only these keys, each to its path; when empty, every key of data and binaryData becomes a file of its name.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -413,14 +425,16 @@ func schema_githubcom_berth_dev_berth_api_ConfigMapVolumeSource(ref common.Refer
 					},
 					"defaultMode": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "DefaultMode is the permission bits of the files, 0644 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"optional": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Optional lets the pod start with an empty volume when the ConfigMap is missing.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -440,20 +454,23 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Name is the container's name, a DNS label unique within the pod; logs, exec and container statuses go by it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"image": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Image names the container's image, for people and other runtimes: the exec runtime does not use it, and runs command on the node instead. A container needs an image or a command.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"command": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Command is the program and its first arguments, $(VAR) expanded; a bare name is looked up in the container's PATH. The exec runtime needs it, having no image entrypoint to fall back on.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -466,7 +483,8 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 					},
 					"args": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Args follow command on the command line, after $(VAR) expansion with the container's environment.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -479,13 +497,15 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 					},
 					"workingDir": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "WorkingDir is the directory on the node the process starts in; when empty the exec runtime starts it in the root directory.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"ports": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Ports are the ports the process listens on. Under the exec runtime it shares the node's network, so the scheduler treats each one as a host port of the node.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -497,7 +517,8 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 					},
 					"envFrom": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "EnvFrom imports every key of a ConfigMap's data or a Secret as a variable, in order; keys that are not valid variable names are skipped, and env wins over it.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -517,7 +538,8 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Env sets variables after envFrom, in order; a value may refer to earlier variables as $(VAR).",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -529,8 +551,9 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 					},
 					"resources": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ResourceRequirements"),
+							Description: "Resources are the container's requests and limits of cpu, memory and ephemeral-storage.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ResourceRequirements"),
 						},
 					},
 					"volumeMounts": {
@@ -543,7 +566,8 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "VolumeMounts name the pod volumes the container uses and where. Their paths must be unique, but the exec runtime mounts nothing: the process finds each volume of the pod at the path in BERTH_VOLUME_<NAME>.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -555,27 +579,32 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 					},
 					"livenessProbe": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.Probe"),
+							Description: "LivenessProbe checks the running container; after failureThreshold failures in a row the agent kills it and restarts it as restartPolicy says.",
+							Ref:         ref("github.com/berth-dev/berth/api.Probe"),
 						},
 					},
 					"readinessProbe": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.Probe"),
+							Description: "ReadinessProbe decides whether the container is ready, and so whether the pod is a ready endpoint of its services; without one a running container is ready once started.",
+							Ref:         ref("github.com/berth-dev/berth/api.Probe"),
 						},
 					},
 					"startupProbe": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.Probe"),
+							Description: "StartupProbe holds off the other probes until it succeeds once; if it fails failureThreshold times in a row the container is killed, and restarted as restartPolicy says.",
+							Ref:         ref("github.com/berth-dev/berth/api.Probe"),
 						},
 					},
 					"lifecycle": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.Lifecycle"),
+							Description: "Lifecycle holds the hook run before the container is stopped.",
+							Ref:         ref("github.com/berth-dev/berth/api.Lifecycle"),
 						},
 					},
 					"securityContext": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.SecurityContext"),
+							Description: "SecurityContext sets the user and group the process runs as.",
+							Ref:         ref("github.com/berth-dev/berth/api.SecurityContext"),
 						},
 					},
 					"imagePullPolicy": {
@@ -587,14 +616,16 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 					},
 					"terminationMessagePath": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "TerminationMessagePath is accepted for compatibility with Kubernetes manifests and ignored.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"terminationMessagePolicy": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "TerminationMessagePolicy is accepted for compatibility with Kubernetes manifests and ignored.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -644,27 +675,31 @@ func schema_githubcom_berth_dev_berth_api_ContainerPort(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name names the port (IANA_SVC_NAME, unique in the container), so that a service's targetPort and a probe can refer to it.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"hostPort": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "HostPort, when set, is the node port the scheduler reserves for this port instead of containerPort. berth maps no ports: the process listens on the node itself.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"containerPort": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "ContainerPort is the port number the process listens on (1-65535); unless hostPort is set, the scheduler reserves it on the node, so no two pods there take it.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"protocol": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Protocol is TCP (the default), UDP or SCTP.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -683,17 +718,20 @@ func schema_githubcom_berth_dev_berth_api_ContainerState(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"waiting": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ContainerStateWaiting"),
+							Description: "Waiting is set while the container does not run and is to run.",
+							Ref:         ref("github.com/berth-dev/berth/api.ContainerStateWaiting"),
 						},
 					},
 					"running": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ContainerStateRunning"),
+							Description: "Running is set while the container runs.",
+							Ref:         ref("github.com/berth-dev/berth/api.ContainerStateRunning"),
 						},
 					},
 					"terminated": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ContainerStateTerminated"),
+							Description: "Terminated is set once the run ended.",
+							Ref:         ref("github.com/berth-dev/berth/api.ContainerStateTerminated"),
 						},
 					},
 				},
@@ -713,7 +751,8 @@ func schema_githubcom_berth_dev_berth_api_ContainerStateRunning(ref common.Refer
 				Properties: map[string]spec.Schema{
 					"startedAt": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "StartedAt is when the run started.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -733,43 +772,50 @@ func schema_githubcom_berth_dev_berth_api_ContainerStateTerminated(ref common.Re
 				Properties: map[string]spec.Schema{
 					"exitCode": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "ExitCode is the process's exit status; 128 plus the signal's number when a signal killed it.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"signal": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Signal is the signal that killed the process, 0 if none did.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is Completed (exit 0), Error, OOMKilled, StartError (the process could not be started) or ContainerStatusUnknown (the agent lost track of it).",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says more, such as why the process could not start.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"startedAt": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "StartedAt is when the run started.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"finishedAt": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "FinishedAt is when the run ended.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"containerID": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ContainerID names the run that ended, as containerID does.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -790,14 +836,16 @@ func schema_githubcom_berth_dev_berth_api_ContainerStateWaiting(ref common.Refer
 				Properties: map[string]spec.Schema{
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is why the container waits: ContainerCreating, PodInitializing, CrashLoopBackOff, CreateContainerConfigError or CreateContainerError.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says why in words, such as the ConfigMap that is missing.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -815,61 +863,70 @@ func schema_githubcom_berth_dev_berth_api_ContainerStatus(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Name is the container's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"state": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ContainerState"),
+							Description: "State is the container's current state.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ContainerState"),
 						},
 					},
 					"lastState": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ContainerState"),
+							Description: "LastState is how its previous run ended, if it has had one.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ContainerState"),
 						},
 					},
 					"ready": {
 						SchemaProps: spec.SchemaProps{
-							Default: false,
-							Type:    []string{"boolean"},
-							Format:  "",
+							Description: "Ready says the container passes its readiness probe (with none: it runs and has started).",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"restartCount": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "RestartCount counts the container's restarts.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"image": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Image is the image the container's spec names.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"imageID": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "ImageID is empty: the exec runtime runs no image.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"containerID": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ContainerID names the container's current run: berth-exec://<pod-uid>/<container>/<attempt>.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"started": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Started says the container runs and has passed its startup probe, if it has one.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -890,9 +947,10 @@ func schema_githubcom_berth_dev_berth_api_DaemonEndpoint(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"Port": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "Port is the port the agent serves HTTPS on.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -1034,14 +1092,16 @@ func schema_githubcom_berth_dev_berth_api_Deployment(ref common.ReferenceCallbac
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.DeploymentSpec"),
+							Description: "Spec is the desired state: the pod template, how many, and how to roll a new template out.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.DeploymentSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.DeploymentStatus"),
+							Description: "Status is what the deployment controller reports of the rollout; only the status subresource writes it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.DeploymentStatus"),
 						},
 					},
 				},
@@ -1061,49 +1121,57 @@ func schema_githubcom_berth_dev_berth_api_DeploymentSpec(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Replicas is the number of pods to run, 1 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"selector": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.LabelSelector{}.OpenAPIModelName()),
+							Description: "Selector picks the Deployment's pods; it may not be empty, must match the template's labels and may not change.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
 					"template": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PodTemplateSpec"),
+							Description: "Template is the pod to run. A change of it is rolled out through a new ReplicaSet, named for the template's hash.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodTemplateSpec"),
 						},
 					},
 					"strategy": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.DeploymentStrategy"),
+							Description: "Strategy says how pods of an older template are replaced.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.DeploymentStrategy"),
 						},
 					},
 					"minReadySeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "MinReadySeconds is how long a pod must have been ready to count as available, which paces a rolling update.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"revisionHistoryLimit": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "RevisionHistoryLimit is how many old ReplicaSets, scaled to zero, are kept for rollback, 10 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"paused": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Paused stops the rollout: a new template is not rolled out until it is unset. A change of replicas still reaches a single active ReplicaSet; several are left as they are.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"progressDeadlineSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "ProgressDeadlineSeconds is how long a rollout may go without progress before the Progressing condition turns False (ProgressDeadlineExceeded), 600 by default. Nothing is rolled back.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -1124,43 +1192,50 @@ func schema_githubcom_berth_dev_berth_api_DeploymentStatus(ref common.ReferenceC
 				Properties: map[string]spec.Schema{
 					"observedGeneration": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "ObservedGeneration is the generation of the spec the status was computed for.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Replicas is the number of pods of all the Deployment's ReplicaSets.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"updatedReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "UpdatedReplicas counts the pods of the current template.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"readyReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "ReadyReplicas counts the ready pods.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"availableReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "AvailableReplicas counts the pods ready for at least minReadySeconds.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"unavailableReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "UnavailableReplicas is how many more pods must become available to reach replicas.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"conditions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Conditions are Available (enough pods available, within maxUnavailable) and Progressing (the rollout moves, is complete, or missed its deadline).",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -1172,8 +1247,9 @@ func schema_githubcom_berth_dev_berth_api_DeploymentStatus(ref common.ReferenceC
 					},
 					"collisionCount": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "CollisionCount counts the times a ReplicaSet name was taken by another template; it changes the hash so the next name differs.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -1193,13 +1269,15 @@ func schema_githubcom_berth_dev_berth_api_DeploymentStrategy(ref common.Referenc
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Type is RollingUpdate (the default), which replaces pods a few at a time, or Recreate, which removes every old pod before the new ones are made.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"rollingUpdate": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.RollingUpdateDeployment"),
+							Description: "RollingUpdate bounds a rolling update; only with type RollingUpdate.",
+							Ref:         ref("github.com/berth-dev/berth/api.RollingUpdateDeployment"),
 						},
 					},
 				},
@@ -1219,13 +1297,15 @@ func schema_githubcom_berth_dev_berth_api_EmptyDirVolumeSource(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"medium": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Medium is \"\" for a directory on the node's disk, or Memory for a tmpfs; where the agent may not mount, a Memory volume is a plain directory and a warning says so.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"sizeLimit": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+							Description: "SizeLimit is the size of a Memory volume's tmpfs; berth does not limit a volume on disk.",
+							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -1245,26 +1325,30 @@ func schema_githubcom_berth_dev_berth_api_EndpointAddress(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"ip": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "IP is the endpoint's IP: its pod's IP, under the exec runtime its node's.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"hostname": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Hostname is the name the endpoint answers to in DNS under the service: its pod's spec.hostname, else the pod's name.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"nodeName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "NodeName is the node the endpoint's pod runs on.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"targetRef": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ObjectReference"),
+							Description: "TargetRef is the pod behind the endpoint.",
+							Ref:         ref("github.com/berth-dev/berth/api.ObjectReference"),
 						},
 					},
 				},
@@ -1285,21 +1369,24 @@ func schema_githubcom_berth_dev_berth_api_EndpointPort(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is the service port's name; only named ports have SRV records.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"port": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "Port is the port on the endpoint, the service port's targetPort resolved for its pod.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"protocol": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Protocol is TCP (the default), UDP or SCTP.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1318,7 +1405,8 @@ func schema_githubcom_berth_dev_berth_api_EndpointSubset(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"addresses": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Addresses are the ready endpoints, which DNS answers with.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -1330,7 +1418,8 @@ func schema_githubcom_berth_dev_berth_api_EndpointSubset(ref common.ReferenceCal
 					},
 					"notReadyAddresses": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "NotReadyAddresses are the endpoints that are not ready.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -1342,7 +1431,8 @@ func schema_githubcom_berth_dev_berth_api_EndpointSubset(ref common.ReferenceCal
 					},
 					"ports": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Ports are the ports every address of the subset serves.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -1389,7 +1479,8 @@ func schema_githubcom_berth_dev_berth_api_Endpoints(ref common.ReferenceCallback
 					},
 					"subsets": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Subsets group the service's addresses by the ports they serve; for a service with a selector the endpoints controller writes them.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -1416,18 +1507,21 @@ func schema_githubcom_berth_dev_berth_api_EnvFromSource(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"prefix": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Prefix is put before every imported key; the result must be a valid variable name.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"configMapRef": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ConfigMapEnvSource"),
+							Description: "ConfigMapRef imports the keys of a ConfigMap's data (not binaryData).",
+							Ref:         ref("github.com/berth-dev/berth/api.ConfigMapEnvSource"),
 						},
 					},
 					"secretRef": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.SecretEnvSource"),
+							Description: "SecretRef imports the keys of a Secret.",
+							Ref:         ref("github.com/berth-dev/berth/api.SecretEnvSource"),
 						},
 					},
 				},
@@ -1447,20 +1541,23 @@ func schema_githubcom_berth_dev_berth_api_EnvVar(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Name is the variable's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"value": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Value is the variable's value, with $(VAR) references to earlier variables expanded; $$ is a literal $.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"valueFrom": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.EnvVarSource"),
+							Description: "ValueFrom takes the value from a field of the pod, a ConfigMap or a Secret instead; value must then be empty.",
+							Ref:         ref("github.com/berth-dev/berth/api.EnvVarSource"),
 						},
 					},
 				},
@@ -1481,17 +1578,20 @@ func schema_githubcom_berth_dev_berth_api_EnvVarSource(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"fieldRef": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ObjectFieldSelector"),
+							Description: "FieldRef takes the value from a field of the pod (downward API).",
+							Ref:         ref("github.com/berth-dev/berth/api.ObjectFieldSelector"),
 						},
 					},
 					"configMapKeyRef": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ConfigMapKeySelector"),
+							Description: "ConfigMapKeyRef takes the value from a key of a ConfigMap in the pod's namespace.",
+							Ref:         ref("github.com/berth-dev/berth/api.ConfigMapKeySelector"),
 						},
 					},
 					"secretKeyRef": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.SecretKeySelector"),
+							Description: "SecretKeyRef takes the value from a key of a Secret in the pod's namespace.",
+							Ref:         ref("github.com/berth-dev/berth/api.SecretKeySelector"),
 						},
 					},
 				},
@@ -1607,48 +1707,56 @@ func schema_githubcom_berth_dev_berth_api_Event(ref common.ReferenceCallback) co
 					},
 					"involvedObject": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ObjectReference"),
+							Description: "InvolvedObject is the object the event is about; its kind and name are required.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ObjectReference"),
 						},
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is what happened, in one CamelCase word, such as Scheduled or BackOff.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says what happened in words.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"source": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.EventSource"),
+							Description: "Source is the component, and for an agent's events the node, that recorded the event.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.EventSource"),
 						},
 					},
 					"firstTimestamp": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "FirstTimestamp is when the event was first recorded.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"lastTimestamp": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastTimestamp is when it was last recorded; the event is deleted an hour later (--event-ttl).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"count": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Count is how many times it was recorded: a repeat within ten minutes counts here instead of making another Event.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Type is Normal or Warning.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1669,14 +1777,16 @@ func schema_githubcom_berth_dev_berth_api_EventSource(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"component": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Component names the controller or agent that recorded the event.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"host": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Host is the node whose agent recorded the event; empty for the control plane's.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1694,7 +1804,8 @@ func schema_githubcom_berth_dev_berth_api_ExecAction(ref common.ReferenceCallbac
 				Properties: map[string]spec.Schema{
 					"command": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Command is the command line, run directly (not through a shell) with the container's environment, user and working directory.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -1720,30 +1831,35 @@ func schema_githubcom_berth_dev_berth_api_HTTPGetAction(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Path is the path to request, / by default.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"port": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(intstr.IntOrString{}.OpenAPIModelName()),
+							Description: "Port is the port number, or the name of one of the container's ports.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 					"host": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Host is the host to connect to; the pod's IP (under the exec runtime, the node's) by default.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"scheme": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Scheme is HTTP (the default) or HTTPS; the certificate of an HTTPS server is not checked.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"httpHeaders": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "HTTPHeaders are headers sent with the request.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -1771,16 +1887,18 @@ func schema_githubcom_berth_dev_berth_api_HTTPHeader(ref common.ReferenceCallbac
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Name is the header's name; Host sets the request's host.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"value": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Value is the header's value.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1799,15 +1917,17 @@ func schema_githubcom_berth_dev_berth_api_HostPathVolumeSource(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Path is the path on the node; it may not contain \"..\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Type is what the path must be, which the agent checks before the pod starts, making it when missing for DirectoryOrCreate and FileOrCreate; unset checks nothing. A PersistentVolume's path is not checked.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -1894,22 +2014,25 @@ func schema_githubcom_berth_dev_berth_api_KeyToPath(ref common.ReferenceCallback
 				Properties: map[string]spec.Schema{
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Key is the key to project; while an existing object lacks it, the pod waits with CreateContainerConfigError.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Path is the file's path, relative to the volume, without \"..\".",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"mode": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Mode is the file's permission bits (0 to 0777), defaultMode when unset.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -2042,8 +2165,9 @@ func schema_githubcom_berth_dev_berth_api_Lease(ref common.ReferenceCallback) co
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.LeaseSpec"),
+							Description: "Spec says who holds the lease and when it was last renewed.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.LeaseSpec"),
 						},
 					},
 				},
@@ -2111,7 +2235,8 @@ func schema_githubcom_berth_dev_berth_api_Lifecycle(ref common.ReferenceCallback
 				Properties: map[string]spec.Schema{
 					"preStop": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.LifecycleHandler"),
+							Description: "PreStop runs before the container is stopped with its pod (deleted or evicted), within the termination grace period; if it fails the container is stopped anyway. A container killed for a failed probe gets no preStop.",
+							Ref:         ref("github.com/berth-dev/berth/api.LifecycleHandler"),
 						},
 					},
 				},
@@ -2131,7 +2256,8 @@ func schema_githubcom_berth_dev_berth_api_LifecycleHandler(ref common.ReferenceC
 				Properties: map[string]spec.Schema{
 					"exec": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ExecAction"),
+							Description: "Exec runs a command in the container; it is the only hook action berth has.",
+							Ref:         ref("github.com/berth-dev/berth/api.ExecAction"),
 						},
 					},
 				},
@@ -2151,8 +2277,9 @@ func schema_githubcom_berth_dev_berth_api_LocalObjectReference(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is the name of the object, in the same namespace.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2170,9 +2297,10 @@ func schema_githubcom_berth_dev_berth_api_LocalVolumeSource(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Path is the directory's absolute path on the node.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2211,14 +2339,16 @@ func schema_githubcom_berth_dev_berth_api_Namespace(ref common.ReferenceCallback
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.NamespaceSpec"),
+							Description: "Spec holds the namespace's finalizers.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.NamespaceSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.NamespaceStatus"),
+							Description: "Status holds the namespace's phase.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.NamespaceStatus"),
 						},
 					},
 				},
@@ -2238,7 +2368,8 @@ func schema_githubcom_berth_dev_berth_api_NamespaceSpec(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"finalizers": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Finalizers hold a deleted namespace until the namespace controller has deleted everything in it; kubernetes is set when the namespace is made. They change only through the finalize subresource.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2264,8 +2395,9 @@ func schema_githubcom_berth_dev_berth_api_NamespaceStatus(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Phase is Active, or Terminating once the namespace is being deleted: nothing new may be made in it then.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2303,14 +2435,16 @@ func schema_githubcom_berth_dev_berth_api_Node(ref common.ReferenceCallback) com
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.NodeSpec"),
+							Description: "Spec holds what an operator sets on the node: whether it takes new pods, and its taints.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.NodeSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.NodeStatus"),
+							Description: "Status is what the node's agent reports, and the node controller when the agent goes silent.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.NodeStatus"),
 						},
 					},
 				},
@@ -2330,16 +2464,18 @@ func schema_githubcom_berth_dev_berth_api_NodeAddress(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Type is InternalIP (the agent's --node-ip) or Hostname (the node's name).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"address": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Address is the address.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2358,12 +2494,14 @@ func schema_githubcom_berth_dev_berth_api_NodeAffinity(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"requiredDuringSchedulingIgnoredDuringExecution": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.NodeSelector"),
+							Description: "RequiredDuringSchedulingIgnoredDuringExecution must match a node for the pod to be placed there. A later change of the node's labels does not move the pod.",
+							Ref:         ref("github.com/berth-dev/berth/api.NodeSelector"),
 						},
 					},
 					"preferredDuringSchedulingIgnoredDuringExecution": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "PreferredDuringSchedulingIgnoredDuringExecution ranks the nodes that fit: each term a node matches adds its weight to the node's score.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2390,38 +2528,44 @@ func schema_githubcom_berth_dev_berth_api_NodeCondition(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Type is Ready, MemoryPressure, DiskPressure or PIDPressure.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Status is True, False, or Unknown once the node controller has heard nothing from the agent for the grace period.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"lastHeartbeatTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastHeartbeatTime is when the agent last reported the condition.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"lastTransitionTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastTransitionTime is when status last changed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is why, in one CamelCase word.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says why in words.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2442,8 +2586,9 @@ func schema_githubcom_berth_dev_berth_api_NodeDaemonEndpoints(ref common.Referen
 				Properties: map[string]spec.Schema{
 					"kubeletEndpoint": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.DaemonEndpoint"),
+							Description: "KubeletEndpoint is where the agent serves logs, exec, port-forward and metrics, which the API server reaches at the node's InternalIP.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.DaemonEndpoint"),
 						},
 					},
 				},
@@ -2463,7 +2608,8 @@ func schema_githubcom_berth_dev_berth_api_NodeSelector(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"nodeSelectorTerms": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "NodeSelectorTerms are ORed: a node matches when it matches one of them. There must be at least one.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2491,21 +2637,24 @@ func schema_githubcom_berth_dev_berth_api_NodeSelectorRequirement(ref common.Ref
 				Properties: map[string]spec.Schema{
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Key is the label (or field) the requirement is on.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"operator": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Operator is In, NotIn, Exists, DoesNotExist, Gt or Lt.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"values": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Values are the values for In and NotIn (at least one), or the one integer Gt and Lt compare to; empty for Exists and DoesNotExist.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2532,7 +2681,8 @@ func schema_githubcom_berth_dev_berth_api_NodeSelectorTerm(ref common.ReferenceC
 				Properties: map[string]spec.Schema{
 					"matchExpressions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "MatchExpressions are requirements on the node's labels, all of which must hold.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2544,7 +2694,8 @@ func schema_githubcom_berth_dev_berth_api_NodeSelectorTerm(ref common.ReferenceC
 					},
 					"matchFields": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "MatchFields are requirements on the node's fields: only metadata.name, with In or NotIn and one value.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2571,13 +2722,15 @@ func schema_githubcom_berth_dev_berth_api_NodeSpec(ref common.ReferenceCallback)
 				Properties: map[string]spec.Schema{
 					"unschedulable": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Unschedulable cordons the node: the scheduler places no new pods there (except those tolerating node.kubernetes.io/unschedulable) and the local-path provisioner picks other nodes. Running pods stay.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"taints": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Taints keep pods that do not tolerate them off the node. The agent sets those of its --node-taints flag, the node controller the not-ready and unreachable ones.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2589,14 +2742,16 @@ func schema_githubcom_berth_dev_berth_api_NodeSpec(ref common.ReferenceCallback)
 					},
 					"podCIDR": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "PodCIDR is kept and shown, and otherwise unused: pods share their node's network.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"providerID": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ProviderID is kept and shown, and otherwise unused.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2616,7 +2771,8 @@ func schema_githubcom_berth_dev_berth_api_NodeStatus(ref common.ReferenceCallbac
 				Properties: map[string]spec.Schema{
 					"capacity": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Capacity is what the machine has, read from the host or set by --capacity: cpu, memory, ephemeral-storage (the agent's data directory's file system) and pods (110 by default).",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -2629,7 +2785,8 @@ func schema_githubcom_berth_dev_berth_api_NodeStatus(ref common.ReferenceCallbac
 					},
 					"allocatable": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Allocatable is what the scheduler may place there: capacity less a system reserve (100m cpu, 100Mi memory) and less the hard eviction thresholds.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -2642,7 +2799,8 @@ func schema_githubcom_berth_dev_berth_api_NodeStatus(ref common.ReferenceCallbac
 					},
 					"conditions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Conditions are Ready and the MemoryPressure, DiskPressure and PIDPressure the agent reports; the scheduler avoids a node under pressure.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2654,7 +2812,8 @@ func schema_githubcom_berth_dev_berth_api_NodeStatus(ref common.ReferenceCallbac
 					},
 					"addresses": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Addresses are the node's InternalIP and Hostname.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2666,14 +2825,16 @@ func schema_githubcom_berth_dev_berth_api_NodeStatus(ref common.ReferenceCallbac
 					},
 					"daemonEndpoints": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.NodeDaemonEndpoints"),
+							Description: "DaemonEndpoints are the ports the agent serves on.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.NodeDaemonEndpoints"),
 						},
 					},
 					"nodeInfo": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.NodeSystemInfo"),
+							Description: "NodeInfo describes the machine and the agent.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.NodeSystemInfo"),
 						},
 					},
 				},
@@ -2693,58 +2854,66 @@ func schema_githubcom_berth_dev_berth_api_NodeSystemInfo(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"machineID": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "MachineID is the machine's /etc/machine-id.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"bootID": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "BootID is the kernel's boot ID, which changes at each boot.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"kernelVersion": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "KernelVersion is the kernel's release (uname -r).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"osImage": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "OSImage is the operating system's PRETTY_NAME from os-release.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"containerRuntimeVersion": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "ContainerRuntimeVersion names the agent's runtime: exec://berth.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"kubeletVersion": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "KubeletVersion is the version of the berth agent.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"operatingSystem": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "OperatingSystem is the operating system, as Go names it (linux).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"architecture": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Architecture is the processor architecture, as Go names it (amd64, arm64).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2763,15 +2932,17 @@ func schema_githubcom_berth_dev_berth_api_ObjectFieldSelector(ref common.Referen
 				Properties: map[string]spec.Schema{
 					"apiVersion": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "APIVersion is the version of the pod's schema the path is in; only v1, the default.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"fieldPath": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "FieldPath is one of metadata.name, metadata.namespace, metadata.uid, spec.nodeName, spec.serviceAccountName, status.hostIP and status.podIP (under the exec runtime both IPs are the node's).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2790,44 +2961,51 @@ func schema_githubcom_berth_dev_berth_api_ObjectReference(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"kind": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Kind is the kind of the object referred to.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"namespace": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Namespace is its namespace, empty for an object that has none.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is its name.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"uid": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "UID pins the reference to one object of that name: a volume's claimRef with a UID binds only that claim.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"apiVersion": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "APIVersion is the group and version of its kind.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"resourceVersion": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ResourceVersion is the version of the object referred to, where that matters.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"fieldPath": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "FieldPath names a part of the object, such as one container; usually empty.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2865,14 +3043,16 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolume(ref common.ReferenceC
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PersistentVolumeSpec"),
+							Description: "Spec describes the volume: where its data lives, how big it is and who may claim it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PersistentVolumeSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PersistentVolumeStatus"),
+							Description: "Status is the volume's phase as the volume controller sets it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PersistentVolumeStatus"),
 						},
 					},
 				},
@@ -2912,14 +3092,16 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeClaim(ref common.Refer
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PersistentVolumeClaimSpec"),
+							Description: "Spec describes the storage the claim asks for. Only the storage request may change, and a volume name be set once.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PersistentVolumeClaimSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PersistentVolumeClaimStatus"),
+							Description: "Status says whether the claim is bound and to what; the volume controller sets it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PersistentVolumeClaimStatus"),
 						},
 					},
 				},
@@ -2939,7 +3121,8 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimSpec(ref common.R
 				Properties: map[string]spec.Schema{
 					"accessModes": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "AccessModes are the modes the claim needs, at least one; a volume must offer them all. berth does not enforce them on pods.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -2952,31 +3135,36 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimSpec(ref common.R
 					},
 					"selector": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.LabelSelector{}.OpenAPIModelName()),
+							Description: "Selector, when set, limits the claim to volumes with matching labels.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
 					"resources": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.VolumeResourceRequirements"),
+							Description: "Resources hold the storage request.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.VolumeResourceRequirements"),
 						},
 					},
 					"volumeName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "VolumeName is the volume the claim is bound to: set it to bind to that volume, or the volume controller sets it when it binds the claim.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"storageClassName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "StorageClassName is the class of volume wanted; unset is the default class, \"\" no class. With no volume to bind, the class's provisioner makes one.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"volumeMode": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "VolumeMode is Filesystem (the default) or Block; the volume's must be the same.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -2996,13 +3184,15 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimStatus(ref common
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Phase is Pending, Bound, or Lost once its volume is gone or bound to another claim.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"accessModes": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "AccessModes are the bound volume's.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3015,7 +3205,8 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimStatus(ref common
 					},
 					"capacity": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Capacity is the bound volume's storage size.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -3043,15 +3234,17 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimVolumeSource(ref 
 				Properties: map[string]spec.Schema{
 					"claimName": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "ClaimName is a claim in the pod's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"readOnly": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "ReadOnly is accepted and shown by berth describe, but not enforced: the process gets the volume's directory as it is.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -3070,12 +3263,14 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeSource(ref common.Refe
 				Properties: map[string]spec.Schema{
 					"hostPath": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
+							Description: "HostPath is a directory on whatever node the pod runs on (its node affinity, if any, says which).",
+							Ref:         ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
 						},
 					},
 					"local": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.LocalVolumeSource"),
+							Description: "Local is a directory on the one node its node affinity names.",
+							Ref:         ref("github.com/berth-dev/berth/api.LocalVolumeSource"),
 						},
 					},
 				},
@@ -3095,7 +3290,8 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeSpec(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"capacity": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Capacity holds the volume's storage size, which claims are matched against; berth does not limit what is written.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -3108,17 +3304,20 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeSpec(ref common.Refere
 					},
 					"hostPath": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
+							Description: "HostPath is a directory on whatever node the pod runs on (its node affinity, if any, says which).",
+							Ref:         ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
 						},
 					},
 					"local": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.LocalVolumeSource"),
+							Description: "Local is a directory on the one node its node affinity names.",
+							Ref:         ref("github.com/berth-dev/berth/api.LocalVolumeSource"),
 						},
 					},
 					"accessModes": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "AccessModes are the modes the volume offers; a claim binds only to a volume that offers all of its own. berth does not enforce them on pods.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3131,24 +3330,28 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeSpec(ref common.Refere
 					},
 					"claimRef": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ObjectReference"),
+							Description: "ClaimRef is the claim the volume is bound to, or pre-bound to when set in a manifest; the volume controller sets it on binding.",
+							Ref:         ref("github.com/berth-dev/berth/api.ObjectReference"),
 						},
 					},
 					"persistentVolumeReclaimPolicy": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "PersistentVolumeReclaimPolicy is what happens once its claim is deleted: Retain (the default: Released, data kept), Delete or Recycle. Delete and Recycle work only on directories the local-path provisioner made or under the node's local-path root; elsewhere the volume fails.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"storageClassName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "StorageClassName is the class of the volume: it binds only claims of that class, or with none, claims of no class.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"mountOptions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "MountOptions are kept and otherwise unused: berth mounts no volumes.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3161,13 +3364,15 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeSpec(ref common.Refere
 					},
 					"volumeMode": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "VolumeMode is Filesystem (the default) or Block, matched against the claim's; the agent gives pods a directory either way.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"nodeAffinity": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.VolumeNodeAffinity"),
+							Description: "NodeAffinity names the nodes where the volume can be used; the scheduler places the pods of its claim there. Local volumes need one.",
+							Ref:         ref("github.com/berth-dev/berth/api.VolumeNodeAffinity"),
 						},
 					},
 				},
@@ -3187,25 +3392,29 @@ func schema_githubcom_berth_dev_berth_api_PersistentVolumeStatus(ref common.Refe
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Phase is Pending, Available, Bound, Released (its claim is gone) or Failed (its reclaim policy could not be carried out).",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says why the volume failed.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is why the volume failed: VolumeFailedDelete or VolumeFailedRecycle.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"lastPhaseTransitionTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastPhaseTransitionTime is when phase last changed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -3245,14 +3454,16 @@ func schema_githubcom_berth_dev_berth_api_Pod(ref common.ReferenceCallback) comm
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PodSpec"),
+							Description: "Spec is the desired pod: its containers, its volumes and the nodes it may run on. Once the pod exists only container images and added tolerations may change.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PodStatus"),
+							Description: "Status is what the scheduler and the node's agent last reported about the pod. Only the status subresource writes it; a manifest's status is ignored.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodStatus"),
 						},
 					},
 				},
@@ -3272,12 +3483,14 @@ func schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"labelSelector": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.LabelSelector{}.OpenAPIModelName()),
+							Description: "LabelSelector selects the pods to keep away from; without one the term selects no pod.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
 					"namespaces": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Namespaces are where the selected pods are looked for; the pod's own namespace when empty.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3290,9 +3503,10 @@ func schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref common.ReferenceCa
 					},
 					"topologyKey": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "TopologyKey is the node label whose value makes a domain; berth supports only kubernetes.io/hostname, one node per domain.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -3313,7 +3527,8 @@ func schema_githubcom_berth_dev_berth_api_PodAntiAffinity(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"requiredDuringSchedulingIgnoredDuringExecution": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "RequiredDuringSchedulingIgnoredDuringExecution are terms the scheduler keeps: the pod goes on no node that runs a pod a term selects, nor on one whose pods' own terms select it.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3340,38 +3555,44 @@ func schema_githubcom_berth_dev_berth_api_PodCondition(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Type is PodScheduled (set by the scheduler), Initialized, ContainersReady or Ready (set by the node's agent).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Status is True, False or Unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"lastProbeTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastProbeTime is not set by berth.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"lastTransitionTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastTransitionTime is when status last changed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is why the condition is as it is, in one CamelCase word, such as Unschedulable.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says why in words, such as which nodes the scheduler turned down and why.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -3392,9 +3613,10 @@ func schema_githubcom_berth_dev_berth_api_PodIP(ref common.ReferenceCallback) co
 				Properties: map[string]spec.Schema{
 					"ip": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "IP is the address; under the exec runtime, the node's.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -3463,7 +3685,8 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "InitContainers run one at a time, in order, each to a successful exit, before any of the containers starts. A failed one is run again unless restartPolicy is Never, when the pod fails. They may have no probes.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3483,7 +3706,8 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Containers are the pod's processes, started together once the init containers are done; at least one. Names are unique across containers and init containers.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3503,7 +3727,8 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Volumes are the pod's volumes. The agent sets each one up on the node and names its host path to every container in BERTH_VOLUME_<NAME> (the name upper-cased, \"-\" as \"_\").",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3515,25 +3740,29 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 					},
 					"restartPolicy": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "RestartPolicy says when the agent restarts a container that exited: Always (the default), OnFailure or Never, after a back-off of 10s doubling to 5m. The pods of a workload must use Always.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"terminationGracePeriodSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "TerminationGracePeriodSeconds is the time a stopping container has to exit, its preStop hook first and then SIGTERM, before SIGKILL; 30 by default. A deletion's own grace period overrides it.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"nodeName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "NodeName is the node the pod runs on. The scheduler sets it when it binds the pod; a pod created with it set skips the scheduler and goes to that node's agent.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"nodeSelector": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "NodeSelector lists labels a node must have, every one with the same value, for the scheduler to place the pod there.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -3547,12 +3776,14 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 					},
 					"affinity": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.Affinity"),
+							Description: "Affinity holds the pod's node affinity and required pod anti-affinity, which the scheduler honours.",
+							Ref:         ref("github.com/berth-dev/berth/api.Affinity"),
 						},
 					},
 					"tolerations": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Tolerations let the pod onto nodes with matching taints and say how long it stays on a node that becomes not ready or unreachable. An update may add tolerations but not change or remove one.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3564,20 +3795,23 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 					},
 					"serviceAccountName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ServiceAccountName is the service account the pod runs as, \"default\" when empty. The agent writes a token of it, bound to the pod, to the file named by BERTH_SERVICEACCOUNT_TOKEN_FILE in each container.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"hostname": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Hostname is the pod's DNS name under each service that selects it, <hostname>.<service>.<namespace>.svc.<zone>; the pod's name when empty. The exec runtime does not set the process's host name.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"subdomain": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Subdomain is checked as a DNS label and otherwise ignored: berth publishes every endpoint of a service under its hostname, whatever the pod's subdomain.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"dnsPolicy": {
@@ -3589,8 +3823,9 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 					},
 					"enableServiceLinks": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "EnableServiceLinks is accepted for compatibility with Kubernetes manifests and ignored: berth puts no service variables in the environment.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"schedulerName": {
@@ -3618,13 +3853,15 @@ func schema_githubcom_berth_dev_berth_api_PodStatus(ref common.ReferenceCallback
 				Properties: map[string]spec.Schema{
 					"phase": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Phase is Pending until the containers start, then Running, and Succeeded or Failed once every container has ended for good; an evicted pod is Failed.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"conditions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Conditions are PodScheduled, Initialized, ContainersReady and Ready.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3636,31 +3873,36 @@ func schema_githubcom_berth_dev_berth_api_PodStatus(ref common.ReferenceCallback
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says in words why the pod is in its state, such as why it was evicted.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is why the pod is in its state, in one CamelCase word, such as Evicted.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"hostIP": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "HostIP is the IP of the node the pod runs on.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"podIP": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "PodIP is the pod's IP: under the exec runtime pods share their node's network, so it is the node's IP. Endpoints list the pod once it has one.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"podIPs": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "PodIPs lists the pod's IPs, podIP first.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3672,12 +3914,14 @@ func schema_githubcom_berth_dev_berth_api_PodStatus(ref common.ReferenceCallback
 					},
 					"startTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "StartTime is when the node's agent first reported the pod.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"initContainerStatuses": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "InitContainerStatuses are the init containers' states, in spec order.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3689,7 +3933,8 @@ func schema_githubcom_berth_dev_berth_api_PodStatus(ref common.ReferenceCallback
 					},
 					"containerStatuses": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "ContainerStatuses are the containers' states, in spec order.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -3701,8 +3946,9 @@ func schema_githubcom_berth_dev_berth_api_PodStatus(ref common.ReferenceCallback
 					},
 					"qosClass": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "QOSClass is Guaranteed, Burstable or BestEffort, from the containers' requests and limits of cpu and memory, fixed when the pod is made. The agent evicts BestEffort pods first and Guaranteed ones last.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -3728,8 +3974,9 @@ func schema_githubcom_berth_dev_berth_api_PodTemplateSpec(ref common.ReferenceCa
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PodSpec"),
+							Description: "Spec is the spec of the pods made from the template; their restartPolicy must be Always.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodSpec"),
 						},
 					},
 				},
@@ -3749,15 +3996,17 @@ func schema_githubcom_berth_dev_berth_api_PreferredSchedulingTerm(ref common.Ref
 				Properties: map[string]spec.Schema{
 					"weight": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "Weight is what matching the term adds to a node's score, 1 to 100.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"preference": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.NodeSelectorTerm"),
+							Description: "Preference is the term a node should match.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.NodeSelectorTerm"),
 						},
 					},
 				},
@@ -3778,53 +4027,62 @@ func schema_githubcom_berth_dev_berth_api_Probe(ref common.ReferenceCallback) co
 				Properties: map[string]spec.Schema{
 					"exec": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ExecAction"),
+							Description: "Exec runs a command in the container: exit 0 is success.",
+							Ref:         ref("github.com/berth-dev/berth/api.ExecAction"),
 						},
 					},
 					"httpGet": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.HTTPGetAction"),
+							Description: "HTTPGet sends an HTTP GET: a status in [200,400) is success.",
+							Ref:         ref("github.com/berth-dev/berth/api.HTTPGetAction"),
 						},
 					},
 					"tcpSocket": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.TCPSocketAction"),
+							Description: "TCPSocket opens a TCP connection: connecting is success.",
+							Ref:         ref("github.com/berth-dev/berth/api.TCPSocketAction"),
 						},
 					},
 					"initialDelaySeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "InitialDelaySeconds is how long after the container starts the first probe runs.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"timeoutSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "TimeoutSeconds bounds one probe; a probe that takes longer fails. 1 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"periodSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "PeriodSeconds is the time between probes, 10 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"successThreshold": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "SuccessThreshold is how many successes in a row make a failing probe pass again, 1 by default; it must be 1 for liveness and startup probes.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"failureThreshold": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "FailureThreshold is how many failures in a row make the probe fail, 3 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"terminationGracePeriodSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "TerminationGracePeriodSeconds, for a liveness or startup probe, is the grace the container gets when the probe fails, in place of the pod's.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 				},
@@ -3844,17 +4102,20 @@ func schema_githubcom_berth_dev_berth_api_ProbeHandler(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"exec": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ExecAction"),
+							Description: "Exec runs a command in the container: exit 0 is success.",
+							Ref:         ref("github.com/berth-dev/berth/api.ExecAction"),
 						},
 					},
 					"httpGet": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.HTTPGetAction"),
+							Description: "HTTPGet sends an HTTP GET: a status in [200,400) is success.",
+							Ref:         ref("github.com/berth-dev/berth/api.HTTPGetAction"),
 						},
 					},
 					"tcpSocket": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.TCPSocketAction"),
+							Description: "TCPSocket opens a TCP connection: connecting is success.",
+							Ref:         ref("github.com/berth-dev/berth/api.TCPSocketAction"),
 						},
 					},
 				},
@@ -3894,14 +4155,16 @@ func schema_githubcom_berth_dev_berth_api_ReplicaSet(ref common.ReferenceCallbac
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ReplicaSetSpec"),
+							Description: "Spec is the desired state: how many pods of which template.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ReplicaSetSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ReplicaSetStatus"),
+							Description: "Status is what the replica set controller counts of the pods; only the status subresource writes it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ReplicaSetStatus"),
 						},
 					},
 				},
@@ -3921,25 +4184,29 @@ func schema_githubcom_berth_dev_berth_api_ReplicaSetSpec(ref common.ReferenceCal
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Replicas is the number of pods to keep, 1 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"minReadySeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "MinReadySeconds is how long a pod must have been ready to count as available.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"selector": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.LabelSelector{}.OpenAPIModelName()),
+							Description: "Selector picks the pods the ReplicaSet keeps; it may not be empty, must match the template's labels and may not change.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
 					"template": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.PodTemplateSpec"),
+							Description: "Template is the pod made to bring the count up.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodTemplateSpec"),
 						},
 					},
 				},
@@ -3960,38 +4227,44 @@ func schema_githubcom_berth_dev_berth_api_ReplicaSetStatus(ref common.ReferenceC
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "Replicas is the number of pods the ReplicaSet keeps that have not ended or been deleted.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"fullyLabeledReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "FullyLabeledReplicas counts those of them that carry every label of the template.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"readyReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "ReadyReplicas counts those of them that are ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"availableReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "AvailableReplicas counts those of them ready for at least minReadySeconds.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"observedGeneration": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "ObservedGeneration is the generation of the spec the status was counted for.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"conditions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Conditions hold ReplicaFailure while pods cannot be created or deleted (a quota, a namespace being deleted).",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -4039,14 +4312,16 @@ func schema_githubcom_berth_dev_berth_api_ReplicationController(ref common.Refer
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ReplicationControllerSpec"),
+							Description: "Spec is the desired state: how many pods of which template.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ReplicationControllerSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ReplicationControllerStatus"),
+							Description: "Status is what the replication controller counts of the pods; only the status subresource writes it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ReplicationControllerStatus"),
 						},
 					},
 				},
@@ -4066,19 +4341,22 @@ func schema_githubcom_berth_dev_berth_api_ReplicationControllerSpec(ref common.R
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Replicas is the number of pods to keep, 1 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"minReadySeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "MinReadySeconds is how long a pod must have been ready to count as available.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"selector": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Selector lists the labels of the pods to keep, every one with the same value; the template's labels by default, which it must match.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4092,7 +4370,8 @@ func schema_githubcom_berth_dev_berth_api_ReplicationControllerSpec(ref common.R
 					},
 					"template": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.PodTemplateSpec"),
+							Description: "Template is the pod made to bring the count up.",
+							Ref:         ref("github.com/berth-dev/berth/api.PodTemplateSpec"),
 						},
 					},
 				},
@@ -4112,38 +4391,44 @@ func schema_githubcom_berth_dev_berth_api_ReplicationControllerStatus(ref common
 				Properties: map[string]spec.Schema{
 					"replicas": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "Replicas is the number of pods the controller keeps that have not ended or been deleted.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"fullyLabeledReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "FullyLabeledReplicas counts those of them that carry every label of the template.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"readyReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "ReadyReplicas counts those of them that are ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"availableReplicas": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "AvailableReplicas counts those of them ready for at least minReadySeconds.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"observedGeneration": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "ObservedGeneration is the generation of the spec the status was counted for.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"conditions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Conditions hold ReplicaFailure while pods cannot be created or deleted (a quota, a namespace being deleted).",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -4238,14 +4523,16 @@ func schema_githubcom_berth_dev_berth_api_ResourceQuota(ref common.ReferenceCall
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ResourceQuotaSpec"),
+							Description: "Spec holds the limits.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ResourceQuotaSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ResourceQuotaStatus"),
+							Description: "Status holds the limits in force and what the namespace uses.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ResourceQuotaStatus"),
 						},
 					},
 				},
@@ -4265,7 +4552,8 @@ func schema_githubcom_berth_dev_berth_api_ResourceQuotaSpec(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"hard": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Hard caps what the namespace may hold, by resource: requests.cpu (or cpu), requests.memory (or memory), limits.cpu, limits.memory, requests.storage, pods, persistentvolumeclaims, services, configmaps and secrets. A write that would go over is refused.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4293,7 +4581,8 @@ func schema_githubcom_berth_dev_berth_api_ResourceQuotaStatus(ref common.Referen
 				Properties: map[string]spec.Schema{
 					"hard": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Hard is a copy of the spec's.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4306,7 +4595,8 @@ func schema_githubcom_berth_dev_berth_api_ResourceQuotaStatus(ref common.Referen
 					},
 					"used": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Used is what the namespace uses of each limited resource, kept current with every write.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4334,7 +4624,8 @@ func schema_githubcom_berth_dev_berth_api_ResourceRequirements(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"limits": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Limits cap what the container may use: the exec runtime enforces cpu and memory through cgroups where the node allows it, ephemeral-storage not at all. A limit with no request is also the request.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4347,7 +4638,8 @@ func schema_githubcom_berth_dev_berth_api_ResourceRequirements(ref common.Refere
 					},
 					"requests": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Requests are what the scheduler reserves for the container on its node; they also set the pod's QoS class, which orders eviction, and count against resource quotas.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4403,12 +4695,14 @@ func schema_githubcom_berth_dev_berth_api_RollingUpdateDeployment(ref common.Ref
 				Properties: map[string]spec.Schema{
 					"maxUnavailable": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(intstr.IntOrString{}.OpenAPIModelName()),
+							Description: "MaxUnavailable is how many pods, or what percentage of replicas (rounded down), may be unavailable during the update; 25% by default.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 					"maxSurge": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(intstr.IntOrString{}.OpenAPIModelName()),
+							Description: "MaxSurge is how many pods, or what percentage of replicas (rounded up), may run beyond replicas during the update; 25% by default.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -4448,13 +4742,15 @@ func schema_githubcom_berth_dev_berth_api_Secret(ref common.ReferenceCallback) c
 					},
 					"immutable": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Immutable, once true, keeps data from changing and itself from being unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"data": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Data holds the secret values by key, base64 in JSON; with stringData at most 1MiB.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4468,7 +4764,8 @@ func schema_githubcom_berth_dev_berth_api_Secret(ref common.ReferenceCallback) c
 					},
 					"stringData": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "StringData holds values as plain strings, over data's of the same key. A write through the API merges it into data and keeps none of it; a Secret applied from a source keeps it, and the agent merges it when it reads the Secret.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4482,8 +4779,9 @@ func schema_githubcom_berth_dev_berth_api_Secret(ref common.ReferenceCallback) c
 					},
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Type is Opaque by default; kubernetes.io/tls must hold tls.crt and tls.key. Other types are kept unchecked. It may not change.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -4503,14 +4801,16 @@ func schema_githubcom_berth_dev_berth_api_SecretEnvSource(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is the name of the object, in the same namespace.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"optional": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Optional lets the container start without the Secret.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -4528,21 +4828,24 @@ func schema_githubcom_berth_dev_berth_api_SecretKeySelector(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name is the name of the object, in the same namespace.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Key is the key of the Secret to read.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"optional": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Optional leaves the variable out when the Secret or its key is missing; otherwise the container waits with CreateContainerConfigError until they exist.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -4561,13 +4864,15 @@ func schema_githubcom_berth_dev_berth_api_SecretVolumeSource(ref common.Referenc
 				Properties: map[string]spec.Schema{
 					"secretName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "SecretName is a Secret in the pod's namespace.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"items": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Items project only these keys, each to its path; when empty, every key becomes a file of its name.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -4579,14 +4884,16 @@ func schema_githubcom_berth_dev_berth_api_SecretVolumeSource(ref common.Referenc
 					},
 					"defaultMode": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "DefaultMode is the permission bits of the files, 0644 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"optional": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "Optional lets the pod start with an empty volume when the Secret is missing.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -4606,14 +4913,16 @@ func schema_githubcom_berth_dev_berth_api_SecurityContext(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"runAsUser": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "RunAsUser is the user ID the process runs as, the agent's own when unset; setting it needs an agent that may change user.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"runAsGroup": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "RunAsGroup is the group ID the process runs as, the agent's own when unset; with either set, the process keeps no supplementary groups.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 				},
@@ -4651,14 +4960,16 @@ func schema_githubcom_berth_dev_berth_api_Service(ref common.ReferenceCallback) 
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ServiceSpec"),
+							Description: "Spec says which pods the service names and on which ports.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ServiceSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.ServiceStatus"),
+							Description: "Status is empty: berth has no load balancers.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.ServiceStatus"),
 						},
 					},
 				},
@@ -4698,7 +5009,8 @@ func schema_githubcom_berth_dev_berth_api_ServiceAccount(ref common.ReferenceCal
 					},
 					"secrets": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Secrets are accepted and ignored: tokens are not kept in Secrets.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -4710,13 +5022,15 @@ func schema_githubcom_berth_dev_berth_api_ServiceAccount(ref common.ReferenceCal
 					},
 					"automountServiceAccountToken": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "AutomountServiceAccountToken is accepted and ignored: every pod gets a token of its service account.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"imagePullSecrets": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "ImagePullSecrets are accepted and ignored: the exec runtime pulls no images.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -4743,32 +5057,37 @@ func schema_githubcom_berth_dev_berth_api_ServicePort(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Name names the port, a DNS label, unique in the service; DNS answers SRV queries for _<name>._<protocol>.<service>.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"protocol": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Protocol is TCP (the default), UDP or SCTP.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"appProtocol": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "AppProtocol is checked and kept, and otherwise unused.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"port": {
 						SchemaProps: spec.SchemaProps{
-							Default: 0,
-							Type:    []string{"integer"},
-							Format:  "int32",
+							Description: "Port is the service's port number. With no virtual IP nothing listens on it: it names the port and is targetPort's default.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"targetPort": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(intstr.IntOrString{}.OpenAPIModelName()),
+							Description: "TargetPort is the port on the pods, a number or the name of a container port; port by default. Endpoints and SRV records carry it resolved.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -4789,13 +5108,15 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Type is ClusterIP (the default), whose name resolves to its ready endpoints, or ExternalName, whose name is an alias of externalName.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"selector": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Selector lists the labels of the pods behind the service, every one with the same value. Without one, berth keeps no Endpoints for the service: they are written by hand.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -4809,7 +5130,8 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 					},
 					"ports": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Ports are the service's ports; a ClusterIP service needs at least one unless it is headless, and each needs a name when there are several.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -4821,13 +5143,15 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 					},
 					"clusterIP": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ClusterIP is empty or None: berth has no virtual IPs, so either way the name resolves to the endpoints, as for a headless service. An update that leaves it out keeps it.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"clusterIPs": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "ClusterIPs is empty or [None], as clusterIP.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -4840,14 +5164,16 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 					},
 					"externalName": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ExternalName is the host name an ExternalName service is a DNS alias (CNAME) of.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"publishNotReadyAddresses": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "PublishNotReadyAddresses counts every pod the service selects as ready, in its Endpoints and in DNS, terminating ones too.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 				},
@@ -4898,14 +5224,16 @@ func schema_githubcom_berth_dev_berth_api_Source(ref common.ReferenceCallback) c
 					},
 					"spec": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.SourceSpec"),
+							Description: "Spec says where the source reads from, as the server's --source flag gave it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.SourceSpec"),
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.SourceStatus"),
+							Description: "Status is what the applier last did with the source.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.SourceStatus"),
 						},
 					},
 				},
@@ -4925,9 +5253,10 @@ func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallbac
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Type is git, dir or http.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"url": {
@@ -4998,36 +5327,42 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"observedGeneration": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "ObservedGeneration is the generation of the spec the last sync used.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 					"lastAppliedRevision": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "LastAppliedRevision is the revision whose objects are live: a commit SHA for git, a content hash otherwise.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"lastAttemptedRevision": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "LastAttemptedRevision is the revision the last sync read, whether it was applied or rejected.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"lastSyncTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastSyncTime is when the last sync ended.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"objects": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int32",
+							Description: "Objects is the number of objects in the last applied revision.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 					"conditions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Conditions hold Ready, whose message lists every error of a rejected revision with its file, document and field.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -5039,7 +5374,8 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 					},
 					"inventory": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "Inventory is not written in this version: a source's objects are found by their berth.dev/source annotation.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -5094,14 +5430,16 @@ func schema_githubcom_berth_dev_berth_api_StorageClass(ref common.ReferenceCallb
 					},
 					"provisioner": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Provisioner names what makes volumes for claims of the class. berth provisions only for berth.dev/local-path; a claim of another class waits for a volume made elsewhere.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"parameters": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Parameters are for the provisioner: berth.dev/local-path reads nodePath, the directory to put volumes under in place of the node's local-path root.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -5115,13 +5453,15 @@ func schema_githubcom_berth_dev_berth_api_StorageClass(ref common.ReferenceCallb
 					},
 					"reclaimPolicy": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "ReclaimPolicy is the reclaim policy of the volumes the class provisions: Delete (the default) or Retain.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"mountOptions": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"array"},
+							Description: "MountOptions are copied to the volumes the class provisions, and otherwise unused: berth mounts no volumes.",
+							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
@@ -5134,14 +5474,16 @@ func schema_githubcom_berth_dev_berth_api_StorageClass(ref common.ReferenceCallb
 					},
 					"allowVolumeExpansion": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "AllowVolumeExpansion lets a bound claim grow by raising its storage request; berth can grow only the volumes it provisioned.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"volumeBindingMode": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "VolumeBindingMode is Immediate (the default: a claim is bound or provisioned when made) or WaitForFirstConsumer (when a pod using it is scheduled, on that pod's node).",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -5162,13 +5504,15 @@ func schema_githubcom_berth_dev_berth_api_TCPSocketAction(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"port": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(intstr.IntOrString{}.OpenAPIModelName()),
+							Description: "Port is the port number, or the name of one of the container's ports.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
 						},
 					},
 					"host": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Host is the host to connect to; the pod's IP (under the exec runtime, the node's) by default.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -5189,27 +5533,31 @@ func schema_githubcom_berth_dev_berth_api_Taint(ref common.ReferenceCallback) co
 				Properties: map[string]spec.Schema{
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Key is the taint's key, a label name; with effect, unique on the node.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"value": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Value is the taint's value, which a toleration with operator Equal must match.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"effect": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Effect is NoSchedule or NoExecute, which keep pods that do not tolerate the taint off the node, or PreferNoSchedule, which the scheduler only avoids. Only the node controller's own NoExecute taints evict running pods.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"timeAdded": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "TimeAdded is when the node controller added one of its taints; eviction after a NoExecute taint counts from it.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 				},
@@ -5346,32 +5694,37 @@ func schema_githubcom_berth_dev_berth_api_Toleration(ref common.ReferenceCallbac
 				Properties: map[string]spec.Schema{
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Key is the taint key tolerated; empty, with operator Exists, matches every key.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"operator": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Operator is Equal (the default), which compares value to the taint's, or Exists, which tolerates any value.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"value": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Value is the taint value tolerated with operator Equal; empty with Exists.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"effect": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Effect is the taint effect tolerated; empty tolerates every effect.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"tolerationSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"integer"},
-							Format: "int64",
+							Description: "TolerationSeconds, for effect NoExecute only, is how long the pod stays on a node after the node controller taints it not-ready or unreachable; unset, it stays.",
+							Type:        []string{"integer"},
+							Format:      "int64",
 						},
 					},
 				},
@@ -5389,34 +5742,40 @@ func schema_githubcom_berth_dev_berth_api_Volume(ref common.ReferenceCallback) c
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Name is the volume's name, a DNS label unique within the pod, named by volumeMounts and by BERTH_VOLUME_<NAME>.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"emptyDir": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.EmptyDirVolumeSource"),
+							Description: "EmptyDir is a directory made for the pod on its node and removed with it.",
+							Ref:         ref("github.com/berth-dev/berth/api.EmptyDirVolumeSource"),
 						},
 					},
 					"hostPath": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
+							Description: "HostPath is a path on the node, given to the process as it is.",
+							Ref:         ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
 						},
 					},
 					"persistentVolumeClaim": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.PersistentVolumeClaimVolumeSource"),
+							Description: "PersistentVolumeClaim uses the directory of the volume bound to a claim; the pod waits until the claim is bound.",
+							Ref:         ref("github.com/berth-dev/berth/api.PersistentVolumeClaimVolumeSource"),
 						},
 					},
 					"configMap": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ConfigMapVolumeSource"),
+							Description: "ConfigMap writes a ConfigMap's keys as files, rewritten from the ConfigMap every minute.",
+							Ref:         ref("github.com/berth-dev/berth/api.ConfigMapVolumeSource"),
 						},
 					},
 					"secret": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.SecretVolumeSource"),
+							Description: "Secret writes a Secret's keys as files, rewritten from the Secret every minute.",
+							Ref:         ref("github.com/berth-dev/berth/api.SecretVolumeSource"),
 						},
 					},
 				},
@@ -5437,28 +5796,32 @@ func schema_githubcom_berth_dev_berth_api_VolumeMount(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Name is the pod volume to mount.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"readOnly": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"boolean"},
-							Format: "",
+							Description: "ReadOnly is accepted and shown by berth describe, but not enforced: the exec runtime mounts nothing.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"mountPath": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "MountPath is where the volume appears in the container, unique within it. The exec runtime mounts nothing there; only a runtime that isolates the filesystem would.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"subPath": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "SubPath is a path inside the volume to mount instead of its root; checked as a relative path and not applied by the exec runtime.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},
@@ -5477,7 +5840,8 @@ func schema_githubcom_berth_dev_berth_api_VolumeNodeAffinity(ref common.Referenc
 				Properties: map[string]spec.Schema{
 					"required": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.NodeSelector"),
+							Description: "Required must match a node for the volume to be used there.",
+							Ref:         ref("github.com/berth-dev/berth/api.NodeSelector"),
 						},
 					},
 				},
@@ -5497,7 +5861,8 @@ func schema_githubcom_berth_dev_berth_api_VolumeResourceRequirements(ref common.
 				Properties: map[string]spec.Schema{
 					"limits": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Limits are accepted (storage only) and ignored.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -5510,7 +5875,8 @@ func schema_githubcom_berth_dev_berth_api_VolumeResourceRequirements(ref common.
 					},
 					"requests": {
 						SchemaProps: spec.SchemaProps{
-							Type: []string{"object"},
+							Description: "Requests hold the storage the claim asks for: it binds to the smallest volume at least that big. Raising it grows a local-path volume whose class allows expansion.",
+							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,
 								Schema: &spec.Schema{
@@ -5538,27 +5904,32 @@ func schema_githubcom_berth_dev_berth_api_VolumeSource(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"emptyDir": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.EmptyDirVolumeSource"),
+							Description: "EmptyDir is a directory made for the pod on its node and removed with it.",
+							Ref:         ref("github.com/berth-dev/berth/api.EmptyDirVolumeSource"),
 						},
 					},
 					"hostPath": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
+							Description: "HostPath is a path on the node, given to the process as it is.",
+							Ref:         ref("github.com/berth-dev/berth/api.HostPathVolumeSource"),
 						},
 					},
 					"persistentVolumeClaim": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.PersistentVolumeClaimVolumeSource"),
+							Description: "PersistentVolumeClaim uses the directory of the volume bound to a claim; the pod waits until the claim is bound.",
+							Ref:         ref("github.com/berth-dev/berth/api.PersistentVolumeClaimVolumeSource"),
 						},
 					},
 					"configMap": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.ConfigMapVolumeSource"),
+							Description: "ConfigMap writes a ConfigMap's keys as files, rewritten from the ConfigMap every minute.",
+							Ref:         ref("github.com/berth-dev/berth/api.ConfigMapVolumeSource"),
 						},
 					},
 					"secret": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref("github.com/berth-dev/berth/api.SecretVolumeSource"),
+							Description: "Secret writes a Secret's keys as files, rewritten from the Secret every minute.",
+							Ref:         ref("github.com/berth-dev/berth/api.SecretVolumeSource"),
 						},
 					},
 				},
@@ -5578,38 +5949,44 @@ func schema_githubcom_berth_dev_berth_api_WorkloadCondition(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Type is ReplicaFailure, or for a Deployment Available or Progressing.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "Status is True, False or Unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"lastUpdateTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastUpdateTime is when the condition was last written.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"lastTransitionTime": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.Time{}.OpenAPIModelName()),
+							Description: "LastTransitionTime is when status last changed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"reason": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Reason is why, in one CamelCase word, such as ProgressDeadlineExceeded.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"message": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "Message says why in words.",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 				},

@@ -8,7 +8,10 @@ import (
 
 // Namespace groups namespaced objects.
 type Namespace struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec holds the namespace's finalizers.
@@ -51,7 +54,10 @@ type NamespaceStatus struct {
 
 // ServiceAccount is an identity for the pods of a namespace.
 type ServiceAccount struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Secrets are accepted and ignored: tokens are not kept in Secrets.
@@ -68,7 +74,10 @@ type ServiceAccount struct {
 
 // ConfigMap holds configuration for pods.
 type ConfigMap struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Immutable, once true, keeps data and binaryData from changing and
@@ -94,7 +103,10 @@ const (
 
 // Secret holds sensitive data for pods.
 type Secret struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Immutable, once true, keeps data from changing and itself from being
@@ -117,7 +129,10 @@ type Secret struct {
 
 // ResourceQuota caps what a namespace may hold.
 type ResourceQuota struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec holds the limits.
@@ -161,7 +176,10 @@ const (
 
 // Event records something that happened to an object.
 type Event struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// InvolvedObject is the object the event is about; its kind and name are

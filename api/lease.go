@@ -14,7 +14,10 @@ const NamespaceNodeLease = "kube-node-lease"
 // rewrite its whole status. The node lifecycle controller reads the
 // renewals.
 type Lease struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec says who holds the lease and when it was last renewed.

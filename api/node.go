@@ -8,7 +8,10 @@ import (
 
 // Node is a machine that runs pods, registered by its agent.
 type Node struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec holds what an operator sets on the node: whether it takes new

@@ -10,7 +10,10 @@ import (
 
 // Pod is one or more containers that run together on one node.
 type Pod struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the desired pod: its containers, its volumes and the nodes it
@@ -855,6 +858,9 @@ type ContainerStateTerminated struct {
 
 // PodTemplateSpec is the pod a workload creates.
 type PodTemplateSpec struct {
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// Spec is the spec of the pods made from the template; their
 	// restartPolicy must be Always.

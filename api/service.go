@@ -9,7 +9,10 @@ import (
 
 // Service names a set of pods; berth publishes it in DNS.
 type Service struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec says which pods the service names and on which ports.
@@ -81,7 +84,10 @@ type ServiceStatus struct{}
 
 // Endpoints lists the addresses behind a service.
 type Endpoints struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Subsets group the service's addresses by the ports they serve; for a

@@ -9,7 +9,10 @@ import (
 // Source is a place desired state comes from: a git repository, a
 // directory or a URL. Its status tells what was last applied and why not.
 type Source struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec says where the source reads from, as the server's --source flag

@@ -8,7 +8,10 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 //
 // +kubebuilder:object:generate=false
 type TokenRequest struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              TokenRequestSpec   `json:"spec"`
 	Status            TokenRequestStatus `json:"status,omitempty"`

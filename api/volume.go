@@ -8,7 +8,10 @@ import (
 
 // PersistentVolume is a piece of storage that a claim can bind.
 type PersistentVolume struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec describes the volume: where its data lives, how big it is and who
@@ -130,7 +133,10 @@ type PersistentVolumeStatus struct {
 
 // PersistentVolumeClaim is a request for storage.
 type PersistentVolumeClaim struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec describes the storage the claim asks for. Only the storage
@@ -227,7 +233,10 @@ type PersistentVolumeClaimStatus struct {
 
 // StorageClass describes a kind of storage and how to provision it.
 type StorageClass struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Provisioner names what makes volumes for claims of the class. berth

@@ -9,7 +9,10 @@ import (
 
 // ReplicationController keeps a number of pods matching a selector.
 type ReplicationController struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the desired state: how many pods of which template.
@@ -83,7 +86,10 @@ const (
 
 // ReplicaSet keeps a number of pods matching a label selector.
 type ReplicaSet struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the desired state: how many pods of which template.
@@ -142,7 +148,10 @@ const AnnotationDeploymentRevision = "deployment.kubernetes.io/revision"
 
 // Deployment rolls a pod template out through ReplicaSets.
 type Deployment struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata: name, namespace, labels,
+	// annotations and owner references, and what the server sets (uid,
+	// resourceVersion, generation, creationTimestamp, managedFields).
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is the desired state: the pod template, how many, and how to roll

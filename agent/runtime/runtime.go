@@ -66,7 +66,7 @@ type Container struct {
 	Argv []string
 	// Env holds KEY=VALUE pairs, the whole environment of the process.
 	Env []string
-	// WorkingDir is where the process starts; empty is the pod's directory.
+	// WorkingDir is where the process starts; empty is the root directory.
 	WorkingDir string
 	// RunAsUser and RunAsGroup, when set, are the process's credentials.
 	RunAsUser  *int64

@@ -190,9 +190,9 @@ type ContainerPort struct {
 	// Name names the port (IANA_SVC_NAME, unique in the container), so that
 	// a service's targetPort and a probe can refer to it.
 	Name string `json:"name,omitempty"`
-	// HostPort, when set, is the node port the scheduler reserves for this
-	// port instead of containerPort. berth maps no ports: the process
-	// listens on the node itself.
+	// HostPort, when set, is a node port the scheduler reserves for the pod
+	// besides containerPort. berth maps no ports: the process listens on
+	// containerPort on the node itself.
 	HostPort int32 `json:"hostPort,omitempty"`
 	// ContainerPort is the port number the process listens on (1-65535);
 	// unless hostPort is set, the scheduler reserves it on the node, so no

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"k8s.io/apimachinery/pkg/types"
+	"slices"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -192,27 +193,26 @@ func isBestEffort(spec *api.PodSpec) bool {
 	return true
 }
 
-// podPorts lists the host ports a pod's containers take: the hostPort
-// where one is set, else the containerPort, because the exec runtime runs
-// pods in the node's network namespace. Init containers are left out, as
-// kube-scheduler leaves them out: they have finished before the others
+// podPorts lists the host ports a pod's containers take: each
+// containerPort, because the exec runtime runs pods in the node's network
+// namespace and maps no port (SPEC §4), and each hostPort as well, which
+// is the port a manifest asks of the node. Init containers are left out,
+// as kube-scheduler leaves them out: they have finished before the others
 // listen.
 func podPorts(spec *api.PodSpec) []HostPort {
 	var ports []HostPort
 	for i := range spec.Containers {
 		for _, cp := range spec.Containers[i].Ports {
-			port := cp.HostPort
-			if port == 0 {
-				port = cp.ContainerPort
-			}
-			if port == 0 {
-				continue
-			}
 			proto := cp.Protocol
 			if proto == "" {
 				proto = api.ProtocolTCP
 			}
-			ports = append(ports, HostPort{Protocol: proto, Port: port})
+			for _, port := range []int32{cp.ContainerPort, cp.HostPort} {
+				if port == 0 || slices.Contains(ports, HostPort{Protocol: proto, Port: port}) {
+					continue
+				}
+				ports = append(ports, HostPort{Protocol: proto, Port: port})
+			}
 		}
 	}
 	return ports

@@ -17,9 +17,11 @@ func TestNodePorts(t *testing.T) {
 		{"same containerPort", makePod("p", ports(api.ContainerPort{ContainerPort: 8080})), "[node(s) didn't have free ports for the requested pod ports]"},
 		{"other protocol", makePod("p", ports(api.ContainerPort{ContainerPort: 8080, Protocol: api.ProtocolUDP})), ""},
 		{"other port", makePod("p", ports(api.ContainerPort{ContainerPort: 8081})), ""},
-		// the hostPort is what the node sees
+		// The hostPort is asked of the node; the containerPort is taken
+		// too, as the process listens on it in the node's network.
 		{"hostPort clashes", makePod("p", ports(api.ContainerPort{ContainerPort: 80, HostPort: 8080})), "[node(s) didn't have free ports for the requested pod ports]"},
-		{"hostPort differs", makePod("p", ports(api.ContainerPort{ContainerPort: 8080, HostPort: 9090})), ""},
+		{"containerPort clashes beside a hostPort", makePod("p", ports(api.ContainerPort{ContainerPort: 8080, HostPort: 9090})), "[node(s) didn't have free ports for the requested pod ports]"},
+		{"hostPort and containerPort free", makePod("p", ports(api.ContainerPort{ContainerPort: 8081, HostPort: 9090})), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -27,6 +29,19 @@ func TestNodePorts(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+	// A pod with a hostPort takes both ports; taking it off frees both.
+	hp := NewPodInfo(makePod("h", ports(api.ContainerPort{ContainerPort: 7000, HostPort: 7001}))).placed()
+	n2 := placed(makeNode("n2"))
+	n2.addPod(hp)
+	for _, p := range []int32{7000, 7001} {
+		if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: p}))), n2); st == nil {
+			t.Errorf("port %d free beside a pod taking 7000 and 7001", p)
+		}
+	}
+	n2.removePod(hp)
+	if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: 7000, HostPort: 7001}))), n2); st != nil {
+		t.Errorf("ports still taken after the pod left: %v", st)
 	}
 	// Taking the pod off frees its port.
 	n := placed(makeNode("n"))

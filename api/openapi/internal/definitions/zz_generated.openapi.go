@@ -683,7 +683,7 @@ func schema_githubcom_berth_dev_berth_api_ContainerPort(ref common.ReferenceCall
 					},
 					"hostPort": {
 						SchemaProps: spec.SchemaProps{
-							Description: "HostPort, when set, is the node port the scheduler reserves for this port instead of containerPort. berth maps no ports: the process listens on the node itself.",
+							Description: "HostPort, when set, is a node port the scheduler reserves for the pod besides containerPort. berth maps no ports: the process listens on containerPort on the node itself.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

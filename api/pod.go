@@ -195,8 +195,7 @@ type ContainerPort struct {
 	// containerPort on the node itself.
 	HostPort int32 `json:"hostPort,omitempty"`
 	// ContainerPort is the port number the process listens on (1-65535);
-	// unless hostPort is set, the scheduler reserves it on the node, so no
-	// two pods there take it.
+	// the scheduler reserves it on the node, so no two pods there take it.
 	ContainerPort int32 `json:"containerPort"`
 	// Protocol is TCP (the default), UDP or SCTP.
 	Protocol Protocol `json:"protocol,omitempty"`

@@ -690,7 +690,7 @@ func schema_githubcom_berth_dev_berth_api_ContainerPort(ref common.ReferenceCall
 					},
 					"containerPort": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ContainerPort is the port number the process listens on (1-65535); unless hostPort is set, the scheduler reserves it on the node, so no two pods there take it.",
+							Description: "ContainerPort is the port number the process listens on (1-65535); the scheduler reserves it on the node, so no two pods there take it.",
 							Default:     0,
 							Type:        []string{"integer"},
 							Format:      "int32",

@@ -65,11 +65,13 @@ type Taint struct {
 	Value string `json:"value,omitempty"`
 	// Effect is NoSchedule or NoExecute, which keep pods that do not
 	// tolerate the taint off the node, or PreferNoSchedule, which the
-	// scheduler only avoids. Only the node controller's own NoExecute taints
-	// evict running pods.
+	// scheduler only avoids. NoExecute also evicts the pods on the node
+	// that do not tolerate it: at once, or for the node controller's own
+	// not-ready and unreachable taints after --pod-eviction-timeout.
 	Effect TaintEffect `json:"effect"`
-	// TimeAdded is when the node controller added one of its taints;
-	// eviction after a NoExecute taint counts from it.
+	// TimeAdded is when a NoExecute taint was added (the node controller
+	// stamps one an operator set when it first sees it); a toleration's
+	// tolerationSeconds count from it.
 	TimeAdded *metav1.Time `json:"timeAdded,omitempty"`
 }
 

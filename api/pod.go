@@ -553,8 +553,8 @@ type Toleration struct {
 	// Effect is the taint effect tolerated; empty tolerates every effect.
 	Effect TaintEffect `json:"effect,omitempty"`
 	// TolerationSeconds, for effect NoExecute only, is how long the pod
-	// stays on a node after the node controller taints it not-ready or
-	// unreachable; unset, it stays.
+	// stays on a node after a NoExecute taint it tolerates was added;
+	// unset, it stays.
 	TolerationSeconds *int64 `json:"tolerationSeconds,omitempty"`
 }
 

@@ -103,6 +103,9 @@ type Action struct {
 	// Event, if it has a Reason, is recorded in the same transaction as
 	// the write, so it is seen only if the write happened.
 	Event Event
+	// Taint is, for EvictPod, the NoExecute taint the pod leaves for: the
+	// eviction is dropped if the node no longer has it when it is made.
+	Taint api.Taint
 }
 
 // Event is what an Action records about its object.
@@ -242,14 +245,19 @@ func (p *Plan) node(h health, podsOf func(string) []*api.Pod, now time.Time, cfg
 			added, removed = taintDiff(old, taints)
 		}
 	}
-	if h.darkened || len(added)+len(removed) > 0 {
+	taints, stamped := stampNoExecute(taints, now)
+	if h.darkened || len(added)+len(removed) > 0 || stamped {
 		nn := n.DeepCopy()
 		nn.Status.Conditions = h.conditions
 		nn.Spec.Taints = taints
-		p.Actions = append(p.Actions, Action{Type: UpdateNode, Object: nn, Event: nodeEvent(n.Name, h, added, removed, cfg)})
+		var ev Event // none for a stamp alone
+		if h.darkened || len(added)+len(removed) > 0 {
+			ev = nodeEvent(n.Name, h, added, removed, cfg)
+		}
+		p.Actions = append(p.Actions, Action{Type: UpdateNode, Object: nn, Event: ev})
 	}
-	taint := noExecuteTaint(taints)
-	if h.ready != api.ConditionUnknown && (taint == nil || fullDisruption) {
+	noExecute := noExecuteTaints(taints, !fullDisruption)
+	if h.ready != api.ConditionUnknown && len(noExecute) == 0 {
 		return
 	}
 	pods := podsOf(n.Name)
@@ -261,14 +269,14 @@ func (p *Plan) node(h health, podsOf func(string) []*api.Pod, now time.Time, cfg
 			}
 		}
 	}
-	if taint == nil || fullDisruption {
+	if len(noExecute) == 0 {
 		return
 	}
 	for _, pod := range pods {
 		if !evictable(pod) {
 			continue
 		}
-		at, ok := evictionTime(pod, taint, cfg.EvictionTimeout)
+		at, taint, ok := podEvictionTime(pod, noExecute, cfg.EvictionTimeout)
 		if !ok {
 			continue
 		}
@@ -276,7 +284,7 @@ func (p *Plan) node(h health, podsOf func(string) []*api.Pod, now time.Time, cfg
 			p.wakeAt(at)
 			continue
 		}
-		p.Actions = append(p.Actions, Action{Type: EvictPod, Object: pod, Event: Event{
+		p.Actions = append(p.Actions, Action{Type: EvictPod, Object: pod, Taint: *taint, Event: Event{
 			Type: api.EventTypeNormal, Reason: ReasonTaintManagerEviction,
 			Message: fmt.Sprintf("Marking for deletion Pod %s/%s: node %s has taint %s:%s", pod.Namespace, pod.Name, n.Name, taint.Key, taint.Effect)}})
 	}

@@ -301,6 +301,42 @@ func TestAssess(t *testing.T) {
 			},
 		},
 		{
+			name:  "an operator's NoExecute taint on a Ready node: a pod not tolerating it evicted at once, others per their tolerations",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, time.Second, withTaints(taint("maintenance", api.TaintEffectNoExecute, 10*time.Second))), healthy},
+			pods: []*api.Pod{
+				testPod("plain", "a"),
+				testPod("forever", "a", tolerates("maintenance", nil)),
+				testPod("for30s", "a", tolerates("maintenance", seconds(30))),
+				testPod("for5s", "a", tolerates("maintenance", seconds(5))),
+				testPod("mirror", "a", mirror),
+			},
+			want: []string{"EvictPod plain TaintManagerEviction", "EvictPod for5s TaintManagerEviction"},
+			wake: 20 * time.Second,
+			check: func(t *testing.T, p Plan) {
+				if got := p.Actions[0].Taint; got.Key != "maintenance" || got.Effect != api.TaintEffectNoExecute {
+					t.Errorf("eviction for taint %+v", got)
+				}
+			},
+		},
+		{
+			name:  "an operator's NoExecute taint without timeAdded: stamped now, without an event; untolerated pods go",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, time.Second, withTaints(api.Taint{Key: "maintenance", Effect: api.TaintEffectNoExecute}, api.Taint{Key: "dedicated", Effect: api.TaintEffectNoSchedule})), healthy},
+			pods:  []*api.Pod{testPod("plain", "a"), testPod("for30s", "a", tolerates("maintenance", seconds(30)))},
+			want:  []string{"UpdateNode a", "EvictPod plain TaintManagerEviction"},
+			wake:  30 * time.Second,
+			check: func(t *testing.T, p Plan) {
+				n := nodeUpdate(t, p, "a")
+				if got := taintStrings(n.Spec.Taints); !slices.Equal(got, []string{"maintenance:NoExecute@0s", "dedicated:NoSchedule"}) {
+					t.Errorf("taints %v", got)
+				}
+			},
+		},
+		{
+			name:  "an operator's NoSchedule taint evicts nothing",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, time.Second, withTaints(taint("dedicated", api.TaintEffectNoSchedule, time.Minute))), healthy},
+			pods:  []*api.Pod{testPod("plain", "a")},
+		},
+		{
 			name:  "unreachable 4s: nothing evicted yet",
 			nodes: []*api.Node{dark("a", time.Minute, unreachable(4*time.Second)), healthy},
 			pods:  []*api.Pod{testPod("p1", "a", func(p *api.Pod) { p.Status.Conditions = nil })},

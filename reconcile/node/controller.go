@@ -212,9 +212,13 @@ func (r *Reconciler) apply(ctx context.Context, a Action) error {
 			}
 		case EvictPod:
 			pod := a.Object.(*api.Pod)
-			// The node may have come back since the snapshot.
-			if obj, err := tx.Get(nodeKind, "", pod.Spec.NodeName); err == nil && nodeReady(obj.(*api.Node)) == api.ConditionTrue {
-				return nil
+			// The node may have come back, or lost the taint, since the
+			// snapshot.
+			if obj, err := tx.Get(nodeKind, "", pod.Spec.NodeName); err == nil {
+				n := obj.(*api.Node)
+				if indexTaint(n.Spec.Taints, a.Taint) < 0 || (isManaged(a.Taint) && nodeReady(n) == api.ConditionTrue) {
+					return nil
+				}
 			}
 			_, err := tx.Delete(podKind, pod.Namespace, pod.Name, store.DeleteOptions{Preconditions: &store.Preconditions{UID: string(pod.UID)}})
 			if err != nil {

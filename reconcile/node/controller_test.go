@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -304,7 +305,7 @@ func TestReconcileFullDisruption(t *testing.T) {
 		if nodeReady(n) != api.ConditionUnknown {
 			t.Errorf("node %s Ready %s", name, nodeReady(n))
 		}
-		if got := taintStrings(n.Spec.Taints); len(got) != 1 || noExecuteTaint(n.Spec.Taints) != nil {
+		if got := taintStrings(n.Spec.Taints); len(got) != 1 || len(noExecuteTaints(n.Spec.Taints, true)) != 0 {
 			t.Errorf("node %s taints %v: want NoSchedule only", name, got)
 		}
 		if p := f.pod("web-" + name); p.DeletionTimestamp != nil {
@@ -443,5 +444,67 @@ func TestNodeKeys(t *testing.T) {
 				t.Errorf("pass %v, want %v", got, tt.pass)
 			}
 		})
+	}
+}
+
+// TestReconcileOperatorNoExecuteTaint: an operator's NoExecute taint on a
+// healthy node (kubectl taint node a maintenance=now:NoExecute) is stamped
+// and drains the node as Kubernetes' taint manager does: a pod that does
+// not tolerate it at once, one that tolerates it for 30s after 30s, one
+// that tolerates it for good never; removing the taint stops what is left.
+func TestReconcileOperatorNoExecuteTaint(t *testing.T) {
+	f := newFixture(t)
+	f.addNode("a")
+	f.addPod("plain", "a")
+	f.addPod("for30s", "a", tolerates("maintenance", seconds(30)))
+	f.addPod("for60s", "a", tolerates("maintenance", seconds(60)))
+	f.addPod("forever", "a", tolerates("maintenance", nil))
+	n := f.node("a").DeepCopy()
+	n.Spec.Taints = append(n.Spec.Taints, api.Taint{Key: "maintenance", Value: "now", Effect: api.TaintEffectNoExecute})
+	if _, err := f.store.Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReconciler(f.store, Options{Clock: f.clock, GracePeriod: 40 * time.Second, EvictionTimeout: 5 * time.Second})
+	pass := func() reconcile.Result {
+		t.Helper()
+		f.beat("a")
+		res, err := r.Reconcile(context.Background(), passKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	// gone: deleted, gracefully (the agent finishes it).
+	gone := func(name string) bool {
+		obj, err := f.store.Get(podKind, "default", name)
+		return store.IsNotFound(err) || (err == nil && obj.(*api.Pod).DeletionTimestamp != nil)
+	}
+	res := pass()
+	if ts := f.node("a").Spec.Taints; len(ts) != 1 || ts[0].TimeAdded == nil || !ts[0].TimeAdded.Time.Equal(f.clock.Now().Truncate(time.Second)) {
+		t.Fatalf("taints %+v: want the operator's, stamped now", ts)
+	}
+	if !gone("plain") || gone("for30s") || gone("forever") {
+		t.Fatalf("after the first pass: plain gone %v, for30s %v, forever %v", gone("plain"), gone("for30s"), gone("forever"))
+	}
+	if res.RequeueAfter != 30*time.Second {
+		t.Errorf("requeue after %v, want 30s", res.RequeueAfter)
+	}
+	f.clock.Step(30 * time.Second)
+	pass()
+	if !gone("for30s") || gone("for60s") || gone("forever") {
+		t.Fatalf("after 30s: for30s gone %v, for60s %v, forever %v", gone("for30s"), gone("for60s"), gone("forever"))
+	}
+	n = f.node("a").DeepCopy()
+	n.Spec.Taints = nil
+	if _, err := f.store.Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(time.Minute)
+	pass()
+	if gone("for60s") || gone("forever") {
+		t.Errorf("after the taint was removed: for60s gone %v, forever %v", gone("for60s"), gone("forever"))
+	}
+	if ev := f.events(); countOf(ev, "plain TaintManagerEviction") != 1 || countOf(ev, "for30s TaintManagerEviction") != 1 {
+		t.Errorf("events %q", ev)
 	}
 }

@@ -106,7 +106,7 @@ func TestControllerEvictsAndReplicaSetRecreates(t *testing.T) {
 	if d := f.clock.Since(start); d < 45*time.Second {
 		t.Errorf("pods replaced %s after node a went silent, before the grace period and eviction timeout", d)
 	}
-	if a := f.node("a"); nodeReady(a) != api.ConditionUnknown || noExecuteTaint(a.Spec.Taints) == nil {
+	if a := f.node("a"); nodeReady(a) != api.ConditionUnknown || len(noExecuteTaints(a.Spec.Taints, true)) == 0 {
 		t.Errorf("node a: Ready %s, taints %v", nodeReady(a), taintStrings(a.Spec.Taints))
 	}
 }

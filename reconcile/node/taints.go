@@ -1,6 +1,7 @@
 package node
 
 import (
+	"slices"
 	"time"
 
 	"github.com/berth-dev/berth/api"
@@ -77,14 +78,58 @@ func indexTaint(ts []api.Taint, t api.Taint) int {
 	return -1
 }
 
-// noExecuteTaint returns the managed NoExecute taint among ts, or nil.
-func noExecuteTaint(ts []api.Taint) *api.Taint {
+// noExecuteTaints returns the NoExecute taints among ts: the managed one
+// unless managed is false (full disruption), and any an operator set.
+func noExecuteTaints(ts []api.Taint, managed bool) []*api.Taint {
+	var out []*api.Taint
 	for i := range ts {
-		if ts[i].Effect == api.TaintEffectNoExecute && isManaged(ts[i]) {
-			return &ts[i]
+		if ts[i].Effect == api.TaintEffectNoExecute && (managed || !isManaged(ts[i])) {
+			out = append(out, &ts[i])
 		}
 	}
-	return nil
+	return out
+}
+
+// stampNoExecute gives each NoExecute taint without a timeAdded (one an
+// operator set: the controller stamps its own) now, as Kubernetes records
+// it, so that tolerationSeconds count from when the taint was seen.
+func stampNoExecute(ts []api.Taint, now time.Time) ([]api.Taint, bool) {
+	var out []api.Taint
+	for i := range ts {
+		if ts[i].Effect != api.TaintEffectNoExecute || ts[i].TimeAdded != nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(ts)
+		}
+		out[i].TimeAdded = metaTime(now)
+	}
+	if out == nil {
+		return ts, false
+	}
+	return out, true
+}
+
+// podEvictionTime is when a pod must leave a node with these NoExecute
+// taints: the earliest of evictionTime over them, the managed ones with the
+// eviction timeout (berth gives pods no default toleration of them) and an
+// operator's at once when not tolerated, as Kubernetes' taint manager. The
+// taint it returns is the one that decides; false when the pod tolerates
+// every one for good.
+func podEvictionTime(pod *api.Pod, taints []*api.Taint, timeout time.Duration) (time.Time, *api.Taint, bool) {
+	var at time.Time
+	var by *api.Taint
+	for _, taint := range taints {
+		d := time.Duration(0)
+		if isManaged(*taint) {
+			d = timeout
+		}
+		t, ok := evictionTime(pod, taint, d)
+		if ok && (by == nil || t.Before(at)) {
+			at, by = t, taint
+		}
+	}
+	return at, by, by != nil
 }
 
 // evictionTime is when a pod on a node carrying the NoExecute taint must

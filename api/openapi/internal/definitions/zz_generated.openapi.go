@@ -5567,7 +5567,7 @@ func schema_githubcom_berth_dev_berth_api_Taint(ref common.ReferenceCallback) co
 					},
 					"effect": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Effect is NoSchedule or NoExecute, which keep pods that do not tolerate the taint off the node, or PreferNoSchedule, which the scheduler only avoids. Only the node controller's own NoExecute taints evict running pods.",
+							Description: "Effect is NoSchedule or NoExecute, which keep pods that do not tolerate the taint off the node, or PreferNoSchedule, which the scheduler only avoids. NoExecute also evicts the pods on the node that do not tolerate it: at once, or for the node controller's own not-ready and unreachable taints after --pod-eviction-timeout.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -5575,7 +5575,7 @@ func schema_githubcom_berth_dev_berth_api_Taint(ref common.ReferenceCallback) co
 					},
 					"timeAdded": {
 						SchemaProps: spec.SchemaProps{
-							Description: "TimeAdded is when the node controller added one of its taints; eviction after a NoExecute taint counts from it.",
+							Description: "TimeAdded is when a NoExecute taint was added (the node controller stamps one an operator set when it first sees it); a toleration's tolerationSeconds count from it.",
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
@@ -5742,7 +5742,7 @@ func schema_githubcom_berth_dev_berth_api_Toleration(ref common.ReferenceCallbac
 					},
 					"tolerationSeconds": {
 						SchemaProps: spec.SchemaProps{
-							Description: "TolerationSeconds, for effect NoExecute only, is how long the pod stays on a node after the node controller taints it not-ready or unreachable; unset, it stays.",
+							Description: "TolerationSeconds, for effect NoExecute only, is how long the pod stays on a node after a NoExecute taint it tolerates was added; unset, it stays.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},

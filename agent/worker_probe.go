@@ -97,9 +97,10 @@ func (w *podWorker) runProbe(ctx context.Context, ps *probeState, target probe.T
 	return ps.tracker.Observe(r, ps.timing)
 }
 
-// kill stops a run whose liveness (or startup) probe failed, with the
-// probe's grace if it has one, else the pod's, and says when to look
-// again: at once, to restart it, or later if the stop failed.
+// kill stops a run whose liveness (or startup) probe failed, after its
+// preStop hook, as the kubelet stops it, with the probe's grace if it has
+// one, else the pod's, and says when to look again: at once, to restart
+// it, or later if the stop failed.
 func (w *podWorker) kill(ctx context.Context, pod *api.Pod, cs *containerRuntimeState, ps *probeState, id runtime.ID, which string) time.Time {
 	grace := podGrace(pod)
 	if ps.spec.TerminationGracePeriodSeconds != nil {
@@ -109,7 +110,11 @@ func (w *podWorker) kill(ctx context.Context, pod *api.Pod, cs *containerRuntime
 	w.podEvent(pod, api.EventTypeWarning, ReasonUnhealthy, probeName(which)+" probe failed: "+ps.output)
 	w.podEvent(pod, api.EventTypeNormal, ReasonKilling, fmt.Sprintf("Container %s failed %s probe, will be restarted", id.Name, which))
 	cs.ready = false
-	if err := w.stopRun(ctx, id, nil, grace); err != nil {
+	var hook *api.ExecAction
+	if c := findContainer(pod, id.Name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		hook = c.Lifecycle.PreStop.Exec
+	}
+	if err := w.stopRun(ctx, id, hook, grace); err != nil {
 		w.log(pod).err("kill container", err)
 		return w.m.o.Clock.Now().Add(retryAfterError)
 	}

@@ -252,6 +252,7 @@ func TestLivenessFailureRestarts(t *testing.T) {
 	p := workerPod("u1", "web", api.RestartPolicyAlways, "app")
 	p.Spec.Containers[0].LivenessProbe = execProbe("alive", 10, 3)
 	p.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = ptr(int64(5))
+	p.Spec.Containers[0].Lifecycle = &api.Lifecycle{PreStop: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"drain"}}}}
 	h.m.Sync(p)
 	run0 := h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
 	h.step(10 * time.Second)
@@ -275,6 +276,10 @@ func TestLivenessFailureRestarts(t *testing.T) {
 	h.waitRun(run0.ID, runtime.StateExited)
 	if stops := h.rt.stopsOf(run0.ID); len(stops) != 1 || stops[0].grace != 5*time.Second {
 		t.Errorf("stops %+v, want one with the probe's 5s grace", stops)
+	}
+	// The preStop hook ran before the stop, as the kubelet runs it.
+	if execs := h.rt.execsOf(run0.ID); len(execs) == 0 || execs[len(execs)-1].argv[0] != "drain" {
+		t.Errorf("execs %+v: want the preStop hook last", execs)
 	}
 	h.waitStatus("u1", "back-off after liveness kill", waitingReason(reasonCrashLoopBackOff, "back-off 10s"))
 	h.step(10 * time.Second)

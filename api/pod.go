@@ -416,10 +416,10 @@ type TCPSocketAction struct {
 
 // Lifecycle holds hooks around a container's life.
 type Lifecycle struct {
-	// PreStop runs before the container is stopped with its pod (deleted or
-	// evicted), within the termination grace period; if it fails the
-	// container is stopped anyway. A container killed for a failed probe
-	// gets no preStop.
+	// PreStop runs before the container is stopped, with its pod (deleted or
+	// evicted) or for a failed liveness or startup probe, within the
+	// termination grace period; if it fails the container is stopped
+	// anyway.
 	PreStop *LifecycleHandler `json:"preStop,omitempty"`
 }
 

@@ -2240,7 +2240,7 @@ func schema_githubcom_berth_dev_berth_api_Lifecycle(ref common.ReferenceCallback
 				Properties: map[string]spec.Schema{
 					"preStop": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PreStop runs before the container is stopped with its pod (deleted or evicted), within the termination grace period; if it fails the container is stopped anyway. A container killed for a failed probe gets no preStop.",
+							Description: "PreStop runs before the container is stopped, with its pod (deleted or evicted) or for a failed liveness or startup probe, within the termination grace period; if it fails the container is stopped anyway.",
 							Ref:         ref("github.com/berth-dev/berth/api.LifecycleHandler"),
 						},
 					},

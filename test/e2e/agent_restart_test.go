@@ -326,5 +326,45 @@ func TestServerEmbeddedAgent(t *testing.T) {
 			return nil
 		})
 	})
+
+	// kubectl taint NoExecute drains the node too: the pod, which does
+	// not tolerate the taint, is evicted at once, and its replacement
+	// waits until the taint is removed.
+	t.Run("kubectl taint NoExecute", func(t *testing.T) {
+		before, err := runningPods(t, s, "embedded")
+		if err != nil || len(before) != 1 {
+			t.Fatalf("running before the taint: %v %v", before, err)
+		}
+		s.kubectl(t, "taint", "node", "solo", "maintenance=now:NoExecute")
+		waitFor(t, 60*time.Second, "the pod evicted and its replacement Pending", func() error {
+			pods, err := podsWhere(t, s, "embedded", func(map[string]any) bool { return true })
+			if err != nil {
+				return err
+			}
+			for name := range before {
+				if _, ok := pods[name]; ok {
+					return fmt.Errorf("pod %s still there: %v", name, pods)
+				}
+			}
+			if running, err := runningPods(t, s, "embedded"); err != nil || len(running) != 0 {
+				return fmt.Errorf("running %v %v", running, err)
+			}
+			return nil
+		})
+		if out := s.kubectl(t, "get", "events", "--field-selector", "reason=TaintManagerEviction"); !strings.Contains(out, "maintenance:NoExecute") {
+			t.Errorf("no eviction event naming the taint: %s", out)
+		}
+		s.kubectl(t, "taint", "node", "solo", "maintenance-")
+		waitFor(t, 60*time.Second, "the replacement Running once the taint is gone", func() error {
+			pods, err := runningPods(t, s, "embedded")
+			if err != nil {
+				return err
+			}
+			if len(pods) != 1 {
+				return fmt.Errorf("running: %v", pods)
+			}
+			return nil
+		})
+	})
 	s.mustBerth(t, "delete", "deploy", "embedded")
 }

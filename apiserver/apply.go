@@ -36,7 +36,9 @@ import (
 // manager's fields too (the fieldManager parameter, else the client's
 // user agent), so that an apply then conflicts with them. The writes the
 // control plane makes in process (controllers, the scheduler) are not
-// recorded. The lists of a pod's containers, init containers, volumes and
+// recorded. An apply to the status subresource sets and owns the status
+// alone, recorded apart (subresource "status"), as the status's other
+// writers are. The lists of a pod's containers, init containers, volumes and
 // environment merge element by element, keyed by name (volume mounts by
 // mount path), as Kubernetes merges them; other lists are atomic, owned
 // whole.
@@ -172,8 +174,8 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		}
 		force = b
 	}
-	if req.subresource != "" {
-		WriteError(w, badRequest("server-side apply is served on objects, not on their %s", req.subresource))
+	if req.subresource != "" && req.subresource != "status" {
+		WriteError(w, badRequest("server-side apply is served on objects and their status, not on their %s", req.subresource))
 		return
 	}
 	validation, err := fieldValidationOf(r)
@@ -192,7 +194,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		WriteError(w, err)
 		return
 	}
-	fm, err := s.fieldManagers.forKind(req.kind, "")
+	fm, err := s.fieldManagers.forKind(req.kind, req.subresource)
 	if err != nil {
 		WriteError(w, err)
 		return
@@ -210,7 +212,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 	}
 	areq := *req
 	areq.applied = true
-	if _, err := s.store.Get(req.kind, req.namespace, req.name); store.IsNotFound(err) {
+	if _, err := s.store.Get(req.kind, req.namespace, req.name); store.IsNotFound(err) && req.subresource == "" {
 		// An apply of an object that does not exist creates it, and
 		// needs the right to.
 		live := req.kind.New()
@@ -294,7 +296,16 @@ func (req *resourceRequest) applyConfiguration(body []byte, validation string) (
 	if req.kind.Namespaced {
 		u.SetNamespace(req.namespace)
 	}
-	if req.ignoresStatus() {
+	switch {
+	case req.subresource == "status":
+		// An apply to the status sets and owns nothing else, as a write
+		// to the status keeps everything else.
+		for k := range u.Object {
+			if k != "apiVersion" && k != "kind" && k != "metadata" && k != "status" {
+				delete(u.Object, k)
+			}
+		}
+	case req.ignoresStatus():
 		// As a write to the object keeps the stored status, an apply to
 		// it neither sets nor owns any.
 		delete(u.Object, "status")

@@ -207,3 +207,59 @@ spec:
 		t.Fatalf("after alice's new image: %v", got)
 	}
 }
+
+// TestServerSideApplyStatus: an apply to the status subresource sets and
+// owns the status alone, recorded under subresource "status", and a spec
+// in it is left out; an apply to the object leaves the status alone.
+func TestServerSideApplyStatus(t *testing.T) {
+	e := newEnv(t)
+	e.mustCreate(testPod("default", "p", "", nil))
+	const path = "/api/v1/namespaces/default/pods/p"
+	code, _, data := e.do("PATCH", path+"/status?fieldManager=agent", adminToken, "application/apply-patch+yaml", "",
+		strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  nodeName: elsewhere\nstatus:\n  message: hello\n"))
+	if code != http.StatusOK {
+		t.Fatalf("status apply: %d %s", code, data)
+	}
+	var pod struct {
+		Metadata struct {
+			ManagedFields []struct {
+				Manager     string          `json:"manager"`
+				Subresource string          `json:"subresource"`
+				FieldsV1    json.RawMessage `json:"fieldsV1"`
+			} `json:"managedFields"`
+		} `json:"metadata"`
+		Spec struct {
+			NodeName string `json:"nodeName"`
+		} `json:"spec"`
+		Status struct {
+			Message string `json:"message"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(data, &pod); err != nil {
+		t.Fatal(err)
+	}
+	// The fields there before the first apply are kept under
+	// before-first-apply, as Kubernetes keeps them.
+	agent := -1
+	for i, m := range pod.Metadata.ManagedFields {
+		if m.Manager == "agent" {
+			agent = i
+		}
+	}
+	if pod.Status.Message != "hello" || pod.Spec.NodeName != "" || agent < 0 {
+		t.Fatalf("after the status apply: %s", data)
+	}
+	if m := pod.Metadata.ManagedFields[agent]; m.Subresource != "status" || !strings.Contains(string(m.FieldsV1), `"f:message"`) || strings.Contains(string(m.FieldsV1), `"f:spec"`) {
+		t.Fatalf("the agent's entry %+v", m)
+	}
+	// The object's own apply neither conflicts with the status nor
+	// clears it.
+	code, _, data = e.do("PATCH", path+"?fieldManager=owner", adminToken, "application/apply-patch+yaml", "",
+		strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    a: b\nstatus:\n  message: other\n"))
+	if code != http.StatusOK || !strings.Contains(string(data), `"message":"hello"`) || !strings.Contains(string(data), `"a":"b"`) {
+		t.Fatalf("object apply: %d %s", code, data)
+	}
+	code, _, data = e.do("PATCH", "/api/v1/namespaces/default/pods/missing/status?fieldManager=agent", adminToken, "application/apply-patch+yaml", "",
+		strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata:\n  name: missing\nstatus:\n  message: hello\n"))
+	status(t, code, data, http.StatusNotFound)
+}

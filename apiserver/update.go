@@ -69,6 +69,10 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 		switch {
 		case statusOnly:
 			obj = withStatus(old, in)
+			if req.applied {
+				// The field manager's record of the apply.
+				obj.SetManagedFields(in.GetManagedFields())
+			}
 		case req.subresource == "finalize":
 			// A namespace's spec.finalizers change only here, as in
 			// Kubernetes: the namespace controller, or an operator freeing

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
 )
 
 // Kubernetes' streaming protocol over a WebSocket, as kubectl exec speaks
@@ -47,53 +47,6 @@ const (
 	execWriteTimeout = time.Minute
 )
 
-// execQuery are the query parameters the exec endpoint takes, as the
-// kubelet names them.
-var execQuery = map[string]bool{"command": true, "stdin": true, "stdout": true, "stderr": true, "tty": true}
-
-// execRequest is what an exec asks for.
-type execRequest struct {
-	argv                       []string
-	stdin, stdout, stderr, tty bool
-}
-
-// parseExecQuery reads command (one value per argument), stdin, stdout,
-// stderr and tty, and refuses any other parameter. At least one stream
-// must be asked for; a terminal has no stderr of its own.
-func parseExecQuery(q url.Values) (execRequest, error) {
-	var req execRequest
-	for k := range q {
-		if !execQuery[k] {
-			return req, fmt.Errorf("query parameter %q is not supported (command, stdin, stdout, stderr, tty are)", k)
-		}
-	}
-	req.argv = q["command"]
-	if len(req.argv) == 0 || req.argv[0] == "" {
-		return req, errors.New("no command given (command=PROGRAM, then command=ARG for each argument)")
-	}
-	for _, f := range []struct {
-		name string
-		v    *bool
-	}{{"stdin", &req.stdin}, {"stdout", &req.stdout}, {"stderr", &req.stderr}, {"tty", &req.tty}} {
-		v := q.Get(f.name)
-		if v == "" {
-			continue
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return req, fmt.Errorf("%s=%q: want true or false", f.name, v)
-		}
-		*f.v = b
-	}
-	if req.tty {
-		req.stderr = false
-	}
-	if !req.stdin && !req.stdout && !req.stderr {
-		return req, errors.New("at least one of stdin, stdout and stderr must be asked for")
-	}
-	return req, nil
-}
-
 // execUpgrader speaks the protocols kubectl offers. Origins are not
 // checked: requests come from the API server alone, which the client
 // certificate proves.
@@ -110,7 +63,7 @@ var execUpgrader = websocket.Upgrader{
 // ends, then its outcome.
 func (s *containerServer) serveExec(w http.ResponseWriter, r *http.Request) {
 	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	req, err := parseExecQuery(r.URL.Query())
+	req, err := api.ParsePodExecOptions(r.URL.Query(), false)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -139,25 +92,25 @@ func (s *containerServer) serveExec(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	sess := &execSession{conn: conn, v5: conn.Subprotocol() == execProtocolV5}
-	opts := runtime.ExecOptions{Argv: req.argv, TTY: req.tty}
-	if req.stdout {
+	opts := runtime.ExecOptions{Argv: req.Command, TTY: req.TTY}
+	if req.Stdout {
 		opts.Stdout = sess.channel(channelStdout)
 	}
-	if req.stderr {
+	if req.Stderr {
 		opts.Stderr = sess.channel(channelStderr)
 	}
 	// Without stdin asked for there is no pipe: stdin frames the client
 	// sends anyway are dropped, not left blocking the reader (and with it
 	// pings, resizes and the end of the connection).
 	var stdinW *io.PipeWriter
-	if req.stdin {
+	if req.Stdin {
 		var stdinR *io.PipeReader
 		stdinR, stdinW = io.Pipe()
 		defer stdinR.Close()
 		opts.Stdin = stdinR
 	}
 	resize := make(chan runtime.TerminalSize, 1)
-	if req.tty {
+	if req.TTY {
 		opts.Resize = resize
 	}
 	go sess.read(cancel, stdinW, resize)

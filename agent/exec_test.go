@@ -159,8 +159,8 @@ func TestExecServerRefuses(t *testing.T) {
 		want string
 	}{
 		{base + "/default/web/app?command=true&stdout=true", http.StatusBadRequest, "WebSocket"},
-		{base + "/default/web/app?stdout=true", http.StatusBadRequest, "no command"},
-		{base + "/default/web/app?command=true", http.StatusBadRequest, "at least one of"},
+		{base + "/default/web/app?stdout=true", http.StatusBadRequest, "you must specify a command"},
+		{base + "/default/web/app?command=true", http.StatusBadRequest, "at least 1 of stdin, stdout, stderr"},
 		{base + "/default/web/app?command=true&stdout=maybe", http.StatusBadRequest, "stdout"},
 		{base + "/default/web/app?command=true&stdout=true&follow=true", http.StatusBadRequest, "follow"},
 	} {

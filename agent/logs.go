@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
@@ -47,10 +46,6 @@ type ContainerServerOptions struct {
 	// reached; nil forwards none.
 	PodAddresses PodAddresses
 }
-
-// logQuery are the query parameters the log endpoint takes, as the
-// kubelet names them.
-var logQuery = map[string]bool{"follow": true, "tailLines": true, "previous": true, "timestamps": true, "sinceSeconds": true, "sinceTime": true}
 
 // NewContainerServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
 // (a container's log) and GET api.ContainerExecPath/{namespace}/{pod}/{container}
@@ -212,72 +207,34 @@ func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 // first line before its answer begins anyway.
 const followQuiet = time.Second
 
-// maxSinceSeconds bounds sinceSeconds: a hundred years, well inside a
-// time.Duration.
-const maxSinceSeconds = 100 * 365 * 24 * 3600
-
 // errNoLines is parseLogQuery's way to say tailLines=0: an empty answer.
 var errNoLines = errors.New("no lines asked for")
 
-// parseLogQuery reads follow, tailLines, previous, timestamps and one of
-// sinceSeconds (before now on the agent's clock, which stamped the lines)
-// and sinceTime (RFC 3339), and refuses any other parameter, so that an
-// option the agent does not honour is not silently ignored.
+// parseLogQuery reads the log options of the agent's endpoint (see
+// api.ParsePodLogOptions) as the runtime takes them: sinceSeconds counted
+// back from now on the agent's clock, which stamped the lines. It says
+// whether the previous run is asked for, and errNoLines for tailLines=0.
 func parseLogQuery(q url.Values, now time.Time) (runtime.LogOptions, bool, error) {
-	var opts runtime.LogOptions
-	var previous bool
-	for k := range q {
-		if !logQuery[k] {
-			return opts, false, fmt.Errorf("query parameter %q is not supported (follow, tailLines, previous, timestamps, sinceSeconds, sinceTime are)", k)
-		}
+	o, err := api.ParsePodLogOptions(q, false)
+	if err != nil {
+		return runtime.LogOptions{}, false, err
 	}
-	var err error
-	if v := q.Get("follow"); v != "" {
-		if opts.Follow, err = strconv.ParseBool(v); err != nil {
-			return opts, false, fmt.Errorf("follow=%q: want true or false", v)
-		}
+	opts := runtime.LogOptions{Follow: o.Follow, Timestamps: o.Timestamps, Since: o.SinceTime}
+	if o.SinceSeconds > 0 {
+		opts.Since = now.Add(-time.Duration(o.SinceSeconds) * time.Second)
 	}
-	if v := q.Get("timestamps"); v != "" {
-		if opts.Timestamps, err = strconv.ParseBool(v); err != nil {
-			return opts, false, fmt.Errorf("timestamps=%q: want true or false", v)
-		}
-	}
-	secs, since := q.Get("sinceSeconds"), q.Get("sinceTime")
-	switch {
-	case secs != "" && since != "":
-		return opts, false, errors.New("at most one of sinceSeconds and sinceTime may be given")
-	case secs != "":
-		n, err := strconv.ParseInt(secs, 10, 64)
-		if err != nil || n < 1 || n > maxSinceSeconds {
-			return opts, false, fmt.Errorf("sinceSeconds=%q: want a whole number of seconds from 1 to %d", secs, maxSinceSeconds)
-		}
-		opts.Since = now.Add(-time.Duration(n) * time.Second)
-	case since != "":
-		if opts.Since, err = time.Parse(time.RFC3339, since); err != nil {
-			return opts, false, fmt.Errorf("sinceTime=%q: want an RFC 3339 time", since)
-		}
-	}
-	if v := q.Get("previous"); v != "" {
-		if previous, err = strconv.ParseBool(v); err != nil {
-			return opts, false, fmt.Errorf("previous=%q: want true or false", v)
-		}
-	}
-	if v := q.Get("tailLines"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return opts, false, fmt.Errorf("tailLines=%q: want a whole number of 0 or more", v)
-		}
-		if n == 0 && opts.Follow {
+	if o.TailLines != nil {
+		if *o.TailLines == 0 && o.Follow {
 			// Kubernetes' tailLines=0 is "nothing written so far", which
 			// the runtime cannot start a stream from.
 			return opts, false, errors.New("tailLines=0 with follow=true is not supported")
 		}
-		opts.TailLines = n
-		if n == 0 {
-			return opts, previous, errNoLines
+		opts.TailLines = *o.TailLines
+		if *o.TailLines == 0 {
+			return opts, o.Previous, errNoLines
 		}
 	}
-	return opts, previous, nil
+	return opts, o.Previous, nil
 }
 
 // flushWriter sends each write on at once when following, so that a line

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/gorilla/websocket"
@@ -18,9 +17,6 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 )
-
-// execQueryOptions are the PodExecOptions the proxy passes on.
-var execQueryOptions = map[string]bool{"container": true, "command": true, "stdin": true, "stdout": true, "stderr": true, "tty": true}
 
 // podExecRequest is a pods/exec request checked and resolved to a
 // container.
@@ -33,41 +29,15 @@ type podExecRequest struct {
 // pod and builds the agent's query. The container is the one named, or the
 // pod's only one (kubectl names one when the pod has several).
 func parsePodExecQuery(pod *api.Pod, q url.Values) (podExecRequest, error) {
-	for k := range q {
-		if !execQueryOptions[k] {
-			return podExecRequest{}, apierrors.NewBadRequest(fmt.Sprintf("exec option %s is not supported (container, command, stdin, stdout, stderr, tty are)", k))
-		}
+	o, err := api.ParsePodExecOptions(q, true)
+	if err != nil {
+		return podExecRequest{}, apierrors.NewBadRequest(err.Error())
 	}
-	cmd := q["command"]
-	if len(cmd) == 0 || cmd[0] == "" {
-		return podExecRequest{}, apierrors.NewBadRequest("you must specify a command (command=PROGRAM, then command=ARG for each argument)")
-	}
-	agentQuery := url.Values{"command": cmd}
-	streams := 0
-	for _, k := range []string{"stdin", "stdout", "stderr", "tty"} {
-		v := q.Get(k)
-		if v == "" {
-			continue
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return podExecRequest{}, apierrors.NewBadRequest(fmt.Sprintf("exec option %s=%q: want true or false", k, v))
-		}
-		if b {
-			agentQuery.Set(k, "true")
-			if k != "tty" {
-				streams++
-			}
-		}
-	}
-	if streams == 0 {
-		return podExecRequest{}, apierrors.NewBadRequest("you must specify at least 1 of stdin, stdout, stderr")
-	}
-	ctr, err := logContainer(pod, q.Get("container"))
+	ctr, err := logContainer(pod, o.Container)
 	if err != nil {
 		return podExecRequest{}, err
 	}
-	return podExecRequest{container: ctr, query: agentQuery}, nil
+	return podExecRequest{container: ctr, query: o.Query()}, nil
 }
 
 // ServeExec is an apiserver.SubresourceHandler for pods/exec: it passes

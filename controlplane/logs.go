@@ -35,10 +35,6 @@ const (
 	agentErrorBodyLimit = 64 << 10
 )
 
-// logQueryOptions are the PodLogOptions the proxy passes on. Any other
-// option is refused by name.
-var logQueryOptions = map[string]bool{"container": true, "follow": true, "tailLines": true, "previous": true, "timestamps": true, "sinceSeconds": true, "sinceTime": true}
-
 // setupNodeTLS gives the API server what it needs to talk to agents: a
 // signer of the serving certificates agents get at join (returned, for the
 // join handler), and a client certificate with which it fetches logs from
@@ -175,63 +171,20 @@ func (p *ContainerProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.O
 	}
 }
 
-// maxSinceSeconds is the most sinceSeconds passed on (a hundred years);
-// more means everything, as it does.
-const maxSinceSeconds = 100 * 365 * 24 * 3600
-
 // parsePodLogQuery checks the PodLogOptions of a request against the pod
-// and builds the agent's query.
+// and builds the agent's query. sinceSeconds goes on as it is: the agent
+// that stamped the lines counts it back on its own clock, as the kubelet
+// does.
 func parsePodLogQuery(pod *api.Pod, q url.Values) (podLogRequest, error) {
-	for k := range q {
-		if !logQueryOptions[k] {
-			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option %s is not supported (container, follow, tailLines, previous, timestamps, sinceSeconds, sinceTime are)", k))
-		}
+	o, err := api.ParsePodLogOptions(q, true)
+	if err != nil {
+		return podLogRequest{}, apierrors.NewBadRequest(err.Error())
 	}
-	agentQuery := url.Values{}
-	for _, k := range []string{"follow", "previous", "timestamps"} {
-		v := q.Get(k)
-		if v == "" {
-			continue
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option %s=%q: want true or false", k, v))
-		}
-		if b {
-			agentQuery.Set(k, "true")
-		}
-	}
-	// sinceSeconds goes on as it is: the agent that stamped the lines
-	// counts it back on its own clock, as the kubelet does.
-	secs, since := q.Get("sinceSeconds"), q.Get("sinceTime")
-	switch {
-	case secs != "" && since != "":
-		return podLogRequest{}, apierrors.NewBadRequest("at most one of sinceTime or sinceSeconds may be specified")
-	case secs != "":
-		n, err := strconv.ParseInt(secs, 10, 64)
-		if err != nil || n < 1 {
-			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option sinceSeconds=%q: want a whole number of seconds, 1 or more", secs))
-		}
-		agentQuery.Set("sinceSeconds", strconv.FormatInt(min(n, maxSinceSeconds), 10))
-	case since != "":
-		t, err := time.Parse(time.RFC3339, since)
-		if err != nil {
-			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option sinceTime=%q: want an RFC 3339 time", since))
-		}
-		agentQuery.Set("sinceTime", t.UTC().Format(time.RFC3339))
-	}
-	if v := q.Get("tailLines"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return podLogRequest{}, apierrors.NewBadRequest(fmt.Sprintf("log option tailLines=%q: want a whole number of 0 or more", v))
-		}
-		agentQuery.Set("tailLines", strconv.FormatInt(n, 10))
-	}
-	ctr, err := logContainer(pod, q.Get("container"))
+	ctr, err := logContainer(pod, o.Container)
 	if err != nil {
 		return podLogRequest{}, err
 	}
-	return podLogRequest{container: ctr, query: agentQuery}, nil
+	return podLogRequest{container: ctr, query: o.Query()}, nil
 }
 
 // logContainer is the container whose log is asked for: the one named,

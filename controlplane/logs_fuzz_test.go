@@ -80,7 +80,7 @@ func FuzzPodLogQuery(f *testing.F) {
 					t.Fatalf("%q: agent query tailLines=%q", raw, v)
 				}
 			case "sinceSeconds":
-				if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 || n > maxSinceSeconds || req.query.Has("sinceTime") {
+				if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 || n > api.MaxSinceSeconds || req.query.Has("sinceTime") {
 					t.Fatalf("%q: agent query sinceSeconds=%q", raw, v)
 				}
 			case "sinceTime":

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,27 +34,11 @@ type logsOptions struct {
 	maxRequests   int
 }
 
-// podLogOptions select the log the server streams (Kubernetes'
-// PodLogOptions, the part berth serves).
-type podLogOptions struct {
-	Container string
-	Follow    bool
-	Previous  bool
-	// TailLines, when not nil, is how many of the last lines to show.
-	TailLines *int64
-	// Timestamps puts each line's time in front of it.
-	Timestamps bool
-	// SinceSeconds (counted back on the node's clock) or SinceTime, when
-	// set, leave out the lines written before.
-	SinceSeconds int64
-	SinceTime    time.Time
-}
-
 // podLogger is what `berth logs` needs beyond apiClient: the log stream
 // of a pod's container. It is its own interface so that the fakes of the
 // other commands need not grow a method they never use.
 type podLogger interface {
-	PodLogs(ctx context.Context, ns, name string, opts podLogOptions) (io.ReadCloser, error)
+	PodLogs(ctx context.Context, ns, name string, opts api.PodLogOptions) (io.ReadCloser, error)
 }
 
 func newLogsCommand(g *globalOptions) *cobra.Command {
@@ -242,7 +224,7 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 	if o.maxRequests < 1 {
 		return usageErrorf("--max-log-requests must be 1 or more, not %d", o.maxRequests)
 	}
-	opts := podLogOptions{Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps}
+	opts := api.PodLogOptions{Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps}
 	if o.tail >= 0 {
 		opts.TailLines = &o.tail
 	}
@@ -389,7 +371,7 @@ func defaultContainer(pod *api.Pod, w io.Writer) string {
 // printLogs copies the streams to out: one after the other, or, when
 // following several, all at once, whole lines interleaved. The first
 // error ends the printing.
-func printLogs(ctx context.Context, logger podLogger, ns string, streams []logStream, opts podLogOptions, follow, prefix bool, out io.Writer) error {
+func printLogs(ctx context.Context, logger podLogger, ns string, streams []logStream, opts api.PodLogOptions, follow, prefix bool, out io.Writer) error {
 	var mu sync.Mutex
 	copyStream := func(ctx context.Context, s logStream) error {
 		o := opts
@@ -487,29 +469,11 @@ func (w *lineWriter) flush() {
 }
 
 // PodLogs streams the log of a pod's container from GET …/pods/NAME/log.
-func (a *clientAPI) PodLogs(ctx context.Context, ns, name string, opts podLogOptions) (io.ReadCloser, error) {
+func (a *clientAPI) PodLogs(ctx context.Context, ns, name string, opts api.PodLogOptions) (io.ReadCloser, error) {
 	pods, _ := api.LookupResource("pods")
-	q := url.Values{}
+	q := opts.Query()
 	if opts.Container != "" {
 		q.Set("container", opts.Container)
-	}
-	if opts.Follow {
-		q.Set("follow", "true")
-	}
-	if opts.Previous {
-		q.Set("previous", "true")
-	}
-	if opts.TailLines != nil {
-		q.Set("tailLines", strconv.FormatInt(*opts.TailLines, 10))
-	}
-	if opts.Timestamps {
-		q.Set("timestamps", "true")
-	}
-	if opts.SinceSeconds > 0 {
-		q.Set("sinceSeconds", strconv.FormatInt(opts.SinceSeconds, 10))
-	}
-	if !opts.SinceTime.IsZero() {
-		q.Set("sinceTime", opts.SinceTime.UTC().Format(time.RFC3339))
 	}
 	resp, err := a.c.Do(ctx, http.MethodGet, client.ResourcePath(pods, ns, name, "log"), q, nil, "")
 	if err != nil {

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePodLogOptions(t *testing.T) {
+	five := int64(5)
+	zero := int64(0)
+	for _, tc := range []struct {
+		query         string
+		withContainer bool
+		want          PodLogOptions
+		err           string
+	}{
+		{query: "", want: PodLogOptions{}},
+		{query: "container=app&follow=true&previous=1&timestamps=true&tailLines=5&sinceSeconds=30", withContainer: true,
+			want: PodLogOptions{Container: "app", Follow: true, Previous: true, Timestamps: true, TailLines: &five, SinceSeconds: 30}},
+		{query: "tailLines=0", want: PodLogOptions{TailLines: &zero}},
+		{query: "sinceTime=2026-11-30T12:00:00%2B01:00", want: PodLogOptions{SinceTime: time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)}},
+		{query: "sinceSeconds=99999999999", want: PodLogOptions{SinceSeconds: MaxSinceSeconds}},
+		{query: "container=app", err: "log option container is not supported (follow, tailLines"},
+		{query: "limitBytes=5", withContainer: true, err: "log option limitBytes is not supported (container, follow"},
+		{query: "follow=yes", err: `log option follow="yes": want true or false`},
+		{query: "tailLines=-1", err: `tailLines="-1"`},
+		{query: "sinceSeconds=0", err: `sinceSeconds="0"`},
+		{query: "sinceTime=noon", err: `sinceTime="noon"`},
+		{query: "sinceSeconds=5&sinceTime=2026-11-30T12:00:00Z", err: "at most one of sinceTime or sinceSeconds"},
+	} {
+		q, _ := url.ParseQuery(tc.query)
+		got, err := ParsePodLogOptions(q, tc.withContainer)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one saying %q", tc.query, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: %+v, %v; want %+v", tc.query, got, err, tc.want)
+			continue
+		}
+		// The query passed on reads back the same, container aside.
+		back, err := ParsePodLogOptions(got.Query(), false)
+		got.Container = ""
+		if err != nil || !back.SinceTime.Equal(got.SinceTime) {
+			t.Errorf("%q: read back %+v, %v", tc.query, back, err)
+		}
+		back.SinceTime, got.SinceTime = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(back, got) {
+			t.Errorf("%q: read back %+v, want %+v", tc.query, back, got)
+		}
+	}
+}
+
+func TestParsePodExecOptions(t *testing.T) {
+	for _, tc := range []struct {
+		query         string
+		withContainer bool
+		want          PodExecOptions
+		err           string
+	}{
+		{query: "command=sh&command=-c&command=echo+a&stdin=true&stdout=1&stderr=false",
+			want: PodExecOptions{Command: []string{"sh", "-c", "echo a"}, Stdin: true, Stdout: true}},
+		{query: "container=b&command=ls&stdout=true&stderr=true&tty=true", withContainer: true,
+			want: PodExecOptions{Container: "b", Command: []string{"ls"}, Stdout: true, TTY: true}},
+		{query: "stdout=true", err: "you must specify a command"},
+		{query: "command=&stdout=true", err: "you must specify a command"},
+		{query: "command=ls", err: "at least 1 of stdin, stdout, stderr"},
+		{query: "command=ls&stdout=maybe", err: `exec option stdout="maybe": want true or false`},
+		{query: "command=ls&stdout=true&container=b", err: "exec option container is not supported"},
+		{query: "command=ls&stdout=true&input=x", withContainer: true, err: "exec option input is not supported (container, command"},
+	} {
+		q, _ := url.ParseQuery(tc.query)
+		got, err := ParsePodExecOptions(q, tc.withContainer)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want one saying %q", tc.query, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: %+v, %v; want %+v", tc.query, got, err, tc.want)
+			continue
+		}
+		back, err := ParsePodExecOptions(got.Query(), false)
+		got.Container = ""
+		if err != nil || !reflect.DeepEqual(back, got) {
+			t.Errorf("%q: read back %+v, %v; want %+v", tc.query, back, err, got)
+		}
+	}
+}
+
+// FuzzPodOptions: any query is read without a panic, and what is read
+// passes on as a query that reads back the same.
+func FuzzPodOptions(f *testing.F) {
+	for _, s := range []string{"", "follow=true&tailLines=3", "sinceSeconds=5&sinceTime=x", "command=ls&stdout=true&tty=1", "container=a&command=", "%zz"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, raw string, withContainer bool) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		if o, err := ParsePodLogOptions(q, withContainer); err == nil {
+			back, err := ParsePodLogOptions(o.Query(), false)
+			if err != nil || back.Follow != o.Follow || back.Previous != o.Previous || back.Timestamps != o.Timestamps ||
+				back.SinceSeconds != o.SinceSeconds || !back.SinceTime.Equal(o.SinceTime.Truncate(time.Second)) ||
+				(back.TailLines == nil) != (o.TailLines == nil) || (o.TailLines != nil && *back.TailLines != *o.TailLines) {
+				t.Fatalf("%q: %+v read back as %+v, %v", raw, o, back, err)
+			}
+		}
+		if o, err := ParsePodExecOptions(q, withContainer); err == nil {
+			o.Container = ""
+			back, err := ParsePodExecOptions(o.Query(), false)
+			if err != nil || !reflect.DeepEqual(back, o) {
+				t.Fatalf("%q: %+v read back as %+v, %v", raw, o, back, err)
+			}
+		}
+	})
+}

@@ -772,6 +772,19 @@ func (r refs) ClaimPath(ctx context.Context, namespace, claim string) (string, e
 	return claimDir(o.(*api.PersistentVolume), r.a.cfg.NodeName)
 }
 
+// ServiceAccount reads a service account of a pod of this node.
+func (r refs) ServiceAccount(ctx context.Context, namespace, name string) (*api.ServiceAccount, error) {
+	c, err := r.client()
+	if err != nil {
+		return nil, err
+	}
+	o, err := c.Get(ctx, api.MustLookupResource("serviceaccounts"), namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*api.ServiceAccount), nil
+}
+
 // ServiceAccountToken asks for a token of the pod's service account,
 // bound to the pod, for an hour; the agent rotates it well before then.
 func (r refs) ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, error) {

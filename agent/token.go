@@ -20,9 +20,11 @@ import (
 const EnvServiceAccountTokenFile = "BERTH_SERVICEACCOUNT_TOKEN_FILE"
 
 // TokenIssuer asks the control plane for a service-account token bound to
-// a pod. The agent's RefResolver implements it when it has a server.
+// a pod, and reads a service account (whether its pods get a token). The
+// agent's RefResolver implements it when it has a server.
 type TokenIssuer interface {
 	ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, error)
+	ServiceAccount(ctx context.Context, namespace, name string) (*api.ServiceAccount, error)
 }
 
 // serviceAccountDir holds a pod's token, its namespace and the CA, as the
@@ -43,13 +45,26 @@ func serviceAccountTokenFile(dataDir string, pod *api.Pod) string {
 
 // setUpServiceAccountToken writes the pod's token when it has none, or
 // when the one it has has lived 80% of its life, as the kubelet rotates
-// projected tokens. Static pods and standalone agents have no tokens.
+// projected tokens. Static pods and standalone agents have no tokens, nor
+// has a pod whose automountServiceAccountToken, or else its service
+// account's, says false: what was written for it before is removed.
 func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod, now time.Time) error {
 	ti, ok := refs.(TokenIssuer)
 	if !ok || pod.Spec.ServiceAccountName == "" || isStatic(pod) {
 		return nil
 	}
 	dir := serviceAccountDir(dataDir, string(pod.UID))
+	automount := pod.Spec.AutomountServiceAccountToken
+	if automount == nil {
+		sa, err := ti.ServiceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
+		if err != nil {
+			return fmt.Errorf("service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
+		}
+		automount = sa.AutomountServiceAccountToken
+	}
+	if automount != nil && !*automount {
+		return os.RemoveAll(dir)
+	}
 	path := filepath.Join(dir, "token")
 	if old, err := os.ReadFile(path); err == nil {
 		if iat, exp, err := tokenLifetime(string(old)); err == nil && now.Before(iat.Add(exp.Sub(iat)*8/10)) {

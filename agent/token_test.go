@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -20,6 +21,16 @@ type issuingRefs struct {
 	*fakeRefs
 	now    func() time.Time
 	issued int
+	// accounts are the service accounts by namespace/name; one not there
+	// is found with no automountServiceAccountToken.
+	accounts map[string]*api.ServiceAccount
+}
+
+func (r *issuingRefs) ServiceAccount(_ context.Context, ns, name string) (*api.ServiceAccount, error) {
+	if sa, ok := r.accounts[ns+"/"+name]; ok {
+		return sa, nil
+	}
+	return &api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil
 }
 
 func (r *issuingRefs) ServiceAccountToken(_ context.Context, pod *api.Pod) (string, error) {
@@ -76,6 +87,44 @@ func TestServiceAccountTokenRotation(t *testing.T) {
 	}
 	if err := setUpServiceAccountToken(ctx, dir, testRefs(), pod, now.Add(24*time.Hour)); err != nil {
 		t.Errorf("resolver without tokens: %v", err)
+	}
+}
+
+// TestServiceAccountTokenAutomount: a pod's automountServiceAccountToken,
+// else its service account's, false gives it no token, and removes one it
+// had; a pod's true wins over its account's false.
+func TestServiceAccountTokenAutomount(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	no, yes := false, true
+	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return now }, accounts: map[string]*api.ServiceAccount{
+		"default/quiet": {AutomountServiceAccountToken: &no},
+	}}
+	ctx := context.Background()
+	for i, tc := range []struct {
+		account string
+		pod     *bool
+		token   bool
+	}{
+		{"default", nil, true},
+		{"default", &no, false},
+		{"quiet", nil, false},
+		{"quiet", &yes, true},
+	} {
+		pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: types.UID(fmt.Sprint("u", i))}}
+		pod.Spec.ServiceAccountName, pod.Spec.AutomountServiceAccountToken = tc.account, tc.pod
+		if err := setUpServiceAccountToken(ctx, dir, refs, pod, now); err != nil {
+			t.Fatal(err)
+		}
+		if got := serviceAccountTokenFile(dir, pod) != ""; got != tc.token {
+			t.Errorf("account %s, pod's automount %v: token %v, want %v", tc.account, tc.pod, got, tc.token)
+		}
+	}
+	// A pod that had a token and is then told not to mount one loses it.
+	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "u0"}}
+	pod.Spec.ServiceAccountName, pod.Spec.AutomountServiceAccountToken = "default", &no
+	if err := setUpServiceAccountToken(ctx, dir, refs, pod, now); err != nil || serviceAccountTokenFile(dir, pod) != "" {
+		t.Errorf("the token is still there: %v", err)
 	}
 }
 

@@ -62,8 +62,9 @@ type ServiceAccount struct {
 
 	// Secrets are accepted and ignored: tokens are not kept in Secrets.
 	Secrets []ObjectReference `json:"secrets,omitempty"`
-	// AutomountServiceAccountToken is accepted and ignored: every pod gets a
-	// token of its service account.
+	// AutomountServiceAccountToken false gives the pods that run as this
+	// account no token, unless a pod's own automountServiceAccountToken
+	// says true.
 	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
 	// ImagePullSecrets are accepted and ignored: the exec runtime pulls no
 	// images.

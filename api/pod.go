@@ -75,6 +75,11 @@ type PodSpec struct {
 	// when empty. The agent writes a token of it, bound to the pod, to the
 	// file named by BERTH_SERVICEACCOUNT_TOKEN_FILE in each container.
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// AutomountServiceAccountToken false gives the pod's containers no
+	// token of its service account (no BERTH_SERVICEACCOUNT_TOKEN_FILE);
+	// unset, the service account's own automountServiceAccountToken
+	// decides, and a pod gets a token unless one of them says false.
+	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
 	// Hostname is the pod's DNS name under each service that selects it,
 	// <hostname>.<service>.<namespace>.svc.<zone>; the pod's name when
 	// empty. The exec runtime does not set the process's host name.

@@ -3810,6 +3810,13 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 							Format:      "",
 						},
 					},
+					"automountServiceAccountToken": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AutomountServiceAccountToken false gives the pod's containers no token of its service account (no BERTH_SERVICEACCOUNT_TOKEN_FILE); unset, the service account's own automountServiceAccountToken decides, and a pod gets a token unless one of them says false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"hostname": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Hostname is the pod's DNS name under each service that selects it, <hostname>.<service>.<namespace>.svc.<zone>; the pod's name when empty. The exec runtime does not set the process's host name.",
@@ -5039,7 +5046,7 @@ func schema_githubcom_berth_dev_berth_api_ServiceAccount(ref common.ReferenceCal
 					},
 					"automountServiceAccountToken": {
 						SchemaProps: spec.SchemaProps{
-							Description: "AutomountServiceAccountToken is accepted and ignored: every pod gets a token of its service account.",
+							Description: "AutomountServiceAccountToken false gives the pods that run as this account no token, unless a pod's own automountServiceAccountToken says true.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},

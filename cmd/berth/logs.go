@@ -32,6 +32,7 @@ type logsOptions struct {
 	allContainers bool
 	prefix        bool
 	maxRequests   int
+	ignoreErrors  bool
 }
 
 // podLogger is what `berth logs` needs beyond apiClient: the log stream
@@ -61,7 +62,9 @@ reads one of its pods, as kubectl does: a ready one if there is one. Given
 a label selector (-l) it reads every pod that matches, the last 10 lines
 of each unless --tail says otherwise; with -f it follows them all at once,
 at most --max-log-requests of them, their lines interleaved whole.
---prefix puts [pod/NAME/CONTAINER] in front of each line.`,
+--prefix puts [pod/NAME/CONTAINER] in front of each line. With
+--ignore-errors a log that cannot be read is reported and the others are
+still printed.`,
 		Example: `  berth logs web-7d4b9c-x2k8p
   berth logs pod/db -c postgres --tail 20
   berth logs web-7d4b9c-x2k8p -f
@@ -90,6 +93,7 @@ at most --max-log-requests of them, their lines interleaved whole.
 	f.BoolVar(&o.allContainers, "all-containers", false, "print the output of every container of the pod (init containers first)")
 	f.BoolVar(&o.prefix, "prefix", false, "put the source of each line, [pod/NAME/CONTAINER], in front of it")
 	f.IntVar(&o.maxRequests, "max-log-requests", 5, "with -f, how many logs may be followed at once")
+	f.BoolVar(&o.ignoreErrors, "ignore-errors", false, "report a log that cannot be read and go on with the others")
 	return cmd
 }
 
@@ -264,7 +268,16 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 	if o.follow && len(streams) > o.maxRequests {
 		return failed(fmt.Errorf("you are attempting to follow %d log streams, but at most %d may be followed at once: use --max-log-requests to raise it", len(streams), o.maxRequests))
 	}
-	err = printLogs(ctx, logger, g.namespace, streams, opts, o.follow, o.prefix, cmd.OutOrStdout())
+	var report func(error)
+	if o.ignoreErrors {
+		var mu sync.Mutex
+		report = func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
+		}
+	}
+	err = printLogs(ctx, logger, g.namespace, streams, opts, o.follow, o.prefix, report, cmd.OutOrStdout())
 	if err == nil || ctx.Err() != nil {
 		// Interrupted while following: the user has what they wanted.
 		return nil
@@ -370,10 +383,11 @@ func defaultContainer(pod *api.Pod, w io.Writer) string {
 
 // printLogs copies the streams to out: one after the other, or, when
 // following several, all at once, whole lines interleaved. The first
-// error ends the printing.
-func printLogs(ctx context.Context, logger podLogger, ns string, streams []logStream, opts api.PodLogOptions, follow, prefix bool, out io.Writer) error {
+// error ends the printing, unless report is given: then each error goes
+// to it and the other streams go on, as kubectl's --ignore-errors.
+func printLogs(ctx context.Context, logger podLogger, ns string, streams []logStream, opts api.PodLogOptions, follow, prefix bool, report func(error), out io.Writer) error {
 	var mu sync.Mutex
-	copyStream := func(ctx context.Context, s logStream) error {
+	copyOne := func(ctx context.Context, s logStream) error {
 		o := opts
 		o.Container = s.container
 		body, err := logger.PodLogs(ctx, ns, s.pod, o)
@@ -398,6 +412,14 @@ func printLogs(ctx context.Context, logger podLogger, ns string, streams []logSt
 			return fmt.Errorf("read the log of pod %s: %w", s.pod, err)
 		}
 		return nil
+	}
+	copyStream := func(ctx context.Context, s logStream) error {
+		err := copyOne(ctx, s)
+		if err != nil && report != nil && ctx.Err() == nil {
+			report(err)
+			return nil
+		}
+		return err
 	}
 	if !follow || len(streams) == 1 {
 		for _, s := range streams {

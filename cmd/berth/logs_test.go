@@ -175,6 +175,10 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "-l", "app=none"}, exitOK, "", "No resources found in default namespace.\n"},
 		{[]string{"logs", "-l", "app=multi", "--all-containers", "-f", "--max-log-requests", "1"}, exitFailure, "",
 			"Error: you are attempting to follow 2 log streams, but at most 1 may be followed at once: use --max-log-requests to raise it\n"},
+		{[]string{"logs", "-l", "app in (web,multi)", "--all-containers", "--previous"}, exitFailure, "",
+			"Error from server (NotFound): no such container run multi/a/previous\n"},
+		{[]string{"logs", "-l", "app in (web,multi)", "--all-containers", "--previous", "--ignore-errors"}, exitOK, "before the crash\n",
+			"Error from server (NotFound): no such container run multi/a/previous\nError from server (NotFound): no such container run multi/b/previous\n"},
 		{[]string{"logs", "web", "-l", "app=web"}, exitUsage, "", "Error: give a pod or a selector (-l), not both\n"},
 		{[]string{"logs", "-l", "app=("}, exitUsage, "", ""},
 		{[]string{"logs", "multi", "-c", "a", "--all-containers"}, exitUsage, "", "Error: --container and --all-containers cannot both be given\n"},
@@ -229,16 +233,7 @@ func TestLogsFollowSeveral(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	kubeconfig, agent := startLogsCluster(t)
-	// A failure ends the command before the cluster stops (cleanups run
-	// last first), so that the agent stand-in's follow is not left open.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"logs", "-l", "app=multi", "--all-containers", "-f", "--prefix", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut)
-	}()
+	agent, out, errOut, done := followLogs(t, "logs", "-l", "app=multi", "--all-containers", "-f", "--prefix")
 	lines := func() []string {
 		l := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 		slices.Sort(l)
@@ -312,30 +307,38 @@ func TestLineWriter(t *testing.T) {
 	}
 }
 
+// TestLogsFollow: -f prints as the container writes, to the end of its
+// log; with --ignore-errors over several logs, those that cannot be read
+// are reported and the others still followed.
 func TestLogsFollow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
-	kubeconfig, agent := startLogsCluster(t)
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(context.Background(), []string{"logs", "web", "-f", "--kubeconfig", kubeconfig}, strings.NewReader(""), &out, &errOut)
-	}()
-	testtool.WaitFor(t, 10*time.Second, "the first line", func() error {
-		if out.String() != "one\n" {
-			return fmt.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
-		}
-		return nil
-	})
-	close(agent.more)
-	select {
-	case code := <-done:
-		if code != exitOK || out.String() != "one\ntwo\n" {
-			t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("berth logs -f did not end with the log")
+	for _, tc := range []struct {
+		args   []string
+		errors int
+	}{
+		{[]string{"logs", "web", "-f"}, 0},
+		{[]string{"logs", "-l", "app in (web,multi)", "--all-containers", "-f", "--previous", "--ignore-errors"}, 2},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			agent, out, errOut, done := followLogs(t, tc.args...)
+			testtool.WaitFor(t, 10*time.Second, "the first line", func() error {
+				if out.String() != "one\n" || strings.Count(errOut.String(), "NotFound") != tc.errors {
+					return fmt.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
+				}
+				return nil
+			})
+			close(agent.more)
+			select {
+			case code := <-done:
+				if code != exitOK || out.String() != "one\ntwo\n" {
+					t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("berth logs -f did not end with the log")
+			}
+		})
 	}
 }
 
@@ -368,4 +371,21 @@ func TestLogsFollowInterrupted(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("berth logs -f did not end when interrupted")
 	}
+}
+
+// followLogs starts a logs cluster and runs berth with args against it in
+// the background; the command's exit code comes on done. A failure ends
+// the command before the cluster stops (cleanups run last first), so that
+// the agent stand-in's follow is not left open.
+func followLogs(t *testing.T, args ...string) (agent *logsAgent, out, errOut *syncBuffer, done <-chan int) {
+	t.Helper()
+	kubeconfig, agent := startLogsCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	codes := make(chan int, 1)
+	go func() {
+		codes <- run(ctx, append(args, "--kubeconfig", kubeconfig), strings.NewReader(""), out, errOut)
+	}()
+	return agent, out, errOut, codes
 }

@@ -771,12 +771,10 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 		case FieldValidationWarn:
 			warnings = append(warnings, fmt.Sprintf("%s field %q", what, joinPath(d.Field, path)))
 		default:
-			e := d.errorAt(path, msg)
+			problem(path, msg)
 			if line > 0 {
-				e.Line = line
+				errs[len(errs)-1].Line = line
 			}
-			e.Kind, e.Namespace, e.Name = h.kind, h.namespace, h.name
-			errs = append(errs, e)
 		}
 	}
 

@@ -54,15 +54,17 @@ type typeChecker struct {
 var jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 
 func (c *typeChecker) add(p *field.Path, msg string) {
-	if len(c.problems) < maxProblems {
-		c.problems = append(c.problems, fieldProblem{path: pathString(p), message: msg})
-	}
+	c.addProblem(fieldProblem{path: pathString(p), message: msg})
 }
 
 // unknownKey records a key the type has no field for.
 func (c *typeChecker) unknownKey(p *field.Path, name string) {
+	c.addProblem(fieldProblem{path: pathString(p), message: unknownField(name), unknown: true})
+}
+
+func (c *typeChecker) addProblem(fp fieldProblem) {
 	if len(c.problems) < maxProblems {
-		c.problems = append(c.problems, fieldProblem{path: pathString(p), message: unknownField(name), unknown: true})
+		c.problems = append(c.problems, fp)
 	}
 }
 

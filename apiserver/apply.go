@@ -2,9 +2,9 @@ package apiserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/api/openapi"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -85,24 +84,24 @@ func (f *fieldManagers) forKind(k *api.Kind, subresource string) (*managedfields
 // newTypeConverter reads the kinds' schemas, each kind's with its group,
 // version and kind, by which the converter finds it.
 func newTypeConverter() (managedfields.TypeConverter, error) {
-	var defs map[string]struct {
-		Schema spec.Schema `json:"schema"`
-	}
-	if err := json.Unmarshal(openapi.DefinitionsJSON, &defs); err != nil {
-		return nil, fmt.Errorf("openapi definitions: %w", err)
+	defs, err := readOpenAPIDefinitions()
+	if err != nil {
+		return nil, err
 	}
 	schemas := make(map[string]*spec.Schema, len(defs))
 	for name, d := range defs {
-		s := d.Schema
-		schemas[name] = &s
+		s := &spec.Schema{}
+		if err := json.Unmarshal(d.Schema, s); err != nil {
+			return nil, fmt.Errorf("openapi definitions: %s: %w", name, err)
+		}
+		schemas[name] = s
 	}
 	for _, k := range api.Kinds() {
-		t := reflect.TypeOf(k.New()).Elem()
-		s, ok := schemas[openapi.ModelName(t.PkgPath()+"."+t.Name())]
+		s, ok := schemas[kindModelName(k)]
 		if !ok {
 			return nil, fmt.Errorf("openapi definitions: no schema for %s", k.GVK.Kind)
 		}
-		s.AddExtension("x-kubernetes-group-version-kind", []any{map[string]any{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind}})
+		s.AddExtension("x-kubernetes-group-version-kind", gvkExtension(k))
 	}
 	return managedfields.NewTypeConverter(schemas, false)
 }
@@ -316,7 +315,8 @@ func (req *resourceRequest) applyConfiguration(body []byte, validation string) (
 // applyError keeps the field manager's API errors (a conflict is a 409
 // that names each field and its manager) and makes the others a 400.
 func applyError(err error) error {
-	if _, ok := err.(apierrors.APIStatus); ok {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
 		return err
 	}
 	return badRequest("apply: %v", err)

@@ -34,16 +34,41 @@ type openAPIDocs struct {
 	gvs  map[string][]byte // "api/v1", "apis/apps/v1"
 }
 
+// openAPIDefinition is a schema of api/openapi and the model names of
+// the schemas it refers to.
+type openAPIDefinition struct {
+	Schema       json.RawMessage `json:"schema"`
+	Dependencies []string        `json:"dependencies"`
+}
+
+// readOpenAPIDefinitions reads the embedded schemas, by model name.
+func readOpenAPIDefinitions() (map[string]openAPIDefinition, error) {
+	var defs map[string]openAPIDefinition
+	if err := json.Unmarshal(openapi.DefinitionsJSON, &defs); err != nil {
+		return nil, fmt.Errorf("openapi definitions: %w", err)
+	}
+	return defs, nil
+}
+
+// kindModelName is the model name of a kind's schema.
+func kindModelName(k *api.Kind) string {
+	t := reflect.TypeOf(k.New()).Elem()
+	return openapi.ModelName(t.PkgPath() + "." + t.Name())
+}
+
+// gvkExtension is the x-kubernetes-group-version-kind of a kind's schema,
+// by which kubectl explain and the field manager find it.
+func gvkExtension(k *api.Kind) []any {
+	return []any{map[string]any{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind}}
+}
+
 // openAPISchemas returns, for each group version path, the schemas of its
 // kinds and of every type they refer to, by model name, each kind's with
 // its group, version and kind.
 func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
-	var defs map[string]struct {
-		Schema       json.RawMessage `json:"schema"`
-		Dependencies []string        `json:"dependencies"`
-	}
-	if err := json.Unmarshal(openapi.DefinitionsJSON, &defs); err != nil {
-		return nil, fmt.Errorf("openapi definitions: %w", err)
+	defs, err := readOpenAPIDefinitions()
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]map[string]json.RawMessage{}
 	var add func(schemas map[string]json.RawMessage, model string)
@@ -65,8 +90,7 @@ func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
 		if out[gv] == nil {
 			out[gv] = map[string]json.RawMessage{}
 		}
-		t := reflect.TypeOf(k.New()).Elem()
-		model := openapi.ModelName(t.PkgPath() + "." + t.Name())
+		model := kindModelName(k)
 		add(out[gv], model)
 		raw, ok := out[gv][model]
 		if !ok {
@@ -76,7 +100,7 @@ func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
 		if err := json.Unmarshal(raw, &kind); err != nil {
 			return nil, fmt.Errorf("openapi definitions: %s: %w", model, err)
 		}
-		kind["x-kubernetes-group-version-kind"] = []map[string]string{{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind}}
+		kind["x-kubernetes-group-version-kind"] = gvkExtension(k)
 		b, err := json.Marshal(kind)
 		if err != nil {
 			return nil, err

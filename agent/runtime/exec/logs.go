@@ -630,6 +630,12 @@ func writeLogs(ctx context.Context, clk clock.WithTicker, dir string, opts runti
 				break
 			}
 			if cur != nil {
+				// What was written to cur after it was read and before it
+				// was rotated: the writer closes a file before it renames
+				// it, so nothing comes after this.
+				if _, err = c.copy(cur, off); err != nil {
+					return fmt.Errorf("logs: %w", err)
+				}
 				cur.close()
 			}
 			cur, off = next, 0

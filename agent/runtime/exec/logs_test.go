@@ -521,3 +521,57 @@ func TestLogsFollowNextAcrossRotation(t *testing.T) {
 		})
 	}
 }
+
+// rotatingOnOutput is the output of a follower that, when a line it is
+// sent ends with on, makes the container write more: a way to have the
+// writer append to the follower's file and rotate it between the
+// follower's reading that file and its looking for the next one.
+type rotatingOnOutput struct {
+	bytes.Buffer
+	on   map[string][]string // a line seen → what the container writes then
+	logs *rotatingWriter
+	t    *testing.T
+}
+
+func (o *rotatingOnOutput) Write(p []byte) (int, error) {
+	n, _ := o.Buffer.Write(p)
+	for line, writes := range o.on {
+		if bytes.HasSuffix(p, []byte(line)) {
+			delete(o.on, line)
+			for _, w := range writes {
+				if _, err := o.logs.Write([]byte(w)); err != nil {
+					o.t.Error(err)
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// TestLogsFollowReadsRotatedFileToItsEnd: what the container wrote to the
+// follower's file after the follower read it, and before the file was
+// rotated, is read before the follower goes on with the next file.
+func TestLogsFollowReadsRotatedFileToItsEnd(t *testing.T) {
+	dir := t.TempDir()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	w, err := newRotatingWriter(dir, 24, 3, clk.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("aaaaaaa\n")); err != nil {
+		t.Fatal(err)
+	}
+	out := &rotatingOnOutput{logs: w, t: t, on: map[string][]string{
+		"aaaaaaa\n": {"bbbbbbb\n"},
+		// c fills output.log; d rotates it and starts the next.
+		"bbbbbbb\n": {"ccccccc\n", "ddddddd\n"},
+	}}
+	exited := make(chan struct{})
+	close(exited)
+	if err := writeLogs(context.Background(), clk, dir, runtime.LogOptions{Follow: true}, exited, out); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "aaaaaaa\nbbbbbbb\nccccccc\nddddddd\n"; got != want {
+		t.Fatalf("followed %q, want %q", got, want)
+	}
+}

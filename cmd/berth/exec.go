@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -150,14 +149,9 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 // PodExec runs a command through GET …/pods/NAME/exec, upgraded to a
 // WebSocket, with Kubernetes' own client of the streaming protocol.
 func (a *clientAPI) PodExec(ctx context.Context, ns, name string, opts podExecOptions) (int, error) {
-	q := url.Values{"command": opts.Command}
+	q := api.PodExecOptions{Command: opts.Command, Stdin: opts.Stdin != nil, Stdout: opts.Stdout != nil, Stderr: opts.Stderr != nil, TTY: opts.TTY}.Query()
 	if opts.Container != "" {
 		q.Set("container", opts.Container)
-	}
-	for k, on := range map[string]bool{"stdin": opts.Stdin != nil, "stdout": opts.Stdout != nil, "stderr": opts.Stderr != nil, "tty": opts.TTY} {
-		if on {
-			q.Set(k, "true")
-		}
 	}
 	u := a.podURL(ns, name, "exec") + "?" + q.Encode()
 	ex, err := remotecommand.NewWebSocketExecutor(a.restConfig(), http.MethodGet, u)

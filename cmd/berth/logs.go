@@ -277,7 +277,7 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 			fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
 		}
 	}
-	err = printLogs(ctx, logger, g.namespace, streams, opts, o.follow, o.prefix, report, cmd.OutOrStdout())
+	err = printLogs(ctx, logger, g.namespace, streams, opts, o.prefix, report, cmd.OutOrStdout())
 	if err == nil || ctx.Err() != nil {
 		// Interrupted while following: the user has what they wanted.
 		return nil
@@ -385,7 +385,7 @@ func defaultContainer(pod *api.Pod, w io.Writer) string {
 // following several, all at once, whole lines interleaved. The first
 // error ends the printing, unless report is given: then each error goes
 // to it and the other streams go on, as kubectl's --ignore-errors.
-func printLogs(ctx context.Context, logger podLogger, ns string, streams []logStream, opts api.PodLogOptions, follow, prefix bool, report func(error), out io.Writer) error {
+func printLogs(ctx context.Context, logger podLogger, ns string, streams []logStream, opts api.PodLogOptions, prefix bool, report func(error), out io.Writer) error {
 	var mu sync.Mutex
 	copyOne := func(ctx context.Context, s logStream) error {
 		o := opts
@@ -397,7 +397,7 @@ func printLogs(ctx context.Context, logger podLogger, ns string, streams []logSt
 		defer body.Close()
 		w := out
 		var lw *lineWriter
-		if prefix || (follow && len(streams) > 1) {
+		if prefix || (opts.Follow && len(streams) > 1) {
 			lw = &lineWriter{mu: &mu, out: out}
 			if prefix {
 				lw.prefix = "[pod/" + s.pod + "/" + s.container + "] "
@@ -421,7 +421,7 @@ func printLogs(ctx context.Context, logger podLogger, ns string, streams []logSt
 		}
 		return err
 	}
-	if !follow || len(streams) == 1 {
+	if !opts.Follow || len(streams) == 1 {
 		for _, s := range streams {
 			if err := copyStream(ctx, s); err != nil {
 				return err

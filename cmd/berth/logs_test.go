@@ -180,13 +180,13 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "-l", "app in (web,multi)", "--all-containers", "--previous", "--ignore-errors"}, exitOK, "before the crash\n",
 			"Error from server (NotFound): no such container run multi/a/previous\nError from server (NotFound): no such container run multi/b/previous\n"},
 		{[]string{"logs", "web", "-l", "app=web"}, exitUsage, "", "Error: give a pod or a selector (-l), not both\n"},
-		{[]string{"logs", "-l", "app=("}, exitUsage, "", ""},
+		{[]string{"logs", "-l", "app=("}, exitUsage, "", "Error: invalid label selector \"app=(\": unable to parse requirement: found '(', expected: identifier\n"},
 		{[]string{"logs", "multi", "-c", "a", "--all-containers"}, exitUsage, "", "Error: --container and --all-containers cannot both be given\n"},
 		{[]string{"logs", "web", "-f", "--max-log-requests", "0"}, exitUsage, "", "Error: --max-log-requests must be 1 or more, not 0\n"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := runBerth(t, "", append(tc.args, "--kubeconfig", kubeconfig)...)
-			if r.code != tc.code || r.stdout != tc.stdout || (r.stderr != tc.stderr && tc.stderr != "") {
+			if r.code != tc.code || r.stdout != tc.stdout || r.stderr != tc.stderr {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", r.code, r.stdout, r.stderr, tc.code, tc.stdout, tc.stderr)
 			}
 		})

@@ -47,28 +47,33 @@ func serviceAccountTokenFile(dataDir string, pod *api.Pod) string {
 // when the one it has has lived 80% of its life, as the kubelet rotates
 // projected tokens. Static pods and standalone agents have no tokens, nor
 // has a pod whose automountServiceAccountToken, or else its service
-// account's, says false: what was written for it before is removed.
+// account's, says false: what was written for it before is removed (for
+// the account's, when the token is next due).
 func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod, now time.Time) error {
 	ti, ok := refs.(TokenIssuer)
 	if !ok || pod.Spec.ServiceAccountName == "" || isStatic(pod) {
 		return nil
 	}
 	dir := serviceAccountDir(dataDir, string(pod.UID))
-	automount := pod.Spec.AutomountServiceAccountToken
-	if automount == nil {
-		sa, err := ti.ServiceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
-		if err != nil {
-			return fmt.Errorf("service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
-		}
-		automount = sa.AutomountServiceAccountToken
-	}
-	if automount != nil && !*automount {
+	if a := pod.Spec.AutomountServiceAccountToken; a != nil && !*a {
 		return os.RemoveAll(dir)
 	}
 	path := filepath.Join(dir, "token")
 	if old, err := os.ReadFile(path); err == nil {
 		if iat, exp, err := tokenLifetime(string(old)); err == nil && now.Before(iat.Add(exp.Sub(iat)*8/10)) {
 			return nil
+		}
+	}
+	// The account is read only when a token is due, not at every refresh:
+	// an account that stops mounting tokens takes the pod's away at its
+	// next rotation.
+	if pod.Spec.AutomountServiceAccountToken == nil {
+		sa, err := ti.ServiceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
+		if err != nil {
+			return fmt.Errorf("service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
+		}
+		if a := sa.AutomountServiceAccountToken; a != nil && !*a {
+			return os.RemoveAll(dir)
 		}
 	}
 	tok, err := ti.ServiceAccountToken(ctx, pod)

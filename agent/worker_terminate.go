@@ -81,10 +81,7 @@ func (w *podWorker) stopAll(ctx context.Context, pod *api.Pod, runs map[string][
 			if r.State != runtime.StateRunning {
 				continue
 			}
-			var hook *api.ExecAction
-			if c := findContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-				hook = c.Lifecycle.PreStop.Exec
-			}
+			hook := preStopHook(pod, name)
 			w.podEvent(pod, api.EventTypeNormal, ReasonKilling, "Stopping container "+name)
 			wg.Add(1)
 			go func(id runtime.ID) {
@@ -120,6 +117,14 @@ func (w *podWorker) stopRun(ctx context.Context, id runtime.ID, hook *api.ExecAc
 	}
 	if err := w.m.o.Runtime.Stop(ctx, id, left); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	return nil
+}
+
+// preStopHook is the preStop command of a pod's container, nil if none.
+func preStopHook(pod *api.Pod, name string) *api.ExecAction {
+	if c := findContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		return c.Lifecycle.PreStop.Exec
 	}
 	return nil
 }

@@ -145,7 +145,7 @@ func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, po
 	proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// connectPod is the pod of a connect subresource (exec, portforward);
+// connectPod is the pod of a connect subresource (exec, portforward, log);
 // false when it has answered the request with an error. The API server
 // has already refused any method but GET (a WebSocket's handshake) and
 // POST.

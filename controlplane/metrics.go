@@ -133,12 +133,6 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 		snap := m.proxy.store.Snapshot()
 		nodes, err := nodesToSample(snap, pods, ns, name)
 		if err != nil {
-			// A refusal names the metrics resource, as Kubernetes'; any
-			// other failure (the store, say) is what it is, not a 403.
-			var fe *apiserver.ForbiddenError
-			if errors.As(err, &fe) {
-				err = apierrors.NewForbidden(gr, name, err)
-			}
 			apiserver.WriteError(w, err)
 			return
 		}
@@ -150,12 +144,6 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 			out, err = nodeMetricsOf(samples, name, sel)
 		}
 		if err != nil {
-			// A refusal names the metrics resource, as Kubernetes'; any
-			// other failure (the store, say) is what it is, not a 403.
-			var fe *apiserver.ForbiddenError
-			if errors.As(err, &fe) {
-				err = apierrors.NewForbidden(gr, name, err)
-			}
 			apiserver.WriteError(w, err)
 			return
 		}

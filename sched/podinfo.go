@@ -1,8 +1,9 @@
 package sched
 
 import (
-	"k8s.io/apimachinery/pkg/types"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
 )

@@ -126,13 +126,8 @@ func runTop(cmd *cobra.Command, g *globalOptions, o *topOptions, args []string) 
 		// As kubectl: no pods to measure is no error, pods not measured
 		// yet is.
 		if !nodes && name == "" {
-			podKind := api.KindOf(&api.Pod{})
-			ns := g.namespace
-			if o.allNamespaces {
-				ns = ""
-			}
-			if pods, _, err := c.List(ctx, podKind, ns, listOptions{LabelSelector: o.selector}); err == nil && len(pods) == 0 {
-				fmt.Fprintln(cmd.ErrOrStderr(), noResourcesMessage([]resourceRequest{{kind: podKind}}, g.namespace, o.allNamespaces))
+			if pods, _, err := c.List(ctx, k, namespaceFor(k, g.namespace, o.allNamespaces), listOptions{LabelSelector: o.selector}); err == nil && len(pods) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), noResourcesMessage([]resourceRequest{{kind: k}}, g.namespace, o.allNamespaces))
 				return nil
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -222,11 +221,11 @@ func TestServerEmbeddedAgent(t *testing.T) {
 				cmd := s.command(t, tool, append([]string{"exec"}, args...)...)
 				cmd.Stdin = strings.NewReader(stdin)
 				out, err := cmd.CombinedOutput()
-				var exitErr *exec.ExitError
-				if err != nil && !errors.As(err, &exitErr) {
+				code := exitCode(err)
+				if code < 0 {
 					t.Fatalf("%s exec %v: %v", tool, args, err)
 				}
-				return string(out), cmd.ProcessState.ExitCode()
+				return string(out), code
 			}
 			if out, code := run("", name, "--", "sh", "-c", "echo out in $(pwd); echo err >&2"); code != 0 || !strings.Contains(out, "out in") || !strings.Contains(out, "err") {
 				t.Errorf("exec: exit %d: %q", code, out)

@@ -207,14 +207,9 @@ func run(t testing.TB, args ...string) (string, string, int) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			t.Fatalf("berth %s: %v", strings.Join(args, " "), err)
-		}
-		code = exit.ExitCode()
+	code := exitCode(cmd.Run())
+	if code < 0 {
+		t.Fatalf("berth %s: did not run to an exit (stderr %q)", strings.Join(args, " "), stderr.String())
 	}
 	return stdout.String(), stderr.String(), code
 }

@@ -281,14 +281,18 @@ func (n *NodeManager) own(node *api.Node) {
 		mine = append(mine, key(t))
 	}
 	var taints []api.Taint
+	added := map[string]*metav1.Time{} // when the agent's taints were first stamped
 	for _, t := range node.Spec.Taints {
 		if slices.Contains(previous, key(t)) || slices.Contains(mine, key(t)) {
+			added[key(t)] = t.TimeAdded
 			continue // the agent's: set again below
 		}
 		taints = append(taints, t)
 	}
 	for _, t := range n.o.Taints {
-		taints = append(taints, api.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		// A NoExecute taint keeps the timeAdded the node controller gave
+		// it, which its pods' tolerationSeconds count from.
+		taints = append(taints, api.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect, TimeAdded: added[key(t)]})
 	}
 	node.Spec.Taints = taints
 	if len(mine) == 0 {

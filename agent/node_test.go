@@ -303,9 +303,21 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	})
 
 	// A restart with other flags takes over the Node: its own labels and
-	// taints change, the operator's stay.
+	// taints change, the operator's stay, and a taint it keeps keeps the
+	// timeAdded it was given.
+	stamped := metav1.NewTime(clk.Now().Truncate(time.Second))
+	testtool.WaitFor(t, 10*time.Second, "the agent's taint stamped", func() error {
+		n := c.node(t, "n1")
+		for i := range n.Spec.Taints {
+			if n.Spec.Taints[i].Key == "dedicated" {
+				n.Spec.Taints[i].TimeAdded = &stamped
+			}
+		}
+		_, err := c.admin.Update(ctx, n)
+		return err
+	})
 	stop()
-	opts.Taints = []api.Taint{{Key: "edge", Effect: api.TaintEffectPreferNoSchedule}}
+	opts.Taints = append(opts.Taints, api.Taint{Key: "edge", Effect: api.TaintEffectPreferNoSchedule})
 	opts.Labels = map[string]string{"zone": "b"}
 	if err := agent.NewNodeManager(opts).Register(ctx); err != nil {
 		t.Fatal(err)
@@ -314,9 +326,14 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	if !n.Spec.Unschedulable {
 		t.Error("re-registration lost spec.unschedulable")
 	}
-	want := []string{"edge=:PreferNoSchedule", "ops=x:NoSchedule"}
+	want := []string{"dedicated=gpu:NoSchedule", "edge=:PreferNoSchedule", "ops=x:NoSchedule"}
 	if got := taintKeys(n); !slices.Equal(got, want) {
 		t.Errorf("taints %v, want %v", got, want)
+	}
+	for _, tn := range n.Spec.Taints {
+		if tn.Key == "dedicated" && (tn.TimeAdded == nil || !tn.TimeAdded.Equal(&stamped)) {
+			t.Errorf("the kept taint's timeAdded %v, want %v", tn.TimeAdded, stamped)
+		}
 	}
 	if n.Labels["zone"] != "b" {
 		t.Errorf("zone label %q", n.Labels["zone"])

@@ -245,4 +245,17 @@ func TestRequeueOnNodeAddFakeClock(t *testing.T) {
 	}
 	clk.Step(time.Second)
 	waitPod(t, s, "p", boundTo("n2"))
+
+	// A pod parked for longer than its back-off goes straight to a node
+	// that arrives: with the clock standing still (no back-off timer, no
+	// sweep), within a second.
+	create(t, s, makePod("q", selector("disk", "nvme")))
+	waitFor(t, func() bool { return sc.Stats().Parked == 1 })
+	clk.Step(2 * time.Second)
+	added := time.Now()
+	create(t, s, makeNode("n3", nodeLabels("disk", "nvme")))
+	waitPod(t, s, "q", boundTo("n3"))
+	if d := time.Since(added); d > time.Second {
+		t.Errorf("bound %v after the matching node was added, want within a second", d)
+	}
 }

@@ -92,6 +92,9 @@ type Config struct {
 	// EventTTL is how long an event is kept after it was last recorded
 	// (--event-ttl); zero takes the default, one hour.
 	EventTTL time.Duration
+	// MostAllocated makes the scheduler pack pods onto the fullest nodes
+	// rather than spread them (--scheduler-scoring-strategy MostAllocated).
+	MostAllocated bool
 }
 
 // Server is a control plane: open, listening, not yet serving until Run.
@@ -189,7 +192,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			Events: s.events.Recorder(node.EventComponent, "")}),
 		podgc.NewController(st, podgc.Options{Threshold: gcThreshold, Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
-	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
 	s.controllers = append(s.controllers, volume.NewController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger,
 		Events: s.events.Recorder(volume.EventComponent, ""), VolumesChanged: s.scheduler.VolumesChanged}))

@@ -14,6 +14,27 @@ import (
 	"github.com/berth-dev/berth/store"
 )
 
+// The resource scoring strategies, named as in kube-scheduler's
+// NodeResourcesFit arguments (scoringStrategy.type).
+const (
+	// LeastAllocated prefers the emptiest nodes, spreading pods (the
+	// default).
+	LeastAllocated = "LeastAllocated"
+	// MostAllocated prefers the fullest nodes, packing pods.
+	MostAllocated = "MostAllocated"
+)
+
+// ParseScoringStrategy turns a strategy's name into Options.MostAllocated.
+func ParseScoringStrategy(name string) (mostAllocated bool, err error) {
+	switch name {
+	case LeastAllocated, "":
+		return false, nil
+	case MostAllocated:
+		return true, nil
+	}
+	return false, fmt.Errorf("scoring strategy %q is not %s or %s", name, LeastAllocated, MostAllocated)
+}
+
 // Options configure a Scheduler. The zero value is usable.
 type Options struct {
 	// Clock drives back-off, the unschedulable sweep and condition

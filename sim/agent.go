@@ -70,9 +70,11 @@ func (sh *agentShared) fail(node, what string, err error) {
 type agent struct {
 	sh    *agentShared
 	index int
-	name  string
-	ip    string
-	c     *client.Client
+	// tr numbers the shared transport the agent uses.
+	tr   int
+	name string
+	ip   string
+	c    *client.Client
 	// uid is the registered Node's. The agent keeps no copy of the Node
 	// (5,000 of them were 13.5 MB): a status write, due every five
 	// minutes, reads it first.
@@ -86,10 +88,13 @@ type agent struct {
 	beat berthagent.Heartbeat
 }
 
-func newAgent(sh *agentShared, index int) *agent {
+// newAgent is the agent of node hollow-<index>, on the shared transport
+// numbered tr.
+func newAgent(sh *agentShared, index, tr int) *agent {
 	return &agent{
 		sh:    sh,
 		index: index,
+		tr:    tr,
 		name:  fmt.Sprintf("hollow-%05d", index),
 		// Addresses are data only: nothing ever dials them.
 		ip: fmt.Sprintf("127.0.%d.%d", (index>>8)&255, index&255),
@@ -97,7 +102,7 @@ func newAgent(sh *agentShared, index int) *agent {
 }
 
 func (a *agent) transport() *http.Transport {
-	return a.sh.transports[a.index/AgentsPerTransport]
+	return a.sh.transports[a.tr]
 }
 
 // start joins the cluster and registers the Node.
@@ -565,8 +570,8 @@ func setPodCondition(st *api.PodStatus, c api.PodCondition) {
 	st.Conditions = append(st.Conditions, c)
 }
 
-// nodeCapacity is the capacity (and allocatable) of every hollow node.
-func nodeCapacity(cpu, memory resource.Quantity, pods int) api.ResourceList {
+// NodeCapacity is the capacity (and allocatable) of every hollow node.
+func NodeCapacity(cpu, memory resource.Quantity, pods int) api.ResourceList {
 	return api.ResourceList{
 		api.ResourceCPU:              cpu,
 		api.ResourceMemory:           memory,

@@ -95,10 +95,10 @@ func TestAgentWritesNodeStatus(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	sh := &agentShared{
 		server: "https://" + cp.Addr().String(), nodeToken: creds.NodeToken,
-		transports: []*http.Transport{tr}, capacity: nodeCapacity(resource.MustParse("4"), resource.MustParse("8Gi"), 110),
+		transports: []*http.Transport{tr}, capacity: NodeCapacity(resource.MustParse("4"), resource.MustParse("8Gi"), 110),
 		clock: clk, log: slog.New(slog.DiscardHandler),
 	}
-	a := newAgent(sh, 0)
+	a := newAgent(sh, 0, 0)
 	testtool.WaitFor(t, 20*time.Second, "the agent registered", func() error { return a.start(ctx) })
 	node := func() *api.Node {
 		t.Helper()
@@ -128,7 +128,7 @@ func TestAgentWritesNodeStatus(t *testing.T) {
 		t.Errorf("status written %+v, labels %v", written.Status, written.Labels)
 	}
 
-	again := newAgent(sh, 0)
+	again := newAgent(sh, 0, 0)
 	if err := again.start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,13 @@
 // any process; each agent is one goroutine reading its own pod watch, and
 // one goroutine per group of agents paces their heartbeats.
 //
+// The agents are a Fleet (StartFleet), which runs against any berth
+// server: `berth sim agents` runs one on its own, and `berth sim --agents
+// process` runs the run's fleet in such a child process, which answers
+// the run's questions about its CPU time and peak RSS over its stdin and
+// stdout (ServeFleet), so that the result tells the control plane's share
+// from the agents'.
+//
 // The pods scenario then creates K ReplicaSets whose replicas add up to M,
 // straight in the store; the control plane's ReplicaSet controller creates
 // the pods and its scheduler binds them. A store watch records when each

@@ -7,9 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/http"
 	"os"
-	"runtime/pprof"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/store"
 )
@@ -43,6 +41,8 @@ type Options struct {
 	Mix bool
 	// Scenario is ScenarioPods (the default) or ScenarioRollout.
 	Scenario string
+	// MostAllocated makes the scheduler pack pods onto the fullest nodes.
+	MostAllocated bool
 	// Store is the control plane's store (default "memory").
 	Store string
 	// Timeout ends the run with what it has (default 10m).
@@ -61,6 +61,12 @@ type Options struct {
 	// every agent is ready: `berth sim --cpuprofile` starts there, so that
 	// the profile shows the scheduling of the pods, not the agents joining.
 	Measuring func()
+	// AgentsCommand, when set, runs the hollow agents in a process of
+	// their own rather than in this one: the command (`berth sim agents`)
+	// with the flags of FleetOptions.Args and --exit-with-stdin. The
+	// result then tells the control plane's CPU and memory from the
+	// agents'.
+	AgentsCommand []string
 	// Measured, when set, is called once the measurement is over, while
 	// the control plane and the agents still run: `berth sim --memprofile`
 	// writes the heap profile there, at its fullest.
@@ -88,6 +94,16 @@ type Result struct {
 	// machine.
 	CPUSeconds  float64 `json:"cpu_seconds,omitempty"`
 	CPUMsPerPod float64 `json:"cpu_ms_per_pod,omitempty"`
+	// With the agents in a process of their own (Options.AgentsCommand),
+	// CPUSeconds and PeakRSSMB add up both processes, and these are the
+	// control plane's process alone: what a control plane whose agents
+	// run on other machines spends. Its CPU runs from the write of the
+	// ReplicaSets until every pod was reported Running (the agents may
+	// lag behind the bindings), so that it covers all the work each pod
+	// costs: created, bound, its Running report taken.
+	ControlPlaneCPUSeconds  float64 `json:"control_plane_cpu_seconds,omitempty"`
+	ControlPlaneCPUMsPerPod float64 `json:"control_plane_cpu_ms_per_pod,omitempty"`
+	ControlPlanePeakRSSMB   float64 `json:"control_plane_peak_rss_mb,omitempty"`
 
 	// The rollout scenario: from the Deployment's creation to every
 	// replica available, then from the new image to the rollout's end;
@@ -179,9 +195,11 @@ type tracker struct {
 	// index numbers the pods in the order the watch first sees them.
 	index                      map[string]int
 	nCreated, nBound, nRunning atomic.Int64
-	// cpuStart and cpuBound are the process's CPU time at the start and
-	// when the last of the pods was bound.
-	cpuStart, cpuBound time.Duration
+	// cpu reads the CPU time of the control plane and the agents; cpuStart
+	// and cpuBound are it at the start and when the last pod was bound.
+	// cpuRunning is it when the last pod was reported Running.
+	cpu                            func() cpuTime
+	cpuStart, cpuBound, cpuRunning cpuTime
 }
 
 func (t *tracker) since() int64 { return max(1, int64(time.Since(t.start))) }
@@ -212,6 +230,7 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	defer os.RemoveAll(dir)
 	cp, err := controlplane.New(ctx, controlplane.Config{
 		DataDir: dir, Listen: "127.0.0.1:0", Store: opts.Store, Logger: opts.Logger, Clock: opts.Clock,
+		MostAllocated: opts.MostAllocated,
 	})
 	if err != nil {
 		return nil, err
@@ -225,101 +244,31 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	st := cp.Store()
 	creds := cp.Credentials()
 
-	// The agents share a few pooled transports, AgentsPerTransport agents
-	// each, rather than one: with thousands of streams on one HTTP/2
-	// connection, a 5,000-node run stalled with every request waiting on
-	// the client connection's mutex (head-of-line blocking behind a
-	// blocked write), and heartbeats timed out.
-	transports := make([]*http.Transport, (opts.Nodes+AgentsPerTransport-1)/AgentsPerTransport)
-	for i := range transports {
-		tr, err := client.NewTransport(&client.Config{CAData: creds.CAPEM})
-		if err != nil {
-			return nil, err
-		}
-		// A hundred agents, each with its own credential, share one
-		// connection: every request's Authorization header would evict
-		// another agent's from the HPACK table, costing a table update
-		// and hashing a long token each time and saving nothing.
-		// Nothing is indexed instead, which a kubelet with a connection
-		// of its own would not need.
-		tr.HTTP2.MaxEncoderHeaderTableSize = 1
-		defer tr.CloseIdleConnections()
-		transports[i] = tr
-	}
 	perNode := max(110, 2*int(math.Ceil(float64(opts.Pods)/float64(opts.Nodes))))
-	sh := &agentShared{
-		server:     "https://" + cp.Addr().String(),
-		nodeToken:  creds.NodeToken,
-		transports: transports,
-		capacity:   nodeCapacity(opts.NodeCPU, opts.NodeMemory, perNode),
-		clock:      opts.Clock,
-		log:        opts.Logger,
-		mix:        opts.Mix,
+	fo := FleetOptions{
+		Server:    "https://" + cp.Addr().String(),
+		CAPEM:     creds.CAPEM,
+		NodeToken: creds.NodeToken,
+		Nodes:     opts.Nodes,
+		Capacity:  NodeCapacity(opts.NodeCPU, opts.NodeMemory, perNode),
+		Mix:       opts.Mix,
+		// The agents' goroutines carry a profile label, and so do the
+		// client connections they open: a CPU profile of the run then
+		// tells the hollow agents' work (which a real cluster does on
+		// other machines) from the control plane's.
+		ProfileLabel:     true,
+		StartConcurrency: opts.StartConcurrency,
+		Clock:            opts.Clock,
+		Logger:           opts.Logger,
+		Progress:         progressf,
 	}
-
-	// Start the agents, a bounded number joining at once, and wait until
-	// every one has registered and watches its pods.
-	agentCtx, stopAgents := context.WithCancel(runCtx)
-	defer stopAgents()
-	// The agents' goroutines carry a profile label, and so do the client
-	// connections they open, which inherit it: a CPU profile of the run
-	// then tells the hollow agents' work (which a real cluster does on
-	// other machines) from the control plane's, with
-	// go tool pprof -tagfocus role=hollow-agent (or -tagignore).
-	agentCtx = pprof.WithLabels(agentCtx, pprof.Labels("role", "hollow-agent"))
-	sem := make(chan struct{}, opts.StartConcurrency)
-	readyCh := make(chan error, opts.Nodes)
-	agents := make([]*agent, opts.Nodes)
-	for i := range opts.Nodes {
-		a := newAgent(sh, i)
-		agents[i] = a
-		wg.Go(func() {
-			pprof.SetGoroutineLabels(agentCtx)
-			select {
-			case sem <- struct{}{}:
-			case <-agentCtx.Done():
-				readyCh <- agentCtx.Err()
-				return
-			}
-			if err := a.start(agentCtx); err != nil {
-				<-sem
-				readyCh <- err
-				return
-			}
-			a.started.Store(true)
-			var once sync.Once
-			ready := func(err error) { once.Do(func() { <-sem; readyCh <- err }) }
-			a.watchPods(agentCtx, ready)
-		})
+	// Start the agents and wait until every one has registered and
+	// watches its pods.
+	fl, err := startAgents(runCtx, &opts, fo, dir, cpErr)
+	if err != nil {
+		return nil, err
 	}
-	// One heartbeat goroutine for each group of agents sharing a
-	// transport: heartbeats are round trips, and one goroutine for 5,000
-	// agents could not make them all within the interval on a busy machine.
-	for g := 0; g < len(agents); g += AgentsPerTransport {
-		group := agents[g:min(g+AgentsPerTransport, len(agents))]
-		wg.Go(func() {
-			pprof.SetGoroutineLabels(agentCtx)
-			heartbeatLoop(agentCtx, opts.Clock, group)
-		})
-	}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for ready := 0; ready < opts.Nodes; {
-		select {
-		case err := <-readyCh:
-			if err != nil {
-				return nil, fmt.Errorf("sim: agent: %w", err)
-			}
-			ready++
-		case <-tick.C:
-			progressf("agents ready %d/%d", ready, opts.Nodes)
-		case err := <-cpErr:
-			return nil, fmt.Errorf("sim: control plane stopped: %v", err)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("sim: %d of %d agents ready: %w", ready, opts.Nodes, ctx.Err())
-		}
-	}
-	progressf("agents ready %d/%d", opts.Nodes, opts.Nodes)
+	defer fl.stop()
 
 	if opts.Measuring != nil {
 		opts.Measuring()
@@ -332,12 +281,12 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		if opts.Measured != nil {
 			opts.Measured()
 		}
-		stopAgents()
+		fl.stop()
 		stop()
 		if res != nil {
-			res.PeakRSSMB = peakRSSMB()
+			fl.memory(res)
 		}
-		if n := sh.errors.Load(); n > 0 {
+		if n := fl.errors(); n > 0 {
 			progressf("%d agent API calls failed", n)
 		}
 		return res, err
@@ -352,8 +301,11 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		index:   make(map[string]int, opts.Pods),
 	}
 	rev := st.Revision()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	t.start = time.Now()
-	t.cpuStart = processCPU()
+	t.cpuStart = fl.cpu()
+	t.cpu = fl.cpu
 	watchCtx, stopWatch := context.WithCancel(runCtx)
 	defer stopWatch()
 	var ww sync.WaitGroup
@@ -407,12 +359,12 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	if opts.Measured != nil {
 		opts.Measured()
 	}
-	stopAgents()
+	fl.stop()
 	stop()
 
 	res := t.result(opts.Nodes, opts.Pods)
-	res.PeakRSSMB = peakRSSMB()
-	if n := sh.errors.Load(); n > 0 {
+	fl.memory(res)
+	if n := fl.errors(); n > 0 {
 		progressf("%d agent API calls failed", n)
 	}
 	if res.Scheduled < res.Pods {
@@ -544,12 +496,14 @@ func (t *tracker) observe(o api.Object) {
 	if t.bound[i] == 0 {
 		t.bound[i] = now
 		if int(t.nBound.Add(1)) == len(t.bound) {
-			t.cpuBound = processCPU()
+			t.cpuBound = t.cpu()
 		}
 	}
 	if p.Status.Phase == api.PodRunning && t.running[i] == 0 {
 		t.running[i] = now
-		t.nRunning.Add(1)
+		if int(t.nRunning.Add(1)) == len(t.running) {
+			t.cpuRunning = t.cpu()
+		}
 	}
 }
 
@@ -592,10 +546,16 @@ func (t *tracker) result(nodes, pods int) *Result {
 		res.PodsPerSecond = round(float64(res.Scheduled)/secs, 1)
 		res.BoundSeconds = round(time.Duration(last).Seconds(), 3)
 	}
-	if t.cpuBound > 0 {
-		cpu := (t.cpuBound - t.cpuStart).Seconds()
-		res.CPUSeconds = round(cpu, 2)
-		res.CPUMsPerPod = round(1000*cpu/float64(res.Scheduled), 3)
+	if t.cpuBound.process > 0 {
+		cp := (t.cpuBound.process - t.cpuStart.process).Seconds()
+		all := cp + (t.cpuBound.agents - t.cpuStart.agents).Seconds()
+		res.CPUSeconds = round(all, 2)
+		res.CPUMsPerPod = round(1000*all/float64(res.Scheduled), 3)
+	}
+	if t.cpuRunning.separate {
+		cp := (t.cpuRunning.process - t.cpuStart.process).Seconds()
+		res.ControlPlaneCPUSeconds = round(cp, 2)
+		res.ControlPlaneCPUMsPerPod = round(1000*cp/float64(res.Running), 3)
 	}
 	res.P50BindMs = round(percentile(bind, 0.50), 2)
 	res.P99BindMs = round(percentile(bind, 0.99), 2)
@@ -620,16 +580,20 @@ func percentile(vs []float64, q float64) float64 {
 	return vs[min(max(i, 0), len(vs)-1)]
 }
 
-// peakRSSMB is the process's peak resident set: VmHWM from
-// /proc/self/status, else getrusage's maxrss.
-func peakRSSMB() float64 {
+// peakRSSMB is the process's peak resident set in MiB.
+func peakRSSMB() float64 { return round(float64(peakRSSKiB())/1024, 1) }
+
+// peakRSSKiB is the process's peak resident set in KiB: VmHWM from
+// /proc/self/status, else getrusage's maxrss (KiB on Linux, bytes on
+// macOS).
+func peakRSSKiB() int64 {
 	if data, err := os.ReadFile("/proc/self/status"); err == nil {
 		for line := range strings.Lines(string(data)) {
 			if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 				f := strings.Fields(rest)
 				if len(f) >= 1 {
-					if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
-						return round(kb/1024, 1)
+					if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+						return kb
 					}
 				}
 			}
@@ -637,7 +601,10 @@ func peakRSSMB() float64 {
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
-		return round(float64(ru.Maxrss)/1024, 1)
+		if runtime.GOOS == "darwin" {
+			return ru.Maxrss / 1024
+		}
+		return ru.Maxrss
 	}
 	return 0
 }

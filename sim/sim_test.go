@@ -189,3 +189,35 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("empty p50 = %v", p)
 	}
 }
+
+// The scoring strategy reaches the control plane's scheduler: 20 nodes
+// of 4 cpu take 200 pods of 100m on every node when spread, on the
+// fewest (5, 40 each) when packed. Each pod has an owner of its own (as
+// in kube-scheduler, spreading the pods of one owner outweighs the
+// strategy), and the nodes' memory is in the pods' proportion (else the
+// balanced-allocation score, falling as cpu fills faster than memory,
+// cancels the packing score out).
+func TestRunScoringStrategy(t *testing.T) {
+	for _, tc := range []struct {
+		mostAllocated bool
+		nodes         int
+	}{{false, 20}, {true, 5}} {
+		opts := Options{Nodes: 20, Pods: 200, ReplicaSets: 200, NodeCPU: resource.MustParse("4"), NodeMemory: resource.MustParse("5Gi"), MostAllocated: tc.mostAllocated, Timeout: 2 * time.Minute}
+		used := map[string]int{}
+		_, err := run(context.Background(), opts, func(st *store.Store) {
+			pods, _, err := st.List(podKind, store.Filter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range pods {
+				used[p.(*api.Pod).Spec.NodeName]++
+			}
+		})
+		if err != nil {
+			t.Fatalf("MostAllocated %v: %v", tc.mostAllocated, err)
+		}
+		if len(used) != tc.nodes {
+			t.Errorf("MostAllocated %v: pods on %d nodes, want %d: %v", tc.mostAllocated, len(used), tc.nodes, used)
+		}
+	}
+}

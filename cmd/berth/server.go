@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/dns"
+	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
 )
 
@@ -36,6 +37,7 @@ type serverOptions struct {
 	podEvictionTimeout       time.Duration
 	terminatedPodGCThreshold int
 	eventTTL                 time.Duration
+	scoringStrategy          string
 
 	// agent runs a node agent for this machine in the same process.
 	agent bool
@@ -64,6 +66,10 @@ GOGC=50 (the heap stays within about 1.5 times the state) unless GOGC is
 set in the environment; GOMEMLIMIT sets a soft cap.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			mostAllocated, err := sched.ParseScoringStrategy(o.scoringStrategy)
+			if err != nil {
+				return usageErrorf("--scheduler-scoring-strategy: %v", err)
+			}
 			tuneGC()
 			specs := make([]source.Spec, 0, len(o.sources))
 			for _, v := range o.sources {
@@ -88,6 +94,7 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 				PodEvictionTimeout:       o.podEvictionTimeout,
 				TerminatedPodGCThreshold: gcThreshold(o.terminatedPodGCThreshold),
 				EventTTL:                 o.eventTTL,
+				MostAllocated:            mostAllocated,
 			})
 			if err != nil {
 				return failed(err)
@@ -132,6 +139,7 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 	f.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", controlplane.DefaultPodEvictionTimeout, "this long after a node is tainted unreachable or not-ready, its pods are deleted and recreated elsewhere by their controllers")
 	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
 	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
+	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", sched.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
 	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = f.MarkHidden("cpuprofile")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/sim"
 )
 
@@ -26,7 +27,15 @@ type simOptions struct {
 	cpuProfile, memProfile   string
 	scenario                 string
 	mix                      bool
+	agents                   string
+	scoringStrategy          string
 }
+
+// Where `berth sim` runs its hollow agents (--agents).
+const (
+	simAgentsInProcess = "in-process"
+	simAgentsProcess   = "process"
+)
 
 func newSimCommand(g *globalOptions) *cobra.Command {
 	o := &simOptions{}
@@ -57,6 +66,14 @@ not scheduled. bound_seconds runs from the write of the ReplicaSets to the
 last binding; cpu_seconds is the CPU time the process (control plane and
 agents together) used over it, and cpu_ms_per_pod that per pod bound,
 which unlike the rates does not move with other work on the machine.
+
+--agents process runs the hollow agents in a child process (berth sim
+agents) rather than in this one. They still share the machine's CPUs,
+but the JSON line then adds control_plane_cpu_seconds,
+control_plane_cpu_ms_per_pod and control_plane_peak_rss_mb, this
+process's share alone: what a control plane whose agents run on other
+machines spends. cpu_seconds, cpu_ms_per_pod and peak_rss_mb add up
+both processes.
 
 The simulation keeps Go's default collector target (GOGC=100), where
 berth server runs at 50: it hosts the hollow agents' work too, which on a
@@ -93,24 +110,32 @@ min_status_available (the least status.availableReplicas, sampled every
 			if o.timeout <= 0 {
 				return usageErrorf("--timeout must be positive")
 			}
-			for _, q := range []struct {
-				flag, v string
-				to      *resource.Quantity
-			}{
-				{"--node-cpu", o.nodeCPU, &opts.NodeCPU}, {"--node-memory", o.nodeMemory, &opts.NodeMemory},
-				{"--pod-cpu", o.podCPU, &opts.PodCPU}, {"--pod-memory", o.podMemory, &opts.PodMemory},
-			} {
-				v, err := resource.ParseQuantity(q.v)
-				if err != nil || v.Sign() <= 0 {
-					return usageErrorf("%s: %q is not a positive quantity", q.flag, q.v)
-				}
-				*q.to = v
+			if err := parsePositiveQuantities(
+				quantityFlag{"--node-cpu", o.nodeCPU, &opts.NodeCPU}, quantityFlag{"--node-memory", o.nodeMemory, &opts.NodeMemory},
+				quantityFlag{"--pod-cpu", o.podCPU, &opts.PodCPU}, quantityFlag{"--pod-memory", o.podMemory, &opts.PodMemory},
+			); err != nil {
+				return err
 			}
 			if o.store != controlplane.StoreMemory && o.store != controlplane.StoreBolt {
 				return usageErrorf("--store: %q is not memory or bolt", o.store)
 			}
 			if o.scenario != sim.ScenarioPods && o.scenario != sim.ScenarioRollout {
 				return usageErrorf("--scenario: %q is not %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout)
+			}
+			var err error
+			if opts.MostAllocated, err = sched.ParseScoringStrategy(o.scoringStrategy); err != nil {
+				return usageErrorf("--scheduler-scoring-strategy: %v", err)
+			}
+			switch o.agents {
+			case simAgentsInProcess:
+			case simAgentsProcess:
+				exe, err := os.Executable()
+				if err != nil {
+					return failed(fmt.Errorf("--agents process: find this program: %w", err))
+				}
+				opts.AgentsCommand = []string{exe, "sim", "agents"}
+			default:
+				return usageErrorf("--agents: %q is not %s or %s", o.agents, simAgentsInProcess, simAgentsProcess)
 			}
 			if o.scenario == sim.ScenarioRollout && o.pods <= 0 {
 				return usageErrorf("--scenario rollout needs --pods (the Deployment's replicas) positive")
@@ -173,6 +198,9 @@ min_status_available (the least status.availableReplicas, sampled every
 	_ = f.MarkHidden("memprofile")
 	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes and give the ReplicaSets node selectors, anti-affinity and tolerations")
+	f.StringVar(&o.agents, "agents", simAgentsInProcess, "where the hollow agents run: in-process, or process (a `berth sim agents` of their own, which splits CPU and memory between it and the control plane)")
+	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", sched.LeastAllocated, "LeastAllocated or MostAllocated, as berth server's")
+	cmd.AddCommand(newSimAgentsCommand(g))
 	return cmd
 }
 
@@ -201,4 +229,121 @@ func startCPUProfile(path string) (stop func(), err error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// quantityFlag is a flag whose value must be a positive quantity, and
+// where it goes.
+type quantityFlag struct {
+	flag, value string
+	to          *resource.Quantity
+}
+
+// parsePositiveQuantities parses each flag's value into its place; the
+// first that is not a positive quantity is a usage error.
+func parsePositiveQuantities(flags ...quantityFlag) error {
+	for _, f := range flags {
+		v, err := resource.ParseQuantity(f.value)
+		if err != nil || v.Sign() <= 0 {
+			return usageErrorf("%s: %q is not a positive quantity", f.flag, f.value)
+		}
+		*f.to = v
+	}
+	return nil
+}
+
+// simAgentsOptions are the flags of `berth sim agents`.
+type simAgentsOptions struct {
+	server, token, tokenFile, caFile string
+	nodes, first, startConcurrency   int
+	nodeCPU, nodeMemory, maxPods     string
+	mix, exitWithStdin               bool
+}
+
+func newSimAgentsCommand(g *globalOptions) *cobra.Command {
+	o := &simAgentsOptions{}
+	cmd := &cobra.Command{
+		Use:   "agents --server URL --token-file FILE --nodes N",
+		Short: "Run hollow agents against a berth server",
+		Long: `Run N hollow agents, the nodes hollow-<first> to hollow-<first+N-1>,
+against a berth server, as berth sim does: each joins with the node token,
+registers its Node with the capacity given, renews its Lease every 10s and
+writes its status every 5m, and reports every pod bound to it Running
+without starting a process. They run until interrupted; their Nodes stay
+registered (berth delete node, or the node lifecycle controller once
+their heartbeats stop, deals with them).
+
+It loads a real control plane with thousands of nodes from one machine,
+as Kubernetes' kubemark does. berth sim --agents process uses it to run
+its agents in a process of their own.`,
+		Example: `  berth sim agents --server https://10.0.0.1:6443 --token-file /var/lib/berth/node-token \
+    --ca-file /var/lib/berth/tls/ca.crt --nodes 1000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.server == "" {
+				return usageErrorf("--server is required")
+			}
+			if o.nodes <= 0 || o.first < 0 {
+				return usageErrorf("--nodes must be positive and --first not negative")
+			}
+			token, err := readToken(o.token, o.tokenFile)
+			if err != nil {
+				return err
+			}
+			fo := sim.FleetOptions{
+				Server: o.server, NodeToken: token, Nodes: o.nodes, First: o.first, Mix: o.mix,
+				StartConcurrency: o.startConcurrency, Logger: g.logger,
+			}
+			if o.caFile != "" {
+				if fo.CAPEM, err = os.ReadFile(o.caFile); err != nil {
+					return usageErrorf("--ca-file: %v", err)
+				}
+			} else {
+				g.logger.Warn("no --ca-file: trusting the system's CAs for the server")
+			}
+			var cpu, memory, pods resource.Quantity
+			if err := parsePositiveQuantities(
+				quantityFlag{"--node-cpu", o.nodeCPU, &cpu}, quantityFlag{"--node-memory", o.nodeMemory, &memory},
+				quantityFlag{"--max-pods", o.maxPods, &pods},
+			); err != nil {
+				return err
+			}
+			fo.Capacity = sim.NodeCapacity(cpu, memory, int(pods.Value()))
+			start := time.Now()
+			stderr := cmd.ErrOrStderr()
+			fo.Progress = func(format string, args ...any) {
+				fmt.Fprintf(stderr, "sim agents: %6.1fs "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
+			}
+			if o.exitWithStdin {
+				if err := sim.ServeFleet(cmd.Context(), fo, cmd.InOrStdin(), cmd.OutOrStdout()); err != nil {
+					return failed(err)
+				}
+				return nil
+			}
+			fl, err := sim.StartFleet(cmd.Context(), fo)
+			if err != nil {
+				return failed(err)
+			}
+			<-cmd.Context().Done()
+			fl.Stop()
+			if n := fl.Errors(); n > 0 {
+				fo.Progress("%d agent API calls failed", n)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.server, "server", "", "URL of the control plane")
+	f.StringVar(&o.token, "token", "", "the node join token")
+	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node join token")
+	f.StringVar(&o.caFile, "ca-file", "", "CA certificate to trust for the server")
+	f.IntVar(&o.nodes, "nodes", 100, "hollow agents to run")
+	f.IntVar(&o.first, "first", 0, "number of the first node (hollow-<first>), so that several runs can share a server")
+	f.StringVar(&o.nodeCPU, "node-cpu", "32", "cpu of each node")
+	f.StringVar(&o.nodeMemory, "node-memory", "128Gi", "memory of each node")
+	f.StringVar(&o.maxPods, "max-pods", "110", "pods each node takes")
+	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes as berth sim --mix does")
+	f.IntVar(&o.startConcurrency, "start-concurrency", 64, "agents joining and registering at once")
+	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "say \"ready\" on stdout, answer \"usage\" lines on stdin, and stop when stdin ends (berth sim --agents process)")
+	_ = f.MarkHidden("exit-with-stdin")
+	return cmd
 }

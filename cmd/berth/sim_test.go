@@ -72,6 +72,13 @@ func TestSimCommandUsage(t *testing.T) {
 		{"sim", "--scenario", "chaos"},
 		{"sim", "--scenario", "rollout", "--pods", "0"},
 		{"sim", "extra"},
+		{"sim", "--agents", "elsewhere"},
+		{"sim", "--scheduler-scoring-strategy", "Random"},
+		{"sim", "agents"},
+		{"sim", "agents", "--server", "https://127.0.0.1:1", "--token", "t", "--nodes", "0"},
+		{"sim", "agents", "--server", "https://127.0.0.1:1", "--token", "t", "--max-pods", "none"},
+		{"sim", "agents", "--server", "https://127.0.0.1:1"},
+		{"server", "--scheduler-scoring-strategy", "Random"},
 	} {
 		if r := runSim(t, args...); r.code != 2 {
 			t.Errorf("berth %v: exit %d, want 2\nstderr: %s", args, r.code, r.stderr)

@@ -79,3 +79,9 @@ func LocalPathReclaimable(pv *PersistentVolume, root string) bool {
 	}
 	return root != "" && strings.HasPrefix(dir, root+string(filepath.Separator))
 }
+
+// Terminating reports whether the namespace is being deleted: marked for
+// deletion, or in phase Terminating.
+func (ns *Namespace) Terminating() bool {
+	return ns.DeletionTimestamp != nil || ns.Status.Phase == NamespaceTerminating
+}

@@ -162,7 +162,7 @@ func checkNamespace(r reader, k *api.Kind, ns string) error {
 		return err
 	}
 	n := obj.(*api.Namespace)
-	if n.DeletionTimestamp != nil || n.Status.Phase == api.NamespaceTerminating {
+	if n.Terminating() {
 		err := apierrors.NewForbidden(k.GroupResource(), "", fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
 		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
 			Type:    "NamespaceTerminating",

@@ -89,7 +89,7 @@ func namespaceUsable(tx *store.Txn, key Key) (bool, error) {
 		return false, err
 	}
 	ns := obj.(*api.Namespace)
-	return ns.DeletionTimestamp == nil && ns.Status.Phase != api.NamespaceTerminating, nil
+	return !ns.Terminating(), nil
 }
 
 // keysIn lists the applied objects of a source in one namespace: what to

@@ -223,7 +223,7 @@ func checkNamespace(d *Desired, live map[string]*api.Namespace, inRevision map[s
 	switch {
 	case n == nil && !inRevision[ns]:
 		return field.ErrorList{field.NotFound(field.NewPath("metadata", "namespace"), ns)}
-	case n != nil && (n.DeletionTimestamp != nil || n.Status.Phase == api.NamespaceTerminating):
+	case n != nil && n.Terminating():
 		return field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"), fmt.Sprintf("namespace %q is being deleted", ns))}
 	}
 	return nil

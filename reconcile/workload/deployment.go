@@ -167,6 +167,9 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (recon
 	progressed := false
 	switch {
 	case d.DeletionTimestamp != nil:
+	case namespaceTerminating(r.store, d.Namespace):
+		// The store refuses new ReplicaSets there; the namespace
+		// controller is deleting this Deployment too.
 	case d.Spec.Paused:
 		if err := r.scalePaused(ctx, d, newRS, old); err != nil {
 			return reconcile.Result{}, err

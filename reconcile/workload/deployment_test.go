@@ -380,6 +380,23 @@ func TestDeploymentAdoptsOrphanReplicaSet(t *testing.T) {
 	}
 }
 
+// A Deployment in a namespace being deleted makes no ReplicaSet: the
+// store would refuse it, and the namespace controller deletes it too.
+func TestDeploymentInATerminatingNamespace(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	s := newStore(t, clk)
+	mustCreate(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	mustCreate(t, s, deployment("web", 2))
+	f := &deployFixture{t: t, ctx: context.Background(), clk: clk, s: s, r: NewDeploymentReconciler(s, clk)}
+	if _, err := s.Delete(f.ctx, namespaceKind, "", "default", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.sync()
+	if rss := f.replicaSets(); len(rss) != 0 {
+		t.Errorf("made ReplicaSets %v in a terminating namespace", keys(rss))
+	}
+}
+
 func keys[V any](m map[string]V) []string {
 	var out []string
 	for k := range m {

@@ -143,7 +143,7 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 	diff := len(active) - int(v.replicas)
 	switch {
 	case diff < 0:
-		if r.namespaceTerminating(v.obj.GetNamespace()) {
+		if namespaceTerminating(r.store, v.obj.GetNamespace()) {
 			// The API refuses new pods there; the namespace controller is
 			// deleting this controller too.
 			return "", nil
@@ -155,6 +155,11 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 		})
 		for range n - created {
 			r.expectations.CreationObserved(key)
+		}
+		if err != nil && store.IsForbidden(err) && namespaceTerminating(r.store, v.obj.GetNamespace()) {
+			// The namespace's deletion began after the check above: the
+			// store refused the pods, and this controller goes too.
+			return "", nil
 		}
 		if err != nil {
 			r.events.Event(v.obj, api.EventTypeWarning, ReasonFailedCreate, "Error creating: "+err.Error())
@@ -240,14 +245,14 @@ func failureCondition(cur []api.WorkloadCondition, reason string, err error, now
 	return cur
 }
 
-// namespaceTerminating reports whether the namespace is being deleted.
-func (r *ReplicaReconciler) namespaceTerminating(name string) bool {
-	obj, err := r.store.Get(namespaceKind, "", name)
+// namespaceTerminating reports whether the namespace is being deleted,
+// where the store refuses new objects (namespace.Admit).
+func namespaceTerminating(st *store.Store, name string) bool {
+	obj, err := st.Get(namespaceKind, "", name)
 	if err != nil {
 		return false
 	}
-	ns := obj.(*api.Namespace)
-	return ns.DeletionTimestamp != nil || ns.Status.Phase == api.NamespaceTerminating
+	return obj.(*api.Namespace).Terminating()
 }
 
 // slowStartBatch creates count things through fn, in batches of initial,

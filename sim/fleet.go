@@ -208,44 +208,49 @@ const (
 // the fleet and writes "ready", answers each "usage" line with the
 // process's CPU time, peak RSS and failed API calls so far, and stops the
 // fleet when in ends (the parent closed it, or died) or ctx does, writing
-// a last usage line.
+// a last usage line. The end of in during the start abandons it.
 func ServeFleet(ctx context.Context, o FleetOptions, in io.Reader, out io.Writer) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	requests := make(chan string)
+	go func() {
+		// Blocked in a read once ServeFleet has returned, this goroutine
+		// goes with the process (in is its stdin).
+		defer cancel()
+		lines := bufio.NewScanner(in)
+		for lines.Scan() {
+			select {
+			case requests <- lines.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	f, err := StartFleet(ctx, o)
 	if err != nil {
+		return err
+	}
+	writeUsage := func() error {
+		_, err := fmt.Fprintf(out, "%s%d %d %d\n", usagePrefix, processCPU(), peakRSSKiB(), f.Errors())
 		return err
 	}
 	if _, err := fmt.Fprintln(out, readyLine); err != nil {
 		f.Stop()
 		return err
 	}
-	requests := make(chan string)
-	go func() {
-		defer close(requests)
-		lines := bufio.NewScanner(in)
-		for lines.Scan() {
-			requests <- lines.Text()
-		}
-	}()
-	writeUsage := func() error {
-		_, err := fmt.Fprintf(out, "%s%d %d %d\n", usagePrefix, processCPU(), peakRSSKiB(), f.Errors())
-		return err
-	}
-	for done := false; !done; {
+	for {
 		select {
-		case line, ok := <-requests:
-			switch {
-			case !ok:
-				done = true
-			case line == usageRequest:
-				if err := writeUsage(); err != nil {
-					f.Stop()
-					return err
-				}
+		case line := <-requests:
+			if line != usageRequest {
+				continue
+			}
+			if err := writeUsage(); err != nil {
+				f.Stop()
+				return err
 			}
 		case <-ctx.Done():
-			done = true
+			f.Stop()
+			return writeUsage()
 		}
 	}
-	f.Stop()
-	return writeUsage()
 }

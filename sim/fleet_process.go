@@ -52,12 +52,20 @@ type fleetProcess struct {
 	lines chan string
 	// mu keeps one usage request at a time.
 	mu sync.Mutex
+	// stopTimeout bounds how long stop waits for the child to end once
+	// its stdin is closed, before it kills it.
+	stopTimeout time.Duration
 }
+
+// fleetStopTimeout is how long a fleet process has to stop its agents and
+// report once its stdin is closed.
+const fleetStopTimeout = 30 * time.Second
 
 // startFleetProcess runs argv with the flags of the fleet o (Args), the CA
 // and the token written to files in dir, the child's stderr going to
 // stderr, and returns once the child says every agent is ready. ctx ending
-// kills the child.
+// before that stops the child; after it, stop does, so that a run its
+// timeout ends still gets the child's last report.
 func startFleetProcess(ctx context.Context, argv []string, o FleetOptions, dir string, stderr io.Writer) (*fleetProcess, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("sim: no command for the agents' process")
@@ -70,11 +78,8 @@ func startFleetProcess(ctx context.Context, argv []string, o FleetOptions, dir s
 		return nil, err
 	}
 	args := append(append(slices.Clone(argv[1:]), o.Args(caFile, tokenFile)...), "--exit-with-stdin")
-	cmd := exec.CommandContext(ctx, argv[0], args...)
+	cmd := exec.Command(argv[0], args...)
 	cmd.Stderr = stderr
-	// Once stdin is closed the child stops its agents and reports; a child
-	// that does not end soon after is killed.
-	cmd.WaitDelay = 30 * time.Second
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -86,7 +91,7 @@ func startFleetProcess(ctx context.Context, argv []string, o FleetOptions, dir s
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("sim: start the agents' process: %w", err)
 	}
-	p := &fleetProcess{cmd: cmd, in: in, lines: make(chan string, 1)}
+	p := &fleetProcess{cmd: cmd, in: in, lines: make(chan string, 1), stopTimeout: fleetStopTimeout}
 	go func() {
 		defer close(p.lines)
 		sc := bufio.NewScanner(out)
@@ -99,24 +104,17 @@ func startFleetProcess(ctx context.Context, argv []string, o FleetOptions, dir s
 		if ok && line == readyLine {
 			return p, nil
 		}
-		p.in.Close()
-		err := p.wait()
+		_, err := p.stop()
 		if ok {
 			return nil, fmt.Errorf("sim: the agents' process said %q, not %q", line, readyLine)
 		}
 		return nil, fmt.Errorf("sim: the agents' process ended before its agents were ready: %v", err)
 	case <-ctx.Done():
-		p.in.Close()
-		_ = p.wait()
+		// No report is wanted: the run is over.
+		_ = cmd.Process.Kill()
+		_, _ = p.stop()
 		return nil, ctx.Err()
 	}
-}
-
-// wait drains what is left of the child's output and waits for it.
-func (p *fleetProcess) wait() error {
-	for range p.lines {
-	}
-	return p.cmd.Wait()
 }
 
 // usage asks the child for its CPU time, peak RSS and failed calls.
@@ -134,11 +132,14 @@ func (p *fleetProcess) usage() (fleetUsage, error) {
 }
 
 // stop closes the child's stdin, which stops its agents, and returns the
-// usage it reports last.
+// usage it reports last. A child that has not ended stopTimeout later is
+// killed.
 func (p *fleetProcess) stop() (fleetUsage, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.in.Close()
+	kill := time.AfterFunc(p.stopTimeout, func() { _ = p.cmd.Process.Kill() })
+	defer kill.Stop()
 	var last string
 	for line := range p.lines {
 		last = line
@@ -167,10 +168,11 @@ func parseUsage(line string) (fleetUsage, error) {
 }
 
 // cpuTime is the CPU time of the control plane's process and, when they
-// run in a process of their own (separate), of the agents'.
+// run in a process of their own (separate), of the agents' (unless their
+// process did not answer: agentsMissing).
 type cpuTime struct {
-	process, agents time.Duration
-	separate        bool
+	process, agents         time.Duration
+	separate, agentsMissing bool
 }
 
 // runFleet is a run's fleet: in this process, or in one of its own.
@@ -185,14 +187,15 @@ type runFleet struct {
 
 // startAgents starts the fleet fo describes, in a process of its own
 // when o.AgentsCommand is set, and returns once every agent is ready.
-// The control plane ending first (cpErr) ends the wait.
-func startAgents(ctx context.Context, o *Options, fo FleetOptions, dir string, cpErr <-chan error) (*runFleet, error) {
+// The control plane ending first (cpErr) ends the wait; the start then
+// goes on in a goroutine of wg until ctx ends, and stops what it started.
+func startAgents(ctx context.Context, o *Options, fo FleetOptions, dir string, cpErr <-chan error, wg *sync.WaitGroup) (*runFleet, error) {
 	type started struct {
 		fl  *runFleet
 		err error
 	}
 	ch := make(chan started, 1)
-	go func() {
+	wg.Go(func() {
 		fl := &runFleet{log: fo.Progress}
 		var err error
 		if o.AgentsCommand != nil {
@@ -204,18 +207,18 @@ func startAgents(ctx context.Context, o *Options, fo FleetOptions, dir string, c
 			fl.inProcess, err = StartFleet(ctx, fo)
 		}
 		ch <- started{fl, err}
-	}()
+	})
 	select {
 	case s := <-ch:
 		return s.fl, s.err
 	case err := <-cpErr:
 		// The start fails or ends with ctx; a fleet that started anyway
 		// is stopped.
-		go func() {
+		wg.Go(func() {
 			if s := <-ch; s.err == nil {
 				s.fl.stop()
 			}
-		}()
+		})
 		return nil, fmt.Errorf("sim: control plane stopped: %v", err)
 	}
 }
@@ -224,12 +227,14 @@ func startAgents(ctx context.Context, o *Options, fo FleetOptions, dir string, c
 func (f *runFleet) cpu() cpuTime {
 	t := cpuTime{process: processCPU()}
 	if f.child != nil {
+		t.separate = true
 		u, err := f.child.usage()
 		if err != nil {
 			f.log("%v", err)
+			t.agentsMissing = true
 			return t
 		}
-		t.agents, t.separate = u.cpu, true
+		t.agents = u.cpu
 	}
 	return t
 }
@@ -251,9 +256,9 @@ func (f *runFleet) stop() {
 	f.last = u
 }
 
-// errors counts the agents' failed API calls; after stop when the agents
-// have a process of their own.
-func (f *runFleet) errors() int64 {
+// failedCalls counts the agents' failed API calls; after stop when the
+// agents have a process of their own.
+func (f *runFleet) failedCalls() int64 {
 	if f.inProcess != nil {
 		return f.inProcess.Errors()
 	}
@@ -262,11 +267,18 @@ func (f *runFleet) errors() int64 {
 
 // memory sets the result's peak RSS: this process's, and with the agents
 // in a process of their own (after stop) the two added up, this one's
-// alone in ControlPlanePeakRSSMB.
+// alone in ControlPlanePeakRSSMB. Without the child's last report the
+// sum is unknown and PeakRSSMB is left 0.
 func (f *runFleet) memory(res *Result) {
-	res.PeakRSSMB = peakRSSMB()
-	if f.child != nil && f.last.peakRSSMB > 0 {
-		res.ControlPlanePeakRSSMB = res.PeakRSSMB
-		res.PeakRSSMB = round(res.PeakRSSMB+f.last.peakRSSMB, 1)
+	own := peakRSSMB()
+	switch {
+	case f.child == nil:
+		res.PeakRSSMB = own
+	case f.last.peakRSSMB > 0:
+		res.ControlPlanePeakRSSMB = own
+		res.PeakRSSMB = round(own+f.last.peakRSSMB, 1)
+	default:
+		res.ControlPlanePeakRSSMB = own
+		f.log("the agents' process did not report its peak RSS: peak_rss_mb is unknown")
 	}
 }

@@ -132,10 +132,7 @@ func TestServeFleet(t *testing.T) {
 // says so rather than waiting for "ready".
 func TestFleetProcessFailsToStart(t *testing.T) {
 	dir := t.TempDir()
-	script := filepath.Join(dir, "agents")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'sim agents: cannot join' >&2\nexit 1\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	script := writeScript(t, dir, "echo 'sim agents: cannot join' >&2\nexit 1\n")
 	var stderr strings.Builder
 	_, err := startFleetProcess(context.Background(), []string{script}, FleetOptions{Nodes: 1}, dir, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "ended before its agents were ready") {
@@ -169,5 +166,93 @@ func TestFleetArgs(t *testing.T) {
 	want := "--server https://127.0.0.1:6443 --ca-file ca.crt --token-file token --nodes 5 --first 10 --node-cpu 32 --node-memory 128Gi --max-pods 110 --mix --start-concurrency 8"
 	if got != want {
 		t.Errorf("args\n got %s\nwant %s", got, want)
+	}
+}
+
+// writeScript writes an executable shell script standing in for a fleet
+// process.
+func writeScript(t *testing.T, dir, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, "agents")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The parent's side of the protocol: a usage request is answered, and
+// stop closes the child's stdin and takes its last report.
+func TestFleetProcessUsageAndStop(t *testing.T) {
+	dir := t.TempDir()
+	script := writeScript(t, dir, `echo ready
+while read line; do
+	[ "$line" = usage ] && echo "usage 1000 2048 0"
+done
+echo "usage 2000 4096 1"
+`)
+	p, err := startFleetProcess(context.Background(), []string{script}, FleetOptions{Nodes: 1}, dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := p.usage()
+	if err != nil || u.cpu != 1000 || u.peakRSSMB != 2 || u.errors != 0 {
+		t.Fatalf("usage %+v, %v", u, err)
+	}
+	last, err := p.stop()
+	if err != nil || last.cpu != 2000 || last.peakRSSMB != 4 || last.errors != 1 {
+		t.Fatalf("last usage %+v, %v", last, err)
+	}
+	if _, err := p.usage(); err == nil {
+		t.Error("a usage request after stop did not fail")
+	}
+
+	// The run's figures from it: both processes' CPU, the two peaks added.
+	f := &runFleet{child: p, log: t.Logf, stopped: true, last: last}
+	res := &Result{}
+	f.memory(res)
+	if res.ControlPlanePeakRSSMB <= 0 || res.PeakRSSMB != round(res.ControlPlanePeakRSSMB+4, 1) {
+		t.Errorf("peak RSS %v, control plane %v", res.PeakRSSMB, res.ControlPlanePeakRSSMB)
+	}
+	// Without the child's last report the whole is unknown, not the
+	// control plane's alone under its name.
+	f.last = fleetUsage{}
+	res = &Result{}
+	f.memory(res)
+	if res.PeakRSSMB != 0 || res.ControlPlanePeakRSSMB <= 0 {
+		t.Errorf("without a report: peak RSS %v, control plane %v", res.PeakRSSMB, res.ControlPlanePeakRSSMB)
+	}
+}
+
+// A child that does not end once its stdin is closed is killed.
+func TestFleetProcessStopKillsAHangingChild(t *testing.T) {
+	dir := t.TempDir()
+	script := writeScript(t, dir, "echo ready\nexec sleep 60\n")
+	p, err := startFleetProcess(context.Background(), []string{script}, FleetOptions{Nodes: 1}, dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stopTimeout = 100 * time.Millisecond
+	start := time.Now()
+	if _, err := p.stop(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("stop: %v, want the child killed", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("stop took %v", d)
+	}
+}
+
+// The run's CPU adds the agents' only when both readings have them.
+func TestResultCPUWithTheAgentsApart(t *testing.T) {
+	tr := &tracker{created: []int64{1}, bound: []int64{2}, running: []int64{3}}
+	tr.cpuStart = cpuTime{process: time.Second, agents: time.Second, separate: true}
+	tr.cpuBound = cpuTime{process: 3 * time.Second, agents: 2 * time.Second, separate: true}
+	res := tr.result(1, 1)
+	if res.CPUSeconds != 3 || res.ControlPlaneCPUSeconds != 2 || res.ControlPlaneCPUMsPerPod != 2000 {
+		t.Errorf("result %+v", res)
+	}
+	tr.cpuBound.agentsMissing = true
+	res = tr.result(1, 1)
+	if res.CPUSeconds != 0 || res.CPUMsPerPod != 0 || res.ControlPlaneCPUSeconds != 2 {
+		t.Errorf("with the agents' reading missing: %+v", res)
 	}
 }

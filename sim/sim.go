@@ -50,7 +50,8 @@ type Options struct {
 	// StartConcurrency bounds the agents joining and registering at once
 	// (default 64).
 	StartConcurrency int
-	// Progress receives a line a second; nil: none.
+	// Progress receives a line a second (and the agents' process's
+	// stderr); nil: none. Run serialises its writes.
 	Progress io.Writer
 	// Logger is the control plane's; nil discards.
 	Logger *slog.Logger
@@ -96,11 +97,10 @@ type Result struct {
 	CPUMsPerPod float64 `json:"cpu_ms_per_pod,omitempty"`
 	// With the agents in a process of their own (Options.AgentsCommand),
 	// CPUSeconds and PeakRSSMB add up both processes, and these are the
-	// control plane's process alone: what a control plane whose agents
-	// run on other machines spends. Its CPU runs from the write of the
-	// ReplicaSets until every pod was reported Running (the agents may
-	// lag behind the bindings), so that it covers all the work each pod
-	// costs: created, bound, its Running report taken.
+	// control plane's process alone, over the same time as CPUSeconds:
+	// what a control plane whose agents run on other machines spends.
+	// PeakRSSMB is then the sum of two peaks that need not have come at
+	// once: an upper bound of the whole run's.
 	ControlPlaneCPUSeconds  float64 `json:"control_plane_cpu_seconds,omitempty"`
 	ControlPlaneCPUMsPerPod float64 `json:"control_plane_cpu_ms_per_pod,omitempty"`
 	ControlPlanePeakRSSMB   float64 `json:"control_plane_peak_rss_mb,omitempty"`
@@ -197,9 +197,8 @@ type tracker struct {
 	nCreated, nBound, nRunning atomic.Int64
 	// cpu reads the CPU time of the control plane and the agents; cpuStart
 	// and cpuBound are it at the start and when the last pod was bound.
-	// cpuRunning is it when the last pod was reported Running.
-	cpu                            func() cpuTime
-	cpuStart, cpuBound, cpuRunning cpuTime
+	cpu                func() cpuTime
+	cpuStart, cpuBound cpuTime
 }
 
 func (t *tracker) since() int64 { return max(1, int64(time.Since(t.start))) }
@@ -216,6 +215,9 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
+	// The run's lines, the control plane's log and, with the agents in a
+	// process of their own, that process's stderr may come at once.
+	opts.Progress = &lockedWriter{w: opts.Progress}
 	ctx, cancelTimeout := context.WithTimeout(ctx, opts.Timeout)
 	defer cancelTimeout()
 	runStart := time.Now()
@@ -236,11 +238,15 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(ctx)
+	// The control plane ends when the run stops it, never by the timeout's
+	// deadline, which its parts would take for a failure.
+	cpCtx, stopCP := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer stopCP()
 	defer stop()
 	cpErr := make(chan error, 1)
-	wg.Go(func() { cpErr <- cp.Run(runCtx) })
+	wg.Go(func() { cpErr <- cp.Run(cpCtx) })
 	st := cp.Store()
 	creds := cp.Credentials()
 
@@ -264,7 +270,7 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	}
 	// Start the agents and wait until every one has registered and
 	// watches its pods.
-	fl, err := startAgents(runCtx, &opts, fo, dir, cpErr)
+	fl, err := startAgents(runCtx, &opts, fo, dir, cpErr, &wg)
 	if err != nil {
 		return nil, err
 	}
@@ -283,10 +289,11 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		}
 		fl.stop()
 		stop()
+		stopCP()
 		if res != nil {
 			fl.memory(res)
 		}
-		if n := fl.errors(); n > 0 {
+		if n := fl.failedCalls(); n > 0 {
 			progressf("%d agent API calls failed", n)
 		}
 		return res, err
@@ -361,10 +368,11 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	}
 	fl.stop()
 	stop()
+	stopCP()
 
 	res := t.result(opts.Nodes, opts.Pods)
 	fl.memory(res)
-	if n := fl.errors(); n > 0 {
+	if n := fl.failedCalls(); n > 0 {
 		progressf("%d agent API calls failed", n)
 	}
 	if res.Scheduled < res.Pods {
@@ -501,9 +509,7 @@ func (t *tracker) observe(o api.Object) {
 	}
 	if p.Status.Phase == api.PodRunning && t.running[i] == 0 {
 		t.running[i] = now
-		if int(t.nRunning.Add(1)) == len(t.running) {
-			t.cpuRunning = t.cpu()
-		}
+		t.nRunning.Add(1)
 	}
 }
 
@@ -548,14 +554,16 @@ func (t *tracker) result(nodes, pods int) *Result {
 	}
 	if t.cpuBound.process > 0 {
 		cp := (t.cpuBound.process - t.cpuStart.process).Seconds()
-		all := cp + (t.cpuBound.agents - t.cpuStart.agents).Seconds()
-		res.CPUSeconds = round(all, 2)
-		res.CPUMsPerPod = round(1000*all/float64(res.Scheduled), 3)
-	}
-	if t.cpuRunning.separate {
-		cp := (t.cpuRunning.process - t.cpuStart.process).Seconds()
-		res.ControlPlaneCPUSeconds = round(cp, 2)
-		res.ControlPlaneCPUMsPerPod = round(1000*cp/float64(res.Running), 3)
+		if t.cpuBound.separate {
+			res.ControlPlaneCPUSeconds = round(cp, 2)
+			res.ControlPlaneCPUMsPerPod = round(1000*cp/float64(res.Scheduled), 3)
+		}
+		// With the agents apart, the whole needs both of their readings.
+		if t.cpuBound.separate == t.cpuStart.separate && !t.cpuBound.agentsMissing && !t.cpuStart.agentsMissing {
+			all := cp + (t.cpuBound.agents - t.cpuStart.agents).Seconds()
+			res.CPUSeconds = round(all, 2)
+			res.CPUMsPerPod = round(1000*all/float64(res.Scheduled), 3)
+		}
 	}
 	res.P50BindMs = round(percentile(bind, 0.50), 2)
 	res.P99BindMs = round(percentile(bind, 0.99), 2)
@@ -602,9 +610,9 @@ func peakRSSKiB() int64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		if runtime.GOOS == "darwin" {
-			return ru.Maxrss / 1024
+			return int64(ru.Maxrss) / 1024
 		}
-		return ru.Maxrss
+		return int64(ru.Maxrss)
 	}
 	return 0
 }
@@ -631,4 +639,16 @@ func notReady(st *store.Store) int {
 		return true
 	})
 	return n
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -72,8 +72,9 @@ agents) rather than in this one. They still share the machine's CPUs,
 but the JSON line then adds control_plane_cpu_seconds,
 control_plane_cpu_ms_per_pod and control_plane_peak_rss_mb, this
 process's share alone: what a control plane whose agents run on other
-machines spends. cpu_seconds, cpu_ms_per_pod and peak_rss_mb add up
-both processes.
+machines spends. cpu_seconds and cpu_ms_per_pod add up both processes
+over the same time, and peak_rss_mb the two processes' peaks, which need
+not have come at once: an upper bound of the whole.
 
 The simulation keeps Go's default collector target (GOGC=100), where
 berth server runs at 50: it hosts the hollow agents' work too, which on a
@@ -133,7 +134,11 @@ min_status_available (the least status.availableReplicas, sampled every
 				if err != nil {
 					return failed(fmt.Errorf("--agents process: find this program: %w", err))
 				}
-				opts.AgentsCommand = []string{exe, "sim", "agents"}
+				opts.AgentsCommand = []string{exe, "--log-format", g.logFormat}
+				if g.verbose {
+					opts.AgentsCommand = append(opts.AgentsCommand, "--verbose")
+				}
+				opts.AgentsCommand = append(opts.AgentsCommand, "sim", "agents")
 			default:
 				return usageErrorf("--agents: %q is not %s or %s", o.agents, simAgentsInProcess, simAgentsProcess)
 			}
@@ -198,7 +203,7 @@ min_status_available (the least status.availableReplicas, sampled every
 	_ = f.MarkHidden("memprofile")
 	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes and give the ReplicaSets node selectors, anti-affinity and tolerations")
-	f.StringVar(&o.agents, "agents", simAgentsInProcess, "where the hollow agents run: in-process, or process (a `berth sim agents` of their own, which splits CPU and memory between it and the control plane)")
+	f.StringVar(&o.agents, "agents", simAgentsInProcess, "where the hollow agents run: in-process, or process (a berth sim agents of their own; the result then tells the control plane's CPU and memory apart)")
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", sched.LeastAllocated, "LeastAllocated or MostAllocated, as berth server's")
 	cmd.AddCommand(newSimAgentsCommand(g))
 	return cmd

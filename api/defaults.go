@@ -299,3 +299,26 @@ func defaultStorageClass(sc *StorageClass) {
 		sc.VolumeBindingMode = &v
 	}
 }
+
+// MergeStringData folds a Secret's write-only stringData into data, over
+// data's value of the same key, as Kubernetes does on every write: every
+// writer (the API, a source) stores the keys in data alone, where readers
+// (kubectl's jsonpath, the agent) find them. Other objects are left as
+// they are.
+func MergeStringData(obj Object) {
+	s, ok := obj.(*Secret)
+	if !ok {
+		return
+	}
+	if len(s.StringData) == 0 {
+		s.StringData = nil
+		return
+	}
+	if s.Data == nil {
+		s.Data = make(map[string][]byte, len(s.StringData))
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+}

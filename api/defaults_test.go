@@ -290,3 +290,21 @@ func TestDefaultPodStatus(t *testing.T) {
 		t.Errorf("defaulting changed a reported status: %+v", p.Status)
 	}
 }
+
+func TestMergeStringData(t *testing.T) {
+	s := &Secret{Data: map[string][]byte{"a": []byte("1"), "b": []byte("2")}, StringData: map[string]string{"b": "two", "c": "3"}}
+	MergeStringData(s)
+	if string(s.Data["a"]) != "1" || string(s.Data["b"]) != "two" || string(s.Data["c"]) != "3" || len(s.Data) != 3 || s.StringData != nil {
+		t.Errorf("data %q, stringData %q", s.Data, s.StringData)
+	}
+	empty := &Secret{StringData: map[string]string{}}
+	MergeStringData(empty)
+	if empty.StringData != nil || empty.Data != nil {
+		t.Errorf("empty: data %q, stringData %q", empty.Data, empty.StringData)
+	}
+	cm := &ConfigMap{Data: map[string]string{"a": "1"}}
+	MergeStringData(cm)
+	if cm.Data["a"] != "1" {
+		t.Errorf("a ConfigMap changed: %v", cm.Data)
+	}
+}

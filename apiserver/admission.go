@@ -67,9 +67,7 @@ func (s *Server) admit(ctx context.Context, req *resourceRequest, obj, old api.O
 // validate defaults and validates an object, and for an update checks the
 // fields that may not change; every problem is in the one 422.
 func validate(k *api.Kind, obj, old api.Object) error {
-	if s, ok := obj.(*api.Secret); ok {
-		mergeStringData(s)
-	}
+	api.MergeStringData(obj)
 	ns, isNamespace := obj.(*api.Namespace)
 	var finalizers []api.FinalizerName
 	if isNamespace {
@@ -128,22 +126,6 @@ func withStatus(old, in api.Object) api.Object {
 		api.InternPodStatus(&p.Status)
 	}
 	return obj
-}
-
-// mergeStringData folds a Secret's write-only stringData into data, as
-// Kubernetes does on every write, so readers find every key in data.
-func mergeStringData(s *api.Secret) {
-	if len(s.StringData) == 0 {
-		s.StringData = nil
-		return
-	}
-	if s.Data == nil {
-		s.Data = map[string][]byte{}
-	}
-	for k, v := range s.StringData {
-		s.Data[k] = []byte(v)
-	}
-	s.StringData = nil
 }
 
 // checkNamespace refuses to put an object in a namespace that does not

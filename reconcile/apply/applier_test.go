@@ -432,3 +432,26 @@ spec:
 		t.Errorf("counts %+v, pod %+v", res.Counts, got.Spec)
 	}
 }
+
+// A Secret's stringData is stored as data, as the API stores it: readers
+// find every key in data. The same revision again writes nothing, and a
+// bad key is reported where the manifest has it.
+func TestApplyStoresSecretStringDataAsData(t *testing.T) {
+	f := newFixture(t)
+	secret := "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  user: YWRtaW4=\nstringData:\n  password: hunter2\n"
+	f.mustApply(decode(t, "r1", "secret.yaml", secret))
+	s := f.get("Secret", "default", "db").(*api.Secret)
+	if string(s.Data["password"]) != "hunter2" || string(s.Data["user"]) != "admin" || s.StringData != nil {
+		t.Fatalf("stored data %q, stringData %q", s.Data, s.StringData)
+	}
+	n := f.backend.count()
+	res := f.mustApply(decode(t, "r2", "secret.yaml", secret))
+	if got := f.backend.since(n); !slices.Equal(got, []string{"Source/fleet"}) || res.Counts != (Counts{Unchanged: 1}) {
+		t.Errorf("the same Secret again wrote %v (counts %+v)", got, res.Counts)
+	}
+
+	res = f.apply(decode(t, "r3", "secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  bad/key: x\n"))
+	if res.Ready || !strings.Contains(f.ready().Message, `secret.yaml:doc 0 (line 6): stringData[bad/key]: Invalid value`) {
+		t.Errorf("bad key: %s", f.ready().Message)
+	}
+}

@@ -78,15 +78,20 @@ func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, p
 				fmt.Sprintf("names another source than %q, which applies this manifest; leave the annotation out", sourceName))})...)
 		}
 		markSource(obj, sourceName)
-		// Decoded objects equal as decoded are equal once prepared; others
-		// may still be (a manifest now spelling out a default).
-		same := prev != nil && (reflect.DeepEqual(prev.Object, d.Object) || reflect.DeepEqual(prepared(sourceName, prev), obj))
+		// Decoded objects equal as decoded are equal once prepared, and
+		// were valid; others may still be equal (a manifest now spelling
+		// out a default). Validation sees the object as written, so that
+		// its errors name the manifest's own fields (a Secret's
+		// stringData), then it takes its stored form.
+		same := prev != nil && reflect.DeepEqual(prev.Object, d.Object)
 		if !same {
 			if e := d.Errors(api.Validate(obj)); len(e) > 0 {
 				errs = append(errs, e...)
 				continue
 			}
 		}
+		api.MergeStringData(obj)
+		same = same || (prev != nil && reflect.DeepEqual(prepared(sourceName, prev), obj))
 		out = append(out, &Desired{Key: key, Object: obj, Decoded: d, Same: same})
 	}
 	errs = append(errs, api.DuplicatesAsDefaulted(kept)...)
@@ -107,13 +112,14 @@ func decodedKey(k *api.Kind, d *api.Decoded) Key {
 }
 
 // prepared is what the source applies for a decoded object: a copy,
-// stripped of server-set fields, defaulted and marked with the source.
-// The decoded object is not changed.
+// stripped of server-set fields, defaulted, marked with the source and in
+// its stored form. The decoded object is not changed.
 func prepared(sourceName string, d *api.Decoded) api.Object {
 	obj := d.Object.DeepCopyObject().(api.Object)
 	stripServerFields(obj)
 	api.Default(obj)
 	markSource(obj, sourceName)
+	api.MergeStringData(obj)
 	return obj
 }
 

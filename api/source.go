@@ -65,14 +65,13 @@ type SourceStatus struct {
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
 	// LastSyncTime is when the last sync ended.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
-	// Objects is the number of objects in the last applied revision.
+	// Objects is the number of objects in the last applied revision. The
+	// objects themselves carry the berth.dev/source annotation naming the
+	// source; the store indexes them by it.
 	Objects int32 `json:"objects,omitempty"`
 	// Conditions hold Ready, whose message lists every error of a rejected
 	// revision with its file, document and field.
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Inventory is not written in this version: a source's objects are found
-	// by their berth.dev/source annotation.
-	Inventory []string `json:"inventory,omitempty"`
 	// LastHandledReconcileAt is the value of the
 	// AnnotationReconcileRequestedAt annotation the last finished sync
 	// answered, so that `berth reconcile source` knows its request is done

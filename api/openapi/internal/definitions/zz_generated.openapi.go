@@ -5379,7 +5379,7 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 					},
 					"objects": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Objects is the number of objects in the last applied revision.",
+							Description: "Objects is the number of objects in the last applied revision. The objects themselves carry the berth.dev/source annotation naming the source; the store indexes them by it.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},
@@ -5392,20 +5392,6 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
 										Ref: ref(v1.Condition{}.OpenAPIModelName()),
-									},
-								},
-							},
-						},
-					},
-					"inventory": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Inventory is not written in this version: a source's objects are found by their berth.dev/source annotation.",
-							Type:        []string{"array"},
-							Items: &spec.SchemaOrArray{
-								Schema: &spec.Schema{
-									SchemaProps: spec.SchemaProps{
-										Type:   []string{"string"},
-										Format: "",
 									},
 								},
 							},

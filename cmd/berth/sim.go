@@ -188,8 +188,10 @@ min_status_available (the least status.availableReplicas, sampled every
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.nodes, "nodes", 100, "hollow nodes")
-	f.IntVar(&o.pods, "pods", 1000, "pods to create")
+	f.IntVar(&o.nodes, "nodes", 0, "hollow nodes (required)")
+	f.IntVar(&o.pods, "pods", 0, "pods to create (required; 0 measures the agents joining alone)")
+	_ = cmd.MarkFlagRequired("nodes")
+	_ = cmd.MarkFlagRequired("pods")
 	f.StringVar(&o.nodeCPU, "node-cpu", "32", "cpu of each node")
 	f.StringVar(&o.nodeMemory, "node-memory", "128Gi", "memory of each node")
 	f.StringVar(&o.podCPU, "pod-cpu", "100m", "cpu request of each pod")

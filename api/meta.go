@@ -32,6 +32,9 @@ const (
 	LabelHostname = "kubernetes.io/hostname"
 	LabelOS       = "kubernetes.io/os"
 	LabelArch     = "kubernetes.io/arch"
+	// LabelTopologyZone names a node's failure domain; the scheduler
+	// spreads a controller's pods over zones as over nodes.
+	LabelTopologyZone = "topology.kubernetes.io/zone"
 
 	// NamespaceDefault is where namespaced objects go when none is named.
 	NamespaceDefault = "default"

@@ -59,11 +59,21 @@ func benchPod(i, owners int) *api.Pod {
 // BenchmarkScheduleCore is the pure core at 5,000 nodes: filter a 10%
 // sample from the rotating offset, score it, pick, and place the pod so
 // the cluster fills as it would. ns/op is the time per pod.
-func BenchmarkScheduleCore(b *testing.B) {
+func BenchmarkScheduleCore(b *testing.B) { benchScheduleCore(b, false) }
+
+// BenchmarkScheduleCoreZones is BenchmarkScheduleCore with the nodes in
+// ten zones, which spreading then counts the owner's pods over.
+func BenchmarkScheduleCoreZones(b *testing.B) { benchScheduleCore(b, true) }
+
+func benchScheduleCore(b *testing.B, zones bool) {
 	const numNodes, owners = 5000, 20
 	nodes := NewNodes()
 	for i := range numNodes {
-		n, _ := nodes.Set(benchNode(i))
+		node := benchNode(i)
+		if zones {
+			node.Labels[api.LabelTopologyZone] = fmt.Sprint("zone-", i%10)
+		}
+		n, _ := nodes.Set(node)
 		// ten pods of various owners already there
 		for j := range 10 {
 			nodes.AddPod(n.Name(), NewPodInfo(benchPod(i*10+j, owners)).placed())

@@ -108,9 +108,11 @@ type Framework struct {
 	feasible      []*NodeInfo
 	failed        []*Status
 	raw, sum      []int64
-	// antiMatched is the buffer of the pod's antiMatched, kept across
-	// cycles.
+	// antiMatched, zoneCounts and zoneSeen are the buffers of the pod's
+	// fields of those names, kept across cycles.
 	antiMatched []antiMatch
+	zoneCounts  []int32
+	zoneSeen    []bool
 }
 
 // filterChunk is how many nodes are filtered together: enough to keep the
@@ -200,11 +202,20 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		all.countPodLabels()
 	}
 	pod.spread = all.ownerCounts(pod.Owner)
+	if pod.Owner != 0 {
+		pod.zoneCounts = all.zoneCounts(pod, f.zoneCounts)
+		if pod.zoneCounts != nil {
+			f.zoneCounts = pod.zoneCounts
+			pod.zoneSeen = append(f.zoneSeen[:0], make([]bool, len(pod.zoneCounts))...)
+			f.zoneSeen = pod.zoneSeen
+		}
+	}
 	pod.antiMatched, pod.antiPrepared = all.antiTermsMatching(pod, f.antiMatched[:0]), true
 	// The cache keeps the PodInfo; it must not keep the column alive.
 	defer func() {
 		f.antiMatched = pod.antiMatched[:0]
 		pod.spread, pod.volumes, pod.antiMatched, pod.antiPrepared = nil, nil, nil, false
+		pod.zoneCounts, pod.zoneSeen = nil, nil
 	}()
 	want := NumFeasibleNodesToFind(f.percentage, n)
 	feasible, failed := f.feasible[:0], f.failed[:0]

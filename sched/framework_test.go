@@ -208,6 +208,26 @@ func TestScheduleSpreads(t *testing.T) {
 	}
 }
 
+// Once nodes have zones, a controller's pods spread over zones too: of
+// two empty nodes, the one in the zone without the controller's pods
+// wins, whatever the tie-breaking seed. (By node alone they tie.)
+func TestScheduleSpreadsOverZones(t *testing.T) {
+	rs1 := func(name string) *api.Pod { return makePod(name, ownedBy("rs1")) }
+	zone := func(z string) func(*api.Node) { return nodeLabels(api.LabelTopologyZone, z) }
+	for seed := range int64(10) {
+		nodes := cluster(
+			on(makeNode("busy", zone("z1")), rs1("a"), rs1("b")),
+			on(makeNode("empty-z1", zone("z1"))),
+			on(makeNode("empty-z2", zone("z2"))),
+		)
+		fw := NewFramework(FrameworkOptions{Seed: seed})
+		res, err := fw.Schedule(NewPodInfo(rs1("new")), nodes)
+		if err != nil || res.Node != "empty-z2" {
+			t.Fatalf("seed %d: %+v, %v", seed, res, err)
+		}
+	}
+}
+
 // A batch scorer or filter must give what Score or Filter gives node by
 // node.
 func TestBatchPluginsAgree(t *testing.T) {

@@ -61,8 +61,10 @@ type NodeInfo struct {
 	cpuScale, memoryScale float64
 	flags                 nodeFlags
 	// index numbers the node in its Nodes, for the per-controller columns
-	// that spreading reads.
+	// that spreading reads; zone numbers its zone label's value in its
+	// Nodes (0: none).
 	index int32
+	zone  int32
 	// memo keeps the last allocation scores with the sums they were
 	// computed from: a run of alike pods finds most nodes unchanged since
 	// the previous pod, and reuses the score instead of dividing again.

@@ -36,6 +36,14 @@ type Nodes struct {
 	// labelPods), which they do from the first pod with anti-affinity to
 	// be scheduled on.
 	labelsCounted bool
+	// zoneIDs numbers the values of the nodes' zone labels from 1
+	// (NodeInfo.zone; 0 is no zone), and zoned counts the listed nodes
+	// with one: until some node has a zone, spreading is by node alone.
+	zoneIDs map[string]int32
+	zoned   int
+	// slotNodes is the NodeInfo of each index, for reading an owner's
+	// column node by node.
+	slotNodes []*NodeInfo
 }
 
 // placedTerm is one distinct anti-affinity term of placed pods.
@@ -44,9 +52,11 @@ type placedTerm struct {
 	pods int
 }
 
-// ownerColumn counts one controller's running pods per node index.
+// ownerColumn counts one controller's running pods per node index, and
+// per zone number.
 type ownerColumn struct {
 	counts []int32
+	zones  []int32
 	total  int
 }
 
@@ -78,6 +88,7 @@ func (ns *Nodes) Set(node *api.Node) (*NodeInfo, bool) {
 	if added {
 		ns.list = append(ns.list, n)
 	}
+	ns.setZone(n, node.Labels[api.LabelTopologyZone])
 	return n, added
 }
 
@@ -89,6 +100,7 @@ func (ns *Nodes) Remove(name string) {
 		return
 	}
 	n.node = nil
+	ns.setZone(n, "")
 	ns.list = slices.DeleteFunc(ns.list, func(x *NodeInfo) bool { return x == n })
 	ns.release(n)
 }
@@ -102,7 +114,7 @@ func (ns *Nodes) AddPod(name string, p *placedPod) *NodeInfo {
 	}
 	n.addPod(p)
 	if p.Owner != 0 && !p.Terminating {
-		ns.count(p.Owner, n.index, 1)
+		ns.count(p.Owner, n, 1)
 	}
 	for i := range p.antiAffinity {
 		t := &p.antiAffinity[i]
@@ -138,7 +150,7 @@ func (ns *Nodes) RemovePod(n *NodeInfo, p *placedPod) bool {
 		return false
 	}
 	if p.Owner != 0 && !p.Terminating {
-		ns.count(p.Owner, n.index, -1)
+		ns.count(p.Owner, n, -1)
 	}
 	for i := range p.antiAffinity {
 		k := p.antiAffinity[i].key
@@ -167,6 +179,7 @@ func (ns *Nodes) alloc(name string) *NodeInfo {
 		ns.chunk = ns.chunk[1:]
 		n.index = ns.slots
 		ns.slots++
+		ns.slotNodes = append(ns.slotNodes, n)
 	}
 	n.name = name
 	n.labelsCounted = ns.labelsCounted
@@ -200,20 +213,95 @@ func (ns *Nodes) release(n *NodeInfo) {
 	}
 }
 
-func (ns *Nodes) count(owner uint64, index int32, d int32) {
+// count adds d to the owner's count on node n, and in n's zone.
+func (ns *Nodes) count(owner uint64, n *NodeInfo, d int32) {
 	col := ns.spread[owner]
 	if col == nil {
 		col = &ownerColumn{}
 		ns.spread[owner] = col
 	}
-	if int(index) >= len(col.counts) {
+	if int(n.index) >= len(col.counts) {
 		col.counts = append(col.counts, make([]int32, int(ns.slots)-len(col.counts))...)
 	}
-	col.counts[index] += d
+	col.counts[n.index] += d
+	col.countZone(n.zone, d)
 	col.total += int(d)
 	if col.total <= 0 {
 		delete(ns.spread, owner)
 	}
+}
+
+func (col *ownerColumn) countZone(zone, d int32) {
+	if zone == 0 {
+		return
+	}
+	if int(zone) >= len(col.zones) {
+		col.zones = append(col.zones, make([]int32, int(zone)+1-len(col.zones))...)
+	}
+	col.zones[zone] += d
+}
+
+// setZone sets the zone of a listed node ("" for none, or when the node
+// leaves the list).
+func (ns *Nodes) setZone(n *NodeInfo, zone string) {
+	var id int32
+	if zone != "" {
+		var ok bool
+		if id, ok = ns.zoneIDs[zone]; !ok {
+			if ns.zoneIDs == nil {
+				ns.zoneIDs = map[string]int32{}
+			}
+			id = int32(len(ns.zoneIDs)) + 1
+			ns.zoneIDs[zone] = id
+		}
+	}
+	if id == n.zone {
+		return
+	}
+	if n.zone != 0 {
+		ns.zoned--
+	}
+	if id != 0 {
+		ns.zoned++
+	}
+	// The node's pods move to its new zone in their owners' counts.
+	for _, p := range n.pods {
+		if col := ns.spread[p.Owner]; col != nil && p.Owner != 0 && !p.Terminating {
+			col.countZone(n.zone, -1)
+			col.countZone(id, 1)
+		}
+	}
+	n.zone = id
+}
+
+// zoneCounts counts the pods of the pod's owner (pod.spread) by zone
+// into out, indexed by zone number, as kube-scheduler's spreading counts
+// them: on every node with a Node object whose labels the pod's required
+// node affinity and node selector accept (its nodeAffinityPolicy,
+// Honor). It returns nil when no node has a zone.
+func (ns *Nodes) zoneCounts(pod *PodInfo, out []int32) []int32 {
+	if ns.zoned == 0 {
+		return nil
+	}
+	out = append(out[:0], make([]int32, len(ns.zoneIDs)+1)...)
+	if pod.nodeSelector.empty() {
+		// Every node counts: the owner's column has the sums.
+		if col := ns.spread[pod.Owner]; col != nil {
+			copy(out, col.zones)
+		}
+		return out
+	}
+	for i, c := range pod.spread {
+		if c == 0 {
+			continue
+		}
+		n := ns.slotNodes[i]
+		if n.node == nil || n.zone == 0 || !pod.nodeSelector.matches(n) {
+			continue
+		}
+		out[n.zone] += c
+	}
+	return out
 }
 
 // ownerCounts returns an owner's column, nil if it has no running pods.

@@ -45,6 +45,11 @@ type PodInfo struct {
 	// owner in the Nodes being scheduled over.
 	volumes func(*NodeInfo) *Status
 	spread  []int32
+	// zoneCounts are the owner's pods by zone number, nil while no node
+	// has a zone (see Nodes.zoneCounts); zoneSeen is scratch for counting
+	// the zones of the nodes scored.
+	zoneCounts []int32
+	zoneSeen   []bool
 	// antiMatched are the terms of placed pods that select this pod, found
 	// once per attempt when antiPrepared (see Nodes.antiTermsMatching).
 	antiMatched  []antiMatch

@@ -2,15 +2,19 @@ package sched
 
 import "math"
 
-// spreadMaxSkew is the maxSkew of kube-scheduler's system default spread
-// constraint on kubernetes.io/hostname (ScheduleAnyway).
-const spreadMaxSkew = 3
+// spreadMaxSkew and zoneMaxSkew are the maxSkew of kube-scheduler's system
+// default spread constraints (ScheduleAnyway) on kubernetes.io/hostname
+// and on topology.kubernetes.io/zone.
+const (
+	spreadMaxSkew = 3
+	zoneMaxSkew   = 5
+)
 
-// podTopologySpread spreads the pods of one controller over nodes. It is
-// kube-scheduler's PodTopologySpread scoring under its system defaults,
-// restricted to the hostname constraint (berth nodes have no zones), with
-// "pods of the same controller" as the default selector. Pods without a
-// controller are not spread, as pods no workload selects are not there.
+// podTopologySpread spreads the pods of one controller over nodes, and
+// over zones once nodes have zone labels. It is kube-scheduler's
+// PodTopologySpread scoring under its system defaults, with "pods of the
+// same controller" as the default selector. Pods without a controller are
+// not spread, as pods no workload selects are not there.
 type podTopologySpread struct{}
 
 func (podTopologySpread) Name() string { return "PodTopologySpread" }
@@ -43,8 +47,13 @@ func (podTopologySpread) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64
 // maps the fewest pods to 100: 100 × (max + min − score) / max. The score
 // grows with the count, so the extremes come from the extreme counts; and
 // counts are small numbers repeated over hundreds of nodes, so each small
-// count is weighed, rounded and mapped once.
-func (podTopologySpread) Normalize(_ *PodInfo, nodes []*NodeInfo, scores []int64) {
+// count is weighed, rounded and mapped once. Once nodes have zones, the
+// zone's term joins each score (normalizeZones).
+func (podTopologySpread) Normalize(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
+	if pod.zoneCounts != nil {
+		normalizeZones(pod, nodes, scores)
+		return
+	}
 	const unlabelled = -1
 	minCount, maxCount := int64(math.MaxInt64), int64(unlabelled)
 	anyUnlabelled := false
@@ -84,5 +93,50 @@ func (podTopologySpread) Normalize(_ *PodInfo, nodes []*NodeInfo, scores []int64
 			mapped[c] = s + 1
 		}
 		scores[j] = s
+	}
+}
+
+// normalizeZones is Normalize with the zone constraint beside the
+// hostname one, as kube-scheduler scores them: a node's raw score is the
+// sum, over the constraints whose label it has, of the count of the
+// owner's pods in its domain × log(domains + 2) + (maxSkew − 1), rounded.
+// The hostname constraint has a domain per node scored; the zone
+// constraint as many as the distinct zones of the nodes scored, nodes
+// without one counting as one more. Counts in a zone are of the pods on
+// the nodes the pod's node affinity accepts (Nodes.zoneCounts). Then 100
+// × (max + min − score) / max, all 100 when every score is 0.
+func normalizeZones(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
+	seen := pod.zoneSeen
+	clear(seen)
+	zones := 0
+	for _, n := range nodes {
+		if !seen[n.zone] {
+			seen[n.zone] = true
+			zones++
+		}
+	}
+	hostWeight := math.Log(float64(len(nodes) + 2))
+	zoneWeight := math.Log(float64(zones + 2))
+	lowest, highest := int64(math.MaxInt64), int64(0)
+	for j, n := range nodes {
+		var raw float64
+		if n.flags&flagHostname != 0 {
+			raw += float64(scores[j])*hostWeight + float64(spreadMaxSkew-1)
+		}
+		if n.zone != 0 {
+			raw += float64(pod.zoneCounts[n.zone])*zoneWeight + float64(zoneMaxSkew-1)
+		}
+		scores[j] = int64(math.Round(raw))
+		lowest, highest = min(lowest, scores[j]), max(highest, scores[j])
+	}
+	if highest == 0 {
+		for j := range scores {
+			scores[j] = MaxNodeScore
+		}
+		return
+	}
+	sc := scale(highest)
+	for j, s := range scores {
+		scores[j] = percentOf(highest+lowest-s, highest, sc)
 	}
 }

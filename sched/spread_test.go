@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -58,12 +59,7 @@ func TestPodTopologySpread(t *testing.T) {
 			p := NewPodInfo(owned("new"))
 			p.spread = tt.nodes.ownerCounts(p.Owner)
 			nodes := tt.nodes.List()
-			got := make([]int64, len(nodes))
-			for i, n := range nodes {
-				got[i] = podTopologySpread{}.Score(p, n)
-			}
-			podTopologySpread{}.Normalize(p, nodes, got)
-			if !slices.Equal(got, tt.want) {
+			if got := spreadScores(p, nodes); !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -71,6 +67,17 @@ func TestPodTopologySpread(t *testing.T) {
 	if !(podTopologySpread{}).SkipScore(NewPodInfo(makePod("bare"))) {
 		t.Error("a pod without a controller should skip spreading")
 	}
+}
+
+// spreadScores scores the nodes for p and normalises the scores, as the
+// framework does.
+func spreadScores(p *PodInfo, nodes []*NodeInfo) []int64 {
+	got := make([]int64, len(nodes))
+	for i, n := range nodes {
+		got[i] = podTopologySpread{}.Score(p, n)
+	}
+	podTopologySpread{}.Normalize(p, nodes, got)
+	return got
 }
 
 // Owner columns follow pods on and off nodes, and go when empty; a node
@@ -114,14 +121,168 @@ func TestPodTopologySpreadLargeCounts(t *testing.T) {
 	ns := cluster(nps...)
 	p := NewPodInfo(makePod("new", ownedBy("rs1")))
 	p.spread = ns.ownerCounts(p.Owner)
-	got := make([]int64, len(counts))
-	for i, n := range ns.List() {
-		got[i] = podTopologySpread{}.Score(p, n)
-	}
-	podTopologySpread{}.Normalize(p, ns.List(), got)
+	got := spreadScores(p, ns.List())
 	// ln 6 = 1.7918: raw 2, round(112.88+2) = 115, round(114.67+2) = 117,
 	// round(358.35+2) = 360; 100*(362-raw)/360
 	if want := []int64{100, 68, 68, 0}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// With zone labels, kube-scheduler's second system default constraint
+// (topology.kubernetes.io/zone, maxSkew 5) joins the hostname one: a
+// node's raw score adds, for each label it has, count × ln(domains + 2) +
+// (maxSkew − 1); a zone's count is of the owner's pods on the nodes the
+// pod's node affinity accepts.
+func TestPodTopologySpreadZones(t *testing.T) {
+	zone := func(z string) func(*api.Node) { return nodeLabels(api.LabelTopologyZone, z) }
+	owned := func(name string, opts ...func(*api.Pod)) *api.Pod {
+		return makePod(name, append([]func(*api.Pod){ownedBy("rs1")}, opts...)...)
+	}
+	tests := []struct {
+		name  string
+		nodes *Nodes
+		pod   *api.Pod
+		// scored are the nodes scored (those the filters passed), by
+		// their order in the list.
+		scored []int
+		want   []int64
+	}{
+		// Hostname weight ln 6 = 1.792; zones z1, z2 and none (a domain
+		// too): ln 5 = 1.609. Zone counts z1 3, z2 0. Raw: a 3.584 + 2 +
+		// 4.828 + 4 = 14; b 1.792 + 2 + 4.828 + 4 = 13; c 2 + 4 = 6; d
+		// (no zone) 2. 100 × (16 − raw) / 14. (Without the domain of the
+		// zoneless, b would score 28.)
+		{"two zones and a node without one", cluster(
+			on(makeNode("a", zone("z1")), owned("a1"), owned("a2")),
+			on(makeNode("b", zone("z1")), owned("b1")),
+			on(makeNode("c", zone("z2"))),
+			on(makeNode("d")),
+		), owned("new"), []int{0, 1, 2, 3}, []int64{14, 21, 71, 100}},
+		// The pod asks for ssd nodes: b's three pods are on a node it
+		// does not accept and do not count for z1. Scored a and c: both
+		// weights ln 4 = 1.386. Raw: a 2 + 0 + 4 = 6; c 1.386 + 2 +
+		// 1.386 + 4 = 9. 100 × (15 − raw) / 9. (Counting b's pods, a
+		// would score 90 and c 100.)
+		{"node affinity bounds the zone counts", cluster(
+			on(makeNode("a", zone("z1"), nodeLabels("disk", "ssd"))),
+			on(makeNode("b", zone("z1")), owned("b1"), owned("b2"), owned("b3")),
+			on(makeNode("c", zone("z2"), nodeLabels("disk", "ssd")), owned("c1")),
+		), owned("new", selector("disk", "ssd")), []int{0, 2}, []int64{100, 66}},
+		// Another controller's pods do not count: with none of its own
+		// anywhere, every node scores 2 + 4 = 6, and all score 100.
+		{"no pod in any zone", cluster(
+			on(makeNode("a", zone("z1"))),
+			on(makeNode("b", zone("z1")), makePod("other", ownedBy("rs2"))),
+		), owned("new"), []int{0, 1}, []int64{100, 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPodInfo(tt.pod)
+			p.spread = tt.nodes.ownerCounts(p.Owner)
+			p.zoneCounts = tt.nodes.zoneCounts(p, nil)
+			if p.zoneCounts == nil {
+				t.Fatal("no zone counts with zoned nodes")
+			}
+			p.zoneSeen = make([]bool, len(p.zoneCounts))
+			var nodes []*NodeInfo
+			for _, i := range tt.scored {
+				nodes = append(nodes, tt.nodes.List()[i])
+			}
+			if got := spreadScores(p, nodes); !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Zones follow the nodes' labels: a node that gains, changes or loses
+// its zone, or goes, moves its pods' counts with it, and a cluster
+// without zones has no zone counts at all.
+func TestZoneCountsFollowNodes(t *testing.T) {
+	ns := cluster(
+		on(makeNode("a"), makePod("a1", ownedBy("rs1"))),
+		on(makeNode("b"), makePod("b1", ownedBy("rs1")), makePod("b2", ownedBy("rs1"))),
+	)
+	p := NewPodInfo(makePod("new", ownedBy("rs1")))
+	p.spread = ns.ownerCounts(p.Owner)
+	if got := ns.zoneCounts(p, nil); got != nil {
+		t.Fatalf("zone counts %v without zones", got)
+	}
+	ns.Set(makeNode("a", nodeLabels(api.LabelTopologyZone, "z1")))
+	ns.Set(makeNode("b", nodeLabels(api.LabelTopologyZone, "z1")))
+	z1 := ns.zoneIDs["z1"]
+	if got := ns.zoneCounts(p, nil); got[z1] != 3 {
+		t.Fatalf("z1 counts %v, want 3", got)
+	}
+	ns.Set(makeNode("b", nodeLabels(api.LabelTopologyZone, "z2")))
+	got := ns.zoneCounts(p, nil)
+	if z2 := ns.zoneIDs["z2"]; got[z1] != 1 || got[z2] != 2 {
+		t.Fatalf("counts %v after b moved to z2", got)
+	}
+	ns.Set(makeNode("b"))
+	if got := ns.zoneCounts(p, nil); got[z1] != 1 || ns.zoned != 1 {
+		t.Fatalf("counts %v, zoned nodes %d after b lost its zone", got, ns.zoned)
+	}
+	ns.Remove("a")
+	if got := ns.zoneCounts(p, nil); got != nil || ns.zoned != 0 {
+		t.Fatalf("counts %v, zoned nodes %d after a went", got, ns.zoned)
+	}
+}
+
+// The zone sums each owner keeps agree with counting its pods node by
+// node, through random placements, removals and zone changes.
+func TestZoneSumsAgreeWithNodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	zones := []string{"", "z1", "z2", "z3"}
+	node := func(i int) *api.Node {
+		n := makeNode(fmt.Sprint("n", i))
+		if z := zones[rng.IntN(len(zones))]; z != "" {
+			n.Labels[api.LabelTopologyZone] = z
+		}
+		return n
+	}
+	ns := NewNodes()
+	for i := range 8 {
+		ns.Set(node(i))
+	}
+	type placement struct {
+		node string
+		pod  *placedPod
+	}
+	var placed []placement
+	for step := range 2000 {
+		switch r := rng.IntN(10); {
+		case r < 5:
+			p := NewPodInfo(makePod(fmt.Sprint("p", step), ownedBy(fmt.Sprint("rs", rng.IntN(3))))).placed()
+			name := fmt.Sprint("n", rng.IntN(9)) // n8 has no Node object
+			ns.AddPod(name, p)
+			placed = append(placed, placement{name, p})
+		case r < 7 && len(placed) > 0:
+			k := rng.IntN(len(placed))
+			ns.RemovePod(ns.Get(placed[k].node), placed[k].pod)
+			placed = slices.Delete(placed, k, k+1)
+		case r < 9:
+			ns.Set(node(rng.IntN(8)))
+		default:
+			ns.Remove(fmt.Sprint("n", rng.IntN(8)))
+		}
+		for owner := range 3 {
+			p := NewPodInfo(makePod("new", ownedBy(fmt.Sprint("rs", owner))))
+			p.spread = ns.ownerCounts(p.Owner)
+			got := ns.zoneCounts(p, nil)
+			if got == nil {
+				continue
+			}
+			want := make([]int32, len(got))
+			for _, n := range ns.List() {
+				if int(n.index) < len(p.spread) && n.zone != 0 {
+					want[n.zone] += p.spread[n.index]
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d, rs%d: zone sums %v, by node %v", step, owner, got, want)
+			}
+		}
 	}
 }

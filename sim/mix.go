@@ -14,7 +14,7 @@ const (
 	// DiskLabel is "ssd" on every other node.
 	DiskLabel = "sim.berth.dev/disk"
 	// ZoneLabel spreads the nodes over ten zones.
-	ZoneLabel = "topology.kubernetes.io/zone"
+	ZoneLabel = api.LabelTopologyZone
 	// DedicatedTaint keeps pods without its toleration off every tenth
 	// node (NoSchedule).
 	DedicatedTaint = "sim.berth.dev/dedicated"

@@ -253,11 +253,13 @@ func secretData(s *api.Secret) map[string]string {
 
 func isOptional(b *bool) bool { return b != nil && *b }
 
-// commandLine is c's argv after $(VAR) expansion with its environment. The
-// exec runtime runs the command itself; the image is not used, so a
-// container without a command has nothing to run.
+// commandLine is c's argv after $(VAR) expansion with its environment:
+// command, then args. The exec runtime runs it itself and the image is
+// not used, so there is no image entrypoint: args alone are the argv, as
+// they are for an image without one (kubectl run NAME --image=… -- CMD
+// puts CMD in args), and a container with neither has nothing to run.
 func commandLine(c *api.Container, vars map[string]string) ([]string, error) {
-	if len(c.Command) == 0 {
+	if len(c.Command) == 0 && len(c.Args) == 0 {
 		return nil, configErrorf("container %s has no command: the exec runtime runs `command` (and `args`) on the node; the image %q is not used", c.Name, c.Image)
 	}
 	argv := make([]string, 0, len(c.Command)+len(c.Args))

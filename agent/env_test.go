@@ -163,6 +163,12 @@ func TestVolumeEnvAndCommandLine(t *testing.T) {
 	if want := []string{"serve", "--data=/d/cache", "80", "$(PORT)"}; !slices.Equal(argv, want) {
 		t.Errorf("argv = %q, want %q", argv, want)
 	}
+	// Without a command, args alone run, as for an image without an
+	// entrypoint.
+	argv, err = commandLine(&api.Container{Name: "app", Image: "busybox", Args: []string{"/bin/echo", "$(PORT)"}}, vars)
+	if want := []string{"/bin/echo", "80"}; err != nil || !slices.Equal(argv, want) {
+		t.Errorf("args alone: argv = %q (%v), want %q", argv, err, want)
+	}
 	_, err = commandLine(&api.Container{Name: "app", Image: "nginx"}, nil)
 	var ce *configError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "runs `command`") || !strings.Contains(err.Error(), "nginx") {

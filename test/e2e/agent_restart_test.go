@@ -212,6 +212,23 @@ func TestServerEmbeddedAgent(t *testing.T) {
 		t.Errorf("berth logs %s since an hour from now: %q", name, out)
 	}
 
+	// kubectl run puts the command after -- in args; with no image
+	// entrypoint under the exec runtime, the args alone run.
+	s.kubectl(t, "run", "once", "--image=busybox", "--restart=Never", "--", "/bin/echo", "run by kubectl")
+	waitFor(t, 30*time.Second, "the kubectl run pod Succeeded", func() error {
+		pod, err := s.getJSON(t, "pod", "once")
+		if err != nil {
+			return err
+		}
+		if phase := field(pod, "status.phase"); phase != "Succeeded" {
+			return fmt.Errorf("phase %v", phase)
+		}
+		return nil
+	})
+	if out := s.kubectl(t, "logs", "once"); out != "run by kubectl\n" {
+		t.Errorf("kubectl logs once: %q", out)
+	}
+
 	// kubectl exec and berth exec run a command beside the pod's process,
 	// in its environment, through the API server and the agent: output,
 	// input, and the exit code.

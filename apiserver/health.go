@@ -5,21 +5,25 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 
-	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apimachinery/pkg/version"
 )
 
-// versionInfo renders the build as Kubernetes' /version does, so that
-// `kubectl version` shows it.
+// KubernetesVersion is the Kubernetes release whose API berth serves: that
+// of the k8s.io/api it is built with (a test keeps the two together).
+const KubernetesVersion = "1.37.2"
+
+// versionInfo is /version: the Kubernetes version berth serves, with
+// berth's own version as build metadata (v1.37.2+berth.0.5.0), as k3s
+// reports v1.30.2+k3s1. Clients read /version as a Kubernetes server's:
+// kubectl checks its version skew against major and minor, and Helm
+// checks a chart's kubeVersion constraint against gitVersion, which a
+// server that answered v0.5.0 failed. GitCommit is berth's commit.
 func versionInfo(v VersionInfo) version.Info {
-	major, minor := "0", "0"
-	s := strings.TrimPrefix(v.Version, "v")
-	if parts := strings.SplitN(s, ".", 3); len(parts) >= 2 && isDigits(parts[0]) {
-		major = parts[0]
-		minor = strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' })
-	}
+	major, minor, _ := strings.Cut(KubernetesVersion, ".")
+	minor, _, _ = strings.Cut(minor, ".")
 	goVersion := v.GoVersion
 	if goVersion == "" {
 		goVersion = runtime.Version()
@@ -35,33 +39,23 @@ func versionInfo(v VersionInfo) version.Info {
 	}
 }
 
-// gitVersion is a build's version as Kubernetes spells gitVersion: a
-// semantic version after a "v". kubectl version fails on one it cannot
-// parse, so a build without one (dev) is v0.0.0-dev, as an unreleased
-// Kubernetes build is v0.0.0-master.
+// gitVersion is KubernetesVersion after a "v", with berth's version v as
+// build metadata: "berth." and v without its "v", every character a
+// semantic version does not allow there made a "-" ("unknown" for none).
 func gitVersion(v string) string {
-	if _, err := utilversion.ParseSemantic(v); err == nil {
-		return "v" + strings.TrimPrefix(v, "v")
-	}
-	pre := strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' {
+	meta := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' || r == '-' {
 			return r
 		}
 		return '-'
-	}, v)
-	if _, err := utilversion.ParseSemantic("v0.0.0-" + pre); err != nil {
-		pre = "unknown" // empty, or empty or zero-led parts
+	}, strings.TrimPrefix(v, "v"))
+	// Dot-separated identifiers may not be empty.
+	parts := strings.Split(meta, ".")
+	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
+	if len(parts) == 0 {
+		parts = []string{"unknown"}
 	}
-	return "v0.0.0-" + pre
-}
-
-func isDigits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return "v" + KubernetesVersion + "+berth." + strings.Join(parts, ".")
 }
 
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {

@@ -223,7 +223,7 @@ func TestHealthAndVersion(t *testing.T) {
 	}
 	code, _, body = e.do("GET", "/version", "", "", "", nil)
 	var v version.Info
-	if err := json.Unmarshal(body, &v); err != nil || code != http.StatusOK || v.Major != "0" || v.Minor != "3" || v.GitVersion != "v0.3.1" || v.GitCommit != "abc123" || v.Platform == "" {
+	if err := json.Unmarshal(body, &v); err != nil || code != http.StatusOK || v.Major != "1" || v.Minor != "37" || v.GitVersion != "v1.37.2+berth.0.3.1" || v.GitCommit != "abc123" || v.Platform == "" {
 		t.Fatalf("version: %d %s", code, body)
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -78,6 +79,22 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	kc := func(args ...string) string {
 		t.Helper()
 		return s.kubectl(t, args...)
+	}
+	// The server reports the Kubernetes version it serves, berth's own as
+	// build metadata, as k3s does: what kubectl and Helm compare against.
+	var versions struct {
+		ServerVersion struct{ Major, Minor, GitVersion string }
+	}
+	// (stdout alone: kubectl warns on stderr of a skew beyond one minor)
+	vout, err := s.command(t, "kubectl", "version", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("kubectl version: %v", err)
+	}
+	if err := json.Unmarshal(vout, &versions); err != nil {
+		t.Fatal(err)
+	}
+	if sv := versions.ServerVersion; sv.Major != "1" || !strings.HasPrefix(sv.GitVersion, "v1."+sv.Minor+".") || !strings.Contains(sv.GitVersion, "+berth.") {
+		t.Errorf("kubectl version: server %+v", sv)
 	}
 	out := kc("get", "pods,nodes,services,deployments", "-A")
 	if !strings.Contains(out, "deployment.apps/hello") || !strings.Contains(out, "service/hello") {

@@ -202,14 +202,6 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		all.countPodLabels()
 	}
 	pod.spread = all.ownerCounts(pod.Owner)
-	if pod.Owner != 0 {
-		pod.zoneCounts = all.zoneCounts(pod, f.zoneCounts)
-		if pod.zoneCounts != nil {
-			f.zoneCounts = pod.zoneCounts
-			pod.zoneSeen = append(f.zoneSeen[:0], make([]bool, len(pod.zoneCounts))...)
-			f.zoneSeen = pod.zoneSeen
-		}
-	}
 	pod.antiMatched, pod.antiPrepared = all.antiTermsMatching(pod, f.antiMatched[:0]), true
 	// The cache keeps the PodInfo; it must not keep the column alive.
 	defer func() {
@@ -262,6 +254,16 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		// As kube-scheduler does: with one candidate, scores change nothing.
 		res.Node = feasible[0].name
 		return res, nil
+	}
+	if pod.Owner != 0 {
+		// Zone counts only for a pod that is scored: one with node
+		// affinity counts the nodes it accepts.
+		pod.zoneCounts = all.zoneCounts(pod, f.zoneCounts)
+		if pod.zoneCounts != nil {
+			f.zoneCounts = pod.zoneCounts
+			pod.zoneSeen = append(f.zoneSeen[:0], make([]bool, len(pod.zoneCounts))...)
+			f.zoneSeen = pod.zoneSeen
+		}
 	}
 	res.Node = f.selectHost(feasible, f.score(pod, feasible))
 	return res, nil

@@ -62,7 +62,7 @@ type NodeInfo struct {
 	flags                 nodeFlags
 	// index numbers the node in its Nodes, for the per-controller columns
 	// that spreading reads; zone numbers its zone label's value in its
-	// Nodes (0: none).
+	// Nodes (see Nodes.setZone).
 	index int32
 	zone  int32
 	// memo keeps the last allocation scores with the sums they were
@@ -129,6 +129,8 @@ const (
 	flagPorts
 	flagAntiPods
 	flagHostname
+	// flagZone: the node has a topology.kubernetes.io/zone label.
+	flagZone
 )
 
 func (n *NodeInfo) setFlag(f nodeFlags, on bool) {

@@ -37,8 +37,8 @@ type Nodes struct {
 	// be scheduled on.
 	labelsCounted bool
 	// zoneIDs numbers the values of the nodes' zone labels from 1
-	// (NodeInfo.zone; 0 is no zone), and zoned counts the listed nodes
-	// with one: until some node has a zone, spreading is by node alone.
+	// (NodeInfo.zone), and zoned counts the listed nodes with the label:
+	// until one has it, spreading is by node alone.
 	zoneIDs map[string]int32
 	zoned   int
 	// slotNodes is the NodeInfo of each index, for reading an owner's
@@ -88,7 +88,7 @@ func (ns *Nodes) Set(node *api.Node) (*NodeInfo, bool) {
 	if added {
 		ns.list = append(ns.list, n)
 	}
-	ns.setZone(n, node.Labels[api.LabelTopologyZone])
+	ns.setZone(n, node)
 	return n, added
 }
 
@@ -100,7 +100,7 @@ func (ns *Nodes) Remove(name string) {
 		return
 	}
 	n.node = nil
-	ns.setZone(n, "")
+	ns.setZone(n, nil)
 	ns.list = slices.DeleteFunc(ns.list, func(x *NodeInfo) bool { return x == n })
 	ns.release(n)
 }
@@ -182,6 +182,7 @@ func (ns *Nodes) alloc(name string) *NodeInfo {
 		ns.slotNodes = append(ns.slotNodes, n)
 	}
 	n.name = name
+	n.zone = zoneUnlisted
 	n.labelsCounted = ns.labelsCounted
 	ns.byName[name] = n
 	return n
@@ -232,7 +233,7 @@ func (ns *Nodes) count(owner uint64, n *NodeInfo, d int32) {
 }
 
 func (col *ownerColumn) countZone(zone, d int32) {
-	if zone == 0 {
+	if zone == zoneUnlisted {
 		return
 	}
 	if int(zone) >= len(col.zones) {
@@ -241,28 +242,40 @@ func (col *ownerColumn) countZone(zone, d int32) {
 	col.zones[zone] += d
 }
 
-// setZone sets the zone of a listed node ("" for none, or when the node
-// leaves the list).
-func (ns *Nodes) setZone(n *NodeInfo, zone string) {
-	var id int32
-	if zone != "" {
-		var ok bool
-		if id, ok = ns.zoneIDs[zone]; !ok {
-			if ns.zoneIDs == nil {
-				ns.zoneIDs = map[string]int32{}
+// zoneUnlisted is the zone of a node without a Node object: its pods
+// count in no zone, as kube-scheduler counts over the nodes it lists.
+const zoneUnlisted = -1
+
+// setZone sets n's zone from node, nil when n leaves the list: the
+// number of its zone label's value, 0 for an empty value or none (one
+// domain, as kube-scheduler's "" value), and flagZone when it has the
+// label.
+func (ns *Nodes) setZone(n *NodeInfo, node *api.Node) {
+	id, labelled := int32(zoneUnlisted), false
+	if node != nil {
+		var value string
+		value, labelled = node.Labels[api.LabelTopologyZone]
+		id = 0
+		if value != "" {
+			var ok bool
+			if id, ok = ns.zoneIDs[value]; !ok {
+				if ns.zoneIDs == nil {
+					ns.zoneIDs = map[string]int32{}
+				}
+				id = int32(len(ns.zoneIDs)) + 1
+				ns.zoneIDs[value] = id
 			}
-			id = int32(len(ns.zoneIDs)) + 1
-			ns.zoneIDs[zone] = id
 		}
 	}
-	if id == n.zone {
-		return
-	}
-	if n.zone != 0 {
+	if n.flags&flagZone != 0 {
 		ns.zoned--
 	}
-	if id != 0 {
+	if labelled {
 		ns.zoned++
+	}
+	n.setFlag(flagZone, labelled)
+	if id == n.zone {
+		return
 	}
 	// The node's pods move to its new zone in their owners' counts.
 	for _, p := range n.pods {
@@ -278,7 +291,7 @@ func (ns *Nodes) setZone(n *NodeInfo, zone string) {
 // into out, indexed by zone number, as kube-scheduler's spreading counts
 // them: on every node with a Node object whose labels the pod's required
 // node affinity and node selector accept (its nodeAffinityPolicy,
-// Honor). It returns nil when no node has a zone.
+// Honor). It returns nil when no node has a zone label.
 func (ns *Nodes) zoneCounts(pod *PodInfo, out []int32) []int32 {
 	if ns.zoned == 0 {
 		return nil
@@ -296,7 +309,7 @@ func (ns *Nodes) zoneCounts(pod *PodInfo, out []int32) []int32 {
 			continue
 		}
 		n := ns.slotNodes[i]
-		if n.node == nil || n.zone == 0 || !pod.nodeSelector.matches(n) {
+		if n.zone == zoneUnlisted || !pod.nodeSelector.matches(n) {
 			continue
 		}
 		out[n.zone] += c

@@ -102,9 +102,10 @@ func (podTopologySpread) Normalize(pod *PodInfo, nodes []*NodeInfo, scores []int
 // owner's pods in its domain × log(domains + 2) + (maxSkew − 1), rounded.
 // The hostname constraint has a domain per node scored; the zone
 // constraint as many as the distinct zones of the nodes scored, nodes
-// without one counting as one more. Counts in a zone are of the pods on
-// the nodes the pod's node affinity accepts (Nodes.zoneCounts). Then 100
-// × (max + min − score) / max, all 100 when every score is 0.
+// without one (or with an empty one) counting as one more. Counts in a
+// zone are of the pods on the nodes the pod's node affinity accepts
+// (Nodes.zoneCounts). Then 100 × (max + min − score) / max, all 100 when
+// every score is 0.
 func normalizeZones(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 	seen := pod.zoneSeen
 	clear(seen)
@@ -123,7 +124,7 @@ func normalizeZones(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 		if n.flags&flagHostname != 0 {
 			raw += float64(scores[j])*hostWeight + float64(spreadMaxSkew-1)
 		}
-		if n.zone != 0 {
+		if n.flags&flagZone != 0 {
 			raw += float64(pod.zoneCounts[n.zone])*zoneWeight + float64(zoneMaxSkew-1)
 		}
 		scores[j] = int64(math.Round(raw))

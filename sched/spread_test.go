@@ -169,6 +169,29 @@ func TestPodTopologySpreadZones(t *testing.T) {
 			on(makeNode("b", zone("z1")), owned("b1"), owned("b2"), owned("b3")),
 			on(makeNode("c", zone("z2"), nodeLabels("disk", "ssd")), owned("c1")),
 		), owned("new", selector("disk", "ssd")), []int{0, 2}, []int64{100, 66}},
+		// An empty zone label is the same domain as none (kube's ""
+		// value), and still a label: b gets a zone term counting c's
+		// pods. Weights ln 5 = 1.609, ln 4 = 1.386 (z1 and ""). Raw: a
+		// 1.609 + 2 + 1.386 + 4 = 9; b 2 + 2.773 + 4 = 9; c (no label)
+		// 3.219 + 2 = 5. 100 × (14 − raw) / 9.
+		{"an empty zone label", cluster(
+			on(makeNode("a", zone("z1")), owned("a1")),
+			on(makeNode("b", zone(""))),
+			on(makeNode("c"), owned("c1"), owned("c2")),
+		), owned("new"), []int{0, 1, 2}, []int64{55, 55, 100}},
+		// A node without the hostname label has its zone term alone:
+		// weights ln 4 = 1.386, ln 3 = 1.099. Raw: a 1.099 + 4 = 5; b 2 +
+		// 1.099 + 4 = 7. 100 × (12 − raw) / 7.
+		{"no hostname label", cluster(
+			on(makeNode("a", zone("z1"), noHostname), owned("a1")),
+			on(makeNode("b", zone("z1"))),
+		), owned("new"), []int{0, 1}, []int64{100, 71}},
+		// Nodes scored with neither label all score 0: all 100.
+		{"no label on the nodes scored", cluster(
+			on(makeNode("a", noHostname), owned("a1")),
+			on(makeNode("b", noHostname)),
+			on(makeNode("c", zone("z1"))),
+		), owned("new"), []int{0, 1}, []int64{100, 100}},
 		// Another controller's pods do not count: with none of its own
 		// anywhere, every node scores 2 + 4 = 6, and all score 100.
 		{"no pod in any zone", cluster(
@@ -234,10 +257,11 @@ func TestZoneCountsFollowNodes(t *testing.T) {
 // node, through random placements, removals and zone changes.
 func TestZoneSumsAgreeWithNodes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	zones := []string{"", "z1", "z2", "z3"}
+	// "none" is no label; "" an empty one.
+	zones := []string{"none", "", "z1", "z2", "z3"}
 	node := func(i int) *api.Node {
 		n := makeNode(fmt.Sprint("n", i))
-		if z := zones[rng.IntN(len(zones))]; z != "" {
+		if z := zones[rng.IntN(len(zones))]; z != "none" {
 			n.Labels[api.LabelTopologyZone] = z
 		}
 		return n
@@ -254,7 +278,11 @@ func TestZoneSumsAgreeWithNodes(t *testing.T) {
 	for step := range 2000 {
 		switch r := rng.IntN(10); {
 		case r < 5:
-			p := NewPodInfo(makePod(fmt.Sprint("p", step), ownedBy(fmt.Sprint("rs", rng.IntN(3))))).placed()
+			pod := makePod(fmt.Sprint("p", step), ownedBy(fmt.Sprint("rs", rng.IntN(3))))
+			if rng.IntN(5) == 0 {
+				pod.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+			}
+			p := NewPodInfo(pod).placed()
 			name := fmt.Sprint("n", rng.IntN(9)) // n8 has no Node object
 			ns.AddPod(name, p)
 			placed = append(placed, placement{name, p})
@@ -275,8 +303,10 @@ func TestZoneSumsAgreeWithNodes(t *testing.T) {
 				continue
 			}
 			want := make([]int32, len(got))
+			// Every listed node counts in its zone, 0 for none or an empty
+			// one; a node without a Node object (n8) in none.
 			for _, n := range ns.List() {
-				if int(n.index) < len(p.spread) && n.zone != 0 {
+				if int(n.index) < len(p.spread) {
 					want[n.zone] += p.spread[n.index]
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/store"
 )
 
 // TestQuotaEnforced checks that the control plane enforces quotas on what
@@ -50,5 +51,35 @@ func TestQuotaEnforced(t *testing.T) {
 	st := obj.(*api.ResourceQuota).Status
 	if used, hard := st.Used[api.ResourcePods], st.Hard[api.ResourcePods]; used.Value() != 1 || hard.Value() != 1 {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestNamespaceLifecycleForEveryWriter checks that the control plane's
+// store refuses, to writers that bypass the API (the controllers), new
+// objects in a namespace being deleted.
+func TestNamespaceLifecycleForEveryWriter(t *testing.T) {
+	r := startControlPlane(t, t.TempDir(), StoreMemory)
+	st := r.Store()
+	ctx := context.Background()
+	ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	api.Default(ns)
+	if _, err := st.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	cm := func(name string) *api.ConfigMap {
+		return &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: name}}
+	}
+	// A ConfigMap with a finalizer keeps the namespace terminating.
+	held := cm("held")
+	held.Finalizers = []string{"example.com/hold"}
+	if _, err := st.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Delete(ctx, api.MustLookupResource("namespaces"), "", "team", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := st.Create(ctx, cm("late"))
+	if !store.IsNamespaceTerminating(err) || !store.IsForbidden(err) || !strings.Contains(err.Error(), "because it is being terminated") {
+		t.Fatalf("create in a terminating namespace: %v", err)
 	}
 }

@@ -14,6 +14,22 @@ var ErrForbidden = errors.New("forbidden")
 // IsForbidden reports whether err is, or wraps, ErrForbidden.
 func IsForbidden(err error) bool { return errors.Is(err, ErrForbidden) }
 
+// ErrNamespaceTerminating: an admission hook refused to create an object
+// in a namespace that is being deleted (Kubernetes' NamespaceLifecycle).
+// It is ErrForbidden too. A controller that would create there (a
+// ReplicaSet's pods, a Service's Endpoints) takes it as nothing to do, as
+// Kubernetes' controllers take the NamespaceTerminating cause.
+var ErrNamespaceTerminating error = namespaceTerminating{}
+
+type namespaceTerminating struct{}
+
+func (namespaceTerminating) Error() string        { return ErrForbidden.Error() }
+func (namespaceTerminating) Is(target error) bool { return target == ErrForbidden }
+
+// IsNamespaceTerminating reports whether err is, or wraps,
+// ErrNamespaceTerminating.
+func IsNamespaceTerminating(err error) bool { return errors.Is(err, ErrNamespaceTerminating) }
+
 // AdmitFunc checks a write inside the transaction that makes it, so that
 // every writer (the API, the applier, the controllers) meets the same rule
 // and the check is serialised with every other write: what it reads through

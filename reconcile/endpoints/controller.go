@@ -191,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		return reconcile.Result{}, nil
 	}
 	if existing == nil {
-		if _, err := r.store.Create(ctx, want); err != nil {
+		if _, err := r.store.Create(ctx, want); err != nil && !store.IsNamespaceTerminating(err) {
 			return reconcile.Result{}, fmt.Errorf("create endpoints %s: %w", key, err)
 		}
 		return reconcile.Result{}, nil

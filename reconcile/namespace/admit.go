@@ -22,14 +22,16 @@ func Admit(tx *store.Txn, k *api.Kind, obj, old api.Object) error {
 		return nil
 	}
 	o, err := tx.Get(namespaceKind, "", obj.GetNamespace())
-	if err != nil {
+	switch {
+	case store.IsNotFound(err):
 		return nil
-	}
-	if !o.(*api.Namespace).Terminating() {
+	case err != nil:
+		return fmt.Errorf("namespace lifecycle: get namespace %s: %w", obj.GetNamespace(), err)
+	case !o.(*api.Namespace).Terminating():
 		return nil
 	}
 	return &store.ObjectError{
-		Err: store.ErrForbidden, Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName(),
+		Err: store.ErrNamespaceTerminating, Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName(),
 		Detail: fmt.Sprintf("unable to create new content in namespace %s because it is being terminated", obj.GetNamespace()),
 	}
 }

@@ -93,8 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	switch {
 	case err == nil, store.IsAlreadyExists(err):
 		return reconcile.Result{}, nil
-	case store.IsNotFound(err):
-		// The namespace went meanwhile.
+	case store.IsNotFound(err), store.IsNamespaceTerminating(err):
+		// The namespace went, or began to go, meanwhile.
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, fmt.Errorf("create serviceaccount %s/%s: %w", key, api.DefaultServiceAccountName, err)

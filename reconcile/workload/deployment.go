@@ -176,6 +176,10 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (recon
 		}
 	default:
 		newRS, progressed, err = r.rollout(ctx, d, hash, newRS, old, surge, unavailable)
+		if store.IsNamespaceTerminating(err) {
+			// The namespace's deletion began after the check above.
+			return reconcile.Result{}, nil
+		}
 		if err != nil {
 			return reconcile.Result{}, err
 		}

@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -394,6 +395,23 @@ func TestDeploymentInATerminatingNamespace(t *testing.T) {
 	f.sync()
 	if rss := f.replicaSets(); len(rss) != 0 {
 		t.Errorf("made ReplicaSets %v in a terminating namespace", keys(rss))
+	}
+}
+
+// The namespace's deletion beginning between the Deployment controller's
+// check and its ReplicaSet's creation: the store refuses it, and the
+// controller takes that as nothing to do.
+func TestDeploymentReplicaSetRefusedByATerminatingNamespace(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	s := newStore(t, clk, markTerminatingOnCreate(replicaSetKind), namespace.Admit)
+	mustCreate(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	mustCreate(t, s, deployment("web", 2))
+	if _, err := NewDeploymentReconciler(s, clk).Reconcile(context.Background(), "default/web"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	f := &deployFixture{t: t, ctx: context.Background(), clk: clk, s: s}
+	if rss := f.replicaSets(); len(rss) != 0 {
+		t.Errorf("made ReplicaSets %v", keys(rss))
 	}
 }
 

@@ -156,7 +156,7 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 		for range n - created {
 			r.expectations.CreationObserved(key)
 		}
-		if err != nil && store.IsForbidden(err) && namespaceTerminating(r.store, v.obj.GetNamespace()) {
+		if store.IsNamespaceTerminating(err) {
 			// The namespace's deletion began after the check above: the
 			// store refused the pods, and this controller goes too.
 			return "", nil

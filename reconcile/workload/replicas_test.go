@@ -15,12 +15,13 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/store"
 )
 
-func newStore(t *testing.T, clk *clocktesting.FakeClock) *store.Store {
+func newStore(t *testing.T, clk *clocktesting.FakeClock, admit ...store.AdmitFunc) *store.Store {
 	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{Clock: clk})
+	s, err := store.New(store.Memory{}, store.Options{Clock: clk, Admit: admit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,6 +471,54 @@ func TestNoPodsInATerminatingNamespace(t *testing.T) {
 		t.Errorf("created %d pods in a terminating namespace", n)
 	}
 }
+
+// markTerminatingOnCreate is an admission hook that marks a namespace
+// terminating when an object of kind k is created in it, before
+// namespace.Admit looks: the namespace's deletion beginning between a
+// controller's check and its write.
+func markTerminatingOnCreate(k *api.Kind) store.AdmitFunc {
+	return func(tx *store.Txn, kind *api.Kind, obj, old api.Object) error {
+		if kind != k || old != nil || obj == nil {
+			return nil
+		}
+		o, err := tx.Get(namespaceKind, "", obj.GetNamespace())
+		if err != nil {
+			return err
+		}
+		ns := o.(*api.Namespace).DeepCopy()
+		ns.Status.Phase = api.NamespaceTerminating
+		_, err = tx.Update(ns)
+		return err
+	}
+}
+
+// A namespace whose deletion begins after the ReplicaSet controller
+// checked it refuses the pods in the store; the controller takes that as
+// nothing to do: no error, no FailedCreate event.
+func TestPodsRefusedByATerminatingNamespace(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(epoch)
+	s := newStore(t, clk, markTerminatingOnCreate(podKind), namespace.Admit)
+	mustCreate(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	mustCreate(t, s, replicaSet("web", 2))
+	rec := &eventList{}
+	r := NewReplicaSetReconciler(s, clk)
+	r.events = rec
+	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if n := len(pods(t, s)); n != 0 {
+		t.Errorf("created %d pods", n)
+	}
+	if len(rec.reasons) != 0 {
+		t.Errorf("events %v", rec.reasons)
+	}
+}
+
+// eventList keeps the reasons of the events recorded.
+type eventList struct{ reasons []string }
+
+func (l *eventList) Event(_ api.Object, _, reason, _ string) { l.reasons = append(l.reasons, reason) }
 
 func TestFailureCondition(t *testing.T) {
 	failed := []api.WorkloadCondition{{Type: api.ReplicaFailure, Status: api.ConditionTrue, Reason: ReasonFailedCreate, Message: "old"}}

@@ -455,3 +455,24 @@ func TestApplyStoresSecretStringDataAsData(t *testing.T) {
 		t.Errorf("bad key: %s", f.ready().Message)
 	}
 }
+
+// An immutable Secret a source stored with its stringData apart (before
+// the applier folded it into data) is not taken for a change of its
+// immutable data: the next sync stores it folded.
+func TestApplyFoldsAnImmutableSecretStoredWithStringData(t *testing.T) {
+	f := newFixture(t)
+	yes := true
+	old := &api.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db",
+			Annotations: map[string]string{api.AnnotationSource: fleet}},
+		Immutable:  &yes,
+		StringData: map[string]string{"password": "hunter2"},
+	}
+	api.Default(old)
+	f.create(old)
+	f.mustApply(decode(t, "r1", "secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nimmutable: true\nstringData:\n  password: hunter2\n"))
+	s := f.get("Secret", "default", "db").(*api.Secret)
+	if string(s.Data["password"]) != "hunter2" || s.StringData != nil {
+		t.Fatalf("stored data %q, stringData %q", s.Data, s.StringData)
+	}
+}

@@ -144,7 +144,7 @@ func Diff(in Input) *Plan {
 		}
 		prev := in.Previous[d.Key]
 		want := merge(d.Object, live, prev)
-		if errs := api.ValidateUpdate(live, want); len(errs) > 0 {
+		if errs := api.ValidateUpdate(storedForm(live), want); len(errs) > 0 {
 			p.Errors = append(p.Errors, d.Decoded.Errors(errs)...)
 			continue
 		}
@@ -263,4 +263,16 @@ func byRank(steps []Step) []Step {
 		starts[ranks[i]]++
 	}
 	return out
+}
+
+// storedForm is live as a write stores it now: a Secret that a source
+// stored before stringData was folded into data at apply holds the keys
+// apart, and an immutable one would otherwise look changed.
+func storedForm(live api.Object) api.Object {
+	if s, ok := live.(*api.Secret); ok && len(s.StringData) > 0 {
+		c := s.DeepCopy()
+		api.MergeStringData(c)
+		return c
+	}
+	return live
 }

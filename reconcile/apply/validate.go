@@ -45,9 +45,11 @@ var sourceKind = api.KindOf(&api.Source{})
 // previous is what the source applied last (nil when unknown). An object
 // that is the very decoded object applied then (a file the source did not
 // decode again) is Same at the cost of a map lookup, and left for prepare
-// to copy if it is needed at all; one that is, once defaulted, exactly as
-// it was then is Same too. A Same object is not validated again, which
-// makes a revision that changes one object of thousands cheap.
+// to copy if it is needed at all; one decoded again equal to it is Same
+// too, and neither is validated again, which makes a revision that changes
+// one object of thousands cheap. One that is equal to it only once
+// prepared (a manifest now spelling out a default) is validated, then
+// Same.
 func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, previous map[Key]*api.Decoded) ([]*Desired, api.ErrorList) {
 	errs := append(api.ErrorList(nil), decodeErrs...)
 	out := make([]*Desired, 0, len(objs))

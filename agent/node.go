@@ -415,7 +415,7 @@ func systemInfo(version string) api.NodeSystemInfo {
 		BootID:                  readTrimmed("/proc/sys/kernel/random/boot_id"),
 		OSImage:                 osImage(),
 		ContainerRuntimeVersion: ContainerRuntimeVersion,
-		KubeletVersion:          version,
+		KubeletVersion:          api.ServedVersion(version),
 		OperatingSystem:         goruntime.GOOS,
 		Architecture:            goruntime.GOARCH,
 	}

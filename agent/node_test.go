@@ -185,7 +185,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		t.Errorf("addresses %v", n.Status.Addresses)
 	}
 	info := n.Status.NodeInfo
-	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 || info.KubeletVersion != "v1.2.3" ||
+	if n.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 || info.KubeletVersion != "v"+api.KubernetesVersion+"+berth.1.2.3" ||
 		info.ContainerRuntimeVersion != "exec://berth" || info.KernelVersion == "" || info.OperatingSystem != "linux" || info.Architecture == "" {
 		t.Errorf("endpoints %v, nodeInfo %+v", n.Status.DaemonEndpoints, info)
 	}

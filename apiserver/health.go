@@ -5,24 +5,18 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/berth-dev/berth/api"
 )
 
-// KubernetesVersion is the Kubernetes release whose API berth serves: that
-// of the k8s.io/api it is built with (a test keeps the two together).
-const KubernetesVersion = "1.37.2"
-
 // versionInfo is /version: the Kubernetes version berth serves, with
-// berth's own version as build metadata (v1.37.2+berth.0.5.0), as k3s
-// reports v1.30.2+k3s1. Clients read /version as a Kubernetes server's:
-// kubectl checks its version skew against major and minor, and Helm
-// checks a chart's kubeVersion constraint against gitVersion, which a
-// server that answered v0.5.0 failed. GitCommit is berth's commit.
+// berth's own version as build metadata (api.ServedVersion). GitCommit is
+// berth's commit.
 func versionInfo(v VersionInfo) version.Info {
-	major, minor, _ := strings.Cut(KubernetesVersion, ".")
+	major, minor, _ := strings.Cut(api.KubernetesVersion, ".")
 	minor, _, _ = strings.Cut(minor, ".")
 	goVersion := v.GoVersion
 	if goVersion == "" {
@@ -31,31 +25,12 @@ func versionInfo(v VersionInfo) version.Info {
 	return version.Info{
 		Major:      major,
 		Minor:      minor,
-		GitVersion: gitVersion(v.Version),
+		GitVersion: api.ServedVersion(v.Version),
 		GitCommit:  v.Commit,
 		GoVersion:  goVersion,
 		Compiler:   runtime.Compiler,
 		Platform:   runtime.GOOS + "/" + runtime.GOARCH,
 	}
-}
-
-// gitVersion is KubernetesVersion after a "v", with berth's version v as
-// build metadata: "berth." and v without its "v", every character a
-// semantic version does not allow there made a "-" ("unknown" for none).
-func gitVersion(v string) string {
-	meta := strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '.' || r == '-' {
-			return r
-		}
-		return '-'
-	}, strings.TrimPrefix(v, "v"))
-	// Dot-separated identifiers may not be empty.
-	parts := strings.Split(meta, ".")
-	parts = slices.DeleteFunc(parts, func(p string) bool { return p == "" })
-	if len(parts) == 0 {
-		parts = []string{"unknown"}
-	}
-	return "v" + KubernetesVersion + "+berth." + strings.Join(parts, ".")
 }
 
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {

@@ -1,4 +1,4 @@
-package apiserver
+package api
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 )
 
-func TestGitVersionParses(t *testing.T) {
+func TestServedVersionParses(t *testing.T) {
 	for in, want := range map[string]string{
 		"0.3.1":         "v" + KubernetesVersion + "+berth.0.3.1",
 		"v0.3.1":        "v" + KubernetesVersion + "+berth.0.3.1",
@@ -20,18 +20,18 @@ func TestGitVersionParses(t *testing.T) {
 		"a..b":          "v" + KubernetesVersion + "+berth.a.b",
 		"...":           "v" + KubernetesVersion + "+berth.unknown",
 	} {
-		got := gitVersion(in)
+		got := ServedVersion(in)
 		if got != want {
-			t.Errorf("gitVersion(%q) = %q, want %q", in, got, want)
+			t.Errorf("ServedVersion(%q) = %q, want %q", in, got, want)
 		}
 		v, err := utilversion.ParseSemantic(got)
 		if err != nil {
-			t.Errorf("gitVersion(%q) = %q, which kubectl cannot parse: %v", in, got, err)
+			t.Errorf("ServedVersion(%q) = %q, which kubectl cannot parse: %v", in, got, err)
 			continue
 		}
 		// What Helm's kubeVersion constraints and kubectl's skew check see.
 		if v.String() != KubernetesVersion && !strings.HasPrefix(v.String(), KubernetesVersion+"+") {
-			t.Errorf("gitVersion(%q) = %q parses as %s", in, got, v)
+			t.Errorf("ServedVersion(%q) = %q parses as %s", in, got, v)
 		}
 	}
 }

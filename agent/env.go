@@ -259,8 +259,12 @@ func isOptional(b *bool) bool { return b != nil && *b }
 // they are for an image without one (kubectl run NAME --image=… -- CMD
 // puts CMD in args), and a container with neither has nothing to run.
 func commandLine(c *api.Container, vars map[string]string) ([]string, error) {
-	if len(c.Command) == 0 && len(c.Args) == 0 {
+	switch {
+	case len(c.Command) == 0 && len(c.Args) == 0:
 		return nil, configErrorf("container %s has no command: the exec runtime runs `command` (and `args`) on the node; the image %q is not used", c.Name, c.Image)
+	case len(c.Command) == 0 && strings.HasPrefix(c.Args[0], "-"):
+		// Flags for the image's entrypoint, which does not run.
+		return nil, configErrorf("container %s has no command and its args begin with the flag %q: the exec runtime runs `command` (and `args`) on the node; the image %q and its entrypoint are not used", c.Name, c.Args[0], c.Image)
 	}
 	argv := make([]string, 0, len(c.Command)+len(c.Args))
 	for _, a := range c.Command {

@@ -169,6 +169,11 @@ func TestVolumeEnvAndCommandLine(t *testing.T) {
 	if want := []string{"/bin/echo", "80"}; err != nil || !slices.Equal(argv, want) {
 		t.Errorf("args alone: argv = %q (%v), want %q", argv, err, want)
 	}
+	// Flags alone were meant for the image's entrypoint.
+	_, err = commandLine(&api.Container{Name: "app", Image: "nginx", Args: []string{"-g", "daemon off;"}}, nil)
+	if ce := (*configError)(nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), `flag "-g"`) || !strings.Contains(err.Error(), "entrypoint") {
+		t.Errorf("args of flags alone: %v", err)
+	}
 	_, err = commandLine(&api.Container{Name: "app", Image: "nginx"}, nil)
 	var ce *configError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "runs `command`") || !strings.Contains(err.Error(), "nginx") {

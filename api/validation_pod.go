@@ -96,7 +96,7 @@ func validateContainers(containers []Container, init bool, volumes sets.Set[stri
 			errs = append(errs, validateDNSLabel(c.Name, np)...)
 		}
 		names.Insert(c.Name)
-		if c.Image == "" && len(c.Command) == 0 {
+		if c.Image == "" && len(c.Command) == 0 && len(c.Args) == 0 {
 			errs = append(errs, field.Required(cp.Child("image"), "a container needs an image or a command"))
 		}
 		errs = append(errs, validateContainerPorts(c.Ports, cp.Child("ports"))...)

@@ -107,6 +107,7 @@ func TestValidatePod(t *testing.T) {
 		}, []string{c0 + `.name: Duplicate value: "a"`}},
 		{"neither image nor command", func(o *Pod) { o.Spec.Containers[0].Image = "" }, []string{c0 + ".image: Required value"}},
 		{"command alone", func(o *Pod) { o.Spec.Containers[0].Image, o.Spec.Containers[0].Command = "", []string{"/bin/app"} }, nil},
+		{"args alone", func(o *Pod) { o.Spec.Containers[0].Image, o.Spec.Containers[0].Args = "", []string{"/bin/app"} }, nil},
 		{"negative quantity", func(o *Pod) {
 			o.Spec.Containers[0].Resources.Requests = ResourceList{ResourceMemory: resource.MustParse("-1Mi")}
 		}, []string{c0 + `.resources.requests[memory]: Invalid value: "-1Mi": must be greater than or equal to 0`}},

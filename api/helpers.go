@@ -85,3 +85,10 @@ func LocalPathReclaimable(pv *PersistentVolume, root string) bool {
 func (ns *Namespace) Terminating() bool {
 	return ns.DeletionTimestamp != nil || ns.Status.Phase == NamespaceTerminating
 }
+
+// SystemNamespace reports whether a namespace is one that may not be
+// deleted: default, as in Kubernetes, and kube-node-lease, which holds
+// the nodes' heartbeats and which berth makes only when it starts.
+func SystemNamespace(name string) bool {
+	return name == NamespaceDefault || name == NamespaceNodeLease
+}

@@ -83,3 +83,17 @@ func TestNamespaceLifecycleForEveryWriter(t *testing.T) {
 		t.Fatalf("create in a terminating namespace: %v", err)
 	}
 }
+
+// TestDefaultNamespaceMayNotBeDeleted: deleting namespace default through
+// the API is a 403, as in Kubernetes, and empties nothing.
+func TestDefaultNamespaceMayNotBeDeleted(t *testing.T) {
+	r := startControlPlane(t, t.TempDir(), StoreMemory)
+	c, err := client.New(&client.Config{Server: "https://" + r.Addr().String(), Token: r.Credentials().AdminToken, CAData: r.Credentials().CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Delete(context.Background(), api.MustLookupResource("namespaces"), "", api.NamespaceDefault, nil)
+	if !client.IsForbidden(err) || !strings.Contains(err.Error(), "this namespace may not be deleted") {
+		t.Fatalf("delete namespace default: %v", err)
+	}
+}

@@ -189,6 +189,20 @@ metadata:
 	}
 }
 
+// A system namespace the source declared and then dropped is kept, not
+// pruned: it may not be deleted.
+func TestApplyKeepsASystemNamespace(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "all.yaml", docs(namespace("default"), configMap("a", "1"))))
+	res := f.mustApply(decode(t, "r2", "all.yaml", configMap("a", "1")))
+	if res.Counts != (Counts{Kept: 1, Unchanged: 1}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if ns := f.get("Namespace", "", "default"); ns.GetDeletionTimestamp() != nil {
+		t.Errorf("namespace default is being deleted")
+	}
+}
+
 func TestApplyPrunesInReverseOrder(t *testing.T) {
 	f := newFixture(t)
 	f.mustApply(decode(t, "r1", "all.yaml", docs(namespace("prod"), configMap("a", "1"), service("web"), deployment("web", 1), configMap("b", "1"), configMap("c", "1"), configMap("d", "1"), configMap("e", "1"))))

@@ -104,7 +104,8 @@ func (p *Plan) MassPrune() bool {
 // namespace neither exists nor is in the revision, or is being deleted, is
 // an error. So is an update Kubernetes would refuse (a changed selector).
 // Objects in the inventory but not in the revision are pruned, except
-// those annotated berth.dev/prune: disabled, those already being deleted,
+// those annotated berth.dev/prune: disabled, the system namespaces (which
+// may not be deleted), those already being deleted,
 // and those a controller owns (they carry the annotation because their
 // owner's template did, and go with their owner).
 func Diff(in Input) *Plan {
@@ -176,7 +177,8 @@ func Diff(in Input) *Plan {
 			continue
 		}
 		a := ActionPrune
-		if obj.GetAnnotations()[api.AnnotationPrune] == api.PruneDisabled {
+		if obj.GetAnnotations()[api.AnnotationPrune] == api.PruneDisabled || key.Kind == namespaceKind && api.SystemNamespace(key.Name) {
+			// A system namespace may not be deleted: kept as if annotated.
 			a = ActionKeep
 		}
 		prunes = append(prunes, Step{Action: a, Key: key, Object: obj, Live: obj})

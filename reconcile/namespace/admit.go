@@ -17,7 +17,15 @@ import (
 // lands after that pass and outlives its namespace. A namespace that does
 // not exist is left to the API to refuse (404): the store's own writers
 // create into namespaces they read.
+//
+// It also refuses to delete a system namespace (api.SystemNamespace), as
+// Kubernetes refuses to delete default: `delete namespace default` would
+// otherwise empty it of everything.
 func Admit(tx *store.Txn, k *api.Kind, obj, old api.Object) error {
+	if k == namespaceKind && old != nil && api.SystemNamespace(old.GetName()) &&
+		(obj == nil || obj.GetDeletionTimestamp() != nil && old.GetDeletionTimestamp() == nil) {
+		return &store.ObjectError{Err: store.ErrForbidden, Kind: k, Name: old.GetName(), Detail: "this namespace may not be deleted"}
+	}
 	if old != nil || obj == nil || !k.Namespaced {
 		return nil
 	}

@@ -70,3 +70,28 @@ func TestAdmitRefusesCreationInATerminatingNamespace(t *testing.T) {
 		t.Errorf("create in a missing namespace: %v", err)
 	}
 }
+
+// The system namespaces may not be deleted, by any writer.
+func TestAdmitRefusesDeletingSystemNamespaces(t *testing.T) {
+	s, err := store.New(store.Memory{}, store.Options{Admit: []store.AdmitFunc{Admit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease, "team"} {
+		create(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease} {
+		_, err := s.Delete(ctx, namespaceKind, "", name, store.DeleteOptions{})
+		if !store.IsForbidden(err) || !strings.Contains(err.Error(), "this namespace may not be deleted") {
+			t.Errorf("delete namespace %s: %v", name, err)
+		}
+		if ns := getNamespace(s, name); ns == nil || ns.Terminating() {
+			t.Errorf("namespace %s after the refused delete: %+v", name, ns)
+		}
+	}
+	if _, err := s.Delete(ctx, namespaceKind, "", "team", store.DeleteOptions{}); err != nil {
+		t.Errorf("delete namespace team: %v", err)
+	}
+}

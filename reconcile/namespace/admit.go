@@ -18,8 +18,8 @@ import (
 // not exist is left to the API to refuse (404): the store's own writers
 // create into namespaces they read.
 //
-// It also refuses to delete a system namespace (api.SystemNamespace), as
-// Kubernetes refuses to delete default: `delete namespace default` would
+// It also refuses to delete a system namespace (api.SystemNamespace,
+// default), as Kubernetes does: `delete namespace default` would
 // otherwise empty it of everything.
 func Admit(tx *store.Txn, k *api.Kind, obj, old api.Object) error {
 	if k == namespaceKind && old != nil && api.SystemNamespace(old.GetName()) &&

@@ -71,7 +71,8 @@ func TestAdmitRefusesCreationInATerminatingNamespace(t *testing.T) {
 	}
 }
 
-// The system namespaces may not be deleted, by any writer.
+// Namespace default may not be deleted, by any writer; the others may,
+// kube-node-lease too (as in Kubernetes).
 func TestAdmitRefusesDeletingSystemNamespaces(t *testing.T) {
 	s, err := store.New(store.Memory{}, store.Options{Admit: []store.AdmitFunc{Admit}})
 	if err != nil {
@@ -82,7 +83,7 @@ func TestAdmitRefusesDeletingSystemNamespaces(t *testing.T) {
 	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease, "team"} {
 		create(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease} {
+	for _, name := range []string{api.NamespaceDefault} {
 		_, err := s.Delete(ctx, namespaceKind, "", name, store.DeleteOptions{})
 		if !store.IsForbidden(err) || !strings.Contains(err.Error(), "this namespace may not be deleted") {
 			t.Errorf("delete namespace %s: %v", name, err)
@@ -91,7 +92,9 @@ func TestAdmitRefusesDeletingSystemNamespaces(t *testing.T) {
 			t.Errorf("namespace %s after the refused delete: %+v", name, ns)
 		}
 	}
-	if _, err := s.Delete(ctx, namespaceKind, "", "team", store.DeleteOptions{}); err != nil {
-		t.Errorf("delete namespace team: %v", err)
+	for _, name := range []string{api.NamespaceNodeLease, "team"} {
+		if _, err := s.Delete(ctx, namespaceKind, "", name, store.DeleteOptions{}); err != nil {
+			t.Errorf("delete namespace %s: %v", name, err)
+		}
 	}
 }

@@ -8,6 +8,26 @@ import (
 	"time"
 )
 
+// checkParse parses query and checks the outcome: an error saying
+// wantErr, or else want. It returns what was parsed and whether it is
+// want, for the caller's further checks.
+func checkParse[T any](t *testing.T, parse func(url.Values, bool) (T, error), query string, withContainer bool, want T, wantErr string) (T, bool) {
+	t.Helper()
+	q, _ := url.ParseQuery(query)
+	got, err := parse(q, withContainer)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: error %v, want one saying %q", query, err, wantErr)
+		}
+		return got, false
+	}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%q: %+v, %v; want %+v", query, got, err, want)
+		return got, false
+	}
+	return got, true
+}
+
 func TestParsePodLogOptions(t *testing.T) {
 	five := int64(5)
 	zero := int64(0)
@@ -31,16 +51,8 @@ func TestParsePodLogOptions(t *testing.T) {
 		{query: "sinceTime=noon", err: `sinceTime="noon"`},
 		{query: "sinceSeconds=5&sinceTime=2026-11-30T12:00:00Z", err: "at most one of sinceTime or sinceSeconds"},
 	} {
-		q, _ := url.ParseQuery(tc.query)
-		got, err := ParsePodLogOptions(q, tc.withContainer)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want one saying %q", tc.query, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%q: %+v, %v; want %+v", tc.query, got, err, tc.want)
+		got, ok := checkParse(t, ParsePodLogOptions, tc.query, tc.withContainer, tc.want, tc.err)
+		if !ok {
 			continue
 		}
 		// The query passed on reads back the same, container aside.
@@ -74,16 +86,8 @@ func TestParsePodExecOptions(t *testing.T) {
 		{query: "command=ls&stdout=true&container=b", err: "exec option container is not supported"},
 		{query: "command=ls&stdout=true&input=x", withContainer: true, err: "exec option input is not supported (container, command"},
 	} {
-		q, _ := url.ParseQuery(tc.query)
-		got, err := ParsePodExecOptions(q, tc.withContainer)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want one saying %q", tc.query, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%q: %+v, %v; want %+v", tc.query, got, err, tc.want)
+		got, ok := checkParse(t, ParsePodExecOptions, tc.query, tc.withContainer, tc.want, tc.err)
+		if !ok {
 			continue
 		}
 		back, err := ParsePodExecOptions(got.Query(), false)

@@ -331,16 +331,7 @@ func TestServerEmbeddedAgent(t *testing.T) {
 			t.Fatal("the drained pod still answers")
 		}
 		s.kubectl(t, "uncordon", "solo")
-		waitFor(t, 60*time.Second, "the replacement Running after uncordon", func() error {
-			pods, err := runningPods(t, s, "embedded")
-			if err != nil {
-				return err
-			}
-			if len(pods) != 1 {
-				return fmt.Errorf("running: %v", pods)
-			}
-			return nil
-		})
+		waitRunning(t, s, "embedded", 1, "the replacement Running after uncordon")
 	})
 
 	// kubectl taint NoExecute drains the node too: the pod, which does
@@ -371,16 +362,7 @@ func TestServerEmbeddedAgent(t *testing.T) {
 			t.Errorf("no eviction event naming the taint: %s", out)
 		}
 		s.kubectl(t, "taint", "node", "solo", "maintenance-")
-		waitFor(t, 60*time.Second, "the replacement Running once the taint is gone", func() error {
-			pods, err := runningPods(t, s, "embedded")
-			if err != nil {
-				return err
-			}
-			if len(pods) != 1 {
-				return fmt.Errorf("running: %v", pods)
-			}
-			return nil
-		})
+		waitRunning(t, s, "embedded", 1, "the replacement Running once the taint is gone")
 	})
 	s.mustBerth(t, "delete", "deploy", "embedded")
 }

@@ -99,6 +99,21 @@ func runningPods(t testing.TB, s *server, app string) (map[string]string, error)
 	return podsWhere(t, s, app, func(p map[string]any) bool { return field(p, "status.phase") == "Running" })
 }
 
+// waitRunning waits until n pods of app are Running.
+func waitRunning(t testing.TB, s *server, app string, n int, what string) {
+	t.Helper()
+	waitFor(t, 60*time.Second, what, func() error {
+		pods, err := runningPods(t, s, app)
+		if err != nil {
+			return err
+		}
+		if len(pods) != n {
+			return fmt.Errorf("running: %v", pods)
+		}
+		return nil
+	})
+}
+
 // readyPods lists the pods of app=name whose Ready condition is True: their
 // readiness probe passed, so they answer.
 func readyPods(t testing.TB, s *server, app string) (map[string]string, error) {

@@ -199,15 +199,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		return
 	}
 	apply := func(live api.Object) (api.Object, error) {
-		out, err := fm.Apply(live, patch.DeepCopy(), manager, force)
-		if err != nil {
-			return nil, applyError(err)
-		}
-		obj, ok := out.(api.Object)
-		if !ok {
-			return nil, fmt.Errorf("apply made a %T", out)
-		}
-		return obj, nil
+		return managedObject(fm.Apply(live, patch.DeepCopy(), manager, force))
 	}
 	areq := *req
 	areq.applied = true
@@ -257,15 +249,20 @@ func (s *Server) recordFields(r *http.Request, req *resourceRequest, old, obj ap
 			manager = manager[:128]
 		}
 	}
-	out, err := fm.Update(old, obj, manager)
+	return managedObject(fm.Update(old, obj, manager))
+}
+
+// managedObject is what the field manager made of an object, or its error
+// in the API's words.
+func managedObject(out runtime.Object, err error) (api.Object, error) {
 	if err != nil {
 		return nil, applyError(err)
 	}
-	rec, ok := out.(api.Object)
+	obj, ok := out.(api.Object)
 	if !ok {
-		return nil, fmt.Errorf("recording fields made a %T", out)
+		return nil, fmt.Errorf("the field manager made a %T", out)
 	}
-	return rec, nil
+	return obj, nil
 }
 
 // applyConfiguration reads the body of an apply: one object of the path's

@@ -102,11 +102,7 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	if !ok {
 		return failed(errors.New("this client cannot run commands"))
 	}
-	ctr := o.container
-	if ctr == "" {
-		ctr = defaultContainer(pod, stderr)
-	}
-	opts := podExecOptions{Container: ctr, Command: command, Stdout: cmd.OutOrStdout(), Stderr: stderr}
+	opts := podExecOptions{Container: defaultContainer(o.container, pod, stderr), Command: command, Stdout: cmd.OutOrStdout(), Stderr: stderr}
 	if o.stdin {
 		opts.Stdin = cmd.InOrStdin()
 	}
@@ -255,20 +251,23 @@ func connectPod(cmd *cobra.Command, g *globalOptions, kind *api.Kind, name strin
 	if err != nil {
 		return nil, nil, failed(err)
 	}
-	ctx := cmd.Context()
-	var pod *api.Pod
-	if kind != nil {
-		// The pod chosen among the controller's, as listed.
-		pod, err = podOf(ctx, c, kind, g.namespace, name)
-	} else {
-		var obj api.Object
-		if obj, err = c.Get(ctx, api.KindOf(&api.Pod{}), g.namespace, name); err == nil {
-			pod = obj.(*api.Pod)
-		}
-	}
+	pod, err := resolvePod(cmd.Context(), c, kind, g.namespace, name)
 	if err != nil {
 		fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
 		return nil, nil, reportedFailure()
 	}
 	return c, pod, nil
+}
+
+// resolvePod is the pod a command names: a workload's (kind's) pod chosen
+// among its pods as kubectl chooses it (podOf), else the pod itself.
+func resolvePod(ctx context.Context, c apiClient, kind *api.Kind, ns, name string) (*api.Pod, error) {
+	if kind != nil {
+		return podOf(ctx, c, kind, ns, name)
+	}
+	obj, err := c.Get(ctx, podKind(), ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*api.Pod), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,7 @@ func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (*api
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if best == nil || readFirst(p, best) {
+		if best == nil || compareForReading(p, best) < 0 {
 			best = p
 		}
 	}
@@ -170,10 +171,10 @@ func podOf(ctx context.Context, c apiClient, k *api.Kind, ns, name string) (*api
 	return best, nil
 }
 
-// readFirst orders pods for reading as kubectl does: a ready pod before a
-// running one, a running one before one only bound, and then the oldest
-// (and by name, so that the order is the same every time).
-func readFirst(p, q *api.Pod) bool {
+// compareForReading orders pods for reading as kubectl does: a ready pod
+// before a running one, a running one before one only bound, and then the
+// oldest (and by name, so that the order is the same every time).
+func compareForReading(p, q *api.Pod) int {
 	rank := func(p *api.Pod) int {
 		r := 0
 		if p.Spec.NodeName != "" {
@@ -189,13 +190,13 @@ func readFirst(p, q *api.Pod) bool {
 		}
 		return r
 	}
-	if rp, rq := rank(p), rank(q); rp != rq {
-		return rp > rq
+	if c := cmp.Compare(rank(q), rank(p)); c != 0 {
+		return c
 	}
-	if !p.CreationTimestamp.Equal(&q.CreationTimestamp) {
-		return p.CreationTimestamp.Before(&q.CreationTimestamp)
+	if c := p.CreationTimestamp.Time.Compare(q.CreationTimestamp.Time); c != 0 {
+		return c
 	}
-	return p.Name < q.Name
+	return strings.Compare(p.Name, q.Name)
 }
 
 func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) error {
@@ -307,35 +308,21 @@ func logStreams(ctx context.Context, c apiClient, ns string, kind *api.Kind, nam
 		for _, obj := range objs {
 			pods = append(pods, obj.(*api.Pod))
 		}
-		slices.SortFunc(pods, func(p, q *api.Pod) int {
-			if readFirst(p, q) {
-				return -1
-			}
-			return 1
-		})
-	case kind != nil:
-		pod, err := podOf(ctx, c, kind, ns, name)
+		slices.SortFunc(pods, compareForReading)
+	case kind == nil && o.container != "":
+		// A pod and a container named: nothing to look up.
+		return []logStream{{pod: name, container: o.container}}, nil
+	default:
+		pod, err := resolvePod(ctx, c, kind, ns, name)
 		if err != nil {
 			return nil, err
 		}
 		pods = []*api.Pod{pod}
-	case o.container != "":
-		return []logStream{{pod: name, container: o.container}}, nil
-	default:
-		obj, err := c.Get(ctx, podKind(), ns, name)
-		if err != nil {
-			return nil, err
-		}
-		pods = []*api.Pod{obj.(*api.Pod)}
 	}
 	var streams []logStream
 	for _, p := range pods {
 		if !o.allContainers {
-			ctr := o.container
-			if ctr == "" {
-				ctr = defaultContainer(p, stderr)
-			}
-			streams = append(streams, logStream{pod: p.Name, container: ctr})
+			streams = append(streams, logStream{pod: p.Name, container: defaultContainer(o.container, p, stderr)})
 			continue
 		}
 		for _, ctrs := range [][]api.Container{p.Spec.InitContainers, p.Spec.Containers} {
@@ -351,11 +338,14 @@ func logStreams(ctx context.Context, c apiClient, ns string, kind *api.Kind, nam
 // use in a pod when none is named.
 const defaultContainerAnnotation = "kubectl.kubernetes.io/default-container"
 
-// defaultContainer is the container of pod a command uses when none is
-// named, as kubectl chooses it: the one the pod's default-container
+// defaultContainer is the container of pod a command uses: the one named,
+// else as kubectl chooses it, the one the pod's default-container
 // annotation names, else the first. Of a pod with several it says which
 // on w, in kubectl's words.
-func defaultContainer(pod *api.Pod, w io.Writer) string {
+func defaultContainer(named string, pod *api.Pod, w io.Writer) string {
+	if named != "" {
+		return named
+	}
 	ctrs := pod.Spec.Containers
 	if len(ctrs) == 0 {
 		return ""

@@ -283,7 +283,7 @@ func TestDefaultContainer(t *testing.T) {
 		{pod("", nil), "", ""},
 	} {
 		var said bytes.Buffer
-		if got := defaultContainer(tc.pod, &said); got != tc.want || said.String() != tc.said {
+		if got := defaultContainer("", tc.pod, &said); got != tc.want || said.String() != tc.said {
 			t.Errorf("%+v: %q, said %q; want %q, %q", tc.pod.Spec, got, said.String(), tc.want, tc.said)
 		}
 	}

@@ -728,61 +728,46 @@ func (r refs) client() (*client.Client, error) {
 	return nil, errors.New("not connected to the server (standalone agents cannot resolve references)")
 }
 
-func (r refs) ConfigMap(ctx context.Context, namespace, name string) (*api.ConfigMap, error) {
+// getRef reads the object of kind T named, through the server.
+func getRef[T api.Object](ctx context.Context, r refs, namespace, name string) (T, error) {
+	var zero T
 	c, err := r.client()
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	o, err := c.Get(ctx, api.MustLookupResource("configmaps"), namespace, name)
+	o, err := c.Get(ctx, api.KindOf(zero), namespace, name)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	return o.(*api.ConfigMap), nil
+	return o.(T), nil
+}
+
+func (r refs) ConfigMap(ctx context.Context, namespace, name string) (*api.ConfigMap, error) {
+	return getRef[*api.ConfigMap](ctx, r, namespace, name)
 }
 
 func (r refs) Secret(ctx context.Context, namespace, name string) (*api.Secret, error) {
-	c, err := r.client()
-	if err != nil {
-		return nil, err
-	}
-	o, err := c.Get(ctx, api.MustLookupResource("secrets"), namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	return o.(*api.Secret), nil
+	return getRef[*api.Secret](ctx, r, namespace, name)
 }
 
 func (r refs) ClaimPath(ctx context.Context, namespace, claim string) (string, error) {
-	c, err := r.client()
+	pvc, err := getRef[*api.PersistentVolumeClaim](ctx, r, namespace, claim)
 	if err != nil {
 		return "", err
 	}
-	o, err := c.Get(ctx, api.MustLookupResource("persistentvolumeclaims"), namespace, claim)
-	if err != nil {
-		return "", err
-	}
-	pvc := o.(*api.PersistentVolumeClaim)
 	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != api.ClaimBound {
 		return "", fmt.Errorf("persistentvolumeclaim %s/%s is not bound yet", namespace, claim)
 	}
-	o, err = c.Get(ctx, api.MustLookupResource("persistentvolumes"), "", pvc.Spec.VolumeName)
+	pv, err := getRef[*api.PersistentVolume](ctx, r, "", pvc.Spec.VolumeName)
 	if err != nil {
 		return "", err
 	}
-	return claimDir(o.(*api.PersistentVolume), r.a.cfg.NodeName)
+	return claimDir(pv, r.a.cfg.NodeName)
 }
 
 // ServiceAccount reads a service account of a pod of this node.
 func (r refs) ServiceAccount(ctx context.Context, namespace, name string) (*api.ServiceAccount, error) {
-	c, err := r.client()
-	if err != nil {
-		return nil, err
-	}
-	o, err := c.Get(ctx, api.MustLookupResource("serviceaccounts"), namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	return o.(*api.ServiceAccount), nil
+	return getRef[*api.ServiceAccount](ctx, r, namespace, name)
 }
 
 // ServiceAccountToken asks for a token of the pod's service account,

@@ -38,6 +38,8 @@ func (r *Recorder) Eventf(obj api.Object, eventType, reason, format string, args
 // Record writes an event about obj inside tx, for a writer whose event
 // must commit (or not) with the change it reports, such as the applier's
 // drift corrections. Correlation and the rate limit apply as for Event.
+// An event refused because its namespace is being deleted is dropped, as
+// Run drops it: the change it reports still commits.
 func (r *Recorder) Record(tx *store.Txn, obj api.Object, eventType, reason, message string) error {
 	if r == nil {
 		return nil
@@ -46,7 +48,10 @@ func (r *Recorder) Record(tx *store.Txn, obj api.Object, eventType, reason, mess
 	if !ok {
 		return fmt.Errorf("record event %s: %T is not a registered kind", reason, obj)
 	}
-	return r.w.record(tx, e)
+	if err := r.w.record(tx, e); err != nil && !store.IsNamespaceTerminating(err) {
+		return err
+	}
+	return nil
 }
 
 // entry stamps an event with the time it happened and a reference to obj.

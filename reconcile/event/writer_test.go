@@ -242,6 +242,38 @@ func TestRunWritesQueuedEventsAndFlushesAtStop(t *testing.T) {
 	}
 }
 
+// An event Record cannot store because its namespace is being deleted
+// is dropped, and the change it reports commits.
+func TestRecordDropsAnEventOfATerminatingNamespace(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	refuse := func(_ *store.Txn, k *api.Kind, obj, old api.Object) error {
+		if k == eventKind && old == nil && obj != nil {
+			return &store.ObjectError{Err: store.ErrNamespaceTerminating, Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		}
+		return nil
+	}
+	s, err := store.New(store.Memory{}, store.Options{Clock: clk, Admit: []store.AdmitFunc{refuse}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r := NewWriter(s, Options{Clock: clk}).Recorder("test", "")
+	if _, err := s.Txn(context.Background(), func(tx *store.Txn) error {
+		if _, err := tx.Create(pod("a")); err != nil {
+			return err
+		}
+		return r.Record(tx, pod("a"), api.EventTypeNormal, "Made", "a pod")
+	}); err != nil {
+		t.Fatalf("the change with its refused event: %v", err)
+	}
+	if _, err := s.Get(api.KindOf(&api.Pod{}), "default", "a"); err != nil {
+		t.Errorf("the change did not commit: %v", err)
+	}
+	if evs := events(t, s); len(evs) != 0 {
+		t.Errorf("events %v", evs)
+	}
+}
+
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var r *Recorder
 	r.Event(pod("a"), api.EventTypeNormal, "X", "y")

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"reflect"
 
@@ -129,28 +128,18 @@ func withStatus(old, in api.Object) api.Object {
 }
 
 // checkNamespace refuses to put an object in a namespace that does not
-// exist (404) or is being deleted (403), as Kubernetes' NamespaceLifecycle
-// admission does. Run inside the write's transaction, so a namespace
-// cannot go between the check and the write.
+// exist (404), as Kubernetes' NamespaceLifecycle admission does. Run
+// inside the write's transaction, so a namespace cannot go between the
+// check and the write. A namespace being deleted is the store's to refuse,
+// for every writer (namespace.Admit); storeError answers that refusal.
 func checkNamespace(r reader, k *api.Kind, ns string) error {
 	if !k.Namespaced {
 		return nil
 	}
-	obj, err := r.Get(namespaceKind, "", ns)
-	if err != nil {
+	if _, err := r.Get(namespaceKind, "", ns); err != nil {
 		if isNotFound(err) {
 			return apierrors.NewNotFound(namespaceKind.GroupResource(), ns)
 		}
-		return err
-	}
-	n := obj.(*api.Namespace)
-	if n.Terminating() {
-		err := apierrors.NewForbidden(k.GroupResource(), "", fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
-		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
-			Type:    "NamespaceTerminating",
-			Message: fmt.Sprintf("namespace %s is being terminated", ns),
-			Field:   "metadata.namespace",
-		})
 		return err
 	}
 	return nil

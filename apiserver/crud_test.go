@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -502,7 +503,9 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("deleted namespace: %+v", ns)
 	}
 	_, err = e.client.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "gone", Name: "c"}})
-	if !client.IsForbidden(err) || !strings.Contains(err.Error(), "being terminated") {
+	var se *client.StatusError
+	if !client.IsForbidden(err) || !strings.Contains(err.Error(), `configmaps "c" is forbidden: unable to create new content in namespace gone because it is being terminated`) ||
+		!errors.As(err, &se) || se.Status.Details == nil || len(se.Status.Details.Causes) != 1 || se.Status.Details.Causes[0].Type != "NamespaceTerminating" {
 		t.Fatalf("create in terminating namespace: %v", err)
 	}
 	// A write to the namespace cannot drop its spec.finalizers…

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/testtool"
 )
@@ -116,7 +117,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 			Version:       apiserver.VersionInfo{Version: "v0.3.1", Commit: "abc123", GoVersion: runtime.Version()},
 			Logger:        quietLogger(),
 		},
-		store: store.Options{Logger: quietLogger()},
+		store: store.Options{Logger: quietLogger(), Admit: []store.AdmitFunc{namespace.Admit}},
 	}
 	for _, o := range opts {
 		o(su)

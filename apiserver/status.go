@@ -120,6 +120,15 @@ func storeError(err error) *apierrors.StatusError {
 			detail = oe.Detail
 		}
 		return apierrors.NewConflict(gr, name, errors.New(detail))
+	case store.IsNamespaceTerminating(err):
+		// With Kubernetes' cause, which controllers and kubectl look for.
+		se := apierrors.NewForbidden(gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", oe.Namespace))
+		se.ErrStatus.Details.Causes = append(se.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type:    "NamespaceTerminating", // k8s.io/api/core/v1.NamespaceTerminatingCause
+			Message: fmt.Sprintf("namespace %s is being terminated", oe.Namespace),
+			Field:   "metadata.namespace",
+		})
+		return se
 	case store.IsForbidden(err):
 		// A store admission hook's refusal, a quota's: its message reads
 		// as Kubernetes' (`pods "x" is forbidden: exceeded quota: …`).

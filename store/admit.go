@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -19,12 +20,7 @@ func IsForbidden(err error) bool { return errors.Is(err, ErrForbidden) }
 // It is ErrForbidden too. A controller that would create there (a
 // ReplicaSet's pods, a Service's Endpoints) takes it as nothing to do, as
 // Kubernetes' controllers take the NamespaceTerminating cause.
-var ErrNamespaceTerminating error = namespaceTerminating{}
-
-type namespaceTerminating struct{}
-
-func (namespaceTerminating) Error() string        { return ErrForbidden.Error() }
-func (namespaceTerminating) Is(target error) bool { return target == ErrForbidden }
+var ErrNamespaceTerminating = fmt.Errorf("%w", ErrForbidden)
 
 // IsNamespaceTerminating reports whether err is, or wraps,
 // ErrNamespaceTerminating.

@@ -117,10 +117,14 @@ func startFleetProcess(ctx context.Context, argv []string, o FleetOptions, dir s
 	}
 }
 
-// usage asks the child for its CPU time, peak RSS and failed calls.
+// usage asks the child for its CPU time, peak RSS and failed calls. A
+// child that has not answered stopTimeout later is killed, which ends
+// the wait.
 func (p *fleetProcess) usage() (fleetUsage, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	kill := time.AfterFunc(p.stopTimeout, func() { _ = p.cmd.Process.Kill() })
+	defer kill.Stop()
 	if _, err := fmt.Fprintln(p.in, usageRequest); err != nil {
 		return fleetUsage{}, fmt.Errorf("sim: ask the agents' process: %w", err)
 	}

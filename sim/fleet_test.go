@@ -223,7 +223,8 @@ echo "usage 2000 4096 1"
 	}
 }
 
-// A child that does not end once its stdin is closed is killed.
+// A child that does not answer, or does not end once its stdin is
+// closed, is killed.
 func TestFleetProcessStopKillsAHangingChild(t *testing.T) {
 	dir := t.TempDir()
 	script := writeScript(t, dir, "echo ready\nexec sleep 60\n")
@@ -233,6 +234,9 @@ func TestFleetProcessStopKillsAHangingChild(t *testing.T) {
 	}
 	p.stopTimeout = 100 * time.Millisecond
 	start := time.Now()
+	if _, err := p.usage(); err == nil {
+		t.Error("a child that never answers gave its usage")
+	}
 	if _, err := p.stop(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("stop: %v, want the child killed", err)
 	}

@@ -172,9 +172,6 @@ func (o *Options) defaults() error {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Minute
 	}
-	if o.StartConcurrency <= 0 {
-		o.StartConcurrency = 64
-	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
@@ -215,8 +212,8 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	// The run's lines, the control plane's log and, with the agents in a
-	// process of their own, that process's stderr may come at once.
+	// The run's lines and, with the agents in a process of their own, that
+	// process's stderr may come at once.
 	opts.Progress = &lockedWriter{w: opts.Progress}
 	ctx, cancelTimeout := context.WithTimeout(ctx, opts.Timeout)
 	defer cancelTimeout()
@@ -275,12 +272,10 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		return nil, err
 	}
 	defer fl.stop()
-
-	if opts.Measuring != nil {
-		opts.Measuring()
-	}
-	if opts.Scenario == ScenarioRollout {
-		res, err := rollout(ctx, st, &opts, progressf)
+	// finish ends a measured run: the store inspected and the heap profiled
+	// while everything still runs, then the agents and the control plane
+	// stopped, and res (nil: none) given the run's peak memory.
+	finish := func(res *Result) {
 		if inspect != nil {
 			inspect(st)
 		}
@@ -296,6 +291,14 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		if n := fl.failedCalls(); n > 0 {
 			progressf("%d agent API calls failed", n)
 		}
+	}
+
+	if opts.Measuring != nil {
+		opts.Measuring()
+	}
+	if opts.Scenario == ScenarioRollout {
+		res, err := rollout(ctx, st, &opts, progressf)
+		finish(res)
 		return res, err
 	}
 
@@ -360,21 +363,8 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	if n := notReady(st); n > 0 {
 		progressf("%d nodes not Ready: their heartbeats came too late", n)
 	}
-	if inspect != nil {
-		inspect(st)
-	}
-	if opts.Measured != nil {
-		opts.Measured()
-	}
-	fl.stop()
-	stop()
-	stopCP()
-
 	res := t.result(opts.Nodes, opts.Pods)
-	fl.memory(res)
-	if n := fl.failedCalls(); n > 0 {
-		progressf("%d agent API calls failed", n)
-	}
+	finish(res)
 	if res.Scheduled < res.Pods {
 		return res, ErrIncomplete
 	}
@@ -559,7 +549,7 @@ func (t *tracker) result(nodes, pods int) *Result {
 			res.ControlPlaneCPUMsPerPod = round(1000*cp/float64(res.Scheduled), 3)
 		}
 		// With the agents apart, the whole needs both of their readings.
-		if t.cpuBound.separate == t.cpuStart.separate && !t.cpuBound.agentsMissing && !t.cpuStart.agentsMissing {
+		if !t.cpuBound.agentsMissing && !t.cpuStart.agentsMissing {
 			all := cp + (t.cpuBound.agents - t.cpuStart.agents).Seconds()
 			res.CPUSeconds = round(all, 2)
 			res.CPUMsPerPod = round(1000*all/float64(res.Scheduled), 3)

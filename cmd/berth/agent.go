@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,12 +137,8 @@ GOGC is set in the environment.`,
 				if cfg.JoinToken, err = readToken(o.token, o.tokenFile); err != nil {
 					return err
 				}
-				if o.caFile != "" {
-					if cfg.CAData, err = os.ReadFile(o.caFile); err != nil {
-						return usageErrorf("--ca-file: %v", err)
-					}
-				} else if !o.insecure {
-					g.logger.Warn("no --ca-file: trusting the system's CAs for the server")
+				if cfg.CAData, err = readCAFile(o.caFile, o.insecure, g.logger); err != nil {
+					return err
 				}
 				if o.insecure {
 					g.logger.Warn("--insecure-skip-tls-verify: the server's identity is not checked")
@@ -171,6 +168,23 @@ GOGC is set in the environment.`,
 	f.StringVar(&o.manifestDir, "manifest-dir", "", "static pods: every *.yaml, *.yml, *.json in this directory (not recursive, dotfiles skipped)")
 	f.StringVar(&o.manifestURL, "manifest-url", "", "static pods from this URL, polled")
 	return cmd
+}
+
+// readCAFile reads --ca-file, the CA to trust for the server; with none
+// the system's CAs are trusted, which it warns of unless the server's
+// certificate is not checked at all (insecure).
+func readCAFile(path string, insecure bool, log *slog.Logger) ([]byte, error) {
+	if path == "" {
+		if !insecure {
+			log.Warn("no --ca-file: trusting the system's CAs for the server")
+		}
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageErrorf("--ca-file: %v", err)
+	}
+	return data, nil
 }
 
 func readToken(token, file string) (string, error) {

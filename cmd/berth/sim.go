@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/sim"
@@ -262,7 +263,8 @@ func parsePositiveQuantities(flags ...quantityFlag) error {
 type simAgentsOptions struct {
 	server, token, tokenFile, caFile string
 	nodes, first, startConcurrency   int
-	nodeCPU, nodeMemory, maxPods     string
+	maxPods                          int
+	nodeCPU, nodeMemory              string
 	mix, exitWithStdin               bool
 }
 
@@ -300,21 +302,19 @@ its agents in a process of their own.`,
 				Server: o.server, NodeToken: token, Nodes: o.nodes, First: o.first, Mix: o.mix,
 				StartConcurrency: o.startConcurrency, Logger: g.logger,
 			}
-			if o.caFile != "" {
-				if fo.CAPEM, err = os.ReadFile(o.caFile); err != nil {
-					return usageErrorf("--ca-file: %v", err)
-				}
-			} else {
-				g.logger.Warn("no --ca-file: trusting the system's CAs for the server")
+			if fo.CAPEM, err = readCAFile(o.caFile, false, g.logger); err != nil {
+				return err
 			}
-			var cpu, memory, pods resource.Quantity
+			if o.maxPods <= 0 {
+				return usageErrorf("--max-pods must be positive")
+			}
+			var cpu, memory resource.Quantity
 			if err := parsePositiveQuantities(
 				quantityFlag{"--node-cpu", o.nodeCPU, &cpu}, quantityFlag{"--node-memory", o.nodeMemory, &memory},
-				quantityFlag{"--max-pods", o.maxPods, &pods},
 			); err != nil {
 				return err
 			}
-			fo.Capacity = sim.NodeCapacity(cpu, memory, int(pods.Value()))
+			fo.Capacity = sim.NodeCapacity(cpu, memory, o.maxPods)
 			start := time.Now()
 			stderr := cmd.ErrOrStderr()
 			fo.Progress = func(format string, args ...any) {
@@ -347,7 +347,7 @@ its agents in a process of their own.`,
 	f.IntVar(&o.first, "first", 0, "number of the first node (hollow-<first>), so that several runs can share a server")
 	f.StringVar(&o.nodeCPU, "node-cpu", "32", "cpu of each node")
 	f.StringVar(&o.nodeMemory, "node-memory", "128Gi", "memory of each node")
-	f.StringVar(&o.maxPods, "max-pods", "110", "pods each node takes")
+	f.IntVar(&o.maxPods, "max-pods", agent.DefaultMaxPods, "pods each node takes")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes as berth sim --mix does")
 	f.IntVar(&o.startConcurrency, "start-concurrency", 64, "agents joining and registering at once")
 	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "say \"ready\" on stdout, answer \"usage\" lines on stdin, and stop when stdin ends (berth sim --agents process)")

@@ -107,8 +107,7 @@ func (podTopologySpread) Normalize(pod *PodInfo, nodes []*NodeInfo, scores []int
 // (Nodes.zoneCounts). Then 100 × (max + min − score) / max, all 100 when
 // every score is 0.
 func normalizeZones(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
-	seen := pod.zoneSeen
-	clear(seen)
+	seen := pod.zoneSeen // all false: the framework sizes it for the cycle
 	zones := 0
 	for _, n := range nodes {
 		if !seen[n.zone] {

@@ -303,11 +303,12 @@ func TestZoneSumsAgreeWithNodes(t *testing.T) {
 				continue
 			}
 			want := make([]int32, len(got))
-			// Every listed node counts in its zone, 0 for none or an empty
-			// one; a node without a Node object (n8) in none.
+			// Every listed node counts in the zone its label names (the
+			// number zoneIDs gives it), 0 for none or an empty one; a node
+			// without a Node object (n8) in none.
 			for _, n := range ns.List() {
 				if int(n.index) < len(p.spread) {
-					want[n.zone] += p.spread[n.index]
+					want[ns.zoneIDs[n.Node().Labels[api.LabelTopologyZone]]] += p.spread[n.index]
 				}
 			}
 			if !slices.Equal(got, want) {

@@ -123,14 +123,15 @@ func (f *fixture) volume(name string) *api.PersistentVolume {
 // waitBound waits until claim is Bound to volume and the volume to it.
 // A binding that lost a race with another worker's write is retried
 // conflictRetry later on the controller's clock, which is the fixture's
-// fake one: once the wait has lasted a while, that much fake time passes
-// at each look, as it would on a real clock.
+// fake one: once the wait has lasted a while, fake time passes as real
+// time does, conflictRetry at a time.
 func (f *fixture) waitBound(claim, volume string) {
 	f.t.Helper()
-	start := time.Now()
+	stepped := time.Now().Add(200 * time.Millisecond)
 	testtool.WaitFor(f.t, 10*time.Second, "claim "+claim+" bound to "+volume, func() error {
-		if time.Since(start) > 200*time.Millisecond {
+		if time.Since(stepped) >= conflictRetry {
 			f.clock.Step(conflictRetry)
+			stepped = time.Now()
 		}
 		c, pv := f.claim(claim), f.volume(volume)
 		switch {

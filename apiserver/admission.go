@@ -186,7 +186,6 @@ func prepareForCreate(k *api.Kind, obj api.Object) {
 	obj.SetDeletionTimestamp(nil)
 	obj.SetDeletionGracePeriodSeconds(nil)
 	obj.SetGeneration(0)
-	obj.SetManagedFields(nil)
 	if !k.Namespaced {
 		obj.SetNamespace("")
 	}

@@ -127,7 +127,6 @@ func (objectConvertor) ConvertToVersion(in runtime.Object, _ runtime.GroupVersio
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), obj); err != nil {
 		return nil, err
 	}
-	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
 	return obj, nil
 }
 
@@ -150,9 +149,7 @@ func (objectCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	if !ok {
 		return nil, fmt.Errorf("no kind %s", gvk)
 	}
-	obj := k.New()
-	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
-	return obj, nil
+	return k.New(), nil
 }
 
 // serveApply answers a server-side apply: PATCH with an apply
@@ -201,18 +198,16 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 	apply := func(live api.Object) (api.Object, error) {
 		return managedObject(fm.Apply(live, patch.DeepCopy(), manager, force))
 	}
-	areq := *req
-	areq.applied = true
+	req.applied = true
 	if _, err := s.store.Get(req.kind, req.namespace, req.name); store.IsNotFound(err) && req.subresource == "" {
 		// An apply of an object that does not exist creates it, and
 		// needs the right to.
 		live := req.kind.New()
-		live.GetObjectKind().SetGroupVersionKind(req.kind.GVK)
 		live.SetNamespace(req.namespace)
 		live.SetName(req.name)
 		obj, err := apply(live)
 		if err == nil {
-			creq := areq
+			creq := *req
 			creq.verb = VerbCreate
 			obj, err = s.create(r, &creq, obj)
 		}
@@ -226,7 +221,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		}
 		// Created since it was looked for: apply to it.
 	}
-	out, err := s.update(r, &areq, false, apply)
+	out, err := s.update(r, req, false, apply)
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -25,6 +25,9 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
+	// A create records no fields; an apply's create records the
+	// applier's, which it made.
+	obj.SetManagedFields(nil)
 	out, err := s.create(r, req, obj)
 	if err != nil {
 		WriteError(w, err)
@@ -41,11 +44,7 @@ func (s *Server) create(r *http.Request, req *resourceRequest, obj api.Object) (
 	if err != nil {
 		return nil, err
 	}
-	managed := obj.GetManagedFields()
 	prepareForCreate(k, obj)
-	if req.applied {
-		obj.SetManagedFields(managed)
-	}
 	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
 	for attempt := 1; ; attempt++ {
 		if generate {

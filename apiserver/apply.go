@@ -81,7 +81,7 @@ func (f *fieldManagers) forKind(k *api.Kind, subresource string) (*managedfields
 	return m, nil
 }
 
-// newTypeConverter reads the kinds' schemas, each kind's with its group,
+// newTypeConverter reads the schemas; each kind's carries its group,
 // version and kind, by which the converter finds it.
 func newTypeConverter() (managedfields.TypeConverter, error) {
 	defs, err := readOpenAPIDefinitions()
@@ -95,13 +95,6 @@ func newTypeConverter() (managedfields.TypeConverter, error) {
 			return nil, fmt.Errorf("openapi definitions: %s: %w", name, err)
 		}
 		schemas[name] = s
-	}
-	for _, k := range api.Kinds() {
-		s, ok := schemas[kindModelName(k)]
-		if !ok {
-			return nil, fmt.Errorf("openapi definitions: no schema for %s", k.GVK.Kind)
-		}
-		s.AddExtension("x-kubernetes-group-version-kind", gvkExtension(k))
 	}
 	return managedfields.NewTypeConverter(schemas, false)
 }

@@ -52,19 +52,11 @@ func readOpenAPIDefinitions() (map[string]openAPIDefinition, error) {
 
 // kindModelName is the model name of a kind's schema.
 func kindModelName(k *api.Kind) string {
-	t := reflect.TypeOf(k.New()).Elem()
-	return openapi.ModelName(t.PkgPath() + "." + t.Name())
-}
-
-// gvkExtension is the x-kubernetes-group-version-kind of a kind's schema,
-// by which kubectl explain and the field manager find it.
-func gvkExtension(k *api.Kind) []any {
-	return []any{map[string]any{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind}}
+	return openapi.TypeModelName(reflect.TypeOf(k.New()).Elem())
 }
 
 // openAPISchemas returns, for each group version path, the schemas of its
-// kinds and of every type they refer to, by model name, each kind's with
-// its group, version and kind.
+// kinds and of every type they refer to, by model name.
 func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
 	defs, err := readOpenAPIDefinitions()
 	if err != nil {
@@ -92,20 +84,9 @@ func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
 		}
 		model := kindModelName(k)
 		add(out[gv], model)
-		raw, ok := out[gv][model]
-		if !ok {
+		if _, ok := out[gv][model]; !ok {
 			return nil, fmt.Errorf("openapi definitions: no schema for %s", model)
 		}
-		var kind map[string]any
-		if err := json.Unmarshal(raw, &kind); err != nil {
-			return nil, fmt.Errorf("openapi definitions: %s: %w", model, err)
-		}
-		kind["x-kubernetes-group-version-kind"] = gvkExtension(k)
-		b, err := json.Marshal(kind)
-		if err != nil {
-			return nil, err
-		}
-		out[gv][model] = b
 	}
 	return out, nil
 }

@@ -9,13 +9,16 @@ package openapi
 
 import (
 	_ "embed"
+	"reflect"
 	"slices"
 	"strings"
 )
 
 // DefinitionsJSON maps the model name of every definition to an object
 // with its schema ("schema") and the model names of the definitions it
-// refers to ("dependencies").
+// refers to ("dependencies"). The schema of each of berth's kinds carries
+// its x-kubernetes-group-version-kind, by which kubectl explain and the
+// field manager find it.
 //
 //go:embed definitions.json
 var DefinitionsJSON []byte
@@ -34,3 +37,6 @@ func ModelName(name string) string {
 	slices.Reverse(labels)
 	return strings.Join(labels, ".") + "." + strings.ReplaceAll(rest, "/", ".")
 }
+
+// TypeModelName is ModelName of a Go type.
+func TypeModelName(t reflect.Type) string { return ModelName(t.PkgPath() + "." + t.Name()) }

@@ -1,6 +1,7 @@
 // Command gen writes the OpenAPI definitions openapi-gen made
 // (internal/definitions) as JSON, by model name, with references between
-// them as the API server's OpenAPI v3 documents spell them, for package
+// them as the API server's OpenAPI v3 documents spell them and each of
+// berth's kinds marked with its group, version and kind, for package
 // openapi to embed.
 package main
 
@@ -8,9 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
+	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/api/openapi"
 	"github.com/berth-dev/berth/api/openapi/internal/definitions"
 )
@@ -35,6 +38,17 @@ func main() {
 			d.Dependencies = append(d.Dependencies, openapi.ModelName(dep))
 		}
 		out[openapi.ModelName(name)] = d
+	}
+	for _, k := range api.Kinds() {
+		model := openapi.TypeModelName(reflect.TypeOf(k.New()).Elem())
+		d, ok := out[model]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "no definition of %s (%s)\n", k.GVK.Kind, model)
+			os.Exit(1)
+		}
+		d.Schema.AddExtension("x-kubernetes-group-version-kind",
+			[]any{map[string]any{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind}})
+		out[model] = d
 	}
 	data, err := json.MarshalIndent(out, "", " ")
 	if err != nil {

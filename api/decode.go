@@ -34,14 +34,6 @@ type DecodeOptions struct {
 	FieldValidation string
 }
 
-// The values of DecodeOptions.FieldValidation, spelt as Kubernetes'
-// fieldValidation parameter spells them.
-const (
-	FieldValidationStrict = metav1.FieldValidationStrict
-	FieldValidationWarn   = metav1.FieldValidationWarn
-	FieldValidationIgnore = metav1.FieldValidationIgnore
-)
-
 // Decoded is one object of a stream together with where it came from, so
 // that errors found later (validation, duplicates, ownership) can still
 // name the file, document, line and field.
@@ -61,7 +53,7 @@ type Decoded struct {
 	// document is the object, "items[2]" for an item of a List.
 	Field string
 	// Warnings are the unknown and duplicate fields the decoder let pass
-	// with FieldValidationWarn, in Kubernetes' words: `unknown field
+	// with metav1.FieldValidationWarn, in Kubernetes' words: `unknown field
 	// "spec.foo"`, `duplicate field "metadata.name"`.
 	Warnings []string
 
@@ -767,8 +759,8 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 	var warnings []string
 	unknownOrDuplicate := func(what, path, msg string, line int) {
 		switch s.opts.FieldValidation {
-		case FieldValidationIgnore:
-		case FieldValidationWarn:
+		case metav1.FieldValidationIgnore:
+		case metav1.FieldValidationWarn:
 			warnings = append(warnings, fmt.Sprintf("%s field %q", what, joinPath(d.Field, path)))
 		default:
 			problem(path, msg)

@@ -3,6 +3,8 @@ package api
 import (
 	"slices"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestDecodeFieldValidation: Warn and Ignore let unknown and duplicate
@@ -74,10 +76,10 @@ spec:
 		},
 	}
 	for _, tc := range docs {
-		for _, mode := range []string{"", FieldValidationStrict, FieldValidationWarn, FieldValidationIgnore} {
+		for _, mode := range []string{"", metav1.FieldValidationStrict, metav1.FieldValidationWarn, metav1.FieldValidationIgnore} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				objs, errs := DecodeStream("f.yaml", []byte(tc.in), DecodeOptions{FieldValidation: mode})
-				strict := mode == "" || mode == FieldValidationStrict
+				strict := mode == "" || mode == metav1.FieldValidationStrict
 				if strict || tc.typeErr {
 					want := tc.wantErrs
 					if !strict {
@@ -96,7 +98,7 @@ spec:
 					t.Errorf("data[k] = %q, want %q", got, tc.wantData)
 				}
 				var want []string
-				if mode == FieldValidationWarn {
+				if mode == metav1.FieldValidationWarn {
 					want = tc.wantWarnings
 				}
 				if got := objs[0].Warnings; !slices.Equal(got, want) {

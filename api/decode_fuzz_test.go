@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 )
 
@@ -60,7 +62,7 @@ func FuzzDecode(f *testing.F) {
 		// With fieldValidation Warn, unknown and duplicate fields pass as
 		// warnings: whatever Strict accepts, Warn accepts too, without a
 		// warning, and the rest of its errors are Strict's.
-		loose, looseErrs := DecodeStream("fuzz.yaml", data, DecodeOptions{DropStatus: dropStatus, FieldValidation: FieldValidationWarn})
+		loose, looseErrs := DecodeStream("fuzz.yaml", data, DecodeOptions{DropStatus: dropStatus, FieldValidation: metav1.FieldValidationWarn})
 		if len(loose) < len(objs) || len(looseErrs) > len(errs) {
 			t.Fatalf("Warn: %d objects and %d errors, Strict: %d and %d", len(loose), len(looseErrs), len(objs), len(errs))
 		}

@@ -1037,7 +1037,7 @@ func schema_githubcom_berth_dev_berth_api_Decoded(ref common.ReferenceCallback) 
 					},
 					"Warnings": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Warnings are the unknown and duplicate fields the decoder let pass with FieldValidationWarn, in Kubernetes' words: `unknown field \"spec.foo\"`, `duplicate field \"metadata.name\"`.",
+							Description: "Warnings are the unknown and duplicate fields the decoder let pass with metav1.FieldValidationWarn, in Kubernetes' words: `unknown field \"spec.foo\"`, `duplicate field \"metadata.name\"`.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

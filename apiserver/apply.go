@@ -44,10 +44,6 @@ import (
 
 // fieldManagers holds one field manager per kind, made on first use.
 type fieldManagers struct {
-	once      sync.Once
-	converter managedfields.TypeConverter
-	err       error
-
 	mu       sync.Mutex
 	managers map[fieldManagerKey]*managedfields.FieldManager
 }
@@ -60,9 +56,9 @@ type fieldManagerKey struct {
 // forKind returns the field manager of a kind, or of its subresource
 // (status), whose managers are recorded apart.
 func (f *fieldManagers) forKind(k *api.Kind, subresource string) (*managedfields.FieldManager, error) {
-	f.once.Do(func() { f.converter, f.err = newTypeConverter() })
-	if f.err != nil {
-		return nil, f.err
+	converter, err := typeConverter()
+	if err != nil {
+		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -70,7 +66,7 @@ func (f *fieldManagers) forKind(k *api.Kind, subresource string) (*managedfields
 	if m, ok := f.managers[key]; ok {
 		return m, nil
 	}
-	m, err := managedfields.NewDefaultFieldManager(f.converter, objectConvertor{}, objectDefaulter{}, objectCreater{}, k.GVK, k.GVK.GroupVersion(), subresource, nil)
+	m, err := managedfields.NewDefaultFieldManager(converter, objectConvertor{}, objectDefaulter{}, objectCreater{}, k.GVK, k.GVK.GroupVersion(), subresource, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -81,9 +77,9 @@ func (f *fieldManagers) forKind(k *api.Kind, subresource string) (*managedfields
 	return m, nil
 }
 
-// newTypeConverter reads the schemas; each kind's carries its group,
+// typeConverter reads the schemas, once; each kind's carries its group,
 // version and kind, by which the converter finds it.
-func newTypeConverter() (managedfields.TypeConverter, error) {
+var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
 	defs, err := readOpenAPIDefinitions()
 	if err != nil {
 		return nil, err
@@ -97,7 +93,7 @@ func newTypeConverter() (managedfields.TypeConverter, error) {
 		schemas[name] = s
 	}
 	return managedfields.NewTypeConverter(schemas, false)
-}
+})
 
 // objectConvertor converts between berth's typed objects and the
 // unstructured ones the field manager makes: every kind has one version.

@@ -422,7 +422,12 @@ func rotateBeforeOpen(t *testing.T, n int, rotate func()) {
 			rotate()
 		}
 	}
-	t.Cleanup(func() { beforeLogOpen = nil })
+	t.Cleanup(func() {
+		beforeLogOpen = nil
+		if !done {
+			t.Errorf("the writer never rotated before the reader opened log file %d", n)
+		}
+	})
 }
 
 // TestLogsReadAcrossRotation: the writer rotates, once or twice, as a

@@ -286,7 +286,7 @@ func (d logDir) pairTimes(f *os.File, n int) (*logTimes, error) {
 	}
 	for try := 0; try < pairTries; try++ {
 		if try > 0 {
-			if n = logIndex(d.path, fi); n == logFiles {
+			if n = d.index(fi); n == logFiles {
 				return nil, nil
 			}
 		}
@@ -329,13 +329,12 @@ func (d logDir) holds(n int, fi os.FileInfo) (bool, error) {
 	return os.SameFile(fi, at), nil
 }
 
-// logIndex is the number of the log file fi in dir, logFiles when it is
-// none of them (rotated out of existence). It looks from output.log up,
-// the way rotation moves files, so a file that is there all along is
-// found.
-func logIndex(dir string, fi os.FileInfo) int {
-	for n := 0; n < logFiles; n++ {
-		if at, err := os.Stat(logPath(dir, n)); err == nil && os.SameFile(fi, at) {
+// index is the number of the log file fi, logFiles when it is none of
+// them (rotated out of existence). It looks from output.log up, the way
+// rotation moves files, so a file that is there all along is found.
+func (d logDir) index(fi os.FileInfo) int {
+	for n := range logFiles {
+		if ok, _ := d.holds(n, fi); ok {
 			return n
 		}
 	}
@@ -387,7 +386,7 @@ func (d logDir) walk(visit func(*openedLog, os.FileInfo) bool) error {
 				if err != nil {
 					return err
 				}
-				if at = logIndex(d.path, last); at == logFiles {
+				if at = d.index(last); at == logFiles {
 					return nil
 				}
 				n = at

@@ -15,11 +15,7 @@ import (
 // from any writer, and still takes updates and deletions there and
 // creations elsewhere.
 func TestAdmitRefusesCreationInATerminatingNamespace(t *testing.T) {
-	s, err := store.New(store.Memory{}, store.Options{Admit: []store.AdmitFunc{Admit}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := newStore(t, Admit)
 	ctx := context.Background()
 	for _, name := range []string{"team", "other"} {
 		create(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
@@ -35,7 +31,7 @@ func TestAdmitRefusesCreationInATerminatingNamespace(t *testing.T) {
 	if ns := getNamespace(s, "team"); ns == nil || !ns.Terminating() {
 		t.Fatalf("namespace %+v, want it terminating", ns)
 	}
-	_, err = s.Create(ctx, cm("team", "after"))
+	_, err := s.Create(ctx, cm("team", "after"))
 	if !store.IsForbidden(err) || !strings.Contains(err.Error(), "namespace team because it is being terminated") {
 		t.Fatalf("create in a terminating namespace: %v", err)
 	}
@@ -74,11 +70,7 @@ func TestAdmitRefusesCreationInATerminatingNamespace(t *testing.T) {
 // Namespace default may not be deleted, by any writer; the others may,
 // kube-node-lease too (as in Kubernetes).
 func TestAdmitRefusesDeletingSystemNamespaces(t *testing.T) {
-	s, err := store.New(store.Memory{}, store.Options{Admit: []store.AdmitFunc{Admit}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := newStore(t, Admit)
 	ctx := context.Background()
 	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease, "team"} {
 		create(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})

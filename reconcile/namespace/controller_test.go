@@ -19,9 +19,9 @@ var (
 	cmKind  = api.MustLookupResource("configmaps")
 )
 
-func newStore(t *testing.T) *store.Store {
+func newStore(t *testing.T, admit ...store.AdmitFunc) *store.Store {
 	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{})
+	s, err := store.New(store.Memory{}, store.Options{Admit: admit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,9 @@ func (a *Agent) connectedClient() *client.Client {
 
 // podEvent hands an event about pod to the manager's Events, if any.
 func (w *podWorker) podEvent(pod *api.Pod, eventType, reason, message string) {
-	if e := w.m.o.Events; e != nil {
+	// An orphan (runs left by an earlier agent of a pod the API no longer
+	// has) has no object for an event to be about.
+	if e := w.m.o.Events; e != nil && pod != nil {
 		e.PodEvent(pod, eventType, reason, message)
 	}
 }

@@ -28,6 +28,11 @@ type fakePodEvents struct {
 func (f *fakePodEvents) PodEvent(pod *api.Pod, eventType, reason, message string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if pod == nil {
+		// The API's recorder reads the pod's metadata.
+		f.events = append(f.events, "<nil pod> "+reason)
+		return
+	}
 	f.events = append(f.events, eventType+" "+reason+" "+message)
 }
 
@@ -68,6 +73,24 @@ func newEventHarness(t *testing.T) (*harness, *fakePodEvents) {
 	go func() { h.done <- m.Run(ctx) }()
 	t.Cleanup(h.stop)
 	return h, ev
+}
+
+func TestOrphanStoppedWithoutEvents(t *testing.T) {
+	h, ev := newEventHarness(t)
+	// Runs an earlier agent left of a pod the API no longer has.
+	if _, err := h.rt.Start(context.Background(), &runtime.Container{ID: rid("gone", "app", 0), Argv: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.m.ForgetAllExcept(nil)
+	testtool.WaitFor(t, 5*time.Second, "orphan removed", func() error {
+		if _, ok := h.rt.run(rid("gone", "app", 0)); ok {
+			return fmt.Errorf("still in the runtime")
+		}
+		return nil
+	})
+	if got := ev.all(); len(got) != 0 {
+		t.Errorf("events about an orphan: %q", got)
+	}
 }
 
 func TestCrashLoopRecordsBackOff(t *testing.T) {

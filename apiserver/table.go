@@ -32,7 +32,9 @@ type tabler struct {
 	kind    *api.Kind
 	cols    []table.Column
 	include string
-	now     time.Time
+	// now is read for each row: a watch renders its events as they come,
+	// each with the ages of its moment.
+	now func() time.Time
 }
 
 // now is the time tables measure ages against.
@@ -47,7 +49,7 @@ func (s *Server) newTabler(r *http.Request, k *api.Kind) (*tabler, error) {
 	default:
 		return nil, badRequest("includeObject must be None, Metadata or Object, not %q", include)
 	}
-	return &tabler{kind: k, cols: table.Definitions(k), include: include, now: s.now()}, nil
+	return &tabler{kind: k, cols: table.Definitions(k), include: include, now: s.now}, nil
 }
 
 func (t *tabler) columnDefinitions() []metav1.TableColumnDefinition {
@@ -68,8 +70,9 @@ func (t *tabler) columnDefinitions() []metav1.TableColumnDefinition {
 // tables do.
 func (t *tabler) row(obj api.Object) metav1.TableRow {
 	cells := make([]any, len(t.cols))
+	now := t.now()
 	for i, c := range t.cols {
-		v := c.Cell(obj, t.now)
+		v := c.Cell(obj, now)
 		cells[i] = v
 		if c.Type == "integer" {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {

@@ -272,6 +272,51 @@ func TestWatchTable(t *testing.T) {
 	}
 }
 
+// A watch's rows are rendered as their events come: kubectl get -w
+// prints each with the age it has then.
+func TestWatchTableAges(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Now())
+	e := newEnv(t, withClock(fc))
+	e.mustCreate(testPod("default", "p1", "n1", nil))
+	req, _ := http.NewRequest("GET", e.ts.URL+"/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=86400", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Accept", tableAccept)
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	var age int
+	ageOf := func() any {
+		var ev struct {
+			Object metav1.Table
+		}
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range ev.Object.ColumnDefinitions {
+			if c.Name == "Age" {
+				age = i
+			}
+		}
+		return ev.Object.Rows[0].Cells[age]
+	}
+	ageOf()                // ADDED, with the column definitions
+	fc.Step(3 * time.Hour) // within the watch's timeoutSeconds
+	p, err := e.client.Get(context.Background(), podKind, "default", "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.SetLabels(map[string]string{"touched": "yes"})
+	if _, err := e.client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if got := ageOf(); got != "3h" {
+		t.Errorf("age in the MODIFIED event three hours on: %v, want 3h", got)
+	}
+}
+
 func TestShutdownEndsWatches(t *testing.T) {
 	e := newEnv(t)
 	w, err := e.client.Watch(context.Background(), cmKind, "default", client.WatchOptions{ResourceVersion: "1"})

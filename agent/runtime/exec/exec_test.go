@@ -710,6 +710,13 @@ func TestExec(t *testing.T) {
 	if err != nil || code != 4 || string(out) != "bar\n"+c.WorkingDir+"\n" {
 		t.Fatalf("exec = %q, %d, %v", out, code, err)
 	}
+	// Without a workingDir, the container and its execs start in /, not
+	// in the agent's directory.
+	id2 := runtime.ID{PodUID: "pod-exec", Name: "nodir"}
+	start(t, r, sh(id2, "pwd; while :; do sleep 0.05; done"))
+	if out, _, err := r.Exec(ctx, id2, []string{"pwd"}); err != nil || string(out) != "/\n" {
+		t.Fatalf("pwd in an exec of a container without workingDir = %q, %v; want /", out, err)
+	}
 	out, _, err = r.Exec(ctx, id, []string{"head", "-c", "20000", "/dev/zero"})
 	if err != nil || len(out) != execOutputMax {
 		t.Fatalf("exec output %d bytes, %v; want capped at %d", len(out), err, execOutputMax)

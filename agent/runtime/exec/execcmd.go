@@ -164,7 +164,7 @@ func (r *Runtime) command(ctx context.Context, id runtime.ID, argv []string, tty
 	if state != runtime.StateRunning {
 		return nil, nil, fmt.Errorf("exec in %s: not running", id)
 	}
-	path, err := lookPath(argv[0], c.Env, c.WorkingDir)
+	path, err := lookPath(argv[0], c.Env, workingDir(&c))
 	if err != nil {
 		return nil, nil, fmt.Errorf("exec in %s: %w", id, err)
 	}
@@ -175,7 +175,7 @@ func (r *Runtime) command(ctx context.Context, id runtime.ID, argv []string, tty
 		// What the kubelet's runtimes give a terminal.
 		cmd.Env = append(cmd.Env, "TERM=xterm")
 	}
-	cmd.Dir = c.WorkingDir
+	cmd.Dir = workingDir(&c)
 	// A process group of its own; on a terminal, a session of its own
 	// (whose process group is its own too), the terminal (fd 0) its
 	// controlling one.

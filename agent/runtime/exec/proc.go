@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/berth-dev/berth/agent/runtime"
 )
 
 // clockTicks is USER_HZ, the unit of the times in /proc/<pid>/stat. Linux
@@ -136,6 +138,17 @@ func groupUsage(pgid int) (cpuNanos, rssBytes int64, err error) {
 // defaultPath is searched when the container's environment sets no PATH,
 // as container runtimes do.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// workingDir is where a container's processes start: its workingDir,
+// else the root, as a container runtime starts an image without one (and
+// as the shim, which runs in /, leaves it). Execs in the container start
+// there too, not in the agent's directory.
+func workingDir(c *runtime.Container) string {
+	if c.WorkingDir != "" {
+		return c.WorkingDir
+	}
+	return "/"
+}
 
 // lookPath resolves name through the PATH of env (not the agent's), the way
 // the process itself would: a name with a slash is used as it is, relative

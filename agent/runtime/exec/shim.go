@@ -81,7 +81,7 @@ func runShim(dir string, ready *os.File) error {
 		return startFailed(err)
 	}
 	defer logw.Close()
-	path, err := lookPath(c.Argv[0], c.Env, c.WorkingDir)
+	path, err := lookPath(c.Argv[0], c.Env, workingDir(&c))
 	if err != nil {
 		return startFailed(err)
 	}
@@ -121,7 +121,7 @@ func runShim(dir string, ready *os.File) error {
 	defer devnull.Close()
 	argv := append([]string{}, c.Argv...)
 	proc, err := os.StartProcess(path, argv, &os.ProcAttr{
-		Dir:   c.WorkingDir,
+		Dir:   workingDir(&c),
 		Env:   c.Env,
 		Files: []*os.File{devnull, pw, pw},
 		Sys:   attr,

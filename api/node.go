@@ -51,9 +51,12 @@ const (
 
 // Well-known taints.
 const (
-	TaintNodeUnreachable   = "node.kubernetes.io/unreachable"
-	TaintNodeNotReady      = "node.kubernetes.io/not-ready"
-	TaintNodeUnschedulable = "node.kubernetes.io/unschedulable"
+	TaintNodeUnreachable    = "node.kubernetes.io/unreachable"
+	TaintNodeNotReady       = "node.kubernetes.io/not-ready"
+	TaintNodeUnschedulable  = "node.kubernetes.io/unschedulable"
+	TaintNodeMemoryPressure = "node.kubernetes.io/memory-pressure"
+	TaintNodeDiskPressure   = "node.kubernetes.io/disk-pressure"
+	TaintNodePIDPressure    = "node.kubernetes.io/pid-pressure"
 )
 
 // Taint repels pods that do not tolerate it.

@@ -240,17 +240,21 @@ func (p *Plan) node(h health, podsOf func(string) []*api.Pod, now time.Time, cfg
 	if h.ready != "" {
 		var changed bool
 		old := taints
-		taints, changed = reconcileTaints(old, wantTaints(h.ready, !fullDisruption), now)
+		taints, changed = reconcileTaints(old, wantReadyTaints(h.ready, !fullDisruption), isReadyTaint, now)
 		if changed {
 			added, removed = taintDiff(old, taints)
 		}
 	}
+	// A cordon's and the pressure conditions' taints change without an
+	// event of the controller's, as in Kubernetes (the agent reports its
+	// conditions; kubectl cordon says what it did).
+	taints, cordoned := reconcileTaints(taints, wantConditionTaints(conditionTaintSet(n.Spec.Unschedulable, h.conditions)), isConditionTaint, now)
 	taints, stamped := stampNoExecute(taints, now)
-	if h.darkened || len(added)+len(removed) > 0 || stamped {
+	if h.darkened || len(added)+len(removed) > 0 || cordoned || stamped {
 		nn := n.DeepCopy()
 		nn.Status.Conditions = h.conditions
 		nn.Spec.Taints = taints
-		var ev Event // none for a stamp alone
+		var ev Event // none for a stamp or a cordon alone
 		if h.darkened || len(added)+len(removed) > 0 {
 			ev = nodeEvent(n.Name, h, added, removed, cfg)
 		}
@@ -347,15 +351,16 @@ func nodeEvent(name string, h health, added, removed []string, cfg Config) Event
 	return ev
 }
 
-// taintDiff names the managed taints added and removed, as key:effect.
+// taintDiff names the Ready condition's taints added and removed, as
+// key:effect.
 func taintDiff(old, cur []api.Taint) (added, removed []string) {
 	for _, t := range cur {
-		if isManaged(t) && indexTaint(old, t) < 0 {
+		if isReadyTaint(t) && indexTaint(old, t) < 0 {
 			added = append(added, t.Key+":"+string(t.Effect))
 		}
 	}
 	for _, t := range old {
-		if isManaged(t) && indexTaint(cur, t) < 0 {
+		if isReadyTaint(t) && indexTaint(cur, t) < 0 {
 			removed = append(removed, t.Key+":"+string(t.Effect))
 		}
 	}

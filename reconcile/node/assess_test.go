@@ -55,6 +55,14 @@ func withTaints(ts ...api.Taint) nodeOpt {
 	return func(n *api.Node) { n.Spec.Taints = append(n.Spec.Taints, ts...) }
 }
 
+// cordoned is a node kubectl cordon marked unschedulable.
+func cordoned(n *api.Node) { n.Spec.Unschedulable = true }
+
+// pressure is a node whose agent reports the condition True.
+func pressure(c api.NodeConditionType) nodeOpt {
+	return func(n *api.Node) { findCondition(n.Status.Conditions, c).Status = api.ConditionTrue }
+}
+
 func neverPosted(created time.Duration) nodeOpt {
 	return func(n *api.Node) {
 		n.Status.Conditions = nil
@@ -208,7 +216,7 @@ func TestAssess(t *testing.T) {
 						t.Errorf("condition %+v", c)
 					}
 				}
-				if got, want := taintStrings(n.Spec.Taints), []string{"node.kubernetes.io/unreachable:NoSchedule@0s", "node.kubernetes.io/unreachable:NoExecute@0s"}; !slices.Equal(got, want) {
+				if got, want := taintStrings(n.Spec.Taints), []string{"node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute@0s"}; !slices.Equal(got, want) {
 					t.Errorf("taints %v, want %v", got, want)
 				}
 				pod := p.Actions[1].Object.(*api.Pod)
@@ -266,6 +274,55 @@ func TestAssess(t *testing.T) {
 			wake:  30*time.Second + time.Nanosecond,
 		},
 		{
+			name:  "cordoned: the unschedulable taint, no event, no pod read",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, time.Second, cordoned), healthy},
+			want:  []string{"UpdateNode a"},
+			check: func(t *testing.T, p Plan) {
+				if got := taintStrings(nodeUpdate(t, p, "a").Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/unschedulable:NoSchedule"}) {
+					t.Errorf("taints %v", got)
+				}
+			},
+		},
+		{
+			name: "uncordoned: the unschedulable taint removed, the operator's kept",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, time.Second, withTaints(
+				api.Taint{Key: api.TaintNodeUnschedulable, Effect: api.TaintEffectNoSchedule},
+				api.Taint{Key: "dedicated", Value: "db", Effect: api.TaintEffectNoSchedule})), healthy},
+			want: []string{"UpdateNode a"},
+			check: func(t *testing.T, p Plan) {
+				if got := taintStrings(nodeUpdate(t, p, "a").Spec.Taints); !slices.Equal(got, []string{"dedicated:NoSchedule"}) {
+					t.Errorf("taints %v", got)
+				}
+			},
+		},
+		{
+			name:  "cordoned and tainted already: nothing to do",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, time.Second, cordoned, withTaints(api.Taint{Key: api.TaintNodeUnschedulable, Effect: api.TaintEffectNoSchedule})), healthy},
+		},
+		{
+			name:  "memory and disk pressure: their taints",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, time.Second, pressure(api.NodeMemoryPressure), pressure(api.NodeDiskPressure)), healthy},
+			want:  []string{"UpdateNode a"},
+			check: func(t *testing.T, p Plan) {
+				if got := taintStrings(nodeUpdate(t, p, "a").Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/memory-pressure:NoSchedule", "node.kubernetes.io/disk-pressure:NoSchedule"}) {
+					t.Errorf("taints %v", got)
+				}
+			},
+		},
+		{
+			name: "under PID pressure, then dark: the condition turns Unknown and its taint goes, the cordon's stays",
+			nodes: []*api.Node{testNode("a", api.ConditionTrue, 41*time.Second, cordoned, pressure(api.NodePIDPressure), withTaints(
+				api.Taint{Key: api.TaintNodeUnschedulable, Effect: api.TaintEffectNoSchedule},
+				api.Taint{Key: api.TaintNodePIDPressure, Effect: api.TaintEffectNoSchedule})), healthy},
+			want: []string{"UpdateNode a NodeUnreachable"},
+			check: func(t *testing.T, p Plan) {
+				want := []string{"node.kubernetes.io/unschedulable:NoSchedule", "node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute@0s"}
+				if got := taintStrings(nodeUpdate(t, p, "a").Spec.Taints); !slices.Equal(got, want) {
+					t.Errorf("taints %v, want %v", got, want)
+				}
+			},
+		},
+		{
 			name:  "Ready=False: not-ready taints, conditions and pods left to the agent",
 			nodes: []*api.Node{testNode("a", api.ConditionFalse, time.Second), healthy},
 			pods:  []*api.Pod{testPod("p1", "a")},
@@ -273,7 +330,7 @@ func TestAssess(t *testing.T) {
 			wake:  5 * time.Second,
 			check: func(t *testing.T, p Plan) {
 				n := nodeUpdate(t, p, "a")
-				if got := taintStrings(n.Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/not-ready:NoSchedule@0s", "node.kubernetes.io/not-ready:NoExecute@0s"}) {
+				if got := taintStrings(n.Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/not-ready:NoSchedule", "node.kubernetes.io/not-ready:NoExecute@0s"}) {
 					t.Errorf("taints %v", got)
 				}
 				if n.Status.Conditions[0].Status != api.ConditionFalse {
@@ -373,7 +430,7 @@ func TestAssess(t *testing.T) {
 				for _, name := range []string{"a", "b"} {
 					want := []string{"node.kubernetes.io/unreachable:NoSchedule@1m0s"}
 					if name == "b" {
-						want = []string{"node.kubernetes.io/unreachable:NoSchedule@0s"}
+						want = []string{"node.kubernetes.io/unreachable:NoSchedule"}
 					}
 					if got := taintStrings(nodeUpdate(t, p, name).Spec.Taints); !slices.Equal(got, want) {
 						t.Errorf("node %s taints %v, want %v", name, got, want)
@@ -408,7 +465,7 @@ func TestAssess(t *testing.T) {
 			want:  []string{"UpdateNode a NodeUnreachable"},
 			check: func(t *testing.T, p Plan) {
 				n := nodeUpdate(t, p, "a")
-				if got := taintStrings(n.Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/unreachable:NoSchedule@0s", "node.kubernetes.io/unreachable:NoExecute@0s"}) {
+				if got := taintStrings(n.Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute@0s"}) {
 					t.Errorf("taints %v", got)
 				}
 				if msg := p.Actions[0].Event.Message; msg != "Node a: no heartbeat for more than 40s, conditions set Unknown; tainted node.kubernetes.io/unreachable:NoSchedule, node.kubernetes.io/unreachable:NoExecute; removed taints node.kubernetes.io/not-ready:NoSchedule, node.kubernetes.io/not-ready:NoExecute" {

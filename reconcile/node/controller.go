@@ -113,19 +113,25 @@ func NewController(s *store.Store, opts Options) *reconcile.Controller {
 }
 
 // nodeKeys asks for a pass when a change can alter the plan before the
-// next period: a node added or removed, or its Ready status changed. A
-// mere heartbeat does not, so that a large fleet costs one pass a period.
+// next period: a node added or removed, or its Ready status, cordon or
+// pressure conditions changed. A mere heartbeat does not, so that a large
+// fleet costs one pass a period.
 //
-// Nor does a node that joins Ready without a taint of the controller's:
-// the pass would only note its heartbeat, which the next periodic pass
-// does as well. Passing at every join made a fleet's joining quadratic
-// (5,000 nodes joining: 5,000 passes over up to 5,000 nodes).
+// Nor does a node that joins Ready, neither cordoned nor under pressure,
+// without a taint of the controller's: the pass would only note its
+// heartbeat, which the next periodic pass does as well. Passing at every
+// join made a fleet's joining quadratic (5,000 nodes joining: 5,000 passes
+// over up to 5,000 nodes).
 func nodeKeys(e store.Event) []string {
 	n := e.Object.(*api.Node)
 	switch {
-	case e.Type == store.Modified && e.Old != nil && nodeReady(e.Old.(*api.Node)) == nodeReady(n):
-		return nil
-	case e.Type == store.Added && nodeReady(n) == api.ConditionTrue && !slices.ContainsFunc(n.Spec.Taints, isManaged):
+	case e.Type == store.Modified && e.Old != nil:
+		old := e.Old.(*api.Node)
+		if nodeReady(old) == nodeReady(n) && conditionTaintSet(old.Spec.Unschedulable, old.Status.Conditions) == conditionTaintSet(n.Spec.Unschedulable, n.Status.Conditions) {
+			return nil
+		}
+	case e.Type == store.Added && nodeReady(n) == api.ConditionTrue && !slices.ContainsFunc(n.Spec.Taints, isManaged) &&
+		conditionTaintSet(n.Spec.Unschedulable, n.Status.Conditions) == 0:
 		return nil
 	}
 	return []string{passKey}

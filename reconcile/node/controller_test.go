@@ -201,7 +201,7 @@ func TestReconcileNodeStopsHeartbeating(t *testing.T) {
 			t.Errorf("node a condition %s is %s (%s), want Unknown", c.Type, c.Status, c.Reason)
 		}
 	}
-	if got := taintStrings(a.Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/unreachable:NoSchedule@-45s", "node.kubernetes.io/unreachable:NoExecute@-45s"}) {
+	if got := taintStrings(a.Spec.Taints); !slices.Equal(got, []string{"node.kubernetes.io/unreachable:NoSchedule", "node.kubernetes.io/unreachable:NoExecute@-45s"}) {
 		t.Errorf("node a taints %v", got)
 	}
 	if b := f.node("b"); nodeReady(b) != api.ConditionTrue || len(b.Spec.Taints) != 0 {
@@ -436,6 +436,10 @@ func TestNodeKeys(t *testing.T) {
 		{"joins Ready with a stale not-ready taint", store.Event{Type: store.Added, Object: tainted}, true},
 		{"heartbeat", store.Event{Type: store.Modified, Object: beat, Old: ready}, false},
 		{"goes not Ready", store.Event{Type: store.Modified, Object: notReady, Old: ready}, true},
+		{"joins cordoned", store.Event{Type: store.Added, Object: testNode("n", api.ConditionTrue, 0, cordoned)}, true},
+		{"cordoned", store.Event{Type: store.Modified, Object: testNode("n", api.ConditionTrue, 0, cordoned), Old: ready}, true},
+		{"uncordoned", store.Event{Type: store.Modified, Object: ready, Old: testNode("n", api.ConditionTrue, 0, cordoned)}, true},
+		{"under memory pressure", store.Event{Type: store.Modified, Object: testNode("n", api.ConditionTrue, 0, pressure(api.NodeMemoryPressure)), Old: ready}, true},
 		{"leaves", store.Event{Type: store.Deleted, Object: ready, Old: ready}, true},
 	}
 	for _, tt := range tests {

@@ -7,21 +7,49 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// managedTaints are the taints the controller adds and removes; it touches
-// no other taint of a node.
-var managedTaints = []api.Taint{
+// readyTaints are the taints of the Ready condition the controller adds
+// and removes.
+var readyTaints = []api.Taint{
 	{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoSchedule},
 	{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoExecute},
 	{Key: api.TaintNodeNotReady, Effect: api.TaintEffectNoSchedule},
 	{Key: api.TaintNodeNotReady, Effect: api.TaintEffectNoExecute},
 }
 
-func isManaged(t api.Taint) bool { return indexTaint(managedTaints, t) >= 0 }
+// conditionTaints are the NoSchedule taints that stand for a cordon
+// (spec.unschedulable) and for the agent's pressure conditions, as
+// Kubernetes' TaintNodesByCondition sets them, so that a pod keeps off
+// such a node unless it tolerates the taint. The pressure conditions'
+// taints follow the condition's status True.
+var conditionTaints = []struct {
+	condition api.NodeConditionType // "" for spec.unschedulable
+	taint     api.Taint
+}{
+	{"", api.Taint{Key: api.TaintNodeUnschedulable, Effect: api.TaintEffectNoSchedule}},
+	{api.NodeMemoryPressure, api.Taint{Key: api.TaintNodeMemoryPressure, Effect: api.TaintEffectNoSchedule}},
+	{api.NodeDiskPressure, api.Taint{Key: api.TaintNodeDiskPressure, Effect: api.TaintEffectNoSchedule}},
+	{api.NodePIDPressure, api.Taint{Key: api.TaintNodePIDPressure, Effect: api.TaintEffectNoSchedule}},
+}
 
-// wantTaints returns the managed taints a node with that Ready status
+func isReadyTaint(t api.Taint) bool { return indexTaint(readyTaints, t) >= 0 }
+
+func isConditionTaint(t api.Taint) bool {
+	for _, c := range conditionTaints {
+		if c.taint.Key == t.Key && c.taint.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
+// isManaged: a taint the controller adds and removes; it touches no other
+// taint of a node.
+func isManaged(t api.Taint) bool { return isReadyTaint(t) || isConditionTaint(t) }
+
+// wantReadyTaints returns the taints a node with that Ready status
 // should carry: unreachable for Unknown, not-ready for False, none for
 // True. noExecute false leaves the NoExecute ones out (full disruption).
-func wantTaints(ready api.ConditionStatus, noExecute bool) []api.Taint {
+func wantReadyTaints(ready api.ConditionStatus, noExecute bool) []api.Taint {
 	var key string
 	switch ready {
 	case api.ConditionUnknown:
@@ -38,15 +66,43 @@ func wantTaints(ready api.ConditionStatus, noExecute bool) []api.Taint {
 	return want
 }
 
-// reconcileTaints returns the node's taints with the managed ones made to
-// match want: taints it keeps keep their timeAdded, new ones get now, and
-// every unmanaged taint stays as it was, in its place.
-func reconcileTaints(have, want []api.Taint, now time.Time) ([]api.Taint, bool) {
+// conditionTaintSet says which of conditionTaints a node with that spec
+// and those conditions should carry, one bit each in their order.
+func conditionTaintSet(unschedulable bool, conds []api.NodeCondition) uint {
+	var set uint
+	for i, c := range conditionTaints {
+		if c.condition == "" {
+			if unschedulable {
+				set |= 1 << i
+			}
+		} else if cond := findCondition(conds, c.condition); cond != nil && cond.Status == api.ConditionTrue {
+			set |= 1 << i
+		}
+	}
+	return set
+}
+
+// wantConditionTaints returns the taints of set.
+func wantConditionTaints(set uint) []api.Taint {
+	var want []api.Taint
+	for i, c := range conditionTaints {
+		if set&(1<<i) != 0 {
+			want = append(want, c.taint)
+		}
+	}
+	return want
+}
+
+// reconcileTaints returns the node's taints with those that manages
+// says are its own made to match want: taints it keeps keep their
+// timeAdded, new NoExecute ones get now, and every other taint stays as
+// it was, in its place.
+func reconcileTaints(have, want []api.Taint, manages func(api.Taint) bool, now time.Time) ([]api.Taint, bool) {
 	var out []api.Taint
 	changed := false
 	kept := make([]bool, len(want))
 	for _, t := range have {
-		if !isManaged(t) {
+		if !manages(t) {
 			out = append(out, t)
 			continue
 		}
@@ -62,7 +118,10 @@ func reconcileTaints(have, want []api.Taint, now time.Time) ([]api.Taint, bool) 
 		if kept[i] {
 			continue
 		}
-		w.TimeAdded = metaTime(now)
+		if w.Effect == api.TaintEffectNoExecute {
+			// Kubernetes writes timeAdded for NoExecute taints alone.
+			w.TimeAdded = metaTime(now)
+		}
 		out = append(out, w)
 		changed = true
 	}

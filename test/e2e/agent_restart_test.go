@@ -330,7 +330,20 @@ func TestServerEmbeddedAgent(t *testing.T) {
 		if _, err := httpGet(fmt.Sprintf("http://%s:%d/", ip, port)); err == nil {
 			t.Fatal("the drained pod still answers")
 		}
+		// The node controller marks the cordon with its taint, as
+		// Kubernetes' does, and takes it away again at uncordon.
+		cordonTaint := func(want bool) func() error {
+			return func() error {
+				out := s.kubectl(t, "get", "node", "solo", "-o", "jsonpath={.spec.taints}")
+				if strings.Contains(out, "node.kubernetes.io/unschedulable") != want {
+					return fmt.Errorf("taints %s", out)
+				}
+				return nil
+			}
+		}
+		waitFor(t, 30*time.Second, "the cordoned node tainted unschedulable", cordonTaint(true))
 		s.kubectl(t, "uncordon", "solo")
+		waitFor(t, 30*time.Second, "the unschedulable taint gone after uncordon", cordonTaint(false))
 		waitRunning(t, s, "embedded", 1, "the replacement Running after uncordon")
 	})
 

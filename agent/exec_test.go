@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,8 +47,11 @@ func serveExecRuntime(t *testing.T, argv, env []string) *logFixture {
 	})
 	return startContainerServer(t, agent.ContainerServerOptions{Runtime: rt,
 		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
-			if ns != "default" || pod != "web" || ctr != "app" || previous {
+			if ns != "default" || pod != "web" {
 				return runtime.ID{}, runtime.ErrNotFound
+			}
+			if ctr != "app" || previous {
+				return runtime.ID{}, fmt.Errorf("container %s is not valid for pod %s/%s", ctr, ns, pod)
 			}
 			return id, nil
 		}})
@@ -169,8 +173,8 @@ func TestExecServerRefuses(t *testing.T) {
 			t.Errorf("GET %s = %d %q, want %d with %q", tc.url, code, body, tc.code, tc.want)
 		}
 	}
-	// A WebSocket handshake for a container the node does not run is a
-	// 404 before any upgrade.
+	// A WebSocket handshake for a container the pod does not have is a
+	// 400 before any upgrade.
 	req, err := http.NewRequest(http.MethodGet, base+"/default/web/nope?command=true&stdout=true", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +189,7 @@ func TestExecServerRefuses(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "container nope of pod default/web") {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "container nope is not valid for pod default/web") {
 		t.Errorf("an unknown container: %d %s", resp.StatusCode, body)
 	}
 	if code, _ := logServerGet(t, f.client(t, "system:node:n2"), base+"/default/web/app?command=true&stdout=true"); code != http.StatusForbidden {

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -21,7 +22,8 @@ import (
 // run a command in: the current (or last) run, or with previous the one
 // before it. It is the pod manager's ContainerRun. An error means the pod,
 // the container or the run is not known; the container server answers it
-// 404 with the error's text.
+// with the error's text, 404 if it wraps runtime.ErrNotFound (no such pod
+// here), 400 otherwise.
 type LogLookup func(namespace, pod, container string, previous bool) (runtime.ID, error)
 
 // ContainerServerOptions configure NewContainerServer.
@@ -147,13 +149,14 @@ func (s *containerServer) clientCertificate(r *http.Request) (*x509.Certificate,
 
 func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	opts, previous, err := parseLogQuery(r.URL.Query(), s.opts.Clock.Now())
+	q, err := parseLogQuery(r.URL.Query(), s.opts.Clock.Now())
 	noLines := errors.Is(err, errNoLines)
 	if err != nil && !noLines {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	id, _, ok := s.run(w, r, ns, pod, ctr, previous)
+	opts := q.opts
+	id, _, ok := s.run(w, r, ns, pod, ctr, q.previous)
 	if !ok {
 		return
 	}
@@ -185,11 +188,15 @@ func (s *containerServer) serveLogs(w http.ResponseWriter, r *http.Request) {
 			fw.begin()
 		}
 	}
-	err = s.opts.Runtime.Logs(r.Context(), id, opts, fw)
+	var out io.Writer = fw
+	if q.limitBytes > 0 {
+		out = &limitWriter{w: fw, left: q.limitBytes}
+	}
+	err = s.opts.Runtime.Logs(r.Context(), id, opts, out)
 	close(done)
 	begun := fw.begun()
 	switch {
-	case err == nil, r.Context().Err() != nil:
+	case err == nil, errors.Is(err, errLogLimit), r.Context().Err() != nil:
 		// Done, or the API server went away (its user stopped following).
 	case !begun && errors.Is(err, runtime.ErrNoTimes):
 		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, runtime.ErrNoTimes), http.StatusBadRequest)
@@ -210,31 +217,67 @@ const followQuiet = time.Second
 // errNoLines is parseLogQuery's way to say tailLines=0: an empty answer.
 var errNoLines = errors.New("no lines asked for")
 
+// logQuery is a log request as the agent serves it.
+type logQuery struct {
+	opts runtime.LogOptions
+	// previous asks for the run before the current one.
+	previous bool
+	// limitBytes, when positive, ends the answer after that many bytes.
+	limitBytes int64
+}
+
 // parseLogQuery reads the log options of the agent's endpoint (see
 // api.ParsePodLogOptions) as the runtime takes them: sinceSeconds counted
 // back from now on the agent's clock, which stamped the lines. It says
-// whether the previous run is asked for, and errNoLines for tailLines=0.
-func parseLogQuery(q url.Values, now time.Time) (runtime.LogOptions, bool, error) {
+// errNoLines for tailLines=0.
+func parseLogQuery(q url.Values, now time.Time) (logQuery, error) {
 	o, err := api.ParsePodLogOptions(q, false)
 	if err != nil {
-		return runtime.LogOptions{}, false, err
+		return logQuery{}, err
 	}
-	opts := runtime.LogOptions{Follow: o.Follow, Timestamps: o.Timestamps, Since: o.SinceTime}
+	lq := logQuery{
+		opts:       runtime.LogOptions{Follow: o.Follow, Timestamps: o.Timestamps, Since: o.SinceTime},
+		previous:   o.Previous,
+		limitBytes: o.LimitBytes,
+	}
 	if o.SinceSeconds > 0 {
-		opts.Since = now.Add(-time.Duration(o.SinceSeconds) * time.Second)
+		lq.opts.Since = now.Add(-time.Duration(o.SinceSeconds) * time.Second)
 	}
 	if o.TailLines != nil {
 		if *o.TailLines == 0 && o.Follow {
 			// Kubernetes' tailLines=0 is "nothing written so far", which
 			// the runtime cannot start a stream from.
-			return opts, false, errors.New("tailLines=0 with follow=true is not supported")
+			return lq, errors.New("tailLines=0 with follow=true is not supported")
 		}
-		opts.TailLines = *o.TailLines
+		lq.opts.TailLines = *o.TailLines
 		if *o.TailLines == 0 {
-			return opts, o.Previous, errNoLines
+			return lq, errNoLines
 		}
 	}
-	return opts, o.Previous, nil
+	return lq, nil
+}
+
+// errLogLimit ends a log at its limitBytes.
+var errLogLimit = errors.New("log limit reached")
+
+// limitWriter passes on at most left bytes, then fails with errLogLimit,
+// which ends the runtime's copy of the log.
+type limitWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	var limited bool
+	if int64(len(p)) >= l.left {
+		p, limited = p[:l.left], true
+	}
+	n, err := l.w.Write(p)
+	l.left -= int64(n)
+	if err == nil && limited {
+		err = errLogLimit
+	}
+	return n, err
 }
 
 // flushWriter sends each write on at once when following, so that a line
@@ -287,12 +330,17 @@ func (f *flushWriter) Write(p []byte) (int, error) {
 }
 
 // run finds the run of a container (the one before, with previous) and
-// its status, or answers 404 for a container or run there is not, 500
-// for a runtime that cannot say.
+// its status, or answers 404 for a pod the node does not run, 400 for a
+// container or run it does not have (the kubelet's answers), 500 for a
+// runtime that cannot say.
 func (s *containerServer) run(w http.ResponseWriter, r *http.Request, ns, pod, ctr string, previous bool) (runtime.ID, runtime.Status, bool) {
 	id, err := s.opts.Lookup(ns, pod, ctr, previous)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("container %s of pod %s/%s: %v", ctr, ns, pod, err), http.StatusNotFound)
+		code := http.StatusBadRequest
+		if errors.Is(err, runtime.ErrNotFound) {
+			code = http.StatusNotFound
+		}
+		http.Error(w, err.Error(), code)
 		return id, runtime.Status{}, false
 	}
 	st, err := s.opts.Runtime.Status(r.Context(), id)

@@ -208,7 +208,7 @@ func TestLogProxy(t *testing.T) {
 			message: "a container name must be specified for pod multi, choose one of: [a b]"},
 		{name: "no such container", pod: "web", query: url.Values{"container": {"db"}}, code: 400, message: "container db is not valid for pod web"},
 		{name: "no previous run", pod: "web", query: url.Values{"previous": {"true"}}, code: 404, message: "no run of container app"},
-		{name: "unsupported option", pod: "web", query: url.Values{"limitBytes": {"10"}}, code: 400, message: "log option limitBytes is not supported"},
+		{name: "unsupported option", pod: "web", query: url.Values{"stream": {"All"}}, code: 400, message: "log option stream is not supported"},
 		{name: "timestamps of a log without times", pod: "web", query: url.Values{"timestamps": {"true"}}, code: 400, message: "write times were not kept"},
 		{name: "since, of a log without times", pod: "web", query: url.Values{"sinceSeconds": {"10"}}, code: 400, message: "write times were not kept"},
 		{name: "followed, with timestamps, of a log without times", pod: "web", query: url.Values{"follow": {"true"}, "timestamps": {"true"}}, code: 400, message: "write times were not kept"},

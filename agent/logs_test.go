@@ -264,8 +264,11 @@ func newLogFixture(t *testing.T) *logFixture {
 	rt.exit(prev)
 	rt.start(t, cur, "line 1\nline 2\nline 3\n")
 	lookup := func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
-		if ns != "default" || pod != "web" || ctr != "app" {
-			return runtime.ID{}, fmt.Errorf("no container %s in pod %s/%s: %w", ctr, ns, pod, runtime.ErrNotFound)
+		if ns != "default" || pod != "web" {
+			return runtime.ID{}, fmt.Errorf("no pod %s/%s: %w", ns, pod, runtime.ErrNotFound)
+		}
+		if ctr != "app" {
+			return runtime.ID{}, fmt.Errorf("container %s is not valid for pod %s/%s", ctr, ns, pod)
 		}
 		if previous {
 			return prev, nil
@@ -330,11 +333,16 @@ func TestLogServer(t *testing.T) {
 		{"tail none", "/default/web/app?tailLines=0", 200, ""},
 		{"previous run", "/default/web/app?previous=true", 200, "old 1\nold 2\n"},
 		{"previous tail", "/default/web/app?previous=true&tailLines=1", 200, "old 2\n"},
-		{"unknown container", "/default/web/db", 404, "no container db in pod default/web"},
-		{"unknown pod", "/default/api/app", 404, "no container app in pod default/api"},
+		{"unknown container", "/default/web/db", 400, "container db is not valid for pod default/web"},
+		{"unknown pod", "/default/api/app", 404, "no pod default/api"},
+		{"limited", "/default/web/app?limitBytes=10", 200, "line 1\nlin"},
+		{"limited beyond the end", "/default/web/app?limitBytes=100", 200, "line 1\nline 2\nline 3\n"},
+		{"tail limited", "/default/web/app?tailLines=2&limitBytes=3", 200, "lin"},
+		{"followed, ended by the limit", "/default/web/app?follow=true&limitBytes=8", 200, "line 1\nl"},
+		{"bad limitBytes", "/default/web/app?limitBytes=0", 400, "limitBytes=\"0\""},
 		{"bad tailLines", "/default/web/app?tailLines=-1", 400, "tailLines=\"-1\""},
 		{"bad follow", "/default/web/app?follow=maybe", 400, "follow=\"maybe\""},
-		{"unsupported option", "/default/web/app?limitBytes=5", 400, "log option limitBytes is not supported"},
+		{"unsupported option", "/default/web/app?stream=All", 400, "log option stream is not supported"},
 		{"both since forms", "/default/web/app?sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z", 400, "at most one of sinceTime or sinceSeconds"},
 		{"bad sinceSeconds", "/default/web/app?sinceSeconds=0", 400, "sinceSeconds=\"0\""},
 		{"bad sinceTime", "/default/web/app?sinceTime=yesterday", 400, "sinceTime=\"yesterday\""},

@@ -312,7 +312,7 @@ func (m *PodManager) ContainerRun(namespace, name, container string, previous bo
 	ctx := m.ctx
 	m.mu.Unlock()
 	if pod == nil {
-		return runtime.ID{}, fmt.Errorf("pod %s/%s is not running on this node", namespace, name)
+		return runtime.ID{}, fmt.Errorf("pod %s/%s is not running on this node: %w", namespace, name, runtime.ErrNotFound)
 	}
 	var names []string
 	for _, c := range pod.Spec.InitContainers {
@@ -348,11 +348,28 @@ func (m *PodManager) ContainerRun(namespace, name, container string, previous bo
 	case previous && len(runs) >= 2:
 		return runs[len(runs)-2].ID, nil
 	case previous:
-		return runtime.ID{}, fmt.Errorf("previous terminated container %q in pod %s/%s not found", container, namespace, name)
+		return runtime.ID{}, fmt.Errorf("previous terminated container %q in pod %q not found", container, name)
 	case len(runs) == 0:
-		return runtime.ID{}, fmt.Errorf("container %q in pod %s/%s has not started yet", container, namespace, name)
+		// The kubelet's words, with the reason the container waits.
+		if reason := waitingReasonOf(pod, container); reason != "" {
+			return runtime.ID{}, fmt.Errorf("container %q in pod %q is waiting to start: %s", container, name, reason)
+		}
+		return runtime.ID{}, fmt.Errorf("container %q in pod %q is waiting to start - no logs yet", container, name)
 	}
 	return runs[len(runs)-1].ID, nil
+}
+
+// waitingReasonOf is the reason a container of pod waits, as its status
+// last said, "" if it does not say.
+func waitingReasonOf(pod *api.Pod, container string) string {
+	for _, list := range [][]api.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if cs.Name == container && cs.State.Waiting != nil {
+				return cs.State.Waiting.Reason
+			}
+		}
+	}
+	return ""
 }
 
 // removePodFiles deletes the pod's own directory (its emptyDirs and

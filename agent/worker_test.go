@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -644,7 +645,18 @@ func TestUsageAndContainerRun(t *testing.T) {
 	if id, err := h.m.ContainerRun("default", "web", "side", false); err != nil || id != rid("u2", "side", 0) {
 		t.Errorf("side: %v %v", id, err)
 	}
-	if _, err := h.m.ContainerRun("default", "gone", "", false); err == nil {
-		t.Error("unknown pod found")
+	if _, err := h.m.ContainerRun("default", "gone", "", false); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("unknown pod: %v, want runtime.ErrNotFound", err)
+	}
+
+	// A container that has not started: the reason it waits, in the
+	// kubelet's words.
+	waiting := workerPod("u3", "nocmd", api.RestartPolicyNever, "main")
+	waiting.Spec.Containers[0].Command = nil
+	waiting.Status.ContainerStatuses = []api.ContainerStatus{{Name: "main", State: api.ContainerState{Waiting: &api.ContainerStateWaiting{Reason: "CreateContainerConfigError"}}}}
+	h.m.Sync(waiting)
+	_, err := h.m.ContainerRun("default", "nocmd", "main", false)
+	if want := `container "main" in pod "nocmd" is waiting to start: CreateContainerConfigError`; err == nil || err.Error() != want || errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("a waiting container: %v, want %q", err, want)
 	}
 }

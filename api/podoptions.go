@@ -38,10 +38,13 @@ type PodLogOptions struct {
 	// before.
 	SinceSeconds int64
 	SinceTime    time.Time
+	// LimitBytes, when positive, ends the log after that many bytes, in
+	// the middle of a line if that is where they end.
+	LimitBytes int64
 }
 
 var (
-	podLogParams  = []string{"follow", "tailLines", "previous", "timestamps", "sinceSeconds", "sinceTime"}
+	podLogParams  = []string{"follow", "tailLines", "previous", "timestamps", "sinceSeconds", "sinceTime", "limitBytes"}
 	podExecParams = []string{"command", "stdin", "stdout", "stderr", "tty"}
 )
 
@@ -86,6 +89,13 @@ func ParsePodLogOptions(q url.Values, withContainer bool) (PodLogOptions, error)
 		}
 		o.TailLines = &n
 	}
+	if v := q.Get("limitBytes"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("log option limitBytes=%q: want a whole number of bytes, 1 or more", v)
+		}
+		o.LimitBytes = n
+	}
 	return o, nil
 }
 
@@ -105,6 +115,9 @@ func (o PodLogOptions) Query() url.Values {
 	}
 	if o.SinceSeconds > 0 {
 		q.Set("sinceSeconds", strconv.FormatInt(o.SinceSeconds, 10))
+	}
+	if o.LimitBytes > 0 {
+		q.Set("limitBytes", strconv.FormatInt(o.LimitBytes, 10))
 	}
 	if !o.SinceTime.IsZero() {
 		q.Set("sinceTime", o.SinceTime.UTC().Format(time.RFC3339))

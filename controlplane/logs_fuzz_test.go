@@ -24,7 +24,7 @@ func FuzzPodLogQuery(f *testing.F) {
 	for _, seed := range []string{
 		"", "container=app", "follow=true&previous=1&tailLines=5&timestamps=false", "follow=false&previous=0",
 		"tailLines=0", "tailLines=-1", "tailLines=1e3", "tailLines=99999999999999999999", "timestamps=true",
-		"limitBytes=10", "follow=yes", "container=setup", "container=c", "container=a&container=b",
+		"limitBytes=10", "stream=All", "follow=yes", "container=setup", "container=c", "container=a&container=b",
 		"follow=true&follow=false", "%zz", "container=%2F..%2Fetc", "tailLines=+5", "=", "&&",
 		"sinceSeconds=10", "sinceSeconds=99999999999999999", "sinceTime=2026-11-30T12:00:00Z", "sinceTime=2026-11-30T12:00:00.5+02:00",
 	} {
@@ -74,6 +74,10 @@ func FuzzPodLogQuery(f *testing.F) {
 			case "follow", "previous", "timestamps":
 				if v != "true" {
 					t.Fatalf("%q: agent query %s=%q", raw, k, v)
+				}
+			case "limitBytes":
+				if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 || strconv.FormatInt(n, 10) != v {
+					t.Fatalf("%q: agent query limitBytes=%q", raw, v)
 				}
 			case "tailLines":
 				if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || strconv.FormatInt(n, 10) != v {

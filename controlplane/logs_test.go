@@ -34,7 +34,7 @@ func TestParsePodLogQuery(t *testing.T) {
 		{"init container", two, "container=setup", "setup", "", ""},
 		{"choose", two, "", "", "", "a container name must be specified for pod multi, choose one of: [a b] or one of the init containers: [setup]"},
 		{"unknown container", two, "container=c", "", "", "container c is not valid for pod multi"},
-		{"unsupported", one, "limitBytes=10", "", "", "log option limitBytes is not supported"},
+		{"unsupported", one, "stream=All", "", "", "log option stream is not supported"},
 		{"timestamps", one, "timestamps=true", "app", "timestamps=true", ""},
 		{"since seconds", one, "sinceSeconds=300", "app", "sinceSeconds=300", ""},
 		{"since a time", one, "sinceTime=2026-11-30T13:00:00%2B01:00", "app", "sinceTime=2026-11-30T12%3A00%3A00Z", ""},

@@ -34,6 +34,7 @@ type logsOptions struct {
 	prefix        bool
 	maxRequests   int
 	ignoreErrors  bool
+	limitBytes    int64
 }
 
 // podLogger is what `berth logs` needs beyond apiClient: the log stream
@@ -95,6 +96,7 @@ still printed.`,
 	f.BoolVar(&o.prefix, "prefix", false, "put the source of each line, [pod/NAME/CONTAINER], in front of it")
 	f.IntVar(&o.maxRequests, "max-log-requests", 5, "with -f, how many logs may be followed at once")
 	f.BoolVar(&o.ignoreErrors, "ignore-errors", false, "report a log that cannot be read and go on with the others")
+	f.Int64Var(&o.limitBytes, "limit-bytes", 0, "print at most this many bytes of each log (0: no limit)")
 	return cmd
 }
 
@@ -229,7 +231,10 @@ func runLogs(cmd *cobra.Command, g *globalOptions, o *logsOptions, arg string) e
 	if o.maxRequests < 1 {
 		return usageErrorf("--max-log-requests must be 1 or more, not %d", o.maxRequests)
 	}
-	opts := api.PodLogOptions{Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps}
+	if o.limitBytes < 0 {
+		return usageErrorf("--limit-bytes must be 0 or more, not %d", o.limitBytes)
+	}
+	opts := api.PodLogOptions{Follow: o.follow, Previous: o.previous, Timestamps: o.timestamps, LimitBytes: o.limitBytes}
 	if o.tail >= 0 {
 		opts.TailLines = &o.tail
 	}

@@ -164,6 +164,7 @@ func TestLogsCommand(t *testing.T) {
 		{[]string{"logs", "web", "--tail", "-2"}, exitUsage, "", "Error: --tail must be -1 (all) or more, not -2\n"},
 		{[]string{"logs", "web", "--since", "5m", "--since-time", "2026-11-30T12:00:00Z"}, exitUsage, "", "Error: --since and --since-time cannot both be given\n"},
 		{[]string{"logs", "web", "--since", "-5m"}, exitUsage, "", "Error: --since must be a positive duration, not -5m0s\n"},
+		{[]string{"logs", "web", "--limit-bytes", "-1"}, exitUsage, "", "Error: --limit-bytes must be 0 or more, not -1\n"},
 		{[]string{"logs", "web", "--since-time", "noon"}, exitUsage, "", "Error: --since-time \"noon\": want an RFC 3339 time, as 2026-11-30T12:00:00Z\n"},
 		// Every container, every pod a selector matches, with their names.
 		{[]string{"logs", "multi", "--all-containers"}, exitOK, "I am a\nI am b\n", ""},

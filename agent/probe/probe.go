@@ -82,7 +82,11 @@ func runExec(ctx context.Context, a *api.ExecAction, t Target) (Result, string) 
 		return Unknown, fmt.Sprintf("exec %q: %v", a.Command, err)
 	}
 	if code != 0 {
-		return Failure, fmt.Sprintf("command %q exited with %d: %s", a.Command, code, trim(out))
+		msg := fmt.Sprintf("command %q exited with %d", a.Command, code)
+		if o := trim(out); o != "" {
+			msg += ": " + o
+		}
+		return Failure, msg
 	}
 	return Success, trim(out)
 }
@@ -162,7 +166,8 @@ func runHTTP(ctx context.Context, a *api.HTTPGetAction, t Target) (Result, strin
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if err != nil {
-		return Failure, fmt.Sprintf("GET %s: %v", u, err)
+		// The error names the request: Get "http://…": dial tcp …
+		return Failure, err.Error()
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxOutput))
@@ -182,7 +187,8 @@ func runTCP(ctx context.Context, a *api.TCPSocketAction, t Target) (Result, stri
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return Failure, fmt.Sprintf("dial tcp %s: %v", addr, err)
+		// The error names the address: dial tcp 127.0.0.1:80: connect: …
+		return Failure, err.Error()
 	}
 	_ = conn.Close()
 	return Success, "connected to " + addr

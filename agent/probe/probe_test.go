@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -115,8 +116,10 @@ func TestTCPSocket(t *testing.T) {
 	}
 	ln.Close()
 	<-done
-	if got, out := Run(context.Background(), api.ProbeHandler{TCPSocket: &a}, Target{Host: "127.0.0.1"}); got != Failure {
-		t.Errorf("closed port: %s (%s)", got, out)
+	// The dialer's error, which names the address once, as the kubelet's.
+	want := fmt.Sprintf("dial tcp 127.0.0.1:%d: connect: connection refused", port)
+	if got, out := Run(context.Background(), api.ProbeHandler{TCPSocket: &a}, Target{Host: "127.0.0.1"}); got != Failure || out != want {
+		t.Errorf("closed port: %s %q, want Failure %q", got, out, want)
 	}
 }
 
@@ -135,6 +138,9 @@ func TestExec(t *testing.T) {
 		if argv[0] == "ok" {
 			return []byte("fine\n"), 0, nil
 		}
+		if argv[0] == "quiet" {
+			return nil, 2, nil
+		}
 		return []byte("sad"), 1, nil
 	})
 	tests := []struct {
@@ -152,6 +158,10 @@ func TestExec(t *testing.T) {
 		if got != tt.want || !strings.Contains(out, tt.out) {
 			t.Errorf("Run(%v) = %s %q, want %s containing %q", tt.argv, got, out, tt.want, tt.out)
 		}
+	}
+	quiet := api.ProbeHandler{Exec: &api.ExecAction{Command: []string{"quiet"}}}
+	if got, out := Run(context.Background(), quiet, Target{Runtime: rt, ID: id}); got != Failure || out != `command ["quiet"] exited with 2` {
+		t.Errorf("a silent failure: %s %q", got, out)
 	}
 }
 

@@ -71,7 +71,14 @@ func (e *apiPodEvents) Run(ctx context.Context) error {
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, client.DefaultTimeout)
-			if err := RecordEvent(rctx, c, ev.pod, ev.eventType, ev.reason, ev.message); err != nil && ctx.Err() == nil {
+			err := RecordEvent(rctx, c, ev.pod, ev.eventType, ev.reason, ev.message)
+			switch {
+			case err == nil, ctx.Err() != nil:
+			case client.IsNamespaceTerminating(err) || client.IsNotFound(err):
+				// The pod's namespace is going or gone (the pod's
+				// containers stop as it is deleted): nowhere to record.
+				e.log.Debug("pod event not recorded: its namespace is going", "pod", ev.pod.Namespace+"/"+ev.pod.Name, "reason", ev.reason, "err", err)
+			default:
 				e.log.Warn("record pod event", "pod", ev.pod.Namespace+"/"+ev.pod.Name, "reason", ev.reason, "err", err)
 			}
 			cancel()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -85,6 +86,21 @@ func IsTooLargeResourceVersion(err error) bool {
 	}
 	for _, c := range se.Status.Details.Causes {
 		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
+			return true
+		}
+	}
+	return false
+}
+
+// IsNamespaceTerminating: a create was refused because its namespace is
+// being deleted.
+func IsNamespaceTerminating(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status.Details == nil {
+		return false
+	}
+	for _, c := range se.Status.Details.Causes {
+		if c.Type == corev1.NamespaceTerminatingCause {
 			return true
 		}
 	}

@@ -80,27 +80,23 @@ func IsTooManyRequests(err error) bool { return Code(err) == http.StatusTooManyR
 // IsTooLargeResourceVersion: a watch or list asked for a revision the
 // server has not reached; list again.
 func IsTooLargeResourceVersion(err error) bool {
-	var se *StatusError
-	if !errors.As(err, &se) || se.Status.Details == nil {
-		return false
-	}
-	for _, c := range se.Status.Details.Causes {
-		if c.Type == metav1.CauseTypeResourceVersionTooLarge {
-			return true
-		}
-	}
-	return false
+	return hasCause(err, metav1.CauseTypeResourceVersionTooLarge)
 }
 
 // IsNamespaceTerminating: a create was refused because its namespace is
 // being deleted.
 func IsNamespaceTerminating(err error) bool {
+	return hasCause(err, corev1.NamespaceTerminatingCause)
+}
+
+// hasCause: err is a Status whose details give a cause of type t.
+func hasCause(err error, t metav1.CauseType) bool {
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status.Details == nil {
 		return false
 	}
 	for _, c := range se.Status.Details.Causes {
-		if c.Type == corev1.NamespaceTerminatingCause {
+		if c.Type == t {
 			return true
 		}
 	}

@@ -299,6 +299,7 @@ func (s *Server) buildAPI() error {
 			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
 				return apiserver.MirrorPodGuard(ctx, id, a)
 			}),
+			apiserver.AdmissionFunc(sourceGuard),
 		},
 		Logger: s.log,
 		Clock:  s.cfg.Clock,

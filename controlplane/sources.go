@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/event"
@@ -60,6 +61,30 @@ type runner struct {
 	requested, pending string
 
 	synced atomic.Bool
+}
+
+// sourceGuard is the API's admission of Source objects. A Source is made
+// by a --source flag of the server, which alone runs it: one created
+// through the API would sit there and never sync, so that is refused, as
+// is a change to what the flag says (its type, URL, ref, path, interval
+// and options; the next start would put the flag's back). Its
+// allowMassPrune, the prune guard's switch, and its metadata (berth
+// reconcile's request) are the operator's to change.
+func sourceGuard(_ context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
+	if a.Kind != sourceKind || a.Subresource != "" {
+		return nil
+	}
+	switch a.Verb {
+	case apiserver.VerbCreate:
+		return apiserver.Forbidden(id, a, "Source objects are made by the server's --source flags; one made through the API would never sync")
+	case apiserver.VerbUpdate, apiserver.VerbPatch:
+		old, cur := a.Old.(*api.Source).Spec, a.Object.(*api.Source).Spec
+		old.AllowMassPrune = cur.AllowMassPrune
+		if !equality.Semantic.DeepEqual(old, cur) {
+			return apiserver.Forbidden(id, a, "the spec of a Source is its --source flag's (only spec.allowMassPrune may change): change the flag and restart the server")
+		}
+	}
+	return nil
 }
 
 // newSources makes the source of every spec, so that a bad spec stops the

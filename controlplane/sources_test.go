@@ -6,13 +6,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/testtool"
@@ -211,5 +214,44 @@ func TestSourcesRejectDuplicateNames(t *testing.T) {
 	_, err := New(context.Background(), Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Store: StoreMemory, Sources: []source.Spec{a, b}, Logger: slog.New(slog.DiscardHandler)})
 	if err == nil {
 		t.Fatal("two sources named x were accepted")
+	}
+}
+
+// TestSourcesThroughTheAPI: the API makes no Source and changes no flag's
+// part of one, but takes the operator's switches.
+func TestSourcesThroughTheAPI(t *testing.T) {
+	manifests := t.TempDir()
+	write(t, filepath.Join(manifests, "a.yaml"), cm("a", "1"))
+	spec, err := source.Parse("name=site," + manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := startControlPlane(t, t.TempDir(), StoreMemory, spec)
+	creds := cp.Credentials()
+	c, err := client.New(&client.Config{Server: "https://" + cp.Addr().String(), Token: creds.AdminToken, CAData: creds.CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	poll(t, "the first sync", func() error { return cp.sources.Ready() })
+
+	other := &api.Source{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: api.SourceSpec{Type: api.SourceTypeDir, URL: manifests}}
+	if _, err := c.Create(ctx, other); !client.IsForbidden(err) || !strings.Contains(err.Error(), "made by the server's --source flags") {
+		t.Errorf("create a Source: %v, want 403", err)
+	}
+	obj, err := c.Get(ctx, sourceKind, "", "site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := obj.DeepCopyObject().(*api.Source)
+	moved.Spec.URL = t.TempDir()
+	if _, err := c.Update(ctx, moved); !client.IsForbidden(err) || !strings.Contains(err.Error(), "--source flag's") {
+		t.Errorf("change the URL: %v, want 403", err)
+	}
+	allowed := obj.DeepCopyObject().(*api.Source)
+	allowed.Spec.AllowMassPrune = true
+	allowed.Annotations = map[string]string{api.AnnotationReconcileRequestedAt: "now"}
+	if _, err := c.Update(ctx, allowed); err != nil {
+		t.Errorf("allowMassPrune and a reconcile request: %v", err)
 	}
 }

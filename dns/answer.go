@@ -19,13 +19,25 @@ type Answer struct {
 	Authoritative bool
 	// Forward: the name is outside the zone; ask the upstream.
 	Forward bool
+	// Chase: the answer is a chain of CNAMEs (ExternalName services)
+	// that leaves the zone for this name; a server that recurses asks
+	// the upstream for it, with the question's type, and appends what it
+	// answers.
+	Chase string
 
 	// packed is the sections in wire form, when the table holds them so
 	// (see wire.go); soa says the sections are the zone's SOA alone, in
 	// the answer (1) or the authority section (2).
 	packed *wire
 	soa    uint8
+	// target is the CNAME's target when the name is an ExternalName
+	// service's, before resolve follows it.
+	target string
 }
+
+// maxChain bounds the CNAMEs of one answer, as CoreDNS's kubernetes
+// plugin does: ExternalName services may name each other.
+const maxChain = 8
 
 // Lookup answers a question (name and type, class IN) from the table: the
 // pure core of the server, a function of the table's contents and the
@@ -35,10 +47,47 @@ func (t *Table) Lookup(qname string, qtype uint16) Answer {
 	if !strings.HasSuffix(name, ".") {
 		name += "."
 	}
-	return t.lookup(name, qtype)
+	return t.resolve(name, qtype)
 }
 
-// lookup is Lookup for a name already in lower case and fully qualified.
+// resolve is Lookup for a name already in lower case and fully qualified.
+// A CNAME is followed as a recursive server follows it for the resolvers
+// that ask it (Go's, for one, does not follow CNAMEs itself): the chain,
+// then the records of the type asked for at its end, if that is in the
+// zone; else Chase names where it leaves. A question for the CNAME itself,
+// or for ANY, gets the CNAME alone.
+func (t *Table) resolve(name string, qtype uint16) Answer {
+	a := t.lookup(name, qtype)
+	if a.target == "" || qtype == dns.TypeCNAME || qtype == dns.TypeANY {
+		return a
+	}
+	chain, target := a.Answer, a.target
+	for {
+		if target != t.zone && !strings.HasSuffix(target, t.dotZone) {
+			a.Answer, a.Chase = chain, target
+			if len(chain) > 1 {
+				a.packed = nil
+			}
+			return a
+		}
+		next := t.lookup(target, qtype)
+		if next.target == "" {
+			// The end of the chain: its answer, positive or negative,
+			// after the CNAMEs.
+			next.Answer = slices.Concat(chain, next.Answer)
+			next.packed, next.soa = nil, 0
+			return next
+		}
+		if len(chain) == maxChain || slices.ContainsFunc(chain, func(rr dns.RR) bool { return rr.Header().Name == target }) {
+			break // a chain too long, or a loop
+		}
+		chain, target = slices.Concat(chain, next.Answer), next.target
+	}
+	// A loop, or a chain too long to follow: the CNAMEs so far.
+	return Answer{Answer: chain, Authoritative: true}
+}
+
+// lookup answers for one name, a CNAME not followed.
 func (t *Table) lookup(name string, qtype uint16) Answer {
 	if !t.Synced() {
 		return Answer{Rcode: dns.RcodeServerFailure}
@@ -84,7 +133,7 @@ func (t *Table) lookup(name string, qtype uint16) Answer {
 	case prefix == "":
 		if e.cname != nil {
 			// An ExternalName service: the CNAME answers every type.
-			return Answer{Answer: e.cname, Authoritative: true, packed: e.cnameWire}
+			return Answer{Answer: e.cname, Authoritative: true, packed: e.cnameWire, target: e.cname[0].(*dns.CNAME).Target}
 		}
 		return t.addresses(qtype, e.addrs)
 	case strings.IndexByte(prefix, '.') < 0:

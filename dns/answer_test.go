@@ -1,7 +1,9 @@
 package dns
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -113,6 +115,14 @@ func testZone(t testing.TB) *Table {
 		svc("default", "eager", publishNotReady),
 		eps("default", "eager", subset(notReady(at("eager-a", "10.0.2.1")))),
 		svc("default", "ext", externalName("Example.COM")),
+		// ExternalName services that name the zone: a chain to web, one
+		// that leaves the zone through ext, a loop, and a dangling one.
+		svc("default", "alias", externalName("web.default.svc.cluster.local")),
+		svc("default", "alias2", externalName("alias.default.svc.cluster.local.")),
+		svc("default", "hop", externalName("ext.default.svc.cluster.local")),
+		svc("default", "loop-a", externalName("loop-b.default.svc.cluster.local")),
+		svc("default", "loop-b", externalName("loop-a.default.svc.cluster.local")),
+		svc("default", "dangling", externalName("gone.default.svc.cluster.local")),
 		svc("other", "v6"),
 		eps("other", "v6", subset(ready(at("v6-a", "fd00::1"), api.EndpointAddress{IP: "10.0.3.9"}))),
 	)
@@ -127,11 +137,14 @@ func TestLookup(t *testing.T) {
 		nx      = "NXDOMAIN"
 		fwd     = "forward"
 		webName = "web.default.svc.cluster.local."
+		// The CNAMEs of ExternalName services.
+		extCNAME   = "ext.default.svc.cluster.local.\t5\tIN\tCNAME\texample.com."
+		aliasCNAME = "alias.default.svc.cluster.local.\t5\tIN\tCNAME\t" + webName
 	)
 	tests := []struct {
 		name  string
 		qtype uint16
-		rcode string // NOERROR, NXDOMAIN, NOERROR nodata, SERVFAIL or forward
+		rcode string // NOERROR, NXDOMAIN, NOERROR nodata, SERVFAIL, forward or chase <name>
 		want  []string
 		extra []string
 	}{
@@ -173,8 +186,28 @@ func TestLookup(t *testing.T) {
 		{"_http._tcp.empty.default.svc.cluster.local.", dns.TypeSRV, nx, nil, nil},
 		{"none.default.svc.cluster.local.", dns.TypeA, nx, nil, nil}, // no Endpoints at all
 		{"eager.default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{"eager.default.svc.cluster.local.\t5\tIN\tA\t10.0.2.1"}, nil},
-		{"ext.default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{"ext.default.svc.cluster.local.\t5\tIN\tCNAME\texample.com."}, nil},
-		{"ext.default.svc.cluster.local.", dns.TypeAAAA, "NOERROR", []string{"ext.default.svc.cluster.local.\t5\tIN\tCNAME\texample.com."}, nil},
+		{"ext.default.svc.cluster.local.", dns.TypeA, "chase example.com.", []string{extCNAME}, nil},
+		{"ext.default.svc.cluster.local.", dns.TypeAAAA, "chase example.com.", []string{extCNAME}, nil},
+		{"ext.default.svc.cluster.local.", dns.TypeCNAME, "NOERROR", []string{extCNAME}, nil},
+		{"ext.default.svc.cluster.local.", dns.TypeANY, "NOERROR", []string{extCNAME}, nil},
+		{"alias.default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{aliasCNAME, webName + "\t5\tIN\tA\t10.0.0.1", webName + "\t5\tIN\tA\t10.0.0.2"}, nil},
+		{"Alias.Default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{aliasCNAME, webName + "\t5\tIN\tA\t10.0.0.1", webName + "\t5\tIN\tA\t10.0.0.2"}, nil},
+		{"alias.default.svc.cluster.local.", dns.TypeCNAME, "NOERROR", []string{aliasCNAME}, nil},
+		{"alias.default.svc.cluster.local.", dns.TypeAAAA, nodata, []string{aliasCNAME}, nil}, // web has no AAAA
+		{"alias2.default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{
+			"alias2.default.svc.cluster.local.\t5\tIN\tCNAME\talias.default.svc.cluster.local.",
+			aliasCNAME, webName + "\t5\tIN\tA\t10.0.0.1", webName + "\t5\tIN\tA\t10.0.0.2",
+		}, nil},
+		{"hop.default.svc.cluster.local.", dns.TypeA, "chase example.com.", []string{
+			"hop.default.svc.cluster.local.\t5\tIN\tCNAME\text.default.svc.cluster.local.", extCNAME,
+		}, nil},
+		{"loop-a.default.svc.cluster.local.", dns.TypeA, "NOERROR", []string{
+			"loop-a.default.svc.cluster.local.\t5\tIN\tCNAME\tloop-b.default.svc.cluster.local.",
+			"loop-b.default.svc.cluster.local.\t5\tIN\tCNAME\tloop-a.default.svc.cluster.local.",
+		}, nil},
+		{"dangling.default.svc.cluster.local.", dns.TypeA, nx, []string{
+			"dangling.default.svc.cluster.local.\t5\tIN\tCNAME\tgone.default.svc.cluster.local.",
+		}, nil},
 		{"v6.other.svc.cluster.local.", dns.TypeAAAA, "NOERROR", []string{"v6.other.svc.cluster.local.\t5\tIN\tAAAA\tfd00::1"}, nil},
 		{"v6.other.svc.cluster.local.", dns.TypeANY, "NOERROR", []string{"v6.other.svc.cluster.local.\t5\tIN\tA\t10.0.3.9", "v6.other.svc.cluster.local.\t5\tIN\tAAAA\tfd00::1"}, nil},
 		{"10-0-3-9.v6.other.svc.cluster.local.", dns.TypeA, "NOERROR", []string{"10-0-3-9.v6.other.svc.cluster.local.\t5\tIN\tA\t10.0.3.9"}, nil},
@@ -228,9 +261,9 @@ func TestLookupBeforeSync(t *testing.T) {
 func TestTableIncremental(t *testing.T) {
 	tbl := testZone(t)
 	before := tbl.Records()
-	// web: 2 A, 3 host A, 6 SRV; eager: 1 A + 1 host; ext: 1 CNAME;
-	// v6: 1 A + 1 AAAA + 2 host.
-	if want := 11 + 2 + 1 + 4; before != want {
+	// web: 2 A, 3 host A, 6 SRV; eager: 1 A + 1 host; ext, alias, alias2,
+	// hop, loop-a, loop-b, dangling: 1 CNAME each; v6: 1 A + 1 AAAA + 2 host.
+	if want := 11 + 2 + 7 + 4; before != want {
 		t.Errorf("records = %d, want %d", before, want)
 	}
 	ext := tbl.get("ext.default")
@@ -267,8 +300,10 @@ func describe(a Answer) string {
 	switch {
 	case a.Forward:
 		return "forward"
-	case a.Rcode == dns.RcodeSuccess && len(a.Answer) == 0:
-		return "NOERROR nodata"
+	case a.Chase != "":
+		return "chase " + a.Chase
+	case a.Rcode == dns.RcodeSuccess && len(a.Ns) > 0:
+		return "NOERROR nodata" // the table's answers have an authority section only when negative
 	}
 	return dns.RcodeToString[a.Rcode]
 }
@@ -279,4 +314,30 @@ func rrStrings(rrs []dns.RR) []string {
 		out = append(out, rr.String())
 	}
 	return out
+}
+
+// TestLookupChainTooLong: a chain of ExternalName services longer than
+// maxChain is answered with its first maxChain CNAMEs, not followed on.
+func TestLookupChainTooLong(t *testing.T) {
+	tbl := newTable(t)
+	var objs []any
+	for i := range maxChain + 2 {
+		objs = append(objs, svc("default", fmt.Sprintf("c%d", i), externalName(fmt.Sprintf("c%d.default.svc.cluster.local", i+1))))
+	}
+	objs = append(objs, svc("default", fmt.Sprintf("c%d", maxChain+2)), manyEndpoints("default", fmt.Sprintf("c%d", maxChain+2), 1, 1))
+	fill(t, tbl, objs...)
+	ans := tbl.Lookup("c0.default.svc.cluster.local.", dns.TypeA)
+	if ans.Rcode != dns.RcodeSuccess || len(ans.Answer) != maxChain || ans.Chase != "" {
+		t.Fatalf("answer %s with %d records, want the first %d CNAMEs", describe(ans), len(ans.Answer), maxChain)
+	}
+	for _, rr := range ans.Answer {
+		if rr.Header().Rrtype != dns.TypeCNAME {
+			t.Errorf("not a CNAME: %v", rr)
+		}
+	}
+	// Two links fewer, and the chain reaches the address.
+	ans = tbl.Lookup("c2.default.svc.cluster.local.", dns.TypeA)
+	if got := rrStrings(ans.Answer); len(got) != maxChain+1 || !strings.HasSuffix(got[maxChain], "\tA\t10.0.0.1") {
+		t.Errorf("c2: %q", got)
+	}
 }

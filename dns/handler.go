@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -111,6 +112,9 @@ func (h *Handler) respond(ctx context.Context, r *dns.Msg, udp bool, buf []byte)
 		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR) {
 		return h.reply(r, opt, dns.RcodeRefused), nil, 0
 	}
+	if ans.Chase != "" && h.forward != nil {
+		return h.chased(ctx, r, opt, size, &ans), nil, 0
+	}
 	if fq, ok := queryOf(r); ok && !h.general {
 		if out, ok := h.fast(buf, &fq, &ans, size); ok {
 			return nil, out, ans.Rcode
@@ -181,6 +185,39 @@ func (h *Handler) forwarded(ctx context.Context, r *dns.Msg, opt *dns.OPT, size 
 	}
 	resp.Truncate(size)
 	return resp
+}
+
+// chased answers a name whose CNAMEs leave the zone, as CoreDNS's
+// kubernetes plugin answers an ExternalName service through its upstream:
+// the CNAMEs, then the upstream's answer for their target; its rcode, and
+// its authority section when it has no answer (NXDOMAIN, NODATA). An
+// upstream that fails, or answers neither NOERROR nor NXDOMAIN, makes the
+// answer SERVFAIL, as a forwarded question's would be.
+func (h *Handler) chased(ctx context.Context, r *dns.Msg, opt *dns.OPT, size int, ans *Answer) *dns.Msg {
+	if h.metrics != nil {
+		h.metrics.forwarded.Inc()
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(ans.Chase, r.Question[0].Qtype)
+	q.SetEdns0(advertisedUDPSize, false)
+	resp, err := h.forward.Exchange(ctx, q)
+	if err != nil || resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
+		return h.reply(r, opt, dns.RcodeServerFailure)
+	}
+	m := h.reply(r, opt, resp.Rcode)
+	m.Authoritative = true
+	m.Answer = slices.Concat(ans.Answer, resp.Answer)
+	if len(resp.Answer) == 0 {
+		m.Ns = resp.Ns
+	}
+	m.Truncate(size)
+	return m
+}
+
+// upstream reports whether an answer needs the upstream: a name outside
+// the zone, or CNAMEs that leave it. Without a forwarder neither does.
+func (h *Handler) upstream(ans *Answer) bool {
+	return h.forward != nil && (ans.Forward || ans.Chase != "")
 }
 
 // packBuffers hold room for the largest message, so packing allocates

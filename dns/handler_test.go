@@ -231,6 +231,11 @@ func fuzzSeeds() [][]byte {
 	add("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV, edns)
 	add("web-a.web.default.svc.cluster.local.", dns.TypeAAAA, nil)
 	add("ext.default.svc.cluster.local.", dns.TypeANY, nil)
+	add("ext.default.svc.cluster.local.", dns.TypeCNAME, edns)
+	add("alias2.default.svc.cluster.local.", dns.TypeA, edns)
+	add("hop.default.svc.cluster.local.", dns.TypeAAAA, nil)
+	add("loop-a.default.svc.cluster.local.", dns.TypeA, nil)
+	add("dangling.default.svc.cluster.local.", dns.TypeSRV, edns)
 	add("dns-version.cluster.local.", dns.TypeTXT, nil)
 	add("cluster.local.", dns.TypeSOA, nil)
 	add("nothing.svc.cluster.local.", dns.TypeA, edns)
@@ -259,7 +264,8 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		"Ext.Default.svc.cluster.local.", "dns-version.cluster.local.", "cluster.local.", "CLUSTER.LOCAL.",
 		"nothing.default.svc.cluster.local.", "a.b.c.d.e.f.cluster.local.", "Default.svc.cluster.local.",
 		"v6.other.svc.cluster.local.", "big.default.svc.cluster.local.", "_http._tcp.big.default.svc.cluster.local.",
-		"_tcp.web.default.svc.cluster.local.",
+		"_tcp.web.default.svc.cluster.local.", "alias.default.svc.cluster.local.", "Alias2.default.svc.cluster.local.",
+		"hop.default.svc.cluster.local.", "loop-a.default.svc.cluster.local.", "dangling.default.svc.cluster.local.",
 	}
 	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT, dns.TypeSOA, dns.TypeCNAME, dns.TypeMX}
 	fastAnswers := 0

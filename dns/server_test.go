@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +60,20 @@ func answers(m *dns.Msg) []string {
 	return out
 }
 
+// askWant asks one question without EDNS0 and checks the answer's rcode
+// and its answer section, as answers prints it.
+func askWant(t *testing.T, network, addr, name string, qtype uint16, rcode int, want []string) *dns.Msg {
+	t.Helper()
+	m := ask(t, network, addr, name, qtype, 0)
+	if m.Rcode != rcode {
+		t.Fatalf("rcode %s, want %s", dns.RcodeToString[m.Rcode], dns.RcodeToString[rcode])
+	}
+	if got := answers(m); !slices.Equal(got, want) {
+		t.Errorf("answer %q, want %q", got, want)
+	}
+	return m
+}
+
 func hasSOA(m *dns.Msg) bool {
 	return len(m.Ns) == 1 && m.Ns[0].Header().Rrtype == dns.TypeSOA && m.Ns[0].Header().Name == "cluster.local."
 }
@@ -93,13 +108,7 @@ func TestServerAnswersEverySPECRow(t *testing.T) {
 	for _, network := range []string{"udp", "tcp"} {
 		for _, tt := range tests {
 			t.Run(network+"/"+tt.name+"/"+dns.TypeToString[tt.qtype], func(t *testing.T) {
-				m := ask(t, network, srv.Addr(), tt.name, tt.qtype, 0)
-				if m.Rcode != tt.rcode {
-					t.Fatalf("rcode %s, want %s", dns.RcodeToString[m.Rcode], dns.RcodeToString[tt.rcode])
-				}
-				if got := answers(m); !slices.Equal(got, tt.want) {
-					t.Errorf("answer %q, want %q", got, tt.want)
-				}
+				m := askWant(t, network, srv.Addr(), tt.name, tt.qtype, tt.rcode, tt.want)
 				var extra []string
 				for _, rr := range m.Extra {
 					if a, ok := rr.(*dns.A); ok {
@@ -532,4 +541,123 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestServerChasesExternalName: an ExternalName service is answered as a
+// recursive server answers a CNAME, since the resolvers that ask berth do
+// not follow one themselves: the CNAME, then the target's records, from
+// the upstream for a name outside the zone and from the table for one in
+// it. Go's own resolver finds the addresses.
+func TestServerChasesExternalName(t *testing.T) {
+	var asked atomic.Int64
+	upstream := stubUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
+		asked.Add(1)
+		m := new(dns.Msg)
+		m.SetReply(r)
+		q := r.Question[0]
+		switch {
+		case q.Name == "example.com." && q.Qtype == dns.TypeA:
+			rr, _ := dns.NewRR("example.com. 60 IN A 192.0.2.1")
+			m.Answer = append(m.Answer, rr)
+		case q.Name == "example.com." && q.Qtype == dns.TypeAAAA:
+			rr, _ := dns.NewRR("example.com. 60 IN AAAA 2001:db8::1")
+			m.Answer = append(m.Answer, rr)
+		case q.Name == "example.com.":
+			rr, _ := dns.NewRR("example.com. 60 IN SOA ns.example.com. hostmaster.example.com. 1 2 3 4 60")
+			m.Ns = append(m.Ns, rr)
+		case q.Name == "broken.example.":
+			m.Rcode = dns.RcodeRefused
+		default:
+			rr, _ := dns.NewRR("example. 60 IN SOA ns.example. hostmaster.example. 1 2 3 4 60")
+			m.Ns = append(m.Ns, rr)
+			m.Rcode = dns.RcodeNameError
+		}
+		_ = w.WriteMsg(m)
+	})
+	st := newStore(t, store.Options{})
+	put(t, st, append(clusterObjects(),
+		svc("default", "alias", externalName("web.default.svc.cluster.local")),
+		svc("default", "hop", externalName("ext.default.svc.cluster.local")),
+		svc("default", "nowhere", externalName("nowhere.example")),
+		svc("default", "broken", externalName("broken.example")),
+	)...)
+	srv := startServer(t, st, Options{Upstream: upstream}, nil)
+	const ext = "ext.default.svc.cluster.local."
+	tests := []struct {
+		name  string
+		qtype uint16
+		rcode int
+		want  []string
+		soa   string // the owner of the SOA in the authority section, if any
+	}{
+		{ext, dns.TypeA, dns.RcodeSuccess, []string{"CNAME example.com.", "192.0.2.1"}, ""},
+		{"Ext.Default.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"CNAME example.com.", "192.0.2.1"}, ""},
+		{ext, dns.TypeAAAA, dns.RcodeSuccess, []string{"CNAME example.com.", "2001:db8::1"}, ""},
+		{ext, dns.TypeTXT, dns.RcodeSuccess, []string{"CNAME example.com."}, "example.com."},
+		{ext, dns.TypeCNAME, dns.RcodeSuccess, []string{"CNAME example.com."}, ""},
+		{"hop.default.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"CNAME " + ext, "CNAME example.com.", "192.0.2.1"}, ""},
+		{"alias.default.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"CNAME web.default.svc.cluster.local.", "10.0.0.1", "10.0.0.2"}, ""},
+		{"alias.default.svc.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, []string{"CNAME web.default.svc.cluster.local."}, "cluster.local."},
+		{"nowhere.default.svc.cluster.local.", dns.TypeA, dns.RcodeNameError, []string{"CNAME nowhere.example."}, "example."},
+		{"broken.default.svc.cluster.local.", dns.TypeA, dns.RcodeServerFailure, nil, ""},
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		for _, tt := range tests {
+			t.Run(network+"/"+tt.name+"/"+dns.TypeToString[tt.qtype], func(t *testing.T) {
+				m := askWant(t, network, srv.Addr(), tt.name, tt.qtype, tt.rcode, tt.want)
+				var soa string
+				if len(m.Ns) == 1 && m.Ns[0].Header().Rrtype == dns.TypeSOA {
+					soa = m.Ns[0].Header().Name
+				}
+				if soa != tt.soa || len(m.Ns) > 1 {
+					t.Errorf("authority %v, want the SOA of %q", m.Ns, tt.soa)
+				}
+				if m.Question[0].Name != tt.name || !m.RecursionAvailable {
+					t.Errorf("question echoed as %q, RA %v", m.Question[0].Name, m.RecursionAvailable)
+				}
+			})
+		}
+	}
+
+	// A question for the CNAME itself, or a target in the zone, does not
+	// ask the upstream.
+	before := asked.Load()
+	ask(t, "udp", srv.Addr(), ext, dns.TypeCNAME, 0)
+	ask(t, "udp", srv.Addr(), "alias.default.svc.cluster.local.", dns.TypeA, 0)
+	if n := asked.Load() - before; n != 0 {
+		t.Errorf("the upstream was asked %d times", n)
+	}
+
+	// Go's resolver follows no CNAME: it finds the addresses only because
+	// the answer carries them.
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, srv.Addr())
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for name, want := range map[string][]string{
+		"ext.default.svc.cluster.local":   {"192.0.2.1", "2001:db8::1"},
+		"alias.default.svc.cluster.local": {"10.0.0.1", "10.0.0.2"},
+	} {
+		addrs, err := r.LookupHost(ctx, name)
+		slices.Sort(addrs)
+		if err != nil || !slices.Equal(addrs, want) {
+			t.Errorf("Go's resolver, %s: %q, %v; want %q", name, addrs, err, want)
+		}
+	}
+}
+
+// TestServerExternalNameWithoutUpstream: with --dns-upstream none the
+// CNAME of a target outside the zone is all there is to answer.
+func TestServerExternalNameWithoutUpstream(t *testing.T) {
+	st := newStore(t, store.Options{})
+	put(t, st, clusterObjects()...)
+	srv := startServer(t, st, Options{Upstream: UpstreamNone}, nil)
+	for _, network := range []string{"udp", "tcp"} {
+		m := ask(t, network, srv.Addr(), "ext.default.svc.cluster.local.", dns.TypeA, 0)
+		if m.Rcode != dns.RcodeSuccess || !slices.Equal(answers(m), []string{"CNAME example.com."}) || m.RecursionAvailable {
+			t.Errorf("%s: %v", network, m)
+		}
+	}
 }

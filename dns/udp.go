@@ -200,8 +200,8 @@ func (s *Server) servePacket(ctx context.Context, w *udpWriter, raw []byte, sc *
 func (h *Handler) servePacket(ctx context.Context, w dns.ResponseWriter, raw []byte, sc *udpScratch) (forward bool) {
 	start := time.Now()
 	if q, ok := parseQuery(raw, sc.name[:]); ok {
-		ans := h.table.lookup(q.name, q.qtype) // parseQuery lowered the name
-		if ans.Forward && h.forward != nil {
+		ans := h.table.resolve(q.name, q.qtype) // parseQuery lowered the name
+		if h.upstream(&ans) {
 			return true
 		}
 		size := dns.MinMsgSize
@@ -241,7 +241,8 @@ func (h *Handler) forwards(r *dns.Msg) bool {
 	if opt := r.IsEdns0(); opt != nil && opt.Version() != 0 {
 		return false
 	}
-	return h.table.Lookup(r.Question[0].Name, r.Question[0].Qtype).Forward
+	ans := h.table.Lookup(r.Question[0].Name, r.Question[0].Qtype)
+	return h.upstream(&ans)
 }
 
 // overloaded answers SERVFAIL to a question to forward when too many are

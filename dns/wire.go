@@ -98,7 +98,7 @@ func (s soaWire) put(buf []byte, zoneAt int) []byte {
 // a message, and reports whether it could: the table must hold the answer
 // packed (or it is the zone's SOA), and it must fit size.
 func (h *Handler) fast(buf []byte, q *query, ans *Answer, size int) ([]byte, bool) {
-	if ans.Forward || ans.Rcode > 0xF || q.qclass != dns.ClassINET || q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR {
+	if ans.Forward || ans.Chase != "" && h.forward != nil || ans.Rcode > 0xF || q.qclass != dns.ClassINET || q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR {
 		return nil, false
 	}
 	nameLen := wireNameLen(q.name)

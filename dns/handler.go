@@ -12,8 +12,19 @@ import (
 )
 
 // advertisedUDPSize is the UDP payload size berth's answers advertise in
-// their OPT record: what it reads.
+// their OPT record: what it reads, and the most it sends.
 const advertisedUDPSize = dns.DefaultMsgSize
+
+// udpLimit is the size an answer over UDP may take: 512 bytes without
+// EDNS0; with it the asker's buffer, taken as 512 when smaller and, as RFC
+// 6891 has a responder do, as the buffer berth advertises when larger. A
+// client may advertise 65,535 bytes, more than a datagram holds.
+func udpLimit(edns bool, size uint16) int {
+	if !edns {
+		return dns.MinMsgSize
+	}
+	return min(max(int(size), dns.MinMsgSize), advertisedUDPSize)
+}
 
 // Handler answers DNS requests: names in the zone from the table, others
 // through the forwarder (REFUSED without one). Its two methods are CoreDNS's
@@ -50,7 +61,7 @@ func (h *Handler) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 		return dns.RcodeSuccess, nil
 	}
 	if err == nil {
-		_, err = w.Write(data)
+		err = h.write(w, data)
 	}
 	if h.metrics != nil {
 		var qtype uint16
@@ -96,11 +107,11 @@ func (h *Handler) respond(ctx context.Context, r *dns.Msg, udp bool, buf []byte)
 		return h.reply(r, opt, dns.RcodeBadVers), nil, 0
 	}
 	size := dns.MaxMsgSize
-	if udp {
-		size = dns.MinMsgSize
-		if opt != nil {
-			size = max(int(opt.UDPSize()), dns.MinMsgSize)
-		}
+	switch {
+	case udp && opt != nil:
+		size = udpLimit(true, opt.UDPSize())
+	case udp:
+		size = udpLimit(false, 0)
 	}
 
 	q := r.Question[0]
@@ -136,6 +147,16 @@ func (h *Handler) respond(ctx context.Context, r *dns.Msg, udp bool, buf []byte)
 	}
 	m.Truncate(size)
 	return m, nil, 0
+}
+
+// write sends an answer, counting it in the metrics if it cannot be sent
+// (too large a datagram, say): nobody else hears of a lost UDP answer.
+func (h *Handler) write(w dns.ResponseWriter, b []byte) error {
+	_, err := w.Write(b)
+	if err != nil && h.metrics != nil {
+		h.metrics.writeFailures.Inc()
+	}
+	return err
 }
 
 // reply starts an answer to r with an rcode: the question echoed and, if r

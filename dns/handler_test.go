@@ -2,10 +2,13 @@ package dns
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -71,6 +74,29 @@ func TestHandlerEdgeCases(t *testing.T) {
 				t.Errorf("rcode %s id %d, want %s id %d", dns.RcodeToString[m.Rcode], m.Id, dns.RcodeToString[tt.rcode], tt.req.Id)
 			}
 		})
+	}
+}
+
+// TestHandlerCountsFailedWrites: an answer the socket will not take is
+// counted, on the fast path and the general one alike.
+func TestHandlerCountsFailedWrites(t *testing.T) {
+	tbl := testZone(t)
+	metrics := NewMetrics(tbl.Records)
+	h := NewHandler(tbl, nil, metrics)
+	w := &recorder{udp: true, fail: syscall.EMSGSIZE}
+	r := new(dns.Msg)
+	r.SetQuestion("web.default.svc.cluster.local.", dns.TypeA)
+	raw, _ := r.Pack()
+	if h.servePacket(context.Background(), w, raw, newUDPScratch()) {
+		t.Fatal("servePacket would forward a name in the zone")
+	}
+	if _, err := h.ServeDNS(context.Background(), w, r); !errors.Is(err, syscall.EMSGSIZE) {
+		t.Errorf("ServeDNS: %v, want the write's error", err)
+	}
+	rec := httptest.NewRecorder()
+	metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if want := "berth_dns_write_failures_total 2"; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("metrics lack %q:\n%s", want, grep(rec.Body.String(), "berth_dns"))
 	}
 }
 
@@ -199,9 +225,9 @@ func checkAnswer(t *testing.T, r *dns.Msg, out [][]byte, udp bool) *dns.Msg {
 	if m.Id != r.Id || !m.Response {
 		t.Fatalf("answer id %d response %v, request id %d", m.Id, m.Response, r.Id)
 	}
-	size := dns.MinMsgSize
+	size := udpLimit(false, 0)
 	if opt := r.IsEdns0(); opt != nil {
-		size = max(size, int(opt.UDPSize()))
+		size = udpLimit(true, opt.UDPSize())
 	}
 	if udp && len(out[0]) > size {
 		t.Fatalf("UDP answer of %d bytes for a size of %d", len(out[0]), size)
@@ -240,6 +266,7 @@ func fuzzSeeds() [][]byte {
 	add("cluster.local.", dns.TypeSOA, nil)
 	add("nothing.svc.cluster.local.", dns.TypeA, edns)
 	add("example.com.", dns.TypeA, nil)
+	add("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV, func(m *dns.Msg) { m.SetEdns0(65535, false) })
 	add("web.default.svc.cluster.local.", dns.TypeA, func(m *dns.Msg) { m.Opcode = dns.OpcodeUpdate })
 	add("web.default.svc.cluster.local.", dns.TypeA, func(m *dns.Msg) {
 		m.SetEdns0(4096, false)
@@ -297,7 +324,7 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 					}
 					limit := dns.MaxMsgSize
 					if udp {
-						limit = max(int(size), dns.MinMsgSize)
+						limit = udpLimit(size > 0, size)
 					}
 					ans := tbl.Lookup(name, qtype)
 					fq, ok := queryOf(r)

@@ -18,10 +18,12 @@ import (
 	"github.com/berth-dev/berth/testtool"
 )
 
-// recorder is a dns.ResponseWriter that keeps what is written.
+// recorder is a dns.ResponseWriter that keeps what is written, or, with
+// fail set, fails every write as a socket refusing a datagram does.
 type recorder struct {
-	udp bool
-	out [][]byte
+	udp  bool
+	fail error
+	out  [][]byte
 }
 
 func (r *recorder) LocalAddr() net.Addr {
@@ -45,6 +47,9 @@ func (r *recorder) WriteMsg(m *dns.Msg) error {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
+	if r.fail != nil {
+		return 0, r.fail
+	}
 	r.out = append(r.out, append([]byte(nil), b...))
 	return len(b), nil
 }

@@ -33,6 +33,8 @@ type Metrics struct {
 	requests  *prometheus.CounterVec
 	duration  prometheus.Histogram
 	forwarded prometheus.Counter
+	// writeFailures counts answers the socket would not take.
+	writeFailures prometheus.Counter
 	// counters[type][rcode] for the common rcodes.
 	counters [otherType + 1][dns.RcodeRefused + 1]prometheus.Counter
 }
@@ -55,12 +57,16 @@ func NewMetrics(records func() int) *Metrics {
 			Namespace: "berth", Subsystem: "dns", Name: "forwarded_requests_total",
 			Help: "DNS requests for names outside the cluster domain sent to the upstream.",
 		}),
+		writeFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "berth", Subsystem: "dns", Name: "write_failures_total",
+			Help: "DNS answers that could not be sent: writing them to the socket failed.",
+		}),
 	}
 	recordsGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "berth", Subsystem: "dns", Name: "records",
 		Help: "Resource records the DNS table holds.",
 	}, func() float64 { return float64(records()) })
-	m.registry.MustRegister(m.requests, m.duration, m.forwarded, recordsGauge)
+	m.registry.MustRegister(m.requests, m.duration, m.forwarded, m.writeFailures, recordsGauge)
 	for ti := range m.counters {
 		for _, rc := range commonRcodes {
 			m.counters[ti][rc] = m.requests.WithLabelValues(typeLabel(ti), rcodeLabel(rc))

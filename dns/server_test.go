@@ -227,6 +227,38 @@ func TestServerTruncation(t *testing.T) {
 	}
 }
 
+// TestServerCapsUDPSize: a client may advertise an EDNS0 buffer of
+// 65,535 bytes, more than a datagram holds (65,507 over IPv4). A headless
+// service of 5,000 endpoints answers more than that; the answer must still
+// come, truncated to the 4,096 bytes the server advertises, and TCP
+// carries more.
+func TestServerCapsUDPSize(t *testing.T) {
+	st := newStore(t, store.Options{})
+	put(t, st, svc("default", "huge"), manyEndpoints("default", "huge", 5000, 1))
+	srv := startServer(t, st, Options{}, nil)
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"huge.default.svc.cluster.local.", dns.TypeA},
+		{"_http._tcp.huge.default.svc.cluster.local.", dns.TypeSRV},
+	} {
+		m := ask(t, "udp", srv.Addr(), q.name, q.qtype, 65535)
+		opt := m.IsEdns0()
+		if !m.Truncated || opt == nil || opt.UDPSize() != advertisedUDPSize {
+			t.Errorf("%s over UDP with a 65535 buffer: TC=%v, OPT %v", q.name, m.Truncated, opt)
+		}
+		m.Compress = true
+		if b, _ := m.Pack(); len(b) > advertisedUDPSize {
+			t.Errorf("%s: an answer of %d bytes over UDP", q.name, len(b))
+		}
+		// Not all 5,000 fit even the 65,535 bytes of a TCP message.
+		if tcp := ask(t, "tcp", srv.Addr(), q.name, q.qtype, 65535); len(tcp.Answer) <= len(m.Answer) {
+			t.Errorf("%s: %d answers over TCP, %d over UDP", q.name, len(tcp.Answer), len(m.Answer))
+		}
+	}
+}
+
 func TestServerForwards(t *testing.T) {
 	upstream := stubUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
@@ -430,6 +462,7 @@ func TestServerMetricsAndHealth(t *testing.T) {
 		`berth_dns_requests_total{rcode="NXDOMAIN",type="AAAA"} 1`,
 		`berth_dns_request_duration_seconds_count 2`,
 		`berth_dns_forwarded_requests_total 0`,
+		`berth_dns_write_failures_total 0`,
 		// web: 2 A, 3 endpoint A, 3 SRV; ext: 1 CNAME; down: nothing ready.
 		`berth_dns_records 9`,
 	}

@@ -204,12 +204,8 @@ func (h *Handler) servePacket(ctx context.Context, w dns.ResponseWriter, raw []b
 		if h.upstream(&ans) {
 			return true
 		}
-		size := dns.MinMsgSize
-		if q.edns {
-			size = max(int(q.udpSize), dns.MinMsgSize)
-		}
-		if out, ok := h.fast(sc.out[:0], &q, &ans, size); ok && !h.general {
-			_, _ = w.Write(out)
+		if out, ok := h.fast(sc.out[:0], &q, &ans, udpLimit(q.edns, q.udpSize)); ok && !h.general {
+			_ = h.write(w, out)
 			if h.metrics != nil {
 				h.metrics.observe(q.qtype, ans.Rcode, time.Since(start))
 			}
@@ -219,7 +215,7 @@ func (h *Handler) servePacket(ctx context.Context, w dns.ResponseWriter, raw []b
 	m := new(dns.Msg)
 	if err := m.Unpack(raw); err != nil {
 		if out := formErr(sc.out[:0], raw); out != nil {
-			_, _ = w.Write(out)
+			_ = h.write(w, out)
 			if h.metrics != nil {
 				h.metrics.observe(0, dns.RcodeFormatError, time.Since(start))
 			}
@@ -254,7 +250,7 @@ func (h *Handler) overloaded(w dns.ResponseWriter, raw, buf []byte) {
 	}
 	out, err := h.reply(m, m.IsEdns0(), dns.RcodeServerFailure).PackBuffer(buf[:cap(buf)])
 	if err == nil {
-		_, _ = w.Write(out)
+		_ = h.write(w, out)
 	}
 	if h.metrics != nil {
 		h.metrics.observe(m.Question[0].Qtype, dns.RcodeServerFailure, 0)

@@ -91,7 +91,13 @@ func typeLabel(i int) string {
 	return dns.TypeToString[typeLabels[i]]
 }
 
+// rcodeLabel names an answer's rcode. Extended rcode 16 is BADVERS in a
+// message's header (RFC 6891); miekg/dns names it BADSIG, its meaning in
+// a TSIG record's error field, which no answer of berth's carries.
 func rcodeLabel(rc int) string {
+	if rc == dns.RcodeBadVers {
+		return "BADVERS"
+	}
 	if s, ok := dns.RcodeToString[rc]; ok {
 		return s
 	}

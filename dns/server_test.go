@@ -174,6 +174,14 @@ func TestServerEDNS(t *testing.T) {
 	if m.Rcode != dns.RcodeBadVers || m.IsEdns0() == nil || len(m.Answer) != 0 {
 		t.Errorf("EDNS version 1: rcode %d, %v", m.Rcode, m)
 	}
+	// Counted under its name: 16 is BADSIG only in a TSIG record.
+	testtool.WaitFor(t, 5*time.Second, "the BADVERS count", func() error {
+		metrics := get(t, "http://"+srv.MetricsAddr()+"/metrics")
+		if want := `berth_dns_requests_total{rcode="BADVERS",type="A"} 1`; !strings.Contains(metrics, want) {
+			return fmt.Errorf("metrics lack %q:\n%s", want, grep(metrics, "requests_total"))
+		}
+		return nil
+	})
 }
 
 // TestServerTruncation: 200 endpoints do not fit 512 bytes of UDP; the

@@ -33,6 +33,10 @@ func externalName(target string) func(*api.Service) {
 
 func publishNotReady(s *api.Service) { s.Spec.PublishNotReadyAddresses = true }
 
+func namespace(name string) *api.Namespace {
+	return &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
 func eps(ns, name string, subsets ...api.EndpointSubset) *api.Endpoints {
 	return &api.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Subsets: subsets}
 }
@@ -126,6 +130,7 @@ func testZone(t testing.TB) *Table {
 		svc("other", "v6"),
 		eps("other", "v6", subset(ready(at("v6-a", "fd00::1"), api.EndpointAddress{IP: "10.0.3.9"}))),
 	)
+	tbl.SetNamespaces([]string{"quiet"}) // a namespace without services
 	return tbl
 }
 
@@ -218,6 +223,8 @@ func TestLookup(t *testing.T) {
 		{"svc.cluster.local.", dns.TypeA, nodata, nil, nil},
 		{"default.svc.cluster.local.", dns.TypeA, nodata, nil, nil},
 		{"nowhere.svc.cluster.local.", dns.TypeA, nx, nil, nil},
+		{"quiet.svc.cluster.local.", dns.TypeA, nodata, nil, nil},
+		{"web.quiet.svc.cluster.local.", dns.TypeA, nx, nil, nil},
 		{"web.nowhere.svc.cluster.local.", dns.TypeA, nx, nil, nil},
 		{"web.default.pod.cluster.local.", dns.TypeA, nx, nil, nil},
 		{"anything.cluster.local.", dns.TypeA, nx, nil, nil},
@@ -286,6 +293,44 @@ func TestTableIncremental(t *testing.T) {
 	if ans := tbl.Lookup("default.svc.cluster.local.", dns.TypeA); describe(ans) != "NOERROR nodata" {
 		t.Errorf("namespace with services: %s, want NODATA", describe(ans))
 	}
+}
+
+// TestTableNamespaces: a namespace the store has exists in DNS whether or
+// not it holds a service to answer for; one it does not have, only while
+// a service of the table's is in it.
+func TestTableNamespaces(t *testing.T) {
+	tbl := testZone(t)
+	tbl.SetNamespaces([]string{"quiet", "Other"})
+	tests := []struct {
+		name, want string
+	}{
+		{"quiet.svc.cluster.local.", "NOERROR nodata"},
+		{"QUIET.svc.cluster.local.", "NOERROR nodata"},
+		{"missing.quiet.svc.cluster.local.", "NXDOMAIN"},
+		{"_http._tcp.missing.quiet.svc.cluster.local.", "NXDOMAIN"},
+		{"other.svc.cluster.local.", "NOERROR nodata"},
+		{"default.svc.cluster.local.", "NOERROR nodata"}, // its services' namespace
+		{"nowhere.svc.cluster.local.", "NXDOMAIN"},
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, tt := range tests {
+			if got := describe(tbl.Lookup(tt.name, dns.TypeA)); got != tt.want {
+				t.Errorf("%s: %s A: %s, want %s", when, tt.name, got, tt.want)
+			}
+		}
+	}
+	check("with the store's namespaces")
+	// other's last service goes; the namespace stays.
+	tbl.apply([]change{{key: "v6.other"}})
+	check("other without services")
+	tbl.SetNamespaces(nil)
+	tests = []struct{ name, want string }{
+		{"quiet.svc.cluster.local.", "NXDOMAIN"},
+		{"other.svc.cluster.local.", "NXDOMAIN"},
+		{"default.svc.cluster.local.", "NOERROR nodata"},
+	}
+	check("the namespaces deleted")
 }
 
 func TestNewTableRejectsBadZones(t *testing.T) {

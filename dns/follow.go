@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,7 @@ import (
 var (
 	serviceKind   = api.MustLookupResource("services")
 	endpointsKind = api.MustLookupResource("endpoints")
+	namespaceKind = api.MustLookupResource("namespaces")
 )
 
 // retryDelay is how long the follower waits before listing again after a
@@ -28,10 +31,11 @@ const retryDelay = time.Second
 // of changes still publishes regularly.
 const maxBatch = 1024
 
-// follower keeps a Table in step with the store's Services and Endpoints:
-// it lists both from one snapshot, then watches both from that snapshot's
-// revision, and lists again when a watch is lost. It is the table's only
-// writer. A change rebuilds the entry of the one service it concerns.
+// follower keeps a Table in step with the store's Services, Endpoints
+// and Namespaces: it lists them from one snapshot, then watches them from
+// that snapshot's revision, and lists again when a watch is lost. It is
+// the table's only writer. A change rebuilds the entry of the one service
+// it concerns, or the table's set of namespaces.
 type follower struct {
 	store *store.Store
 	table *Table
@@ -42,6 +46,10 @@ type follower struct {
 	// store's own objects, shared and never changed.
 	services  map[string]*api.Service
 	endpoints map[string]*api.Endpoints
+	// namespaces are the names of the store's namespaces; nsDirty says
+	// they changed since the table last had them.
+	namespaces map[string]struct{}
+	nsDirty    bool
 
 	// beforeList, if set, runs before every listing: tests hold the
 	// follower back with it to see the server before it has synced.
@@ -52,12 +60,13 @@ type follower struct {
 
 func newFollower(s *store.Store, t *Table, clk clock.WithTicker, log *slog.Logger) *follower {
 	return &follower{
-		store:     s,
-		table:     t,
-		clock:     clk,
-		log:       log,
-		services:  map[string]*api.Service{},
-		endpoints: map[string]*api.Endpoints{},
+		store:      s,
+		table:      t,
+		clock:      clk,
+		log:        log,
+		services:   map[string]*api.Service{},
+		endpoints:  map[string]*api.Endpoints{},
+		namespaces: map[string]struct{}{},
 	}
 }
 
@@ -105,16 +114,26 @@ func (f *follower) listAndWatch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dns: list endpoints: %w", err)
 	}
+	namespaces := map[string]struct{}{}
+	err = snap.Each(namespaceKind, store.Filter{}, func(o api.Object) bool {
+		namespaces[o.GetName()] = struct{}{}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("dns: list namespaces: %w", err)
+	}
+	f.nsDirty = f.nsDirty || !maps.Equal(namespaces, f.namespaces)
+	f.namespaces = namespaces
 	f.replace(services, endpoints)
 	f.table.MarkSynced()
 
 	wctx, cancel := context.WithCancel(ctx)
 	events := make(chan store.Event, maxBatch)
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait
-	for _, k := range []*api.Kind{serviceKind, endpointsKind} {
+	for _, k := range []*api.Kind{serviceKind, endpointsKind, namespaceKind} {
 		w, err := f.store.Watch(wctx, store.WatchOptions{Kind: k, Revision: snap.Revision()})
 		if err != nil {
 			return fmt.Errorf("dns: watch %s: %w", k.Resource, err)
@@ -162,6 +181,15 @@ func (f *follower) listAndWatch(ctx context.Context) error {
 
 // record notes one change in the follower's copy of the store.
 func (f *follower) record(e store.Event, dirty map[string]struct{}) {
+	if _, ok := e.Object.(*api.Namespace); ok {
+		if e.Type == store.Deleted {
+			delete(f.namespaces, e.Object.GetName())
+		} else {
+			f.namespaces[e.Object.GetName()] = struct{}{}
+		}
+		f.nsDirty = true
+		return
+	}
 	key := objectKey(e.Object)
 	dirty[key] = struct{}{}
 	switch o := e.Object.(type) {
@@ -209,8 +237,12 @@ func (f *follower) replace(services map[string]*api.Service, endpoints map[strin
 }
 
 // rebuild recomputes the entries of the given services and publishes them
-// in one table update.
+// in one table update, and the namespaces if they changed.
 func (f *follower) rebuild(dirty map[string]struct{}) {
+	if f.nsDirty {
+		f.table.SetNamespaces(slices.Collect(maps.Keys(f.namespaces)))
+		f.nsDirty = false
+	}
 	changes := make([]change, 0, len(dirty))
 	for key := range dirty {
 		ns, name := splitKey(key)

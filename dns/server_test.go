@@ -434,6 +434,41 @@ func TestServerFollowsStore(t *testing.T) {
 	}
 }
 
+// TestServerFollowsNamespaces: <ns>.svc.<zone> is NODATA while the store
+// has the namespace, services or not, and NXDOMAIN once it is deleted.
+func TestServerFollowsNamespaces(t *testing.T) {
+	st := newStore(t, store.Options{})
+	put(t, st, namespace("quiet"), namespace("default"))
+	put(t, st, clusterObjects()...)
+	srv := startServer(t, st, Options{}, nil)
+	addr := srv.Addr()
+	expect := func(what, name string, rcode int) {
+		t.Helper()
+		waitFor(t, time.Second, what, func() bool {
+			m := ask(t, "udp", addr, name, dns.TypeA, 0)
+			return m.Rcode == rcode && len(m.Answer) == 0 && hasSOA(m)
+		})
+	}
+	expect("a namespace without services", "quiet.svc.cluster.local.", dns.RcodeSuccess)
+	expect("a missing service of it", "web.quiet.svc.cluster.local.", dns.RcodeNameError)
+	expect("a namespace the store lacks", "loud.svc.cluster.local.", dns.RcodeNameError)
+
+	put(t, st, namespace("loud"))
+	expect("a new namespace", "loud.svc.cluster.local.", dns.RcodeSuccess)
+	ctx := context.Background()
+	for _, name := range []string{"web", "ext", "down"} {
+		if _, err := st.Delete(ctx, serviceKind, "default", name, store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("the last service gone", "web.default.svc.cluster.local.", dns.RcodeNameError)
+	expect("a namespace whose services are gone", "default.svc.cluster.local.", dns.RcodeSuccess)
+	if _, err := st.Delete(ctx, namespaceKind, "", "quiet", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect("a deleted namespace", "quiet.svc.cluster.local.", dns.RcodeNameError)
+}
+
 // TestServerRelistsWhenBehind gives the store a watcher queue of two
 // events: one transaction of fifty services leaves the follower behind,
 // and it must list again to see them.

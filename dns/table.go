@@ -42,15 +42,18 @@ type Table struct {
 
 	seed   maphash.Seed
 	shards [numShards]atomic.Pointer[map[string]*entry]
-	// namespaces holds the namespaces with at least one name, so that
-	// <ns>.svc.<zone> is an empty non-terminal (NODATA), not NXDOMAIN.
+	// namespaces holds the namespaces that exist, so that <ns>.svc.<zone>
+	// is NODATA, not NXDOMAIN, as CoreDNS answers for every namespace the
+	// API has: those of the store, and those with a name in the table.
 	namespaces atomic.Pointer[map[string]struct{}]
 	records    atomic.Int64
 	synced     atomic.Bool
 
-	// mu serialises writers; nsCount is theirs alone.
+	// mu serialises writers; nsCount and stored are theirs alone.
 	mu      sync.Mutex
 	nsCount map[string]int
+	// stored is the store's namespaces, as SetNamespaces last gave them.
+	stored map[string]struct{}
 }
 
 // NewTable returns an empty table for zone (a domain such as
@@ -110,6 +113,21 @@ func (t *Table) MarkSynced() { t.synced.Store(true) }
 // table is kept by its store follower; Set is for tables fed otherwise.
 func (t *Table) Set(namespace, name string, svc *api.Service, ep *api.Endpoints) {
 	t.apply([]change{{key: serviceKey(namespace, name), entry: buildEntry(t.zone, svc, ep)}})
+}
+
+// SetNamespaces replaces the namespaces the table knows to exist besides
+// those of its services: a namespace without a service to answer for is
+// still there, and its name answers NODATA. The server's table is kept
+// by its store follower.
+func (t *Table) SetNamespaces(names []string) {
+	set := make(map[string]struct{}, len(names))
+	for _, ns := range names {
+		set[strings.ToLower(ns)] = struct{}{}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stored = set
+	t.publishNamespaces()
 }
 
 // Records returns how many resource records the table holds.
@@ -180,11 +198,20 @@ func (t *Table) apply(changes []change) {
 		s.Store(&m)
 	}
 	if nsChanged {
-		set := make(map[string]struct{}, len(t.nsCount))
-		for ns := range t.nsCount {
-			set[ns] = struct{}{}
-		}
-		t.namespaces.Store(&set)
+		t.publishNamespaces()
 	}
 	t.records.Add(delta)
+}
+
+// publishNamespaces publishes the namespaces of the services and of the
+// store, together; t.mu is held.
+func (t *Table) publishNamespaces() {
+	set := maps.Clone(t.stored)
+	if set == nil {
+		set = make(map[string]struct{}, len(t.nsCount))
+	}
+	for ns := range t.nsCount {
+		set[ns] = struct{}{}
+	}
+	t.namespaces.Store(&set)
 }

@@ -106,8 +106,11 @@ func (t *Table) lookup(name string, qtype uint16) Answer {
 			a.packed = t.versionWire
 		}
 		return a
-	case "svc":
+	case "svc", "pod":
 		return t.nodata()
+	}
+	if rest, ok := strings.CutSuffix(rel, ".pod"); ok {
+		return t.pod(name, rest, qtype)
 	}
 	rest, ok := strings.CutSuffix(rel, ".svc")
 	if !ok {
@@ -162,6 +165,34 @@ func (t *Table) lookup(name string, qtype uint16) Answer {
 		return a
 	}
 	return t.nxdomain()
+}
+
+// pod answers for <dashed-ip>.<ns>.pod.<zone> (rest is <dashed-ip>.<ns>)
+// as CoreDNS's "pods insecure" mode, kubeadm's default, does: the address
+// the name spells, in a namespace that exists, whether or not a pod has
+// it. The namespace's own name, <ns>.pod.<zone>, is NODATA.
+func (t *Table) pod(name, rest string, qtype uint16) Answer {
+	dot := strings.LastIndexByte(rest, '.')
+	if !t.hasNamespace(rest[dot+1:]) {
+		return t.nxdomain()
+	}
+	if dot < 0 {
+		return t.nodata()
+	}
+	ip, ok := dashedIP(rest[:dot])
+	if !ok {
+		return t.nxdomain()
+	}
+	var rr dns.RR
+	switch {
+	case ip.Is4() && (qtype == dns.TypeA || qtype == dns.TypeANY):
+		rr = &dns.A{Hdr: header(name, dns.TypeA), A: ip.AsSlice()}
+	case ip.Is6() && (qtype == dns.TypeAAAA || qtype == dns.TypeANY):
+		rr = &dns.AAAA{Hdr: header(name, dns.TypeAAAA), AAAA: ip.AsSlice()}
+	default:
+		return t.nodata()
+	}
+	return Answer{Answer: []dns.RR{rr}, Authoritative: true}
 }
 
 // apex answers for the zone's own name: its SOA.

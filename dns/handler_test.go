@@ -266,6 +266,8 @@ func fuzzSeeds() [][]byte {
 	add("cluster.local.", dns.TypeSOA, nil)
 	add("nothing.svc.cluster.local.", dns.TypeA, edns)
 	add("quiet.svc.cluster.local.", dns.TypeA, nil)
+	add("10-0-0-9.default.pod.cluster.local.", dns.TypeA, nil)
+	add("fd00--1.other.pod.cluster.local.", dns.TypeAAAA, edns)
 	add("example.com.", dns.TypeA, nil)
 	add("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV, func(m *dns.Msg) { m.SetEdns0(65535, false) })
 	add("web.default.svc.cluster.local.", dns.TypeA, func(m *dns.Msg) { m.Opcode = dns.OpcodeUpdate })
@@ -294,7 +296,8 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		"v6.other.svc.cluster.local.", "big.default.svc.cluster.local.", "_http._tcp.big.default.svc.cluster.local.",
 		"_tcp.web.default.svc.cluster.local.", "alias.default.svc.cluster.local.", "Alias2.default.svc.cluster.local.",
 		"hop.default.svc.cluster.local.", "loop-a.default.svc.cluster.local.", "dangling.default.svc.cluster.local.",
-		"quiet.svc.cluster.local.", "Quiet.svc.cluster.local.",
+		"quiet.svc.cluster.local.", "Quiet.svc.cluster.local.", "10-0-0-9.default.pod.cluster.local.",
+		"FD00--1.other.pod.cluster.local.", "default.pod.cluster.local.", "10-0-0-9.nowhere.pod.cluster.local.",
 	}
 	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT, dns.TypeSOA, dns.TypeCNAME, dns.TypeMX}
 	fastAnswers := 0

@@ -168,6 +168,22 @@ func hostLabel(a api.EndpointAddress, ip netip.Addr) string {
 	return strings.NewReplacer(".", "-", ":", "-").Replace(ip.String())
 }
 
+// dashedIP reads an address written with dashes, as a pod's DNS name
+// spells it: 10-0-0-1 for 10.0.0.1, fd00--1 for fd00::1. As CoreDNS reads
+// them, three dashes and no two together are IPv4, anything else IPv6;
+// an IPv4-mapped IPv6 address is its IPv4 one.
+func dashedIP(label string) (netip.Addr, bool) {
+	sep := ":"
+	if strings.Count(label, "-") == 3 && !strings.Contains(label, "--") {
+		sep = "."
+	}
+	ip, err := netip.ParseAddr(strings.ReplaceAll(label, "-", sep))
+	if err != nil || ip.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return ip.Unmap(), true
+}
+
 // isLabel reports whether s is a DNS-1123 label, the only names berth
 // publishes endpoints under.
 func isLabel(s string) bool {

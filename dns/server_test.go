@@ -469,6 +469,40 @@ func TestServerFollowsNamespaces(t *testing.T) {
 	expect("a deleted namespace", "quiet.svc.cluster.local.", dns.RcodeNameError)
 }
 
+// TestServerPodNames: <dashed-ip>.<ns>.pod.<zone> answers the address it
+// spells in a namespace the store has, as CoreDNS's "pods insecure" mode.
+func TestServerPodNames(t *testing.T) {
+	st := newStore(t, store.Options{})
+	put(t, st, namespace("default"))
+	srv := startServer(t, st, Options{}, nil)
+	tests := []struct {
+		name  string
+		qtype uint16
+		rcode int
+		want  []string
+	}{
+		{"10-0-0-9.default.pod.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"10.0.0.9"}},
+		{"fd00--9.default.pod.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, []string{"fd00::9"}},
+		{"10-0-0-9.default.pod.cluster.local.", dns.TypeAAAA, dns.RcodeSuccess, nil},
+		{"10-0-0-9.kube-system.pod.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+		{"not-an-ip.default.pod.cluster.local.", dns.TypeA, dns.RcodeNameError, nil},
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		for _, tt := range tests {
+			t.Run(network+"/"+tt.name+"/"+dns.TypeToString[tt.qtype], func(t *testing.T) {
+				m := askWant(t, network, srv.Addr(), tt.name, tt.qtype, tt.rcode, tt.want)
+				if (len(tt.want) == 0) != hasSOA(m) || !m.Authoritative {
+					t.Errorf("authority %v, AA %v", m.Ns, m.Authoritative)
+				}
+			})
+		}
+	}
+	put(t, st, namespace("kube-system"))
+	waitFor(t, time.Second, "a new namespace's pod names", func() bool {
+		return slices.Equal(answers(ask(t, "udp", srv.Addr(), "10-0-0-9.kube-system.pod.cluster.local.", dns.TypeA, 0)), []string{"10.0.0.9"})
+	})
+}
+
 // TestServerRelistsWhenBehind gives the store a watcher queue of two
 // events: one transaction of fifty services leaves the follower behind,
 // and it must list again to see them.

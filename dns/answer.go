@@ -138,6 +138,9 @@ func (t *Table) lookup(name string, qtype uint16) Answer {
 			// An ExternalName service: the CNAME answers every type.
 			return Answer{Answer: e.cname, Authoritative: true, packed: e.cnameWire, target: e.cname[0].(*dns.CNAME).Target}
 		}
+		if srv, ok := e.srv[""]; ok && qtype == dns.TypeSRV {
+			return srvAnswer(srv, qtype)
+		}
 		return t.addresses(qtype, e.addrs)
 	case strings.IndexByte(prefix, '.') < 0:
 		if prefix[0] == '_' {
@@ -158,13 +161,18 @@ func (t *Table) lookup(name string, qtype uint16) Answer {
 		if qtype != dns.TypeSRV && qtype != dns.TypeANY {
 			return t.nodata()
 		}
-		a := Answer{Answer: srv.answer, Extra: srv.extra, Authoritative: true}
-		if qtype == dns.TypeSRV {
-			a.packed = srv.wire
-		}
-		return a
+		return srvAnswer(srv, qtype)
 	}
 	return t.nxdomain()
+}
+
+// srvAnswer answers SRV or ANY for a name that holds SRV records.
+func srvAnswer(srv srvRecords, qtype uint16) Answer {
+	a := Answer{Answer: srv.answer, Extra: srv.extra, Authoritative: true}
+	if qtype == dns.TypeSRV {
+		a.packed = srv.wire
+	}
+	return a
 }
 
 // pod answers for <dashed-ip>.<ns>.pod.<zone> (rest is <dashed-ip>.<ns>)

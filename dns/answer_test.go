@@ -158,7 +158,24 @@ func TestLookup(t *testing.T) {
 		{"web.default.svc.cluster.local", dns.TypeA, "NOERROR", []string{webName + "\t5\tIN\tA\t10.0.0.1", webName + "\t5\tIN\tA\t10.0.0.2"}, nil},
 		{webName, dns.TypeAAAA, nodata, nil, nil},
 		{webName, dns.TypeTXT, nodata, nil, nil},
-		{webName, dns.TypeSRV, nodata, nil, nil},
+		// One SRV per ready endpoint and port, named or not.
+		{webName, dns.TypeSRV, "NOERROR", []string{
+			webName + "\t5\tIN\tSRV\t0 11 5353 web-a." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 8080 web-a." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 9000 web-a." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 5353 web-b." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 8080 web-b." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 9000 web-b." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 5353 web-c." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 8080 web-c." + webName,
+			webName + "\t5\tIN\tSRV\t0 11 9000 web-c." + webName,
+		}, []string{
+			"web-a." + webName + "\t5\tIN\tA\t10.0.0.1",
+			"web-b." + webName + "\t5\tIN\tA\t10.0.0.1",
+			"web-c." + webName + "\t5\tIN\tA\t10.0.0.2",
+		}},
+		{"eager.default.svc.cluster.local.", dns.TypeSRV, nodata, nil, nil}, // no ports
+		{"empty.default.svc.cluster.local.", dns.TypeSRV, nx, nil, nil},
 		{"_http._tcp." + webName, dns.TypeSRV, "NOERROR", []string{
 			"_http._tcp." + webName + "\t5\tIN\tSRV\t0 33 8080 web-a." + webName,
 			"_http._tcp." + webName + "\t5\tIN\tSRV\t0 33 8080 web-b." + webName,
@@ -285,9 +302,10 @@ func TestLookupBeforeSync(t *testing.T) {
 func TestTableIncremental(t *testing.T) {
 	tbl := testZone(t)
 	before := tbl.Records()
-	// web: 2 A, 3 host A, 6 SRV; eager: 1 A + 1 host; ext, alias, alias2,
-	// hop, loop-a, loop-b, dangling: 1 CNAME each; v6: 1 A + 1 AAAA + 2 host.
-	if want := 11 + 2 + 7 + 4; before != want {
+	// web: 2 A, 3 host A, 6 SRV of named ports, 9 of its own name; eager:
+	// 1 A + 1 host; ext, alias, alias2, hop, loop-a, loop-b, dangling: 1
+	// CNAME each; v6: 1 A + 1 AAAA + 2 host.
+	if want := 20 + 2 + 7 + 4; before != want {
 		t.Errorf("records = %d, want %d", before, want)
 	}
 	ext := tbl.get("ext.default")
@@ -299,7 +317,7 @@ func TestTableIncremental(t *testing.T) {
 	if got := rrStrings(tbl.Lookup("web.default.svc.cluster.local.", dns.TypeA).Answer); len(got) != 1 {
 		t.Errorf("web after the change: %q", got)
 	}
-	if got, want := tbl.Records(), before-11+3; got != want {
+	if got, want := tbl.Records(), before-20+4; got != want {
 		t.Errorf("records = %d, want %d", got, want)
 	}
 

@@ -256,6 +256,7 @@ func fuzzSeeds() [][]byte {
 	add("WEB.default.svc.cluster.local.", dns.TypeA, edns)
 	add("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV, edns)
 	add("web-a.web.default.svc.cluster.local.", dns.TypeAAAA, nil)
+	add("web.default.svc.cluster.local.", dns.TypeSRV, edns)
 	add("ext.default.svc.cluster.local.", dns.TypeANY, nil)
 	add("ext.default.svc.cluster.local.", dns.TypeCNAME, edns)
 	add("alias2.default.svc.cluster.local.", dns.TypeA, edns)

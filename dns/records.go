@@ -24,7 +24,8 @@ type entry struct {
 	addrs     rrset // <svc>.<ns>.svc.<zone>
 	// hosts are the endpoints' names: <hostname>.<svc>.<ns>.svc.<zone>.
 	hosts map[string]rrset
-	// srv maps "_<port>._<proto>" to its records.
+	// srv maps "_<port>._<proto>" to its records, and "" to those of the
+	// service's own name: every port.
 	srv map[string]srvRecords
 	// protos holds the "_<proto>" labels of srv, names that exist only
 	// because a name below them does (empty non-terminals).
@@ -100,7 +101,13 @@ func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 			serviceIPs = append(serviceIPs, ip)
 			hostIPs[host] = append(hostIPs[host], ip)
 			for _, p := range ss.Ports {
-				if p.Name == "" || p.Port <= 0 || p.Port > 65535 {
+				if p.Port <= 0 || p.Port > 65535 {
+					continue
+				}
+				// The service's own name has every port, as CoreDNS
+				// answers SRV for a headless service's name.
+				srvTargets[""] = append(srvTargets[""], srvTarget{host: host, port: uint16(p.Port)})
+				if p.Name == "" {
 					continue
 				}
 				proto := strings.ToLower(string(cmp.Or(p.Protocol, api.ProtocolTCP)))
@@ -130,7 +137,11 @@ func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 			return cmp.Or(strings.Compare(a.host, b.host), cmp.Compare(a.port, b.port))
 		})
 		targets = slices.Compact(targets)
-		owner := key + "." + name
+		owner := name
+		if key != "" {
+			owner = key + "." + name
+			e.protos[key[strings.IndexByte(key, '.')+1:]] = struct{}{}
+		}
 		weight := uint16(max(1, 100/len(targets)))
 		var answer, extra []dns.RR
 		for i, t := range targets {
@@ -146,7 +157,6 @@ func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 			answer: slices.Clip(answer), extra: slices.Clip(extra),
 			wire: packWire(owner, dns.TypeSRV, answer, nil, extra),
 		}
-		e.protos[key[strings.IndexByte(key, '.')+1:]] = struct{}{}
 		e.records += len(answer)
 	}
 	return e

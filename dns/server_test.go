@@ -97,6 +97,9 @@ func TestServerAnswersEverySPECRow(t *testing.T) {
 		{"_http._tcp." + web, dns.TypeSRV, dns.RcodeSuccess,
 			[]string{"8080 web-a." + web, "8080 web-b." + web, "8080 web-c." + web},
 			[]string{"web-a." + web + " 10.0.0.1", "web-b." + web + " 10.0.0.1", "web-c." + web + " 10.0.0.2"}, false},
+		{web, dns.TypeSRV, dns.RcodeSuccess,
+			[]string{"8080 web-a." + web, "8080 web-b." + web, "8080 web-c." + web},
+			[]string{"web-a." + web + " 10.0.0.1", "web-b." + web + " 10.0.0.1", "web-c." + web + " 10.0.0.2"}, false},
 		{"web-c." + web, dns.TypeA, dns.RcodeSuccess, []string{"10.0.0.2"}, nil, false},
 		{"ext.default.svc.cluster.local.", dns.TypeA, dns.RcodeSuccess, []string{"CNAME example.com."}, nil, false},
 		{"dns-version.cluster.local.", dns.TypeTXT, dns.RcodeSuccess, []string{"TXT 1.1.0"}, nil, false},
@@ -522,9 +525,10 @@ func TestServerRelistsWhenBehind(t *testing.T) {
 	if n := srv.follower.lists.Load(); n < 2 {
 		t.Errorf("listed %d times; the watch was not lost (the test tests nothing)", n)
 	}
-	// Each: the service's A, the endpoint's A, one SRV.
-	if got := srv.Table().Records(); got != 50*3 {
-		t.Errorf("records = %d, want %d", got, 50*3)
+	// Each: the service's A, the endpoint's A, one SRV of _http._tcp and
+	// one of the service's name.
+	if got := srv.Table().Records(); got != 50*4 {
+		t.Errorf("records = %d, want %d", got, 50*4)
 	}
 }
 
@@ -540,8 +544,9 @@ func TestServerMetricsAndHealth(t *testing.T) {
 		`berth_dns_request_duration_seconds_count 2`,
 		`berth_dns_forwarded_requests_total 0`,
 		`berth_dns_write_failures_total 0`,
-		// web: 2 A, 3 endpoint A, 3 SRV; ext: 1 CNAME; down: nothing ready.
-		`berth_dns_records 9`,
+		// web: 2 A, 3 endpoint A, 3 SRV of _http._tcp and 3 of its own
+		// name; ext: 1 CNAME; down: nothing ready.
+		`berth_dns_records 12`,
 	}
 	// A request is counted after its answer is sent, so the client can
 	// read the answer before the count moves: poll.

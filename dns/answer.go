@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -96,6 +97,11 @@ func (t *Table) lookup(name string, qtype uint16) Answer {
 		return t.apex(qtype)
 	}
 	if !strings.HasSuffix(name, t.dotZone) {
+		if qtype == dns.TypePTR {
+			if a, ok := t.ptr(name); ok {
+				return a
+			}
+		}
 		return Answer{Forward: true}
 	}
 	rel := name[:len(name)-len(t.dotZone)]
@@ -201,6 +207,74 @@ func (t *Table) pod(name, rest string, qtype uint16) Answer {
 		return t.nodata()
 	}
 	return Answer{Answer: []dns.RR{rr}, Authoritative: true}
+}
+
+// ptr answers PTR for the reverse name of an endpoint's address: the
+// endpoint's names under every service that publishes it, as CoreDNS
+// answers. It reports false for any other name, which goes upstream, as
+// CoreDNS's kubernetes plugin falls through for in-addr.arpa and
+// ip6.arpa.
+func (t *Table) ptr(name string) (Answer, bool) {
+	ip, ok := reverseAddr(name)
+	if !ok {
+		return Answer{}, false
+	}
+	v, ok := t.reverse.Load(ip)
+	if !ok {
+		return Answer{}, false
+	}
+	var targets []string
+	for _, key := range v.([]string) {
+		if e := t.get(key); e != nil {
+			targets = append(targets, e.ptrs[ip]...)
+		}
+	}
+	if len(targets) == 0 {
+		return Answer{}, false // the service changed under us: as if it had
+	}
+	slices.Sort(targets)
+	rrs := make([]dns.RR, 0, len(targets))
+	for _, target := range slices.Compact(targets) {
+		rrs = append(rrs, &dns.PTR{Hdr: header(name, dns.TypePTR), Ptr: target})
+	}
+	return Answer{Answer: rrs, Authoritative: true}, true
+}
+
+// reverseAddr reads the address of a reverse name: 4.3.2.1.in-addr.arpa.
+// for 1.2.3.4, or the 32 nibbles of an IPv6 address under ip6.arpa.
+func reverseAddr(name string) (netip.Addr, bool) {
+	if rest, ok := strings.CutSuffix(name, ".in-addr.arpa."); ok {
+		labels := strings.Split(rest, ".")
+		if len(labels) != 4 {
+			return netip.Addr{}, false
+		}
+		slices.Reverse(labels)
+		ip, err := netip.ParseAddr(strings.Join(labels, "."))
+		return ip, err == nil && ip.Is4()
+	}
+	rest, ok := strings.CutSuffix(name, ".ip6.arpa.")
+	if !ok || len(rest) != 32*2-1 {
+		return netip.Addr{}, false
+	}
+	var b [16]byte
+	for i := range 32 { // nibble i of the address, from the most significant: the last label first
+		at := len(rest) - 1 - 2*i
+		if at > 0 && rest[at-1] != '.' {
+			return netip.Addr{}, false
+		}
+		c := rest[at]
+		var v byte
+		switch {
+		case c >= '0' && c <= '9':
+			v = c - '0'
+		case c >= 'a' && c <= 'f':
+			v = c - 'a' + 10
+		default:
+			return netip.Addr{}, false
+		}
+		b[i/2] |= v << (4 * (1 - i%2))
+	}
+	return netip.AddrFrom16(b), true
 }
 
 // apex answers for the zone's own name: its SOA.

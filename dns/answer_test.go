@@ -396,6 +396,74 @@ func rrStrings(rrs []dns.RR) []string {
 	return out
 }
 
+// TestLookupPTR: the reverse name of an endpoint's address answers its
+// names under every service that publishes it; other reverse names, and
+// other types, are the upstream's.
+func TestLookupPTR(t *testing.T) {
+	tbl := testZone(t)
+	// api shares web's pod web-c, at 10.0.0.2.
+	fill(t, tbl, svc("default", "api"), eps("default", "api", subset(ready(at("web-c", "10.0.0.2")))))
+	const (
+		web = "web.default.svc.cluster.local."
+		v6  = "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa."
+	)
+	tests := []struct {
+		name  string
+		qtype uint16
+		want  []string // nil: forward
+	}{
+		{"1.0.0.10.in-addr.arpa.", dns.TypePTR, []string{"web-a." + web, "web-b." + web}},
+		{"2.0.0.10.IN-ADDR.ARPA.", dns.TypePTR, []string{"web-c.api.default.svc.cluster.local.", "web-c." + web}},
+		{"9.3.0.10.in-addr.arpa.", dns.TypePTR, []string{"10-0-3-9.v6.other.svc.cluster.local."}},
+		{"1.2.0.10.in-addr.arpa.", dns.TypePTR, []string{"eager-a.eager.default.svc.cluster.local."}}, // published not ready
+		{v6, dns.TypePTR, []string{"v6-a.v6.other.svc.cluster.local."}},
+		{strings.ToUpper(v6), dns.TypePTR, []string{"v6-a.v6.other.svc.cluster.local."}},
+		{"3.0.0.10.in-addr.arpa.", dns.TypePTR, nil}, // not ready
+		{"1.1.0.10.in-addr.arpa.", dns.TypePTR, nil}, // not ready
+		{"1.0.0.10.in-addr.arpa.", dns.TypeA, nil},
+		{"1.0.0.10.in-addr.arpa.", dns.TypeANY, nil},
+		{"0.0.10.in-addr.arpa.", dns.TypePTR, nil},
+		{"01.0.0.10.in-addr.arpa.", dns.TypePTR, nil},
+		{"x.1.0.0.10.in-addr.arpa.", dns.TypePTR, nil},
+		{"2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR, nil},
+		{"0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR, nil},
+		{"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.dfip6.arpa.", dns.TypePTR, nil},
+		{"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.g.ip6.arpa.", dns.TypePTR, nil},
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, tt := range tests {
+			ans := tbl.Lookup(tt.name, tt.qtype)
+			var want []string
+			for _, target := range tt.want {
+				want = append(want, strings.ToLower(tt.name)+"\t5\tIN\tPTR\t"+target)
+			}
+			switch got := rrStrings(ans.Answer); {
+			case tt.want == nil && !ans.Forward:
+				t.Errorf("%s: %s %s: %s %q, want it forwarded", when, tt.name, dns.TypeToString[tt.qtype], describe(ans), got)
+			case tt.want != nil && (ans.Rcode != dns.RcodeSuccess || !ans.Authoritative || !slices.Equal(got, want)):
+				t.Errorf("%s: %s: %s %q, want %q", when, tt.name, describe(ans), got, want)
+			}
+		}
+	}
+	check("filled")
+
+	// web loses 10.0.0.1 and keeps 10.0.0.2; v6 goes.
+	web2 := eps("default", "web", subset(ready(at("web-c", "10.0.0.2"))))
+	tbl.apply([]change{{key: "web.default", entry: buildEntry(tbl.zone, svc("default", "web"), web2)}, {key: "v6.other"}})
+	tests = tests[:2]
+	tests[0].want = nil
+	check("changed")
+	if n := tbl.Lookup("9.3.0.10.in-addr.arpa.", dns.TypePTR); !n.Forward {
+		t.Errorf("a deleted service's address: %s", describe(n))
+	}
+	tbl.apply([]change{{key: "api.default"}, {key: "web.default"}, {key: "eager.default"}})
+	tbl.reverse.Range(func(k, v any) bool {
+		t.Errorf("the reverse index keeps %v: %v", k, v)
+		return true
+	})
+}
+
 // TestLookupChainTooLong: a chain of ExternalName services longer than
 // maxChain is answered with its first maxChain CNAMEs, not followed on.
 func TestLookupChainTooLong(t *testing.T) {

@@ -268,6 +268,8 @@ func fuzzSeeds() [][]byte {
 	add("nothing.svc.cluster.local.", dns.TypeA, edns)
 	add("quiet.svc.cluster.local.", dns.TypeA, nil)
 	add("10-0-0-9.default.pod.cluster.local.", dns.TypeA, nil)
+	add("1.0.0.10.in-addr.arpa.", dns.TypePTR, edns)
+	add("1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR, nil)
 	add("fd00--1.other.pod.cluster.local.", dns.TypeAAAA, edns)
 	add("example.com.", dns.TypeA, nil)
 	add("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV, func(m *dns.Msg) { m.SetEdns0(65535, false) })
@@ -299,8 +301,9 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 		"hop.default.svc.cluster.local.", "loop-a.default.svc.cluster.local.", "dangling.default.svc.cluster.local.",
 		"quiet.svc.cluster.local.", "Quiet.svc.cluster.local.", "10-0-0-9.default.pod.cluster.local.",
 		"FD00--1.other.pod.cluster.local.", "default.pod.cluster.local.", "10-0-0-9.nowhere.pod.cluster.local.",
+		"1.0.0.10.In-Addr.Arpa.", "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.",
 	}
-	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT, dns.TypeSOA, dns.TypeCNAME, dns.TypeMX}
+	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSRV, dns.TypeTXT, dns.TypeSOA, dns.TypeCNAME, dns.TypeMX, dns.TypePTR}
 	fastAnswers := 0
 	for _, name := range names {
 		for _, qtype := range types {

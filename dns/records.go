@@ -30,6 +30,9 @@ type entry struct {
 	// protos holds the "_<proto>" labels of srv, names that exist only
 	// because a name below them does (empty non-terminals).
 	protos map[string]struct{}
+	// ptrs maps each address of the endpoints to their names, the targets
+	// of its PTR records.
+	ptrs map[netip.Addr][]string
 }
 
 // rrset is the address records of one name, and the same packed.
@@ -123,10 +126,21 @@ func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 	e.addrs = addressRecords(name, serviceIPs)
 	e.records = len(e.addrs.a) + len(e.addrs.aaaa)
 	e.hosts = make(map[string]rrset, len(hostIPs))
+	e.ptrs = make(map[netip.Addr][]string, len(serviceIPs))
 	for host, ips := range hostIPs {
-		set := addressRecords(host+"."+name, ips)
+		owner := host + "." + name
+		set := addressRecords(owner, ips)
 		e.hosts[host] = set
 		e.records += len(set.a) + len(set.aaaa)
+		for _, ip := range ips {
+			if targets := e.ptrs[ip]; len(targets) == 0 || targets[len(targets)-1] != owner {
+				e.ptrs[ip] = append(targets, owner)
+			}
+		}
+	}
+	for ip, targets := range e.ptrs {
+		slices.Sort(targets)
+		e.ptrs[ip] = slices.Clip(targets)
 	}
 	if len(srvTargets) > 0 {
 		e.srv = make(map[string]srvRecords, len(srvTargets))

@@ -506,6 +506,38 @@ func TestServerPodNames(t *testing.T) {
 	})
 }
 
+// TestServerPTR: the reverse names of ready endpoints' addresses are
+// answered from the table, any other goes upstream (and without one is
+// REFUSED), as CoreDNS falls through for in-addr.arpa and ip6.arpa.
+func TestServerPTR(t *testing.T) {
+	upstream := stubUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		if r.Question[0].Name == "1.2.0.192.in-addr.arpa." {
+			rr, _ := dns.NewRR("1.2.0.192.in-addr.arpa. 60 IN PTR host.example.")
+			m.Answer = append(m.Answer, rr)
+		} else {
+			m.Rcode = dns.RcodeNameError
+		}
+		_ = w.WriteMsg(m)
+	})
+	st := newStore(t, store.Options{})
+	put(t, st, clusterObjects()...)
+	srv := startServer(t, st, Options{Upstream: upstream}, nil)
+	none := startServer(t, st, Options{Upstream: UpstreamNone}, nil)
+	const web = "web.default.svc.cluster.local."
+	for _, network := range []string{"udp", "tcp"} {
+		ptrs := []string{"1.0.0.10.in-addr.arpa.\t5\tIN\tPTR\tweb-a." + web, "1.0.0.10.in-addr.arpa.\t5\tIN\tPTR\tweb-b." + web}
+		if m := askWant(t, network, srv.Addr(), "1.0.0.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, ptrs); !m.Authoritative {
+			t.Errorf("%s: PTR of 10.0.0.1 not authoritative", network)
+		}
+		askWant(t, network, srv.Addr(), "1.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, []string{"1.2.0.192.in-addr.arpa.\t60\tIN\tPTR\thost.example."})
+		askWant(t, network, srv.Addr(), "3.0.0.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, nil) // web-d is not ready
+		askWant(t, network, none.Addr(), "1.0.0.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, ptrs)
+		askWant(t, network, none.Addr(), "1.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil)
+	}
+}
+
 // TestServerRelistsWhenBehind gives the store a watcher queue of two
 // events: one transaction of fifty services leaves the follower behind,
 // and it must list again to see them.

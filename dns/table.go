@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"maps"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +44,11 @@ type Table struct {
 
 	seed   maphash.Seed
 	shards [numShards]atomic.Pointer[map[string]*entry]
+	// reverse maps an endpoint address (netip.Addr) to the keys of the
+	// services that have it ([]string, sorted, never changed once
+	// stored), for PTR questions. A sync.Map, not shards of maps: one
+	// service's addresses are spread over every shard.
+	reverse sync.Map
 	// namespaces holds the namespaces that exist, so that <ns>.svc.<zone>
 	// is NODATA, not NXDOMAIN, as CoreDNS answers for every namespace the
 	// API has: those of the store, and those with a name in the table.
@@ -185,6 +192,7 @@ func (t *Table) apply(changes []change) {
 					nsChanged = true
 				}
 			}
+			t.reindex(c.key, old, c.entry)
 			if c.entry == nil {
 				delete(m, c.key)
 				continue
@@ -201,6 +209,48 @@ func (t *Table) apply(changes []change) {
 		t.publishNamespaces()
 	}
 	t.records.Add(delta)
+}
+
+// reindex moves a service in the reverse index from the addresses of its
+// old entry to those of its new one; either may be nil. t.mu is held.
+func (t *Table) reindex(key string, old, new *entry) {
+	if old != nil {
+		for ip := range old.ptrs {
+			if new == nil || new.ptrs[ip] == nil {
+				t.setReverse(ip, key, false)
+			}
+		}
+	}
+	if new != nil {
+		for ip := range new.ptrs {
+			if old == nil || old.ptrs[ip] == nil {
+				t.setReverse(ip, key, true)
+			}
+		}
+	}
+}
+
+// setReverse adds a service key to an address's, or removes it; t.mu is
+// held.
+func (t *Table) setReverse(ip netip.Addr, key string, add bool) {
+	var keys []string
+	if v, ok := t.reverse.Load(ip); ok {
+		keys = v.([]string)
+	}
+	i, found := slices.BinarySearch(keys, key)
+	switch {
+	case add && !found:
+		keys = slices.Insert(slices.Clone(keys), i, key)
+	case !add && found:
+		keys = slices.Delete(slices.Clone(keys), i, i+1)
+	default:
+		return
+	}
+	if len(keys) == 0 {
+		t.reverse.Delete(ip)
+		return
+	}
+	t.reverse.Store(ip, slices.Clip(keys))
 }
 
 // publishNamespaces publishes the namespaces of the services and of the

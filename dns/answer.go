@@ -31,6 +31,9 @@ type Answer struct {
 	// the answer (1) or the authority section (2).
 	packed *wire
 	soa    uint8
+	// zoneSOA is the SOA the answer holds, if soa is set: its wire form
+	// matches its records.
+	zoneSOA *zoneSOA
 	// target is the CNAME's target when the name is an ExternalName
 	// service's, before resolve follows it.
 	target string
@@ -76,7 +79,7 @@ func (t *Table) resolve(name string, qtype uint16) Answer {
 			// The end of the chain: its answer, positive or negative,
 			// after the CNAMEs.
 			next.Answer = slices.Concat(chain, next.Answer)
-			next.packed, next.soa = nil, 0
+			next.packed, next.soa, next.zoneSOA = nil, 0, nil
 			return next
 		}
 		if len(chain) == maxChain || slices.ContainsFunc(chain, func(rr dns.RR) bool { return rr.Header().Name == target }) {
@@ -279,9 +282,10 @@ func reverseAddr(name string) (netip.Addr, bool) {
 
 // apex answers for the zone's own name: its SOA.
 func (t *Table) apex(qtype uint16) Answer {
-	a := t.rrset(qtype, dns.TypeSOA, t.negative)
+	z := t.soa.Load()
+	a := t.rrset(qtype, dns.TypeSOA, z.rrs)
 	if qtype == dns.TypeSOA {
-		a.soa = 1
+		a.soa, a.zoneSOA = 1, z
 	}
 	return a
 }
@@ -314,10 +318,12 @@ func (t *Table) addresses(qtype uint16, s rrset) Answer {
 
 // nodata: the name exists, but not with the type asked for.
 func (t *Table) nodata() Answer {
-	return Answer{Rcode: dns.RcodeSuccess, Ns: t.negative, Authoritative: true, soa: 2}
+	z := t.soa.Load()
+	return Answer{Rcode: dns.RcodeSuccess, Ns: z.rrs, Authoritative: true, soa: 2, zoneSOA: z}
 }
 
 // nxdomain: the name does not exist in the zone.
 func (t *Table) nxdomain() Answer {
-	return Answer{Rcode: dns.RcodeNameError, Ns: t.negative, Authoritative: true, soa: 2}
+	z := t.soa.Load()
+	return Answer{Rcode: dns.RcodeNameError, Ns: z.rrs, Authoritative: true, soa: 2, zoneSOA: z}
 }

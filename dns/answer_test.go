@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -91,12 +93,11 @@ func fill(t testing.TB, tbl *Table, objs ...any) {
 
 func newTable(t testing.TB) *Table {
 	t.Helper()
-	tbl, err := NewTable("cluster.local")
+	// The clock stands at 1s past the epoch: the SOA's serial is 1.
+	tbl, err := makeTable("cluster.local", testingclock.NewFakePassiveClock(time.Unix(1, 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl.soa.Serial = 1 // for stable expectations; nothing reads it yet
-	tbl.soaWire = newSOAWire(tbl.soa)
 	return tbl
 }
 
@@ -462,6 +463,56 @@ func TestLookupPTR(t *testing.T) {
 		t.Errorf("the reverse index keeps %v: %v", k, v)
 		return true
 	})
+}
+
+// TestTableSerial: the SOA's serial is the time of the last change to the
+// records, in the apex's answer and in negative ones, on the fast path
+// and the general one alike; time passing changes nothing by itself.
+func TestTableSerial(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
+	tbl, err := makeTable("cluster.local", clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, tbl, svc("default", "web"), manyEndpoints("default", "web", 1, 1))
+	fast, general := NewHandler(tbl, nil, nil), NewHandler(tbl, nil, nil)
+	general.general = true
+	serials := func() []uint32 {
+		t.Helper()
+		var out []uint32
+		for _, q := range []struct {
+			name  string
+			qtype uint16
+		}{{"cluster.local.", dns.TypeSOA}, {"nothing.default.svc.cluster.local.", dns.TypeA}} {
+			for _, h := range []*Handler{fast, general} {
+				r := new(dns.Msg)
+				r.SetQuestion(q.name, q.qtype)
+				m := serve(t, h, r, true)
+				soas := append(m.Answer, m.Ns...)
+				if len(soas) != 1 {
+					t.Fatalf("%s: %v", q.name, m)
+				}
+				out = append(out, soas[0].(*dns.SOA).Serial)
+			}
+		}
+		return out
+	}
+	if got := serials(); !slices.Equal(got, []uint32{1000, 1000, 1000, 1000}) {
+		t.Errorf("serials at first %v, want 1000", got)
+	}
+	clk.SetTime(time.Unix(2000, 0))
+	if got := serials(); !slices.Equal(got, []uint32{1000, 1000, 1000, 1000}) {
+		t.Errorf("serials with nothing changed %v, want 1000", got)
+	}
+	tbl.Set("default", "web", svc("default", "web"), manyEndpoints("default", "web", 2, 1))
+	if got := serials(); !slices.Equal(got, []uint32{2000, 2000, 2000, 2000}) {
+		t.Errorf("serials after a change %v, want 2000", got)
+	}
+	clk.SetTime(time.Unix(3000, 0))
+	tbl.SetNamespaces([]string{"quiet"})
+	if got := serials(); !slices.Equal(got, []uint32{3000, 3000, 3000, 3000}) {
+		t.Errorf("serials after a new namespace %v, want 3000", got)
+	}
 }
 
 // TestLookupChainTooLong: a chain of ExternalName services longer than

@@ -60,7 +60,8 @@ type Options struct {
 	// UDPReadBuffer is the receive buffer asked for each UDP socket
 	// (default 8 MiB).
 	UDPReadBuffer int
-	// Clock paces retries of a failed watch.
+	// Clock paces retries of a failed watch and dates changes to the
+	// records (the SOA's serial).
 	Clock clock.WithTicker
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -112,7 +113,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	log := opts.Logger
-	table, err := NewTable(opts.Zone)
+	table, err := makeTable(opts.Zone, opts.Clock)
 	if err != nil {
 		return nil, err
 	}

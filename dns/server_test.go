@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -536,6 +537,28 @@ func TestServerPTR(t *testing.T) {
 		askWant(t, network, none.Addr(), "1.0.0.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, ptrs)
 		askWant(t, network, none.Addr(), "1.2.0.192.in-addr.arpa.", dns.TypePTR, dns.RcodeRefused, nil)
 	}
+}
+
+// TestServerSerialFollowsChanges: the server dates changes on its
+// injected clock; the SOA's serial moves when the store's records do.
+func TestServerSerialFollowsChanges(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	st := newStore(t, store.Options{})
+	put(t, st, clusterObjects()...)
+	srv := startServer(t, st, Options{Clock: clk}, nil)
+	serial := func() uint32 {
+		m := ask(t, "udp", srv.Addr(), "cluster.local.", dns.TypeSOA, 0)
+		if len(m.Answer) != 1 {
+			t.Fatalf("SOA: %v", m)
+		}
+		return m.Answer[0].(*dns.SOA).Serial
+	}
+	if got := serial(); got != 1000 {
+		t.Errorf("serial %d, want 1000", got)
+	}
+	clk.SetTime(time.Unix(2000, 0))
+	put(t, st, eps("default", "web", subset(ready(at("web-a", "10.0.0.1")))))
+	waitFor(t, time.Second, "the serial to move", func() bool { return serial() == 2000 })
 }
 
 // TestServerRelistsWhenBehind gives the store a watcher queue of two

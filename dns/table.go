@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -33,14 +33,14 @@ const numShards = 64
 // entry is immutable once published. Writers (in practice the one goroutine
 // that follows the store) copy the shards they change.
 type Table struct {
-	zone    string // lower-case FQDN: "cluster.local."
-	dotZone string // "." + zone
-	soa     *dns.SOA
-	// negative is the authority section of NXDOMAIN and NODATA answers.
-	negative    []dns.RR
+	zone        string // lower-case FQDN: "cluster.local."
+	dotZone     string // "." + zone
 	version     []dns.RR
-	soaWire     soaWire
 	versionWire *wire
+	// soa is the zone's SOA, replaced whole when its serial moves.
+	soa atomic.Pointer[zoneSOA]
+	// clock dates the changes: the SOA's serial is the time of the last.
+	clock clock.PassiveClock
 
 	seed   maphash.Seed
 	shards [numShards]atomic.Pointer[map[string]*entry]
@@ -63,9 +63,38 @@ type Table struct {
 	stored map[string]struct{}
 }
 
+// zoneSOA is the zone's SOA record, and the same packed.
+type zoneSOA struct {
+	// rrs is the SOA alone: the apex's answer to SOA, and the authority
+	// section of NXDOMAIN and NODATA answers.
+	rrs  []dns.RR
+	wire soaWire
+}
+
+// newZoneSOA makes the zone's SOA with a serial. As CoreDNS's, the serial
+// is the time (Unix seconds) the records last changed.
+func newZoneSOA(zone string, serial uint32) *zoneSOA {
+	soa := &dns.SOA{
+		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: TTL},
+		Ns:      "ns.dns." + zone,
+		Mbox:    "hostmaster." + zone,
+		Serial:  serial,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  TTL,
+	}
+	return &zoneSOA{rrs: []dns.RR{soa}, wire: newSOAWire(soa)}
+}
+
 // NewTable returns an empty table for zone (a domain such as
 // "cluster.local"). It answers SERVFAIL until MarkSynced.
 func NewTable(zone string) (*Table, error) {
+	return makeTable(zone, clock.RealClock{})
+}
+
+// makeTable is NewTable with the clock that dates changes.
+func makeTable(zone string, clk clock.PassiveClock) (*Table, error) {
 	z := strings.ToLower(dns.Fqdn(zone))
 	if z == "." {
 		return nil, fmt.Errorf("dns: zone %q: the root zone cannot be the cluster domain", zone)
@@ -78,19 +107,9 @@ func NewTable(zone string) (*Table, error) {
 		dotZone: "." + z,
 		seed:    maphash.MakeSeed(),
 		nsCount: map[string]int{},
+		clock:   clk,
 	}
-	t.soa = &dns.SOA{
-		Hdr:     dns.RR_Header{Name: z, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: TTL},
-		Ns:      "ns.dns." + z,
-		Mbox:    "hostmaster." + z,
-		Serial:  uint32(time.Now().Unix()),
-		Refresh: 7200,
-		Retry:   1800,
-		Expire:  86400,
-		Minttl:  TTL,
-	}
-	t.negative = []dns.RR{t.soa}
-	t.soaWire = newSOAWire(t.soa)
+	t.soa.Store(newZoneSOA(z, uint32(clk.Now().Unix())))
 	t.version = []dns.RR{&dns.TXT{
 		Hdr: dns.RR_Header{Name: "dns-version." + z, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: TTL},
 		Txt: []string{Version},
@@ -135,6 +154,7 @@ func (t *Table) SetNamespaces(names []string) {
 	defer t.mu.Unlock()
 	t.stored = set
 	t.publishNamespaces()
+	t.touch()
 }
 
 // Records returns how many resource records the table holds.
@@ -209,6 +229,16 @@ func (t *Table) apply(changes []change) {
 		t.publishNamespaces()
 	}
 	t.records.Add(delta)
+	t.touch()
+}
+
+// touch dates a change: the SOA's serial becomes the time, in seconds.
+// t.mu is held.
+func (t *Table) touch() {
+	serial := uint32(t.clock.Now().Unix())
+	if t.soa.Load().rrs[0].(*dns.SOA).Serial != serial {
+		t.soa.Store(newZoneSOA(t.zone, serial))
+	}
 }
 
 // reindex moves a service in the reverse index from the addresses of its

@@ -115,7 +115,7 @@ func (h *Handler) fast(buf []byte, q *query, ans *Answer, size int) ([]byte, boo
 		} else {
 			ns = 1
 		}
-		body = h.table.soaWire.rr
+		body = ans.zoneSOA.wire.rr
 	default:
 		return nil, false
 	}
@@ -162,7 +162,7 @@ func (h *Handler) fast(buf []byte, q *query, ans *Answer, size int) ([]byte, boo
 	// Sections.
 	if soaAt != 0 {
 		// The zone is the question's suffix: the SOA points there.
-		buf = h.table.soaWire.put(buf, 12+nameLen-wireNameLen(h.table.zone))
+		buf = ans.zoneSOA.wire.put(buf, 12+nameLen-wireNameLen(h.table.zone))
 	} else {
 		buf = append(buf, body...)
 	}

@@ -599,7 +599,7 @@ func TestAuthentication(t *testing.T) {
 	code, _, body := e.do("GET", "/api", "", "", "", nil)
 	status(t, code, body, http.StatusUnauthorized)
 	// Unknown paths need a token too, then are 404.
-	code, _, body = e.do("GET", "/openapi/v2", adminToken, "", "", nil)
+	code, _, body = e.do("GET", "/openapi/v1", adminToken, "", "", nil)
 	status(t, code, body, http.StatusNotFound)
 	// Health, version and metrics do not.
 	for _, p := range []string{"/version", "/livez", "/readyz", "/metrics"} {

@@ -3,5 +3,5 @@
 // status subresource for every registered kind, with authentication,
 // authorization, admission, Status errors, Table responses for kubectl,
 // server-side dry runs, the self reviews of kubectl auth can-i and whoami,
-// health, version and metrics.
+// the OpenAPI v3 and v2 documents, health, version and metrics.
 package apiserver

@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	openapiproto "k8s.io/kube-openapi/pkg/util/proto"
+	"k8s.io/kube-openapi/pkg/util/proto/validation"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -180,8 +185,6 @@ func TestOpenAPIV3(t *testing.T) {
 	if code != http.StatusOK || !contains(string(data), `"/apis/apps/v1/namespaces/{namespace}/deployments/{name}"`, `"fieldValidation"`, `"kind":"Deployment"`) {
 		t.Fatalf("apps/v1: %d %s", code, data)
 	}
-	code, _, data = e.do("GET", "/openapi/v2", adminToken, "", "", nil)
-	status(t, code, data, http.StatusNotFound)
 
 	// Every group version document holds the schemas of its kinds, found
 	// by their group, version and kind as kubectl explain finds them,
@@ -225,5 +228,96 @@ func TestOpenAPIV3(t *testing.T) {
 				t.Errorf("%s: reference to %s, which it does not hold", gv, ref[1])
 			}
 		}
+	}
+}
+
+// TestOpenAPIV2 reads the v2 document as kubectl does for the items of a
+// List: as protobuf, into gnostic's Document, parsed into models found
+// by their group, version and kind, against which kube-openapi's
+// validation (kubectl's) checks an object.
+func TestOpenAPIV2(t *testing.T) {
+	e := newEnv(t)
+	code, h, data := e.do("GET", "/openapi/v2", adminToken, "", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", nil)
+	if code != http.StatusOK || h.Get("Content-Type") != "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" || h.Get("Vary") != "Accept" {
+		t.Fatalf("protobuf: %d %v", code, h)
+	}
+	doc := &openapi_v2.Document{}
+	if err := proto.Unmarshal(data, doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Swagger != "2.0" {
+		t.Fatalf("swagger %q", doc.Swagger)
+	}
+
+	// The JSON, asked for or not, is the same document.
+	for _, accept := range []string{"", "application/json", "application/vnd.kubernetes.protobuf, */*"} {
+		code, h, data := e.do("GET", "/openapi/v2", adminToken, "", accept, nil)
+		if code != http.StatusOK || h.Get("Content-Type") != "application/json" {
+			t.Fatalf("Accept %q: %d %v", accept, code, h)
+		}
+		fromJSON, err := openapi_v2.ParseDocument(data)
+		if err != nil {
+			t.Fatalf("Accept %q: %v", accept, err)
+		}
+		if !proto.Equal(fromJSON, doc) {
+			t.Errorf("Accept %q: the JSON is not the protobuf's document", accept)
+		}
+	}
+	code, _, data = e.do("GET", "/openapi/v2", adminToken, "", "text/html", nil)
+	status(t, code, data, http.StatusNotAcceptable)
+
+	// The definition of a kind carries its group, version and kind.
+	var configMap *openapi_v2.Schema
+	for _, d := range doc.GetDefinitions().GetAdditionalProperties() {
+		if d.GetName() == "com.github.berth-dev.berth.api.ConfigMap" {
+			configMap = d.GetValue()
+		}
+	}
+	if gvk := openapiproto.VendorExtensionToMap(configMap.GetVendorExtension())["x-kubernetes-group-version-kind"]; fmt.Sprint(gvk) != "[map[group: kind:ConfigMap version:v1]]" {
+		t.Fatalf("ConfigMap: x-kubernetes-group-version-kind %v", gvk)
+	}
+
+	// kubectl finds every kind's model, by the same extension.
+	models, err := openapiproto.NewOpenAPIData(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byGVK := map[string]openapiproto.Schema{}
+	for _, name := range models.ListModels() {
+		m := models.LookupModel(name)
+		gvks, _ := m.GetExtensions()["x-kubernetes-group-version-kind"].([]any)
+		for _, gvk := range gvks {
+			g, _ := gvk.(map[any]any)
+			byGVK[fmt.Sprintf("%v/%v/%v", g["group"], g["version"], g["kind"])] = m
+		}
+	}
+	for _, k := range api.Kinds() {
+		if byGVK[k.GVK.Group+"/"+k.GVK.Version+"/"+k.GVK.Kind] == nil {
+			t.Errorf("no model of %s", k.GVK)
+		}
+	}
+
+	// Its validation passes a good ConfigMap and names an unknown field.
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "y"}}, "data": map[string]any{"k": "v"}}
+	if errs := validation.ValidateModel(cm, byGVK["/v1/ConfigMap"], "ConfigMap"); len(errs) != 0 {
+		t.Errorf("a good ConfigMap: %v", errs)
+	}
+	cm["colour"] = "red"
+	if errs := validation.ValidateModel(cm, byGVK["/v1/ConfigMap"], "ConfigMap"); len(errs) != 1 || !strings.Contains(errs[0].Error(), `unknown field "colour"`) {
+		t.Errorf("a ConfigMap with an unknown field: %v", errs)
+	}
+
+	// Each kind's object path has the PATCH operation of the v3
+	// documents, which names its kind and takes fieldValidation.
+	var patch *openapi_v2.Operation
+	for _, p := range doc.GetPaths().GetPath() {
+		if p.GetName() == "/apis/apps/v1/namespaces/{namespace}/deployments/{name}" {
+			patch = p.GetValue().GetPatch()
+		}
+	}
+	params := patch.GetParameters()
+	if gvk := openapiproto.VendorExtensionToMap(patch.GetVendorExtension())["x-kubernetes-group-version-kind"]; fmt.Sprint(gvk) != "map[group:apps kind:Deployment version:v1]" ||
+		len(params) != 1 || params[0].GetParameter().GetNonBodyParameter().GetQueryParameterSubSchema().GetName() != "fieldValidation" {
+		t.Fatalf("deployments PATCH: %v", patch)
 	}
 }

@@ -27,7 +27,16 @@ func parseAccept(header string) []mediaRange {
 		}
 		typ, params, err := mime.ParseMediaType(part)
 		if err != nil {
-			continue
+			// A subtype with characters RFC 2045 keeps out, as in
+			// "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+			// that client-go asks for, is still taken by its text
+			// (without parameters).
+			typ, _, _ = strings.Cut(part, ";")
+			typ = strings.ToLower(strings.TrimSpace(typ))
+			if !strings.Contains(typ, "/") {
+				continue
+			}
+			params = nil
 		}
 		if q, ok := params["q"]; ok && (q == "0" || q == "0.0" || q == "0.00" || q == "0.000") {
 			continue
@@ -78,7 +87,7 @@ func negotiateFormat(r *http.Request) (responseFormat, error) {
 			return formatTable, nil
 		}
 	}
-	return formatObject, notAcceptable(header)
+	return formatObject, notAcceptable(header, mediaJSON, "application/json;as=Table;v=v1;g=meta.k8s.io")
 }
 
 // Media types of request bodies.

@@ -13,20 +13,26 @@ import (
 	"github.com/berth-dev/berth/api/openapi"
 )
 
-// The API server publishes OpenAPI v3: a root document listing one
-// document per group version, each with the schemas of its kinds (and of
-// everything they hold), generated from the Go types with their comments
-// as descriptions (api/openapi), and each kind's object path with a PATCH
-// operation that names its kind and takes fieldValidation.
+// The API server publishes its schemas twice, as kube-apiserver does.
+// OpenAPI v3 is a root document listing one document per group version,
+// each with the schemas of its kinds (and of everything they hold),
+// generated from the Go types with their comments as descriptions
+// (api/openapi), and each kind's object path with a PATCH operation that
+// names its kind and takes fieldValidation. OpenAPI v2 (openapiv2.go) is
+// one Swagger document with the same schemas and paths.
 //
-// kubectl reads them twice. kubectl explain shows a kind's fields, found
-// by the x-kubernetes-group-version-kind of its schema. And kubectl create
-// and apply, since 1.27, skip their own validation of a manifest and
-// leave it to the server when its PATCH operations take fieldValidation,
-// which berth's decoder honours; otherwise they would download the OpenAPI
-// v2 schemas and fail without them. kubectl apply still computes its
-// patches from its built-in types (or as merge patches for berth's own
-// kinds).
+// kubectl reads v3 for most things. kubectl explain shows a kind's fields,
+// found by the x-kubernetes-group-version-kind of its schema. kubectl
+// create and apply, since 1.27, skip their own validation of a manifest
+// and leave it to the server when its PATCH operations take
+// fieldValidation, which berth's decoder honours. A `kind: List` has no
+// such operation, so kubectl validates each of its items itself, against
+// the v2 schemas, and without them fails the whole List. No PATCH
+// operation says which patch types it takes (v3's requestBody, v2's
+// consumes), so kubectl apply still computes its patches from its
+// built-in types, or as merge patches for berth's own kinds: the schemas
+// carry no merge keys, and a strategic patch made from them would replace
+// lists that berth merges by key (strategic.go).
 
 // openAPIDocs holds the OpenAPI v3 root and group version documents.
 type openAPIDocs struct {
@@ -41,9 +47,12 @@ type openAPIDefinition struct {
 	Dependencies []string        `json:"dependencies"`
 }
 
-// readOpenAPIDefinitions reads the embedded schemas, by model name.
-func readOpenAPIDefinitions() (map[string]openAPIDefinition, error) {
-	var defs map[string]openAPIDefinition
+// openAPIDefinitions are the schemas of api/openapi, by model name.
+type openAPIDefinitions map[string]openAPIDefinition
+
+// readOpenAPIDefinitions reads the embedded schemas.
+func readOpenAPIDefinitions() (openAPIDefinitions, error) {
+	var defs openAPIDefinitions
 	if err := json.Unmarshal(openapi.DefinitionsJSON, &defs); err != nil {
 		return nil, fmt.Errorf("openapi definitions: %w", err)
 	}
@@ -55,16 +64,12 @@ func kindModelName(k *api.Kind) string {
 	return openapi.TypeModelName(reflect.TypeOf(k.New()).Elem())
 }
 
-// openAPISchemas returns, for each group version path, the schemas of its
-// kinds and of every type they refer to, by model name.
-func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
-	defs, err := readOpenAPIDefinitions()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]map[string]json.RawMessage{}
-	var add func(schemas map[string]json.RawMessage, model string)
-	add = func(schemas map[string]json.RawMessage, model string) {
+// schemasOf returns the schemas of kinds and of every type they refer
+// to, by model name: what a document that serves those kinds holds.
+func (defs openAPIDefinitions) schemasOf(kinds []*api.Kind) (map[string]json.RawMessage, error) {
+	schemas := map[string]json.RawMessage{}
+	var add func(model string)
+	add = func(model string) {
 		if _, done := schemas[model]; done {
 			return
 		}
@@ -74,21 +79,17 @@ func openAPISchemas() (map[string]map[string]json.RawMessage, error) {
 		}
 		schemas[model] = def.Schema
 		for _, dep := range def.Dependencies {
-			add(schemas, dep)
+			add(dep)
 		}
 	}
-	for _, k := range api.Kinds() {
-		gv := openAPIGroupVersionPath(k)
-		if out[gv] == nil {
-			out[gv] = map[string]json.RawMessage{}
-		}
+	for _, k := range kinds {
 		model := kindModelName(k)
-		add(out[gv], model)
-		if _, ok := out[gv][model]; !ok {
+		add(model)
+		if _, ok := schemas[model]; !ok {
 			return nil, fmt.Errorf("openapi definitions: no schema for %s", model)
 		}
 	}
-	return out, nil
+	return schemas, nil
 }
 
 // openAPIGroupVersionPath is where a kind's group version document is
@@ -100,55 +101,84 @@ func openAPIGroupVersionPath(k *api.Kind) string {
 	return "apis/" + k.GVK.Group + "/" + k.GVK.Version
 }
 
-func newOpenAPIDocs(version string) (*openAPIDocs, error) {
-	type param struct {
-		Name   string            `json:"name"`
-		In     string            `json:"in"`
-		Schema map[string]string `json:"schema"`
-	}
-	type operation struct {
-		GVK        map[string]string `json:"x-kubernetes-group-version-kind"`
-		Parameters []param           `json:"parameters"`
-		Responses  map[string]any    `json:"responses"`
-	}
-	type pathItem struct {
-		Patch *operation `json:"patch,omitempty"`
-	}
-	type doc struct {
-		OpenAPI    string              `json:"openapi"`
-		Info       map[string]string   `json:"info"`
-		Paths      map[string]pathItem `json:"paths"`
-		Components map[string]any      `json:"components"`
-	}
-	docs := map[string]*doc{}
-	var order []string
-	schemas, err := openAPISchemas()
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range api.Kinds() {
-		gvPath := openAPIGroupVersionPath(k)
-		d := docs[gvPath]
-		if d == nil {
-			d = &doc{OpenAPI: "3.0.0", Info: map[string]string{"title": "berth", "version": version}, Paths: map[string]pathItem{}, Components: map[string]any{"schemas": schemas[gvPath]}}
-			docs[gvPath] = d
-			order = append(order, gvPath)
-		}
-		p := "/" + gvPath
+// openAPIPath is a kind's object path in either document, with a PATCH
+// operation that names its kind and takes fieldValidation: kubectl finds
+// the operation of a manifest's kind by its x-kubernetes-group-version-kind
+// and, seeing the parameter, leaves validation to the server.
+type openAPIPath struct {
+	Patch openAPIOperation `json:"patch"`
+}
+
+// openAPIOperation is the PATCH operation of an openAPIPath.
+type openAPIOperation struct {
+	GVK        map[string]string `json:"x-kubernetes-group-version-kind"`
+	Parameters []openAPIParam    `json:"parameters"`
+	Responses  map[string]any    `json:"responses"`
+}
+
+// openAPIParam is a query parameter: v3 gives its type in a schema
+// (Schema), v2 beside its name (Type, UniqueItems).
+type openAPIParam struct {
+	Name        string            `json:"name"`
+	In          string            `json:"in"`
+	Schema      map[string]string `json:"schema,omitempty"`
+	Type        string            `json:"type,omitempty"`
+	UniqueItems bool              `json:"uniqueItems,omitempty"`
+}
+
+// openAPIPaths returns the object paths of kinds, by path
+// ("/api/v1/namespaces/{namespace}/pods/{name}"), with fieldValidation
+// as the document's version spells it.
+func openAPIPaths(kinds []*api.Kind, fieldValidation openAPIParam) map[string]openAPIPath {
+	paths := map[string]openAPIPath{}
+	for _, k := range kinds {
+		p := "/" + openAPIGroupVersionPath(k)
 		if k.Namespaced {
 			p += "/namespaces/{namespace}"
 		}
-		p += "/" + k.Resource + "/{name}"
-		d.Paths[p] = pathItem{Patch: &operation{
+		paths[p+"/"+k.Resource+"/{name}"] = openAPIPath{Patch: openAPIOperation{
 			GVK:        map[string]string{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind},
-			Parameters: []param{{Name: "fieldValidation", In: "query", Schema: map[string]string{"type": "string"}}},
+			Parameters: []openAPIParam{fieldValidation},
 			Responses:  map[string]any{"200": map[string]string{"description": "OK"}},
 		}}
+	}
+	return paths
+}
+
+func newOpenAPIDocs(version string) (*openAPIDocs, error) {
+	type doc struct {
+		OpenAPI    string                 `json:"openapi"`
+		Info       map[string]string      `json:"info"`
+		Paths      map[string]openAPIPath `json:"paths"`
+		Components map[string]any         `json:"components"`
+	}
+	defs, err := readOpenAPIDefinitions()
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[string][]*api.Kind{}
+	var order []string
+	for _, k := range api.Kinds() {
+		gv := openAPIGroupVersionPath(k)
+		if kinds[gv] == nil {
+			order = append(order, gv)
+		}
+		kinds[gv] = append(kinds[gv], k)
 	}
 	o := &openAPIDocs{gvs: map[string][]byte{}}
 	root := map[string]map[string]map[string]string{"paths": {}}
 	for _, gv := range order {
-		b, err := json.Marshal(docs[gv])
+		schemas, err := defs.schemasOf(kinds[gv])
+		if err != nil {
+			return nil, err
+		}
+		d := doc{
+			OpenAPI:    "3.0.0",
+			Info:       map[string]string{"title": "berth", "version": version},
+			Paths:      openAPIPaths(kinds[gv], openAPIParam{Name: "fieldValidation", In: "query", Schema: map[string]string{"type": "string"}}),
+			Components: map[string]any{"schemas": schemas},
+		}
+		b, err := json.Marshal(d)
 		if err != nil {
 			return nil, err
 		}

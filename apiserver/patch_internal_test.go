@@ -164,12 +164,38 @@ func TestNegotiation(t *testing.T) {
 		{"application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io,application/json", formatObject, true},
 		{"application/vnd.kubernetes.protobuf", formatObject, false},
 		{"application/yaml", formatObject, false},
+		{"application/com.github.proto-openapi.spec.v2@v1.0+protobuf, application/json", formatObject, true},
 	} {
 		r, _ := http.NewRequest("GET", "/", nil)
 		r.Header.Set("Accept", tc.accept)
 		got, err := negotiateFormat(r)
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
 			t.Errorf("%q: %v %v", tc.accept, got, err)
+		}
+	}
+}
+
+func TestNegotiateOpenAPIV2(t *testing.T) {
+	doc := &openAPIV2Doc{json: []byte("json"), protobuf: []byte("protobuf")}
+	for accept, want := range map[string]string{
+		"":                 "json",
+		"application/json": "json",
+		"application/*":    "json",
+		"application/com.github.proto-openapi.spec.v2@v1.0+protobuf":                       "protobuf",
+		"application/com.github.proto-openapi.spec.v2.v1.0+protobuf":                       "protobuf",
+		"application/com.github.proto-openapi.spec.v2@v1.0+protobuf, */*":                  "protobuf",
+		"text/html, application/com.github.proto-openapi.spec.v2@v1.0+protobuf":            "protobuf",
+		"application/json;q=0, application/com.github.proto-openapi.spec.v2@v1.0+protobuf": "protobuf",
+		"application/vnd.kubernetes.protobuf, application/json":                            "json",
+		"text/html":            "",
+		"application/json;q=0": "",
+		"application/com.github.proto-openapi.spec.v3@v1.0+protobuf": "",
+	} {
+		r, _ := http.NewRequest("GET", "/openapi/v2", nil)
+		r.Header.Set("Accept", accept)
+		body, _, err := negotiateOpenAPIV2(r, doc)
+		if string(body) != want || (err == nil) != (want != "") {
+			t.Errorf("%q: %q, %v", accept, body, err)
 		}
 	}
 }

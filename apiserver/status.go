@@ -189,12 +189,12 @@ func unsupportedMediaType(contentType string, supported ...string) error {
 }
 
 // notAcceptable answers an Accept header the server cannot satisfy.
-func notAcceptable(accept string) error {
+func notAcceptable(accept string, offered ...string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusNotAcceptable,
 		Reason:  metav1.StatusReasonNotAcceptable,
-		Message: fmt.Sprintf("only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io (asked for %q)", accept),
+		Message: fmt.Sprintf("only the following media types are accepted: %s (asked for %q)", strings.Join(offered, ", "), accept),
 	}}
 }
 

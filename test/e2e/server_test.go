@@ -260,3 +260,66 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 		return nil
 	})
 }
+
+// TestKubectlAppliesLists has kubectl write a `kind: List`, whose items it
+// validates itself against the server's OpenAPI v2 schemas (the v3
+// documents, by which it leaves validation to the server, list no List):
+// an item with an unknown field fails, named, and nothing is written; a
+// good List is created, applied and applied server-side, as is the List
+// kubectl get -o json prints.
+func TestKubectlAppliesLists(t *testing.T) {
+	testtool.Need(t, "kubectl")
+	s := startServer(t)
+
+	out, err := s.kubectlErr(t, "apply", "-f", "testdata/list-unknown-field.yaml")
+	if exitCode(err) != 1 || !strings.Contains(out, `unknown field "colour" in com.github.berth-dev.berth.api.ConfigMap`) {
+		t.Fatalf("kubectl apply of a List with an unknown field: %v\n%s", err, out)
+	}
+	if out, err := s.kubectlErr(t, "create", "-f", "testdata/list-unknown-field.yaml"); exitCode(err) != 1 || !strings.Contains(out, `unknown field "colour"`) {
+		t.Fatalf("kubectl create of a List with an unknown field: %v\n%s", err, out)
+	}
+	if _, _, code := s.berth(t, "get", "configmap", "first"); code != 1 {
+		t.Fatalf("the good item of the bad List was written (get exit %d)", code)
+	}
+
+	out = s.kubectl(t, "apply", "-f", "testdata/list.yaml")
+	if !strings.Contains(out, "configmap/listed created") || !strings.Contains(out, "deployment.apps/listed created") {
+		t.Fatalf("kubectl apply of a List: %s", out)
+	}
+	// A changed List is applied as patches kubectl computes from its own
+	// types, as for a single object: the env var it no longer has goes.
+	manifest, err := os.ReadFile("testdata/list.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := filepath.Join(t.TempDir(), "list.yaml")
+	without := strings.Replace(string(manifest), "                - name: B\n                  value: \"2\"\n", "", 1)
+	if err := os.WriteFile(changed, []byte(without), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.kubectl(t, "apply", "-f", changed); !strings.Contains(out, "deployment.apps/listed configured") {
+		t.Fatalf("kubectl apply of a changed List: %s", out)
+	}
+	if d, err := s.getJSON(t, "deployment", "listed"); err != nil || !strings.Contains(fmt.Sprint(field(d, "spec.template.spec.containers")), "env:[map[name:A value:1]]") {
+		t.Fatalf("after the changed List: %v %v", err, field(d, "spec.template.spec.containers"))
+	}
+
+	// kubectl get -o json prints a List, which applies as it is.
+	listed, err := s.command(t, "kubectl", "get", "configmaps", "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("kubectl get configmaps -o json: %v", err)
+	}
+	apply := s.command(t, "kubectl", "apply", "-f", "-")
+	apply.Stdin = bytes.NewReader(listed)
+	if out, err := apply.CombinedOutput(); err != nil || !strings.Contains(string(out), "configmap/listed ") {
+		t.Fatalf("kubectl get configmaps -o json | kubectl apply -f -: %v\n%s", err, out)
+	}
+
+	s.kubectl(t, "create", "namespace", "again")
+	if out := s.kubectl(t, "create", "-n", "again", "-f", "testdata/list.yaml"); !strings.Contains(out, "configmap/listed created") || !strings.Contains(out, "deployment.apps/listed created") {
+		t.Fatalf("kubectl create of a List: %s", out)
+	}
+	if out := s.kubectl(t, "apply", "--server-side", "-f", "testdata/list.yaml"); !strings.Contains(out, "configmap/listed serverside-applied") || !strings.Contains(out, "deployment.apps/listed serverside-applied") {
+		t.Fatalf("kubectl apply --server-side of a List: %s", out)
+	}
+}

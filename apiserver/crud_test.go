@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/store/bolt"
 )
 
 func TestCRUDNamespaced(t *testing.T) {
@@ -169,6 +171,48 @@ func TestUpdateConflict(t *testing.T) {
 	missing := &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nope"}}
 	if _, err := e.client.Update(ctx, missing); !client.IsNotFound(err) {
 		t.Fatalf("update missing: %v", err)
+	}
+}
+
+// TestUnconditionalWritesRace: patches without a resourceVersion racing
+// on one object on a durable store all succeed, as in Kubernetes; a loser
+// reads the winner's version once it is durable, not the one it lost
+// with.
+func TestUnconditionalWritesRace(t *testing.T) {
+	b, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withBackend(b))
+	ctx := context.Background()
+	e.mustCreate(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c"}})
+	const writers, each = 4, 15
+	errs := make(chan error, writers*each)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				patch := fmt.Sprintf(`{"data":{"w%d":"%d"}}`, w, i)
+				_, err := e.client.Patch(ctx, cmKind, "default", "c", []byte(patch))
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("an unconditional patch: %v", err)
+		}
+	}
+	obj, err := e.client.Get(ctx, cmKind, "default", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := range writers {
+		if got := obj.(*api.ConfigMap).Data[fmt.Sprintf("w%d", w)]; got != fmt.Sprint(each-1) {
+			t.Errorf("writer %d's last patch: w%d=%q", w, w, got)
+		}
 	}
 }
 

@@ -76,6 +76,7 @@ type env struct {
 // setup is what options change before newEnv starts the server.
 type setup struct {
 	cfg      apiserver.Config
+	backend  store.Backend
 	store    store.Options
 	wrap     func(http.Handler) http.Handler
 	realAuth bool
@@ -89,6 +90,12 @@ func withConfig(f func(*apiserver.Config)) envOption {
 
 func withHistory(n int) envOption {
 	return func(s *setup) { s.store.History = n }
+}
+
+// withBackend keeps the store in b, a durable backend whose commits
+// take time, rather than in memory.
+func withBackend(b store.Backend) envOption {
+	return func(s *setup) { s.backend = b }
 }
 
 func withClock(c clock.WithTickerAndDelayedExecution) envOption {
@@ -122,7 +129,11 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	for _, o := range opts {
 		o(su)
 	}
-	st, err := store.New(store.Memory{}, su.store)
+	var backend store.Backend = store.Memory{}
+	if su.backend != nil {
+		backend = su.backend
+	}
+	st, err := store.New(backend, su.store)
 	if err != nil {
 		t.Fatal(err)
 	}

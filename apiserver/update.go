@@ -48,13 +48,17 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 	if err != nil {
 		return nil, err
 	}
+	// current is the stored version a lost race met.
+	var current api.Object
 	for attempt := 1; ; attempt++ {
-		old, err := s.store.Get(k, req.namespace, req.name)
-		if err != nil {
-			if authErr := s.authorize(r, req, nil, nil); authErr != nil {
-				return nil, authErr
+		old := current
+		if old == nil {
+			if old, err = s.store.Get(k, req.namespace, req.name); err != nil {
+				if authErr := s.authorize(r, req, nil, nil); authErr != nil {
+					return nil, authErr
+				}
+				return nil, err
 			}
-			return nil, err
 		}
 		in, err := next(old)
 		if err != nil {
@@ -115,6 +119,11 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 			return err
 		}, &out, old.GetResourceVersion())
 		if err != nil && !conditional && store.IsConflict(err) && attempt < maxRetries {
+			// Another write got there first. Build on the version it
+			// stored, as Kubernetes builds on the object its failed
+			// transaction hands back: a read may not see that version
+			// until it is durable, and would race on the old one again.
+			current = store.ConflictCurrent(err)
 			continue
 		}
 		return out, err

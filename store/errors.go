@@ -36,6 +36,10 @@ type ObjectError struct {
 	Namespace string
 	Name      string
 	Detail    string
+	// Current is, for a conflict, the stored version the write met:
+	// committed, though perhaps not yet durable nor readable, so a base
+	// for the writer's next attempt, never an answer to a read.
+	Current api.Object
 }
 
 func (e *ObjectError) Error() string {
@@ -54,6 +58,16 @@ func (e *ObjectError) Unwrap() error { return e.Err }
 
 func objectError(err error, k *api.Kind, namespace, name, detail string) error {
 	return &ObjectError{Err: err, Kind: k, Namespace: namespace, Name: name, Detail: detail}
+}
+
+// ConflictCurrent is the stored version a conflicting write met (see
+// ObjectError.Current), nil if err is no such conflict.
+func ConflictCurrent(err error) api.Object {
+	var oe *ObjectError
+	if errors.As(err, &oe) && errors.Is(oe.Err, ErrConflict) {
+		return oe.Current
+	}
+	return nil
 }
 
 // IsNotFound reports whether err is, or wraps, ErrNotFound.

@@ -100,8 +100,16 @@ func TestUpdate(t *testing.T) {
 	// A stale resourceVersion conflicts.
 	stale := created.DeepCopyObject().(*api.Pod)
 	stale.ResourceVersion = "99"
-	if _, err := s.Update(ctx, stale); !IsConflict(err) {
+	_, err := s.Update(ctx, stale)
+	if !IsConflict(err) {
 		t.Fatalf("stale update: %v", err)
+	}
+	// It hands back the version it met, for the writer's next attempt.
+	if cur := ConflictCurrent(err); cur == nil || cur.GetResourceVersion() != created.GetResourceVersion() {
+		t.Fatalf("the conflict's current version: %v", cur)
+	}
+	if ConflictCurrent(ErrNotFound) != nil {
+		t.Fatal("a current version from an error that is no conflict")
 	}
 
 	// Changing nothing writes nothing.

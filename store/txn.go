@@ -140,8 +140,8 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 		return nil, err
 	}
 	if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, objectError(ErrConflict, k, obj.GetNamespace(), obj.GetName(),
-			fmt.Sprintf("the object has been modified (resourceVersion %s, stored %s); read it again and retry", rv, old.GetResourceVersion()))
+		return nil, &ObjectError{Err: ErrConflict, Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName(), Current: old,
+			Detail: fmt.Sprintf("the object has been modified (resourceVersion %s, stored %s); read it again and retry", rv, old.GetResourceVersion())}
 	}
 	if uid := obj.GetUID(); uid != "" && uid != old.GetUID() {
 		return nil, objectError(ErrConflict, k, obj.GetNamespace(), obj.GetName(),

@@ -61,6 +61,8 @@ type ServiceAccount struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Secrets are accepted and ignored: tokens are not kept in Secrets.
+	// +listType=map
+	// +listMapKey=name
 	Secrets []ObjectReference `json:"secrets,omitempty"`
 	// AutomountServiceAccountToken false gives the pods that run as this
 	// account no token, unless a pod's own automountServiceAccountToken

@@ -172,8 +172,12 @@ type NodeStatus struct {
 	// Conditions are Ready and the MemoryPressure, DiskPressure and
 	// PIDPressure the agent reports; the scheduler avoids a node under
 	// pressure.
+	// +listType=map
+	// +listMapKey=type
 	Conditions []NodeCondition `json:"conditions,omitempty"`
 	// Addresses are the node's InternalIP and Hostname.
+	// +listType=map
+	// +listMapKey=type
 	Addresses []NodeAddress `json:"addresses,omitempty"`
 	// DaemonEndpoints are the ports the agent serves on.
 	DaemonEndpoints NodeDaemonEndpoints `json:"daemonEndpoints,omitempty"`

@@ -63,6 +63,7 @@ type PodSpec struct {
 	NodeName string `json:"nodeName,omitempty"`
 	// NodeSelector lists labels a node must have, every one with the same
 	// value, for the scheduler to place the pod there.
+	// +mapType=atomic
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Affinity holds the pod's node affinity and required pod anti-affinity,
 	// which the scheduler honours.
@@ -134,6 +135,9 @@ type Container struct {
 	// Ports are the ports the process listens on. Under the exec runtime it
 	// shares the node's network, so the scheduler treats each one as a host
 	// port of the node.
+	// +listType=map
+	// +listMapKey=containerPort
+	// +listMapKey=protocol
 	Ports []ContainerPort `json:"ports,omitempty"`
 	// EnvFrom imports every key of a ConfigMap's data or a Secret as a
 	// variable, in order; keys that are not valid variable names are
@@ -203,6 +207,7 @@ type ContainerPort struct {
 	// the scheduler reserves it on the node, so no two pods there take it.
 	ContainerPort int32 `json:"containerPort"`
 	// Protocol is TCP (the default), UDP or SCTP.
+	// +default="TCP"
 	Protocol Protocol `json:"protocol,omitempty"`
 }
 
@@ -752,6 +757,8 @@ type PodStatus struct {
 	// evicted pod is Failed.
 	Phase PodPhase `json:"phase,omitempty"`
 	// Conditions are PodScheduled, Initialized, ContainersReady and Ready.
+	// +listType=map
+	// +listMapKey=type
 	Conditions []PodCondition `json:"conditions,omitempty"`
 	// Message says in words why the pod is in its state, such as why it was
 	// evicted.
@@ -766,6 +773,8 @@ type PodStatus struct {
 	// one.
 	PodIP string `json:"podIP,omitempty"`
 	// PodIPs lists the pod's IPs, podIP first.
+	// +listType=map
+	// +listMapKey=ip
 	PodIPs []PodIP `json:"podIPs,omitempty"`
 	// StartTime is when the node's agent first reported the pod.
 	StartTime *metav1.Time `json:"startTime,omitempty"`

@@ -41,9 +41,13 @@ type ServiceSpec struct {
 	// Selector lists the labels of the pods behind the service, every one
 	// with the same value. Without one, berth keeps no Endpoints for the
 	// service: they are written by hand.
+	// +mapType=atomic
 	Selector map[string]string `json:"selector,omitempty"`
 	// Ports are the service's ports; a ClusterIP service needs at least one
 	// unless it is headless, and each needs a name when there are several.
+	// +listType=map
+	// +listMapKey=port
+	// +listMapKey=protocol
 	Ports []ServicePort `json:"ports,omitempty"`
 	// ClusterIP is empty or None: berth has no virtual IPs, so either way
 	// the name resolves to the endpoints, as for a headless service. An
@@ -65,6 +69,7 @@ type ServicePort struct {
 	// SRV queries for _<name>._<protocol>.<service>.
 	Name string `json:"name,omitempty"`
 	// Protocol is TCP (the default), UDP or SCTP.
+	// +default="TCP"
 	Protocol Protocol `json:"protocol,omitempty"`
 	// AppProtocol is checked and kept, and otherwise unused.
 	AppProtocol *string `json:"appProtocol,omitempty"`

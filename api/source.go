@@ -71,6 +71,8 @@ type SourceStatus struct {
 	Objects int32 `json:"objects,omitempty"`
 	// Conditions hold Ready, whose message lists every error of a rejected
 	// revision with its file, document and field.
+	// +listType=map
+	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// LastHandledReconcileAt is the value of the
 	// AnnotationReconcileRequestedAt annotation the last finished sync

@@ -54,6 +54,8 @@ type ReplicationControllerStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions hold ReplicaFailure while pods cannot be created or deleted
 	// (a quota, a namespace being deleted).
+	// +listType=map
+	// +listMapKey=type
 	Conditions []WorkloadCondition `json:"conditions,omitempty"`
 }
 
@@ -131,6 +133,8 @@ type ReplicaSetStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions hold ReplicaFailure while pods cannot be created or deleted
 	// (a quota, a namespace being deleted).
+	// +listType=map
+	// +listMapKey=type
 	Conditions []WorkloadCondition `json:"conditions,omitempty"`
 }
 
@@ -238,6 +242,8 @@ type DeploymentStatus struct {
 	// Conditions are Available (enough pods available, within
 	// maxUnavailable) and Progressing (the rollout moves, is complete, or
 	// missed its deadline).
+	// +listType=map
+	// +listMapKey=type
 	Conditions []WorkloadCondition `json:"conditions,omitempty"`
 	// CollisionCount counts the times a ReplicaSet name was taken by another
 	// template; it changes the hash so the next name differs.

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -207,6 +208,68 @@ spec:
 	}
 	if got = containers(apply("alice", strings.ReplaceAll(owner, "%s", "2"))); strings.Join(got, " ") != "web=web:2 proxy=proxy:1" {
 		t.Fatalf("after alice's new image: %v", got)
+	}
+}
+
+// TestServerSideApplyAfterCreate: an apply of the manifest a plain create
+// wrote takes it over without a conflict, though the stored ports carry
+// the protocol the manifest leaves to its default (the ports are a list
+// keyed by containerPort and protocol, TCP by default, as in
+// Kubernetes); another manager's port then joins by key.
+func TestServerSideApplyAfterCreate(t *testing.T) {
+	e := newEnv(t)
+	const manifest = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: web:1
+        command: [web]
+        ports:
+        - containerPort: %d
+`
+	if code, _, data := e.do("POST", "/apis/apps/v1/namespaces/default/deployments", adminToken, "application/yaml", "", strings.NewReader(fmt.Sprintf(manifest, 8080))); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, data)
+	}
+	const path = "/apis/apps/v1/namespaces/default/deployments/web"
+	for _, tc := range []struct {
+		manager string
+		port    int
+		want    string
+	}{
+		{"kubectl", 8080, `[{"containerPort":8080,"protocol":"TCP"}]`},
+		{"other", 9090, `[{"containerPort":8080,"protocol":"TCP"},{"containerPort":9090,"protocol":"TCP"}]`},
+	} {
+		code, _, data := e.do("PATCH", path+"?fieldManager="+tc.manager, adminToken, "application/apply-patch+yaml", "", strings.NewReader(fmt.Sprintf(manifest, tc.port)))
+		if code != http.StatusOK {
+			t.Fatalf("%s's apply: %d %s", tc.manager, code, data)
+		}
+		var d struct {
+			Spec struct {
+				Template struct {
+					Spec struct {
+						Containers []struct {
+							Ports json.RawMessage `json:"ports"`
+						} `json:"containers"`
+					} `json:"spec"`
+				} `json:"template"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(d.Spec.Template.Spec.Containers[0].Ports); got != tc.want {
+			t.Errorf("after %s's apply: ports %s, want %s", tc.manager, got, tc.want)
+		}
 	}
 }
 

@@ -504,6 +504,15 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 						},
 					},
 					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"containerPort",
+									"protocol",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Ports are the ports the process listens on. Under the exec runtime it shares the node's network, so the scheduler treats each one as a host port of the node.",
 							Type:        []string{"array"},
@@ -699,6 +708,7 @@ func schema_githubcom_berth_dev_berth_api_ContainerPort(ref common.ReferenceCall
 					"protocol": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Protocol is TCP (the default), UDP or SCTP.",
+							Default:     "TCP",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -1235,6 +1245,14 @@ func schema_githubcom_berth_dev_berth_api_DeploymentStatus(ref common.ReferenceC
 						},
 					},
 					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Conditions are Available (enough pods available, within maxUnavailable) and Progressing (the rollout moves, is complete, or missed its deadline).",
 							Type:        []string{"array"},
@@ -2805,6 +2823,14 @@ func schema_githubcom_berth_dev_berth_api_NodeStatus(ref common.ReferenceCallbac
 						},
 					},
 					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Conditions are Ready and the MemoryPressure, DiskPressure and PIDPressure the agent reports; the scheduler avoids a node under pressure.",
 							Type:        []string{"array"},
@@ -2818,6 +2844,14 @@ func schema_githubcom_berth_dev_berth_api_NodeStatus(ref common.ReferenceCallbac
 						},
 					},
 					"addresses": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Addresses are the node's InternalIP and Hostname.",
 							Type:        []string{"array"},
@@ -3770,6 +3804,11 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 						},
 					},
 					"nodeSelector": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-map-type": "atomic",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "NodeSelector lists labels a node must have, every one with the same value, for the scheduler to place the pod there.",
 							Type:        []string{"object"},
@@ -3876,6 +3915,14 @@ func schema_githubcom_berth_dev_berth_api_PodStatus(ref common.ReferenceCallback
 						},
 					},
 					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Conditions are PodScheduled, Initialized, ContainersReady and Ready.",
 							Type:        []string{"array"},
@@ -3917,6 +3964,14 @@ func schema_githubcom_berth_dev_berth_api_PodStatus(ref common.ReferenceCallback
 						},
 					},
 					"podIPs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"ip",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "PodIPs lists the pod's IPs, podIP first.",
 							Type:        []string{"array"},
@@ -4281,6 +4336,14 @@ func schema_githubcom_berth_dev_berth_api_ReplicaSetStatus(ref common.ReferenceC
 						},
 					},
 					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Conditions hold ReplicaFailure while pods cannot be created or deleted (a quota, a namespace being deleted).",
 							Type:        []string{"array"},
@@ -4446,6 +4509,14 @@ func schema_githubcom_berth_dev_berth_api_ReplicationControllerStatus(ref common
 						},
 					},
 					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Conditions hold ReplicaFailure while pods cannot be created or deleted (a quota, a namespace being deleted).",
 							Type:        []string{"array"},
@@ -5032,6 +5103,14 @@ func schema_githubcom_berth_dev_berth_api_ServiceAccount(ref common.ReferenceCal
 						},
 					},
 					"secrets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"name",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Secrets are accepted and ignored: tokens are not kept in Secrets.",
 							Type:        []string{"array"},
@@ -5089,6 +5168,7 @@ func schema_githubcom_berth_dev_berth_api_ServicePort(ref common.ReferenceCallba
 					"protocol": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Protocol is TCP (the default), UDP or SCTP.",
+							Default:     "TCP",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -5138,6 +5218,11 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 						},
 					},
 					"selector": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-map-type": "atomic",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Selector lists the labels of the pods behind the service, every one with the same value. Without one, berth keeps no Endpoints for the service: they are written by hand.",
 							Type:        []string{"object"},
@@ -5153,6 +5238,15 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 						},
 					},
 					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"port",
+									"protocol",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Ports are the service's ports; a ClusterIP service needs at least one unless it is headless, and each needs a name when there are several.",
 							Type:        []string{"array"},
@@ -5385,6 +5479,14 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 						},
 					},
 					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
 							Description: "Conditions hold Ready, whose message lists every error of a rejected revision with its file, document and field.",
 							Type:        []string{"array"},

@@ -27,6 +27,8 @@ func Default(obj Object) {
 				defaultProtocol(&o.Subsets[i].Ports[j].Protocol)
 			}
 		}
+	case *EndpointSlice:
+		defaultEndpointSlicePorts(o.Ports)
 	case *ReplicationController:
 		defaultReplicationController(o)
 	case *ReplicaSet:
@@ -321,4 +323,19 @@ func MergeStringData(obj Object) {
 		s.Data[k] = []byte(v)
 	}
 	s.StringData = nil
+}
+
+// defaultEndpointSlicePorts gives each port of a slice a name (empty) and
+// a protocol (TCP), as Kubernetes does, so that readers need not guess.
+func defaultEndpointSlicePorts(ports []EndpointSlicePort) {
+	for i := range ports {
+		p := &ports[i]
+		if p.Name == nil {
+			p.Name = new(string)
+		}
+		if p.Protocol == nil {
+			tcp := ProtocolTCP
+			p.Protocol = &tcp
+		}
+	}
 }

@@ -94,7 +94,10 @@ var (
 	StorageV1 = schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}
 	// CoordinationV1 serves Lease, the node heartbeat.
 	CoordinationV1 = schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}
-	BerthV1        = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+	// DiscoveryV1 serves EndpointSlice, the endpoints of services as
+	// Kubernetes' readers look for them.
+	DiscoveryV1 = schema.GroupVersion{Group: "discovery.k8s.io", Version: "v1"}
+	BerthV1     = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
 )
 
 func init() {
@@ -115,6 +118,7 @@ func init() {
 	register(&Deployment{}, AppsV1, "deployments", "deployment", true, true, "deploy")
 	register(&StorageClass{}, StorageV1, "storageclasses", "storageclass", false, false, "sc")
 	register(&Lease{}, CoordinationV1, "leases", "lease", true, false)
+	register(&EndpointSlice{}, DiscoveryV1, "endpointslices", "endpointslice", true, false)
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
 	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &Source{}} {
 		KindOf(obj).Generation = true

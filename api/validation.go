@@ -47,6 +47,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateServiceSpec(&o.Spec, spec)...)
 	case *Endpoints:
 		errs = append(errs, validateEndpoints(o)...)
+	case *EndpointSlice:
+		errs = append(errs, validateEndpointSlice(o)...)
 	case *ReplicationController:
 		errs = append(errs, validateReplicationControllerSpec(&o.Spec, spec)...)
 	case *ReplicaSet:
@@ -230,11 +232,16 @@ func validatePortNumOrName(port intstr.IntOrString, p *field.Path) field.ErrorLi
 var supportedProtocols = []Protocol{ProtocolTCP, ProtocolUDP, ProtocolSCTP}
 
 func validateProtocol(proto Protocol, p *field.Path) field.ErrorList {
-	if proto == "" {
+	return validateOneOf(proto, supportedProtocols, p)
+}
+
+// validateOneOf checks a required field that takes one of a few values.
+func validateOneOf[T ~string](v T, allowed []T, p *field.Path) field.ErrorList {
+	if v == "" {
 		return field.ErrorList{field.Required(p, "")}
 	}
-	if !slices.Contains(supportedProtocols, proto) {
-		return field.ErrorList{field.NotSupported(p, proto, supportedProtocols)}
+	if !slices.Contains(allowed, v) {
+		return field.ErrorList{field.NotSupported(p, v, allowed)}
 	}
 	return nil
 }

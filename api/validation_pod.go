@@ -47,12 +47,7 @@ func validatePodSpec(spec *PodSpec, p *field.Path, restartPolicies []RestartPoli
 	errs = append(errs, validateContainers(spec.InitContainers, true, volumes, names, p.Child("initContainers"))...)
 	errs = append(errs, validateContainers(spec.Containers, false, volumes, names, p.Child("containers"))...)
 
-	switch {
-	case spec.RestartPolicy == "":
-		errs = append(errs, field.Required(p.Child("restartPolicy"), ""))
-	case !slices.Contains(restartPolicies, spec.RestartPolicy):
-		errs = append(errs, field.NotSupported(p.Child("restartPolicy"), spec.RestartPolicy, restartPolicies))
-	}
+	errs = append(errs, validateOneOf(spec.RestartPolicy, restartPolicies, p.Child("restartPolicy"))...)
 	if g := spec.TerminationGracePeriodSeconds; g != nil {
 		errs = append(errs, validateNonNegative(*g, p.Child("terminationGracePeriodSeconds"))...)
 	}
@@ -218,12 +213,7 @@ func validateFieldRef(ref *ObjectFieldSelector, p *field.Path) field.ErrorList {
 	if ref.APIVersion != "" && ref.APIVersion != "v1" {
 		errs = append(errs, field.NotSupported(p.Child("apiVersion"), ref.APIVersion, []string{"v1"}))
 	}
-	switch {
-	case ref.FieldPath == "":
-		errs = append(errs, field.Required(p.Child("fieldPath"), ""))
-	case !slices.Contains(DownwardAPIFieldPaths, ref.FieldPath):
-		errs = append(errs, field.NotSupported(p.Child("fieldPath"), ref.FieldPath, DownwardAPIFieldPaths))
-	}
+	errs = append(errs, validateOneOf(ref.FieldPath, DownwardAPIFieldPaths, p.Child("fieldPath"))...)
 	return errs
 }
 

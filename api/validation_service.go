@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -137,4 +138,99 @@ func validateEndpointAddress(a *EndpointAddress, p *field.Path) field.ErrorList 
 		errs = append(errs, validateDNSSubdomain(*a.NodeName, p.Child("nodeName"))...)
 	}
 	return errs
+}
+
+// Limits of an EndpointSlice, Kubernetes'.
+const (
+	maxSliceEndpoints = 1000
+	maxSliceAddresses = 100
+	maxSlicePorts     = 100
+)
+
+var supportedAddressTypes = []AddressType{AddressTypeIPv4, AddressTypeIPv6, AddressTypeFQDN}
+
+// validateEndpointSlice checks what Kubernetes checks of a slice, but for
+// its refusal of loopback addresses: under the exec runtime a pod's IP is
+// its node's, and a node on one machine may well be 127.0.0.x.
+func validateEndpointSlice(es *EndpointSlice) field.ErrorList {
+	errs := validateOneOf(es.AddressType, supportedAddressTypes, field.NewPath("addressType"))
+	ep := field.NewPath("endpoints")
+	if len(es.Endpoints) > maxSliceEndpoints {
+		errs = append(errs, field.TooMany(ep, len(es.Endpoints), maxSliceEndpoints))
+	} else {
+		for i := range es.Endpoints {
+			errs = append(errs, validateSliceEndpoint(&es.Endpoints[i], es.AddressType, ep.Index(i))...)
+		}
+	}
+	pp := field.NewPath("ports")
+	if len(es.Ports) > maxSlicePorts {
+		return append(errs, field.TooMany(pp, len(es.Ports), maxSlicePorts))
+	}
+	names := sets.New[string]()
+	for i, port := range es.Ports {
+		p := pp.Index(i)
+		name := ""
+		if port.Name != nil {
+			name = *port.Name
+		}
+		if name != "" {
+			errs = append(errs, validateDNSLabel(name, p.Child("name"))...)
+		}
+		if names.Has(name) {
+			errs = append(errs, field.Duplicate(p.Child("name"), name))
+		}
+		names.Insert(name)
+		if port.Protocol == nil {
+			errs = append(errs, field.Required(p.Child("protocol"), ""))
+		} else {
+			errs = append(errs, validateProtocol(*port.Protocol, p.Child("protocol"))...)
+		}
+		if port.Port != nil {
+			errs = append(errs, validatePortNumber(*port.Port, p.Child("port"))...)
+		}
+		if ap := port.AppProtocol; ap != nil {
+			for _, msg := range content.IsLabelKey(*ap) {
+				errs = append(errs, field.Invalid(p.Child("appProtocol"), *ap, msg))
+			}
+		}
+	}
+	return errs
+}
+
+func validateSliceEndpoint(e *Endpoint, at AddressType, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	ap := p.Child("addresses")
+	switch {
+	case len(e.Addresses) == 0:
+		errs = append(errs, field.Required(ap, "must contain at least 1 address"))
+	case len(e.Addresses) > maxSliceAddresses:
+		errs = append(errs, field.TooMany(ap, len(e.Addresses), maxSliceAddresses))
+	}
+	for i, a := range e.Addresses {
+		errs = append(errs, validateSliceAddress(a, at, ap.Index(i))...)
+	}
+	if e.Hostname != nil {
+		errs = append(errs, validateDNSLabel(*e.Hostname, p.Child("hostname"))...)
+	}
+	if e.NodeName != nil {
+		errs = append(errs, validateDNSSubdomain(*e.NodeName, p.Child("nodeName"))...)
+	}
+	return errs
+}
+
+// validateSliceAddress checks an address against its slice's type; one
+// of an unknown type is left to the type's own error.
+func validateSliceAddress(a string, at AddressType, p *field.Path) field.ErrorList {
+	switch at {
+	case AddressTypeFQDN:
+		return validation.IsFullyQualifiedDomainName(p, a)
+	case AddressTypeIPv4, AddressTypeIPv6:
+		if errs := validation.IsValidIP(p, a); len(errs) > 0 {
+			return errs
+		}
+		if ip, err := netip.ParseAddr(a); err != nil || ip.Is4() != (at == AddressTypeIPv4) {
+			return field.ErrorList{field.Invalid(p, a, "must be a valid "+string(at)+" address")}
+		}
+	}
+	return nil
 }

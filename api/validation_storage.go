@@ -70,13 +70,7 @@ func validatePersistentVolumeSpec(spec *PersistentVolumeSpec, p *field.Path) fie
 	errs = append(errs, exactlyOne(set, "hostPath or local", p)...)
 
 	errs = append(errs, validateAccessModes(spec.AccessModes, p.Child("accessModes"))...)
-	rp := p.Child("persistentVolumeReclaimPolicy")
-	switch {
-	case spec.PersistentVolumeReclaimPolicy == "":
-		errs = append(errs, field.Required(rp, ""))
-	case !slices.Contains(reclaimPolicies, spec.PersistentVolumeReclaimPolicy):
-		errs = append(errs, field.NotSupported(rp, spec.PersistentVolumeReclaimPolicy, reclaimPolicies))
-	}
+	errs = append(errs, validateOneOf(spec.PersistentVolumeReclaimPolicy, reclaimPolicies, p.Child("persistentVolumeReclaimPolicy"))...)
 	errs = append(errs, validateVolumeMode(spec.VolumeMode, p.Child("volumeMode"))...)
 	if spec.StorageClassName != "" {
 		errs = append(errs, validateDNSSubdomain(spec.StorageClassName, p.Child("storageClassName"))...)

@@ -490,6 +490,33 @@ func TestValidateService(t *testing.T) {
 		}},
 		{"bad port", func(o *Endpoints) { o.Subsets[0].Ports[0].Port = 0 }, []string{"subsets[0].ports[0].port: Invalid value"}},
 	})
+	runValidation(t, func() *EndpointSlice {
+		return &EndpointSlice{ObjectMeta: meta("web-x7k2p"), AddressType: AddressTypeIPv4,
+			Endpoints: []Endpoint{{Addresses: []string{"127.0.0.21"}, Hostname: ptr("web-0"), NodeName: ptr("node-1")}},
+			Ports:     []EndpointSlicePort{{Name: ptr("http"), Port: ptr(int32(8080))}, {Port: ptr(int32(53)), Protocol: ptr(ProtocolUDP)}}}
+	}, []validationCase[*EndpointSlice]{
+		{"address type required", func(o *EndpointSlice) { o.AddressType = "" }, []string{"addressType: Required value"}},
+		{"address type", func(o *EndpointSlice) { o.AddressType = "IP" }, []string{`addressType: Unsupported value: "IP"`}},
+		{"address of the other family", func(o *EndpointSlice) { o.Endpoints[0].Addresses[0] = "fd00::1" }, []string{`endpoints[0].addresses[0]: Invalid value: "fd00::1": must be a valid IPv4 address`}},
+		{"IPv6", func(o *EndpointSlice) { o.AddressType, o.Endpoints[0].Addresses[0] = AddressTypeIPv6, "fd00::1" }, nil},
+		{"FQDN", func(o *EndpointSlice) {
+			o.AddressType, o.Endpoints[0].Addresses[0] = AddressTypeFQDN, "web.example.com"
+		}, nil},
+		{"not an address", func(o *EndpointSlice) { o.Endpoints[0].Addresses[0] = "10.0.0.300" }, []string{"endpoints[0].addresses[0]: Invalid value"}},
+		{"no address", func(o *EndpointSlice) { o.Endpoints[0].Addresses = nil }, []string{"endpoints[0].addresses: Required value: must contain at least 1 address"}},
+		{"names", func(o *EndpointSlice) { o.Endpoints[0].Hostname, o.Endpoints[0].NodeName = ptr("A"), ptr("_n") }, []string{
+			"endpoints[0].hostname: Invalid value", "endpoints[0].nodeName: Invalid value",
+		}},
+		{"too many endpoints", func(o *EndpointSlice) {
+			o.Endpoints = slices.Repeat(o.Endpoints, 1001)
+		}, []string{"endpoints: Too many: 1001: must have at most 1000 items"}},
+		{"duplicate port name", func(o *EndpointSlice) { o.Ports[1].Name = ptr("http") }, []string{`ports[1].name: Duplicate value: "http"`}},
+		{"port", func(o *EndpointSlice) { o.Ports[0].Port = ptr(int32(0)) }, []string{"ports[0].port: Invalid value"}},
+		{"all ports", func(o *EndpointSlice) { o.Ports[0].Port = nil }, nil},
+		{"protocol", func(o *EndpointSlice) { o.Ports[0].Protocol = ptr(Protocol("ICMP")) }, []string{`ports[0].protocol: Unsupported value: "ICMP"`}},
+		{"app protocol", func(o *EndpointSlice) { o.Ports[0].AppProtocol = ptr("not valid") }, []string{"ports[0].appProtocol: Invalid value"}},
+		{"name", func(o *EndpointSlice) { o.Name = "Web" }, []string{`metadata.name: Invalid value: "Web"`}},
+	})
 }
 
 func TestValidateStorage(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 
 // ValidateUpdate checks the fields Kubernetes does not let an update
 // change (selectors, a claim's spec, a volume's source, a pod's spec but
-// its images and tolerations, immutable ConfigMaps and Secrets), on objects
-// already defaulted and validated. It is the API server's rule, and the
+// its images and tolerations, immutable ConfigMaps and Secrets, an
+// EndpointSlice's addressType), on objects already defaulted and
+// validated. It is the API server's rule, and the
 // applier's: a source cannot change what a user could not. For a Service
 // it also keeps the old clusterIP when the update leaves it out, as
 // Kubernetes does. Controllers write through the store and are not bound
@@ -30,6 +31,8 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 		return validateVolumeUpdate(old.(*PersistentVolume), n)
 	case *Service:
 		return validateServiceUpdate(old.(*Service), n)
+	case *EndpointSlice:
+		return immutable(old.(*EndpointSlice).AddressType, n.AddressType, field.NewPath("addressType"))
 	case *StorageClass:
 		o := old.(*StorageClass)
 		var errs field.ErrorList

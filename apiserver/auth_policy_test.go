@@ -231,6 +231,11 @@ func TestAuthzPolicy(t *testing.T) {
 		// Node: nothing else.
 		{"node reads a deployment", n1, apiserver.Attributes{Verb: "get", Kind: k("deployments"), Namespace: "default", Name: "web"}, false},
 		{"node lists services", n1, apiserver.Attributes{Verb: "list", Kind: k("services")}, false},
+		// Its pods reach services by DNS, which the control plane serves:
+		// a node reads neither Endpoints nor EndpointSlices.
+		{"node lists endpoints", n1, apiserver.Attributes{Verb: "list", Kind: k("endpoints"), Namespace: "default"}, false},
+		{"node lists endpointslices", n1, apiserver.Attributes{Verb: "list", Kind: k("endpointslices"), Namespace: "default"}, false},
+		{"node gets an endpointslice", n1, apiserver.Attributes{Verb: "get", Kind: k("endpointslices"), Namespace: "default", Name: "web-abcde"}, false},
 		{"node creates a namespace", n1, apiserver.Attributes{Verb: "create", Kind: k("namespaces"), Name: "x"}, false},
 		{"node non-resource request", n1, apiserver.Attributes{Verb: "get"}, false},
 
@@ -239,6 +244,9 @@ func TestAuthzPolicy(t *testing.T) {
 		{"sa execs in a pod of its namespace", sa, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "exec"}, false},
 		{"sa lists configmaps in its namespace", sa, apiserver.Attributes{Verb: "list", Kind: k("configmaps"), Namespace: "default"}, true},
 		{"sa watches services in its namespace", sa, apiserver.Attributes{Verb: "watch", Kind: k("services"), Namespace: "default"}, true},
+		{"sa lists endpointslices in its namespace", sa, apiserver.Attributes{Verb: "list", Kind: k("endpointslices"), Namespace: "default"}, true},
+		{"sa lists endpointslices elsewhere", sa, apiserver.Attributes{Verb: "list", Kind: k("endpointslices"), Namespace: "other"}, false},
+		{"sa creates an endpointslice", sa, apiserver.Attributes{Verb: "create", Kind: k("endpointslices"), Namespace: "default"}, false},
 		{"sa lists deployments in its namespace", sa, apiserver.Attributes{Verb: "list", Kind: k("deployments"), Namespace: "default"}, true},
 		{"sa gets a pod elsewhere", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "other", Name: "job"}, false},
 		{"sa lists pods in all namespaces", sa, apiserver.Attributes{Verb: "list", Kind: k("pods")}, false},

@@ -11,6 +11,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,6 +58,7 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	appsv1.SchemeGroupVersion.WithKind("Deployment"):            func() protobufObject { return &appsv1.Deployment{} },
 	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       func() protobufObject { return &storagev1.StorageClass{} },
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
+	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):    func() protobufObject { return &discoveryv1.EndpointSlice{} },
 	// kubectl create token asks for a token this way, and kubectl auth
 	// can-i and whoami ask about themselves.
 	authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"):           func() protobufObject { return &authenticationv1.TokenRequest{} },

@@ -99,6 +99,16 @@ var definitions = map[string][]Column{
 			cell: on(func(e *api.Endpoints, _ time.Time) string { return FormatEndpoints(e, nil) })},
 		ageColumn,
 	},
+	"EndpointSlice": {
+		nameColumn,
+		{Name: "AddressType", Type: "string", Description: "The type of every address of the slice: IPv4, IPv6 or FQDN.",
+			cell: on(func(e *api.EndpointSlice, _ time.Time) string { return string(e.AddressType) })},
+		{Name: "Ports", Type: "string", Description: "The ports every endpoint of the slice serves.",
+			cell: on(func(e *api.EndpointSlice, _ time.Time) string { return SlicePorts(e.Ports) })},
+		{Name: "Endpoints", Type: "string", Description: "The addresses of the slice's endpoints, ready or not.",
+			cell: on(func(e *api.EndpointSlice, _ time.Time) string { return SliceEndpoints(e.Endpoints) })},
+		ageColumn,
+	},
 	"Deployment": append([]Column{
 		nameColumn,
 		{Name: "Ready", Type: "string", Description: "Ready replicas out of desired replicas.",

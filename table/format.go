@@ -89,24 +89,40 @@ func ServicePorts(ports []api.ServicePort) string {
 // says how many more there are.
 const maxEndpoints = 3
 
+// cellList gathers the items of a cell that lists at most maxEndpoints
+// of them and counts the rest, as kubectl's ENDPOINTS and PORTS cells do.
+type cellList struct {
+	list  []string
+	count int
+}
+
+func (c *cellList) add(s string) {
+	c.count++
+	if len(c.list) < maxEndpoints {
+		c.list = append(c.list, s)
+	}
+}
+
+// String reads `a,b,c + 2 more...`, or empty when there is nothing.
+func (c *cellList) String() string {
+	s := strings.Join(c.list, ",")
+	if c.count > len(c.list) {
+		s = fmt.Sprintf("%s + %d more...", s, c.count-len(c.list))
+	}
+	return s
+}
+
 // FormatEndpoints renders the ready addresses of an Endpoints object as
 // kubectl does: `10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 2 more...`. With
 // a non-nil portNames, only ports of those names count (describe shows
 // the endpoints of each service port).
 func FormatEndpoints(ep *api.Endpoints, portNames map[string]bool) string {
-	var list []string
-	count := 0
-	add := func(s string) {
-		count++
-		if len(list) < maxEndpoints {
-			list = append(list, s)
-		}
-	}
+	var c cellList
 	for _, ss := range ep.Subsets {
 		if len(ss.Ports) == 0 {
 			// A headless service may have no ports.
 			for _, a := range ss.Addresses {
-				add(a.IP)
+				c.add(a.IP)
 			}
 			continue
 		}
@@ -115,13 +131,47 @@ func FormatEndpoints(ep *api.Endpoints, portNames map[string]bool) string {
 				continue
 			}
 			for _, a := range ss.Addresses {
-				add(net.JoinHostPort(a.IP, strconv.Itoa(int(port.Port))))
+				c.add(net.JoinHostPort(a.IP, strconv.Itoa(int(port.Port))))
 			}
 		}
 	}
-	s := strings.Join(list, ",")
-	if count > len(list) {
-		s = fmt.Sprintf("%s + %d more...", s, count-len(list))
+	return c.String()
+}
+
+// SlicePorts renders the ports of an EndpointSlice as kubectl does: the
+// numbers (a port without one by its name, else `*`), three at most, and
+// `<unset>` for none.
+func SlicePorts(ports []api.EndpointSlicePort) string {
+	var c cellList
+	for _, p := range ports {
+		switch {
+		case p.Port != nil:
+			c.add(strconv.Itoa(int(*p.Port)))
+		case p.Name != nil:
+			c.add(*p.Name)
+		default:
+			c.add("*")
+		}
+	}
+	return orUnset(c.String())
+}
+
+// SliceEndpoints renders the addresses of an EndpointSlice as kubectl
+// does: every endpoint's, ready or not, three at most, and `<unset>` for
+// none.
+func SliceEndpoints(endpoints []api.Endpoint) string {
+	var c cellList
+	for _, e := range endpoints {
+		for _, a := range e.Addresses {
+			c.add(a)
+		}
+	}
+	return orUnset(c.String())
+}
+
+func orUnset(s string) string {
+	if s == "" {
+		return "<unset>"
 	}
 	return s
 }

@@ -227,6 +227,25 @@ func fixtureEndpoints() []api.Object {
 	return []api.Object{web, empty}
 }
 
+// fixtureEndpointSlices are web's two families, the IPv4 one with more
+// endpoints and ports than a cell lists, and a service's placeholder.
+func fixtureEndpointSlices() []api.Object {
+	ready := api.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)}
+	port := func(name string, n int32) api.EndpointSlicePort {
+		return api.EndpointSlicePort{Name: ptr(name), Protocol: ptr(api.ProtocolTCP), Port: ptr(n)}
+	}
+	v4 := &api.EndpointSlice{ObjectMeta: meta("default", "web-x7k2p", 3*day, map[string]string{api.LabelServiceName: "web"}), AddressType: api.AddressTypeIPv4}
+	for _, ip := range []string{"192.168.1.11", "192.168.1.12", "192.168.1.13", "192.168.1.14"} {
+		v4.Endpoints = append(v4.Endpoints, api.Endpoint{Addresses: []string{ip}, Conditions: ready})
+	}
+	v4.Ports = []api.EndpointSlicePort{port("http", 8080), port("metrics", 9100), port("grpc", 9000), port("admin", 9001)}
+	v6 := &api.EndpointSlice{ObjectMeta: meta("default", "web-q9m4t", 3*day, map[string]string{api.LabelServiceName: "web"}), AddressType: api.AddressTypeIPv6,
+		Endpoints: []api.Endpoint{{Addresses: []string{"fd00::11"}, Conditions: ready}},
+		Ports:     []api.EndpointSlicePort{port("http", 8080)}}
+	empty := &api.EndpointSlice{ObjectMeta: meta("default", "payments-c5n8w", 7*time.Hour, map[string]string{api.LabelServiceName: "payments"}), AddressType: api.AddressTypeIPv4}
+	return []api.Object{v4, v6, empty}
+}
+
 func fixtureTemplate(app, image string) api.PodTemplateSpec {
 	return api.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
@@ -432,6 +451,7 @@ func fixtureKinds() map[string][]api.Object {
 		"nodes":                  fixtureNodes(),
 		"services":               fixtureServices(),
 		"endpoints":              fixtureEndpoints(),
+		"endpointslices":         fixtureEndpointSlices(),
 		"deployments":            fixtureDeployments(),
 		"replicasets":            fixtureReplicaSets(),
 		"replicationcontrollers": fixtureReplicationControllers(),

@@ -39,8 +39,12 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.DeploymentStatus":                  schema_githubcom_berth_dev_berth_api_DeploymentStatus(ref),
 		"github.com/berth-dev/berth/api.DeploymentStrategy":                schema_githubcom_berth_dev_berth_api_DeploymentStrategy(ref),
 		"github.com/berth-dev/berth/api.EmptyDirVolumeSource":              schema_githubcom_berth_dev_berth_api_EmptyDirVolumeSource(ref),
+		"github.com/berth-dev/berth/api.Endpoint":                          schema_githubcom_berth_dev_berth_api_Endpoint(ref),
 		"github.com/berth-dev/berth/api.EndpointAddress":                   schema_githubcom_berth_dev_berth_api_EndpointAddress(ref),
+		"github.com/berth-dev/berth/api.EndpointConditions":                schema_githubcom_berth_dev_berth_api_EndpointConditions(ref),
 		"github.com/berth-dev/berth/api.EndpointPort":                      schema_githubcom_berth_dev_berth_api_EndpointPort(ref),
+		"github.com/berth-dev/berth/api.EndpointSlice":                     schema_githubcom_berth_dev_berth_api_EndpointSlice(ref),
+		"github.com/berth-dev/berth/api.EndpointSlicePort":                 schema_githubcom_berth_dev_berth_api_EndpointSlicePort(ref),
 		"github.com/berth-dev/berth/api.EndpointSubset":                    schema_githubcom_berth_dev_berth_api_EndpointSubset(ref),
 		"github.com/berth-dev/berth/api.Endpoints":                         schema_githubcom_berth_dev_berth_api_Endpoints(ref),
 		"github.com/berth-dev/berth/api.EnvFromSource":                     schema_githubcom_berth_dev_berth_api_EnvFromSource(ref),
@@ -1336,6 +1340,75 @@ func schema_githubcom_berth_dev_berth_api_EmptyDirVolumeSource(ref common.Refere
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_Endpoint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Endpoint is one endpoint of an EndpointSlice: for a service with a selector, one pod.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"addresses": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Addresses of the endpoint, of the slice's address type; readers use the first. Kubernetes' controller and berth's write exactly one.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"conditions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions say whether the endpoint takes traffic.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.EndpointConditions"),
+						},
+					},
+					"hostname": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Hostname is the name the endpoint answers to in DNS under its service; berth sets it as for the service's Endpoints.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetRef is the pod behind the endpoint.",
+							Ref:         ref("github.com/berth-dev/berth/api.ObjectReference"),
+						},
+					},
+					"nodeName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodeName is the node the endpoint's pod runs on.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"zone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Zone is the topology.kubernetes.io/zone label of that node.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"addresses"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.EndpointConditions", "github.com/berth-dev/berth/api.ObjectReference"},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_EndpointAddress(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1380,6 +1453,40 @@ func schema_githubcom_berth_dev_berth_api_EndpointAddress(ref common.ReferenceCa
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_EndpointConditions(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EndpointConditions are the states of an endpoint, as Kubernetes' proxy reads them. Unset means unknown, read as ready and serving.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ready says the endpoint takes new traffic: its pod is ready and not terminating, or the service publishes not-ready addresses.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"serving": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Serving says the pod is ready, terminating or not: a proxy may send it traffic when no endpoint is ready.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"terminating": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Terminating says the pod is being deleted.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_EndpointPort(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1411,6 +1518,128 @@ func schema_githubcom_berth_dev_berth_api_EndpointPort(ref common.ReferenceCallb
 					},
 				},
 				Required: []string{"port"},
+			},
+		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_EndpointSlice(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EndpointSlice is a discovery.k8s.io/v1 EndpointSlice: a part of the endpoints behind a service, of one address type and one set of ports. Kubernetes has moved its readers from Endpoints to EndpointSlices; berth keeps both for every service with a selector, from one computation, so they never disagree.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"addressType": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AddressType is the kind of every address of the slice: IPv4, IPv6 or FQDN. It cannot change.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"endpoints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Endpoints are the endpoints of the slice, at most 1000; the controller puts at most 100 in one.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.Endpoint"),
+									},
+								},
+							},
+						},
+					},
+					"ports": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Ports are the ports every endpoint of the slice serves, each with a unique name; empty means no ports are defined.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.EndpointSlicePort"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"addressType", "endpoints", "ports"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.Endpoint", "github.com/berth-dev/berth/api.EndpointSlicePort", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_EndpointSlicePort(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EndpointSlicePort is a port of every endpoint of a slice. Its fields are pointers, as in Kubernetes, so that a port with no number (all ports) differs from one with port 0.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the service port's name, empty for an unnamed port; unique in the slice.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"protocol": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Protocol is TCP (the default), UDP or SCTP.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"port": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Port is the port on the endpoints, the service port's targetPort resolved for their pods.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"appProtocol": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AppProtocol is the service port's appProtocol.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
 			},
 		},
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/reconcile/endpointslice"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/gc"
 	"github.com/berth-dev/berth/reconcile/namespace"
@@ -170,6 +171,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.controllers = append(s.controllers,
 		endpoints.NewController(st, endpoints.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		endpointslice.NewController(st, endpointslice.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 		workload.NewReplicaSetController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,
 			Events: s.events.Recorder("replicaset-controller", "")}),
 		workload.NewReplicationControllerController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,

@@ -31,6 +31,10 @@ const (
 	// controller, which a ReplicaSet may adopt, without scanning every pod
 	// of the namespace on each sync. Controlled pods are not in it.
 	IndexOrphan = "orphan"
+	// IndexService finds the EndpointSlices of a service ("namespace/name",
+	// by their kubernetes.io/service-name label) without scanning the
+	// slices of its namespace.
+	IndexService = "service"
 )
 
 // tableIndexes lists, per kind, the indexes beyond id, uid, owner and source.
@@ -41,6 +45,12 @@ var tableIndexes = map[string]map[string]*memdb.IndexSchema{
 		})},
 		IndexOrphan: {Name: IndexOrphan, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
 			return o.GetNamespace(), api.ControllerOf(o) == nil
+		})},
+	},
+	"EndpointSlice": {
+		IndexService: {Name: IndexService, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+			svc, ok := o.GetLabels()[api.LabelServiceName]
+			return objectKey(o.GetNamespace(), svc), ok
 		})},
 	},
 	"PersistentVolumeClaim": {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,14 +47,14 @@ type Options struct {
 
 // Reconciler converges the Endpoints of one service, named by its key.
 type Reconciler struct {
-	store     *store.Store
-	selectors *selectorIndex
+	store    *store.Store
+	services *ServiceIndex
 }
 
 // NewReconciler returns the Reconciler alone, for tests and for callers
 // that run it under their own Controller.
 func NewReconciler(s *store.Store) *Reconciler {
-	return &Reconciler{store: s, selectors: newSelectorIndex()}
+	return &Reconciler{store: s, services: NewServiceIndex()}
 }
 
 // NewController returns the endpoints controller, fed by watches on
@@ -78,74 +77,10 @@ func NewController(s *store.Store, opts Options) *reconcile.Controller {
 // deletion by someone else is undone.
 func (r *Reconciler) Watches() []reconcile.Watch {
 	return []reconcile.Watch{
-		{Kind: serviceKind, Keys: r.serviceKeys},
-		{Kind: podKind, Keys: r.podKeys},
+		{Kind: serviceKind, Keys: r.services.ServiceKeys},
+		{Kind: podKind, Keys: r.services.PodKeys},
 		{Kind: endpointsKind, Filter: store.Filter{Labels: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})}},
 	}
-}
-
-func (r *Reconciler) serviceKeys(e store.Event) []string {
-	key := reconcile.ObjectKey(e.Object)
-	if e.Type == store.Deleted {
-		r.selectors.remove(key)
-	} else {
-		svc := e.Object.(*api.Service)
-		r.selectors.set(svc.Namespace, key, selectorOf(svc))
-	}
-	return []string{key}
-}
-
-func (r *Reconciler) podKeys(e store.Event) []string {
-	pod := e.Object.(*api.Pod)
-	var old *api.Pod
-	if e.Type == store.Modified && e.Old != nil {
-		old = e.Old.(*api.Pod)
-		if !relevantChange(old, pod) {
-			return nil
-		}
-	}
-	found := map[string]struct{}{}
-	r.selectors.selecting(pod.Namespace, pod.Labels, found)
-	if old != nil {
-		r.selectors.selecting(old.Namespace, old.Labels, found)
-	}
-	if len(found) == 0 {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(found))
-}
-
-// relevantChange reports whether a pod update can change any Endpoints:
-// most pod writes (restart counts, probe times) cannot.
-func relevantChange(old, pod *api.Pod) bool {
-	if old.Status.PodIP != pod.Status.PodIP ||
-		old.Status.Phase != pod.Status.Phase ||
-		podReady(old) != podReady(pod) ||
-		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
-		old.Spec.NodeName != pod.Spec.NodeName ||
-		Hostname(old) != Hostname(pod) ||
-		old.UID != pod.UID ||
-		!maps.Equal(old.Labels, pod.Labels) {
-		return true
-	}
-	if len(old.Spec.Containers) != len(pod.Spec.Containers) {
-		return true
-	}
-	for i := range old.Spec.Containers {
-		if !slices.Equal(old.Spec.Containers[i].Ports, pod.Spec.Containers[i].Ports) {
-			return true
-		}
-	}
-	return false
-}
-
-// selectorOf is the selector the controller serves a service by; nil for
-// a service it keeps no Endpoints for.
-func selectorOf(svc *api.Service) map[string]string {
-	if svc.Spec.Type == api.ServiceTypeExternalName {
-		return nil
-	}
-	return svc.Spec.Selector
 }
 
 // Reconcile makes the Endpoints named by key match its service and the
@@ -168,21 +103,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	var svc *api.Service
 	if err == nil {
 		svc = obj.(*api.Service)
-		r.selectors.set(namespace, key, selectorOf(svc))
-	} else {
-		r.selectors.remove(key)
 	}
-	if svc == nil || len(selectorOf(svc)) == 0 {
+	r.services.Observe(key, svc)
+	if svc == nil || len(SelectorOf(svc)) == 0 {
 		return reconcile.Result{}, r.deleteManaged(ctx, existing)
 	}
 
-	var pods []*api.Pod
-	err = snap.Each(podKind, store.Filter{Namespace: namespace}, func(o api.Object) bool {
-		if pod := o.(*api.Pod); Selects(svc.Spec.Selector, pod.Labels) {
-			pods = append(pods, pod)
-		}
-		return true
-	})
+	pods, err := SelectedPods(snap, svc)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("endpoints %s: %w", key, err)
 	}
@@ -206,6 +133,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	return reconcile.Result{}, nil
 }
 
+// SelectedPods reads the pods a service selects from a snapshot.
+func SelectedPods(snap *store.Snapshot, svc *api.Service) ([]*api.Pod, error) {
+	var pods []*api.Pod
+	err := snap.Each(podKind, store.Filter{Namespace: svc.Namespace}, func(o api.Object) bool {
+		if pod := o.(*api.Pod); Selects(svc.Spec.Selector, pod.Labels) {
+			pods = append(pods, pod)
+		}
+		return true
+	})
+	return pods, err
+}
+
 // deleteManaged deletes Endpoints this controller wrote; any other is
 // someone else's to keep.
 func (r *Reconciler) deleteManaged(ctx context.Context, ep *api.Endpoints) error {
@@ -225,33 +164,47 @@ func (r *Reconciler) deleteManaged(ctx context.Context, ep *api.Endpoints) error
 // the managed-by mark, owned by the service so that garbage collection
 // removes it with the service.
 func desired(svc *api.Service, subsets []api.EndpointSubset) *api.Endpoints {
-	lbls := make(map[string]string, len(svc.Labels)+2)
-	maps.Copy(lbls, svc.Labels)
-	lbls[LabelManagedBy] = ManagedBy
-	if svc.Spec.ClusterIP == api.ClusterIPNone {
-		lbls[LabelHeadless] = ""
-	} else {
-		delete(lbls, LabelHeadless)
-	}
-	yes := true
 	ep := &api.Endpoints{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: svc.Namespace,
-			Name:      svc.Name,
-			Labels:    lbls,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         "v1",
-				Kind:               "Service",
-				Name:               svc.Name,
-				UID:                svc.UID,
-				Controller:         &yes,
-				BlockOwnerDeletion: &yes,
-			}},
+			Namespace:       svc.Namespace,
+			Name:            svc.Name,
+			Labels:          ServiceLabels(svc, map[string]string{LabelManagedBy: ManagedBy}),
+			OwnerReferences: OwnedBy(svc),
 		},
 		Subsets: subsets,
 	}
 	ep.SetGroupVersionKind(endpointsKind.GVK)
 	return ep
+}
+
+// ServiceLabels are the labels of what a controller keeps for a service,
+// as Kubernetes sets them: the service's own, the headless mark for a
+// service with clusterIP None, and the controller's marks over them.
+func ServiceLabels(svc *api.Service, marks map[string]string) map[string]string {
+	lbls := make(map[string]string, len(svc.Labels)+len(marks)+1)
+	maps.Copy(lbls, svc.Labels)
+	if svc.Spec.ClusterIP == api.ClusterIPNone {
+		lbls[LabelHeadless] = ""
+	} else {
+		delete(lbls, LabelHeadless)
+	}
+	maps.Copy(lbls, marks)
+	return lbls
+}
+
+// OwnedBy is the owner reference of what a controller keeps for a
+// service: the service controls it, and garbage collection removes it
+// with the service.
+func OwnedBy(svc *api.Service) []metav1.OwnerReference {
+	yes := true
+	return []metav1.OwnerReference{{
+		APIVersion:         "v1",
+		Kind:               "Service",
+		Name:               svc.Name,
+		UID:                svc.UID,
+		Controller:         &yes,
+		BlockOwnerDeletion: &yes,
+	}}
 }
 
 // upToDate reports whether a stored Endpoints already holds what want says.

@@ -352,10 +352,10 @@ func TestReconcileOwnershipAndLabels(t *testing.T) {
 
 func TestPodKeys(t *testing.T) {
 	r := NewReconciler(nil)
-	r.serviceKeys(store.Event{Type: store.Added, Object: service("web", map[string]string{"app": "web"})})
-	r.serviceKeys(store.Event{Type: store.Added, Object: service("web-canary", map[string]string{"app": "web", "track": "canary"})})
-	r.serviceKeys(store.Event{Type: store.Added, Object: service("db", map[string]string{"app": "db"})})
-	r.serviceKeys(store.Event{Type: store.Added, Object: service("plain", nil)})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("web", map[string]string{"app": "web"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("web-canary", map[string]string{"app": "web", "track": "canary"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("db", map[string]string{"app": "db"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("plain", nil)})
 
 	canary := pod("c", "10.0.0.3", func(p *api.Pod) { p.Labels = map[string]string{"app": "web", "track": "canary"} })
 	ready := pod("a", "10.0.0.1")
@@ -374,15 +374,15 @@ func TestPodKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := r.podKeys(tt.e)
+			got := r.services.PodKeys(tt.e)
 			if !equality.Semantic.DeepEqual(got, tt.want) {
 				t.Errorf("keys = %v, want %v", got, tt.want)
 			}
 		})
 	}
 	// A deleted service is forgotten.
-	r.serviceKeys(store.Event{Type: store.Deleted, Object: service("web", map[string]string{"app": "web"})})
-	if got := r.podKeys(store.Event{Type: store.Added, Object: ready}); got != nil {
+	r.services.ServiceKeys(store.Event{Type: store.Deleted, Object: service("web", map[string]string{"app": "web"})})
+	if got := r.services.PodKeys(store.Event{Type: store.Added, Object: ready}); got != nil {
 		t.Errorf("after the service went: keys = %v", got)
 	}
 }

@@ -2,18 +2,25 @@ package endpoints
 
 import (
 	"maps"
+	"slices"
 	"sync"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/store"
 )
 
-// selectorIndex remembers the selector of every service, indexed by one
+// ServiceIndex remembers the selector of every service, indexed by one
 // key=value pair of it, so that a pod change finds the services that select
-// the pod by looking up its labels rather than scanning every service.
+// the pod by looking up its labels rather than scanning every service: a
+// pod that no service selects costs a controller nothing but the lookup.
+// The endpoints and endpointslice controllers each keep one.
 //
 // It is fed by the Service watch (before the service's key is enqueued)
 // and corrected by every reconcile, so a pod change that it misses
 // happened before the service was enqueued, and the service's reconcile
 // reads a snapshot that holds the change.
-type selectorIndex struct {
+type ServiceIndex struct {
 	mu sync.RWMutex
 	// services maps a service key to its selector and the pair it is
 	// indexed under.
@@ -30,12 +37,23 @@ type indexed struct {
 	at       pair
 }
 
-func newSelectorIndex() *selectorIndex {
-	return &selectorIndex{services: map[string]indexed{}, byPair: map[pair]map[string]struct{}{}}
+// NewServiceIndex returns an empty index.
+func NewServiceIndex() *ServiceIndex {
+	return &ServiceIndex{services: map[string]indexed{}, byPair: map[pair]map[string]struct{}{}}
+}
+
+// Observe records the service of a key as a reconcile read it; nil
+// forgets a service that is gone.
+func (x *ServiceIndex) Observe(key string, svc *api.Service) {
+	if svc == nil {
+		x.remove(key)
+		return
+	}
+	x.set(svc.Namespace, key, SelectorOf(svc))
 }
 
 // set records a service's selector; an empty one removes the service.
-func (x *selectorIndex) set(namespace, key string, selector map[string]string) {
+func (x *ServiceIndex) set(namespace, key string, selector map[string]string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.services[key]; ok {
@@ -67,7 +85,7 @@ func (x *selectorIndex) set(namespace, key string, selector map[string]string) {
 }
 
 // remove forgets a service.
-func (x *selectorIndex) remove(key string) {
+func (x *ServiceIndex) remove(key string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.services[key]; ok {
@@ -75,7 +93,7 @@ func (x *selectorIndex) remove(key string) {
 	}
 }
 
-func (x *selectorIndex) removeLocked(key string, old indexed) {
+func (x *ServiceIndex) removeLocked(key string, old indexed) {
 	delete(x.services, key)
 	if set := x.byPair[old.at]; set != nil {
 		delete(set, key)
@@ -87,7 +105,7 @@ func (x *selectorIndex) removeLocked(key string, old indexed) {
 
 // selecting adds to out the keys of the services in namespace whose
 // selector selects labels.
-func (x *selectorIndex) selecting(namespace string, labels map[string]string, out map[string]struct{}) {
+func (x *ServiceIndex) selecting(namespace string, labels map[string]string, out map[string]struct{}) {
 	if len(labels) == 0 {
 		return
 	}
@@ -100,4 +118,74 @@ func (x *selectorIndex) selecting(namespace string, labels map[string]string, ou
 			}
 		}
 	}
+}
+
+// ServiceKeys is the Keys of a watch of Services: the service's own key,
+// its selector recorded (or forgotten) first.
+func (x *ServiceIndex) ServiceKeys(e store.Event) []string {
+	key := reconcile.ObjectKey(e.Object)
+	if e.Type == store.Deleted {
+		x.Observe(key, nil)
+	} else {
+		x.Observe(key, e.Object.(*api.Service))
+	}
+	return []string{key}
+}
+
+// PodKeys is the Keys of a watch of Pods: the keys of the services that
+// select the pod before or after the change, none for a change that
+// cannot move an endpoint. A pod no service selects costs a few map
+// lookups.
+func (x *ServiceIndex) PodKeys(e store.Event) []string {
+	pod := e.Object.(*api.Pod)
+	var old *api.Pod
+	if e.Type == store.Modified && e.Old != nil {
+		old = e.Old.(*api.Pod)
+		if !relevantChange(old, pod) {
+			return nil
+		}
+	}
+	found := map[string]struct{}{}
+	x.selecting(pod.Namespace, pod.Labels, found)
+	if old != nil {
+		x.selecting(old.Namespace, old.Labels, found)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(found))
+}
+
+// relevantChange reports whether a pod update can change any Endpoints or
+// EndpointSlice: most pod writes (restart counts, probe times) cannot.
+func relevantChange(old, pod *api.Pod) bool {
+	if old.Status.PodIP != pod.Status.PodIP ||
+		!slices.Equal(old.Status.PodIPs, pod.Status.PodIPs) ||
+		old.Status.Phase != pod.Status.Phase ||
+		podReady(old) != podReady(pod) ||
+		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
+		old.Spec.NodeName != pod.Spec.NodeName ||
+		Hostname(old) != Hostname(pod) ||
+		old.UID != pod.UID ||
+		!maps.Equal(old.Labels, pod.Labels) {
+		return true
+	}
+	if len(old.Spec.Containers) != len(pod.Spec.Containers) {
+		return true
+	}
+	for i := range old.Spec.Containers {
+		if !slices.Equal(old.Spec.Containers[i].Ports, pod.Spec.Containers[i].Ports) {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectorOf is the selector a service's endpoints are kept by; nil for
+// a service that has none kept (no selector, or ExternalName).
+func SelectorOf(svc *api.Service) map[string]string {
+	if svc.Spec.Type == api.ServiceTypeExternalName {
+		return nil
+	}
+	return svc.Spec.Selector
 }

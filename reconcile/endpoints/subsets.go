@@ -12,27 +12,58 @@ import (
 )
 
 // Subsets computes the subsets of a service's Endpoints from the pods in its
-// namespace, as the Kubernetes endpoints controller does: a pod takes part
-// when it has an IP, has not finished, and is not being deleted (unless the
-// service publishes not-ready addresses); each service port is resolved per
-// pod from its targetPort, and a pod whose containers lack a named port is
-// left out of that port alone. Addresses that share a set of ports share a
-// subset. The result is canonical (sorted), so that equal inputs give equal
-// outputs and a stored object is rewritten only when something changed.
+// namespace, as the Kubernetes endpoints controller does: the Members of
+// the service, terminating ones only when it publishes not-ready
+// addresses. Addresses that share a set of ports share a subset. The
+// result is canonical (sorted), so that equal inputs give equal outputs
+// and a stored object is rewritten only when something changed.
 //
 // pods need not be filtered by the selector: Subsets skips the pods it
 // does not select. A service without a selector has no subsets.
 func Subsets(svc *api.Service, pods []*api.Pod) []api.EndpointSubset {
+	return repack(Members(svc, pods, svc.Spec.PublishNotReadyAddresses))
+}
+
+// Member is one pod's part in a service's endpoints: the Endpoints and the
+// EndpointSlices of the service are both made of its Members, so they
+// never disagree.
+type Member struct {
+	// Pod is the pod behind the endpoint.
+	Pod *api.Pod
+	// Address is its address in the Endpoints.
+	Address api.EndpointAddress
+	// Ports are the service's ports resolved for the pod, sorted; none
+	// for a headless service without ports.
+	Ports []api.EndpointPort
+	// Ready, Serving and Terminating are the endpoint's conditions, as
+	// Kubernetes sets them on an EndpointSlice: the pod is being deleted
+	// (Terminating), its Ready condition is True (Serving), and it should
+	// take new traffic (Ready: serving and not terminating, or the service
+	// publishes not-ready addresses).
+	Ready, Serving, Terminating bool
+}
+
+// Members lists the pods a service's endpoints are made of, in the order
+// of pods: a pod takes part when the service selects it, it has an IP, has
+// not finished, and is not being deleted (unless includeTerminating);
+// each service port is resolved per pod from its targetPort, and a pod
+// whose containers lack a named port is left out of that port alone (and
+// altogether when it has none of them).
+func Members(svc *api.Service, pods []*api.Pod, includeTerminating bool) []Member {
 	if len(svc.Spec.Selector) == 0 {
 		return nil
 	}
 	publishNotReady := svc.Spec.PublishNotReadyAddresses
-	var members []member
+	var members []Member
 	for _, pod := range pods {
-		if pod.Namespace != svc.Namespace || !Selects(svc.Spec.Selector, pod.Labels) || !inEndpoints(pod, publishNotReady) {
+		if pod.Namespace != svc.Namespace || !Selects(svc.Spec.Selector, pod.Labels) || !inEndpoints(pod, includeTerminating) {
 			continue
 		}
-		m := member{addr: address(pod), ready: publishNotReady || podReady(pod)}
+		serving, terminating := podReady(pod), pod.DeletionTimestamp != nil
+		m := Member{
+			Pod: pod, Address: address(pod),
+			Ready: publishNotReady || (serving && !terminating), Serving: serving, Terminating: terminating,
+		}
 		if len(svc.Spec.Ports) == 0 {
 			// A headless service without ports still lists its addresses.
 			members = append(members, m)
@@ -44,13 +75,15 @@ func Subsets(svc *api.Service, pods []*api.Pod) []api.EndpointSubset {
 			if !ok {
 				continue
 			}
-			m.ports = append(m.ports, api.EndpointPort{Name: sp.Name, Port: port, Protocol: protocol(sp.Protocol)})
+			m.Ports = append(m.Ports, api.EndpointPort{Name: sp.Name, Port: port, Protocol: protocol(sp.Protocol)})
 		}
-		if len(m.ports) > 0 {
+		if len(m.Ports) > 0 {
+			slices.SortFunc(m.Ports, comparePorts)
+			m.Ports = slices.CompactFunc(m.Ports, func(a, b api.EndpointPort) bool { return comparePorts(a, b) == 0 })
 			members = append(members, m)
 		}
 	}
-	return repack(members)
+	return members
 }
 
 // Selects reports whether a service selector selects a set of labels: every
@@ -66,13 +99,6 @@ func Selects(selector, labels map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// member is one pod's address and the ports it serves.
-type member struct {
-	addr  api.EndpointAddress
-	ready bool
-	ports []api.EndpointPort
 }
 
 // inEndpoints reports whether a pod may appear in endpoints at all.
@@ -164,7 +190,7 @@ func resolvePort(pod *api.Pod, sp *api.ServicePort) (int32, bool) {
 
 // repack groups addresses by the set of ports they serve, one subset per
 // set, everything sorted: Kubernetes' RepackSubsets.
-func repack(members []member) []api.EndpointSubset {
+func repack(members []Member) []api.EndpointSubset {
 	if len(members) == 0 {
 		return nil
 	}
@@ -176,19 +202,17 @@ func repack(members []member) []api.EndpointSubset {
 	byKey := map[string]*group{}
 	for i := range members {
 		m := &members[i]
-		slices.SortFunc(m.ports, comparePorts)
-		m.ports = slices.CompactFunc(m.ports, func(a, b api.EndpointPort) bool { return comparePorts(a, b) == 0 })
-		key := portsKey(m.ports)
+		key := portsKey(m.Ports)
 		g := byKey[key]
 		if g == nil {
-			g = &group{key: key, subset: api.EndpointSubset{Ports: m.ports}}
+			g = &group{key: key, subset: api.EndpointSubset{Ports: m.Ports}}
 			byKey[key] = g
 			groups = append(groups, g)
 		}
-		if m.ready {
-			g.subset.Addresses = append(g.subset.Addresses, m.addr)
+		if m.Ready {
+			g.subset.Addresses = append(g.subset.Addresses, m.Address)
 		} else {
-			g.subset.NotReadyAddresses = append(g.subset.NotReadyAddresses, m.addr)
+			g.subset.NotReadyAddresses = append(g.subset.NotReadyAddresses, m.Address)
 		}
 	}
 	slices.SortFunc(groups, func(a, b *group) int { return strings.Compare(a.key, b.key) })

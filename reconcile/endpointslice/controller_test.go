@@ -1,0 +1,268 @@
+package endpointslice
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/store"
+)
+
+func TestReconcile(t *testing.T) {
+	const http = "http:8080/TCP"
+	ready := func(ip, pod string) row {
+		return row{Type: api.AddressTypeIPv4, Ports: http, Address: ip, Pod: pod, Ready: true, Serving: true}
+	}
+	tests := []struct {
+		name      string
+		objects   []api.Object
+		terminate []string // pods to delete (held by a finalizer) before reconciling
+		svc       string
+		want      []row
+		// slices is how many slices of how many endpoints each, when it
+		// matters.
+		slices []int
+	}{
+		{
+			name: "the pods the selector matches, ready or not",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("a", "10.0.0.1"),
+				pod("b", "10.0.0.2", notReady),
+				pod("no-ip", ""),
+				pod("done", "10.0.0.3", func(p *api.Pod) { p.Status.Phase = api.PodSucceeded }),
+				pod("other-ns", "10.0.0.5", inNamespace("other")),
+				pod("other-app", "10.0.0.6", labelled("app", "db")),
+			},
+			svc: "web",
+			want: []row{
+				ready("10.0.0.1", "a"),
+				{Type: api.AddressTypeIPv4, Ports: http, Address: "10.0.0.2", Pod: "b"},
+			},
+			slices: []int{2},
+		},
+		{
+			name: "a terminating pod is serving but not ready",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("going", "10.0.0.1", terminating),
+				pod("going-unready", "10.0.0.2", terminating, notReady),
+			},
+			terminate: []string{"going", "going-unready"},
+			svc:       "web",
+			want: []row{
+				{Type: api.AddressTypeIPv4, Ports: http, Address: "10.0.0.1", Pod: "going", Serving: true, Terminating: true},
+				{Type: api.AddressTypeIPv4, Ports: http, Address: "10.0.0.2", Pod: "going-unready", Terminating: true},
+			},
+		},
+		{
+			name: "publishNotReadyAddresses makes every endpoint ready",
+			objects: []api.Object{
+				func() *api.Service {
+					s := service("web", web, httpPort())
+					s.Spec.PublishNotReadyAddresses = true
+					return s
+				}(),
+				pod("a", "10.0.0.1", notReady),
+				pod("going", "10.0.0.2", terminating),
+			},
+			terminate: []string{"going"},
+			svc:       "web",
+			want: []row{
+				{Type: api.AddressTypeIPv4, Ports: http, Address: "10.0.0.1", Pod: "a", Ready: true},
+				{Type: api.AddressTypeIPv4, Ports: http, Address: "10.0.0.2", Pod: "going", Ready: true, Serving: true, Terminating: true},
+			},
+		},
+		{
+			name: "pods whose ports resolve differently get slices of their own",
+			objects: []api.Object{
+				func() *api.Service {
+					s := service("web", web, httpPort(), metricsPort())
+					s.Spec.Ports[0].AppProtocol = ptr("http")
+					return s
+				}(),
+				pod("a", "10.0.0.1"),
+				pod("b", "10.0.0.2", noHTTP),
+				pod("c", "10.0.0.3", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 }),
+			},
+			svc: "web",
+			want: []row{
+				{Type: api.AddressTypeIPv4, Ports: "http:8080/TCP:http,metrics:9100/TCP", Address: "10.0.0.1", Pod: "a", Ready: true, Serving: true},
+				{Type: api.AddressTypeIPv4, Ports: "http:8081/TCP:http,metrics:9100/TCP", Address: "10.0.0.3", Pod: "c", Ready: true, Serving: true},
+				{Type: api.AddressTypeIPv4, Ports: "metrics:9100/TCP", Address: "10.0.0.2", Pod: "b", Ready: true, Serving: true},
+			},
+			slices: []int{1, 1, 1},
+		},
+		{
+			name: "pods sharing their node's IP are endpoints apiece",
+			objects: []api.Object{
+				service("web", web, api.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)}),
+				pod("a", "10.0.0.1"),
+				pod("b", "10.0.0.1"),
+			},
+			svc: "web",
+			want: []row{
+				{Type: api.AddressTypeIPv4, Ports: ":8080/TCP", Address: "10.0.0.1", Pod: "a", Ready: true, Serving: true},
+				{Type: api.AddressTypeIPv4, Ports: ":8080/TCP", Address: "10.0.0.1", Pod: "b", Ready: true, Serving: true},
+			},
+		},
+		{
+			name: "a headless service without ports lists addresses",
+			objects: []api.Object{
+				func() *api.Service {
+					s := service("web", web)
+					s.Spec.ClusterIP = api.ClusterIPNone
+					return s
+				}(),
+				pod("a", "10.0.0.1"),
+			},
+			svc:  "web",
+			want: []row{{Type: api.AddressTypeIPv4, Address: "10.0.0.1", Pod: "a", Ready: true, Serving: true}},
+		},
+		{
+			name:    "more than 100 endpoints are split",
+			objects: append([]api.Object{service("web", web, httpPort())}, manyPods(250)...),
+			svc:     "web",
+			slices:  []int{50, 100, 100},
+		},
+		{
+			name: "each address family has its slices",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("v4", "10.0.0.1"),
+				pod("v6", "fd00::1", onNode("node-6")),
+				pod("dual", "10.0.0.2", alsoIP("fd00::2")),
+			},
+			svc: "web",
+			want: []row{
+				ready("10.0.0.1", "v4"),
+				ready("10.0.0.2", "dual"),
+				{Type: api.AddressTypeIPv6, Ports: http, Address: "fd00::1", Pod: "v6", Ready: true, Serving: true},
+				{Type: api.AddressTypeIPv6, Ports: http, Address: "fd00::2", Pod: "dual", Ready: true, Serving: true},
+			},
+			slices: []int{2, 2},
+		},
+		{
+			name:    "a service with no pods keeps an empty IPv4 slice",
+			objects: []api.Object{service("web", web, httpPort())},
+			svc:     "web",
+			want:    []row{{Type: api.AddressTypeIPv4}},
+			slices:  []int{0},
+		},
+		{
+			name:    "a service without a selector gets no slices",
+			objects: []api.Object{service("web", nil, httpPort()), pod("a", "10.0.0.1")},
+			svc:     "web",
+		},
+		{
+			name: "nor does an ExternalName service",
+			objects: []api.Object{
+				func() *api.Service {
+					s := service("web", web)
+					s.Spec.Type, s.Spec.ExternalName = api.ServiceTypeExternalName, "web.example.com"
+					return s
+				}(),
+				pod("a", "10.0.0.1"),
+			},
+			svc: "web",
+		},
+		{
+			name:    "nor a service that is not there",
+			objects: []api.Object{pod("a", "10.0.0.1")},
+			svc:     "web",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newStore(t)
+			create(t, s, tt.objects...)
+			for _, name := range tt.terminate {
+				if _, err := s.Delete(ctx, podKind, "default", name, store.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := NewReconciler(s)
+			if _, err := r.Reconcile(ctx, "default/"+tt.svc); err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			got := managedSlices(t, s, tt.svc)
+			if tt.want != nil || tt.slices == nil {
+				if g := rows(got); !equality.Semantic.DeepEqual(g, tt.want) {
+					t.Errorf("endpoints:\n got %s\nwant %s", dump(g), dump(tt.want))
+				}
+			}
+			if tt.slices != nil {
+				var sizes []int
+				for _, es := range got {
+					sizes = append(sizes, len(es.Endpoints))
+				}
+				if fmt.Sprint(sortedInts(sizes)) != fmt.Sprint(tt.slices) {
+					t.Errorf("slices of %v endpoints, want %v", sortedInts(sizes), tt.slices)
+				}
+			}
+			svc, _ := s.Get(serviceKind, "default", tt.svc)
+			for _, es := range got {
+				checkMeta(t, es, svc.(*api.Service))
+			}
+
+			// The Endpoints of the service say the same, but for the
+			// second address of a pod with two families.
+			if _, err := endpoints.NewReconciler(s).Reconcile(ctx, "default/"+tt.svc); err != nil {
+				t.Fatal(err)
+			}
+			var fromEndpoints []string
+			if obj, err := s.Get(api.MustLookupResource("endpoints"), "default", tt.svc); err == nil {
+				fromEndpoints = readyAddresses(obj.(*api.Endpoints))
+			}
+			if fromSlices := readyEndpoints(s, got); !equality.Semantic.DeepEqual(fromSlices, fromEndpoints) {
+				t.Errorf("ready in the slices %v, in the Endpoints %v", fromSlices, fromEndpoints)
+			}
+
+			// Level-triggered: a second reconcile writes nothing.
+			rev := s.Revision()
+			if _, err := r.Reconcile(ctx, "default/"+tt.svc); err != nil {
+				t.Fatalf("second Reconcile: %v", err)
+			}
+			if got := s.Revision(); got != rev {
+				t.Errorf("second Reconcile wrote: revision %d → %d", rev, got)
+			}
+		})
+	}
+}
+
+// checkMeta holds a slice to what Kubernetes' controller writes: a name
+// generated from the service's, kube's labels over the service's, the
+// service as controlling owner, and a valid object.
+func checkMeta(t *testing.T, es *api.EndpointSlice, svc *api.Service) {
+	t.Helper()
+	if !strings.HasPrefix(es.Name, svc.Name+"-") || es.GenerateName != svc.Name+"-" {
+		t.Errorf("slice %s (generateName %q) is not named after service %s", es.Name, es.GenerateName, svc.Name)
+	}
+	want := map[string]string{"team": "a", api.LabelServiceName: svc.Name, api.LabelManagedBy: ManagedBy}
+	if svc.Spec.ClusterIP == api.ClusterIPNone {
+		want[endpoints.LabelHeadless] = ""
+	}
+	if !equality.Semantic.DeepEqual(es.Labels, want) {
+		t.Errorf("labels %v, want %v", es.Labels, want)
+	}
+	ctrl := api.ControllerOf(es)
+	if ctrl == nil || ctrl.Kind != "Service" || ctrl.APIVersion != "v1" || ctrl.Name != svc.Name || ctrl.UID != svc.UID ||
+		ctrl.BlockOwnerDeletion == nil || !*ctrl.BlockOwnerDeletion {
+		t.Errorf("owner %+v, want the service %s blocking its deletion", ctrl, svc.UID)
+	}
+	if errs := api.Validate(es); len(errs) > 0 {
+		t.Errorf("slice %s is invalid: %v", es.Name, errs)
+	}
+}
+
+func sortedInts(v []int) []int { return slices.Sorted(slices.Values(v)) }
+
+func ptr[T any](v T) *T { return &v }

@@ -84,6 +84,13 @@ func (x *ServiceIndex) set(namespace, key string, selector map[string]string) {
 	set[key] = struct{}{}
 }
 
+// empty reports whether no service is indexed.
+func (x *ServiceIndex) empty() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.services) == 0
+}
+
 // remove forgets a service.
 func (x *ServiceIndex) remove(key string) {
 	x.mu.Lock()
@@ -137,6 +144,10 @@ func (x *ServiceIndex) ServiceKeys(e store.Event) []string {
 // cannot move an endpoint. A pod no service selects costs a few map
 // lookups.
 func (x *ServiceIndex) PodKeys(e store.Event) []string {
+	if x.empty() {
+		// No service selects anything: not even the change is looked at.
+		return nil
+	}
 	pod := e.Object.(*api.Pod)
 	var old *api.Pod
 	if e.Type == store.Modified && e.Old != nil {

@@ -84,6 +84,10 @@ func TestKubectlReadsEndpointSlices(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != "true false" {
 		t.Errorf("kubectl get -l … -o jsonpath: %v %q", err, out)
 	}
+	out, err = run("describe", "endpointslices", "-l", "kubernetes.io/service-name=hello")
+	if err != nil || !regexp.MustCompile(`AddressType:\s+IPv4`).MatchString(out) || !regexp.MustCompile(`(?s)127\.0\.0\.22\s+Conditions:\s+Ready:\s+false`).MatchString(out) {
+		t.Errorf("kubectl describe endpointslices: %v\n%s", err, out)
+	}
 	out, err = run("explain", "endpointslice.endpoints.conditions")
 	if err != nil || !strings.Contains(out, "terminating") {
 		t.Errorf("kubectl explain: %v\n%s", err, out)

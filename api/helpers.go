@@ -87,10 +87,10 @@ func (ns *Namespace) Terminating() bool {
 }
 
 // SystemNamespace reports whether a namespace is one that may not be
-// deleted: default, as in Kubernetes (whose kube-system and kube-public
-// berth does not have). kube-node-lease may go, as in Kubernetes: agents
-// then write their Node's status at every heartbeat, and the server makes
-// it again when it starts.
+// deleted: default, kube-system and kube-public, as in Kubernetes.
+// kube-node-lease may go, as in Kubernetes: agents then write their
+// Node's status at every heartbeat, and the server makes it again when it
+// starts.
 func SystemNamespace(name string) bool {
-	return name == NamespaceDefault
+	return name == NamespaceDefault || name == NamespaceSystem || name == NamespacePublic
 }

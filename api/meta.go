@@ -38,6 +38,11 @@ const (
 
 	// NamespaceDefault is where namespaced objects go when none is named.
 	NamespaceDefault = "default"
+	// NamespaceSystem and NamespacePublic are Kubernetes' other system
+	// namespaces, which operators and their tools expect to find: one for
+	// the cluster's own workloads, one readable by all.
+	NamespaceSystem = "kube-system"
+	NamespacePublic = "kube-public"
 )
 
 // OwnerUIDs lists the UIDs of an object's owners; the store indexes them so

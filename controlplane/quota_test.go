@@ -85,7 +85,8 @@ func TestNamespaceLifecycleForEveryWriter(t *testing.T) {
 }
 
 // TestDefaultNamespaceMayNotBeDeleted: deleting namespace default through
-// the API is a 403, as in Kubernetes, and empties nothing.
+// the API is a 403, as in Kubernetes, and empties nothing; the other
+// system namespaces are there.
 func TestDefaultNamespaceMayNotBeDeleted(t *testing.T) {
 	r := startControlPlane(t, t.TempDir(), StoreMemory)
 	c, err := client.New(&client.Config{Server: "https://" + r.Addr().String(), Token: r.Credentials().AdminToken, CAData: r.Credentials().CAPEM})
@@ -95,5 +96,12 @@ func TestDefaultNamespaceMayNotBeDeleted(t *testing.T) {
 	_, err = c.Delete(context.Background(), api.MustLookupResource("namespaces"), "", api.NamespaceDefault, nil)
 	if !client.IsForbidden(err) || !strings.Contains(err.Error(), "this namespace may not be deleted") {
 		t.Fatalf("delete namespace default: %v", err)
+	}
+	// The server makes Kubernetes' system namespaces, as its API server
+	// does.
+	for _, name := range []string{api.NamespaceSystem, api.NamespacePublic, api.NamespaceNodeLease} {
+		if _, err := c.Get(context.Background(), api.MustLookupResource("namespaces"), "", name); err != nil {
+			t.Errorf("namespace %s: %v", name, err)
+		}
 	}
 }

@@ -233,7 +233,8 @@ func openBackend(cfg Config) (store.Backend, error) {
 }
 
 // bootstrap creates what must exist from the start: the namespaces
-// default and kube-node-lease, and the default StorageClass.
+// default, kube-system, kube-public and kube-node-lease, and the default
+// StorageClass.
 func (s *Server) bootstrap(ctx context.Context) error {
 	if _, err := s.store.Get(api.MustLookupResource("namespaces"), "", api.NamespaceDefault); err != nil {
 		// A store without the default namespace is new: it gets the class.
@@ -243,7 +244,7 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	}
 	// The system namespaces are made again at every start, as Kubernetes'
 	// API server does, so that a store from before one existed gets it.
-	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease} {
+	for _, name := range []string{api.NamespaceDefault, api.NamespaceSystem, api.NamespacePublic, api.NamespaceNodeLease} {
 		ns := &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		api.Default(ns)
 		if _, err := s.store.Create(ctx, ns); err != nil && !store.IsAlreadyExists(err) {

@@ -67,15 +67,15 @@ func TestAdmitRefusesCreationInATerminatingNamespace(t *testing.T) {
 	}
 }
 
-// Namespace default may not be deleted, by any writer; the others may,
-// kube-node-lease too (as in Kubernetes).
+// Namespaces default, kube-system and kube-public may not be deleted, by
+// any writer; the others may, kube-node-lease too (as in Kubernetes).
 func TestAdmitRefusesDeletingSystemNamespaces(t *testing.T) {
 	s := newStore(t, Admit)
 	ctx := context.Background()
-	for _, name := range []string{api.NamespaceDefault, api.NamespaceNodeLease, "team"} {
+	for _, name := range []string{api.NamespaceDefault, api.NamespaceSystem, api.NamespacePublic, api.NamespaceNodeLease, "team"} {
 		create(t, s, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
-	for _, name := range []string{api.NamespaceDefault} {
+	for _, name := range []string{api.NamespaceDefault, api.NamespaceSystem, api.NamespacePublic} {
 		_, err := s.Delete(ctx, namespaceKind, "", name, store.DeleteOptions{})
 		if !store.IsForbidden(err) || !strings.Contains(err.Error(), "this namespace may not be deleted") {
 			t.Errorf("delete namespace %s: %v", name, err)

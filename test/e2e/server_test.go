@@ -30,7 +30,7 @@ func TestServerFirstStartAndRestart(t *testing.T) {
 	}
 	kubeconfig, _ := os.ReadFile(s.kubeconfig)
 
-	if out := s.mustBerth(t, "get", "namespaces", "-o", "name"); strings.TrimSpace(out) != "namespace/default\nnamespace/kube-node-lease" {
+	if out := s.mustBerth(t, "get", "namespaces", "-o", "name"); strings.TrimSpace(out) != "namespace/default\nnamespace/kube-node-lease\nnamespace/kube-public\nnamespace/kube-system" {
 		t.Fatalf("namespaces: %q", out)
 	}
 	out := s.mustBerth(t, "apply", "-f", "../../examples/hello")

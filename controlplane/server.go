@@ -127,6 +127,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("control plane: no data dir")
 	}
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
 	if cfg.Listen == "" {
 		cfg.Listen = ":6443"
 	}
@@ -220,16 +223,35 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func openBackend(cfg Config) (store.Backend, error) {
-	switch {
-	case cfg.Store == StoreBolt:
-		return bolt.Open(filepath.Join(cfg.DataDir, StoreFile))
-	case cfg.Store == StoreMemory:
-		return store.Memory{}, nil
-	case strings.HasPrefix(cfg.Store, "etcd://"):
-		return nil, fmt.Errorf("--store %s: the etcd backend is not available in this version; use bolt or memory", cfg.Store)
+// Check finds what is wrong with the flags behind cfg without touching
+// anything: an unknown --store, two sources of one name. New calls it
+// first, and `berth server` before New, so that bad usage creates no data
+// dir and exits 2.
+func (cfg Config) Check() error {
+	if err := checkStore(cfg.Store); err != nil {
+		return err
 	}
-	return nil, fmt.Errorf("--store %q: want bolt, memory or etcd://host:port,…", cfg.Store)
+	return source.CheckNames(cfg.Sources)
+}
+
+// checkStore accepts the --store values this version can open ("" is the
+// default, bolt).
+func checkStore(v string) error {
+	switch {
+	case v == "" || v == StoreBolt || v == StoreMemory:
+		return nil
+	case strings.HasPrefix(v, "etcd://"):
+		return fmt.Errorf("--store %s: the etcd backend is not available in this version; use bolt or memory", v)
+	}
+	return fmt.Errorf("--store %q: want bolt, memory or etcd://host:port,…", v)
+}
+
+// openBackend opens the store cfg names, which Check accepted.
+func openBackend(cfg Config) (store.Backend, error) {
+	if cfg.Store == StoreMemory {
+		return store.Memory{}, nil
+	}
+	return bolt.Open(filepath.Join(cfg.DataDir, StoreFile))
 }
 
 // bootstrap creates what must exist from the start: the namespaces

@@ -97,10 +97,10 @@ func newSources(specs []source.Spec, st *store.Store, dataDir string, clk clock.
 		log:     log,
 		runners: map[string]*runner{},
 	}
+	if err := source.CheckNames(specs); err != nil {
+		return nil, err
+	}
 	for _, spec := range specs {
-		if _, dup := s.runners[spec.Name]; dup {
-			return nil, fmt.Errorf("two sources are named %q: give one a name= (SPEC §3)", spec.Name)
-		}
 		src, err := newSource(spec, dataDir, clk, log)
 		if err != nil {
 			return nil, err

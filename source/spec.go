@@ -96,6 +96,19 @@ func Parse(value string) (Spec, error) {
 	return spec, nil
 }
 
+// CheckNames refuses two specs of one name: a source's name is its
+// Source object's (SPEC §3).
+func CheckNames(specs []Spec) error {
+	seen := make(map[string]bool, len(specs))
+	for _, spec := range specs {
+		if seen[spec.Name] {
+			return fmt.Errorf("two sources are named %q: give one a name= (SPEC §3)", spec.Name)
+		}
+		seen[spec.Name] = true
+	}
+	return nil
+}
+
 func parse(v string) (Spec, error) {
 	lower := strings.ToLower(v)
 	switch {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -82,17 +83,25 @@ var errWatchClosed = errors.New("watch closed by the server")
 
 // errorMessage renders an error the way kubectl prints it: an error the
 // server answered as `Error from server (Reason): message`, anything else
-// (the server unreachable, a bad kubeconfig) as `error: …`.
+// (the server unreachable, a bad kubeconfig) as `Error: …`, as every
+// berth command prints its errors.
 func errorMessage(err error) string {
 	var s apierrors.APIStatus
 	if errors.As(err, &s) {
 		st := s.Status()
-		if st.Reason == "" {
-			return "Error from server: " + st.Message
-		}
-		return fmt.Sprintf("Error from server (%s): %s", st.Reason, st.Message)
+		return serverErrorPrefix(st) + ": " + st.Message
 	}
-	return "error: " + err.Error()
+	return "Error: " + err.Error()
+}
+
+// serverErrorPrefix is how kubectl starts the line of an error the server
+// answered: `Error from server (NotFound)`, or without the reason when it
+// gave none.
+func serverErrorPrefix(st metav1.Status) string {
+	if st.Reason == "" {
+		return "Error from server"
+	}
+	return fmt.Sprintf("Error from server (%s)", st.Reason)
 }
 
 // reportedFailure ends a command that failed after it printed why, each

@@ -204,17 +204,13 @@ func (e *applyError) Unwrap() error { return e.err }
 func applyErrorMessage(err error, d *api.Decoded) string {
 	var ae *applyError
 	if !errors.As(err, &ae) {
-		return "error: " + err.Error()
+		return errorMessage(err)
 	}
 	var s apierrors.APIStatus
 	if errors.As(ae.err, &s) {
 		st := s.Status()
-		prefix := "Error from server"
-		if st.Reason != "" {
-			prefix += " (" + string(st.Reason) + ")"
-		}
-		return fmt.Sprintf("%s: error when %s %q: %s", prefix, ae.verb, d.File, st.Message)
+		return fmt.Sprintf("%s: error when %s %q: %s", serverErrorPrefix(st), ae.verb, d.File, st.Message)
 	}
 	// Not the server's answer: its message does not name the object.
-	return fmt.Sprintf("error: error when %s %s from %q: %v", ae.verb, ae.ref, d.File, ae.err)
+	return fmt.Sprintf("Error: error when %s %s from %q: %v", ae.verb, ae.ref, d.File, ae.err)
 }

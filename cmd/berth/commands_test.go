@@ -106,6 +106,9 @@ func TestCommandsGolden(t *testing.T) {
 		{"top-bad-kind", []string{"top", "deploy"}, exitUsage},
 		{"top-name-and-selector", []string{"top", "pod", "web", "-l", "app=web"}, exitUsage},
 		{"top-node-containers", []string{"top", "node", "--containers"}, exitUsage},
+		{"reconcile-unknown", []string{"reconcile", "foo", "bar"}, exitUsage},
+		{"rollout-unknown", []string{"rollout", "restart", "deploy/web"}, exitUsage},
+		{"rollout-undo-missing", []string{"rollout", "undo", "deploy/nosuch"}, exitFailure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/berth-dev/berth/agent/runtime/exec"
 )
 
@@ -78,7 +80,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case errors.As(err, &ee):
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "Error: %v\n", ee.err)
+			printError(stderr, ee.err)
 		}
 		return ee.code
 	case !g.started:
@@ -87,7 +89,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "Error: %v\nRun '%s --help' for usage.\n", err, cmd.CommandPath())
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+		printError(stderr, err)
 		return exitFailure
 	}
+}
+
+// printError prints the error a command ended with: the server's own
+// answer once, as kubectl does (`Error from server (NotFound): …`),
+// anything else as `Error: …`. A server error wrapped with more context
+// keeps that context, behind `Error: `.
+func printError(stderr io.Writer, err error) {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		fmt.Fprintln(stderr, errorMessage(err))
+		return
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
 }

@@ -244,12 +244,12 @@ func runRolloutUndo(cmd *cobra.Command, g *globalOptions, o *rolloutUndoOptions,
 	dk, rsk := api.KindOf(&api.Deployment{}), api.KindOf(&api.ReplicaSet{})
 	obj, err := c.Get(ctx, dk, g.namespace, name)
 	if err != nil {
-		return failed(errors.New(errorMessage(err)))
+		return failed(err)
 	}
 	d := obj.(*api.Deployment)
 	objs, _, err := c.List(ctx, rsk, g.namespace, listOptions{})
 	if err != nil {
-		return failed(errors.New(errorMessage(err)))
+		return failed(err)
 	}
 	var owned []*api.ReplicaSet
 	for _, o := range objs {
@@ -275,7 +275,7 @@ func runRolloutUndo(cmd *cobra.Command, g *globalOptions, o *rolloutUndoOptions,
 		return failed(err)
 	}
 	if _, err := c.Patch(ctx, dk, g.namespace, name, patch); err != nil {
-		return failed(errors.New(errorMessage(err)))
+		return failed(err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "deployment.apps/%s rolled back\n", name)
 	if src := d.Annotations[api.AnnotationSource]; src != "" && src != string(api.SourceTypeAPI) {

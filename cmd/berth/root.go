@@ -77,8 +77,25 @@ manifests into running workloads on a fleet of machines.`,
 		newTopCommand(g),
 		newPortForwardCommand(g),
 	)
+	requireSubcommand(root)
 	markStart(root, g)
 	return root, g
+}
+
+// requireSubcommand makes every command below the root that only groups
+// others (rollout, reconcile) refuse a word that names none of them, as
+// cobra refuses an unknown command of the root: bad usage, exit 2. Cobra
+// on its own prints the help of such a group and ends well, since a
+// command without a Run never checks its arguments. Named alone, the
+// group still prints its help.
+func requireSubcommand(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.Args = cobra.NoArgs
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+		requireSubcommand(c)
+	}
 }
 
 // markStart makes every command record that it started running.

@@ -70,7 +70,6 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 			if err != nil {
 				return usageErrorf("--scheduler-scoring-strategy: %v", err)
 			}
-			tuneGC()
 			specs := make([]source.Spec, 0, len(o.sources))
 			for _, v := range o.sources {
 				spec, err := source.Parse(v)
@@ -79,7 +78,7 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 				}
 				specs = append(specs, spec)
 			}
-			s, err := controlplane.New(cmd.Context(), controlplane.Config{
+			cfg := controlplane.Config{
 				DataDir:           o.dataDir,
 				Listen:            o.listen,
 				Store:             o.store,
@@ -95,7 +94,18 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 				TerminatedPodGCThreshold: gcThreshold(o.terminatedPodGCThreshold),
 				EventTTL:                 o.eventTTL,
 				MostAllocated:            mostAllocated,
-			})
+			}
+			if err := cfg.Check(); err != nil {
+				return usageErrorf("%v", err)
+			}
+			var agentCfg agent.Config
+			if o.agent {
+				if agentCfg, err = o.agentFlags.config(); err != nil {
+					return err
+				}
+			}
+			tuneGC()
+			s, err := controlplane.New(cmd.Context(), cfg)
 			if err != nil {
 				return failed(err)
 			}
@@ -116,7 +126,7 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 				}
 				return nil
 			}
-			a, err := o.embeddedAgent(s, g)
+			a, err := o.embeddedAgent(s, g, agentCfg)
 			if err != nil {
 				return err
 			}
@@ -150,12 +160,9 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 }
 
 // embeddedAgent makes the agent `berth server` runs beside the control
-// plane. It joins through the API like any other, over loopback.
-func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions) (*agent.Agent, error) {
-	cfg, err := o.agentFlags.config()
-	if err != nil {
-		return nil, err
-	}
+// plane from cfg, its flags' config. It joins through the API like any
+// other, over loopback.
+func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions, cfg agent.Config) (*agent.Agent, error) {
 	creds := s.Credentials()
 	_, port, _ := net.SplitHostPort(s.Addr().String())
 	cfg.Server = "https://" + net.JoinHostPort("127.0.0.1", port)

@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +91,32 @@ func waitReady(t *testing.T, ok func() bool) {
 		}
 		return nil
 	})
+}
+
+// TestServerBadUsage checks that flags the server cannot work with are bad
+// usage (exit 2) found before anything is made: no data dir appears.
+func TestServerBadUsage(t *testing.T) {
+	tmp := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"store", []string{"--store", "foo"}, `--store "foo": want bolt, memory or etcd://host:port,…`},
+		{"duplicate sources", []string{"--source", "name=site," + tmp, "--source", "name=site," + tmp},
+			`two sources are named "site"`},
+		{"agent flag", []string{"--node-labels", "=x"}, "--node-labels:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := filepath.Join(tmp, "data")
+			r := runBerth(t, "", append([]string{"server", "--data-dir", dataDir, "--store", "memory"}, tt.args...)...)
+			if r.code != exitUsage || !strings.HasPrefix(r.stderr, "Error: ") || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, want %d; stderr %q, want %q", r.code, exitUsage, r.stderr, tt.want)
+			}
+			if _, err := os.Stat(dataDir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the data dir was made: %v", err)
+			}
+		})
+	}
 }

@@ -34,14 +34,16 @@ type fakeAPI struct {
 	// Ctrl-C (cancel).
 	watches [][]watchEvent
 	cancel  context.CancelFunc
-	// fail makes the named call ("create deployments web") fail with it.
-	fail map[string]error
+	// fail makes the named call ("create deployments web") fail with it;
+	// failOnce makes only its next call fail.
+	fail     map[string]error
+	failOnce map[string]error
 	// execs are the options of each PodExec.
 	execs []podExecOptions
 }
 
 func newFakeAPI(objs ...api.Object) *fakeAPI {
-	f := &fakeAPI{objects: map[string]api.Object{}, fail: map[string]error{}}
+	f := &fakeAPI{objects: map[string]api.Object{}, fail: map[string]error{}, failOnce: map[string]error{}}
 	for _, o := range objs {
 		f.put(o.DeepCopyObject().(api.Object))
 	}
@@ -61,6 +63,10 @@ func (f *fakeAPI) put(o api.Object) {
 func (f *fakeAPI) record(format string, args ...any) error {
 	call := fmt.Sprintf(format, args...)
 	f.calls = append(f.calls, call)
+	if err, ok := f.failOnce[call]; ok {
+		delete(f.failOnce, call)
+		return err
+	}
 	return f.fail[call]
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -45,7 +46,9 @@ invalid revision with its file, document and field; a fetch that failed;
 the prune guard).
 
 The request is the annotation berth.dev/reconcile-requested-at on the
-Source; the server answers it in status.lastHandledReconcileAt.
+Source, a timestamp; the server answers it in status.lastHandledReconcileAt.
+Requests that come while a sync runs are answered together by the next
+one, so any answer at or after this command's request is its answer.
 
 A revision that would prune more than half of the source's objects is held
 back by the prune guard. --allow-prune lets that one revision through: the
@@ -105,26 +108,19 @@ func runReconcileSource(cmd *cobra.Command, g *globalOptions, o *reconcileOption
 
 // requestSync asks for a sync of the source through its annotations and
 // waits until the server answers it, returning the Source as it then is.
+//
+// The server merges requests that come while one waits and answers only
+// the newest, so a request counts as answered by any handled timestamp at
+// or after its own: with several `berth reconcile` at once, each sees the
+// sync that answered the newest.
 func requestSync(ctx context.Context, c apiClient, k *api.Kind, name, allowPrune string) (*api.Source, error) {
-	at := timeNow().UTC().Format(time.RFC3339Nano)
-	var allow any // null removes an allowance left from before
-	if allowPrune != "" {
-		allow = allowPrune
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		api.AnnotationReconcileRequestedAt: at,
-		api.AnnotationAllowPrune:           allow,
-	}}})
-	if err != nil {
-		return nil, err
-	}
-	obj, err := c.Patch(ctx, k, "", name, patch)
+	obj, at, err := writeRequest(ctx, c, k, name, allowPrune)
 	if err != nil {
 		return nil, err
 	}
 	rv := obj.GetResourceVersion()
 	for {
-		if src := obj.(*api.Source); src.Status.LastHandledReconcileAt == at {
+		if src := obj.(*api.Source); handledSince(src, at) {
 			return src, nil
 		}
 		w, err := c.Watch(ctx, k, "", listOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
@@ -149,9 +145,58 @@ func requestSync(ctx context.Context, c apiClient, k *api.Kind, name, allowPrune
 	}
 }
 
+// writeRequest writes the reconcile request (and the prune allowance) on
+// the Source, guarded by the resourceVersion it read: on a conflict it
+// reads again and writes again. The request is now, or just after the
+// request already there when that is later, so that the annotation only
+// moves forward and always asks for a sync the server has not started.
+func writeRequest(ctx context.Context, c apiClient, k *api.Kind, name, allowPrune string) (api.Object, time.Time, error) {
+	var allow any // null removes an allowance left from before
+	if allowPrune != "" {
+		allow = allowPrune
+	}
+	for {
+		obj, err := c.Get(ctx, k, "", name)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		at := timeNow().UTC()
+		if prev, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[api.AnnotationReconcileRequestedAt]); err == nil && !at.After(prev) {
+			at = prev.Add(time.Nanosecond)
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+			"resourceVersion": obj.GetResourceVersion(),
+			"annotations": map[string]any{
+				api.AnnotationReconcileRequestedAt: at.Format(time.RFC3339Nano),
+				api.AnnotationAllowPrune:           allow,
+			},
+		}})
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		obj, err = c.Patch(ctx, k, "", name, patch)
+		if apierrors.IsConflict(err) {
+			continue
+		}
+		return obj, at, err
+	}
+}
+
+// handledSince reports whether the server has answered a request made at
+// at: its last handled request is that one or a later one. A handled
+// value that is not a timestamp (written by hand) answers only itself.
+func handledSince(src *api.Source, at time.Time) bool {
+	handled := src.Status.LastHandledReconcileAt
+	t, err := time.Parse(time.RFC3339Nano, handled)
+	if err != nil {
+		return handled == at.Format(time.RFC3339Nano)
+	}
+	return !t.Before(at)
+}
+
 // nextHandled follows a watch of the Source until it shows the request
 // handled.
-func nextHandled(ctx context.Context, w watcher, at, rv string) (api.Object, string, error) {
+func nextHandled(ctx context.Context, w watcher, at time.Time, rv string) (api.Object, string, error) {
 	for {
 		e, err := w.Next(ctx)
 		if err != nil {
@@ -167,7 +212,7 @@ func nextHandled(ctx context.Context, w watcher, at, rv string) (api.Object, str
 			continue
 		}
 		rv = e.Object.GetResourceVersion()
-		if src, ok := e.Object.(*api.Source); ok && src.Status.LastHandledReconcileAt == at {
+		if src, ok := e.Object.(*api.Source); ok && handledSince(src, at) {
 			return src, rv, nil
 		}
 	}

@@ -1,11 +1,21 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
 
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/controlplane/cptest"
@@ -90,5 +100,95 @@ func TestReconcileSource(t *testing.T) {
 	}
 	if r := berth("reconcile", "source"); r.code != exitUsage {
 		t.Errorf("no name: exit %d", r.code)
+	}
+}
+
+// laterSync is the fixture Source "site" as a sync for a request after
+// fixtureNow left it.
+func laterSync() *api.Source {
+	src := cluster().objects["sources//site"].(*api.Source).DeepCopy()
+	src.Status.LastHandledReconcileAt = fixtureNow.Add(time.Millisecond).Format(time.RFC3339Nano)
+	src.Status.LastAttemptedRevision = "sha256:1f2e"
+	apimeta.SetStatusCondition(&src.Status.Conditions, metav1.Condition{Type: api.SourceReady, Status: metav1.ConditionTrue,
+		Reason: api.ReasonSucceeded, Message: "applied revision sha256:1f2e"})
+	return src
+}
+
+// TestReconcileAnsweredByLaterRequest checks that a sync the server ran
+// for a later request answers this one too: the server merges requests
+// that come while a sync runs and answers only the newest.
+func TestReconcileAnsweredByLaterRequest(t *testing.T) {
+	f := cluster()
+	f.watches = [][]watchEvent{{{Type: watchModified, Object: laterSync()}}}
+	useFakeAPI(t, f)
+	r := runBerth(t, "", "reconcile", "source", "site", "--timeout", "10s")
+	if r.code != exitOK || r.stdout != "source/site synced: revision sha256:1f2e\napplied revision sha256:1f2e\n" {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestReconcileRetriesConflict checks that a conflict writing the request
+// is read again and written again, not reported.
+func TestReconcileRetriesConflict(t *testing.T) {
+	f := cluster()
+	f.watches = [][]watchEvent{{{Type: watchModified, Object: laterSync()}}}
+	f.failOnce["patch sources /site"] = apierrors.NewConflict(api.KindOf(&api.Source{}).GroupResource(), "site", errors.New("the object has been modified"))
+	useFakeAPI(t, f)
+	r := runBerth(t, "", "reconcile", "source", "site", "--timeout", "10s")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	want := []string{"patch sources /site", "patch sources /site"}
+	if got := f.writes(); !slices.Equal(got, want) {
+		t.Errorf("writes %q, want %q", got, want)
+	}
+}
+
+// TestHandledSince compares handled requests as times, not strings.
+func TestHandledSince(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 500, time.UTC)
+	tests := []struct {
+		handled string
+		want    bool
+	}{
+		{"", false},
+		{"2026-03-01T12:00:00.0000005Z", true},
+		{"2026-03-01T12:00:00.000001Z", true},        // later, fewer digits
+		{"2026-03-01T13:00:00.0000001+01:00", false}, // earlier, in another zone
+		{"2026-03-01T11:59:59.9Z", false},
+		{"by hand", false},
+	}
+	for _, tt := range tests {
+		src := &api.Source{Status: api.SourceStatus{LastHandledReconcileAt: tt.handled}}
+		if got := handledSince(src, at); got != tt.want {
+			t.Errorf("handledSince(%q) = %v, want %v", tt.handled, got, tt.want)
+		}
+	}
+}
+
+// TestReconcileConcurrently runs several `berth reconcile source` at once
+// against a real control plane: the server merges their requests, and
+// every one of them must still see its sync done.
+func TestReconcileConcurrently(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), configMapManifest("a", "1"))
+	kubeconfig := startSourcedControlPlane(t, "name=site,"+dir)
+	const n = 4
+	results := make(chan result, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			results <- runBerth(t, "", "reconcile", "source", "site", "--timeout", "30s", "--kubeconfig", kubeconfig)
+		})
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.code != exitOK {
+			t.Errorf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
 	}
 }

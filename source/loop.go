@@ -64,6 +64,10 @@ type Loop struct {
 	Logger *slog.Logger
 	// Check reads the source.
 	Check Check
+	// Triggered, when set, reads the source for a Trigger instead of
+	// Check: an http source then asks for the document whole, where its
+	// polls ask only whether it changed.
+	Triggered Check
 
 	hinted func() // tests: called once a hint has restarted the debounce
 }
@@ -112,7 +116,11 @@ func (l *Loop) Run(ctx context.Context, out chan<- Revision, trigger, hints <-ch
 		if forced {
 			want = ""
 		}
-		rev := l.Check(ctx, want)
+		read := l.Check
+		if forced && l.Triggered != nil {
+			read = l.Triggered
+		}
+		rev := read(ctx, want)
 		if ctx.Err() != nil {
 			return false
 		}

@@ -119,16 +119,31 @@ func (h *HTTP) Run(ctx context.Context, out chan<- source.Revision) error {
 		Jitter:   Jitter,
 		Rand:     h.opts.Rand,
 		Logger:   h.log,
-		Check:    h.check,
+		Check:    h.poll,
+		// A trigger (berth reconcile, a webhook) says the document has
+		// changed: a validator of one-second granularity (Last-Modified)
+		// may not know it yet, so ask for the document whole.
+		Triggered: h.fetch,
 	}
 	return loop.Run(ctx, out, h.trigger, nil)
 }
 
-// check makes one conditional GET. A 304 (or the same body) is the last
-// revision again; a body over source.MaxFileSize is a revision error
-// naming the URL; anything but 200 and 304 is a failed check.
-func (h *HTTP) check(ctx context.Context, have string) source.Revision {
-	body, changed, err := h.get(ctx)
+// poll is the periodic check: a conditional GET.
+func (h *HTTP) poll(ctx context.Context, have string) source.Revision {
+	return h.check(ctx, have, true)
+}
+
+// fetch is the check a Trigger asks for: a GET without validators.
+func (h *HTTP) fetch(ctx context.Context, have string) source.Revision {
+	return h.check(ctx, have, false)
+}
+
+// check makes one GET, conditional on the last document's validators
+// when conditional is set. A 304 (or the same body) is the last revision
+// again; a body over source.MaxFileSize is a revision error naming the
+// URL; anything but 200 and 304 is a failed check.
+func (h *HTTP) check(ctx context.Context, have string, conditional bool) source.Revision {
+	body, changed, err := h.get(ctx, conditional)
 	if err != nil {
 		return source.Revision{ID: h.bodyID, Err: err}
 	}
@@ -153,14 +168,15 @@ func (h *HTTP) contents() source.Contents {
 	return source.Contents{Files: []source.File{{Name: h.name, Data: h.body}}}
 }
 
-// get fetches the document; changed is false on a 304.
-func (h *HTTP) get(ctx context.Context) (body []byte, changed bool, err error) {
+// get fetches the document, with the last one's validators when
+// conditional is set; changed is false on a 304.
+func (h *HTTP) get(ctx context.Context, conditional bool) (body []byte, changed bool, err error) {
 	req, err := nethttp.NewRequestWithContext(ctx, nethttp.MethodGet, h.spec.URL, nil)
 	if err != nil {
 		return nil, false, fmt.Errorf("GET %s: %w", h.name, err)
 	}
 	req.Header.Set("Accept", "application/yaml, application/json;q=0.9, */*;q=0.8")
-	if h.cached && !h.tooBig {
+	if conditional && h.cached && !h.tooBig {
 		if h.etag != "" {
 			req.Header.Set("If-None-Match", h.etag)
 		}

@@ -226,6 +226,36 @@ func TestHTTPLastModified(t *testing.T) {
 	}
 }
 
+// TestHTTPTriggerFetchesWhole checks that a triggered sync asks for the
+// document without validators: a server whose Last-Modified has
+// one-second granularity answers 304 to a change made within the second,
+// and the source would stay on the old revision. Polls stay conditional.
+func TestHTTPTriggerFetchesWhole(t *testing.T) {
+	s := newServer(t)
+	modified := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	s.set(func(s *server) { s.body, s.lastModified = configMap("a", "1"), modified })
+	h := start(t, s.srv.URL+"/fleet.yaml")
+	h.receive()
+
+	// Changed within the same second: Last-Modified does not move.
+	s.set(func(s *server) { s.body = configMap("b", "1") })
+	n := s.count()
+	h.src.Trigger()
+	if r := h.receive(); names(r) != "b" {
+		t.Fatalf("trigger after a change within the second: %+v", r)
+	}
+	if req := s.request(n); req.Get("If-Modified-Since") != "" || req.Get("If-None-Match") != "" {
+		t.Errorf("the triggered request was conditional: %v", req)
+	}
+
+	if r, ok := h.poll(s, interval*11/10); ok {
+		t.Fatalf("a 304 sent %+v", r)
+	}
+	if got := s.request(s.count() - 1).Get("If-Modified-Since"); got != modified.Format(nethttp.TimeFormat) {
+		t.Errorf("the poll after a trigger sent If-Modified-Since %q; want %q", got, modified.Format(nethttp.TimeFormat))
+	}
+}
+
 func TestHTTPServerErrorsAndRecovery(t *testing.T) {
 	s := newServer(t)
 	s.set(func(s *server) { s.body, s.etag = configMap("a", "1"), `"v1"` })

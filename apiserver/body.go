@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -18,24 +19,33 @@ const presizeLimit = 1 << 20
 // readBody reads a request body, at most MaxBodyBytes of it (413 beyond),
 // within bodyReadTimeout of now.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return nil, bodyTooLarge(s.cfg.MaxBodyBytes)
-	}
-	// The server has no read timeout, for watches' sake; a body gets one.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	// One buffer of the declared length (and room to see the end), rather
 	// than io.ReadAll's doublings: every write reads a body. A length
 	// declared but not sent allocates at most presizeLimit.
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), presizeLimit)+bytes.MinRead))
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	data := buf.Bytes()
-	if err != nil {
-		if isTooLarge(err) {
-			return nil, bodyTooLarge(s.cfg.MaxBodyBytes)
-		}
-		return nil, badRequest("reading the request body: %v", err)
+	if err := CopyBody(w, r, buf, s.cfg.MaxBodyBytes); err != nil {
+		return nil, err
 	}
-	return data, nil
+	return buf.Bytes(), nil
+}
+
+// CopyBody copies a request body to dst, at most limit bytes of it (a 413
+// Status error beyond, at once when the declared length is over), within
+// bodyReadTimeout of now: the server has no read timeout, for watches'
+// sake, so a body gets one. A handler that only needs to hash a body (a
+// webhook's signature) copies it into the hash rather than hold it.
+func CopyBody(w http.ResponseWriter, r *http.Request, dst io.Writer, limit int64) error {
+	if r.ContentLength > limit {
+		return bodyTooLarge(limit)
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	if _, err := io.Copy(dst, http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		if isTooLarge(err) {
+			return bodyTooLarge(limit)
+		}
+		return badRequest("reading the request body: %v", err)
+	}
+	return nil
 }
 
 // checkObjectContentType accepts the media types an object body may have.

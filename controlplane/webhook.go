@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -31,9 +30,10 @@ const (
 	HeaderGitlabToken     = "X-Gitlab-Token"
 )
 
-// MaxWebhookBody caps a webhook's body: push payloads are a few KiB, and
-// the body is read before it is authenticated.
-const MaxWebhookBody = 1 << 20
+// MaxWebhookBody caps a webhook's body at GitHub's own cap of a push
+// payload (25 MB). The body is read before it is authenticated, but only
+// into the HMAC: it is never held.
+const MaxWebhookBody = 25 << 20
 
 // ReadWebhookSecret reads the shared secret of webhooks from a file,
 // without the trailing newline an editor or `echo` leaves.
@@ -79,17 +79,12 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			errors.New("webhooks are disabled: the server has no --webhook-secret-file")))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			apiserver.WriteError(w, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("webhook body over %d bytes", MaxWebhookBody)))
-			return
-		}
-		apiserver.WriteError(w, apierrors.NewBadRequest("read body: "+err.Error()))
+	mac := hmac.New(sha256.New, h.secret)
+	if err := apiserver.CopyBody(w, r, mac, MaxWebhookBody); err != nil {
+		apiserver.WriteError(w, err)
 		return
 	}
-	if !h.authentic(r.Header, body) {
+	if !h.authentic(r.Header, mac.Sum(nil)) {
 		h.log.Warn("webhook refused: bad or missing signature", "source", name, "remote", r.RemoteAddr)
 		apiserver.WriteError(w, apierrors.NewUnauthorized(
 			"bad or missing webhook signature: send "+HeaderHubSignature256+": sha256=<hex HMAC-SHA256 of the body> or "+HeaderGitlabToken))
@@ -110,8 +105,9 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// authentic checks the signature headers against the secret.
-func (h *webhook) authentic(header http.Header, body []byte) bool {
+// authentic checks the signature headers against the secret; sum is the
+// HMAC-SHA256 of the body with the secret.
+func (h *webhook) authentic(header http.Header, sum []byte) bool {
 	if sig := header.Get(HeaderHubSignature256); sig != "" {
 		hexSum, ok := strings.CutPrefix(sig, "sha256=")
 		if !ok {
@@ -121,9 +117,7 @@ func (h *webhook) authentic(header http.Header, body []byte) bool {
 		if err != nil {
 			return false
 		}
-		mac := hmac.New(sha256.New, h.secret)
-		mac.Write(body)
-		return hmac.Equal(got, mac.Sum(nil))
+		return hmac.Equal(got, sum)
 	}
 	if token := header.Get(HeaderGitlabToken); token != "" {
 		return hmac.Equal([]byte(token), h.secret)

@@ -1,10 +1,10 @@
 package controlplane
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -46,12 +46,18 @@ func sign(secret, body string) string {
 
 func TestWebhook(t *testing.T) {
 	const secret, body = "s3cret", `{"ref":"refs/heads/main"}`
+	// A push payload as large as GitHub sends (it caps them at 25 MB), and
+	// one byte over the cap.
+	const githubCap = 25 << 20
+	large := `{"ref":"refs/heads/main","commits":"` + strings.Repeat("x", githubCap-40) + `"}`
+	over := strings.Repeat("x", MaxWebhookBody+1)
 	tests := []struct {
 		name      string
 		method    string
 		path      string
 		header    map[string]string
 		body      string
+		chunked   bool // no Content-Length: the cap is met while reading
 		noSecret  bool
 		code      int
 		triggered bool
@@ -69,7 +75,10 @@ func TestWebhook(t *testing.T) {
 		{name: "no source", path: "/hooks/", header: map[string]string{HeaderHubSignature256: sign(secret, body)}, code: 404},
 		{name: "GET", method: http.MethodGet, path: "/hooks/fleet", code: 405},
 		{name: "no secret configured", path: "/hooks/fleet", header: map[string]string{HeaderGitlabToken: ""}, noSecret: true, code: 403},
-		{name: "body too big", path: "/hooks/fleet", body: strings.Repeat("x", MaxWebhookBody+1), code: 413},
+		{name: "large push payload", path: "/hooks/fleet", body: large, header: map[string]string{HeaderHubSignature256: sign(secret, large)}, code: 202, triggered: true},
+		{name: "large push payload, chunked", path: "/hooks/fleet", body: large, chunked: true, header: map[string]string{HeaderHubSignature256: sign(secret, large)}, code: 202, triggered: true},
+		{name: "body too big", path: "/hooks/fleet", body: over, header: map[string]string{HeaderHubSignature256: sign(secret, over)}, code: 413},
+		{name: "body too big, chunked", path: "/hooks/fleet", body: over, chunked: true, header: map[string]string{HeaderHubSignature256: sign(secret, over)}, code: 413},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +96,11 @@ func TestWebhook(t *testing.T) {
 			if b == "" {
 				b = body
 			}
-			req, err := http.NewRequest(method, srv.URL+tt.path, bytes.NewBufferString(b))
+			var r io.Reader = strings.NewReader(b)
+			if tt.chunked {
+				r = io.MultiReader(r) // hides the length
+			}
+			req, err := http.NewRequest(method, srv.URL+tt.path, r)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -78,6 +78,13 @@ func TestReconcileSource(t *testing.T) {
 	if r := berth("get", "cm", "a"); r.code != exitOK {
 		t.Errorf("a is gone after a rejected revision: %s", r.stderr)
 	}
+	// The syncs are events on the Source, which describe shows.
+	r = berth("describe", "source", "site")
+	for _, want := range []string{"Normal   ReconciliationSucceeded", "Applied revision sha256:", "Warning  ValidationFailed", `datta: unknown field "datta"`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("describe source does not show %q:\n%s", want, r.stdout)
+		}
+	}
 
 	// Only a.yaml left, fixed: 2 of 3 objects go, which the guard holds.
 	writeFile(t, filepath.Join(dir, "a.yaml"), configMapManifest("a", "2"))

@@ -95,14 +95,18 @@ func (r *recorder) Commit(_ uint64, ops []store.Op) error {
 	return nil
 }
 
-// since returns the writes committed after the first n commits, as
-// "Kind/ns/name" (deletes prefixed with "-").
+// since returns the writes of objects committed after the first n
+// commits, as "Kind/ns/name" (deletes prefixed with "-"). Events are left
+// out: the tests of the Source's events read them.
 func (r *recorder) since(n int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for _, ops := range r.commits[n:] {
 		for _, op := range ops {
+			if op.Kind == eventKind {
+				continue
+			}
 			s := Key{Kind: op.Kind, Namespace: op.Namespace, Name: op.Name}.String()
 			if op.Object == nil {
 				s = "-" + s

@@ -31,8 +31,10 @@ func (a *Applier) writeStatus(ctx context.Context, name string, res *Result, opt
 // updateStatus writes the outcome of a sync to the Source's status:
 // always the attempted revision, the sync time, the Ready condition and
 // the handled reconcile request; on success also the applied revision
-// and the object count (objects >= 0).
+// and the object count (objects >= 0). An outcome that differs from the
+// last one is also an event on the Source, in the same transaction.
 func (a *Applier) updateStatus(tx *store.Txn, src *api.Source, res *Result, opts ApplyOptions, objects int) error {
+	eventType, reason, message, record := syncEvent(src, res)
 	now := metav1.NewTime(a.clock.Now())
 	s := src.DeepCopy()
 	if res.Revision != "" {
@@ -59,8 +61,13 @@ func (a *Applier) updateStatus(tx *store.Txn, src *api.Source, res *Result, opts
 		ObservedGeneration: s.Generation,
 		LastTransitionTime: now,
 	})
-	_, err := tx.Update(s)
-	return err
+	if _, err := tx.Update(s); err != nil {
+		return err
+	}
+	if !record {
+		return nil
+	}
+	return a.events.Record(tx, s, eventType, reason, message)
 }
 
 // appliedMessage is the Ready message of a revision applied.

@@ -20,6 +20,8 @@ const (
 	VerbUpdate = "update"
 	VerbPatch  = "patch"
 	VerbDelete = "delete"
+	// VerbDeleteCollection deletes what a list's selectors pick.
+	VerbDeleteCollection = "deletecollection"
 )
 
 // ErrForbidden is wrapped by every *ForbiddenError, for errors.Is.

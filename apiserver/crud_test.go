@@ -216,6 +216,52 @@ func TestUnconditionalWritesRace(t *testing.T) {
 	}
 }
 
+// TestDeleteCollection: DELETE on a collection deletes what its
+// selectors pick, each as a DELETE of it would, and answers the list of
+// them; a reader may not, and a namespaced kind takes it in a namespace
+// only, as in Kubernetes.
+func TestDeleteCollection(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for name, tier := range map[string]string{"a": "web", "b": "web", "c": "db"} {
+		e.mustCreate(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"tier": tier}}})
+	}
+	const path = "/api/v1/namespaces/default/configmaps?labelSelector=tier%3Dweb"
+	if code, _, _ := e.do("DELETE", path, readerToken, "", "", nil); code != http.StatusForbidden {
+		t.Errorf("a reader's deletecollection: %d, want 403", code)
+	}
+	if code, _, body := e.do("DELETE", "/api/v1/configmaps", adminToken, "", "", nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("deletecollection across namespaces: %d %s, want 405", code, body)
+	}
+	code, _, body := e.do("DELETE", path, adminToken, "application/json", "", strings.NewReader(`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`))
+	if code != http.StatusOK {
+		t.Fatalf("deletecollection: %d %s", code, body)
+	}
+	var list struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, it := range list.Items {
+		names = append(names, it.Metadata.Name)
+	}
+	if list.Kind != "ConfigMapList" || strings.Join(names, ",") != "a,b" {
+		t.Errorf("answer %s with %v, want ConfigMapList with a,b", list.Kind, names)
+	}
+	left, _, err := e.client.List(ctx, cmKind, "default", client.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].GetName() != "c" {
+		t.Errorf("left: %v, want c alone", left)
+	}
+}
+
 func TestStatusSubresource(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -511,7 +557,8 @@ func TestBadBodies(t *testing.T) {
 		{"too large", "POST", pods, "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"a":"` + strings.Repeat("x", 5000) + `"}}`, 413, "larger than"},
 		{"name mismatch on update", "PUT", pods + "/a", "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"b"},"spec":{"containers":[{"name":"c","image":"i"}]}}`, 400, "does not match the name"},
 		{"post to a name", "POST", pods + "/a", "application/json", `{}`, 405, ""},
-		{"delete a collection", "DELETE", pods, "", ``, 405, ""},
+		{"delete a collection across namespaces", "DELETE", "/api/v1/pods", "", ``, 405, ""},
+		{"delete a collection with a bad body", "DELETE", pods, "application/json", `{"propagationPolicy":"Sideways"}`, 400, "propagationPolicy"},
 		{"missing namespace", "POST", "/api/v1/namespaces/nope/configmaps", "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`, 404, `namespaces "nope" not found`},
 		{"unknown resource", "GET", "/api/v1/widgets", "", ``, 404, ""},
 		{"bad label selector", "GET", pods + "?labelSelector=a%20in%20(", "", ``, 400, "labelSelector"},

@@ -34,7 +34,6 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
-	ctx := r.Context()
 	old, err := s.store.Get(req.kind, req.namespace, req.name)
 	if err != nil {
 		if authErr := s.authorize(r, req, nil, nil); authErr != nil {
@@ -47,9 +46,19 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
-	if err := s.admit(ctx, req, nil, old); err != nil {
+	out, err := s.deleteObject(r, req, opts, old)
+	if err != nil {
 		WriteError(w, err)
 		return
+	}
+	writeStored(w, http.StatusOK, out)
+}
+
+// deleteObject deletes the object req names, which the caller read as
+// old and was allowed to delete, through admission and with opts.
+func (s *Server) deleteObject(r *http.Request, req *resourceRequest, opts *metav1.DeleteOptions, old api.Object) (api.Object, error) {
+	if err := s.admit(r.Context(), req, nil, old); err != nil {
+		return nil, err
 	}
 	finalizer := propagationFinalizer(opts)
 	storeOpts := store.DeleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds}
@@ -63,7 +72,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		}
 	}
 	var out api.Object
-	err = s.write(r, len(opts.DryRun) > 0, func(tx *store.Txn) error {
+	err := s.write(r, len(opts.DryRun) > 0, func(tx *store.Txn) error {
 		cur, err := tx.Get(req.kind, req.namespace, req.name)
 		if err != nil {
 			return err
@@ -84,11 +93,65 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		out, err = tx.Delete(req.kind, req.namespace, req.name, storeOpts)
 		return err
 	}, &out, old.GetResourceVersion())
+	return out, err
+}
+
+// serveDeleteCollection answers DELETE on a collection, Kubernetes'
+// deletecollection: every object its label and field selectors pick is
+// deleted as a DELETE of it would be (the same options: grace,
+// propagation, dry run), one at a time; one gone meanwhile is passed
+// over. The answer is the list of the objects deleted, as each delete
+// left them.
+func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
+	opts, err := s.deleteOptions(w, r)
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	writeStored(w, http.StatusOK, out)
+	sel, err := parseSelection(req.kind, req.namespace, r.URL.Query())
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	attrs := req.attributes(nil, nil, sel.fields)
+	attrs.LabelSelector = sel.filter.Labels
+	if err := s.authorizeAttrs(r.Context(), req, attrs); err != nil {
+		WriteError(w, err)
+		return
+	}
+	snap := s.store.Snapshot()
+	var picked []api.Object
+	if err := snap.Each(req.kind, sel.filter, func(obj api.Object) bool {
+		picked = append(picked, obj)
+		return true
+	}); err != nil {
+		WriteError(w, err)
+		return
+	}
+	var deleted []api.Object
+	for _, old := range picked {
+		one := *req
+		one.name = old.GetName()
+		out, err := s.deleteObject(r, &one, opts, old)
+		switch {
+		case isNotFound(err):
+			continue
+		case err != nil:
+			// Those deleted so far stay deleted, as in Kubernetes.
+			WriteError(w, err)
+			return
+		}
+		deleted = append(deleted, out)
+	}
+	lw := newListWriter(w, req.kind, snap.Revision(), nil)
+	for _, obj := range deleted {
+		if !lw.add(obj) {
+			break
+		}
+	}
+	if err := lw.close(); err != nil {
+		s.log.Debug("deletecollection answer cut short", "resource", req.kind.Resource, "err", err)
+	}
 }
 
 // checkPreconditions tests DeleteOptions.preconditions before the delete

@@ -20,7 +20,7 @@ import (
 
 // Verbs every resource and every status subresource takes.
 var (
-	resourceVerbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+	resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 	statusVerbs   = metav1.Verbs{"get", "patch", "update"}
 )
 

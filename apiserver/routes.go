@@ -131,6 +131,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.servePatch(w, r, req)
 	case VerbDelete:
 		s.serveDelete(w, r, req)
+	case VerbDeleteCollection:
+		s.serveDeleteCollection(w, r, req)
 	}
 }
 
@@ -237,8 +239,11 @@ func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, er
 			return VerbPatch, nil
 		}
 	case http.MethodDelete:
-		if named && req.subresource == "" {
+		switch {
+		case named && req.subresource == "":
 			return VerbDelete, nil
+		case !named && req.subresource == "" && (req.namespace != "" || !req.kind.Namespaced):
+			return VerbDeleteCollection, nil
 		}
 	}
 	return "", methodNotAllowed(req.kind, r.Method)

@@ -45,6 +45,14 @@ func (s *Server) authorize(r *http.Request, req *resourceRequest, obj, old api.O
 	return s.authorizeAttrs(r.Context(), req, req.attributes(obj, old, nil))
 }
 
+// authorizeSelection asks the Authorizer about a request on what sel
+// picks (a list, a watch, a deletecollection), selectors included.
+func (s *Server) authorizeSelection(ctx context.Context, req *resourceRequest, sel *selection) error {
+	attrs := req.attributes(nil, nil, sel.fields)
+	attrs.LabelSelector = sel.filter.Labels
+	return s.authorizeAttrs(ctx, req, attrs)
+}
+
 func (s *Server) authorizeAttrs(ctx context.Context, req *resourceRequest, a Attributes) error {
 	if err := s.cfg.Authorizer.Authorize(ctx, req.id, a); err != nil {
 		return forbidden(req.kind, req.name, err)

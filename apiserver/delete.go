@@ -113,9 +113,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		WriteError(w, err)
 		return
 	}
-	attrs := req.attributes(nil, nil, sel.fields)
-	attrs.LabelSelector = sel.filter.Labels
-	if err := s.authorizeAttrs(r.Context(), req, attrs); err != nil {
+	if err := s.authorizeSelection(r.Context(), req, sel); err != nil {
 		WriteError(w, err)
 		return
 	}

@@ -48,9 +48,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req *resourc
 	if req.name != "" {
 		sel.withName(req.name)
 	}
-	attrs := req.attributes(nil, nil, sel.fields)
-	attrs.LabelSelector = sel.filter.Labels
-	if err := s.authorizeAttrs(r.Context(), req, attrs); err != nil {
+	if err := s.authorizeSelection(r.Context(), req, sel); err != nil {
 		WriteError(w, err)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -330,6 +331,30 @@ func (a *Applier) execute(tx *store.Txn, name string, plan *Plan) error {
 			}
 		case ActionPrune:
 			if _, err := tx.Delete(s.Key.Kind, s.Key.Namespace, s.Key.Name, store.DeleteOptions{}); err != nil && !store.IsNotFound(err) {
+				return err
+			}
+		case ActionKeep:
+			// Let go, as Flux drops such an object from its inventory:
+			// without the source's annotation it is neither pruned nor
+			// reverted, counted no more, and free for another source or
+			// berth apply to take.
+			released := s.Live.DeepCopyObject().(api.Object)
+			ann := maps.Clone(released.GetAnnotations())
+			delete(ann, api.AnnotationSource)
+			released.SetAnnotations(ann)
+			stored, err := tx.Update(released)
+			if store.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			why := fmt.Sprintf("it is annotated %s: %s", api.AnnotationPrune, api.PruneDisabled)
+			if s.Key.Kind == namespaceKind && api.SystemNamespace(s.Key.Name) {
+				why = "it may not be deleted"
+			}
+			if err := a.recordEvent(tx, stored, ReasonReleased,
+				fmt.Sprintf("Source %s no longer declares %s and %s: it is left as it is and is no longer the source's", name, s.Key, why)); err != nil {
 				return err
 			}
 		}

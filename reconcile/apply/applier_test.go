@@ -175,17 +175,26 @@ metadata:
 	if res.Counts != (Counts{Pruned: 1, Kept: 1, Unchanged: 4}) {
 		t.Errorf("counts %+v", res.Counts)
 	}
-	if got := f.backend.since(n); !slices.Equal(got, []string{"-ConfigMap/default/b", "Source/fleet"}) {
+	// keep is let go: its source annotation goes.
+	if got := f.backend.since(n); !slices.Equal(got, []string{"ConfigMap/default/keep", "-ConfigMap/default/b", "Source/fleet"}) {
 		t.Errorf("wrote %v", got)
 	}
 	if f.exists("ConfigMap", "default", "b") || !f.exists("ConfigMap", "default", "keep") {
 		t.Error("b should be pruned and keep kept")
+	}
+	if owner, ok := f.get("ConfigMap", "default", "keep").GetAnnotations()[api.AnnotationSource]; ok {
+		t.Errorf("the kept object still names source %q", owner)
 	}
 	if c := f.ready(); !strings.Contains(c.Message, "1 pruned") || !strings.Contains(c.Message, "1 kept") {
 		t.Errorf("message %q", c.Message)
 	}
 	if f.source().Status.Objects != 4 {
 		t.Errorf("objects %d", f.source().Status.Objects)
+	}
+	// No longer the source's, it is not kept again at every sync.
+	res = f.mustApply(decode(t, "r3", "all.yaml", docs(namespace("prod"), configMap("a", "2"), service("web"), deployment("web", 1))))
+	if res.Counts != (Counts{Updated: 1, Unchanged: 3}) {
+		t.Errorf("counts of the next revision %+v", res.Counts)
 	}
 }
 

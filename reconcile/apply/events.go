@@ -17,6 +17,9 @@ const (
 	ReasonDriftCorrected = "DriftCorrected"
 	// ReasonAdopted: an object with no source annotation was taken over.
 	ReasonAdopted = "Adopted"
+	// ReasonReleased: an object the source no longer declares, annotated
+	// berth.dev/prune: disabled, was left in place and let go.
+	ReasonReleased = "Released"
 )
 
 // Event reasons the applier records on a Source about its syncs, named as

@@ -20,7 +20,8 @@ const (
 	ActionUnchanged Action = "unchanged"
 	ActionPrune     Action = "prune"
 	// ActionKeep: the revision no longer holds the object, but it is
-	// annotated berth.dev/prune: disabled.
+	// annotated berth.dev/prune: disabled (or may not be deleted): it is
+	// left in place and let go, no longer the source's.
 	ActionKeep Action = "keep"
 )
 

@@ -89,6 +89,8 @@ type Agent struct {
 	capacity   api.ResourceList
 	thresholds []Threshold
 	listener   net.Listener
+	// nodeID is the agent's node ID, kept in its data dir.
+	nodeID string
 	// serving is the container server's certificate, from the latest join.
 	serving servingCert
 
@@ -158,6 +160,10 @@ func New(cfg Config) (*Agent, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	nodeID, err := loadNodeID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	capacity, err := DetectCapacity(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
@@ -171,6 +177,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg:         cfg,
 		log:         cfg.Logger.With("node", cfg.NodeName),
 		rt:          rt,
+		nodeID:      nodeID,
 		capacity:    capacity,
 		thresholds:  thresholds,
 		static:      map[types.UID]*api.Pod{},
@@ -223,7 +230,8 @@ func (a *Agent) Addr() net.Addr {
 // the server is unreachable, and running static pods meanwhile), registers
 // the Node, then runs the bound pods, the heartbeat, eviction and the log
 // server. Containers keep running after it returns: a restarted agent
-// takes them over.
+// takes them over. It ends with a *NodeClaimedError when another agent
+// registered the Node of its name.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.rt.Close()
 	if err := protectFromOOMKiller(AgentOOMScoreAdj); err != nil {
@@ -332,6 +340,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Client:             c,
 		Name:               a.cfg.NodeName,
 		IP:                 a.cfg.NodeIP,
+		ID:                 a.nodeID,
 		Labels:             a.cfg.Labels,
 		Taints:             a.cfg.Taints,
 		Capacity:           a.capacity,
@@ -344,7 +353,14 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Clock:              a.cfg.Clock,
 		Logger:             a.log,
 	})
-	if err := a.retry(ctx, "register node", func() error { return node.Register(ctx) }); err != nil {
+	err = a.retry(ctx, "register node", func() error {
+		err := node.Register(ctx)
+		if claimed := (*NodeClaimedError)(nil); errors.As(err, &claimed) {
+			return backoff.Permanent(err)
+		}
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	a.mu.Lock()

@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -66,6 +67,10 @@ type NodeOptions struct {
 	Client *client.Client
 	Name   string
 	IP     string
+	// ID is the agent's node ID (see NodeClaimedError), recorded on the
+	// Node; a Node that carries another is not taken over. Empty records
+	// and checks none.
+	ID string
 	// Labels are added to kubernetes.io/hostname, kubernetes.io/os and
 	// kubernetes.io/arch.
 	Labels map[string]string
@@ -182,12 +187,13 @@ func (n *NodeManager) SetCondition(t api.NodeConditionType, status bool, reason,
 	}
 }
 
-// Register creates the Node, or takes over an existing one of that name:
-// it sets the labels and taints the agent owns and keeps the operator's
-// spec.unschedulable, other labels and other taints. It then writes the
-// status, Ready included, and renews the node's Lease. A Lease that
-// cannot be renewed is logged, not an error: Run writes the status in its
-// place until it can be.
+// Register creates the Node, or takes over an existing one of that name
+// that carries no node ID or this agent's: it sets the labels and taints
+// the agent owns and keeps the operator's spec.unschedulable, other labels
+// and other taints. A Node another agent registered is refused with a
+// *NodeClaimedError. It then writes the status, Ready included, and renews
+// the node's Lease. A Lease that cannot be renewed is logged, not an
+// error: Run writes the status in its place until it can be.
 func (n *NodeManager) Register(ctx context.Context) error {
 	now := n.o.Clock.Now()
 	if err := n.registerNode(ctx); err != nil {
@@ -210,6 +216,9 @@ func (n *NodeManager) registerNode(ctx context.Context) error {
 		if attempt < 4 && (client.IsConflict(err) || client.IsAlreadyExists(err) || client.IsNotFound(err)) {
 			continue
 		}
+		if claimed := (*NodeClaimedError)(nil); errors.As(err, &claimed) {
+			return err // it names the node
+		}
 		return fmt.Errorf("register node %s: %w", n.o.Name, err)
 	}
 }
@@ -231,6 +240,9 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 		return nil, err
 	}
 	cur := obj.(*api.Node)
+	if err := n.claimed(cur); err != nil {
+		return nil, err
+	}
 	node := cur.DeepCopy()
 	n.own(node)
 	if equalMeta(cur, node) {
@@ -242,6 +254,18 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 	}
 	n.o.Logger.Info("took over node", "node", n.o.Name)
 	return updated.(*api.Node), nil
+}
+
+// claimed is a *NodeClaimedError when node carries another agent's node
+// ID, else nil. The update that takes a Node over names the
+// resourceVersion it read, so of two agents that read it together, one
+// writes and the other reads it again and is refused.
+func (n *NodeManager) claimed(node *api.Node) error {
+	id := node.Annotations[AnnotationNodeID]
+	if n.o.ID == "" || id == "" || id == n.o.ID {
+		return nil
+	}
+	return &NodeClaimedError{Node: n.o.Name, ID: id, Own: n.o.ID}
 }
 
 // equalMeta reports whether own changed nothing.
@@ -271,6 +295,9 @@ func (n *NodeManager) own(node *api.Node) {
 	node.Annotations[AnnotationCgroup] = cmp.Or(caps.Cgroup, "none")
 	node.Annotations[AnnotationMemoryLimit] = strconv.FormatBool(caps.MemoryLimit)
 	node.Annotations[AnnotationCPULimit] = strconv.FormatBool(caps.CPULimit)
+	if n.o.ID != "" {
+		node.Annotations[AnnotationNodeID] = n.o.ID
+	}
 	if n.o.LocalPathRoot != "" {
 		node.Annotations[api.AnnotationLocalPathRoot] = n.o.LocalPathRoot
 	}
@@ -308,7 +335,9 @@ func (n *NodeManager) own(node *api.Node) {
 // meanwhile), and every StatusReportPeriod regardless, as the kubelet
 // does, until ctx is done. Register must have succeeded first. A failed
 // write is logged and tried again at the next beat; a Node deleted under
-// the agent is registered again.
+// the agent is registered again. A Node that another agent registered
+// meanwhile (after it was deleted) ends Run with a *NodeClaimedError at
+// the next status write.
 func (n *NodeManager) Run(ctx context.Context) error {
 	t := n.o.Clock.NewTicker(n.o.HeartbeatPeriod)
 	defer t.Stop()
@@ -317,15 +346,27 @@ func (n *NodeManager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
-			if err := n.beat.Beat(ctx); err != nil && ctx.Err() == nil {
-				n.o.Logger.Warn("node heartbeat", "node", n.o.Name, "err", err)
+			if err := n.failed(ctx, "node heartbeat", n.beat.Beat(ctx)); err != nil {
+				return err
 			}
 		case <-n.changed:
-			if err := n.report(ctx); err != nil && ctx.Err() == nil {
-				n.o.Logger.Warn("node status", "node", n.o.Name, "err", err)
+			if err := n.failed(ctx, "node status", n.report(ctx)); err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// failed logs the error of a write Run tries again, and returns the one
+// that ends Run: a *NodeClaimedError.
+func (n *NodeManager) failed(ctx context.Context, what string, err error) error {
+	if claimed := (*NodeClaimedError)(nil); errors.As(err, &claimed) {
+		return claimed
+	}
+	if err != nil && ctx.Err() == nil {
+		n.o.Logger.Warn(what, "node", n.o.Name, "err", err)
+	}
+	return nil
 }
 
 // report writes the Node's status once, registering the Node again if it
@@ -342,6 +383,9 @@ func (n *NodeManager) readAndWriteStatus(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", n.o.Name, err)
+	}
+	if err := n.claimed(obj.(*api.Node)); err != nil {
+		return err
 	}
 	return n.writeStatus(ctx, obj.(*api.Node))
 }

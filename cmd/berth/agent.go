@@ -110,6 +110,10 @@ the agent a node credential and a serving certificate for its log server,
 each valid for a year; the agent joins again at about 80% of that, so keep
 the join token file in place.
 
+The agent keeps a node ID in its data dir and records it on its Node: an
+agent with another data dir is refused that Node (two machines given one
+--node-name), until the Node is deleted.
+
 Static pods from --manifest-dir or --manifest-url run even with no server:
 with no --server the agent runs them alone (standalone mode).
 

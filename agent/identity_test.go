@@ -1,0 +1,170 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/testtool"
+)
+
+// TestAgentRefusesANodeAnotherAgentRegistered: a second agent given the
+// name of a node that another agent runs is refused at registration, with
+// an error that says what to do, and leaves the Node alone; the first
+// agent, restarted on its data dir, takes its Node back; once the Node is
+// deleted (its machine gone), the second agent may register it.
+func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
+	c := startCluster(t)
+	token, ca := c.joinSecrets(t)
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	ctx := context.Background()
+	firstDir, secondDir := t.TempDir(), t.TempDir()
+	// start runs an agent as node "twin" until stop is called, which
+	// returns Run's error, or until it ends by itself, which closes done.
+	start := func(dataDir, ip string) (stop func() error, done <-chan struct{}) {
+		a, err := agent.New(agent.Config{
+			Server: c.url, JoinToken: token, CAData: ca,
+			NodeName: "twin", NodeIP: ip, Listen: "127.0.0.1:0",
+			DataDir: dataDir, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		ended := make(chan struct{})
+		var runErr error
+		go func() {
+			defer close(ended)
+			runErr = a.Run(runCtx)
+		}()
+		stop = func() error {
+			cancel()
+			<-ended
+			return runErr
+		}
+		t.Cleanup(func() { _ = stop() })
+		return stop, ended
+	}
+	nodeID := func(dataDir string) string {
+		b, err := os.ReadFile(filepath.Join(dataDir, "node-id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	registered := func(id, ip string, heartbeat time.Time) {
+		t.Helper()
+		testtool.WaitFor(t, 20*time.Second, "node twin registered by "+id, func() error {
+			obj, err := c.admin.Get(ctx, api.KindOf(&api.Node{}), "", "twin")
+			if err != nil {
+				return err
+			}
+			n := obj.(*api.Node)
+			if got := n.Annotations[agent.AnnotationNodeID]; got != id {
+				return fmt.Errorf("node ID %q", got)
+			}
+			if len(n.Status.Addresses) == 0 || n.Status.Addresses[0].Address != ip {
+				return fmt.Errorf("addresses %v", n.Status.Addresses)
+			}
+			if hb := condition(n, api.NodeReady).LastHeartbeatTime.Time; !hb.Equal(heartbeat) {
+				return fmt.Errorf("heartbeat %v, want %v", hb, heartbeat)
+			}
+			return nil
+		})
+	}
+
+	stopFirst, _ := start(firstDir, "127.0.0.1")
+	registered(nodeID(firstDir), "127.0.0.1", clk.Now())
+
+	stopSecond, refused := start(secondDir, "127.0.0.2")
+	select {
+	case <-refused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second agent was not refused")
+	}
+	err := stopSecond()
+	var claimed *agent.NodeClaimedError
+	if !errors.As(err, &claimed) {
+		t.Fatalf("second agent ended with %v, want a NodeClaimedError", err)
+	}
+	for _, want := range []string{"node twin", nodeID(firstDir), "--node-name", "berth delete node twin"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	registered(nodeID(firstDir), "127.0.0.1", clk.Now())
+
+	// The first agent restarts on its data dir: the Node is its own.
+	if err := stopFirst(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	stopFirst, _ = start(firstDir, "127.0.0.1")
+	registered(nodeID(firstDir), "127.0.0.1", clk.Now())
+
+	// Its machine is gone: the operator deletes the Node, and the second
+	// agent registers it.
+	if err := stopFirst(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Node{}), "", "twin", nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	start(secondDir, "127.0.0.2")
+	registered(nodeID(secondDir), "127.0.0.2", clk.Now())
+}
+
+// TestNodeManagerStopsWhenAnotherAgentRegistersItsNode: a Node deleted
+// under a running agent and registered by another agent ends the first
+// one's Run at its next status write, rather than the two sharing it.
+func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	opts := agent.NodeOptions{Client: c.join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk, StatusReportPeriod: 30 * time.Second}
+	first := agent.NewNodeManager(opts)
+	if err := first.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Node{}), "", "n1", nil); err != nil {
+		t.Fatal(err)
+	}
+	opts.ID, opts.IP = "second", "10.0.0.2"
+	if err := agent.NewNodeManager(opts).Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- first.Run(runCtx) }()
+	var err error
+	testtool.WaitFor(t, 10*time.Second, "the first agent's Run to end", func() error {
+		select {
+		case err = <-done:
+			return nil
+		default:
+		}
+		if clk.HasWaiters() {
+			clk.Step(10 * time.Second)
+		}
+		return errors.New("still running")
+	})
+	var claimed *agent.NodeClaimedError
+	if !errors.As(err, &claimed) || claimed.ID != "second" || claimed.Own != "first" {
+		t.Fatalf("Run ended with %v, want a NodeClaimedError", err)
+	}
+	if addr := c.node(t, "n1").Status.Addresses[0].Address; addr != "10.0.0.2" {
+		t.Errorf("node address %s, want the second agent's", addr)
+	}
+}

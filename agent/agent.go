@@ -363,8 +363,10 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mirror := NewMirrorManager(c, a.cfg.NodeName, a.log)
+	mirror.Posted = func(sp *api.Pod) { a.pods.ResendStatus(sp.UID) }
 	a.mu.Lock()
-	a.client, a.node, a.mirror = c, node, NewMirrorManager(c, a.cfg.NodeName, a.log)
+	a.client, a.node, a.mirror = c, node, mirror
 	a.mu.Unlock()
 	a.markMirrorsDirty()
 
@@ -697,13 +699,16 @@ func (r reporter) conn() (*client.Client, *MirrorManager) {
 func (r reporter) ReportStatus(ctx context.Context, pod *api.Pod, status api.PodStatus) error {
 	c, m := r.conn()
 	if isStatic(pod) {
-		if m == nil {
-			return nil
+		switch {
+		case r.a.cfg.Server == "":
+			return nil // standalone: there is no mirror
+		case m == nil:
+			return ErrNotConnected
 		}
 		return m.ReportStatus(ctx, pod, status)
 	}
 	if c == nil {
-		return errors.New("not connected to the server")
+		return ErrNotConnected
 	}
 	p := pod.DeepCopy()
 	p.Status = status

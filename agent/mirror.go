@@ -20,6 +20,10 @@ type MirrorManager struct {
 	c      *client.Client
 	node   string
 	logger *slog.Logger
+
+	// Posted, when set, is called with each static pod whose mirror Sync
+	// posted: the mirror has no status yet.
+	Posted func(static *api.Pod)
 }
 
 // NewMirrorManager returns a MirrorManager for the node's credential.
@@ -75,6 +79,9 @@ func (m *MirrorManager) Sync(ctx context.Context, static []*api.Pod) error {
 			continue
 		}
 		m.logger.Info("posted mirror pod", "pod", key)
+		if m.Posted != nil {
+			m.Posted(sp)
+		}
 	}
 	for _, cur := range mirrors {
 		if err := m.delete(ctx, cur); err != nil {

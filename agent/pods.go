@@ -48,13 +48,20 @@ type PodManagerOptions struct {
 // mirror pod for a static pod).
 type StatusReporter interface {
 	// ReportStatus is called when a pod's status changed (not on every
-	// loop; coalesce).
+	// loop; coalesce). A status is sent once ReportStatus returns nil, so
+	// it must return an error for one it did not deliver: ErrNotConnected
+	// for one it has nowhere to send yet. The worker sends it again later.
 	ReportStatus(ctx context.Context, pod *api.Pod, status api.PodStatus) error
 	// PodTerminated is called once every container of a pod that has a
 	// deletionTimestamp has stopped, so the agent can remove it from the
 	// API for good.
 	PodTerminated(ctx context.Context, pod *api.Pod) error
 }
+
+// ErrNotConnected is a StatusReporter's error for a status it cannot send
+// before the agent has connected to the server. Workers try again without
+// logging it as an error: static pods run long before the server answers.
+var ErrNotConnected = errors.New("not connected to the server")
 
 // RefResolver reads what a pod's env and volumes reference.
 type RefResolver interface {
@@ -165,6 +172,19 @@ func (m *PodManager) Sync(pod *api.Pod) {
 	w := m.workerLocked(pod.UID)
 	w.setPod(pod)
 	m.startLocked(w)
+}
+
+// ResendStatus has the pod's worker report its status again though it has
+// not changed: where it went is gone (a mirror pod deleted and posted
+// anew, with no status).
+func (m *PodManager) ResendStatus(uid types.UID) {
+	m.mu.Lock()
+	w := m.workers[uid]
+	m.mu.Unlock()
+	if w != nil {
+		w.resend.Store(true)
+		w.poke()
+	}
 }
 
 // Forget stops the pod (with its grace) and removes its files and runs:

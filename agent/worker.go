@@ -40,6 +40,8 @@ type podWorker struct {
 	// tests step a fake clock only once every worker waits for the future.
 	idle      atomic.Bool
 	idleUntil atomic.Int64
+	// resend asks for the status to be sent though it has not changed.
+	resend atomic.Bool
 
 	// Guarded by m.mu.
 	running bool
@@ -307,14 +309,20 @@ func (w *podWorker) prevStatus(pod *api.Pod) api.PodStatus {
 	return pod.Status
 }
 
-// report sends st if it differs from what was sent last; false if the
-// reporter failed (the next sync tries again).
+// report sends st if it differs from what was sent last, or a resend was
+// asked for; false if the reporter failed (the next sync tries again).
 func (w *podWorker) report(ctx context.Context, pod *api.Pod, st api.PodStatus) bool {
-	if w.last != nil && reflect.DeepEqual(*w.last, st) {
+	resend := w.resend.Swap(false)
+	if !resend && w.last != nil && reflect.DeepEqual(*w.last, st) {
 		return true
 	}
 	if err := w.m.o.Reporter.ReportStatus(ctx, pod, st); err != nil {
-		w.log(pod).err("report status", err)
+		if !errors.Is(err, ErrNotConnected) {
+			w.log(pod).err("report status", err)
+		}
+		if resend {
+			w.resend.Store(true)
+		}
 		return false
 	}
 	w.last = &st

@@ -553,6 +553,42 @@ func TestReportRetriedAfterFailure(t *testing.T) {
 	}
 }
 
+// TestResendStatus: a status that has not changed is sent again when asked
+// (its mirror pod was posted anew), once, and again after a failure.
+func TestResendStatus(t *testing.T) {
+	h := newTestHarness(t)
+	h.m.Sync(workerPod("u1", "web", api.RestartPolicyAlways, "app"))
+	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
+	h.waitStatus("u1", "Running", func(st api.PodStatus) error {
+		if st.Phase != api.PodRunning {
+			return fmt.Errorf("phase %s", st.Phase)
+		}
+		return nil
+	})
+	h.settle()
+	n := h.rep.count("u1")
+	h.rep.mu.Lock()
+	h.rep.failReport = 1
+	h.rep.mu.Unlock()
+	h.m.ResendStatus("u1")
+	testtool.WaitFor(t, 5*time.Second, "the resend to fail", func() error {
+		h.rep.mu.Lock()
+		defer h.rep.mu.Unlock()
+		if h.rep.failReport > 0 {
+			return errors.New("not tried")
+		}
+		return nil
+	})
+	h.step(retryAfterError)
+	if got := h.rep.count("u1"); got != n+1 {
+		t.Errorf("%d reports after a resend that failed once, want 1", got-n)
+	}
+	h.step(time.Minute)
+	if got := h.rep.count("u1"); got != n+1 {
+		t.Errorf("%d reports after the resend, want 1", got-n)
+	}
+}
+
 func TestConfigErrorWaitsAndRetries(t *testing.T) {
 	clk := testingclock.NewFakeClock(testEpoch)
 	refs := testRefs()

@@ -466,7 +466,8 @@ type backoffClock struct{ c clock.Clock }
 
 func (b backoffClock) Now() time.Time { return b.c.Now() }
 
-// watchPods feeds the pod manager the pods bound to this node.
+// watchPods feeds the pod manager the pods bound to this node, and the
+// mirror manager the deletions of mirror pods, which it posts again.
 func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
 	podKind := api.MustLookupResource("pods")
 	inf := client.NewInformer(c, podKind, client.InformerOptions{
@@ -474,7 +475,15 @@ func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
 		Clock:       a.cfg.Clock,
 	}, func(e client.Event) {
 		p, ok := e.Object.(*api.Pod)
-		if !ok || isMirror(p) {
+		if !ok {
+			return
+		}
+		if isMirror(p) {
+			// A mirror runs nothing: its static pod runs on. Deleted, it
+			// is posted again, as the kubelet does.
+			if e.Type == client.Deleted || p.DeletionTimestamp != nil {
+				a.markMirrorsDirty()
+			}
 			return
 		}
 		if e.Type == client.Deleted {

@@ -150,3 +150,29 @@ func TestMirrorStatusAfterAgentRestart(t *testing.T) {
 		return running(p)
 	})
 }
+
+// TestDeletedMirrorPostedAgain: `berth delete pod` of a mirror pod (a
+// graceful deletion, the pod being bound) does not leave it Terminating:
+// the agent deletes it and posts it again at once, with the status of its
+// static pod, which runs on.
+func TestDeletedMirrorPostedAgain(t *testing.T) {
+	c := startCluster(t)
+	s := newStaticAgent(t, c, "n1")
+	s.start()
+	first := s.mirror("the mirror Running", running)
+	if _, err := c.admin.Delete(context.Background(), api.KindOf(&api.Pod{}), "default", first.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	again := s.mirror("a new mirror Running", func(p *api.Pod) error {
+		if p.UID == first.UID {
+			return fmt.Errorf("still the deleted mirror (deletionTimestamp %v)", p.DeletionTimestamp)
+		}
+		return running(p)
+	})
+	if again.DeletionTimestamp != nil {
+		t.Errorf("the new mirror is being deleted: %v", again.DeletionTimestamp)
+	}
+	if again.Status.ContainerStatuses[0].RestartCount != 0 || again.Status.ContainerStatuses[0].ContainerID != first.Status.ContainerStatuses[0].ContainerID {
+		t.Errorf("the static pod's container changed: %+v, was %+v", again.Status.ContainerStatuses[0], first.Status.ContainerStatuses[0])
+	}
+}

@@ -21,7 +21,8 @@ type InformerOptions struct {
 	// Clock times back-off; the real clock when nil.
 	Clock clock.WithTicker
 	// MinBackoff and MaxBackoff bound the wait before listing again after
-	// a failure (defaults 500ms and 30s), doubled at each failure in a row.
+	// a failure (defaults 500ms and 30s), doubled at each failure in a row;
+	// a list that succeeds, or a watch event, ends the row.
 	MinBackoff, MaxBackoff time.Duration
 	// WatchTimeout is asked of the server for each watch (default five to
 	// ten minutes, chosen at random, so that many agents do not all watch
@@ -134,6 +135,11 @@ func (i *Informer) WaitForSync(ctx context.Context) error {
 func (i *Informer) Run(ctx context.Context) error {
 	backoff := i.opts.MinBackoff
 	needList := true
+	// refused is set when the server would not open the last watch: the
+	// list before the next one does not reset the back-off, or a server
+	// that lists but refuses watches would be asked at the shortest wait
+	// forever.
+	refused := false
 	for ctx.Err() == nil {
 		if needList {
 			if err := i.relist(ctx); err != nil {
@@ -147,9 +153,16 @@ func (i *Informer) Run(ctx context.Context) error {
 				continue
 			}
 			needList = false
+			if !refused {
+				// The server answers again: a watch that breaks next (it
+				// restarted once more) waits the shortest time, not the
+				// back-off of the failures before.
+				backoff = i.opts.MinBackoff
+			}
 			i.once.Do(func() { close(i.synced) })
 		}
-		err := i.watch(ctx, &backoff)
+		opened, err := i.watch(ctx, &backoff)
+		refused = !opened
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, ErrWatchClosed):
@@ -221,8 +234,8 @@ func (i *Informer) relist(ctx context.Context) error {
 }
 
 // watch follows one watch from the cache's revision until it ends, and
-// returns why it ended.
-func (i *Informer) watch(ctx context.Context, backoff *time.Duration) error {
+// returns whether the server opened it and why it ended.
+func (i *Informer) watch(ctx context.Context, backoff *time.Duration) (opened bool, err error) {
 	timeout := i.opts.WatchTimeout
 	if timeout <= 0 {
 		timeout = 5*time.Minute + time.Duration(rand.Int64N(int64(5*time.Minute)))
@@ -234,13 +247,13 @@ func (i *Informer) watch(ctx context.Context, backoff *time.Duration) error {
 		TimeoutSeconds:  int64(max(timeout/time.Second, 1)),
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.Stop()
 	for {
 		e, err := w.Next(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		*backoff = i.opts.MinBackoff
 		i.apply(e)

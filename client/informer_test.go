@@ -16,8 +16,8 @@ import (
 	"github.com/berth-dev/berth/client"
 )
 
-// gate stands in front of the server to hold new watches and to end the
-// ones in flight, cleanly or by breaking the stream.
+// gate stands in front of the server to hold new watches, to end the
+// ones in flight, cleanly or by breaking the stream, and to fail lists.
 type gate struct {
 	mu      sync.Mutex
 	hold    chan struct{}
@@ -27,6 +27,8 @@ type gate struct {
 	nextID  int
 	lists   int
 	watches int
+	// failLists is how many lists to come are answered 503.
+	failLists int
 }
 
 func newGate() *gate { return &gate{active: map[int]context.CancelFunc{}} }
@@ -37,7 +39,15 @@ func (g *gate) wrap(h http.Handler) http.Handler {
 			if r.Method == http.MethodGet {
 				g.mu.Lock()
 				g.lists++
+				fail := g.failLists > 0
+				if fail {
+					g.failLists--
+				}
 				g.mu.Unlock()
+				if fail {
+					http.Error(w, "restarting", http.StatusServiceUnavailable)
+					return
+				}
 			}
 			h.ServeHTTP(w, r)
 			return
@@ -234,6 +244,45 @@ func TestInformerRelistsAfterBrokenStream(t *testing.T) {
 	fc.Step(2 * time.Second)
 	eventually(t, "the relist", func() bool { return g.count(func(g *gate) int { return g.lists }) > lists })
 	eventually(t, "the new object", func() bool { return rec.has("ADDED b") })
+}
+
+// TestInformerBackoffEndsWithAList: after a server restart that took a
+// few failed lists, the back-off has grown; the list that succeeds ends
+// it, so when the server restarts again before any watch event, the
+// informer lists again after the shortest wait, not the grown one.
+func TestInformerBackoffEndsWithAList(t *testing.T) {
+	g := newGate()
+	s := newServer(t, 0, g.wrap)
+	c := s.client(t)
+	fc := clocktesting.NewFakeClock(time.Now())
+	inf := client.NewInformer(c, cmKind, client.InformerOptions{Namespace: "default", Clock: fc, MinBackoff: time.Second, MaxBackoff: time.Minute, Logger: quiet}, nil)
+	runInformer(t, inf)
+	watching := func() bool { return g.count(func(g *gate) int { return len(g.active) }) == 1 }
+	lists := func() int { return g.count(func(g *gate) int { return g.lists }) }
+	eventually(t, "the informer's watch", watching)
+
+	// The first restart: the stream breaks and four lists fail, with
+	// back-offs of 1, 2, 4, 8 and 16s; the next list succeeds.
+	g.mu.Lock()
+	g.failLists = 4
+	g.mu.Unlock()
+	g.cut(true)
+	for n := lists(); n < 5+1; n = lists() {
+		eventually(t, "a back-off", fc.HasWaiters)
+		fc.Step(time.Minute)
+		eventually(t, "a list", func() bool { return lists() > n })
+	}
+	eventually(t, "the informer's watch again", watching)
+	g.mu.Lock()
+	g.abort = false
+	g.mu.Unlock()
+
+	// The second restart: the shortest back-off (1s, up to 20% more).
+	n := lists()
+	g.cut(true)
+	eventually(t, "the back-off", fc.HasWaiters)
+	fc.Step(1200 * time.Millisecond)
+	eventually(t, "a list after the shortest back-off", func() bool { return lists() > n })
 }
 
 // TestInformerFollowsChanges: events after the list, with Old set.

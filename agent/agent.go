@@ -237,8 +237,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := protectFromOOMKiller(AgentOOMScoreAdj); err != nil {
 		a.log.Warn("the agent is not protected from the OOM killer", "err", err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	goRun := func(name string, f func(context.Context) error) {
@@ -246,8 +246,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			if err := f(ctx); err != nil && ctx.Err() == nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
+				err = fmt.Errorf("%s: %w", name, err)
+				errs <- err
+				cancel(err)
 			}
 		}()
 	}
@@ -270,15 +271,31 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cfg.Server == "" {
 		a.log.Info("agent running standalone: static pods only")
-		wg.Wait()
+		a.wait(ctx, &wg)
 		return firstError(errs)
 	}
 	defer a.listener.Close()
 	goRun("metrics", a.metrics.Run)
 	goRun("logs", a.serveLogs)
 	goRun("cluster", a.runCluster)
-	wg.Wait()
+	a.wait(ctx, &wg)
 	return firstError(errs)
+}
+
+// wait waits for Run's goroutines, and says when they start to stop:
+// when ctx ends, by a signal or a failure, which it names.
+func (a *Agent) wait(ctx context.Context, wg *sync.WaitGroup) {
+	stopped := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-ctx.Done():
+		a.log.Info("shutting down", "reason", context.Cause(ctx))
+		<-stopped
+	case <-stopped:
+	}
 }
 
 func firstError(errs chan error) error {
@@ -473,6 +490,7 @@ func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
 	inf := client.NewInformer(c, podKind, client.InformerOptions{
 		ListOptions: client.ListOptions{FieldSelector: "spec.nodeName=" + a.cfg.NodeName},
 		Clock:       a.cfg.Clock,
+		Logger:      a.log,
 	}, func(e client.Event) {
 		p, ok := e.Object.(*api.Pod)
 		if !ok {

@@ -96,7 +96,8 @@ type NodeOptions struct {
 	// StatusReportPeriod is 0 for DefaultStatusReportPeriod.
 	StatusReportPeriod time.Duration
 	Clock              clock.WithTicker
-	Logger             *slog.Logger
+	// Logger's lines do not name the node: the agent's logger does.
+	Logger *slog.Logger
 }
 
 // NodeManager registers the agent's Node, renews its Lease (the heartbeat
@@ -200,7 +201,7 @@ func (n *NodeManager) Register(ctx context.Context) error {
 		return err
 	}
 	if err := n.beat.Registered(ctx, now); err != nil && ctx.Err() == nil {
-		n.o.Logger.Warn("node lease", "node", n.o.Name, "err", err)
+		n.o.Logger.Warn("node lease", "err", err)
 	}
 	return ctx.Err()
 }
@@ -233,7 +234,7 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.o.Logger.Info("registered node", "node", n.o.Name)
+		n.o.Logger.Info("registered node")
 		return created.(*api.Node), nil
 	}
 	if err != nil {
@@ -252,7 +253,7 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.o.Logger.Info("took over node", "node", n.o.Name)
+	n.o.Logger.Info("took over node")
 	return updated.(*api.Node), nil
 }
 
@@ -364,7 +365,7 @@ func (n *NodeManager) failed(ctx context.Context, what string, err error) error 
 		return claimed
 	}
 	if err != nil && ctx.Err() == nil {
-		n.o.Logger.Warn(what, "node", n.o.Name, "err", err)
+		n.o.Logger.Warn(what, "err", err)
 	}
 	return nil
 }
@@ -378,7 +379,7 @@ func (n *NodeManager) report(ctx context.Context) error { return n.beat.Report(c
 func (n *NodeManager) readAndWriteStatus(ctx context.Context) error {
 	obj, err := n.o.Client.Get(ctx, api.KindOf(&api.Node{}), "", n.o.Name)
 	if client.IsNotFound(err) {
-		n.o.Logger.Warn("node is gone, registering again", "node", n.o.Name)
+		n.o.Logger.Warn("node is gone, registering again")
 		return n.registerNode(ctx)
 	}
 	if err != nil {

@@ -394,7 +394,9 @@ func (s *Server) Run(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
+		s.log.Info("shutting down", "reason", context.Cause(ctx))
 	case err = <-serveErr:
+		s.log.Info("shutting down", "reason", err)
 	}
 	stop()
 	wg.Wait()

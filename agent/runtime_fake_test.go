@@ -70,8 +70,18 @@ func (f *fakeRuntime) Start(_ context.Context, c *runtime.Container) (runtime.St
 		st: runtime.Status{ID: c.ID, State: runtime.StateRunning, PID: 1000 + f.pid, StartedAt: f.clk.Now()}}
 	f.runs[c.ID] = r
 	f.starts = append(f.starts, *c)
+	if len(c.Argv) > 0 && c.Argv[0] == missingExecutable {
+		// As the exec runtime records a process it could not start.
+		r.st = runtime.Status{ID: c.ID, State: runtime.StateExited, ExitCode: 128, Reason: "StartError",
+			Message: "exec " + missingExecutable + ": no such file or directory", FinishedAt: f.clk.Now()}
+		close(r.done)
+		return r.st, fmt.Errorf("start %s: %s", c.ID, r.st.Message)
+	}
 	return r.st, nil
 }
+
+// missingExecutable is a command the fake runtime cannot start.
+const missingExecutable = "/no/such/binary"
 
 // exit ends a running run as if its process exited (signal 0) or was
 // killed by signal.

@@ -476,9 +476,15 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 	}
 	rc, err := w.resolve(ctx, pod, c, attempt)
 	if err == nil {
-		_, err = w.m.o.Runtime.Start(ctx, rc)
-		if err != nil {
-			err = fmt.Errorf("start %s: %w", rc.ID, err)
+		var st runtime.Status
+		st, err = w.m.o.Runtime.Start(ctx, rc)
+		if err != nil && st.State == runtime.StateExited {
+			// A run that ended before it began (StartError): an exit
+			// like any other, which the restart policy answers, as the
+			// kubelet answers a container that failed to start.
+			cs.waitReason, cs.waitMessage, cs.retryAt = "", "", time.Time{}
+			w.podEvent(pod, api.EventTypeWarning, ReasonFailed, "Error: "+err.Error())
+			return now
 		}
 	}
 	if err != nil {

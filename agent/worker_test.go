@@ -160,6 +160,63 @@ func TestRestartPolicy(t *testing.T) {
 	}
 }
 
+// TestStartErrorIsAnExit: a container whose process cannot be started
+// ends terminated, reason StartError, exit code 128, as the kubelet
+// reports it, and its restart policy answers: Never fails the pod and
+// starts nothing more, Always backs off and tries again.
+func TestStartErrorIsAnExit(t *testing.T) {
+	startError := func(cs api.ContainerStatus) error {
+		if t := cs.State.Terminated; t == nil || t.Reason != "StartError" || t.ExitCode != 128 || !strings.Contains(t.Message, "no such file") {
+			return fmt.Errorf("state %+v, want terminated StartError 128", cs.State)
+		}
+		return nil
+	}
+	t.Run("Never", func(t *testing.T) {
+		h := newTestHarness(t)
+		p := workerPod("u1", "nocmd", api.RestartPolicyNever, "app")
+		p.Spec.Containers[0].Command = []string{missingExecutable}
+		h.m.Sync(p)
+		h.waitStatus("u1", "failed with StartError", func(st api.PodStatus) error {
+			cs, err := containerStatusOf(st, "app")
+			if err != nil {
+				return err
+			}
+			if st.Phase != api.PodFailed {
+				return fmt.Errorf("phase %s", st.Phase)
+			}
+			return startError(cs)
+		})
+		h.step(time.Hour)
+		h.step(0)
+		if n := len(h.rt.startsOf("u1")); n != 1 {
+			t.Errorf("%d starts, want 1", n)
+		}
+	})
+	t.Run("Always", func(t *testing.T) {
+		h := newTestHarness(t)
+		p := workerPod("u1", "nocmd", api.RestartPolicyAlways, "app")
+		p.Spec.Containers[0].Command = []string{missingExecutable}
+		h.m.Sync(p)
+		h.waitStatus("u1", "backing off after a StartError", func(st api.PodStatus) error {
+			cs, err := containerStatusOf(st, "app")
+			if err != nil {
+				return err
+			}
+			if w := cs.State.Waiting; w == nil || w.Reason != reasonCrashLoopBackOff {
+				return fmt.Errorf("state %+v, want waiting CrashLoopBackOff", cs.State)
+			}
+			return startError(api.ContainerStatus{State: cs.LastState})
+		})
+		h.step(10 * time.Second)
+		testtool.WaitFor(t, 5*time.Second, "a second attempt", func() error {
+			if n := len(h.rt.startsOf("u1")); n != 2 {
+				return fmt.Errorf("%d starts", n)
+			}
+			return nil
+		})
+	})
+}
+
 func initPod(policy api.RestartPolicy) *api.Pod {
 	p := workerPod("u1", "init", policy, "app")
 	p.Spec.InitContainers = []api.Container{

@@ -170,7 +170,11 @@ type TerminalSize struct {
 
 // Runtime runs containers. Every method is safe for concurrent use.
 type Runtime interface {
-	// Start starts a run. Its ID must be new to the runtime.
+	// Start starts a run. Its ID must be new to the runtime. A process
+	// that could not be started at all (its executable missing, say) is
+	// still a run, ended before it began: Start returns its status,
+	// StateExited (reason StartError, exit code 128, as the kubelet
+	// reports it), with the error.
 	Start(ctx context.Context, c *Container) (Status, error)
 	// Stop sends SIGTERM to the run's processes, then SIGKILL once grace
 	// has passed, and returns when they are gone. Stopping a run that has

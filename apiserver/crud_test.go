@@ -233,6 +233,15 @@ func TestDeleteCollection(t *testing.T) {
 	if code, _, body := e.do("DELETE", "/api/v1/configmaps", adminToken, "", "", nil); code != http.StatusMethodNotAllowed {
 		t.Errorf("deletecollection across namespaces: %d %s, want 405", code, body)
 	}
+	// Nor of namespaces, as in Kubernetes, which would delete those before
+	// default and then refuse.
+	e.mustCreate(&api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}})
+	if code, _, body := e.do("DELETE", "/api/v1/namespaces", adminToken, "", "", nil); code != http.StatusMethodNotAllowed {
+		t.Errorf("deletecollection of namespaces: %d %s, want 405", code, body)
+	}
+	if ns, err := e.client.Get(ctx, api.MustLookupResource("namespaces"), "", "app"); err != nil || ns.GetDeletionTimestamp() != nil {
+		t.Errorf("namespace app after a refused deletecollection: %v %v", ns, err)
+	}
 	code, _, body := e.do("DELETE", path, adminToken, "application/json", "", strings.NewReader(`{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"}`))
 	if code != http.StatusOK {
 		t.Fatalf("deletecollection: %d %s", code, body)

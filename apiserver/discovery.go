@@ -21,7 +21,10 @@ import (
 // Verbs every resource and every status subresource takes.
 var (
 	resourceVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-	statusVerbs   = metav1.Verbs{"get", "patch", "update"}
+	// namespaceVerbs leave out deletecollection, as Kubernetes does (see
+	// takesDeleteCollection).
+	namespaceVerbs = metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+	statusVerbs    = metav1.Verbs{"get", "patch", "update"}
 )
 
 // aggregatedDiscoveryType is the Content-Type of aggregated discovery.
@@ -203,6 +206,19 @@ func encodeInto(m map[string][]byte, key string, v any) error {
 	return nil
 }
 
+// verbsOf is what discovery says a kind takes.
+func verbsOf(k *api.Kind) metav1.Verbs {
+	if !takesDeleteCollection(k) {
+		return namespaceVerbs
+	}
+	return resourceVerbs
+}
+
+// takesDeleteCollection: a DELETE of the kind's collection deletes what
+// it selects. Not for namespaces, as in Kubernetes: one request would
+// empty every namespace it reached before one that may not go.
+func takesDeleteCollection(k *api.Kind) bool { return k != namespaceKind }
+
 // legacyResources lists a kind and its status subresource as an
 // APIResourceList has them.
 func legacyResources(k *api.Kind) []metav1.APIResource {
@@ -211,7 +227,7 @@ func legacyResources(k *api.Kind) []metav1.APIResource {
 		SingularName: k.Singular,
 		Namespaced:   k.Namespaced,
 		Kind:         k.GVK.Kind,
-		Verbs:        resourceVerbs,
+		Verbs:        verbsOf(k),
 		ShortNames:   k.ShortNames,
 	}
 	r.Categories = k.Categories
@@ -251,7 +267,7 @@ func aggregatedResource(k *api.Kind) resourceDiscovery {
 		ResponseKind:     gvk,
 		Scope:            scope,
 		SingularResource: k.Singular,
-		Verbs:            resourceVerbs,
+		Verbs:            verbsOf(k),
 		ShortNames:       k.ShortNames,
 	}
 	r.Categories = k.Categories

@@ -242,7 +242,7 @@ func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, er
 		switch {
 		case named && req.subresource == "":
 			return VerbDelete, nil
-		case !named && req.subresource == "" && (req.namespace != "" || !req.kind.Namespaced):
+		case !named && req.subresource == "" && (req.namespace != "" || !req.kind.Namespaced) && takesDeleteCollection(req.kind):
 			return VerbDeleteCollection, nil
 		}
 	}

@@ -124,6 +124,9 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 			// transaction hands back: a read may not see that version
 			// until it is durable, and would race on the old one again.
 			current = store.ConflictCurrent(err)
+			if current != nil && (api.KindOf(current) != k || current.GetNamespace() != req.namespace || current.GetName() != req.name) {
+				current = nil // another object's conflict (an admission hook's write): read again
+			}
 			continue
 		}
 		return out, err

@@ -54,7 +54,8 @@ func ReadWebhookSecret(path string) ([]byte, error) {
 // body (X-Hub-Signature-256: sha256=<hex>) or, as GitLab does, by sending
 // it (X-Gitlab-Token). Both are compared in constant time. The signature
 // is checked before the source is looked up, so that nobody without the
-// secret can learn which sources exist. Answers: 202 and a sync of the
+// secret can learn which sources exist, and a request that brings no
+// credential is refused before its body is read. Answers: 202 and a sync of the
 // source; 401 for a bad or missing signature (nothing is synced); 404 for
 // a source that is not configured; 403 for every request when the server
 // has no secret (webhooks are off); 405 for another method; 413 for a body
@@ -79,12 +80,12 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			errors.New("webhooks are disabled: the server has no --webhook-secret-file")))
 		return
 	}
-	mac := hmac.New(sha256.New, h.secret)
-	if err := apiserver.CopyBody(w, r, mac, MaxWebhookBody); err != nil {
+	ok, err := h.authentic(w, r)
+	if err != nil {
 		apiserver.WriteError(w, err)
 		return
 	}
-	if !h.authentic(r.Header, mac.Sum(nil)) {
+	if !ok {
 		h.log.Warn("webhook refused: bad or missing signature", "source", name, "remote", r.RemoteAddr)
 		apiserver.WriteError(w, apierrors.NewUnauthorized(
 			"bad or missing webhook signature: send "+HeaderHubSignature256+": sha256=<hex HMAC-SHA256 of the body> or "+HeaderGitlabToken))
@@ -105,22 +106,30 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// authentic checks the signature headers against the secret; sum is the
-// HMAC-SHA256 of the body with the secret.
-func (h *webhook) authentic(header http.Header, sum []byte) bool {
-	if sig := header.Get(HeaderHubSignature256); sig != "" {
+// authentic checks the request's credentials against the secret. What
+// needs no body is checked before any of it is read, so that a request
+// without credentials, or with a malformed signature or a wrong GitLab
+// token, costs no reading: only a well-formed signature has the body
+// (up to MaxWebhookBody) streamed through the HMAC. The error is the
+// body's (too large, cut short).
+func (h *webhook) authentic(w http.ResponseWriter, r *http.Request) (bool, error) {
+	if sig := r.Header.Get(HeaderHubSignature256); sig != "" {
 		hexSum, ok := strings.CutPrefix(sig, "sha256=")
 		if !ok {
-			return false
+			return false, nil
 		}
-		got, err := hex.DecodeString(hexSum)
-		if err != nil {
-			return false
+		want, err := hex.DecodeString(hexSum)
+		if err != nil || len(want) != sha256.Size {
+			return false, nil
 		}
-		return hmac.Equal(got, sum)
+		mac := hmac.New(sha256.New, h.secret)
+		if err := apiserver.CopyBody(w, r, mac, MaxWebhookBody); err != nil {
+			return false, err
+		}
+		return hmac.Equal(want, mac.Sum(nil)), nil
 	}
-	if token := header.Get(HeaderGitlabToken); token != "" {
-		return hmac.Equal([]byte(token), h.secret)
+	if token := r.Header.Get(HeaderGitlabToken); token != "" {
+		return hmac.Equal([]byte(token), h.secret), nil
 	}
-	return false
+	return false, nil
 }

@@ -122,6 +122,43 @@ func TestWebhook(t *testing.T) {
 	}
 }
 
+// TestWebhookRefusesBeforeReading: a request that brings no credential,
+// a malformed signature or a wrong GitLab token is refused without a byte
+// of its body read, however large it says it is.
+func TestWebhookRefusesBeforeReading(t *testing.T) {
+	h := &webhook{secret: []byte("s3cret"), trigger: (&triggers{}).trigger, log: slog.New(slog.DiscardHandler)}
+	for name, header := range map[string]map[string]string{
+		"no credential":       nil,
+		"signature not hex":   {HeaderHubSignature256: "sha256=zz"},
+		"signature too short": {HeaderHubSignature256: "sha256=abcd"},
+		"wrong gitlab token":  {HeaderGitlabToken: "nope"},
+		"signature no prefix": {HeaderHubSignature256: "abcd"},
+	} {
+		body := &countingReader{r: strings.NewReader(strings.Repeat("x", MaxWebhookBody))}
+		r := httptest.NewRequest(http.MethodPost, "/hooks/fleet", body)
+		for k, v := range header {
+			r.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusUnauthorized || body.n != 0 {
+			t.Errorf("%s: %d after reading %d bytes, want 401 after none", name, rec.Code, body.n)
+		}
+	}
+}
+
+// countingReader counts what is read from it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
 func TestReadWebhookSecret(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "secret")

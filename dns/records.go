@@ -177,9 +177,10 @@ func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 }
 
 // hostLabel is the name of an endpoint under its service: its hostname
-// (berth's endpoints controller sets spec.hostname, else the pod name), the
-// name of the pod it points at, or, for an address with neither, the IP
-// with dashes (10-0-0-1), as CoreDNS names such endpoints.
+// (berth's endpoints controller sets spec.hostname, else the pod name when
+// it is a DNS label), the name of the pod it points at, or, for an address
+// with neither, the IP with dashes (10-0-0-1), as CoreDNS names such
+// endpoints: a pod named web.v1 is answered by its IP.
 func hostLabel(a api.EndpointAddress, ip netip.Addr) string {
 	if h := strings.ToLower(a.Hostname); isLabel(h) {
 		return h

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,6 +87,10 @@ func addr(name, ip string) api.EndpointAddress {
 		TargetRef: &api.ObjectReference{Kind: "Pod", Namespace: "default", Name: name, UID: "uid-" + name},
 	}
 }
+
+// longName is a pod name that is a DNS subdomain but, at 70 characters,
+// no DNS label.
+var longName = strings.Repeat("a", 70)
 
 func withHostname(a api.EndpointAddress, h string) api.EndpointAddress {
 	a.Hostname = h
@@ -198,6 +203,24 @@ func TestReconcile(t *testing.T) {
 			}},
 		},
 		{
+			name: "a pod whose name is no DNS label gets no hostname",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("web.v1", "10.0.0.1"),
+				pod(longName, "10.0.0.2"),
+				pod(longName+".x", "10.0.0.3", hostname("named")),
+			},
+			key: "default/web",
+			want: []api.EndpointSubset{{
+				Addresses: []api.EndpointAddress{
+					withHostname(addr("web.v1", "10.0.0.1"), ""),
+					withHostname(addr(longName, "10.0.0.2"), ""),
+					withHostname(addr(longName+".x", "10.0.0.3"), "named"),
+				},
+				Ports: []api.EndpointPort{epHTTP},
+			}},
+		},
+		{
 			name: "a headless service without ports lists addresses",
 			objects: []api.Object{
 				func() *api.Service {
@@ -304,6 +327,12 @@ func TestReconcile(t *testing.T) {
 				ep := obj.(*api.Endpoints)
 				if !equality.Semantic.DeepEqual(ep.Subsets, tt.want) {
 					t.Errorf("subsets:\n got %s\nwant %s", dump(ep.Subsets), dump(tt.want))
+				}
+				// The store takes a controller's writes unchecked: what
+				// it writes must pass the API's validation, or the next
+				// kubectl edit of it is refused.
+				if errs := api.Validate(ep); len(errs) > 0 {
+					t.Errorf("the Endpoints is invalid: %v", errs)
 				}
 			}
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -124,11 +125,18 @@ func podReady(pod *api.Pod) bool {
 
 // Hostname is the name a pod answers to under its service in DNS:
 // spec.hostname, else the pod's name (SPEC §6). Kubernetes sets an
-// address's hostname only when the pod's subdomain names the service;
-// berth publishes every endpoint under a name, so it always sets one.
+// address's hostname only from spec.hostname, when the pod's subdomain
+// names the service; berth publishes its endpoints under their pods'
+// names too. A hostname is a DNS label and a pod's name need not be one
+// (web.v1, or longer than 63 characters): such a pod gets none, which
+// keeps the Endpoints and slices valid, and DNS names it by its IP with
+// dashes, as any endpoint without a hostname.
 func Hostname(pod *api.Pod) string {
 	if pod.Spec.Hostname != "" {
 		return pod.Spec.Hostname
+	}
+	if len(validation.IsDNS1123Label(pod.Name)) > 0 {
+		return ""
 	}
 	return pod.Name
 }

@@ -29,6 +29,9 @@ func TestReconcile(t *testing.T) {
 		// slices is how many slices of how many endpoints each, when it
 		// matters.
 		slices []int
+		// hostnames are the hostnames of the endpoints of some pods, by
+		// pod name, "" for none.
+		hostnames map[string]string
 	}{
 		{
 			name: "the pods the selector matches, ready or not",
@@ -112,6 +115,24 @@ func TestReconcile(t *testing.T) {
 				{Type: api.AddressTypeIPv4, Ports: ":8080/TCP", Address: "10.0.0.1", Pod: "a", Ready: true, Serving: true},
 				{Type: api.AddressTypeIPv4, Ports: ":8080/TCP", Address: "10.0.0.1", Pod: "b", Ready: true, Serving: true},
 			},
+		},
+		{
+			name: "a pod whose name is no DNS label gets no hostname",
+			objects: []api.Object{
+				service("web", web, httpPort()),
+				pod("web.v1", "10.0.0.1"),
+				pod(strings.Repeat("a", 70), "10.0.0.2"),
+				pod("web.v2", "10.0.0.3", func(p *api.Pod) { p.Spec.Hostname = "named" }),
+				pod("a", "10.0.0.4"),
+			},
+			svc: "web",
+			want: []row{
+				ready("10.0.0.1", "web.v1"),
+				ready("10.0.0.2", strings.Repeat("a", 70)),
+				ready("10.0.0.3", "web.v2"),
+				ready("10.0.0.4", "a"),
+			},
+			hostnames: map[string]string{"web.v1": "", strings.Repeat("a", 70): "", "web.v2": "named", "a": "a"},
 		},
 		{
 			name: "a headless service without ports lists addresses",
@@ -211,6 +232,11 @@ func TestReconcile(t *testing.T) {
 			svc, _ := s.Get(serviceKind, "default", tt.svc)
 			for _, es := range got {
 				checkMeta(t, es, svc.(*api.Service))
+				for _, e := range es.Endpoints {
+					if want, ok := tt.hostnames[e.TargetRef.Name]; ok && deref(e.Hostname) != want {
+						t.Errorf("endpoint of pod %s: hostname %q, want %q", e.TargetRef.Name, deref(e.Hostname), want)
+					}
+				}
 			}
 
 			// The Endpoints of the service say the same, but for the
@@ -221,6 +247,9 @@ func TestReconcile(t *testing.T) {
 			var fromEndpoints []string
 			if obj, err := s.Get(api.MustLookupResource("endpoints"), "default", tt.svc); err == nil {
 				fromEndpoints = readyAddresses(obj.(*api.Endpoints))
+				if errs := api.Validate(obj); len(errs) > 0 {
+					t.Errorf("the Endpoints is invalid: %v", errs)
+				}
 			}
 			if fromSlices := readyEndpoints(s, got); !equality.Semantic.DeepEqual(fromSlices, fromEndpoints) {
 				t.Errorf("ready in the slices %v, in the Endpoints %v", fromSlices, fromEndpoints)

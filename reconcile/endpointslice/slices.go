@@ -91,7 +91,9 @@ func familyIPs(pod *api.Pod) map[api.AddressType]string {
 }
 
 // endpoint is a member's endpoint at one of its addresses. Its hostname
-// is the Endpoints address's, under which berth's DNS publishes it.
+// is the Endpoints address's, under which berth's DNS publishes it: none
+// for a pod without spec.hostname whose name is no DNS label
+// (endpoints.Hostname).
 func endpoint(m endpoints.Member, ip string, zone func(string) string) api.Endpoint {
 	ready, serving, terminating := m.Ready, m.Serving, m.Terminating
 	e := api.Endpoint{

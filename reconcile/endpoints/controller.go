@@ -104,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	if err == nil {
 		svc = obj.(*api.Service)
 	}
-	r.services.Observe(key, svc)
+	r.services.Observe(key, svc, snap.Revision())
 	if svc == nil || len(SelectorOf(svc)) == 0 {
 		return reconcile.Result{}, r.deleteManaged(ctx, existing)
 	}

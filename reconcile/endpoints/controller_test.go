@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -413,6 +414,62 @@ func TestPodKeys(t *testing.T) {
 	r.services.ServiceKeys(store.Event{Type: store.Deleted, Object: service("web", map[string]string{"app": "web"})})
 	if got := r.services.PodKeys(store.Event{Type: store.Added, Object: ready}); got != nil {
 		t.Errorf("after the service went: keys = %v", got)
+	}
+}
+
+// TestServiceIndexKeepsTheNewerSelector: a reconcile that read its
+// snapshot before its service changed, and observes the service after the
+// Service watch recorded the change, does not put the older selector
+// back, so a pod that only the newer one selects still finds the service.
+func TestServiceIndexKeepsTheNewerSelector(t *testing.T) {
+	ctx := t.Context()
+	s := newStore(t)
+	created, err := s.Create(ctx, service("web", map[string]string{"app": "v1"}, httpPort()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, store.WatchOptions{Kind: serviceKind, Revision: s.Revision()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	x := NewServiceIndex()
+
+	// A reconcile takes its snapshot; the service then moves to v2 and
+	// the watch records it; the reconcile observes what it read.
+	stale := s.Snapshot()
+	moved := created.DeepCopyObject().(*api.Service)
+	moved.Spec.Selector = map[string]string{"app": "v2"}
+	if _, err := s.Update(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	e, err := w.Next(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.ServiceKeys(e)
+	old, err := stale.Get(serviceKind, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Observe("default/web", old.(*api.Service), stale.Revision())
+
+	v2 := store.Event{Type: store.Added, Object: pod("a", "10.0.0.1", labelled("app", "v2"))}
+	if got := x.PodKeys(v2); !slices.Equal(got, []string{"default/web"}) {
+		t.Errorf("a pod of v2 after the older observation: keys %v, want [default/web]", got)
+	}
+	v1 := store.Event{Type: store.Added, Object: pod("b", "10.0.0.2", labelled("app", "v1"))}
+	if got := x.PodKeys(v1); got != nil {
+		t.Errorf("a pod of v1 after the older observation: keys %v, want none", got)
+	}
+
+	// A newer observation is heard: the service is gone.
+	if _, err := s.Delete(ctx, serviceKind, "default", "web", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	x.Observe("default/web", nil, s.Snapshot().Revision())
+	if got := x.PodKeys(v2); got != nil {
+		t.Errorf("after the service went: keys %v, want none", got)
 	}
 }
 

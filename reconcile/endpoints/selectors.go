@@ -20,6 +20,16 @@ import (
 // and corrected by every reconcile, so a pod change that it misses
 // happened before the service was enqueued, and the service's reconcile
 // reads a snapshot that holds the change.
+//
+// Each selector is kept with the store revision it was read at, and an
+// observation older than that is ignored: a reconcile that read its
+// snapshot before a change to the service, and observes after the watch
+// recorded the change, would otherwise put back the old selector, and
+// the pods that only the new one selects would be looked up in vain
+// until the next change to the service. A service forgotten (deleted, or
+// its selector emptied) leaves no revision behind: an older observation
+// may index it again, which costs no more than reconciles of its key,
+// each of which forgets it anew.
 type ServiceIndex struct {
 	mu sync.RWMutex
 	// services maps a service key to its selector and the pair it is
@@ -35,6 +45,8 @@ type pair struct{ namespace, key, value string }
 type indexed struct {
 	selector map[string]string
 	at       pair
+	// revision is the store revision the selector was read at.
+	revision uint64
 }
 
 // NewServiceIndex returns an empty index.
@@ -42,22 +54,31 @@ func NewServiceIndex() *ServiceIndex {
 	return &ServiceIndex{services: map[string]indexed{}, byPair: map[pair]map[string]struct{}{}}
 }
 
-// Observe records the service of a key as a reconcile read it; nil
-// forgets a service that is gone.
-func (x *ServiceIndex) Observe(key string, svc *api.Service) {
-	if svc == nil {
-		x.remove(key)
-		return
+// Observe records the service of a key as it was at a store revision (a
+// reconcile's snapshot, a watch event); nil forgets a service that is
+// gone. What is older than the revision the index holds for the key
+// changes nothing.
+func (x *ServiceIndex) Observe(key string, svc *api.Service, revision uint64) {
+	var namespace string
+	var selector map[string]string
+	if svc != nil {
+		namespace, selector = svc.Namespace, SelectorOf(svc)
 	}
-	x.set(svc.Namespace, key, SelectorOf(svc))
+	x.set(namespace, key, selector, revision)
 }
 
-// set records a service's selector; an empty one removes the service.
-func (x *ServiceIndex) set(namespace, key string, selector map[string]string) {
+// set records a service's selector read at a revision; an empty one
+// removes the service.
+func (x *ServiceIndex) set(namespace, key string, selector map[string]string, revision uint64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.services[key]; ok {
+		if revision < old.revision {
+			return
+		}
 		if maps.Equal(old.selector, selector) {
+			old.revision = revision
+			x.services[key] = old
 			return
 		}
 		x.removeLocked(key, old)
@@ -75,7 +96,7 @@ func (x *ServiceIndex) set(namespace, key string, selector map[string]string) {
 			first = false
 		}
 	}
-	x.services[key] = indexed{selector: selector, at: at}
+	x.services[key] = indexed{selector: selector, at: at, revision: revision}
 	set := x.byPair[at]
 	if set == nil {
 		set = map[string]struct{}{}
@@ -89,15 +110,6 @@ func (x *ServiceIndex) empty() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.services) == 0
-}
-
-// remove forgets a service.
-func (x *ServiceIndex) remove(key string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if old, ok := x.services[key]; ok {
-		x.removeLocked(key, old)
-	}
 }
 
 func (x *ServiceIndex) removeLocked(key string, old indexed) {
@@ -128,13 +140,13 @@ func (x *ServiceIndex) selecting(namespace string, labels map[string]string, out
 }
 
 // ServiceKeys is the Keys of a watch of Services: the service's own key,
-// its selector recorded (or forgotten) first.
+// its selector recorded (or forgotten) first, at the event's revision.
 func (x *ServiceIndex) ServiceKeys(e store.Event) []string {
 	key := reconcile.ObjectKey(e.Object)
 	if e.Type == store.Deleted {
-		x.Observe(key, nil)
+		x.Observe(key, nil, e.Revision)
 	} else {
-		x.Observe(key, e.Object.(*api.Service))
+		x.Observe(key, e.Object.(*api.Service), e.Revision)
 	}
 	return []string{key}
 }

@@ -18,7 +18,7 @@ func BenchmarkPodKeysUnselected(b *testing.B) {
 		b.Run(fmt.Sprintf("services=%d", services), func(b *testing.B) {
 			x := NewServiceIndex()
 			for i := range services {
-				x.Observe(fmt.Sprintf("default/svc-%d", i), service(fmt.Sprintf("svc-%d", i), map[string]string{"app": fmt.Sprint(i)}))
+				x.Observe(fmt.Sprintf("default/svc-%d", i), service(fmt.Sprintf("svc-%d", i), map[string]string{"app": fmt.Sprint(i)}), 1)
 			}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -119,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	if err == nil {
 		svc = obj.(*api.Service)
 	}
-	r.services.Observe(key, svc)
+	r.services.Observe(key, svc, snap.Revision())
 	var want []*group
 	if svc != nil && len(endpoints.SelectorOf(svc)) > 0 {
 		pods, err := endpoints.SelectedPods(snap, svc)

@@ -103,9 +103,14 @@ func sliceKeys(e store.Event) []string {
 func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	namespace, name := reconcile.SplitKey(key)
 	snap := r.store.Snapshot()
+	// A slice being deleted is no longer counted on, as in Kubernetes:
+	// it is neither changed nor deleted again, and its endpoints go into
+	// live slices.
 	var existing []*api.EndpointSlice
 	err := snap.Each(sliceKind, store.Filter{Index: store.IndexService, Value: key, Labels: managed}, func(o api.Object) bool {
-		existing = append(existing, o.(*api.EndpointSlice))
+		if es := o.(*api.EndpointSlice); es.DeletionTimestamp == nil {
+			existing = append(existing, es)
+		}
 		return true
 	})
 	if err != nil {

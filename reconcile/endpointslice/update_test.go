@@ -189,6 +189,46 @@ func TestReconcileLeavesOthersSlices(t *testing.T) {
 	}
 }
 
+// TestReconcileSkipsSlicesBeingDeleted: a slice held by a finalizer after
+// its deletion is left as it is, and its endpoints go into a live slice.
+func TestReconcileSkipsSlicesBeingDeleted(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	create(t, s, service("web", web, httpPort()), pod("a", "10.0.0.1"))
+	r := NewReconciler(s)
+	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	first := managedSlices(t, s, "web")
+	if len(first) != 1 {
+		t.Fatalf("%d slices, want 1", len(first))
+	}
+	update(t, s, sliceKind, first[0].Name, func(es *api.EndpointSlice) { es.Finalizers = []string{"test/hold"} })
+	if _, err := s.Delete(ctx, sliceKind, "default", first[0].Name, store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	going, err := s.Get(sliceKind, "default", first[0].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
+		t.Fatal(err)
+	}
+	var live []*api.EndpointSlice
+	for _, es := range managedSlices(t, s, "web") {
+		switch {
+		case es.UID != going.GetUID():
+			live = append(live, es)
+		case es.ResourceVersion != going.GetResourceVersion():
+			t.Errorf("the slice being deleted was written")
+		}
+	}
+	if want := []row{{Type: api.AddressTypeIPv4, Ports: "http:8080/TCP", Address: "10.0.0.1", Pod: "a", Ready: true, Serving: true}}; fmt.Sprint(rows(live)) != fmt.Sprint(want) {
+		t.Errorf("live slices hold %v, want %v", rows(live), want)
+	}
+}
+
 // TestSlicesGoWithTheService: the slices name the service as their owner,
 // so the garbage collector deletes them with it.
 func TestSlicesGoWithTheService(t *testing.T) {

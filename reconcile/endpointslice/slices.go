@@ -27,8 +27,8 @@ type group struct {
 	// endpoints are sorted by address, then pod.
 	endpoints []api.Endpoint
 	// placeholder marks the group of a service with no endpoints at all,
-	// which keeps one empty IPv4 slice, as Kubernetes does, so that readers
-	// see the service is served and empty.
+	// which keeps one empty slice, as Kubernetes does, so that readers see
+	// the service is served and empty.
 	placeholder bool
 }
 
@@ -37,6 +37,13 @@ func (g *group) key() string { return groupKey(g.addressType, g.ports) }
 // groups sorts a service's Members into groups: one endpoint per member
 // and address family of its pod's IPs, with the member's ports. zone
 // returns the zone of a node, empty for none.
+//
+// Two rules, shared with the Endpoints, depart from Kubernetes'
+// controller: a pod with none of the service's ports is left out, where
+// Kubernetes keeps it in a slice without ports, so that the slices and
+// the Endpoints hold the same pods; and an endpoint's hostname falls back
+// to its pod's name when that is a DNS label (endpoints.Hostname), for
+// berth's DNS.
 func groups(svc *api.Service, members []endpoints.Member, zone func(node string) string) []*group {
 	appProtocols := map[string]*string{}
 	for _, sp := range svc.Spec.Ports {
@@ -56,6 +63,10 @@ func groups(svc *api.Service, members []endpoints.Member, zone func(node string)
 		}
 	}
 	if len(byKey) == 0 {
+		// Kubernetes gives the placeholder the service's first IP family.
+		// A berth service has none (no cluster IP, and no ipFamilies to
+		// ask for one), so it is IPv4, Kubernetes' choice for a service
+		// that is not IPv6.
 		return []*group{{addressType: api.AddressTypeIPv4, placeholder: true}}
 	}
 	out := slices.Collect(maps.Values(byKey))

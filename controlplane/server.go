@@ -9,15 +9,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
@@ -67,6 +68,12 @@ type Config struct {
 	DataDir string
 	// Listen is the HTTPS API address (default ":6443").
 	Listen string
+	// TLSSANs are further DNS names and IP addresses the serving
+	// certificate covers (--tls-san): a load balancer's name, an address
+	// that reaches this machine through NAT. Beside them it covers the
+	// listen host, or, when the listen address names none, every address
+	// of this machine's interfaces; and the loopback names and hostname.
+	TLSSANs []string
 	// Store is "bolt" (default), "memory", or "etcd://h1:2379,…".
 	Store   string
 	Version apiserver.VersionInfo
@@ -145,7 +152,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	creds, err := EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, Clock: cfg.Clock})
+	creds, err := EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, ExtraSANs: servingAddresses(cfg, interfaceAddrs), Clock: cfg.Clock})
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +238,43 @@ func (cfg Config) Check() error {
 	if err := checkStore(cfg.Store); err != nil {
 		return err
 	}
+	for _, san := range cfg.TLSSANs {
+		if net.ParseIP(strings.Trim(san, "[]")) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(san))) > 0 {
+			return fmt.Errorf("--tls-san %q: want an IP address or a DNS name", san)
+		}
+	}
 	return source.CheckNames(cfg.Sources)
+}
+
+// servingAddresses are the names the serving certificate covers beyond
+// the listen host, loopback and hostname (see Config.TLSSANs): the
+// --tls-san values and, when the listen address names no host, the
+// addresses addrs finds on this machine's interfaces, so that an agent
+// elsewhere may dial any of them.
+func servingAddresses(cfg Config, addrs func() []string) []string {
+	out := slices.Clone(cfg.TLSSANs)
+	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			out = append(out, addrs()...)
+		}
+	}
+	return out
+}
+
+// interfaceAddrs lists the global unicast addresses of this machine's
+// interfaces (not loopback, not link-local).
+func interfaceAddrs() []string {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out
 }
 
 // checkStore accepts the --store values this version can open ("" is the

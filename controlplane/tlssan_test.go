@@ -1,0 +1,73 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestServingAddresses(t *testing.T) {
+	addrs := func() []string { return []string{"192.0.2.10", "2001:db8::10"} }
+	for _, tc := range []struct {
+		listen string
+		sans   []string
+		want   []string
+	}{
+		// Every address: the machine's own, which agents elsewhere dial.
+		{":6443", nil, []string{"192.0.2.10", "2001:db8::10"}},
+		{"0.0.0.0:6443", []string{"api.example.test"}, []string{"api.example.test", "192.0.2.10", "2001:db8::10"}},
+		{"[::]:6443", nil, []string{"192.0.2.10", "2001:db8::10"}},
+		// One address: it alone (the caller adds it), and the --tls-san.
+		{"10.0.0.1:6443", []string{"lb.example.test"}, []string{"lb.example.test"}},
+		{"127.0.0.1:6443", nil, nil},
+	} {
+		got := servingAddresses(Config{Listen: tc.listen, TLSSANs: tc.sans}, addrs)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s %v: %v, want %v", tc.listen, tc.sans, got, tc.want)
+		}
+	}
+}
+
+func TestConfigCheckTLSSANs(t *testing.T) {
+	for san, ok := range map[string]bool{"api.example.test": true, "10.0.0.1": true, "[2001:db8::1]": true, "not a name": false, "-bad.example": false} {
+		err := Config{TLSSANs: []string{san}}.Check()
+		if (err == nil) != ok {
+			t.Errorf("--tls-san %q: %v", san, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--tls-san") {
+			t.Errorf("--tls-san %q: the error does not name the flag: %v", san, err)
+		}
+	}
+}
+
+// TestServerCertificateCoversTLSSANs: a client that dials the server by a
+// --tls-san name verifies its certificate with the cluster CA.
+func TestServerCertificateCoversTLSSANs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := New(ctx, Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Store: StoreMemory,
+		TLSSANs: []string{"api.example.test", "192.0.2.77"}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.Run(ctx) })
+	defer wg.Wait()
+	defer cancel()
+	for _, name := range []string{"api.example.test", "192.0.2.77", "localhost"} {
+		conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{RootCAs: s.Credentials().CAPool, ServerName: name})
+		if err != nil {
+			t.Errorf("dial as %s: %v", name, err)
+			continue
+		}
+		conn.Close()
+	}
+	if conn, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{RootCAs: s.Credentials().CAPool, ServerName: "other.example.test"}); err == nil {
+		conn.Close()
+		t.Error("the certificate covers a name nobody gave")
+	}
+}

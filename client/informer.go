@@ -22,7 +22,9 @@ type InformerOptions struct {
 	Clock clock.WithTicker
 	// MinBackoff and MaxBackoff bound the wait before listing again after
 	// a failure (defaults 500ms and 30s), doubled at each failure in a row;
-	// a list that succeeds, or a watch event, ends the row.
+	// a watch event, a watch that lived MaxBackoff, or a list that succeeds
+	// after such a watch ends the row. A watch that ends sooner, with no
+	// event, is a failure however it ends.
 	MinBackoff, MaxBackoff time.Duration
 	// WatchTimeout is asked of the server for each watch (default five to
 	// ten minutes, chosen at random, so that many agents do not all watch
@@ -135,12 +137,19 @@ func (i *Informer) WaitForSync(ctx context.Context) error {
 func (i *Informer) Run(ctx context.Context) error {
 	backoff := i.opts.MinBackoff
 	needList := true
-	// refused is set when the server would not open the last watch: the
-	// list before the next one does not reset the back-off, or a server
-	// that lists but refuses watches would be asked at the shortest wait
-	// forever.
-	refused := false
+	// sound is whether the last watch showed the server well: it delivered
+	// an event, or it lived MaxBackoff. Only then does a list that succeeds
+	// end the back-off, and only then is a watch that ends asked again at
+	// once. A server or proxy that refuses watches, or opens them and ends
+	// them at once (a broken stream, an ERROR event, a close), is otherwise
+	// asked for a list and a watch at the shortest wait forever: twice a
+	// second from every informer of every agent. A watch that lived
+	// MaxBackoff keeps this informer to one list and watch per MaxBackoff
+	// even if every watch after it fails at once: no more than the longest
+	// back-off allows.
+	sound := true
 	for ctx.Err() == nil {
+		listed := false
 		if needList {
 			if err := i.relist(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -152,8 +161,8 @@ func (i *Informer) Run(ctx context.Context) error {
 				}
 				continue
 			}
-			needList = false
-			if !refused {
+			needList, listed = false, true
+			if sound {
 				// The server answers again: a watch that breaks next (it
 				// restarted once more) waits the shortest time, not the
 				// back-off of the failures before.
@@ -161,20 +170,22 @@ func (i *Informer) Run(ctx context.Context) error {
 			}
 			i.once.Do(func() { close(i.synced) })
 		}
-		opened, err := i.watch(ctx, &backoff)
-		refused = !opened
+		var err error
+		sound, err = i.watch(ctx, &backoff)
 		switch {
 		case ctx.Err() != nil:
-		case errors.Is(err, ErrWatchClosed):
+		case errors.Is(err, ErrWatchClosed) && sound:
 			// The server's timeout: watch again from where we are.
-		case IsGone(err) || IsTooLargeResourceVersion(err):
+		case (IsGone(err) || IsTooLargeResourceVersion(err)) && (sound || !listed):
 			// The revision is gone or unreachable: list again at once.
 			needList = true
 		default:
-			// A broken stream or a server that cannot be reached: list
-			// again after a back-off, so nothing lost in between is missed.
-			i.log.Warn("watch failed; listing again", "resource", i.kind.Resource, "err", err, "in", backoff)
-			needList = true
+			// A broken stream, a server that cannot be reached, or a watch
+			// that ended at once, even from a list just made: list again
+			// (or, after a clean end, watch again) after a back-off, so
+			// nothing lost in between is missed.
+			i.log.Warn("watch failed; retrying", "resource", i.kind.Resource, "err", err, "in", backoff)
+			needList = !errors.Is(err, ErrWatchClosed)
 			i.sleep(ctx, &backoff) // ends early when ctx does, and so does the loop
 		}
 	}
@@ -234,8 +245,9 @@ func (i *Informer) relist(ctx context.Context) error {
 }
 
 // watch follows one watch from the cache's revision until it ends, and
-// returns whether the server opened it and why it ended.
-func (i *Informer) watch(ctx context.Context, backoff *time.Duration) (opened bool, err error) {
+// returns why it ended and whether it was sound: it delivered an event,
+// or it lived MaxBackoff on the informer's clock. Either ends the back-off.
+func (i *Informer) watch(ctx context.Context, backoff *time.Duration) (sound bool, err error) {
 	timeout := i.opts.WatchTimeout
 	if timeout <= 0 {
 		timeout = 5*time.Minute + time.Duration(rand.Int64N(int64(5*time.Minute)))
@@ -250,12 +262,16 @@ func (i *Informer) watch(ctx context.Context, backoff *time.Duration) (opened bo
 		return false, err
 	}
 	defer w.Stop()
+	opened := i.opts.Clock.Now()
 	for {
 		e, err := w.Next(ctx)
 		if err != nil {
-			return true, err
+			if i.opts.Clock.Since(opened) >= i.opts.MaxBackoff {
+				sound, *backoff = true, i.opts.MinBackoff
+			}
+			return sound, err
 		}
-		*backoff = i.opts.MinBackoff
+		sound, *backoff = true, i.opts.MinBackoff
 		i.apply(e)
 	}
 }

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
@@ -29,6 +31,10 @@ type gate struct {
 	watches int
 	// failLists is how many lists to come are answered 503.
 	failLists int
+	// endWatches, when set, ends every watch as soon as it opens: "break"
+	// breaks the stream, "close" closes it cleanly, "error" and "gone"
+	// send an ERROR event of 500 or 410.
+	endWatches string
 }
 
 func newGate() *gate { return &gate{active: map[int]context.CancelFunc{}} }
@@ -65,6 +71,13 @@ func (g *gate) wrap(h http.Handler) http.Handler {
 				return
 			}
 		}
+		g.mu.Lock()
+		end := g.endWatches
+		g.mu.Unlock()
+		if end != "" {
+			endWatch(w, end)
+			return
+		}
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		g.mu.Lock()
@@ -82,6 +95,20 @@ func (g *gate) wrap(h http.Handler) http.Handler {
 			panic(http.ErrAbortHandler) // the stream breaks, no clean end
 		}
 	})
+}
+
+// endWatch opens a watch and ends it at once, as gate.endWatches says.
+func endWatch(w http.ResponseWriter, how string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	code := map[string]int{"error": http.StatusInternalServerError, "gone": http.StatusGone}[how]
+	switch how {
+	case "break":
+		panic(http.ErrAbortHandler)
+	case "error", "gone":
+		fmt.Fprintf(w, `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":%d}}`+"\n", code)
+	}
 }
 
 // cut ends the watches in flight; with abort their streams break.
@@ -260,6 +287,7 @@ func TestInformerBackoffEndsWithAList(t *testing.T) {
 	watching := func() bool { return g.count(func(g *gate) int { return len(g.active) }) == 1 }
 	lists := func() int { return g.count(func(g *gate) int { return g.lists }) }
 	eventually(t, "the informer's watch", watching)
+	fc.Step(time.Minute) // the watch has lived MaxBackoff: the server is well
 
 	// The first restart: the stream breaks and four lists fail, with
 	// back-offs of 1, 2, 4, 8 and 16s; the next list succeeds.
@@ -283,6 +311,61 @@ func TestInformerBackoffEndsWithAList(t *testing.T) {
 	eventually(t, "the back-off", fc.HasWaiters)
 	fc.Step(1200 * time.Millisecond)
 	eventually(t, "a list after the shortest back-off", func() bool { return lists() > n })
+}
+
+// timerClock records the waits an informer asks of its clock.
+type timerClock struct {
+	*clocktesting.FakeClock
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *timerClock) NewTimer(d time.Duration) clock.Timer {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	return c.FakeClock.NewTimer(d)
+}
+
+func (c *timerClock) wait(n int) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n >= len(c.waits) {
+		return 0, false
+	}
+	return c.waits[n], true
+}
+
+// TestInformerBackoffGrowsWhenWatchesEndAtOnce: a server (or a proxy)
+// that lists but ends every watch as soon as it opens, however it ends
+// it, is asked again after a back-off that doubles each time, not after
+// the shortest wait once every list succeeds.
+func TestInformerBackoffGrowsWhenWatchesEndAtOnce(t *testing.T) {
+	for _, how := range []string{"break", "close", "error", "gone"} {
+		t.Run(how, func(t *testing.T) {
+			g := newGate()
+			g.endWatches = how
+			s := newServer(t, 0, g.wrap)
+			c := s.client(t)
+			fc := &timerClock{FakeClock: clocktesting.NewFakeClock(time.Now())}
+			inf := client.NewInformer(c, cmKind, client.InformerOptions{Namespace: "default", Clock: fc, MinBackoff: time.Second, MaxBackoff: time.Minute, Logger: quiet}, nil)
+			runInformer(t, inf)
+			want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute}
+			for n, least := range want {
+				var d time.Duration
+				eventually(t, fmt.Sprintf("back-off %d", n+1), func() bool {
+					var ok bool
+					d, ok = fc.wait(n)
+					return ok && fc.HasWaiters()
+				})
+				// Up to 20% jitter above the back-off, never below.
+				if d < least || d > least+least/5 {
+					t.Fatalf("back-off %d is %s, want %s to %s", n+1, d, least, least+least/5)
+				}
+				fc.Step(d)
+			}
+		})
+	}
 }
 
 // TestInformerFollowsChanges: events after the list, with Old set.

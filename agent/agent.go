@@ -372,7 +372,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	})
 	err = a.retry(ctx, "register node", func() error {
 		err := node.Register(ctx)
-		if claimed := (*NodeClaimedError)(nil); errors.As(err, &claimed) {
+		if IsNodeClaimed(err) {
 			return backoff.Permanent(err)
 		}
 		return err

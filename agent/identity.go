@@ -35,6 +35,13 @@ func (e *NodeClaimedError) Error() string {
 		"delete the Node (berth delete node %s) and start this agent again", e.Node, e.ID, e.Own, e.Node)
 }
 
+// IsNodeClaimed reports whether err is or holds a *NodeClaimedError: the
+// one refusal that ends the agent rather than being tried again.
+func IsNodeClaimed(err error) bool {
+	var claimed *NodeClaimedError
+	return errors.As(err, &claimed)
+}
+
 // loadNodeID reads the agent's node ID from its data dir, making one on
 // first start. The ID is written whole to a temporary file and linked into
 // place, so that no one reads half of it and two agents starting on one

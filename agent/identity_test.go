@@ -87,11 +87,14 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 	registered(nodeID(firstDir), "127.0.0.1", clk.Now())
 
 	stopSecond, refused := start(secondDir, "127.0.0.2")
-	select {
-	case <-refused:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the second agent was not refused")
-	}
+	testtool.WaitFor(t, 30*time.Second, "the second agent to be refused", func() error {
+		select {
+		case <-refused:
+			return nil
+		default:
+			return errors.New("still running")
+		}
+	})
 	err := stopSecond()
 	var claimed *agent.NodeClaimedError
 	if !errors.As(err, &claimed) {
@@ -123,6 +126,26 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 	clk.Step(time.Minute)
 	start(secondDir, "127.0.0.2")
 	registered(nodeID(secondDir), "127.0.0.2", clk.Now())
+}
+
+// TestIsNodeClaimed: the refusal is found however it was wrapped or
+// joined on its way up.
+func TestIsNodeClaimed(t *testing.T) {
+	claimed := &agent.NodeClaimedError{Node: "n1", ID: "other", Own: "mine"}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{errors.New("connection refused"), false},
+		{claimed, true},
+		{fmt.Errorf("register: %w", claimed), true},
+		{errors.Join(errors.New("renew lease: conflict"), claimed), true},
+	} {
+		if got := agent.IsNodeClaimed(tc.err); got != tc.want {
+			t.Errorf("IsNodeClaimed(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
 }
 
 // TestNodeManagerStopsWhenAnotherAgentRegistersItsNode: a Node deleted

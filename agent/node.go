@@ -3,7 +3,6 @@ package agent
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -217,7 +216,7 @@ func (n *NodeManager) registerNode(ctx context.Context) error {
 		if attempt < 4 && (client.IsConflict(err) || client.IsAlreadyExists(err) || client.IsNotFound(err)) {
 			continue
 		}
-		if claimed := (*NodeClaimedError)(nil); errors.As(err, &claimed) {
+		if IsNodeClaimed(err) {
 			return err // it names the node
 		}
 		return fmt.Errorf("register node %s: %w", n.o.Name, err)
@@ -361,8 +360,8 @@ func (n *NodeManager) Run(ctx context.Context) error {
 // failed logs the error of a write Run tries again, and returns the one
 // that ends Run: a *NodeClaimedError.
 func (n *NodeManager) failed(ctx context.Context, what string, err error) error {
-	if claimed := (*NodeClaimedError)(nil); errors.As(err, &claimed) {
-		return claimed
+	if IsNodeClaimed(err) {
+		return err
 	}
 	if err != nil && ctx.Err() == nil {
 		n.o.Logger.Warn(what, "err", err)

@@ -43,9 +43,14 @@ func (h *Heartbeat) Registered(ctx context.Context, now time.Time) error {
 // condition carries a heartbeat too, which the lifecycle controller reads
 // as well, so a node whose Lease a server will not take (a server from
 // before leases, or one whose kube-node-lease was deleted) stays alive.
+// When another agent holds the Node (a *NodeClaimedError) nothing is
+// written.
 func (h *Heartbeat) Beat(ctx context.Context) error {
 	now := h.Clock.Now()
 	err := h.Lease.Renew(ctx, now)
+	if IsNodeClaimed(err) {
+		return err
+	}
 	if due := h.renewal(now, err); !due && err == nil {
 		return nil
 	}

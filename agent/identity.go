@@ -11,7 +11,9 @@ import (
 )
 
 // AnnotationNodeID is the Node annotation that names the agent that
-// registered it: the node ID in that agent's data dir.
+// registered it: the node ID in that agent's data dir. The node's Lease
+// carries it too, beside a holderIdentity that is the node's name, as the
+// kubelet's is.
 const AnnotationNodeID = "berth.dev/node-id"
 
 // nodeIDFile holds the agent's node ID in its data dir.

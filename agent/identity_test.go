@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -150,12 +152,14 @@ func TestIsNodeClaimed(t *testing.T) {
 
 // TestNodeManagerStopsWhenAnotherAgentRegistersItsNode: a Node deleted
 // under a running agent and registered by another agent ends the first
-// one's Run at its next status write, rather than the two sharing it.
+// one's Run at its next heartbeat, long before its next status write: it
+// does not renew the Lease the other agent holds, which would hide that
+// agent's silence from the node lifecycle controller.
 func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	opts := agent.NodeOptions{Client: c.join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk, StatusReportPeriod: 30 * time.Second}
+	opts := agent.NodeOptions{Client: c.join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk, StatusReportPeriod: time.Hour}
 	first := agent.NewNodeManager(opts)
 	if err := first.Register(ctx); err != nil {
 		t.Fatal(err)
@@ -163,10 +167,20 @@ func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
 	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Node{}), "", "n1", nil); err != nil {
 		t.Fatal(err)
 	}
+	// The garbage collector deletes the Lease with its Node; the second
+	// agent makes its own.
+	testtool.WaitFor(t, 10*time.Second, "the first agent's Lease deleted", func() error {
+		_, err := c.admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1")
+		if client.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("lease: %v", err)
+	})
 	opts.ID, opts.IP = "second", "10.0.0.2"
 	if err := agent.NewNodeManager(opts).Register(ctx); err != nil {
 		t.Fatal(err)
 	}
+	held := c.lease(t, "n1")
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -178,8 +192,8 @@ func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
 			return nil
 		default:
 		}
-		if clk.HasWaiters() {
-			clk.Step(10 * time.Second)
+		if clk.HasWaiters() && clk.Since(held.Spec.RenewTime.Time) < time.Minute {
+			clk.Step(agent.DefaultHeartbeatPeriod)
 		}
 		return errors.New("still running")
 	})
@@ -189,5 +203,69 @@ func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
 	}
 	if addr := c.node(t, "n1").Status.Addresses[0].Address; addr != "10.0.0.2" {
 		t.Errorf("node address %s, want the second agent's", addr)
+	}
+	// The first agent wrote nothing to it (a write of its own, owned by its
+	// deleted Node, would also have had it deleted as garbage).
+	if obj, err := c.admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1"); err != nil || obj.GetResourceVersion() != held.ResourceVersion {
+		t.Errorf("the second agent's Lease was written after it was made: %v %v", obj, err)
+	}
+}
+
+// TestLeaseRenewerRefusesAnotherAgentsLease: the Lease names the node as
+// its holder, as the kubelet's does, and the agent's node ID beside; a
+// renewer of another node ID refuses it when it cannot look at the Node
+// (no Lost), and one with none (a hollow agent of berth sim) renews it.
+func TestLeaseRenewerRefusesAnotherAgentsLease(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	nc := c.join(t, "n1")
+	now := time.Now()
+	first := agent.LeaseRenewer{Client: nc, Node: "n1", ID: "first"}
+	if err := first.Renew(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	l := c.lease(t, "n1")
+	if *l.Spec.HolderIdentity != "n1" || l.Annotations[agent.AnnotationNodeID] != "first" {
+		t.Fatalf("lease held by %s, node ID %q", *l.Spec.HolderIdentity, l.Annotations[agent.AnnotationNodeID])
+	}
+	second := agent.LeaseRenewer{Client: nc, Node: "n1", ID: "second"}
+	err := second.Renew(ctx, now.Add(time.Second))
+	var claimed *agent.NodeClaimedError
+	if !errors.As(err, &claimed) || claimed.ID != "first" || claimed.Own != "second" {
+		t.Fatalf("second renewer: %v, want a NodeClaimedError", err)
+	}
+	if got := c.lease(t, "n1"); got.ResourceVersion != l.ResourceVersion {
+		t.Fatalf("the refused renewer wrote the Lease: %v", got.Annotations)
+	}
+	hollow := agent.LeaseRenewer{Client: nc, Node: "n1"}
+	if err := hollow.Renew(ctx, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeManagerTakesALeaseLeftFromTheNodeBefore: a Lease that names
+// another agent, left from a Node deleted before the garbage collector
+// deleted it too, is taken over by the agent that registered the Node
+// since: the Node, not the Lease, says whose the node is.
+func TestNodeManagerTakesALeaseLeftFromTheNodeBefore(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	holder := "n1"
+	left := &api.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: api.NamespaceNodeLease, Name: "n1", Annotations: map[string]string{agent.AnnotationNodeID: "gone"}}}
+	left.Spec.HolderIdentity = &holder
+	if _, err := c.admin.Create(ctx, left); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	nm := agent.NewNodeManager(agent.NodeOptions{Client: c.join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk})
+	if err := nm.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l := c.lease(t, "n1")
+	if l.Annotations[agent.AnnotationNodeID] != "first" || !l.Spec.RenewTime.Time.Equal(clk.Now()) {
+		t.Fatalf("lease of node ID %q renewed at %v, want the agent's at %v", l.Annotations[agent.AnnotationNodeID], l.Spec.RenewTime, clk.Now())
+	}
+	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != c.node(t, "n1").UID {
+		t.Fatalf("lease owners %v", l.OwnerReferences)
 	}
 }

@@ -160,10 +160,11 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 		n.conditions[c.t] = condition{false, c.reason, c.message}
 	}
 	n.beat = Heartbeat{
-		// A Lease deleted under the agent may have gone with its Node:
-		// the status is written first, which registers the Node again if
-		// need be.
-		Lease:       LeaseRenewer{Client: o.Client, Node: o.Name, Owner: func() types.UID { return n.nodeUID }, Gone: n.report},
+		// A Lease deleted under the agent, or one that names another
+		// agent, may have gone with its Node: the status is written first,
+		// which registers the Node again if need be, or finds it another
+		// agent's.
+		Lease:       LeaseRenewer{Client: o.Client, Node: o.Name, ID: o.ID, Owner: func() types.UID { return n.nodeUID }, Lost: n.report},
 		WriteStatus: n.readAndWriteStatus,
 		Period:      o.HeartbeatPeriod, ReportPeriod: o.StatusReportPeriod, Clock: o.Clock,
 	}
@@ -193,13 +194,18 @@ func (n *NodeManager) SetCondition(t api.NodeConditionType, status bool, reason,
 // and other taints. A Node another agent registered is refused with a
 // *NodeClaimedError. It then writes the status, Ready included, and renews
 // the node's Lease. A Lease that cannot be renewed is logged, not an
-// error: Run writes the status in its place until it can be.
+// error: Run writes the status in its place until it can be. (A Node taken
+// by another agent in between is the refusal again.)
 func (n *NodeManager) Register(ctx context.Context) error {
 	now := n.o.Clock.Now()
 	if err := n.registerNode(ctx); err != nil {
 		return err
 	}
-	if err := n.beat.Registered(ctx, now); err != nil && ctx.Err() == nil {
+	err := n.beat.Registered(ctx, now)
+	if IsNodeClaimed(err) {
+		return err
+	}
+	if err != nil && ctx.Err() == nil {
 		n.o.Logger.Warn("node lease", "err", err)
 	}
 	return ctx.Err()
@@ -337,7 +343,7 @@ func (n *NodeManager) own(node *api.Node) {
 // write is logged and tried again at the next beat; a Node deleted under
 // the agent is registered again. A Node that another agent registered
 // meanwhile (after it was deleted) ends Run with a *NodeClaimedError at
-// the next status write.
+// the next heartbeat: the Lease names that agent too.
 func (n *NodeManager) Run(ctx context.Context) error {
 	t := n.o.Clock.NewTicker(n.o.HeartbeatPeriod)
 	defer t.Stop()

@@ -18,23 +18,42 @@ import (
 // defaultPath is the PATH of a container whose pod sets none: the usual
 // search path of a Linux host (the one container images default to), so a
 // bare `command: [sh, -c, …]` finds its shell, and last the directory of
-// the berth binary running the agent, so that `command: [berth, toolbox,
-// …]` runs the same berth wherever it was installed.
+// the berth binary running the agent, so that a shell's `berth` is found on
+// a machine with no other. Last, not first: the agent's directory may hold
+// other programs, which must not shadow the host's. A container whose
+// command is `berth` runs the agent's own binary whatever the PATH (see
+// ownBinary).
 var defaultPath = withOwnDir("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
 
 // withOwnDir appends the running executable's directory to a search path
 // that lacks it.
 func withOwnDir(path string) string {
-	exe, err := os.Executable()
-	if err != nil {
+	if ownBinary == "" {
 		return path
 	}
-	dir := filepath.Dir(exe)
+	dir := filepath.Dir(ownBinary)
 	if slices.Contains(filepath.SplitList(path), dir) {
 		return path
 	}
 	return path + string(filepath.ListSeparator) + dir
 }
+
+// berthCommand is the command name that means the agent's own binary.
+const berthCommand = "berth"
+
+// ownBinary is the path of the berth binary running the agent, "" when it
+// cannot be known. The toolbox images (`image: berth-toolbox`, `command:
+// [berth, toolbox, …]`) are berth itself, as an image's command names the
+// program the image carries: a search of the PATH could find another berth
+// first (an older one in /usr/local/bin, say) and run a toolbox that is not
+// this agent's.
+var ownBinary = func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return exe
+}()
 
 // Waiting reasons of a container, as the kubelet reports them.
 const (
@@ -254,10 +273,11 @@ func secretData(s *api.Secret) map[string]string {
 func isOptional(b *bool) bool { return b != nil && *b }
 
 // commandLine is c's argv after $(VAR) expansion with its environment:
-// command, then args. The exec runtime runs it itself and the image is
-// not used, so there is no image entrypoint: args alone are the argv, as
-// they are for an image without one (kubectl run NAME --image=… -- CMD
-// puts CMD in args), and a container with neither has nothing to run.
+// command, then args, a bare `berth` made the agent's own binary. The exec
+// runtime runs it itself and the image is not used, so there is no image
+// entrypoint: args alone are the argv, as they are for an image without one
+// (kubectl run NAME --image=… -- CMD puts CMD in args), and a container
+// with neither has nothing to run.
 func commandLine(c *api.Container, vars map[string]string) ([]string, error) {
 	switch {
 	case len(c.Command) == 0 && len(c.Args) == 0:
@@ -272,6 +292,9 @@ func commandLine(c *api.Container, vars map[string]string) ([]string, error) {
 	}
 	for _, a := range c.Args {
 		argv = append(argv, expandVars(a, vars))
+	}
+	if argv[0] == berthCommand && ownBinary != "" {
+		argv[0] = ownBinary
 	}
 	return argv, nil
 }

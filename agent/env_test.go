@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -178,5 +179,46 @@ func TestVolumeEnvAndCommandLine(t *testing.T) {
 	var ce *configError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "runs `command`") || !strings.Contains(err.Error(), "nginx") {
 		t.Errorf("no command: %v", err)
+	}
+}
+
+// TestCommandLineOwnBerth checks that a container whose command is `berth`
+// runs the agent's own binary, not whichever berth the PATH finds first,
+// and that other commands are left to the PATH.
+func TestCommandLineOwnBerth(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skipf("no executable path: %v", err)
+	}
+	older := t.TempDir() // where a PATH search would find another berth
+	tests := []struct {
+		name string
+		c    api.Container
+		want []string
+	}{
+		{"command", api.Container{Command: []string{"berth", "toolbox", "http-echo"}, Args: []string{"--text", "$(TEXT)"}},
+			[]string{exe, "toolbox", "http-echo", "--text", "hi"}},
+		{"args alone", api.Container{Args: []string{"berth", "toolbox"}}, []string{exe, "toolbox"}},
+		{"expanded", api.Container{Command: []string{"$(TOOL)", "version"}}, []string{exe, "version"}},
+		{"a path is kept", api.Container{Command: []string{older + "/berth", "version"}}, []string{older + "/berth", "version"}},
+		{"another name", api.Container{Command: []string{"berthd"}}, []string{"berthd"}},
+		{"a shell", api.Container{Command: []string{"sh", "-c", "berth version"}}, []string{"sh", "-c", "berth version"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.c.Name = "app"
+			tt.c.Env = []api.EnvVar{{Name: "PATH", Value: older + ":/usr/bin:/bin"}, {Name: "TEXT", Value: "hi"}, {Name: "TOOL", Value: "berth"}}
+			_, vars, err := containerEnv(context.Background(), envSource{pod: envPod()}, &tt.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			argv, err := commandLine(&tt.c, vars)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(argv, tt.want) {
+				t.Errorf("argv = %q, want %q", argv, tt.want)
+			}
+		})
 	}
 }

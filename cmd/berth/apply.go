@@ -35,9 +35,11 @@ workloads, the rest). It prints one line per object:
 
 Objects are owned by the source "api" (annotation berth.dev/source: api);
 an object that a git, dir or http source owns is not changed, since that
-source would revert it. Objects without a namespace go to -n's. If any
-manifest is invalid, every error is printed and nothing is written (exit
-2); if the server refuses an object, the others are still applied (exit 1).`,
+source would revert it. An object another writer changes between apply's
+read and its write is read and merged again, up to 5 times. Objects
+without a namespace go to -n's. If any manifest is invalid, every error is
+printed and nothing is written (exit 2); if the server refuses an object,
+the others are still applied (exit 1).`,
 		Example: `  berth apply -f deploy/
   kustomize build . | berth apply -f -`,
 		Args: cobra.NoArgs,
@@ -146,8 +148,17 @@ func placeInNamespace(d *api.Decoded, namespace string, explicit bool) api.Error
 	return nil
 }
 
+// applyAttempts bounds how often apply reads, merges and writes one object
+// when another writer changes it in between (409 Conflict, or
+// AlreadyExists for a create that lost a race): a controller writing a
+// Deployment's status is such a writer.
+const applyAttempts = 5
+
 // applyObject creates the object or merges the manifest into the live
-// one, reporting what it did.
+// one, reporting what it did. The update carries the resourceVersion the
+// merge was computed from: a three-way merge is only right against the
+// object it read, so on a conflict it reads the object again and merges
+// anew rather than overwrite what the other writer wrote.
 func applyObject(ctx context.Context, c apiClient, k *api.Kind, manifest api.Object) (string, error) {
 	manifest = manifest.DeepCopyObject().(api.Object)
 	ann := manifest.GetAnnotations()
@@ -156,7 +167,24 @@ func applyObject(ctx context.Context, c apiClient, k *api.Kind, manifest api.Obj
 	}
 	ann[api.AnnotationSource] = string(api.SourceTypeAPI)
 	manifest.SetAnnotations(ann)
+	for attempt := 1; ; attempt++ {
+		result, err := applyOnce(ctx, c, k, manifest)
+		if attempt == applyAttempts || !lostRace(err) {
+			return result, err
+		}
+	}
+}
 
+// lostRace reports whether err is another writer having changed the
+// object between apply's read and its write.
+func lostRace(err error) bool {
+	var ae *applyError
+	return errors.As(err, &ae) && (apierrors.IsConflict(ae.err) || apierrors.IsAlreadyExists(ae.err))
+}
+
+// applyOnce reads the live object and creates or updates it from the
+// manifest.
+func applyOnce(ctx context.Context, c apiClient, k *api.Kind, manifest api.Object) (string, error) {
 	ns, name := manifest.GetNamespace(), manifest.GetName()
 	live, err := c.Get(ctx, k, ns, name)
 	switch {

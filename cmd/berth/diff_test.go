@@ -9,15 +9,7 @@ import (
 )
 
 func TestDiffAgainstServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	kubeconfig := startControlPlane(t)
-	berth := func(args ...string) result {
-		t.Helper()
-		return runBerth(t, "", append(args, "--kubeconfig", kubeconfig)...)
-	}
-	waitReady(t, func() bool { return berth("get", "ns", "default").code == exitOK })
+	berth := berthAgainstServer(t)
 	dir := t.TempDir()
 	deploy := `apiVersion: apps/v1
 kind: Deployment

@@ -22,9 +22,11 @@ func startControlPlane(t *testing.T) string {
 	return cptest.Start(t, controlplane.Config{}).Credentials().Paths.AdminKubeconfig
 }
 
-// TestAgainstServer drives apply, get, describe and delete through the
-// real client against a real API server.
-func TestAgainstServer(t *testing.T) {
+// berthAgainstServer starts a control plane for the test (skipping it
+// under -short), waits until it answers and returns a runner of berth
+// commands against it.
+func berthAgainstServer(t *testing.T) func(args ...string) result {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
@@ -34,6 +36,13 @@ func TestAgainstServer(t *testing.T) {
 		return runBerth(t, "", append(args, "--kubeconfig", kubeconfig)...)
 	}
 	waitReady(t, func() bool { return berth("get", "ns", "default").code == exitOK })
+	return berth
+}
+
+// TestAgainstServer drives apply, get, describe and delete through the
+// real client against a real API server.
+func TestAgainstServer(t *testing.T) {
+	berth := berthAgainstServer(t)
 
 	r := berth("apply", "-f", "testdata/apply/app.yaml")
 	want := "namespace/shop created\nconfigmap/settings created\nservice/web created\ndeployment.apps/web created\n"

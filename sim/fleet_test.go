@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -258,5 +259,23 @@ func TestResultCPUWithTheAgentsApart(t *testing.T) {
 	res = tr.result(1, 1)
 	if res.CPUSeconds != 0 || res.CPUMsPerPod != 0 || res.ControlPlaneCPUSeconds != 2 {
 		t.Errorf("with the agents' reading missing: %+v", res)
+	}
+}
+
+// A run too small to use a hundredth of a CPU second still has
+// cpu_seconds in its JSON line, as the help shows it.
+func TestResultJSONKeepsZeroCPU(t *testing.T) {
+	tr := &tracker{created: []int64{1}, bound: []int64{2}, running: []int64{3}}
+	tr.cpuStart = cpuTime{process: time.Second}
+	tr.cpuBound = cpuTime{process: time.Second + time.Millisecond}
+	res := tr.result(1, 1)
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"bound_seconds":0,`, `"cpu_seconds":0,`, `"cpu_ms_per_pod":1`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("JSON line lacks %s: %s", want, data)
+		}
 	}
 }

@@ -88,13 +88,16 @@ type Result struct {
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 	// BoundSeconds runs from the write of the ReplicaSets to the last
 	// binding (ScheduleSeconds starts at the first pod instead).
-	BoundSeconds float64 `json:"bound_seconds,omitempty"`
+	BoundSeconds float64 `json:"bound_seconds"`
 	// CPUSeconds is the CPU time the whole process (control plane and
 	// agents) spent over BoundSeconds, and CPUMsPerPod that over the pods
 	// bound: unlike the rates, it does not move with other work on the
-	// machine.
-	CPUSeconds  float64 `json:"cpu_seconds,omitempty"`
-	CPUMsPerPod float64 `json:"cpu_ms_per_pod,omitempty"`
+	// machine. They are always in the JSON line, as `berth sim --help`
+	// shows it: a small run's CPU time rounds to 0, which is a value. (They
+	// are 0 too when the agents' process gave no reading; the progress
+	// says why.)
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	CPUMsPerPod float64 `json:"cpu_ms_per_pod"`
 	// With the agents in a process of their own (Options.AgentsCommand),
 	// CPUSeconds and PeakRSSMB add up both processes, and these are the
 	// control plane's process alone, over the same time as CPUSeconds:

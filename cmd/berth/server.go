@@ -138,7 +138,7 @@ set in the environment; GOMEMLIMIT sets a soft cap.`,
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "store, CA, tokens, kubeconfig and volumes")
 	f.StringVar(&o.listen, "listen", ":6443", "address of the HTTPS API")
-	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir), memory (nothing kept) or etcd://h1:2379,…")
+	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir) or memory (nothing kept); etcd://h1:2379,… is for several control planes and not available in this version")
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "further DNS names or IP addresses the API's certificate covers, beyond the listen host (or, listening on every address, this machine's addresses), the loopback names and the hostname; repeatable or comma-separated")
 	f.StringArrayVar(&o.sources, "source", nil, "where desired state comes from: a directory or file, git+https://…, git+ssh://…, git+file://… (?ref=&path=&interval=&name=) or http(s)://…; repeatable")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /hooks/<source>; none turns webhooks off")

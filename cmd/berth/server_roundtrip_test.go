@@ -102,6 +102,20 @@ func waitReady(t *testing.T, ok func() bool) {
 	})
 }
 
+// TestServerHelpStore checks that the help does not offer a store this
+// version cannot open without saying so.
+func TestServerHelpStore(t *testing.T) {
+	r := runBerth(t, "", "server", "--help")
+	i := strings.Index(r.stdout, "--store string")
+	if r.code != exitOK || i < 0 {
+		t.Fatalf("server --help: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	line, _, _ := strings.Cut(r.stdout[i:], "\n")
+	if strings.Contains(line, "etcd") && !strings.Contains(line, "not available in this version") {
+		t.Errorf("--store offers etcd as if it worked: %s", line)
+	}
+}
+
 // TestServerBadUsage checks that flags the server cannot work with are bad
 // usage (exit 2) found before anything is made: no data dir appears.
 func TestServerBadUsage(t *testing.T) {
@@ -112,6 +126,7 @@ func TestServerBadUsage(t *testing.T) {
 		want string
 	}{
 		{"store", []string{"--store", "foo"}, `--store "foo": want bolt, memory or etcd://host:port,…`},
+		{"etcd store", []string{"--store", "etcd://h1:2379"}, "the etcd backend is not available in this version"},
 		{"duplicate sources", []string{"--source", "name=site," + tmp, "--source", "name=site," + tmp},
 			`two sources are named "site"`},
 		{"agent flag", []string{"--node-labels", "=x"}, "--node-labels:"},

@@ -46,3 +46,16 @@ func TestUnitsDoNotRestartOnBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionListed checks that `berth completion`, whose output the
+// packages install and which a `go install` user runs, is in the help.
+func TestCompletionListed(t *testing.T) {
+	r := runBerth(t, "", "--help")
+	if r.code != exitOK || !strings.Contains(r.stdout, "\n  completion ") {
+		t.Errorf("berth --help does not list completion: exit %d\n%s", r.code, r.stdout)
+	}
+	r = runBerth(t, "", "completion", "bash")
+	if r.code != exitOK || !strings.Contains(r.stdout, "bash completion") {
+		t.Errorf("berth completion bash: exit %d\n%.200s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -39,10 +39,12 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, 
 		Short: "A single-binary GitOps orchestrator modelled on Kubernetes",
 		Long: `berth turns a Git repository, a directory or a URL of Kubernetes-style
 manifests into running workloads on a fleet of machines.`,
-		Version:           versionLine(),
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		Version:       versionLine(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// cobra's `completion bash|zsh|fish|powershell` is listed: the
+		// packages install its output, and a `go install` user needs to
+		// find it.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return g.setup(cmd.ErrOrStderr())
 		},

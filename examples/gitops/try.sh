@@ -5,8 +5,14 @@
 # pushes a change and shows it applied at once.
 #
 # Needs: git, openssl, curl, and berth (built here from the repository
-# when BERTH is not set). Everything goes to a temporary directory;
-# Ctrl-C or the end stops the server.
+# when BERTH is not set). Everything goes to a temporary directory.
+#
+# The server runs with --agent=false: the story is the Deployment's spec
+# changing at the push, which needs no pod, so nothing runs beside the
+# server, and Ctrl-C or the end, which stop it, leave nothing behind. Its
+# four listeners default to addresses of their own, apart from a server
+# started as the README shows (:6443, :10053, 127.0.0.1:8081 and
+# 127.0.0.1:10055).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,6 +20,8 @@ repo=$(cd "$here/../.." && pwd)
 W=${W:-$(mktemp -d)}
 LISTEN=${LISTEN:-127.0.0.1:16443}
 DNS=${DNS:-127.0.0.1:10153}
+DNS_HEALTH=${DNS_HEALTH:-127.0.0.1:18081}
+DNS_METRICS=${DNS_METRICS:-127.0.0.1:10155}
 if [ -z "${BERTH:-}" ]; then
 	(cd "$repo" && go build -o "$W/berth" ./cmd/berth)
 	BERTH=$W/berth
@@ -47,11 +55,14 @@ HOOK
 chmod +x "$W/fleet.git/hooks/post-receive"
 
 say "berth server with the repository as its source (polling only hourly)"
-"$BERTH" server --data-dir "$W/data" --listen "$LISTEN" --dns-listen "$DNS" \
+"$BERTH" server --data-dir "$W/data" --agent=false --listen "$LISTEN" \
+	--dns-listen "$DNS" --dns-health-listen "$DNS_HEALTH" --dns-metrics-listen "$DNS_METRICS" \
 	--source "git+file://$W/fleet.git?interval=1h" \
 	--webhook-secret-file "$W/webhook-secret" 2>"$W/server.log" &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; echo "left in $W"' EXIT INT TERM
+# The server is all this script starts: stopping it stops everything.
+trap 'kill $server 2>/dev/null || :; wait $server 2>/dev/null || :; echo "server stopped; the files are in $W"' EXIT
+trap 'exit 130' INT TERM
 
 # wait_rev REV: until the source has applied the commit REV.
 wait_rev() {

@@ -195,6 +195,19 @@ const (
 	AnnotationProvisionedBy     = "pv.kubernetes.io/provisioned-by"
 )
 
+// The storage-object-in-use protection finalizers, Kubernetes' names: a
+// claim a pod still uses, and a volume still bound to a claim, wait behind
+// them when deleted, so that deleting either cannot pull the data from
+// under a running pod.
+const (
+	// FinalizerPVCProtection holds a claim being deleted until no pod
+	// that is not finished uses it.
+	FinalizerPVCProtection = "kubernetes.io/pvc-protection"
+	// FinalizerPVProtection holds a volume being deleted until it is no
+	// longer Bound to a claim.
+	FinalizerPVProtection = "kubernetes.io/pv-protection"
+)
+
 // Names through which the volume controller and the agents share the work
 // on local volumes: only a node's agent can touch its disk.
 const (

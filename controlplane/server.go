@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, quota.Admit}})
+	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, quota.Admit}})
 	if err != nil {
 		backend.Close()
 		return nil, err
@@ -207,7 +207,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
 	s.controllers = append(s.controllers, volume.NewController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-		Events: s.events.Recorder(volume.EventComponent, ""), VolumesChanged: s.scheduler.VolumesChanged}))
+		Events: s.events.Recorder(volume.EventComponent, ""), VolumesChanged: s.scheduler.VolumesChanged}),
+		volume.NewProtectionController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger}))
 	if cfg.DNS != nil {
 		opts := *cfg.DNS
 		opts.Clock, opts.Logger = cfg.Clock, cfg.Logger

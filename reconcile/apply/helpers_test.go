@@ -135,11 +135,13 @@ type fixture struct {
 
 const fleet = "fleet"
 
-func newFixture(t testing.TB) *fixture {
+// newFixture's store runs the admission hooks admit, as the control
+// plane's does.
+func newFixture(t testing.TB, admit ...store.AdmitFunc) *fixture {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	rec := &recorder{}
-	st, err := store.New(rec, store.Options{Clock: clk})
+	st, err := store.New(rec, store.Options{Clock: clk, Admit: admit})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,20 @@ type fixture struct {
 
 // newFixture runs the volume controller over a real store on a fake clock
 // until the test ends.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureWith(t, false) }
+
+// newProtectedFixture is newFixture with the protection finalizers: the
+// admission hook that adds them and the controller that removes them.
+func newProtectedFixture(t *testing.T) *fixture { t.Helper(); return newFixtureWith(t, true) }
+
+func newFixtureWith(t *testing.T, protect bool) *fixture {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st, err := store.New(store.Memory{}, store.Options{Clock: clk, Admit: []store.AdmitFunc{AdmitDefaultClass}})
+	admit := []store.AdmitFunc{AdmitDefaultClass}
+	if protect {
+		admit = append(admit, AdmitProtection)
+	}
+	st, err := store.New(store.Memory{}, store.Options{Clock: clk, Admit: admit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +97,14 @@ func newFixture(t *testing.T) *fixture {
 			t.Error(err)
 		}
 	})
+	if protect {
+		p := NewProtectionController(st, Options{Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+		wg.Go(func() {
+			if err := p.Run(ctx, 2); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	t.Cleanup(func() {
 		cancel()
 		wg.Wait()
@@ -284,13 +302,7 @@ func TestWaitForFirstConsumerProvisionsOnPodsNode(t *testing.T) {
 		}
 		return nil
 	})
-	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "app"}, Spec: api.PodSpec{
-		NodeName:   "n2",
-		Containers: []api.Container{{Name: "app", Image: "app"}},
-		Volumes:    []api.Volume{{Name: "data", VolumeSource: api.VolumeSource{PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
-	}}
-	api.Default(pod)
-	f.create(pod)
+	f.create(podUsing("default", "app", "data", "n2", api.PodPending))
 	name := "pvc-" + string(c.UID)
 	f.waitBound("data", name)
 	pv := f.volume(name)

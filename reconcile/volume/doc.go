@@ -1,4 +1,5 @@
 // Package volume binds PersistentVolumeClaims to PersistentVolumes,
 // provisions local-path volumes, applies reclaim policies to released
-// volumes, and tells the scheduler where a pod's volumes can be used.
+// volumes, keeps claims and volumes in use from going when deleted, and
+// tells the scheduler where a pod's volumes can be used.
 package volume

@@ -21,11 +21,15 @@ func (r *Reconciler) syncVolume(ctx context.Context, name string) (reconcile.Res
 		return reconcile.Result{}, fmt.Errorf("get volume %s: %w", name, err)
 	}
 	pv := obj.(*api.PersistentVolume)
-	if pv.DeletionTimestamp != nil {
+	deleting := pv.DeletionTimestamp != nil
+	if deleting && (pv.Spec.ClaimRef == nil || slices.Contains(pv.Finalizers, api.FinalizerLocalPath)) {
 		// Its node's agent removes the directory, then the finalizer; if
 		// the node is gone, say so rather than wait without a word.
 		return r.watchDeletion(ctx, pv)
 	}
+	// A volume deleted while bound is held by its protection finalizer:
+	// its phase still follows its claim, and once the claim is gone its
+	// reclaim policy runs, as for any other.
 	ref := pv.Spec.ClaimRef
 	if ref == nil {
 		if pv.Status.Phase == api.VolumeAvailable {
@@ -42,10 +46,10 @@ func (r *Reconciler) syncVolume(ctx context.Context, name string) (reconcile.Res
 	switch {
 	case ref.UID == "":
 		// Pre-bound by a user to a claim that may not exist yet.
-		if claim != nil {
+		if claim != nil && !deleting {
 			r.enqueue(prefixClaim + reconcile.ObjectKey(claim))
 		}
-		if pv.Status.Phase == api.VolumeAvailable {
+		if deleting || pv.Status.Phase == api.VolumeAvailable {
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, r.setPhase(ctx, pv, api.VolumeAvailable, "")
@@ -95,19 +99,31 @@ func (r *Reconciler) setPhase(ctx context.Context, pv *api.PersistentVolume, pha
 // which the volume is Available again. A volume whose node is gone for
 // longer than the grace period is marked Failed instead of waiting
 // forever.
+//
+// The volume is released in the write that hands it on (or fails it),
+// not before: a volume being deleted is held only by its protection
+// finalizer until it is not Bound, and must be behind the local-path
+// finalizer by then, or it would go with its directory left behind.
 func (r *Reconciler) reclaim(ctx context.Context, pv *api.PersistentVolume) (reconcile.Result, error) {
-	if pv.Status.Phase != api.VolumeReleased && pv.Status.Phase != api.VolumeFailed {
-		v := pv.DeepCopy()
-		setVolumePhase(v, api.VolumeReleased, "", r.clock.Now())
-		updated, err := r.store.Update(ctx, v)
-		if err != nil {
+	// release: the volume is to be marked Released, in the write that
+	// hands it on or fails it, or alone when nothing else is written.
+	release := pv.Status.Phase != api.VolumeReleased && pv.Status.Phase != api.VolumeFailed
+	if release {
+		pv = pv.DeepCopy()
+		setVolumePhase(pv, api.VolumeReleased, "", r.clock.Now())
+	}
+	released := func(res reconcile.Result) (reconcile.Result, error) {
+		if !release {
+			return res, nil
+		}
+		if _, err := r.store.Update(ctx, pv); err != nil {
 			return reconcile.Result{}, fmt.Errorf("release volume %s: %w", pv.Name, err)
 		}
-		pv = updated.(*api.PersistentVolume)
+		return res, nil
 	}
 	policy := pv.Spec.PersistentVolumeReclaimPolicy
 	if pv.Status.Phase == api.VolumeFailed || policy == api.PersistentVolumeReclaimRetain || policy == "" {
-		return reconcile.Result{}, nil
+		return released(reconcile.Result{})
 	}
 	failReason := ReasonVolumeFailedDelete
 	if policy == api.PersistentVolumeReclaimRecycle {
@@ -125,7 +141,7 @@ func (r *Reconciler) reclaim(ctx context.Context, pv *api.PersistentVolume) (rec
 			since = t.Time
 		}
 		if wait := r.grace - r.clock.Since(since); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
+			return released(reconcile.Result{RequeueAfter: wait})
 		}
 		return reconcile.Result{}, r.fail(ctx, pv, failReason,
 			fmt.Sprintf("node %s is gone: cannot %s the volume's directory %s", node, verbOf(policy), api.LocalVolumePath(pv)))
@@ -138,6 +154,10 @@ func (r *Reconciler) reclaim(ctx context.Context, pv *api.PersistentVolume) (rec
 			policy, api.LocalVolumePath(pv)))
 	}
 	if policy == api.PersistentVolumeReclaimRecycle {
+		if !release && pv.Annotations[api.AnnotationRecycle] == pv.Spec.ClaimRef.UID && pv.Labels[api.LabelReclaimNode] == node &&
+			pv.Annotations[api.AnnotationRecycled] != pv.Spec.ClaimRef.UID {
+			return reconcile.Result{}, nil // the agent is on it
+		}
 		return reconcile.Result{}, r.recycle(ctx, pv, node)
 	}
 	return reconcile.Result{}, r.delete(ctx, pv, node)
@@ -201,9 +221,6 @@ func (r *Reconciler) recycle(ctx context.Context, pv *api.PersistentVolume, node
 		}
 		r.events.Event(v, api.EventTypeNormal, ReasonVolumeRecycled, "Volume recycled")
 		return nil
-	}
-	if pv.Annotations[api.AnnotationRecycle] == uid && pv.Labels[api.LabelReclaimNode] == node {
-		return nil // the agent is on it
 	}
 	markForNode(v, node)
 	v.Annotations[api.AnnotationRecycle] = uid

@@ -74,6 +74,9 @@ type Scheduler struct {
 	cache     *cache
 	queue     *queue
 	binder    *binder
+	// volumes learns where pods are assumed; nil when the volume hook
+	// does not care.
+	volumes VolumeAssumer
 
 	started atomic.Bool
 	stats   struct{ attempts, bound, unschedulable, errors atomic.Uint64 }
@@ -125,6 +128,7 @@ func New(s *store.Store, opts Options) *Scheduler {
 		cache: newCache(),
 		queue: newQueue(opts.Clock),
 	}
+	sc.volumes, _ = opts.Volumes.(VolumeAssumer)
 	sc.binder = &binder{
 		store:  s,
 		clock:  opts.Clock,
@@ -194,6 +198,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod, pod *api.Pod
 	var fitErr *FitError
 	switch {
 	case err == nil:
+		if s.volumes != nil {
+			s.volumes.AssumePodVolumes(pod, res.Node)
+		}
 		s.binder.submit(ctx, &write{qp: qp, info: info, pod: pod, node: res.Node})
 	case errors.As(err, &fitErr):
 		msg := fitErr.Error()
@@ -229,15 +236,25 @@ func (s *Scheduler) written(w *write) {
 				fmt.Sprintf("Successfully assigned %s to %s", w.qp.key, w.node))
 		}
 	case errors.Is(w.err, errPodGone), errors.Is(w.err, errBoundElsewhere):
+		s.forgetVolumes(w.pod)
 		s.cache.forget(w.info)
 		s.queue.done(w.qp)
 		s.queue.moveAll() // the room it held is free again
 	default:
 		s.stats.errors.Add(1)
 		s.log.Error("binding failed", "pod", w.qp.key, "node", w.node, "err", w.err)
+		s.forgetVolumes(w.pod)
 		s.cache.forget(w.info)
 		s.queue.retry(w.qp)
 		s.queue.moveAll()
+	}
+}
+
+// forgetVolumes takes back the volume assumption of a pod whose binding
+// failed.
+func (s *Scheduler) forgetVolumes(pod *api.Pod) {
+	if s.volumes != nil {
+		s.volumes.ForgetPodVolumes(pod)
 	}
 }
 

@@ -14,6 +14,22 @@ type VolumeFilter interface {
 	ForPod(pod *api.Pod) (func(node *NodeInfo) *Status, error)
 }
 
+// VolumeAssumer is a VolumeFilter that also learns where the scheduler
+// placed a pod, before its binding is written, as kube-scheduler's
+// VolumeBinding plugin assumes a pod's volumes (AssumePodVolumes): a claim
+// that waits for its first consumer is then taken to be on that node for
+// the next pods that use it, though nothing in the store says so until
+// the volume controller selects the node. Without it, replicas sharing
+// such a claim were spread over nodes, and all but one could not start.
+type VolumeAssumer interface {
+	// AssumePodVolumes records that pod is placed on node. The scheduler
+	// calls it as it assumes the pod, before it schedules another.
+	AssumePodVolumes(pod *api.Pod, node string)
+	// ForgetPodVolumes takes back what AssumePodVolumes recorded for
+	// pod: its binding failed.
+	ForgetPodVolumes(pod *api.Pod)
+}
+
 // StatusVolumeNodeAffinityConflict is what a VolumeFilter returns for a
 // node outside a bound volume's node affinity.
 var StatusVolumeNodeAffinityConflict = NewStatus("VolumeBinding", ReasonVolumeNodeAffinityConflict)

@@ -2,8 +2,12 @@ package volume
 
 import (
 	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/store"
 )
@@ -14,14 +18,132 @@ import (
 // first consumer fits the nodes where an available volume could be bound
 // or a local-path volume provisioned; a pod with a claim that is missing
 // or not bound yet, and must bind before its pod is placed, fits no node.
+//
+// It is also the scheduler's sched.VolumeAssumer: once a pod of a claim
+// that waits for its first consumer, with no node selected yet, is
+// assumed on a node, the next pods of the claim fit only that node, until
+// the store shows the claim's selected node or its volume.
 type Filter struct {
 	store *store.Store
+
+	mu sync.Mutex
+	// assumed are the nodes of waiting claims ("namespace/name") that
+	// pods were assumed on.
+	assumed map[string]*assumption
+}
+
+// assumption is the node a waiting claim was assumed on, and the pods
+// assumed there with it: the assumption stands while one of them does.
+type assumption struct {
+	uid  types.UID
+	node string
+	pods map[types.UID]bool
 }
 
 // NewFilter returns the hook reading s.
-func NewFilter(s *store.Store) *Filter { return &Filter{store: s} }
+func NewFilter(s *store.Store) *Filter {
+	return &Filter{store: s, assumed: map[string]*assumption{}}
+}
 
-var _ sched.VolumeFilter = (*Filter)(nil)
+var (
+	_ sched.VolumeFilter  = (*Filter)(nil)
+	_ sched.VolumeAssumer = (*Filter)(nil)
+)
+
+// AssumePodVolumes records node as the node of the pod's claims that wait
+// for their first consumer and have none selected yet.
+func (f *Filter) AssumePodVolumes(pod *api.Pod, node string) {
+	var snap *store.Snapshot
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if snap == nil {
+			snap = f.store.Snapshot()
+		}
+		claim, waiting := waitingClaim(snap, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		if !waiting || claim.Annotations[api.AnnotationSelectedNode] != "" {
+			continue
+		}
+		key := reconcile.ObjectKey(claim)
+		f.mu.Lock()
+		a := f.assumed[key]
+		if a == nil || a.uid != claim.UID {
+			a = &assumption{uid: claim.UID, node: node, pods: map[types.UID]bool{}}
+			f.assumed[key] = a
+		}
+		a.pods[pod.UID] = true
+		f.mu.Unlock()
+	}
+}
+
+// ForgetPodVolumes takes the pod out of its claims' assumptions, and drops
+// those it was the last pod of.
+func (f *Filter) ForgetPodVolumes(pod *api.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		key := reconcile.Key(pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		if a := f.assumed[key]; a != nil {
+			delete(a.pods, pod.UID)
+			if len(a.pods) == 0 {
+				delete(f.assumed, key)
+			}
+		}
+	}
+}
+
+// assumedNode is the node claim was assumed on, "" for none. An
+// assumption of an earlier claim of the same name is dropped.
+func (f *Filter) assumedNode(claim *api.PersistentVolumeClaim) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := reconcile.ObjectKey(claim)
+	a := f.assumed[key]
+	if a == nil {
+		return ""
+	}
+	if a.uid != claim.UID {
+		delete(f.assumed, key)
+		return ""
+	}
+	return a.node
+}
+
+// settled drops the assumption of a claim the store now places: its node
+// is selected, or it is bound.
+func (f *Filter) settled(ns, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.assumed) > 0 {
+		delete(f.assumed, reconcile.Key(ns, name))
+	}
+}
+
+// waitingClaim returns the claim if it is unbound, not being deleted, and
+// of a class that waits for the first consumer.
+func waitingClaim(snap *store.Snapshot, ns, name string) (*api.PersistentVolumeClaim, bool) {
+	obj, err := snap.Get(claimKind, ns, name)
+	if err != nil {
+		return nil, false
+	}
+	claim := obj.(*api.PersistentVolumeClaim)
+	if claim.Spec.VolumeName != "" || claim.DeletionTimestamp != nil {
+		return nil, false
+	}
+	cn := claimClass(claim)
+	if cn == "" {
+		return nil, false
+	}
+	o, err := snap.Get(classKind, "", cn)
+	if err != nil || bindingMode(o.(*api.StorageClass)) != api.VolumeBindingWaitForFirstConsumer {
+		return nil, false
+	}
+	return claim, true
+}
 
 // claimTest is one constraint on the node: a bound volume's affinity, or
 // what an unbound claim could get there.
@@ -111,6 +233,7 @@ func (f *Filter) claimTest(snap *store.Snapshot, ns, name string) (*claimTest, e
 		return nil, &sched.PodUnschedulableError{Message: fmt.Sprintf("persistentvolumeclaim %q is being deleted", name)}
 	}
 	if claim.Spec.VolumeName != "" {
+		f.settled(ns, name)
 		o, err := snap.Get(volumeKind, "", claim.Spec.VolumeName)
 		if store.IsNotFound(err) {
 			return nil, &sched.PodUnschedulableError{Message: "pvc(s) bound to non-existent pv(s)"}
@@ -138,6 +261,13 @@ func (f *Filter) claimTest(snap *store.Snapshot, ns, name string) (*claimTest, e
 		return nil, &sched.PodUnschedulableError{Message: sched.ReasonUnboundImmediateClaims}
 	}
 	t := &claimTest{waiting: true, selected: claim.Annotations[api.AnnotationSelectedNode]}
+	if t.selected != "" {
+		f.settled(ns, name)
+	} else {
+		// A pod of the claim placed before, whose node the volume
+		// controller has not recorded yet.
+		t.selected = f.assumedNode(claim)
+	}
 	if class.Provisioner == api.LocalPathProvisioner {
 		t.provision = true
 		t.anyNodeRoot = class.Parameters[api.LocalPathNodePath] != ""

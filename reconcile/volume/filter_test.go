@@ -193,3 +193,106 @@ func TestFilterMissingClaim(t *testing.T) {
 	f.waitScheduled("app", "n1")
 	f.waitBound("later", "pvc-"+string(c.UID))
 }
+
+// TestFilterSharedWaitingClaimOneNode: the pods of one claim waiting for
+// its first consumer all go to the node the first was placed on, though
+// the scheduler places them before the volume controller records that
+// node on the claim (the scheduler assumes it, as kube-scheduler does).
+func TestFilterSharedWaitingClaimOneNode(t *testing.T) {
+	for i := range 5 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			f := newFixture(t)
+			for _, n := range []string{"n1", "n2", "n3"} {
+				f.create(schedNode(n))
+			}
+			f.create(DefaultClass())
+			f.create(claimOf("data", "-", "1Gi"))
+			// The pods are there before the scheduler starts: it places
+			// them one after another, before any binding is written.
+			names := []string{"app-a", "app-b", "app-c"}
+			for _, name := range names {
+				f.create(podWithClaim(name, "data"))
+			}
+			f.runScheduler()
+			nodes := map[string][]string{}
+			testtool.WaitFor(t, 10*time.Second, "pods placed", func() error {
+				clear(nodes)
+				for _, name := range names {
+					n := f.pod(name).Spec.NodeName
+					if n == "" {
+						return fmt.Errorf("%s pending", name)
+					}
+					nodes[n] = append(nodes[n], name)
+				}
+				return nil
+			})
+			if len(nodes) != 1 {
+				t.Fatalf("pods of one claim on %d nodes: %v", len(nodes), nodes)
+			}
+		})
+	}
+}
+
+// TestFilterAssumption: a pod of a waiting claim assumed on a node holds
+// the claim's next pods to that node while its binding stands; a failed
+// binding takes the assumption back, and the claim's selected node,
+// once recorded, takes over.
+func TestFilterAssumption(t *testing.T) {
+	f := newFixture(t)
+	f.create(DefaultClass())
+	f.create(claimOf("data", "-", "1Gi"))
+	ctx := context.Background()
+	flt := NewFilter(f.store)
+	nodes := map[string]*sched.NodeInfo{}
+	all := sched.NewNodes(schedNode("n1"), schedNode("n2"))
+	for _, n := range all.List() {
+		nodes[n.Name()] = n
+	}
+	fitting := func(pod *api.Pod) []string {
+		t.Helper()
+		test, err := flt.ForPod(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, name := range []string{"n1", "n2"} {
+			if test == nil || test(nodes[name]) == nil {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	a, b := podWithClaim("a", "data"), podWithClaim("b", "data")
+	a.UID, b.UID = "uid-a", "uid-b"
+	if got := fitting(b); fmt.Sprint(got) != "[n1 n2]" {
+		t.Fatalf("before any assumption: fits %v", got)
+	}
+	flt.AssumePodVolumes(a, "n2")
+	if got := fitting(b); fmt.Sprint(got) != "[n2]" {
+		t.Fatalf("a assumed on n2: b fits %v", got)
+	}
+	flt.AssumePodVolumes(b, "n2")
+	flt.ForgetPodVolumes(a)
+	if got := fitting(podWithClaim("c", "data")); fmt.Sprint(got) != "[n2]" {
+		t.Fatalf("b still assumed on n2: c fits %v", got)
+	}
+	flt.ForgetPodVolumes(b)
+	if got := fitting(podWithClaim("c", "data")); fmt.Sprint(got) != "[n1 n2]" {
+		t.Fatalf("both bindings failed: c fits %v", got)
+	}
+
+	// The selected node recorded on the claim rules, and ends the
+	// assumption.
+	flt.AssumePodVolumes(a, "n2")
+	c := f.claim("data").DeepCopy()
+	c.Annotations = map[string]string{api.AnnotationSelectedNode: "n1"}
+	if _, err := f.store.Update(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := fitting(b); fmt.Sprint(got) != "[n1]" {
+		t.Fatalf("n1 selected: b fits %v", got)
+	}
+	if len(flt.assumed) != 0 {
+		t.Errorf("assumptions left: %v", flt.assumed)
+	}
+}

@@ -105,17 +105,24 @@ func copyImages(dst, src []Container) {
 }
 
 // validateClaimUpdate: a claim's spec is fixed once made, except its
-// storage request (expansion), and a volume name it did not have yet.
+// storage request (expansion), and a volume name it did not have yet. The
+// request may grow, never shrink, as in Kubernetes; whether it may grow
+// is the StorageClass's to say, at admission.
 func validateClaimUpdate(old, pvc *PersistentVolumeClaim) field.ErrorList {
 	mutable := old.Spec.DeepCopy()
 	mutable.Resources.Requests = pvc.Spec.Resources.Requests
 	if old.Spec.VolumeName == "" {
 		mutable.VolumeName = pvc.Spec.VolumeName
 	}
+	var errs field.ErrorList
 	if !equality.Semantic.DeepEqual(*mutable, pvc.Spec) {
-		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "spec is immutable after creation except resources.requests")}
+		errs = append(errs, field.Forbidden(field.NewPath("spec"), "spec is immutable after creation except resources.requests"))
 	}
-	return nil
+	size, before := pvc.Spec.Resources.Requests[ResourceStorage], old.Spec.Resources.Requests[ResourceStorage]
+	if size.Cmp(before) < 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "resources", "requests", "storage"), "field can not be less than previous value"))
+	}
+	return errs
 }
 
 // validateVolumeUpdate: where a volume's data lives, its mode and its node

@@ -160,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, quota.Admit}})
+	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, quota.Admit}})
 	if err != nil {
 		backend.Close()
 		return nil, err

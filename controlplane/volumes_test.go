@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +109,84 @@ func TestClaimInUseOutlivesItsDeletion(t *testing.T) {
 	}
 	if _, err := c.Get(ctx, volumes, "", volume); !client.IsNotFound(err) {
 		t.Fatalf("volume after the agent's part: %v", err)
+	}
+}
+
+// TestClaimResizeRules checks, through the API, Kubernetes' rules for a
+// claim's storage request: it may not shrink, may grow only once the
+// claim is bound, and only when its StorageClass allows expansion.
+func TestClaimResizeRules(t *testing.T) {
+	r := startControlPlane(t, t.TempDir(), StoreMemory)
+	c, err := client.New(&client.Config{Server: "https://" + r.Addr().String(), Token: r.Credentials().AdminToken, CAData: r.Credentials().CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	claims := api.MustLookupResource("persistentvolumeclaims")
+	yes := true
+	grow := &api.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "grow"}, Provisioner: api.LocalPathProvisioner,
+		Parameters: map[string]string{api.LocalPathNodePath: "/srv/grow"}, AllowVolumeExpansion: &yes}
+	fixed := &api.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fixed"}, Provisioner: api.LocalPathProvisioner,
+		Parameters: map[string]string{api.LocalPathNodePath: "/srv/fixed"}}
+	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{api.LabelHostname: "n1"}}}
+	node.Status.Conditions = []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue}}
+	api.Default(node)
+	if _, err := r.Store().Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(name, class string) *api.PersistentVolumeClaim {
+		return &api.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: api.PersistentVolumeClaimSpec{
+			AccessModes:      []api.PersistentVolumeAccessMode{api.ReadWriteOnce},
+			StorageClassName: &class,
+			Resources:        api.VolumeResourceRequirements{Requests: api.ResourceList{api.ResourceStorage: resource.MustParse("2Gi")}},
+		}}
+	}
+	for _, o := range []api.Object{grow, fixed, claim("elastic", "grow"), claim("rigid", "fixed"), claim("waiting", "nowhere")} {
+		if _, err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"elastic", "rigid"} {
+		testtool.WaitFor(t, 20*time.Second, "claim "+name+" bound", func() error {
+			o, err := c.Get(ctx, claims, "default", name)
+			if err != nil {
+				return err
+			}
+			if phase := o.(*api.PersistentVolumeClaim).Status.Phase; phase != api.ClaimBound {
+				return fmt.Errorf("phase %s", phase)
+			}
+			return nil
+		})
+	}
+	resize := func(name, size string) error {
+		o, err := c.Get(ctx, claims, "default", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := o.(*api.PersistentVolumeClaim)
+		cl.Spec.Resources.Requests[api.ResourceStorage] = resource.MustParse(size)
+		_, err = c.Update(ctx, cl)
+		return err
+	}
+	tests := []struct {
+		claim, size string
+		want        string // "" for accepted
+		forbidden   bool
+	}{
+		{claim: "elastic", size: "1Gi", want: `PersistentVolumeClaim "elastic" is invalid: spec.resources.requests.storage: Forbidden: field can not be less than previous value`},
+		{claim: "rigid", size: "3Gi", forbidden: true,
+			want: `persistentvolumeclaims "rigid" is forbidden: only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize`},
+		{claim: "waiting", size: "3Gi", forbidden: true, want: `persistentvolumeclaims "waiting" is forbidden: Only bound persistent volume claims can be expanded`},
+		{claim: "elastic", size: "3Gi"},
+		{claim: "rigid", size: "2Gi"},
+	}
+	for _, tt := range tests {
+		err := resize(tt.claim, tt.size)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("resize %s to %s: %v", tt.claim, tt.size, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || client.IsForbidden(err) != tt.forbidden):
+			t.Errorf("resize %s to %s: %v\nwant (forbidden %v) %q", tt.claim, tt.size, err, tt.forbidden, tt.want)
+		}
 	}
 }

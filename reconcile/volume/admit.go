@@ -60,3 +60,48 @@ func AdmitDefaultClass(tx *store.Txn, k *api.Kind, obj, old api.Object) error {
 	}
 	return nil
 }
+
+// Kubernetes' words for a claim that may not grow.
+const (
+	msgResizeUnbound  = "Only bound persistent volume claims can be expanded"
+	msgResizeNotAllow = "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"
+)
+
+// AdmitResize is a store admission hook that refuses to grow a claim's
+// storage request unless the claim is bound and its StorageClass sets
+// allowVolumeExpansion, as Kubernetes' PersistentVolumeClaimResize
+// admission plugin does, in its words. Shrinking is refused by
+// validation (api.ValidateUpdate). It runs in the store, so a source
+// cannot grow a claim the API would not.
+func AdmitResize(tx *store.Txn, k *api.Kind, obj, old api.Object) error {
+	claim, ok := obj.(*api.PersistentVolumeClaim)
+	if !ok || old == nil {
+		return nil
+	}
+	was := old.(*api.PersistentVolumeClaim)
+	size, before := claim.Spec.Resources.Requests[api.ResourceStorage], was.Spec.Resources.Requests[api.ResourceStorage]
+	if size.Cmp(before) <= 0 {
+		return nil
+	}
+	forbid := func(msg string) error {
+		return &store.ObjectError{Err: store.ErrForbidden, Kind: k, Namespace: claim.Namespace, Name: claim.Name, Detail: msg}
+	}
+	if was.Status.Phase != api.ClaimBound {
+		return forbid(msgResizeUnbound)
+	}
+	name := claimClass(claim)
+	if name == "" || name != claimClass(was) {
+		return forbid(msgResizeNotAllow)
+	}
+	o, err := tx.Get(classKind, "", name)
+	if store.IsNotFound(err) {
+		return forbid(msgResizeNotAllow)
+	}
+	if err != nil {
+		return fmt.Errorf("resize: get storageclass %s: %w", name, err)
+	}
+	if sc := o.(*api.StorageClass); sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
+		return forbid(msgResizeNotAllow)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package api
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// TestValidateClaimUpdate: a claim's storage request may grow, never
+// shrink, and the rest of its spec is fixed, in Kubernetes' words.
+func TestValidateClaimUpdate(t *testing.T) {
+	old := &PersistentVolumeClaim{ObjectMeta: meta("data"), Spec: PersistentVolumeClaimSpec{
+		AccessModes: []PersistentVolumeAccessMode{ReadWriteOnce},
+		Resources:   VolumeResourceRequirements{Requests: ResourceList{ResourceStorage: resource.MustParse("2Gi")}},
+		VolumeName:  "pvc-1",
+	}}
+	Default(old)
+	tests := []struct {
+		name   string
+		change func(*PersistentVolumeClaim)
+		want   []string
+	}{
+		{"unchanged", func(*PersistentVolumeClaim) {}, nil},
+		{"grown", func(c *PersistentVolumeClaim) { c.Spec.Resources.Requests[ResourceStorage] = resource.MustParse("3Gi") }, nil},
+		{"same size, other units", func(c *PersistentVolumeClaim) {
+			c.Spec.Resources.Requests[ResourceStorage] = resource.MustParse("2048Mi")
+		}, nil},
+		{"shrunk", func(c *PersistentVolumeClaim) { c.Spec.Resources.Requests[ResourceStorage] = resource.MustParse("1Gi") },
+			[]string{"spec.resources.requests.storage: Forbidden: field can not be less than previous value"}},
+		{"access modes", func(c *PersistentVolumeClaim) { c.Spec.AccessModes = []PersistentVolumeAccessMode{ReadWriteMany} },
+			[]string{"spec: Forbidden: spec is immutable after creation except resources.requests"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := old.DeepCopy()
+			tt.change(c)
+			checkErrors(t, ValidateUpdate(old, c), tt.want)
+		})
+	}
+}

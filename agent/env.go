@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,15 +17,17 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// defaultPath is the PATH of a container whose pod sets none: the usual
-// search path of a Linux host (the one container images default to), so a
-// bare `command: [sh, -c, …]` finds its shell, and last the directory of
-// the berth binary running the agent, so that a shell's `berth` is found on
-// a machine with no other. Last, not first: the agent's directory may hold
-// other programs, which must not shadow the host's. A container whose
-// command is `berth` runs the agent's own binary whatever the PATH (see
-// ownBinary).
-var defaultPath = withOwnDir("/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+// hostPath is the search path of a Linux host, the one container images
+// default to, so that a bare `command: [sh, -c, …]` finds its shell.
+const hostPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// defaultPath is the PATH of a container whose pod sets none when the
+// agent has no bin directory of its own (see podPath): the host's, and
+// last the directory of the berth binary running the agent, so that a
+// shell's `berth` is found on a machine with no other. Last, not first:
+// that directory may hold other programs, which must not shadow the
+// host's.
+var defaultPath = withOwnDir(hostPath)
 
 // withOwnDir appends the running executable's directory to a search path
 // that lacks it.
@@ -36,6 +40,34 @@ func withOwnDir(path string) string {
 		return path
 	}
 	return path + string(filepath.ListSeparator) + dir
+}
+
+// podPath makes the PATH of a container whose pod sets none: first a
+// directory of the agent's data dir holding only a link named berth to
+// the agent's own binary, then the host's. A pod's shell that runs
+// `berth` (a toolbox server started by a script, say) so runs this
+// agent's berth, not an older one earlier on the host's PATH, and nothing
+// else is shadowed. Without the link (the binary unknown, the directory
+// not writable) it is defaultPath. A container whose command is `berth`
+// runs the agent's own binary whatever the PATH (see ownBinary).
+func podPath(dataDir string) (string, error) {
+	if ownBinary == "" {
+		return defaultPath, nil
+	}
+	dir := filepath.Join(dataDir, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return defaultPath, err
+	}
+	link := filepath.Join(dir, berthCommand)
+	if target, err := os.Readlink(link); err != nil || target != ownBinary {
+		if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return defaultPath, err
+		}
+		if err := os.Symlink(ownBinary, link); err != nil {
+			return defaultPath, err
+		}
+	}
+	return dir + string(filepath.ListSeparator) + hostPath, nil
 }
 
 // berthCommand is the command name that means the agent's own binary.
@@ -88,6 +120,9 @@ type envSource struct {
 	volumes map[string]string
 	// tokenFile is the pod's service-account token, "" when it has none.
 	tokenFile string
+	// path is the PATH a container whose pod sets none gets (podPath);
+	// "" is defaultPath.
+	path string
 }
 
 // containerEnv is the whole environment of c's process as KEY=VALUE: envFrom
@@ -166,8 +201,9 @@ func containerEnv(ctx context.Context, src envSource, c *api.Container) ([]strin
 		vars[EnvServiceAccountTokenFile] = src.tokenFile
 	}
 	if _, ok := vars["PATH"]; !ok {
-		env = append(env, "PATH="+defaultPath)
-		vars["PATH"] = defaultPath
+		path := cmp.Or(src.path, defaultPath)
+		env = append(env, "PATH="+path)
+		vars["PATH"] = path
 	}
 	return env, vars, nil
 }

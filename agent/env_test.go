@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -220,5 +222,45 @@ func TestCommandLineOwnBerth(t *testing.T) {
 				t.Errorf("argv = %q, want %q", argv, tt.want)
 			}
 		})
+	}
+}
+
+// TestPodPath: a pod's default PATH starts with a directory holding only
+// a link to the agent's own berth, made again when it points elsewhere
+// (an upgraded binary), then the host's search path.
+func TestPodPath(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "bin", "berth")
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/berth-of-old", link); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		path, err := podPath(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(dir, "bin") + ":" + hostPath; path != want {
+			t.Errorf("PATH %q, want %q", path, want)
+		}
+		if target, err := os.Readlink(link); err != nil || target != ownBinary {
+			t.Errorf("bin/berth links to %q (%v), want the agent's own %q", target, err, ownBinary)
+		}
+		if entries, _ := os.ReadDir(filepath.Dir(link)); len(entries) != 1 {
+			t.Errorf("bin holds %d entries, want the link alone", len(entries))
+		}
+	}
+
+	// A container whose pod sets no PATH gets it.
+	h := newTestHarness(t)
+	h.m.Sync(workerPod("u1", "web", api.RestartPolicyAlways, "app"))
+	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
+	starts := h.rt.startsOf("u1")
+	if len(starts) == 0 || !slices.ContainsFunc(starts[0].Env, func(e string) bool {
+		return strings.HasPrefix(e, "PATH="+filepath.Join(h.m.o.DataDir, "bin")+":")
+	}) {
+		t.Errorf("the container's environment has no PATH starting with the agent's bin: %v", starts)
 	}
 }

@@ -78,6 +78,9 @@ type RefResolver interface {
 type PodManager struct {
 	o PodManagerOptions
 
+	// path is the PATH of a container whose pod sets none (podPath).
+	path string
+
 	mu      sync.Mutex
 	ctx     context.Context // set by Run; nil before
 	workers map[types.UID]*podWorker
@@ -101,7 +104,11 @@ func NewPodManager(o PodManagerOptions) (*PodManager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &PodManager{o: o, workers: map[types.UID]*podWorker{}}, nil
+	path, err := podPath(o.DataDir)
+	if err != nil {
+		o.Logger.Warn("pods' PATH: no link to this agent's berth; a pod's shell may run another berth found first", "err", err)
+	}
+	return &PodManager{o: o, path: path, workers: map[types.UID]*podWorker{}}, nil
 }
 
 // Run adopts what the runtime already runs (runs of a pod later Sync'd

@@ -506,7 +506,7 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 
 // resolve turns c into what the runtime starts.
 func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container, attempt int) (*runtime.Container, error) {
-	env, vars, err := containerEnv(ctx, envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod)}, c)
+	env, vars, err := containerEnv(ctx, envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod), path: w.m.path}, c)
 	if err != nil {
 		return nil, err
 	}

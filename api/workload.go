@@ -128,6 +128,10 @@ type ReplicaSetStatus struct {
 	// AvailableReplicas counts those of them ready for at least
 	// minReadySeconds.
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	// TerminatingReplicas counts the pods the ReplicaSet keeps that are
+	// being deleted and have not ended yet, as Kubernetes' field of that
+	// name: a Recreate rollout waits for them to go.
+	TerminatingReplicas int32 `json:"terminatingReplicas,omitempty"`
 	// ObservedGeneration is the generation of the spec the status was
 	// counted for.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`

@@ -139,11 +139,12 @@ func (r *ReplicaReconciler) PodKeys(e store.Event) []string {
 }
 
 // sameForController reports whether a pod change leaves alone everything
-// a ReplicaSet's sync reads of the pod: whether it is active (phase,
-// deletion), its labels and owners (claiming), and its readiness and
-// since when (the ready and available counts).
+// a ReplicaSet's sync reads of the pod: whether it is active or
+// terminating (phase, deletion), its labels and owners (claiming), and its
+// readiness and since when (the ready and available counts).
 func sameForController(old, pod *api.Pod) bool {
-	if isActive(old) != isActive(pod) || (old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
+	if isActive(old) != isActive(pod) || isTerminating(old) != isTerminating(pod) ||
+		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
 		!maps.Equal(old.Labels, pod.Labels) || !slices.EqualFunc(old.OwnerReferences, pod.OwnerReferences, sameOwnerRef) {
 		return false
 	}

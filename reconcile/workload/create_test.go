@@ -119,4 +119,12 @@ func TestSameForController(t *testing.T) {
 			}
 		})
 	}
+	// A terminating pod that ends is no longer counted as terminating.
+	old := base()
+	old.DeletionTimestamp = &now
+	p := old.DeepCopy()
+	p.Status.Phase = api.PodFailed
+	if sameForController(old, p) {
+		t.Error("a terminating pod that failed is the same for its controller")
+	}
 }

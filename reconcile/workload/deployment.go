@@ -281,18 +281,30 @@ func (r *DeploymentReconciler) scalePaused(ctx context.Context, d *api.Deploymen
 }
 
 // recreateStep scales every old ReplicaSet to zero, and the new one to
-// replicas once no old pod is left.
+// replicas once no old pod is left, terminating ones included, as
+// Kubernetes' oldPodsRunning.
 func recreateStep(replicas int32, newRS *api.ReplicaSet, old []*api.ReplicaSet) map[*api.ReplicaSet]int32 {
 	target := map[*api.ReplicaSet]int32{}
-	oldPods := int32(0)
+	running := false
 	for _, rs := range old {
 		target[rs] = 0
-		oldPods += replicasOf(rs.Spec.Replicas) + rs.Status.Replicas
+		running = running || oldPodsRunning(rs)
 	}
-	if oldPods == 0 {
+	if !running {
 		target[newRS] = replicas
 	}
 	return target
+}
+
+// oldPodsRunning reports whether an old ReplicaSet may still have a pod
+// that has not ended: one it is asked for, one it counts, one being
+// deleted, or one its status, counted before its last change of spec,
+// does not show yet. The ReplicaSet's status, rather than its pods, is
+// read so that a rollout costs nothing per pod; the status changes, and
+// brings the Deployment back, when its last pod goes.
+func oldPodsRunning(rs *api.ReplicaSet) bool {
+	return replicasOf(rs.Spec.Replicas) > 0 || rs.Status.Replicas > 0 || rs.Status.TerminatingReplicas > 0 ||
+		rs.Status.ObservedGeneration < rs.Generation
 }
 
 func countsOf(rs *api.ReplicaSet) RSCounts {

@@ -246,6 +246,68 @@ func TestDeploymentRecreate(t *testing.T) {
 	}
 }
 
+// TestDeploymentRecreateWaitsForTerminatingPods runs the Deployment and
+// ReplicaSet controllers over a store whose pods are bound to a node, so
+// that a deleted pod stays, terminating, until its agent is done: the new
+// ReplicaSet is scaled up once the old pods are gone, not as soon as they
+// are marked, and the last one's going brings the Deployment back.
+func TestDeploymentRecreateWaitsForTerminatingPods(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, clocktesting.NewFakeClock(epoch))
+	d := deployment("web", 2)
+	d.Spec.Strategy = api.DeploymentStrategy{Type: api.RecreateDeploymentStrategyType}
+	d.Spec.Template.Spec.NodeName = "n1"
+	mustCreate(t, s, d)
+	runController(t, NewReplicaSetController(s, Options{}))
+	runController(t, NewDeploymentController(s, Options{}))
+	f := &deployFixture{t: t, ctx: ctx, s: s}
+	rs1 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	waitFor(t, "2 pods of the first template", func() bool { return len(podsOf(t, s, rs1, false)) == 2 })
+
+	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+	rs2 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	// The Deployment's status counts no replica once it has read the old
+	// ReplicaSet's status with its pods all terminating; the sync that
+	// wrote it is the one that would have scaled the new one up.
+	waitFor(t, "the old pods terminating, and the Deployment to see it or scale", func() bool {
+		rss := f.replicaSets()
+		old, ok := rss[rs1]
+		st := f.deployment().Status
+		return ok && old.Status.Replicas == 0 && old.Status.TerminatingReplicas == 2 &&
+			(st.ObservedGeneration == 2 && st.Replicas == 0 || rss[rs2] != nil && replicasOf(rss[rs2].Spec.Replicas) > 0)
+	})
+	if n := len(podsOf(t, s, rs1, true)); n != 2 {
+		t.Fatalf("%d old pods terminating, want 2", n)
+	}
+	if want := map[string]int32{rs1: 0, rs2: 0}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("while the old pods terminate: %v, want %v", f.sizes(), want)
+	}
+
+	// The agent is done with the old pods.
+	for _, name := range podsOf(t, s, rs1, true) {
+		if _, err := s.Delete(ctx, podKind, "default", name, store.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the new ReplicaSet scaled up and its pods made", func() bool {
+		return mapsEqual(f.sizes(), map[string]int32{rs1: 0, rs2: 2}) && len(podsOf(t, s, rs2, false)) == 2
+	})
+}
+
+// podsOf names the pods the ReplicaSet rsName controls: those being
+// deleted, or the others.
+func podsOf(t *testing.T, s *store.Store, rsName string, terminating bool) []string {
+	t.Helper()
+	var names []string
+	for name, p := range pods(t, s) {
+		if ref := api.ControllerOf(p); ref != nil && ref.Name == rsName && (p.DeletionTimestamp != nil) == terminating {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 func TestDeploymentRevisionHistoryLimit(t *testing.T) {
 	d := deployment("web", 1)
 	limit := int32(1)

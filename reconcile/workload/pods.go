@@ -14,6 +14,14 @@ func isActive(p *api.Pod) bool {
 		p.DeletionTimestamp == nil
 }
 
+// isTerminating reports whether a pod is being deleted and has not ended:
+// it may still run, as Kubernetes counts terminatingReplicas.
+func isTerminating(p *api.Pod) bool {
+	return p.DeletionTimestamp != nil &&
+		p.Status.Phase != api.PodSucceeded &&
+		p.Status.Phase != api.PodFailed
+}
+
 // readyCondition returns the pod's Ready condition, or nil.
 func readyCondition(p *api.Pod) *api.PodCondition {
 	for i := range p.Status.Conditions {

@@ -83,9 +83,13 @@ func (r *ReplicaReconciler) Reconcile(ctx context.Context, key string) (reconcil
 	needsSync := r.expectations.Satisfied(key)
 	pods, claimErr := r.claimPods(ctx, v)
 	active := make([]*api.Pod, 0, len(pods))
+	var terminating int32
 	for _, p := range pods {
-		if isActive(p) {
+		switch {
+		case isActive(p):
 			active = append(active, p)
+		case isTerminating(p):
+			terminating++
 		}
 	}
 	var (
@@ -98,6 +102,9 @@ func (r *ReplicaReconciler) Reconcile(ctx context.Context, key string) (reconcil
 	now := r.clock.Now()
 	st, wait := computeStatus(v, active, now)
 	st.ObservedGeneration = obj.GetGeneration()
+	if r.kind.countsTerminating {
+		st.TerminatingReplicas = terminating
+	}
 	conds := failureCondition(v.conditions, failure, manageErr, now)
 	var statusErr error
 	if st != v.status || !equality.Semantic.DeepEqual(conds, v.conditions) {

@@ -209,7 +209,7 @@ func TestReplicaSetReconcile(t *testing.T) {
 			wantStatus: api.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 1},
 		},
 		{
-			name: "finished and terminating pods do not count",
+			name: "finished and terminating pods are not replicas; the terminating one is counted as such",
 			rs:   func() *api.ReplicaSet { return replicaSet("web", 2) },
 			pods: func(rs api.Object) []*api.Pod {
 				return []*api.Pod{
@@ -224,7 +224,7 @@ func TestReplicaSetReconcile(t *testing.T) {
 					t.Errorf("active pods %v, want running and one new", got)
 				}
 			},
-			wantStatus: api.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 1},
+			wantStatus: api.ReplicaSetStatus{Replicas: 1, FullyLabeledReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, TerminatingReplicas: 1, ObservedGeneration: 1},
 		},
 		{
 			name: "at most 500 creations per sync",

@@ -15,7 +15,10 @@ type replicaStatus struct {
 	FullyLabeledReplicas int32
 	ReadyReplicas        int32
 	AvailableReplicas    int32
-	ObservedGeneration   int64
+	// TerminatingReplicas is kept for ReplicaSets only: Kubernetes'
+	// ReplicationController has no such field.
+	TerminatingReplicas int32
+	ObservedGeneration  int64
 }
 
 // replicated is the view of a ReplicaSet or a ReplicationController that
@@ -36,6 +39,9 @@ type replicatedKind struct {
 	// view reads an object of the kind; an error means its spec cannot be
 	// served (retrying will not help).
 	view func(api.Object) (*replicated, error)
+	// countsTerminating says whether the status counts the pods being
+	// deleted.
+	countsTerminating bool
 	// withStatus returns a copy of obj carrying st and conditions.
 	withStatus func(obj api.Object, st replicaStatus, conditions []api.WorkloadCondition) api.Object
 }
@@ -56,7 +62,8 @@ func replicasOf(n *int32) int32 {
 }
 
 var replicaSets = &replicatedKind{
-	kind: replicaSetKind,
+	kind:              replicaSetKind,
+	countsTerminating: true,
 	view: func(obj api.Object) (*replicated, error) {
 		rs := obj.(*api.ReplicaSet)
 		if rs.Spec.Selector == nil {
@@ -73,12 +80,13 @@ var replicaSets = &replicatedKind{
 		return &replicated{
 			obj: rs, selector: sel, template: &rs.Spec.Template,
 			replicas: replicasOf(rs.Spec.Replicas), minReadySeconds: rs.Spec.MinReadySeconds,
-			status:     replicaStatus{s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, s.ObservedGeneration},
+			status:     replicaStatus{s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, s.TerminatingReplicas, s.ObservedGeneration},
 			conditions: s.Conditions,
 		}, nil
 	},
 	withStatus: func(obj api.Object, st replicaStatus, conditions []api.WorkloadCondition) api.Object {
 		rs := obj.(*api.ReplicaSet).DeepCopy()
+		rs.Status.TerminatingReplicas = st.TerminatingReplicas
 		rs.Status.Conditions = conditions
 		rs.Status.Replicas, rs.Status.FullyLabeledReplicas = st.Replicas, st.FullyLabeledReplicas
 		rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = st.ReadyReplicas, st.AvailableReplicas
@@ -105,7 +113,7 @@ var replicationControllers = &replicatedKind{
 		return &replicated{
 			obj: rc, selector: labels.SelectorFromSet(selector), template: rc.Spec.Template,
 			replicas: replicasOf(rc.Spec.Replicas), minReadySeconds: rc.Spec.MinReadySeconds,
-			status:     replicaStatus{s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, s.ObservedGeneration},
+			status:     replicaStatus{s.Replicas, s.FullyLabeledReplicas, s.ReadyReplicas, s.AvailableReplicas, 0, s.ObservedGeneration},
 			conditions: s.Conditions,
 		}, nil
 	},

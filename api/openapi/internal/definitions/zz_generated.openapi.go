@@ -4557,6 +4557,13 @@ func schema_githubcom_berth_dev_berth_api_ReplicaSetStatus(ref common.ReferenceC
 							Format:      "int32",
 						},
 					},
+					"terminatingReplicas": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TerminatingReplicas counts the pods the ReplicaSet keeps that are being deleted and have not ended yet, as Kubernetes' field of that name: a Recreate rollout waits for them to go.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 					"observedGeneration": {
 						SchemaProps: spec.SchemaProps{
 							Description: "ObservedGeneration is the generation of the spec the status was counted for.",

@@ -18,7 +18,8 @@ import (
 //
 // The propagation policy is recorded the way Kubernetes records it, as a
 // finalizer the garbage collector acts on: Foreground adds
-// "foregroundDeletion" (the GC deletes the dependents, then removes it),
+// "foregroundDeletion" (the GC deletes the dependents, in the foreground
+// too, then removes it),
 // Orphan (or orphanDependents=true) adds "orphan" (the GC removes the
 // owner references of the dependents, then removes it). Background, the
 // default, adds nothing: the object goes and the GC deletes its dependents

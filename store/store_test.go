@@ -206,6 +206,76 @@ func TestGenerationCountedForSomeKinds(t *testing.T) {
 	}
 }
 
+// TestFinalizersOfAPodInItsGracePeriod: a pod being deleted on its node
+// waits for both its finalizers and its agent, in either order, as in
+// Kubernetes, where removing the last finalizer deletes only an object
+// with no grace period left.
+func TestFinalizersOfAPodInItsGracePeriod(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	s, err := New(Memory{}, Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	zero := int64(0)
+	held := func(name string) {
+		t.Helper()
+		p := pod("default", name, "n1")
+		p.Finalizers = []string{"berth.dev/test"}
+		if _, err := s.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if obj, err := s.Delete(ctx, podKind, "default", name, DeleteOptions{}); err != nil || obj.GetDeletionTimestamp() == nil {
+			t.Fatalf("graceful delete of %s: %v %v", name, obj, err)
+		}
+	}
+	release := func(name string) {
+		t.Helper()
+		obj, err := s.Get(podKind, "default", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := obj.DeepCopyObject().(*api.Pod)
+		p.Finalizers = nil
+		if _, err := s.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	present := func(name string) bool {
+		_, err := s.Get(podKind, "default", name)
+		return err == nil
+	}
+
+	// The finalizer goes first: the pod stays until its agent is done.
+	held("first")
+	release("first")
+	if !present("first") {
+		t.Fatal("a pod in its grace period went with its finalizer")
+	}
+	if _, err := s.Delete(ctx, podKind, "default", "first", DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if present("first") {
+		t.Fatal("pod still there after grace 0")
+	}
+
+	// The agent is done first, past the deadline: the finalizer's
+	// removal lets the pod go.
+	held("second")
+	clk.SetTime(clk.Now().Add(time.Minute))
+	if _, err := s.Delete(ctx, podKind, "default", "second", DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if !present("second") {
+		t.Fatal("a pod went while its finalizer held it")
+	}
+	release("second")
+	if present("second") {
+		t.Fatal("pod still there after its agent and its finalizer were done")
+	}
+}
+
 func TestDeleteGraceful(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()

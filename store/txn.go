@@ -125,7 +125,8 @@ func (tx *Txn) Create(obj api.Object) (api.Object, error) {
 // for the kinds that count it (api.Kind.Generation).
 // An update that changes nothing writes nothing and returns the stored
 // object. An update that removes the last finalizer of an object being
-// deleted deletes it.
+// deleted deletes it, unless it is a pod in its grace period: that one
+// goes when deleted again with grace 0.
 func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 	k, err := kindOf(obj)
 	if err != nil {
@@ -157,7 +158,7 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 	if !changed {
 		return old, nil
 	}
-	if old.GetDeletionTimestamp() != nil && !finalizing(obj) {
+	if old.GetDeletionTimestamp() != nil && !finalizing(obj) && !graceful(old) {
 		return tx.remove(k, old)
 	}
 	if specChanged && k.Generation {
@@ -200,8 +201,13 @@ func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (
 	}
 	deadline := metav1.NewTime(tx.timestamp().Add(time.Duration(grace) * time.Second))
 	if dt := old.GetDeletionTimestamp(); dt != nil && !deadline.Before(dt) {
-		// Already terminating, at least as soon: nothing to shorten.
-		return old, nil
+		if cur := old.GetDeletionGracePeriodSeconds(); cur == nil || *cur <= grace {
+			// Already terminating, at least as soon: nothing to shorten.
+			return old, nil
+		}
+		// Past its deadline, but a shorter grace is recorded: a pod
+		// its agent is done with goes when its finalizers do.
+		deadline = *dt
 	}
 	obj := old.DeepCopyObject().(api.Object)
 	obj.SetDeletionTimestamp(&deadline)
@@ -234,6 +240,14 @@ func finalizing(obj api.Object) bool {
 	}
 	ns, ok := obj.(*api.Namespace)
 	return ok && len(ns.Spec.Finalizers) > 0
+}
+
+// graceful reports whether an object being deleted waits for more than
+// its finalizers: a pod in its grace period, which goes when its agent
+// deletes it again with grace 0, as Kubernetes' ShouldDeleteDuringUpdate.
+func graceful(obj api.Object) bool {
+	g := obj.GetDeletionGracePeriodSeconds()
+	return g != nil && *g > 0
 }
 
 // gracePeriod is how long an object may take to go. Only pods running on

@@ -59,8 +59,12 @@ func (c *Collector) orphan(ctx context.Context, k *api.Kind, owner api.Object) e
 	return c.removeFinalizer(ctx, k, owner, FinalizerOrphan)
 }
 
-// foreground deletes the owner's dependents and removes its foreground
-// finalizer once none that blocks the owner's deletion is left.
+// foreground deletes the owner's dependents, in the foreground too, and
+// removes its foreground finalizer once none that blocks the owner's
+// deletion is left. As in Kubernetes, the policy propagates: a dependent
+// gets the finalizer, so that it stays until its own blocking dependents
+// are gone, and the owner with it (a Deployment until its ReplicaSets'
+// pods have stopped).
 func (c *Collector) foreground(ctx context.Context, k *api.Kind, owner api.Object) error {
 	uid := owner.GetUID()
 	blocked := false
@@ -74,9 +78,7 @@ func (c *Collector) foreground(ctx context.Context, k *api.Kind, owner api.Objec
 		if d.GetDeletionTimestamp() != nil {
 			return nil
 		}
-		_, err := c.store.Delete(ctx, dk, d.GetNamespace(), d.GetName(),
-			store.DeleteOptions{Preconditions: &store.Preconditions{UID: string(d.GetUID())}})
-		if err != nil && !store.IsNotFound(err) {
+		if err := c.deleteForeground(ctx, dk, d); err != nil {
 			errs = append(errs, fmt.Errorf("gc: delete %s %s/%s owned by %s: %w", dk.Resource, d.GetNamespace(), d.GetName(), uid, err))
 		}
 		return nil
@@ -89,6 +91,31 @@ func (c *Collector) foreground(ctx context.Context, k *api.Kind, owner api.Objec
 		return nil
 	}
 	return c.removeFinalizer(ctx, k, owner, FinalizerForeground)
+}
+
+// deleteForeground deletes an object as the API server does with
+// propagationPolicy Foreground: the foreground finalizer, then the
+// deletion, in one transaction.
+func (c *Collector) deleteForeground(ctx context.Context, k *api.Kind, obj api.Object) error {
+	_, err := c.store.Txn(ctx, func(tx *store.Txn) error {
+		cur, err := tx.Get(k, obj.GetNamespace(), obj.GetName())
+		if err != nil || cur.GetUID() != obj.GetUID() || cur.GetDeletionTimestamp() != nil {
+			return err
+		}
+		if !slices.Contains(cur.GetFinalizers(), FinalizerForeground) {
+			marked := cur.DeepCopyObject().(api.Object)
+			marked.SetFinalizers(append(slices.Clone(cur.GetFinalizers()), FinalizerForeground))
+			if _, err := tx.Update(marked); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Delete(k, obj.GetNamespace(), obj.GetName(), store.DeleteOptions{})
+		return err
+	})
+	if store.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // dangling deletes a dependent whose owners are all gone (background

@@ -17,9 +17,10 @@ import (
 )
 
 var (
-	podKind = api.MustLookupResource("pods")
-	rsKind  = api.MustLookupResource("replicasets")
-	cmKind  = api.MustLookupResource("configmaps")
+	podKind    = api.MustLookupResource("pods")
+	rsKind     = api.MustLookupResource("replicasets")
+	cmKind     = api.MustLookupResource("configmaps")
+	deployKind = api.MustLookupResource("deployments")
 )
 
 func newStore(t *testing.T) *store.Store {
@@ -142,6 +143,17 @@ func TestForegroundWaitsForBlockingDependents(t *testing.T) {
 	if _, err := c.Reconcile(ctx, key); err != nil {
 		t.Fatal(err)
 	}
+	// The dependents are deleted in the foreground too: each holds its
+	// finalizer until the collector has looked at its own dependents.
+	for _, name := range []string{"unbound", "running"} {
+		p, ok := exists(s, podKind, name)
+		if !ok || p.GetDeletionTimestamp() == nil || !slices.Contains(p.GetFinalizers(), FinalizerForeground) {
+			t.Fatalf("dependent %s not deleted in the foreground: %v", name, p)
+		}
+		if _, err := c.Reconcile(ctx, Key(podKind, "default", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, ok := exists(s, podKind, "unbound"); ok {
 		t.Error("unbound dependent not deleted")
 	}
@@ -213,20 +225,24 @@ func TestDanglingReferences(t *testing.T) {
 	}
 }
 
+// runCollector runs the garbage collector over s until the test ends.
+func runCollector(t *testing.T, s *store.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := NewController(s, Options{}).Run(ctx, 2); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
 // TestControllerCollects runs the collector: deleting an owner removes its
 // dependents, and a chain of them.
 func TestControllerCollects(t *testing.T) {
 	s := newStore(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	c := NewController(s, Options{})
-	wg.Go(func() {
-		if err := c.Run(ctx, 2); err != nil {
-			t.Error(err)
-		}
-	})
+	runCollector(t, s)
+	ctx := context.Background()
 	rs := create(t, s, owner("web"))
 	p := create(t, s, pod("a", "", refTo(rs, true)))
 	create(t, s, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "of-pod", OwnerReferences: []metav1.OwnerReference{refTo(p, false)}}})
@@ -238,6 +254,82 @@ func TestControllerCollects(t *testing.T) {
 		_, cmLeft := exists(s, cmKind, "of-pod")
 		if podLeft || cmLeft {
 			return fmt.Errorf("dependents left: pod %v, configmap %v", podLeft, cmLeft)
+		}
+		return nil
+	})
+}
+
+// TestForegroundPropagates runs the collector over a Deployment deleted in
+// the foreground, its ReplicaSet and the ReplicaSet's pods, bound to a
+// node so that each waits for its agent: the ReplicaSet is deleted in the
+// foreground too, and the Deployment stays, marked, until the pods have
+// stopped and the ReplicaSet has gone, as kubectl delete
+// --cascade=foreground expects.
+func TestForegroundPropagates(t *testing.T) {
+	s := newStore(t)
+	runCollector(t, s)
+	ctx := context.Background()
+	deploy := create(t, s, &api.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})
+	rs := owner("web-1")
+	rs.OwnerReferences = []metav1.OwnerReference{refTo(deploy, true)}
+	create(t, s, rs)
+	rsObj, _ := exists(s, rsKind, "web-1")
+	pods := []string{"web-1-a", "web-1-b"}
+	for _, name := range pods {
+		create(t, s, pod(name, "n1", refTo(rsObj, true)))
+	}
+	// As the API server records propagationPolicy Foreground.
+	marked := deploy.DeepCopyObject().(*api.Deployment)
+	marked.Finalizers = []string{FinalizerForeground}
+	if _, err := s.Update(ctx, marked); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, deployKind, "default", "web", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The pods are stopping, with no finalizer of the collector's left:
+	// only their agent holds them now.
+	testtool.WaitFor(t, 10*time.Second, "the pods to wait only for their agent", func() error {
+		for _, name := range pods {
+			p, ok := exists(s, podKind, name)
+			if !ok || p.GetDeletionTimestamp() == nil || len(p.GetFinalizers()) > 0 {
+				return fmt.Errorf("pod %s: %v", name, p)
+			}
+		}
+		if _, ok := exists(s, rsKind, "web-1"); ok {
+			return nil
+		}
+		if _, ok := exists(s, deployKind, "web"); ok {
+			return fmt.Errorf("the replicaset went, the deployment not yet")
+		}
+		return nil
+	})
+	for _, o := range []struct {
+		k    *api.Kind
+		name string
+	}{{deployKind, "web"}, {rsKind, "web-1"}} {
+		obj, ok := exists(s, o.k, o.name)
+		if !ok {
+			t.Fatalf("%s %s gone while its pods are still stopping", o.k.Resource, o.name)
+		}
+		if obj.GetDeletionTimestamp() == nil || !slices.Equal(obj.GetFinalizers(), []string{FinalizerForeground}) {
+			t.Errorf("%s %s: deletionTimestamp %v, finalizers %v; want it marked, held by %s",
+				o.k.Resource, o.name, obj.GetDeletionTimestamp(), obj.GetFinalizers(), FinalizerForeground)
+		}
+	}
+
+	// The agent is done with the pods: everything goes.
+	for _, name := range pods {
+		if _, err := s.Delete(ctx, podKind, "default", name, store.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testtool.WaitFor(t, 10*time.Second, "the deployment and its replicaset to go", func() error {
+		_, deployLeft := exists(s, deployKind, "web")
+		_, rsLeft := exists(s, rsKind, "web-1")
+		if deployLeft || rsLeft {
+			return fmt.Errorf("left: deployment %v, replicaset %v", deployLeft, rsLeft)
 		}
 		return nil
 	})

@@ -152,6 +152,34 @@ const LabelPodTemplateHash = "pod-template-hash"
 // history can be trimmed oldest first and rolled back.
 const AnnotationDeploymentRevision = "deployment.kubernetes.io/revision"
 
+// The annotations of a Deployment's rollout bookkeeping, as Kubernetes
+// names them: the replicas the Deployment had, and could surge to, when a
+// ReplicaSet was last scaled, which proportional scaling reads; and
+// kubectl's record of the configuration last applied.
+const (
+	AnnotationDesiredReplicas   = "deployment.kubernetes.io/desired-replicas"
+	AnnotationMaxReplicas       = "deployment.kubernetes.io/max-replicas"
+	AnnotationRevisionHistory   = "deployment.kubernetes.io/revision-history"
+	AnnotationLastAppliedConfig = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// DeploymentOwnAnnotation reports whether an annotation of a Deployment is
+// its own rather than its template's: every other one is copied to the
+// ReplicaSet of the template, and back to the Deployment on a rollback, as
+// Kubernetes' skipCopyAnnotation, so that kubectl rollout history shows
+// each revision's change-cause. berth's source and prune annotations are
+// the Deployment's own too: on a ReplicaSet they would make it the
+// source's, to be pruned.
+func DeploymentOwnAnnotation(key string) bool {
+	switch key {
+	case AnnotationLastAppliedConfig, AnnotationDeploymentRevision, AnnotationRevisionHistory,
+		AnnotationDesiredReplicas, AnnotationMaxReplicas, "deprecated.deployment.rollback.to",
+		AnnotationSource, AnnotationPrune:
+		return true
+	}
+	return false
+}
+
 // +kubebuilder:object:root=true
 
 // Deployment rolls a pod template out through ReplicaSets.

@@ -257,18 +257,20 @@ func runRolloutUndo(cmd *cobra.Command, g *globalOptions, o *rolloutUndoOptions,
 			owned = append(owned, o.(*api.ReplicaSet))
 		}
 	}
-	tmpl, rev, err := rollbackTemplate(d, owned, o.toRevision)
+	target, rev, err := rollbackTarget(d, owned, o.toRevision)
 	if err != nil {
 		return failed(err)
 	}
+	tmpl := rollbackTemplate(d, target)
 	if tmpl == nil {
 		fmt.Fprintf(cmd.OutOrStdout(), "deployment.apps/%s skipped rollback (current template already matches revision %d)\n", name, rev)
 		return nil
 	}
-	// A merge patch of the whole template, guarded by the resourceVersion
-	// read, so that a change in between is not silently undone.
+	// A merge patch of the whole template and of the annotations that go
+	// with it, guarded by the resourceVersion read, so that a change in
+	// between is not silently undone.
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": d.ResourceVersion},
+		"metadata": map[string]any{"resourceVersion": d.ResourceVersion, "annotations": rollbackAnnotations(d, target)},
 		"spec":     map[string]any{"template": tmpl},
 	})
 	if err != nil {
@@ -284,11 +286,10 @@ func runRolloutUndo(cmd *cobra.Command, g *globalOptions, o *rolloutUndoOptions,
 	return nil
 }
 
-// rollbackTemplate picks the template to go back to: that of revision
+// rollbackTarget picks the ReplicaSet to go back to: that of revision
 // toRevision, or of the newest revision before the current one when it is
-// 0. It returns a nil template (and the revision) when the Deployment runs
-// that template already.
-func rollbackTemplate(d *api.Deployment, rss []*api.ReplicaSet, toRevision int64) (*api.PodTemplateSpec, int64, error) {
+// 0, and its revision.
+func rollbackTarget(d *api.Deployment, rss []*api.ReplicaSet, toRevision int64) (*api.ReplicaSet, int64, error) {
 	type entry struct {
 		rev int64
 		rs  *api.ReplicaSet
@@ -302,29 +303,50 @@ func rollbackTemplate(d *api.Deployment, rss []*api.ReplicaSet, toRevision int64
 		hist = append(hist, entry{n, rs})
 	}
 	sort.Slice(hist, func(i, j int) bool { return hist[i].rev > hist[j].rev })
-	var target *entry
 	switch {
 	case toRevision > 0:
 		for i := range hist {
 			if hist[i].rev == toRevision {
-				target = &hist[i]
+				return hist[i].rs, hist[i].rev, nil
 			}
 		}
-		if target == nil {
-			return nil, 0, fmt.Errorf("unable to find the specified revision %d of deployment %q", toRevision, d.Name)
-		}
+		return nil, 0, fmt.Errorf("unable to find the specified revision %d of deployment %q", toRevision, d.Name)
 	case len(hist) < 2:
 		return nil, 0, fmt.Errorf("no rollout history found for deployment %q", d.Name)
-	default:
-		target = &hist[1]
 	}
-	tmpl := target.rs.Spec.Template.DeepCopy()
+	return hist[1].rs, hist[1].rev, nil
+}
+
+// rollbackTemplate is the template of the ReplicaSet to go back to, or nil
+// when the Deployment runs that template already.
+func rollbackTemplate(d *api.Deployment, target *api.ReplicaSet) *api.PodTemplateSpec {
+	tmpl := target.Spec.Template.DeepCopy()
 	delete(tmpl.Labels, api.LabelPodTemplateHash)
 	if len(tmpl.Labels) == 0 {
 		tmpl.Labels = nil
 	}
 	if equality.Semantic.DeepEqual(tmpl, &d.Spec.Template) {
-		return nil, target.rev, nil
+		return nil
 	}
-	return tmpl, target.rev, nil
+	return tmpl
+}
+
+// rollbackAnnotations is the merge patch of the Deployment's annotations
+// for a rollback to target, as kubectl's: the Deployment keeps its own
+// (api.DeploymentOwnAnnotation) and takes the others from the ReplicaSet,
+// where the controller copied them, its change-cause among them; one the
+// ReplicaSet lacks is removed.
+func rollbackAnnotations(d *api.Deployment, target *api.ReplicaSet) map[string]any {
+	patch := map[string]any{}
+	for k := range d.Annotations {
+		if !api.DeploymentOwnAnnotation(k) {
+			patch[k] = nil
+		}
+	}
+	for k, v := range target.Annotations {
+		if !api.DeploymentOwnAnnotation(k) {
+			patch[k] = v
+		}
+	}
+	return patch
 }

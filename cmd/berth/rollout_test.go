@@ -64,25 +64,53 @@ func TestRollbackTemplate(t *testing.T) {
 	d.Spec.Template = *replicaSet(3, "v3").Spec.Template.DeepCopy()
 	delete(d.Spec.Template.Labels, api.LabelPodTemplateHash)
 	rss := []*api.ReplicaSet{replicaSet(1, "v1"), replicaSet(3, "v3"), replicaSet(2, "v2"), replicaSet(0, "stray")}
+	template := func(toRevision int64) (*api.PodTemplateSpec, int64, error) {
+		target, rev, err := rollbackTarget(d, rss, toRevision)
+		if err != nil {
+			return nil, 0, err
+		}
+		return rollbackTemplate(d, target), rev, nil
+	}
 
-	tmpl, rev, err := rollbackTemplate(d, rss, 0)
+	tmpl, rev, err := template(0)
 	if err != nil || rev != 2 || tmpl == nil || tmpl.Spec.Containers[0].Image != "v2" {
 		t.Fatalf("previous: %v %d %+v", err, rev, tmpl)
 	}
 	if _, ok := tmpl.Labels[api.LabelPodTemplateHash]; ok || tmpl.Labels["app"] != "web" {
 		t.Errorf("labels %v: want the template's own, without the hash", tmpl.Labels)
 	}
-	if tmpl, rev, err := rollbackTemplate(d, rss, 1); err != nil || rev != 1 || tmpl.Spec.Containers[0].Image != "v1" {
+	if tmpl, rev, err := template(1); err != nil || rev != 1 || tmpl.Spec.Containers[0].Image != "v1" {
 		t.Errorf("to revision 1: %v %d %+v", err, rev, tmpl)
 	}
-	if tmpl, rev, err := rollbackTemplate(d, rss, 3); err != nil || rev != 3 || tmpl != nil {
+	if tmpl, rev, err := template(3); err != nil || rev != 3 || tmpl != nil {
 		t.Errorf("to the current revision: %v %d %+v, want a skip", err, rev, tmpl)
 	}
-	if _, _, err := rollbackTemplate(d, rss, 9); err == nil || !strings.Contains(err.Error(), "revision 9") {
+	if _, _, err := template(9); err == nil || !strings.Contains(err.Error(), "revision 9") {
 		t.Errorf("unknown revision: %v", err)
 	}
-	if _, _, err := rollbackTemplate(d, rss[1:2], 0); err == nil || !strings.Contains(err.Error(), "no rollout history") {
+	if _, _, err := rollbackTarget(d, rss[1:2], 0); err == nil || !strings.Contains(err.Error(), "no rollout history") {
 		t.Errorf("one revision: %v", err)
+	}
+}
+
+// TestRollbackAnnotations: the Deployment keeps its own annotations and
+// takes the others from the ReplicaSet it goes back to, as kubectl's undo.
+func TestRollbackAnnotations(t *testing.T) {
+	d := deployment(3, 3, 1, api.DeploymentStatus{})
+	d.Annotations = map[string]string{
+		api.AnnotationDeploymentRevision: "3",
+		api.AnnotationLastAppliedConfig:  "{}",
+		api.AnnotationSource:             "api",
+		"kubernetes.io/change-cause":     "set image v3",
+		"team":                           "web",
+	}
+	target := replicaSet(1, "v1")
+	target.Annotations["kubernetes.io/change-cause"] = "create v1"
+	target.Annotations[api.AnnotationDesiredReplicas] = "1"
+	got := rollbackAnnotations(d, target)
+	want := map[string]any{"kubernetes.io/change-cause": "create v1", "team": nil}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("annotations patch %v, want %v", got, want)
 	}
 }
 
@@ -91,6 +119,7 @@ func webDeployment(value string) string {
 kind: Deployment
 metadata:
   name: web
+  annotations: {kubernetes.io/change-cause: "version ` + value + `"}
 spec:
   replicas: 0
   selector:
@@ -118,14 +147,15 @@ func TestRolloutUndoAndStatus(t *testing.T) {
 		t.Helper()
 		return runBerth(t, "", append(args, "--kubeconfig", kubeconfig)...)
 	}
-	envOf := func() string {
+	get := func() api.Deployment {
 		r := berth("get", "deploy", "web", "-o", "json")
 		var d api.Deployment
 		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
 			t.Fatalf("get deploy/web: %v\n%s", err, r.stderr)
 		}
-		return d.Spec.Template.Spec.Containers[0].Env[0].Value
+		return d
 	}
+	envOf := func() string { return get().Spec.Template.Spec.Containers[0].Env[0].Value }
 	manifest := filepath.Join(dir, "web.yaml")
 	for _, v := range []string{"1", "2"} {
 		writeFile(t, manifest, webDeployment(v))
@@ -146,6 +176,9 @@ func TestRolloutUndoAndStatus(t *testing.T) {
 	}
 	if got := envOf(); got != "1" {
 		t.Errorf("template after undo: %s", got)
+	}
+	if got := get().Annotations["kubernetes.io/change-cause"]; got != "version 1" {
+		t.Errorf("change-cause after undo %q, want the first revision's", got)
 	}
 	if r := berth("rollout", "status", "deployment", "web", "--timeout", "30s"); r.code != exitOK {
 		t.Errorf("status after undo: exit %d\n%s%s", r.code, r.stdout, r.stderr)

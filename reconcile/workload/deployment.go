@@ -208,9 +208,10 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 			return nil, false, err
 		}
 		newRS, progressed = created, true
-	} else if revisionOf(newRS) < revision || newRS.Spec.MinReadySeconds != d.Spec.MinReadySeconds {
-		// Rolled back to an older template, or minReadySeconds changed.
-		updated, err := r.scale(ctx, d, newRS, replicasOf(newRS.Spec.Replicas), revision, d.Spec.MinReadySeconds)
+	} else if revisionOf(newRS) < revision || newRS.Spec.MinReadySeconds != d.Spec.MinReadySeconds || !annotationsCopied(d, newRS) {
+		// Rolled back to an older template, minReadySeconds changed, or
+		// the Deployment was annotated.
+		updated, err := r.updateNewReplicaSet(ctx, d, newRS, max(revision, revisionOf(newRS)))
 		if err != nil {
 			return nil, false, err
 		}
@@ -240,7 +241,7 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 		if replicasOf(rs.Spec.Replicas) == n {
 			continue
 		}
-		updated, err := r.scale(ctx, d, rs, n, revisionOf(rs), rs.Spec.MinReadySeconds)
+		updated, err := r.scale(ctx, d, rs, n)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -276,7 +277,7 @@ func (r *DeploymentReconciler) scalePaused(ctx context.Context, d *api.Deploymen
 	if replicasOf(target.Spec.Replicas) == replicas {
 		return nil
 	}
-	_, err := r.scale(ctx, d, target, replicas, revisionOf(target), target.Spec.MinReadySeconds)
+	_, err := r.scale(ctx, d, target, replicas)
 	return err
 }
 
@@ -332,12 +333,15 @@ func (r *DeploymentReconciler) createReplicaSet(ctx context.Context, d *api.Depl
 	selector := d.Spec.Selector.DeepCopy()
 	selector.MatchLabels = withLabel(selector.MatchLabels, LabelPodTemplateHash, hash)
 	zero := int32(0)
+	annotations := map[string]string{}
+	copyAnnotations(d, annotations)
+	annotations[AnnotationRevision] = strconv.FormatInt(revision, 10)
 	rs := &api.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       d.Namespace,
 			Name:            d.Name + "-" + hash,
 			Labels:          maps.Clone(template.Labels),
-			Annotations:     map[string]string{AnnotationRevision: strconv.FormatInt(revision, 10)},
+			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, deploymentKind.GVK)},
 		},
 		Spec: api.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: *template},
@@ -379,18 +383,49 @@ func withLabel(m map[string]string, k, v string) map[string]string {
 	return out
 }
 
-// scale writes a ReplicaSet's replicas, revision and minReadySeconds, and
-// records a change of replicas on the Deployment d.
-func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, replicas int32, revision int64, minReady int32) (*api.ReplicaSet, error) {
+// copyAnnotations copies the Deployment's annotations, but its own, to a
+// ReplicaSet's, as Kubernetes' copyDeploymentAnnotationsToReplicaSet.
+func copyAnnotations(d *api.Deployment, to map[string]string) {
+	for k, v := range d.Annotations {
+		if !api.DeploymentOwnAnnotation(k) {
+			to[k] = v
+		}
+	}
+}
+
+// annotationsCopied reports whether the ReplicaSet carries every
+// annotation of the Deployment it is to carry.
+func annotationsCopied(d *api.Deployment, rs *api.ReplicaSet) bool {
+	for k, v := range d.Annotations {
+		if got, ok := rs.Annotations[k]; !api.DeploymentOwnAnnotation(k) && (!ok || got != v) {
+			return false
+		}
+	}
+	return true
+}
+
+// updateNewReplicaSet brings the new ReplicaSet's revision,
+// minReadySeconds and annotations to the Deployment's.
+func (r *DeploymentReconciler) updateNewReplicaSet(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, revision int64) (*api.ReplicaSet, error) {
+	c := rs.DeepCopy()
+	c.Spec.MinReadySeconds = d.Spec.MinReadySeconds
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	copyAnnotations(d, c.Annotations)
+	c.Annotations[AnnotationRevision] = strconv.FormatInt(revision, 10)
+	obj, err := r.store.Update(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("update replicaset %s/%s of deployment %s: %w", rs.Namespace, rs.Name, d.Name, err)
+	}
+	return obj.(*api.ReplicaSet), nil
+}
+
+// scale writes a ReplicaSet's replicas, and records a change of them on
+// the Deployment d.
+func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, replicas int32) (*api.ReplicaSet, error) {
 	c := rs.DeepCopy()
 	c.Spec.Replicas = &replicas
-	c.Spec.MinReadySeconds = minReady
-	if revision > 0 {
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[AnnotationRevision] = strconv.FormatInt(revision, 10)
-	}
 	obj, err := r.store.Update(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("scale replicaset %s/%s to %d: %w", rs.Namespace, rs.Name, replicas, err)

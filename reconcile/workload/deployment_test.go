@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -367,6 +368,44 @@ func TestDeploymentCarriesItsRevision(t *testing.T) {
 	f.sync()
 	if f.deployment().ResourceVersion != rv {
 		t.Error("a settled deployment was written again")
+	}
+}
+
+// TestDeploymentCopiesAnnotations: the new ReplicaSet carries the
+// Deployment's annotations but its own, from its creation and when the
+// Deployment is annotated later; an old one keeps those of its time.
+func TestDeploymentCopiesAnnotations(t *testing.T) {
+	d := deployment("web", 1)
+	d.Annotations = map[string]string{
+		"kubernetes.io/change-cause":     "create",
+		api.AnnotationLastAppliedConfig:  "{}",
+		api.AnnotationSource:             "api",
+		api.AnnotationDeploymentRevision: "7",
+	}
+	f := newDeployFixture(t, d)
+	f.sync()
+	rs1 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	want := map[string]string{"kubernetes.io/change-cause": "create", AnnotationRevision: "1"}
+	if got := f.replicaSets()[rs1].Annotations; !maps.Equal(got, want) {
+		t.Fatalf("new replicaset's annotations %v, want %v", got, want)
+	}
+	f.update(func(d *api.Deployment) { d.Annotations["kubernetes.io/change-cause"] = "annotate" })
+	f.sync()
+	if got := f.replicaSets()[rs1].Annotations["kubernetes.io/change-cause"]; got != "annotate" {
+		t.Errorf("change-cause %q after the Deployment was annotated, want annotate", got)
+	}
+	f.update(func(d *api.Deployment) {
+		d.Annotations["kubernetes.io/change-cause"] = "set image web:2"
+		d.Spec.Template.Spec.Containers[0].Image = "web:2"
+	})
+	f.sync()
+	rs2 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	rss := f.replicaSets()
+	if got := rss[rs2].Annotations["kubernetes.io/change-cause"]; got != "set image web:2" {
+		t.Errorf("new replicaset's change-cause %q", got)
+	}
+	if got := rss[rs1].Annotations["kubernetes.io/change-cause"]; got != "annotate" {
+		t.Errorf("old replicaset's change-cause %q, want its own kept", got)
 	}
 }
 

@@ -170,8 +170,13 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (recon
 	case namespaceTerminating(r.store, d.Namespace):
 		// The store refuses new ReplicaSets there; the namespace
 		// controller is deleting this Deployment too.
-	case d.Spec.Paused:
-		if err := r.scalePaused(ctx, d, newRS, old); err != nil {
+	case d.Spec.Paused || d.Spec.Strategy.Type == api.RollingUpdateDeploymentStrategyType && IsScalingEvent(scalingOf(d, newRS, old, surge)):
+		// A paused rollout follows a change of replicas, and a change of
+		// replicas in a rolling update is spread over the ReplicaSets
+		// before the rollout moves on, as Kubernetes' sync. (Recreate's
+		// own step scales its one active ReplicaSet.)
+		newRS, err = r.scaleProportionally(ctx, d, newRS, old, surge)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
 	default:
@@ -254,31 +259,66 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 	return newRS, progressed, errors.Join(errs...)
 }
 
-// scalePaused follows a change of replicas while the rollout is paused:
-// when a single ReplicaSet runs the Deployment's pods, it is scaled to
-// replicas, as Kubernetes' scale does. Several active ReplicaSets (a
-// paused rollout) are left as they are; Kubernetes would scale them in
-// proportion.
-func (r *DeploymentReconciler) scalePaused(ctx context.Context, d *api.Deployment, newRS *api.ReplicaSet, old []*api.ReplicaSet) error {
-	var active []*api.ReplicaSet
+// scaleProportionally scales the ReplicaSets to the Deployment's replicas
+// as ProportionalScale says, and returns the new ReplicaSet as it now
+// stands.
+func (r *DeploymentReconciler) scaleProportionally(ctx context.Context, d *api.Deployment, newRS *api.ReplicaSet, old []*api.ReplicaSet, surge int32) (*api.ReplicaSet, error) {
+	target := ProportionalScale(scalingOf(d, newRS, old, surge))
+	var errs []error
 	for _, rs := range append(slices.Clone(old), newRS) {
-		if rs != nil && replicasOf(rs.Spec.Replicas) > 0 {
-			active = append(active, rs)
+		if rs == nil {
+			continue
+		}
+		n, ok := target[rs.Name]
+		if !ok || n == replicasOf(rs.Spec.Replicas) && scaledFor(rs, d, surge) {
+			continue
+		}
+		updated, err := r.scale(ctx, d, rs, n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if rs == newRS {
+			newRS = updated
 		}
 	}
-	target := newRS
-	switch {
-	case len(active) == 1:
-		target = active[0]
-	case len(active) > 1 || target == nil:
-		return nil
+	return newRS, errors.Join(errs...)
+}
+
+// scalingOf is what ProportionalScale needs of a Deployment and its
+// ReplicaSets.
+func scalingOf(d *api.Deployment, newRS *api.ReplicaSet, old []*api.ReplicaSet, surge int32) Scaling {
+	s := Scaling{
+		Replicas: replicasOf(d.Spec.Replicas), MaxSurge: surge, StatusReplicas: d.Status.Replicas,
+		RollingUpdate: d.Spec.Strategy.Type == api.RollingUpdateDeploymentStrategyType,
 	}
+	for _, rs := range old {
+		s.Old = append(s.Old, scaleRSOf(rs))
+	}
+	if newRS != nil {
+		n := scaleRSOf(newRS)
+		s.New = &n
+	}
+	return s
+}
+
+func scaleRSOf(rs *api.ReplicaSet) ScaleRS {
+	out := ScaleRS{RSCounts: countsOf(rs)}
+	if n, err := strconv.ParseInt(rs.Annotations[api.AnnotationDesiredReplicas], 10, 32); err == nil {
+		out.Desired, out.HasDesired = int32(n), true
+	}
+	if n, err := strconv.ParseInt(rs.Annotations[api.AnnotationMaxReplicas], 10, 32); err == nil {
+		out.MaxReplicas = int32(n)
+	}
+	return out
+}
+
+// scaledFor reports whether the ReplicaSet's annotations record the
+// Deployment's replicas and surge as they are.
+func scaledFor(rs *api.ReplicaSet, d *api.Deployment, surge int32) bool {
 	replicas := replicasOf(d.Spec.Replicas)
-	if replicasOf(target.Spec.Replicas) == replicas {
-		return nil
-	}
-	_, err := r.scale(ctx, d, target, replicas)
-	return err
+	return rs.Annotations[api.AnnotationDesiredReplicas] == strconv.Itoa(int(replicas)) &&
+		rs.Annotations[api.AnnotationMaxReplicas] == strconv.Itoa(int(replicas+surge))
 }
 
 // recreateStep scales every old ReplicaSet to zero, and the new one to
@@ -421,11 +461,20 @@ func (r *DeploymentReconciler) updateNewReplicaSet(ctx context.Context, d *api.D
 	return obj.(*api.ReplicaSet), nil
 }
 
-// scale writes a ReplicaSet's replicas, and records a change of them on
-// the Deployment d.
+// scale writes a ReplicaSet's replicas, with the Deployment's replicas
+// and surge they were given for in its annotations, which
+// ProportionalScale reads; and records a change of them on the
+// Deployment d.
 func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, replicas int32) (*api.ReplicaSet, error) {
 	c := rs.DeepCopy()
 	c.Spec.Replicas = &replicas
+	surge, _, _ := rollingBounds(d) // checked by Reconcile
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	desired := replicasOf(d.Spec.Replicas)
+	c.Annotations[api.AnnotationDesiredReplicas] = strconv.Itoa(int(desired))
+	c.Annotations[api.AnnotationMaxReplicas] = strconv.Itoa(int(desired + surge))
 	obj, err := r.store.Update(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("scale replicaset %s/%s to %d: %w", rs.Namespace, rs.Name, replicas, err)

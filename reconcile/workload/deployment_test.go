@@ -385,7 +385,11 @@ func TestDeploymentCopiesAnnotations(t *testing.T) {
 	f := newDeployFixture(t, d)
 	f.sync()
 	rs1 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
-	want := map[string]string{"kubernetes.io/change-cause": "create", AnnotationRevision: "1"}
+	want := map[string]string{
+		"kubernetes.io/change-cause": "create", AnnotationRevision: "1",
+		// What it was scaled for: 1 replica, 1 more in a surge (25%).
+		api.AnnotationDesiredReplicas: "1", api.AnnotationMaxReplicas: "2",
+	}
 	if got := f.replicaSets()[rs1].Annotations; !maps.Equal(got, want) {
 		t.Fatalf("new replicaset's annotations %v, want %v", got, want)
 	}
@@ -438,6 +442,65 @@ func TestDeploymentPaused(t *testing.T) {
 	f.sync()
 	if want := map[string]int32{rs1: 5}; !mapsEqual(f.sizes(), want) {
 		t.Errorf("paused scale: %v, want %v", f.sizes(), want)
+	}
+}
+
+// TestDeploymentScalesProportionally: scaled in the middle of a rollout
+// whose new pods never become ready, a Deployment spreads the change over
+// its ReplicaSets in proportion to their sizes, as Kubernetes does, rather
+// than giving it to the new one alone; paused, it does the same.
+func TestDeploymentScalesProportionally(t *testing.T) {
+	d := deployment("web", 4)
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+	d.Spec.Strategy = api.DeploymentStrategy{Type: api.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &api.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}}
+	f := newDeployFixture(t, d)
+	f.sync()
+	f.settle()
+	f.sync()
+	rs1 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:broken" })
+	rs2 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
+	// settle plays the ReplicaSet controller, the new pods never ready.
+	settle := func() {
+		f.settle()
+		rs := f.replicaSets()[rs2].DeepCopy()
+		rs.Status.ReadyReplicas, rs.Status.AvailableReplicas = 0, 0
+		if _, err := f.s.Update(f.ctx, rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := func() {
+		for range 3 {
+			f.sync()
+			settle()
+		}
+	}
+	scale := func(n int32) {
+		f.update(func(d *api.Deployment) { d.Spec.Replicas = &n })
+	}
+	steps()
+	if want := map[string]int32{rs1: 4, rs2: 1}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("stuck rollout %v, want %v", f.sizes(), want)
+	}
+	scale(8)
+	steps()
+	if want := map[string]int32{rs1: 7, rs2: 2}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("scaled to 8: %v, want %v", f.sizes(), want)
+	}
+	scale(2)
+	steps()
+	if want := map[string]int32{rs1: 2, rs2: 1}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("scaled to 2: %v, want %v (no more than replicas+maxSurge)", f.sizes(), want)
+	}
+	f.update(func(d *api.Deployment) {
+		d.Spec.Paused = true
+		four := int32(4)
+		d.Spec.Replicas = &four
+	})
+	steps()
+	if want := map[string]int32{rs1: 3, rs2: 2}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("paused, scaled to 4: %v, want %v", f.sizes(), want)
 	}
 }
 

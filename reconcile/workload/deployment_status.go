@@ -23,6 +23,10 @@ const (
 	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
 	// Available False: fewer than replicas-maxUnavailable are.
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	// Progressing Unknown: the rollout is paused.
+	ReasonDeploymentPaused = "DeploymentPaused"
+	// Progressing Unknown: the rollout was resumed and has not moved yet.
+	ReasonDeploymentResumed = "DeploymentResumed"
 )
 
 // deploymentStatus is the status a sync computes and whether it says the
@@ -66,7 +70,11 @@ func (r *DeploymentReconciler) status(d *api.Deployment, newRS *api.ReplicaSet, 
 	}
 	st.Complete = newRS != nil && st.UpdatedReplicas == replicas && st.Replicas == replicas &&
 		st.AvailableReplicas == replicas && replicasOf(newRS.Spec.Replicas) == replicas
-	if d.Spec.ProgressDeadlineSeconds == nil || d.Spec.Paused {
+	if d.Spec.ProgressDeadlineSeconds == nil {
+		return st, 0
+	}
+	pausedCondition(&st.DeploymentStatus, d.Spec.Paused, now)
+	if d.Spec.Paused {
 		return st, 0
 	}
 	deadline := time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second
@@ -99,6 +107,23 @@ func (r *DeploymentReconciler) status(d *api.Deployment, newRS *api.ReplicaSet, 
 			fmt.Sprintf("ReplicaSet %q has timed out progressing.", rsName), now)
 	}
 	return st, 0
+}
+
+// pausedCondition says in the Progressing condition that the rollout is
+// paused, or was resumed, as Kubernetes' checkPausedConditions; a
+// deadline exceeded is left standing.
+func pausedCondition(st *api.DeploymentStatus, paused bool, now metav1.Time) {
+	cur := findCondition(st.Conditions, api.DeploymentProgressing)
+	if cur != nil && cur.Reason == ReasonProgressDeadlineExceeded {
+		return
+	}
+	wasPaused := cur != nil && cur.Reason == ReasonDeploymentPaused
+	switch {
+	case paused && !wasPaused:
+		setCondition(st, api.DeploymentProgressing, api.ConditionUnknown, ReasonDeploymentPaused, "Deployment is paused", now)
+	case !paused && wasPaused:
+		setCondition(st, api.DeploymentProgressing, api.ConditionUnknown, ReasonDeploymentResumed, "Deployment is resumed", now)
+	}
 }
 
 // madeProgress reports whether the pods moved toward the template since

@@ -60,13 +60,30 @@ func (f *deployFixture) deployment() *api.Deployment {
 	return obj.(*api.Deployment)
 }
 
+// update changes the Deployment as a client does: read, change, write,
+// and again when a running controller wrote it in between.
 func (f *deployFixture) update(change func(d *api.Deployment)) {
 	f.t.Helper()
-	d := f.deployment().DeepCopy()
-	change(d)
-	if _, err := f.s.Update(f.ctx, d); err != nil {
-		f.t.Fatal(err)
+	for {
+		d := f.deployment().DeepCopy()
+		change(d)
+		_, err := f.s.Update(f.ctx, d)
+		if store.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return
 	}
+}
+
+// rollingUpdate is a RollingUpdate strategy of maxSurge and
+// maxUnavailable pods.
+func rollingUpdate(surge, unavailable int32) api.DeploymentStrategy {
+	s, u := intstr.FromInt32(surge), intstr.FromInt32(unavailable)
+	return api.DeploymentStrategy{Type: api.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &api.RollingUpdateDeployment{MaxSurge: &s, MaxUnavailable: &u}}
 }
 
 // replicaSets returns the ReplicaSets by name.
@@ -451,9 +468,7 @@ func TestDeploymentPaused(t *testing.T) {
 // than giving it to the new one alone; paused, it does the same.
 func TestDeploymentScalesProportionally(t *testing.T) {
 	d := deployment("web", 4)
-	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
-	d.Spec.Strategy = api.DeploymentStrategy{Type: api.RollingUpdateDeploymentStrategyType,
-		RollingUpdate: &api.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}}
+	d.Spec.Strategy = rollingUpdate(1, 0)
 	f := newDeployFixture(t, d)
 	f.sync()
 	f.settle()
@@ -501,6 +516,45 @@ func TestDeploymentScalesProportionally(t *testing.T) {
 	steps()
 	if want := map[string]int32{rs1: 3, rs2: 2}; !mapsEqual(f.sizes(), want) {
 		t.Fatalf("paused, scaled to 4: %v, want %v", f.sizes(), want)
+	}
+}
+
+// TestDeploymentPausedCondition: paused, a Deployment says so in its
+// Progressing condition, and once resumed, that it was, until the rollout
+// moves again, as Kubernetes' does.
+func TestDeploymentPausedCondition(t *testing.T) {
+	d := deployment("web", 2)
+	deadline := int32(600)
+	d.Spec.ProgressDeadlineSeconds = &deadline
+	d.Spec.Strategy = rollingUpdate(1, 0)
+	f := newDeployFixture(t, d)
+	f.sync()
+	f.settle()
+	f.sync()
+	// A rollout whose new pod does not come: it can go no further.
+	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+	f.sync()
+	f.sync()
+	if c := condition(f.deployment(), api.DeploymentProgressing); c.Status != api.ConditionTrue || c.Reason != ReasonReplicaSetUpdated {
+		t.Fatalf("progressing %+v before the pause", c)
+	}
+	f.update(func(d *api.Deployment) { d.Spec.Paused = true })
+	f.sync()
+	c := condition(f.deployment(), api.DeploymentProgressing)
+	if c.Status != api.ConditionUnknown || c.Reason != ReasonDeploymentPaused || c.Message != "Deployment is paused" {
+		t.Errorf("paused: progressing %+v, want Unknown %s", c, ReasonDeploymentPaused)
+	}
+	f.update(func(d *api.Deployment) { d.Spec.Paused = false })
+	f.sync()
+	c = condition(f.deployment(), api.DeploymentProgressing)
+	if c.Status != api.ConditionUnknown || c.Reason != ReasonDeploymentResumed || c.Message != "Deployment is resumed" {
+		t.Errorf("resumed: progressing %+v, want Unknown %s", c, ReasonDeploymentResumed)
+	}
+	// The new pod comes: the rollout reports its progress again.
+	f.settle()
+	f.sync()
+	if c := condition(f.deployment(), api.DeploymentProgressing); c.Status != api.ConditionTrue || c.Reason != ReasonReplicaSetUpdated {
+		t.Errorf("moving after the resumption: progressing %+v", c)
 	}
 }
 

@@ -210,6 +210,9 @@ func TestClaimInUseReclaimedOnceItsPodGoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	testtool.WaitFor(t, 10*time.Second, "claim gone, volume handed to its agent", func() error {
+		// A write that met the volume controller's is retried after
+		// conflictRetry on the injected clock.
+		f.clock.Step(conflictRetry)
 		if c := f.claim("data"); c != nil {
 			return fmt.Errorf("claim finalizers %v", c.Finalizers)
 		}
@@ -245,6 +248,7 @@ func TestBoundVolumeDeletedWaitsForItsClaim(t *testing.T) {
 	f.deleteClaim("data")
 	f.deleteClaim("logs")
 	testtool.WaitFor(t, 10*time.Second, "volumes reclaimed", func() error {
+		f.clock.Step(conflictRetry) // as above
 		if pv := f.volume("kept"); pv != nil {
 			return fmt.Errorf("retained volume still there: %s %v", pv.Status.Phase, pv.Finalizers)
 		}

@@ -138,19 +138,27 @@ func (f *fixture) volume(name string) *api.PersistentVolume {
 	return o.(*api.PersistentVolume)
 }
 
-// waitBound waits until claim is Bound to volume and the volume to it.
-// A binding that lost a race with another worker's write is retried
-// conflictRetry later on the controller's clock, which is the fixture's
-// fake one: once the wait has lasted a while, fake time passes as real
-// time does, conflictRetry at a time.
-func (f *fixture) waitBound(claim, volume string) {
+// waitRetrying waits for cond as testtool.WaitFor does. A write that lost
+// a race with another worker's is retried conflictRetry later on the
+// controllers' clock, which is the fixture's fake one: once the wait has
+// lasted a while, fake time passes as real time does, conflictRetry at a
+// time.
+func (f *fixture) waitRetrying(what string, cond func() error) {
 	f.t.Helper()
 	stepped := time.Now().Add(200 * time.Millisecond)
-	testtool.WaitFor(f.t, 10*time.Second, "claim "+claim+" bound to "+volume, func() error {
+	testtool.WaitFor(f.t, 10*time.Second, what, func() error {
 		if time.Since(stepped) >= conflictRetry {
 			f.clock.Step(conflictRetry)
 			stepped = time.Now()
 		}
+		return cond()
+	})
+}
+
+// waitBound waits until claim is Bound to volume and the volume to it.
+func (f *fixture) waitBound(claim, volume string) {
+	f.t.Helper()
+	f.waitRetrying("claim "+claim+" bound to "+volume, func() error {
 		c, pv := f.claim(claim), f.volume(volume)
 		switch {
 		case c == nil || pv == nil:

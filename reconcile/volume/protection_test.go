@@ -12,7 +12,6 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
-	"github.com/berth-dev/berth/testtool"
 )
 
 // podUsing is a pod of namespace ns using claim, bound to node ("" for
@@ -209,10 +208,7 @@ func TestClaimInUseReclaimedOnceItsPodGoes(t *testing.T) {
 	if _, err := f.store.Delete(context.Background(), podKind, "default", "app", store.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
-	testtool.WaitFor(t, 10*time.Second, "claim gone, volume handed to its agent", func() error {
-		// A write that met the volume controller's is retried after
-		// conflictRetry on the injected clock.
-		f.clock.Step(conflictRetry)
+	f.waitRetrying("claim gone, volume handed to its agent", func() error {
 		if c := f.claim("data"); c != nil {
 			return fmt.Errorf("claim finalizers %v", c.Finalizers)
 		}
@@ -247,8 +243,7 @@ func TestBoundVolumeDeletedWaitsForItsClaim(t *testing.T) {
 	}
 	f.deleteClaim("data")
 	f.deleteClaim("logs")
-	testtool.WaitFor(t, 10*time.Second, "volumes reclaimed", func() error {
-		f.clock.Step(conflictRetry) // as above
+	f.waitRetrying("volumes reclaimed", func() error {
 		if pv := f.volume("kept"); pv != nil {
 			return fmt.Errorf("retained volume still there: %s %v", pv.Status.Phase, pv.Finalizers)
 		}

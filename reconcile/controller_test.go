@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,25 +15,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
-
-// syncBuffer collects log output written by workers while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // calls counts Reconcile calls per key.
 type calls struct {
@@ -61,10 +43,10 @@ func (c *calls) get(key string) int {
 
 // runController runs a controller named "test" on a fake clock with two
 // workers until the test ends.
-func runController(t *testing.T, r Reconciler, opts Options) (*Controller, *clocktesting.FakeClock, *syncBuffer) {
+func runController(t *testing.T, r Reconciler, opts Options) (*Controller, *clocktesting.FakeClock, *testtool.Buffer) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(epoch)
-	logs := &syncBuffer{}
+	logs := &testtool.Buffer{}
 	opts.Clock = clk
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := NewController("test", r, opts)

@@ -350,7 +350,7 @@ func TestLogsFollowInterrupted(t *testing.T) {
 		t.Skip("starts a control plane")
 	}
 	kubeconfig, _ := startLogsCluster(t)
-	var out, errOut syncBuffer
+	var out, errOut testtool.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
@@ -378,12 +378,12 @@ func TestLogsFollowInterrupted(t *testing.T) {
 // the background; the command's exit code comes on done. A failure ends
 // the command before the cluster stops (cleanups run last first), so that
 // the agent stand-in's follow is not left open.
-func followLogs(t *testing.T, args ...string) (agent *logsAgent, out, errOut *syncBuffer, done <-chan int) {
+func followLogs(t *testing.T, args ...string) (agent *logsAgent, out, errOut *testtool.Buffer, done <-chan int) {
 	t.Helper()
 	kubeconfig, agent := startLogsCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	out, errOut = &syncBuffer{}, &syncBuffer{}
+	out, errOut = &testtool.Buffer{}, &testtool.Buffer{}
 	codes := make(chan int, 1)
 	go func() {
 		codes <- run(ctx, append(args, "--kubeconfig", kubeconfig), strings.NewReader(""), out, errOut)

@@ -1,39 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/berth-dev/berth/testtool"
 )
-
-// lockedBuffer is a buffer the progress lines and the control plane's log
-// may write to at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // runSim runs berth in-process with stderr safe for concurrent writers.
 func runSim(t *testing.T, args ...string) result {
 	t.Helper()
-	var out, errOut lockedBuffer
+	var out, errOut testtool.Buffer
 	code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +17,6 @@ import (
 
 	"github.com/berth-dev/berth/testtool"
 )
-
-// syncBuffer is a bytes.Buffer that a running command may write while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // poll calls f until it succeeds or the deadline passes.
 func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
@@ -48,7 +27,7 @@ func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
 func TestToolboxHTTPEcho(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testtool.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-v", "toolbox", "http-echo", "--listen", "127.0.0.1:0", "--text", "hello from test"}, strings.NewReader(""), &stdout, &stderr)

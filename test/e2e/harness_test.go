@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,28 +61,10 @@ func freePort(t testing.TB, ip string) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // process is a berth process the test started; it is stopped at cleanup.
 type process struct {
 	cmd    *exec.Cmd
-	output lockedBuffer
+	output testtool.Buffer
 	done   chan struct{}
 	err    error
 }

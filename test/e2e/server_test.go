@@ -237,7 +237,7 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 
 	// A watch sees a pod arrive and go; describe shows a node.
 	watch := s.command(t, "kubectl", "get", "pods", "-w")
-	var watched lockedBuffer
+	var watched testtool.Buffer
 	watch.Stdout, watch.Stderr = &watched, &watched
 	if err := watch.Start(); err != nil {
 		t.Fatal(err)

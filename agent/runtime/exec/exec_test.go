@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -399,30 +398,12 @@ func TestLogsTail(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestLogsFollow(t *testing.T) {
 	r := newRuntime(t, t.TempDir())
 	gate := filepath.Join(t.TempDir(), "go")
 	id := runtime.ID{PodUID: "pod-logs", Name: "follow"}
 	start(t, r, sh(id, fmt.Sprintf("echo first; while [ ! -e %s ]; do sleep 0.02; done; echo second", gate)))
-	var out syncBuffer
+	var out testtool.Buffer
 	done := make(chan error, 1)
 	go func() { done <- r.Logs(context.Background(), id, runtime.LogOptions{Follow: true}, &out) }()
 	testtool.WaitFor(t, waitLong, "the first line", func() error {
@@ -446,7 +427,7 @@ func TestLogsFollowEndsWithContext(t *testing.T) {
 	start(t, r, sh(id, "echo ready; while :; do sleep 0.05; done"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var out syncBuffer
+	var out testtool.Buffer
 	go func() { done <- r.Logs(ctx, id, runtime.LogOptions{Follow: true}, &out) }()
 	testtool.WaitFor(t, waitLong, "ready", func() error {
 		if out.String() != "ready\n" {
@@ -516,7 +497,7 @@ func TestLogsFollowAcrossRotation(t *testing.T) {
 		script += fmt.Sprintf(printLines, b*150, (b+1)*150) + "; "
 	}
 	start(t, r, sh(id, script))
-	var out syncBuffer
+	var out testtool.Buffer
 	done := make(chan error, 1)
 	go func() { done <- r.Logs(context.Background(), id, runtime.LogOptions{Follow: true}, &out) }()
 	for b := range 3 {
@@ -918,7 +899,7 @@ func TestExecStream(t *testing.T) {
 	resize := make(chan runtime.TerminalSize, 1)
 	resize <- runtime.TerminalSize{Width: 100, Height: 40}
 	inR, inW := io.Pipe()
-	var term syncBuffer
+	var term testtool.Buffer
 	done := make(chan error, 1)
 	go func() {
 		code, err := r.ExecStream(ctx, id, runtime.ExecOptions{

@@ -213,7 +213,7 @@ func TestLogsFollowHoldsOnlyItsFile(t *testing.T) {
 				}
 			}
 			burst(0, 50) // five full files
-			var out syncBuffer
+			var out testtool.Buffer
 			exited := make(chan struct{})
 			done := make(chan error, 1)
 			opts := runtime.LogOptions{Follow: true, Timestamps: true, TailLines: tc.tail}

@@ -11,10 +11,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/testtool"
 )
@@ -29,53 +28,9 @@ func newStore(t *testing.T) *store.Store {
 	return s
 }
 
-func service(name string, selector map[string]string, ports ...api.ServicePort) *api.Service {
-	return &api.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"team": "a"}},
-		Spec:       api.ServiceSpec{Selector: selector, Ports: ports},
-	}
-}
-
-func httpPort() api.ServicePort {
-	return api.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: api.ProtocolTCP}
-}
-
-func metricsPort() api.ServicePort {
-	return api.ServicePort{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9100), Protocol: api.ProtocolTCP}
-}
-
-type podOpt func(*api.Pod)
-
-func pod(name, ip string, opts ...podOpt) *api.Pod {
-	p := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
-		Spec: api.PodSpec{
-			NodeName: "node-1",
-			Containers: []api.Container{{
-				Name:  "web",
-				Ports: []api.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: api.ProtocolTCP}},
-			}},
-		},
-		Status: api.PodStatus{
-			Phase:      api.PodRunning,
-			PodIP:      ip,
-			Conditions: []api.PodCondition{{Type: api.PodReady, Status: api.ConditionTrue}},
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func notReady(p *api.Pod) { p.Status.Conditions[0].Status = api.ConditionFalse }
-func noPorts(p *api.Pod)  { p.Spec.Containers[0].Ports = nil }
-func labelled(k, v string) podOpt {
-	return func(p *api.Pod) { p.Labels = map[string]string{k: v} }
-}
-func inNamespace(ns string) podOpt { return func(p *api.Pod) { p.Namespace = ns } }
-func phase(ph api.PodPhase) podOpt { return func(p *api.Pod) { p.Status.Phase = ph } }
-func hostname(h string) podOpt     { return func(p *api.Pod) { p.Spec.Hostname = h } }
+func inNamespace(ns string) endpointstest.PodOpt { return func(p *api.Pod) { p.Namespace = ns } }
+func phase(ph api.PodPhase) endpointstest.PodOpt { return func(p *api.Pod) { p.Status.Phase = ph } }
+func hostname(h string) endpointstest.PodOpt     { return func(p *api.Pod) { p.Spec.Hostname = h } }
 func terminating(p *api.Pod) {
 	// A finalizer keeps the pod in the store once deleted.
 	p.Finalizers = []string{"test/hold"}
@@ -123,9 +78,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "ready and not-ready pods",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("a", "10.0.0.1"),
-				pod("b", "10.0.0.2", notReady),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("a", "10.0.0.1"),
+				endpointstest.Pod("b", "10.0.0.2", endpointstest.NotReady),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{{
@@ -137,9 +92,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod without the named port is left out of that port's subset",
 			objects: []api.Object{
-				service("web", web, httpPort(), metricsPort()),
-				pod("a", "10.0.0.1"),
-				pod("b", "10.0.0.2", noPorts),
+				endpointstest.Service("web", web, endpointstest.HTTPPort(), endpointstest.MetricsPort()),
+				endpointstest.Pod("a", "10.0.0.1"),
+				endpointstest.Pod("b", "10.0.0.2", endpointstest.NoPorts),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{
@@ -150,13 +105,13 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "pods without an IP, finished, elsewhere or not selected are left out",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("a", "10.0.0.1"),
-				pod("no-ip", ""),
-				pod("done", "10.0.0.3", phase(api.PodSucceeded)),
-				pod("failed", "10.0.0.4", phase(api.PodFailed)),
-				pod("other-ns", "10.0.0.5", inNamespace("other")),
-				pod("other-app", "10.0.0.6", labelled("app", "db")),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("a", "10.0.0.1"),
+				endpointstest.Pod("no-ip", ""),
+				endpointstest.Pod("done", "10.0.0.3", phase(api.PodSucceeded)),
+				endpointstest.Pod("failed", "10.0.0.4", phase(api.PodFailed)),
+				endpointstest.Pod("other-ns", "10.0.0.5", inNamespace("other")),
+				endpointstest.Pod("other-app", "10.0.0.6", endpointstest.Labelled("app", "db")),
 			},
 			key:  "default/web",
 			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}, Ports: []api.EndpointPort{epHTTP}}},
@@ -164,9 +119,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod being deleted is left out",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("a", "10.0.0.1"),
-				pod("going", "10.0.0.2", terminating),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("a", "10.0.0.1"),
+				endpointstest.Pod("going", "10.0.0.2", terminating),
 			},
 			terminate: []string{"going"},
 			key:       "default/web",
@@ -176,12 +131,12 @@ func TestReconcile(t *testing.T) {
 			name: "publishNotReadyAddresses lists not-ready and terminating pods as ready",
 			objects: []api.Object{
 				func() *api.Service {
-					s := service("web", web, httpPort())
+					s := endpointstest.Service("web", web, endpointstest.HTTPPort())
 					s.Spec.PublishNotReadyAddresses = true
 					return s
 				}(),
-				pod("a", "10.0.0.1", notReady),
-				pod("going", "10.0.0.2", terminating),
+				endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady),
+				endpointstest.Pod("going", "10.0.0.2", terminating),
 			},
 			terminate: []string{"going"},
 			key:       "default/web",
@@ -193,9 +148,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "pods sharing the node's IP are distinct endpoints; spec.hostname names one",
 			objects: []api.Object{
-				service("web", web, api.ServicePort{Name: "http", Port: 80}),
-				pod("b", "10.0.0.1"),
-				pod("a", "10.0.0.1", hostname("first")),
+				endpointstest.Service("web", web, api.ServicePort{Name: "http", Port: 80}),
+				endpointstest.Pod("b", "10.0.0.1"),
+				endpointstest.Pod("a", "10.0.0.1", hostname("first")),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{{
@@ -206,10 +161,10 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod whose name is no DNS label gets no hostname",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("web.v1", "10.0.0.1"),
-				pod(longName, "10.0.0.2"),
-				pod(longName+".x", "10.0.0.3", hostname("named")),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("web.v1", "10.0.0.1"),
+				endpointstest.Pod(longName, "10.0.0.2"),
+				endpointstest.Pod(longName+".x", "10.0.0.3", hostname("named")),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{{
@@ -225,31 +180,31 @@ func TestReconcile(t *testing.T) {
 			name: "a headless service without ports lists addresses",
 			objects: []api.Object{
 				func() *api.Service {
-					s := service("web", web)
+					s := endpointstest.Service("web", web)
 					s.Spec.ClusterIP = api.ClusterIPNone
 					return s
 				}(),
-				pod("a", "10.0.0.1"),
+				endpointstest.Pod("a", "10.0.0.1"),
 			},
 			key:  "default/web",
 			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}}},
 		},
 		{
 			name:    "no pods: an Endpoints without subsets",
-			objects: []api.Object{service("web", web, httpPort())},
+			objects: []api.Object{endpointstest.Service("web", web, endpointstest.HTTPPort())},
 			key:     "default/web",
 			want:    nil,
 		},
 		{
 			name:    "a service without a selector gets none",
-			objects: []api.Object{service("web", nil, httpPort()), pod("a", "10.0.0.1")},
+			objects: []api.Object{endpointstest.Service("web", nil, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1")},
 			key:     "default/web",
 			absent:  true,
 		},
 		{
 			name: "a managed Endpoints goes when its service loses the selector",
 			objects: []api.Object{
-				service("web", nil, httpPort()),
+				endpointstest.Service("web", nil, endpointstest.HTTPPort()),
 				managed("web", api.EndpointSubset{Addresses: []api.EndpointAddress{{IP: "10.0.0.9"}}}),
 			},
 			key:    "default/web",
@@ -264,7 +219,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "an Endpoints written by a user for a service without selector stays",
 			objects: []api.Object{
-				service("web", nil, httpPort()),
+				endpointstest.Service("web", nil, endpointstest.HTTPPort()),
 				&api.Endpoints{
 					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 					Subsets:    []api.EndpointSubset{{Addresses: []api.EndpointAddress{{IP: "192.0.2.1"}}}},
@@ -277,11 +232,11 @@ func TestReconcile(t *testing.T) {
 			name: "an ExternalName service gets none",
 			objects: []api.Object{
 				func() *api.Service {
-					s := service("web", web)
+					s := endpointstest.Service("web", web)
 					s.Spec.Type, s.Spec.ExternalName = api.ServiceTypeExternalName, "example.com"
 					return s
 				}(),
-				pod("a", "10.0.0.1"),
+				endpointstest.Pod("a", "10.0.0.1"),
 			},
 			key:    "default/web",
 			absent: true,
@@ -289,8 +244,8 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a stale managed Endpoints is rewritten",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("a", "10.0.0.1"),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("a", "10.0.0.1"),
 				managed("web", api.EndpointSubset{Addresses: []api.EndpointAddress{{IP: "10.0.0.9"}}}),
 			},
 			key:  "default/web",
@@ -353,7 +308,7 @@ func TestReconcileOwnershipAndLabels(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
 	svcObj, err := s.Create(ctx, func() *api.Service {
-		svc := service("web", map[string]string{"app": "web"}, httpPort())
+		svc := endpointstest.Service("web", map[string]string{"app": "web"}, endpointstest.HTTPPort())
 		svc.Spec.ClusterIP = api.ClusterIPNone
 		return svc
 	}())
@@ -382,13 +337,13 @@ func TestReconcileOwnershipAndLabels(t *testing.T) {
 
 func TestPodKeys(t *testing.T) {
 	r := NewReconciler(nil)
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("web", map[string]string{"app": "web"})})
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("web-canary", map[string]string{"app": "web", "track": "canary"})})
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("db", map[string]string{"app": "db"})})
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: service("plain", nil)})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("web", map[string]string{"app": "web"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("web-canary", map[string]string{"app": "web", "track": "canary"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("db", map[string]string{"app": "db"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("plain", nil)})
 
-	canary := pod("c", "10.0.0.3", func(p *api.Pod) { p.Labels = map[string]string{"app": "web", "track": "canary"} })
-	ready := pod("a", "10.0.0.1")
+	canary := endpointstest.Pod("c", "10.0.0.3", func(p *api.Pod) { p.Labels = map[string]string{"app": "web", "track": "canary"} })
+	ready := endpointstest.Pod("a", "10.0.0.1")
 	tests := []struct {
 		name string
 		e    store.Event
@@ -396,10 +351,10 @@ func TestPodKeys(t *testing.T) {
 	}{
 		{"added", store.Event{Type: store.Added, Object: ready}, []string{"default/web"}},
 		{"selected by two", store.Event{Type: store.Added, Object: canary}, []string{"default/web", "default/web-canary"}},
-		{"relabelled: old and new services", store.Event{Type: store.Modified, Old: ready, Object: pod("a", "10.0.0.1", labelled("app", "db"))}, []string{"default/db", "default/web"}},
-		{"turned not ready", store.Event{Type: store.Modified, Old: ready, Object: pod("a", "10.0.0.1", notReady)}, []string{"default/web"}},
-		{"irrelevant status change", store.Event{Type: store.Modified, Old: ready, Object: pod("a", "10.0.0.1", func(p *api.Pod) { p.Status.Message = "hi" })}, nil},
-		{"other namespace", store.Event{Type: store.Added, Object: pod("a", "10.0.0.1", inNamespace("other"))}, nil},
+		{"relabelled: old and new services", store.Event{Type: store.Modified, Old: ready, Object: endpointstest.Pod("a", "10.0.0.1", endpointstest.Labelled("app", "db"))}, []string{"default/db", "default/web"}},
+		{"turned not ready", store.Event{Type: store.Modified, Old: ready, Object: endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady)}, []string{"default/web"}},
+		{"irrelevant status change", store.Event{Type: store.Modified, Old: ready, Object: endpointstest.Pod("a", "10.0.0.1", func(p *api.Pod) { p.Status.Message = "hi" })}, nil},
+		{"other namespace", store.Event{Type: store.Added, Object: endpointstest.Pod("a", "10.0.0.1", inNamespace("other"))}, nil},
 		{"deleted", store.Event{Type: store.Deleted, Object: ready, Old: ready}, []string{"default/web"}},
 	}
 	for _, tt := range tests {
@@ -411,7 +366,7 @@ func TestPodKeys(t *testing.T) {
 		})
 	}
 	// A deleted service is forgotten.
-	r.services.ServiceKeys(store.Event{Type: store.Deleted, Object: service("web", map[string]string{"app": "web"})})
+	r.services.ServiceKeys(store.Event{Type: store.Deleted, Object: endpointstest.Service("web", map[string]string{"app": "web"})})
 	if got := r.services.PodKeys(store.Event{Type: store.Added, Object: ready}); got != nil {
 		t.Errorf("after the service went: keys = %v", got)
 	}
@@ -424,7 +379,7 @@ func TestPodKeys(t *testing.T) {
 func TestServiceIndexKeepsTheNewerSelector(t *testing.T) {
 	ctx := t.Context()
 	s := newStore(t)
-	created, err := s.Create(ctx, service("web", map[string]string{"app": "v1"}, httpPort()))
+	created, err := s.Create(ctx, endpointstest.Service("web", map[string]string{"app": "v1"}, endpointstest.HTTPPort()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,11 +409,11 @@ func TestServiceIndexKeepsTheNewerSelector(t *testing.T) {
 	}
 	x.Observe("default/web", old.(*api.Service), stale.Revision())
 
-	v2 := store.Event{Type: store.Added, Object: pod("a", "10.0.0.1", labelled("app", "v2"))}
+	v2 := store.Event{Type: store.Added, Object: endpointstest.Pod("a", "10.0.0.1", endpointstest.Labelled("app", "v2"))}
 	if got := x.PodKeys(v2); !slices.Equal(got, []string{"default/web"}) {
 		t.Errorf("a pod of v2 after the older observation: keys %v, want [default/web]", got)
 	}
-	v1 := store.Event{Type: store.Added, Object: pod("b", "10.0.0.2", labelled("app", "v1"))}
+	v1 := store.Event{Type: store.Added, Object: endpointstest.Pod("b", "10.0.0.2", endpointstest.Labelled("app", "v1"))}
 	if got := x.PodKeys(v1); got != nil {
 		t.Errorf("a pod of v1 after the older observation: keys %v, want none", got)
 	}

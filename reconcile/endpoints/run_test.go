@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -20,10 +21,10 @@ func TestControllerFollowsPods(t *testing.T) {
 	defer cancel()
 
 	// A service and a pod that exist before the controller starts.
-	if _, err := s.Create(ctx, service("web", map[string]string{"app": "web"}, httpPort())); err != nil {
+	if _, err := s.Create(ctx, endpointstest.Service("web", map[string]string{"app": "web"}, endpointstest.HTTPPort())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, pod("a", "10.0.0.1", notReady)); err != nil {
+	if _, err := s.Create(ctx, endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady)); err != nil {
 		t.Fatal(err)
 	}
 	c := NewController(s, Options{})
@@ -69,7 +70,7 @@ func TestControllerFollowsPods(t *testing.T) {
 	t.Logf("pod ready → endpoints in %v", time.Since(start))
 
 	// A second pod appears ready.
-	if _, err := s.Create(ctx, pod("b", "10.0.0.2")); err != nil {
+	if _, err := s.Create(ctx, endpointstest.Pod("b", "10.0.0.2")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "two ready addresses", func() bool {

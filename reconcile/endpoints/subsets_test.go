@@ -9,23 +9,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
 )
 
 // TestSubsetsAreCanonical: the order pods come in changes nothing, so the
 // controller never rewrites an Endpoints for a reordering.
 func TestSubsetsAreCanonical(t *testing.T) {
-	svc := service("web", map[string]string{"app": "web"}, httpPort(), metricsPort(),
+	svc := endpointstest.Service("web", map[string]string{"app": "web"}, endpointstest.HTTPPort(), endpointstest.MetricsPort(),
 		api.ServicePort{Name: "dns", Port: 53, TargetPort: intstr.FromInt32(5353), Protocol: api.ProtocolUDP})
 	var pods []*api.Pod
 	for i := range 40 {
-		var opts []podOpt
+		var opts []endpointstest.PodOpt
 		if i%3 == 0 {
-			opts = append(opts, notReady)
+			opts = append(opts, endpointstest.NotReady)
 		}
 		if i%4 == 0 {
-			opts = append(opts, noPorts)
+			opts = append(opts, endpointstest.NoPorts)
 		}
-		pods = append(pods, pod(fmt.Sprintf("p%02d", i), fmt.Sprintf("10.0.0.%d", i%7), opts...))
+		pods = append(pods, endpointstest.Pod(fmt.Sprintf("p%02d", i), fmt.Sprintf("10.0.0.%d", i%7), opts...))
 	}
 	want := Subsets(svc, pods)
 	if len(want) != 2 {
@@ -41,7 +42,7 @@ func TestSubsetsAreCanonical(t *testing.T) {
 }
 
 func TestResolvePort(t *testing.T) {
-	p := pod("a", "10.0.0.1", func(p *api.Pod) {
+	p := endpointstest.Pod("a", "10.0.0.1", func(p *api.Pod) {
 		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, api.ContainerPort{Name: "dns", ContainerPort: 5353, Protocol: api.ProtocolUDP})
 	})
 	tests := []struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -36,13 +37,13 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "the pods the selector matches, ready or not",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("a", "10.0.0.1"),
-				pod("b", "10.0.0.2", notReady),
-				pod("no-ip", ""),
-				pod("done", "10.0.0.3", func(p *api.Pod) { p.Status.Phase = api.PodSucceeded }),
-				pod("other-ns", "10.0.0.5", inNamespace("other")),
-				pod("other-app", "10.0.0.6", labelled("app", "db")),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("a", "10.0.0.1"),
+				endpointstest.Pod("b", "10.0.0.2", endpointstest.NotReady),
+				endpointstest.Pod("no-ip", ""),
+				endpointstest.Pod("done", "10.0.0.3", func(p *api.Pod) { p.Status.Phase = api.PodSucceeded }),
+				endpointstest.Pod("other-ns", "10.0.0.5", inNamespace("other")),
+				endpointstest.Pod("other-app", "10.0.0.6", endpointstest.Labelled("app", "db")),
 			},
 			svc: "web",
 			want: []row{
@@ -54,9 +55,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a terminating pod is serving but not ready",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("going", "10.0.0.1", terminating),
-				pod("going-unready", "10.0.0.2", terminating, notReady),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("going", "10.0.0.1", terminating),
+				endpointstest.Pod("going-unready", "10.0.0.2", terminating, endpointstest.NotReady),
 			},
 			terminate: []string{"going", "going-unready"},
 			svc:       "web",
@@ -69,12 +70,12 @@ func TestReconcile(t *testing.T) {
 			name: "publishNotReadyAddresses makes every endpoint ready",
 			objects: []api.Object{
 				func() *api.Service {
-					s := service("web", web, httpPort())
+					s := endpointstest.Service("web", web, endpointstest.HTTPPort())
 					s.Spec.PublishNotReadyAddresses = true
 					return s
 				}(),
-				pod("a", "10.0.0.1", notReady),
-				pod("going", "10.0.0.2", terminating),
+				endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady),
+				endpointstest.Pod("going", "10.0.0.2", terminating),
 			},
 			terminate: []string{"going"},
 			svc:       "web",
@@ -87,13 +88,13 @@ func TestReconcile(t *testing.T) {
 			name: "pods whose ports resolve differently get slices of their own",
 			objects: []api.Object{
 				func() *api.Service {
-					s := service("web", web, httpPort(), metricsPort())
+					s := endpointstest.Service("web", web, endpointstest.HTTPPort(), endpointstest.MetricsPort())
 					s.Spec.Ports[0].AppProtocol = ptr("http")
 					return s
 				}(),
-				pod("a", "10.0.0.1"),
-				pod("b", "10.0.0.2", noHTTP),
-				pod("c", "10.0.0.3", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 }),
+				endpointstest.Pod("a", "10.0.0.1"),
+				endpointstest.Pod("b", "10.0.0.2", endpointstest.NoPorts),
+				endpointstest.Pod("c", "10.0.0.3", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 }),
 			},
 			svc: "web",
 			want: []row{
@@ -106,9 +107,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "pods sharing their node's IP are endpoints apiece",
 			objects: []api.Object{
-				service("web", web, api.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)}),
-				pod("a", "10.0.0.1"),
-				pod("b", "10.0.0.1"),
+				endpointstest.Service("web", web, api.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)}),
+				endpointstest.Pod("a", "10.0.0.1"),
+				endpointstest.Pod("b", "10.0.0.1"),
 			},
 			svc: "web",
 			want: []row{
@@ -119,11 +120,11 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod whose name is no DNS label gets no hostname",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("web.v1", "10.0.0.1"),
-				pod(strings.Repeat("a", 70), "10.0.0.2"),
-				pod("web.v2", "10.0.0.3", func(p *api.Pod) { p.Spec.Hostname = "named" }),
-				pod("a", "10.0.0.4"),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("web.v1", "10.0.0.1"),
+				endpointstest.Pod(strings.Repeat("a", 70), "10.0.0.2"),
+				endpointstest.Pod("web.v2", "10.0.0.3", func(p *api.Pod) { p.Spec.Hostname = "named" }),
+				endpointstest.Pod("a", "10.0.0.4"),
 			},
 			svc: "web",
 			want: []row{
@@ -138,28 +139,28 @@ func TestReconcile(t *testing.T) {
 			name: "a headless service without ports lists addresses",
 			objects: []api.Object{
 				func() *api.Service {
-					s := service("web", web)
+					s := endpointstest.Service("web", web)
 					s.Spec.ClusterIP = api.ClusterIPNone
 					return s
 				}(),
-				pod("a", "10.0.0.1"),
+				endpointstest.Pod("a", "10.0.0.1"),
 			},
 			svc:  "web",
 			want: []row{{Type: api.AddressTypeIPv4, Address: "10.0.0.1", Pod: "a", Ready: true, Serving: true}},
 		},
 		{
 			name:    "more than 100 endpoints are split",
-			objects: append([]api.Object{service("web", web, httpPort())}, manyPods(250)...),
+			objects: append([]api.Object{endpointstest.Service("web", web, endpointstest.HTTPPort())}, manyPods(250)...),
 			svc:     "web",
 			slices:  []int{50, 100, 100},
 		},
 		{
 			name: "each address family has its slices",
 			objects: []api.Object{
-				service("web", web, httpPort()),
-				pod("v4", "10.0.0.1"),
-				pod("v6", "fd00::1", onNode("node-6")),
-				pod("dual", "10.0.0.2", alsoIP("fd00::2")),
+				endpointstest.Service("web", web, endpointstest.HTTPPort()),
+				endpointstest.Pod("v4", "10.0.0.1"),
+				endpointstest.Pod("v6", "fd00::1", endpointstest.OnNode("node-6")),
+				endpointstest.Pod("dual", "10.0.0.2", alsoIP("fd00::2")),
 			},
 			svc: "web",
 			want: []row{
@@ -172,31 +173,31 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name:    "a service with no pods keeps an empty IPv4 slice",
-			objects: []api.Object{service("web", web, httpPort())},
+			objects: []api.Object{endpointstest.Service("web", web, endpointstest.HTTPPort())},
 			svc:     "web",
 			want:    []row{{Type: api.AddressTypeIPv4}},
 			slices:  []int{0},
 		},
 		{
 			name:    "a service without a selector gets no slices",
-			objects: []api.Object{service("web", nil, httpPort()), pod("a", "10.0.0.1")},
+			objects: []api.Object{endpointstest.Service("web", nil, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1")},
 			svc:     "web",
 		},
 		{
 			name: "nor does an ExternalName service",
 			objects: []api.Object{
 				func() *api.Service {
-					s := service("web", web)
+					s := endpointstest.Service("web", web)
 					s.Spec.Type, s.Spec.ExternalName = api.ServiceTypeExternalName, "web.example.com"
 					return s
 				}(),
-				pod("a", "10.0.0.1"),
+				endpointstest.Pod("a", "10.0.0.1"),
 			},
 			svc: "web",
 		},
 		{
 			name:    "nor a service that is not there",
-			objects: []api.Object{pod("a", "10.0.0.1")},
+			objects: []api.Object{endpointstest.Pod("a", "10.0.0.1")},
 			svc:     "web",
 		},
 	}

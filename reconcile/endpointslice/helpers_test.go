@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -32,55 +30,8 @@ func newStore(t *testing.T) *store.Store {
 
 var web = map[string]string{"app": "web"}
 
-func service(name string, selector map[string]string, ports ...api.ServicePort) *api.Service {
-	return &api.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"team": "a"}},
-		Spec:       api.ServiceSpec{Selector: selector, Ports: ports},
-	}
-}
-
-func httpPort() api.ServicePort {
-	return api.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), Protocol: api.ProtocolTCP}
-}
-
-func metricsPort() api.ServicePort {
-	return api.ServicePort{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9100), Protocol: api.ProtocolTCP}
-}
-
-type podOpt func(*api.Pod)
-
-func pod(name, ip string, opts ...podOpt) *api.Pod {
-	p := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{"app": "web"}},
-		Spec: api.PodSpec{
-			NodeName: "node-1",
-			Containers: []api.Container{{
-				Name:  "web",
-				Ports: []api.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: api.ProtocolTCP}},
-			}},
-		},
-		Status: api.PodStatus{
-			Phase:      api.PodRunning,
-			PodIP:      ip,
-			Conditions: []api.PodCondition{{Type: api.PodReady, Status: api.ConditionTrue}},
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func notReady(p *api.Pod) { p.Status.Conditions[0].Status = api.ConditionFalse }
-func noHTTP(p *api.Pod)   { p.Spec.Containers[0].Ports = nil }
-func onNode(n string) podOpt {
-	return func(p *api.Pod) { p.Spec.NodeName = n }
-}
-func labelled(k, v string) podOpt {
-	return func(p *api.Pod) { p.Labels = map[string]string{k: v} }
-}
-func inNamespace(ns string) podOpt { return func(p *api.Pod) { p.Namespace = ns } }
-func alsoIP(ip string) podOpt {
+func inNamespace(ns string) endpointstest.PodOpt { return func(p *api.Pod) { p.Namespace = ns } }
+func alsoIP(ip string) endpointstest.PodOpt {
 	return func(p *api.Pod) {
 		p.Status.PodIPs = []api.PodIP{{IP: p.Status.PodIP}, {IP: ip}}
 	}
@@ -93,7 +44,7 @@ func terminating(p *api.Pod) { p.Finalizers = []string{"test/hold"} }
 func manyPods(n int) []api.Object {
 	var out []api.Object
 	for i := range n {
-		out = append(out, pod(fmt.Sprintf("p%03d", i), fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
+		out = append(out, endpointstest.Pod(fmt.Sprintf("p%03d", i), fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
 	}
 	return out
 }

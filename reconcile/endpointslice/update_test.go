@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
 	"github.com/berth-dev/berth/reconcile/gc"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/testtool"
@@ -90,7 +91,7 @@ func deleteServiceAndWait(t *testing.T, s *store.Store) {
 func TestReconcileWritesLittle(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	create(t, s, service("web", web, httpPort()))
+	create(t, s, endpointstest.Service("web", web, endpointstest.HTTPPort()))
 	create(t, s, manyPods(150)...)
 	r := NewReconciler(s)
 	step := func(what string, wantCreated, wantChanged, wantDeleted int, change func()) {
@@ -107,18 +108,18 @@ func TestReconcileWritesLittle(t *testing.T) {
 	}
 	step("first", 2, 0, 0, func() {})
 	step("nothing changed", 0, 0, 0, func() {})
-	step("a pod turns not ready", 0, 1, 0, func() { updatePod(t, s, "p007", notReady) })
+	step("a pod turns not ready", 0, 1, 0, func() { updatePod(t, s, "p007", endpointstest.NotReady) })
 	step("a pod is written for nothing", 0, 0, 0, func() {
 		updatePod(t, s, "p007", func(p *api.Pod) { p.Status.Message = "hi" })
 	})
-	step("a pod comes", 0, 1, 0, func() { create(t, s, pod("new", "10.2.0.1")) })
+	step("a pod comes", 0, 1, 0, func() { create(t, s, endpointstest.Pod("new", "10.2.0.1")) })
 	step("120 pods come: a whole new slice, the rest into the one with room", 1, 1, 0, func() {
 		for i := range 120 {
-			create(t, s, pod(fmt.Sprintf("q%03d", i), fmt.Sprintf("10.3.0.%d", i+1)))
+			create(t, s, endpointstest.Pod(fmt.Sprintf("q%03d", i), fmt.Sprintf("10.3.0.%d", i+1)))
 		}
 	})
 	step("the ports change: every slice rewritten in place", 0, 3, 0, func() {
-		updateService(t, s, func(svc *api.Service) { svc.Spec.Ports = append(svc.Spec.Ports, metricsPort()) })
+		updateService(t, s, func(svc *api.Service) { svc.Spec.Ports = append(svc.Spec.Ports, endpointstest.MetricsPort()) })
 	})
 	if got := rows(managedSlices(t, s, "web")); len(got) != 271 {
 		t.Errorf("%d endpoints, want 271", len(got))
@@ -139,7 +140,7 @@ func TestReconcileZones(t *testing.T) {
 	s := newStore(t)
 	create(t, s,
 		&api.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{api.LabelTopologyZone: "zone-a"}}},
-		service("web", web, httpPort()), pod("a", "10.0.0.1"), pod("b", "10.0.0.2", onNode("node-2")))
+		endpointstest.Service("web", web, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1"), endpointstest.Pod("b", "10.0.0.2", endpointstest.OnNode("node-2")))
 	if _, err := NewReconciler(s).Reconcile(ctx, "default/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestReconcileLeavesOthersSlices(t *testing.T) {
 	}
 	theirs := mine.DeepCopy()
 	theirs.Name, theirs.Labels[api.LabelManagedBy] = "web-mesh", "mesh-controller"
-	create(t, s, service("web", nil, httpPort()), mine, theirs)
+	create(t, s, endpointstest.Service("web", nil, endpointstest.HTTPPort()), mine, theirs)
 	r := NewReconciler(s)
 	rev := s.Revision()
 	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
@@ -194,7 +195,7 @@ func TestReconcileLeavesOthersSlices(t *testing.T) {
 func TestReconcileSkipsSlicesBeingDeleted(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	create(t, s, service("web", web, httpPort()), pod("a", "10.0.0.1"))
+	create(t, s, endpointstest.Service("web", web, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1"))
 	r := NewReconciler(s)
 	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
 		t.Fatal(err)
@@ -234,7 +235,7 @@ func TestReconcileSkipsSlicesBeingDeleted(t *testing.T) {
 func TestSlicesGoWithTheService(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	create(t, s, service("web", web, httpPort()), pod("a", "10.0.0.1"), pod("b", "fd00::2"))
+	create(t, s, endpointstest.Service("web", web, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1"), endpointstest.Pod("b", "fd00::2"))
 	if _, err := NewReconciler(s).Reconcile(ctx, "default/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -265,11 +266,11 @@ func TestWatchKeys(t *testing.T) {
 		t.Fatalf("no watch of %s", k)
 		return nil
 	}
-	p := pod("a", "10.0.0.1")
+	p := endpointstest.Pod("a", "10.0.0.1")
 	if got := keys(podKind, store.Event{Type: store.Added, Object: p}); got != nil {
 		t.Errorf("a pod with no service: keys %v", got)
 	}
-	keys(serviceKind, store.Event{Type: store.Added, Object: service("web", web)})
+	keys(serviceKind, store.Event{Type: store.Added, Object: endpointstest.Service("web", web)})
 	if got := keys(podKind, store.Event{Type: store.Added, Object: p}); !slices.Equal(got, []string{"default/web"}) {
 		t.Errorf("a selected pod: keys %v", got)
 	}

@@ -157,9 +157,14 @@ const AnnotationDeploymentRevision = "deployment.kubernetes.io/revision"
 // ReplicaSet was last scaled, which proportional scaling reads; and
 // kubectl's record of the configuration last applied.
 const (
-	AnnotationDesiredReplicas   = "deployment.kubernetes.io/desired-replicas"
-	AnnotationMaxReplicas       = "deployment.kubernetes.io/max-replicas"
-	AnnotationRevisionHistory   = "deployment.kubernetes.io/revision-history"
+	AnnotationDesiredReplicas = "deployment.kubernetes.io/desired-replicas"
+	AnnotationMaxReplicas     = "deployment.kubernetes.io/max-replicas"
+	AnnotationRevisionHistory = "deployment.kubernetes.io/revision-history"
+	// AnnotationLastAppliedConfig holds an object's manifest as it was
+	// last applied, kubectl's annotation, so that `berth apply` and
+	// `kubectl apply` agree on what was applied before: a field that was
+	// in the last manifest and is gone from the new one is removed from
+	// the object, while fields nobody applied are kept.
 	AnnotationLastAppliedConfig = "kubectl.kubernetes.io/last-applied-configuration"
 )
 

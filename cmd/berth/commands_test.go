@@ -218,7 +218,7 @@ func TestApply(t *testing.T) {
 	if got := cm.GetAnnotations()[api.AnnotationSource]; got != "api" {
 		t.Errorf("berth.dev/source = %q, want api", got)
 	}
-	if cm.GetAnnotations()[lastAppliedAnnotation] == "" {
+	if cm.GetAnnotations()[api.AnnotationLastAppliedConfig] == "" {
 		t.Errorf("no last-applied annotation")
 	}
 	// What apply creates is defaulted as a source would.

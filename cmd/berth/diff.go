@@ -171,7 +171,7 @@ func diffDocument(k *api.Kind, obj api.Object) (string, error) {
 			delete(m, f)
 		}
 		if ann, ok := m["annotations"].(map[string]any); ok {
-			delete(ann, lastAppliedAnnotation)
+			delete(ann, api.AnnotationLastAppliedConfig)
 			if len(ann) == 0 {
 				delete(m, "annotations")
 			}

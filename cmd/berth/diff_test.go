@@ -57,7 +57,7 @@ spec:
 			t.Errorf("diff lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	for _, unwanted := range []string{"resourceVersion", "uid:", "creationTimestamp", "status:", lastAppliedAnnotation} {
+	for _, unwanted := range []string{"resourceVersion", "uid:", "creationTimestamp", "status:", api.AnnotationLastAppliedConfig} {
 		if strings.Contains(r.stdout, unwanted) {
 			t.Errorf("diff shows %q:\n%s", unwanted, r.stdout)
 		}
@@ -80,7 +80,7 @@ func TestDiffDocumentLeavesServerFieldsOut(t *testing.T) {
 	k := api.KindOf(&api.ConfigMap{})
 	cm := &api.ConfigMap{Data: map[string]string{"a": "1"}}
 	cm.Name, cm.Namespace, cm.UID, cm.ResourceVersion, cm.Generation = "x", "default", "u", "7", 3
-	cm.Annotations = map[string]string{lastAppliedAnnotation: "{}"}
+	cm.Annotations = map[string]string{api.AnnotationLastAppliedConfig: "{}"}
 	got, err := diffDocument(k, cm)
 	if err != nil {
 		t.Fatal(err)

@@ -9,14 +9,6 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// lastAppliedAnnotation holds an object's manifest as it was last
-// applied. It is kubectl's annotation, so that `berth apply` and
-// `kubectl apply` agree on what was applied before: a field that was in
-// the last manifest and is gone from the new one is removed from the
-// object, while fields nobody applied (the node a pod was scheduled to,
-// annotations controllers add) are kept.
-const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
-
 // appliedDocument is the manifest side of an apply: the object as JSON
 // without status (a manifest does not own it), without its last-applied
 // annotation, and without the nulls Go writes for unset times, which a
@@ -29,7 +21,7 @@ func appliedDocument(k *api.Kind, obj api.Object) (map[string]any, error) {
 	delete(doc, "status")
 	if meta, ok := doc["metadata"].(map[string]any); ok {
 		if ann, ok := meta["annotations"].(map[string]any); ok {
-			delete(ann, lastAppliedAnnotation)
+			delete(ann, api.AnnotationLastAppliedConfig)
 			if len(ann) == 0 {
 				delete(meta, "annotations")
 			}
@@ -80,7 +72,7 @@ func planApply(k *api.Kind, manifest, live api.Object) (applyPlan, error) {
 	if err != nil {
 		return applyPlan{}, err
 	}
-	setAnnotation(modified, lastAppliedAnnotation, string(raw))
+	setAnnotation(modified, api.AnnotationLastAppliedConfig, string(raw))
 	if live == nil {
 		obj, err := fromDocument(k, modified)
 		return applyPlan{desired: obj, changed: true}, err
@@ -91,7 +83,7 @@ func planApply(k *api.Kind, manifest, live api.Object) (applyPlan, error) {
 		return applyPlan{}, err
 	}
 	var original map[string]any
-	if last := live.GetAnnotations()[lastAppliedAnnotation]; last != "" {
+	if last := live.GetAnnotations()[api.AnnotationLastAppliedConfig]; last != "" {
 		dec := json.NewDecoder(bytes.NewReader([]byte(last)))
 		dec.UseNumber()
 		if err := dec.Decode(&original); err != nil {

@@ -145,7 +145,7 @@ func boolWord(b bool) string {
 
 // skippedAnnotations are not shown: kubectl's last-applied copy of the
 // whole object would drown the rest.
-var skippedAnnotations = map[string]bool{lastAppliedAnnotation: true}
+var skippedAnnotations = map[string]bool{api.AnnotationLastAppliedConfig: true}
 
 // maxAnnotationLen is how long an annotation may be before describe
 // prints it on lines of its own.

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/endpoints"
@@ -89,7 +90,7 @@ func TestReconcile(t *testing.T) {
 			objects: []api.Object{
 				func() *api.Service {
 					s := endpointstest.Service("web", web, endpointstest.HTTPPort(), endpointstest.MetricsPort())
-					s.Spec.Ports[0].AppProtocol = ptr("http")
+					s.Spec.Ports[0].AppProtocol = ptr.To("http")
 					return s
 				}(),
 				endpointstest.Pod("a", "10.0.0.1"),
@@ -234,8 +235,8 @@ func TestReconcile(t *testing.T) {
 			for _, es := range got {
 				checkMeta(t, es, svc.(*api.Service))
 				for _, e := range es.Endpoints {
-					if want, ok := tt.hostnames[e.TargetRef.Name]; ok && deref(e.Hostname) != want {
-						t.Errorf("endpoint of pod %s: hostname %q, want %q", e.TargetRef.Name, deref(e.Hostname), want)
+					if want, ok := tt.hostnames[e.TargetRef.Name]; ok && ptr.Deref(e.Hostname, "") != want {
+						t.Errorf("endpoint of pod %s: hostname %q, want %q", e.TargetRef.Name, ptr.Deref(e.Hostname, ""), want)
 					}
 				}
 			}
@@ -294,5 +295,3 @@ func checkMeta(t *testing.T, es *api.EndpointSlice, svc *api.Service) {
 }
 
 func sortedInts(v []int) []int { return slices.Sorted(slices.Values(v)) }
-
-func ptr[T any](v T) *T { return &v }

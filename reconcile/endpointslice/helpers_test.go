@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
@@ -101,7 +102,7 @@ func portsCell(ports []api.EndpointSlicePort) string {
 		if i > 0 {
 			s += ","
 		}
-		s += deref(p.Name) + ":" + strconv.Itoa(int(deref(p.Port))) + "/" + string(deref(p.Protocol))
+		s += ptr.Deref(p.Name, "") + ":" + strconv.Itoa(int(ptr.Deref(p.Port, 0))) + "/" + string(ptr.Deref(p.Protocol, ""))
 		if p.AppProtocol != nil {
 			s += ":" + *p.AppProtocol
 		}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/endpoints"
@@ -152,25 +153,17 @@ func groupKey(at api.AddressType, ports []api.EndpointSlicePort) string {
 	b.WriteString(string(at))
 	for _, p := range ports {
 		b.WriteByte('\x00')
-		b.WriteString(deref(p.Name))
+		b.WriteString(ptr.Deref(p.Name, ""))
 		b.WriteByte('/')
-		b.WriteString(string(deref(p.Protocol)))
+		b.WriteString(string(ptr.Deref(p.Protocol, "")))
 		b.WriteByte('/')
 		if p.Port != nil {
 			b.WriteString(strconv.Itoa(int(*p.Port)))
 		}
 		b.WriteByte('/')
-		b.WriteString(deref(p.AppProtocol))
+		b.WriteString(ptr.Deref(p.AppProtocol, ""))
 	}
 	return b.String()
-}
-
-func deref[T any](p *T) T {
-	if p == nil {
-		var zero T
-		return zero
-	}
-	return *p
 }
 
 // endpointKey names an endpoint within its group: its address and its pod,

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
@@ -147,7 +148,7 @@ func TestReconcileZones(t *testing.T) {
 	zones := map[string]string{}
 	for _, es := range managedSlices(t, s, "web") {
 		for _, e := range es.Endpoints {
-			zones[e.TargetRef.Name] = deref(e.Zone)
+			zones[e.TargetRef.Name] = ptr.Deref(e.Zone, "")
 		}
 	}
 	if want := map[string]string{"a": "zone-a", "b": ""}; fmt.Sprint(zones) != fmt.Sprint(want) {

@@ -182,12 +182,16 @@ func (f *follower) listAndWatch(ctx context.Context) error {
 // record notes one change in the follower's copy of the store.
 func (f *follower) record(e store.Event, dirty map[string]struct{}) {
 	if _, ok := e.Object.(*api.Namespace); ok {
-		if e.Type == store.Deleted {
-			delete(f.namespaces, e.Object.GetName())
-		} else {
-			f.namespaces[e.Object.GetName()] = struct{}{}
+		// Only a namespace's coming and going changes an answer; its
+		// status, labels and finalizers do not.
+		switch name := e.Object.GetName(); e.Type {
+		case store.Added:
+			f.namespaces[name] = struct{}{}
+			f.nsDirty = true
+		case store.Deleted:
+			delete(f.namespaces, name)
+			f.nsDirty = true
 		}
-		f.nsDirty = true
 		return
 	}
 	key := objectKey(e.Object)

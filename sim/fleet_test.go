@@ -234,15 +234,11 @@ func TestFleetProcessStopKillsAHangingChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.stopTimeout = 100 * time.Millisecond
-	start := time.Now()
 	if _, err := p.usage(); err == nil {
 		t.Error("a child that never answers gave its usage")
 	}
 	if _, err := p.stop(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Errorf("stop: %v, want the child killed", err)
-	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("stop took %v", d)
 	}
 }
 

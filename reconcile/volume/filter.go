@@ -51,7 +51,9 @@ var (
 )
 
 // AssumePodVolumes records node as the node of the pod's claims that wait
-// for their first consumer and have none selected yet.
+// for their first consumer and have none selected yet. It first drops the
+// assumptions the store has settled since (see sweep), so that one of a
+// claim no later pod looks at does not stay for ever.
 func (f *Filter) AssumePodVolumes(pod *api.Pod, node string) {
 	var snap *store.Snapshot
 	for _, v := range pod.Spec.Volumes {
@@ -60,6 +62,7 @@ func (f *Filter) AssumePodVolumes(pod *api.Pod, node string) {
 		}
 		if snap == nil {
 			snap = f.store.Snapshot()
+			f.sweep(snap)
 		}
 		claim, waiting := waitingClaim(snap, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
 		if !waiting || claim.Annotations[api.AnnotationSelectedNode] != "" {
@@ -120,6 +123,20 @@ func (f *Filter) settled(ns, name string) {
 	defer f.mu.Unlock()
 	if len(f.assumed) > 0 {
 		delete(f.assumed, reconcile.Key(ns, name))
+	}
+}
+
+// sweep drops the assumptions of claims snap no longer shows waiting:
+// gone, recreated, bound, or with their node selected.
+func (f *Filter) sweep(snap *store.Snapshot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for key, a := range f.assumed {
+		ns, name := reconcile.SplitKey(key)
+		claim, waiting := waitingClaim(snap, ns, name)
+		if !waiting || claim.UID != a.uid || claim.Annotations[api.AnnotationSelectedNode] != "" {
+			delete(f.assumed, key)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/sched"
+	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -294,5 +295,22 @@ func TestFilterAssumption(t *testing.T) {
 	}
 	if len(flt.assumed) != 0 {
 		t.Errorf("assumptions left: %v", flt.assumed)
+	}
+
+	// A claim whose one pod was assumed, and that no later pod looks at,
+	// is dropped once the store settles it: here it is deleted, and the
+	// next pod with a claim of its own sweeps it away.
+	f.create(claimOf("lone", "-", "1Gi"))
+	f.create(claimOf("other", "-", "1Gi"))
+	flt.AssumePodVolumes(podWithClaim("l", "lone"), "n1")
+	if _, ok := flt.assumed["default/lone"]; !ok {
+		t.Fatalf("lone not assumed: %v", flt.assumed)
+	}
+	if _, err := f.store.Delete(ctx, claimKind, "default", "lone", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	flt.AssumePodVolumes(podWithClaim("o", "other"), "n2")
+	if _, ok := flt.assumed["default/lone"]; ok || len(flt.assumed) != 1 {
+		t.Errorf("assumptions after lone's deletion: %v, want other's alone", flt.assumed)
 	}
 }

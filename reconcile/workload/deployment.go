@@ -246,7 +246,7 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 		if replicasOf(rs.Spec.Replicas) == n {
 			continue
 		}
-		updated, err := r.scale(ctx, d, rs, n)
+		updated, err := r.scale(ctx, d, rs, n, surge)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -273,7 +273,7 @@ func (r *DeploymentReconciler) scaleProportionally(ctx context.Context, d *api.D
 		if !ok || n == replicasOf(rs.Spec.Replicas) && scaledFor(rs, d, surge) {
 			continue
 		}
-		updated, err := r.scale(ctx, d, rs, n)
+		updated, err := r.scale(ctx, d, rs, n, surge)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -462,13 +462,12 @@ func (r *DeploymentReconciler) updateNewReplicaSet(ctx context.Context, d *api.D
 }
 
 // scale writes a ReplicaSet's replicas, with the Deployment's replicas
-// and surge they were given for in its annotations, which
-// ProportionalScale reads; and records a change of them on the
-// Deployment d.
-func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, replicas int32) (*api.ReplicaSet, error) {
+// and surge (the Deployment's, as rollingBounds reads it) they were given
+// for in its annotations, which ProportionalScale reads; and records a
+// change of them on the Deployment d.
+func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, replicas, surge int32) (*api.ReplicaSet, error) {
 	c := rs.DeepCopy()
 	c.Spec.Replicas = &replicas
-	surge, _, _ := rollingBounds(d) // checked by Reconcile
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}

@@ -252,7 +252,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	}
 
 	var next time.Time
-	terminal := pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed
+	terminal := pod.Finished()
 	init, main := w.views(pod, runs)
 	initDone, initFailed := initState(pod.Spec.RestartPolicy, init, main)
 	if !terminal && !initFailed && w.podFinished(pod, main) {

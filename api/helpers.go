@@ -86,6 +86,12 @@ func (ns *Namespace) Terminating() bool {
 	return ns.DeletionTimestamp != nil || ns.Status.Phase == NamespaceTerminating
 }
 
+// Finished reports whether a pod has ended for good (Succeeded or
+// Failed): it holds nothing on its node, and uses none of its claims.
+func (p *Pod) Finished() bool {
+	return p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed
+}
+
 // SystemNamespace reports whether a namespace is one that may not be
 // deleted: default, kube-system and kube-public, as in Kubernetes.
 // kube-node-lease may go, as in Kubernetes: agents then write their

@@ -266,8 +266,3 @@ func ours(pod *api.Pod) bool {
 		pod.Status.Phase != api.PodSucceeded && pod.Status.Phase != api.PodFailed &&
 		(pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == api.DefaultSchedulerName)
 }
-
-// finished pods hold nothing on their node.
-func finished(pod *api.Pod) bool {
-	return pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed
-}

@@ -105,17 +105,17 @@ func (s *Scheduler) handlePod(e store.Event) {
 		s.queue.delete(key)
 		// Also an assumed pod deleted before its binding is written.
 		s.cache.removePod(pod.UID)
-		if pod.Spec.NodeName != "" && !finished(pod) {
+		if pod.Spec.NodeName != "" && !pod.Finished() {
 			s.queue.moveAll()
 		}
 	case pod.Spec.NodeName != "":
 		s.queue.delete(key)
-		if !finished(pod) {
+		if !pod.Finished() {
 			s.cache.setPod(pod)
 			return
 		}
 		s.cache.removePod(pod.UID)
-		if old, ok := e.Old.(*api.Pod); ok && old.Spec.NodeName != "" && !finished(old) {
+		if old, ok := e.Old.(*api.Pod); ok && old.Spec.NodeName != "" && !old.Finished() {
 			s.queue.moveAll()
 		}
 	case ours(pod):
@@ -150,7 +150,7 @@ func (s *Scheduler) relistPods(snap *store.Snapshot) error {
 		pod := obj.(*api.Pod)
 		switch {
 		case pod.Spec.NodeName != "":
-			if !finished(pod) {
+			if !pod.Finished() {
 				bound[pod.UID] = true
 				s.cache.setPod(pod)
 			}

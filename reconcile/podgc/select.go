@@ -8,11 +8,6 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// terminated reports whether a pod has finished for good.
-func terminated(p *api.Pod) bool {
-	return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
-}
-
 // selectTerminated returns the finished pods to delete so that threshold of
 // them remain, oldest first by creation time (then namespace and name, so
 // the choice is stable). A threshold of zero or less keeps them all.
@@ -22,7 +17,7 @@ func selectTerminated(pods []*api.Pod, threshold int) []*api.Pod {
 	}
 	var done []*api.Pod
 	for _, p := range pods {
-		if terminated(p) {
+		if p.Finished() {
 			done = append(done, p)
 		}
 	}

@@ -264,6 +264,11 @@ func consumerKeys(e store.Event) []string {
 	if !ok || pod.Spec.NodeName == "" || e.Type == store.Deleted {
 		return nil
 	}
+	return claimKeysOf(pod)
+}
+
+// claimKeysOf names the claims a pod uses.
+func claimKeysOf(pod *api.Pod) []string {
 	var keys []string
 	for _, v := range pod.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {

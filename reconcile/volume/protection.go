@@ -103,23 +103,13 @@ func hasClaims(o api.Object) bool {
 // deleted, or finished. A claim being deleted may then go.
 func releasedClaimKeys(e store.Event) []string {
 	pod := e.Object.(*api.Pod)
-	if e.Type != store.Deleted && !finished(pod) {
+	if e.Type != store.Deleted && !pod.Finished() {
 		return nil
 	}
-	if e.Type == store.Modified && finished(e.Old.(*api.Pod)) {
+	if e.Type == store.Modified && e.Old.(*api.Pod).Finished() {
 		return nil // finished before: its claims were looked at then
 	}
-	var keys []string
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			keys = append(keys, prefixClaim+reconcile.Key(pod.Namespace, v.PersistentVolumeClaim.ClaimName))
-		}
-	}
-	return keys
-}
-
-func finished(p *api.Pod) bool {
-	return p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed
+	return claimKeysOf(pod)
 }
 
 func (p *protector) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
@@ -183,7 +173,7 @@ func claimUsed(r reader, claim *api.PersistentVolumeClaim) (bool, error) {
 	used := false
 	err := r.Each(podKind, store.Filter{Namespace: claim.Namespace}, func(o api.Object) bool {
 		pod := o.(*api.Pod)
-		used = pod.Spec.NodeName != "" && !finished(pod) && usesClaim(pod, claim.Name)
+		used = pod.Spec.NodeName != "" && !pod.Finished() && usesClaim(pod, claim.Name)
 		return !used
 	})
 	if err != nil {

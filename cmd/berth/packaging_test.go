@@ -1,12 +1,15 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestUnitsDoNotRestartOnBadUsage checks that the packaged systemd units
@@ -57,5 +60,64 @@ func TestCompletionListed(t *testing.T) {
 	r = runBerth(t, "", "completion", "bash")
 	if r.code != exitOK || !strings.Contains(r.stdout, "bash completion") {
 		t.Errorf("berth completion bash: exit %d\n%.200s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestManPages checks that `berth man`, which the packages' manual pages
+// come from, writes one dated page per command a user can run, without
+// the generator's footer and with the help's text whole, and that it refuses to run without a directory.
+func TestManPages(t *testing.T) {
+	if r := runBerth(t, "", "man"); r.code != exitUsage {
+		t.Errorf("berth man without --dir: exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000") // 2023-11-14
+	dir := filepath.Join(t.TempDir(), "man1")
+	if r := runBerth(t, "", "man", "--dir", dir); r.code != exitOK {
+		t.Fatalf("berth man: exit %d\n%s", r.code, r.stderr)
+	}
+
+	root, _ := newRootCommand(strings.NewReader(""), io.Discard, io.Discard)
+	root.InitDefaultCompletionCmd() // cobra adds it when the command runs
+	var want []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if !c.IsAvailableCommand() && c != root {
+			return
+		}
+		want = append(want, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1")
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("pages %v, want one per command: %v", got, want)
+	}
+	if slices.Contains(got, "berth-man.1") {
+		t.Errorf("the hidden man command has a page of its own")
+	}
+
+	page, err := os.ReadFile(filepath.Join(dir, "berth-get.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`.TH "BERTH" "1" "Nov 2023" "berth dev" "berth Manual"`, "berth-get - List or show objects", "--output",
+		// A placeholder in angle brackets, which Markdown would drop.
+		"else <data dir>/admin.kubeconfig", `\fBberth(1)\fP`} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("berth-get.1 lacks %q:\n%.600s", s, page)
+		}
+	}
+	if strings.Contains(string(page), "Auto generated") {
+		t.Errorf("berth-get.1 carries the generator's footer")
 	}
 }

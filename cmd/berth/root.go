@@ -78,6 +78,7 @@ manifests into running workloads on a fleet of machines.`,
 		newExecCommand(g),
 		newTopCommand(g),
 		newPortForwardCommand(g),
+		newManCommand(g),
 	)
 	requireSubcommand(root)
 	markStart(root, g)

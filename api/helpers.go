@@ -92,6 +92,18 @@ func (p *Pod) Finished() bool {
 	return p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed
 }
 
+// Ready reports whether the pod's Ready condition is True: the pod counts
+// as an endpoint, toward its controller's ready replicas, and as healthy
+// for its disruption budget.
+func (p *Pod) Ready() bool {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == PodReady {
+			return p.Status.Conditions[i].Status == ConditionTrue
+		}
+	}
+	return false
+}
+
 // SystemNamespace reports whether a namespace is one that may not be
 // deleted: default, kube-system and kube-public, as in Kubernetes.
 // kube-node-lease may go, as in Kubernetes: agents then write their

@@ -2,7 +2,7 @@ package api
 
 // applyOrder ranks kinds so that what an object needs exists before it
 // (SPEC §3): Namespaces, StorageClasses, PersistentVolumes,
-// ServiceAccounts, ConfigMaps, Secrets, PVCs, Services, workloads, then
+// ServiceAccounts, ConfigMaps, Secrets, PVCs, Services and PodDisruptionBudgets, workloads, then
 // the rest.
 var applyOrder = map[string]int{
 	"Namespace":             0,
@@ -13,6 +13,8 @@ var applyOrder = map[string]int{
 	"Secret":                5,
 	"PersistentVolumeClaim": 6,
 	"Service":               7,
+	// A budget guards the pods from the first one on.
+	"PodDisruptionBudget":   7,
 	"ReplicationController": 8,
 	"ReplicaSet":            8,
 	"Deployment":            8,

@@ -97,7 +97,12 @@ var (
 	// DiscoveryV1 serves EndpointSlice, the endpoints of services as
 	// Kubernetes' readers look for them.
 	DiscoveryV1 = schema.GroupVersion{Group: "discovery.k8s.io", Version: "v1"}
-	BerthV1     = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+	// PolicyV1 serves PodDisruptionBudget, and the Eviction a pod's
+	// eviction subresource takes.
+	PolicyV1 = schema.GroupVersion{Group: "policy", Version: "v1"}
+	// PolicyV1Beta1 is the older version an Eviction may still come in.
+	PolicyV1Beta1 = schema.GroupVersion{Group: "policy", Version: "v1beta1"}
+	BerthV1       = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
 )
 
 func init() {
@@ -119,8 +124,9 @@ func init() {
 	register(&StorageClass{}, StorageV1, "storageclasses", "storageclass", false, false, "sc")
 	register(&Lease{}, CoordinationV1, "leases", "lease", true, false)
 	register(&EndpointSlice{}, DiscoveryV1, "endpointslices", "endpointslice", true, false)
+	register(&PodDisruptionBudget{}, PolicyV1, "poddisruptionbudgets", "poddisruptionbudget", true, true, "pdb")
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &Source{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &PodDisruptionBudget{}, &Source{}} {
 		KindOf(obj).Generation = true
 	}
 	// In the order kubectl lists them.

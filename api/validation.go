@@ -73,6 +73,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateEvent(o)...)
 	case *Lease:
 		errs = append(errs, validateLeaseSpec(&o.Spec, spec)...)
+	case *PodDisruptionBudget:
+		errs = append(errs, validatePodDisruptionBudgetSpec(&o.Spec, spec)...)
 	case *Source:
 		errs = append(errs, validateSourceSpec(&o.Spec, spec)...)
 	}

@@ -692,3 +692,45 @@ func TestValidateUnregistered(t *testing.T) {
 		t.Errorf("errors = %v", errs)
 	}
 }
+
+func TestValidatePodDisruptionBudget(t *testing.T) {
+	count := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
+	runValidation(t, func() *PodDisruptionBudget {
+		return &PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}, Spec: PodDisruptionBudgetSpec{
+			MinAvailable: count(intstr.FromInt32(2)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		}}
+	}, []validationCase[*PodDisruptionBudget]{
+		{"both counts", func(o *PodDisruptionBudget) { o.Spec.MaxUnavailable = count(intstr.FromInt32(1)) },
+			[]string{"spec: Invalid value: \"2, 1\": minAvailable and maxUnavailable cannot be both set"}},
+		{"percentage", func(o *PodDisruptionBudget) { o.Spec.MinAvailable = count(intstr.FromString("50%")) }, nil},
+		{"max unavailable alone", func(o *PodDisruptionBudget) {
+			o.Spec.MinAvailable, o.Spec.MaxUnavailable = nil, count(intstr.FromString("100%"))
+		}, nil},
+		{"neither count", func(o *PodDisruptionBudget) { o.Spec.MinAvailable = nil }, nil},
+		{"negative", func(o *PodDisruptionBudget) { o.Spec.MinAvailable = count(intstr.FromInt32(-1)) },
+			[]string{"spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"}},
+		{"over 100%", func(o *PodDisruptionBudget) {
+			o.Spec.MinAvailable, o.Spec.MaxUnavailable = nil, count(intstr.FromString("101%"))
+		}, []string{`spec.maxUnavailable: Invalid value: "101%": must not be greater than 100%`}},
+		{"not a percentage", func(o *PodDisruptionBudget) { o.Spec.MinAvailable = count(intstr.FromString("half")) },
+			[]string{`spec.minAvailable: Invalid value: "half"`}},
+		{"empty selector selects all", func(o *PodDisruptionBudget) { o.Spec.Selector = &metav1.LabelSelector{} }, nil},
+		{"bad selector", func(o *PodDisruptionBudget) {
+			o.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}
+		}, []string{`spec.selector.matchExpressions[0].operator: Invalid value: "Near"`}},
+		{"policy", func(o *PodDisruptionBudget) {
+			o.Spec.UnhealthyPodEvictionPolicy = ptr(UnhealthyPodEvictionPolicyType("Sometimes"))
+		},
+			[]string{`spec.unhealthyPodEvictionPolicy: Unsupported value: "Sometimes"`}},
+		{"always allow", func(o *PodDisruptionBudget) { o.Spec.UnhealthyPodEvictionPolicy = ptr(AlwaysAllow) }, nil},
+		{"name", func(o *PodDisruptionBudget) { o.Name = "Web_1" }, []string{`metadata.name: Invalid value: "Web_1"`}},
+	})
+	old := &PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	bad := old.DeepCopy()
+	bad.Status = PodDisruptionBudgetStatus{DisruptionsAllowed: -1, CurrentHealthy: -2, DesiredHealthy: -3, ExpectedPods: -4}
+	checkErrors(t, ValidateUpdate(old, bad), []string{
+		"status.currentHealthy: Invalid value: -2", "status.desiredHealthy: Invalid value: -3",
+		"status.disruptionsAllowed: Invalid value: -1", "status.expectedPods: Invalid value: -4",
+	})
+}

@@ -31,6 +31,10 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 		return validateVolumeUpdate(old.(*PersistentVolume), n)
 	case *Service:
 		return validateServiceUpdate(old.(*Service), n)
+	case *PodDisruptionBudget:
+		// Checked on every write, as a status write is not validated
+		// again otherwise.
+		return validatePodDisruptionBudgetStatus(&n.Status, field.NewPath("status"))
 	case *EndpointSlice:
 		return immutable(old.(*EndpointSlice).AddressType, n.AddressType, field.NewPath("addressType"))
 	case *StorageClass:

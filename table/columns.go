@@ -247,6 +247,16 @@ var definitions = map[string][]Column{
 			})},
 		ageColumn,
 	},
+	"PodDisruptionBudget": {
+		nameColumn,
+		{Name: "Min Available", Type: "string", Description: "The minimum number or percentage of available pods this budget requires.",
+			cell: on(func(b *api.PodDisruptionBudget, _ time.Time) string { return budgetCount(b.Spec.MinAvailable) })},
+		{Name: "Max Unavailable", Type: "string", Description: "The maximum number or percentage of unavailable pods this budget requires.",
+			cell: on(func(b *api.PodDisruptionBudget, _ time.Time) string { return budgetCount(b.Spec.MaxUnavailable) })},
+		{Name: "Allowed Disruptions", Type: "integer", Description: "Calculated number of pods that may be disrupted at this time.",
+			cell: on(func(b *api.PodDisruptionBudget, _ time.Time) string { return intCell(b.Status.DisruptionsAllowed) })},
+		ageColumn,
+	},
 	"Namespace": {
 		nameColumn,
 		{Name: "Status", Type: "string", Description: "Active or Terminating.",

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -356,4 +357,13 @@ func SourceReady(s *api.Source) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// budgetCount renders a budget's minAvailable or maxUnavailable as kubectl
+// does: N/A when it is not set.
+func budgetCount(v *intstr.IntOrString) string {
+	if v == nil {
+		return "N/A"
+	}
+	return v.String()
 }

@@ -442,6 +442,21 @@ func fixtureLeases() []api.Object {
 	return []api.Object{lease("node-1", ptr("node-1")), lease("node-2", ptr("node-2")), lease("orphan", nil)}
 }
 
+// fixtureBudgets are a budget by count that allows one disruption, one
+// by percentage that allows none, and a new one the controller has not
+// counted yet.
+func fixtureBudgets() []api.Object {
+	two, half := intstr.FromInt32(2), intstr.FromString("50%")
+	web := &api.PodDisruptionBudget{ObjectMeta: meta("default", "web", 3*time.Hour, nil)}
+	web.Spec = api.PodDisruptionBudgetSpec{MinAvailable: &two, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	web.Status = api.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: 1, CurrentHealthy: 3, DesiredHealthy: 2, ExpectedPods: 3}
+	db := &api.PodDisruptionBudget{ObjectMeta: meta("default", "db", 2*day, nil)}
+	db.Spec = api.PodDisruptionBudgetSpec{MaxUnavailable: &half, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}
+	db.Status = api.PodDisruptionBudgetStatus{ObservedGeneration: 1, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 2}
+	fresh := &api.PodDisruptionBudget{ObjectMeta: meta("default", "fresh", 5*time.Second, nil)}
+	return []api.Object{db, fresh, web}
+}
+
 // fixtureKinds are every kind's fixtures, keyed by resource, for the table
 // tests.
 func fixtureKinds() map[string][]api.Object {
@@ -466,5 +481,6 @@ func fixtureKinds() map[string][]api.Object {
 		"events":                 fixtureEvents(),
 		"sources":                fixtureSources(),
 		"leases":                 fixtureLeases(),
+		"poddisruptionbudgets":   fixtureBudgets(),
 	}
 }

@@ -58,6 +58,7 @@ var describers = map[string]describer{
 	"StorageClass":          describeStorageClass,
 	"ServiceAccount":        describeServiceAccount,
 	"Endpoints":             describeEndpoints,
+	"PodDisruptionBudget":   describePodDisruptionBudget,
 }
 
 // withoutEvents are the kinds kubectl describes without an Events

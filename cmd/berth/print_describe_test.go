@@ -58,6 +58,8 @@ func TestDescribeGolden(t *testing.T) {
 		{"namespace", "namespaces", "default", describeContext{}},
 		{"namespace-with-quota", "namespaces", "shop", describeContext{quotas: typed[*api.ResourceQuota](quotas)}},
 		{"resourcequota", "resourcequotas", "compute", describeContext{}},
+		{"poddisruptionbudget", "poddisruptionbudgets", "web", describeContext{}},
+		{"poddisruptionbudget-max-unavailable", "poddisruptionbudgets", "db", describeContext{}},
 		{"storageclass", "storageclasses", "local-path", describeContext{}},
 		{"storageclass-expandable", "storageclasses", "fast", describeContext{}},
 		{"serviceaccount", "serviceaccounts", "builder", describeContext{}},

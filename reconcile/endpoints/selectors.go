@@ -185,7 +185,7 @@ func relevantChange(old, pod *api.Pod) bool {
 	if old.Status.PodIP != pod.Status.PodIP ||
 		!slices.Equal(old.Status.PodIPs, pod.Status.PodIPs) ||
 		old.Status.Phase != pod.Status.Phase ||
-		podReady(old) != podReady(pod) ||
+		old.Ready() != pod.Ready() ||
 		(old.DeletionTimestamp == nil) != (pod.DeletionTimestamp == nil) ||
 		old.Spec.NodeName != pod.Spec.NodeName ||
 		Hostname(old) != Hostname(pod) ||

@@ -60,7 +60,7 @@ func Members(svc *api.Service, pods []*api.Pod, includeTerminating bool) []Membe
 		if pod.Namespace != svc.Namespace || !Selects(svc.Spec.Selector, pod.Labels) || !inEndpoints(pod, includeTerminating) {
 			continue
 		}
-		serving, terminating := podReady(pod), pod.DeletionTimestamp != nil
+		serving, terminating := pod.Ready(), pod.DeletionTimestamp != nil
 		m := Member{
 			Pod: pod, Address: address(pod),
 			Ready: publishNotReady || (serving && !terminating), Serving: serving, Terminating: terminating,
@@ -111,16 +111,6 @@ func inEndpoints(pod *api.Pod, includeTerminating bool) bool {
 		return false
 	}
 	return pod.Status.Phase != api.PodSucceeded && pod.Status.Phase != api.PodFailed
-}
-
-// podReady reports whether the pod's Ready condition is True.
-func podReady(pod *api.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Hostname is the name a pod answers to under its service in DNS:

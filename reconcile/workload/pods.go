@@ -32,12 +32,6 @@ func readyCondition(p *api.Pod) *api.PodCondition {
 	return nil
 }
 
-// isReady reports whether the pod's Ready condition is True.
-func isReady(p *api.Pod) bool {
-	c := readyCondition(p)
-	return c != nil && c.Status == api.ConditionTrue
-}
-
 // availableAfter reports whether a pod has been ready for minReady at now
 // and, if it is ready but not yet available, how long until it is.
 func availableAfter(p *api.Pod, minReady time.Duration, now time.Time) (bool, time.Duration) {

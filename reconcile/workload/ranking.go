@@ -23,10 +23,10 @@ func deleteFirst(a, b *api.Pod) bool {
 	if ra, rb := phaseRank[a.Status.Phase], phaseRank[b.Status.Phase]; ra != rb {
 		return ra < rb
 	}
-	if isReady(a) != isReady(b) {
-		return !isReady(a)
+	if a.Ready() != b.Ready() {
+		return !a.Ready()
 	}
-	if isReady(a) && isReady(b) {
+	if a.Ready() && b.Ready() {
 		ta, tb := readyCondition(a).LastTransitionTime, readyCondition(b).LastTransitionTime
 		if !ta.Equal(&tb) {
 			return afterOrZero(ta.Time, tb.Time)

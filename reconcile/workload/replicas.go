@@ -129,7 +129,7 @@ func computeStatus(v *replicated, active []*api.Pod, now time.Time) (st replicaS
 		if templateLabels.Matches(labels.Set(p.Labels)) {
 			st.FullyLabeledReplicas++
 		}
-		if !isReady(p) {
+		if !p.Ready() {
 			continue
 		}
 		st.ReadyReplicas++

@@ -53,6 +53,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.Error":                             schema_githubcom_berth_dev_berth_api_Error(ref),
 		"github.com/berth-dev/berth/api.Event":                             schema_githubcom_berth_dev_berth_api_Event(ref),
 		"github.com/berth-dev/berth/api.EventSource":                       schema_githubcom_berth_dev_berth_api_EventSource(ref),
+		"github.com/berth-dev/berth/api.Eviction":                          schema_githubcom_berth_dev_berth_api_Eviction(ref),
 		"github.com/berth-dev/berth/api.ExecAction":                        schema_githubcom_berth_dev_berth_api_ExecAction(ref),
 		"github.com/berth-dev/berth/api.HTTPGetAction":                     schema_githubcom_berth_dev_berth_api_HTTPGetAction(ref),
 		"github.com/berth-dev/berth/api.HTTPHeader":                        schema_githubcom_berth_dev_berth_api_HTTPHeader(ref),
@@ -95,6 +96,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.PodAffinityTerm":                   schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref),
 		"github.com/berth-dev/berth/api.PodAntiAffinity":                   schema_githubcom_berth_dev_berth_api_PodAntiAffinity(ref),
 		"github.com/berth-dev/berth/api.PodCondition":                      schema_githubcom_berth_dev_berth_api_PodCondition(ref),
+		"github.com/berth-dev/berth/api.PodDisruptionBudget":               schema_githubcom_berth_dev_berth_api_PodDisruptionBudget(ref),
+		"github.com/berth-dev/berth/api.PodDisruptionBudgetSpec":           schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetSpec(ref),
+		"github.com/berth-dev/berth/api.PodDisruptionBudgetStatus":         schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetStatus(ref),
 		"github.com/berth-dev/berth/api.PodIP":                             schema_githubcom_berth_dev_berth_api_PodIP(ref),
 		"github.com/berth-dev/berth/api.PodMetrics":                        schema_githubcom_berth_dev_berth_api_PodMetrics(ref),
 		"github.com/berth-dev/berth/api.PodSpec":                           schema_githubcom_berth_dev_berth_api_PodSpec(ref),
@@ -2046,6 +2050,48 @@ func schema_githubcom_berth_dev_berth_api_EventSource(ref common.ReferenceCallba
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_Eviction(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Eviction asks for a pod to be deleted within its disruption budgets: the body of POST …/pods/{name}/eviction, as policy/v1 (and v1beta1) has it. It is not stored, so it is not a kind of the registry.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObjectMeta names the pod to evict.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"deleteOptions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeleteOptions are the options of the pod's deletion.",
+							Ref:         ref(v1.DeleteOptions{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.DeleteOptions{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_ExecAction(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3874,6 +3920,186 @@ func schema_githubcom_berth_dev_berth_api_PodCondition(ref common.ReferenceCallb
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PodDisruptionBudget(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodDisruptionBudget is a policy/v1 PodDisruptionBudget: how many of the pods it selects must stay available while they are evicted one by one, as `kubectl drain` evicts a node's pods. The disruption controller counts the pods into its status, and the pods/eviction subresource refuses an eviction the status does not allow.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says which pods the budget guards and how many must stay.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodDisruptionBudgetSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the disruption controller counts of the pods; only the status subresource (and an eviction) writes it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodDisruptionBudgetStatus"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.PodDisruptionBudgetSpec", "github.com/berth-dev/berth/api.PodDisruptionBudgetStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodDisruptionBudgetSpec is what a PodDisruptionBudget guards.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"minAvailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinAvailable: an eviction is allowed if at least this many of the selected pods (a number, or a percentage of the pods their controllers want) are still available after it. Not with maxUnavailable.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector picks the pods the budget guards. A null selector selects no pods; an empty one ({}) every pod of the namespace.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"maxUnavailable": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxUnavailable: an eviction is allowed if at most this many of the selected pods (a number, or a percentage of the pods their controllers want) are unavailable after it. Not with minAvailable.",
+							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"unhealthyPodEvictionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UnhealthyPodEvictionPolicy says when a running pod that is not ready may be evicted: IfHealthyBudget (the default) only while the budget has its healthy pods, AlwaysAllow always.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName(), intstr.IntOrString{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodDisruptionBudgetStatus is what the disruption controller counted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the generation of the spec the status was counted for; an eviction waits (429) until it is the current one.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"disruptedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DisruptedPods maps the pods an eviction let go, but which the controller has not yet seen deleted, to when that was; an entry goes after two minutes if the pod is still there.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Time{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"disruptionsAllowed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DisruptionsAllowed is how many pods may be evicted now.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"currentHealthy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CurrentHealthy counts the selected pods that are ready.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"desiredHealthy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DesiredHealthy is how many ready pods the budget wants.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"expectedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExpectedPods is how many pods the budget counts on: the selected pods, or the replicas their controllers want.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions hold DisruptionAllowed: True with reason SufficientPods, False with InsufficientPods or SyncFailed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -1,7 +1,11 @@
 package api
 
 import (
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -111,4 +115,46 @@ type Eviction struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	// DeleteOptions are the options of the pod's deletion.
 	DeleteOptions *metav1.DeleteOptions `json:"deleteOptions,omitempty"`
+}
+
+// Selects reports whether a budget guards a pod of its namespace, as
+// policy/v1 has it: a null selector selects no pod, an empty one every
+// pod, and one that does not parse none.
+func (b *PodDisruptionBudget) Selects(pod *Pod) bool {
+	if b.Spec.Selector == nil || pod.Namespace != b.Namespace {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+	return err == nil && sel.Matches(labels.Set(pod.Labels))
+}
+
+// SetDisruptionAllowed sets the budget's DisruptionAllowed condition from
+// its disruptionsAllowed, as the disruption controller and an eviction
+// that takes the last allowed disruption both must; a change of status
+// is stamped with now.
+func (b *PodDisruptionBudget) SetDisruptionAllowed(now time.Time) {
+	c := metav1.Condition{
+		Type:               DisruptionAllowedCondition,
+		Status:             metav1.ConditionFalse,
+		Reason:             InsufficientPodsReason,
+		ObservedGeneration: b.Status.ObservedGeneration,
+		LastTransitionTime: metav1.NewTime(now),
+	}
+	if b.Status.DisruptionsAllowed > 0 {
+		c.Status, c.Reason = metav1.ConditionTrue, SufficientPodsReason
+	}
+	apimeta.SetStatusCondition(&b.Status.Conditions, c)
+}
+
+// DisruptionAllowedUpToDate reports whether the budget's condition says
+// what its status counted for its current generation.
+func (b *PodDisruptionBudget) DisruptionAllowedUpToDate() bool {
+	c := apimeta.FindStatusCondition(b.Status.Conditions, DisruptionAllowedCondition)
+	if c == nil || b.Status.ObservedGeneration != b.Generation {
+		return false
+	}
+	if b.Status.DisruptionsAllowed > 0 {
+		return c.Status == metav1.ConditionTrue && c.Reason == SufficientPodsReason
+	}
+	return c.Status == metav1.ConditionFalse && c.Reason == InsufficientPodsReason
 }

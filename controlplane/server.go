@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
+	"github.com/berth-dev/berth/reconcile/disruption"
 	"github.com/berth-dev/berth/reconcile/endpoints"
 	"github.com/berth-dev/berth/reconcile/endpointslice"
 	"github.com/berth-dev/berth/reconcile/event"
@@ -193,6 +194,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		namespace.NewController(st, namespace.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 		serviceaccount.NewController(st, serviceaccount.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
 		quota.NewController(st, quota.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
+		disruption.NewController(st, disruption.Options{Clock: cfg.Clock, Logger: cfg.Logger,
+			Events: s.events.Recorder(disruption.EventComponent, "")}),
 	)
 	gcThreshold := cfg.TerminatedPodGCThreshold
 	if gcThreshold == 0 {

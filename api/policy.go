@@ -1,12 +1,15 @@
 package api
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	sjson "sigs.k8s.io/json"
 )
 
 // +kubebuilder:object:root=true
@@ -157,4 +160,35 @@ func (b *PodDisruptionBudget) DisruptionAllowedUpToDate() bool {
 		return c.Status == metav1.ConditionTrue && c.Reason == SufficientPodsReason
 	}
 	return c.Status == metav1.ConditionFalse && c.Reason == InsufficientPodsReason
+}
+
+// DecodeEviction reads the JSON body of a pod's eviction strictly, as
+// every body is read: an unknown or repeated field, or a value of the
+// wrong type, is an error naming it. A body with neither apiVersion nor
+// kind is taken as a policy/v1 Eviction, as Kubernetes takes a body
+// whose type the path says; with them, they must say Eviction of
+// policy/v1 or policy/v1beta1, which read the same.
+func DecodeEviction(data []byte) (*Eviction, error) {
+	var e Eviction
+	strict, err := sjson.UnmarshalStrict(data, &e, sjson.DisallowUnknownFields, sjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, fmt.Errorf("the body is not an Eviction: %w", err)
+	}
+	if len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, s := range strict {
+			msgs[i] = s.Error()
+		}
+		return nil, fmt.Errorf("the Eviction is invalid: %s", strings.Join(msgs, "; "))
+	}
+	gvk := e.GroupVersionKind()
+	switch {
+	case gvk.Empty():
+		e.SetGroupVersionKind(PolicyV1.WithKind("Eviction"))
+	case gvk.Kind != "Eviction":
+		return nil, fmt.Errorf("kind: Unsupported value: %q: the body of a pod's eviction is an Eviction", gvk.Kind)
+	case gvk.GroupVersion() != PolicyV1 && gvk.GroupVersion() != PolicyV1Beta1:
+		return nil, fmt.Errorf("apiVersion: Unsupported value: %q: supported values: %q, %q", e.APIVersion, PolicyV1.String(), PolicyV1Beta1.String())
+	}
+	return &e, nil
 }

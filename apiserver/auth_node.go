@@ -91,6 +91,9 @@ func nodeRuleNode(id *Identity, a Attributes) error {
 // deletes them once they are done, and creates and changes only its own
 // mirror pods.
 func (p *Policy) nodeRulePod(id *Identity, a Attributes) error {
+	if a.Subresource == SubresourceEviction {
+		return p.nodeRuleEviction(id, a)
+	}
 	if a.Subresource != "" && a.Subresource != SubresourceStatus {
 		return Forbidden(id, a, "")
 	}
@@ -134,6 +137,25 @@ func (p *Policy) nodeRulePod(id *Identity, a Attributes) error {
 		return Forbidden(id, a, fmt.Sprintf("node %q may only %s %s", id.Node, a.Verb, what))
 	}
 	return Forbidden(id, a, "")
+}
+
+// nodeRuleEviction: Kubernetes' node role may create pods/eviction, and
+// its NodeRestriction admission limits that to the pods bound to the
+// node: so a node evicts its own pods, within their budgets, and no
+// other's. An eviction of a pod that does not exist passes, to be
+// answered 404.
+func (p *Policy) nodeRuleEviction(id *Identity, a Attributes) error {
+	if a.Verb != VerbCreate {
+		return Forbidden(id, a, "")
+	}
+	old, err := p.stored(a)
+	if err != nil {
+		return err
+	}
+	if old == nil || podBoundTo(old, id.Node) {
+		return nil
+	}
+	return Forbidden(id, a, fmt.Sprintf("node %s can only evict pods with spec.nodeName set to itself", id.Node))
 }
 
 // nodeRuleReferenced: a node reads a ConfigMap, Secret, claim, volume or

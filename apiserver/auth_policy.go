@@ -92,7 +92,11 @@ func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 // Policy is berth's fixed authorization policy (SPEC §5): the admin may do
 // everything, a node what running its pods needs, a service account reads
 // in its own namespace, and any other user (which only impersonation
-// makes) nothing. It reads the store to learn which objects a node's
+// makes) nothing. Kubernetes' default roles map onto these identities:
+// pods/eviction is the admin's (cluster-admin, kubectl drain), and a
+// node's for the pods bound to it (system:node with NodeRestriction);
+// service accounts, which Kubernetes grants no eviction by default, may
+// not evict, nor write a PodDisruptionBudget or its status. It reads the store to learn which objects a node's
 // pods reference, in the manner of Kubernetes' node authorizer.
 type Policy struct {
 	store *store.Store

@@ -61,6 +61,19 @@ func (s *Server) deleteObject(r *http.Request, req *resourceRequest, opts *metav
 	if err := s.admit(r.Context(), req, nil, old); err != nil {
 		return nil, err
 	}
+	var out api.Object
+	err := s.write(r, len(opts.DryRun) > 0, func(tx *store.Txn) error {
+		var err error
+		out, err = deleteIn(tx, req.kind, req.namespace, req.name, opts)
+		return err
+	}, &out, old.GetResourceVersion())
+	return out, err
+}
+
+// deleteIn deletes an object inside a transaction with opts: their grace
+// period and preconditions, and their propagation policy recorded as a
+// finalizer first.
+func deleteIn(tx *store.Txn, k *api.Kind, namespace, name string, opts *metav1.DeleteOptions) (api.Object, error) {
 	finalizer := propagationFinalizer(opts)
 	storeOpts := store.DeleteOptions{GracePeriodSeconds: opts.GracePeriodSeconds}
 	if p := opts.Preconditions; p != nil {
@@ -72,29 +85,24 @@ func (s *Server) deleteObject(r *http.Request, req *resourceRequest, opts *metav
 			storeOpts.Preconditions.ResourceVersion = *p.ResourceVersion
 		}
 	}
-	var out api.Object
-	err := s.write(r, len(opts.DryRun) > 0, func(tx *store.Txn) error {
-		cur, err := tx.Get(req.kind, req.namespace, req.name)
-		if err != nil {
-			return err
+	cur, err := tx.Get(k, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if finalizer != "" && cur.GetDeletionTimestamp() == nil && !slices.Contains(cur.GetFinalizers(), finalizer) {
+		if err := checkPreconditions(k, cur, storeOpts.Preconditions); err != nil {
+			return nil, err
 		}
-		if finalizer != "" && cur.GetDeletionTimestamp() == nil && !slices.Contains(cur.GetFinalizers(), finalizer) {
-			if err := checkPreconditions(req.kind, cur, storeOpts.Preconditions); err != nil {
-				return err
-			}
-			marked := cur.DeepCopyObject().(api.Object)
-			marked.SetFinalizers(append(slices.Clone(cur.GetFinalizers()), finalizer))
-			if _, err := tx.Update(marked); err != nil {
-				return err
-			}
-			// The precondition on resourceVersion held for the object as
-			// the caller saw it; the finalizer just moved it on.
-			storeOpts.Preconditions = nil
+		marked := cur.DeepCopyObject().(api.Object)
+		marked.SetFinalizers(append(slices.Clone(cur.GetFinalizers()), finalizer))
+		if _, err := tx.Update(marked); err != nil {
+			return nil, err
 		}
-		out, err = tx.Delete(req.kind, req.namespace, req.name, storeOpts)
-		return err
-	}, &out, old.GetResourceVersion())
-	return out, err
+		// The precondition on resourceVersion held for the object as
+		// the caller saw it; the finalizer just moved it on.
+		storeOpts.Preconditions = nil
+	}
+	return tx.Delete(k, namespace, name, storeOpts)
 }
 
 // serveDeleteCollection answers DELETE on a collection, Kubernetes'
@@ -222,22 +230,32 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 			return nil, badRequest("the body of a delete must be DeleteOptions: %v", err)
 		}
 	}
-	if _, err := dryRunOf(opts.DryRun); err != nil {
+	if err := checkDeleteOptions(opts); err != nil {
 		return nil, err
+	}
+	return opts, nil
+}
+
+// checkDeleteOptions refuses options Kubernetes refuses (a dryRun other
+// than All, an unknown propagation policy, both ways of asking to
+// orphan) and takes a negative grace period as zero, as it does.
+func checkDeleteOptions(opts *metav1.DeleteOptions) error {
+	if _, err := dryRunOf(opts.DryRun); err != nil {
+		return err
 	}
 	if p := opts.PropagationPolicy; p != nil {
 		switch *p {
 		case metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan:
 		default:
-			return nil, badRequest("propagationPolicy must be Background, Foreground or Orphan, not %q", *p)
+			return badRequest("propagationPolicy must be Background, Foreground or Orphan, not %q", *p)
 		}
 		if opts.OrphanDependents != nil { //nolint:staticcheck // kept for old clients
-			return nil, badRequest("orphanDependents and propagationPolicy may not both be set")
+			return badRequest("orphanDependents and propagationPolicy may not both be set")
 		}
 	}
 	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
 		zero := int64(0)
 		opts.GracePeriodSeconds = &zero
 	}
-	return opts, nil
+	return nil
 }

@@ -243,6 +243,18 @@ func legacyResources(k *api.Kind) []metav1.APIResource {
 	if k == namespaceKind {
 		out = append(out, metav1.APIResource{Name: "namespaces/finalize", Kind: k.GVK.Kind, Verbs: metav1.Verbs{"update"}})
 	}
+	if k == podKind {
+		// kubectl drain evicts through it when discovery lists it, with
+		// the group and version of the Eviction it takes.
+		out = append(out, metav1.APIResource{
+			Name:       k.Resource + "/" + SubresourceEviction,
+			Namespaced: true,
+			Group:      evictionGVK.Group,
+			Version:    evictionGVK.Version,
+			Kind:       evictionGVK.Kind,
+			Verbs:      metav1.Verbs{VerbCreate},
+		})
+	}
 	if scalable(k) {
 		out = append(out, metav1.APIResource{
 			Name:       k.Resource + "/scale",
@@ -276,6 +288,13 @@ func aggregatedResource(k *api.Kind) resourceDiscovery {
 	}
 	if k == namespaceKind {
 		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{Subresource: "finalize", ResponseKind: gvk, Verbs: []string{"update"}})
+	}
+	if k == podKind {
+		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{
+			Subresource:  SubresourceEviction,
+			ResponseKind: &metav1.GroupVersionKind{Group: evictionGVK.Group, Version: evictionGVK.Version, Kind: evictionGVK.Kind},
+			Verbs:        []string{VerbCreate},
+		})
 	}
 	if scalable(k) {
 		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{

@@ -179,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 	for _, k := range api.Kinds() {
 		s.resources[k.GVK.Group+"/"+k.GVK.Version+"/"+k.Resource] = k
 	}
+	s.subresources[subresourceKey{podKind, SubresourceEviction}] = s.serveEviction
 	m, err := newMetrics(cfg.Registry, cfg.Store, cfg.Version)
 	if err != nil {
 		return nil, err

@@ -499,3 +499,41 @@ func TestApplyFoldsAnImmutableSecretStoredWithStringData(t *testing.T) {
 		t.Fatalf("stored data %q, stringData %q", s.Data, s.StringData)
 	}
 }
+
+// A PodDisruptionBudget in a source applies before the workload it
+// guards, keeps the status the disruption controller writes, and is
+// pruned when the source drops it, as every kind is.
+func TestApplyPodDisruptionBudget(t *testing.T) {
+	f := newFixture(t)
+	budget := `apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels: {app: web}
+`
+	n := f.backend.count()
+	f.mustApply(decode(t, "r1", "all.yaml", docs(deployment("web", 2), budget)))
+	if got := f.backend.since(n); !slices.Equal(got, []string{"PodDisruptionBudget/default/web", "Deployment/default/web", "Source/fleet"}) {
+		t.Errorf("wrote %v", got)
+	}
+	b := f.get("PodDisruptionBudget", "default", "web").DeepCopyObject().(*api.PodDisruptionBudget)
+	b.Status = api.PodDisruptionBudgetStatus{ObservedGeneration: 1, DisruptionsAllowed: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2}
+	if _, err := f.store.Update(f.ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if res := f.mustApply(decode(t, "r1", "all.yaml", docs(deployment("web", 2), budget))); res.Counts != (Counts{Unchanged: 2}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if got := f.get("PodDisruptionBudget", "default", "web").(*api.PodDisruptionBudget); got.Status.DisruptionsAllowed != 1 {
+		t.Errorf("status lost: %+v", got.Status)
+	}
+	if res := f.mustApply(decode(t, "r2", "all.yaml", deployment("web", 2))); res.Counts != (Counts{Pruned: 1, Unchanged: 1}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	if f.exists("PodDisruptionBudget", "default", "web") {
+		t.Error("the budget was not pruned")
+	}
+}

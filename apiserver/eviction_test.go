@@ -1,12 +1,14 @@
 package apiserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -316,5 +318,19 @@ func TestEvictionDiscovery(t *testing.T) {
 	_, _, body = e.do(http.MethodGet, "/api", adminToken, "", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", nil)
 	if !contains(string(body), `"subresource":"eviction","responseKind":{"group":"policy","version":"v1","kind":"Eviction"},"verbs":["create"]`) {
 		t.Fatalf("aggregated discovery lacks pods/eviction: %s", body)
+	}
+}
+
+// kubectl's typed client sends the Eviction as protobuf, of the version
+// discovery names or the older one.
+func TestEvictionProtobuf(t *testing.T) {
+	e := newEvictionEnv(t)
+	zero := int64(0)
+	body := protobufBody(t, &policyv1beta1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "default"},
+		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: &zero}}, "policy/v1beta1", "Eviction")
+	code, _, out := e.do(http.MethodPost, "/api/v1/namespaces/default/pods/web-0/eviction", adminToken, "application/vnd.kubernetes.protobuf", "", bytes.NewReader(body))
+	succeeded(t, code, out)
+	if e.pod("web-0") != nil {
+		t.Fatal("web-0 is still there after an eviction with grace 0")
 	}
 }

@@ -334,3 +334,15 @@ func TestEvictionProtobuf(t *testing.T) {
 		t.Fatal("web-0 is still there after an eviction with grace 0")
 	}
 }
+
+// An eviction is timed in the request latencies, as the write it is, not
+// left out as a log stream is.
+func TestEvictionTimed(t *testing.T) {
+	e := newEvictionEnv(t)
+	code, _, out := e.evict(adminToken, "web-0", "")
+	succeeded(t, code, out)
+	_, _, body := e.do(http.MethodGet, "/metrics", "", "", "", nil)
+	if want := `berth_apiserver_request_duration_seconds_count{resource="pods/eviction",verb="create"} 1`; !strings.Contains(string(body), want) {
+		t.Fatalf("/metrics lacks %s:\n%s", want, body)
+	}
+}

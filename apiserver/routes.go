@@ -98,7 +98,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if req.subresource != "" {
 		rec.resource += "/" + req.subresource
 	}
-	if custom {
+	if custom && req.subresource != SubresourceEviction {
 		rec.long = true // log streams may last
 		s.serveCustomSubresource(w, r, req)
 		return
@@ -114,6 +114,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.limiter.release(who)
+	if custom {
+		// An eviction is a write like any other: timed, and counted
+		// against its caller's requests in flight.
+		s.serveCustomSubresource(w, r, req)
+		return
+	}
 	if req.subresource == "scale" {
 		s.serveScale(w, r, req)
 		return

@@ -50,9 +50,15 @@ func fuzzServer(t testing.TB) (*apiserver.Server, *store.Store) {
 
 // serveFuzz sends one request and checks the two rules.
 func serveFuzz(t *testing.T, srv *apiserver.Server, st *store.Store, method, path, ct string, body []byte) {
+	serveFuzzAs(t, srv, st, adminToken, method, path, ct, body)
+}
+
+// serveFuzzAs is serveFuzz with another identity's token, returning the
+// answer for the fuzz test's own checks.
+func serveFuzzAs(t *testing.T, srv *apiserver.Server, st *store.Store, token, method, path, ct string, body []byte) *httptest.ResponseRecorder {
 	before := st.Revision()
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", ct)
 	rec := httptest.NewRecorder()
 	srv.Handler().ServeHTTP(rec, req)
@@ -62,6 +68,7 @@ func serveFuzz(t *testing.T, srv *apiserver.Server, st *store.Store, method, pat
 	if rec.Code >= 400 && st.Revision() != before {
 		t.Fatalf("%s %s %q: %d, yet the store moved from %d to %d", method, path, body, rec.Code, before, st.Revision())
 	}
+	return rec
 }
 
 var fuzzPaths = []string{

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -162,13 +163,20 @@ func (b *PodDisruptionBudget) DisruptionAllowedUpToDate() bool {
 	return c.Status == metav1.ConditionFalse && c.Reason == InsufficientPodsReason
 }
 
-// DecodeEviction reads the JSON body of a pod's eviction strictly, as
-// every body is read: an unknown or repeated field, or a value of the
-// wrong type, is an error naming it. A body with neither apiVersion nor
+// DecodeEviction reads the body of a pod's eviction, JSON or YAML,
+// strictly, as every body is read: an unknown or repeated field, or a
+// value of the wrong type, is an error naming it. A body with neither apiVersion nor
 // kind is taken as a policy/v1 Eviction, as Kubernetes takes a body
 // whose type the path says; with them, they must say Eviction of
 // policy/v1 or policy/v1beta1, which read the same.
 func DecodeEviction(data []byte) (*Eviction, error) {
+	if !json.Valid(data) {
+		j, err := yamlToJSON(data, true)
+		if err != nil {
+			return nil, fmt.Errorf("the body is neither JSON nor YAML: %s", strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		data = j
+	}
 	var e Eviction
 	strict, err := sjson.UnmarshalStrict(data, &e, sjson.DisallowUnknownFields, sjson.DisallowDuplicateFields)
 	if err != nil {

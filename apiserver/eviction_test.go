@@ -346,3 +346,21 @@ func TestEvictionTimed(t *testing.T) {
 		t.Fatalf("/metrics lacks %s:\n%s", want, body)
 	}
 }
+
+// A YAML body is read as strictly as JSON.
+func TestEvictionYAML(t *testing.T) {
+	e := newEvictionEnv(t)
+	post := func(body string) (int, []byte) {
+		code, _, out := e.do(http.MethodPost, "/api/v1/namespaces/default/pods/web-0/eviction", adminToken, "application/yaml", "", strings.NewReader(body))
+		return code, out
+	}
+	code, out := post("apiVersion: policy/v1\nkind: Eviction\nmetadata: {name: web-0}\nmetadata: {name: web-1}\n")
+	if st := status(t, code, out, http.StatusBadRequest); !strings.Contains(st.Message, `"metadata"`) {
+		t.Fatalf("a repeated key: %q", st.Message)
+	}
+	code, out = post("apiVersion: policy/v1\nkind: Eviction\nmetadata: {name: web-0}\ndeleteOptions: {gracePeriodSeconds: 0}\n")
+	succeeded(t, code, out)
+	if e.pod("web-0") != nil {
+		t.Fatal("web-0 is still there")
+	}
+}

@@ -193,6 +193,8 @@ func New(cfg Config) (*Agent, error) {
 		MemoryCapacity: mem.Value(),
 		Reporter:       reporter{a},
 		Refs:           refs{a},
+		Server:         cfg.Server,
+		CAData:         cfg.CAData,
 		Events:         a.podEvents,
 		Clock:          cfg.Clock,
 		Logger:         a.log,

@@ -123,11 +123,16 @@ type envSource struct {
 	// path is the PATH a container whose pod sets none gets (podPath);
 	// "" is defaultPath.
 	path string
+	// apiServer is where the API server is, as KEY=VALUE (apiServerEnv):
+	// first in the environment, so that the container's own variables of
+	// the same names win and $(VAR) can name them, as in Kubernetes.
+	apiServer []string
 }
 
-// containerEnv is the whole environment of c's process as KEY=VALUE: envFrom
-// then env (later wins), with $(VAR) expanded against earlier variables,
-// plus BERTH_VOLUME_* and a PATH when the pod sets none. It also returns the
+// containerEnv is the whole environment of c's process as KEY=VALUE: the
+// API server's address, then envFrom, then env (later wins), with $(VAR)
+// expanded against earlier variables, plus BERTH_VOLUME_* and a PATH when
+// the pod sets none. It also returns the
 // variables for expanding the command line, the volumes' among them: with
 // no mountPath under the exec runtime, `--data=$(BERTH_VOLUME_DATA)` is how
 // an argument names a volume.
@@ -139,6 +144,9 @@ func containerEnv(ctx context.Context, src envSource, c *api.Container) ([]strin
 			order = append(order, k)
 		}
 		vars[k] = v
+	}
+	for _, kv := range src.apiServer {
+		set(splitEnv(kv))
 	}
 	ns := src.pod.Namespace
 	for _, from := range c.EnvFrom {

@@ -264,3 +264,71 @@ func TestPodPath(t *testing.T) {
 		t.Errorf("the container's environment has no PATH starting with the agent's bin: %v", starts)
 	}
 }
+
+func TestAPIServerEnv(t *testing.T) {
+	for _, tt := range []struct {
+		server string
+		want   []string
+	}{
+		{"", nil},
+		{"https://10.0.0.1:6443", []string{
+			"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=6443", "KUBERNETES_SERVICE_PORT_HTTPS=6443",
+			"KUBERNETES_PORT=tcp://10.0.0.1:6443", "KUBERNETES_PORT_6443_TCP=tcp://10.0.0.1:6443",
+			"KUBERNETES_PORT_6443_TCP_PROTO=tcp", "KUBERNETES_PORT_6443_TCP_PORT=6443", "KUBERNETES_PORT_6443_TCP_ADDR=10.0.0.1",
+		}},
+		{"https://[fd00::1]", []string{
+			"KUBERNETES_SERVICE_HOST=fd00::1", "KUBERNETES_SERVICE_PORT=443", "KUBERNETES_SERVICE_PORT_HTTPS=443",
+			"KUBERNETES_PORT=tcp://[fd00::1]:443", "KUBERNETES_PORT_443_TCP=tcp://[fd00::1]:443",
+			"KUBERNETES_PORT_443_TCP_PROTO=tcp", "KUBERNETES_PORT_443_TCP_PORT=443", "KUBERNETES_PORT_443_TCP_ADDR=fd00::1",
+		}},
+		{"https://cp.example:8443/", []string{
+			"KUBERNETES_SERVICE_HOST=cp.example", "KUBERNETES_SERVICE_PORT=8443", "KUBERNETES_SERVICE_PORT_HTTPS=8443",
+			"KUBERNETES_PORT=tcp://cp.example:8443", "KUBERNETES_PORT_8443_TCP=tcp://cp.example:8443",
+			"KUBERNETES_PORT_8443_TCP_PROTO=tcp", "KUBERNETES_PORT_8443_TCP_PORT=8443", "KUBERNETES_PORT_8443_TCP_ADDR=cp.example",
+		}},
+	} {
+		got, err := apiServerEnv(tt.server)
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("apiServerEnv(%q) = %q, %v; want %q", tt.server, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"https://", "://x", "/path"} {
+		if _, err := apiServerEnv(bad); err == nil {
+			t.Errorf("apiServerEnv(%q) accepted", bad)
+		}
+	}
+}
+
+// TestContainerEnvAPIServer: every container of an agent with a server
+// is told where it is, first, so that $(VAR) can name it and a
+// container's own variable of the same name wins, as in Kubernetes.
+func TestContainerEnvAPIServer(t *testing.T) {
+	apiServer, err := apiServerEnv("https://127.0.0.40:6443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &api.Container{Name: "c", Env: []api.EnvVar{
+		{Name: "API", Value: "https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"},
+		{Name: "KUBERNETES_SERVICE_PORT", Value: "443"},
+	}}
+	env, vars, err := containerEnv(context.Background(), envSource{pod: envPod(), apiServer: apiServer}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vars["API"] != "https://127.0.0.40:6443" {
+		t.Errorf("API = %q", vars["API"])
+	}
+	if vars["KUBERNETES_SERVICE_PORT"] != "443" || vars["KUBERNETES_SERVICE_PORT_HTTPS"] != "6443" || vars["KUBERNETES_PORT_6443_TCP_ADDR"] != "127.0.0.40" {
+		t.Errorf("env %q", env)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return !strings.HasPrefix(kv, "KUBERNETES_SERVICE_PORT=") })); n != 1 {
+		t.Errorf("KUBERNETES_SERVICE_PORT %d times in %q", n, env)
+	}
+	// No server (standalone): no variables.
+	_, vars, _ = containerEnv(context.Background(), envSource{pod: envPod()}, &api.Container{Name: "c"})
+	for k := range vars {
+		if strings.HasPrefix(k, "KUBERNETES_") {
+			t.Errorf("standalone: %s is set", k)
+		}
+	}
+}

@@ -37,6 +37,14 @@ type PodManagerOptions struct {
 	// where references fail with a clear message in the container's
 	// waiting state.
 	Refs RefResolver
+	// Server is the API server's URL as the agent reaches it, "" for a
+	// standalone agent: pods find the server at its host and port
+	// (KUBERNETES_SERVICE_HOST and _PORT).
+	Server string
+	// CAData is the PEM of the CAs the agent trusts for the server, written
+	// beside each pod's service-account token as ca.crt; none when the
+	// agent trusts the system's CAs or none at all.
+	CAData []byte
 	// Events receives the workers' pod events (Started, Killing, BackOff,
 	// Unhealthy, Failed); nil records none.
 	Events PodEvents
@@ -80,6 +88,9 @@ type PodManager struct {
 
 	// path is the PATH of a container whose pod sets none (podPath).
 	path string
+	// apiServer is the API server's address for the containers
+	// (apiServerEnv).
+	apiServer []string
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Run; nil before
@@ -104,11 +115,15 @@ func NewPodManager(o PodManagerOptions) (*PodManager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	apiServer, err := apiServerEnv(o.Server)
+	if err != nil {
+		return nil, fmt.Errorf("pod manager: %w", err)
+	}
 	path, err := podPath(o.DataDir)
 	if err != nil {
 		o.Logger.Warn("pods' PATH: no link to this agent's berth; a pod's shell may run another berth found first", "err", err)
 	}
-	return &PodManager{o: o, path: path, workers: map[types.UID]*podWorker{}}, nil
+	return &PodManager{o: o, path: path, apiServer: apiServer, workers: map[types.UID]*podWorker{}}, nil
 }
 
 // Run adopts what the runtime already runs (runs of a pod later Sync'd

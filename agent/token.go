@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,10 +35,17 @@ func serviceAccountDir(dataDir, uid string) string {
 	return filepath.Join(podDir(dataDir, uid), "serviceaccount")
 }
 
+// Files of the service-account directory, the names of the kubelet's.
+const (
+	serviceAccountTokenName     = "token"
+	serviceAccountNamespaceName = "namespace"
+	serviceAccountCAName        = "ca.crt"
+)
+
 // serviceAccountTokenFile is the token file of a pod, or "" when the pod
 // has none yet.
 func serviceAccountTokenFile(dataDir string, pod *api.Pod) string {
-	p := filepath.Join(serviceAccountDir(dataDir, string(pod.UID)), "token")
+	p := filepath.Join(serviceAccountDir(dataDir, string(pod.UID)), serviceAccountTokenName)
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}
@@ -45,11 +54,13 @@ func serviceAccountTokenFile(dataDir string, pod *api.Pod) string {
 
 // setUpServiceAccountToken writes the pod's token when it has none, or
 // when the one it has has lived 80% of its life, as the kubelet rotates
-// projected tokens. Static pods and standalone agents have no tokens, nor
-// has a pod whose automountServiceAccountToken, or else its service
-// account's, says false: what was written for it before is removed (for
-// the account's, when the token is next due).
-func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod, now time.Time) error {
+// projected tokens; beside it the pod's namespace and caData (the CAs
+// the agent trusts for the server) as ca.crt, kept as they are. Static
+// pods and standalone agents have no tokens, nor has a pod whose
+// automountServiceAccountToken, or else its service account's, says
+// false: what was written for it before is removed (for the account's,
+// when the token is next due).
+func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResolver, caData []byte, pod *api.Pod, now time.Time) error {
 	ti, ok := refs.(TokenIssuer)
 	if !ok || pod.Spec.ServiceAccountName == "" || isStatic(pod) {
 		return nil
@@ -58,35 +69,64 @@ func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResol
 	if a := pod.Spec.AutomountServiceAccountToken; a != nil && !*a {
 		return os.RemoveAll(dir)
 	}
-	path := filepath.Join(dir, "token")
-	if old, err := os.ReadFile(path); err == nil {
-		if iat, exp, err := tokenLifetime(string(old)); err == nil && now.Before(iat.Add(exp.Sub(iat)*8/10)) {
-			return nil
+	path := filepath.Join(dir, serviceAccountTokenName)
+	var tok string
+	if !tokenFresh(path, now) {
+		// The account is read only when a token is due, not at every
+		// refresh: an account that stops mounting tokens takes the pod's
+		// away at its next rotation.
+		if pod.Spec.AutomountServiceAccountToken == nil {
+			sa, err := ti.ServiceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
+			if err != nil {
+				return fmt.Errorf("service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
+			}
+			if a := sa.AutomountServiceAccountToken; a != nil && !*a {
+				return os.RemoveAll(dir)
+			}
 		}
-	}
-	// The account is read only when a token is due, not at every refresh:
-	// an account that stops mounting tokens takes the pod's away at its
-	// next rotation.
-	if pod.Spec.AutomountServiceAccountToken == nil {
-		sa, err := ti.ServiceAccount(ctx, pod.Namespace, pod.Spec.ServiceAccountName)
-		if err != nil {
-			return fmt.Errorf("service account %s/%s: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
+		var err error
+		if tok, err = ti.ServiceAccountToken(ctx, pod); err != nil {
+			return fmt.Errorf("service account %s/%s token: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
 		}
-		if a := sa.AutomountServiceAccountToken; a != nil && !*a {
-			return os.RemoveAll(dir)
-		}
-	}
-	tok, err := ti.ServiceAccountToken(ctx, pod)
-	if err != nil {
-		return fmt.Errorf("service account %s/%s token: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "namespace"), []byte(pod.Namespace), 0o644); err != nil {
+	if err := writeFileIfChanged(filepath.Join(dir, serviceAccountNamespaceName), []byte(pod.Namespace), 0o644); err != nil {
 		return err
 	}
+	// The CA is public: 0644, as the kubelet projects it.
+	ca := filepath.Join(dir, serviceAccountCAName)
+	if len(caData) == 0 {
+		if err := os.Remove(ca); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	} else if err := writeFileIfChanged(ca, caData, 0o644); err != nil {
+		return err
+	}
+	if tok == "" {
+		return nil
+	}
 	return writeFileAtomic(path, []byte(tok), 0o600)
+}
+
+// tokenFresh reports whether the token at path has lived less than 80% of
+// its life at now.
+func tokenFresh(path string, now time.Time) bool {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	iat, exp, err := tokenLifetime(string(old))
+	return err == nil && now.Before(iat.Add(exp.Sub(iat)*8/10))
+}
+
+// writeFileIfChanged writes path atomically unless it already holds b.
+func writeFileIfChanged(path string, b []byte, mode fs.FileMode) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	return writeFileAtomic(path, b, mode)
 }
 
 // tokenLifetime reads the iat and exp claims of a JWT without verifying

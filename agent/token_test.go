@@ -53,7 +53,7 @@ func TestServiceAccountTokenRotation(t *testing.T) {
 	if got := serviceAccountTokenFile(dir, pod); got != "" {
 		t.Fatalf("token file before any token: %q", got)
 	}
-	if err := setUpServiceAccountToken(ctx, dir, refs, pod, now); err != nil {
+	if err := setUpServiceAccountToken(ctx, dir, refs, nil, pod, now); err != nil {
 		t.Fatal(err)
 	}
 	file := serviceAccountTokenFile(dir, pod)
@@ -72,7 +72,7 @@ func TestServiceAccountTokenRotation(t *testing.T) {
 		issued int
 	}{{time.Minute, 1}, {47 * time.Minute, 1}, {49 * time.Minute, 2}, {60 * time.Minute, 2}, {98 * time.Minute, 3}} {
 		at = now.Add(tc.after)
-		if err := setUpServiceAccountToken(ctx, dir, refs, pod, at); err != nil {
+		if err := setUpServiceAccountToken(ctx, dir, refs, nil, pod, at); err != nil {
 			t.Fatal(err)
 		}
 		if refs.issued != tc.issued {
@@ -82,10 +82,10 @@ func TestServiceAccountTokenRotation(t *testing.T) {
 	// A resolver that issues no tokens (standalone), or a static pod: none.
 	other := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s", UID: "u2", Annotations: map[string]string{AnnotationConfigSource: ConfigSourceFile}}}
 	other.Spec.ServiceAccountName = "default"
-	if err := setUpServiceAccountToken(ctx, dir, refs, other, now); err != nil || serviceAccountTokenFile(dir, other) != "" {
+	if err := setUpServiceAccountToken(ctx, dir, refs, nil, other, now); err != nil || serviceAccountTokenFile(dir, other) != "" {
 		t.Errorf("static pod got a token: %v", err)
 	}
-	if err := setUpServiceAccountToken(ctx, dir, testRefs(), pod, now.Add(24*time.Hour)); err != nil {
+	if err := setUpServiceAccountToken(ctx, dir, testRefs(), nil, pod, now.Add(24*time.Hour)); err != nil {
 		t.Errorf("resolver without tokens: %v", err)
 	}
 }
@@ -113,7 +113,7 @@ func TestServiceAccountTokenAutomount(t *testing.T) {
 	} {
 		pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: types.UID(fmt.Sprint("u", i))}}
 		pod.Spec.ServiceAccountName, pod.Spec.AutomountServiceAccountToken = tc.account, tc.pod
-		if err := setUpServiceAccountToken(ctx, dir, refs, pod, now); err != nil {
+		if err := setUpServiceAccountToken(ctx, dir, refs, nil, pod, now); err != nil {
 			t.Fatal(err)
 		}
 		if got := serviceAccountTokenFile(dir, pod) != ""; got != tc.token {
@@ -123,7 +123,7 @@ func TestServiceAccountTokenAutomount(t *testing.T) {
 	// A pod that had a token and is then told not to mount one loses it.
 	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "u0"}}
 	pod.Spec.ServiceAccountName, pod.Spec.AutomountServiceAccountToken = "default", &no
-	if err := setUpServiceAccountToken(ctx, dir, refs, pod, now); err != nil || serviceAccountTokenFile(dir, pod) != "" {
+	if err := setUpServiceAccountToken(ctx, dir, refs, nil, pod, now); err != nil || serviceAccountTokenFile(dir, pod) != "" {
 		t.Errorf("the token is still there: %v", err)
 	}
 }
@@ -148,5 +148,38 @@ func TestTokenFileInEnv(t *testing.T) {
 	}
 	if _, vars, _ := containerEnv(context.Background(), envSource{pod: pod}, c); vars[EnvServiceAccountTokenFile] != "" {
 		t.Errorf("token file without a token: %v", vars)
+	}
+}
+
+// TestServiceAccountCA: the CAs the agent trusts for the server are
+// written beside the token as ca.crt, follow a change of them even while
+// the token is fresh, and are removed when the agent trusts none of its
+// own (system CAs, or none at all).
+func TestServiceAccountCA(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return now }}
+	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"}}
+	pod.Spec.ServiceAccountName = "default"
+	ctx := context.Background()
+	ca := filepath.Join(serviceAccountDir(dir, "u1"), "ca.crt")
+	for i, want := range []string{"-----BEGIN CERTIFICATE-----\none\n", "-----BEGIN CERTIFICATE-----\ntwo\n", ""} {
+		if err := setUpServiceAccountToken(ctx, dir, refs, []byte(want), pod, now.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(ca)
+		switch {
+		case want == "" && !os.IsNotExist(err):
+			t.Errorf("no CA: ca.crt is there (%q, %v)", got, err)
+		case want != "" && string(got) != want:
+			t.Errorf("ca.crt = %q, %v; want %q", got, err, want)
+		case want != "":
+			if fi, err := os.Stat(ca); err != nil || fi.Mode().Perm() != 0o644 {
+				t.Errorf("ca.crt mode: %v %v", fi, err)
+			}
+		}
+	}
+	if refs.issued != 1 {
+		t.Errorf("%d tokens issued: the CA's change must not renew the token", refs.issued)
 	}
 }

@@ -384,7 +384,7 @@ func (w *podWorker) ensureVolumes(ctx context.Context, pod *api.Pod) time.Time {
 	}
 	paths, err := setUpVolumes(ctx, w.m.o.DataDir, w.m.o.Refs, pod)
 	if err == nil {
-		err = setUpServiceAccountToken(ctx, w.m.o.DataDir, w.m.o.Refs, pod, now)
+		err = setUpServiceAccountToken(ctx, w.m.o.DataDir, w.m.o.Refs, w.m.o.CAData, pod, now)
 	}
 	if err != nil {
 		if w.volumes != nil {
@@ -506,7 +506,7 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 
 // resolve turns c into what the runtime starts.
 func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container, attempt int) (*runtime.Container, error) {
-	env, vars, err := containerEnv(ctx, envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod), path: w.m.path}, c)
+	env, vars, err := containerEnv(ctx, envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod), path: w.m.path, apiServer: w.m.apiServer}, c)
 	if err != nil {
 		return nil, err
 	}

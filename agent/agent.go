@@ -157,8 +157,14 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+	// Search only, for others: see access.go.
+	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "pods"), localPathRoot(cfg.DataDir)} {
+		if err := ensureDir(d, dataDirMode); err != nil {
+			return nil, fmt.Errorf("data dir: %w", err)
+		}
+	}
+	if d := unsearchableAncestor(cfg.DataDir); d != "" {
+		cfg.Logger.Warn("containers that run as another user (runAsUser) cannot reach their volumes and token: other users may not pass through "+d, "data-dir", cfg.DataDir)
 	}
 	nodeID, err := loadNodeID(cfg.DataDir)
 	if err != nil {

@@ -104,10 +104,13 @@ func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResol
 	} else if err := writeFileIfChanged(ca, caData, 0o644); err != nil {
 		return err
 	}
+	owner, mode := tokenAccess(pod)
 	if tok == "" {
-		return nil
+		// Kept: its owner and mode are set again, for a token an
+		// older agent wrote.
+		return errors.Join(os.Chmod(path, mode), setOwner(path, owner))
 	}
-	return writeFileAtomic(path, []byte(tok), 0o600)
+	return writeFileAtomicAs(path, []byte(tok), mode, owner)
 }
 
 // tokenFresh reports whether the token at path has lived less than 80% of

@@ -47,7 +47,7 @@ func claimDir(pv *api.PersistentVolume, node string) (string, error) {
 		if err := safeVolumeDir(dir); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
-		if err := os.MkdirAll(dir, 0o777); err != nil {
+		if err := makeSharedDir(dir); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
 	}

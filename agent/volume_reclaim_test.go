@@ -38,8 +38,20 @@ func TestClaimDir(t *testing.T) {
 	if err != nil || got != dir {
 		t.Fatalf("claimDir = %q, %v", got, err)
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		t.Fatalf("directory not made: %v", err)
+	// Writable by any user a pod runs as, whatever the umask, as
+	// Kubernetes' local-path provisioners make it; a mode its users set
+	// later is theirs to keep.
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o777 {
+		t.Fatalf("directory not made 0777: %v %v", fi, err)
+	}
+	if err := os.Chmod(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claimDir(localVolume("pvc-1", "n1", dir, true), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o750 {
+		t.Fatalf("the user's mode was not kept: %v %v", fi, err)
 	}
 	// Never another node's.
 	other := filepath.Join(root, "pvc-2")

@@ -32,6 +32,9 @@ func podVolumeDir(dataDir, uid, name string) string {
 // host path by volume name. It is idempotent: a worker calls it on each
 // sync, so ConfigMap and Secret contents follow their objects.
 func setUpVolumes(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod) (map[string]string, error) {
+	if err := ensurePodDir(dataDir, pod); err != nil {
+		return nil, err
+	}
 	paths := make(map[string]string, len(pod.Spec.Volumes))
 	for _, v := range pod.Spec.Volumes {
 		p, err := setUpVolume(ctx, dataDir, refs, pod, v)
@@ -47,7 +50,7 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 	own := podVolumeDir(dataDir, string(pod.UID), v.Name)
 	switch {
 	case v.EmptyDir != nil:
-		if err := os.MkdirAll(own, 0o777); err != nil {
+		if err := makeSharedDir(own); err != nil {
 			return "", err
 		}
 		if v.EmptyDir.Medium == api.StorageMediumMemory {
@@ -230,13 +233,20 @@ func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultM
 
 // writeFileAtomic replaces path so a reader never sees half a file.
 func writeFileAtomic(path string, b []byte, mode fs.FileMode) error {
+	return writeFileAtomicAs(path, b, mode, -1)
+}
+
+// writeFileAtomicAs is writeFileAtomic of a file owner has (-1: the
+// agent), given to owner before it takes path's place: a reader who may
+// read the old file may read the new one at every moment.
+func writeFileAtomicAs(path string, b []byte, mode fs.FileMode, owner int) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(b)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode)); err != nil {
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode), setOwner(tmp.Name(), owner)); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}

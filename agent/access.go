@@ -1,0 +1,183 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// How a pod's containers reach its files when they run as other users
+// (securityContext.runAsUser) than the agent. The kubelet keeps a pod's
+// files apart with mount namespaces; under the exec runtime every process
+// sees the host's filesystem, so file modes must do that work:
+//
+//   - The data dir, its pods/ and volumes/ are dataDirMode (0711): anyone
+//     may pass through to a path below, no one but the agent may list
+//     them, so pod UIDs and volume names are not handed out.
+//   - A pod's own directory, pods/<uid>, is the gate: only the agent may
+//     enter it (0700), and a POSIX ACL lets each other user the pod's
+//     containers run as pass through it, no one else. Below it the files
+//     keep Kubernetes' modes (Secret keys 0644, an emptyDir 0777, the
+//     token 0644 when the containers run as different users), which so
+//     expose them to the pod's own users, as inside a Kubernetes pod, and
+//     to no other pod or host user.
+//   - The token is the kubelet's projected token: when every container
+//     runs as one runAsUser it is that user's, mode 0600; else 0644
+//     (defaultMode 420) behind the gate.
+//   - An emptyDir is 0777, as the kubelet makes it, so that any of the
+//     pod's users may write in it; a local-path volume's directory too, as
+//     Kubernetes' local-path provisioners make it: a claim outlives its
+//     pods, and the next one may run as another user. Host paths keep the
+//     modes their owner gave them.
+
+// dataDirMode is the mode of the directories between the root and a
+// pod's gate, and of the local-path root: search only, for others.
+const dataDirMode fs.FileMode = 0o711
+
+// podDirMode is the mode of a pod's own directory: the agent's alone but
+// for the ACL that lets the pod's users through.
+const podDirMode fs.FileMode = 0o700
+
+// sharedDirMode is the mode of a new emptyDir or local-path volume.
+const sharedDirMode fs.FileMode = 0o777
+
+// ensureDir makes dir with mode, whatever the umask, and sets mode on
+// one already there: these modes are what keeps pods apart.
+func ensureDir(dir string, mode fs.FileMode) error {
+	if err := os.MkdirAll(dir, mode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode)
+}
+
+// makeSharedDir makes a volume directory all of a pod's users may write
+// in. Only a directory it makes gets sharedDirMode: one there already
+// keeps what its users may since have set.
+func makeSharedDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(dir, sharedDirMode); err != nil {
+		return err
+	}
+	return os.Chmod(dir, sharedDirMode)
+}
+
+// runAsUser is the user a container runs as, nil for the agent's own.
+func runAsUser(c *api.Container) *int64 {
+	if c.SecurityContext == nil {
+		return nil
+	}
+	return c.SecurityContext.RunAsUser
+}
+
+// podUsers are the users, other than self (the agent's), that pod's
+// containers run as, sorted: those the pod's gate lets through.
+func podUsers(pod *api.Pod, self int) []int {
+	var users []int
+	for _, c := range allContainers(pod) {
+		if u := runAsUser(c); u != nil && int(*u) != self && !slices.Contains(users, int(*u)) {
+			users = append(users, int(*u))
+		}
+	}
+	slices.Sort(users)
+	return users
+}
+
+// fsUser is the user every container of pod (init ones too) runs as, nil
+// when one sets none or two differ: Kubernetes' FsUserFrom, which makes
+// the projected token that user's.
+func fsUser(pod *api.Pod) *int64 {
+	var user *int64
+	for _, c := range allContainers(pod) {
+		u := runAsUser(c)
+		if u == nil || (user != nil && *user != *u) {
+			return nil
+		}
+		user = u
+	}
+	return user
+}
+
+// allContainers is the pod's init containers then its containers.
+func allContainers(pod *api.Pod) []*api.Container {
+	out := make([]*api.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
+
+// ensurePodDir makes the pod's gate (see above): pods/<uid>, the agent's
+// alone, which the other users of the pod's containers may pass through,
+// and its volumes/ below, which only the agent may write in (a pod's user
+// who could would swap a volume the agent writes for a link elsewhere).
+func ensurePodDir(dataDir string, pod *api.Pod) error {
+	dir := podDir(dataDir, string(pod.UID))
+	if err := os.MkdirAll(dir, podDirMode); err != nil {
+		return err
+	}
+	if err := ensureDir(filepath.Join(dir, "volumes"), 0o755); err != nil {
+		return err
+	}
+	users := podUsers(pod, os.Getuid())
+	if len(users) == 0 {
+		return os.Chmod(dir, podDirMode)
+	}
+	// The ACL sets the whole mode (owner rwx, group and others none): no
+	// chmod first, which would shut the pod's users out for a moment.
+	if err := setSearchACL(dir, users); err != nil {
+		return configErrorf("containers of pod %s/%s run as users %v, whom the agent cannot let reach the pod's files: %v", pod.Namespace, pod.Name, users, err)
+	}
+	return nil
+}
+
+// tokenAccess is the owner (-1: the agent) and mode of a pod's token, as
+// the kubelet projects it: the user all its containers run as, 0600;
+// else 0644, its defaultMode 420, which the pod's gate keeps to the pod's
+// own users. A pod that runs as the agent alone needs no more than 0600.
+func tokenAccess(pod *api.Pod) (owner int, mode fs.FileMode) {
+	if u := fsUser(pod); u != nil {
+		return int(*u), 0o600
+	}
+	if len(podUsers(pod, os.Getuid())) == 0 {
+		return -1, 0o600
+	}
+	return -1, 0o644
+}
+
+// setOwner gives path to owner, unless owner is -1 (the agent keeps it).
+func setOwner(path string, owner int) error {
+	if owner < 0 {
+		return nil
+	}
+	if err := os.Lchown(path, owner, -1); err != nil {
+		return fmt.Errorf("give %s to user %d: %w", path, owner, err)
+	}
+	return nil
+}
+
+// unsearchableAncestor is the first directory above dir (dir itself not
+// included) that other users may not pass through, "" for none: below
+// it, pods that run as another user cannot reach their files.
+func unsearchableAncestor(dir string) string {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return d
+		}
+		if d == filepath.Dir(d) || !strings.HasPrefix(d, string(filepath.Separator)) {
+			return ""
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 // files apart with mount namespaces; under the exec runtime every process
 // sees the host's filesystem, so file modes must do that work:
 //
-//   - The data dir, its pods/ and volumes/ are dataDirMode (0711): anyone
+//   - The data dir, its pods/ and volumes/ are DataDirMode (0711): anyone
 //     may pass through to a path below, no one but the agent may list
 //     them, so pod UIDs and volume names are not handed out.
 //   - A pod's own directory, pods/<uid>, is the gate: only the agent may
@@ -36,9 +36,11 @@ import (
 //     pods, and the next one may run as another user. Host paths keep the
 //     modes their owner gave them.
 
-// dataDirMode is the mode of the directories between the root and a
-// pod's gate, and of the local-path root: search only, for others.
-const dataDirMode fs.FileMode = 0o711
+// DataDirMode is the mode of the directories between the root and a
+// pod's gate, and of the local-path root: search only, for others. A
+// directory above the agent's data dir needs it too (the server's, for
+// the agent it runs).
+const DataDirMode fs.FileMode = 0o711
 
 // podDirMode is the mode of a pod's own directory: the agent's alone but
 // for the ACL that lets the pod's users through.

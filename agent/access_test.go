@@ -111,7 +111,7 @@ func TestPodFilesOfAnotherUser(t *testing.T) {
 	needRoot(t)
 	dataDir := searchableDataDir(t)
 	for _, d := range []string{dataDir, filepath.Join(dataDir, "pods")} {
-		if err := ensureDir(d, dataDirMode); err != nil {
+		if err := ensureDir(d, DataDirMode); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -159,7 +159,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	// Search only, for others: see access.go.
 	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "pods"), localPathRoot(cfg.DataDir)} {
-		if err := ensureDir(d, dataDirMode); err != nil {
+		if err := ensureDir(d, DataDirMode); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
 	}

@@ -74,7 +74,9 @@ type PodSpec struct {
 	Tolerations []Toleration `json:"tolerations,omitempty"`
 	// ServiceAccountName is the service account the pod runs as, "default"
 	// when empty. The agent writes a token of it, bound to the pod, to the
-	// file named by BERTH_SERVICEACCOUNT_TOKEN_FILE in each container.
+	// file named by BERTH_SERVICEACCOUNT_TOKEN_FILE in each container, and
+	// beside it, as the kubelet's projected volume holds them, the pod's
+	// namespace and ca.crt, the CA the agent trusts for the API server.
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 	// AutomountServiceAccountToken false gives the pod's containers no
 	// token of its service account (no BERTH_SERVICEACCOUNT_TOKEN_FILE);
@@ -93,8 +95,12 @@ type PodSpec struct {
 	// Accepted for compatibility with Kubernetes manifests and ignored.
 	DNSPolicy string `json:"dnsPolicy,omitempty"`
 	// EnableServiceLinks is accepted for compatibility with Kubernetes
-	// manifests and ignored: berth puts no service variables in the
-	// environment.
+	// manifests and ignored: berth puts no variables of the namespace's
+	// services in the environment. Whatever it says, every container of a
+	// node joined to a server is told where the API server is, as the
+	// kubelet tells it: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT
+	// and the other KUBERNETES_* variables of the kubernetes service name
+	// the host and port of the agent's --server URL.
 	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
 	// SchedulerName may only be "default-scheduler".
 	SchedulerName string `json:"schedulerName,omitempty"`
@@ -443,7 +449,10 @@ type LifecycleHandler struct {
 // SecurityContext sets the identity a container runs as.
 type SecurityContext struct {
 	// RunAsUser is the user ID the process runs as, the agent's own when
-	// unset; setting it needs an agent that may change user.
+	// unset; setting it needs an agent that may change user. The pod's
+	// files (its volumes and token) are reachable by the users its
+	// containers run as and by no other; the token is that user's, mode
+	// 0600, when every container runs as one.
 	RunAsUser *int64 `json:"runAsUser,omitempty"`
 	// RunAsGroup is the group ID the process runs as, the agent's own when
 	// unset; with either set, the process keeps no supplementary groups.
@@ -579,7 +588,8 @@ type Volume struct {
 // VolumeSource is where a pod volume's contents come from.
 type VolumeSource struct {
 	// EmptyDir is a directory made for the pod on its node and removed with
-	// it.
+	// it, mode 0777 as in Kubernetes, so that containers that run as other
+	// users may write in it.
 	EmptyDir *EmptyDirVolumeSource `json:"emptyDir,omitempty"`
 	// HostPath is a path on the node, given to the process as it is.
 	HostPath *HostPathVolumeSource `json:"hostPath,omitempty"`

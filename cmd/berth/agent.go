@@ -117,6 +117,21 @@ agent with another data dir is refused that Node (two machines given one
 Static pods from --manifest-dir or --manifest-url run even with no server:
 with no --server the agent runs them alone (standalone mode).
 
+Pods find the API server as in Kubernetes: KUBERNETES_SERVICE_HOST and
+KUBERNETES_SERVICE_PORT (and the other KUBERNETES_* variables) name the
+host and port of --server, and the service-account token in
+$BERTH_SERVICEACCOUNT_TOKEN_FILE has the CA of --ca-file beside it as
+ca.crt, so in-cluster clients work. Static pods have no token, and the
+pods of a standalone agent neither.
+
+Containers may run as other users (securityContext.runAsUser, with an
+agent running as root). The data dir is made mode 0711, so that they may
+pass through it but not list it; each pod's own directory lets only its
+containers' users through (a POSIX ACL, which the data dir's filesystem
+must support), where emptyDirs are 0777 and the token is the user's own
+when all its containers run as one user. Directories above the data dir
+must let other users pass through too.
+
 Like the server, the agent runs Go's garbage collector at GOGC=50 unless
 GOGC is set in the environment.`,
 		Example: `  # join a server

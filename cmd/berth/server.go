@@ -62,6 +62,11 @@ an admin token, a node join token (node-token), a service-account signing
 key and admin.kubeconfig, which berth and kubectl read. A restart reuses
 them.
 
+Unless --agent=false it also runs an agent for this machine, whose pods
+live under <data-dir>/agent; the data dir is then made mode 0711, so that
+pods that run as other users (runAsUser) may pass through it to their
+files. Passing through is all it allows: the server's files are private.
+
 The state lives in memory, so the server runs Go's garbage collector at
 GOGC=50 (the heap stays within about 1.5 times the state) unless GOGC is
 set in the environment; GOMEMLIMIT sets a soft cap.`,
@@ -173,6 +178,12 @@ func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions, 
 	cfg.CAData = creds.CAPEM
 	cfg.DataDir = filepath.Join(o.dataDir, "agent")
 	cfg.Logger = g.logger.With("component", "agent")
+	// The agent's pods that run as another user (runAsUser) pass through
+	// the server's data dir to their files. Passing through is all it
+	// allows: what the server keeps there is 0600, its tls/ 0700.
+	if err := os.Chmod(o.dataDir, agent.DataDirMode); err != nil {
+		return nil, failed(fmt.Errorf("agent: data dir: %w", err))
+	}
 	a, err := agent.New(cfg)
 	if err != nil {
 		return nil, failed(fmt.Errorf("agent: %w (--agent=false runs the control plane alone)", err))

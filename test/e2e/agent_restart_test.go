@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -170,6 +171,21 @@ func TestServerEmbeddedAgent(t *testing.T) {
 		"--agent-listen", fmt.Sprintf("%s:%d", ip, freePort(t, ip)))
 	waitNodeReady(t, s, "solo", "True")
 
+	// Other users may pass through the server's data dir to the pods of
+	// its agent that run as them, and read nothing the server keeps.
+	if st, err := os.Stat(dataDir); err != nil || st.Mode().Perm() != 0o711 {
+		t.Errorf("data dir with an agent: %v %v, want mode 0711", st, err)
+	}
+	entries, err := os.ReadDir(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && e.Name() != "agent" && fi.Mode().Perm()&0o007 != 0 {
+			t.Errorf("%s is open to others: %v", e.Name(), fi.Mode())
+		}
+	}
+
 	port := freePort(t, ip)
 	s.applyText(t, echoDeployment("embedded", 1, port, "hello from the embedded agent"))
 	var name string
@@ -215,16 +231,7 @@ func TestServerEmbeddedAgent(t *testing.T) {
 	// kubectl run puts the command after -- in args; with no image
 	// entrypoint under the exec runtime, the args alone run.
 	s.kubectl(t, "run", "once", "--image=busybox", "--restart=Never", "--", "/bin/echo", "run by kubectl")
-	waitFor(t, 30*time.Second, "the kubectl run pod Succeeded", func() error {
-		pod, err := s.getJSON(t, "pod", "once")
-		if err != nil {
-			return err
-		}
-		if phase := field(pod, "status.phase"); phase != "Succeeded" {
-			return fmt.Errorf("phase %v", phase)
-		}
-		return nil
-	})
+	waitPodSucceeded(t, s, "once")
 	if out := s.kubectl(t, "logs", "once"); out != "run by kubectl\n" {
 		t.Errorf("kubectl logs once: %q", out)
 	}

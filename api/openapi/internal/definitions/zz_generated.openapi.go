@@ -4299,7 +4299,7 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 					},
 					"serviceAccountName": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ServiceAccountName is the service account the pod runs as, \"default\" when empty. The agent writes a token of it, bound to the pod, to the file named by BERTH_SERVICEACCOUNT_TOKEN_FILE in each container.",
+							Description: "ServiceAccountName is the service account the pod runs as, \"default\" when empty. The agent writes a token of it, bound to the pod, to the file named by BERTH_SERVICEACCOUNT_TOKEN_FILE in each container, and beside it, as the kubelet's projected volume holds them, the pod's namespace and ca.crt, the CA the agent trusts for the API server.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -4334,7 +4334,7 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 					},
 					"enableServiceLinks": {
 						SchemaProps: spec.SchemaProps{
-							Description: "EnableServiceLinks is accepted for compatibility with Kubernetes manifests and ignored: berth puts no service variables in the environment.",
+							Description: "EnableServiceLinks is accepted for compatibility with Kubernetes manifests and ignored: berth puts no variables of the namespace's services in the environment. Whatever it says, every container of a node joined to a server is told where the API server is, as the kubelet tells it: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and the other KUBERNETES_* variables of the kubernetes service name the host and port of the agent's --server URL.",
 							Type:        []string{"boolean"},
 							Format:      "",
 						},
@@ -5468,7 +5468,7 @@ func schema_githubcom_berth_dev_berth_api_SecurityContext(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"runAsUser": {
 						SchemaProps: spec.SchemaProps{
-							Description: "RunAsUser is the user ID the process runs as, the agent's own when unset; setting it needs an agent that may change user.",
+							Description: "RunAsUser is the user ID the process runs as, the agent's own when unset; setting it needs an agent that may change user. The pod's files (its volumes and token) are reachable by the users its containers run as and by no other; the token is that user's, mode 0600, when every container runs as one.",
 							Type:        []string{"integer"},
 							Format:      "int64",
 						},
@@ -6327,7 +6327,7 @@ func schema_githubcom_berth_dev_berth_api_Volume(ref common.ReferenceCallback) c
 					},
 					"emptyDir": {
 						SchemaProps: spec.SchemaProps{
-							Description: "EmptyDir is a directory made for the pod on its node and removed with it.",
+							Description: "EmptyDir is a directory made for the pod on its node and removed with it, mode 0777 as in Kubernetes, so that containers that run as other users may write in it.",
 							Ref:         ref("github.com/berth-dev/berth/api.EmptyDirVolumeSource"),
 						},
 					},
@@ -6481,7 +6481,7 @@ func schema_githubcom_berth_dev_berth_api_VolumeSource(ref common.ReferenceCallb
 				Properties: map[string]spec.Schema{
 					"emptyDir": {
 						SchemaProps: spec.SchemaProps{
-							Description: "EmptyDir is a directory made for the pod on its node and removed with it.",
+							Description: "EmptyDir is a directory made for the pod on its node and removed with it, mode 0777 as in Kubernetes, so that containers that run as other users may write in it.",
 							Ref:         ref("github.com/berth-dev/berth/api.EmptyDirVolumeSource"),
 						},
 					},

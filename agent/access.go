@@ -170,6 +170,35 @@ func setOwner(path string, owner int) error {
 	return nil
 }
 
+// closePodDirs shuts every pod directory under pods that others may enter
+// (one an older agent made 0755, when the data dir above it was 0700):
+// until its worker sets the pod's gate up again, no one but the agent
+// enters it. A gate with an ACL gives others nothing and is left alone.
+func closePodDirs(pods string) error {
+	entries, err := os.ReadDir(pods)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // a first start
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		if fi.Mode().Perm()&0o007 != 0 {
+			if err := os.Chmod(filepath.Join(pods, e.Name()), podDirMode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // unsearchableAncestor is the first directory above dir (dir itself not
 // included) that other users may not pass through, "" for none: below
 // it, pods that run as another user cannot reach their files.

@@ -215,6 +215,16 @@ func TestNewDataDirModes(t *testing.T) {
 	if err := os.Chmod(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// A pod's directory an older agent left open is shut; a gate is kept.
+	open, gate := filepath.Join(dataDir, "pods", "u-open"), filepath.Join(dataDir, "pods", "u-gate")
+	for _, d := range []string{open, gate} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := setSearchACL(gate, []int{podUser}); err != nil {
+		t.Fatal(err)
+	}
 	a, err := New(Config{ManifestDir: t.TempDir(), NodeName: "n1", NodeIP: "127.0.0.1", DataDir: dataDir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -223,6 +233,11 @@ func TestNewDataDirModes(t *testing.T) {
 	for _, d := range []string{dataDir, filepath.Join(dataDir, "pods"), filepath.Join(dataDir, "volumes")} {
 		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o711 {
 			t.Errorf("%s: %v %v, want mode 0711", d, fi, err)
+		}
+	}
+	for d, want := range map[string]os.FileMode{open: 0o700, gate: 0o710} {
+		if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v %v, want mode %v", d, fi, err, want)
 		}
 	}
 }

@@ -157,7 +157,11 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
 	}
-	// Search only, for others: see access.go.
+	// Search only, for others: see access.go. Pods' directories an older
+	// agent left open are shut first.
+	if err := closePodDirs(filepath.Join(cfg.DataDir, "pods")); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
 	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "pods"), localPathRoot(cfg.DataDir)} {
 		if err := ensureDir(d, DataDirMode); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)

@@ -28,13 +28,17 @@ import (
 //     expose them to the pod's own users, as inside a Kubernetes pod, and
 //     to no other pod or host user.
 //   - The token is the kubelet's projected token: when every container
-//     runs as one runAsUser it is that user's, mode 0600; else 0644
-//     (defaultMode 420) behind the gate.
+//     runs as one runAsUser it is that user's, mode 0600; when they run
+//     as different users, 0644 (defaultMode 420) behind the gate; when
+//     all run as the agent, the agent's, 0600, as no one else needs it.
 //   - An emptyDir is 0777, as the kubelet makes it, so that any of the
-//     pod's users may write in it; a local-path volume's directory too, as
-//     Kubernetes' local-path provisioners make it: a claim outlives its
-//     pods, and the next one may run as another user. Host paths keep the
-//     modes their owner gave them.
+//     pod's users may write in it. A new local-path volume's directory is
+//     0777 too, as Kubernetes' local-path provisioners make it: a claim
+//     outlives its pods, and the next one may run as another user. It has
+//     no gate (its pods change): like a hostPath, or a local-path volume
+//     on a Kubernetes node, it is open to a host user who knows its path,
+//     which only the volume's object names. Host paths keep the modes
+//     their owner gave them.
 
 // DataDirMode is the mode of the directories between the root and a
 // pod's gate, and of the local-path root: search only, for others. A

@@ -148,17 +148,13 @@ func placeInNamespace(d *api.Decoded, namespace string, explicit bool) api.Error
 	return nil
 }
 
-// applyAttempts bounds how often apply reads, merges and writes one object
-// when another writer changes it in between (409 Conflict, or
-// AlreadyExists for a create that lost a race): a controller writing a
-// Deployment's status is such a writer.
-const applyAttempts = 5
-
 // applyObject creates the object or merges the manifest into the live
 // one, reporting what it did. The update carries the resourceVersion the
 // merge was computed from: a three-way merge is only right against the
 // object it read, so on a conflict it reads the object again and merges
-// anew rather than overwrite what the other writer wrote.
+// anew rather than overwrite what the other writer wrote (a create that
+// lost a race, AlreadyExists, reads the object the winner made), at most
+// conflictAttempts times with back-off in between.
 func applyObject(ctx context.Context, c apiClient, k *api.Kind, manifest api.Object) (string, error) {
 	manifest = manifest.DeepCopyObject().(api.Object)
 	ann := manifest.GetAnnotations()
@@ -167,12 +163,13 @@ func applyObject(ctx context.Context, c apiClient, k *api.Kind, manifest api.Obj
 	}
 	ann[api.AnnotationSource] = string(api.SourceTypeAPI)
 	manifest.SetAnnotations(ann)
-	for attempt := 1; ; attempt++ {
-		result, err := applyOnce(ctx, c, k, manifest)
-		if attempt == applyAttempts || !lostRace(err) {
-			return result, err
-		}
-	}
+	var result string
+	err := retryLostRace(ctx, lostRace, func() error {
+		var err error
+		result, err = applyOnce(ctx, c, k, manifest)
+		return err
+	})
+	return result, err
 }
 
 // lostRace reports whether err is another writer having changed the

@@ -47,9 +47,9 @@ func (r *racingAPI) Get(ctx context.Context, k *api.Kind, ns, name string) (api.
 }
 
 // TestApplyRetriesConflict applies to a Deployment that another writer
-// changes between apply's read and its write: apply reads again and
-// merges anew, keeping the other writer's change, and gives up after
-// applyAttempts with the server's Conflict.
+// changes between apply's read and its write: apply backs off, reads again
+// and merges anew, keeping the other writer's change, and gives up after
+// conflictAttempts with the server's Conflict.
 func TestApplyRetriesConflict(t *testing.T) {
 	berth := berthAgainstServer(t)
 	if r := berth("apply", "-f", "testdata/apply/app.yaml"); r.code != exitOK {
@@ -69,27 +69,31 @@ func TestApplyRetriesConflict(t *testing.T) {
 		return r
 	}
 
-	r := racing(applyAttempts - 1)
+	waits := recordConflictWaits(t)
+	r := racing(conflictAttempts - 1)
 	res := berth("apply", "-f", "testdata/apply/app-v2.yaml")
 	if res.code != exitOK || !strings.Contains(res.stdout, "deployment.apps/web configured\n") {
 		t.Fatalf("apply v2 against a writer: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	if r.reads != applyAttempts {
-		t.Errorf("apply read the deployment %d times, want %d", r.reads, applyAttempts)
+	if r.reads != conflictAttempts {
+		t.Errorf("apply read the deployment %d times, want %d", r.reads, conflictAttempts)
+	}
+	if len(*waits) != conflictAttempts-1 {
+		t.Errorf("apply waited %v between its attempts, want %d back-offs", *waits, conflictAttempts-1)
 	}
 	out := berth("get", "deploy/web", "-n", "shop", "-o", "yaml")
-	for _, want := range []string{"replicas: 3\n", "image: nginx:1.28\n", fmt.Sprintf("test.berth.dev/writer: %q\n", fmt.Sprint(applyAttempts-1))} {
+	for _, want := range []string{"replicas: 3\n", "image: nginx:1.28\n", fmt.Sprintf("test.berth.dev/writer: %q\n", fmt.Sprint(conflictAttempts-1))} {
 		if !strings.Contains(out.stdout, want) {
 			t.Errorf("after apply: no %q in\n%s", want, out.stdout)
 		}
 	}
 
-	r = racing(applyAttempts)
+	r = racing(conflictAttempts)
 	res = berth("apply", "-f", "testdata/apply/app.yaml")
 	if res.code != exitFailure || !strings.Contains(res.stderr, "Error from server (Conflict)") {
 		t.Errorf("apply against a writer that always wins: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	if r.reads != applyAttempts {
-		t.Errorf("apply read the deployment %d times, want %d", r.reads, applyAttempts)
+	if r.reads != conflictAttempts {
+		t.Errorf("apply read the deployment %d times, want %d", r.reads, conflictAttempts)
 	}
 }

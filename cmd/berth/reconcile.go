@@ -47,6 +47,8 @@ the prune guard).
 
 The request is the annotation berth.dev/reconcile-requested-at on the
 Source, a timestamp; the server answers it in status.lastHandledReconcileAt.
+A request that loses to another writer of the Source (409 Conflict) is
+read and written again after a short back-off, at most 5 times.
 Requests that come while a sync runs are answered together by the next
 one, so any answer at or after this command's request is its answer.
 
@@ -147,7 +149,8 @@ func requestSync(ctx context.Context, c apiClient, k *api.Kind, name, allowPrune
 
 // writeRequest writes the reconcile request (and the prune allowance) on
 // the Source, guarded by the resourceVersion it read: on a conflict it
-// reads again and writes again. The request is now, or just after the
+// reads again and writes again, with back-off and at most
+// conflictAttempts times (retryLostRace, as apply does). The request is now, or just after the
 // request already there when that is later, so that the annotation only
 // moves forward and always asks for a sync the server has not started.
 func writeRequest(ctx context.Context, c apiClient, k *api.Kind, name, allowPrune string) (api.Object, time.Time, error) {
@@ -155,31 +158,36 @@ func writeRequest(ctx context.Context, c apiClient, k *api.Kind, name, allowPrun
 	if allowPrune != "" {
 		allow = allowPrune
 	}
-	for {
-		obj, err := c.Get(ctx, k, "", name)
+	var (
+		obj api.Object
+		at  time.Time
+	)
+	err := retryLostRace(ctx, apierrors.IsConflict, func() error {
+		live, err := c.Get(ctx, k, "", name)
 		if err != nil {
-			return nil, time.Time{}, err
+			return err
 		}
-		at := timeNow().UTC()
-		if prev, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[api.AnnotationReconcileRequestedAt]); err == nil && !at.After(prev) {
+		at = timeNow().UTC()
+		if prev, err := time.Parse(time.RFC3339Nano, live.GetAnnotations()[api.AnnotationReconcileRequestedAt]); err == nil && !at.After(prev) {
 			at = prev.Add(time.Nanosecond)
 		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-			"resourceVersion": obj.GetResourceVersion(),
+			"resourceVersion": live.GetResourceVersion(),
 			"annotations": map[string]any{
 				api.AnnotationReconcileRequestedAt: at.Format(time.RFC3339Nano),
 				api.AnnotationAllowPrune:           allow,
 			},
 		}})
 		if err != nil {
-			return nil, time.Time{}, err
+			return err
 		}
 		obj, err = c.Patch(ctx, k, "", name, patch)
-		if apierrors.IsConflict(err) {
-			continue
-		}
-		return obj, at, err
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, err
 	}
+	return obj, at, nil
 }
 
 // handledSince reports whether the server has answered a request made at

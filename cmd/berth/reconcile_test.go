@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,6 +138,7 @@ func TestReconcileAnsweredByLaterRequest(t *testing.T) {
 // TestReconcileRetriesConflict checks that a conflict writing the request
 // is read again and written again, not reported.
 func TestReconcileRetriesConflict(t *testing.T) {
+	waits := recordConflictWaits(t)
 	f := cluster()
 	f.watches = [][]watchEvent{{{Type: watchModified, Object: laterSync()}}}
 	f.failOnce["patch sources /site"] = apierrors.NewConflict(api.KindOf(&api.Source{}).GroupResource(), "site", errors.New("the object has been modified"))
@@ -149,7 +151,60 @@ func TestReconcileRetriesConflict(t *testing.T) {
 	if got := f.writes(); !slices.Equal(got, want) {
 		t.Errorf("writes %q, want %q", got, want)
 	}
+	if len(*waits) != 1 || (*waits)[0] <= 0 {
+		t.Errorf("waited %v between the attempts, want one back-off", *waits)
+	}
 }
+
+// TestReconcileGivesUpOnConflict checks that a request that always loses
+// to another writer is written conflictAttempts times with a growing
+// back-off in between, then reported with the server's Conflict, rather
+// than retried at once until the timeout.
+func TestReconcileGivesUpOnConflict(t *testing.T) {
+	waits := recordConflictWaits(t)
+	f := cluster()
+	f.fail["patch sources /site"] = apierrors.NewConflict(api.KindOf(&api.Source{}).GroupResource(), "site", errors.New("the object has been modified"))
+	useFakeAPI(t, f)
+	r := runBerth(t, "", "reconcile", "source", "site", "--timeout", "20s")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "Error from server (Conflict)") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if got := f.writes(); len(got) != conflictAttempts {
+		t.Errorf("writes %q, want %d patches", got, conflictAttempts)
+	}
+	if len(*waits) != conflictAttempts-1 {
+		t.Fatalf("waited %v, want %d back-offs", *waits, conflictAttempts-1)
+	}
+	for i, w := range *waits {
+		if w <= 0 || i > 0 && w <= (*waits)[i-1] {
+			t.Errorf("back-offs %v do not grow", *waits)
+			break
+		}
+	}
+}
+
+// recordConflictWaits puts a timer under retryLostRace that fires at once
+// and records the waits it was asked for.
+func recordConflictWaits(t *testing.T) *[]time.Duration {
+	t.Helper()
+	waits := &[]time.Duration{}
+	conflictTimer = func() backoff.Timer { return &firingTimer{waits: waits, c: make(chan time.Time, 1)} }
+	t.Cleanup(func() { conflictTimer = nil })
+	return waits
+}
+
+// firingTimer is a back-off timer that fires as soon as it starts.
+type firingTimer struct {
+	waits *[]time.Duration
+	c     chan time.Time
+}
+
+func (f *firingTimer) Start(d time.Duration) {
+	*f.waits = append(*f.waits, d)
+	f.c <- time.Time{}
+}
+func (f *firingTimer) Stop()               {}
+func (f *firingTimer) C() <-chan time.Time { return f.c }
 
 // TestHandledSince compares handled requests as times, not strings.
 func TestHandledSince(t *testing.T) {

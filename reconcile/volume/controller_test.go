@@ -66,13 +66,16 @@ func newFixture(t *testing.T) *fixture { t.Helper(); return newFixtureWith(t, fa
 // admission hook that adds them and the controller that removes them.
 func newProtectedFixture(t *testing.T) *fixture { t.Helper(); return newFixtureWith(t, true) }
 
-func newFixtureWith(t *testing.T, protect bool) *fixture {
+// newFixtureWith is newFixture with the protection finalizers or not,
+// and with more admission hooks in the store (a refusal a test needs).
+func newFixtureWith(t *testing.T, protect bool, more ...store.AdmitFunc) *fixture {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	admit := []store.AdmitFunc{AdmitDefaultClass}
 	if protect {
 		admit = append(admit, AdmitProtection)
 	}
+	admit = append(admit, more...)
 	st, err := store.New(store.Memory{}, store.Options{Clock: clk, Admit: admit})
 	if err != nil {
 		t.Fatal(err)

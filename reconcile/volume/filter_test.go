@@ -2,7 +2,9 @@ package volume
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -231,6 +233,60 @@ func TestFilterSharedWaitingClaimOneNode(t *testing.T) {
 				t.Fatalf("pods of one claim on %d nodes: %v", len(nodes), nodes)
 			}
 		})
+	}
+}
+
+// TestRefusedBindingForgetsAssumption runs the real scheduler over a real
+// store that refuses every binding to n1: the first pod of a claim
+// waiting for its first consumer is assumed on n1 (it scores best), the
+// store refuses the binding, and the scheduler must take the claim's
+// assumption back so that, once n1 is cordoned, the next attempt places
+// the pod on n2. A leaked assumption holds the claim's pods to n1 for good.
+func TestRefusedBindingForgetsAssumption(t *testing.T) {
+	var refused atomic.Int32
+	refuseN1 := func(_ *store.Txn, _ *api.Kind, obj, old api.Object) error {
+		pod, ok := obj.(*api.Pod)
+		was, _ := old.(*api.Pod)
+		if ok && was != nil && was.Spec.NodeName == "" && pod.Spec.NodeName == "n1" {
+			refused.Add(1)
+			return fmt.Errorf("%w: node n1 takes no pods", store.ErrForbidden)
+		}
+		return nil
+	}
+	f := newFixtureWith(t, false, refuseN1)
+	f.create(schedNode("n1", func(n *api.Node) {
+		// Room to spare: least-allocated scoring puts the pod here first.
+		n.Status.Allocatable[api.ResourceCPU] = resource.MustParse("64")
+		n.Status.Allocatable[api.ResourceMemory] = resource.MustParse("256Gi")
+	}))
+	f.create(schedNode("n2"))
+	f.create(DefaultClass())
+	f.create(claimOf("data", "-", "1Gi"))
+	f.runScheduler()
+	f.create(podWithClaim("app", "data", func(p *api.Pod) {
+		p.Spec.Containers[0].Resources.Requests = api.ResourceList{
+			api.ResourceCPU: resource.MustParse("1"), api.ResourceMemory: resource.MustParse("1Gi")}
+	}))
+	testtool.WaitFor(t, 10*time.Second, "the binding of app to n1 refused", func() error {
+		if refused.Load() == 0 {
+			return errors.New("no binding to n1 yet")
+		}
+		return nil
+	})
+	n1, err := f.store.Get(nodeKind, "", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cordoned := n1.(*api.Node).DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	if _, err := f.store.Update(context.Background(), cordoned); err != nil {
+		t.Fatal(err)
+	}
+	f.waitScheduled("app", "n2")
+	pv := "pvc-" + string(f.claim("data").UID)
+	f.waitBound("data", pv)
+	if got := api.LocalVolumeNode(f.volume(pv)); got != "n2" {
+		t.Errorf("volume on %q, want n2", got)
 	}
 }
 

@@ -227,10 +227,18 @@ func (c *Controller) processNext(ctx context.Context) bool {
 			break // stopping: the error is most likely the cancellation itself
 		}
 		level := slog.LevelError
-		if store.IsConflict(err) {
+		switch {
+		case store.IsConflict(err):
 			// Another writer got there first: the retry reads again and
 			// converges. Routine among controllers, so not an error.
 			level = slog.LevelDebug
+		case store.IsForbidden(err), errors.Is(err, store.ErrInvalid):
+			// The store refused a write (a quota, a namespace being
+			// deleted, a validation): an expected state of the cluster
+			// that the reconciler reports on the object (a condition, an
+			// event), not a fault of the controller. Kubernetes' deployment
+			// controller logs its retries at info level too.
+			level = slog.LevelInfo
 		}
 		c.log.Log(ctx, level, "reconcile failed, will retry", "key", key, "err", err,
 			"requeues", c.queue.NumRequeues(key))

@@ -64,6 +64,8 @@ func (r *DeploymentReconciler) status(d *api.Deployment, newRS *api.ReplicaSet, 
 		setCondition(&st.DeploymentStatus, api.DeploymentAvailable, api.ConditionFalse, ReasonMinimumReplicasUnavailable, "Deployment does not have minimum availability.", now)
 	}
 
+	copyReplicaFailure(&st.DeploymentStatus, newRS, old)
+
 	rsName := ""
 	if newRS != nil {
 		rsName = newRS.Name
@@ -107,6 +109,32 @@ func (r *DeploymentReconciler) status(d *api.Deployment, newRS *api.ReplicaSet, 
 			fmt.Sprintf("ReplicaSet %q has timed out progressing.", rsName), now)
 	}
 	return st, 0
+}
+
+// copyReplicaFailure carries a ReplicaSet's ReplicaFailure condition (the new
+// one's first, else the first old one's) onto the Deployment, and removes
+// the Deployment's once none of them has it, as Kubernetes'
+// syncRolloutStatus does with getReplicaFailures.
+func copyReplicaFailure(st *api.DeploymentStatus, newRS *api.ReplicaSet, old []*api.ReplicaSet) {
+	all := old
+	if newRS != nil {
+		all = append([]*api.ReplicaSet{newRS}, old...)
+	}
+	for _, rs := range all {
+		if c := findCondition(rs.Status.Conditions, api.ReplicaFailure); c != nil {
+			cur := findCondition(st.Conditions, api.ReplicaFailure)
+			if cur != nil && cur.Status == c.Status && cur.Reason == c.Reason && cur.Message == c.Message {
+				return
+			}
+			removeCondition(st, api.ReplicaFailure)
+			st.Conditions = append(st.Conditions, api.WorkloadCondition{
+				Type: api.ReplicaFailure, Status: c.Status, Reason: c.Reason, Message: c.Message,
+				LastUpdateTime: c.LastTransitionTime, LastTransitionTime: c.LastTransitionTime,
+			})
+			return
+		}
+	}
+	removeCondition(st, api.ReplicaFailure)
 }
 
 // pausedCondition says in the Progressing condition that the rollout is

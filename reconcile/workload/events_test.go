@@ -127,32 +127,6 @@ func TestReplicaSetRecordsCreatesAndDeletes(t *testing.T) {
 	})
 }
 
-func TestReplicaSetRecordsFailedCreateAtQuota(t *testing.T) {
-	s, err := store.New(store.Memory{}, store.Options{Admit: []store.AdmitFunc{quota.Admit}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	w := runEvents(t, s)
-	mustCreate(t, s, &api.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "compute"},
-		Spec:       api.ResourceQuotaSpec{Hard: api.ResourceList{api.ResourcePods: resource.MustParse("1")}},
-	})
-	mustCreate(t, s, replicaSet("web", 2))
-	runController(t, NewReplicaSetController(s, Options{
-		Events: w.Recorder("replicaset-controller", ""), Logger: slog.New(slog.DiscardHandler),
-		Backoff: reconcile.Backoff{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond},
-	}))
-	testtool.WaitFor(t, 10*time.Second, "a FailedCreate naming the quota", func() error {
-		for _, e := range eventsAbout(t, s, "ReplicaSet", "web") {
-			if strings.HasPrefix(e, "Warning FailedCreate Error creating: ") && strings.Contains(e, "exceeded quota: compute") {
-				return nil
-			}
-		}
-		return fmt.Errorf("events %q", eventsAbout(t, s, "ReplicaSet", "web"))
-	})
-}
-
 func TestDeploymentRecordsScalingReplicaSet(t *testing.T) {
 	s, err := store.New(store.Memory{}, store.Options{})
 	if err != nil {
@@ -170,4 +144,143 @@ func TestDeploymentRecordsScalingReplicaSet(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// quotaStore is a memory store that enforces quotas, holding a quota
+// "compute" of that many pods in namespace default.
+func quotaStore(t *testing.T, pods string) *store.Store {
+	t.Helper()
+	s, err := store.New(store.Memory{}, store.Options{Admit: []store.AdmitFunc{quota.Admit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	mustCreate(t, s, &api.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "compute"},
+		Spec:       api.ResourceQuotaSpec{Hard: api.ResourceList{api.ResourcePods: resource.MustParse(pods)}},
+	})
+	return s
+}
+
+// failedCreates lists the FailedCreate Events about the ReplicaSet.
+func failedCreates(t *testing.T, s *store.Store, name string) []*api.Event {
+	t.Helper()
+	objs, _, err := s.List(eventKind, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*api.Event
+	for _, o := range objs {
+		if ev := o.(*api.Event); ev.InvolvedObject.Kind == "ReplicaSet" && ev.InvolvedObject.Name == name && ev.Reason == ReasonFailedCreate {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestReplicaSetRefusedByQuota runs the ReplicaSet controller over a real
+// store whose quota admission refuses its pods: the ReplicaSet gets the
+// ReplicaFailure condition with the refusal's text, the retries make one
+// FailedCreate Event that counts them (not an Event each), the retries
+// log at info level, not as errors, and the condition goes once the
+// quota lets the pods in.
+func TestReplicaSetRefusedByQuota(t *testing.T) {
+	s := quotaStore(t, "1")
+	w := runEvents(t, s)
+	mustCreate(t, s, replicaSet("web", 3))
+	var logs testtool.Buffer
+	c := NewReplicaSetController(s, Options{
+		Events:  w.Recorder("replicaset-controller", ""),
+		Logger:  slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Backoff: reconcile.Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond},
+	})
+	runController(t, c)
+
+	const refusal = `pods "default/web-" forbidden: exceeded quota: compute, requested: pods=1, used: pods=1, limited: pods=1`
+	testtool.WaitFor(t, 10*time.Second, "one FailedCreate Event counting several refusals", func() error {
+		evs := failedCreates(t, s, "web")
+		if len(evs) != 1 || evs[0].Count < 3 {
+			var got []string
+			for _, ev := range evs {
+				got = append(got, fmt.Sprintf("%dx %s", ev.Count, ev.Message))
+			}
+			return fmt.Errorf("FailedCreate events %q", got)
+		}
+		if want := "Error creating: " + refusal; evs[0].Type != api.EventTypeWarning || evs[0].Message != want {
+			return fmt.Errorf("event %s %q, want Warning %q", evs[0].Type, evs[0].Message, want)
+		}
+		return nil
+	})
+	rs := get(t, s, replicaSetKind, "web").(*api.ReplicaSet)
+	cond := findCondition(rs.Status.Conditions, api.ReplicaFailure)
+	if cond == nil || cond.Status != api.ConditionTrue || cond.Reason != ReasonFailedCreate || cond.Message != refusal {
+		t.Errorf("ReplicaFailure %+v, want True %s %q", cond, ReasonFailedCreate, refusal)
+	}
+	if out := logs.String(); strings.Contains(out, "level=ERROR") || !strings.Contains(out, `level=INFO msg="reconcile failed, will retry"`) {
+		t.Errorf("refusals logged as errors, or not at info level:\n%s", out)
+	}
+
+	obj := get(t, s, quotaKind, "compute").(*api.ResourceQuota).DeepCopy()
+	obj.Spec.Hard[api.ResourcePods] = resource.MustParse("3")
+	if _, err := s.Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 10*time.Second, "three pods and no ReplicaFailure", func() error {
+		rs := get(t, s, replicaSetKind, "web").(*api.ReplicaSet)
+		if c := findCondition(rs.Status.Conditions, api.ReplicaFailure); c != nil || rs.Status.Replicas != 3 {
+			return fmt.Errorf("%d replicas, ReplicaFailure %+v", rs.Status.Replicas, c)
+		}
+		return nil
+	})
+}
+
+// TestDeploymentCarriesReplicaFailure: a Deployment whose ReplicaSet
+// cannot create its pods (a quota) says so in its own ReplicaFailure
+// condition, copied from the ReplicaSet's, and drops it with the
+// ReplicaSet's.
+func TestDeploymentCarriesReplicaFailure(t *testing.T) {
+	s := quotaStore(t, "1")
+	mustCreate(t, s, deployment("web", 2))
+	opts := Options{Logger: slog.New(slog.DiscardHandler), Backoff: reconcile.Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond}}
+	runController(t, NewReplicaSetController(s, opts))
+	runController(t, NewDeploymentController(s, opts))
+
+	failure := func() (*api.WorkloadCondition, *api.WorkloadCondition) {
+		d := get(t, s, deploymentKind, "web").(*api.Deployment)
+		rss, _, err := s.List(replicaSetKind, store.Filter{Namespace: "default"})
+		if err != nil || len(rss) != 1 {
+			return findCondition(d.Status.Conditions, api.ReplicaFailure), nil
+		}
+		return findCondition(d.Status.Conditions, api.ReplicaFailure), findCondition(rss[0].(*api.ReplicaSet).Status.Conditions, api.ReplicaFailure)
+	}
+	testtool.WaitFor(t, 10*time.Second, "the ReplicaSet's ReplicaFailure on the Deployment", func() error {
+		d, rs := failure()
+		if d == nil || rs == nil || d.Status != rs.Status || d.Reason != ReasonFailedCreate || d.Message != rs.Message || !strings.Contains(d.Message, "exceeded quota: compute") {
+			return fmt.Errorf("deployment %+v, replicaset %+v", d, rs)
+		}
+		return nil
+	})
+	obj := get(t, s, quotaKind, "compute").(*api.ResourceQuota).DeepCopy()
+	obj.Spec.Hard[api.ResourcePods] = resource.MustParse("2")
+	if _, err := s.Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 10*time.Second, "no ReplicaFailure on the Deployment", func() error {
+		if d, rs := failure(); d != nil || rs != nil {
+			return fmt.Errorf("deployment %+v, replicaset %+v", d, rs)
+		}
+		return nil
+	})
+}
+
+var quotaKind = api.MustLookupResource("resourcequotas")
+
+// get reads an object the test made, failing the test if it is gone.
+func get(t *testing.T, s *store.Store, k *api.Kind, name string) api.Object {
+	t.Helper()
+	obj, err := s.Get(k, "default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

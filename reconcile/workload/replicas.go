@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,7 +95,7 @@ func (r *ReplicaReconciler) Reconcile(ctx context.Context, key string) (reconcil
 	}
 	var (
 		manageErr error
-		failure   string
+		failure   *replicaFailure
 	)
 	if needsSync && obj.GetDeletionTimestamp() == nil && claimErr == nil {
 		failure, manageErr = r.manageReplicas(ctx, key, v, active)
@@ -105,7 +106,7 @@ func (r *ReplicaReconciler) Reconcile(ctx context.Context, key string) (reconcil
 	if r.kind.countsTerminating {
 		st.TerminatingReplicas = terminating
 	}
-	conds := failureCondition(v.conditions, failure, manageErr, now)
+	conds := failureCondition(v.conditions, failure, now)
 	var statusErr error
 	if st != v.status || !equality.Semantic.DeepEqual(conds, v.conditions) {
 		if _, err := r.store.Update(ctx, r.kind.withStatus(obj, st, conds)); err != nil {
@@ -144,16 +145,22 @@ func computeStatus(v *replicated, active []*api.Pod, now time.Time) (st replicaS
 	return st, wait
 }
 
+// replicaFailure is why a sync could not create or delete pods: the
+// reason and message of the ReplicaFailure condition.
+type replicaFailure struct{ reason, message string }
+
 // manageReplicas creates or deletes pods toward spec.replicas, at most
-// BurstReplicas at a time, recording what it does as expectations.
-func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *replicated, active []*api.Pod) (failure string, err error) {
+// BurstReplicas at a time, recording what it does as expectations. A
+// failure says what the ReplicaFailure condition is to say; the error,
+// which it comes with, sends the key to back-off.
+func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *replicated, active []*api.Pod) (*replicaFailure, error) {
 	diff := len(active) - int(v.replicas)
 	switch {
 	case diff < 0:
 		if namespaceTerminating(r.store, v.obj.GetNamespace()) {
 			// The API refuses new pods there; the namespace controller is
 			// deleting this controller too.
-			return "", nil
+			return nil, nil
 		}
 		n := min(-diff, BurstReplicas)
 		r.expectations.ExpectCreations(key, n)
@@ -166,11 +173,13 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 		if store.IsNamespaceTerminating(err) {
 			// The namespace's deletion began after the check above: the
 			// store refused the pods, and this controller goes too.
-			return "", nil
+			return nil, nil
 		}
 		if err != nil {
-			r.events.Event(v.obj, api.EventTypeWarning, ReasonFailedCreate, "Error creating: "+err.Error())
-			return ReasonFailedCreate, fmt.Errorf("create pods for %s %s: created %d of %d: %w", r.kind.kind.Resource, key, created, n, err)
+			msg := creationRefusal(err, podPrefix(v))
+			r.events.Event(v.obj, api.EventTypeWarning, ReasonFailedCreate, "Error creating: "+msg)
+			return &replicaFailure{ReasonFailedCreate, msg},
+				fmt.Errorf("create pods for %s %s: created %d of %d: %w", r.kind.kind.Resource, key, created, n, err)
 		}
 	case diff > 0:
 		n := min(diff, BurstReplicas)
@@ -206,10 +215,27 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
-			return ReasonFailedDelete, fmt.Errorf("delete pods of %s %s: %w", r.kind.kind.Resource, key, err)
+			return &replicaFailure{ReasonFailedDelete, err.Error()},
+				fmt.Errorf("delete pods of %s %s: %w", r.kind.kind.Resource, key, err)
 		}
 	}
-	return "", nil
+	return nil, nil
+}
+
+// creationRefusal is the text of the store's refusal to create a pod (a
+// quota, a validation), naming the pod by its generateName prefix, as
+// Kubernetes' admission names an object before its name is generated:
+// each retry draws a new name, and the refusal must read the same every
+// time for the event recorder to fold the repeats into one Event and for
+// the condition to say one thing.
+func creationRefusal(err error, prefix string) string {
+	var oe *store.ObjectError
+	if !errors.As(err, &oe) || oe.Kind == nil || oe.Kind.GroupResource() != podKind.GroupResource() || !strings.HasPrefix(oe.Name, prefix) {
+		return err.Error()
+	}
+	named := *oe
+	named.Name = prefix
+	return named.Error()
 }
 
 // Reasons of the ReplicaFailure condition, as Kubernetes names them.
@@ -227,8 +253,9 @@ const (
 
 // failureCondition sets the ReplicaFailure condition when a sync failed to
 // create or delete pods (a quota, a missing namespace) and removes it after
-// a sync that did not fail, as Kubernetes' calculateStatus.
-func failureCondition(cur []api.WorkloadCondition, reason string, err error, now time.Time) []api.WorkloadCondition {
+// a sync that did not fail, as Kubernetes' calculateStatus: a failure
+// while the condition stands keeps the condition as it is.
+func failureCondition(cur []api.WorkloadCondition, f *replicaFailure, now time.Time) []api.WorkloadCondition {
 	var existing *api.WorkloadCondition
 	for i := range cur {
 		if cur[i].Type == api.ReplicaFailure {
@@ -236,13 +263,13 @@ func failureCondition(cur []api.WorkloadCondition, reason string, err error, now
 		}
 	}
 	switch {
-	case err != nil && existing == nil:
+	case f != nil && existing == nil:
 		t := metav1.NewTime(now)
 		return append(slices.Clone(cur), api.WorkloadCondition{
-			Type: api.ReplicaFailure, Status: api.ConditionTrue, Reason: reason, Message: err.Error(),
+			Type: api.ReplicaFailure, Status: api.ConditionTrue, Reason: f.reason, Message: f.message,
 			LastUpdateTime: t, LastTransitionTime: t,
 		})
-	case err == nil && reason == "" && existing != nil:
+	case f == nil && existing != nil:
 		out := slices.DeleteFunc(slices.Clone(cur), func(c api.WorkloadCondition) bool { return c.Type == api.ReplicaFailure })
 		if len(out) == 0 {
 			return nil
@@ -345,18 +372,24 @@ func podMaker(v *replicated, k *api.Kind) func() *api.Pod {
 	}
 }
 
-// newPod is a pod of v's template: named <owner>-<5 random characters>,
-// labelled and annotated as the template, controlled by v.
-func newPod(v *replicated, k *api.Kind) *api.Pod {
-	t := v.template.DeepCopy()
+// podPrefix is the generateName of v's pods: its name and a dash, cut to
+// leave room for the random suffix.
+func podPrefix(v *replicated) string {
 	prefix := v.obj.GetName() + "-"
 	if len(prefix) > maxGenerateNamePrefix {
 		prefix = prefix[:maxGenerateNamePrefix]
 	}
+	return prefix
+}
+
+// newPod is a pod of v's template: named <owner>-<5 random characters>,
+// labelled and annotated as the template, controlled by v.
+func newPod(v *replicated, k *api.Kind) *api.Pod {
+	t := v.template.DeepCopy()
 	pod := &api.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       v.obj.GetNamespace(),
-			GenerateName:    prefix,
+			GenerateName:    podPrefix(v),
 			Labels:          t.Labels,
 			Annotations:     t.Annotations,
 			Finalizers:      t.Finalizers,

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -523,25 +522,24 @@ func (l *eventList) Event(_ api.Object, _, reason, _ string) { l.reasons = appen
 func TestFailureCondition(t *testing.T) {
 	failed := []api.WorkloadCondition{{Type: api.ReplicaFailure, Status: api.ConditionTrue, Reason: ReasonFailedCreate, Message: "old"}}
 	other := api.WorkloadCondition{Type: "Other", Status: api.ConditionTrue}
-	boom := errors.New("pods is forbidden: exceeded quota")
+	boom := &replicaFailure{ReasonFailedCreate, "pods is forbidden: exceeded quota"}
 	tests := []struct {
 		name       string
 		cur        []api.WorkloadCondition
-		reason     string
-		err        error
+		failure    *replicaFailure
 		wantReason string // of ReplicaFailure; "" for none
 		wantMsg    string
 		wantLen    int
 	}{
-		{"failure sets it", nil, ReasonFailedCreate, boom, ReasonFailedCreate, boom.Error(), 1},
-		{"a second failure keeps the first", failed, ReasonFailedDelete, boom, ReasonFailedCreate, "old", 1},
-		{"success clears it", failed, "", nil, "", "", 0},
-		{"success keeps other conditions", append(slices.Clone(failed), other), "", nil, "", "", 1},
-		{"nothing to clear", nil, "", nil, "", "", 0},
+		{"failure sets it", nil, boom, ReasonFailedCreate, boom.message, 1},
+		{"a second failure keeps the first", failed, &replicaFailure{ReasonFailedDelete, "boom"}, ReasonFailedCreate, "old", 1},
+		{"success clears it", failed, nil, "", "", 0},
+		{"success keeps other conditions", append(slices.Clone(failed), other), nil, "", "", 1},
+		{"nothing to clear", nil, nil, "", "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := failureCondition(tt.cur, tt.reason, tt.err, epoch)
+			got := failureCondition(tt.cur, tt.failure, epoch)
 			if len(got) != tt.wantLen {
 				t.Fatalf("conditions %+v, want %d", got, tt.wantLen)
 			}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -144,10 +145,27 @@ spec:
 	want := "exceeded quota: pods, requested: pods=1, used: pods=3, limited: pods=3"
 	waitFor(t, 30*time.Second, "the ReplicaSet to report the quota", func() error {
 		out, _, _ := s.berth(t, "describe", "rs", "-l", "app=capped")
-		if !strings.Contains(out, want) || !strings.Contains(out, "FailedCreate") {
+		if !strings.Contains(out, want) || !strings.Contains(out, "FailedCreate") || !regexp.MustCompile(`ReplicaFailure\s+True\s+FailedCreate`).MatchString(out) {
 			return fmt.Errorf("describe rs:\n%s", out)
 		}
 		return nil
+	})
+	// kubectl reads the condition from the API as it reads Kubernetes'.
+	if out := s.kubectl(t, "describe", "rs", "-l", "app=capped"); !regexp.MustCompile(`ReplicaFailure\s+True\s+FailedCreate`).MatchString(out) {
+		t.Errorf("kubectl describe rs shows no ReplicaFailure:\n%s", out)
+	}
+	waitFor(t, 30*time.Second, "the Deployment to carry the ReplicaSet's failure", func() error {
+		d, err := s.getJSON(t, "deploy", "capped")
+		if err != nil {
+			return err
+		}
+		conds, _ := field(d, "status.conditions").([]any)
+		for _, c := range conds {
+			if c := c.(map[string]any); c["type"] == "ReplicaFailure" && c["reason"] == "FailedCreate" && strings.Contains(fmt.Sprint(c["message"]), want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", conds)
 	})
 	quota, err := s.getJSON(t, "quota", "pods")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,15 @@ type DecodeOptions struct {
 	// dropped and of a duplicate the last value kept, as Kubernetes does.
 	// Values of the wrong type and unknown kinds are errors whatever it is.
 	FieldValidation string
+	// ValidateRest also validates a document that has values of the wrong
+	// type (and no other decode error): the values that decoded are
+	// defaulted and validated, and their errors reported with the decode
+	// errors (see validateRest), so
+	// that the user sees every error of the document in one go. Sources
+	// and the CLI set it: they default and validate every object as it
+	// is. The API does not: it validates per verb, after its own defaults
+	// and admission, which the decoder cannot stand in for.
+	ValidateRest bool
 }
 
 // Decoded is one object of a stream together with where it came from, so
@@ -757,12 +767,19 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 	// unknownOrDuplicate is an unknown or duplicate field (what: "unknown" or
 	// "duplicate"), which FieldValidation may turn into a warning.
 	var warnings []string
+	// hides: an unknown or duplicate field is an error, which may hide a
+	// field (a misspelt image leaves image empty), so the rest of the
+	// document is not validated, lest the typo cascade.
+	var hides bool
+	// failed are the fields of the wrong type, for ValidateRest.
+	var failed []string
 	unknownOrDuplicate := func(what, path, msg string, line int) {
 		switch s.opts.FieldValidation {
 		case metav1.FieldValidationIgnore:
 		case metav1.FieldValidationWarn:
 			warnings = append(warnings, fmt.Sprintf("%s field %q", what, joinPath(d.Field, path)))
 		default:
+			hides = true
 			problem(path, msg)
 			if line > 0 {
 				errs[len(errs)-1].Line = line
@@ -829,6 +846,7 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 				unknownOrDuplicate("unknown", p.path, p.message, 0)
 			} else {
 				problem(p.path, p.message)
+				failed = append(failed, p.path)
 			}
 		}
 	}
@@ -845,6 +863,9 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 		} else {
 			unknownOrDuplicate("unknown", path, unknownField(name), 0)
 		}
+	}
+	if s.opts.ValidateRest && len(failed) > 0 && !hides && len(errs) < maxProblems && !slices.Contains(failed, "") {
+		validateRest(body, kind, failed, problem)
 	}
 	if len(errs) > 0 {
 		return

@@ -14,8 +14,10 @@ import (
 // API client sends, it must never panic, must say where every error is,
 // and what it accepts must default (idempotently) and validate without
 // panicking. The seed corpus (testdata/fuzz/FuzzDecode) holds the good and
-// bad manifests of api/testdata and cmd/berth/testdata and the inputs that
-// once broke it (eof-after-open-brace, lone-carriage-return).
+// bad manifests of api/testdata and cmd/berth/testdata, the inputs that
+// once broke it (eof-after-open-brace, lone-carriage-return), and
+// documents with values of the wrong type beside invalid fields, for
+// ValidateRest (wrong-type-and-invalid-*).
 func FuzzDecode(f *testing.F) {
 	for _, seed := range []string{
 		"",
@@ -83,6 +85,22 @@ func FuzzDecode(f *testing.F) {
 				if len(d.Warnings) > 0 {
 					t.Errorf("warnings %q where Strict found nothing", d.Warnings)
 				}
+			}
+		}
+
+		// ValidateRest adds the validation errors of documents with values
+		// of the wrong type: the same objects, every error of Strict, each
+		// one placed.
+		rest, restErrs := DecodeStream("fuzz.yaml", data, DecodeOptions{DropStatus: dropStatus, ValidateRest: true})
+		if len(rest) != len(objs) || len(restErrs) < len(errs) {
+			t.Fatalf("ValidateRest: %d objects and %d errors, Strict: %d and %d", len(rest), len(restErrs), len(objs), len(errs))
+		}
+		for _, e := range restErrs {
+			if strings.Contains(e.Message, "internal error") {
+				t.Fatalf("decoder panicked with ValidateRest: %s", e.Message)
+			}
+			if strings.ContainsAny(e.Error(), "\n\r") || e.File != "fuzz.yaml" || e.Doc < 0 || e.Line < 0 || e.Line > lines {
+				t.Errorf("ValidateRest error misplaced (%d lines): %+v", lines, e)
 			}
 		}
 	})

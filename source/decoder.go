@@ -92,7 +92,7 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 	}
 	parallel(len(todo), func(k int) {
 		i := todo[k]
-		objs, errs := api.DecodeStream(files[i].Name, files[i].Data, api.DecodeOptions{DropStatus: true})
+		objs, errs := api.DecodeStream(files[i].Name, files[i].Data, api.DecodeOptions{DropStatus: true, ValidateRest: true})
 		results[i] = decodedFile{objs, errs}
 	})
 

@@ -65,3 +65,17 @@ func sumOf(f File) string {
 	}
 	return ""
 }
+
+// TestDecoderValidatesTheRest: a revision's document with a value of the
+// wrong type also reports the validation errors of its other fields, so
+// that Ready=False carries every error of the document at once.
+func TestDecoderValidatesTheRest(t *testing.T) {
+	f := File{Name: "web.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Web\n  labels:\n    app: [web]\ndata:\n  k: v\n")}
+	_, errs := Contents{Files: []File{f}}.Decode()
+	got := errs.Err()
+	if len(errs) != 2 || got == nil ||
+		!strings.Contains(got.Error(), "web.yaml:doc 0 (line 6): metadata.labels[app]: Invalid type") ||
+		!strings.Contains(got.Error(), `web.yaml:doc 0 (line 4): metadata.name: Invalid value: "Web"`) {
+		t.Errorf("errors %v", errs)
+	}
+}

@@ -155,7 +155,7 @@ func decodeManifests(files []manifestFile, prepare func(*api.Decoded) api.ErrorL
 	var objs []*api.Decoded
 	var errs api.ErrorList
 	for _, f := range files {
-		decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true})
+		decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true, ValidateRest: true})
 		errs = append(errs, derrs...)
 		for _, d := range decoded {
 			if prepare != nil {

@@ -1002,8 +1002,16 @@ func schema_githubcom_berth_dev_berth_api_DecodeOptions(ref common.ReferenceCall
 							Format:      "",
 						},
 					},
+					"ValidateRest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ValidateRest also validates a document that has values of the wrong type (and no other decode error): the values that decoded are defaulted and validated, and their errors reported with the decode errors (see validateRest), so that the user sees every error of the document in one go. Sources and the CLI set it: they default and validate every object as it is. The API does not: it validates per verb, after its own defaults and admission, which the decoder cannot stand in for.",
+							Default:     false,
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
-				Required: []string{"DropStatus", "FieldValidation"},
+				Required: []string{"DropStatus", "FieldValidation", "ValidateRest"},
 			},
 		},
 	}

@@ -127,11 +127,17 @@ func (p *Policy) Authorize(ctx context.Context, id *Identity, a Attributes) erro
 }
 
 // authorizeServiceAccount lets a service account read the namespaced
-// objects of its own namespace and nothing else.
+// objects of its own namespace and nothing else. Reading is not proxying:
+// a GET through pods/proxy or services/proxy reaches whatever the pod
+// serves (an admin page, a write behind a GET), and Kubernetes' view
+// role, which is what a namespace reader holds there, leaves both proxy
+// subresources out; so does berth.
 func authorizeServiceAccount(id *Identity, a Attributes) error {
 	switch {
 	case a.Kind == nil:
 		return Forbidden(id, a, "")
+	case a.Subresource == SubresourceProxy:
+		return Forbidden(id, a, "service accounts may read, not proxy to pods or services")
 	case !isRead(a.Verb):
 		return Forbidden(id, a, "service accounts may only read")
 	case !a.Kind.Namespaced || a.Namespace == "" || a.Namespace != id.Namespace:

@@ -252,6 +252,10 @@ func TestAuthzPolicy(t *testing.T) {
 		// Service account: reads in its own namespace.
 		{"sa gets a pod in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web"}, true},
 		{"sa execs in a pod of its namespace", sa, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "exec"}, false},
+		{"sa gets pods/proxy in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "proxy"}, false},
+		{"sa gets services/proxy in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("services"), Namespace: "default", Name: "web", Subresource: "proxy"}, false},
+		{"node gets pods/proxy of its own pod", n1, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "proxy", Old: old("pods", "default", "web")}, false},
+		{"admin posts through services/proxy", admin, apiserver.Attributes{Verb: "create", Kind: k("services"), Namespace: "default", Name: "web", Subresource: "proxy"}, true},
 		{"sa lists configmaps in its namespace", sa, apiserver.Attributes{Verb: "list", Kind: k("configmaps"), Namespace: "default"}, true},
 		{"sa watches services in its namespace", sa, apiserver.Attributes{Verb: "watch", Kind: k("services"), Namespace: "default"}, true},
 		{"sa lists endpointslices in its namespace", sa, apiserver.Attributes{Verb: "list", Kind: k("endpointslices"), Namespace: "default"}, true},

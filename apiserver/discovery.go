@@ -255,6 +255,14 @@ func legacyResources(k *api.Kind) []metav1.APIResource {
 			Verbs:      metav1.Verbs{VerbCreate},
 		})
 	}
+	if proxyable(k) {
+		out = append(out, metav1.APIResource{
+			Name:       k.Resource + "/" + SubresourceProxy,
+			Namespaced: k.Namespaced,
+			Kind:       proxyOptionsKind(k),
+			Verbs:      proxyVerbs,
+		})
+	}
 	if scalable(k) {
 		out = append(out, metav1.APIResource{
 			Name:       k.Resource + "/scale",
@@ -294,6 +302,13 @@ func aggregatedResource(k *api.Kind) resourceDiscovery {
 			Subresource:  SubresourceEviction,
 			ResponseKind: &metav1.GroupVersionKind{Group: evictionGVK.Group, Version: evictionGVK.Version, Kind: evictionGVK.Kind},
 			Verbs:        []string{VerbCreate},
+		})
+	}
+	if proxyable(k) {
+		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{
+			Subresource:  SubresourceProxy,
+			ResponseKind: &metav1.GroupVersionKind{Version: "v1", Kind: proxyOptionsKind(k)},
+			Verbs:        proxyVerbs,
 		})
 	}
 	if scalable(k) {

@@ -23,6 +23,9 @@ type resourceRequest struct {
 	// applied marks a server-side apply, whose write carries the
 	// managedFields the field manager made.
 	applied bool
+	// proxyDepth is, for the proxy subresource, how many segments of the
+	// path lead up to and include "proxy": the rest is the pod's path.
+	proxyDepth int
 }
 
 // namespaceSubresources are the subresources of a namespace, which a path
@@ -98,6 +101,11 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if req.subresource != "" {
 		rec.resource += "/" + req.subresource
 	}
+	if req.subresource == SubresourceProxy {
+		rec.long = true // a proxied answer may stream, an upgrade last
+		s.serveProxy(w, r, req)
+		return
+	}
 	if custom && req.subresource != SubresourceEviction {
 		rec.long = true // log streams may last
 		s.serveCustomSubresource(w, r, req)
@@ -161,11 +169,12 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 		req.namespace, rest = rest[1], rest[2:]
 		namespaced = true
 	}
-	if len(rest) > 3 {
-		return nil, notFoundPath()
-	}
 	k := s.resources[group+"/"+version+"/"+rest[0]]
 	if k == nil || (namespaced && !k.Namespaced) {
+		return nil, notFoundPath()
+	}
+	if len(rest) > 3 && !(rest[2] == SubresourceProxy && proxyable(k)) {
+		// Only a proxy's path goes on below its subresource.
 		return nil, notFoundPath()
 	}
 	req.kind = k
@@ -176,9 +185,14 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 		}
 		req.name = rest[1]
 	}
-	if len(rest) == 3 {
+	if len(rest) >= 3 {
 		req.subresource = rest[2]
 		switch req.subresource {
+		case SubresourceProxy:
+			if !proxyable(k) || !namespaced {
+				return nil, notFoundPath()
+			}
+			req.proxyDepth = len(segs) - len(rest) + 3
 		case "status":
 			if !k.HasStatus {
 				return nil, notFoundPath()
@@ -208,6 +222,9 @@ var connectSubresources = map[string]bool{"exec": true, "portforward": true}
 // answers 405 for a method the path does not take.
 func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, error) {
 	named := req.name != ""
+	if req.subresource == SubresourceProxy {
+		return proxyVerb(r, req.kind)
+	}
 	if custom {
 		switch r.Method {
 		case http.MethodGet:
@@ -259,18 +276,28 @@ func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, er
 // subresource, then hands the request over.
 func (s *Server) serveCustomSubresource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	h := s.subresourceHandler(req.kind, req.subresource)
+	if obj, ok := s.authorizedObject(w, r, req); ok {
+		h(w, r, obj)
+	}
+}
+
+// authorizedObject is the object a subresource request names, once the
+// caller is authorized; false when it has answered the request with an
+// error. Authorization comes first, so that who may not use the
+// subresource does not learn whether the object exists.
+func (s *Server) authorizedObject(w http.ResponseWriter, r *http.Request, req *resourceRequest) (api.Object, bool) {
 	obj, err := s.store.Get(req.kind, req.namespace, req.name)
 	if err != nil && !isNotFound(err) {
 		WriteError(w, err)
-		return
+		return nil, false
 	}
 	if err := s.authorize(r, req, nil, obj); err != nil {
 		WriteError(w, err)
-		return
+		return nil, false
 	}
 	if obj == nil {
 		WriteError(w, err)
-		return
+		return nil, false
 	}
-	h(w, r, obj)
+	return obj, true
 }

@@ -91,8 +91,14 @@ type Config struct {
 	// Registry receives the server's metrics; a new one when nil. /metrics
 	// serves it, so the control plane may register its own collectors.
 	Registry *prometheus.Registry
-	Logger   *slog.Logger
-	Clock    clock.WithTickerAndDelayedExecution
+	// ProxyDialTimeout and ProxyResponseHeaderTimeout bound how long
+	// pods/proxy and services/proxy wait to connect to a pod and for its
+	// answer to begin (502 beyond); defaults 10s and one minute. The
+	// answer itself has no bound: it streams.
+	ProxyDialTimeout           time.Duration
+	ProxyResponseHeaderTimeout time.Duration
+	Logger                     *slog.Logger
+	Clock                      clock.WithTickerAndDelayedExecution
 }
 
 // Server is berth's API server. Build it with New, serve Handler (or call
@@ -121,6 +127,8 @@ type Server struct {
 	fieldManagers fieldManagers
 	// resources finds a kind by "group/version/resource" ("/v1/pods").
 	resources map[string]*api.Kind
+	// proxyTransport carries pods/proxy and services/proxy to pods.
+	proxyTransport *http.Transport
 
 	mu           sync.Mutex
 	subresources map[subresourceKey]SubresourceHandler
@@ -156,6 +164,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
+	if cfg.ProxyDialTimeout <= 0 {
+		cfg.ProxyDialTimeout = DefaultProxyDialTimeout
+	}
+	if cfg.ProxyResponseHeaderTimeout <= 0 {
+		cfg.ProxyResponseHeaderTimeout = DefaultProxyResponseHeaderTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -166,14 +180,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.Version.Version = "dev"
 	}
 	s := &Server{
-		cfg:          cfg,
-		store:        cfg.Store,
-		log:          cfg.Logger,
-		clock:        cfg.Clock,
-		mux:          http.NewServeMux(),
-		limiter:      newInflightLimiter(cfg.MaxInflightPerIdentity),
-		resources:    map[string]*api.Kind{},
-		subresources: map[subresourceKey]SubresourceHandler{},
+		cfg:            cfg,
+		store:          cfg.Store,
+		log:            cfg.Logger,
+		clock:          cfg.Clock,
+		mux:            http.NewServeMux(),
+		limiter:        newInflightLimiter(cfg.MaxInflightPerIdentity),
+		resources:      map[string]*api.Kind{},
+		subresources:   map[subresourceKey]SubresourceHandler{},
+		proxyTransport: newProxyTransport(cfg.ProxyDialTimeout, cfg.ProxyResponseHeaderTimeout),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	for _, k := range api.Kinds() {
@@ -354,6 +369,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	s.proxyTransport.CloseIdleConnections()
 	done := make(chan struct{})
 	go func() {
 		s.streams.Wait()

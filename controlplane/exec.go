@@ -118,9 +118,8 @@ func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, po
 			pr.Out.Host = target.Host
 			// What proves the user to the API server is not the agent's
 			// business; the API server's certificate proves the request.
-			for _, h := range []string{"Authorization", "Cookie", "Impersonate-User", "Impersonate-Group", "Impersonate-Uid"} {
-				pr.Out.Header.Del(h)
-			}
+			apiserver.DropCallerCredentials(pr.Out.Header)
+			pr.Out.Header.Del("Cookie")
 		},
 		Transport: p.client.Transport,
 		ModifyResponse: func(resp *http.Response) error {
@@ -138,7 +137,7 @@ func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, po
 				apiserver.WriteError(w, err)
 				return
 			}
-			apiserver.WriteError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s: the agent at %s cannot be reached: %v", pod.Spec.NodeName, target.Host, unwrapURLError(err))))
+			apiserver.WriteError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s: the agent at %s cannot be reached: %v", pod.Spec.NodeName, target.Host, apiserver.UnwrapURLError(err))))
 		},
 		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 	}

@@ -149,7 +149,7 @@ func (p *ContainerProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.O
 			apiserver.WriteError(w, apierrors.NewServiceUnavailable("the API server is shutting down"))
 			return
 		}
-		apiserver.WriteError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s: the agent at %s cannot be reached: %v", pod.Spec.NodeName, target.Host, unwrapURLError(err))))
+		apiserver.WriteError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s: the agent at %s cannot be reached: %v", pod.Spec.NodeName, target.Host, apiserver.UnwrapURLError(err))))
 		return
 	}
 	defer resp.Body.Close()
@@ -327,14 +327,4 @@ func copyFlushing(w io.Writer, rc *http.ResponseController, body io.Reader) erro
 			return err
 		}
 	}
-}
-
-// unwrapURLError drops the method and URL net/http puts around a
-// transport error; the message names the node and address already.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }

@@ -153,7 +153,8 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, req *resourc
 	if target.Path == "" {
 		target.Path = "/"
 	}
-	s.passOn(w, r, fmt.Sprintf("%s %q", req.kind.Singular, t.name), target)
+	prefix := strings.TrimSuffix(r.URL.EscapedPath(), path)
+	s.passOn(w, r, fmt.Sprintf("%s %q", req.kind.Singular, t.name), target, prefix)
 }
 
 // proxyHost finds the address of the pod or service obj.
@@ -222,8 +223,9 @@ func DropCallerCredentials(h http.Header) {
 
 // passOn sends the request to target and streams the answer back. An
 // upgrade (a WebSocket) switches and is copied both ways until either end
-// closes it or the server shuts down.
-func (s *Server) passOn(w http.ResponseWriter, r *http.Request, what string, target *url.URL) {
+// closes it or the server shuts down. prefix is the path under which the
+// caller sees the pod's root (…/proxy), for its redirects.
+func (s *Server) passOn(w http.ResponseWriter, r *http.Request, what string, target *url.URL, prefix string) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.stopCtx, cancel)()
@@ -237,6 +239,10 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, what string, tar
 			DropCallerCredentials(pr.Out.Header)
 		},
 		Transport: s.proxyTransport,
+		ModifyResponse: func(resp *http.Response) error {
+			proxyResponseHeaders(resp.Header, target.Host, prefix)
+			return nil
+		},
 		// Every write is flushed: a stream or server-sent events reach the
 		// caller as the pod writes them.
 		FlushInterval: -1,
@@ -253,6 +259,42 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, what string, tar
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	proxy.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// corsHeaders are what would let a page elsewhere read the pod's answer
+// with the caller's credentials for the API server; Kubernetes drops
+// them from proxied answers too.
+var corsHeaders = []string{"Access-Control-Allow-Credentials", "Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "Access-Control-Allow-Origin"}
+
+// proxyResponseHeaders fits a pod's answer to where the caller sees it:
+// no CORS grants, and a redirect to a path of the pod's (or to the pod's
+// own address) goes to that path under prefix, as Kubernetes' proxy
+// rewrites it. A redirect elsewhere, or relative to the page, stays.
+func proxyResponseHeaders(h http.Header, podHost, prefix string) {
+	for _, k := range corsHeaders {
+		h.Del(k)
+	}
+	loc := h.Get("Location")
+	if loc == "" {
+		return
+	}
+	u, err := url.Parse(loc)
+	if err != nil || (u.Host != "" && u.Host != podHost) || (u.Host == "" && !strings.HasPrefix(u.Path, "/")) || u.Opaque != "" {
+		return
+	}
+	// A path alone: the caller's browser keeps the origin it used, the
+	// API server's or kubectl proxy's.
+	out := prefix + u.EscapedPath()
+	if u.Path == "" {
+		out += "/"
+	}
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	if u.Fragment != "" {
+		out += "#" + u.EscapedFragment()
+	}
+	h.Set("Location", out)
 }
 
 // UnwrapURLError drops the method and URL net/http puts around a

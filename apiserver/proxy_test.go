@@ -76,6 +76,19 @@ func newPodServer(t *testing.T) *podServer {
 			}
 		}
 	})
+	mux.HandleFunc("/redirect/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Access-Control-Allow-Credentials", "true")
+		loc := map[string]string{
+			"path":     "/login?next=%2Fa#top",
+			"own":      "http://" + r.Host + "/own/",
+			"own-root": "http://" + r.Host,
+			"away":     "https://example.com/x",
+			"relative": "next/page",
+		}[strings.TrimPrefix(r.URL.Path, "/redirect/")]
+		w.Header().Set("Location", loc) // as written, which http.Redirect is not
+		w.WriteHeader(http.StatusFound)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -209,6 +222,39 @@ func TestProxyReachesPodsAndServices(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != ns+"pods/web:http/proxy/?a=1" {
 		t.Errorf("bare proxy path: %d Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+}
+
+// TestProxyRedirectsStayUnderTheProxy: a pod's redirect to a path of its
+// own lands under the proxy path, as Kubernetes rewrites it, and a pod may
+// not grant other origins access through CORS headers.
+func TestProxyRedirectsStayUnderTheProxy(t *testing.T) {
+	pod := newPodServer(t)
+	e := newEnv(t)
+	proxyFixture(t, e, "127.0.0.1", pod.port)
+	c := e.ts.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	const svc = "/api/v1/namespaces/default/services/web:http/proxy"
+	for which, want := range map[string]string{
+		"path":     svc + "/login?next=%2Fa#top",
+		"own":      svc + "/own/",
+		"own-root": svc + "/",
+		"away":     "https://example.com/x",
+		"relative": "next/page",
+	} {
+		req, _ := http.NewRequest("GET", e.ts.URL+svc+"/redirect/"+which, nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if got := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || got != want {
+			t.Errorf("redirect %s: %d to %q, want %q", which, resp.StatusCode, got, want)
+		}
+		if cors := resp.Header.Get("Access-Control-Allow-Origin") + resp.Header.Get("Access-Control-Allow-Credentials"); cors != "" {
+			t.Errorf("redirect %s: CORS headers came through: %v", which, resp.Header)
+		}
 	}
 }
 

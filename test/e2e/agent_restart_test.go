@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -267,30 +266,8 @@ func TestServerEmbeddedAgent(t *testing.T) {
 	// through the API server and the agent.
 	for _, tool := range []string{"kubectl", "berth"} {
 		t.Run(tool+" port-forward", func(t *testing.T) {
-			cmd := s.command(t, tool, "port-forward", "pod/"+name, "--address", "127.0.0.1", fmt.Sprintf(":%d", port))
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			// "Forwarding from 127.0.0.1:LOCAL -> PORT", in bounded time: a
-			// forwarder that hangs must not hang the suite.
-			lines := make(chan string, 1)
-			go func() {
-				l, _ := bufio.NewReader(out).ReadString('\n')
-				lines <- l
-			}()
-			var line string
-			select {
-			case line = <-lines:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s port-forward said nothing in 30s; stderr %s", tool, stderr.String())
-			}
+			// "Forwarding from 127.0.0.1:LOCAL -> PORT".
+			line, stderr := startForLine(t, s.command(t, tool, "port-forward", "pod/"+name, "--address", "127.0.0.1", fmt.Sprintf(":%d", port)))
 			m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> `).FindStringSubmatch(line)
 			if m == nil {
 				t.Fatalf("%s port-forward said %q, stderr %s", tool, line, stderr.String())

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -284,4 +285,35 @@ func field(obj map[string]any, path string) any {
 		cur = m[p]
 	}
 	return cur
+}
+
+// startForLine starts a command that serves until it is killed (a
+// forwarder, a proxy) and returns the first line it prints, which says
+// where it serves, and its stderr so far; the command is killed when the
+// test ends. The line must come in bounded time: a command that hangs
+// must not hang the suite.
+func startForLine(t testing.TB, cmd *exec.Cmd) (string, *testtool.Buffer) {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &testtool.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(out).ReadString('\n')
+		lines <- l
+	}()
+	select {
+	case l := <-lines:
+		return l, stderr
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s said nothing in 30s; stderr %s", strings.Join(cmd.Args, " "), stderr.String())
+	}
+	return "", stderr
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"fmt"
 	"regexp"
 	"strings"
@@ -72,28 +71,7 @@ spec:
 
 	// kubectl proxy serves the API on a local port without credentials;
 	// a browser reaches the service's page through it.
-	cmd := s.command(t, "kubectl", "proxy", "--address", "127.0.0.1", "--port", "0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(out).ReadString('\n')
-		lines <- l
-	}()
-	var line string
-	select {
-	case line = <-lines:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("kubectl proxy said nothing in 30s; stderr %s", stderr.String())
-	}
+	line, stderr := startForLine(t, s.command(t, "kubectl", "proxy", "--address", "127.0.0.1", "--port", "0"))
 	m := regexp.MustCompile(`Starting to serve on (127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("kubectl proxy said %q, stderr %s", line, stderr.String())

@@ -527,3 +527,36 @@ func TestProxyDiscovery(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyEndsOnShutdown: a proxied stream in flight ends when the
+// server shuts down, as a watch does, rather than holding it up.
+func TestProxyEndsOnShutdown(t *testing.T) {
+	pod := newPodServer(t)
+	e := newEnv(t)
+	proxyFixture(t, e, "127.0.0.1", pod.port)
+	req, _ := http.NewRequest("GET", e.ts.URL+"/api/v1/namespaces/default/pods/web/proxy/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rest := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(resp.Body)
+		rest <- string(b)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.server.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-rest:
+		if got != "first\n" {
+			t.Errorf("the stream held %q", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the proxied stream outlived the server's shutdown")
+	}
+}

@@ -204,6 +204,24 @@ func TestProxyReachesPodsAndServices(t *testing.T) {
 		t.Errorf("impersonation headers reached the pod: %v", s.Header)
 	}
 
+	// Hop-by-hop headers end at the API server (over HTTP/1.1, where a
+	// client may name them in Connection).
+	tr := e.ts.Client().Transport.(*http.Transport).Clone()
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	defer tr.CloseIdleConnections()
+	hopReq, _ := http.NewRequest("GET", e.ts.URL+ns+"pods/web/proxy/hop", nil)
+	hopReq.Header = http.Header{"Authorization": {"Bearer " + adminToken}, "Connection": {"X-Hop"}, "X-Hop": {"1"}, "Te": {"trailers"}, "X-End-To-End": {"1"}}
+	hopResp, err := (&http.Client{Transport: tr}).Do(hopReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hopBody, _ := io.ReadAll(hopResp.Body)
+	_ = hopResp.Body.Close()
+	if s := decodeSeen(t, hopResp.StatusCode, hopBody); s.Header.Get("X-Hop") != "" || s.Header.Get("X-End-To-End") != "1" || hopResp.ProtoMajor != 1 {
+		t.Errorf("hop-by-hop headers: the pod saw %v (over HTTP/%d)", s.Header, hopResp.ProtoMajor)
+	}
+
 	// HEAD answers headers only.
 	if code, hdr, body := e.do("HEAD", ns+"pods/web/proxy/h", adminToken, "", "", nil); code != http.StatusOK || hdr.Get("X-Pod") != "yes" || len(body) != 0 {
 		t.Errorf("HEAD: %d %v %q", code, hdr, body)

@@ -241,7 +241,7 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, what string, tar
 		Transport: s.proxyTransport,
 		ModifyResponse: func(resp *http.Response) error {
 			proxyResponseHeaders(resp.Header, target.Host, prefix)
-			return nil
+			return rewriteHTML(resp, target.Host, prefix)
 		},
 		// Every write is flushed: a stream or server-sent events reach the
 		// caller as the pod writes them.
@@ -269,32 +269,15 @@ var corsHeaders = []string{"Access-Control-Allow-Credentials", "Access-Control-A
 // proxyResponseHeaders fits a pod's answer to where the caller sees it:
 // no CORS grants, and a redirect to a path of the pod's (or to the pod's
 // own address) goes to that path under prefix, as Kubernetes' proxy
-// rewrites it. A redirect elsewhere, or relative to the page, stays.
+// rewrites it. A redirect elsewhere, or relative to the page, stays (an
+// empty Location too: proxiedLocation leaves what has no path).
 func proxyResponseHeaders(h http.Header, podHost, prefix string) {
 	for _, k := range corsHeaders {
 		h.Del(k)
 	}
-	loc := h.Get("Location")
-	if loc == "" {
-		return
+	if loc, ok := proxiedLocation(h.Get("Location"), podHost, prefix); ok {
+		h.Set("Location", loc)
 	}
-	u, err := url.Parse(loc)
-	if err != nil || (u.Host != "" && u.Host != podHost) || (u.Host == "" && !strings.HasPrefix(u.Path, "/")) || u.Opaque != "" {
-		return
-	}
-	// A path alone: the caller's browser keeps the origin it used, the
-	// API server's or kubectl proxy's.
-	out := prefix + u.EscapedPath()
-	if u.Path == "" {
-		out += "/"
-	}
-	if u.RawQuery != "" {
-		out += "?" + u.RawQuery
-	}
-	if u.Fragment != "" {
-		out += "#" + u.EscapedFragment()
-	}
-	h.Set("Location", out)
 }
 
 // UnwrapURLError drops the method and URL net/http puts around a

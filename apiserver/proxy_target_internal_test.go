@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -170,6 +171,30 @@ func FuzzParseProxyTarget(f *testing.F) {
 			if code := statusCode(fn()); code != 0 && code != 400 && code != 503 {
 				t.Fatalf("%s of %q: code %d", what, id, code)
 			}
+		}
+	})
+}
+
+// FuzzRewriteLinks: any page a pod answers is rewritten without a panic,
+// and a page with no attribute in it (nothing to rewrite) comes back
+// byte for byte.
+func FuzzRewriteLinks(f *testing.F) {
+	for _, s := range []string{
+		`<a href="/x">x</a>`,
+		`<img src='http://pod:80/y.png'/><a href=rel>r</a>`,
+		`<form action="//other/z"><p>text</p>`,
+		`<a href="/%zz">bad escape</a><!-- <a href="/c"> -->`,
+		`<script>if (a < b) { x = "<a href='/s'>" }</script>`,
+		`<svg><a xlink:href="/svg"/></svg>`,
+		"plain text, no tags",
+		"<",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		out := rewriteLinks(page, "pod:80", "/api/v1/namespaces/default/pods/web/proxy")
+		if !bytes.Contains(page, []byte("=")) && !bytes.Equal(out, page) {
+			t.Fatalf("a page with no attributes changed:\n%q\n%q", page, out)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -88,6 +89,18 @@ func newPodServer(t *testing.T) *podServer {
 		}[strings.TrimPrefix(r.URL.Path, "/redirect/")]
 		w.Header().Set("Location", loc) // as written, which http.Redirect is not
 		w.WriteHeader(http.StatusFound)
+	})
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		page := proxyTestPage(r.Host)
+		if r.URL.Query().Get("gzip") != "" {
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			_, _ = io.WriteString(zw, page)
+			_ = zw.Close()
+			return
+		}
+		_, _ = io.WriteString(w, page)
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -273,6 +286,45 @@ func TestProxyRedirectsStayUnderTheProxy(t *testing.T) {
 		if cors := resp.Header.Get("Access-Control-Allow-Origin") + resp.Header.Get("Access-Control-Allow-Credentials"); cors != "" {
 			t.Errorf("redirect %s: CORS headers came through: %v", which, resp.Header)
 		}
+	}
+}
+
+// proxyTestPage is a page that links to its pod's own paths, to its
+// own address, elsewhere, and relative to itself.
+func proxyTestPage(host string) string {
+	return `<!DOCTYPE html>
+<html><head><link rel="stylesheet" href="/static/app.css"><script src='http://` + host + `/js/app.js?v=1'></script></head>
+<body><a href="/docs/#intro">docs</a> <a href="https://example.com/">away</a> <a href="next.html">next</a>
+<form action="/submit" method="post"><img src="/logo.png" alt="/not-a-link"/></form><p>/static/app.css stays in text</p></body></html>
+`
+}
+
+// TestProxyRewritesPageLinks: an HTML page's links to the pod's own paths
+// point under the proxy path, as Kubernetes' proxy rewrites them, so a
+// browser behind kubectl proxy loads them; other links and the text stay.
+func TestProxyRewritesPageLinks(t *testing.T) {
+	pod := newPodServer(t)
+	e := newEnv(t)
+	proxyFixture(t, e, "127.0.0.1", pod.port)
+	const p = "/api/v1/namespaces/default/services/web:http/proxy"
+	want := `<!DOCTYPE html>
+<html><head><link rel="stylesheet" href="` + p + `/static/app.css"><script src="` + p + `/js/app.js?v=1"></script></head>
+<body><a href="` + p + `/docs/#intro">docs</a> <a href="https://example.com/">away</a> <a href="next.html">next</a>
+<form action="` + p + `/submit" method="post"><img src="` + p + `/logo.png" alt="/not-a-link"/></form><p>/static/app.css stays in text</p></body></html>
+`
+	for _, q := range []string{"", "?gzip=1"} {
+		code, hdr, body := e.do("GET", p+"/page"+q, adminToken, "", "", nil)
+		if code != http.StatusOK || string(body) != want {
+			t.Errorf("page%s: %d\n%s\nwant\n%s", q, code, body, want)
+		}
+		if hdr.Get("Content-Encoding") != "" {
+			t.Errorf("page%s: Content-Encoding %q", q, hdr.Get("Content-Encoding"))
+		}
+	}
+	// What is not HTML passes as it is.
+	code, _, body := e.do("GET", p+"/plain", adminToken, "", "", nil)
+	if s := decodeSeen(t, code, body); s.Path != "/plain" {
+		t.Errorf("plain: %+v", s)
 	}
 }
 

@@ -69,6 +69,18 @@ spec:
 		}
 	}
 
+	// Only the admin may proxy: a service account reads the pod but may
+	// not reach through it, as with Kubernetes' view role.
+	for args, want := range map[string]string{"pods --subresource proxy": "no", "services --subresource proxy": "no", "pods": "yes"} {
+		out, _ := s.kubectlErr(t, append([]string{"auth", "can-i", "get", "--as", "system:serviceaccount:default:default"}, strings.Fields(args)...)...)
+		if answer, _, _ := strings.Cut(strings.TrimSpace(out), " "); answer != want {
+			t.Errorf("kubectl auth can-i get %s as the default service account: %q, want %s", args, out, want)
+		}
+	}
+	if out := strings.TrimSpace(s.kubectl(t, "auth", "can-i", "create", "services", "--subresource", "proxy")); out != "yes" {
+		t.Errorf("kubectl auth can-i create services --subresource proxy as the admin: %q", out)
+	}
+
 	// kubectl proxy serves the API on a local port without credentials;
 	// a browser reaches the service's page through it.
 	line, stderr := startForLine(t, s.command(t, "kubectl", "proxy", "--address", "127.0.0.1", "--port", "0"))

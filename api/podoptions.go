@@ -182,11 +182,17 @@ func (o PodExecOptions) Query() url.Values {
 	return q
 }
 
-// onlyParams refuses a parameter that is not one of these (or container,
-// withContainer).
+// requestTimeoutParam is the API server's own parameter that kubectl
+// adds to every request it makes with --request-timeout. It is no option
+// of a log or an exec: as kube-apiserver does for such long-running
+// requests, the API server takes it and lets the stream run.
+const requestTimeoutParam = "timeout"
+
+// onlyParams refuses a parameter that is not one of these (or, in the
+// API server's query, withContainer, container and the request timeout).
 func onlyParams(q url.Values, what string, params []string, withContainer bool) error {
 	for k := range q {
-		if slices.Contains(params, k) || (withContainer && k == "container") {
+		if slices.Contains(params, k) || (withContainer && (k == "container" || k == requestTimeoutParam)) {
 			continue
 		}
 		all := params

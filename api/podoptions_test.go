@@ -47,6 +47,8 @@ func TestParsePodLogOptions(t *testing.T) {
 		{query: "limitBytes=0", err: "limitBytes"},
 		{query: "container=app", err: "log option container is not supported (follow, tailLines"},
 		{query: "stream=All", withContainer: true, err: "log option stream is not supported (container, follow"},
+		{query: "follow=true&timeout=60s", withContainer: true, want: PodLogOptions{Follow: true}},
+		{query: "follow=true&timeout=60s", err: "log option timeout is not supported"},
 		{query: "follow=yes", err: `log option follow="yes": want true or false`},
 		{query: "tailLines=-1", err: `tailLines="-1"`},
 		{query: "sinceSeconds=0", err: `sinceSeconds="0"`},
@@ -87,6 +89,10 @@ func TestParsePodExecOptions(t *testing.T) {
 		{query: "command=ls&stdout=maybe", err: `exec option stdout="maybe": want true or false`},
 		{query: "command=ls&stdout=true&container=b", err: "exec option container is not supported"},
 		{query: "command=ls&stdout=true&input=x", withContainer: true, err: "exec option input is not supported (container, command"},
+		// kubectl --request-timeout adds the API server's timeout to the
+		// query; it does not pass on to the agent.
+		{query: "command=ls&stdout=true&timeout=60s", withContainer: true, want: PodExecOptions{Command: []string{"ls"}, Stdout: true}},
+		{query: "command=ls&stdout=true&timeout=60s", err: "exec option timeout is not supported"},
 	} {
 		got, ok := checkParse(t, ParsePodExecOptions, tc.query, tc.withContainer, tc.want, tc.err)
 		if !ok {

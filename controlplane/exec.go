@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gorilla/websocket"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/berth-dev/berth/api"
@@ -41,9 +39,9 @@ func parsePodExecQuery(pod *api.Pod, q url.Values) (podExecRequest, error) {
 }
 
 // ServeExec is an apiserver.SubresourceHandler for pods/exec: it passes
-// the request's WebSocket upgrade on to the agent of the pod's node and,
-// once the agent has accepted it, copies the connection both ways until
-// either end closes it. The user's credentials stay here: the agent sees
+// the request's upgrade on to the agent of the pod's node and, once the
+// agent has accepted it, copies the connection both ways until either end
+// closes it. The user's credentials stay here: the agent sees
 // the API server's client certificate, and the API server has already
 // authorized the user to create pods/exec.
 func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj api.Object) {
@@ -65,21 +63,13 @@ func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj a
 		apiserver.WriteError(w, err)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		// SPDY, which kubectl before 1.30 used, is not spoken here. This
-		// comes after the checks above: kubectl retries a refused
-		// WebSocket with SPDY and shows the second answer, so both must
-		// carry the real reason.
-		apiserver.WriteError(w, apierrors.NewBadRequest("exec takes a WebSocket upgrade (protocol v5.channel.k8s.io, kubectl 1.30 or later)"))
-		return
-	}
 	p.proxyUpgrade(w, r, pod, target)
 }
 
 // ServePortForward is an apiserver.SubresourceHandler for
-// pods/portforward: as ServeExec, it passes the request's WebSocket
-// upgrade on to the agent of the pod's node, which forwards the
-// connections kubectl port-forward tunnels in it to the pod's ports.
+// pods/portforward: as ServeExec, it passes the request's upgrade on to
+// the agent of the pod's node, which forwards the connections kubectl
+// port-forward tunnels in it to the pod's ports.
 func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request, obj api.Object) {
 	pod, ok := connectPod(w, obj, "portforward")
 	if !ok {
@@ -94,10 +84,6 @@ func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request
 		apiserver.WriteError(w, err)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		apiserver.WriteError(w, apierrors.NewBadRequest("port-forward takes a WebSocket upgrade (protocol SPDY/3.1+portforward.k8s.io, kubectl 1.30 or later)"))
-		return
-	}
 	target := &url.URL{Scheme: "https", Host: addr, Path: strings.Join([]string{api.PortForwardPath, pod.Namespace, pod.Name}, "/")}
 	p.proxyUpgrade(w, r, pod, target)
 }
@@ -107,6 +93,14 @@ func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request
 // until either end closes it. The user's credentials stay here: the agent
 // sees the API server's client certificate, and the API server has
 // already authorized the user.
+//
+// Every request goes on, not only a WebSocket upgrade: kubectl takes any
+// answer to its WebSocket attempt but 101 as a refusal of the protocol,
+// retries with SPDY and shows only the second answer, so that answer must
+// carry the real fault as well, as kube-apiserver's does by passing SPDY
+// on to the kubelet. An agent that cannot be reached is a 503 naming it
+// and the cause both times; one that is reached refuses SPDY itself with
+// a 400 saying what it speaks.
 func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, pod *api.Pod, target *url.URL) {
 	// The session ends when the server shuts down, as a followed log does.
 	ctx, cancel := context.WithCancel(r.Context())

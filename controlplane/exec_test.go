@@ -3,6 +3,7 @@ package controlplane
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -119,35 +120,45 @@ func FuzzPodExecQuery(f *testing.F) {
 	})
 }
 
-// TestServeExecRefusesPlainRequests: without a WebSocket upgrade (as
-// kubectl's SPDY fallback asks) exec and port-forward answer a 400 that
-// says so, after the pod's own faults, which are what kubectl then shows.
-func TestServeExecRefusesPlainRequests(t *testing.T) {
-	p := NewContainerProxy(storeWithNode(t), x509.NewCertPool(), tls.Certificate{}, nil)
+// TestServeExecPassesSPDYOn: a request without a WebSocket upgrade (as
+// kubectl's SPDY fallback asks) is refused for the pod's own faults, and
+// otherwise goes on to the agent as a WebSocket would: kubectl shows only
+// the fallback's answer, so an agent that cannot be reached must be named
+// there with the cause, not hidden behind a refusal of SPDY.
+func TestServeExecPassesSPDYOn(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := l.Addr().(*net.TCPAddr)
+	l.Close()
+	p := NewContainerProxy(storeWithNodeAt(t, gone.IP.String(), gone.Port), x509.NewCertPool(), tls.Certificate{}, nil)
 	defer p.Close()
 	one, _ := execTestPods()
 	unbound := one.DeepCopy()
 	unbound.Spec.NodeName = ""
 	running := one.DeepCopy()
 	running.Status.Phase = api.PodRunning
+	unreachable := "node n1: the agent at " + gone.String() + " cannot be reached"
 	for _, tc := range []struct {
 		sub   string
 		serve func(http.ResponseWriter, *http.Request, api.Object)
 		pod   *api.Pod
+		code  int
 		want  string
 	}{
-		{"exec?command=true&stdout=true", p.ServeExec, one, "WebSocket"},
-		{"exec?command=true&stdout=true", p.ServeExec, unbound, "does not have a host assigned"},
-		{"portforward", p.ServePortForward, running, "WebSocket"},
-		{"portforward", p.ServePortForward, one, "pod is not running"},
+		{"exec?command=true&stdout=true", p.ServeExec, one, http.StatusServiceUnavailable, unreachable},
+		{"exec?command=true&stdout=true", p.ServeExec, unbound, http.StatusBadRequest, "does not have a host assigned"},
+		{"portforward", p.ServePortForward, running, http.StatusServiceUnavailable, unreachable},
+		{"portforward", p.ServePortForward, one, http.StatusBadRequest, "pod is not running"},
 	} {
 		rec := httptest.NewRecorder()
 		r, _ := http.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods/web/"+tc.sub, nil)
 		r.Header.Set("Connection", "Upgrade")
 		r.Header.Set("Upgrade", "SPDY/3.1")
 		tc.serve(rec, r, tc.pod)
-		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), tc.want) {
-			t.Errorf("%s of %s: %d %s, want 400 with %q", tc.sub, tc.pod.Name, rec.Code, rec.Body.String(), tc.want)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("%s of %s: %d %s, want %d with %q", tc.sub, tc.pod.Name, rec.Code, rec.Body.String(), tc.code, tc.want)
 		}
 	}
 }
@@ -156,14 +167,21 @@ func TestServeExecRefusesPlainRequests(t *testing.T) {
 // 10.0.0.1:10250.
 func storeWithNode(tb testing.TB) *store.Store {
 	tb.Helper()
+	return storeWithNodeAt(tb, "10.0.0.1", 10250)
+}
+
+// storeWithNodeAt is a store holding node n1, whose agent listens at
+// ip:port.
+func storeWithNodeAt(tb testing.TB, ip string, port int) *store.Store {
+	tb.Helper()
 	st, err := store.New(store.Memory{}, store.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
 	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	node.Status.Addresses = []api.NodeAddress{{Type: api.NodeInternalIP, Address: "10.0.0.1"}}
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
+	node.Status.Addresses = []api.NodeAddress{{Type: api.NodeInternalIP, Address: ip}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
 	api.Default(node)
 	if _, err := st.Create(tb.Context(), node); err != nil {
 		tb.Fatal(err)

@@ -151,7 +151,9 @@ func objectSpec(spec source.Spec) api.SourceSpec {
 // configured source, created or with its spec updated (status kept); one
 // no flag names any more is kept, with its objects, and marked Ready=False
 // NotConfigured, since pruning what a source applied because a flag went
-// missing would be a surprise nobody asked for.
+// missing would be a surprise nobody asked for. Deleting such a Source
+// prunes nothing either: its objects keep running, and its claim on them
+// no longer holds another source back (the applier adopts them).
 func (s *sources) ensureObjects(ctx context.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(s.runners)) {
 		if err := s.ensureObject(ctx, s.runners[name].spec); err != nil {
@@ -172,7 +174,7 @@ func (s *sources) ensureObjects(ctx context.Context) error {
 			Type:               api.SourceReady,
 			Status:             metav1.ConditionFalse,
 			Reason:             api.ReasonNotConfigured,
-			Message:            "No --source flag of the server names this source any more: its objects are kept as they are and no longer synced; delete this Source to forget it",
+			Message:            "No --source flag of the server names this source any more: its objects are kept as they are and no longer synced; delete this Source to forget it: they keep running, and another source that declares them takes them over",
 			ObservedGeneration: src.Generation,
 			LastTransitionTime: now,
 		})

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -253,5 +255,90 @@ func TestSourcesThroughTheAPI(t *testing.T) {
 	allowed.Annotations = map[string]string{api.AnnotationReconcileRequestedAt: "now"}
 	if _, err := c.Update(ctx, allowed); err != nil {
 		t.Errorf("allowMassPrune and a reconcile request: %v", err)
+	}
+}
+
+// TestDeletedSourceReleasesItsClaim follows a fleet moved from one source
+// to another across restarts on one bolt store: while the Source that
+// applied the objects exists, another source declaring them is refused
+// (and told how to hand them over); once that Source is deleted, its
+// claim is stale and the other source adopts the objects as they are,
+// without recreating them, and says so in an event.
+func TestDeletedSourceReleasesItsClaim(t *testing.T) {
+	first, second := t.TempDir(), t.TempDir()
+	for _, dir := range []string{first, second} {
+		write(t, filepath.Join(dir, "a.yaml"), cm("a", "1"))
+	}
+	fleet, err := source.Parse("name=fleet," + first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := source.Parse("name=other," + second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	ready := func(st *store.Store, name, status, reason string) func() error {
+		return func() error {
+			if s, r := readyOf(sourceObject(t, st, name)); s != status || r != reason {
+				return fmt.Errorf("%s: ready %s %s", name, s, r)
+			}
+			return nil
+		}
+	}
+	claim := func(st *store.Store) (string, types.UID) {
+		obj, err := st.Get(api.KindOf(&api.ConfigMap{}), "default", "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.GetAnnotations()[api.AnnotationSource], obj.GetUID()
+	}
+
+	cp := startControlPlane(t, dataDir, StoreBolt, fleet)
+	poll(t, "fleet applied", ready(cp.Store(), "fleet", "True", api.ReasonSucceeded))
+	owner, uid := claim(cp.Store())
+	if owner != "fleet" {
+		t.Fatalf("a is claimed by %q", owner)
+	}
+	cp.stop()
+
+	// Both configured: the second is refused, with the ways out.
+	cp = startControlPlane(t, dataDir, StoreBolt, fleet, other)
+	poll(t, "other refused", ready(cp.Store(), "other", "False", api.ReasonInvalidRevision))
+	msg := meta.FindStatusCondition(sourceObject(t, cp.Store(), "other").Status.Conditions, api.SourceReady).Message
+	for _, want := range []string{`ConfigMap/default/a exists and is owned by source "fleet"`, "kubectl annotate configmap a -n default berth.dev/source-"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("other's message %q does not say %q", msg, want)
+		}
+	}
+	cp.stop()
+
+	// fleet no longer configured, but its Source still there: still refused.
+	cp = startControlPlane(t, dataDir, StoreBolt, other)
+	poll(t, "other still refused", ready(cp.Store(), "other", "False", api.ReasonInvalidRevision))
+	if _, err := cp.Store().Delete(context.Background(), sourceKind, "", "fleet", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cp.stop()
+
+	// fleet deleted: other takes a over as it is.
+	cp = startControlPlane(t, dataDir, StoreBolt, other)
+	st := cp.Store()
+	poll(t, "other applied", ready(st, "other", "True", api.ReasonSucceeded))
+	if owner, now := claim(st); owner != "other" || now != uid {
+		t.Errorf("a is claimed by %q with uid %s; want other, uid %s (not recreated)", owner, now, uid)
+	}
+	events, _, err := st.List(api.KindOf(&api.Event{}), store.Filter{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, obj := range events {
+		if e := obj.(*api.Event); e.Reason == "Adopted" {
+			said = append(said, e.Message)
+		}
+	}
+	if want := "Source other adopted ConfigMap/default/a from source fleet, which no longer exists"; !slices.Contains(said, want) {
+		t.Errorf("Adopted events %q, want %q", said, want)
 	}
 }

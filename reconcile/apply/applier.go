@@ -198,6 +198,9 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 		case ActionUnchanged:
 			seen[s.Key] = s.Live.GetResourceVersion()
 		}
+		if s.From != "" {
+			a.log.Info("adopted an object of a deleted source", "source", name, "object", s.Key.String(), "from", s.From)
+		}
 	}
 	st.applied, st.seen, st.revision = applied, seen, rev.ID
 	a.log.Info("applied revision", "source", name, "revision", rev.ID, "created", plan.Counts.Created,
@@ -247,6 +250,9 @@ func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]
 				return in, err
 			}
 		}
+		if err := checkClaim(tx, &in, live); err != nil {
+			return in, err
+		}
 		if !unchanged(d, live, seen) {
 			d.prepare(name)
 			switch prev := previous[d.Key]; {
@@ -271,6 +277,31 @@ func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]
 		}
 	}
 	return in, nil
+}
+
+// checkClaim notes in in.Gone the source that claims a live object, when
+// it is another source than in.Source and its Source object no longer
+// exists. Each source is looked up once.
+func checkClaim(tx *store.Txn, in *Input, live api.Object) error {
+	if live == nil {
+		return nil
+	}
+	owner, ok := live.GetAnnotations()[api.AnnotationSource]
+	if !ok || owner == in.Source || owner == string(api.SourceTypeAPI) {
+		return nil
+	}
+	if _, looked := in.Gone[owner]; looked {
+		return nil
+	}
+	_, err := tx.Get(sourceKind, "", owner)
+	if err != nil && !store.IsNotFound(err) {
+		return err
+	}
+	if in.Gone == nil {
+		in.Gone = map[string]bool{}
+	}
+	in.Gone[owner] = err != nil
+	return nil
 }
 
 // unchanged reports whether a desired object is what the source applied
@@ -319,6 +350,11 @@ func (a *Applier) execute(tx *store.Txn, name string, plan *Plan) error {
 				return err
 			}
 			switch {
+			case s.Adopt && s.From != "":
+				if err := a.recordEvent(tx, stored, ReasonAdopted,
+					fmt.Sprintf("Source %s adopted %s from source %s, which no longer exists", name, s.Key, s.From)); err != nil {
+					return err
+				}
 			case s.Adopt:
 				if err := a.recordEvent(tx, stored, ReasonAdopted,
 					fmt.Sprintf("Source %s adopted %s, which had no %s annotation", name, s.Key, api.AnnotationSource)); err != nil {

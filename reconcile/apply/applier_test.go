@@ -236,6 +236,11 @@ func TestApplyRefusesObjectsOfAnotherSource(t *testing.T) {
 	for _, owner := range []string{"api", "other"} {
 		t.Run(owner, func(t *testing.T) {
 			f := newFixture(t)
+			if owner != "api" {
+				// api has no Source object; another source has one while
+				// it exists.
+				f.create(&api.Source{ObjectMeta: metav1.ObjectMeta{Name: owner}, Spec: api.SourceSpec{Type: api.SourceTypeDir, URL: "/other"}})
+			}
 			cm := &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "b", Annotations: map[string]string{api.AnnotationSource: owner}}}
 			f.create(cm)
 			before := f.store.Revision()
@@ -250,7 +255,7 @@ func TestApplyRefusesObjectsOfAnotherSource(t *testing.T) {
 				t.Errorf("store went from %d to %d: more than the status was written", before, f.store.Revision())
 			}
 			msg := f.ready().Message
-			for _, want := range []string{"cm.yaml:doc 1", "ConfigMap/default/b", `source "` + owner + `"`, `source "fleet"`} {
+			for _, want := range []string{"cm.yaml:doc 1", "ConfigMap/default/b", `source "` + owner + `"`, `source "fleet"`, "kubectl annotate configmap b -n default berth.dev/source-"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message %q does not name %q", msg, want)
 				}
@@ -273,6 +278,26 @@ func TestApplyAdoptsUnownedObjects(t *testing.T) {
 	evs := f.events("default", ReasonAdopted)
 	if len(evs) != 1 || evs[0].InvolvedObject.Name != "a" || evs[0].InvolvedObject.Kind != "ConfigMap" || evs[0].Type != api.EventTypeNormal {
 		t.Fatalf("events %+v", evs)
+	}
+}
+
+// TestApplyAdoptsObjectsOfADeletedSource: an object claimed by a source
+// whose Source object is gone is taken over in place, and an event says
+// from whom.
+func TestApplyAdoptsObjectsOfADeletedSource(t *testing.T) {
+	f := newFixture(t)
+	stored := f.create(&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", Annotations: map[string]string{api.AnnotationSource: "gone"}}, Data: map[string]string{"key": "1"}})
+	res := f.mustApply(decode(t, "r1", "cm.yaml", configMap("a", "1")))
+	if res.Counts != (Counts{Updated: 1, Adopted: 1}) {
+		t.Errorf("counts %+v", res.Counts)
+	}
+	cm := f.get("ConfigMap", "default", "a")
+	if cm.GetAnnotations()[api.AnnotationSource] != fleet || cm.GetUID() != stored.GetUID() {
+		t.Errorf("not adopted in place: %+v", cm)
+	}
+	evs := f.events("default", ReasonAdopted)
+	if want := "Source fleet adopted ConfigMap/default/a from source gone, which no longer exists"; len(evs) != 1 || evs[0].Message != want {
+		t.Fatalf("events %+v, want one saying %q", evs, want)
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 const (
 	// ReasonDriftCorrected: a change made outside the source was reverted.
 	ReasonDriftCorrected = "DriftCorrected"
-	// ReasonAdopted: an object with no source annotation was taken over.
+	// ReasonAdopted: an object with no source annotation, or claimed by a
+	// source that no longer exists, was taken over.
 	ReasonAdopted = "Adopted"
 	// ReasonReleased: an object the source no longer declares, annotated
 	// berth.dev/prune: disabled, was left in place and let go.

@@ -34,9 +34,13 @@ type Step struct {
 	Object api.Object
 	// Live is the stored object, nil for a create.
 	Live api.Object
-	// Adopt: the object existed with no source annotation and the source
-	// takes it over.
+	// Adopt: the object existed with no source annotation, or with that
+	// of a source that no longer exists (From), and the source takes it
+	// over.
 	Adopt bool
+	// From is the source, no longer there, whose stale claim an adoption
+	// takes over; empty for an object that had no claim.
+	From string
 	// Drift: the source declares what it declared last time, yet the
 	// stored object differs; the update reverts a change made outside it.
 	Drift bool
@@ -69,6 +73,10 @@ type Input struct {
 	// Namespaces holds the stored Namespace of every namespace a desired
 	// object names, when it exists.
 	Namespaces map[string]*api.Namespace
+	// Gone holds the sources that claim a desired object and whose Source
+	// object no longer exists: their claim is stale. api, which `berth
+	// apply` names, has no Source object and is never gone.
+	Gone map[string]bool
 }
 
 // Counts sum a plan up.
@@ -101,7 +109,10 @@ func (p *Plan) MassPrune() bool {
 // An object that exists and names another source (api included, which
 // `berth apply` sets) is an error naming both; an object with no source
 // annotation is adopted, and the caller records an event saying so, as a
-// Kubernetes user expects of `kubectl apply`. A namespaced object whose
+// Kubernetes user expects of `kubectl apply`. So is an object whose
+// source has been deleted (in.Gone): a deleted Source leaves its objects
+// running, as Flux's Kustomization does with pruning off, and its claim
+// must not hold another source back for ever. A namespaced object whose
 // namespace neither exists nor is in the revision, or is being deleted, is
 // an error. So is an update Kubernetes would refuse (a changed selector).
 // Objects in the inventory but not in the revision are pruned, except
@@ -138,11 +149,13 @@ func Diff(in Input) *Plan {
 			continue
 		}
 		owner, annotated := live.GetAnnotations()[api.AnnotationSource]
+		from := ""
 		if annotated && owner != in.Source {
-			p.Errors = append(p.Errors, d.Decoded.Errors(field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"),
-				fmt.Sprintf("%s exists and is owned by source %q (annotation %s); source %q cannot apply it: remove it from one of the two sources, or delete it so that %q creates it",
-					d.Key, owner, api.AnnotationSource, in.Source, in.Source))})...)
-			continue
+			if !in.Gone[owner] {
+				p.Errors = append(p.Errors, d.Decoded.Errors(field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"), claimedMessage(d.Key, owner, in.Source))})...)
+				continue
+			}
+			from = owner
 		}
 		prev := in.Previous[d.Key]
 		want := merge(d.Object, live, prev)
@@ -150,7 +163,7 @@ func Diff(in Input) *Plan {
 			p.Errors = append(p.Errors, d.Decoded.Errors(errs)...)
 			continue
 		}
-		s := Step{Key: d.Key, Object: want, Live: live, Adopt: !annotated}
+		s := Step{Key: d.Key, Object: want, Live: live, Adopt: !annotated || from != "", From: from}
 		switch {
 		case equal(want, live):
 			s.Action, s.Object = ActionUnchanged, live
@@ -213,6 +226,18 @@ func Diff(in Input) *Plan {
 		}
 	}
 	return p
+}
+
+// claimedMessage refuses an object another source, which still exists,
+// claims. Either source giving it up ends the conflict; so does taking
+// the claim off, which hands the object over as it runs.
+func claimedMessage(key Key, owner, source string) string {
+	ns := ""
+	if key.Namespace != "" {
+		ns = " -n " + key.Namespace
+	}
+	return fmt.Sprintf("%s exists and is owned by source %q (annotation %s); source %q cannot apply it: remove it from one of the two sources, delete it so that %q creates it, or, if %q no longer declares it, hand it over as it runs with `kubectl annotate %s %s%s %s-`",
+		key, owner, api.AnnotationSource, source, source, owner, key.Kind.Singular, key.Name, ns, api.AnnotationSource)
 }
 
 // checkNamespace refuses an object whose namespace will not exist, or is

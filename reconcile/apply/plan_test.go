@@ -53,13 +53,17 @@ func defaultNS() map[string]*api.Namespace {
 	return map[string]*api.Namespace{"default": {ObjectMeta: metav1.ObjectMeta{Name: "default"}}}
 }
 
-// summary renders a plan's steps as "action Kind/ns/name[+adopt][+drift]".
+// summary renders a plan's steps as
+// "action Kind/ns/name[+adopt[(from)]][+drift]".
 func summary(p *Plan) string {
 	var b []string
 	for _, s := range p.Steps {
 		x := fmt.Sprintf("%s %s", s.Action, s.Key)
 		if s.Adopt {
 			x += "+adopt"
+		}
+		if s.From != "" {
+			x += "(" + s.From + ")"
 		}
 		if s.Drift {
 			x += "+drift(" + strings.Join(s.Fields, ",") + ")"
@@ -144,6 +148,21 @@ func TestDiff(t *testing.T) {
 			`m.yaml:doc 0 (line 4): metadata.name: Forbidden: ConfigMap/default/a exists and is owned by source "api"`,
 			`m.yaml:doc 1 (line 11): metadata.name: Forbidden: ConfigMap/default/b exists and is owned by source "other"`,
 		},
+	}, {
+		name: "adopts the objects of a deleted source, not of one that exists",
+		in: func() Input {
+			return Input{Desired: desired(t, cmA, cmB), Live: liveMap(stored(t, cmA, "gone"), stored(t, cmB, "other")), Namespaces: defaultNS(),
+				Gone: map[string]bool{"gone": true, "other": false}}
+		},
+		errs: []string{
+			`m.yaml:doc 1 (line 11): metadata.name: Forbidden: ConfigMap/default/b exists and is owned by source "other" (annotation berth.dev/source); source "fleet" cannot apply it: remove it from one of the two sources, delete it so that "fleet" creates it, or, if "other" no longer declares it, hand it over as it runs with ` + "`kubectl annotate configmap b -n default berth.dev/source-`",
+		},
+	}, {
+		name: "adopts the objects of a deleted source",
+		in: func() Input {
+			return Input{Desired: desired(t, cmA), Live: liveMap(stored(t, cmA, "gone")), Namespaces: defaultNS(), Gone: map[string]bool{"gone": true}}
+		},
+		want: "update ConfigMap/default/a+adopt(gone)",
 	}, {
 		name: "namespaces must exist, be in the revision, and not be going",
 		in: func() Input {

@@ -35,7 +35,8 @@ workloads, the rest). It prints one line per object:
 
 Objects are owned by the source "api" (annotation berth.dev/source: api);
 an object that a git, dir or http source owns is not changed, since that
-source would revert it. An object another writer changes between apply's
+source would revert it, unless that Source has been deleted: then apply
+takes the object over. An object another writer changes between apply's
 read and its write is read and merged again, up to 5 times. Objects
 without a namespace go to -n's. If any manifest is invalid, every error is
 printed and nothing is written (exit 2); if the server refuses an object,
@@ -197,7 +198,11 @@ func applyOnce(ctx context.Context, c apiClient, k *api.Kind, manifest api.Objec
 	case err != nil:
 		return "", &applyError{verb: "retrieving current configuration of", ref: objectRef(k, name), err: err}
 	}
-	if owner := live.GetAnnotations()[api.AnnotationSource]; owner != "" && owner != string(api.SourceTypeAPI) {
+	owner, err := claimant(ctx, c, live)
+	if err != nil {
+		return "", &applyError{verb: "retrieving the source of", ref: objectRef(k, name), err: err}
+	}
+	if owner != "" {
 		return "", fmt.Errorf("%s is owned by source %q, which would revert this change at its next sync; change it in that source", objectRef(k, name), owner)
 	}
 	plan, err := planApply(k, manifest, live)
@@ -211,6 +216,25 @@ func applyOnce(ctx context.Context, c apiClient, k *api.Kind, manifest api.Objec
 		return "", &applyError{verb: "updating", ref: objectRef(k, name), err: err}
 	}
 	return applyConfigured, nil
+}
+
+// claimant is the source that holds a live object against apply: the
+// one its berth.dev/source names, unless that is api or a Source that no
+// longer exists (a deleted Source's objects are anyone's to take, as the
+// server's sources take them); "" when none does.
+func claimant(ctx context.Context, c apiClient, live api.Object) (string, error) {
+	owner := live.GetAnnotations()[api.AnnotationSource]
+	if owner == "" || owner == string(api.SourceTypeAPI) {
+		return "", nil
+	}
+	_, err := c.Get(ctx, api.KindOf(&api.Source{}), "", owner)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	return owner, nil
 }
 
 // applyError says which step of applying an object failed.

@@ -6,8 +6,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // racingAPI is the real client with another writer in it: after each of
@@ -95,5 +100,46 @@ func TestApplyRetriesConflict(t *testing.T) {
 	}
 	if r.reads != conflictAttempts {
 		t.Errorf("apply read the deployment %d times, want %d", r.reads, conflictAttempts)
+	}
+}
+
+// TestApplyTakesOverTheObjectsOfADeletedSource: an object whose
+// berth.dev/source names a Source that no longer exists is no longer
+// that source's, and apply updates it and makes it its own.
+func TestApplyTakesOverTheObjectsOfADeletedSource(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	kubeconfig := startControlPlane(t)
+	cfg, err := client.LoadKubeconfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "left", Annotations: map[string]string{api.AnnotationSource: "gone"}}, Data: map[string]string{"k": "old"}}
+	testtool.WaitFor(t, 10*time.Second, "the control plane to take a ConfigMap", func() error {
+		_, err := c.Create(t.Context(), left)
+		return err
+	})
+	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: left}\ndata: {k: new}\n"
+	// diff shows the same: the claim changes hands, with no note that
+	// apply would refuse.
+	d := runBerth(t, manifest, "diff", "-f", "-", "--kubeconfig", kubeconfig)
+	if d.code != exitFailure || !strings.Contains(d.stdout, "+    berth.dev/source: api") || strings.Contains(d.stderr, "owned by") {
+		t.Errorf("diff: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	r := runBerth(t, manifest, "apply", "-f", "-", "--kubeconfig", kubeconfig)
+	if r.code != exitOK || r.stdout != "configmap/left configured\n" {
+		t.Fatalf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	obj, err := c.Get(t.Context(), api.KindOf(&api.ConfigMap{}), "default", "left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm := obj.(*api.ConfigMap); cm.Annotations[api.AnnotationSource] != "api" || cm.Data["k"] != "new" {
+		t.Errorf("after apply: %v %v", cm.Annotations, cm.Data)
 	}
 }

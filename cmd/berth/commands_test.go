@@ -296,7 +296,7 @@ func TestApplyRefusals(t *testing.T) {
 	t.Run("owned by another source", func(t *testing.T) {
 		owned := fixtureDeployments()[0] // annotated berth.dev/source: fleet
 		owned.SetNamespace("shop")
-		f := newFakeAPI(owned)
+		f := newFakeAPI(owned, &api.Source{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}})
 		useFakeAPI(t, f)
 		args := []string{"apply", "-f", "testdata/apply/app.yaml"}
 		r := runBerth(t, "", args...)

@@ -84,7 +84,15 @@ func runDiff(cmd *cobra.Command, g *globalOptions, paths []string) error {
 			failures++
 			continue
 		}
-		text, err := diffObject(k, d.Object, live, stderr)
+		owner := ""
+		if live != nil {
+			if owner, err = claimant(cmd.Context(), c, live); err != nil {
+				fmt.Fprintln(stderr, errorMessage(err))
+				failures++
+				continue
+			}
+		}
+		text, err := diffObject(k, d.Object, live, owner, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "error: %s: %v\n", objectRef(k, name), err)
 			failures++
@@ -106,15 +114,14 @@ func runDiff(cmd *cobra.Command, g *globalOptions, paths []string) error {
 
 // diffObject renders the unified diff between the live object (nil when
 // absent) and what applying the manifest would make of it; "" when they
-// are the same.
-func diffObject(k *api.Kind, manifest, live api.Object, notes io.Writer) (string, error) {
+// are the same. claimant is the source that holds the live object against
+// apply (see claimant), if any.
+func diffObject(k *api.Kind, manifest, live api.Object, claimant string, notes io.Writer) (string, error) {
 	manifest = manifest.DeepCopyObject().(api.Object)
 	owner := string(api.SourceTypeAPI)
-	if live != nil {
-		if o := live.GetAnnotations()[api.AnnotationSource]; o != "" && o != owner {
-			fmt.Fprintf(notes, "note: %s is owned by source %q: berth apply would refuse to change it, and that source would revert it\n", objectRef(k, manifest.GetName()), o)
-			owner = o
-		}
+	if claimant != "" {
+		fmt.Fprintf(notes, "note: %s is owned by source %q: berth apply would refuse to change it, and that source would revert it\n", objectRef(k, manifest.GetName()), claimant)
+		owner = claimant
 	}
 	ann := manifest.GetAnnotations()
 	if ann == nil {

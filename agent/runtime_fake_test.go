@@ -41,6 +41,8 @@ type fakeRun struct {
 	done       chan struct{}
 	ignoreTerm bool
 	memory     int64
+	// disk is what DiskUsage reports.
+	disk int64
 }
 
 type fakeStop struct {
@@ -234,6 +236,16 @@ func (f *fakeRuntime) Stats(_ context.Context, id runtime.ID) (runtime.Stats, er
 	return runtime.Stats{MemoryBytes: r.memory}, nil
 }
 
+func (f *fakeRuntime) DiskUsage(_ context.Context, id runtime.ID) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.runs[id]
+	if !ok {
+		return 0, runtime.ErrNotFound
+	}
+	return r.disk, nil
+}
+
 func (f *fakeRuntime) Exited() <-chan runtime.ID { return f.exited }
 
 func (f *fakeRuntime) Capabilities() runtime.Capabilities { return runtime.Capabilities{} }
@@ -270,6 +282,12 @@ func (f *fakeRuntime) setExec(fn func(id runtime.ID, argv []string) ([]byte, int
 func (f *fakeRuntime) setMemory(id runtime.ID, n int64) {
 	f.mu.Lock()
 	f.runs[id].memory = n
+	f.mu.Unlock()
+}
+
+func (f *fakeRuntime) setDisk(id runtime.ID, n int64) {
+	f.mu.Lock()
+	f.runs[id].disk = n
 	f.mu.Unlock()
 }
 

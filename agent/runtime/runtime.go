@@ -199,6 +199,10 @@ type Runtime interface {
 	Logs(ctx context.Context, id ID, opts LogOptions, w io.Writer) error
 	// Stats reports what a running run uses now, for eviction.
 	Stats(ctx context.Context, id ID) (Stats, error)
+	// DiskUsage is the disk space the run's own files take, running or
+	// ended: its log and the runtime's records of it, what counts against
+	// its container's ephemeral-storage limit.
+	DiskUsage(ctx context.Context, id ID) (int64, error)
 	// Exited delivers the ID of each run as it exits, so a pod worker
 	// wakes at once instead of polling. It is never closed.
 	Exited() <-chan ID

@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/agent/du"
 	"github.com/berth-dev/berth/agent/runtime"
 )
 
@@ -461,6 +462,20 @@ func (r *Runtime) Logs(ctx context.Context, id runtime.ID, opts runtime.LogOptio
 		return fmt.Errorf("logs %s: %w", id, err)
 	}
 	return nil
+}
+
+// DiskUsage is what the run's directory takes on disk: its log files and
+// records, a handful of files.
+func (r *Runtime) DiskUsage(ctx context.Context, id runtime.ID) (int64, error) {
+	rn, err := r.lookup(id)
+	if err != nil {
+		return 0, fmt.Errorf("disk usage %s: %w", id, err)
+	}
+	u, err := du.Walk(rn.dir, 0)
+	if err != nil {
+		return 0, fmt.Errorf("disk usage %s: %w", id, err)
+	}
+	return u.Bytes, nil
 }
 
 // Stats reports what a running run uses: from its cgroup when it has one,

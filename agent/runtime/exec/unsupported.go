@@ -68,6 +68,9 @@ func (*Runtime) Stats(context.Context, runtime.ID) (runtime.Stats, error) {
 	return runtime.Stats{}, errUnsupported
 }
 
+// DiskUsage refuses.
+func (*Runtime) DiskUsage(context.Context, runtime.ID) (int64, error) { return 0, errUnsupported }
+
 // ExecStream refuses.
 func (*Runtime) ExecStream(context.Context, runtime.ID, runtime.ExecOptions) (int, error) {
 	return 0, errUnsupported

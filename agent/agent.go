@@ -63,6 +63,10 @@ type Config struct {
 	// EvictionHard holds the hard eviction thresholds (default
 	// DefaultEvictionHard).
 	EvictionHard string
+	// HousekeepingPeriod is how often eviction checks the node's signals
+	// and the pods' ephemeral storage (default DefaultEvictionPeriod, the
+	// kubelet's 10s).
+	HousekeepingPeriod time.Duration
 	// Runtime names the container runtime ("exec").
 	Runtime string
 	// Version is reported on the Node.
@@ -423,8 +427,10 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Thresholds:   a.thresholds,
 		Signals:      func() (Signals, error) { return ReadSignals(a.cfg.DataDir) },
 		Pods:         a.pods.Usage,
+		Storage:      a.pods.Storage,
 		Evict:        func(ctx context.Context, p *api.Pod, msg string) error { return a.pods.Evict(ctx, p.UID, msg) },
 		SetCondition: node.SetCondition,
+		Period:       a.cfg.HousekeepingPeriod,
 		Clock:        a.cfg.Clock,
 		Logger:       a.log,
 	}).Run)

@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -209,14 +210,18 @@ type EvictionOptions struct {
 	Signals func() (Signals, error)
 	// Pods lists the running pods and their usage.
 	Pods func(ctx context.Context) []PodUsage
+	// Storage measures the local ephemeral storage of the running pods
+	// (PodManager.Storage); nil checks no pod's storage limits.
+	Storage func(ctx context.Context) []PodStorage
 	// Evict stops a pod and marks it Failed with reason Evicted and the
 	// message.
 	Evict func(ctx context.Context, pod *api.Pod, message string) error
 	// SetCondition reports MemoryPressure and DiskPressure on the Node
 	// (NodeManager.SetCondition); nil reports nothing.
 	SetCondition func(t api.NodeConditionType, status bool, reason, message string)
-	// Period is how often the signals are checked; at most one pod is
-	// evicted per period. 0 is DefaultEvictionPeriod.
+	// Period is how often the signals and the pods' storage are checked;
+	// at most one pod is evicted per period for the node's pressure. 0 is
+	// DefaultEvictionPeriod.
 	Period time.Duration
 	Clock  clock.WithTicker
 	Logger *slog.Logger
@@ -225,7 +230,9 @@ type EvictionOptions struct {
 // EvictionManager watches the node's memory and disk and, under pressure,
 // reports it on the Node (so that the scheduler avoids the node) and
 // evicts pods one at a time, so that the node survives a pod that grows
-// without bound.
+// without bound. It evicts a pod over one of its ephemeral-storage limits
+// (StorageLimitExceeded) first, as the kubelet does, and then no other pod
+// in that period.
 type EvictionManager struct {
 	o    EvictionOptions
 	last map[api.NodeConditionType]bool
@@ -295,6 +302,9 @@ func (e *EvictionManager) check(ctx context.Context) error {
 	}
 	e.report(api.NodeMemoryPressure, under[api.NodeMemoryPressure], ReasonInsufficientMemory, "berth agent has insufficient memory available", ReasonSufficientMemory, "berth agent has sufficient memory available")
 	e.report(api.NodeDiskPressure, under[api.NodeDiskPressure], ReasonDiskPressure, "berth agent has disk pressure", ReasonNoDiskPressure, "berth agent has no disk pressure")
+	if evicted, err := e.evictOverLimits(ctx); evicted || err != nil {
+		return err
+	}
 	if len(crossed) == 0 {
 		return nil
 	}
@@ -310,6 +320,29 @@ func (e *EvictionManager) check(ctx context.Context) error {
 		return fmt.Errorf("evict pod %s/%s: %w", victim.Pod.Namespace, victim.Pod.Name, err)
 	}
 	return nil
+}
+
+// evictOverLimits evicts every pod over one of its local-storage limits,
+// static pods aside, and says whether it evicted any.
+func (e *EvictionManager) evictOverLimits(ctx context.Context) (bool, error) {
+	if e.o.Storage == nil {
+		return false, nil
+	}
+	var evicted bool
+	var errs []error
+	for _, s := range e.o.Storage(ctx) {
+		msg := StorageLimitExceeded(s)
+		if msg == "" || s.Static {
+			continue
+		}
+		e.o.Logger.Info("evicting pod", "pod", s.Pod.Namespace+"/"+s.Pod.Name, "message", msg)
+		if err := e.o.Evict(ctx, s.Pod, msg); err != nil {
+			errs = append(errs, fmt.Errorf("evict pod %s/%s: %w", s.Pod.Namespace, s.Pod.Name, err))
+			continue
+		}
+		evicted = true
+	}
+	return evicted, errors.Join(errs...)
 }
 
 // report sets a pressure condition when it changes.

@@ -247,19 +247,28 @@ func (m *PodManager) ForgetAllExcept(keep map[types.UID]bool) {
 	}
 }
 
-// Evict stops the pod and marks it Failed with reason Evicted and message;
-// it returns once the pod's containers have stopped and the status was
-// reported (or ctx ended).
+// Evict stops the pod within EvictionGrace and marks it Failed with reason
+// Evicted and message, which a Warning event Evicted records too, as the
+// kubelet does; it returns once the pod's containers have stopped and the
+// status was reported (or ctx ended).
 func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) error {
 	m.mu.Lock()
 	w := m.workers[uid]
 	var done <-chan struct{}
+	var pod *api.Pod
 	if w != nil && w.hasPod() {
-		done = w.setEvict(message)
+		var first bool
+		done, first = w.setEvict(message)
+		if first {
+			pod = w.currentPod()
+		}
 	}
 	m.mu.Unlock()
 	if done == nil {
 		return fmt.Errorf("evict pod %s: not running on this node", uid)
+	}
+	if pod != nil && m.o.Events != nil {
+		m.o.Events.PodEvent(pod, api.EventTypeWarning, ReasonEvicted, message)
 	}
 	select {
 	case <-done:

@@ -126,22 +126,36 @@ func (w *podWorker) setForget() {
 	w.poke()
 }
 
-func (w *podWorker) setEvict(msg string) <-chan struct{} {
+// setEvict has the worker evict its pod with msg, and says whether this is
+// news (a pod is evicted once, with the first message).
+func (w *podWorker) setEvict(msg string) (done <-chan struct{}, first bool) {
 	w.mu.Lock()
 	if w.evictDone == nil {
 		w.evictMsg = msg
 		w.evictDone = make(chan struct{})
+		first = true
 	}
-	done := w.evictDone
+	done = w.evictDone
 	w.mu.Unlock()
 	w.poke()
-	return done
+	return done, first
 }
 
 func (w *podWorker) hasPod() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.pod != nil && !w.forget
+}
+
+// activePod is the pod while it runs on: nil once it is forgotten,
+// evicted, being deleted or finished.
+func (w *podWorker) activePod() *api.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.forget || w.evictDone != nil || w.pod == nil || w.pod.DeletionTimestamp != nil || w.pod.Finished() {
+		return nil
+	}
+	return w.pod
 }
 
 func (w *podWorker) currentPod() *api.Pod {

@@ -25,10 +25,20 @@ func podGrace(pod *api.Pod) time.Duration {
 	return defaultGrace
 }
 
+// EvictionGrace is all the grace an evicted pod's containers get, preStop
+// hooks included: the kubelet's for its hard and local-storage evictions
+// (immediateEvictionGracePeriodSeconds), since the node or the pod's
+// limit cannot wait for the pod's own.
+const EvictionGrace = time.Second
+
 // terminate stops a pod being deleted or evicted and reports its end.
 func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, evictMsg string, evictDone chan struct{}) time.Time {
 	clk := w.m.o.Clock
-	if err := w.stopAll(ctx, pod, runs, podGrace(pod)); err != nil {
+	grace := podGrace(pod)
+	if evictMsg != "" {
+		grace = min(grace, EvictionGrace)
+	}
+	if err := w.stopAll(ctx, pod, runs, grace); err != nil {
 		w.log(pod).err("stop pod", err)
 		return clk.Now().Add(retryAfterError)
 	}

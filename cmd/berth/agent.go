@@ -24,6 +24,7 @@ type agentFlags struct {
 	runtime      string
 	heartbeat    time.Duration
 	report       time.Duration
+	housekeeping time.Duration
 }
 
 // register adds the flags; the log server's address is listenName
@@ -38,6 +39,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.evictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds")
 	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (host processes)")
 	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
+	f.DurationVar(&o.housekeeping, "housekeeping-interval", agent.DefaultEvictionPeriod, "how often the agent checks --eviction-hard and each pod's ephemeral-storage limits and emptyDir sizeLimits, evicting a pod over them")
 	f.DurationVar(&o.report, "node-status-report-frequency", agent.DefaultStatusReportPeriod, "how often the agent writes its Node's status when nothing in it changed (a change is written at once)")
 }
 
@@ -57,6 +59,7 @@ func (o *agentFlags) config() (agent.Config, error) {
 		Version:            version,
 		HeartbeatPeriod:    o.heartbeat,
 		StatusReportPeriod: o.report,
+		HousekeepingPeriod: o.housekeeping,
 	}
 	var err error
 	if o.nodeLabels != "" {
@@ -79,6 +82,9 @@ func (o *agentFlags) config() (agent.Config, error) {
 	}
 	if o.report <= 0 {
 		return cfg, usageErrorf("--node-status-report-frequency must be positive")
+	}
+	if o.housekeeping <= 0 {
+		return cfg, usageErrorf("--housekeeping-interval must be positive")
 	}
 	if _, err := agent.ParseThresholds(o.evictionHard); err != nil {
 		return cfg, usageErrorf("--eviction-hard: %v", err)

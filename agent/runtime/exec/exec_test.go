@@ -745,6 +745,24 @@ func TestStats(t *testing.T) {
 	})
 }
 
+func TestDiskUsage(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-du", Name: "writer"}
+	// 3MiB of output, then the run ends: its log still counts.
+	start(t, r, sh(id, "head -c 3145728 /dev/zero"))
+	waitExited(t, r, id)
+	n, err := r.DiskUsage(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 3<<20 || n > 3<<20+256<<10 {
+		t.Errorf("disk usage %d, want the 3MiB log and a little more", n)
+	}
+	if _, err := r.DiskUsage(context.Background(), runtime.ID{PodUID: "nope", Name: "x"}); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("disk usage of an unknown run: %v", err)
+	}
+}
+
 func TestCgroupLimits(t *testing.T) {
 	r := newRuntime(t, t.TempDir())
 	caps := r.Capabilities()

@@ -281,24 +281,10 @@ func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) e
 // Usage lists the running pods with their working set and each running
 // container's, for eviction and the resource metrics.
 func (m *PodManager) Usage(ctx context.Context) []PodUsage {
-	m.mu.Lock()
-	pods := make([]*api.Pod, 0, len(m.workers))
-	for _, w := range m.workers {
-		if p := w.currentPod(); p != nil {
-			pods = append(pods, p)
-		}
-	}
-	m.mu.Unlock()
-	runs, err := m.o.Runtime.List(ctx)
+	pods, byPod, err := m.podRuns(ctx, (*podWorker).currentPod, true)
 	if err != nil {
 		m.o.Logger.Error("list runtime for usage", "err", err)
 		return nil
-	}
-	byPod := map[string][]runtime.Status{}
-	for _, r := range runs {
-		if r.State == runtime.StateRunning {
-			byPod[r.ID.PodUID] = append(byPod[r.ID.PodUID], r)
-		}
 	}
 	var out []PodUsage
 	for _, p := range pods {
@@ -319,6 +305,30 @@ func (m *PodManager) Usage(ctx context.Context) []PodUsage {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Pod.UID < out[j].Pod.UID })
 	return out
+}
+
+// podRuns is the pods pick chooses of the workers', and the runtime's runs
+// of each by pod UID: only the running ones with runningOnly.
+func (m *PodManager) podRuns(ctx context.Context, pick func(*podWorker) *api.Pod, runningOnly bool) ([]*api.Pod, map[string][]runtime.Status, error) {
+	m.mu.Lock()
+	pods := make([]*api.Pod, 0, len(m.workers))
+	for _, w := range m.workers {
+		if p := pick(w); p != nil {
+			pods = append(pods, p)
+		}
+	}
+	m.mu.Unlock()
+	runs, err := m.o.Runtime.List(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byPod := map[string][]runtime.Status{}
+	for _, r := range runs {
+		if !runningOnly || r.State == runtime.StateRunning {
+			byPod[r.ID.PodUID] = append(byPod[r.ID.PodUID], r)
+		}
+	}
+	return pods, byPod, nil
 }
 
 // isStatic says whether a pod came from the agent's own manifests.

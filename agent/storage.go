@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/berth-dev/berth/agent/du"
-	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -103,25 +102,10 @@ func StorageLimitExceeded(s PodStorage) string {
 // emptyDir and configMap volumes (within storageWalkBudget each pod),
 // their runs' files as the runtime reports them, and their token.
 func (m *PodManager) Storage(ctx context.Context) []PodStorage {
-	m.mu.Lock()
-	pods := make([]*api.Pod, 0, len(m.workers))
-	for _, w := range m.workers {
-		if p := w.activePod(); p != nil {
-			pods = append(pods, p)
-		}
-	}
-	m.mu.Unlock()
-	if len(pods) == 0 {
-		return nil
-	}
-	runs, err := m.o.Runtime.List(ctx)
+	pods, byPod, err := m.podRuns(ctx, (*podWorker).activePod, false)
 	if err != nil {
 		m.o.Logger.Error("list runtime for storage usage", "err", err)
 		return nil
-	}
-	byPod := map[string][]runtime.Status{}
-	for _, r := range runs {
-		byPod[r.ID.PodUID] = append(byPod[r.ID.PodUID], r)
 	}
 	out := make([]PodStorage, 0, len(pods))
 	for _, p := range pods {

@@ -323,8 +323,12 @@ type ResourceList map[ResourceName]resource.Quantity
 // ResourceRequirements are a container's requests and limits.
 type ResourceRequirements struct {
 	// Limits cap what the container may use: the exec runtime enforces cpu
-	// and memory through cgroups where the node allows it, ephemeral-storage
-	// not at all. A limit with no request is also the request.
+	// and memory through cgroups where the node allows it; the agent evicts
+	// a pod over its ephemeral-storage, as the kubelet does: the sum of
+	// its containers' limits against its emptyDir and configMap volumes and
+	// its containers' logs, and each container's against its logs (what an
+	// exec container writes elsewhere on the node is not counted). A limit
+	// with no request is also the request.
 	Limits ResourceList `json:"limits,omitempty"`
 	// Requests are what the scheduler reserves for the container on its
 	// node; they also set the pod's QoS class, which orders eviction, and
@@ -619,8 +623,8 @@ type EmptyDirVolumeSource struct {
 	// tmpfs; where the agent may not mount, a Memory volume is a plain
 	// directory and a warning says so.
 	Medium StorageMedium `json:"medium,omitempty"`
-	// SizeLimit is the size of a Memory volume's tmpfs; berth does not limit
-	// a volume on disk.
+	// SizeLimit is the size of a Memory volume's tmpfs; the agent evicts a
+	// pod whose volume holds more, as the kubelet does.
 	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
 }
 

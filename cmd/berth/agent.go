@@ -120,6 +120,12 @@ The agent keeps a node ID in its data dir and records it on its Node: an
 agent with another data dir is refused that Node (two machines given one
 --node-name), until the Node is deleted.
 
+Every --housekeeping-interval the agent checks its node's memory and disk
+against --eviction-hard and each pod's local storage (its emptyDir and
+configMap volumes, its containers' logs) against its ephemeral-storage
+limits and emptyDir sizeLimits, and evicts a pod over them, as the kubelet
+does.
+
 Static pods from --manifest-dir or --manifest-url run even with no server:
 with no --server the agent runs them alone (standalone mode).
 

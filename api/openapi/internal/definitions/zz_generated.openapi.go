@@ -1340,7 +1340,7 @@ func schema_githubcom_berth_dev_berth_api_EmptyDirVolumeSource(ref common.Refere
 					},
 					"sizeLimit": {
 						SchemaProps: spec.SchemaProps{
-							Description: "SizeLimit is the size of a Memory volume's tmpfs; berth does not limit a volume on disk.",
+							Description: "SizeLimit is the size of a Memory volume's tmpfs; the agent evicts a pod whose volume holds more, as the kubelet does.",
 							Ref:         ref(resource.Quantity{}.OpenAPIModelName()),
 						},
 					},
@@ -5186,7 +5186,7 @@ func schema_githubcom_berth_dev_berth_api_ResourceRequirements(ref common.Refere
 				Properties: map[string]spec.Schema{
 					"limits": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Limits cap what the container may use: the exec runtime enforces cpu and memory through cgroups where the node allows it, ephemeral-storage not at all. A limit with no request is also the request.",
+							Description: "Limits cap what the container may use: the exec runtime enforces cpu and memory through cgroups where the node allows it; the agent evicts a pod over its ephemeral-storage, as the kubelet does: the sum of its containers' limits against its emptyDir and configMap volumes and its containers' logs, and each container's against its logs (what an exec container writes elsewhere on the node is not counted). A limit with no request is also the request.",
 							Type:        []string{"object"},
 							AdditionalProperties: &spec.SchemaOrBool{
 								Allows: true,

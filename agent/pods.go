@@ -439,11 +439,23 @@ func (m *PodManager) removePodFiles(uid types.UID) error {
 	if uid == "" {
 		return nil
 	}
-	if err := unmountUnder(filepath.Join(podDir(m.o.DataDir, string(uid)), "volumes")); err != nil {
+	if err := m.removePodVolumes(uid); err != nil {
 		return fmt.Errorf("remove files of pod %s: %w", uid, err)
 	}
 	if err := os.RemoveAll(podDir(m.o.DataDir, string(uid))); err != nil {
 		return fmt.Errorf("remove files of pod %s: %w", uid, err)
 	}
 	return nil
+}
+
+// removePodVolumes deletes the volumes the agent made for a pod (its
+// emptyDirs, unmounting a tmpfs, and its projected volumes), as the kubelet
+// tears down a terminated pod's volumes: an evicted pod's scratch space is
+// given back at once, while its logs stay readable.
+func (m *PodManager) removePodVolumes(uid types.UID) error {
+	dir := filepath.Join(podDir(m.o.DataDir, string(uid)), "volumes")
+	if err := unmountUnder(dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
 }

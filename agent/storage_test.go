@@ -163,8 +163,15 @@ func TestPodManagerStorage(t *testing.T) {
 	if got := h.m.Storage(context.Background()); len(got) != 0 {
 		t.Errorf("an evicted pod measured: %v", got)
 	}
-	// Forgotten, its files go, the tmpfs the Memory volume may have
-	// mounted with them.
+	// Its volumes are given back at once, the tmpfs the Memory volume may
+	// have mounted unmounted; its token and logs stay.
+	if _, err := os.Stat(filepath.Join(dir, "pods", "u1", "volumes")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the evicted pod's volumes: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(serviceAccountDir(dir, "u1"), "token")); err != nil {
+		t.Errorf("the evicted pod's token: %v", err)
+	}
+	// Forgotten, its files go.
 	h.m.Forget("u1")
 	testtool.WaitFor(t, 5*time.Second, "the pod's files removed", func() error {
 		if _, err := os.Stat(podDir(dir, "u1")); !errors.Is(err, os.ErrNotExist) {

@@ -62,6 +62,8 @@ type podWorker struct {
 	volumesRetry    time.Time
 	terminatedSent  bool
 	evictionHandled bool
+	// volumesRemoved: an evicted pod's volumes are gone.
+	volumesRemoved bool
 }
 
 // containerRuntimeState is what a worker remembers of a container between

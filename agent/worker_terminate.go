@@ -66,6 +66,13 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 	if !w.report(ctx, pod, st) {
 		return clk.Now().Add(retryAfterError)
 	}
+	if evictMsg != "" && !w.volumesRemoved {
+		if err := w.m.removePodVolumes(w.uid); err != nil {
+			w.log(pod).err("remove the evicted pod's volumes", err)
+			return clk.Now().Add(retryAfterError)
+		}
+		w.volumesRemoved = true
+	}
 	if evictDone != nil && !w.evictionHandled {
 		w.evictionHandled = true
 		close(evictDone)

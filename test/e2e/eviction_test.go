@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -35,15 +39,15 @@ spec:
 
 // TestEphemeralStorageLimitEvicts runs a pod that writes past its
 // ephemeral-storage limit on a real agent: the agent evicts it (Failed,
-// Evicted, the kubelet's message, a Warning event) and its ReplicaSet
-// replaces it.
+// Evicted, the kubelet's message, a Warning event), gives its emptyDir
+// back, and its ReplicaSet replaces it.
 func TestEphemeralStorageLimitEvicts(t *testing.T) {
 	s := startServer(t)
-	startAgent(t, s, "eph", "127.0.0.70", "--housekeeping-interval", "1s")
+	a := startAgent(t, s, "eph", "127.0.0.70", "--housekeeping-interval", "1s")
 	s.applyText(t, scratchFiller)
 
 	const message = "Pod ephemeral local storage usage exceeds the total limit of containers 2Mi."
-	var evicted string
+	var evicted, uid string
 	waitFor(t, 60*time.Second, "the pod evicted", func() error {
 		list, err := s.getJSON(t, "pods", "-l", "app=filler")
 		if err != nil {
@@ -57,10 +61,17 @@ func TestEphemeralStorageLimitEvicts(t *testing.T) {
 					return fmt.Errorf("evicted with message %q, want %q", got, message)
 				}
 				evicted = field(p, "metadata.name").(string)
+				uid = field(p, "metadata.uid").(string)
 				return nil
 			}
 		}
 		return fmt.Errorf("no evicted pod among %d", len(items))
+	})
+	waitFor(t, 30*time.Second, "its scratch space given back", func() error {
+		if _, err := os.Stat(filepath.Join(a.dataDir, "pods", uid, "volumes", "scratch")); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the evicted pod's emptyDir: %v", err)
+		}
+		return nil
 	})
 	waitFor(t, 30*time.Second, "the Evicted event", func() error {
 		list, err := s.getJSON(t, "events")

@@ -90,8 +90,8 @@ type Options struct {
 	Watches []Watch
 }
 
-// Stats counts what a Controller's workers did, so tests (and later,
-// metrics) can see retries and drops without scraping logs.
+// Stats counts what a Controller's workers did, so tests can see retries
+// and drops without scraping logs; Metrics exports the same to Prometheus.
 type Stats struct {
 	Reconciles uint64 // calls to Reconcile, including failed and panicked ones
 	Errors     uint64 // calls that returned an error or panicked, Terminal ones included
@@ -115,6 +115,7 @@ type Controller struct {
 	log          *slog.Logger
 	started      atomic.Bool
 	counts       struct{ reconciles, errors, terminal, requeues atomic.Uint64 }
+	metrics      atomic.Pointer[controllerMetrics] // nil until Metrics.Instrument
 }
 
 // NewController returns a Controller named name, which appears in its logs,
@@ -207,6 +208,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 
 	res, err := c.reconcile(ctx, key)
 	c.counts.reconciles.Add(1)
+	c.metrics.Load().observe(res, err)
 	switch {
 	case err == nil:
 		c.queue.Forget(key)

@@ -56,13 +56,18 @@ type Queue struct {
 	clock   clock.Clock
 	backoff Backoff
 
-	mu         sync.Mutex
-	cond       *sync.Cond          // signalled when ready grows or on shutdown; L is &mu
-	ready      []string            // keys to hand out, in order
-	dirty      map[string]struct{} // keys that need processing: in ready, or to go back there on Done
-	dirtyPeak  int                 // the most keys dirty has held since it was made
-	processing map[string]struct{} // keys held by a worker
+	mu    sync.Mutex
+	cond  *sync.Cond // signalled when ready grows or on shutdown; L is &mu
+	ready []string   // keys to hand out, in order
+	// dirty holds the keys that need processing: in ready, or to go back
+	// there on Done. With metrics, the value is when the key was added.
+	dirty     map[string]time.Time
+	dirtyPeak int // the most keys dirty has held since it was made
+	// processing holds the keys held by a worker; with metrics, the value
+	// is when the worker got the key.
+	processing map[string]time.Time
 	failures   map[string]*failure // per-key back-off, until Forget
+	metrics    *queueMetrics       // nil: not instrumented
 	delayed    delayHeap           // keys waiting for a time, earliest first
 	delayedBy  map[string]*delayedKey
 	seq        uint64    // orders delayed keys with equal ready times
@@ -88,8 +93,8 @@ func NewQueue(clk clock.Clock, b Backoff) *Queue {
 	q := &Queue{
 		clock:      clk,
 		backoff:    b.withDefaults(),
-		dirty:      make(map[string]struct{}),
-		processing: make(map[string]struct{}),
+		dirty:      make(map[string]time.Time),
+		processing: make(map[string]time.Time),
 		failures:   make(map[string]*failure),
 		delayedBy:  make(map[string]*delayedKey),
 		wake:       make(chan struct{}, 1),
@@ -117,7 +122,12 @@ func (q *Queue) addLocked(key string) {
 	if _, ok := q.dirty[key]; ok {
 		return
 	}
-	q.dirty[key] = struct{}{}
+	var now time.Time
+	if q.metrics != nil {
+		q.metrics.adds.Inc()
+		now = q.clock.Now()
+	}
+	q.dirty[key] = now
 	q.dirtyPeak = max(q.dirtyPeak, len(q.dirty))
 	if _, ok := q.processing[key]; ok {
 		return
@@ -157,7 +167,14 @@ func (q *Queue) Get(ctx context.Context) (key string, shutdown bool) {
 	key = q.ready[0]
 	q.ready[0] = ""
 	q.ready = q.ready[1:]
-	q.processing[key] = struct{}{}
+	var now time.Time
+	if q.metrics != nil {
+		now = q.clock.Now()
+		if added := q.dirty[key]; !added.IsZero() { // zero: added before instrumenting
+			q.metrics.queueDuration.Observe(now.Sub(added).Seconds())
+		}
+	}
+	q.processing[key] = now
 	delete(q.dirty, key)
 	if len(q.ready) == 0 {
 		q.release()
@@ -175,7 +192,7 @@ const shrinkAbove = 1024
 func (q *Queue) release() {
 	q.ready = nil // what is left of its array is only the unused tail
 	if len(q.dirty) == 0 && q.dirtyPeak > shrinkAbove {
-		q.dirty, q.dirtyPeak = make(map[string]struct{}), 0
+		q.dirty, q.dirtyPeak = make(map[string]time.Time), 0
 	}
 }
 
@@ -184,8 +201,12 @@ func (q *Queue) release() {
 func (q *Queue) Done(key string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if _, ok := q.processing[key]; !ok {
+	started, ok := q.processing[key]
+	if !ok {
 		return
+	}
+	if q.metrics != nil && !started.IsZero() {
+		q.metrics.workDuration.Observe(q.clock.Since(started).Seconds())
 	}
 	delete(q.processing, key)
 	if _, ok := q.dirty[key]; ok {
@@ -225,6 +246,9 @@ func (q *Queue) AddRateLimited(key string) {
 		q.failures[key] = f
 	}
 	f.requeues++
+	if q.metrics != nil {
+		q.metrics.retries.Inc()
+	}
 	q.addAfterLocked(key, f.backoff.NextBackOff())
 }
 

@@ -37,6 +37,9 @@ type queuedPod struct {
 	at  int
 	// attempts counts scheduling attempts, for the back-off.
 	attempts int
+	// added is when the pod entered the queue, popped when its current
+	// attempt began: the scheduler's latency metrics run from them.
+	added, popped time.Time
 	// timestamp is when the pod last came back from an attempt: back-off
 	// runs from there, and so does its time in the unschedulable set.
 	timestamp time.Time
@@ -97,7 +100,7 @@ func (q *queue) add(pod *api.Pod) {
 		qp = nil
 	}
 	if qp == nil {
-		qp = &queuedPod{key: key, pod: pod}
+		qp = &queuedPod{key: key, pod: pod, added: q.clock.Now()}
 		q.pods[key] = qp
 		q.pushActive(qp)
 		return
@@ -145,6 +148,7 @@ func (q *queue) pop(ctx context.Context) (*queuedPod, *api.Pod, error) {
 		if qp := q.active.pop(); qp != nil {
 			qp.at = inFlight
 			qp.attempts++
+			qp.popped = q.clock.Now()
 			qp.moveSeq = q.moves
 			qp.updated = false
 			pod := qp.pod

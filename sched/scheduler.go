@@ -80,10 +80,10 @@ type Scheduler struct {
 
 	started atomic.Bool
 	stats   struct{ attempts, bound, unschedulable, errors atomic.Uint64 }
+	metrics *metrics
 }
 
-// Stats count what the scheduler did, for tests, benchmarks and, later,
-// metrics.
+// Stats count what the scheduler did, for tests, benchmarks and metrics.
 type Stats struct {
 	Attempts      uint64 // scheduling attempts
 	Bound         uint64 // pods bound
@@ -129,6 +129,7 @@ func New(s *store.Store, opts Options) *Scheduler {
 		queue: newQueue(opts.Clock),
 	}
 	sc.volumes, _ = opts.Volumes.(VolumeAssumer)
+	sc.metrics = newMetrics(sc)
 	sc.binder = &binder{
 		store:  s,
 		clock:  opts.Clock,
@@ -204,6 +205,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod, pod *api.Pod
 		s.binder.submit(ctx, &write{qp: qp, info: info, pod: pod, node: res.Node})
 	case errors.As(err, &fitErr):
 		msg := fitErr.Error()
+		s.metrics.observeAttempt(resultUnschedulable, qp.popped, s.opts.Clock.Now())
 		s.queue.addUnschedulable(qp)
 		s.events.Event(pod, EventTypeWarning, EventFailedScheduling, msg)
 		s.binder.submit(ctx, &write{qp: qp, pod: pod, message: msg})
@@ -212,6 +214,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod, pod *api.Pod
 		s.queue.done(qp)
 	default:
 		s.stats.errors.Add(1)
+		s.metrics.observeAttempt(resultError, qp.popped, s.opts.Clock.Now())
 		s.log.Error("scheduling failed", "pod", qp.key, "err", err)
 		s.queue.retry(qp)
 	}
@@ -228,6 +231,9 @@ func (s *Scheduler) written(w *write) {
 	}
 	switch {
 	case w.err == nil:
+		now := s.opts.Clock.Now()
+		s.metrics.observeAttempt(resultScheduled, w.qp.popped, now)
+		s.metrics.observeBound(w.qp.attempts, w.qp.added, now)
 		s.cache.confirm(w.info)
 		s.queue.done(w.qp)
 		s.stats.bound.Add(1)
@@ -242,6 +248,7 @@ func (s *Scheduler) written(w *write) {
 		s.queue.moveAll() // the room it held is free again
 	default:
 		s.stats.errors.Add(1)
+		s.metrics.observeAttempt(resultError, w.qp.popped, s.opts.Clock.Now())
 		s.log.Error("binding failed", "pod", w.qp.key, "node", w.node, "err", w.err)
 		s.forgetVolumes(w.pod)
 		s.cache.forget(w.info)

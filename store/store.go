@@ -271,10 +271,7 @@ func (s *Store) writable() error {
 	if s.closed {
 		return ErrClosed
 	}
-	if errp := s.failed.Load(); errp != nil {
-		return fmt.Errorf("store failed: %w", *errp)
-	}
-	return nil
+	return s.Err()
 }
 
 // begin starts the write transaction of the next revision. The caller
@@ -347,6 +344,15 @@ func (s *Store) commitLoop() {
 			clear(ops)
 		}
 	}
+}
+
+// Err is why the store refuses writes after its backend failed to make one
+// durable, or nil while it works: the "store" check of /readyz.
+func (s *Store) Err() error {
+	if err := s.failure(); err != nil {
+		return fmt.Errorf("store failed: %w", err)
+	}
+	return nil
 }
 
 func (s *Store) failure() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -502,8 +503,14 @@ func TestBackendFailureStopsWrites(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
+	if err := s.Err(); err != nil {
+		t.Fatalf("a new store reports %v", err)
+	}
 	if _, err := s.Create(ctx, pod("default", "a", "")); err == nil {
 		t.Fatal("write acknowledged though the backend failed")
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("Err after the backend failed: %v", err)
 	}
 	if _, err := s.Get(podKind, "default", "a"); !IsNotFound(err) {
 		t.Fatalf("a write that never became durable is visible: %v", err)

@@ -138,3 +138,15 @@ func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 
 // Close closes the file.
 func (b *Backend) Close() error { return b.db.Close() }
+
+// Size is the size of the store file in bytes, free pages included, as
+// etcd reports its database size: it grows with what the store holds and
+// with its history of writes, and an operator watches it for the disk.
+func (b *Backend) Size() (int64, error) {
+	var n int64
+	err := b.db.View(func(tx *bbolt.Tx) error {
+		n = tx.Size()
+		return nil
+	})
+	return n, err
+}

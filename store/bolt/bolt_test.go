@@ -100,3 +100,29 @@ func TestSecondOpenFails(t *testing.T) {
 		t.Fatalf("second open: %v", err)
 	}
 }
+
+// Size reports the file's size, which grows as the store holds more.
+func TestSize(t *testing.T) {
+	b, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.New(b, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	empty, err := b.Size()
+	if err != nil || empty <= 0 {
+		t.Fatalf("size of a new store: %d, %v", empty, err)
+	}
+	big := map[string]string{"data": strings.Repeat("x", 256<<10)}
+	for i := range 4 {
+		if _, err := s.Create(context.Background(), configMap(fmt.Sprint("c", i), big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := b.Size(); err != nil || n < empty+1<<20 {
+		t.Fatalf("size after 1 MiB of objects: %d (was %d), %v", n, empty, err)
+	}
+}

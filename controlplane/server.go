@@ -122,6 +122,12 @@ type Server struct {
 	scheduler   *sched.Scheduler
 	// events writes the events of the controllers and the scheduler.
 	events *event.Writer
+	// registry is what /metrics serves; ctrlMetrics instruments every
+	// controller's queue and reconciles in it.
+	registry    *prometheus.Registry
+	ctrlMetrics *reconcile.Metrics
+	// dbSize is the bolt file's size, for /metrics; nil for a memory store.
+	dbSize func() (int64, error)
 	// containers proxies pods/log, pods/exec and pods/portforward to
 	// agents and gathers their resource metrics; Run ends its
 	// streams at shutdown.
@@ -166,7 +172,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		backend.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, ctrlMetrics: reconcile.NewMetrics()}
+	if b, ok := backend.(*bolt.Backend); ok {
+		s.dbSize = b.Size
+	}
 	s.events = event.NewWriter(st, event.Options{Clock: cfg.Clock, Logger: cfg.Logger})
 	if err := s.bootstrap(ctx); err != nil {
 		st.Close()
@@ -212,6 +221,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.controllers = append(s.controllers, volume.NewController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger,
 		Events: s.events.Recorder(volume.EventComponent, ""), VolumesChanged: s.scheduler.VolumesChanged}),
 		volume.NewProtectionController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger}))
+	for _, c := range s.controllers {
+		s.ctrlMetrics.Instrument(c)
+	}
+	if err := s.registry.Register(s.scheduler.Collector()); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	if cfg.DNS != nil {
 		opts := *cfg.DNS
 		opts.Clock, opts.Logger = cfg.Clock, cfg.Logger
@@ -346,6 +362,7 @@ func (s *Server) setupSources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	srcs.ctrlMetrics = s.ctrlMetrics
 	s.sources = srcs
 	return srcs.ensureObjects(ctx)
 }
@@ -355,10 +372,11 @@ func (s *Server) buildAPI() error {
 	if err != nil {
 		return err
 	}
-	registry, err := newRegistry(s.events)
+	registry, err := newRegistry(s.events, s.ctrlMetrics, newStateMetrics(s.store, s.sources, s.dbSize))
 	if err != nil {
 		return err
 	}
+	s.registry = registry
 	authz := apiserver.NewAuthorizer(s.store)
 	a, err := apiserver.New(apiserver.Config{
 		Registry:      registry,
@@ -366,7 +384,7 @@ func (s *Server) buildAPI() error {
 		Authenticator: apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer),
 		Authorizer:    authz,
 		Version:       s.cfg.Version,
-		ReadyChecks:   []apiserver.ReadyCheck{{Name: "sources", Check: s.sources.Ready}},
+		ReadyChecks:   []apiserver.ReadyCheck{{Name: "store", Check: s.store.Err}, {Name: "sources", Check: s.sources.Ready}},
 		Admission: []apiserver.AdmissionPlugin{
 			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
 				return apiserver.MirrorPodGuard(ctx, id, a)

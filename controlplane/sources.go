@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,6 +46,12 @@ type sources struct {
 	clock   clock.WithTicker
 	log     *slog.Logger
 	runners map[string]*runner
+	// ctrlMetrics instruments the drift and Source controllers; nil
+	// leaves them uninstrumented.
+	ctrlMetrics *reconcile.Metrics
+	// syncDuration is berth_source_sync_duration_seconds: how long one
+	// revision's apply took.
+	syncDuration *prometheus.HistogramVec
 }
 
 // runner is one configured source and its apply loop.
@@ -61,6 +68,9 @@ type runner struct {
 	requested, pending string
 
 	synced atomic.Bool
+	// lastSuccess is when a revision was last applied (Ready=True), in
+	// Unix nanoseconds; 0 until one has been since the server started.
+	lastSuccess atomic.Int64
 }
 
 // sourceGuard is the API's admission of Source objects. A Source is made
@@ -96,6 +106,11 @@ func newSources(specs []source.Spec, st *store.Store, dataDir string, clk clock.
 		clock:   clk,
 		log:     log,
 		runners: map[string]*runner{},
+		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "berth", Subsystem: "source", Name: "sync_duration_seconds",
+			Help:    "How long a source's sync took: validating a revision, diffing it against the store and writing it (Flux's gotk_reconcile_duration_seconds).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 17),
+		}, []string{"name"}),
 	}
 	if err := source.CheckNames(specs); err != nil {
 		return nil, err
@@ -275,10 +290,14 @@ func (s *sources) Run(ctx context.Context) {
 	names := slices.Sorted(maps.Keys(s.runners))
 	opts := reconcile.Options{Clock: s.clock, Logger: s.log}
 	drift := s.applier.DriftController(names, opts)
-	wg.Go(func() { drift.Run(ctx, 2) })
 	opts.Store = s.store
 	opts.Watches = []reconcile.Watch{{Kind: sourceKind}}
 	watch := reconcile.NewController("sources", reconcile.ReconcilerFunc(s.reconcile), opts)
+	if s.ctrlMetrics != nil {
+		s.ctrlMetrics.Instrument(drift)
+		s.ctrlMetrics.Instrument(watch)
+	}
+	wg.Go(func() { drift.Run(ctx, 2) })
 	wg.Go(func() { watch.Run(ctx, 1) })
 	wg.Wait()
 }
@@ -300,7 +319,11 @@ func (s *sources) loop(ctx context.Context, r *runner, revs <-chan source.Revisi
 			rev = *last
 		}
 		opts := apply.ApplyOptions{Request: r.takeRequest()}
-		if _, err := s.applier.Apply(ctx, r.spec.Name, rev, opts); err != nil {
+		start := s.clock.Now()
+		res, err := s.applier.Apply(ctx, r.spec.Name, rev, opts)
+		end := s.clock.Now()
+		s.syncDuration.WithLabelValues(r.spec.Name).Observe(end.Sub(start).Seconds())
+		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -309,6 +332,9 @@ func (s *sources) loop(ctx context.Context, r *runner, revs <-chan source.Revisi
 			// The request stays pending so that `berth reconcile` learns.
 			r.putBack(opts.Request)
 			continue
+		}
+		if res.Ready {
+			r.lastSuccess.Store(end.UnixNano())
 		}
 		r.synced.Store(true)
 	}

@@ -1,0 +1,131 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/testtool"
+)
+
+// getPublic GETs a path of the running control plane without a token.
+func getPublic(t *testing.T, cp *running, path string) (int, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: cp.Credentials().CAPool}}}
+	resp, err := hc.Get("https://" + cp.Addr().String() + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func scrapeServer(t *testing.T, cp *running) map[string]float64 {
+	t.Helper()
+	code, body := getPublic(t, cp, "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	return testtool.ParseMetrics(t, strings.NewReader(body))
+}
+
+// TestStateMetrics runs a control plane on a bolt store with a real
+// directory source and reads /metrics over HTTPS: the source's condition,
+// objects, last sync and sync duration, the store's objects and file
+// size, nodes by readiness, and the controllers' and scheduler's families;
+// then a broken revision turns the source's condition False.
+func TestStateMetrics(t *testing.T) {
+	manifests := t.TempDir()
+	write(t, filepath.Join(manifests, "a.yaml"), cm("a", "1"))
+	write(t, filepath.Join(manifests, "b.yaml"), cm("b", "1"))
+	spec, err := source.Parse("name=site," + manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := startControlPlane(t, t.TempDir(), StoreBolt, spec)
+	ctx := context.Background()
+	for _, n := range []*api.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "up"}, Status: api.NodeStatus{Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionTrue}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "down"}, Status: api.NodeStatus{Conditions: []api.NodeCondition{{Type: api.NodeReady, Status: api.ConditionFalse}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "new"}},
+	} {
+		if _, err := cp.Store().Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const ready = `berth_source_condition{name="site",status="True",type="Ready"}`
+	var got map[string]float64
+	poll(t, "the source's first sync in /metrics", func() error {
+		got = scrapeServer(t, cp)
+		if got[ready] != 1 {
+			return fmt.Errorf("%s = %v", ready, got[ready])
+		}
+		return nil
+	})
+	for series, want := range map[string]float64{
+		`berth_source_condition{name="site",status="False",type="Ready"}`:   0,
+		`berth_source_condition{name="site",status="Unknown",type="Ready"}`: 0,
+		`berth_source_objects{name="site"}`:                                 2,
+		`berth_store_objects{resource="configmaps"}`:                        2,
+		`berth_store_objects{resource="namespaces"}`:                        4,
+		`berth_nodes{ready="True"}`:                                         1,
+		`berth_nodes{ready="False"}`:                                        1,
+		`berth_nodes{ready="Unknown"}`:                                      1,
+	} {
+		if got[series] != want {
+			t.Errorf("%s = %v, want %v", series, got[series], want)
+		}
+	}
+	for _, series := range []string{
+		`berth_source_last_successful_sync_timestamp_seconds{name="site"}`,
+		`berth_source_sync_duration_seconds_count{name="site"}`,
+		`berth_store_db_total_size_in_bytes`,
+		`berth_workqueue_adds_total{name="sources"}`,
+		`berth_workqueue_adds_total{name="namespace"}`,
+	} {
+		if got[series] <= 0 {
+			t.Errorf("%s = %v, want more than 0", series, got[series])
+		}
+	}
+	for _, series := range []string{
+		`berth_workqueue_depth{name="drift"}`,
+		`berth_controller_reconcile_errors_total{controller="replicaset"}`,
+		`berth_scheduler_pending_pods{queue="active"}`,
+		`berth_scheduler_schedule_attempts_total{result="scheduled"}`,
+	} {
+		if _, ok := got[series]; !ok {
+			t.Errorf("no %s in /metrics", series)
+		}
+	}
+	if code, body := getPublic(t, cp, "/readyz?verbose"); code != http.StatusOK || !strings.Contains(body, "[+]store ok\n") || !strings.Contains(body, "[+]sources ok\n") {
+		t.Errorf("/readyz?verbose: %d %s", code, body)
+	}
+
+	// A revision that does not parse is rejected: Ready turns False.
+	write(t, filepath.Join(manifests, "b.yaml"), "kind: [")
+	poll(t, "the rejected revision in /metrics", func() error {
+		got = scrapeServer(t, cp)
+		const notReady = `berth_source_condition{name="site",status="False",type="Ready"}`
+		if got[notReady] != 1 || got[ready] != 0 {
+			return fmt.Errorf("%s = %v, %s = %v", notReady, got[notReady], ready, got[ready])
+		}
+		return nil
+	})
+	if got[`berth_source_objects{name="site"}`] != 2 {
+		t.Errorf("objects after a rejected revision = %v, want the 2 still applied", got[`berth_source_objects{name="site"}`])
+	}
+}

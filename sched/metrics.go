@@ -2,6 +2,7 @@ package sched
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,9 +29,10 @@ type metrics struct {
 	attempt *prometheus.HistogramVec
 	e2e     *prometheus.HistogramVec
 	// attemptBy and e2eBy are the bound children: attemptBy by result,
-	// e2eBy by attempts (index maxAttemptsLabel is "15+").
+	// e2eBy by attempts (index maxAttemptsLabel is "15+"), each bound when
+	// first used so that /metrics shows only the attempt counts seen.
 	attemptBy map[string]prometheus.Observer
-	e2eBy     [maxAttemptsLabel + 1]prometheus.Observer
+	e2eBy     [maxAttemptsLabel + 1]lazyObserver
 
 	pending, attempts *prometheus.Desc
 }
@@ -59,14 +61,13 @@ func newMetrics(s *Scheduler) *metrics {
 	for _, r := range []string{resultScheduled, resultUnschedulable, resultError} {
 		m.attemptBy[r] = m.attempt.WithLabelValues(r)
 	}
-	for i := range m.e2eBy {
-		label := strconv.Itoa(i)
-		if i == maxAttemptsLabel {
-			label += "+"
-		}
-		m.e2eBy[i] = m.e2e.WithLabelValues(label)
-	}
 	return m
+}
+
+// lazyObserver is a child of a vector bound on its first observation.
+type lazyObserver struct {
+	once sync.Once
+	o    prometheus.Observer
 }
 
 // observeAttempt records an attempt that began at start.
@@ -77,7 +78,16 @@ func (m *metrics) observeAttempt(result string, start, now time.Time) {
 // observeBound records a pod bound after attempts attempts, queued first
 // at added.
 func (m *metrics) observeBound(attempts int, added, now time.Time) {
-	m.e2eBy[min(max(attempts, 0), maxAttemptsLabel)].Observe(now.Sub(added).Seconds())
+	i := min(max(attempts, 0), maxAttemptsLabel)
+	lo := &m.e2eBy[i]
+	lo.once.Do(func() {
+		label := strconv.Itoa(i)
+		if i == maxAttemptsLabel {
+			label += "+"
+		}
+		lo.o = m.e2e.WithLabelValues(label)
+	})
+	lo.o.Observe(now.Sub(added).Seconds())
 }
 
 // Describe implements prometheus.Collector.

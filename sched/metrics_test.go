@@ -53,6 +53,10 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 
+	if _, ok := got[`berth_scheduler_pod_scheduling_sli_duration_seconds_count{attempts="2"}`]; ok {
+		t.Error("a series for pods bound at their second attempt before any was")
+	}
+
 	clk.Step(2 * time.Second) // b's back-off (1s) is over when room is freed
 	zero := int64(0)
 	if _, err := s.Delete(context.Background(), podKind, "default", "a", store.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {

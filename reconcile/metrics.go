@@ -97,12 +97,7 @@ func NewMetrics() *Metrics {
 // one in the queue gauges.
 func (m *Metrics) Instrument(c *Controller) {
 	name := c.name
-	c.queue.instrument(&queueMetrics{
-		adds:          m.adds.WithLabelValues(name),
-		retries:       m.retries.WithLabelValues(name),
-		queueDuration: m.queueDuration.WithLabelValues(name),
-		workDuration:  m.workDuration.WithLabelValues(name),
-	})
+	c.queue.instrument(m.forQueue(name))
 	c.metrics.Store(&controllerMetrics{
 		success:      m.reconciles.WithLabelValues(name, ResultSuccess),
 		errored:      m.reconciles.WithLabelValues(name, ResultError),
@@ -112,6 +107,16 @@ func (m *Metrics) Instrument(c *Controller) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.queues[name] = c.queue
+}
+
+// forQueue binds the queue series of name.
+func (m *Metrics) forQueue(name string) *queueMetrics {
+	return &queueMetrics{
+		adds:          m.adds.WithLabelValues(name),
+		retries:       m.retries.WithLabelValues(name),
+		queueDuration: m.queueDuration.WithLabelValues(name),
+		workDuration:  m.workDuration.WithLabelValues(name),
+	}
 }
 
 // Describe implements prometheus.Collector.

@@ -416,9 +416,18 @@ func TestQueueGetHonoursContext(t *testing.T) {
 
 // BenchmarkQueueAddGetDone measures one key's round trip through the queue,
 // Add then Get then Done, with every P doing it at once on keys of its own.
-func BenchmarkQueueAddGetDone(b *testing.B) {
+func BenchmarkQueueAddGetDone(b *testing.B) { benchQueue(b, false) }
+
+// BenchmarkQueueAddGetDoneInstrumented is the same round trip on a queue
+// that reports to Metrics, as every controller's does in a server.
+func BenchmarkQueueAddGetDoneInstrumented(b *testing.B) { benchQueue(b, true) }
+
+func benchQueue(b *testing.B, instrumented bool) {
 	q := NewQueue(clock.RealClock{}, Backoff{})
 	defer q.ShutDown()
+	if instrumented {
+		q.instrument(NewMetrics().forQueue("bench"))
+	}
 	var workers atomic.Int64
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -17,6 +17,13 @@ var cmKind, _ = api.LookupResource("configmaps")
 
 func open(t testing.TB, path string) *store.Store {
 	t.Helper()
+	_, s := openBoth(t, path)
+	return s
+}
+
+// openBoth opens a store over the file at path and returns its backend too.
+func openBoth(t testing.TB, path string) (*Backend, *store.Store) {
+	t.Helper()
 	b, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +32,7 @@ func open(t testing.TB, path string) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return b, s
 }
 
 func configMap(name string, data map[string]string) *api.ConfigMap {
@@ -103,14 +110,7 @@ func TestSecondOpenFails(t *testing.T) {
 
 // Size reports the file's size, which grows as the store holds more.
 func TestSize(t *testing.T) {
-	b, err := Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.New(b, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, s := openBoth(t, filepath.Join(t.TempDir(), "state.db"))
 	defer s.Close()
 	empty, err := b.Size()
 	if err != nil || empty <= 0 {

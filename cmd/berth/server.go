@@ -67,14 +67,14 @@ live under <data-dir>/agent; the data dir is then made mode 0711, so that
 pods that run as other users (runAsUser) may pass through it to their
 files. Passing through is all it allows: the server's files are private.
 
+The state lives in memory, so the server runs Go's garbage collector at
+GOGC=50 (the heap stays within about 1.5 times the state) unless GOGC is
+set in the environment; GOMEMLIMIT sets a soft cap.
+
 Beside the API, the --listen address serves /livez, /readyz (?verbose
 lists the checks: store, sources) and /metrics (Prometheus: the API,
 store, controllers' work queues, scheduler, sources and nodes, named
-berth_*) without a token.
-
-The state lives in memory, so the server runs Go's garbage collector at
-GOGC=50 (the heap stays within about 1.5 times the state) unless GOGC is
-set in the environment; GOMEMLIMIT sets a soft cap.`,
+berth_*) without a token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mostAllocated, err := sched.ParseScoringStrategy(o.scoringStrategy)

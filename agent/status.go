@@ -18,7 +18,6 @@ const containerIDPrefix = "berth-exec://"
 
 // Reasons and messages of pod status.
 const (
-	reasonEvicted                  = "Evicted"
 	reasonContainersNotInitialized = "ContainersNotInitialized"
 	reasonContainersNotReady       = "ContainersNotReady"
 	reasonPodCompleted             = "PodCompleted"
@@ -175,7 +174,7 @@ func podStatus(in statusInput) api.PodStatus {
 		st.PodIPs = []api.PodIP{{IP: in.nodeIP}}
 	}
 	if in.evicted != "" {
-		st.Reason, st.Message = reasonEvicted, in.evicted
+		st.Reason, st.Message = ReasonEvicted, in.evicted
 	}
 	if in.prev.StartTime != nil {
 		st.StartTime = in.prev.StartTime.DeepCopy()

@@ -414,6 +414,14 @@ func (s *Server) buildAPI() error {
 // Addr is the address the API listens on.
 func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 
+// LocalURL is the URL a client on this machine dials to reach the API:
+// the listen host when the server listens on one address, loopback when
+// it listens on every address.
+func (s *Server) LocalURL() string {
+	u, _ := defaultServerURL(s.Addr().String()) // a bound address always splits
+	return u
+}
+
 // Store is the control plane's store, for in-process users such as
 // `berth sim`.
 func (s *Server) Store() *store.Store { return s.store }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -174,11 +173,11 @@ berth_*) without a token.`,
 
 // embeddedAgent makes the agent `berth server` runs beside the control
 // plane from cfg, its flags' config. It joins through the API like any
-// other, over loopback.
+// other, at the address the API listens on (loopback when that is every
+// address).
 func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions, cfg agent.Config) (*agent.Agent, error) {
 	creds := s.Credentials()
-	_, port, _ := net.SplitHostPort(s.Addr().String())
-	cfg.Server = "https://" + net.JoinHostPort("127.0.0.1", port)
+	cfg.Server = s.LocalURL()
 	cfg.JoinToken = creds.NodeToken
 	cfg.CAData = creds.CAPEM
 	cfg.DataDir = filepath.Join(o.dataDir, "agent")

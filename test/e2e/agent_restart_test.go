@@ -158,6 +158,23 @@ spec:
 	s.mustBerth(t, "delete", "pod", "crash")
 }
 
+// TestServerEmbeddedAgentOnListenHost runs `berth server` listening on one
+// address that is not 127.0.0.1: its embedded agent joins at that address
+// (the one the certificate and admin.kubeconfig name), not at loopback
+// where nothing listens, and its Node goes Ready.
+func TestServerEmbeddedAgentOnListenHost(t *testing.T) {
+	const ip = "127.0.0.60"
+	dataDir := t.TempDir()
+	t.Cleanup(func() { reapContainers(t, filepath.Join(dataDir, "agent")) })
+	listen := fmt.Sprintf("%s:%d", ip, freePort(t, ip))
+	s := startServerIn(t, dataDir, "--listen", listen, "--agent=true", "--node-name", "listen-host", "--node-ip", ip,
+		"--agent-listen", fmt.Sprintf("%s:%d", ip, freePort(t, ip)))
+	if kc, _ := os.ReadFile(s.kubeconfig); !strings.Contains(string(kc), "server: https://"+listen) {
+		t.Fatalf("admin.kubeconfig does not name https://%s:\n%s", listen, kc)
+	}
+	waitNodeReady(t, s, "listen-host", "True")
+}
+
 // TestServerEmbeddedAgent runs `berth server` with its own agent, as a
 // single-machine install does: its Node registers Ready, a pod runs on it,
 // and `berth logs` reaches the embedded agent.

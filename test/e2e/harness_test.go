@@ -140,11 +140,15 @@ func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 	args := append([]string{"server", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 		"--dns-listen", fmt.Sprintf("127.0.0.1:%d", dnsPort), "--dns-upstream", "none",
 		"--dns-metrics-listen", "127.0.0.1:0", "--dns-health-listen", "127.0.0.1:0"}, extra...)
+	url := fmt.Sprintf("https://127.0.0.1:%d", port)
+	if l := flagValue(extra, "--listen"); l != "" {
+		url = "https://" + l // the last --listen wins, as with pflag
+	}
 	s := &server{
 		dnsPort:    dnsPort,
 		process:    start(t, args...),
 		dataDir:    dataDir,
-		url:        fmt.Sprintf("https://127.0.0.1:%d", port),
+		url:        url,
 		kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"),
 	}
 	waitFor(t, 30*time.Second, "the server to be ready", func() error {
@@ -173,6 +177,21 @@ func hasFlag(args []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// flagValue is the value the last of args gives the flag name (as
+// "name value" or "name=value"), or "".
+func flagValue(args []string, name string) string {
+	v := ""
+	for i, a := range args {
+		switch {
+		case a == name && i+1 < len(args):
+			v = args[i+1]
+		case strings.HasPrefix(a, name+"="):
+			v = strings.TrimPrefix(a, name+"=")
+		}
+	}
+	return v
 }
 
 // berth runs the CLI against the server and returns stdout, stderr and

@@ -8,16 +8,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
-// TestUnitsDoNotRestartOnBadUsage checks that the packaged systemd units
-// restart berth on failure but not on bad usage (exit 2): a wrong or
-// missing flag in /etc/default/ fails the same way at every start, so
-// Restart=on-failure alone would restart it every 5s for ever. The agent
-// with no arguments, as /etc/default/berth-agent ships, is such a start.
-func TestUnitsDoNotRestartOnBadUsage(t *testing.T) {
+// TestUnitsRestartCrashesButNotAFailingStart checks the packaged systemd
+// units' restart policy. A crash restarts berth, whatever its exit code: a
+// Go panic exits 2, as bad usage does, so exit 2 must not be exempt from
+// Restart=on-failure. A start that fails every time (a flag wrong or
+// missing in /etc/default/, as the agent with no arguments, the way
+// /etc/default/berth-agent ships; a store that cannot be opened) must not
+// restart every RestartSec for ever: the start rate limit stops it, so the
+// burst of starts, RestartSec apart, must fit within the interval.
+func TestUnitsRestartCrashesButNotAFailingStart(t *testing.T) {
 	if r := runBerth(t, "", "agent", "--data-dir", filepath.Join(t.TempDir(), "agent")); r.code != exitUsage {
 		t.Errorf("berth agent with no --server or manifests: exit %d, want %d\n%s", r.code, exitUsage, r.stderr)
 	}
@@ -30,24 +34,60 @@ func TestUnitsDoNotRestartOnBadUsage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var prevent []string
-		restart := ""
-		for _, line := range strings.Split(string(data), "\n") {
-			k, v, _ := strings.Cut(strings.TrimSpace(line), "=")
-			switch k {
-			case "Restart":
-				restart = v
-			case "RestartPreventExitStatus":
-				prevent = append(prevent, strings.Fields(v)...)
-			}
+		keys := unitKeys(string(data))
+		if r := keys["Service.Restart"]; r != "on-failure" {
+			t.Errorf("%s: Restart=%s, want on-failure", u, r)
 		}
-		if restart != "on-failure" {
-			t.Errorf("%s: Restart=%s, want on-failure", u, restart)
+		if prevent := strings.Fields(keys["Service.RestartPreventExitStatus"]); slices.Contains(prevent, strconv.Itoa(exitUsage)) {
+			t.Errorf("%s: RestartPreventExitStatus=%s: a panic exits %d and would not restart", u, strings.Join(prevent, " "), exitUsage)
 		}
-		if !slices.Contains(prevent, strconv.Itoa(exitUsage)) {
-			t.Errorf("%s: RestartPreventExitStatus=%s lacks %d, bad usage", u, strings.Join(prevent, " "), exitUsage)
+		restartSec, err := systemdSpan(keys["Service.RestartSec"])
+		if err != nil || restartSec <= 0 {
+			t.Errorf("%s: RestartSec=%q: %v", u, keys["Service.RestartSec"], err)
+			continue
+		}
+		interval, err := systemdSpan(keys["Unit.StartLimitIntervalSec"])
+		if err != nil || interval <= 0 {
+			t.Errorf("%s: [Unit] StartLimitIntervalSec=%q, want a time span: %v", u, keys["Unit.StartLimitIntervalSec"], err)
+			continue
+		}
+		burst, err := strconv.Atoi(keys["Unit.StartLimitBurst"])
+		if err != nil || burst < 2 {
+			t.Errorf("%s: [Unit] StartLimitBurst=%q, want a few tries: %v", u, keys["Unit.StartLimitBurst"], err)
+			continue
+		}
+		if time.Duration(burst)*restartSec >= interval {
+			t.Errorf("%s: %d starts %v apart do not fit in StartLimitIntervalSec=%v: a start that always fails restarts for ever", u, burst, restartSec, interval)
 		}
 	}
+}
+
+// unitKeys reads a systemd unit file into "Section.Key" → value (the
+// last one set).
+func unitKeys(text string) map[string]string {
+	keys := map[string]string{}
+	section := ""
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "", strings.HasPrefix(line, "#"), strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "["):
+			section = strings.Trim(line, "[]")
+		default:
+			k, v, _ := strings.Cut(line, "=")
+			keys[section+"."+strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return keys
+}
+
+// systemdSpan parses the time spans the units use: "5s", "2min", or a
+// bare number of seconds.
+func systemdSpan(v string) (time.Duration, error) {
+	if _, err := strconv.Atoi(v); err == nil {
+		v += "s"
+	}
+	return time.ParseDuration(strings.Replace(v, "min", "m", 1))
 }
 
 // TestCompletionListed checks that `berth completion`, whose output the

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -32,6 +34,9 @@ var _ store.Backend = (*Backend)(nil)
 // Open opens or creates the store file at path. It fails at once if
 // another process holds the file.
 func Open(path string) (*Backend, error) {
+	if err := checkIntact(path); err != nil {
+		return nil, err
+	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
 		Timeout:        time.Second,
 		NoFreelistSync: true,
@@ -67,6 +72,59 @@ func Open(path string) (*Backend, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return &Backend{db: db}, nil
+}
+
+// checkIntact reads the existing file at path read-only and refuses it if
+// it is damaged (cut short, pages overwritten), with an error that names
+// the file and says what to do. Opening it for writing would rebuild
+// bbolt's freelist by walking every page in a goroutine of bbolt's own,
+// where a damaged page panics and kills the process naming no file; bbolt
+// offers no option to have that walk return an error instead, so the
+// same pages are walked here first, where a panic can be recovered.
+func checkIntact(path string) (err error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0 {
+		return nil // bbolt creates it
+	}
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	damaged := func(why error) error {
+		return fmt.Errorf("open store %s: the file is damaged (%w): restore a copy of it (or move it away to start with an empty store), then start berth again", path, why)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		if errors.Is(err, bbolt.ErrTimeout) {
+			return fmt.Errorf("open store %s: another process is using it", path)
+		}
+		return damaged(err)
+	}
+	defer db.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			err = damaged(fmt.Errorf("%v", r))
+		}
+	}()
+	// A page cut off the end of the file faults rather than panics.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	return db.View(func(tx *bbolt.Tx) error {
+		if tx.Size() > st.Size() {
+			return damaged(fmt.Errorf("%d bytes, its pages reach %d: cut short", st.Size(), tx.Size()))
+		}
+		return tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walkBucket(b) })
+	})
+}
+
+// walkBucket reads every page of b and of the buckets inside it.
+func walkBucket(b *bbolt.Bucket) error {
+	return b.ForEach(func(k, v []byte) error {
+		if v == nil {
+			if nested := b.Bucket(k); nested != nil {
+				return walkBucket(nested)
+			}
+		}
+		return nil
+	})
 }
 
 func bucketName(k *api.Kind) []byte { return []byte(k.GroupResource().String()) }

@@ -3,7 +3,9 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,4 +127,53 @@ func TestSize(t *testing.T) {
 	if n, err := b.Size(); err != nil || n < empty+1<<20 {
 		t.Fatalf("size after 1 MiB of objects: %d (was %d), %v", n, empty, err)
 	}
+}
+
+// TestDamagedFileRefused opens store files damaged in two ways, cut short
+// (`truncate -s 65536 state.db`) and with pages overwritten by zeros: each
+// is refused with an error naming the file and what to do, where bbolt
+// alone panics in a goroutine of its own and takes the process down.
+func TestDamagedFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s := open(t, path)
+	for i := range 300 {
+		if _, err := s.Create(context.Background(), configMap(fmt.Sprintf("c%d", i), map[string]string{"v": strings.Repeat("x", 500)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	if len(data) < 200*page {
+		t.Fatalf("the store file is %d bytes, too small to damage", len(data))
+	}
+	zeroed := slices.Clone(data)
+	clear(zeroed[20*page : 200*page])
+	for name, damaged := range map[string][]byte{"truncated.db": data[:65536], "zeroed.db": zeroed} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Open(p)
+		if err == nil {
+			b.Close()
+			t.Errorf("%s: opened", name)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, p) || !strings.Contains(msg, "damaged") || !strings.Contains(msg, "restore a copy") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// The intact file still opens.
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -974,5 +975,34 @@ func waitDone(t *testing.T, done <-chan error, what string) {
 		}
 	case <-time.After(waitLong):
 		t.Fatal(what)
+	}
+}
+
+// TestSetupWarningIsLoggedNotTheMessage provokes a warning from the real
+// shim (an oom_score_adj the kernel refuses, as it refuses a lower score
+// to an agent without CAP_SYS_RESOURCE): the runtime logs it once, and
+// neither the running nor the finished container's status carries it, so
+// that an OOM kill or an exit is not reported with an unrelated message.
+func TestSetupWarningIsLoggedNotTheMessage(t *testing.T) {
+	var out testtool.Buffer
+	r := newRuntime(t, t.TempDir(), func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&out, nil)) })
+	id := runtime.ID{PodUID: "pod-warn", Name: "warned"}
+	c := sh(id, "while :; do sleep 0.05; done")
+	c.OOMScoreAdj = 2000 // out of the kernel's -1000..1000
+	if s := start(t, r, c); s.State != runtime.StateRunning || s.Message != "" {
+		t.Errorf("started: %s %q", s.State, s.Message)
+	}
+	if s, err := r.Status(context.Background(), id); err != nil || s.Message != "" {
+		t.Errorf("running: %q %v", s.Message, err)
+	}
+	if err := r.Stop(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	if s := waitExited(t, r, id); s.Message != "" {
+		t.Errorf("exited (%d, %s): message %q", s.ExitCode, s.Reason, s.Message)
+	}
+	logged := out.String()
+	if n := strings.Count(logged, "container started with warnings"); n != 1 || !strings.Contains(logged, "oom_score_adj") || !strings.Contains(logged, id.String()) {
+		t.Errorf("the warning is logged %d times, want once naming the container and oom_score_adj:\n%s", n, logged)
 	}
 }

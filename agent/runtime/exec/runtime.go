@@ -223,6 +223,11 @@ func (r *Runtime) Start(ctx context.Context, c *runtime.Container) (runtime.Stat
 		}
 		st, status = readRun(id, dir)
 	}
+	if len(st.Warnings) > 0 {
+		// The container runs, short of something the shim could not set
+		// up: the operator's to know, not the container's status message.
+		r.log.Warn("container started with warnings", "id", id.String(), "warnings", strings.Join(st.Warnings, "; "))
+	}
 	r.mu.Lock()
 	rn.state, rn.status = st, status
 	r.mu.Unlock()
@@ -283,9 +288,6 @@ func readRun(id runtime.ID, dir string) (runState, runtime.Status) {
 	hasState := readJSON(filepath.Join(dir, stateFile), &st) == nil
 	if hasState {
 		s.State, s.PID, s.StartedAt = runtime.StateRunning, st.PID, st.StartedAt
-		if len(st.Warnings) > 0 {
-			s.Message = strings.Join(st.Warnings, "; ")
-		}
 	}
 	var e runExit
 	if readJSON(filepath.Join(dir, exitFile), &e) == nil {

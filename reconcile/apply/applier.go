@@ -56,6 +56,10 @@ type sourceState struct {
 	// seen is the resourceVersion of each applied object when the source
 	// last wrote or checked it.
 	seen map[Key]string
+	// failure is the revision, reason and message of the failed sync last
+	// logged as a warning, so that its retries are logged at debug; empty
+	// after a success.
+	failure string
 }
 
 // New returns an Applier over a store.
@@ -135,13 +139,13 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	if rev.Err != nil {
 		res.Reason = api.ReasonFetchFailed
 		res.Message = fmt.Sprintf("cannot read the source: %v; still at revision %s", rev.Err, orNone(st.revision))
-		return res, a.writeStatus(ctx, name, &res, opts)
+		return res, a.writeStatus(ctx, name, st, &res, opts)
 	}
 	desired, errs := Prepare(name, rev.Objects, rev.Errors, st.applied)
 	if len(errs) > 0 {
 		res.Reason, res.Errors = api.ReasonInvalidRevision, errs
 		res.Message = rejectedMessage(rev.ID, st.revision, errs)
-		return res, a.writeStatus(ctx, name, &res, opts)
+		return res, a.writeStatus(ctx, name, st, &res, opts)
 	}
 
 	var plan *Plan
@@ -172,13 +176,13 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	switch {
 	case errors.As(err, &rej):
 		res.Reason, res.Errors, res.Message = rej.reason, rej.errs, rej.message
-		return res, a.writeStatus(ctx, name, &res, opts)
+		return res, a.writeStatus(ctx, name, st, &res, opts)
 	case store.IsForbidden(err):
 		// Admission (a quota) refused an object: the revision cannot go in
 		// until the quota or the revision changes; say so on the Source.
 		res.Reason = api.ReasonForbidden
 		res.Message = fmt.Sprintf("revision %s refused: %v; still at revision %s", rev.ID, err, orNone(st.revision))
-		return res, a.writeStatus(ctx, name, &res, opts)
+		return res, a.writeStatus(ctx, name, st, &res, opts)
 	case err != nil:
 		return Result{Revision: rev.ID}, fmt.Errorf("apply revision %s of source %s: %w", rev.ID, name, err)
 	}
@@ -202,7 +206,7 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 			a.log.Info("adopted an object of a deleted source", "source", name, "object", s.Key.String(), "from", s.From)
 		}
 	}
-	st.applied, st.seen, st.revision = applied, seen, rev.ID
+	st.applied, st.seen, st.revision, st.failure = applied, seen, rev.ID, ""
 	a.log.Info("applied revision", "source", name, "revision", rev.ID, "created", plan.Counts.Created,
 		"updated", plan.Counts.Updated, "pruned", plan.Counts.Pruned, "unchanged", plan.Counts.Unchanged)
 	return res, nil

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/testtool"
 )
 
 func TestApplyCreatesInDependencyOrderInOneTransaction(t *testing.T) {
@@ -560,5 +562,37 @@ spec:
 	}
 	if f.exists("PodDisruptionBudget", "default", "web") {
 		t.Error("the budget was not pruned")
+	}
+}
+
+// TestFailedRevisionLoggedOnceAsWarning checks the log of a revision that
+// is not applied: a warning with the error the first time, debug while
+// the retries fail the same way, a warning again for another failure or
+// for the same one after a success.
+func TestFailedRevisionLoggedOnceAsWarning(t *testing.T) {
+	f := newFixture(t)
+	var out testtool.Buffer
+	f.applier.log = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	bad := decode(t, "r2", "bad.yaml", deployment("UPPER", 1))
+	count := func(level string) int {
+		return strings.Count(out.String(), "level="+level+` msg="revision not applied"`)
+	}
+	f.apply(bad)
+	f.apply(bad)
+	f.apply(bad)
+	if count("WARN") != 1 || count("DEBUG") != 2 {
+		t.Fatalf("three failures of r2: want one warning then debug:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "reason=InvalidRevision") || !strings.Contains(out.String(), "UPPER") {
+		t.Errorf("the warning lacks the reason or the error:\n%s", out.String())
+	}
+	f.apply(decode(t, "r3", "bad.yaml", deployment("UPPER", 1)))
+	if count("WARN") != 2 {
+		t.Errorf("a failure of another revision is not a new warning:\n%s", out.String())
+	}
+	f.mustApply(decode(t, "r4", "a.yaml", configMap("a", "1")))
+	f.apply(decode(t, "r3", "bad.yaml", deployment("UPPER", 1)))
+	if count("WARN") != 3 {
+		t.Errorf("a failure after a success is not a new warning:\n%s", out.String())
 	}
 }

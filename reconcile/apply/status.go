@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,8 +13,11 @@ import (
 	"github.com/berth-dev/berth/store"
 )
 
-// writeStatus records a sync that wrote nothing in its own transaction.
-func (a *Applier) writeStatus(ctx context.Context, name string, res *Result, opts ApplyOptions) error {
+// writeStatus records a sync that wrote nothing in its own transaction,
+// and logs why: as a warning the first time, at debug while retries fail
+// the same way (same revision, reason and message), as Flux's controllers
+// report a failed reconcile once. st is the source's state, locked.
+func (a *Applier) writeStatus(ctx context.Context, name string, st *sourceState, res *Result, opts ApplyOptions) error {
 	_, err := a.store.Txn(ctx, func(tx *store.Txn) error {
 		src, err := getSource(tx, name)
 		if err != nil {
@@ -24,7 +28,13 @@ func (a *Applier) writeStatus(ctx context.Context, name string, res *Result, opt
 	if err != nil {
 		return fmt.Errorf("write status of source %s: %w", name, err)
 	}
-	a.log.Info("revision not applied", "source", name, "revision", res.Revision, "reason", res.Reason)
+	level := slog.LevelWarn
+	if failure := res.Revision + "\x00" + res.Reason + "\x00" + res.Message; failure != st.failure {
+		st.failure = failure
+	} else {
+		level = slog.LevelDebug
+	}
+	a.log.Log(ctx, level, "revision not applied", "source", name, "revision", res.Revision, "reason", res.Reason, "err", res.Message)
 	return nil
 }
 

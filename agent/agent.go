@@ -109,6 +109,9 @@ type Agent struct {
 	renewed *api.JoinResponse
 	// mirrorDirty wakes the loop that keeps mirror pods in step.
 	mirrorDirty chan struct{}
+	// tookOver says, once, what the first listing of the node's pods made
+	// of the containers found running.
+	tookOver sync.Once
 }
 
 // New checks the configuration, opens the runtime (finding the containers
@@ -396,6 +399,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.log.Info("registered node", "server", a.cfg.Server)
 	mirror := NewMirrorManager(c, a.cfg.NodeName, a.log)
 	mirror.Posted = func(sp *api.Pod) { a.pods.ResendStatus(sp.UID) }
 	a.mu.Lock()
@@ -545,7 +549,10 @@ func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
 		keep[uid] = true
 	}
 	a.mu.Unlock()
-	a.pods.ForgetAllExcept(keep)
+	adopted, orphans := a.pods.ForgetAllExcept(keep)
+	a.tookOver.Do(func() {
+		a.log.Info("containers found at start", "adopted", adopted, "orphans_stopped", orphans)
+	})
 	<-done
 	return nil
 }

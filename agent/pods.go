@@ -221,8 +221,10 @@ func (m *PodManager) Forget(uid types.UID) {
 
 // ForgetAllExcept forgets every pod not in keep, those with a worker and
 // the orphans the runtime still runs: called after the first full listing
-// of the node's pods, so pods deleted while the agent was down stop.
-func (m *PodManager) ForgetAllExcept(keep map[types.UID]bool) {
+// of the node's pods, so pods deleted while the agent was down stop. It
+// counts the running containers of the pods kept (adopted, after a
+// restart) and the orphan pods the runtime had runs of (being stopped).
+func (m *PodManager) ForgetAllExcept(keep map[types.UID]bool) (adopted, orphans int) {
 	uids := map[types.UID]bool{}
 	m.mu.Lock()
 	for uid := range m.workers {
@@ -237,14 +239,23 @@ func (m *PodManager) ForgetAllExcept(keep map[types.UID]bool) {
 	if err != nil {
 		m.o.Logger.Error("list runtime for orphans", "err", err)
 	}
+	orphaned := map[types.UID]bool{}
 	for _, r := range runs {
-		uids[types.UID(r.ID.PodUID)] = true
+		uid := types.UID(r.ID.PodUID)
+		uids[uid] = true
+		switch {
+		case !keep[uid]:
+			orphaned[uid] = true
+		case r.State == runtime.StateRunning:
+			adopted++
+		}
 	}
 	for uid := range uids {
 		if !keep[uid] {
 			m.Forget(uid)
 		}
 	}
+	return adopted, len(orphaned)
 }
 
 // Evict stops the pod within EvictionGrace and marks it Failed with reason

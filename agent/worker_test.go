@@ -571,7 +571,10 @@ func TestForgetAllExceptStopsOrphans(t *testing.T) {
 	h.m.Sync(workerPod("u2", "old", api.RestartPolicyAlways, "app"))
 	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
 	h.waitRun(rid("u2", "app", 0), runtime.StateRunning)
-	h.m.ForgetAllExcept(map[types.UID]bool{"u1": true})
+	// u1's container is kept; "gone" and u2 are the orphans: two pods.
+	if adopted, orphans := h.m.ForgetAllExcept(map[types.UID]bool{"u1": true}); adopted != 1 || orphans != 2 {
+		t.Errorf("ForgetAllExcept counted %d adopted, %d orphans; want 1, 2", adopted, orphans)
+	}
 	testtool.WaitFor(t, 5*time.Second, "orphans removed", func() error {
 		for _, id := range []runtime.ID{rid("gone", "app", 0), rid("u2", "app", 0)} {
 			if _, ok := h.rt.run(id); ok {

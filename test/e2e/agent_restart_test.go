@@ -158,6 +158,61 @@ spec:
 	s.mustBerth(t, "delete", "pod", "crash")
 }
 
+// TestAgentRestartSaysWhatItTookOver kills an agent, deletes one of its
+// two pods while it is away, and starts it again: at INFO it says once
+// that it registered its node at the server, and how many containers it
+// adopted and orphans it stopped, so an operator sees that it rejoined.
+func TestAgentRestartSaysWhatItTookOver(t *testing.T) {
+	s := startServer(t)
+	a := startAgent(t, s, "n3", "127.0.0.3")
+	for _, name := range []string{"stay", "gone"} {
+		s.applyText(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+spec:
+  nodeName: n3
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sleep
+    image: berth
+    command: [/bin/sh, -c, "sleep 3600"]
+`, name))
+	}
+	waitFor(t, 60*time.Second, "both pods Running", func() error {
+		for _, name := range []string{"stay", "gone"} {
+			p, err := s.getJSON(t, "pod", name)
+			if err != nil {
+				return err
+			}
+			if phase := field(p, "status.phase"); phase != "Running" {
+				return fmt.Errorf("%s is %v", name, phase)
+			}
+		}
+		return nil
+	})
+	if !strings.Contains(a.Output(), `msg="registered node" node=n3 server=`+s.url) {
+		t.Errorf("the agent did not say it registered:\n%s", a.Output())
+	}
+
+	a.stop(syscall.SIGKILL, 0)
+	s.mustBerth(t, "delete", "pod", "gone", "--grace-period=0")
+	a.restart(t)
+	const tookOver = `msg="containers found at start" node=n3 adopted=1 orphans_stopped=1`
+	waitFor(t, 30*time.Second, "the restarted agent to say what it took over", func() error {
+		if !strings.Contains(a.Output(), tookOver) {
+			return errors.New("not logged")
+		}
+		return nil
+	})
+	out := a.Output()
+	for _, line := range []string{`msg="registered node"`, `msg="containers found at start"`} {
+		if n := strings.Count(out, line); n != 1 {
+			t.Errorf("%s logged %d times, want once:\n%s", line, n, out)
+		}
+	}
+}
+
 // TestServerEmbeddedAgentOnListenHost runs `berth server` listening on one
 // address that is not 127.0.0.1: its embedded agent joins at that address
 // (the one the certificate and admin.kubeconfig name), not at loopback

@@ -475,11 +475,13 @@ func (a *Agent) join(ctx context.Context) (api.JoinResponse, error) {
 }
 
 // retry runs f with back-off (1s doubling to 30s) until it succeeds, fails
-// for good, or ctx ends.
+// for good, or ctx ends. Each distinct error is a warning once, its
+// repeats are logged at debug.
 func (a *Agent) retry(ctx context.Context, what string, f func() error) error {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = time.Second, 30*time.Second, 0
 	b.Clock = backoffClock{a.cfg.Clock}
+	warned := ""
 	for {
 		err := f()
 		if err == nil {
@@ -487,10 +489,15 @@ func (a *Agent) retry(ctx context.Context, what string, f func() error) error {
 		}
 		var perm *backoff.PermanentError
 		if errors.As(err, &perm) {
-			return fmt.Errorf("%s: %w", what, perm.Err)
+			return fmt.Errorf("%s: %w", what, withHint(perm.Err))
 		}
+		err = withHint(err)
 		wait := b.NextBackOff()
-		a.log.Warn("retrying", "what", what, "in", wait, "err", err)
+		level := slog.LevelDebug
+		if msg := err.Error(); msg != warned {
+			level, warned = slog.LevelWarn, msg
+		}
+		a.log.Log(ctx, level, "retrying", "what", what, "in", wait, "err", err)
 		t := a.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -499,6 +506,17 @@ func (a *Agent) retry(ctx context.Context, what string, f func() error) error {
 		case <-t.C():
 		}
 	}
+}
+
+// withHint adds to err what to do when its cause is one that a retry
+// cannot mend but the operator can: a server certificate that does not
+// cover the address the agent dials.
+func withHint(err error) error {
+	var host x509.HostnameError
+	if errors.As(err, &host) {
+		return fmt.Errorf("%w (the server's --tls-san adds names and addresses to its certificate; or give --server one it covers)", err)
+	}
+	return err
 }
 
 type backoffClock struct{ c clock.Clock }

@@ -38,8 +38,10 @@ type StaticOptions struct {
 	// changes. The pods are the receiver's.
 	OnChange func(pods []*api.Pod)
 	// OnError receives what kept a file (or the URL's body) from being
-	// read; the file's last good pods keep running. It reports the error
-	// (nil: a warning on Logger).
+	// parsed; the file's last good pods keep running. It reports the error
+	// (nil: a warning on Logger). A source that cannot be read at all (the
+	// URL down) is not passed here: the source's poll loop logs that on
+	// Logger, once per outage, and keeps the last good pods.
 	OnError func(err error)
 	Clock   clock.WithTicker
 	Logger  *slog.Logger
@@ -64,11 +66,8 @@ type staticSource struct {
 	files map[string][]*api.Pod
 	// reported holds the error last reported for each broken file.
 	reported map[string]string
-	// failing is the error of the source's last failed read, "" after a
-	// good one.
-	failing string
-	revs    chan source.Revision
-	closed  bool
+	revs     chan source.Revision
+	closed   bool
 }
 
 // NewStaticPods checks the options and makes the sources; Run reads them.
@@ -189,14 +188,8 @@ func (s *StaticPods) Run(ctx context.Context) error {
 // replaces its pods, each that does not keeps its last good ones.
 func (s *StaticPods) apply(src *staticSource, rev source.Revision) []error {
 	if rev.Err != nil {
-		// Reported once per outage, not at every retry.
-		if src.failing == rev.Err.Error() {
-			return nil
-		}
-		src.failing = rev.Err.Error()
-		return []error{fmt.Errorf("static pods: %w", rev.Err)}
+		return nil // the source's loop has logged it, once per outage
 	}
-	src.failing = ""
 	objs := map[string][]*api.Decoded{}
 	for _, d := range rev.Objects {
 		objs[d.File] = append(objs[d.File], d)

@@ -435,3 +435,31 @@ func TestServerEmbeddedAgent(t *testing.T) {
 	})
 	s.mustBerth(t, "delete", "deploy", "embedded")
 }
+
+// TestAgentCertificateHint starts an agent whose --server address the
+// server's certificate does not cover (the server listens on every address,
+// the agent dials one of the loopback addresses beyond 127.0.0.1): the
+// retried join says once, at WARN, that --tls-san adds the address, and its
+// repeats go to debug.
+func TestAgentCertificateHint(t *testing.T) {
+	const ip = "127.0.0.62"
+	port := freePort(t, "127.0.0.1")
+	s := startServer(t, "--listen", fmt.Sprintf(":%d", port))
+	a := start(t, "agent", "-v", "--server", fmt.Sprintf("https://%s:%d", ip, port),
+		"--token-file", filepath.Join(s.dataDir, "node-token"),
+		"--ca-file", filepath.Join(s.dataDir, "tls", "ca.crt"),
+		"--node-name", "uncovered", "--node-ip", ip,
+		"--listen", fmt.Sprintf("%s:%d", ip, freePort(t, ip)),
+		"--data-dir", t.TempDir())
+	warn := regexp.MustCompile(`level=WARN msg=retrying .*not ` + regexp.QuoteMeta(ip) + `.*--tls-san adds names and addresses`)
+	retried := regexp.MustCompile(`level=DEBUG msg=retrying .*not ` + regexp.QuoteMeta(ip))
+	waitFor(t, 30*time.Second, "the join retried with a hint", func() error {
+		if n := len(retried.FindAllString(a.Output(), -1)); !warn.MatchString(a.Output()) || n < 2 {
+			return fmt.Errorf("hint logged: %v, %d repeats at debug", warn.MatchString(a.Output()), n)
+		}
+		return nil
+	})
+	if n := len(warn.FindAllString(a.Output(), -1)); n != 1 {
+		t.Errorf("the warning is logged %d times, want once:\n%s", n, a.Output())
+	}
+}

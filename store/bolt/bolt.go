@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -111,13 +112,34 @@ func checkIntact(path string) (err error) {
 		if tx.Size() > st.Size() {
 			return damaged(fmt.Errorf("%d bytes, its pages reach %d: cut short", st.Size(), tx.Size()))
 		}
-		return tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walkBucket(b) })
+		if err := tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walkBucket(b) }); err != nil {
+			return damaged(err)
+		}
+		// Every page read well: bbolt's own check may now rebuild the
+		// freelist, and finds what would make the writable open panic
+		// (pages out of order, shared, beyond the end).
+		var first error
+		for err := range tx.Check() {
+			if first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return damaged(first)
+		}
+		return nil
 	})
 }
 
-// walkBucket reads every page of b and of the buckets inside it.
+// walkBucket reads every page of b and of the buckets inside it, and
+// every key, which must come in order.
 func walkBucket(b *bbolt.Bucket) error {
+	var prev []byte
 	return b.ForEach(func(k, v []byte) error {
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			return fmt.Errorf("keys out of order after %q", prev)
+		}
+		prev = k
 		if v == nil {
 			if nested := b.Bucket(k); nested != nil {
 				return walkBucket(nested)

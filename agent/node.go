@@ -113,6 +113,11 @@ type NodeManager struct {
 	// Run's own state, and Register's before Run starts.
 	nodeUID types.UID
 	beat    Heartbeat
+	// done is what register did to the Node ("registered node", "took
+	// over node"), logged once the status is written too: a line that
+	// says the node registered means the agent goes on to watch its pods,
+	// even if the status write failed once and was retried.
+	done string
 }
 
 // condition is what the agent says of one pressure condition.
@@ -217,7 +222,14 @@ func (n *NodeManager) registerNode(ctx context.Context) error {
 		node, err := n.register(ctx)
 		if err == nil {
 			n.nodeUID = node.UID
-			return n.writeStatus(ctx, node)
+			if err := n.writeStatus(ctx, node); err != nil {
+				return err
+			}
+			if n.done != "" {
+				n.o.Logger.Info(n.done)
+				n.done = ""
+			}
+			return nil
 		}
 		if attempt < 4 && (client.IsConflict(err) || client.IsAlreadyExists(err) || client.IsNotFound(err)) {
 			continue
@@ -239,7 +251,7 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.o.Logger.Info("registered node")
+		n.done = "registered node"
 		return created.(*api.Node), nil
 	}
 	if err != nil {
@@ -258,7 +270,7 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.o.Logger.Info("took over node")
+	n.done = "took over node"
 	return updated.(*api.Node), nil
 }
 

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -465,4 +469,72 @@ func TestNodeRegisteredAgainAfterDeletion(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// refuseOnce answers 503 to the first request that match accepts, and
+// passes every other to next.
+type refuseOnce struct {
+	next    http.RoundTripper
+	match   func(*http.Request) bool
+	refused atomic.Bool
+}
+
+func (r *refuseOnce) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.match(req) && r.refused.CompareAndSwap(false, true) {
+		return &http.Response{
+			StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
+			Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req,
+		}, nil
+	}
+	return r.next.RoundTrip(req)
+}
+
+// TestNodeRegisteredLoggedOnceStatusWritten: "registered node" means the
+// registration is done, status included: a status write that fails leaves
+// it unsaid (the agent retries, and watches no pod yet), and the retry
+// that succeeds says it once.
+func TestNodeRegisteredLoggedOnceStatusWritten(t *testing.T) {
+	c := startCluster(t)
+	token, ca := c.joinSecrets(t)
+	joiner, err := client.New(&client.Config{Server: c.url, Token: token, CAData: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := joiner.Join(context.Background(), api.JoinRequest{NodeName: "n1"})
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	tr, err := client.NewTransport(&client.Config{Server: c.url, CAData: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &refuseOnce{next: tr, match: func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/nodes/n1/status")
+	}}
+	nc, err := client.New(&client.Config{Server: c.url, Token: resp.Token, CAData: ca, Transport: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged testtool.Buffer
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	nm := agent.NewNodeManager(agent.NodeOptions{
+		Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk,
+		Logger: slog.New(slog.NewJSONHandler(&logged, nil)),
+	})
+	ctx := context.Background()
+	if err := nm.Register(ctx); err == nil {
+		t.Fatal("register with its status refused: no error")
+	}
+	if strings.Contains(logged.String(), "registered node") {
+		t.Fatalf("registered node logged before its status was written:\n%s", logged.String())
+	}
+	if err := nm.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logged.String(), `"msg":"registered node"`); n != 1 {
+		t.Fatalf("registered node logged %d times, want once:\n%s", n, logged.String())
+	}
+	if condition(c.node(t, "n1"), api.NodeReady).Status != api.ConditionTrue {
+		t.Error("the node is not Ready after its registration")
+	}
 }

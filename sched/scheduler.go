@@ -249,12 +249,29 @@ func (s *Scheduler) written(w *write) {
 	default:
 		s.stats.errors.Add(1)
 		s.metrics.observeAttempt(resultError, w.qp.popped, s.opts.Clock.Now())
-		s.log.Error("binding failed", "pod", w.qp.key, "node", w.node, "err", w.err)
+		if refused(w.err) {
+			// The store refused this binding (the pod changed under it, or
+			// an admission check said no): expected under churn, told to
+			// the user by the event, logged as kube-scheduler does, at a
+			// verbosity.
+			s.log.Debug("binding refused", "pod", w.qp.key, "node", w.node, "err", w.err)
+		} else {
+			s.log.Error("binding failed", "pod", w.qp.key, "node", w.node, "err", w.err)
+		}
+		s.events.Event(w.pod, EventTypeWarning, EventFailedScheduling, "Binding rejected: "+w.err.Error())
 		s.forgetVolumes(w.pod)
 		s.cache.forget(w.info)
 		s.queue.retry(w.qp)
 		s.queue.moveAll()
 	}
+}
+
+// refused reports whether the store refused a write for what it holds
+// (a conflict, an object gone, an admission check, an invalid object)
+// rather than failed at it (closed, its backend broken).
+func refused(err error) bool {
+	return store.IsConflict(err) || store.IsNotFound(err) || store.IsAlreadyExists(err) ||
+		store.IsForbidden(err) || errors.Is(err, store.ErrInvalid)
 }
 
 // forgetVolumes takes back the volume assumption of a pod whose binding

@@ -27,6 +27,34 @@ var (
 	statusVerbs    = metav1.Verbs{"get", "patch", "update"}
 )
 
+// subresourceDoc is what discovery says of a subresource a
+// SubresourceHandler serves: its verbs, and the kind it takes or answers
+// (the object's own when Kind is empty), as Kubernetes lists them.
+type subresourceDoc struct {
+	gvk   schema.GroupVersionKind
+	verbs []string
+}
+
+// handledSubresources are the subresources HandleSubresource may serve,
+// each with its discovery entry. A handler for a subresource not here is
+// refused, so discovery lists every subresource served.
+var handledSubresources = map[string]subresourceDoc{
+	"log":               {verbs: []string{VerbGet}},
+	"exec":              {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: []string{VerbCreate, VerbGet}},
+	"portforward":       {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: []string{VerbCreate, VerbGet}},
+	SubresourceEviction: {gvk: evictionGVK, verbs: []string{VerbCreate}},
+	SubresourceToken:    {gvk: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, verbs: []string{VerbCreate}},
+}
+
+// handledDoc is the discovery entry of subresource sub of kind k.
+func handledDoc(k *api.Kind, sub string) (schema.GroupVersionKind, []string) {
+	d := handledSubresources[sub]
+	if d.gvk.Kind == "" {
+		return k.GVK, d.verbs
+	}
+	return d.gvk, d.verbs
+}
+
 // aggregatedDiscoveryType is the Content-Type of aggregated discovery.
 const aggregatedDiscoveryType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 
@@ -109,7 +137,9 @@ func MetricsKind(resource string) *api.Kind {
 	return nil
 }
 
-func newDiscoveryDocs() (*discoveryDocs, error) {
+// newDiscoveryDocs encodes every document; handled are, per kind, the
+// subresources registered handlers serve.
+func newDiscoveryDocs(handled map[*api.Kind][]string) (*discoveryDocs, error) {
 	var gvs []schema.GroupVersion
 	byGV := map[schema.GroupVersion][]*api.Kind{}
 	for _, k := range api.Kinds() {
@@ -136,8 +166,8 @@ func newDiscoveryDocs() (*discoveryDocs, error) {
 		list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
 		vd := versionDiscovery{Version: gv.Version, Freshness: "Current"}
 		for _, k := range kinds {
-			list.APIResources = append(list.APIResources, legacyResources(k)...)
-			vd.Resources = append(vd.Resources, aggregatedResource(k))
+			list.APIResources = append(list.APIResources, legacyResources(k, handled[k])...)
+			vd.Resources = append(vd.Resources, aggregatedResource(k, handled[k]))
 		}
 		for _, r := range virtualByGV[gv] {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: r.resource, Kind: r.kind, Namespaced: r.namespaced, Verbs: r.verbs})
@@ -219,9 +249,9 @@ func verbsOf(k *api.Kind) metav1.Verbs {
 // empty every namespace it reached before one that may not go.
 func takesDeleteCollection(k *api.Kind) bool { return k != namespaceKind }
 
-// legacyResources lists a kind and its status subresource as an
-// APIResourceList has them.
-func legacyResources(k *api.Kind) []metav1.APIResource {
+// legacyResources lists a kind and its subresources (handled are those
+// registered handlers serve) as an APIResourceList has them.
+func legacyResources(k *api.Kind, handled []string) []metav1.APIResource {
 	r := metav1.APIResource{
 		Name:         k.Resource,
 		SingularName: k.Singular,
@@ -243,17 +273,16 @@ func legacyResources(k *api.Kind) []metav1.APIResource {
 	if k == namespaceKind {
 		out = append(out, metav1.APIResource{Name: "namespaces/finalize", Kind: k.GVK.Kind, Verbs: metav1.Verbs{"update"}})
 	}
-	if k == podKind {
-		// kubectl drain evicts through it when discovery lists it, with
-		// the group and version of the Eviction it takes.
-		out = append(out, metav1.APIResource{
-			Name:       k.Resource + "/" + SubresourceEviction,
-			Namespaced: true,
-			Group:      evictionGVK.Group,
-			Version:    evictionGVK.Version,
-			Kind:       evictionGVK.Kind,
-			Verbs:      metav1.Verbs{VerbCreate},
-		})
+	for _, sub := range handled {
+		// kubectl drain evicts through pods/eviction when discovery
+		// lists it, with the group and version of the Eviction it takes.
+		gvk, verbs := handledDoc(k, sub)
+		r := metav1.APIResource{Name: k.Resource + "/" + sub, Namespaced: k.Namespaced, Kind: gvk.Kind, Verbs: verbs}
+		if gvk.GroupVersion() != k.GVK.GroupVersion() {
+			// Named only when it is not the list's own.
+			r.Group, r.Version = gvk.Group, gvk.Version
+		}
+		out = append(out, r)
 	}
 	if proxyable(k) {
 		out = append(out, metav1.APIResource{
@@ -276,7 +305,9 @@ func legacyResources(k *api.Kind) []metav1.APIResource {
 	return out
 }
 
-func aggregatedResource(k *api.Kind) resourceDiscovery {
+// aggregatedResource is a kind and its subresources (handled are those
+// registered handlers serve) as aggregated discovery has them.
+func aggregatedResource(k *api.Kind, handled []string) resourceDiscovery {
 	gvk := &metav1.GroupVersionKind{Group: k.GVK.Group, Version: k.GVK.Version, Kind: k.GVK.Kind}
 	scope := "Cluster"
 	if k.Namespaced {
@@ -297,11 +328,12 @@ func aggregatedResource(k *api.Kind) resourceDiscovery {
 	if k == namespaceKind {
 		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{Subresource: "finalize", ResponseKind: gvk, Verbs: []string{"update"}})
 	}
-	if k == podKind {
+	for _, sub := range handled {
+		gvk, verbs := handledDoc(k, sub)
 		r.Subresources = append(r.Subresources, subresourceDiscoveryDoc{
-			Subresource:  SubresourceEviction,
-			ResponseKind: &metav1.GroupVersionKind{Group: evictionGVK.Group, Version: evictionGVK.Version, Kind: evictionGVK.Kind},
-			Verbs:        []string{VerbCreate},
+			Subresource:  sub,
+			ResponseKind: &metav1.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind},
+			Verbs:        verbs,
 		})
 	}
 	if proxyable(k) {
@@ -342,12 +374,24 @@ func wantsAggregated(r *http.Request) bool {
 // serveDiscovery answers the discovery paths; it reports false when the
 // path is not one.
 func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, segs []string) bool {
+	switch {
+	case len(segs) == 1 && (segs[0] == "api" || segs[0] == "apis"):
+	case len(segs) == 2 && (segs[0] == "api" || segs[0] == "apis"):
+	case len(segs) == 3 && segs[0] == "apis":
+	default:
+		return false
+	}
 	var body []byte
 	contentType := "application/json"
+	disc, err := s.discovery()
+	if err != nil {
+		WriteError(w, err)
+		return true
+	}
 	switch {
 	case len(segs) == 1 && segs[0] == "api":
 		if wantsAggregated(r) {
-			body, contentType = s.disc.aggregatedCore, aggregatedDiscoveryType
+			body, contentType = disc.aggregatedCore, aggregatedDiscoveryType
 			break
 		}
 		v := metav1.APIVersions{
@@ -360,16 +404,16 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request, segs []s
 		body, _ = json.Marshal(v)
 	case len(segs) == 1 && segs[0] == "apis":
 		if wantsAggregated(r) {
-			body, contentType = s.disc.aggregatedApis, aggregatedDiscoveryType
+			body, contentType = disc.aggregatedApis, aggregatedDiscoveryType
 			break
 		}
-		body = s.disc.groups
+		body = disc.groups
 	case len(segs) == 2 && segs[0] == "api":
-		body = s.disc.resourceLists[segs[1]]
+		body = disc.resourceLists[segs[1]]
 	case len(segs) == 2 && segs[0] == "apis":
-		body = s.disc.groupByName[segs[1]]
+		body = disc.groupByName[segs[1]]
 	case len(segs) == 3 && segs[0] == "apis":
-		body = s.disc.resourceLists[segs[1]+"/"+segs[2]]
+		body = disc.resourceLists[segs[1]+"/"+segs[2]]
 	default:
 		return false
 	}

@@ -1,7 +1,9 @@
 package apiserver
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/berth-dev/berth/api"
@@ -48,11 +50,72 @@ type subresourceKey struct {
 }
 
 // HandleSubresource serves /…/{resource}/{name}/{subresource} of a kind
-// with h, for GET and POST.
+// with h, for GET and POST, and lists it in discovery. It panics for a
+// subresource discovery has no entry for (handledSubresources): a
+// programming error, like a bad pattern given to http.ServeMux.
 func (s *Server) HandleSubresource(k *api.Kind, subresource string, h SubresourceHandler) {
+	if _, ok := handledSubresources[subresource]; !ok {
+		panic(fmt.Sprintf("apiserver: %s/%s has no discovery entry", k.Resource, subresource))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.subresources[subresourceKey{k, subresource}] = h
+	s.disc = nil // listed from the next discovery request on
+}
+
+// discovery is every discovery document, encoded once for the handlers
+// registered so far.
+func (s *Server) discovery() (*discoveryDocs, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.disc != nil {
+		return s.disc, nil
+	}
+	handled := map[*api.Kind][]string{}
+	for key := range s.subresources {
+		handled[key.kind] = append(handled[key.kind], key.name)
+	}
+	for _, subs := range handled {
+		slices.Sort(subs)
+	}
+	d, err := newDiscoveryDocs(handled)
+	if err != nil {
+		return nil, err
+	}
+	s.disc = d
+	return d, nil
+}
+
+// ServedSubresources are the subresources the router serves, as
+// "group/version resource/subresource" ("v1 pods/log" in the core group):
+// found by asking the router of each kind's object for every subresource
+// it could take, so that what discovery lists can be checked against it.
+func (s *Server) ServedSubresources() []string {
+	candidates := []string{"status", "scale", "finalize", SubresourceProxy}
+	s.mu.Lock()
+	for key := range s.subresources {
+		candidates = append(candidates, key.name)
+	}
+	s.mu.Unlock()
+	slices.Sort(candidates)
+	candidates = slices.Compact(candidates)
+	var out []string
+	for _, k := range api.Kinds() {
+		gv := k.GVK.GroupVersion()
+		segs := []string{"apis", gv.Group, gv.Version}
+		if gv.Group == "" {
+			segs = []string{"api", gv.Version}
+		}
+		if k.Namespaced {
+			segs = append(segs, "namespaces", "default")
+		}
+		for _, sub := range candidates {
+			if _, err := s.parseResourcePath(append(slices.Clip(segs), k.Resource, "x", sub)); err == nil {
+				out = append(out, gv.String()+" "+k.Resource+"/"+sub)
+			}
+		}
+	}
+	return out
 }
 
 func (s *Server) subresourceHandler(k *api.Kind, sub string) SubresourceHandler {

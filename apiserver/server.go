@@ -200,7 +200,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
-	if s.disc, err = newDiscoveryDocs(); err != nil {
+	if _, err = s.discovery(); err != nil {
 		return nil, err
 	}
 	s.openapi = sync.OnceValues(func() (*openAPIDocs, error) { return newOpenAPIDocs(cfg.Version.Version) })

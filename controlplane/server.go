@@ -426,6 +426,9 @@ func (s *Server) LocalURL() string {
 // `berth sim`.
 func (s *Server) Store() *store.Store { return s.store }
 
+// API is the server's API server, for tests that check what it routes.
+func (s *Server) API() *apiserver.Server { return s.api }
+
 // Credentials are the server's credentials.
 func (s *Server) Credentials() *Credentials { return s.creds }
 

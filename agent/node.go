@@ -113,7 +113,7 @@ type NodeManager struct {
 	// Run's own state, and Register's before Run starts.
 	nodeUID types.UID
 	beat    Heartbeat
-	// done is what register did to the Node ("registered node", "took
+	// done is what register did to the Node ("created node", "took
 	// over node"), logged once the status is written too: a line that
 	// says the node registered means the agent goes on to watch its pods,
 	// even if the status write failed once and was retried.
@@ -251,7 +251,7 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.done = "registered node"
+		n.done = "created node"
 		return created.(*api.Node), nil
 	}
 	if err != nil {

@@ -489,7 +489,7 @@ func (r *refuseOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 	return r.next.RoundTrip(req)
 }
 
-// TestNodeRegisteredLoggedOnceStatusWritten: "registered node" means the
+// TestNodeRegisteredLoggedOnceStatusWritten: "created node" means the
 // registration is done, status included: a status write that fails leaves
 // it unsaid (the agent retries, and watches no pod yet), and the retry
 // that succeeds says it once.
@@ -525,14 +525,14 @@ func TestNodeRegisteredLoggedOnceStatusWritten(t *testing.T) {
 	if err := nm.Register(ctx); err == nil {
 		t.Fatal("register with its status refused: no error")
 	}
-	if strings.Contains(logged.String(), "registered node") {
-		t.Fatalf("registered node logged before its status was written:\n%s", logged.String())
+	if strings.Contains(logged.String(), "created node") {
+		t.Fatalf("created node logged before its status was written:\n%s", logged.String())
 	}
 	if err := nm.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(logged.String(), `"msg":"registered node"`); n != 1 {
-		t.Fatalf("registered node logged %d times, want once:\n%s", n, logged.String())
+	if n := strings.Count(logged.String(), `"msg":"created node"`); n != 1 {
+		t.Fatalf("created node logged %d times, want once:\n%s", n, logged.String())
 	}
 	if condition(c.node(t, "n1"), api.NodeReady).Status != api.ConditionTrue {
 		t.Error("the node is not Ready after its registration")

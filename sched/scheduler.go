@@ -163,6 +163,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -181,6 +182,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	cancel(nil)
 	wg.Wait()
+	if parent.Err() != nil {
+		return nil // the caller ended it, whatever its cause
+	}
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

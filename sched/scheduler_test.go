@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -257,5 +258,28 @@ func TestRequeueOnNodeAddFakeClock(t *testing.T) {
 	q := waitPod(t, s, "q", boundTo("n3"))
 	if c := scheduledCondition(q); c == nil || c.Status != api.ConditionTrue || !c.LastTransitionTime.Time.Equal(added) {
 		t.Errorf("PodScheduled %+v, want True since %v, when the node came", c, added)
+	}
+}
+
+// TestRunEndsWellWithItsCaller: a caller that ends the scheduler's context,
+// with a cause of its own (a server shutting down), gets nil: the
+// scheduler failed at nothing. A store that closes under it is an error.
+func TestRunEndsWellWithItsCaller(t *testing.T) {
+	s := newStore(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	sc := New(s, Options{})
+	go func() { done <- sc.Run(ctx) }()
+	cancel(errors.New("server shutting down"))
+	if err := <-done; err != nil {
+		t.Errorf("Run after its caller ended it: %v, want nil", err)
+	}
+
+	s = newStore(t)
+	sc = New(s, Options{})
+	go func() { done <- sc.Run(context.Background()) }()
+	s.Close()
+	if err := <-done; err == nil {
+		t.Error("Run over a store that closed: nil, want its error")
 	}
 }

@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -171,23 +170,8 @@ func (b *Backend) Persistent() bool { return true }
 func (b *Backend) Load(fn func(api.Object) error) (uint64, error) {
 	var rev uint64
 	err := b.db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket(metaBucket).Get(revisionKey); v != nil {
-			rev = binary.BigEndian.Uint64(v)
-		}
-		for _, k := range api.Kinds() {
-			bk := tx.Bucket(bucketName(k))
-			err := bk.ForEach(func(key, data []byte) error {
-				obj := k.New()
-				if err := json.Unmarshal(data, obj); err != nil {
-					return fmt.Errorf("decode %s %s: %w", k.Resource, key, err)
-				}
-				return fn(obj)
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		rev = revisionOf(tx)
+		return forEachObject(tx, fn)
 	})
 	return rev, err
 }

@@ -1,0 +1,161 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+)
+
+// bbolt follows the page references of a file as they are: a corrupt
+// file whose pages refer back to a page above them makes it descend
+// forever (its cursor's stack grows until memory runs out), which no
+// recover catches. checkPages walks the page tree of a file first, by the
+// file format bbolt documents (page, branch and leaf headers, buckets
+// inline or on pages of their own), and refuses a reference out of the
+// file or to a page already seen, so that what bbolt reads after it is a
+// tree within the file.
+
+const (
+	pageHeaderSize  = 16
+	elementSize     = 16
+	metaMagic       = 0xED0CDAED
+	metaVersion     = 2
+	branchPageFlag  = 0x01
+	leafPageFlag    = 0x02
+	bucketLeafFlag  = 0x01
+	bucketValueSize = 16
+	maxPageDepth    = 64
+)
+
+type pageWalker struct {
+	f        *os.File
+	pageSize uint64
+	hwm      uint64
+	seen     map[uint64]bool
+}
+
+// checkPages checks the page tree of the bolt file f, of size bytes.
+func checkPages(f *os.File, size int64) error {
+	hdr := make([]byte, 4096)
+	if _, err := f.ReadAt(hdr, 0); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	// The page size is in the first meta page; the second lies one page
+	// on.
+	ps := uint64(binary.LittleEndian.Uint32(hdr[pageHeaderSize+8:]))
+	if ps < 512 || ps > 1<<20 || uint64(size) < 2*ps {
+		return fmt.Errorf("invalid page size %d", ps)
+	}
+	var best []byte
+	var bestTx uint64
+	for i := range uint64(2) {
+		m := make([]byte, 64)
+		if _, err := f.ReadAt(m, int64(i*ps+pageHeaderSize)); err != nil {
+			return err
+		}
+		h := fnv.New64a()
+		h.Write(m[:56])
+		if binary.LittleEndian.Uint32(m) != metaMagic || binary.LittleEndian.Uint32(m[4:]) != metaVersion || h.Sum64() != binary.LittleEndian.Uint64(m[56:]) {
+			continue
+		}
+		if tx := binary.LittleEndian.Uint64(m[48:]); best == nil || tx > bestTx {
+			best, bestTx = m, tx
+		}
+	}
+	if best == nil {
+		return errors.New("invalid: no valid meta page")
+	}
+	w := &pageWalker{f: f, pageSize: ps, hwm: binary.LittleEndian.Uint64(best[40:]), seen: map[uint64]bool{}}
+	if w.hwm > uint64(size)/ps {
+		return fmt.Errorf("truncated: %d bytes, its header says %d pages of %d", size, w.hwm, ps)
+	}
+	return w.walk(binary.LittleEndian.Uint64(best[16:]), 0)
+}
+
+// walk checks the page id and the pages below it.
+func (w *pageWalker) walk(id uint64, depth int) error {
+	if id < 2 || id >= w.hwm {
+		return fmt.Errorf("corrupt: page %d out of the file's %d pages", id, w.hwm)
+	}
+	if w.seen[id] {
+		return fmt.Errorf("corrupt: page %d referenced twice", id)
+	}
+	hdr := make([]byte, pageHeaderSize)
+	if _, err := w.f.ReadAt(hdr, int64(id*w.pageSize)); err != nil {
+		return err
+	}
+	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	if overflow >= w.hwm-id {
+		return fmt.Errorf("corrupt: page %d overflows the file", id)
+	}
+	for i := range overflow + 1 {
+		if w.seen[id+i] {
+			return fmt.Errorf("corrupt: page %d referenced twice", id+i)
+		}
+		w.seen[id+i] = true
+	}
+	p := make([]byte, (overflow+1)*w.pageSize)
+	if _, err := w.f.ReadAt(p, int64(id*w.pageSize)); err != nil {
+		return err
+	}
+	return w.walkPage(p, id, depth)
+}
+
+// walkPage checks the page p (id, 0 for an inline bucket's) and the pages
+// it refers to.
+func (w *pageWalker) walkPage(p []byte, id uint64, depth int) error {
+	if depth > maxPageDepth {
+		return fmt.Errorf("corrupt: page %d: the tree is deeper than %d", id, maxPageDepth)
+	}
+	if len(p) < pageHeaderSize {
+		return fmt.Errorf("corrupt: page %d: short", id)
+	}
+	flags := binary.LittleEndian.Uint16(p[8:])
+	count := int(binary.LittleEndian.Uint16(p[10:]))
+	if pageHeaderSize+count*elementSize > len(p) {
+		return fmt.Errorf("corrupt: page %d: %d elements do not fit", id, count)
+	}
+	for i := range count {
+		off := pageHeaderSize + i*elementSize
+		e := p[off : off+elementSize]
+		switch flags {
+		case branchPageFlag:
+			pos, ksize := uint64(binary.LittleEndian.Uint32(e)), uint64(binary.LittleEndian.Uint32(e[4:]))
+			if uint64(off)+pos+ksize > uint64(len(p)) {
+				return fmt.Errorf("corrupt: page %d: element %d out of the page", id, i)
+			}
+			if err := w.walk(binary.LittleEndian.Uint64(e[8:]), depth+1); err != nil {
+				return err
+			}
+		case leafPageFlag:
+			eflags := binary.LittleEndian.Uint32(e)
+			pos, ksize, vsize := uint64(binary.LittleEndian.Uint32(e[4:])), uint64(binary.LittleEndian.Uint32(e[8:])), uint64(binary.LittleEndian.Uint32(e[12:]))
+			end := uint64(off) + pos + ksize + vsize
+			if end > uint64(len(p)) {
+				return fmt.Errorf("corrupt: page %d: element %d out of the page", id, i)
+			}
+			if eflags&bucketLeafFlag == 0 {
+				continue
+			}
+			v := p[uint64(off)+pos+ksize : end]
+			if len(v) < bucketValueSize {
+				return fmt.Errorf("corrupt: page %d: element %d: short bucket", id, i)
+			}
+			var err error
+			if root := binary.LittleEndian.Uint64(v); root != 0 {
+				err = w.walk(root, depth+1)
+			} else {
+				err = w.walkPage(v[bucketValueSize:], 0, depth+1)
+			}
+			if err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("corrupt: page %d: not a branch or leaf page (flags %#x)", id, flags)
+		}
+	}
+	return nil
+}

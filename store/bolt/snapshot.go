@@ -1,0 +1,245 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// SnapshotInfo describes a copy of the store file.
+type SnapshotInfo struct {
+	// Revision is the newest revision the copy holds.
+	Revision uint64
+	// Size is the copy's length in bytes.
+	Size int64
+	// Objects is how many objects it holds (0 where it was not counted).
+	Objects int
+}
+
+// WriteSnapshot writes a consistent copy of the whole file to w, taken in
+// one read transaction: writers go on meanwhile, and the copy holds every
+// transaction committed before it began and none after. begin is called
+// with the copy's size and revision before the first byte is written (an
+// HTTP handler sets Content-Length there); an error from it ends the copy
+// unwritten.
+func (b *Backend) WriteSnapshot(w io.Writer, begin func(SnapshotInfo) error) (SnapshotInfo, error) {
+	var info SnapshotInfo
+	err := b.db.View(func(tx *bbolt.Tx) error {
+		info = SnapshotInfo{Revision: revisionOf(tx), Size: tx.Size()}
+		if err := begin(info); err != nil {
+			return err
+		}
+		n, err := tx.WriteTo(w)
+		if err == nil && n != info.Size {
+			err = fmt.Errorf("wrote %d bytes of %d", n, info.Size)
+		}
+		return err
+	})
+	if err != nil {
+		return info, fmt.Errorf("snapshot: %w", err)
+	}
+	return info, nil
+}
+
+// revisionOf reads the newest revision a transaction sees.
+func revisionOf(tx *bbolt.Tx) uint64 {
+	if v := tx.Bucket(metaBucket).Get(revisionKey); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+// checkLayout checks that a file holds the buckets of this berth's store
+// in its format.
+func checkLayout(tx *bbolt.Tx) error {
+	meta := tx.Bucket(metaBucket)
+	if meta == nil {
+		return errors.New("no meta bucket: not a berth store")
+	}
+	v := meta.Get(formatKey)
+	if len(v) != 8 {
+		return errors.New("meta bucket: no store format")
+	}
+	if got := binary.BigEndian.Uint64(v); got != format {
+		return fmt.Errorf("store format %d, this berth reads format %d", got, format)
+	}
+	if v := meta.Get(revisionKey); v != nil && len(v) != 8 {
+		return fmt.Errorf("meta bucket: revision of %d bytes, want 8", len(v))
+	}
+	for _, k := range api.Kinds() {
+		if tx.Bucket(bucketName(k)) == nil {
+			return fmt.Errorf("no bucket %s", bucketName(k))
+		}
+	}
+	return nil
+}
+
+// forEachObject decodes every object a transaction sees.
+func forEachObject(tx *bbolt.Tx, fn func(api.Object) error) error {
+	for _, k := range api.Kinds() {
+		bk := tx.Bucket(bucketName(k))
+		err := bk.ForEach(func(key, data []byte) error {
+			if data == nil {
+				return fmt.Errorf("%s %s: a bucket, not an object", k.Resource, key)
+			}
+			obj := k.New()
+			if err := json.Unmarshal(data, obj); err != nil {
+				return fmt.Errorf("decode %s %s: %w", k.Resource, key, err)
+			}
+			return fn(obj)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockTimeout is how long opening a file waits for another process's
+// lock on it.
+const lockTimeout = time.Second
+
+// Verify checks that the file at path is a whole store of this berth:
+// a bolt file no shorter than its header says, with the store's format,
+// its buckets, and every object decodable. It opens the file read-only
+// and never changes it. A file bbolt cannot read is an error, never a
+// crash: bbolt trusts the pages it maps and may panic or fault on a
+// corrupt one, so the reading is guarded.
+func Verify(path string) (SnapshotInfo, error) {
+	info, err := verifyFile(path)
+	if err != nil {
+		return info, fmt.Errorf("snapshot %s: %w", path, err)
+	}
+	return info, nil
+}
+
+func verifyFile(path string) (info SnapshotInfo, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return info, err
+	}
+	if !st.Mode().IsRegular() {
+		return info, errors.New("not a regular file")
+	}
+	info.Size = st.Size()
+	if info.Size == 0 {
+		return info, errors.New("empty file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return info, err
+	}
+	err = checkPages(f, info.Size)
+	f.Close()
+	if err != nil {
+		return info, err
+	}
+	err = guard(func() error {
+		db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: lockTimeout})
+		if err != nil {
+			if errors.Is(err, bbolt.ErrTimeout) {
+				return errors.New("another process is using it")
+			}
+			return err
+		}
+		defer db.Close()
+		return db.View(func(tx *bbolt.Tx) error {
+			if want := tx.Size(); want > info.Size {
+				return fmt.Errorf("truncated: %d bytes, its header says %d", info.Size, want)
+			}
+			if err := checkLayout(tx); err != nil {
+				return err
+			}
+			info.Revision = revisionOf(tx)
+			return forEachObject(tx, func(api.Object) error {
+				info.Objects++
+				return nil
+			})
+		})
+	})
+	return info, err
+}
+
+// guard runs fn, which reads a file bbolt maps, on a goroutine of its
+// own that panics on a memory fault (a page past the end of a short
+// file) rather than crashing, and turns a panic into an error.
+func guard(fn func() error) (err error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("corrupt: %v", p)
+			}
+		}()
+		debug.SetPanicOnFault(true)
+		err = fn()
+	}()
+	<-done
+	return err
+}
+
+// WriteSnapshotFile writes the snapshot r holds to path: first into
+// path+".tmp", fsynced and verified, then renamed over path (after
+// beforeRename, when not nil, which may move the old file aside), so that
+// path is either the whole checked snapshot or as it was. A short or
+// corrupt stream is an error and leaves no file behind.
+func WriteSnapshotFile(r io.Reader, path string, beforeRename func() error) (SnapshotInfo, error) {
+	tmp := path + ".tmp"
+	info, err := writeVerified(r, tmp)
+	if err == nil && beforeRename != nil {
+		err = beforeRename()
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return info, err
+	}
+	return info, nil
+}
+
+func writeVerified(r io.Reader, tmp string) (SnapshotInfo, error) {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return SnapshotInfo{}, fmt.Errorf("write %s: %w", tmp, err)
+	}
+	return Verify(tmp)
+}
+
+// syncDir makes the renames in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}

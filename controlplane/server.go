@@ -128,6 +128,8 @@ type Server struct {
 	ctrlMetrics *reconcile.Metrics
 	// dbSize is the bolt file's size, for /metrics; nil for a memory store.
 	dbSize func() (int64, error)
+	// backend is the store's durable backend, which SnapshotPath copies.
+	backend store.Backend
 	// containers proxies pods/log, pods/exec and pods/portforward to
 	// agents and gathers their resource metrics; Run ends its
 	// streams at shutdown.
@@ -172,7 +174,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		backend.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, ctrlMetrics: reconcile.NewMetrics()}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics()}
 	if b, ok := backend.(*bolt.Backend); ok {
 		s.dbSize = b.Size
 	}
@@ -406,6 +408,7 @@ func (s *Server) buildAPI() error {
 	}
 	s.containers.registerMetrics(a, authz)
 	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer, issue), false)
+	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
 	a.Handle(HooksPath, &webhook{secret: s.hookKey, trigger: s.sources.Trigger, log: s.log}, false)
 	s.api = a
 	return nil

@@ -79,6 +79,7 @@ manifests into running workloads on a fleet of machines.`,
 		newTopCommand(g),
 		newPortForwardCommand(g),
 		newManCommand(g),
+		newSnapshotCommand(g),
 	)
 	requireSubcommand(root)
 	markStart(root, g)

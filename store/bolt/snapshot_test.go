@@ -20,17 +20,11 @@ import (
 	"github.com/berth-dev/berth/store"
 )
 
-// openBackend opens a store over a bolt file and returns both.
+// openBackend opens a store over a bolt file, closed when the test ends,
+// and returns it and its backend.
 func openBackend(t testing.TB, path string) (*store.Store, *Backend) {
 	t.Helper()
-	b, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.New(b, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, s := openBoth(t, path)
 	t.Cleanup(func() { s.Close() })
 	return s, b
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -107,6 +108,9 @@ dir's CA, tokens and keys are not in the snapshot and stay as they are.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dataDir == "" {
 				return usageErrorf("--data-dir is required")
+			}
+			if err := os.MkdirAll(dataDir, 0o700); err != nil {
+				return failed(err)
 			}
 			res, err := bolt.Restore(args[0], filepath.Join(dataDir, controlplane.StoreFile), time.Now())
 			if err != nil {

@@ -122,3 +122,20 @@ func TestSnapshotRestoreRefusals(t *testing.T) {
 		t.Fatalf("a store was put in place: %v", err)
 	}
 }
+
+// Restore into a data dir that does not exist yet makes it.
+func TestSnapshotRestoreNewDataDir(t *testing.T) {
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "berth.db")
+	if err := os.WriteFile(snap, goodSnapshot(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(dir, "new", "data")
+	r := runBerth(t, "", "snapshot", "restore", snap, "--data-dir", dataDir)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Restored "+snap+" into "+dataDir) {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := bolt.Verify(filepath.Join(dataDir, controlplane.StoreFile)); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -92,6 +92,17 @@ func checkIntact(path string) (err error) {
 	damaged := func(why error) error {
 		return fmt.Errorf("open store %s: the file is damaged (%w): restore a copy of it (or move it away to start with an empty store), then start berth again", path, why)
 	}
+	// A page tree that loops would make bbolt descend until memory runs
+	// out, which nothing recovers from: walk it first.
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	err = checkPages(f, st.Size())
+	f.Close()
+	if err != nil {
+		return damaged(err)
+	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		if errors.Is(err, bbolt.ErrTimeout) {

@@ -260,5 +260,14 @@ func FuzzVerify(f *testing.F) {
 		if _, err := Verify(path); err != nil && !strings.Contains(err.Error(), path) {
 			t.Fatalf("error does not name the file: %v", err)
 		}
+		// A server starting on such a file refuses it the same way.
+		b, err := Open(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("open: error does not name the file: %v", err)
+			}
+			return
+		}
+		b.Close()
 	})
 }

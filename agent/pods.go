@@ -266,20 +266,16 @@ func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) e
 	m.mu.Lock()
 	w := m.workers[uid]
 	var done <-chan struct{}
-	var pod *api.Pod
 	if w != nil && w.hasPod() {
-		var first bool
-		done, first = w.setEvict(message)
-		if first {
-			pod = w.currentPod()
-		}
+		done = w.setEvict(message, func(pod *api.Pod) {
+			if m.o.Events != nil {
+				m.o.Events.PodEvent(pod, api.EventTypeWarning, ReasonEvicted, message)
+			}
+		})
 	}
 	m.mu.Unlock()
 	if done == nil {
 		return fmt.Errorf("evict pod %s: not running on this node", uid)
-	}
-	if pod != nil && m.o.Events != nil {
-		m.o.Events.PodEvent(pod, api.EventTypeWarning, ReasonEvicted, message)
 	}
 	select {
 	case <-done:

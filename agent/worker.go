@@ -128,19 +128,21 @@ func (w *podWorker) setForget() {
 	w.poke()
 }
 
-// setEvict has the worker evict its pod with msg, and says whether this is
-// news (a pod is evicted once, with the first message).
-func (w *podWorker) setEvict(msg string) (done <-chan struct{}, first bool) {
+// setEvict has the worker evict its pod with msg (a pod is evicted once,
+// with the first message). For the first, it calls announce with the pod
+// before the worker can see the eviction, so that what announce records
+// comes before the worker's own events of it (Killing).
+func (w *podWorker) setEvict(msg string, announce func(*api.Pod)) (done <-chan struct{}) {
 	w.mu.Lock()
 	if w.evictDone == nil {
+		announce(w.pod)
 		w.evictMsg = msg
 		w.evictDone = make(chan struct{})
-		first = true
 	}
 	done = w.evictDone
 	w.mu.Unlock()
 	w.poke()
-	return done, first
+	return done
 }
 
 func (w *podWorker) hasPod() bool {

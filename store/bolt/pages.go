@@ -83,11 +83,13 @@ func (w *pageWalker) walk(id uint64, depth int) error {
 	if w.seen[id] {
 		return fmt.Errorf("corrupt: page %d referenced twice", id)
 	}
-	hdr := make([]byte, pageHeaderSize)
-	if _, err := w.f.ReadAt(hdr, int64(id*w.pageSize)); err != nil {
+	// One read for the page, which its header says whether it overflows
+	// into the next; a second only for those.
+	p := make([]byte, w.pageSize)
+	if _, err := w.f.ReadAt(p, int64(id*w.pageSize)); err != nil {
 		return err
 	}
-	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	overflow := uint64(binary.LittleEndian.Uint32(p[12:]))
 	if overflow >= w.hwm-id {
 		return fmt.Errorf("corrupt: page %d overflows the file", id)
 	}
@@ -97,9 +99,11 @@ func (w *pageWalker) walk(id uint64, depth int) error {
 		}
 		w.seen[id+i] = true
 	}
-	p := make([]byte, (overflow+1)*w.pageSize)
-	if _, err := w.f.ReadAt(p, int64(id*w.pageSize)); err != nil {
-		return err
+	if overflow > 0 {
+		p = append(p, make([]byte, overflow*w.pageSize)...)
+		if _, err := w.f.ReadAt(p[w.pageSize:], int64((id+1)*w.pageSize)); err != nil {
+			return err
+		}
 	}
 	return w.walkPage(p, id, depth)
 }

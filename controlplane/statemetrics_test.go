@@ -67,12 +67,20 @@ func TestStateMetrics(t *testing.T) {
 		}
 	}
 
-	const ready = `berth_source_condition{name="site",status="True",type="Ready"}`
+	// The Source's status is written inside the apply, and the loop
+	// records the sync's time and duration once the apply returns: a
+	// scrape in between sees Ready=True before them, so wait for all
+	// three.
+	const (
+		ready    = `berth_source_condition{name="site",status="True",type="Ready"}`
+		lastSync = `berth_source_last_successful_sync_timestamp_seconds{name="site"}`
+		syncs    = `berth_source_sync_duration_seconds_count{name="site"}`
+	)
 	var got map[string]float64
 	poll(t, "the source's first sync in /metrics", func() error {
 		got = scrapeServer(t, cp)
-		if got[ready] != 1 {
-			return fmt.Errorf("%s = %v", ready, got[ready])
+		if got[ready] != 1 || got[lastSync] <= 0 || got[syncs] <= 0 {
+			return fmt.Errorf("%s = %v, %s = %v, %s = %v", ready, got[ready], lastSync, got[lastSync], syncs, got[syncs])
 		}
 		return nil
 	})
@@ -91,8 +99,6 @@ func TestStateMetrics(t *testing.T) {
 		}
 	}
 	for _, series := range []string{
-		`berth_source_last_successful_sync_timestamp_seconds{name="site"}`,
-		`berth_source_sync_duration_seconds_count{name="site"}`,
 		`berth_store_db_total_size_in_bytes`,
 		`berth_workqueue_adds_total{name="sources"}`,
 		`berth_workqueue_adds_total{name="namespace"}`,

@@ -82,28 +82,9 @@ func StartFleet(ctx context.Context, o FleetOptions) (*Fleet, error) {
 		o.Progress = func(string, ...any) {}
 	}
 
-	// The agents share a few pooled transports, AgentsPerTransport agents
-	// each, rather than one: with thousands of streams on one HTTP/2
-	// connection, a 5,000-node run stalled with every request waiting on
-	// the client connection's mutex (head-of-line blocking behind a
-	// blocked write), and heartbeats timed out.
-	transports := make([]*http.Transport, (o.Nodes+AgentsPerTransport-1)/AgentsPerTransport)
-	for i := range transports {
-		tr, err := client.NewTransport(&client.Config{CAData: o.CAPEM})
-		if err != nil {
-			for _, t := range transports[:i] {
-				t.CloseIdleConnections()
-			}
-			return nil, err
-		}
-		// A hundred agents, each with its own credential, share one
-		// connection: every request's Authorization header would evict
-		// another agent's from the HPACK table, costing a table update
-		// and hashing a long token each time and saving nothing.
-		// Nothing is indexed instead, which a kubelet with a connection
-		// of its own would not need.
-		tr.HTTP2.MaxEncoderHeaderTableSize = 1
-		transports[i] = tr
+	transports, err := newTransports((o.Nodes+AgentsPerTransport-1)/AgentsPerTransport, o.CAPEM)
+	if err != nil {
+		return nil, err
 	}
 	f := &Fleet{sh: &agentShared{
 		server:     o.Server,
@@ -172,6 +153,33 @@ func StartFleet(ctx context.Context, o FleetOptions) (*Fleet, error) {
 	}
 	o.Progress("agents ready %d/%d", o.Nodes, o.Nodes)
 	return f, nil
+}
+
+// newTransports makes the n pooled transports the agents of a fleet
+// share, AgentsPerTransport agents each, rather than one: with thousands
+// of streams on one HTTP/2 connection, a 5,000-node run stalled with
+// every request waiting on the client connection's mutex (head-of-line
+// blocking behind a blocked write), and heartbeats timed out.
+func newTransports(n int, caPEM []byte) ([]*http.Transport, error) {
+	transports := make([]*http.Transport, n)
+	for i := range transports {
+		tr, err := client.NewTransport(&client.Config{CAData: caPEM})
+		if err != nil {
+			for _, t := range transports[:i] {
+				t.CloseIdleConnections()
+			}
+			return nil, err
+		}
+		// A hundred agents, each with its own credential, share one
+		// connection: every request's Authorization header would evict
+		// another agent's from the HPACK table, costing a table update
+		// and hashing a long token each time and saving nothing.
+		// Nothing is indexed instead, which a kubelet with a connection
+		// of its own would not need.
+		tr.HTTP2.MaxEncoderHeaderTableSize = 1
+		transports[i] = tr
+	}
+	return transports, nil
 }
 
 // Errors counts the agents' API calls that failed after their retries.

@@ -33,9 +33,9 @@ var linkAttrs = map[string]bool{
 }
 
 // proxiedLocation is where the caller finds loc, a URL in a pod's answer:
-// a path of the pod's (or its own address) goes under prefix, anything
-// else (another host, a path relative to the page) stays; false when it
-// stays.
+// a path of the pod's (or its own address) goes under prefix, unless it
+// is there already; anything else (another host, a path relative to the
+// page) stays; false when it stays.
 func proxiedLocation(loc, podHost, prefix string) (string, bool) {
 	u, err := url.Parse(loc)
 	if err != nil || u.Opaque != "" || (u.Host != "" && u.Host != podHost) || (u.Host == "" && (u.Scheme != "" || !strings.HasPrefix(u.Path, "/"))) {
@@ -43,9 +43,16 @@ func proxiedLocation(loc, podHost, prefix string) (string, bool) {
 	}
 	// A path alone: the caller's browser keeps the origin it used, the
 	// API server's or kubectl proxy's.
-	out := prefix + u.EscapedPath()
-	if u.Path == "" {
-		out += "/"
+	out := u.EscapedPath()
+	switch {
+	case out == prefix || strings.HasPrefix(out, prefix+"/"):
+		// Already under the proxy path: an app told that its external URL
+		// is …/proxy/ (a base path) links there itself, and Kubernetes
+		// leaves such a link as it is.
+	case u.Path == "":
+		out = prefix + "/"
+	default:
+		out = prefix + out
 	}
 	if u.RawQuery != "" {
 		out += "?" + u.RawQuery
@@ -53,7 +60,7 @@ func proxiedLocation(loc, podHost, prefix string) (string, bool) {
 	if u.Fragment != "" {
 		out += "#" + u.EscapedFragment()
 	}
-	return out, true
+	return out, out != loc
 }
 
 // rewriteHTML rewrites the links of an HTML answer; the answer is left

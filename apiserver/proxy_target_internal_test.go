@@ -175,6 +175,36 @@ func FuzzParseProxyTarget(f *testing.F) {
 	})
 }
 
+// TestProxiedLocation follows Kubernetes' proxy transport: a path of the
+// pod's, or its own address, goes under the proxy path, unless an app that
+// knows its external URL put it there already; other hosts and relative
+// links stay.
+func TestProxiedLocation(t *testing.T) {
+	const prefix = "/api/v1/namespaces/default/services/web:http/proxy"
+	for _, c := range []struct {
+		loc, want string
+		ok        bool
+	}{
+		{"/login?next=%2Fa#top", prefix + "/login?next=%2Fa#top", true},
+		{"http://10.0.0.7:8080/own/", prefix + "/own/", true},
+		{"http://10.0.0.7:8080", prefix + "/", true},
+		{"/", prefix + "/", true},
+		{prefix + "/login", "", false},
+		{prefix + "/", "", false},
+		{prefix, "", false},
+		{"http://10.0.0.7:8080" + prefix + "/public/app.js", prefix + "/public/app.js", true},
+		{prefix + "x/y", prefix + prefix + "x/y", true}, // a longer segment is not the proxy path
+		{"https://example.com/x", "", false},
+		{"next/page", "", false},
+		{"mailto:a@b", "", false},
+	} {
+		got, ok := proxiedLocation(c.loc, "10.0.0.7:8080", prefix)
+		if ok != c.ok || (ok && got != c.want) {
+			t.Errorf("proxiedLocation(%q) = %q, %v; want %q, %v", c.loc, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 // FuzzRewriteLinks: any page a pod answers is rewritten without a panic,
 // and a page with no attribute in it (nothing to rewrite) comes back
 // byte for byte.

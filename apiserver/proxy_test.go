@@ -86,6 +86,8 @@ func newPodServer(t *testing.T) *podServer {
 			"own-root": "http://" + r.Host,
 			"away":     "https://example.com/x",
 			"relative": "next/page",
+			// An app told its external URL is the proxy path.
+			"prefixed": "/api/v1/namespaces/default/services/web:http/proxy/login",
 		}[strings.TrimPrefix(r.URL.Path, "/redirect/")]
 		w.Header().Set("Location", loc) // as written, which http.Redirect is not
 		w.WriteHeader(http.StatusFound)
@@ -272,6 +274,7 @@ func TestProxyRedirectsStayUnderTheProxy(t *testing.T) {
 		"own-root": svc + "/",
 		"away":     "https://example.com/x",
 		"relative": "next/page",
+		"prefixed": svc + "/login",
 	} {
 		req, _ := http.NewRequest("GET", e.ts.URL+svc+"/redirect/"+which, nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
@@ -290,11 +293,13 @@ func TestProxyRedirectsStayUnderTheProxy(t *testing.T) {
 }
 
 // proxyTestPage is a page that links to its pod's own paths, to its
-// own address, elsewhere, and relative to itself.
+// own address, elsewhere, relative to itself, and under the proxy path
+// already (an app told its external URL).
 func proxyTestPage(host string) string {
 	return `<!DOCTYPE html>
 <html><head><link rel="stylesheet" href="/static/app.css"><script src='http://` + host + `/js/app.js?v=1'></script></head>
 <body><a href="/docs/#intro">docs</a> <a href="https://example.com/">away</a> <a href="next.html">next</a>
+<a href='/api/v1/namespaces/default/services/web:http/proxy/based'>based</a>
 <form action="/submit" method="post"><img src="/logo.png" alt="/not-a-link"/></form><p>/static/app.css stays in text</p></body></html>
 `
 }
@@ -310,6 +315,7 @@ func TestProxyRewritesPageLinks(t *testing.T) {
 	want := `<!DOCTYPE html>
 <html><head><link rel="stylesheet" href="` + p + `/static/app.css"><script src="` + p + `/js/app.js?v=1"></script></head>
 <body><a href="` + p + `/docs/#intro">docs</a> <a href="https://example.com/">away</a> <a href="next.html">next</a>
+<a href='` + p + `/based'>based</a>
 <form action="` + p + `/submit" method="post"><img src="` + p + `/logo.png" alt="/not-a-link"/></form><p>/static/app.css stays in text</p></body></html>
 `
 	for _, q := range []string{"", "?gzip=1"} {

@@ -240,8 +240,10 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, what string, tar
 		},
 		Transport: s.proxyTransport,
 		ModifyResponse: func(resp *http.Response) error {
-			proxyResponseHeaders(resp.Header, target.Host, prefix)
-			return rewriteHTML(resp, target.Host, prefix)
+			// The pod's links may name its own address, or the host the
+			// caller asked, which it learns from X-Forwarded-Host.
+			proxyResponseHeaders(resp.Header, prefix, target.Host, r.Host)
+			return rewriteHTML(resp, prefix, target.Host, r.Host)
 		},
 		// Every write is flushed: a stream or server-sent events reach the
 		// caller as the pod writes them.
@@ -267,15 +269,15 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, what string, tar
 var corsHeaders = []string{"Access-Control-Allow-Credentials", "Access-Control-Allow-Headers", "Access-Control-Allow-Methods", "Access-Control-Allow-Origin"}
 
 // proxyResponseHeaders fits a pod's answer to where the caller sees it:
-// no CORS grants, and a redirect to a path of the pod's (or to the pod's
-// own address) goes to that path under prefix, as Kubernetes' proxy
-// rewrites it. A redirect elsewhere, or relative to the page, stays (an
+// no CORS grants, and a redirect to a path of the pod's (or to an own
+// host: the pod's address, the host the caller asked) goes to that path
+// under prefix, as Kubernetes' proxy rewrites it. A redirect elsewhere, or relative to the page, stays (an
 // empty Location too: proxiedLocation leaves what has no path).
-func proxyResponseHeaders(h http.Header, podHost, prefix string) {
+func proxyResponseHeaders(h http.Header, prefix string, own ...string) {
 	for _, k := range corsHeaders {
 		h.Del(k)
 	}
-	if loc, ok := proxiedLocation(h.Get("Location"), podHost, prefix); ok {
+	if loc, ok := proxiedLocation(h.Get("Location"), prefix, own...); ok {
 		h.Set("Location", loc)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,12 +34,13 @@ var linkAttrs = map[string]bool{
 }
 
 // proxiedLocation is where the caller finds loc, a URL in a pod's answer:
-// a path of the pod's (or its own address) goes under prefix, unless it
-// is there already; anything else (another host, a path relative to the
-// page) stays; false when it stays.
-func proxiedLocation(loc, podHost, prefix string) (string, bool) {
+// a path of the pod's, or one at an own host (the pod's address, the host
+// the caller asked, which the pod learns from X-Forwarded-Host), goes
+// under prefix, unless it is there already; anything else (another host,
+// a path relative to the page) stays; false when it stays.
+func proxiedLocation(loc, prefix string, own ...string) (string, bool) {
 	u, err := url.Parse(loc)
-	if err != nil || u.Opaque != "" || (u.Host != "" && u.Host != podHost) || (u.Host == "" && (u.Scheme != "" || !strings.HasPrefix(u.Path, "/"))) {
+	if err != nil || u.Opaque != "" || (u.Host != "" && !slices.Contains(own, u.Host)) || (u.Host == "" && (u.Scheme != "" || !strings.HasPrefix(u.Path, "/"))) {
 		return "", false
 	}
 	// A path alone: the caller's browser keeps the origin it used, the
@@ -66,7 +68,7 @@ func proxiedLocation(loc, podHost, prefix string) (string, bool) {
 // rewriteHTML rewrites the links of an HTML answer; the answer is left
 // as it is when it is not HTML, is encoded other than by gzip, or is too
 // large.
-func rewriteHTML(resp *http.Response, podHost, prefix string) error {
+func rewriteHTML(resp *http.Response, prefix string, own ...string) error {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	enc := resp.Header.Get("Content-Encoding")
 	switch {
@@ -98,7 +100,7 @@ func rewriteHTML(resp *http.Response, podHost, prefix string) error {
 			return nil
 		}
 	}
-	out := rewriteLinks(page, podHost, prefix)
+	out := rewriteLinks(page, prefix, own...)
 	// The page goes out unencoded: the caller's transport may compress.
 	resp.Header.Del("Content-Encoding")
 	resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
@@ -109,7 +111,7 @@ func rewriteHTML(resp *http.Response, podHost, prefix string) error {
 
 // rewriteLinks is page with its link attributes that point at the pod's
 // own paths moved under prefix; everything else is copied byte for byte.
-func rewriteLinks(page []byte, podHost, prefix string) []byte {
+func rewriteLinks(page []byte, prefix string, own ...string) []byte {
 	var out bytes.Buffer
 	out.Grow(len(page))
 	z := html.NewTokenizer(bytes.NewReader(page))
@@ -133,7 +135,7 @@ func rewriteLinks(page []byte, podHost, prefix string) []byte {
 			if !linkAttrs[a.Key] || a.Namespace != "" {
 				continue
 			}
-			if loc, ok := proxiedLocation(strings.TrimSpace(a.Val), podHost, prefix); ok {
+			if loc, ok := proxiedLocation(strings.TrimSpace(a.Val), prefix, own...); ok {
 				tok.Attr[i].Val = loc
 				changed = true
 			}

@@ -193,12 +193,13 @@ func TestProxiedLocation(t *testing.T) {
 		{prefix + "/", "", false},
 		{prefix, "", false},
 		{"http://10.0.0.7:8080" + prefix + "/public/app.js", prefix + "/public/app.js", true},
-		{prefix + "x/y", prefix + prefix + "x/y", true}, // a longer segment is not the proxy path
+		{prefix + "x/y", prefix + prefix + "x/y", true},     // a longer segment is not the proxy path
+		{"https://api.example:6443/x", prefix + "/x", true}, // the host the caller asked
 		{"https://example.com/x", "", false},
 		{"next/page", "", false},
 		{"mailto:a@b", "", false},
 	} {
-		got, ok := proxiedLocation(c.loc, "10.0.0.7:8080", prefix)
+		got, ok := proxiedLocation(c.loc, prefix, "10.0.0.7:8080", "api.example:6443")
 		if ok != c.ok || (ok && got != c.want) {
 			t.Errorf("proxiedLocation(%q) = %q, %v; want %q, %v", c.loc, got, ok, c.want, c.ok)
 		}
@@ -222,7 +223,7 @@ func FuzzRewriteLinks(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {
-		out := rewriteLinks(page, "pod:80", "/api/v1/namespaces/default/pods/web/proxy")
+		out := rewriteLinks(page, "/api/v1/namespaces/default/pods/web/proxy", "pod:80", "api:6443")
 		if !bytes.Contains(page, []byte("=")) && !bytes.Equal(out, page) {
 			t.Fatalf("a page with no attributes changed:\n%q\n%q", page, out)
 		}

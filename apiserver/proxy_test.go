@@ -88,6 +88,8 @@ func newPodServer(t *testing.T) *podServer {
 			"relative": "next/page",
 			// An app told its external URL is the proxy path.
 			"prefixed": "/api/v1/namespaces/default/services/web:http/proxy/login",
+			// An app that builds its URLs from the forwarded host.
+			"forwarded": "https://" + r.Header.Get("X-Forwarded-Host") + "/fwd",
 		}[strings.TrimPrefix(r.URL.Path, "/redirect/")]
 		w.Header().Set("Location", loc) // as written, which http.Redirect is not
 		w.WriteHeader(http.StatusFound)
@@ -269,12 +271,13 @@ func TestProxyRedirectsStayUnderTheProxy(t *testing.T) {
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	const svc = "/api/v1/namespaces/default/services/web:http/proxy"
 	for which, want := range map[string]string{
-		"path":     svc + "/login?next=%2Fa#top",
-		"own":      svc + "/own/",
-		"own-root": svc + "/",
-		"away":     "https://example.com/x",
-		"relative": "next/page",
-		"prefixed": svc + "/login",
+		"path":      svc + "/login?next=%2Fa#top",
+		"own":       svc + "/own/",
+		"own-root":  svc + "/",
+		"away":      "https://example.com/x",
+		"relative":  "next/page",
+		"prefixed":  svc + "/login",
+		"forwarded": svc + "/fwd",
 	} {
 		req, _ := http.NewRequest("GET", e.ts.URL+svc+"/redirect/"+which, nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)

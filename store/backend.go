@@ -1,6 +1,9 @@
 package store
 
 import (
+	"context"
+	"errors"
+
 	"github.com/berth-dev/berth/api"
 )
 
@@ -25,10 +28,47 @@ type Op struct {
 	Kind      *api.Kind
 	Namespace string
 	Name      string
+	// Revision is the revision of the transaction that made the write:
+	// one commit of a group carries several.
+	Revision uint64
 	// Object is nil for a delete.
 	Object api.Object
 	// Data is Object encoded as JSON, filled in for persistent backends.
 	Data []byte
+}
+
+// Replicated is a Backend that several stores share, each in its own
+// control plane: one of them, the leader, writes, and the others follow
+// what it commits, serving reads and watches from their own tables, until
+// one of them takes over. A store over a Replicated backend starts as a
+// follower (see Store.Lead).
+type Replicated interface {
+	Backend
+	// Follow calls apply with every commit after the last one Load read
+	// or Follow applied, in revision order, until ctx ends (nil) or the
+	// backend can no longer say what came next (ErrResync: Load again).
+	// apply gets the commit's newest revision and its writes, each with
+	// its own revision and its Object decoded.
+	Follow(ctx context.Context, apply func(rev uint64, ops []Op) error) error
+	// Campaign blocks until this store is elected leader, announcing
+	// value (where its API serves) to the others, and returns the
+	// revision of the last commit the backend holds: once elected, no
+	// other store can commit, so it is the revision to lead from.
+	Campaign(ctx context.Context, value string) (uint64, error)
+	// Lost is closed once leadership won by Campaign is lost; commits
+	// after that fail.
+	Lost() <-chan struct{}
+}
+
+// ErrResync is what Replicated.Follow returns when it lost track of the
+// commits (their history was compacted): the follower must Load again.
+var ErrResync = errors.New("the backend's history moved past this follower; load again")
+
+// Limited is implemented by backends that hold objects up to a size: a
+// write of a larger one fails with ErrInvalid, and nothing commits.
+type Limited interface {
+	// MaxObjectBytes is the largest object, encoded, the backend holds.
+	MaxObjectBytes() int
 }
 
 // Persistent is implemented by backends that need Op.Data.

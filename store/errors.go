@@ -27,6 +27,9 @@ var (
 	ErrWatcherTooSlow = errors.New("watcher fell behind")
 	// ErrInvalid: the object cannot be stored as given.
 	ErrInvalid = errors.New("invalid")
+	// ErrNotLeader: the store follows another control plane's (see
+	// Replicated), which alone writes.
+	ErrNotLeader = errors.New("this control plane is not the leader: writes go to the leader")
 )
 
 // ObjectError says which object an error is about.

@@ -47,7 +47,9 @@ type Store struct {
 	clock      clock.PassiveClock
 	backend    Backend
 	persistent bool
-	db         *memdb.MemDB
+	// maxObject is the backend's largest object, encoded; 0: no bound.
+	maxObject int
+	db        *memdb.MemDB
 
 	// writeMu serialises write transactions; rev is the revision of the
 	// last transaction applied to db, which may not be durable yet.
@@ -63,6 +65,19 @@ type Store struct {
 	committed chan struct{}
 
 	hub *hub
+
+	// advanced is closed, and replaced, each time the view moves on
+	// (see WaitRevision).
+	advancedMu sync.Mutex
+	advanced   chan struct{}
+
+	// replica is the backend when it is Replicated. following is set
+	// (under writeMu) while the store follows another's commits, and
+	// stopFollow ends that; followDone is closed once it has.
+	replica    Replicated
+	following  bool
+	stopFollow context.CancelFunc
+	followDone chan struct{}
 }
 
 type view struct {
@@ -111,9 +126,13 @@ func New(backend Backend, opts Options) (*Store, error) {
 		db:        db,
 		commits:   make(chan *batch, 256),
 		committed: make(chan struct{}),
+		advanced:  make(chan struct{}),
 	}
 	if p, ok := backend.(Persistent); ok {
 		s.persistent = p.Persistent()
+	}
+	if l, ok := backend.(Limited); ok {
+		s.maxObject = l.MaxObjectBytes()
 	}
 
 	txn := db.Txn(true)
@@ -142,11 +161,42 @@ func New(backend Backend, opts Options) (*Store, error) {
 		opts.Logger.Info("store loaded", "objects", n, "revision", rev)
 	}
 	go s.commitLoop()
+	if r, ok := backend.(Replicated); ok {
+		s.startFollowing(r)
+	}
 	return s, nil
 }
 
 // Revision returns the newest revision readers can see.
 func (s *Store) Revision() uint64 { return s.view.Load().rev }
+
+// publish makes v what readers see and wakes WaitRevision.
+func (s *Store) publish(v *view) {
+	s.view.Store(v)
+	s.advancedMu.Lock()
+	close(s.advanced)
+	s.advanced = make(chan struct{})
+	s.advancedMu.Unlock()
+}
+
+// WaitRevision returns once readers see revision rev or a newer one, or
+// with ctx's error. A follower's API waits so for the revision of a write
+// the leader made for it, so that its client reads what it wrote.
+func (s *Store) WaitRevision(ctx context.Context, rev uint64) error {
+	for {
+		s.advancedMu.Lock()
+		ch := s.advanced
+		s.advancedMu.Unlock()
+		if s.Revision() >= rev {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
 
 // Snapshot returns a consistent read-only view of every table at the
 // newest durable revision. It is cheap and never blocks writers.
@@ -222,7 +272,12 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 	}
 	if s.persistent {
 		for i := range tx.ops {
-			if err := encodeOp(&tx.ops[i]); err != nil {
+			err := encodeOp(&tx.ops[i])
+			if op := &tx.ops[i]; err == nil && s.maxObject > 0 && len(op.Data) > s.maxObject {
+				err = objectError(ErrInvalid, op.Kind, op.Namespace, op.Name,
+					fmt.Sprintf("the object is %d bytes encoded, and the store holds objects up to %d", len(op.Data), s.maxObject))
+			}
+			if err != nil {
 				tx.txn.Abort()
 				s.writeMu.Unlock()
 				return 0, err
@@ -270,6 +325,9 @@ func (s *Store) DryRun(fn func(tx *Txn) error) (uint64, error) {
 func (s *Store) writable() error {
 	if s.closed {
 		return ErrClosed
+	}
+	if s.following {
+		return ErrNotLeader
 	}
 	return s.Err()
 }
@@ -332,7 +390,7 @@ func (s *Store) commitLoop() {
 			}
 		}
 		if err == nil {
-			s.view.Store(last.view)
+			s.publish(last.view)
 			s.hub.dispatch(group)
 		}
 		for _, g := range group {
@@ -372,7 +430,12 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	close(s.commits)
+	stopFollow := s.stopFollow
 	s.writeMu.Unlock()
+	if stopFollow != nil {
+		stopFollow()
+		<-s.followDone
+	}
 	<-s.committed
 	s.hub.close(ErrClosed)
 	return errors.Join(s.failure(), s.backend.Close())

@@ -273,7 +273,7 @@ func (tx *Txn) remove(k *api.Kind, old api.Object) (api.Object, error) {
 	if err := tx.txn.Delete(tableName(k), old); err != nil {
 		return nil, fmt.Errorf("delete %s %s/%s: %w", k.Resource, old.GetNamespace(), old.GetName(), err)
 	}
-	tx.ops = append(tx.ops, Op{Kind: k, Namespace: old.GetNamespace(), Name: old.GetName()})
+	tx.ops = append(tx.ops, Op{Kind: k, Namespace: old.GetNamespace(), Name: old.GetName(), Revision: tx.rev})
 	// The event carries the last state at the revision of its deletion.
 	gone := old.DeepCopyObject().(api.Object)
 	gone.SetResourceVersion(tx.resourceVersion())
@@ -285,7 +285,7 @@ func (tx *Txn) insert(k *api.Kind, obj api.Object) error {
 	if err := tx.txn.Insert(tableName(k), obj); err != nil {
 		return fmt.Errorf("write %s %s/%s: %w", k.Resource, obj.GetNamespace(), obj.GetName(), err)
 	}
-	tx.ops = append(tx.ops, Op{Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj})
+	tx.ops = append(tx.ops, Op{Kind: k, Namespace: obj.GetNamespace(), Name: obj.GetName(), Object: obj, Revision: tx.rev})
 	return nil
 }
 

@@ -1,0 +1,250 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// startFollowing makes the store a follower over r: it takes no writes,
+// and a goroutine it owns applies the leader's commits as r delivers
+// them, until Lead or Close.
+func (s *Store) startFollowing(r Replicated) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.replica = r
+	s.following = true
+	s.stopFollow = cancel
+	s.followDone = make(chan struct{})
+	go func() {
+		defer close(s.followDone)
+		s.follow(ctx)
+	}()
+}
+
+// follow applies the leader's commits until ctx ends. When the backend
+// lost track of them it loads everything again and applies the
+// difference, as a Kubernetes reflector relists. Any other failure leaves
+// the store as it was, failed: its reads may be stale, and Err (the
+// store check of /readyz) says so.
+func (s *Store) follow(ctx context.Context) {
+	for {
+		err := s.replica.Follow(ctx, s.applyCommit)
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, ErrResync) {
+			s.opts.Logger.Warn("store fell behind the leader's history; loading it again")
+			if err = s.resync(); err == nil {
+				continue
+			}
+		}
+		if err == nil {
+			err = errors.New("the backend stopped delivering commits")
+		}
+		err = fmt.Errorf("follow the leader: %w", err)
+		s.failed.CompareAndSwap(nil, &err)
+		s.opts.Logger.Error("store cannot follow the leader; its reads may be stale", "err", err)
+		return
+	}
+}
+
+// applyCommit applies one of the leader's commits: rev is its newest
+// revision, ops its writes in order, each with its transaction's
+// revision. Readers and watchers then see it as the leader's did.
+func (s *Store) applyCommit(rev uint64, ops []Op) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if !s.following {
+		return ErrClosed
+	}
+	if rev <= s.rev {
+		return nil // delivered again after a reconnect
+	}
+	return s.replay(rev, ops)
+}
+
+// replay writes ops into the tables as one memdb transaction, publishes
+// the result as revision rev and hands the events to the watchers. The
+// caller holds writeMu.
+func (s *Store) replay(rev uint64, ops []Op) error {
+	txn := s.db.Txn(true)
+	events := make([]Event, 0, len(ops))
+	for _, op := range ops {
+		table := tableName(op.Kind)
+		raw, err := txn.First(table, IndexID, objectKey(op.Namespace, op.Name))
+		if err != nil {
+			txn.Abort()
+			return fmt.Errorf("apply revision %d: %w", rev, err)
+		}
+		var old api.Object
+		if raw != nil {
+			old = raw.(api.Object)
+		}
+		opRev := op.Revision
+		if opRev == 0 || opRev > rev {
+			opRev = rev
+		}
+		if op.Object == nil {
+			if old == nil {
+				continue
+			}
+			if err := txn.Delete(table, old); err != nil {
+				txn.Abort()
+				return fmt.Errorf("apply revision %d: delete %s %s: %w", rev, op.Kind.Resource, objectKey(op.Namespace, op.Name), err)
+			}
+			// As the leader's event: the last state at the revision of
+			// its deletion.
+			gone := old.DeepCopyObject().(api.Object)
+			gone.SetResourceVersion(strconv.FormatUint(opRev, 10))
+			events = append(events, Event{Type: Deleted, Revision: opRev, Kind: op.Kind, Object: gone, Old: old})
+			continue
+		}
+		op.Object.GetObjectKind().SetGroupVersionKind(op.Kind.GVK)
+		if err := txn.Insert(table, op.Object); err != nil {
+			txn.Abort()
+			return fmt.Errorf("apply revision %d: write %s %s: %w", rev, op.Kind.Resource, objectKey(op.Namespace, op.Name), err)
+		}
+		t := Added
+		if old != nil {
+			t = Modified
+		}
+		events = append(events, Event{Type: t, Revision: opRev, Kind: op.Kind, Object: op.Object, Old: old})
+	}
+	txn.Commit()
+	s.rev = rev
+	v := &view{db: s.db.Snapshot(), rev: rev}
+	s.publish(v)
+	s.hub.dispatch([]*batch{{rev: rev, events: events, view: v}})
+	return nil
+}
+
+// resync loads the backend again and applies what differs from the
+// tables as one commit at the loaded revision: watchers see each object
+// that changed in between once, in its newest state.
+func (s *Store) resync() error {
+	type key struct {
+		kind            *api.Kind
+		namespace, name string
+	}
+	fresh := map[key]api.Object{}
+	rev, err := s.replica.Load(func(obj api.Object) error {
+		k := api.KindOf(obj)
+		if k == nil {
+			return fmt.Errorf("load: unknown type %T", obj)
+		}
+		fresh[key{k, obj.GetNamespace(), obj.GetName()}] = obj
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load again: %w", err)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if !s.following {
+		return ErrClosed
+	}
+	if rev < s.rev {
+		return fmt.Errorf("load again: the backend is at revision %d, behind this store's %d", rev, s.rev)
+	}
+	var ops []Op
+	read := s.db.Txn(false)
+	for _, k := range api.Kinds() {
+		it, err := read.Get(tableName(k), IndexID)
+		if err != nil {
+			return fmt.Errorf("load again: %w", err)
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			cur := raw.(api.Object)
+			kk := key{k, cur.GetNamespace(), cur.GetName()}
+			obj, ok := fresh[kk]
+			delete(fresh, kk)
+			switch {
+			case !ok:
+				ops = append(ops, Op{Kind: k, Namespace: kk.namespace, Name: kk.name, Revision: rev})
+			case obj.GetResourceVersion() != cur.GetResourceVersion():
+				ops = append(ops, Op{Kind: k, Namespace: kk.namespace, Name: kk.name, Object: obj, Revision: rev})
+			}
+		}
+	}
+	for kk, obj := range fresh {
+		ops = append(ops, Op{Kind: kk.kind, Namespace: kk.namespace, Name: kk.name, Object: obj, Revision: rev})
+	}
+	if rev == s.rev && len(ops) == 0 {
+		return nil
+	}
+	return s.replay(rev, ops)
+}
+
+// Lead makes the store its replicated backend's leader and then takes
+// writes: it campaigns, announcing value (where this control plane's API
+// serves, for the followers to send writes to), waits until it has
+// applied every commit the backend holds, and stops following. It blocks
+// until then or until ctx ends. A store over a backend that is not
+// replicated leads from the start, and Lead returns at once.
+func (s *Store) Lead(ctx context.Context, value string) error {
+	if s.replica == nil {
+		return nil
+	}
+	tail, err := s.replica.Campaign(ctx, value)
+	if err != nil {
+		return fmt.Errorf("campaign for leader: %w", err)
+	}
+	// Elected, no other store commits any more: what the backend holds
+	// up to tail is all there is, and the follower is catching up on it.
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.followDone:
+			cancel()
+		case <-waitCtx.Done():
+		}
+	}()
+	if err := s.WaitRevision(waitCtx, tail); err != nil {
+		if ferr := s.failure(); ferr != nil {
+			return ferr
+		}
+		return err
+	}
+	s.writeMu.Lock()
+	stop := s.stopFollow
+	s.writeMu.Unlock()
+	if stop == nil {
+		return ErrClosed
+	}
+	stop()
+	<-s.followDone
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.rev < tail {
+		return fmt.Errorf("lead: applied revision %d of the backend's %d", s.rev, tail)
+	}
+	s.following = false
+	s.stopFollow = nil
+	s.opts.Logger.Info("store leads", "revision", s.rev)
+	return nil
+}
+
+// Following reports whether the store follows another's commits and
+// takes no writes of its own.
+func (s *Store) Following() bool {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	return s.following
+}
+
+// Lost is closed once the store's leadership of its replicated backend
+// is lost (its writes then fail); nil, never closed, for a backend that
+// is not replicated.
+func (s *Store) Lost() <-chan struct{} {
+	if s.replica == nil {
+		return nil
+	}
+	return s.replica.Lost()
+}

@@ -1,0 +1,480 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/etcd/etcdtest"
+	"github.com/berth-dev/berth/store/storetest"
+)
+
+var (
+	cmKind  = api.MustLookupResource("configmaps")
+	podKind = api.MustLookupResource("pods")
+)
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// open opens a backend on etcd at endpoint; the test closes it.
+func open(t testing.TB, endpoint string, tune func(*Options)) *Backend {
+	t.Helper()
+	o := Options{Endpoints: []string{endpoint}, LeaseTTL: 2 * time.Second, Logger: quiet()}
+	if tune != nil {
+		tune(&o)
+	}
+	b, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newStore opens a store over b; the test closes it (and b with it).
+func newStore(t testing.TB, b *Backend) *store.Store {
+	t.Helper()
+	s, err := store.New(b, store.Options{Logger: quiet()})
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// leader opens a store over a new backend and makes it lead.
+func leader(t testing.TB, endpoint string, tune func(*Options)) (*Backend, *store.Store) {
+	t.Helper()
+	b := open(t, endpoint, tune)
+	s := newStore(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Lead(ctx, "https://leader.test"); err != nil {
+		t.Fatal(err)
+	}
+	return b, s
+}
+
+func configMap(name, value string) *api.ConfigMap {
+	return &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"v": value}}
+}
+
+// contents is every object of a store, encoded, by kind and key.
+func contents(t testing.TB, s *store.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	snap := s.Snapshot()
+	for _, k := range api.Kinds() {
+		err := snap.Each(k, store.Filter{}, func(o api.Object) bool {
+			b, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[k.Resource+" "+o.GetNamespace()+"/"+o.GetName()] = string(b)
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// caughtUp waits until the follower sees the leader's revision, and then
+// compares their objects.
+func caughtUp(t testing.TB, lead, follower *store.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := follower.WaitRevision(ctx, lead.Revision()); err != nil {
+		t.Fatalf("follower at revision %d, leader at %d: %v", follower.Revision(), lead.Revision(), err)
+	}
+	want, got := contents(t, lead), contents(t, follower)
+	if !maps.Equal(want, got) {
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: follower has %s, leader %s", k, got[k], v)
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s: only the follower has it", k)
+			}
+		}
+		t.FailNow()
+	}
+}
+
+// writeSome makes n transactions of creates, updates and deletes.
+func writeSome(t testing.TB, s *store.Store, n int, tag string) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		_, err := s.Txn(ctx, func(tx *store.Txn) error {
+			name := fmt.Sprintf("%s-%d", tag, i)
+			if _, err := tx.Create(configMap(name, "1")); err != nil {
+				return err
+			}
+			cm, err := tx.Get(cmKind, "default", name)
+			if err != nil {
+				return err
+			}
+			c := cm.DeepCopyObject().(*api.ConfigMap)
+			c.Data["v"] = "2"
+			if _, err := tx.Update(c); err != nil {
+				return err
+			}
+			if i%3 == 2 {
+				_, err = tx.Delete(cmKind, "default", fmt.Sprintf("%s-%d", tag, i-1), store.DeleteOptions{})
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestFollowerSeesTheLeadersCommits(t *testing.T) {
+	ep := etcdtest.Start(t)
+	_, lead := leader(t, ep, nil)
+	follower := newStore(t, open(t, ep, nil))
+	if !follower.Following() || lead.Following() {
+		t.Fatalf("following: leader %v, follower %v", lead.Following(), follower.Following())
+	}
+	if _, err := follower.Create(context.Background(), configMap("x", "1")); !errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("a follower's write: %v, want ErrNotLeader", err)
+	}
+	ctx := context.Background()
+	lw, err := lead.Watch(ctx, store.WatchOptions{Kind: cmKind, Revision: lead.Revision()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, err := follower.Watch(ctx, store.WatchOptions{Kind: cmKind, Revision: follower.Revision()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSome(t, lead, 9, "a")
+	// Pods through their indexes too: the follower's tables index them.
+	for i := range 5 {
+		if _, err := lead.Create(ctx, storetest.Pod(i, storetest.NodeName(i, 2))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caughtUp(t, lead, follower)
+	pods, err := follower.Snapshot().List(podKind, store.Filter{Index: store.IndexNode, Value: "node-1"})
+	if err != nil || len(pods) != 2 {
+		t.Fatalf("the follower's pods of node-1: %d, %v", len(pods), err)
+	}
+	// Both watches deliver the same events, revisions and all.
+	for i := 0; i < 9*2+3; i++ {
+		le, err := lw.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fe, err := fw.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if le.Type != fe.Type || le.Revision != fe.Revision || le.Object.GetName() != fe.Object.GetName() ||
+			le.Object.GetResourceVersion() != fe.Object.GetResourceVersion() || (le.Old == nil) != (fe.Old == nil) {
+			t.Fatalf("event %d: leader %s %s@%d (rv %s), follower %s %s@%d (rv %s)", i,
+				le.Type, le.Object.GetName(), le.Revision, le.Object.GetResourceVersion(),
+				fe.Type, fe.Object.GetName(), fe.Revision, fe.Object.GetResourceVersion())
+		}
+	}
+}
+
+func TestRestartLoadsTheCommits(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b, lead := leader(t, ep, nil)
+	writeSome(t, lead, 6, "a")
+	want, rev := contents(t, lead), lead.Revision()
+	lead.Close()
+	b.Close()
+	again := newStore(t, open(t, ep, nil))
+	if again.Revision() != rev {
+		t.Errorf("revision after a restart %d, want %d", again.Revision(), rev)
+	}
+	if got := contents(t, again); !maps.Equal(got, want) {
+		t.Errorf("after a restart:\n%v\nwant\n%v", got, want)
+	}
+}
+
+func TestCheckpointFoldsTheLog(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b, lead := leader(t, ep, func(o *Options) { o.CheckpointCommits = 1 << 30 })
+	follower := newStore(t, open(t, ep, nil))
+	writeSome(t, lead, 12, "a")
+	if err := b.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	writeSome(t, lead, 4, "b")
+	caughtUp(t, lead, follower)
+
+	cp, _, err := b.checkpoint(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp == 0 {
+		t.Fatal("no checkpoint written")
+	}
+	resp, err := b.cli.Get(context.Background(), b.prefix+logDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if rev, _, _ := parseLogKey(b.prefix, string(kv.Key)); rev <= cp {
+			t.Errorf("log key %s at or before the checkpoint %d is still there", kv.Key, cp)
+		}
+	}
+	if len(resp.Kvs) != 4 {
+		t.Errorf("%d log keys after the checkpoint, want the 4 commits since", len(resp.Kvs))
+	}
+	// A new control plane loads the checkpoint and the log after it.
+	again := newStore(t, open(t, ep, nil))
+	caughtUp(t, lead, again)
+}
+
+func TestCheckpointCutShortLoadsTheSame(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b, lead := leader(t, ep, func(o *Options) { o.CheckpointCommits = 1 << 30 })
+	writeSome(t, lead, 9, "a")
+	want, rev := contents(t, lead), lead.Revision()
+	// A checkpoint that wrote the objects and stopped before its
+	// revision, and one that wrote its revision and stopped before
+	// deleting the log: both load as the whole log would.
+	ctx := context.Background()
+	l := b.lead.Load()
+	objects := map[string]map[string][]byte{}
+	asm := newAssembler(b.prefix)
+	resp, err := b.cli.Get(ctx, b.prefix+logDir, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if _, parts, err := asm.add(string(kv.Key), kv.Value); err != nil {
+			t.Fatal(err)
+		} else if parts != nil {
+			fold(objects, parts)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(objects)) {
+		for name, data := range objects[r] {
+			op := clientv3.OpDelete(objectKey(b.prefix, r, name))
+			if data != nil {
+				op = clientv3.OpPut(objectKey(b.prefix, r, name), string(data))
+			}
+			if err := b.fenced(l, op); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		s := newStore(t, open(t, ep, nil))
+		if s.Revision() != rev {
+			t.Errorf("%s: revision %d, want %d", when, s.Revision(), rev)
+		}
+		if got := contents(t, s); !maps.Equal(got, want) {
+			t.Errorf("%s: loads\n%v\nwant\n%v", when, got, want)
+		}
+	}
+	check("objects written, no checkpoint revision")
+	if err := b.fenced(l, clientv3.OpPut(b.prefix+checkpointKey, fmt.Sprint(rev))); err != nil {
+		t.Fatal(err)
+	}
+	check("checkpoint revision written, log not deleted")
+}
+
+func TestUnfinishedCommitIsDropped(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, lead := leader(t, ep, nil)
+	writeSome(t, lead, 2, "a")
+	want, rev := contents(t, lead), lead.Revision()
+	// The leader writes the first part of a two-part commit, and dies.
+	big := strings.Repeat("x", maxPartBytes/2)
+	var ops []store.Op
+	for i := range 3 {
+		cm := configMap(fmt.Sprintf("big-%d", i), big)
+		data, err := json.Marshal(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, store.Op{Kind: cmKind, Namespace: "default", Name: cm.Name, Object: cm, Data: data, Revision: rev + 1})
+	}
+	parts, err := encodeParts(rev+1, ops)
+	if err != nil || len(parts) < 2 {
+		t.Fatalf("%d parts, %v", len(parts), err)
+	}
+	follower := newStore(t, open(t, ep, nil))
+	if err := first.put(first.lead.Load(), logKey(first.prefix, rev+1, 0), parts[0]); err != nil {
+		t.Fatal(err)
+	}
+	lead.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := follower.Lead(ctx, "https://second.test"); err != nil {
+		t.Fatal(err)
+	}
+	if follower.Revision() != rev {
+		t.Fatalf("the new leader leads from %d, want %d", follower.Revision(), rev)
+	}
+	if got := contents(t, follower); !maps.Equal(got, want) {
+		t.Fatalf("the new leader holds\n%v\nwant\n%v", got, want)
+	}
+	// Its own commit of that revision is whole, and loads.
+	if _, err := follower.Create(ctx, configMap("after", "1")); err != nil {
+		t.Fatal(err)
+	}
+	again := newStore(t, open(t, ep, nil))
+	caughtUp(t, follower, again)
+}
+
+func TestFailover(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, lead := leader(t, ep, nil)
+	writeSome(t, lead, 3, "a")
+	second := open(t, ep, nil)
+	standby := newStore(t, second)
+	led := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() { led <- standby.Lead(ctx, "https://second.test") }()
+	// The campaign waits while the first leads.
+	select {
+	case err := <-led:
+		t.Fatalf("the standby led while the leader held the election: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if v, ok, err := second.Leader(ctx); err != nil || !ok || v != "https://leader.test" {
+		t.Fatalf("Leader: %q %v %v", v, ok, err)
+	}
+	// The first leader's lease is revoked under it, as when it stops
+	// renewing: its next commit is refused, and it says it lost.
+	l := first.lead.Load()
+	if _, err := first.cli.Revoke(ctx, l.session.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-led:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the standby was not elected")
+	}
+	if _, err := lead.Create(context.Background(), configMap("late", "1")); err == nil {
+		t.Fatal("the old leader committed after losing the election")
+	}
+	select {
+	case <-lead.Lost():
+	case <-ctx.Done():
+		t.Fatal("the old leader does not say it lost")
+	}
+	if _, err := standby.Create(ctx, configMap("after", "1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := standby.Get(cmKind, "default", "late"); !store.IsNotFound(err) {
+		t.Fatalf("the refused commit is in the new leader's store: %v", err)
+	}
+	if v, ok, err := second.Leader(ctx); err != nil || !ok || v != "https://second.test" {
+		t.Fatalf("Leader after the failover: %q %v %v", v, ok, err)
+	}
+}
+
+func TestFollowerResyncsAfterCompaction(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b, lead := leader(t, ep, func(o *Options) { o.CheckpointCommits = 1 << 30 })
+	writeSome(t, lead, 3, "a")
+	fb := open(t, ep, nil)
+	gate := make(chan struct{})
+	fb.beforeWatch = func() { <-gate }
+	follower := newStore(t, fb)
+	// While the follower waits to watch: more commits, a checkpoint
+	// that deletes the log it would have read, and etcd's history
+	// compacted past it.
+	writeSome(t, lead, 6, "b")
+	if _, err := lead.Delete(context.Background(), cmKind, "default", "a-0", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := b.cli.Get(context.Background(), b.prefix+formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.cli.Compact(context.Background(), resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	w, err := follower.Watch(ctx, store.WatchOptions{Kind: cmKind, Revision: follower.Revision()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	caughtUp(t, lead, follower)
+	// The watcher saw the difference, each object that changed once: the
+	// b-* made while it waited and a-0 deleted, and nothing else of what
+	// it had.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	seen := map[string]store.EventType{}
+	for len(seen) < 5 {
+		e, err := w.Next(wctx)
+		if err != nil {
+			t.Fatalf("after %v: %v", seen, err)
+		}
+		seen[e.Object.GetName()] = e.Type
+	}
+	want := map[string]store.EventType{"a-0": store.Deleted, "b-0": store.Added, "b-2": store.Added, "b-3": store.Added, "b-5": store.Added}
+	if !maps.Equal(seen, want) {
+		t.Errorf("events after the resync: %v, want %v", seen, want)
+	}
+}
+
+func TestOversizedObjectIsRefused(t *testing.T) {
+	ep := etcdtest.Start(t)
+	_, lead := leader(t, ep, nil)
+	_, err := lead.Create(context.Background(), configMap("huge", strings.Repeat("x", MaxObjectBytes)))
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "holds objects up to") {
+		t.Fatalf("an object over the limit: %v", err)
+	}
+	// The store still takes writes.
+	if _, err := lead.Create(context.Background(), configMap("fine", "1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenRefusesAnotherFormat(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b := open(t, ep, nil)
+	if _, err := b.cli.Put(context.Background(), b.prefix+formatKey, "9"); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	_, err := Open(context.Background(), Options{Endpoints: []string{ep}, Logger: quiet()})
+	if err == nil || !strings.Contains(err.Error(), `format "9"`) {
+		t.Fatalf("Open over another format: %v", err)
+	}
+	// Another prefix is another store.
+	other, err := Open(context.Background(), Options{Endpoints: []string{ep}, Prefix: "/other", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
 )
 
 var budgetKind = kind("poddisruptionbudgets")
@@ -194,7 +197,7 @@ func TestEvictionBudgetCount(t *testing.T) {
 }
 
 // Pods that are not ready go as their budget's policy says, without
-// spending it; pending and finished pods go without a budget check.
+// spending it.
 func TestEvictionUnhealthyPods(t *testing.T) {
 	e := newEvictionEnv(t)
 	e.runningPod("web-sick", "n1", "web", false)
@@ -225,16 +228,45 @@ func TestEvictionUnhealthyPods(t *testing.T) {
 	if !e.evicted("db-sick") || e.getBudget("db").Status.DisruptedPods != nil {
 		t.Fatal("db-sick was not evicted, or spent the budget")
 	}
+}
 
-	// A pending pod goes whatever the budget.
-	pending := testPod("default", "db-new", "", map[string]string{"app": "db"})
-	if _, err := e.store.Create(context.Background(), pending); err != nil {
+// Pending and finished pods, and pods already being deleted, go without
+// a look at their budget, as in Kubernetes: losing them disrupts nothing
+// more. The budget here refuses every other pod of web, ready or not.
+func TestEvictionWithoutBudgetCheck(t *testing.T) {
+	e := newEvictionEnv(t)
+	e.budget("web", "web", api.PodDisruptionBudgetStatus{CurrentHealthy: 1, DesiredHealthy: 2, ExpectedPods: 3}, nil)
+	e.runningPod("web-sick", "n1", "web", false)
+	for _, name := range []string{"web-1", "web-sick"} {
+		code, _, body := e.evict(adminToken, name, "")
+		status(t, code, body, http.StatusTooManyRequests)
+	}
+	phases := map[string]api.PodPhase{"web-pending": api.PodPending, "web-done": api.PodSucceeded, "web-failed": api.PodFailed}
+	for name, phase := range phases {
+		p := testPod("default", name, "n1", map[string]string{"app": "web"})
+		p.Status.Phase = phase
+		if _, err := e.store.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// web-0 runs, ready, on n1: deleted, it terminates for its grace period.
+	if _, err := e.store.Delete(context.Background(), podKind, "default", "web-0", store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, _, body = e.evict(adminToken, "db-new", "")
-	succeeded(t, code, body)
-	if e.pod("db-new") != nil {
-		t.Fatal("the pending pod is still there")
+	if p := e.pod("web-0"); p == nil || p.DeletionTimestamp == nil || !p.Ready() {
+		t.Fatalf("web-0 is not a ready pod being deleted: %+v", p)
+	}
+	rv := e.getBudget("web").ResourceVersion
+	for _, name := range append(slices.Sorted(maps.Keys(phases)), "web-0") {
+		code, _, body := e.evict(adminToken, name, "")
+		if code != http.StatusCreated {
+			t.Errorf("eviction of %s: %d %s", name, code, body)
+		} else if !e.evicted(name) {
+			t.Errorf("%s was not evicted", name)
+		}
+	}
+	if b := e.getBudget("web"); b.ResourceVersion != rv {
+		t.Errorf("the budget was spent: %+v", b.Status)
 	}
 }
 

@@ -204,3 +204,61 @@ func TestWatchKeys(t *testing.T) {
 		t.Fatalf("scaled: keys %v", got)
 	}
 }
+
+// The controller of a pod is found as Kubernetes' finders find it, in
+// the store: a ReplicationController; a Deployment through the
+// ReplicaSet it controls; a ReplicaSet that no Deployment controls. A
+// reference whose UID is not the stored object's, or of the wrong group,
+// finds nothing, and so does a ReplicaSet whose Deployment is gone.
+func TestSnapshotScale(t *testing.T) {
+	f := newFixture(t)
+	yes := true
+	replicas := func(n int32) *int32 { return &n }
+	sel := map[string]string{"app": "web"}
+	ref := func(apiVersion, kind string, o api.Object) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: o.GetName(), UID: o.GetUID(), Controller: &yes}
+	}
+	rc := f.create(&api.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "rc"},
+		Spec: api.ReplicationControllerSpec{Replicas: replicas(3), Selector: sel}})
+	solo := f.create(&api.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "solo"},
+		Spec: api.ReplicaSetSpec{Replicas: replicas(4), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
+	fromDeployment := f.deployment("web", 5)
+	d, err := f.store.Get(deploymentKind, "shop", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := f.create(&api.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "foreign", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "example.com/v1", Kind: "Rollout", Name: "r", UID: "r", Controller: &yes}}},
+		Spec: api.ReplicaSetSpec{Replicas: replicas(6), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
+	orphaned := f.create(&api.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orphaned", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "apps/v1", Kind: "Deployment", Name: "gone", UID: "gone", Controller: &yes}}},
+		Spec: api.ReplicaSetSpec{Replicas: replicas(7), Selector: &metav1.LabelSelector{MatchLabels: sel}}})
+	stale := ref("apps/v1", "ReplicaSet", solo)
+	stale.UID = "an-older-solo"
+
+	tests := []struct {
+		name     string
+		ref      metav1.OwnerReference
+		uid      string
+		replicas int32
+		found    bool
+	}{
+		{"replication controller", ref("v1", "ReplicationController", rc), string(rc.GetUID()), 3, true},
+		{"replica set alone", ref("apps/v1", "ReplicaSet", solo), string(solo.GetUID()), 4, true},
+		{"replica set of a deployment", fromDeployment, string(d.GetUID()), 5, true},
+		{"replica set of another controller", ref("apps/v1", "ReplicaSet", foreign), string(foreign.GetUID()), 6, true},
+		{"replica set of a deleted deployment", ref("apps/v1", "ReplicaSet", orphaned), "", 0, false},
+		{"another uid", stale, "", 0, false},
+		{"replica set in the core group", ref("v1", "ReplicaSet", solo), "", 0, false},
+		{"replication controller in apps", ref("apps/v1", "ReplicationController", rc), "", 0, false},
+	}
+	scale := snapshotScale(f.store.Snapshot())
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			uid, n, ok := scale("shop", &tc.ref)
+			if string(uid) != tc.uid || n != tc.replicas || ok != tc.found {
+				t.Fatalf("got %q %d %v, want %q %d %v", uid, n, ok, tc.uid, tc.replicas, tc.found)
+			}
+		})
+	}
+}

@@ -177,15 +177,7 @@ type availability struct {
 }
 
 func podAvailable(p *api.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase != api.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			return c.Status == api.ConditionTrue
-		}
-	}
-	return false
+	return p.DeletionTimestamp == nil && p.Status.Phase == api.PodRunning && p.Ready()
 }
 
 // apply notes one pod's state (gone when deleted).

@@ -185,10 +185,8 @@ func compareForReading(p, q *api.Pod) int {
 		if p.Status.Phase == api.PodRunning {
 			r += 2
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == api.PodReady && c.Status == api.ConditionTrue {
-				r += 4
-			}
+		if p.Ready() {
+			r += 4
 		}
 		return r
 	}

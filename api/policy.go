@@ -150,19 +150,6 @@ func (b *PodDisruptionBudget) SetDisruptionAllowed(now time.Time) {
 	apimeta.SetStatusCondition(&b.Status.Conditions, c)
 }
 
-// DisruptionAllowedUpToDate reports whether the budget's condition says
-// what its status counted for its current generation.
-func (b *PodDisruptionBudget) DisruptionAllowedUpToDate() bool {
-	c := apimeta.FindStatusCondition(b.Status.Conditions, DisruptionAllowedCondition)
-	if c == nil || b.Status.ObservedGeneration != b.Generation {
-		return false
-	}
-	if b.Status.DisruptionsAllowed > 0 {
-		return c.Status == metav1.ConditionTrue && c.Reason == SufficientPodsReason
-	}
-	return c.Status == metav1.ConditionFalse && c.Reason == InsufficientPodsReason
-}
-
 // DecodeEviction reads the body of a pod's eviction, JSON or YAML,
 // strictly, as every body is read: an unknown or repeated field, or a
 // value of the wrong type, is an error naming it. A body with neither apiVersion nor

@@ -221,7 +221,9 @@ func applyOnce(ctx context.Context, c apiClient, k *api.Kind, manifest api.Objec
 // claimant is the source that holds a live object against apply: the
 // one its berth.dev/source names, unless that is api or a Source that no
 // longer exists (a deleted Source's objects are anyone's to take, as the
-// server's sources take them); "" when none does.
+// server's sources take them); "" when none does. A caller who may not
+// read Sources (a read-only token in CI) cannot tell that one is gone, so
+// for it the claim holds: apply refuses and diff notes the owner.
 func claimant(ctx context.Context, c apiClient, live api.Object) (string, error) {
 	owner := live.GetAnnotations()[api.AnnotationSource]
 	if owner == "" || owner == string(api.SourceTypeAPI) {
@@ -231,6 +233,8 @@ func claimant(ctx context.Context, c apiClient, live api.Object) (string, error)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", nil
+	case apierrors.IsForbidden(err):
+		return owner, nil
 	case err != nil:
 		return "", err
 	}

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -88,5 +92,30 @@ func TestDiffDocumentLeavesServerFieldsOut(t *testing.T) {
 	want := "apiVersion: v1\ndata:\n  a: \"1\"\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: default\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestDiffClaimUnreadable: a caller who may not read Sources (a
+// service account's read-only token in CI) still diffs an object a source
+// claims, with the note that apply would refuse it, and apply refuses it
+// as owned, rather than both failing on the Source they cannot read.
+func TestDiffClaimUnreadable(t *testing.T) {
+	cm := &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings", Annotations: map[string]string{api.AnnotationSource: "fleet"}},
+		Data: map[string]string{"k": "old"}}
+	f := newFakeAPI(cm)
+	f.fail["get sources /fleet"] = apierrors.NewForbidden(api.KindOf(&api.Source{}).GroupResource(), "fleet", errors.New("not allowed"))
+	useFakeAPI(t, f)
+	manifest := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {k: new}\n"
+	d := runBerth(t, manifest, "diff", "-f", "-")
+	if d.code != exitFailure || !strings.Contains(d.stdout, "+  k: new") ||
+		!strings.Contains(d.stderr, `note: configmap/settings is owned by source "fleet"`) {
+		t.Errorf("diff: exit %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	r := runBerth(t, manifest, "apply", "-f", "-")
+	if r.code != exitFailure || !strings.Contains(r.stderr, `configmap/settings is owned by source "fleet"`) {
+		t.Errorf("apply: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := f.objects["configmaps/default/settings"].(*api.ConfigMap).Data["k"]; got != "old" {
+		t.Errorf("apply changed the claimed object: k=%q", got)
 	}
 }

@@ -62,6 +62,34 @@ func ensureDir(dir string, mode fs.FileMode) error {
 	return os.Chmod(dir, mode)
 }
 
+// projectedDirMode is the mode of the directories the agent projects a
+// pod's token and its ConfigMap and Secret keys into: the pod's users
+// pass through them behind the pod's gate, whatever the umask.
+const projectedDirMode fs.FileMode = 0o755
+
+// ensureDirsBelow is ensureDir of root and of each directory from it down
+// to dir, which is root or below it.
+func ensureDirsBelow(root, dir string, mode fs.FileMode) error {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is not below %s", dir, root)
+	}
+	d := root
+	if err := ensureDir(d, mode); err != nil {
+		return err
+	}
+	if rel == "." {
+		return nil
+	}
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		d = filepath.Join(d, part)
+		if err := ensureDir(d, mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // makeSharedDir makes a volume directory all of a pod's users may write
 // in. Only a directory it makes gets sharedDirMode: one there already
 // keeps what its users may since have set.

@@ -241,3 +241,38 @@ func TestNewDataDirModes(t *testing.T) {
 		}
 	}
 }
+
+// TestPodFilesOfAnotherUserUnderUmask: the directories on the way from a
+// pod's gate to its token and its projected keys are searchable by the
+// pod's users whatever umask the agent runs with (a hardened 027 or 077),
+// as its emptyDirs are writable whatever the umask.
+func TestPodFilesOfAnotherUserUnderUmask(t *testing.T) {
+	needRoot(t)
+	dataDir := searchableDataDir(t)
+	for _, d := range []string{dataDir, filepath.Join(dataDir, "pods")} {
+		if err := ensureDir(d, DataDirMode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer syscall.Umask(syscall.Umask(0o077))
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return now }}
+	pod := userPod("umask", uid(podUser), uid(podUser))
+	pod.Spec.Volumes = []api.Volume{
+		{Name: "creds", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "creds",
+			Items: []api.KeyToPath{{Key: "password", Path: "db/password"}}}}},
+	}
+	paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setUpServiceAccountToken(context.Background(), dataDir, refs, []byte("ca"), pod, now); err != nil {
+		t.Fatal(err)
+	}
+	token := serviceAccountTokenFile(dataDir, pod)
+	dir := filepath.Dir(token)
+	secret := filepath.Join(paths["creds"], "db", "password")
+	if out, err := asUser(t, podUser, `cat "$1" "$2/ca.crt" "$2/namespace" "$3"`, token, dir, secret); err != nil {
+		t.Errorf("the pod's user under umask 077: %v\n%s", err, out)
+	}
+}

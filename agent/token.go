@@ -89,7 +89,7 @@ func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResol
 			return fmt.Errorf("service account %s/%s token: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ensureDir(dir, projectedDirMode); err != nil {
 		return err
 	}
 	if err := writeFileIfChanged(filepath.Join(dir, serviceAccountNamespaceName), []byte(pod.Namespace), 0o644); err != nil {

@@ -198,7 +198,7 @@ func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultM
 			files[it.Path] = file{b, m}
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ensureDir(dir, projectedDirMode); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(files))
@@ -211,7 +211,7 @@ func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultM
 	sort.Strings(names)
 	for _, n := range names {
 		p := filepath.Join(dir, n)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := ensureDirsBelow(dir, filepath.Dir(p), projectedDirMode); err != nil {
 			return err
 		}
 		if err := writeFileAtomic(p, files[n].content, files[n].mode); err != nil {

@@ -88,7 +88,8 @@ func asUser(t *testing.T, user int, script string, args ...string) (string, erro
 }
 
 // searchableDataDir is a data dir whose ancestors other users may pass
-// through, as the agent asks of its data dir.
+// through, as the agent asks of its data dir, with its pods/ made as the
+// agent makes them.
 func searchableDataDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -101,6 +102,11 @@ func searchableDataDir(t *testing.T) string {
 	if d := unsearchableAncestor(dir); d != "" {
 		t.Skipf("%s is not searchable by other users", d)
 	}
+	for _, d := range []string{dir, filepath.Join(dir, "pods")} {
+		if err := ensureDir(d, DataDirMode); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return dir
 }
 
@@ -110,11 +116,6 @@ func searchableDataDir(t *testing.T) string {
 func TestPodFilesOfAnotherUser(t *testing.T) {
 	needRoot(t)
 	dataDir := searchableDataDir(t)
-	for _, d := range []string{dataDir, filepath.Join(dataDir, "pods")} {
-		if err := ensureDir(d, DataDirMode); err != nil {
-			t.Fatal(err)
-		}
-	}
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return now }}
 	for _, tt := range []struct {
@@ -249,11 +250,6 @@ func TestNewDataDirModes(t *testing.T) {
 func TestPodFilesOfAnotherUserUnderUmask(t *testing.T) {
 	needRoot(t)
 	dataDir := searchableDataDir(t)
-	for _, d := range []string{dataDir, filepath.Join(dataDir, "pods")} {
-		if err := ensureDir(d, DataDirMode); err != nil {
-			t.Fatal(err)
-		}
-	}
 	defer syscall.Umask(syscall.Umask(0o077))
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return now }}

@@ -66,12 +66,17 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 	if !w.report(ctx, pod, st) {
 		return clk.Now().Add(retryAfterError)
 	}
+	// An evicted pod's volumes that cannot be removed yet are tried
+	// again later: the eviction is done (stopped and reported), and the
+	// eviction manager that waits for it must go on.
+	var next time.Time
 	if evictMsg != "" && !w.volumesRemoved {
 		if err := w.m.removePodVolumes(w.uid); err != nil {
 			w.log(pod).err("remove the evicted pod's volumes", err)
-			return clk.Now().Add(retryAfterError)
+			next = clk.Now().Add(retryAfterError)
+		} else {
+			w.volumesRemoved = true
 		}
-		w.volumesRemoved = true
 	}
 	if evictDone != nil && !w.evictionHandled {
 		w.evictionHandled = true
@@ -84,7 +89,7 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 		}
 		w.terminatedSent = true
 	}
-	return time.Time{}
+	return next
 }
 
 // stopAll stops every running container of the pod in parallel, each

@@ -26,7 +26,10 @@ import (
 //     keep Kubernetes' modes (Secret keys 0644, an emptyDir 0777, the
 //     token 0644 when the containers run as different users), which so
 //     expose them to the pod's own users, as inside a Kubernetes pod, and
-//     to no other pod or host user.
+//     to no other user. A gate tells users apart, not pods: another pod
+//     or host process that runs as one of those users passes it too (and
+//     may read the pod's processes' environment in /proc anyway), so pods
+//     to be kept apart must run as users of their own.
 //   - The token is the kubelet's projected token: when every container
 //     runs as one runAsUser it is that user's, mode 0600; when they run
 //     as different users, 0644 (defaultMode 420) behind the gate; when

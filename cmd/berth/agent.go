@@ -142,7 +142,9 @@ pass through it but not list it; each pod's own directory lets only its
 containers' users through (a POSIX ACL, which the data dir's filesystem
 must support), where emptyDirs are 0777 and the token is the user's own
 when all its containers run as one user. Directories above the data dir
-must let other users pass through too.
+must let other users pass through too. The modes tell users apart, not
+pods: pods that run as one user (or a host process of that user) reach
+each other's files, so give pods to be kept apart users of their own.
 
 Like the server, the agent runs Go's garbage collector at GOGC=50 unless
 GOGC is set in the environment.`,

@@ -97,10 +97,25 @@ func StorageLimitExceeded(s PodStorage) string {
 	return ""
 }
 
+// hasStorageLimits says whether pod sets a limit StorageLimitExceeded
+// checks: an emptyDir's sizeLimit, or an ephemeral-storage limit of one of
+// its containers.
+func hasStorageLimits(pod *api.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil && v.EmptyDir.SizeLimit.Sign() > 0 {
+			return true
+		}
+	}
+	_, ok := api.PodLimits(&pod.Spec)[api.ResourceEphemeralStorage]
+	return ok
+}
+
 // Storage measures the local ephemeral storage of the pods this node runs
-// that have not ended and are not being stopped: the walk of their
-// emptyDir and configMap volumes (within storageWalkBudget each pod),
-// their runs' files as the runtime reports them, and their token.
+// that have not ended, are not being stopped and have a limit to check
+// (hasStorageLimits): the walk of their emptyDir and configMap volumes
+// (within storageWalkBudget each pod), their runs' files as the runtime
+// reports them, and their token. A pod with no limit is not walked: no
+// measure of it could evict it.
 func (m *PodManager) Storage(ctx context.Context) []PodStorage {
 	pods, byPod, err := m.podRuns(ctx, (*podWorker).activePod, false)
 	if err != nil {
@@ -109,6 +124,9 @@ func (m *PodManager) Storage(ctx context.Context) []PodStorage {
 	}
 	out := make([]PodStorage, 0, len(pods))
 	for _, p := range pods {
+		if !hasStorageLimits(p) {
+			continue
+		}
 		s := PodStorage{Pod: p, Static: isStatic(p), Volumes: map[string]int64{}, Containers: map[string]int64{}}
 		var walked du.Usage
 		walk := func(dir string) int64 {

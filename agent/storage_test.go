@@ -102,6 +102,27 @@ func TestStorageLimitExceeded(t *testing.T) {
 	}
 }
 
+func TestHasStorageLimits(t *testing.T) {
+	initLimited := storagePod("p", []string{""})
+	initLimited.Spec.InitContainers = []api.Container{{Name: "init", Resources: api.ResourceRequirements{
+		Limits: api.ResourceList{api.ResourceEphemeralStorage: resource.MustParse("1Gi")}}}}
+	for _, tt := range []struct {
+		name string
+		pod  *api.Pod
+		want bool
+	}{
+		{"none", storagePod("p", []string{""}, emptyDir("scratch", "", "")), false},
+		{"a zero sizeLimit is none", storagePod("p", nil, emptyDir("scratch", "", "0")), false},
+		{"a sizeLimit", storagePod("p", nil, emptyDir("scratch", "", "1Mi")), true},
+		{"a container's limit", storagePod("p", []string{"", "1Mi"}), true},
+		{"an init container's limit", initLimited, true},
+	} {
+		if got := hasStorageLimits(tt.pod); got != tt.want {
+			t.Errorf("%s: hasStorageLimits = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // writeFile writes n bytes at path, making its directory.
 func writeFile(t *testing.T, path string, n int) {
 	t.Helper()
@@ -119,14 +140,21 @@ func TestPodManagerStorage(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, clk, newFakeRuntime(clk), dir, &fakeRefs{})
 	pod := workerPod("u1", "web", api.RestartPolicyAlways, "app", "side")
+	pod.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceEphemeralStorage: resource.MustParse("1Gi")}
 	pod.Spec.Volumes = []api.Volume{
 		emptyDir("scratch", "", ""),
 		emptyDir("shm", api.StorageMediumMemory, ""),
 		{Name: "conf", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "cm"}, Optional: ptr(true)}}},
 	}
 	h.m.Sync(pod)
+	// A pod with no limit to check is not measured: it has its emptyDir
+	// too, but no walk of it could evict it.
+	unlimited := workerPod("u2", "free", api.RestartPolicyAlways, "app")
+	unlimited.Spec.Volumes = []api.Volume{emptyDir("scratch", "", "")}
+	h.m.Sync(unlimited)
 	app := h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
 	h.waitRun(rid("u1", "side", 0), runtime.StateRunning)
+	h.waitRun(rid("u2", "app", 0), runtime.StateRunning)
 	h.rt.setDisk(app.ID, 3*mi)
 	writeFile(t, filepath.Join(podVolumeDir(dir, "u1", "scratch"), "sub", "f"), 5*mi)
 	writeFile(t, filepath.Join(podVolumeDir(dir, "u1", "shm"), "f"), 2*mi)
@@ -134,7 +162,7 @@ func TestPodManagerStorage(t *testing.T) {
 
 	got := h.m.Storage(context.Background())
 	if len(got) != 1 {
-		t.Fatalf("storage of %d pods, want 1", len(got))
+		t.Fatalf("storage of %d pods, want 1 (u2 has no limit)", len(got))
 	}
 	s := got[0]
 	if s.Pod.UID != "u1" || s.Static || s.Partial {
@@ -186,7 +214,7 @@ func TestPodManagerStorageBudget(t *testing.T) {
 	dir := t.TempDir()
 	h := newHarness(t, clk, newFakeRuntime(clk), dir, &fakeRefs{})
 	pod := workerPod("u1", "web", api.RestartPolicyAlways, "app")
-	pod.Spec.Volumes = []api.Volume{emptyDir("a", "", ""), emptyDir("b", "", "")}
+	pod.Spec.Volumes = []api.Volume{emptyDir("a", "", ""), emptyDir("b", "", "1Gi")}
 	h.m.Sync(pod)
 	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
 	defer func(n int) { storageWalkBudget = n }(storageWalkBudget)

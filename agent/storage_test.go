@@ -138,6 +138,9 @@ func TestPodManagerStorage(t *testing.T) {
 	const mi = 1 << 20
 	clk := clocktesting.NewFakeClock(testEpoch)
 	dir := t.TempDir()
+	// A test that ends early leaves no tmpfs mounted in the data dir,
+	// which could then not be removed.
+	t.Cleanup(func() { _ = unmountUnder(filepath.Join(podDir(dir, "u1"), "volumes")) })
 	h := newHarness(t, clk, newFakeRuntime(clk), dir, &fakeRefs{})
 	pod := workerPod("u1", "web", api.RestartPolicyAlways, "app", "side")
 	pod.Spec.Containers[0].Resources.Limits = api.ResourceList{api.ResourceEphemeralStorage: resource.MustParse("1Gi")}

@@ -110,6 +110,21 @@ func searchableDataDir(t *testing.T) string {
 	return dir
 }
 
+// setUpPodFiles sets pod's volumes and token up as its worker does, the
+// token with a ca.crt beside it, and returns the volumes' paths and the
+// token file.
+func setUpPodFiles(t *testing.T, dataDir string, refs RefResolver, pod *api.Pod, now time.Time) (map[string]string, string) {
+	t.Helper()
+	paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setUpServiceAccountToken(context.Background(), dataDir, refs, []byte("ca"), pod, now); err != nil {
+		t.Fatal(err)
+	}
+	return paths, serviceAccountTokenFile(dataDir, pod)
+}
+
 // TestPodFilesOfAnotherUser: a pod whose containers run as another user
 // can write its emptyDir, read its Secret volume and token; another user
 // of the host can do none of it, nor list where pods live.
@@ -135,14 +150,7 @@ func TestPodFilesOfAnotherUser(t *testing.T) {
 				{Name: "scratch", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}},
 				{Name: "creds", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "creds"}}},
 			}
-			paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := setUpServiceAccountToken(context.Background(), dataDir, refs, []byte("ca"), pod, now); err != nil {
-				t.Fatal(err)
-			}
-			token := serviceAccountTokenFile(dataDir, pod)
+			paths, token := setUpPodFiles(t, dataDir, refs, pod, now)
 			fi, err := os.Stat(token)
 			if err != nil || fi.Mode().Perm() != tt.tokenMode || int(fi.Sys().(*syscall.Stat_t).Uid) != tt.owner {
 				t.Errorf("token %v %v: want mode %v, owner %d", fi, err, tt.tokenMode, tt.owner)
@@ -258,14 +266,7 @@ func TestPodFilesOfAnotherUserUnderUmask(t *testing.T) {
 		{Name: "creds", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "creds",
 			Items: []api.KeyToPath{{Key: "password", Path: "db/password"}}}}},
 	}
-	paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setUpServiceAccountToken(context.Background(), dataDir, refs, []byte("ca"), pod, now); err != nil {
-		t.Fatal(err)
-	}
-	token := serviceAccountTokenFile(dataDir, pod)
+	paths, token := setUpPodFiles(t, dataDir, refs, pod, now)
 	dir := filepath.Dir(token)
 	secret := filepath.Join(paths["creds"], "db", "password")
 	if out, err := asUser(t, podUser, `cat "$1" "$2/ca.crt" "$2/namespace" "$3"`, token, dir, secret); err != nil {

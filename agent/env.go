@@ -55,7 +55,9 @@ func podPath(dataDir string) (string, error) {
 		return defaultPath, nil
 	}
 	dir := filepath.Join(dataDir, "bin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Searchable whatever the umask: containers that run as other users
+	// have it on their PATH too.
+	if err := ensureDir(dir, 0o755); err != nil {
 		return defaultPath, err
 	}
 	link := filepath.Join(dir, berthCommand)

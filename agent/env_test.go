@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -228,6 +229,19 @@ func TestCommandLineOwnBerth(t *testing.T) {
 // TestPodPath: a pod's default PATH starts with a directory holding only
 // a link to the agent's own berth, made again when it points elsewhere
 // (an upgraded binary), then the host's search path.
+// TestPodPathUnderUmask: the directory of the berth link is one a pod's
+// user may search, whatever umask the agent runs with.
+func TestPodPathUnderUmask(t *testing.T) {
+	dir := t.TempDir()
+	defer syscall.Umask(syscall.Umask(0o077))
+	if _, err := podPath(dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "bin")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("bin: %v %v, want mode 0755", fi, err)
+	}
+}
+
 func TestPodPath(t *testing.T) {
 	dir := t.TempDir()
 	link := filepath.Join(dir, "bin", "berth")

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,16 +57,26 @@ else today's, so that a release build is reproducible.`,
 // prepareForMan readies the command tree, which the process leaves at
 // once, for the generator: it drops the generator's footer from every
 // page (the pages are berth's own), and escapes the texts it reads as
-// Markdown, where a placeholder such as <data dir> would be taken for HTML
-// and vanish. A flag the commands inherit is escaped once.
+// Markdown, where a placeholder such as <data dir> or a default such as
+// memory.available<100Mi would be taken for HTML and vanish, and the
+// underscores of KUBERNETES_SERVICE_PORT would turn to emphasis. A flag
+// the commands inherit is escaped once.
 func prepareForMan(cmd *cobra.Command, seen map[*pflag.Flag]bool) {
 	cmd.DisableAutoGenTag = true
 	cmd.Long = escapeMarkdown(cmd.Long)
 	escape := func(f *pflag.Flag) {
-		if !seen[f] {
-			seen[f] = true
-			f.Usage = escapeMarkdown(f.Usage)
+		if seen[f] {
+			return
 		}
+		seen[f] = true
+		f.Usage = escapeMarkdown(f.Usage)
+		if f.Value.Type() == "string" {
+			// The generator quotes a string's default itself, which would
+			// quote the escapes too: quote it here, then escape.
+			f.DefValue = strconv.Quote(f.DefValue)
+			f.Value = quotedValue{f.Value}
+		}
+		f.DefValue = escapeMarkdown(f.DefValue)
 	}
 	cmd.LocalFlags().VisitAll(escape)
 	cmd.InheritedFlags().VisitAll(escape)
@@ -74,15 +85,25 @@ func prepareForMan(cmd *cobra.Command, seen map[*pflag.Flag]bool) {
 	}
 }
 
-// escapeMarkdown escapes the angle brackets of text lines; indented lines
-// are code blocks to Markdown, which shows them as they are.
+// quotedValue is a string flag whose default is quoted already, which the
+// generator then prints as it is.
+type quotedValue struct{ pflag.Value }
+
+func (quotedValue) Type() string { return "quoted string" }
+
+// markdownEscaper escapes what Markdown would take for markup within a
+// line: HTML, emphasis, code and links.
+var markdownEscaper = strings.NewReplacer(`\`, `\\`, "<", `\<`, ">", `\>`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`)
+
+// escapeMarkdown escapes the text lines of s; indented lines are code
+// blocks to Markdown, which shows them as they are.
 func escapeMarkdown(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		if strings.HasPrefix(l, "\t") || strings.HasPrefix(l, "    ") {
 			continue
 		}
-		lines[i] = strings.NewReplacer("<", `\<`, ">", `\>`).Replace(l)
+		lines[i] = markdownEscaper.Replace(l)
 	}
 	return strings.Join(lines, "\n")
 }

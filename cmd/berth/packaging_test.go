@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // TestUnitsRestartCrashesButNotAFailingStart checks the packaged systemd
@@ -160,4 +161,55 @@ func TestManPages(t *testing.T) {
 	if strings.Contains(string(page), "Auto generated") {
 		t.Errorf("berth-get.1 carries the generator's footer")
 	}
+}
+
+// TestManPagesKeepHelpText checks that every page says what --help says:
+// each word of the command's description and each flag's default, which
+// the generator reads as Markdown, where a default such as
+// memory.available<100Mi would lose its "<100Mi" to HTML and a name such
+// as KUBERNETES_SERVICE_PORT its underscores to emphasis.
+func TestManPagesKeepHelpText(t *testing.T) {
+	dir := t.TempDir()
+	if r := runBerth(t, "", "man", "--dir", dir); r.code != exitOK {
+		t.Fatalf("berth man: exit %d\n%s", r.code, r.stderr)
+	}
+	// The page's text without troff's font changes and escapes.
+	unroff := strings.NewReplacer(`\fB`, "", `\fI`, "", `\fP`, "", `\fR`, "", `\&`, "", `\\`, `\`)
+	root, _ := newRootCommand(strings.NewReader(""), io.Discard, io.Discard)
+	root.InitDefaultCompletionCmd()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if !c.IsAvailableCommand() && c != root {
+			return
+		}
+		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1"
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		page := unroff.Replace(string(data))
+		words := map[string]bool{}
+		for _, w := range strings.Fields(page) {
+			words[w] = true
+		}
+		for _, w := range strings.Fields(c.Long) {
+			// cobra's completion help marks its headings as Markdown
+			// does, and they are headings in the page.
+			if !words[w] && strings.Trim(w, "#") != "" {
+				t.Errorf("%s lacks %q of the description", name, w)
+			}
+		}
+		check := func(f *pflag.Flag) {
+			if f.DefValue != "" && !strings.Contains(page, f.DefValue) {
+				t.Errorf("%s: --%s: the default %q is not in the page", name, f.Name, f.DefValue)
+			}
+		}
+		c.NonInheritedFlags().VisitAll(check)
+		c.InheritedFlags().VisitAll(check)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }

@@ -16,7 +16,8 @@ import (
 // file format bbolt documents (page, branch and leaf headers, buckets
 // inline or on pages of their own), and refuses a reference out of the
 // file or to a page already seen, so that what bbolt reads after it is a
-// tree within the file.
+// tree within the file. It checks the freelist page too, which bbolt
+// reads as it finds it when it opens a file for writing.
 
 const (
 	pageHeaderSize  = 16
@@ -28,6 +29,17 @@ const (
 	bucketLeafFlag  = 0x01
 	bucketValueSize = 16
 	maxPageDepth    = 64
+)
+
+const (
+	freelistPageFlag = 0x10
+	// noFreelist is the freelist page of a file whose freelist is not
+	// written (bbolt's NoFreelistSync, as the server writes it).
+	noFreelist = ^uint64(0)
+	// freelistCountOverflow in a freelist page's count says that the
+	// count is the page's first id instead, as it does not fit.
+	freelistCountOverflow = 0xFFFF
+	pgidSize              = 8
 )
 
 type pageWalker struct {
@@ -72,7 +84,86 @@ func checkPages(f *os.File, size int64) error {
 	if w.hwm > uint64(size)/ps {
 		return fmt.Errorf("truncated: %d bytes, its header says %d pages of %d", size, w.hwm, ps)
 	}
-	return w.walk(binary.LittleEndian.Uint64(best[16:]), 0)
+	if err := w.walk(binary.LittleEndian.Uint64(best[16:]), 0); err != nil {
+		return err
+	}
+	return w.checkFreelist(binary.LittleEndian.Uint64(best[32:]))
+}
+
+// read reads the page id, with the pages it overflows into, after
+// checking that they lie in the file and were not read before.
+func (w *pageWalker) read(id uint64) ([]byte, error) {
+	if w.seen[id] {
+		return nil, fmt.Errorf("corrupt: page %d referenced twice", id)
+	}
+	// One read for the page, which its header says whether it overflows
+	// into the next; a second only for those.
+	p := make([]byte, w.pageSize)
+	if _, err := w.f.ReadAt(p, int64(id*w.pageSize)); err != nil {
+		return nil, err
+	}
+	overflow := uint64(binary.LittleEndian.Uint32(p[12:]))
+	if overflow >= w.hwm-id {
+		return nil, fmt.Errorf("corrupt: page %d overflows the file", id)
+	}
+	for i := range overflow + 1 {
+		if w.seen[id+i] {
+			return nil, fmt.Errorf("corrupt: page %d referenced twice", id+i)
+		}
+		w.seen[id+i] = true
+	}
+	if overflow > 0 {
+		p = append(p, make([]byte, overflow*w.pageSize)...)
+		if _, err := w.f.ReadAt(p[w.pageSize:], int64((id+1)*w.pageSize)); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// checkFreelist checks the freelist page id (after the tree's walk): a
+// page of the file marked as a freelist, whose ids fit in it and name
+// pages of the file that the tree does not use, each once.
+func (w *pageWalker) checkFreelist(id uint64) error {
+	if id == noFreelist {
+		return nil
+	}
+	if id < 2 || id >= w.hwm {
+		return fmt.Errorf("corrupt: freelist page %d out of the file's %d pages", id, w.hwm)
+	}
+	if w.seen[id] {
+		return fmt.Errorf("corrupt: freelist page %d is a page of the tree too", id)
+	}
+	p, err := w.read(id)
+	if err != nil {
+		return err
+	}
+	if flags := binary.LittleEndian.Uint16(p[8:]); flags != freelistPageFlag {
+		return fmt.Errorf("corrupt: freelist page %d: not a freelist page (flags %#x)", id, flags)
+	}
+	ids := p[pageHeaderSize:]
+	count := uint64(binary.LittleEndian.Uint16(p[10:]))
+	if count == freelistCountOverflow {
+		count = binary.LittleEndian.Uint64(ids)
+		ids = ids[pgidSize:]
+	}
+	if count > uint64(len(ids))/pgidSize {
+		return fmt.Errorf("corrupt: freelist page %d: %d ids do not fit", id, count)
+	}
+	free := make(map[uint64]bool, count)
+	for i := range count {
+		fid := binary.LittleEndian.Uint64(ids[i*pgidSize:])
+		switch {
+		case fid < 2 || fid >= w.hwm:
+			return fmt.Errorf("corrupt: freelist page %d: free page %d out of the file's %d pages", id, fid, w.hwm)
+		case w.seen[fid]:
+			return fmt.Errorf("corrupt: freelist page %d: page %d is free and in use", id, fid)
+		case free[fid]:
+			return fmt.Errorf("corrupt: freelist page %d: page %d is free twice", id, fid)
+		}
+		free[fid] = true
+	}
+	return nil
 }
 
 // walk checks the page id and the pages below it.
@@ -80,30 +171,9 @@ func (w *pageWalker) walk(id uint64, depth int) error {
 	if id < 2 || id >= w.hwm {
 		return fmt.Errorf("corrupt: page %d out of the file's %d pages", id, w.hwm)
 	}
-	if w.seen[id] {
-		return fmt.Errorf("corrupt: page %d referenced twice", id)
-	}
-	// One read for the page, which its header says whether it overflows
-	// into the next; a second only for those.
-	p := make([]byte, w.pageSize)
-	if _, err := w.f.ReadAt(p, int64(id*w.pageSize)); err != nil {
+	p, err := w.read(id)
+	if err != nil {
 		return err
-	}
-	overflow := uint64(binary.LittleEndian.Uint32(p[12:]))
-	if overflow >= w.hwm-id {
-		return fmt.Errorf("corrupt: page %d overflows the file", id)
-	}
-	for i := range overflow + 1 {
-		if w.seen[id+i] {
-			return fmt.Errorf("corrupt: page %d referenced twice", id+i)
-		}
-		w.seen[id+i] = true
-	}
-	if overflow > 0 {
-		p = append(p, make([]byte, overflow*w.pageSize)...)
-		if _, err := w.f.ReadAt(p[w.pageSize:], int64((id+1)*w.pageSize)); err != nil {
-			return err
-		}
 	}
 	return w.walkPage(p, id, depth)
 }

@@ -1,0 +1,130 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// metaField rewrites the field at off (a byte offset in the meta) of both
+// meta pages of a bolt file, with their checksums, as a file damaged
+// where the checksum still holds would have them.
+func metaField(data []byte, off int, v uint64) []byte {
+	out := append([]byte(nil), data...)
+	ps := int(binary.LittleEndian.Uint32(out[pageHeaderSize+8:]))
+	for i := range 2 {
+		m := out[i*ps+pageHeaderSize : i*ps+pageHeaderSize+64]
+		binary.LittleEndian.PutUint64(m[off:], v)
+		h := fnv.New64a()
+		h.Write(m[:56])
+		binary.LittleEndian.PutUint64(m[56:], h.Sum64())
+	}
+	return out
+}
+
+// withFreelist is a store file whose freelist is written, as bbolt writes
+// it when a file is opened without NoFreelistSync (a restore does), and
+// the id of its freelist page.
+func withFreelist(t *testing.T) ([]byte, uint64) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	for i := range 20 {
+		if _, err := s.Create(context.Background(), configMap(fmt.Sprintf("c%d", i), map[string]string{"v": strings.Repeat("x", 3000)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A write, which frees the pages it replaces.
+	err = db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketName(cmKind)).Delete(objectKey("default", "c0"))
+	})
+	if err == nil {
+		err = db.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := binary.LittleEndian.Uint32(data[pageHeaderSize+8:])
+	m0, m1 := data[pageHeaderSize:], data[ps+pageHeaderSize:]
+	m := m0
+	if binary.LittleEndian.Uint64(m1[48:]) > binary.LittleEndian.Uint64(m0[48:]) {
+		m = m1
+	}
+	id := binary.LittleEndian.Uint64(m[32:])
+	if id == ^uint64(0) { // bbolt's mark of a freelist not written
+		t.Fatal("no freelist written")
+	}
+	return data, id
+}
+
+// A file whose freelist page is out of the file, is not a freelist, or
+// frees a page the tree uses is refused by Verify, by a server's open
+// and by a restore, with an error naming it: bbolt reads that page as it
+// finds it when it opens a file for writing, and faults (a crash no
+// recover catches) or panics.
+func TestDamagedFreelistRefused(t *testing.T) {
+	good := snapshotBytes(t, "a", "b")
+	hwm := binary.LittleEndian.Uint64(good[pageHeaderSize+40:])
+	root := binary.LittleEndian.Uint64(good[pageHeaderSize+16:])
+	synced, fl := withFreelist(t)
+	ps := uint64(binary.LittleEndian.Uint32(synced[pageHeaderSize+8:]))
+	freesRoot := append([]byte(nil), synced...)
+	p := freesRoot[fl*ps:]
+	binary.LittleEndian.PutUint16(p[10:], 1)
+	binary.LittleEndian.PutUint64(p[pageHeaderSize:], binary.LittleEndian.Uint64(synced[pageHeaderSize+16:]))
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"freelist past the end":      {metaField(good, 32, hwm+1000), "freelist page"},
+		"freelist on a tree page":    {metaField(good, 32, root), "is a page of the tree"},
+		"freelist frees a page used": {freesRoot, "is free and in use"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "snap.db")
+			if err := os.WriteFile(path, c.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Verify(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("verify: %v, want an error naming %s and saying %q", err, path, c.want)
+			}
+			if b, err := Open(path); err == nil {
+				b.Close()
+				t.Errorf("a server opened it")
+			} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "damaged") {
+				t.Errorf("open: %v", err)
+			}
+			if _, err := Restore(path, filepath.Join(dir, "state.db"), time.Now()); err == nil {
+				t.Errorf("restored")
+			}
+		})
+	}
+	// The file with its freelist written is whole.
+	path := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(path, synced, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(path); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -189,6 +189,15 @@ func (w *pageWalker) walkPage(p []byte, id uint64, depth int) error {
 	}
 	flags := binary.LittleEndian.Uint16(p[8:])
 	count := int(binary.LittleEndian.Uint16(p[10:]))
+	// Checked before the elements, of which there may be none: bbolt
+	// takes any page that is not a leaf for a branch, and descends into
+	// its first element, there or not.
+	switch {
+	case flags != branchPageFlag && flags != leafPageFlag:
+		return fmt.Errorf("corrupt: page %d: not a branch or leaf page (flags %#x)", id, flags)
+	case flags == branchPageFlag && count == 0:
+		return fmt.Errorf("corrupt: page %d: a branch page with no elements", id)
+	}
 	if pageHeaderSize+count*elementSize > len(p) {
 		return fmt.Errorf("corrupt: page %d: %d elements do not fit", id, count)
 	}
@@ -227,8 +236,6 @@ func (w *pageWalker) walkPage(p []byte, id uint64, depth int) error {
 			if err != nil {
 				return err
 			}
-		default:
-			return fmt.Errorf("corrupt: page %d: not a branch or leaf page (flags %#x)", id, flags)
 		}
 	}
 	return nil

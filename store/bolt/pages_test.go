@@ -128,3 +128,57 @@ func TestDamagedFreelistRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// inlinePage is the offset in data, a store file, of the page a bucket
+// that fits in its parent's leaf carries inline, there in the root page.
+func inlinePage(t *testing.T, data []byte, bucket string) int {
+	t.Helper()
+	ps := int(binary.LittleEndian.Uint32(data[pageHeaderSize+8:]))
+	root := int(binary.LittleEndian.Uint64(data[pageHeaderSize+16:]))
+	p := data[root*ps : (root+1)*ps]
+	for i := range int(binary.LittleEndian.Uint16(p[10:])) {
+		off := pageHeaderSize + i*elementSize
+		pos, ksize := int(binary.LittleEndian.Uint32(p[off+4:])), int(binary.LittleEndian.Uint32(p[off+8:]))
+		if string(p[off+pos:off+pos+ksize]) == bucket {
+			return root*ps + off + pos + ksize + bucketValueSize
+		}
+	}
+	t.Fatalf("no inline bucket %s in the root page", bucket)
+	return 0
+}
+
+// A page that is neither a branch nor a leaf, or a branch with nothing
+// in it, is refused even when it holds no elements: bbolt takes a page
+// that is not a leaf for a branch and descends into its first element,
+// which for an inline bucket's page is the same page again, for ever,
+// until memory runs out.
+func TestPageOfNoKindRefused(t *testing.T) {
+	for name, c := range map[string]struct {
+		flags uint16
+		want  string
+	}{
+		"neither branch nor leaf": {0, "not a branch or leaf page"},
+		"an empty branch":         {branchPageFlag, "a branch page with no elements"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data := snapshotBytes(t, "a")
+			off := inlinePage(t, data, "pods")
+			binary.LittleEndian.PutUint16(data[off+8:], c.flags)
+			binary.LittleEndian.PutUint16(data[off+10:], 0)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "snap.db")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Verify(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("verify: %v, want an error naming %s and saying %q", err, path, c.want)
+			}
+			if b, err := Open(path); err == nil {
+				b.Close()
+				t.Errorf("a server opened it")
+			} else if !strings.Contains(err.Error(), "damaged") {
+				t.Errorf("open: %v", err)
+			}
+		})
+	}
+}

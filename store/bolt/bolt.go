@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -80,8 +79,9 @@ func Open(path string) (*Backend, error) {
 // bbolt's freelist by walking every page in a goroutine of bbolt's own,
 // where a damaged page panics and kills the process naming no file; bbolt
 // offers no option to have that walk return an error instead, so the
-// same pages are walked here first, where a panic can be recovered.
-func checkIntact(path string) (err error) {
+// same pages are walked here first (checkFile), where a panic can be
+// recovered.
+func checkIntact(path string) error {
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0 {
 		return nil // bbolt creates it
@@ -89,55 +89,61 @@ func checkIntact(path string) (err error) {
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
-	damaged := func(why error) error {
-		return fmt.Errorf("open store %s: the file is damaged (%w): restore a copy of it (or move it away to start with an empty store), then start berth again", path, why)
-	}
-	// A page tree that loops would make bbolt descend until memory runs
-	// out, which nothing recovers from: walk it first.
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
-	err = checkPages(f, st.Size())
-	f.Close()
-	if err != nil {
-		return damaged(err)
-	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		if errors.Is(err, bbolt.ErrTimeout) {
-			return fmt.Errorf("open store %s: another process is using it", path)
-		}
-		return damaged(err)
-	}
-	defer db.Close()
-	defer func() {
-		if r := recover(); r != nil {
-			err = damaged(fmt.Errorf("%v", r))
-		}
-	}()
-	// A page cut off the end of the file faults rather than panics.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return db.View(func(tx *bbolt.Tx) error {
-		if tx.Size() > st.Size() {
-			return damaged(fmt.Errorf("%d bytes, its pages reach %d: cut short", st.Size(), tx.Size()))
-		}
-		if err := tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walkBucket(b) }); err != nil {
-			return damaged(err)
-		}
-		// Every page read well: bbolt's own check may now rebuild the
-		// freelist, and finds what would make the writable open panic
-		// (pages out of order, shared, beyond the end).
-		var first error
-		for err := range tx.Check() {
-			if first == nil {
-				first = err
-			}
-		}
-		if first != nil {
-			return damaged(first)
-		}
+	defer f.Close()
+	switch err := checkFile(f, st.Size(), nil); {
+	case err == nil:
 		return nil
+	case errors.Is(err, bbolt.ErrTimeout):
+		return fmt.Errorf("open store %s: another process is using it", path)
+	default:
+		return fmt.Errorf("open store %s: the file is damaged (%w): restore a copy of it (or move it away to start with an empty store), then start berth again", path, err)
+	}
+}
+
+// checkFile checks that the bolt file f, of size bytes, reads whole and
+// opens for writing without bbolt panicking or faulting: its page tree and
+// freelist first (checkPages, since a loop there is past recovering),
+// then, read-only and guarded, every page and key through bbolt, the keys
+// in order, and bbolt's own Check, which finds what the writable open's
+// freelist walk would turn into a panic (pages shared, out of bounds).
+// then, when not nil, runs in the same read transaction. A server's open
+// and a snapshot's verification check alike, so that a snapshot that
+// verifies is one a server opens.
+func checkFile(f *os.File, size int64, then func(*bbolt.Tx) error) error {
+	if err := checkPages(f, size); err != nil {
+		return err
+	}
+	return guard(func() error {
+		db, err := bbolt.Open(f.Name(), 0o600, &bbolt.Options{ReadOnly: true, Timeout: lockTimeout})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.View(func(tx *bbolt.Tx) error {
+			if tx.Size() > size {
+				return fmt.Errorf("truncated: %d bytes, its pages reach %d", size, tx.Size())
+			}
+			if err := tx.ForEach(func(_ []byte, b *bbolt.Bucket) error { return walkBucket(b) }); err != nil {
+				return err
+			}
+			var first error
+			for err := range tx.Check() {
+				if first == nil {
+					first = err
+				}
+			}
+			if first != nil {
+				return first
+			}
+			if then != nil {
+				return then(tx)
+			}
+			return nil
+		})
 	})
 }
 

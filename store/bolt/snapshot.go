@@ -110,9 +110,10 @@ func forEachObject(tx *bbolt.Tx, fn func(api.Object) error) error {
 const lockTimeout = time.Second
 
 // Verify checks that the file at path is a whole store of this berth:
-// a bolt file no shorter than its header says, with the store's format,
-// its buckets, and every object decodable. It opens the file read-only
-// and never changes it. A file bbolt cannot read is an error, never a
+// a bolt file that passes the check a server's open makes (checkFile),
+// with the store's format, its buckets, and every object decodable, so
+// that a server opens what verifies. It opens the file read-only and
+// never changes it. A file bbolt cannot read is an error, never a
 // crash: bbolt trusts the pages it maps and may panic or fault on a
 // corrupt one, so the reading is guarded.
 func Verify(path string) (SnapshotInfo, error) {
@@ -139,34 +140,20 @@ func verifyFile(path string) (info SnapshotInfo, err error) {
 	if err != nil {
 		return info, err
 	}
-	err = checkPages(f, info.Size)
-	f.Close()
-	if err != nil {
-		return info, err
-	}
-	err = guard(func() error {
-		db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: lockTimeout})
-		if err != nil {
-			if errors.Is(err, bbolt.ErrTimeout) {
-				return errors.New("another process is using it")
-			}
+	defer f.Close()
+	err = checkFile(f, info.Size, func(tx *bbolt.Tx) error {
+		if err := checkLayout(tx); err != nil {
 			return err
 		}
-		defer db.Close()
-		return db.View(func(tx *bbolt.Tx) error {
-			if want := tx.Size(); want > info.Size {
-				return fmt.Errorf("truncated: %d bytes, its header says %d", info.Size, want)
-			}
-			if err := checkLayout(tx); err != nil {
-				return err
-			}
-			info.Revision = revisionOf(tx)
-			return forEachObject(tx, func(api.Object) error {
-				info.Objects++
-				return nil
-			})
+		info.Revision = revisionOf(tx)
+		return forEachObject(tx, func(api.Object) error {
+			info.Objects++
+			return nil
 		})
 	})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return info, errors.New("another process is using it")
+	}
 	return info, err
 }
 

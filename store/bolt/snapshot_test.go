@@ -242,7 +242,8 @@ func TestRestoreFresh(t *testing.T) {
 	}
 }
 
-// Verify never panics, whatever the file holds.
+// Verify never panics, whatever the file holds, and what it passes a
+// server opens and a restore puts in place.
 func FuzzVerify(f *testing.F) {
 	good := snapshotBytes(f, "a", "b")
 	f.Add(good)
@@ -257,8 +258,15 @@ func FuzzVerify(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer os.Remove(path)
-		if _, err := Verify(path); err != nil && !strings.Contains(err.Error(), path) {
-			t.Fatalf("error does not name the file: %v", err)
+		_, verr := Verify(path)
+		if verr != nil && !strings.Contains(verr.Error(), path) {
+			t.Fatalf("error does not name the file: %v", verr)
+		}
+		if verr == nil {
+			restored := filepath.Join(t.TempDir(), "state.db")
+			if _, err := Restore(path, restored, time.Now()); err != nil {
+				t.Fatalf("verified, then restore: %v", err)
+			}
 		}
 		// A server starting on such a file refuses it the same way.
 		b, err := Open(path)
@@ -270,4 +278,45 @@ func FuzzVerify(f *testing.F) {
 		}
 		b.Close()
 	})
+}
+
+// A snapshot whose keys are out of order (two swapped in place, the file
+// otherwise whole) is refused by Verify as a server's open refuses it, so
+// that a restore does not put it in place: opened for writing, bbolt's
+// freelist walk panics on it.
+func TestVerifyRefusesKeysOutOfOrder(t *testing.T) {
+	s, b := openBackend(t, filepath.Join(t.TempDir(), "state.db"))
+	for _, n := range []string{"c1", "c2", "c3"} {
+		// Big enough that the bucket has a page of its own.
+		if _, err := s.Create(context.Background(), configMap(n, map[string]string{"v": strings.Repeat("x", 1500)})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := b.WriteSnapshot(&buf, func(SnapshotInfo) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	k1, k2 := []byte("default/c1"), []byte("default/c2")
+	i1, i2 := bytes.Index(data, k1), bytes.Index(data, k2)
+	if i1 < 0 || i2 < 0 {
+		t.Fatal("keys not found")
+	}
+	copy(data[i1:], k2)
+	copy(data[i2:], k1)
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "snap.db")
+	if err := os.WriteFile(snap, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(snap); err == nil || !strings.Contains(err.Error(), snap) || !strings.Contains(err.Error(), "out of order") {
+		t.Fatalf("verify: %v", err)
+	}
+	path := filepath.Join(dir, "state.db")
+	if _, err := Restore(snap, path, time.Now()); err == nil {
+		t.Fatal("restored")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a store was put in place: %v", err)
+	}
 }

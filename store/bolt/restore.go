@@ -83,9 +83,9 @@ func Restore(snapshot, path string, now time.Time) (RestoreResult, error) {
 }
 
 // lockOld takes a shared lock on the store file at path, if there is one,
-// and reads its revision: an error when a server holds it. A file bbolt
-// cannot open for another reason (it is corrupt: the reason to restore)
-// is replaced all the same, with no revision known.
+// and reads its revision: an error when a server holds it. A file whose
+// revision cannot be read (it is damaged: the reason to restore) is
+// replaced all the same, with no revision known.
 func lockOld(path string) (*bbolt.DB, uint64, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, 0, nil
@@ -98,6 +98,21 @@ func lockOld(path string) (*bbolt.DB, uint64, error) {
 		if err != nil {
 			return err
 		}
+		// The lock is held: read the revision only through a page tree
+		// that checks, as one that loops has bbolt descend until its
+		// stack overflows, which nothing recovers from.
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if err := checkPages(f, st.Size()); err != nil {
+			return err
+		}
 		return db.View(func(tx *bbolt.Tx) error {
 			if tx.Bucket(metaBucket) != nil {
 				rev = revisionOf(tx)
@@ -105,15 +120,11 @@ func lockOld(path string) (*bbolt.DB, uint64, error) {
 			return nil
 		})
 	})
-	switch {
-	case errors.Is(err, bbolt.ErrTimeout):
+	if errors.Is(err, bbolt.ErrTimeout) {
 		return nil, 0, fmt.Errorf("store %s is in use: stop the berth server that holds it first", path)
-	case err != nil:
-		if db != nil {
-			db.Close()
-		}
-		return nil, 0, nil
 	}
+	// With an error, db is nil where bbolt could not open the file, or
+	// holds the lock on a file whose revision could not be read.
 	return db, rev, nil
 }
 

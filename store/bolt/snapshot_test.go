@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -318,5 +319,52 @@ func TestVerifyRefusesKeysOutOfOrder(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a store was put in place: %v", err)
+	}
+}
+
+// loopedStore is a store file whose root page is a branch that refers to
+// itself.
+func loopedStore(t *testing.T) []byte {
+	t.Helper()
+	data := snapshotBytes(t, "a")
+	ps := uint64(binary.LittleEndian.Uint32(data[pageHeaderSize+8:]))
+	root := binary.LittleEndian.Uint64(data[pageHeaderSize+16:])
+	p := data[root*ps : (root+1)*ps]
+	clear(p[8:])
+	binary.LittleEndian.PutUint16(p[8:], branchPageFlag)
+	binary.LittleEndian.PutUint16(p[10:], 1)
+	e := p[pageHeaderSize : pageHeaderSize+elementSize]
+	binary.LittleEndian.PutUint32(e, elementSize) // the key follows the element
+	binary.LittleEndian.PutUint32(e[4:], 1)
+	binary.LittleEndian.PutUint64(e[8:], root)
+	p[pageHeaderSize+2*elementSize] = 'a'
+	return data
+}
+
+// A store damaged so that its page tree loops, the case for a restore,
+// is replaced and kept; its revision is not read, where reading it had
+// bbolt descend until its stack overflowed.
+func TestRestoreOverDamagedStore(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	if err := os.WriteFile(path, loopedStore(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(path); err == nil || !strings.Contains(err.Error(), "referenced twice") {
+		t.Fatalf("the damaged store verifies: %v", err)
+	}
+	snap := filepath.Join(dir, "snap.db")
+	if err := os.WriteFile(snap, snapshotBytes(t, "kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Restore(snap, path, time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kept != path+".before-restore-20260304T050607Z" || res.Bumped {
+		t.Fatalf("restore %+v", res)
+	}
+	if names, _ := loadNames(t, path); !names["kept"] {
+		t.Fatalf("restored %v", names)
 	}
 }

@@ -32,23 +32,51 @@ type SnapshotInfo struct {
 // with the copy's size and revision before the first byte is written (an
 // HTTP handler sets Content-Length there); an error from it ends the copy
 // unwritten.
+//
+// The transaction copies the file to a spool file beside it (which needs
+// the room of one copy), and ends before w gets a byte: a write that
+// grows the file remaps it under a lock that waits for every open read
+// transaction, so one held while a slow or stalled client reads w would
+// hold back every write of the server. The spool is unlinked at once, so
+// that nothing is left of it whatever happens.
 func (b *Backend) WriteSnapshot(w io.Writer, begin func(SnapshotInfo) error) (SnapshotInfo, error) {
-	var info SnapshotInfo
-	err := b.db.View(func(tx *bbolt.Tx) error {
-		info = SnapshotInfo{Revision: revisionOf(tx), Size: tx.Size()}
-		if err := begin(info); err != nil {
-			return err
-		}
-		n, err := tx.WriteTo(w)
-		if err == nil && n != info.Size {
-			err = fmt.Errorf("wrote %d bytes of %d", n, info.Size)
-		}
-		return err
-	})
+	info, err := b.writeSnapshot(w, begin)
 	if err != nil {
 		return info, fmt.Errorf("snapshot: %w", err)
 	}
 	return info, nil
+}
+
+func (b *Backend) writeSnapshot(w io.Writer, begin func(SnapshotInfo) error) (SnapshotInfo, error) {
+	var info SnapshotInfo
+	path := b.db.Path()
+	spool, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".snapshot-*")
+	if err != nil {
+		return info, err
+	}
+	defer spool.Close()
+	if err := os.Remove(spool.Name()); err != nil {
+		return info, err
+	}
+	err = b.db.View(func(tx *bbolt.Tx) error {
+		info = SnapshotInfo{Revision: revisionOf(tx), Size: tx.Size()}
+		_, err := tx.WriteTo(spool)
+		return err
+	})
+	if err != nil {
+		return info, fmt.Errorf("copy to %s: %w", spool.Name(), err)
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return info, err
+	}
+	if err := begin(info); err != nil {
+		return info, err
+	}
+	n, err := io.Copy(w, spool)
+	if err == nil && n != info.Size {
+		err = fmt.Errorf("wrote %d bytes of %d", n, info.Size)
+	}
+	return info, err
 }
 
 // revisionOf reads the newest revision a transaction sees.

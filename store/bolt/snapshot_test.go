@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -366,5 +367,78 @@ func TestRestoreOverDamagedStore(t *testing.T) {
 	}
 	if names, _ := loadNames(t, path); !names["kept"] {
 		t.Fatalf("restored %v", names)
+	}
+}
+
+// A client that stalls on the snapshot's stream holds no writer back:
+// writes that grow the file go on while the copy waits to be read, and
+// the copy, read after them, is of the moment it began.
+func TestSnapshotStalledReaderDoesNotHoldWriters(t *testing.T) {
+	s, b := openBackend(t, filepath.Join(t.TempDir(), "state.db"))
+	ctx := context.Background()
+	if _, err := s.Create(ctx, configMap("before", nil)); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	begun := make(chan SnapshotInfo, 1)
+	copied := make(chan error, 1)
+	go func() {
+		_, err := b.WriteSnapshot(pw, func(info SnapshotInfo) error {
+			begun <- info
+			return nil
+		})
+		pw.CloseWithError(err)
+		copied <- err
+	}()
+	t.Cleanup(func() {
+		pr.Close()
+		<-copied
+	})
+	info := <-begun
+	// Nothing reads pr yet. These writes grow the file well past its
+	// first mapping.
+	written := make(chan error, 1)
+	go func() {
+		for i := range 200 {
+			if _, err := s.Create(ctx, configMap(fmt.Sprintf("during-%d", i), map[string]string{"v": strings.Repeat("x", 4000)})); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- nil
+	}()
+	select {
+	case err := <-written:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("writes are held back while the snapshot's reader stalls")
+	}
+	path := filepath.Join(t.TempDir(), "snap.db")
+	got, err := WriteSnapshotFile(pr, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-copied; err != nil {
+		t.Fatal(err)
+	}
+	copied <- nil // for the cleanup
+	if got.Revision != info.Revision || got.Size != info.Size {
+		t.Fatalf("copy %+v, begun as %+v", got, info)
+	}
+	names, _ := loadNames(t, path)
+	if !names["before"] || names["during-0"] {
+		t.Fatalf("the copy holds %d configmaps, want only the one written before it began", len(names))
+	}
+	// The spool is gone.
+	entries, err := os.ReadDir(filepath.Dir(b.db.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "snapshot") {
+			t.Errorf("left %s", e.Name())
+		}
 	}
 }

@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -13,6 +14,34 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 )
+
+// refusedEverywhere checks that the damaged store file data is refused
+// by Verify, saying want, by a server's open and by a restore, each with
+// an error naming the file, and that the restore put nothing in place.
+func refusedEverywhere(t *testing.T, data []byte, want string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "snap.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), want) {
+		t.Errorf("verify: %v, want an error naming %s and saying %q", err, path, want)
+	}
+	if b, err := Open(path); err == nil {
+		b.Close()
+		t.Errorf("a server opened it")
+	} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("open: %v", err)
+	}
+	restored := filepath.Join(dir, "state.db")
+	if _, err := Restore(path, restored, time.Now()); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("restore: %v", err)
+	}
+	if _, err := os.Stat(restored); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a store was put in place: %v", err)
+	}
+}
 
 // metaField rewrites the field at off (a byte offset in the meta) of both
 // meta pages of a bolt file, with their checksums, as a file damaged
@@ -99,25 +128,7 @@ func TestDamagedFreelistRefused(t *testing.T) {
 		"freelist on a tree page":    {metaField(good, 32, root), "is a page of the tree"},
 		"freelist frees a page used": {freesRoot, "is free and in use"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "snap.db")
-			if err := os.WriteFile(path, c.data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Verify(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("verify: %v, want an error naming %s and saying %q", err, path, c.want)
-			}
-			if b, err := Open(path); err == nil {
-				b.Close()
-				t.Errorf("a server opened it")
-			} else if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "damaged") {
-				t.Errorf("open: %v", err)
-			}
-			if _, err := Restore(path, filepath.Join(dir, "state.db"), time.Now()); err == nil {
-				t.Errorf("restored")
-			}
-		})
+		t.Run(name, func(t *testing.T) { refusedEverywhere(t, c.data, c.want) })
 	}
 	// The file with its freelist written is whole.
 	path := filepath.Join(t.TempDir(), "state.db")
@@ -165,20 +176,7 @@ func TestPageOfNoKindRefused(t *testing.T) {
 			off := inlinePage(t, data, "pods")
 			binary.LittleEndian.PutUint16(data[off+8:], c.flags)
 			binary.LittleEndian.PutUint16(data[off+10:], 0)
-			dir := t.TempDir()
-			path := filepath.Join(dir, "snap.db")
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Verify(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("verify: %v, want an error naming %s and saying %q", err, path, c.want)
-			}
-			if b, err := Open(path); err == nil {
-				b.Close()
-				t.Errorf("a server opened it")
-			} else if !strings.Contains(err.Error(), "damaged") {
-				t.Errorf("open: %v", err)
-			}
+			refusedEverywhere(t, data, c.want)
 		})
 	}
 }

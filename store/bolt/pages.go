@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func checkPages(f *os.File, size int64) error {
 	if w.hwm > uint64(size)/ps {
 		return fmt.Errorf("truncated: %d bytes, its header says %d pages of %d", size, w.hwm, ps)
 	}
-	if err := w.walk(binary.LittleEndian.Uint64(best[16:]), 0); err != nil {
+	if _, err := w.walk(binary.LittleEndian.Uint64(best[16:]), 0, nil, nil); err != nil {
 		return err
 	}
 	return w.checkFreelist(binary.LittleEndian.Uint64(best[32:]))
@@ -166,26 +167,33 @@ func (w *pageWalker) checkFreelist(id uint64) error {
 	return nil
 }
 
-// walk checks the page id and the pages below it.
-func (w *pageWalker) walk(id uint64, depth int) error {
+// walk checks the page id and the pages below it, whose keys must lie in
+// [lo, hi) (nil: unbounded); it returns the greatest key below it.
+func (w *pageWalker) walk(id uint64, depth int, lo, hi []byte) ([]byte, error) {
 	if id < 2 || id >= w.hwm {
-		return fmt.Errorf("corrupt: page %d out of the file's %d pages", id, w.hwm)
+		return nil, fmt.Errorf("corrupt: page %d out of the file's %d pages", id, w.hwm)
 	}
 	p, err := w.read(id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return w.walkPage(p, id, depth)
+	return w.walkPage(p, id, depth, lo, hi)
 }
 
 // walkPage checks the page p (id, 0 for an inline bucket's) and the pages
-// it refers to.
-func (w *pageWalker) walkPage(p []byte, id uint64, depth int) error {
+// it refers to. Its keys must rise and lie in [lo, hi) (nil: unbounded),
+// and the keys below a branch's element from its key to the next one's,
+// as bbolt's own check wants them: that check also runs, unasked, in a
+// goroutine of bbolt's when it rebuilds the freelist of a file opened for
+// writing or checked, and there an error is a panic while the check goes
+// on reading the file as it is unmapped, a crash no recover catches. It
+// returns the greatest key below p.
+func (w *pageWalker) walkPage(p []byte, id uint64, depth int, lo, hi []byte) ([]byte, error) {
 	if depth > maxPageDepth {
-		return fmt.Errorf("corrupt: page %d: the tree is deeper than %d", id, maxPageDepth)
+		return nil, fmt.Errorf("corrupt: page %d: the tree is deeper than %d", id, maxPageDepth)
 	}
 	if len(p) < pageHeaderSize {
-		return fmt.Errorf("corrupt: page %d: short", id)
+		return nil, fmt.Errorf("corrupt: page %d: short", id)
 	}
 	flags := binary.LittleEndian.Uint16(p[8:])
 	count := int(binary.LittleEndian.Uint16(p[10:]))
@@ -194,49 +202,75 @@ func (w *pageWalker) walkPage(p []byte, id uint64, depth int) error {
 	// its first element, there or not.
 	switch {
 	case flags != branchPageFlag && flags != leafPageFlag:
-		return fmt.Errorf("corrupt: page %d: not a branch or leaf page (flags %#x)", id, flags)
+		return nil, fmt.Errorf("corrupt: page %d: not a branch or leaf page (flags %#x)", id, flags)
 	case flags == branchPageFlag && count == 0:
-		return fmt.Errorf("corrupt: page %d: a branch page with no elements", id)
+		return nil, fmt.Errorf("corrupt: page %d: a branch page with no elements", id)
 	}
 	if pageHeaderSize+count*elementSize > len(p) {
-		return fmt.Errorf("corrupt: page %d: %d elements do not fit", id, count)
+		return nil, fmt.Errorf("corrupt: page %d: %d elements do not fit", id, count)
 	}
+	// The keys first, for each branch element needs the next one's.
+	keys := make([][]byte, count)
 	for i := range count {
-		off := pageHeaderSize + i*elementSize
+		off := uint64(pageHeaderSize + i*elementSize)
 		e := p[off : off+elementSize]
-		switch flags {
-		case branchPageFlag:
-			pos, ksize := uint64(binary.LittleEndian.Uint32(e)), uint64(binary.LittleEndian.Uint32(e[4:]))
-			if uint64(off)+pos+ksize > uint64(len(p)) {
-				return fmt.Errorf("corrupt: page %d: element %d out of the page", id, i)
-			}
-			if err := w.walk(binary.LittleEndian.Uint64(e[8:]), depth+1); err != nil {
-				return err
-			}
-		case leafPageFlag:
-			eflags := binary.LittleEndian.Uint32(e)
-			pos, ksize, vsize := uint64(binary.LittleEndian.Uint32(e[4:])), uint64(binary.LittleEndian.Uint32(e[8:])), uint64(binary.LittleEndian.Uint32(e[12:]))
-			end := uint64(off) + pos + ksize + vsize
-			if end > uint64(len(p)) {
-				return fmt.Errorf("corrupt: page %d: element %d out of the page", id, i)
-			}
-			if eflags&bucketLeafFlag == 0 {
-				continue
-			}
-			v := p[uint64(off)+pos+ksize : end]
-			if len(v) < bucketValueSize {
-				return fmt.Errorf("corrupt: page %d: element %d: short bucket", id, i)
-			}
-			var err error
-			if root := binary.LittleEndian.Uint64(v); root != 0 {
-				err = w.walk(root, depth+1)
-			} else {
-				err = w.walkPage(v[bucketValueSize:], 0, depth+1)
-			}
-			if err != nil {
-				return err
+		var pos, ksize, vsize uint64
+		if flags == branchPageFlag {
+			pos, ksize = uint64(binary.LittleEndian.Uint32(e)), uint64(binary.LittleEndian.Uint32(e[4:]))
+		} else {
+			pos, ksize, vsize = uint64(binary.LittleEndian.Uint32(e[4:])), uint64(binary.LittleEndian.Uint32(e[8:])), uint64(binary.LittleEndian.Uint32(e[12:]))
+		}
+		if off+pos+ksize+vsize > uint64(len(p)) {
+			return nil, fmt.Errorf("corrupt: page %d: element %d out of the page", id, i)
+		}
+		keys[i] = p[off+pos : off+pos+ksize]
+	}
+	prev := lo
+	for i, key := range keys {
+		if prev != nil {
+			if c := bytes.Compare(prev, key); c > 0 || c == 0 && i > 0 {
+				return nil, fmt.Errorf("corrupt: page %d: key %d out of order", id, i)
 			}
 		}
+		if hi != nil && bytes.Compare(key, hi) >= 0 {
+			return nil, fmt.Errorf("corrupt: page %d: key %d out of order, not below the next key above it", id, i)
+		}
+		off := uint64(pageHeaderSize + i*elementSize)
+		e := p[off : off+elementSize]
+		if flags == branchPageFlag {
+			next := hi
+			if i+1 < count {
+				next = keys[i+1]
+			}
+			top, err := w.walk(binary.LittleEndian.Uint64(e[8:]), depth+1, key, next)
+			if err != nil {
+				return nil, err
+			}
+			prev = key
+			if top != nil {
+				prev = top
+			}
+			continue
+		}
+		prev = key
+		if binary.LittleEndian.Uint32(e)&bucketLeafFlag == 0 {
+			continue
+		}
+		pos, ksize, vsize := uint64(binary.LittleEndian.Uint32(e[4:])), uint64(binary.LittleEndian.Uint32(e[8:])), uint64(binary.LittleEndian.Uint32(e[12:]))
+		v := p[off+pos+ksize : off+pos+ksize+vsize]
+		if len(v) < bucketValueSize {
+			return nil, fmt.Errorf("corrupt: page %d: element %d: short bucket", id, i)
+		}
+		// A bucket's keys are a tree of their own.
+		var err error
+		if root := binary.LittleEndian.Uint64(v); root != 0 {
+			_, err = w.walk(root, depth+1, nil, nil)
+		} else {
+			_, err = w.walkPage(v[bucketValueSize:], 0, depth+1, nil, nil)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return prev, nil
 }

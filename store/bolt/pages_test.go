@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -140,9 +141,10 @@ func TestDamagedFreelistRefused(t *testing.T) {
 	}
 }
 
-// inlinePage is the offset in data, a store file, of the page a bucket
-// that fits in its parent's leaf carries inline, there in the root page.
-func inlinePage(t *testing.T, data []byte, bucket string) int {
+// bucketValue is the offset in data, a store file, of the value of a
+// bucket in the root page: its root page id, then, for a bucket that fits
+// in its parent's leaf, the page it carries inline.
+func bucketValue(t *testing.T, data []byte, bucket string) int {
 	t.Helper()
 	ps := int(binary.LittleEndian.Uint32(data[pageHeaderSize+8:]))
 	root := int(binary.LittleEndian.Uint64(data[pageHeaderSize+16:]))
@@ -151,11 +153,16 @@ func inlinePage(t *testing.T, data []byte, bucket string) int {
 		off := pageHeaderSize + i*elementSize
 		pos, ksize := int(binary.LittleEndian.Uint32(p[off+4:])), int(binary.LittleEndian.Uint32(p[off+8:]))
 		if string(p[off+pos:off+pos+ksize]) == bucket {
-			return root*ps + off + pos + ksize + bucketValueSize
+			return root*ps + off + pos + ksize
 		}
 	}
-	t.Fatalf("no inline bucket %s in the root page", bucket)
+	t.Fatalf("no bucket %s in the root page", bucket)
 	return 0
+}
+
+// inlinePage is the offset in data of the page a bucket carries inline.
+func inlinePage(t *testing.T, data []byte, bucket string) int {
+	return bucketValue(t, data, bucket) + bucketValueSize
 }
 
 // A page that is neither a branch nor a leaf, or a branch with nothing
@@ -179,4 +186,37 @@ func TestPageOfNoKindRefused(t *testing.T) {
 			refusedEverywhere(t, data, c.want)
 		})
 	}
+}
+
+// A branch whose key for a page is above that page's first key, the keys
+// as a cursor reads them still in order, is refused by the page walk.
+// bbolt's check finds it too, but in a goroutine of its own when it
+// rebuilds the freelist of a file it opens or checks: there the error is
+// a panic while the check goes on reading the file as it is unmapped, a
+// crash that no recover catches.
+func TestBranchKeyAbovePageRefused(t *testing.T) {
+	var names []string
+	for i := range 150 {
+		names = append(names, fmt.Sprintf("config-%d-%s", i, strings.Repeat("k", i%40)))
+	}
+	data := snapshotBytes(t, names...)
+	ps := int(binary.LittleEndian.Uint32(data[pageHeaderSize+8:]))
+	id := int(binary.LittleEndian.Uint64(data[bucketValue(t, data, "configmaps"):]))
+	p := data[id*ps : (id+1)*ps]
+	if flags := binary.LittleEndian.Uint16(p[8:]); flags != branchPageFlag || binary.LittleEndian.Uint16(p[10:]) < 3 {
+		t.Fatalf("the configmaps' root page %d is not a branch of 3 or more (flags %#x)", id, flags)
+	}
+	key := func(i int) []byte {
+		off := pageHeaderSize + i*elementSize
+		pos, ksize := int(binary.LittleEndian.Uint32(p[off:])), int(binary.LittleEndian.Uint32(p[off+4:]))
+		return p[off+pos : off+pos+ksize]
+	}
+	// Element 1's key, the first key of its page, raised in its last
+	// byte: still below element 2's, above its page's first key only.
+	k := key(1)
+	k[len(k)-1] = 0xff
+	if bytes.Compare(k, key(2)) >= 0 {
+		t.Fatalf("the raised key %q is not below the next %q", k, key(2))
+	}
+	refusedEverywhere(t, data, "key 0 out of order")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -74,22 +75,31 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	// revision, when set, is read into RevisionHeader as the answer
+	// begins.
+	revision func() uint64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
-		w.status = code
-		w.wrote = true
+		w.begin(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
 	if !w.wrote {
-		w.status = http.StatusOK
-		w.wrote = true
+		w.begin(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) begin(code int) {
+	w.status = code
+	w.wrote = true
+	if w.revision != nil {
+		w.Header().Set(RevisionHeader, strconv.FormatUint(w.revision(), 10))
+	}
 }
 
 func (w *statusWriter) Flush() {

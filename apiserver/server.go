@@ -97,8 +97,13 @@ type Config struct {
 	// answer itself has no bound: it streams.
 	ProxyDialTimeout           time.Duration
 	ProxyResponseHeaderTimeout time.Duration
-	Logger                     *slog.Logger
-	Clock                      clock.WithTickerAndDelayedExecution
+	// Forward, when set, may pick another handler for a request before
+	// any of this server's own, which then serves it instead: a control
+	// plane that follows another's store sends writes to the leader.
+	// It returns nil for the requests served here.
+	Forward func(*http.Request) http.Handler
+	Logger  *slog.Logger
+	Clock   clock.WithTickerAndDelayedExecution
 }
 
 // Server is berth's API server. Build it with New, serve Handler (or call
@@ -129,6 +134,9 @@ type Server struct {
 	resources map[string]*api.Kind
 	// proxyTransport carries pods/proxy and services/proxy to pods.
 	proxyTransport *http.Transport
+	// replicated is set when the store is shared by several control
+	// planes: writes' answers then carry RevisionHeader.
+	replicated bool
 
 	mu           sync.Mutex
 	subresources map[subresourceKey]SubresourceHandler
@@ -189,6 +197,7 @@ func New(cfg Config) (*Server, error) {
 		resources:      map[string]*api.Kind{},
 		subresources:   map[subresourceKey]SubresourceHandler{},
 		proxyTransport: newProxyTransport(cfg.ProxyDialTimeout, cfg.ProxyResponseHeaderTimeout),
+		replicated:     cfg.Store.Replicated(),
 	}
 	s.stopCtx, s.stopAll = context.WithCancel(context.Background())
 	for _, k := range api.Kinds() {
@@ -302,8 +311,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.metrics.observe(rec, sw.code(), s.clock.Since(start))
 	}()
-	s.mux.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), recordKey{}, rec)))
+	r = r.WithContext(context.WithValue(r.Context(), recordKey{}, rec))
+	if s.cfg.Forward != nil {
+		if h := s.cfg.Forward(r); h != nil {
+			h.ServeHTTP(sw, r)
+			return
+		}
+	}
+	if s.replicated && r.Method != http.MethodGet && r.Method != http.MethodHead {
+		sw.revision = s.store.Revision
+	}
+	s.mux.ServeHTTP(sw, r)
 }
+
+// RevisionHeader carries, on the answer to a write of a control plane
+// whose store is replicated, the store's revision when the answer began:
+// every write the request made is in it. A follower that forwarded the
+// request waits until its own store has it before it answers, so that
+// its client reads what it wrote.
+const RevisionHeader = "Berth-Revision"
 
 // maxConcurrentStreams bounds the requests and watches one HTTP/2
 // connection may have open at once.

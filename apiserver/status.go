@@ -143,6 +143,12 @@ func storeError(err error) *apierrors.StatusError {
 		return apierrors.NewBadRequest(err.Error())
 	case errors.Is(err, store.ErrClosed):
 		return apierrors.NewServiceUnavailable("the store is closed: the server is shutting down")
+	case errors.Is(err, store.ErrNotLeader):
+		// A write that met this control plane as leadership changed
+		// hands: the next one finds the leader.
+		se := apierrors.NewServiceUnavailable(err.Error())
+		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		return se
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return apierrors.NewTimeoutError("the request ended before the write was acknowledged: "+err.Error(), 1)
 	}

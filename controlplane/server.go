@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,6 +42,7 @@ import (
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
+	"github.com/berth-dev/berth/store/etcd"
 )
 
 // Store kinds accepted by --store.
@@ -75,11 +77,22 @@ type Config struct {
 	// listen host, or, when the listen address names none, every address
 	// of this machine's interfaces; and the loopback names and hostname.
 	TLSSANs []string
-	// Store is "bolt" (default), "memory", or "etcd://h1:2379,…".
-	Store   string
-	Version apiserver.VersionInfo
-	Logger  *slog.Logger
-	Clock   clock.WithTickerAndDelayedExecution
+	// Store is "bolt" (default), "memory", or "etcd://h1:2379,…": the
+	// store shared by several control planes, of which one leads (runs
+	// the controllers, the scheduler and the sources, and writes) and the
+	// others serve reads, watches and DNS from their own copy and send
+	// writes to the leader, until one of them takes over.
+	Store string
+	// Etcd tunes the etcd store.
+	Etcd EtcdConfig
+	// AdvertiseAddress is where the other control planes of an etcd
+	// store reach this one's API (--advertise-address): by default the
+	// listen host, or, when the listen address names none, this
+	// machine's first address.
+	AdvertiseAddress string
+	Version          apiserver.VersionInfo
+	Logger           *slog.Logger
+	Clock            clock.WithTickerAndDelayedExecution
 	// Sources are the --source flags: where desired state comes from.
 	Sources []source.Spec
 	// WebhookSecretFile holds the secret of POST /hooks/<source>; none
@@ -134,6 +147,12 @@ type Server struct {
 	// agents and gathers their resource metrics; Run ends its
 	// streams at shutdown.
 	containers *ContainerProxy
+	// etcd is the backend of an etcd store, nil for the others; forward
+	// sends a follower's writes to the leader, and advertise is the URL
+	// this control plane announces when it leads.
+	etcd      *etcd.Backend
+	forward   *forwarder
+	advertise string
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -161,27 +180,49 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	creds, err := EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, ExtraSANs: servingAddresses(cfg, interfaceAddrs), Clock: cfg.Clock})
-	if err != nil {
-		return nil, err
+	ensure := func() (*Credentials, error) {
+		return EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, ExtraSANs: servingAddresses(cfg, interfaceAddrs), Clock: cfg.Clock})
 	}
-	backend, err := openBackend(cfg)
-	if err != nil {
-		return nil, err
+	var (
+		creds   *Credentials
+		backend store.Backend
+		eb      *etcd.Backend
+		err     error
+	)
+	if strings.HasPrefix(cfg.Store, StoreEtcdScheme) {
+		if eb, err = openEtcd(ctx, cfg); err != nil {
+			return nil, err
+		}
+		if creds, err = shareCredentials(ctx, eb.Client(), eb.Prefix()+etcd.BootstrapKey, PathsIn(cfg.DataDir), cfg.Logger, ensure); err != nil {
+			eb.Close()
+			return nil, err
+		}
+		backend = eb
+	} else {
+		if creds, err = ensure(); err != nil {
+			return nil, err
+		}
+		if backend, err = openBackend(cfg); err != nil {
+			return nil, err
+		}
 	}
 	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, quota.Admit}})
 	if err != nil {
 		backend.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics()}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb}
 	if b, ok := backend.(*bolt.Backend); ok {
 		s.dbSize = b.Size
 	}
 	s.events = event.NewWriter(st, event.Options{Clock: cfg.Clock, Logger: cfg.Logger})
-	if err := s.bootstrap(ctx); err != nil {
-		st.Close()
-		return nil, err
+	if !st.Replicated() {
+		// A store of its own: this control plane leads from the start.
+		// An etcd store's leader does this once it is elected.
+		if err := s.bootstrap(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	if err := s.setupSources(ctx); err != nil {
 		st.Close()
@@ -249,7 +290,34 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	s.listener = l
+	if st.Replicated() {
+		s.advertise = advertiseURL(cfg, l.Addr(), interfaceAddrs)
+		s.forward.self = s.advertise
+	}
 	return s, nil
+}
+
+// advertiseURL is where the other control planes reach this one's API:
+// --advertise-address, else the listen host, else this machine's first
+// address, else loopback; always at the listen port.
+func advertiseURL(cfg Config, addr net.Addr, addrs func() []string) string {
+	_, port, _ := net.SplitHostPort(addr.String())
+	host := cfg.AdvertiseAddress
+	if host == "" {
+		if h, _, err := net.SplitHostPort(cfg.Listen); err == nil && h != "" {
+			if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+				host = h
+			}
+		}
+	}
+	if host == "" {
+		if as := addrs(); len(as) > 0 {
+			host = as[0]
+		} else {
+			host = "127.0.0.1"
+		}
+	}
+	return "https://" + net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
 // Check finds what is wrong with the flags behind cfg without touching
@@ -258,6 +326,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // dir and exits 2.
 func (cfg Config) Check() error {
 	if err := checkStore(cfg.Store); err != nil {
+		return err
+	}
+	if err := cfg.Etcd.check(strings.HasPrefix(cfg.Store, StoreEtcdScheme)); err != nil {
 		return err
 	}
 	for _, san := range cfg.TLSSANs {
@@ -275,6 +346,9 @@ func (cfg Config) Check() error {
 // elsewhere may dial any of them.
 func servingAddresses(cfg Config, addrs func() []string) []string {
 	out := slices.Clone(cfg.TLSSANs)
+	if cfg.AdvertiseAddress != "" {
+		out = append(out, strings.Trim(cfg.AdvertiseAddress, "[]"))
+	}
 	if host, _, err := net.SplitHostPort(cfg.Listen); err == nil {
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 			out = append(out, addrs()...)
@@ -305,8 +379,9 @@ func checkStore(v string) error {
 	switch {
 	case v == "" || v == StoreBolt || v == StoreMemory:
 		return nil
-	case strings.HasPrefix(v, "etcd://"):
-		return fmt.Errorf("--store %s: the etcd backend is not available in this version; use bolt or memory", v)
+	case strings.HasPrefix(v, StoreEtcdScheme):
+		_, err := etcdEndpoints(v)
+		return err
 	}
 	return fmt.Errorf("--store %q: want bolt, memory or etcd://host:port,…", v)
 }
@@ -366,6 +441,9 @@ func (s *Server) setupSources(ctx context.Context) error {
 	}
 	srcs.ctrlMetrics = s.ctrlMetrics
 	s.sources = srcs
+	if s.store.Replicated() {
+		return nil // the leader's, once elected
+	}
 	return srcs.ensureObjects(ctx)
 }
 
@@ -380,13 +458,21 @@ func (s *Server) buildAPI() error {
 	}
 	s.registry = registry
 	authz := apiserver.NewAuthorizer(s.store)
+	checks := []apiserver.ReadyCheck{{Name: "store", Check: s.store.Err}, {Name: "sources", Check: s.sources.Ready}}
+	var forward func(*http.Request) http.Handler
+	if s.store.Replicated() {
+		s.forward = newForwarder(s.store, "", s.creds.CAPool, s.log)
+		forward = s.forward.route
+		checks = append(checks, apiserver.ReadyCheck{Name: "leader", Check: s.forward.known})
+	}
 	a, err := apiserver.New(apiserver.Config{
 		Registry:      registry,
 		Store:         s.store,
 		Authenticator: apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer),
 		Authorizer:    authz,
 		Version:       s.cfg.Version,
-		ReadyChecks:   []apiserver.ReadyCheck{{Name: "store", Check: s.store.Err}, {Name: "sources", Check: s.sources.Ready}},
+		ReadyChecks:   checks,
+		Forward:       forward,
 		Admission: []apiserver.AdmissionPlugin{
 			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
 				return apiserver.MirrorPodGuard(ctx, id, a)
@@ -449,20 +535,6 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { serveErr <- s.api.Serve(s.listener, tlsConfig) }()
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Go(func() { s.sources.Run(runCtx) })
-	wg.Go(func() { s.events.Run(runCtx) })
-	for _, c := range s.controllers {
-		wg.Go(func() {
-			if err := c.Run(runCtx, 2); err != nil {
-				s.log.Error("controller stopped", "controller", c.Name(), "err", err)
-			}
-		})
-	}
-	wg.Go(func() {
-		if err := s.scheduler.Run(runCtx); err != nil {
-			s.log.Error("scheduler stopped", "err", err)
-		}
-	})
 	if s.dns != nil {
 		wg.Go(func() {
 			if err := s.dns.Run(runCtx); err != nil {
@@ -470,12 +542,35 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		})
 	}
+	leadErr := make(chan error, 1)
+	if s.store.Replicated() {
+		wg.Go(func() { s.etcd.ObserveLeader(runCtx, s.forward.setLeader) })
+		wg.Go(func() {
+			if err := s.lead(runCtx); err != nil {
+				if runCtx.Err() == nil {
+					leadErr <- err
+				}
+				return
+			}
+			s.runLeader(runCtx, &wg)
+		})
+	} else {
+		s.runLeader(runCtx, &wg)
+	}
 	var err error
 	select {
 	case <-ctx.Done():
 		s.log.Info("shutting down", "reason", context.Cause(ctx))
 	case err = <-serveErr:
 		s.log.Info("shutting down", "reason", err)
+	case err = <-leadErr:
+		s.log.Error("shutting down", "reason", err)
+	case <-s.store.Lost():
+		// As kube-controller-manager does: a control plane that lost
+		// the election stops, and starts again (systemd restarts it) as
+		// a follower of the new leader, from what the store holds.
+		err = ErrLeadershipLost
+		s.log.Error("shutting down: leadership lost; start berth server again and it follows the new leader")
 	}
 	stop()
 	wg.Wait()
@@ -489,6 +584,44 @@ func (s *Server) Run(ctx context.Context) error {
 		err = cerr
 	}
 	return err
+}
+
+// ErrLeadershipLost ends Run when this control plane led an etcd store
+// and another took over.
+var ErrLeadershipLost = errors.New("this control plane's leadership of the cluster was lost")
+
+// lead campaigns for the leadership of an etcd store, and once elected
+// and caught up, makes what a store must hold from the start and the
+// Source objects of the --source flags.
+func (s *Server) lead(ctx context.Context) error {
+	s.log.Info("campaigning for leader", "advertise", s.advertise)
+	if err := s.store.Lead(ctx, s.advertise); err != nil {
+		return err
+	}
+	s.log.Info("leading the cluster", "advertise", s.advertise, "revision", s.store.Revision())
+	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
+	return s.sources.ensureObjects(ctx)
+}
+
+// runLeader starts what only the leader runs, each until ctx ends: the
+// sources, the event writer, the controllers and the scheduler.
+func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() { s.sources.Run(ctx) })
+	wg.Go(func() { s.events.Run(ctx) })
+	for _, c := range s.controllers {
+		wg.Go(func() {
+			if err := c.Run(ctx, 2); err != nil {
+				s.log.Error("controller stopped", "controller", c.Name(), "err", err)
+			}
+		})
+	}
+	wg.Go(func() {
+		if err := s.scheduler.Run(ctx); err != nil {
+			s.log.Error("scheduler stopped", "err", err)
+		}
+	})
 }
 
 // newRegistry is what the API server's /metrics serves beyond its own

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/store/bolt"
+	"github.com/berth-dev/berth/store/etcd"
 )
 
 // SnapshotPath serves a consistent copy of the store file to the admin
@@ -54,9 +55,13 @@ func (h *snapshotHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	snap, ok := h.backend.(snapshotter)
 	if !ok {
+		msg := "the server keeps its store in memory (--store memory): there is no store file to snapshot, and nothing is kept to back up"
+		if _, ok := h.backend.(*etcd.Backend); ok {
+			msg = "the store is in etcd (--store etcd://…): back it up with etcdctl snapshot save, which holds every control plane's state"
+		}
 		apiserver.WriteError(w, &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
-			Message: "the server keeps its store in memory (--store memory): there is no store file to snapshot, and nothing is kept to back up",
+			Message: msg,
 		}})
 		return
 	}

@@ -240,11 +240,19 @@ func (s *sources) ensureObject(ctx context.Context, spec source.Spec) error {
 // Ready is the "sources" check of /readyz: every source has finished one
 // sync attempt, applied or not.
 func (s *sources) Ready() error {
+	following := s.store.Following()
 	var waiting []string
 	for name, r := range s.runners {
-		if !r.synced.Load() {
-			waiting = append(waiting, name)
+		if following {
+			// The leader runs the sources: a Source it has synced once
+			// has a sync time.
+			if obj, err := s.store.Get(sourceKind, "", name); err == nil && obj.(*api.Source).Status.LastSyncTime != nil {
+				continue
+			}
+		} else if r.synced.Load() {
+			continue
 		}
+		waiting = append(waiting, name)
 	}
 	if len(waiting) == 0 {
 		return nil

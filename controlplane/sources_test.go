@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -31,21 +32,28 @@ type running struct {
 
 func startControlPlane(t *testing.T, dataDir, storeKind string, specs ...source.Spec) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s, err := New(ctx, Config{
+	return runControlPlane(t, Config{
 		DataDir: dataDir,
 		Listen:  "127.0.0.1:0",
 		Store:   storeKind,
 		Sources: specs,
 		Logger:  slog.New(slog.DiscardHandler),
 	})
+}
+
+// runControlPlane makes a control plane of cfg and runs it until the test
+// ends or stop.
+func runControlPlane(t *testing.T, cfg Config) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := New(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := s.Run(ctx); err != nil {
+		if err := s.Run(ctx); err != nil && !errors.Is(err, ErrLeadershipLost) {
 			t.Errorf("run: %v", err)
 		}
 	})

@@ -231,6 +231,10 @@ func (s *Store) Lead(ctx context.Context, value string) error {
 	return nil
 }
 
+// Replicated reports whether the store's backend is shared with other
+// control planes (Replicated): one leads, the others follow.
+func (s *Store) Replicated() bool { return s.replica != nil }
+
 // Following reports whether the store follows another's commits and
 // takes no writes of its own.
 func (s *Store) Following() bool {

@@ -28,6 +28,8 @@ type serverOptions struct {
 	listen            string
 	tlsSANs           []string
 	store             string
+	etcd              controlplane.EtcdConfig
+	advertiseAddress  string
 	sources           []string
 	webhookSecretFile string
 	dns               dns.Options
@@ -70,10 +72,21 @@ The state lives in memory, so the server runs Go's garbage collector at
 GOGC=50 (the heap stays within about 1.5 times the state) unless GOGC is
 set in the environment; GOMEMLIMIT sets a soft cap.
 
+Several servers share one cluster with --store etcd://h1:2379,h2:2379:
+the first to start puts its credentials into etcd and the others take
+them (start each with an empty data dir, or its own earlier one), one is
+elected leader, running the controllers, the scheduler and the sources,
+and the others serve reads, watches and DNS from their own copy of the
+state and send writes on to the leader. When the leader stops, another
+takes over within --leader-elect-lease-duration; a leader that loses the
+election exits, to be started again as a follower. Give every server the
+same --source flags, and agents an address that reaches any of them (a
+load balancer, or DNS naming them all).
+
 Beside the API, the --listen address serves /livez, /readyz (?verbose
-lists the checks: store, sources) and /metrics (Prometheus: the API,
-store, controllers' work queues, scheduler, sources and nodes, named
-berth_*) without a token.`,
+lists the checks: store, sources, and with an etcd store leader) and
+/metrics (Prometheus: the API, store, controllers' work queues,
+scheduler, sources and nodes, named berth_*) without a token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			mostAllocated, err := sched.ParseScoringStrategy(o.scoringStrategy)
@@ -93,6 +106,8 @@ berth_*) without a token.`,
 				Listen:            o.listen,
 				TLSSANs:           o.tlsSANs,
 				Store:             o.store,
+				Etcd:              o.etcdConfig(),
+				AdvertiseAddress:  o.advertiseAddress,
 				Version:           apiserver.VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version()},
 				Logger:            g.logger,
 				Sources:           specs,
@@ -147,7 +162,14 @@ berth_*) without a token.`,
 	f := cmd.Flags()
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "store, CA, tokens, kubeconfig and volumes")
 	f.StringVar(&o.listen, "listen", ":6443", "address of the HTTPS API")
-	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir) or memory (nothing kept); etcd://h1:2379,… is for several control planes and not available in this version")
+	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir), memory (nothing kept), or etcd://h1:2379,h2:2379 (shared by several servers, one of which leads)")
+	f.StringVar(&o.etcd.CAFile, "etcd-cafile", "", "with an etcd store: the CA that signed etcd's certificate (TLS to etcd)")
+	f.StringVar(&o.etcd.CertFile, "etcd-certfile", "", "with an etcd store: the client certificate to present to etcd")
+	f.StringVar(&o.etcd.KeyFile, "etcd-keyfile", "", "with an etcd store: the client certificate's key")
+	f.StringVar(&o.etcd.Prefix, "etcd-prefix", "/berth", "with an etcd store: the key prefix of the cluster's state (one etcd may hold several clusters)")
+	f.DurationVar(&o.etcd.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "with an etcd store: how often the leader compacts etcd's history; 0 never does (etcd's --auto-compaction-retention then must)")
+	f.DurationVar(&o.etcd.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "with an etcd store: how long a leader that stopped renewing keeps its election, and so how soon another server takes over from one that died")
+	f.StringVar(&o.advertiseAddress, "advertise-address", "", "with an etcd store: the address the other servers reach this one's API at (default: the --listen host, or this machine's first address); the API's certificate covers it")
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "further DNS names or IP addresses the API's certificate covers, beyond the listen host (or, listening on every address, this machine's addresses), the loopback names and the hostname; repeatable or comma-separated")
 	f.StringArrayVar(&o.sources, "source", nil, "where desired state comes from: a directory or file, git+https://…, git+ssh://…, git+file://… (?ref=&path=&interval=&name=) or http(s)://…; repeatable")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /hooks/<source>; none turns webhooks off")
@@ -169,6 +191,16 @@ berth_*) without a token.`,
 	_ = f.MarkHidden("memprofile")
 	o.agentFlags.register(f, "agent-listen", "address of the embedded agent's HTTPS log server (default <node-ip>:10250)")
 	return cmd
+}
+
+// etcdConfig is the etcd flags as the control plane takes them: the
+// compaction flag's 0 (never) is a negative interval there.
+func (o *serverOptions) etcdConfig() controlplane.EtcdConfig {
+	c := o.etcd
+	if c.CompactionInterval == 0 {
+		c.CompactionInterval = -1
+	}
+	return c
 }
 
 // embeddedAgent makes the agent `berth server` runs beside the control

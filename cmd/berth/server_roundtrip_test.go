@@ -102,8 +102,8 @@ func waitReady(t *testing.T, ok func() bool) {
 	})
 }
 
-// TestServerHelpStore checks that the help does not offer a store this
-// version cannot open without saying so.
+// TestServerHelpStore checks that the help offers every store and the
+// flags of the etcd one.
 func TestServerHelpStore(t *testing.T) {
 	r := runBerth(t, "", "server", "--help")
 	i := strings.Index(r.stdout, "--store string")
@@ -111,8 +111,15 @@ func TestServerHelpStore(t *testing.T) {
 		t.Fatalf("server --help: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	line, _, _ := strings.Cut(r.stdout[i:], "\n")
-	if strings.Contains(line, "etcd") && !strings.Contains(line, "not available in this version") {
-		t.Errorf("--store offers etcd as if it worked: %s", line)
+	for _, want := range []string{"bolt", "memory", "etcd://"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("--store does not name %s: %s", want, line)
+		}
+	}
+	for _, flag := range []string{"--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--etcd-prefix", "--etcd-compaction-interval", "--leader-elect-lease-duration", "--advertise-address"} {
+		if !strings.Contains(r.stdout, flag) {
+			t.Errorf("server --help has no %s", flag)
+		}
 	}
 }
 
@@ -126,7 +133,9 @@ func TestServerBadUsage(t *testing.T) {
 		want string
 	}{
 		{"store", []string{"--store", "foo"}, `--store "foo": want bolt, memory or etcd://host:port,…`},
-		{"etcd store", []string{"--store", "etcd://h1:2379"}, "the etcd backend is not available in this version"},
+		{"etcd store", []string{"--store", "etcd://h1:2379,h2"}, `"h2" is not host:port`},
+		{"etcd client certificate", []string{"--store", "etcd://h1:2379", "--etcd-certfile", "c.pem"}, "--etcd-certfile and --etcd-keyfile go together"},
+		{"etcd flags", []string{"--etcd-cafile", "ca.pem"}, "--etcd-cafile, --etcd-certfile and --etcd-keyfile are for --store etcd://"},
 		{"duplicate sources", []string{"--source", "name=site," + tmp, "--source", "name=site," + tmp},
 			`two sources are named "site"`},
 		{"agent flag", []string{"--node-labels", "=x"}, "--node-labels:"},

@@ -184,6 +184,9 @@ func (b *Backend) checkFormat(ctx context.Context) error {
 		Then(clientv3.OpPut(key, format)).
 		Else(clientv3.OpGet(key)).
 		Commit()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("etcd %s: no answer within %s: is it running, and reachable from here? (%w)", strings.Join(b.opts.Endpoints, ","), b.opts.DialTimeout, err)
+	}
 	if err != nil {
 		return fmt.Errorf("etcd %s: %w", strings.Join(b.opts.Endpoints, ","), err)
 	}

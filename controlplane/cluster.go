@@ -1,0 +1,155 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// clusterSecrets are the credentials every control plane of a cluster
+// shares, kept in etcd under the prefix's bootstrap key: the CA that
+// signs each one's serving certificate and every agent's, the admin and
+// node tokens, and the key that signs service-account tokens and node
+// credentials. Anyone who reads them is the cluster's admin, as anyone
+// who reads a Kubernetes cluster's etcd is: give etcd client
+// certificates (--etcd-certfile) and keep it to the control planes.
+type clusterSecrets struct {
+	CACert     []byte `json:"caCert"`
+	CAKey      []byte `json:"caKey"`
+	AdminToken []byte `json:"adminToken"`
+	NodeToken  []byte `json:"nodeToken"`
+	SAKey      []byte `json:"serviceAccountKey"`
+}
+
+// secretFile is one shared secret and its file in the data dir.
+type secretFile struct {
+	path string
+	data *[]byte
+}
+
+// files pairs each secret with its file in the data dir.
+func (cs *clusterSecrets) files(p CredentialPaths) []secretFile {
+	return []secretFile{
+		{p.CACert, &cs.CACert}, {p.CAKey, &cs.CAKey},
+		{p.AdminToken, &cs.AdminToken}, {p.NodeToken, &cs.NodeToken},
+		{p.SAKey, &cs.SAKey},
+	}
+}
+
+// readSecrets reads the shared credentials from a data dir.
+func readSecrets(p CredentialPaths) (*clusterSecrets, error) {
+	cs := &clusterSecrets{}
+	for _, f := range cs.files(p) {
+		data, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, fmt.Errorf("credentials: %w", err)
+		}
+		*f.data = data
+	}
+	return cs, nil
+}
+
+// install writes the shared credentials into a data dir that lacks them,
+// and refuses one that holds others: it belongs to another cluster.
+func (cs *clusterSecrets) install(p CredentialPaths, key string) error {
+	if err := ensurePrivateDir(p.TLSDir); err != nil {
+		return err
+	}
+	for _, f := range cs.files(p) {
+		have, err := os.ReadFile(f.path)
+		switch {
+		case err == nil:
+			if !bytes.Equal(bytes.TrimSpace(have), bytes.TrimSpace(*f.data)) {
+				return fmt.Errorf("credentials: %s is not the cluster's (etcd %s): this data dir belongs to another cluster or another --etcd-prefix; move its credentials (tls/ca.*, admin-token, node-token, sa.key) away to join this one", f.path, key)
+			}
+		case errors.Is(err, fs.ErrNotExist):
+			if err := writeFileAtomic(f.path, *f.data, 0o600); err != nil {
+				return fmt.Errorf("credentials: %w", err)
+			}
+		default:
+			return fmt.Errorf("credentials: %w", err)
+		}
+	}
+	return nil
+}
+
+// shareCredentials makes the data dir hold the cluster's shared
+// credentials, then completes it with ensure (EnsureCredentials: this
+// control plane's own serving certificate, admin.kubeconfig). A data dir
+// without them takes the cluster's from etcd; the first control plane of
+// a cluster publishes its own, made by ensure when it has none; a data
+// dir that holds other ones is refused.
+func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p CredentialPaths, log *slog.Logger, ensure func() (*Credentials, error)) (*Credentials, error) {
+	for {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		resp, err := cli.Get(rctx, key)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("credentials: read etcd %s: %w", key, err)
+		}
+		if len(resp.Kvs) == 1 {
+			var cs clusterSecrets
+			if err := json.Unmarshal(resp.Kvs[0].Value, &cs); err != nil {
+				return nil, fmt.Errorf("credentials: etcd %s: %w", key, err)
+			}
+			if err := cs.install(p, key); err != nil {
+				return nil, err
+			}
+			return ensure()
+		}
+		_, statErr := os.Stat(p.CACert)
+		hadOwn := statErr == nil
+		creds, err := ensure()
+		if err != nil {
+			return nil, err
+		}
+		cs, err := readSecrets(p)
+		if err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(cs)
+		if err != nil {
+			return nil, err
+		}
+		rctx, cancel = context.WithTimeout(ctx, requestTimeout)
+		tresp, err := cli.Txn(rctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(data))).
+			Commit()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("credentials: write etcd %s: %w", key, err)
+		}
+		if tresp.Succeeded {
+			log.Info("published this control plane's credentials as the cluster's", "etcd", key)
+			return creds, nil
+		}
+		// Another control plane published first. What this one made
+		// just now gives way to the cluster's; credentials it had from
+		// before are checked against them.
+		if !hadOwn {
+			// The serving certificate goes too: the CA that signed it
+			// is not the cluster's.
+			made := []string{p.ServerCert, p.ServerKey}
+			for _, f := range cs.files(p) {
+				made = append(made, f.path)
+			}
+			for _, path := range made {
+				if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return nil, fmt.Errorf("credentials: %w", err)
+				}
+			}
+		}
+	}
+}
+
+// requestTimeout bounds one request to etcd outside the store.
+const requestTimeout = 10 * time.Second

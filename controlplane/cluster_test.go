@@ -1,0 +1,162 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/etcd/etcdtest"
+)
+
+// cmKind is the ConfigMap kind.
+var cmKind = api.MustLookupResource("configmaps")
+
+// startClusterMember runs a control plane over the etcd at endpoint,
+// listening on host, until the test ends or stop.
+func startClusterMember(t *testing.T, endpoint, host, dataDir string, specs ...source.Spec) *running {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runControlPlane(t, Config{
+		DataDir: dataDir,
+		Listen:  host + ":0",
+		Store:   StoreEtcdScheme + u.Host,
+		Etcd:    EtcdConfig{LeaseDuration: 2 * time.Second},
+		Sources: specs,
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+}
+
+// adminClient talks to one control plane's API as the admin.
+func adminClient(t *testing.T, cp *running) *client.Client {
+	t.Helper()
+	c, err := client.New(&client.Config{Server: cp.LocalURL(), CAData: cp.Credentials().CAPEM, Token: cp.Credentials().AdminToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func leads(cp *running) error {
+	if cp.Store().Following() {
+		return errors.New("follows")
+	}
+	return nil
+}
+
+func TestControlPlanesShareAnEtcdStore(t *testing.T) {
+	ep := etcdtest.Start(t)
+	manifests := t.TempDir()
+	write(t, filepath.Join(manifests, "a.yaml"), cm("from-git", "1"))
+	spec, err := source.Parse("name=site," + manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startClusterMember(t, ep, "127.0.0.1", t.TempDir(), spec)
+	poll(t, "the first control plane leads", func() error { return leads(first) })
+	second := startClusterMember(t, ep, "127.0.0.2", t.TempDir(), spec)
+
+	// The second took the cluster's credentials from etcd.
+	c1, c2 := first.Credentials(), second.Credentials()
+	if c1.AdminToken != c2.AdminToken || c1.NodeToken != c2.NodeToken || !bytes.Equal(c1.CAPEM, c2.CAPEM) {
+		t.Fatal("the control planes hold different credentials")
+	}
+	if !c2.ServingCert.Leaf.Equal(c2.ServingCert.Leaf) || c1.ServingCert.Leaf.Equal(c2.ServingCert.Leaf) {
+		t.Fatal("the control planes share a serving certificate; each needs its own")
+	}
+	if err := leads(second); err == nil {
+		t.Fatal("both control planes lead")
+	}
+
+	ctx := context.Background()
+	via := adminClient(t, second)
+	// What the leader made at election and applied from the source is
+	// served by the follower.
+	poll(t, "the follower serves the source's objects", func() error {
+		_, err := via.Get(ctx, cmKind, "default", "from-git")
+		return err
+	})
+	if _, err := via.Get(ctx, api.MustLookupResource("namespaces"), "", "kube-system"); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the follower is ready", func() error {
+		if code, body := getPublic(t, second, "/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]leader ok") || !strings.Contains(body, "[+]sources ok") {
+			return errors.New(body)
+		}
+		return nil
+	})
+	// A write through the follower goes to the leader, and the follower
+	// answers once it has it: its client reads what it wrote.
+	made, err := via.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "via-follower"}, Data: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := via.Get(ctx, cmKind, "default", "via-follower")
+	if err != nil || got.GetResourceVersion() != made.GetResourceVersion() {
+		t.Fatalf("read after write through the follower: %v, %v", got, err)
+	}
+	if _, err := first.Store().Get(cmKind, "default", "via-follower"); err != nil {
+		t.Fatalf("the leader does not hold the follower's write: %v", err)
+	}
+	// The follower's own store takes no writes.
+	if _, err := second.Store().Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "direct"}}); !errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("a write into the follower's store: %v", err)
+	}
+
+	// The leader stops: the follower takes over, and keeps the state.
+	first.stop()
+	poll(t, "the second control plane leads", func() error { return leads(second) })
+	if _, err := via.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"from-git", "via-follower", "after"} {
+		if _, err := via.Get(ctx, cmKind, "default", name); err != nil {
+			t.Errorf("after the failover: %v", err)
+		}
+	}
+	// The first comes back, follows, and forwards.
+	again := startClusterMember(t, ep, "127.0.0.1", c1.Paths.Dir, spec)
+	back := adminClient(t, again)
+	poll(t, "the first control plane follows the second", func() error {
+		_, err := back.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "back"}})
+		return err
+	})
+	if err := leads(again); err == nil {
+		t.Fatal("the restarted control plane leads beside the second")
+	}
+	if _, err := second.Store().Get(cmKind, "default", "back"); err != nil {
+		t.Fatalf("the leader does not hold the write forwarded to it: %v", err)
+	}
+}
+
+func TestDataDirOfAnotherClusterIsRefused(t *testing.T) {
+	ep := etcdtest.Start(t)
+	startClusterMember(t, ep, "127.0.0.1", t.TempDir())
+	// A data dir with credentials of its own, from a server that ran
+	// alone.
+	own := t.TempDir()
+	alone := startControlPlane(t, own, StoreMemory)
+	alone.stop()
+	u, _ := url.Parse(ep)
+	_, err := New(context.Background(), Config{
+		DataDir: own, Listen: "127.0.0.2:0", Store: StoreEtcdScheme + u.Host,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err == nil || !strings.Contains(err.Error(), "belongs to another cluster") {
+		t.Fatalf("joining with another cluster's credentials: %v", err)
+	}
+}

@@ -1,0 +1,186 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/store"
+)
+
+// forwarder sends the writes a follower's API receives to the leader's,
+// as a Nomad server forwards to its leader: the follower's store takes no
+// writes, and the leader's is the one that does. It then waits until the
+// follower's store has the leader's answer, so that a client that wrote
+// through this control plane reads what it wrote from it.
+type forwarder struct {
+	store *store.Store
+	// self is this control plane's own URL, which it never forwards to:
+	// named leader before its store has caught up, it answers 503.
+	self   string
+	leader atomic.Pointer[url.URL]
+	proxy  *httputil.ReverseProxy
+	log    *slog.Logger
+}
+
+// forwardWait bounds how long a follower waits for its store to have the
+// write the leader answered before it answers all the same.
+const forwardWait = 10 * time.Second
+
+type targetKey struct{}
+
+func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Logger) *forwarder {
+	f := &forwarder{store: st, self: self, log: log}
+	f.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(pr.In.Context().Value(targetKey{}).(*url.URL))
+			pr.SetXForwarded()
+		},
+		Transport: &http.Transport{
+			TLSClientConfig:       &tls.Config{RootCAs: ca, MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:     true,
+			ResponseHeaderTimeout: time.Minute,
+			IdleConnTimeout:       90 * time.Second,
+			MaxIdleConnsPerHost:   64,
+		},
+		FlushInterval:  -1,
+		ModifyResponse: f.caughtUp,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			apiserver.WriteError(w, unavailable(fmt.Sprintf("the leader %s cannot be reached: %v", r.Context().Value(targetKey{}), err)))
+		},
+	}
+	return f
+}
+
+// route is the API server's Forward: the writes of a follower go to the
+// leader, everything else is served here.
+func (f *forwarder) route(r *http.Request) http.Handler {
+	if !forwardable(r) || !f.store.Following() {
+		return nil
+	}
+	return f
+}
+
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	target := f.leader.Load()
+	switch {
+	case target == nil:
+		apiserver.WriteError(w, unavailable("no control plane leads the cluster yet; try again"))
+		return
+	case target.String() == f.self:
+		apiserver.WriteError(w, unavailable("this control plane was just elected leader and is catching up; try again"))
+		return
+	}
+	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
+}
+
+// caughtUp holds the leader's answer to a write until this control
+// plane's store has the revision the answer names.
+func (f *forwarder) caughtUp(resp *http.Response) error {
+	rev, err := strconv.ParseUint(resp.Header.Get(apiserver.RevisionHeader), 10, 64)
+	if err != nil {
+		return nil // no write was made
+	}
+	ctx, cancel := context.WithTimeout(resp.Request.Context(), forwardWait)
+	defer cancel()
+	if err := f.store.WaitRevision(ctx, rev); err != nil && resp.Request.Context().Err() == nil {
+		f.log.Warn("answering a forwarded write before this control plane's store has it", "revision", rev, "have", f.store.Revision(), "err", err)
+	}
+	return nil
+}
+
+// setLeader takes the leader's announced URL ("" while none leads).
+func (f *forwarder) setLeader(v string) {
+	if v == "" {
+		f.leader.Store(nil)
+		return
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		f.log.Warn("the leader announced an address that is not an https URL", "leader", v)
+		f.leader.Store(nil)
+		return
+	}
+	if old := f.leader.Swap(u); old == nil || old.String() != u.String() {
+		f.log.Info("following the leader", "leader", v)
+	}
+}
+
+// known says whether a leader is known: the "leader" check of /readyz.
+func (f *forwarder) known() error {
+	if !f.store.Following() || f.leader.Load() != nil {
+		return nil
+	}
+	return fmt.Errorf("no control plane leads the cluster yet")
+}
+
+// forwardable tells the requests a follower sends to the leader: those
+// that write. Reads and watches are served from the follower's own store;
+// so are exec, attach, port-forward and the proxies, which reach agents
+// and pods from wherever they arrive, the reviews of access and tokens,
+// which write nothing, and a join, which signs with the credentials every
+// control plane shares.
+func forwardable(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	p := r.URL.Path
+	switch {
+	case p == apiserver.JoinPath,
+		strings.HasPrefix(p, "/apis/authentication.k8s.io/"),
+		strings.HasPrefix(p, "/apis/authorization.k8s.io/"):
+		return false
+	}
+	resource, sub := resourceOfPath(p)
+	switch sub {
+	case "exec", "attach", "portforward", "proxy":
+		return resource != "pods" && resource != "services" && resource != "nodes"
+	}
+	return true
+}
+
+// resourceOfPath reads the resource and subresource of an API path:
+// /api/v1/[namespaces/NS/]RESOURCE/NAME/SUB…, or /apis/GROUP/VERSION/….
+func resourceOfPath(p string) (resource, sub string) {
+	segs := strings.Split(strings.Trim(p, "/"), "/")
+	var rest []string
+	switch {
+	case len(segs) >= 2 && segs[0] == "api":
+		rest = segs[2:]
+	case len(segs) >= 3 && segs[0] == "apis":
+		rest = segs[3:]
+	default:
+		return "", ""
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		rest = rest[2:]
+	}
+	if len(rest) >= 1 {
+		resource = rest[0]
+	}
+	if len(rest) >= 3 {
+		sub = rest[2]
+	}
+	return resource, sub
+}
+
+// unavailable is a 503 that asks the client to retry in a second.
+func unavailable(msg string) error {
+	se := apierrors.NewServiceUnavailable(msg)
+	se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+	return se
+}

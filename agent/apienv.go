@@ -27,6 +27,9 @@ func apiServerEnv(server string) ([]string, error) {
 	if server == "" {
 		return nil, nil
 	}
+	// Of several control planes, the first: a pod has one address for
+	// the API, as a Kubernetes pod has the kubernetes service's.
+	server, _, _ = strings.Cut(server, ",")
 	u, err := url.Parse(server)
 	if err != nil {
 		return nil, fmt.Errorf("server URL %q: %w", server, err)

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +28,10 @@ const DefaultTimeout = 30 * time.Second
 // Client talks to one API server as one identity. It is safe for
 // concurrent use; keep one per identity and share it.
 type Client struct {
-	base      *url.URL
+	// bases are the control planes' URLs; current indexes the one the
+	// client sends to.
+	bases     []*url.URL
+	current   atomic.Int32
 	token     string
 	http      *http.Client
 	timeout   time.Duration
@@ -38,12 +43,11 @@ type Client struct {
 // it pings idle HTTP/2 connections, so that a dead server is noticed
 // even on a quiet watch.
 func New(cfg *Config) (*Client, error) {
-	u, err := url.Parse(cfg.Server)
-	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return nil, fmt.Errorf("client: server %q is not an http(s) URL", cfg.Server)
+	bases, err := ParseServers(cfg.Server)
+	if err != nil {
+		return nil, err
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	c := &Client{base: u, token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent}
+	c := &Client{bases: bases, token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -59,6 +63,25 @@ func New(cfg *Config) (*Client, error) {
 	c.http = &http.Client{Transport: tr}
 	return c, nil
 }
+
+// ParseServers reads Config.Server: one URL, or several separated by
+// commas.
+func ParseServers(v string) ([]*url.URL, error) {
+	var out []*url.URL
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			return nil, fmt.Errorf("client: server %q is not an http(s) URL", s)
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/")
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Server is the URL of the control plane the client sends to now.
+func (c *Client) Server() string { return c.bases[c.current.Load()].String() }
 
 // NewTransport builds the transport New uses, for callers that share one
 // among many clients (Config.Transport).
@@ -134,7 +157,41 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 }
 
 func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
-	u := *c.base
+	// Each control plane once at most, starting with the current one,
+	// while the one tried cannot be reached.
+	at := c.current.Load()
+	for tried := 1; ; tried++ {
+		resp, err := c.sendTo(ctx, c.bases[at], r)
+		if err == nil || tried == len(c.bases) || ctx.Err() != nil || !unreachable(err, r.method) {
+			return resp, err
+		}
+		next := (at + 1) % int32(len(c.bases))
+		c.current.CompareAndSwap(at, next)
+		at = next
+	}
+}
+
+// unreachable tells an error that says the server was not reached, or
+// lost the connection, on which another control plane is worth a try: a
+// dial that failed is, whatever the method, since nothing was sent; a
+// connection lost under a request only for the methods that may be sent
+// twice (a create is not: it may have been made).
+func unreachable(err error, method string) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions:
+	default:
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.As(err, &op) || strings.Contains(err.Error(), "http2: client connection lost")
+}
+
+func (c *Client) sendTo(ctx context.Context, base *url.URL, r *request) (*http.Response, error) {
+	u := *base
 	u.Path += r.path
 	u.RawQuery = r.query.Encode()
 	var body io.Reader

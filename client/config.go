@@ -14,7 +14,10 @@ import (
 
 // Config says where the API is and how to prove who we are.
 type Config struct {
-	// Server is the API's base URL, as "https://10.0.0.1:6443".
+	// Server is the API's base URL, as "https://10.0.0.1:6443", or the
+	// URLs of several control planes of one cluster separated by commas:
+	// the client sends to one of them and moves on to the next when it
+	// cannot reach it.
 	Server string
 	// Token is the bearer token sent with every request.
 	Token string

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/client"
 )
 
 // agentFlags are the node flags `berth agent` and `berth server` share.
@@ -126,12 +127,16 @@ configMap volumes, its containers' logs) against its ephemeral-storage
 limits and emptyDir sizeLimits, and evicts a pod over them, as the kubelet
 does.
 
+With several servers sharing an etcd store, give --server all their URLs
+(or one a load balancer serves): the agent talks to one, and moves on to
+the next when it cannot reach it.
+
 Static pods from --manifest-dir or --manifest-url run even with no server:
 with no --server the agent runs them alone (standalone mode).
 
 Pods find the API server as in Kubernetes: KUBERNETES_SERVICE_HOST and
 KUBERNETES_SERVICE_PORT (and the other KUBERNETES_* variables) name the
-host and port of --server, and the service-account token in
+host and port of --server (the first of several), and the service-account token in
 $BERTH_SERVICEACCOUNT_TOKEN_FILE has the CA of --ca-file beside it as
 ca.crt, so in-cluster clients work. Static pods have no token, and the
 pods of a standalone agent neither.
@@ -167,6 +172,9 @@ GOGC is set in the environment.`,
 			cfg.InsecureSkipTLSVerify = o.insecure
 			cfg.Logger = g.logger
 			if o.server != "" {
+				if _, err := client.ParseServers(o.server); err != nil {
+					return usageErrorf("--server: %v", err)
+				}
 				if cfg.JoinToken, err = readToken(o.token, o.tokenFile); err != nil {
 					return err
 				}
@@ -192,7 +200,7 @@ GOGC is set in the environment.`,
 	f := cmd.Flags()
 	o.register(f, "listen", "address of the HTTPS log server (default <node-ip>:10250)")
 	f.StringVar(&o.nodeTaints, "node-taints", "", "taints of the Node, as key=value:Effect,…")
-	f.StringVar(&o.server, "server", "", "URL of the control plane; none runs standalone")
+	f.StringVar(&o.server, "server", "", "URL of the control plane, or the URLs of the servers of one cluster separated by commas (the agent moves on to the next when it cannot reach one); none runs standalone")
 	f.StringVar(&o.token, "token", "", "the node join token")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node join token")
 	f.StringVar(&o.caFile, "ca-file", "", "CA certificate to trust for the server")

@@ -159,7 +159,7 @@ func encodeParts(rev uint64, ops []store.Op) ([][]byte, error) {
 func decodePart(key string, value []byte) (*part, error) {
 	var p part
 	if err := json.Unmarshal(value, &p); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", key, err)
+		return nil, fmt.Errorf("decode %q: %w", key, err)
 	}
 	return &p, nil
 }
@@ -219,7 +219,7 @@ func (a *assembler) add(key string, value []byte) (uint64, []*part, error) {
 		return 0, nil, err
 	}
 	if p.Revision != rev {
-		return 0, nil, fmt.Errorf("%s: holds revision %d", key, p.Revision)
+		return 0, nil, fmt.Errorf("%q: holds revision %d", key, p.Revision)
 	}
 	parts := a.pending[rev]
 	if n != len(parts) {
@@ -228,7 +228,7 @@ func (a *assembler) add(key string, value []byte) (uint64, []*part, error) {
 		parts = nil
 		if n != 0 {
 			delete(a.pending, rev)
-			return 0, nil, fmt.Errorf("%s: part %d without the ones before it", key, n)
+			return 0, nil, fmt.Errorf("%q: part %d without the ones before it", key, n)
 		}
 	}
 	parts = append(parts, p)

@@ -5,6 +5,8 @@ package etcdtest
 import (
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,16 +14,30 @@ import (
 )
 
 // Start runs a one-member etcd until the test ends and returns its client
-// URL.
+// URL. It does not fsync: a test's data is thrown away.
 func Start(t testing.TB) string {
+	t.Helper()
+	return start(t, false)
+}
+
+// StartDurable is Start with etcd fsyncing its log as a real member does,
+// for benchmarks of what a commit costs.
+func StartDurable(t testing.TB) string {
+	t.Helper()
+	return start(t, true)
+}
+
+func start(t testing.TB, fsync bool) string {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "berth-test"
 	cfg.Dir = t.TempDir()
+	// etcd's errors go to a file, shown when the test fails: at its stop
+	// etcd logs its closed listeners as errors.
+	logFile := filepath.Join(t.TempDir(), "etcd.log")
 	cfg.LogLevel = "error"
-	cfg.LogOutputs = []string{"stderr"}
-	// The test's data is thrown away: fsync buys nothing but time.
-	cfg.UnsafeNoFsync = true
+	cfg.LogOutputs = []string{logFile}
+	cfg.UnsafeNoFsync = !fsync
 	client, peer := freeURL(t), freeURL(t)
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
@@ -30,7 +46,14 @@ func Start(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
-	t.Cleanup(e.Close)
+	t.Cleanup(func() {
+		e.Close()
+		if t.Failed() {
+			if log, err := os.ReadFile(logFile); err == nil && len(log) > 0 {
+				t.Logf("etcd's log:\n%s", log)
+			}
+		}
+	})
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():

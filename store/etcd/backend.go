@@ -131,9 +131,11 @@ type Backend struct {
 	// test holds the follower there.
 	beforeWatch func()
 
-	// stop ends the leader's background work, and wg waits for it.
+	// stop ends the leader's background work, and wg waits for it;
+	// won is the leadership Campaign won, which Close gives up.
 	stopMu sync.Mutex
 	stop   context.CancelFunc
+	won    *leadership
 	wg     sync.WaitGroup
 }
 
@@ -543,20 +545,16 @@ func (b *Backend) loseLeadership(err error) {
 // takes over at once rather than when the lease runs out.
 func (b *Backend) Close() error {
 	b.stopMu.Lock()
-	stop := b.stop
+	stop, won := b.stop, b.won
 	b.stop = nil
 	b.stopMu.Unlock()
 	if stop != nil {
 		stop()
 	}
 	b.wg.Wait()
-	if l := b.lead.Swap(nil); l != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-		if err := l.election.Resign(ctx); err != nil {
-			b.log.Warn("store: resign the election", "err", err)
-		}
-		cancel()
-		l.session.Close()
+	b.lead.Store(nil)
+	if won != nil {
+		b.resign(won)
 	}
 	return b.cli.Close()
 }

@@ -478,3 +478,39 @@ func TestOpenRefusesAnotherFormat(t *testing.T) {
 	}
 	other.Close()
 }
+
+// A leader whose commit etcd refuses while its lease still holds gives
+// the election up at once: another control plane takes over without
+// waiting for the lease to run out.
+func TestLostLeadershipIsGivenUp(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, lead := leader(t, ep, func(o *Options) { o.LeaseTTL = time.Minute })
+	standby := newStore(t, open(t, ep, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	led := make(chan error, 1)
+	go func() { led <- standby.Lead(ctx, "https://second.test") }()
+	// Over etcd's request limit of 1.5 MiB, past the store's own check.
+	cm := configMap("huge", strings.Repeat("x", 8<<20/5))
+	data, err := json.Marshal(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := lead.Revision() + 1
+	if err := first.Commit(rev, []store.Op{{Kind: cmKind, Namespace: "default", Name: "huge", Object: cm, Data: data, Revision: rev}}); err == nil {
+		t.Fatal("etcd took a commit over its request limit")
+	}
+	select {
+	case <-lead.Lost():
+	case <-ctx.Done():
+		t.Fatal("the leader does not say it lost")
+	}
+	select {
+	case err := <-led:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the standby was not elected: the old leader holds the election until its lease runs out")
+	}
+}

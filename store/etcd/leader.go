@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -20,6 +21,7 @@ type leadership struct {
 	session  *concurrency.Session
 	election *concurrency.Election
 	fence    clientv3.Cmp
+	resigned sync.Once
 }
 
 // Campaign blocks until this control plane is elected, announcing value,
@@ -53,12 +55,17 @@ func (b *Backend) Campaign(ctx context.Context, value string) (uint64, error) {
 	b.lead.Store(l)
 	bg, stop := context.WithCancel(context.Background())
 	b.stopMu.Lock()
-	b.stop = stop
+	b.stop, b.won = stop, l
 	b.stopMu.Unlock()
 	b.wg.Go(func() {
 		select {
 		case <-session.Done():
 			b.loseLeadership(errors.New("etcd: the election lease expired"))
+		case <-b.lost:
+			// A commit or checkpoint etcd refused while the lease
+			// may still hold: another control plane need not wait
+			// for it to run out.
+			b.resign(l)
 		case <-bg.Done():
 		}
 	})
@@ -68,6 +75,19 @@ func (b *Backend) Campaign(ctx context.Context, value string) (uint64, error) {
 	}
 	b.log.Info("store: elected leader", "revision", tail)
 	return tail, nil
+}
+
+// resign gives up an election won, once: revoking its lease deletes the
+// election key, so that another control plane is elected at once.
+func (b *Backend) resign(l *leadership) {
+	l.resigned.Do(func() {
+		l.session.Orphan()
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		if _, err := b.cli.Revoke(ctx, l.session.Lease()); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			b.log.Warn("store: resign the election", "err", err)
+		}
+	})
 }
 
 // settle finds the last whole commit of the log and removes what comes

@@ -174,15 +174,17 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 // unreachable tells an error that says the server was not reached, or
 // lost the connection, on which another control plane is worth a try: a
 // dial that failed is, whatever the method, since nothing was sent; a
-// connection lost under a request only for the methods that may be sent
-// twice (a create is not: it may have been made).
+// connection lost under a request only for a read. A write may have been
+// made, and sent again would be made twice, or answer a conflict with
+// itself (an update) or NotFound (a delete): client-go sends no write
+// again either.
 func unreachable(err error, method string) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
 	}
 	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions:
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
 
@@ -52,14 +53,16 @@ func TestClientMovesToTheNextServer(t *testing.T) {
 	}
 }
 
-// A create whose connection breaks may have been made: it is not sent to
-// another server, where it would be made twice. A read is.
+// A write whose connection breaks may have been made: it is not sent to
+// another server, where a create would be made twice, an update with a
+// resourceVersion would conflict with itself and a delete find nothing,
+// as client-go sends no write again. A read is.
 func TestClientSendsAWriteOnce(t *testing.T) {
 	s := newServer(t, 0, nil)
-	var posts atomic.Int32
+	var writes atomic.Int32
 	breaking := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			posts.Add(1)
+		if r.Method != http.MethodGet {
+			writes.Add(1)
 		}
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {
@@ -80,11 +83,37 @@ func TestClientSendsAWriteOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := c.Create(ctx, configMap("once")); err == nil {
-		t.Fatal("a create on a broken connection succeeded")
+	made, err := s.store.Create(ctx, configMap("there"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := made.DeepCopyObject().(*api.ConfigMap)
+	changed.Data = map[string]string{"k": "v"}
+	for _, w := range []struct {
+		name  string
+		write func() error
+	}{
+		{"a create", func() error { _, err := c.Create(ctx, configMap("once")); return err }},
+		{"an update", func() error { _, err := c.Update(ctx, changed); return err }},
+		{"a delete", func() error { _, err := c.Delete(ctx, cmKind, "default", "there", nil); return err }},
+	} {
+		writes.Store(0)
+		if err := w.write(); err == nil {
+			t.Errorf("%s on a broken connection succeeded", w.name)
+		}
+		if n := writes.Load(); n != 1 {
+			t.Errorf("%s reached the breaking server %d times, want once", w.name, n)
+		}
+		if c.Server() != breaking.URL {
+			t.Fatalf("after %s, the client moved on to %s", w.name, c.Server())
+		}
 	}
 	if _, err := s.store.Get(cmKind, "default", "once"); err == nil {
-		t.Fatal("the create went to the second server too")
+		t.Error("the create went to the second server too")
+	}
+	got, err := s.store.Get(cmKind, "default", "there")
+	if err != nil || got.GetResourceVersion() != made.GetResourceVersion() {
+		t.Errorf("the update or delete went to the second server too: %v, %v", got, err)
 	}
 	if _, _, err := c.List(ctx, cmKind, "default", client.ListOptions{}); err != nil {
 		t.Fatalf("a list is sent on to the next server: %v", err)

@@ -40,6 +40,10 @@ type forwarder struct {
 // write the leader answered before it answers all the same.
 const forwardWait = 10 * time.Second
 
+// forwardedHeader names, on a request a follower sends on, the follower:
+// a control plane that does not lead sends such a request no further.
+const forwardedHeader = "Berth-Forwarded-By"
+
 type targetKey struct{}
 
 func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Logger) *forwarder {
@@ -48,6 +52,7 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(pr.In.Context().Value(targetKey{}).(*url.URL))
 			pr.SetXForwarded()
+			pr.Out.Header.Set(forwardedHeader, f.self)
 		},
 		Transport: &http.Transport{
 			TLSClientConfig:       &tls.Config{RootCAs: ca, MinVersion: tls.VersionTLS12},
@@ -82,6 +87,12 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case target.String() == f.self:
 		apiserver.WriteError(w, unavailable("this control plane was just elected leader and is catching up; try again"))
+		return
+	case r.Header.Get(forwardedHeader) != "":
+		// Two control planes that each take the other for the
+		// leader, for as long as one has not yet seen it change,
+		// would send the request round between them.
+		apiserver.WriteError(w, unavailable(fmt.Sprintf("%s took this control plane for the leader, and it follows another; try again", r.Header.Get(forwardedHeader))))
 		return
 	}
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))

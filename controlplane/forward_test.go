@@ -1,0 +1,80 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/x509"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/etcd"
+	"github.com/berth-dev/berth/store/etcd/etcdtest"
+)
+
+// maxHops is where the test's servers stop a request going round, which
+// the forwarders must stop long before.
+const maxHops = 8
+
+// followerAPI serves what a follower's API would: a write goes through
+// its forwarder, anything else is answered here. It counts the requests
+// it gets.
+func followerAPI(t *testing.T, ep string, hits *atomic.Int32) (*forwarder, *httptest.Server) {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	b, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{ep}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(b, store.Options{Logger: quiet})
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var f *forwarder
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) > maxHops {
+			http.Error(w, "the request went round", http.StatusLoopDetected)
+			return
+		}
+		if h := f.route(r); h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	f = newForwarder(st, ts.URL, pool, quiet)
+	return f, ts
+}
+
+// Two followers that each take the other for the leader, as they may for
+// a moment while leadership changes hands, answer a write 503 after one
+// hop rather than sending it round between them.
+func TestForwardedWriteIsNotForwardedAgain(t *testing.T) {
+	ep := etcdtest.Start(t)
+	var hits atomic.Int32
+	a, tsA := followerAPI(t, ep, &hits)
+	b, tsB := followerAPI(t, ep, &hits)
+	a.setLeader(tsB.URL)
+	b.setLeader(tsA.URL)
+	resp, err := tsA.Client().Post(tsA.URL+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a write between two followers: %d (Retry-After %q), want 503 and a retry", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if n := hits.Load(); n != 2 {
+		t.Errorf("the write reached the followers %d times, want twice: the one it came to, and the one it took for the leader", n)
+	}
+}

@@ -56,6 +56,12 @@ type Options struct {
 	// Clock paces retries, checkpoints and compactions.
 	Clock  clock.WithTicker
 	Logger *slog.Logger
+
+	// keepAlive is how long a connection to etcd may pass nothing
+	// before it is pinged (default 30s, as kube-apiserver's), and is
+	// dropped when no answer comes within a third of that: a test
+	// shortens it.
+	keepAlive time.Duration
 }
 
 func (o *Options) defaults() error {
@@ -85,6 +91,9 @@ func (o *Options) defaults() error {
 	}
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 5 * time.Second
+	}
+	if o.keepAlive <= 0 {
+		o.keepAlive = 30 * time.Second
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -155,8 +164,14 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		Endpoints:   opts.Endpoints,
 		TLS:         opts.TLS,
 		DialTimeout: opts.DialTimeout,
-		Logger:      zap.NewNop(),
-		Context:     context.WithoutCancel(ctx),
+		// A connection that hangs rather than fails (a peer that
+		// stopped, a network that drops what it carries) would
+		// otherwise hold the log's watch, and the follower would
+		// serve what it had for as long as the connection lasts.
+		DialKeepAliveTime:    opts.keepAlive,
+		DialKeepAliveTimeout: opts.keepAlive / 3,
+		Logger:               zap.NewNop(),
+		Context:              context.WithoutCancel(ctx),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd %s: %w", strings.Join(opts.Endpoints, ","), err)

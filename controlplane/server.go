@@ -332,11 +332,21 @@ func (cfg Config) Check() error {
 		return err
 	}
 	for _, san := range cfg.TLSSANs {
-		if net.ParseIP(strings.Trim(san, "[]")) == nil && len(validation.IsDNS1123Subdomain(strings.ToLower(san))) > 0 {
+		if !isHost(san) {
 			return fmt.Errorf("--tls-san %q: want an IP address or a DNS name", san)
 		}
 	}
+	if cfg.AdvertiseAddress != "" && !isHost(cfg.AdvertiseAddress) {
+		// The leader announces it with the listen port: a port or a
+		// scheme in it makes a URL no follower can dial.
+		return fmt.Errorf("--advertise-address %q: want an IP address or a DNS name, without a port", cfg.AdvertiseAddress)
+	}
 	return source.CheckNames(cfg.Sources)
+}
+
+// isHost tells an IP address (IPv6 bracketed or not) or a DNS name.
+func isHost(v string) bool {
+	return net.ParseIP(strings.Trim(v, "[]")) != nil || len(validation.IsDNS1123Subdomain(strings.ToLower(v))) == 0
 }
 
 // servingAddresses are the names the serving certificate covers beyond

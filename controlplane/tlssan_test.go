@@ -44,6 +44,21 @@ func TestConfigCheckTLSSANs(t *testing.T) {
 	}
 }
 
+// The other control planes dial --advertise-address at the listen port:
+// it names a host, and takes no port or scheme.
+func TestConfigCheckAdvertiseAddress(t *testing.T) {
+	for addr, ok := range map[string]bool{"10.0.0.5": true, "2001:db8::5": true, "[2001:db8::5]": true, "cp1.example.test": true,
+		"10.0.0.5:6443": false, "https://cp1.example.test": false, "not a name": false} {
+		err := Config{Store: "etcd://127.0.0.1:2379", AdvertiseAddress: addr}.Check()
+		if (err == nil) != ok {
+			t.Errorf("--advertise-address %q: %v", addr, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--advertise-address") {
+			t.Errorf("--advertise-address %q: the error does not name the flag: %v", addr, err)
+		}
+	}
+}
+
 // TestServerCertificateCoversTLSSANs: a client that dials the server by a
 // --tls-san name verifies its certificate with the cluster CA.
 func TestServerCertificateCoversTLSSANs(t *testing.T) {

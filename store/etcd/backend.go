@@ -18,6 +18,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -469,8 +471,11 @@ func isTransient(err error) bool {
 		errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost), errors.Is(err, rpctypes.ErrUnhealthy):
 		return true
 	}
-	// gRPC's Unavailable, as the client reports a connection it lost.
-	return strings.Contains(err.Error(), "Unavailable") || strings.Contains(err.Error(), "connection")
+	// gRPC's Unavailable, as the client reports a connection it lost:
+	// by its code, never by words in the message, which may quote what
+	// etcd holds (a commit naming a "connection-pool" that cannot be
+	// read is no connection that failed).
+	return status.Code(err) == codes.Unavailable
 }
 
 // Commit appends a commit to the log, a part at a time, each written only

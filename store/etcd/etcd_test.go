@@ -19,6 +19,7 @@ import (
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/etcd/etcdtest"
 	"github.com/berth-dev/berth/store/storetest"
+	"github.com/berth-dev/berth/testtool"
 )
 
 var (
@@ -513,4 +514,27 @@ func TestLostLeadershipIsGivenUp(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the standby was not elected: the old leader holds the election until its lease runs out")
 	}
+}
+
+// A commit a follower cannot read fails it, whatever the commit names:
+// an error about what etcd holds is never taken for a connection that
+// failed, and the follower never goes on past the commit as if it had
+// applied it.
+func TestUnreadableCommitFailsTheFollower(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b, lead := leader(t, ep, nil)
+	follower := newStore(t, open(t, ep, nil))
+	writeSome(t, lead, 1, "a")
+	caughtUp(t, lead, follower)
+	rev := lead.Revision() + 100
+	bad := fmt.Sprintf(`{"revision":%d,"last":true,"ops":[{"resource":"configmaps","namespace":"default","name":"connection-pool","revision":%[1]d,"object":{"data":"not a map"}}]}`, rev)
+	if _, err := b.cli.Put(context.Background(), logKey(b.prefix, rev, 0), bad); err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 20*time.Second, "the follower to fail", func() error {
+		if err := follower.Err(); err == nil || !strings.Contains(err.Error(), "connection-pool") {
+			return fmt.Errorf("the follower's error: %v", err)
+		}
+		return nil
+	})
 }

@@ -179,6 +179,21 @@ type Container struct {
 	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
 	// SecurityContext sets the user and group the process runs as.
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
+	// Stdin gives the process an input that attach sessions (kubectl
+	// attach -i, kubectl run -i) write to; without it the process reads
+	// end of file at once, as from /dev/null.
+	Stdin bool `json:"stdin,omitempty"`
+	// StdinOnce closes the process's input when the first attach session
+	// that wrote to it ends, so that a process reading to the end of its
+	// input (kubectl run -i … -- cat) ends too; it stays closed until the
+	// container restarts. Without it, input stays open across sessions and
+	// the process never reads end of file.
+	StdinOnce bool `json:"stdinOnce,omitempty"`
+	// TTY runs the process on a terminal of its own: stdin, stdout and
+	// stderr are the terminal, its output is one stream (in the log too),
+	// and an attach session with a terminal sets its size. Kubernetes
+	// expects stdin with it, but does not require it.
+	TTY bool `json:"tty,omitempty"`
 
 	// Accepted for compatibility with Kubernetes manifests and ignored.
 	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`

@@ -159,7 +159,36 @@ func TestValidatePod(t *testing.T) {
 		{"preStop exec without command", func(o *Pod) {
 			o.Spec.Containers[0].Lifecycle = &Lifecycle{PreStop: &LifecycleHandler{Exec: &ExecAction{}}}
 		}, []string{c0 + ".lifecycle.preStop.exec.command: Required value"}},
+		// Kubernetes checks none of the interactive fields against the
+		// others: a terminal without stdin, or stdinOnce without stdin, is
+		// valid (kubectl run refuses -t without -i itself).
+		{"stdin, stdinOnce and tty", func(o *Pod) {
+			c := &o.Spec.Containers[0]
+			c.Stdin, c.StdinOnce, c.TTY = true, true, true
+		}, nil},
+		{"tty without stdin", func(o *Pod) { o.Spec.Containers[0].TTY = true }, nil},
+		{"stdinOnce without stdin", func(o *Pod) { o.Spec.Containers[0].StdinOnce = true }, nil},
+		{"an init container on a terminal", func(o *Pod) {
+			o.Spec.InitContainers = []Container{{Name: "setup", Command: []string{"sh"}, Stdin: true, TTY: true}}
+		}, nil},
 	})
+}
+
+// TestDecodeInteractiveContainer: the fields kubectl run -i -t sets on its
+// container decode, from YAML and from the JSON kubectl sends.
+func TestDecodeInteractiveContainer(t *testing.T) {
+	for _, in := range []string{
+		"apiVersion: v1\nkind: Pod\nmetadata: {name: t}\nspec:\n  containers:\n  - {name: t, image: busybox, stdin: true, stdinOnce: true, tty: true}\n",
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"t"},"spec":{"containers":[{"name":"t","image":"busybox","args":["sh"],"resources":{},"stdin":true,"stdinOnce":true,"tty":true}],"restartPolicy":"Never","dnsPolicy":"ClusterFirst"},"status":{}}`,
+	} {
+		obj, errs := DecodeObject([]byte(in), DecodeOptions{})
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", in, errs)
+		}
+		if c := obj.(*Pod).Spec.Containers[0]; !c.Stdin || !c.StdinOnce || !c.TTY {
+			t.Errorf("%s: decoded %+v", in, c)
+		}
+	}
 }
 
 func TestValidateProbes(t *testing.T) {

@@ -38,3 +38,29 @@ func TestValidateClaimUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestValidatePodUpdateInteractive: a container's stdin, stdinOnce and tty
+// are fixed once the pod exists, as in Kubernetes: its process was
+// started with them.
+func TestValidatePodUpdateInteractive(t *testing.T) {
+	old := validPod()
+	old.Spec.Containers[0].Stdin = true
+	Default(old)
+	forbidden := []string{"spec: Forbidden: pod updates may not change fields other than"}
+	for _, tt := range []struct {
+		name   string
+		change func(*Container)
+		want   []string
+	}{
+		{"image", func(c *Container) { c.Image = "busybox:2" }, nil},
+		{"stdin", func(c *Container) { c.Stdin = false }, forbidden},
+		{"stdinOnce", func(c *Container) { c.StdinOnce = true }, forbidden},
+		{"tty", func(c *Container) { c.TTY = true }, forbidden},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := old.DeepCopy()
+			tt.change(&p.Spec.Containers[0])
+			checkErrors(t, ValidateUpdate(old, p), tt.want)
+		})
+	}
+}

@@ -625,6 +625,27 @@ func schema_githubcom_berth_dev_berth_api_Container(ref common.ReferenceCallback
 							Ref:         ref("github.com/berth-dev/berth/api.SecurityContext"),
 						},
 					},
+					"stdin": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stdin gives the process an input that attach sessions (kubectl attach -i, kubectl run -i) write to; without it the process reads end of file at once, as from /dev/null.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"stdinOnce": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StdinOnce closes the process's input when the first attach session that wrote to it ends, so that a process reading to the end of its input (kubectl run -i … -- cat) ends too; it stays closed until the container restarts. Without it, input stays open across sessions and the process never reads end of file.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"tty": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTY runs the process on a terminal of its own: stdin, stdout and stderr are the terminal, its output is one stream (in the log too), and an attach session with a terminal sets its size. Kubernetes expects stdin with it, but does not require it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 					"imagePullPolicy": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Accepted for compatibility with Kubernetes manifests and ignored.",

@@ -19,6 +19,13 @@ const ContainerLogsPath = "/containerLogs"
 // v4.channel.k8s.io) that carries the command's streams.
 const ContainerExecPath = "/exec"
 
+// ContainerAttachPath is the prefix of the agent's attach endpoint, as the
+// kubelet names it: GET ContainerAttachPath/{namespace}/{pod}/{container}
+// with the query stdin, stdout, stderr and tty, upgraded to a WebSocket
+// as an exec is, that carries the streams of the container's own process
+// from the time it attaches.
+const ContainerAttachPath = "/attach"
+
 // ResourceMetricsPath is the agent's resource metrics endpoint: GET it for
 // what the node and its running containers used over the last window, as
 // JSON, which the API server's metrics.k8s.io (kubectl top) reads.

@@ -10,12 +10,13 @@ import (
 	"time"
 )
 
-// The options of a container's log and of a command run beside it, as
-// Kubernetes' PodLogOptions and PodExecOptions name them (the part berth
-// serves), read from the query of pods/log and pods/exec and, container
-// left out, of the agent's endpoints (ContainerLogsPath,
-// ContainerExecPath): the API server checks them and passes them on, the
-// agent checks them again, with this one reading.
+// The options of a container's log, of a command run beside it and of an
+// attach to its process, as Kubernetes' PodLogOptions, PodExecOptions and
+// PodAttachOptions name them (the part berth serves), read from the query
+// of pods/log, pods/exec and pods/attach and, container left out, of the
+// agent's endpoints (ContainerLogsPath, ContainerExecPath,
+// ContainerAttachPath): the API server checks them and passes them on,
+// the agent checks them again, with this one reading.
 
 // MaxSinceSeconds bounds sinceSeconds: a hundred years, well inside a
 // time.Duration; more means everything, as it does.
@@ -44,8 +45,9 @@ type PodLogOptions struct {
 }
 
 var (
-	podLogParams  = []string{"follow", "tailLines", "previous", "timestamps", "sinceSeconds", "sinceTime", "limitBytes"}
-	podExecParams = []string{"command", "stdin", "stdout", "stderr", "tty"}
+	podLogParams    = []string{"follow", "tailLines", "previous", "timestamps", "sinceSeconds", "sinceTime", "limitBytes"}
+	podExecParams   = []string{"command", "stdin", "stdout", "stderr", "tty"}
+	podAttachParams = []string{"stdin", "stdout", "stderr", "tty"}
 )
 
 // ParsePodLogOptions reads a log query, "container" only withContainer.
@@ -151,30 +153,79 @@ func ParsePodExecOptions(q url.Values, withContainer bool) (PodExecOptions, erro
 	if len(o.Command) == 0 || o.Command[0] == "" {
 		return o, errors.New("you must specify a command (command=PROGRAM, then command=ARG for each argument)")
 	}
-	for _, b := range []struct {
-		name string
-		v    *bool
-	}{{"stdin", &o.Stdin}, {"stdout", &o.Stdout}, {"stderr", &o.Stderr}, {"tty", &o.TTY}} {
-		if err := parseBoolParam(q, "exec", b.name, b.v); err != nil {
-			return o, err
-		}
-	}
-	if !o.Stdin && !o.Stdout && !o.Stderr {
-		return o, errors.New("you must specify at least 1 of stdin, stdout, stderr")
-	}
-	if o.TTY {
-		o.Stderr = false
+	if err := parseStreams(q, "exec", &o.Stdin, &o.Stdout, &o.Stderr, &o.TTY); err != nil {
+		return o, err
 	}
 	return o, nil
 }
 
 // Query is the options as an exec query, without the container.
 func (o PodExecOptions) Query() url.Values {
-	q := url.Values{"command": o.Command}
+	q := streamsQuery(o.Stdin, o.Stdout, o.Stderr, o.TTY)
+	q["command"] = o.Command
+	return q
+}
+
+// PodAttachOptions say which of a container's streams an attach carries.
+//
+// +k8s:deepcopy-gen=false
+// +k8s:openapi-gen=false
+type PodAttachOptions struct {
+	// Container names the container; empty is the pod's only one.
+	Container                  string
+	Stdin, Stdout, Stderr, TTY bool
+}
+
+// ParsePodAttachOptions reads an attach query, "container" only
+// withContainer: at least one stream, and with tty no Stderr, as for an
+// exec.
+func ParsePodAttachOptions(q url.Values, withContainer bool) (PodAttachOptions, error) {
+	var o PodAttachOptions
+	if err := onlyParams(q, "attach", podAttachParams, withContainer); err != nil {
+		return o, err
+	}
+	o.Container = q.Get("container")
+	if err := parseStreams(q, "attach", &o.Stdin, &o.Stdout, &o.Stderr, &o.TTY); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// Query is the options as an attach query, without the container.
+func (o PodAttachOptions) Query() url.Values {
+	return streamsQuery(o.Stdin, o.Stdout, o.Stderr, o.TTY)
+}
+
+// parseStreams reads the streams an exec or an attach carries: stderr
+// never with a terminal, which carries it with stdout, and then at least
+// one.
+func parseStreams(q url.Values, what string, stdin, stdout, stderr, tty *bool) error {
+	for _, b := range []struct {
+		name string
+		v    *bool
+	}{{"stdin", stdin}, {"stdout", stdout}, {"stderr", stderr}, {"tty", tty}} {
+		if err := parseBoolParam(q, what, b.name, b.v); err != nil {
+			return err
+		}
+	}
+	// Stderr goes first, as the kubelet drops it: stderr and tty alone
+	// carry nothing.
+	if *tty {
+		*stderr = false
+	}
+	if !*stdin && !*stdout && !*stderr {
+		return errors.New("you must specify at least 1 of stdin, stdout, stderr")
+	}
+	return nil
+}
+
+// streamsQuery is the query of the streams parseStreams reads.
+func streamsQuery(stdin, stdout, stderr, tty bool) url.Values {
+	q := url.Values{}
 	for _, b := range []struct {
 		name string
 		v    bool
-	}{{"stdin", o.Stdin}, {"stdout", o.Stdout}, {"stderr", o.Stderr}, {"tty", o.TTY}} {
+	}{{"stdin", stdin}, {"stdout", stdout}, {"stderr", stderr}, {"tty", tty}} {
 		if b.v {
 			q.Set(b.name, "true")
 		}

@@ -86,6 +86,7 @@ func TestParsePodExecOptions(t *testing.T) {
 		{query: "stdout=true", err: "you must specify a command"},
 		{query: "command=&stdout=true", err: "you must specify a command"},
 		{query: "command=ls", err: "at least 1 of stdin, stdout, stderr"},
+		{query: "command=ls&stderr=true&tty=true", err: "at least 1 of stdin, stdout, stderr"},
 		{query: "command=ls&stdout=maybe", err: `exec option stdout="maybe": want true or false`},
 		{query: "command=ls&stdout=true&container=b", err: "exec option container is not supported"},
 		{query: "command=ls&stdout=true&input=x", withContainer: true, err: "exec option input is not supported (container, command"},
@@ -106,10 +107,45 @@ func TestParsePodExecOptions(t *testing.T) {
 	}
 }
 
+func TestParsePodAttachOptions(t *testing.T) {
+	for _, tc := range []struct {
+		query         string
+		withContainer bool
+		want          PodAttachOptions
+		err           string
+	}{
+		// What kubectl attach -i and kubectl run -i send.
+		{query: "container=t&stdin=true&stdout=true&stderr=true", withContainer: true,
+			want: PodAttachOptions{Container: "t", Stdin: true, Stdout: true, Stderr: true}},
+		{query: "stdout=true&stderr=true", want: PodAttachOptions{Stdout: true, Stderr: true}},
+		// A terminal carries stderr with stdout.
+		{query: "stdin=true&stdout=true&stderr=true&tty=true", want: PodAttachOptions{Stdin: true, Stdout: true, TTY: true}},
+		{query: "stdin=1", want: PodAttachOptions{Stdin: true}},
+		{query: "", err: "at least 1 of stdin, stdout, stderr"},
+		{query: "tty=true", err: "at least 1 of stdin, stdout, stderr"},
+		{query: "stderr=true&tty=true", err: "at least 1 of stdin, stdout, stderr"},
+		{query: "stdout=true&tty=sometimes", err: `attach option tty="sometimes": want true or false`},
+		{query: "stdout=true&container=t", err: "attach option container is not supported (stdin, stdout"},
+		{query: "stdout=true&command=sh", withContainer: true, err: "attach option command is not supported (container, stdin"},
+		{query: "stdout=true&timeout=60s", withContainer: true, want: PodAttachOptions{Stdout: true}},
+		{query: "stdout=true&timeout=60s", err: "attach option timeout is not supported"},
+	} {
+		got, ok := checkParse(t, ParsePodAttachOptions, tc.query, tc.withContainer, tc.want, tc.err)
+		if !ok {
+			continue
+		}
+		back, err := ParsePodAttachOptions(got.Query(), false)
+		got.Container = ""
+		if err != nil || back != got {
+			t.Errorf("%q: read back %+v, %v; want %+v", tc.query, back, err, got)
+		}
+	}
+}
+
 // FuzzPodOptions: any query is read without a panic, and what is read
 // passes on as a query that reads back the same.
 func FuzzPodOptions(f *testing.F) {
-	for _, s := range []string{"", "follow=true&tailLines=3", "sinceSeconds=5&sinceTime=x", "command=ls&stdout=true&tty=1", "container=a&command=", "%zz"} {
+	for _, s := range []string{"", "follow=true&tailLines=3", "sinceSeconds=5&sinceTime=x", "command=ls&stdout=true&tty=1", "container=a&command=", "stdin=true&stdout=true&stderr=true", "stderr=1&tty=true", "%zz"} {
 		f.Add(s, true)
 	}
 	f.Fuzz(func(t *testing.T, raw string, withContainer bool) {
@@ -129,6 +165,13 @@ func FuzzPodOptions(f *testing.F) {
 			o.Container = ""
 			back, err := ParsePodExecOptions(o.Query(), false)
 			if err != nil || !reflect.DeepEqual(back, o) {
+				t.Fatalf("%q: %+v read back as %+v, %v", raw, o, back, err)
+			}
+		}
+		if o, err := ParsePodAttachOptions(q, withContainer); err == nil {
+			o.Container = ""
+			back, err := ParsePodAttachOptions(o.Query(), false)
+			if err != nil || back != o || (o.TTY && o.Stderr) {
 				t.Fatalf("%q: %+v read back as %+v, %v", raw, o, back, err)
 			}
 		}

@@ -215,6 +215,23 @@ func (f *fakeRuntime) ExecStream(ctx context.Context, id runtime.ID, opts runtim
 	return code, err
 }
 
+// Attach has the fake process write its log once to Stdout and end, as a
+// process that has written that and exited would.
+func (f *fakeRuntime) Attach(ctx context.Context, id runtime.ID, opts runtime.AttachOptions) error {
+	st, err := f.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	if st.State != runtime.StateRunning {
+		return fmt.Errorf("attach %s: not running", id)
+	}
+	if opts.Stdout == nil {
+		return nil
+	}
+	_, err = fmt.Fprintf(opts.Stdout, "output of %s\n", id)
+	return err
+}
+
 func (f *fakeRuntime) Logs(_ context.Context, id runtime.ID, _ runtime.LogOptions, w io.Writer) error {
 	if _, err := f.Status(context.Background(), id); err != nil {
 		return err

@@ -541,6 +541,9 @@ func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container,
 		WorkingDir:   c.WorkingDir,
 		Limits:       containerLimits(c),
 		OOMScoreAdj:  oomScoreAdj(api.PodQOSClass(pod), containerMemoryRequest(c), w.m.o.MemoryCapacity),
+		Stdin:        c.Stdin,
+		StdinOnce:    c.StdinOnce,
+		TTY:          c.TTY,
 	}
 	if sc := c.SecurityContext; sc != nil {
 		rc.RunAsUser, rc.RunAsGroup = sc.RunAsUser, sc.RunAsGroup

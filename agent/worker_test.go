@@ -756,3 +756,21 @@ func TestUsageAndContainerRun(t *testing.T) {
 		t.Errorf("a waiting container: %v, want %q", err, want)
 	}
 }
+
+// TestInteractiveContainer: a container's stdin, stdinOnce and tty reach
+// the runtime, which makes its input and terminal from them.
+func TestInteractiveContainer(t *testing.T) {
+	clk := testingclock.NewFakeClock(testEpoch)
+	h := newHarness(t, clk, newFakeRuntime(clk), t.TempDir(), testRefs())
+	p := workerPod("u1", "debug", api.RestartPolicyNever, "shell", "plain")
+	p.Spec.Containers[0].Stdin, p.Spec.Containers[0].StdinOnce, p.Spec.Containers[0].TTY = true, true, true
+	h.m.Sync(p)
+	h.waitRun(rid("u1", "shell", 0), runtime.StateRunning)
+	h.waitRun(rid("u1", "plain", 0), runtime.StateRunning)
+	for _, c := range h.rt.startsOf("u1") {
+		want := c.ID.Name == "shell"
+		if c.Stdin != want || c.StdinOnce != want || c.TTY != want {
+			t.Errorf("%s started with stdin %t, stdinOnce %t, tty %t", c.ID.Name, c.Stdin, c.StdinOnce, c.TTY)
+		}
+	}
+}

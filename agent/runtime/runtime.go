@@ -75,6 +75,13 @@ type Container struct {
 	Limits Limits
 	// OOMScoreAdj is written to the process's oom_score_adj.
 	OOMScoreAdj int
+	// Stdin gives the process an input that attach sessions write to;
+	// without it the process reads /dev/null. StdinOnce closes that input
+	// when the first session that wrote to it ends.
+	Stdin, StdinOnce bool
+	// TTY runs the process on a terminal of its own, whose output is the
+	// run's one stream.
+	TTY bool
 }
 
 // Limits are the resource limits of a container.
@@ -163,6 +170,21 @@ type ExecOptions struct {
 	Resize <-chan TerminalSize
 }
 
+// AttachOptions are an attach session's streams. A nil stream is not
+// carried: what the process writes there is not sent, and the session
+// writes nothing to its input.
+type AttachOptions struct {
+	// Stdin is written to the process's input, when it has one
+	// (Container.Stdin).
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Stderr is not used for a process on a terminal: it has one output,
+	// which goes to Stdout.
+	Stderr io.Writer
+	// Resize sizes the process's terminal, when it has one.
+	Resize <-chan TerminalSize
+}
+
 // TerminalSize is a terminal's size in characters.
 type TerminalSize struct {
 	Width, Height uint16
@@ -195,6 +217,16 @@ type Runtime interface {
 	// connected to the caller's, or to a terminal, until it exits or ctx
 	// ends: `kubectl exec`. It returns the command's exit code.
 	ExecStream(ctx context.Context, id ID, opts ExecOptions) (exitCode int, err error)
+	// Attach connects the caller to a running run's process, as kubectl
+	// attach does: what it writes from now on (stdout and stderr apart,
+	// or its terminal's output), its input and its terminal's size. It
+	// returns nil when the process's output has ended, or when opts.Stdin
+	// ends and the container is not StdinOnce (with StdinOnce the
+	// process's input is closed, and its output still comes); an error
+	// when ctx ends or the session cannot go on. The caller ends
+	// opts.Stdin once Attach has returned. Several sessions may be
+	// attached at once; each gets all the output.
+	Attach(ctx context.Context, id ID, opts AttachOptions) error
 	// Logs writes the run's output (stdout and stderr, as written) to w.
 	Logs(ctx context.Context, id ID, opts LogOptions, w io.Writer) error
 	// Stats reports what a running run uses now, for eviction.

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	osexec "os/exec"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -171,9 +169,8 @@ func (r *Runtime) command(ctx context.Context, id runtime.ID, argv []string, tty
 	cmd := osexec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Env = append([]string{}, c.Env...)
-	if tty && !slices.ContainsFunc(cmd.Env, func(e string) bool { return strings.HasPrefix(e, "TERM=") }) {
-		// What the kubelet's runtimes give a terminal.
-		cmd.Env = append(cmd.Env, "TERM=xterm")
+	if tty {
+		cmd.Env = withTerm(cmd.Env)
 	}
 	cmd.Dir = workingDir(&c)
 	// A process group of its own; on a terminal, a session of its own

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -85,10 +84,6 @@ func runShim(dir string, ready *os.File) error {
 	if err != nil {
 		return startFailed(err)
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return startFailed(err)
-	}
 	attr := &syscall.SysProcAttr{Setsid: true}
 	if c.RunAsUser != nil || c.RunAsGroup != nil {
 		// No supplementary groups: the process must not keep the agent's.
@@ -114,21 +109,49 @@ func runShim(dir string, ready *os.File) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return startFailed(fmt.Errorf("subreaper: %w", err))
 	}
-	devnull, err := os.Open(os.DevNull)
+	stdio, err := openStdio(&c)
 	if err != nil {
 		return startFailed(err)
 	}
-	defer devnull.Close()
+	defer stdio.close()
+	if stdio.term != nil {
+		// The terminal is the container's controlling one: its session
+		// gets the terminal's signals (SIGINT on Ctrl-C, SIGWINCH).
+		attr.Setctty, attr.Ctty = true, 0
+	}
+	// Listening before the container starts, so that a session can
+	// attach as soon as the runtime knows the container runs.
+	l, err := listenAttach(dir)
+	if err != nil {
+		return startFailed(err)
+	}
+	defer os.Remove(attachSocketPath(dir))
+	defer l.Close()
+	hub := newAttachHub(stdio.input, stdio.term, c.StdinOnce)
+	served := make(chan struct{})
+	go func() {
+		hub.serve(l)
+		close(served)
+	}()
+	defer func() {
+		l.Close()
+		<-served
+		hub.wait(sessionDrain)
+	}()
+	env := c.Env
+	if c.TTY {
+		env = withTerm(env)
+	}
 	argv := append([]string{}, c.Argv...)
 	proc, err := os.StartProcess(path, argv, &os.ProcAttr{
 		Dir:   workingDir(&c),
-		Env:   c.Env,
-		Files: []*os.File{devnull, pw, pw},
+		Env:   env,
+		Files: stdio.child[:],
 		Sys:   attr,
 	})
-	pw.Close()
+	stdio.started()
 	if err != nil {
-		pr.Close()
+		hub.outputEnded()
 		return startFailed(err)
 	}
 	pid := proc.Pid
@@ -167,10 +190,11 @@ func runShim(dir string, ready *os.File) error {
 			}
 		}
 	}()
-	copied := make(chan error, 1)
+	copied := make(chan struct{})
 	go func() {
-		_, err := io.Copy(logw, pr)
-		copied <- err
+		stdio.copyOutput(logw, hub)
+		hub.outputEnded()
+		close(copied)
 	}()
 	if err := writeJSON(filepath.Join(dir, stateFile), st); err != nil {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -188,8 +212,11 @@ func runShim(dir string, ready *os.File) error {
 	select {
 	case <-copied:
 	case <-drain.Done():
+		// A process that left the group holds the output open: what
+		// it writes from now on is not the container's.
+		hub.outputEnded()
 	}
-	pr.Close()
+	stdio.closeOutput()
 	select {
 	case <-reaped:
 	case <-drain.Done():

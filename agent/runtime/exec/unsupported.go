@@ -75,3 +75,8 @@ func (*Runtime) DiskUsage(context.Context, runtime.ID) (int64, error) { return 0
 func (*Runtime) ExecStream(context.Context, runtime.ID, runtime.ExecOptions) (int, error) {
 	return 0, errUnsupported
 }
+
+// Attach refuses.
+func (*Runtime) Attach(context.Context, runtime.ID, runtime.AttachOptions) error {
+	return errUnsupported
+}

@@ -1,0 +1,327 @@
+//go:build linux
+
+package exec
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/testtool"
+)
+
+// attachIn attaches to id in a goroutine; the error comes on the channel.
+func attachIn(r *Runtime, ctx context.Context, id runtime.ID, opts runtime.AttachOptions) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- r.Attach(ctx, id, opts) }()
+	return done
+}
+
+// attachUntil writes line to in until out holds want: a session gets the
+// output from the time it attached, which its caller cannot see, so the
+// test says something until it is heard.
+func attachUntil(t *testing.T, in io.Writer, line string, out *testtool.Buffer, want string) {
+	t.Helper()
+	testtool.WaitFor(t, waitLong, fmt.Sprintf("%q from the attached container", want), func() error {
+		if strings.Contains(out.String(), want) {
+			return nil
+		}
+		if _, err := io.WriteString(in, line); err != nil {
+			return err
+		}
+		return fmt.Errorf("output so far %q", out.String())
+	})
+}
+
+// TestAttachPipes: sessions write to a container's stdin and get its
+// stdout and stderr apart, from the time they attach; a session's input
+// ending ends that session only, the container's input staying open for
+// the others; the container's end ends every session.
+func TestAttachPipes(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-attach", Name: "c"}
+	c := sh(id, `echo before; while read line; do echo "out $line"; echo "err $line" >&2; done; echo input-closed`)
+	c.Stdin = true
+	start(t, r, c)
+	waitLog(t, r, id, "before")
+	ctx := context.Background()
+
+	inR, inW := io.Pipe()
+	var outA, errA testtool.Buffer
+	doneA := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: inR, Stdout: &outA, Stderr: &errA})
+	attachUntil(t, inW, "one\n", &outA, "out one")
+	testtool.WaitFor(t, waitLong, "stderr apart", func() error {
+		if !strings.Contains(errA.String(), "err one") || strings.Contains(outA.String(), "err") || strings.Contains(errA.String(), "out") {
+			return fmt.Errorf("stdout %q, stderr %q", outA.String(), errA.String())
+		}
+		return nil
+	})
+	if strings.Contains(outA.String(), "before") {
+		t.Errorf("a session got output from before it attached: %q", outA.String())
+	}
+
+	// A second session, output only, hears what the first one says.
+	var outB testtool.Buffer
+	ctxB, cancelB := context.WithCancel(ctx)
+	defer cancelB()
+	doneB := attachIn(r, ctxB, id, runtime.AttachOptions{Stdout: &outB})
+	attachUntil(t, inW, "two\n", &outB, "out two")
+
+	// The first session's input ends: it is over, the container's
+	// input is not.
+	inW.Close()
+	waitDone(t, doneA, "the session whose input ended did not end")
+	inR2, inW2 := io.Pipe()
+	defer inW2.Close()
+	var outC testtool.Buffer
+	doneC := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: inR2, Stdout: &outC})
+	attachUntil(t, inW2, "three\n", &outB, "out three")
+	if strings.Contains(outB.String(), "input-closed") {
+		t.Fatalf("the container's input was closed: %q", outB.String())
+	}
+
+	// The container ends: so does every session, with nil.
+	if err := r.Stop(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, doneB, "the output-only session did not end with the container")
+	waitDone(t, doneC, "the writing session did not end with the container")
+	if log := logs(t, r, id, runtime.LogOptions{}); !strings.Contains(log, "before\n") || !strings.Contains(log, "out one\n") || !strings.Contains(log, "err one\n") {
+		t.Errorf("the log lost output: %q", log)
+	}
+	if err := r.Attach(ctx, id, runtime.AttachOptions{Stdout: io.Discard}); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Errorf("attach to an ended run: %v", err)
+	}
+}
+
+// TestAttachStdinOnce: with StdinOnce the first writing session's end of
+// input closes the container's, which reads its end and exits; the
+// session gets all its output until then. A session that leaves without
+// ending its input closes it as well.
+func TestAttachStdinOnce(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	ctx := context.Background()
+	for _, leave := range []bool{false, true} {
+		id := runtime.ID{PodUID: "pod-stdin-once", Name: fmt.Sprintf("leave-%t", leave)}
+		c := sh(id, `cat; echo "input closed"`)
+		c.Stdin, c.StdinOnce = true, true
+		start(t, r, c)
+		var out testtool.Buffer
+		if !leave {
+			err := r.Attach(ctx, id, runtime.AttachOptions{Stdin: strings.NewReader("hello\n"), Stdout: &out})
+			if err != nil || out.String() != "hello\ninput closed\n" {
+				t.Errorf("attach with input = %q, %v; want the input back and the end", out.String(), err)
+			}
+		} else {
+			inR, inW := io.Pipe()
+			ctxA, cancel := context.WithCancel(ctx)
+			done := attachIn(r, ctxA, id, runtime.AttachOptions{Stdin: inR, Stdout: &out})
+			attachUntil(t, inW, "hi\n", &out, "hi")
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("a session that left: %v", err)
+			}
+			inW.Close()
+		}
+		if s := waitExited(t, r, id); s.ExitCode != 0 {
+			t.Errorf("%s: %+v, want the container done with its input", id, s)
+		}
+		if log := logs(t, r, id, runtime.LogOptions{}); !strings.HasSuffix(log, "input closed\n") {
+			t.Errorf("%s: log %q", id, log)
+		}
+	}
+}
+
+// TestAttachTerminal: a TTY container runs on a terminal of its own,
+// controlling it, its output one stream (in the log too); a session
+// sizes it, and with StdinOnce its end of input is the terminal's end of
+// file.
+func TestAttachTerminal(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	ctx := context.Background()
+	id := runtime.ID{PodUID: "pod-tty", Name: "c"}
+	c := sh(id, `while read line; do stty size; [ -t 0 ] && [ -t 1 ] && echo "tty $TERM $line"; echo "to-stderr $line" >&2; done; echo "end of file"`)
+	c.Stdin, c.StdinOnce, c.TTY = true, true, true
+	start(t, r, c)
+
+	resize := make(chan runtime.TerminalSize, 1)
+	resize <- runtime.TerminalSize{Width: 100, Height: 40}
+	inR, inW := io.Pipe()
+	var out testtool.Buffer
+	done := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: inR, Stdout: &out, Stderr: io.Discard, Resize: resize})
+	attachUntil(t, inW, "go\n", &out, "40 100")
+	for _, want := range []string{"tty xterm go", "to-stderr go"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("terminal output %q lacks %q", out.String(), want)
+		}
+	}
+	resize <- runtime.TerminalSize{Width: 120, Height: 50}
+	attachUntil(t, inW, "again\n", &out, "50 120")
+	inW.Close()
+	waitDone(t, done, "the terminal's session did not end with the container")
+	if !strings.Contains(out.String(), "end of file") {
+		t.Errorf("the terminal got no end of file: %q", out.String())
+	}
+	if s := waitExited(t, r, id); s.ExitCode != 0 {
+		t.Errorf("exited %+v", s)
+	}
+	if log := logs(t, r, id, runtime.LogOptions{}); !strings.Contains(log, "to-stderr go") || !strings.Contains(log, "end of file") {
+		t.Errorf("the log lacks the terminal's output: %q", log)
+	}
+}
+
+// TestAttachAdopted: a runtime that adopted a run (the agent restarted)
+// attaches to it through the shim's socket, which only the agent's user
+// may use, at a run directory too deep for a socket address.
+func TestAttachAdopted(t *testing.T) {
+	root := t.TempDir()
+	r1, err := New(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := runtime.ID{PodUID: strings.Repeat("u", 36), Name: strings.Repeat("n", 63)}
+	if dir := runDir(root, id); len(dir) < 108 {
+		t.Fatalf("the run directory %q fits a socket address; make it longer", dir)
+	}
+	c := sh(id, `while read line; do echo "got $line"; done`)
+	c.Stdin = true
+	start(t, r1, c)
+	r1.Close()
+
+	fi, err := os.Stat(filepath.Join(runDir(root, id), attachSocket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+		t.Errorf("attach socket: %v, uid %d; want a socket of mode 0600 owned by %d", fi.Mode(), fi.Sys().(*syscall.Stat_t).Uid, os.Getuid())
+	}
+
+	r2 := newRuntime(t, root)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var out testtool.Buffer
+	done := attachIn(r2, context.Background(), id, runtime.AttachOptions{Stdin: inR, Stdout: &out})
+	attachUntil(t, inW, "hello\n", &out, "got hello")
+	if err := r2.Stop(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done, "the session did not end with the adopted container")
+	if _, err := os.Stat(filepath.Join(runDir(root, id), attachSocket)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the ended shim left its socket: %v", err)
+	}
+}
+
+// blockedWriter blocks every write until release is closed.
+type blockedWriter struct {
+	release chan struct{}
+	n       int
+}
+
+func (w *blockedWriter) Write(p []byte) (int, error) {
+	<-w.release
+	w.n += len(p)
+	return len(p), nil
+}
+
+// TestAttachSlowSession: a session that does not read holds nothing up:
+// the container writes on to its end and to the log, and the session is
+// ended, saying it fell behind.
+func TestAttachSlowSession(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-slow", Name: "c"}
+	// More than the session's queue and the socket's buffers hold.
+	const size = 12 << 20
+	c := sh(id, fmt.Sprintf(`read go; head -c %d /dev/zero; echo; echo finished`, size))
+	c.Stdin = true
+	start(t, r, c)
+	out := &blockedWriter{release: make(chan struct{})}
+	// Input kept open: its end would end the session.
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	done := attachIn(r, context.Background(), id, runtime.AttachOptions{Stdin: inR, Stdout: out})
+	go io.WriteString(inW, "go\n")
+	waitLog(t, r, id, "finished")
+	close(out.release)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "fell behind") {
+			t.Errorf("the slow session ended with %v, after %d bytes; want it told it fell behind", err, out.n)
+		}
+	case <-time.After(waitLong):
+		t.Fatal("the slow session did not end")
+	}
+	if s := waitExited(t, r, id); s.ExitCode != 0 {
+		t.Fatalf("exited %+v", s)
+	}
+	if log := logs(t, r, id, runtime.LogOptions{TailLines: 1}); log != "finished\n" {
+		t.Errorf("the log ends %q", log)
+	}
+}
+
+// TestAttachWithoutStdin: the input of a session to a container without
+// stdin goes nowhere, and its end ends nothing: the container reads
+// /dev/null as ever.
+func TestAttachWithoutStdin(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-no-stdin", Name: "c"}
+	gate := filepath.Join(t.TempDir(), "gate")
+	start(t, r, sh(id, fmt.Sprintf(`read x; echo "read $? $x"; while [ ! -e %s ]; do echo waiting; sleep 0.02; done; echo done`, gate)))
+	waitLog(t, r, id, "read 1")
+	var out testtool.Buffer
+	done := attachIn(r, context.Background(), id, runtime.AttachOptions{Stdin: strings.NewReader("ignored\n"), Stdout: &out})
+	testtool.WaitFor(t, waitLong, "output after the session's input ended", func() error {
+		if !strings.Contains(out.String(), "waiting") {
+			return fmt.Errorf("output %q", out.String())
+		}
+		return nil
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done, "the session did not end with the container")
+	if got := out.String(); !strings.HasSuffix(got, "done\n") || strings.Contains(got, "ignored") {
+		t.Errorf("session output %q", got)
+	}
+}
+
+// FuzzAttachFrames: whatever the socket carries, reading frames neither
+// panics nor takes more than a frame's bound, and what appendFrame wrote
+// reads back.
+func FuzzAttachFrames(f *testing.F) {
+	f.Add([]byte{frameHello, 0, 0, 0, 1, attachStdin})
+	f.Add(appendFrame(appendFrame(nil, frameStdin, []byte("hi\n")), frameResize, resizePayload(80, 24)))
+	f.Add([]byte{frameStdout, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{frameEnd, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		buf := make([]byte, 16)
+		for {
+			typ, p, err := readFrame(r, buf)
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, errFrameTooLarge) {
+					t.Fatalf("error %v", err)
+				}
+				break
+			}
+			if len(p) > maxFrame {
+				t.Fatalf("a frame of %d bytes", len(p))
+			}
+			if typ == frameResize {
+				parseResize(p)
+			}
+			back, q, err := readFrame(bytes.NewReader(appendFrame(nil, typ, p)), nil)
+			if err != nil || back != typ || !bytes.Equal(q, p) {
+				t.Fatalf("frame %q %q read back as %q %q, %v", typ, p, back, q, err)
+			}
+		}
+	})
+}

@@ -2,137 +2,34 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
 
-	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
 
-// Kubernetes' streaming protocol over a WebSocket, as kubectl exec speaks
-// it: each binary message is a channel number and that channel's bytes.
-// v5 adds a message that closes a channel (the client's end of stdin);
-// under v4 stdin ends with the connection.
-const (
-	execProtocolV5 = "v5.channel.k8s.io"
-	execProtocolV4 = "v4.channel.k8s.io"
-
-	channelStdin  byte = 0
-	channelStdout byte = 1
-	channelStderr byte = 2
-	// channelError carries the outcome, a metav1.Status, once the command
-	// has ended.
-	channelError byte = 3
-	// channelResize carries a terminal's size as JSON,
-	// {"Width":80,"Height":24}.
-	channelResize byte = 4
-	// channelClose, then a channel number: that channel has ended (v5).
-	channelClose byte = 255
-)
-
-// Bounds of an exec's connection: one message from the client (stdin is
-// sent in pieces of at most 32 KiB by kubectl), and how long a write may
-// wait on a client that does not read.
-const (
-	execMaxMessage   = 1 << 20
-	execWriteTimeout = time.Minute
-)
-
-// execUpgrader speaks the protocols kubectl offers. Origins are not
-// checked: requests come from the API server alone, which the client
-// certificate proves.
-var execUpgrader = websocket.Upgrader{
-	Subprotocols:    []string{execProtocolV5, execProtocolV4},
-	ReadBufferSize:  32 << 10,
-	WriteBufferSize: 32 << 10,
-	CheckOrigin:     func(*http.Request) bool { return true },
-}
-
 // serveExec runs a command in a container for kubectl exec: GET
 // /exec/{namespace}/{pod}/{container}?command=…&stdin=…&stdout=…&stderr=…&tty=…,
 // upgraded to a WebSocket that carries the command's streams until it
-// ends, then its outcome.
+// ends, then its outcome. The command ends with the connection.
 func (s *containerServer) serveExec(w http.ResponseWriter, r *http.Request) {
-	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	req, err := api.ParsePodExecOptions(r.URL.Query(), false)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) || !offers(r, execProtocolV5, execProtocolV4) {
-		http.Error(w, fmt.Sprintf("exec takes a WebSocket upgrade with protocol %s or %s (kubectl 1.30 or later)", execProtocolV5, execProtocolV4), http.StatusBadRequest)
-		return
-	}
-	id, st, ok := s.run(w, r, ns, pod, ctr, false)
-	if !ok {
-		return
-	}
-	if st.State != runtime.StateRunning {
-		http.Error(w, fmt.Sprintf("container %s of pod %s/%s is not running", ctr, ns, pod), http.StatusBadRequest)
-		return
-	}
-	conn, err := execUpgrader.Upgrade(w, r, nil)
-	if err != nil {
-		// The upgrader has answered.
-		return
-	}
-	defer conn.Close()
-	conn.SetReadLimit(execMaxMessage)
-	// The command ends with the connection: a user who left does not
-	// leave it running.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	sess := &execSession{conn: conn, v5: conn.Subprotocol() == execProtocolV5}
-	opts := runtime.ExecOptions{Argv: req.Command, TTY: req.TTY}
-	if req.Stdout {
-		opts.Stdout = sess.channel(channelStdout)
-	}
-	if req.Stderr {
-		opts.Stderr = sess.channel(channelStderr)
-	}
-	// Without stdin asked for there is no pipe: stdin frames the client
-	// sends anyway are dropped, not left blocking the reader (and with it
-	// pings, resizes and the end of the connection).
-	var stdinW *io.PipeWriter
-	if req.Stdin {
-		var stdinR *io.PipeReader
-		stdinR, stdinW = io.Pipe()
-		defer stdinR.Close()
-		opts.Stdin = stdinR
-	}
-	resize := make(chan runtime.TerminalSize, 1)
-	if req.TTY {
-		opts.Resize = resize
-	}
-	go sess.read(cancel, stdinW, resize)
-	code, err := s.opts.Runtime.ExecStream(ctx, id, opts)
-	if ctx.Err() != nil {
-		// The connection ended, and the command with it: no one is left
-		// to tell.
-		return
-	}
-	sess.finish(execStatus(code, err))
-}
-
-// offers reports whether a WebSocket request offers one of protocols.
-func offers(r *http.Request, protocols ...string) bool {
-	for _, p := range websocket.Subprotocols(r) {
-		for _, want := range protocols {
-			if p == want {
-				return true
-			}
-		}
-	}
-	return false
+	s.serveStreams(w, r, "exec", streamRequest{stdin: req.Stdin, stdout: req.Stdout, stderr: req.Stderr, tty: req.TTY},
+		func(ctx context.Context, id runtime.ID, st sessionStreams) metav1.Status {
+			code, err := s.opts.Runtime.ExecStream(ctx, id, runtime.ExecOptions{
+				Argv: req.Command, TTY: req.TTY, Stdin: st.stdin, Stdout: st.stdout, Stderr: st.stderr, Resize: st.resize,
+			})
+			return execStatus(code, err)
+		})
 }
 
 // execStatus is the outcome kubectl reads from the error channel: Success,
@@ -160,108 +57,4 @@ func execStatus(code int, err error) metav1.Status {
 		}
 	}
 	return metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusSuccess}
-}
-
-// execSession is one exec's connection: writes of every channel go
-// through one lock, as a WebSocket takes one writer at a time.
-type execSession struct {
-	conn *websocket.Conn
-	v5   bool
-	mu   sync.Mutex
-}
-
-// channel is a writer that sends each write as one message of channel ch.
-func (s *execSession) channel(ch byte) io.Writer {
-	return channelWriter{s, ch}
-}
-
-type channelWriter struct {
-	s  *execSession
-	ch byte
-}
-
-func (w channelWriter) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if err := w.s.send(w.ch, p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// send writes p as one message of channel ch, the channel's byte first.
-func (s *execSession) send(ch byte, p []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_ = s.conn.SetWriteDeadline(time.Now().Add(execWriteTimeout))
-	w, err := s.conn.NextWriter(websocket.BinaryMessage)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write([]byte{ch}); err != nil {
-		return err
-	}
-	if _, err := w.Write(p); err != nil {
-		return err
-	}
-	return w.Close()
-}
-
-// read takes the client's messages until the connection ends: stdin's
-// bytes, its close (v5), and terminal sizes. Reading also answers the
-// client's pings. When the connection ends, stdin ends and cancel stops
-// the command.
-func (s *execSession) read(cancel context.CancelFunc, stdin *io.PipeWriter, resize chan runtime.TerminalSize) {
-	defer cancel()
-	for {
-		kind, msg, err := s.conn.ReadMessage()
-		if err != nil {
-			if stdin != nil {
-				stdin.CloseWithError(io.EOF)
-			}
-			return
-		}
-		if kind != websocket.BinaryMessage || len(msg) == 0 {
-			continue
-		}
-		switch msg[0] {
-		case channelStdin:
-			if stdin == nil {
-				continue
-			}
-			if _, err := stdin.Write(msg[1:]); err != nil {
-				// The command has finished with stdin: drop what comes.
-				continue
-			}
-		case channelResize:
-			var sz runtime.TerminalSize
-			if json.Unmarshal(msg[1:], &sz) != nil {
-				continue
-			}
-			// Only the newest size matters.
-			select {
-			case <-resize:
-			default:
-			}
-			resize <- sz
-		case channelClose:
-			if s.v5 && len(msg) > 1 && msg[1] == channelStdin && stdin != nil {
-				stdin.Close()
-			}
-		}
-	}
-}
-
-// finish sends the outcome and closes the connection as kubectl expects:
-// the error channel's message, then a normal close, which ends every
-// stream on its side.
-func (s *execSession) finish(st metav1.Status) {
-	body, err := json.Marshal(st)
-	if err == nil {
-		_ = s.send(channelError, body)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 }

@@ -27,10 +27,10 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// serveExecRuntime runs argv (with env) as container default/web/app
-// under the exec runtime, and serves it from a container server on a real
-// TLS listener.
-func serveExecRuntime(t *testing.T, argv, env []string) *logFixture {
+// serveExecRuntime runs argv (with env, and as each change makes it) as
+// container default/web/app under the exec runtime, and serves it from a
+// container server on a real TLS listener.
+func serveExecRuntime(t *testing.T, argv, env []string, change ...func(*runtime.Container)) *logFixture {
 	t.Helper()
 	rt, err := exec.New(exec.Options{Root: t.TempDir()})
 	if err != nil {
@@ -38,7 +38,11 @@ func serveExecRuntime(t *testing.T, argv, env []string) *logFixture {
 	}
 	t.Cleanup(func() { rt.Close() })
 	id := runtime.ID{PodUID: "uid-exec", Name: "app"}
-	if _, err := rt.Start(context.Background(), &runtime.Container{ID: id, PodNamespace: "default", PodName: "web", Argv: argv, Env: env}); err != nil {
+	c := &runtime.Container{ID: id, PodNamespace: "default", PodName: "web", Argv: argv, Env: env}
+	for _, f := range change {
+		f(c)
+	}
+	if _, err := rt.Start(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -83,15 +87,26 @@ func newExecFixture(t *testing.T) execFixture {
 	return execFixture{serveExecRuntime(t, []string{"/bin/sh", "-c", "while :; do sleep 0.05; done"}, []string{"GREETING=hello", "PATH=/usr/bin:/bin"})}
 }
 
-// exec runs a command through Kubernetes' own WebSocket client, as kubectl
-// exec does, presenting the API server's certificate.
-func (f execFixture) exec(t *testing.T, argv []string, stdin io.Reader, tty bool) (stdout, stderr string, err error) {
+// stream speaks to path?q through Kubernetes' own WebSocket client, as
+// kubectl exec and attach do, presenting the API server's certificate.
+func (f *logFixture) stream(t *testing.T, ctx context.Context, path string, q url.Values, opts remotecommand.StreamOptions) error {
 	t.Helper()
 	certPEM, keyPEM := f.ca.issue(t, api.APIServerClientName, x509.ExtKeyUsageClientAuth)
 	cfg := &rest.Config{Host: f.srv.URL, TLSClientConfig: rest.TLSClientConfig{
 		CertData: certPEM, KeyData: keyPEM,
 		CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.ca.cert.Raw}),
 	}}
+	ex, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, f.srv.URL+path+"?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex.StreamWithContext(ctx, opts)
+}
+
+// exec runs a command through Kubernetes' own WebSocket client, as kubectl
+// exec does, presenting the API server's certificate.
+func (f execFixture) exec(t *testing.T, argv []string, stdin io.Reader, tty bool) (stdout, stderr string, err error) {
+	t.Helper()
 	q := url.Values{"command": argv, "stdout": {"true"}}
 	if !tty {
 		q.Set("stderr", "true")
@@ -102,10 +117,6 @@ func (f execFixture) exec(t *testing.T, argv []string, stdin io.Reader, tty bool
 	if tty {
 		q.Set("tty", "true")
 	}
-	ex, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, f.srv.URL+api.ContainerExecPath+"/default/web/app?"+q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -113,7 +124,7 @@ func (f execFixture) exec(t *testing.T, argv []string, stdin io.Reader, tty bool
 	if !tty {
 		opts.Stderr = &errOut
 	}
-	err = ex.StreamWithContext(ctx, opts)
+	err = f.stream(t, ctx, api.ContainerExecPath+"/default/web/app", q, opts)
 	return out.String(), errOut.String(), err
 }
 
@@ -175,7 +186,19 @@ func TestExecServerRefuses(t *testing.T) {
 	}
 	// A WebSocket handshake for a container the pod does not have is a
 	// 400 before any upgrade.
-	req, err := http.NewRequest(http.MethodGet, base+"/default/web/nope?command=true&stdout=true", nil)
+	if code, body := upgradeGet(t, c, base+"/default/web/nope?command=true&stdout=true"); code != http.StatusBadRequest || !strings.Contains(body, "container nope is not valid for pod default/web") {
+		t.Errorf("an unknown container: %d %s", code, body)
+	}
+	if code, _ := logServerGet(t, f.client(t, "system:node:n2"), base+"/default/web/app?command=true&stdout=true"); code != http.StatusForbidden {
+		t.Errorf("another node's certificate: %d, want 403", code)
+	}
+}
+
+// upgradeGet sends url a WebSocket handshake offering kubectl's protocol
+// and returns the answer's code and body, when it is no upgrade.
+func upgradeGet(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,14 +210,12 @@ func TestExecServerRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return resp.StatusCode, ""
+	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "container nope is not valid for pod default/web") {
-		t.Errorf("an unknown container: %d %s", resp.StatusCode, body)
-	}
-	if code, _ := logServerGet(t, f.client(t, "system:node:n2"), base+"/default/web/app?command=true&stdout=true"); code != http.StatusForbidden {
-		t.Errorf("another node's certificate: %d, want 403", code)
-	}
+	return resp.StatusCode, string(body)
 }
 
 // An exec without stdin drops the stdin frames a client sends anyway: the

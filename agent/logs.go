@@ -50,12 +50,14 @@ type ContainerServerOptions struct {
 }
 
 // NewContainerServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
-// (a container's log) and GET api.ContainerExecPath/{namespace}/{pod}/{container}
-// (a command run in it, kubectl exec) to the API server alone: a request
-// must carry a verified client certificate named api.APIServerClientName
-// (401 without one, 403 for another name), so that a node or a user
-// holding a certificate of the cluster CA cannot read logs or run
-// commands past the API server's authorization.
+// (a container's log), GET api.ContainerExecPath/{namespace}/{pod}/{container}
+// (a command run in it, kubectl exec), GET
+// api.ContainerAttachPath/{namespace}/{pod}/{container} (its own
+// process's streams, kubectl attach) and port-forward to the API server
+// alone: a request must carry a verified client certificate named
+// api.APIServerClientName (401 without one, 403 for another name), so
+// that a node or a user holding a certificate of the cluster CA cannot
+// read logs, run commands or attach past the API server's authorization.
 func NewContainerServer(o ContainerServerOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -67,10 +69,11 @@ func NewContainerServer(o ContainerServerOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.ContainerLogsPath+"/{namespace}/{pod}/{container}", s.serveLogs)
 	mux.HandleFunc("GET "+api.ContainerExecPath+"/{namespace}/{pod}/{container}", s.serveExec)
+	mux.HandleFunc("GET "+api.ContainerAttachPath+"/{namespace}/{pod}/{container}", s.serveAttach)
 	mux.HandleFunc("GET "+api.ResourceMetricsPath, s.serveMetrics)
 	mux.HandleFunc("GET "+api.PortForwardPath+"/{namespace}/{pod}", s.servePortForward)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD and %s", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath, api.PortForwardPath, api.ResourceMetricsPath), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD and %s", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath, api.ContainerAttachPath, api.PortForwardPath, api.ResourceMetricsPath), http.StatusNotFound)
 	})
 	return s.authenticate(mux)
 }
@@ -118,7 +121,7 @@ func (s *containerServer) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if leaf.Subject.CommonName != api.APIServerClientName {
-			http.Error(w, fmt.Sprintf("Forbidden: %q may not use the container server (logs, exec, port-forward, metrics)", leaf.Subject.CommonName), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: %q may not use the container server (logs, exec, attach, port-forward, metrics)", leaf.Subject.CommonName), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)

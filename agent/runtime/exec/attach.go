@@ -15,6 +15,9 @@ import (
 	"github.com/berth-dev/berth/agent/runtime"
 )
 
+// errNotRunning: an attach to a run that has ended, or not begun.
+var errNotRunning = errors.New("the container is not running")
+
 // Attach connects to the run's process through its shim's attach socket,
 // so a run adopted after the agent restarted is attached to as well as
 // one it started.
@@ -27,7 +30,7 @@ func (r *Runtime) Attach(ctx context.Context, id runtime.ID, opts runtime.Attach
 	state, dir := rn.status.State, rn.dir
 	r.mu.Unlock()
 	if state != runtime.StateRunning {
-		return fmt.Errorf("attach %s: not running", id)
+		return fmt.Errorf("attach %s: %w", id, errNotRunning)
 	}
 	conn, err := dialAttach(dir)
 	switch {
@@ -36,12 +39,12 @@ func (r *Runtime) Attach(ctx context.Context, id runtime.ID, opts runtime.Attach
 		// ended and removed it.
 		select {
 		case <-rn.done:
-			return fmt.Errorf("attach %s: not running", id)
+			return fmt.Errorf("attach %s: %w", id, errNotRunning)
 		default:
 			return fmt.Errorf("attach %s: %w", id, errNoAttach)
 		}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("attach %s: not running", id)
+		return fmt.Errorf("attach %s: %w", id, errNotRunning)
 	case err != nil:
 		return fmt.Errorf("attach %s: %w", id, err)
 	}

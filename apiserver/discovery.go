@@ -41,6 +41,7 @@ type subresourceDoc struct {
 var handledSubresources = map[string]subresourceDoc{
 	"log":               {verbs: []string{VerbGet}},
 	"exec":              {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: []string{VerbCreate, VerbGet}},
+	"attach":            {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, verbs: []string{VerbCreate, VerbGet}},
 	"portforward":       {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: []string{VerbCreate, VerbGet}},
 	SubresourceEviction: {gvk: evictionGVK, verbs: []string{VerbCreate}},
 	SubresourceToken:    {gvk: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, verbs: []string{VerbCreate}},

@@ -369,13 +369,15 @@ func TestExtraRoutesAndPanics(t *testing.T) {
 	status(t, code, body, http.StatusNotFound)
 }
 
-// TestExecIsCreate: a pods/exec or pods/portforward request is authorized
-// as create whatever its method, as Kubernetes authorizes it: a WebSocket's handshake is a
-// GET, and who may read pods may not run commands in them.
+// TestExecIsCreate: a pods/exec, pods/attach or pods/portforward request
+// is authorized as create whatever its method, as Kubernetes authorizes
+// it: a WebSocket's handshake is a GET, and who may read pods may not run
+// commands in them or attach to them.
 func TestExecIsCreate(t *testing.T) {
 	e := newEnv(t, withRealAuth())
 	called := 0
-	for _, sub := range []string{"exec", "portforward"} {
+	subs := []string{"exec", "attach", "portforward"}
+	for _, sub := range subs {
 		e.server.HandleSubresource(podKind, sub, func(w http.ResponseWriter, r *http.Request, obj api.Object) {
 			called++
 			w.WriteHeader(http.StatusNoContent)
@@ -386,7 +388,7 @@ func TestExecIsCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sub := range []string{"exec", "portforward"} {
+	for _, sub := range subs {
 		for _, method := range []string{"GET", "POST"} {
 			code, _, body := e.do(method, "/api/v1/namespaces/default/pods/p/"+sub+"?command=true", cred, "", "", nil)
 			if code != http.StatusForbidden || !strings.Contains(string(body), `cannot create resource \"pods/`+sub+`\"`) {
@@ -398,8 +400,8 @@ func TestExecIsCreate(t *testing.T) {
 			}
 		}
 	}
-	if called != 4 {
-		t.Errorf("the handlers ran %d times, want 4 (the admin's)", called)
+	if called != 2*len(subs) {
+		t.Errorf("the handlers ran %d times, want %d (the admin's)", called, 2*len(subs))
 	}
 }
 

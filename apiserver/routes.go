@@ -279,7 +279,7 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 
 // connectSubresources run something on a node rather than read it:
 // whatever the method, they are authorized as create.
-var connectSubresources = map[string]bool{"exec": true, "portforward": true}
+var connectSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true}
 
 // requestVerb maps the method (and ?watch) to a Kubernetes verb, or
 // answers 405 for a method the path does not take.
@@ -294,7 +294,8 @@ func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, er
 			if connectSubresources[req.subresource] {
 				// A WebSocket's handshake is a GET, but what it asks
 				// for is to run something: Kubernetes authorizes it as
-				// create, so that who may read pods may not exec.
+				// create, so that who may read pods may not exec or
+				// attach.
 				return VerbCreate, nil
 			}
 			return VerbGet, nil

@@ -34,14 +34,14 @@ func (a accepting) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestDiscoveryListsServedSubresources: the legacy discovery documents and
 // the aggregated one list exactly the subresources the router serves
-// (pods/log, exec, portforward, eviction, proxy, the scales, the statuses,
+// (pods/log, exec, attach, portforward, eviction, proxy, the scales, the statuses,
 // serviceaccounts/token...), each with Kubernetes' verbs and kind; a new
 // route that discovery does not list fails here. kubectl api-resources
 // reads them, and kubectl auth can-i checks a subresource.
 func TestDiscoveryListsServedSubresources(t *testing.T) {
 	s := cptest.Start(t, controlplane.Config{})
 	served := s.API().ServedSubresources()
-	for _, want := range []string{"v1 pods/log", "v1 pods/exec", "v1 pods/portforward", "v1 pods/eviction", "v1 pods/proxy",
+	for _, want := range []string{"v1 pods/log", "v1 pods/exec", "v1 pods/attach", "v1 pods/portforward", "v1 pods/eviction", "v1 pods/proxy",
 		"v1 pods/status", "v1 nodes/status", "v1 namespaces/finalize", "apps/v1 deployments/scale", "v1 serviceaccounts/token"} {
 		if !slices.Contains(served, want) {
 			t.Errorf("the router does not serve %s: %v", want, served)
@@ -148,6 +148,7 @@ func TestDiscoveryListsServedSubresources(t *testing.T) {
 	for r, want := range map[string]string{
 		"v1 pods/log":               "get Pod",
 		"v1 pods/exec":              "create,get PodExecOptions",
+		"v1 pods/attach":            "create,get PodAttachOptions",
 		"v1 pods/portforward":       "create,get PodPortForwardOptions",
 		"v1 pods/eviction":          "create policy/v1 Eviction",
 		"apps/v1 deployments/scale": "get,patch,update autoscaling/v1 Scale",
@@ -182,6 +183,9 @@ func TestDiscoveryListsServedSubresources(t *testing.T) {
 		{[]string{"auth", "can-i", "create", "pods/exec"}, "yes"},
 		{[]string{"auth", "can-i", "get", "pods/log"}, "yes"},
 		{[]string{"auth", "can-i", "create", "pods/exec", "--as", "system:serviceaccount:default:default"}, "no"},
+		{[]string{"auth", "can-i", "create", "pods/attach"}, "yes"},
+		{[]string{"auth", "can-i", "create", "pods/attach", "--as", "system:serviceaccount:default:default"}, "no"},
+		{[]string{"auth", "can-i", "create", "pods/attach", "--as", "system:node:n1"}, "no"},
 	} {
 		out, _ := run(c.args...)
 		if answer, _, _ := strings.Cut(strings.TrimSpace(out), " "); answer != c.want {

@@ -66,6 +66,54 @@ func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj a
 	p.proxyUpgrade(w, r, pod, target)
 }
 
+// podAttachRequest is a pods/attach request checked and resolved to a
+// container.
+type podAttachRequest struct {
+	container string
+	query     url.Values
+}
+
+// parsePodAttachQuery checks the PodAttachOptions of a request against
+// the pod and builds the agent's query, the container chosen as for an
+// exec.
+func parsePodAttachQuery(pod *api.Pod, q url.Values) (podAttachRequest, error) {
+	o, err := api.ParsePodAttachOptions(q, true)
+	if err != nil {
+		return podAttachRequest{}, apierrors.NewBadRequest(err.Error())
+	}
+	ctr, err := logContainer(pod, o.Container)
+	if err != nil {
+		return podAttachRequest{}, err
+	}
+	return podAttachRequest{container: ctr, query: o.Query()}, nil
+}
+
+// ServeAttach is an apiserver.SubresourceHandler for pods/attach (kubectl
+// attach, kubectl run -i): as ServeExec, it passes the request's upgrade
+// on to the agent of the pod's node, which connects it to the container's
+// own process.
+func (p *ContainerProxy) ServeAttach(w http.ResponseWriter, r *http.Request, obj api.Object) {
+	pod, ok := connectPod(w, obj, "attach")
+	if !ok {
+		return
+	}
+	req, err := parsePodAttachQuery(pod, r.URL.Query())
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	if pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
+		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("cannot attach a container in a completed pod; current phase is %s", pod.Status.Phase)))
+		return
+	}
+	target, err := p.agentURL(pod, api.ContainerAttachPath, req.container, req.query)
+	if err != nil {
+		apiserver.WriteError(w, err)
+		return
+	}
+	p.proxyUpgrade(w, r, pod, target)
+}
+
 // ServePortForward is an apiserver.SubresourceHandler for
 // pods/portforward: as ServeExec, it passes the request's upgrade on to
 // the agent of the pod's node, which forwards the connections kubectl
@@ -138,7 +186,8 @@ func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, po
 	proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// connectPod is the pod of a connect subresource (exec, portforward, log);
+// connectPod is the pod of a connect subresource (exec, attach,
+// portforward, log);
 // false when it has answered the request with an error. The API server
 // has already refused any method but GET (a WebSocket's handshake) and
 // POST.

@@ -120,6 +120,100 @@ func FuzzPodExecQuery(f *testing.F) {
 	})
 }
 
+// TestParsePodAttachQuery: the streams pass on to the agent as kubectl
+// sends them, without the container, chosen as for an exec; no stream,
+// an option attach does not take, or an unknown container are 400s.
+func TestParsePodAttachQuery(t *testing.T) {
+	one, multi := execTestPods()
+	req, err := parsePodAttachQuery(one, url.Values{"stdin": {"true"}, "stdout": {"true"}, "stderr": {"true"}, "tty": {"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.container != "app" || req.query.Encode() != "stdin=true&stdout=true&tty=true" {
+		t.Errorf("request %+v", req)
+	}
+	if req, err := parsePodAttachQuery(multi, url.Values{"stdout": {"true"}, "container": {"setup"}}); err != nil || req.container != "setup" || req.query.Has("container") {
+		t.Errorf("named container: %+v, %v", req, err)
+	}
+	for _, tc := range []struct {
+		pod  *api.Pod
+		q    url.Values
+		want string
+	}{
+		{one, url.Values{}, "at least 1 of stdin, stdout, stderr"},
+		{one, url.Values{"stderr": {"true"}, "tty": {"true"}}, "at least 1 of stdin, stdout, stderr"},
+		{one, url.Values{"stdout": {"true"}, "command": {"sh"}}, "attach option command"},
+		{one, url.Values{"stdout": {"true"}, "container": {"nope"}}, "container nope is not valid"},
+		{multi, url.Values{"stdout": {"true"}}, "a container name must be specified"},
+	} {
+		_, err := parsePodAttachQuery(tc.pod, tc.q)
+		if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want a 400 with %q", tc.q, err, tc.want)
+		}
+	}
+}
+
+// FuzzPodAttachQuery sends the pods/attach query parser arbitrary query
+// strings: it must never panic; a refusal is a 400; what it accepts names
+// a container of the pod and a stream, never stderr on a terminal, and
+// agentURL puts it on the node's address under the attach path.
+func FuzzPodAttachQuery(f *testing.F) {
+	for _, seed := range []string{
+		"", "stdout=true", "stdin=true&stdout=true&stderr=true", "stdin=1&tty=true", "stderr=true&tty=1",
+		"container=b&stdout=true", "container=%2F..%2Fetc&stdout=true", "command=ls&stdout=true", "%zz", "&&",
+	} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	proxy := &ContainerProxy{store: storeWithNode(f)}
+	one, multi := execTestPods()
+	f.Fuzz(func(t *testing.T, raw string, several bool) {
+		pod, names := one, []string{"app"}
+		if several {
+			pod, names = multi, []string{"a", "b", "setup"}
+		}
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		req, err := parsePodAttachQuery(pod, q)
+		if err != nil {
+			if !apierrors.IsBadRequest(err) {
+				t.Fatalf("%q: %v is not a 400", raw, err)
+			}
+			return
+		}
+		if !slices.Contains(names, req.container) {
+			t.Fatalf("%q: container %q", raw, req.container)
+		}
+		if req.query.Get("stdin") == "" && req.query.Get("stdout") == "" && req.query.Get("stderr") == "" {
+			t.Fatalf("%q: no stream in %v", raw, req.query)
+		}
+		if req.query.Has("tty") && req.query.Has("stderr") {
+			t.Fatalf("%q: stderr on a terminal in %v", raw, req.query)
+		}
+		u, err := proxy.agentURL(pod, api.ContainerAttachPath, req.container, req.query)
+		if err != nil {
+			t.Fatalf("%q: agent URL: %v", raw, err)
+		}
+		if want := api.ContainerAttachPath + "/default/" + pod.Name + "/" + req.container; u.Path != want || u.Host != "10.0.0.1:10250" {
+			t.Fatalf("%q: agent URL %s", raw, u)
+		}
+		if back, err := api.ParsePodAttachOptions(mustQuery(t, u.RawQuery), false); err != nil || back.Query().Encode() != req.query.Encode() {
+			t.Fatalf("%q: the agent reads %s as %+v, %v", raw, u, back, err)
+		}
+	})
+}
+
+func mustQuery(t *testing.T, raw string) url.Values {
+	t.Helper()
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 // TestServeExecPassesSPDYOn: a request without a WebSocket upgrade (as
 // kubectl's SPDY fallback asks) is refused for the pod's own faults, and
 // otherwise goes on to the agent as a WebSocket would: kubectl shows only
@@ -139,6 +233,8 @@ func TestServeExecPassesSPDYOn(t *testing.T) {
 	unbound.Spec.NodeName = ""
 	running := one.DeepCopy()
 	running.Status.Phase = api.PodRunning
+	done := one.DeepCopy()
+	done.Status.Phase = api.PodSucceeded
 	unreachable := "node n1: the agent at " + gone.String() + " cannot be reached"
 	for _, tc := range []struct {
 		sub   string
@@ -149,6 +245,10 @@ func TestServeExecPassesSPDYOn(t *testing.T) {
 	}{
 		{"exec?command=true&stdout=true", p.ServeExec, one, http.StatusServiceUnavailable, unreachable},
 		{"exec?command=true&stdout=true", p.ServeExec, unbound, http.StatusBadRequest, "does not have a host assigned"},
+		{"attach?stdin=true&stdout=true", p.ServeAttach, one, http.StatusServiceUnavailable, unreachable},
+		{"attach?stdout=true", p.ServeAttach, unbound, http.StatusBadRequest, "does not have a host assigned"},
+		{"attach?stdout=true", p.ServeAttach, done, http.StatusBadRequest, "cannot attach a container in a completed pod; current phase is Succeeded"},
+		{"attach?stdout=true&container=nope", p.ServeAttach, one, http.StatusBadRequest, "container nope is not valid for pod web"},
 		{"portforward", p.ServePortForward, running, http.StatusServiceUnavailable, unreachable},
 		{"portforward", p.ServePortForward, one, http.StatusBadRequest, "pod is not running"},
 	} {

@@ -55,16 +55,17 @@ func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer,
 	s.containers = NewContainerProxy(s.store, s.creds.CAPool, clientCert, s.log)
 	a.HandleSubresource(pods, "log", s.containers.Serve)
 	a.HandleSubresource(pods, "exec", s.containers.ServeExec)
+	a.HandleSubresource(pods, "attach", s.containers.ServeAttach)
 	a.HandleSubresource(pods, "portforward", s.containers.ServePortForward)
 	return issuer.ServingCertIssuer(), nil
 }
 
-// ContainerProxy serves pods/log, pods/exec, pods/portforward and the
-// resource metrics of metrics.k8s.io: it finds the node a pod is bound to
-// and reaches that node's agent (for the metrics, every agent needed),
-// over TLS verified against the cluster CA, presenting the API server's
-// client certificate. One transport serves every request, so connections
-// to agents are kept.
+// ContainerProxy serves pods/log, pods/exec, pods/attach, pods/portforward
+// and the resource metrics of metrics.k8s.io: it finds the node a pod is
+// bound to and reaches that node's agent (for the metrics, every agent
+// needed), over TLS verified against the cluster CA, presenting the API
+// server's client certificate. One transport serves every request, so
+// connections to agents are kept.
 type ContainerProxy struct {
 	store  *store.Store
 	client *http.Client
@@ -214,8 +215,9 @@ func logContainer(pod *api.Pod, name string) (string, error) {
 	return name, nil
 }
 
-// agentURL is where the pod's node serves prefix (api.ContainerLogsPath
-// or api.ContainerExecPath) for the container, with query.
+// agentURL is where the pod's node serves prefix (api.ContainerLogsPath,
+// api.ContainerExecPath or api.ContainerAttachPath) for the container,
+// with query.
 func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query url.Values) (*url.URL, error) {
 	addr, err := p.nodeAgent(pod)
 	if err != nil {

@@ -143,9 +143,9 @@ type Server struct {
 	dbSize func() (int64, error)
 	// backend is the store's durable backend, which SnapshotPath copies.
 	backend store.Backend
-	// containers proxies pods/log, pods/exec and pods/portforward to
-	// agents and gathers their resource metrics; Run ends its
-	// streams at shutdown.
+	// containers proxies pods/log, pods/exec, pods/attach and
+	// pods/portforward to agents and gathers their resource metrics; Run
+	// ends its streams at shutdown.
 	containers *ContainerProxy
 	// etcd is the backend of an etcd store, nil for the others; forward
 	// sends a follower's writes to the leader, and advertise is the URL

@@ -31,6 +31,12 @@ func newAttachFixture(t *testing.T, script string, change ...func(*runtime.Conta
 // error comes on the channel.
 func (f attachFixture) attach(t *testing.T, ctx context.Context, opts remotecommand.StreamOptions) <-chan error {
 	t.Helper()
+	return f.attachOver(t, ctx, overWebSocket, opts)
+}
+
+// attachOver is attach over protocol.
+func (f attachFixture) attachOver(t *testing.T, ctx context.Context, protocol string, opts remotecommand.StreamOptions) <-chan error {
+	t.Helper()
 	q := url.Values{}
 	for name, on := range map[string]bool{"stdin": opts.Stdin != nil, "stdout": opts.Stdout != nil, "stderr": opts.Stderr != nil, "tty": opts.Tty} {
 		if on {
@@ -38,7 +44,7 @@ func (f attachFixture) attach(t *testing.T, ctx context.Context, opts remotecomm
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- f.stream(t, ctx, api.ContainerAttachPath+"/default/web/app", q, opts) }()
+	go func() { done <- f.streamOver(t, ctx, protocol, api.ContainerAttachPath+"/default/web/app", q, opts) }()
 	return done
 }
 
@@ -98,16 +104,20 @@ func TestAttachServer(t *testing.T) {
 	<-done
 }
 
-// TestAttachServerStdinOnce: what kubectl run -i does: the input sent, its
-// end closes the container's, and the session carries the output until
-// the process ends.
+// TestAttachServerStdinOnce: what kubectl run -i does, over a WebSocket
+// and over SPDY: the input sent, its end closes the container's, and the
+// session carries the output until the process ends.
 func TestAttachServerStdinOnce(t *testing.T) {
-	f := newAttachFixture(t, `read x; echo "got $x"; cat; echo bye`, func(c *runtime.Container) { c.Stdin, c.StdinOnce = true, true })
-	var out, errOut testtool.Buffer
-	done := f.attach(t, context.Background(), remotecommand.StreamOptions{Stdin: strings.NewReader("hi\nmore\n"), Stdout: &out, Stderr: &errOut})
-	waitSession(t, done, "attach with stdinOnce")
-	if out.String() != "got hi\nmore\nbye\n" {
-		t.Errorf("output %q, want all the process wrote until it ended", out.String())
+	for _, protocol := range []string{overWebSocket, overSPDY} {
+		t.Run(protocol, func(t *testing.T) {
+			f := newAttachFixture(t, `read x; echo "got $x"; cat; echo bye >&2`, func(c *runtime.Container) { c.Stdin, c.StdinOnce = true, true })
+			var out, errOut testtool.Buffer
+			done := f.attachOver(t, context.Background(), protocol, remotecommand.StreamOptions{Stdin: strings.NewReader("hi\nmore\n"), Stdout: &out, Stderr: &errOut})
+			waitSession(t, done, "attach with stdinOnce")
+			if out.String() != "got hi\nmore\n" || errOut.String() != "bye\n" {
+				t.Errorf("stdout %q, stderr %q, want all the process wrote until it ended", out.String(), errOut.String())
+			}
+		})
 	}
 }
 
@@ -122,9 +132,15 @@ func (s sizes) Next() *remotecommand.TerminalSize {
 	return &sz
 }
 
-// TestAttachServerTerminal: attached to a container on a terminal, the
-// client sizes it and gets its one output.
+// TestAttachServerTerminal: attached to a container on a terminal, over
+// a WebSocket and over SPDY, the client sizes it and gets its one output.
 func TestAttachServerTerminal(t *testing.T) {
+	for _, protocol := range []string{overWebSocket, overSPDY} {
+		t.Run(protocol, func(t *testing.T) { testAttachServerTerminal(t, protocol) })
+	}
+}
+
+func testAttachServerTerminal(t *testing.T, protocol string) {
 	f := newAttachFixture(t, `while read line; do stty size; [ -t 0 ] && echo "tty $line"; echo "to-stderr" >&2; done`,
 		func(c *runtime.Container) { c.Stdin, c.TTY = true, true })
 	sz := make(sizes, 1)
@@ -134,7 +150,7 @@ func TestAttachServerTerminal(t *testing.T) {
 	defer inW.Close()
 	var out testtool.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
-	done := f.attach(t, ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: &out, Tty: true, TerminalSizeQueue: sz})
+	done := f.attachOver(t, ctx, protocol, remotecommand.StreamOptions{Stdin: inR, Stdout: &out, Tty: true, TerminalSizeQueue: sz})
 	sayUntil(t, inW, "go\n", &out, "40 100")
 	for _, want := range []string{"tty go", "to-stderr"} {
 		if !strings.Contains(out.String(), want) {

@@ -87,16 +87,38 @@ func newExecFixture(t *testing.T) execFixture {
 	return execFixture{serveExecRuntime(t, []string{"/bin/sh", "-c", "while :; do sleep 0.05; done"}, []string{"GREETING=hello", "PATH=/usr/bin:/bin"})}
 }
 
+// Kubernetes' clients of the streaming protocols: over a WebSocket, as
+// kubectl speaks it first, and over SPDY, its fallback.
+const (
+	overWebSocket = "WebSocket"
+	overSPDY      = "SPDY"
+)
+
 // stream speaks to path?q through Kubernetes' own WebSocket client, as
 // kubectl exec and attach do, presenting the API server's certificate.
 func (f *logFixture) stream(t *testing.T, ctx context.Context, path string, q url.Values, opts remotecommand.StreamOptions) error {
+	t.Helper()
+	return f.streamOver(t, ctx, overWebSocket, path, q, opts)
+}
+
+// streamOver is stream over protocol: overWebSocket or overSPDY.
+func (f *logFixture) streamOver(t *testing.T, ctx context.Context, protocol, path string, q url.Values, opts remotecommand.StreamOptions) error {
 	t.Helper()
 	certPEM, keyPEM := f.ca.issue(t, api.APIServerClientName, x509.ExtKeyUsageClientAuth)
 	cfg := &rest.Config{Host: f.srv.URL, TLSClientConfig: rest.TLSClientConfig{
 		CertData: certPEM, KeyData: keyPEM,
 		CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: f.ca.cert.Raw}),
 	}}
-	ex, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, f.srv.URL+path+"?"+q.Encode())
+	u, err := url.Parse(f.srv.URL + path + "?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex remotecommand.Executor
+	if protocol == overSPDY {
+		ex, err = remotecommand.NewSPDYExecutor(cfg, http.MethodPost, u)
+	} else {
+		ex, err = remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, u.String())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +128,12 @@ func (f *logFixture) stream(t *testing.T, ctx context.Context, path string, q ur
 // exec runs a command through Kubernetes' own WebSocket client, as kubectl
 // exec does, presenting the API server's certificate.
 func (f execFixture) exec(t *testing.T, argv []string, stdin io.Reader, tty bool) (stdout, stderr string, err error) {
+	t.Helper()
+	return f.execOver(t, overWebSocket, argv, stdin, tty)
+}
+
+// execOver is exec over protocol.
+func (f execFixture) execOver(t *testing.T, protocol string, argv []string, stdin io.Reader, tty bool) (stdout, stderr string, err error) {
 	t.Helper()
 	q := url.Values{"command": argv, "stdout": {"true"}}
 	if !tty {
@@ -124,39 +152,49 @@ func (f execFixture) exec(t *testing.T, argv []string, stdin io.Reader, tty bool
 	if !tty {
 		opts.Stderr = &errOut
 	}
-	err = f.stream(t, ctx, api.ContainerExecPath+"/default/web/app", q, opts)
+	err = f.streamOver(t, ctx, protocol, api.ContainerExecPath+"/default/web/app", q, opts)
 	return out.String(), errOut.String(), err
 }
 
 // TestExecServer: kubectl's own client runs commands through the
-// container server: stdout and stderr apart, its input to the end, the
-// exit code, a terminal, and a command that cannot start.
+// container server, over a WebSocket and over SPDY: stdout and stderr
+// apart, its input to the end, the exit code, a terminal, and a command
+// that cannot start.
 func TestExecServer(t *testing.T) {
 	f := newExecFixture(t)
+	for _, protocol := range []string{overWebSocket, overSPDY} {
+		t.Run(protocol, func(t *testing.T) { testExecServer(t, f, protocol) })
+	}
+}
 
-	out, errOut, err := f.exec(t, []string{"sh", "-c", "echo $GREETING; echo oops >&2"}, nil, false)
+func testExecServer(t *testing.T, f execFixture, protocol string) {
+	exec := func(t *testing.T, argv []string, stdin io.Reader, tty bool) (string, string, error) {
+		t.Helper()
+		return f.execOver(t, protocol, argv, stdin, tty)
+	}
+	out, errOut, err := exec(t, []string{"sh", "-c", "echo $GREETING; echo oops >&2"}, nil, false)
 	if err != nil || out != "hello\n" || errOut != "oops\n" {
 		t.Errorf("exec = %q, %q, %v", out, errOut, err)
 	}
 
 	input := strings.Repeat("a line of input\n", 10000)
-	out, _, err = f.exec(t, []string{"wc", "-c"}, strings.NewReader(input), false)
+	out, _, err = exec(t, []string{"wc", "-c"}, strings.NewReader(input), false)
 	if err != nil || strings.TrimSpace(out) != "160000" {
 		t.Errorf("exec with input = %q, %v; want the 160000 bytes counted", out, err)
 	}
 
-	_, _, err = f.exec(t, []string{"sh", "-c", "exit 7"}, nil, false)
+	_, _, err = exec(t, []string{"sh", "-c", "exit 7"}, nil, false)
 	var exitErr utilexec.CodeExitError
 	if !errors.As(err, &exitErr) || exitErr.Code != 7 {
 		t.Errorf("exit 7 came back as %v", err)
 	}
 
-	out, _, err = f.exec(t, []string{"sh", "-c", "[ -t 0 ] && echo terminal $TERM; echo both >&2"}, strings.NewReader(""), true)
+	out, _, err = exec(t, []string{"sh", "-c", "[ -t 0 ] && echo terminal $TERM; echo both >&2"}, strings.NewReader(""), true)
 	if err != nil || !strings.Contains(out, "terminal xterm") || !strings.Contains(out, "both") {
 		t.Errorf("exec on a terminal = %q, %v", out, err)
 	}
 
-	_, _, err = f.exec(t, []string{"no-such-program-for-berth"}, nil, false)
+	_, _, err = exec(t, []string{"no-such-program-for-berth"}, nil, false)
 	if err == nil || !strings.Contains(err.Error(), "no-such-program-for-berth") || strings.Contains(err.Error(), "uid-exec") {
 		t.Errorf("a missing program: %v", err)
 	}

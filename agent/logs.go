@@ -68,12 +68,16 @@ func NewContainerServer(o ContainerServerOptions) http.Handler {
 	s := &containerServer{opts: o}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+api.ContainerLogsPath+"/{namespace}/{pod}/{container}", s.serveLogs)
-	mux.HandleFunc("GET "+api.ContainerExecPath+"/{namespace}/{pod}/{container}", s.serveExec)
-	mux.HandleFunc("GET "+api.ContainerAttachPath+"/{namespace}/{pod}/{container}", s.serveAttach)
+	// A WebSocket's handshake is a GET; kubectl's SPDY upgrade is a POST,
+	// which the kubelet takes as well.
+	for _, method := range []string{"GET ", "POST "} {
+		mux.HandleFunc(method+api.ContainerExecPath+"/{namespace}/{pod}/{container}", s.serveExec)
+		mux.HandleFunc(method+api.ContainerAttachPath+"/{namespace}/{pod}/{container}", s.serveAttach)
+	}
 	mux.HandleFunc("GET "+api.ResourceMetricsPath, s.serveMetrics)
 	mux.HandleFunc("GET "+api.PortForwardPath+"/{namespace}/{pod}", s.servePortForward)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD/CONTAINER, %s/NAMESPACE/POD and %s", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath, api.ContainerAttachPath, api.PortForwardPath, api.ResourceMetricsPath), http.StatusNotFound)
+		http.Error(w, fmt.Sprintf("%s %s: not found; the agent serves GET %s/NAMESPACE/POD/CONTAINER, GET or POST %s/NAMESPACE/POD/CONTAINER and %s/NAMESPACE/POD/CONTAINER, GET %s/NAMESPACE/POD and %s", r.Method, r.URL.Path, api.ContainerLogsPath, api.ContainerExecPath, api.ContainerAttachPath, api.PortForwardPath, api.ResourceMetricsPath), http.StatusNotFound)
 	})
 	return s.authenticate(mux)
 }

@@ -68,17 +68,28 @@ type sessionStreams struct {
 	resize         <-chan runtime.TerminalSize
 }
 
+// session is an upgraded exec or attach: its streams, a context that
+// ends with the connection, how its outcome is told, and how it ends.
+type session struct {
+	ctx     context.Context
+	streams sessionStreams
+	finish  func(metav1.Status)
+	close   func()
+}
+
 // serveStreams serves an exec or an attach (what) of a running container:
-// it answers 400 without a WebSocket upgrade of kubectl's protocols or
-// for a container that does not run, else upgrades and runs run with the
-// session's streams, then sends run's outcome. The session's context ends
-// with the connection: a user who left leaves nothing running on the
-// connection's behalf, and no one is told the outcome.
+// it answers 400 without an upgrade to one of kubectl's protocols (a
+// WebSocket, or SPDY, kubectl's fallback) or for a container that does
+// not run, else upgrades and runs run with the session's streams, then
+// sends run's outcome. The session's context ends with the connection: a
+// user who left leaves nothing running on the connection's behalf, and
+// no one is told the outcome.
 func (s *containerServer) serveStreams(w http.ResponseWriter, r *http.Request, what string, req streamRequest,
 	run func(ctx context.Context, id runtime.ID, st sessionStreams) metav1.Status) {
 	ns, pod, ctr := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
-	if !websocket.IsWebSocketUpgrade(r) || !offers(r, execProtocolV5, execProtocolV4) {
-		http.Error(w, fmt.Sprintf("%s takes a WebSocket upgrade with protocol %s or %s (kubectl 1.30 or later)", what, execProtocolV5, execProtocolV4), http.StatusBadRequest)
+	spdy := isSPDYUpgrade(r)
+	if !spdy && (!websocket.IsWebSocketUpgrade(r) || !offers(r, execProtocolV5, execProtocolV4)) {
+		http.Error(w, fmt.Sprintf("%s takes a WebSocket upgrade with protocol %s or %s, or an upgrade to %s with protocol %s", what, execProtocolV5, execProtocolV4, spdyUpgrade, spdyProtocolV4), http.StatusBadRequest)
 		return
 	}
 	id, st, ok := s.run(w, r, ns, pod, ctr, false)
@@ -89,43 +100,64 @@ func (s *containerServer) serveStreams(w http.ResponseWriter, r *http.Request, w
 		http.Error(w, fmt.Sprintf("container %s of pod %s/%s is not running", ctr, ns, pod), http.StatusBadRequest)
 		return
 	}
-	conn, err := execUpgrader.Upgrade(w, r, nil)
-	if err != nil {
+	var sess *session
+	if spdy {
+		sess, ok = upgradeSPDY(w, r, req)
+	} else {
+		sess, ok = upgradeWebSocket(w, r, req)
+	}
+	if !ok {
 		// The upgrader has answered.
 		return
 	}
-	defer conn.Close()
+	defer sess.close()
+	outcome := run(sess.ctx, id, sess.streams)
+	if sess.ctx.Err() != nil {
+		return
+	}
+	sess.finish(outcome)
+}
+
+// upgradeWebSocket upgrades r to a WebSocket carrying the streams req
+// asks for; false when it has answered with an error.
+func upgradeWebSocket(w http.ResponseWriter, r *http.Request, req streamRequest) (*session, bool) {
+	conn, err := execUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return nil, false
+	}
 	conn.SetReadLimit(execMaxMessage)
 	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	sess := &execSession{conn: conn, v5: conn.Subprotocol() == execProtocolV5}
-	var streams sessionStreams
+	ws := &execSession{conn: conn, v5: conn.Subprotocol() == execProtocolV5}
+	sess := &session{ctx: ctx, finish: ws.finish}
 	if req.stdout {
-		streams.stdout = sess.channel(channelStdout)
+		sess.streams.stdout = ws.channel(channelStdout)
 	}
 	if req.stderr {
-		streams.stderr = sess.channel(channelStderr)
+		sess.streams.stderr = ws.channel(channelStderr)
 	}
 	// Without stdin asked for there is no pipe: stdin frames the client
 	// sends anyway are dropped, not left blocking the reader (and with it
 	// pings, resizes and the end of the connection).
+	var stdinR *io.PipeReader
 	var stdinW *io.PipeWriter
 	if req.stdin {
-		var stdinR *io.PipeReader
 		stdinR, stdinW = io.Pipe()
-		defer stdinR.Close()
-		streams.stdin = stdinR
+		sess.streams.stdin = stdinR
 	}
 	resize := make(chan runtime.TerminalSize, 1)
 	if req.tty {
-		streams.resize = resize
+		sess.streams.resize = resize
 	}
-	go sess.read(cancel, stdinW, resize)
-	outcome := run(ctx, id, streams)
-	if ctx.Err() != nil {
-		return
+	// The reader ends when the connection is closed.
+	go ws.read(cancel, stdinW, resize)
+	sess.close = func() {
+		cancel()
+		if stdinR != nil {
+			stdinR.Close()
+		}
+		conn.Close()
 	}
-	sess.finish(outcome)
+	return sess, true
 }
 
 // offers reports whether a WebSocket request offers one of protocols.

@@ -147,8 +147,9 @@ func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request
 // retries with SPDY and shows only the second answer, so that answer must
 // carry the real fault as well, as kube-apiserver's does by passing SPDY
 // on to the kubelet. An agent that cannot be reached is a 503 naming it
-// and the cause both times; one that is reached refuses SPDY itself with
-// a 400 saying what it speaks.
+// and the cause both times; one that is reached speaks SPDY for exec and
+// attach, as the kubelet does, and answers port-forward's with what it
+// speaks instead.
 func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, pod *api.Pod, target *url.URL) {
 	// The session ends when the server shuts down, as a followed log does.
 	ctx, cancel := context.WithCancel(r.Context())

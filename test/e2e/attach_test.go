@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 
 // TestKubectlRunAndAttach drives the real kubectl against a server and an
 // agent: kubectl run -i with piped input gets the container's output back
-// and its exit code, and --rm deletes the pod; kubectl attach prints what
+// and its exit code, over a WebSocket and over SPDY, and --rm deletes the
+// pod; kubectl attach prints what
 // a running pod writes; kubectl attach -i writes to a container's input;
 // and kubectl run -it on a terminal runs a shell on a terminal of
 // kubectl's size.
@@ -44,6 +46,16 @@ func TestKubectlRunAndAttach(t *testing.T) {
 			t.Errorf("kubectl run -i of a container that exits 3: exit %d\n%s", code, out)
 		}
 		waitPodGone(t, s, "failing")
+
+		// kubectl's fallback, SPDY, the only protocol before 1.30.
+		cmd = s.command(t, "kubectl", "run", "-i", "--rm", "fallback", "--image=busybox", "--restart=Never", "--", "sh", "-c", "read x; echo got $x over SPDY")
+		cmd.Env = append(os.Environ(), "KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false")
+		cmd.Stdin = strings.NewReader("hi\n")
+		out, err = cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "got hi over SPDY\n") {
+			t.Errorf("kubectl run -i over SPDY: %v\n%s", err, out)
+		}
+		waitPodGone(t, s, "fallback")
 	})
 
 	t.Run("attach", func(t *testing.T) {

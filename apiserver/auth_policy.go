@@ -131,13 +131,18 @@ func (p *Policy) Authorize(ctx context.Context, id *Identity, a Attributes) erro
 // a GET through pods/proxy or services/proxy reaches whatever the pod
 // serves (an admin page, a write behind a GET), and Kubernetes' view
 // role, which is what a namespace reader holds there, leaves both proxy
-// subresources out; so does berth.
+// subresources out; so does berth. The view role leaves exec, attach and
+// portforward out too, whatever the verb: a real request to them is
+// authorized as create, and an access review that asks with get must
+// not answer yes either.
 func authorizeServiceAccount(id *Identity, a Attributes) error {
 	switch {
 	case a.Kind == nil:
 		return Forbidden(id, a, "")
 	case a.Subresource == SubresourceProxy:
 		return Forbidden(id, a, "service accounts may read, not proxy to pods or services")
+	case connectSubresources[a.Subresource]:
+		return Forbidden(id, a, "service accounts may read, not exec, attach or port-forward")
 	case !isRead(a.Verb):
 		return Forbidden(id, a, "service accounts may only read")
 	case !a.Kind.Namespaced || a.Namespace == "" || a.Namespace != id.Namespace:

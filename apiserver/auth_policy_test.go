@@ -252,6 +252,15 @@ func TestAuthzPolicy(t *testing.T) {
 		// Service account: reads in its own namespace.
 		{"sa gets a pod in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web"}, true},
 		{"sa execs in a pod of its namespace", sa, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "exec"}, false},
+		// Kubernetes' view role, a namespace reader's, leaves the connect
+		// subresources out: asked with get, as kubectl auth can-i may,
+		// they are refused as the real request (authorized as create) is.
+		{"sa gets pods/exec in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "exec"}, false},
+		{"sa gets pods/attach in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "attach"}, false},
+		{"sa gets pods/portforward in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "portforward"}, false},
+		{"sa gets pods/log in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "log"}, true},
+		{"admin attaches to a pod", admin, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "attach"}, true},
+		{"node attaches to its pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "attach", Old: old("pods", "default", "web")}, false},
 		{"sa gets pods/proxy in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "proxy"}, false},
 		{"sa gets services/proxy in its namespace", sa, apiserver.Attributes{Verb: "get", Kind: k("services"), Namespace: "default", Name: "web", Subresource: "proxy"}, false},
 		{"node gets pods/proxy of its own pod", n1, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "proxy", Old: old("pods", "default", "web")}, false},

@@ -180,12 +180,16 @@ func TestDiscoveryListsServedSubresources(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"auth", "can-i", "create", "pods/exec"}, "yes"},
-		{[]string{"auth", "can-i", "get", "pods/log"}, "yes"},
-		{[]string{"auth", "can-i", "create", "pods/exec", "--as", "system:serviceaccount:default:default"}, "no"},
-		{[]string{"auth", "can-i", "create", "pods/attach"}, "yes"},
-		{[]string{"auth", "can-i", "create", "pods/attach", "--as", "system:serviceaccount:default:default"}, "no"},
-		{[]string{"auth", "can-i", "create", "pods/attach", "--as", "system:node:n1"}, "no"},
+		// kubectl reads pods/NAME as a pod's name: a subresource is asked
+		// with --subresource.
+		{[]string{"auth", "can-i", "create", "pods", "--subresource=exec"}, "yes"},
+		{[]string{"auth", "can-i", "get", "pods", "--subresource=log"}, "yes"},
+		{[]string{"auth", "can-i", "create", "pods", "--subresource=exec", "--as", "system:serviceaccount:default:default"}, "no"},
+		{[]string{"auth", "can-i", "create", "pods", "--subresource=attach"}, "yes"},
+		{[]string{"auth", "can-i", "create", "pods", "--subresource=attach", "--as", "system:serviceaccount:default:default"}, "no"},
+		{[]string{"auth", "can-i", "get", "pods", "--subresource=attach", "--as", "system:serviceaccount:default:default"}, "no"},
+		{[]string{"auth", "can-i", "get", "pods", "--subresource=log", "--as", "system:serviceaccount:default:default"}, "yes"},
+		{[]string{"auth", "can-i", "create", "pods", "--subresource=attach", "--as", "system:node:n1"}, "no"},
 	} {
 		out, _ := run(c.args...)
 		if answer, _, _ := strings.Cut(strings.TrimSpace(out), " "); answer != c.want {

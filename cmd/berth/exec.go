@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,17 +29,23 @@ type execOptions struct {
 	tty       bool
 }
 
-// podExecOptions are what an exec runs and with which streams (Kubernetes'
-// PodExecOptions). A nil stream is not asked for.
-type podExecOptions struct {
+// podStreamOptions are the container and the streams an exec or an
+// attach carries. A nil stream is not asked for.
+type podStreamOptions struct {
 	Container string
-	Command   []string
 	Stdin     io.Reader
 	Stdout    io.Writer
 	Stderr    io.Writer
-	// TTY runs the command on a terminal sized from Sizes.
+	// TTY carries a terminal, sized from Sizes.
 	TTY   bool
 	Sizes remotecommand.TerminalSizeQueue
+}
+
+// podExecOptions are what an exec runs and with which streams (Kubernetes'
+// PodExecOptions).
+type podExecOptions struct {
+	podStreamOptions
+	Command []string
 }
 
 // podExecer is what `berth exec` needs beyond apiClient.
@@ -102,7 +109,8 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	if !ok {
 		return failed(errors.New("this client cannot run commands"))
 	}
-	opts := podExecOptions{Container: defaultContainer(o.container, pod, stderr), Command: command, Stdout: cmd.OutOrStdout(), Stderr: stderr}
+	opts := podExecOptions{Command: command, podStreamOptions: podStreamOptions{
+		Container: defaultContainer(o.container, pod, stderr), Stdout: cmd.OutOrStdout(), Stderr: stderr}}
 	if o.stdin {
 		opts.Stdin = cmd.InOrStdin()
 	}
@@ -110,24 +118,11 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	// gets none, and -t -i on input that is not a terminal gets none
 	// with a warning.
 	if o.tty && o.stdin {
-		in, isFile := cmd.InOrStdin().(*os.File)
-		if !isFile || !term.IsTerminal(int(in.Fd())) {
-			fmt.Fprintln(stderr, "Unable to use a TTY - input is not a terminal or the right kind of file")
-		} else {
-			opts.TTY = true
-			state, err := term.MakeRaw(int(in.Fd()))
-			if err != nil {
-				return failed(fmt.Errorf("terminal: %w", err))
-			}
-			defer term.Restore(int(in.Fd()), state)
-			// A terminal carries stderr with stdout.
-			opts.Stderr = nil
-			if out, ok := cmd.OutOrStdout().(*os.File); ok && term.IsTerminal(int(out.Fd())) {
-				sizes := newTerminalSizes(ctx, int(out.Fd()))
-				defer sizes.stop()
-				opts.Sizes = sizes
-			}
+		restore, err := useTerminal(cmd, &opts.podStreamOptions)
+		if err != nil {
+			return err
 		}
+		defer restore()
 	}
 	code, err := execer.PodExec(ctx, g.namespace, pod.Name, opts)
 	switch {
@@ -142,26 +137,61 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	return nil
 }
 
+// useTerminal puts this command's input, when it is a terminal, in raw
+// mode and carries it as the remote terminal, sized as this command's
+// output when that is a terminal too; else it says why not, as kubectl
+// does, and carries none. restore gives the terminal back.
+func useTerminal(cmd *cobra.Command, opts *podStreamOptions) (restore func(), err error) {
+	in, isFile := cmd.InOrStdin().(*os.File)
+	if !isFile || !term.IsTerminal(int(in.Fd())) {
+		fmt.Fprintln(cmd.ErrOrStderr(), "Unable to use a TTY - input is not a terminal or the right kind of file")
+		return func() {}, nil
+	}
+	state, err := term.MakeRaw(int(in.Fd()))
+	if err != nil {
+		return nil, failed(fmt.Errorf("terminal: %w", err))
+	}
+	opts.TTY = true
+	// A terminal carries stderr with stdout.
+	opts.Stderr = nil
+	stop := func() {}
+	if out, ok := cmd.OutOrStdout().(*os.File); ok && term.IsTerminal(int(out.Fd())) {
+		sizes := newTerminalSizes(cmd.Context(), int(out.Fd()))
+		opts.Sizes = sizes
+		stop = sizes.stop
+	}
+	return func() {
+		stop()
+		term.Restore(int(in.Fd()), state)
+	}, nil
+}
+
 // PodExec runs a command through GET …/pods/NAME/exec, upgraded to a
 // WebSocket, with Kubernetes' own client of the streaming protocol.
 func (a *clientAPI) PodExec(ctx context.Context, ns, name string, opts podExecOptions) (int, error) {
 	q := api.PodExecOptions{Command: opts.Command, Stdin: opts.Stdin != nil, Stdout: opts.Stdout != nil, Stderr: opts.Stderr != nil, TTY: opts.TTY}.Query()
-	if opts.Container != "" {
-		q.Set("container", opts.Container)
-	}
-	u := a.podURL(ns, name, "exec") + "?" + q.Encode()
-	ex, err := remotecommand.NewWebSocketExecutor(a.restConfig(), http.MethodGet, u)
-	if err != nil {
-		return 0, err
-	}
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{
-		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY, TerminalSizeQueue: opts.Sizes,
-	})
+	err := a.podStream(ctx, ns, name, "exec", q, opts.podStreamOptions)
 	var exitErr utilexec.CodeExitError
 	if errors.As(err, &exitErr) {
 		return exitErr.Code, nil
 	}
 	return 0, err
+}
+
+// podStream carries opts' streams through GET …/pods/NAME/sub?q, upgraded
+// to a WebSocket, until the exec or attach ends.
+func (a *clientAPI) podStream(ctx context.Context, ns, name, sub string, q url.Values, opts podStreamOptions) error {
+	if opts.Container != "" {
+		q.Set("container", opts.Container)
+	}
+	u := a.podURL(ns, name, sub) + "?" + q.Encode()
+	ex, err := remotecommand.NewWebSocketExecutor(a.restConfig(), http.MethodGet, u)
+	if err != nil {
+		return err
+	}
+	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{
+		Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, Tty: opts.TTY, TerminalSizeQueue: opts.Sizes,
+	})
 }
 
 // terminalSizes reports this terminal's size, then each new one as the

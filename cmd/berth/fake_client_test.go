@@ -40,6 +40,8 @@ type fakeAPI struct {
 	failOnce map[string]error
 	// execs are the options of each PodExec.
 	execs []podExecOptions
+	// attaches are the options of each PodAttach.
+	attaches []podStreamOptions
 }
 
 func newFakeAPI(objs ...api.Object) *fakeAPI {
@@ -244,6 +246,15 @@ func (f *fakeAPI) PodExec(_ context.Context, ns, name string, opts podExecOption
 	defer f.mu.Unlock()
 	f.execs = append(f.execs, opts)
 	return 0, f.record("exec %s/%s", ns, name)
+}
+
+// PodAttach records the attach's options and carries nothing; the
+// command exits 0.
+func (f *fakeAPI) PodAttach(_ context.Context, ns, name string, opts podStreamOptions) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.attaches = append(f.attaches, opts)
+	return f.record("attach %s/%s", ns, name)
 }
 
 // ResourceMetrics answers that nothing has been measured yet.

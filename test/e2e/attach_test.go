@@ -18,10 +18,9 @@ import (
 // TestKubectlRunAndAttach drives the real kubectl against a server and an
 // agent: kubectl run -i with piped input gets the container's output back
 // and its exit code, over a WebSocket and over SPDY, and --rm deletes the
-// pod; kubectl attach prints what
-// a running pod writes; kubectl attach -i writes to a container's input;
-// and kubectl run -it on a terminal runs a shell on a terminal of
-// kubectl's size.
+// pod; kubectl attach prints what a running pod writes; kubectl attach -i
+// and berth attach -i write to a container's input; and kubectl run -it
+// on a terminal runs a shell on a terminal of kubectl's size.
 func TestKubectlRunAndAttach(t *testing.T) {
 	testtool.Need(t, "kubectl")
 	s := startServer(t)
@@ -100,23 +99,25 @@ spec:
 
 		// With -i: the input goes to the container's, and its end ends
 		// the session, the container running on.
-		cmd = s.command(t, "kubectl", "attach", "-i", "reader")
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out testtool.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		sayUntil(t, in, "hello\n", &out, "read hello")
-		in.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("kubectl attach -i: %v\n%s", err, out.String())
-		}
-		if phase := s.kubectl(t, "get", "pod", "reader", "-o", "jsonpath={.status.phase}"); phase != "Running" {
-			t.Errorf("the reader pod is %s after the attach, want Running", phase)
+		for _, tool := range []string{"kubectl", "berth"} {
+			cmd = s.command(t, tool, "attach", "-i", "reader")
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out testtool.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sayUntil(t, in, "hello from "+tool+"\n", &out, "read hello from "+tool)
+			in.Close()
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("%s attach -i: %v\n%s", tool, err, out.String())
+			}
+			if phase := s.kubectl(t, "get", "pod", "reader", "-o", "jsonpath={.status.phase}"); phase != "Running" {
+				t.Errorf("the reader pod is %s after %s attach, want Running", phase, tool)
+			}
 		}
 	})
 

@@ -16,9 +16,9 @@ import (
 	"github.com/berth-dev/berth/apiserver"
 )
 
-// podExecRequest is a pods/exec request checked and resolved to a
-// container.
-type podExecRequest struct {
+// podStreamRequest is a pods/exec or pods/attach request checked and
+// resolved to a container.
+type podStreamRequest struct {
 	container string
 	query     url.Values
 }
@@ -26,16 +26,33 @@ type podExecRequest struct {
 // parsePodExecQuery checks the PodExecOptions of a request against the
 // pod and builds the agent's query. The container is the one named, or the
 // pod's only one (kubectl names one when the pod has several).
-func parsePodExecQuery(pod *api.Pod, q url.Values) (podExecRequest, error) {
+func parsePodExecQuery(pod *api.Pod, q url.Values) (podStreamRequest, error) {
 	o, err := api.ParsePodExecOptions(q, true)
 	if err != nil {
-		return podExecRequest{}, apierrors.NewBadRequest(err.Error())
+		return podStreamRequest{}, apierrors.NewBadRequest(err.Error())
 	}
-	ctr, err := logContainer(pod, o.Container)
+	return streamRequest(pod, o.Container, o.Query())
+}
+
+// parsePodAttachQuery checks the PodAttachOptions of a request against
+// the pod and builds the agent's query, the container chosen as for an
+// exec.
+func parsePodAttachQuery(pod *api.Pod, q url.Values) (podStreamRequest, error) {
+	o, err := api.ParsePodAttachOptions(q, true)
 	if err != nil {
-		return podExecRequest{}, err
+		return podStreamRequest{}, apierrors.NewBadRequest(err.Error())
 	}
-	return podExecRequest{container: ctr, query: o.Query()}, nil
+	return streamRequest(pod, o.Container, o.Query())
+}
+
+// streamRequest resolves the container named (or the pod's only one) of a
+// request whose agent query is query.
+func streamRequest(pod *api.Pod, container string, query url.Values) (podStreamRequest, error) {
+	ctr, err := logContainer(pod, container)
+	if err != nil {
+		return podStreamRequest{}, err
+	}
+	return podStreamRequest{container: ctr, query: query}, nil
 }
 
 // ServeExec is an apiserver.SubresourceHandler for pods/exec: it passes
@@ -45,47 +62,7 @@ func parsePodExecQuery(pod *api.Pod, q url.Values) (podExecRequest, error) {
 // the API server's client certificate, and the API server has already
 // authorized the user to create pods/exec.
 func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj api.Object) {
-	pod, ok := connectPod(w, obj, "exec")
-	if !ok {
-		return
-	}
-	req, err := parsePodExecQuery(pod, r.URL.Query())
-	if err != nil {
-		apiserver.WriteError(w, err)
-		return
-	}
-	if pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
-		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("cannot exec into a container in a completed pod; current phase is %s", pod.Status.Phase)))
-		return
-	}
-	target, err := p.agentURL(pod, api.ContainerExecPath, req.container, req.query)
-	if err != nil {
-		apiserver.WriteError(w, err)
-		return
-	}
-	p.proxyUpgrade(w, r, pod, target)
-}
-
-// podAttachRequest is a pods/attach request checked and resolved to a
-// container.
-type podAttachRequest struct {
-	container string
-	query     url.Values
-}
-
-// parsePodAttachQuery checks the PodAttachOptions of a request against
-// the pod and builds the agent's query, the container chosen as for an
-// exec.
-func parsePodAttachQuery(pod *api.Pod, q url.Values) (podAttachRequest, error) {
-	o, err := api.ParsePodAttachOptions(q, true)
-	if err != nil {
-		return podAttachRequest{}, apierrors.NewBadRequest(err.Error())
-	}
-	ctr, err := logContainer(pod, o.Container)
-	if err != nil {
-		return podAttachRequest{}, err
-	}
-	return podAttachRequest{container: ctr, query: o.Query()}, nil
+	p.serveStream(w, r, obj, "exec", parsePodExecQuery, api.ContainerExecPath, "cannot exec into a container in a completed pod")
 }
 
 // ServeAttach is an apiserver.SubresourceHandler for pods/attach (kubectl
@@ -93,20 +70,28 @@ func parsePodAttachQuery(pod *api.Pod, q url.Values) (podAttachRequest, error) {
 // on to the agent of the pod's node, which connects it to the container's
 // own process.
 func (p *ContainerProxy) ServeAttach(w http.ResponseWriter, r *http.Request, obj api.Object) {
-	pod, ok := connectPod(w, obj, "attach")
+	p.serveStream(w, r, obj, "attach", parsePodAttachQuery, api.ContainerAttachPath, "cannot attach a container in a completed pod")
+}
+
+// serveStream serves pods/exec or pods/attach (sub): the query read by
+// parse, a completed pod refused with completed (kubectl's words) and
+// its phase, and the upgrade passed on to the agent's path.
+func (p *ContainerProxy) serveStream(w http.ResponseWriter, r *http.Request, obj api.Object, sub string,
+	parse func(*api.Pod, url.Values) (podStreamRequest, error), path, completed string) {
+	pod, ok := connectPod(w, obj, sub)
 	if !ok {
 		return
 	}
-	req, err := parsePodAttachQuery(pod, r.URL.Query())
+	req, err := parse(pod, r.URL.Query())
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return
 	}
 	if pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
-		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("cannot attach a container in a completed pod; current phase is %s", pod.Status.Phase)))
+		apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("%s; current phase is %s", completed, pod.Status.Phase)))
 		return
 	}
-	target, err := p.agentURL(pod, api.ContainerAttachPath, req.container, req.query)
+	target, err := p.agentURL(pod, path, req.container, req.query)
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return

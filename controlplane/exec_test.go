@@ -67,15 +67,33 @@ func TestParsePodExecQuery(t *testing.T) {
 }
 
 // FuzzPodExecQuery sends the pods/exec query parser arbitrary query
-// strings: it must never panic; a refusal is a 400; what it accepts names
-// a container of the pod, a command, and a stream, and agentURL puts it on
-// the node's address under the exec path without changing the path.
+// strings (fuzzStreamQuery); what it accepts has a command, which
+// survives the agent URL.
 func FuzzPodExecQuery(f *testing.F) {
-	for _, seed := range []string{
+	fuzzStreamQuery(f, []string{
 		"", "command=ls&stdout=true", "command=sh&command=-c&command=echo+hi&stdin=true&stdout=true&stderr=true",
 		"command=true&tty=true&stdin=1", "command=true&stdout=yes", "command=true&container=b&stdout=true",
 		"command=true&container=%2F..%2Fetc&stdout=true", "command=&stdout=true", "command=%00&stdout=true", "%zz", "&&",
-	} {
+	}, parsePodExecQuery, api.ContainerExecPath, func(t *testing.T, raw string, req podStreamRequest, agent *url.URL) {
+		if cmd := req.query["command"]; len(cmd) == 0 || cmd[0] == "" {
+			t.Fatalf("%q: no command in %v", raw, req.query)
+		}
+		back, err := url.ParseQuery(agent.RawQuery)
+		if err != nil || !slices.Equal(back["command"], req.query["command"]) {
+			t.Fatalf("%q: the command did not survive the agent URL: %s", raw, agent)
+		}
+	})
+}
+
+// fuzzStreamQuery sends parse, the query parser of pods/exec or
+// pods/attach, arbitrary query strings for a pod of one container and one
+// of several: it must never panic; a refusal is a 400; what it accepts
+// names a container of the pod and a stream, and agentURL puts it on the
+// node's address under path without changing the path; check looks at
+// the rest.
+func fuzzStreamQuery(f *testing.F, seeds []string, parse func(*api.Pod, url.Values) (podStreamRequest, error), path string,
+	check func(t *testing.T, raw string, req podStreamRequest, agent *url.URL)) {
+	for _, seed := range seeds {
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
@@ -90,7 +108,7 @@ func FuzzPodExecQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		req, err := parsePodExecQuery(pod, q)
+		req, err := parse(pod, q)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) {
 				t.Fatalf("%q: %v is not a 400", raw, err)
@@ -100,23 +118,20 @@ func FuzzPodExecQuery(f *testing.F) {
 		if !slices.Contains(names, req.container) {
 			t.Fatalf("%q: container %q", raw, req.container)
 		}
-		if cmd := req.query["command"]; len(cmd) == 0 || cmd[0] == "" {
-			t.Fatalf("%q: no command in %v", raw, req.query)
-		}
 		if req.query.Get("stdin") == "" && req.query.Get("stdout") == "" && req.query.Get("stderr") == "" {
 			t.Fatalf("%q: no stream in %v", raw, req.query)
 		}
-		u, err := proxy.agentURL(pod, api.ContainerExecPath, req.container, req.query)
+		if req.query.Has("tty") && req.query.Has("stderr") {
+			t.Fatalf("%q: stderr on a terminal in %v", raw, req.query)
+		}
+		u, err := proxy.agentURL(pod, path, req.container, req.query)
 		if err != nil {
 			t.Fatalf("%q: agent URL: %v", raw, err)
 		}
-		if want := api.ContainerExecPath + "/default/" + pod.Name + "/" + req.container; u.Path != want || u.Host != "10.0.0.1:10250" {
+		if want := path + "/default/" + pod.Name + "/" + req.container; u.Path != want || u.Host != "10.0.0.1:10250" {
 			t.Fatalf("%q: agent URL %s", raw, u)
 		}
-		back, err := url.ParseQuery(u.RawQuery)
-		if err != nil || !slices.Equal(back["command"], req.query["command"]) {
-			t.Fatalf("%q: the command did not survive the agent URL: %s", raw, u)
-		}
+		check(t, raw, req, u)
 	})
 }
 
@@ -154,53 +169,15 @@ func TestParsePodAttachQuery(t *testing.T) {
 }
 
 // FuzzPodAttachQuery sends the pods/attach query parser arbitrary query
-// strings: it must never panic; a refusal is a 400; what it accepts names
-// a container of the pod and a stream, never stderr on a terminal, and
-// agentURL puts it on the node's address under the attach path.
+// strings (fuzzStreamQuery); what it accepts the agent reads back as the
+// same streams.
 func FuzzPodAttachQuery(f *testing.F) {
-	for _, seed := range []string{
+	fuzzStreamQuery(f, []string{
 		"", "stdout=true", "stdin=true&stdout=true&stderr=true", "stdin=1&tty=true", "stderr=true&tty=1",
 		"container=b&stdout=true", "container=%2F..%2Fetc&stdout=true", "command=ls&stdout=true", "%zz", "&&",
-	} {
-		f.Add(seed, false)
-		f.Add(seed, true)
-	}
-	proxy := &ContainerProxy{store: storeWithNode(f)}
-	one, multi := execTestPods()
-	f.Fuzz(func(t *testing.T, raw string, several bool) {
-		pod, names := one, []string{"app"}
-		if several {
-			pod, names = multi, []string{"a", "b", "setup"}
-		}
-		q, err := url.ParseQuery(raw)
-		if err != nil {
-			return
-		}
-		req, err := parsePodAttachQuery(pod, q)
-		if err != nil {
-			if !apierrors.IsBadRequest(err) {
-				t.Fatalf("%q: %v is not a 400", raw, err)
-			}
-			return
-		}
-		if !slices.Contains(names, req.container) {
-			t.Fatalf("%q: container %q", raw, req.container)
-		}
-		if req.query.Get("stdin") == "" && req.query.Get("stdout") == "" && req.query.Get("stderr") == "" {
-			t.Fatalf("%q: no stream in %v", raw, req.query)
-		}
-		if req.query.Has("tty") && req.query.Has("stderr") {
-			t.Fatalf("%q: stderr on a terminal in %v", raw, req.query)
-		}
-		u, err := proxy.agentURL(pod, api.ContainerAttachPath, req.container, req.query)
-		if err != nil {
-			t.Fatalf("%q: agent URL: %v", raw, err)
-		}
-		if want := api.ContainerAttachPath + "/default/" + pod.Name + "/" + req.container; u.Path != want || u.Host != "10.0.0.1:10250" {
-			t.Fatalf("%q: agent URL %s", raw, u)
-		}
-		if back, err := api.ParsePodAttachOptions(mustQuery(t, u.RawQuery), false); err != nil || back.Query().Encode() != req.query.Encode() {
-			t.Fatalf("%q: the agent reads %s as %+v, %v", raw, u, back, err)
+	}, parsePodAttachQuery, api.ContainerAttachPath, func(t *testing.T, raw string, req podStreamRequest, agent *url.URL) {
+		if back, err := api.ParsePodAttachOptions(mustQuery(t, agent.RawQuery), false); err != nil || back.Query().Encode() != req.query.Encode() {
+			t.Fatalf("%q: the agent reads %s as %+v, %v", raw, agent, back, err)
 		}
 	})
 }

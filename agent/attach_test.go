@@ -48,21 +48,6 @@ func (f attachFixture) attachOver(t *testing.T, ctx context.Context, protocol st
 	return done
 }
 
-// sayUntil writes line to in until out holds want: the session gets the
-// output from the time it attached, which the client cannot see.
-func sayUntil(t *testing.T, in io.Writer, line string, out *testtool.Buffer, want string) {
-	t.Helper()
-	testtool.WaitFor(t, 20*time.Second, fmt.Sprintf("%q through the attach", want), func() error {
-		if strings.Contains(out.String(), want) {
-			return nil
-		}
-		if _, err := io.WriteString(in, line); err != nil {
-			return err
-		}
-		return fmt.Errorf("output so far %q", out.String())
-	})
-}
-
 func waitSession(t *testing.T, done <-chan error, what string) {
 	t.Helper()
 	select {
@@ -83,7 +68,7 @@ func TestAttachServer(t *testing.T) {
 	inR, inW := io.Pipe()
 	var out, errOut testtool.Buffer
 	done := f.attach(t, context.Background(), remotecommand.StreamOptions{Stdin: inR, Stdout: &out, Stderr: &errOut})
-	sayUntil(t, inW, "one\n", &out, "out one")
+	testtool.SayUntil(t, 20*time.Second, inW, "one\n", &out, "out one")
 	testtool.WaitFor(t, 20*time.Second, "stderr apart", func() error {
 		if !strings.Contains(errOut.String(), "err one") || strings.Contains(out.String(), "err") {
 			return fmt.Errorf("stdout %q, stderr %q", out.String(), errOut.String())
@@ -99,7 +84,7 @@ func TestAttachServer(t *testing.T) {
 	var again testtool.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done = f.attach(t, ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: &again})
-	sayUntil(t, inW, "two\n", &again, "out two")
+	testtool.SayUntil(t, 20*time.Second, inW, "two\n", &again, "out two")
 	cancel()
 	<-done
 }
@@ -151,7 +136,7 @@ func testAttachServerTerminal(t *testing.T, protocol string) {
 	var out testtool.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := f.attachOver(t, ctx, protocol, remotecommand.StreamOptions{Stdin: inR, Stdout: &out, Tty: true, TerminalSizeQueue: sz})
-	sayUntil(t, inW, "go\n", &out, "40 100")
+	testtool.SayUntil(t, 20*time.Second, inW, "go\n", &out, "40 100")
 	for _, want := range []string{"tty go", "to-stderr"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("terminal output %q lacks %q", out.String(), want)

@@ -2,5 +2,6 @@
 // dig, kubectl, runc, …): a test skips with a message when one is missing,
 // and fails instead when BERTH_REQUIRE_TOOLS=1, as CI sets it. It also
 // holds small helpers many packages' tests share: a Buffer safe to write
-// from other goroutines, and Scrape, which reads a /metrics handler.
+// from other goroutines, WaitFor and SayUntil, which poll rather than
+// sleep, and Scrape, which reads a /metrics handler.
 package testtool

@@ -2,8 +2,11 @@ package testtool
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,5 +61,22 @@ func Run(t testing.TB, what string, run func(ctx context.Context) error) {
 		if err := <-done; err != nil {
 			t.Errorf("%s: %v", what, err)
 		}
+	})
+}
+
+// SayUntil writes line to in until out holds want, and fails the test
+// once timeout has passed. A session attached to a running process gets
+// its output only from the time it attached, which its client cannot
+// see: the test says something until it is heard.
+func SayUntil(t testing.TB, timeout time.Duration, in io.Writer, line string, out *Buffer, want string) {
+	t.Helper()
+	WaitFor(t, timeout, fmt.Sprintf("%q in answer to %q", want, line), func() error {
+		if strings.Contains(out.String(), want) {
+			return nil
+		}
+		if _, err := io.WriteString(in, line); err != nil {
+			return err
+		}
+		return fmt.Errorf("output so far %q", out.String())
 	})
 }

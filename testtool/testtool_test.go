@@ -39,6 +39,29 @@ func TestWaitForReturnsOnceTheConditionHolds(t *testing.T) {
 	}
 }
 
+// deafWriter answers only its third line, as a process attached to late
+// would hear only what comes after.
+type deafWriter struct {
+	out   *Buffer
+	lines int
+}
+
+func (w *deafWriter) Write(p []byte) (int, error) {
+	if w.lines++; w.lines == 3 {
+		fmt.Fprintf(w.out, "heard %s", p)
+	}
+	return len(p), nil
+}
+
+func TestSayUntilSaysUntilHeard(t *testing.T) {
+	var out Buffer
+	w := &deafWriter{out: &out}
+	SayUntil(t, 5*time.Second, w, "hello\n", &out, "heard hello")
+	if w.lines != 3 {
+		t.Fatalf("said it %d times, want 3", w.lines)
+	}
+}
+
 // Run's function runs until its test ends, and is cancelled and waited for
 // then.
 func TestRunStopsAtCleanup(t *testing.T) {

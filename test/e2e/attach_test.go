@@ -110,7 +110,7 @@ spec:
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			sayUntil(t, in, "hello from "+tool+"\n", &out, "read hello from "+tool)
+			testtool.SayUntil(t, time.Minute, in, "hello from "+tool+"\n", &out, "read hello from "+tool)
 			in.Close()
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("%s attach -i: %v\n%s", tool, err, out.String())
@@ -150,21 +150,6 @@ spec:
 			t.Errorf("kubectl run -it: %v; want a terminal of 40 rows and 100 columns:\n%s", err, got)
 		}
 		waitPodGone(t, s, "shell")
-	})
-}
-
-// sayUntil writes line to in until out holds want: an attach gets the
-// output from the time it attached, which its client cannot see.
-func sayUntil(t *testing.T, in io.Writer, line string, out *testtool.Buffer, want string) {
-	t.Helper()
-	waitFor(t, time.Minute, fmt.Sprintf("%q through the attach", want), func() error {
-		if strings.Contains(out.String(), want) {
-			return nil
-		}
-		if _, err := io.WriteString(in, line); err != nil {
-			return err
-		}
-		return fmt.Errorf("output so far %q", out.String())
 	})
 }
 

@@ -26,22 +26,6 @@ func attachIn(r *Runtime, ctx context.Context, id runtime.ID, opts runtime.Attac
 	return done
 }
 
-// attachUntil writes line to in until out holds want: a session gets the
-// output from the time it attached, which its caller cannot see, so the
-// test says something until it is heard.
-func attachUntil(t *testing.T, in io.Writer, line string, out *testtool.Buffer, want string) {
-	t.Helper()
-	testtool.WaitFor(t, waitLong, fmt.Sprintf("%q from the attached container", want), func() error {
-		if strings.Contains(out.String(), want) {
-			return nil
-		}
-		if _, err := io.WriteString(in, line); err != nil {
-			return err
-		}
-		return fmt.Errorf("output so far %q", out.String())
-	})
-}
-
 // TestAttachPipes: sessions write to a container's stdin and get its
 // stdout and stderr apart, from the time they attach; a session's input
 // ending ends that session only, the container's input staying open for
@@ -58,7 +42,7 @@ func TestAttachPipes(t *testing.T) {
 	inR, inW := io.Pipe()
 	var outA, errA testtool.Buffer
 	doneA := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: inR, Stdout: &outA, Stderr: &errA})
-	attachUntil(t, inW, "one\n", &outA, "out one")
+	testtool.SayUntil(t, waitLong, inW, "one\n", &outA, "out one")
 	testtool.WaitFor(t, waitLong, "stderr apart", func() error {
 		if !strings.Contains(errA.String(), "err one") || strings.Contains(outA.String(), "err") || strings.Contains(errA.String(), "out") {
 			return fmt.Errorf("stdout %q, stderr %q", outA.String(), errA.String())
@@ -74,7 +58,7 @@ func TestAttachPipes(t *testing.T) {
 	ctxB, cancelB := context.WithCancel(ctx)
 	defer cancelB()
 	doneB := attachIn(r, ctxB, id, runtime.AttachOptions{Stdout: &outB})
-	attachUntil(t, inW, "two\n", &outB, "out two")
+	testtool.SayUntil(t, waitLong, inW, "two\n", &outB, "out two")
 
 	// The first session's input ends: it is over, the container's
 	// input is not.
@@ -84,7 +68,7 @@ func TestAttachPipes(t *testing.T) {
 	defer inW2.Close()
 	var outC testtool.Buffer
 	doneC := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: inR2, Stdout: &outC})
-	attachUntil(t, inW2, "three\n", &outB, "out three")
+	testtool.SayUntil(t, waitLong, inW2, "three\n", &outB, "out three")
 	if strings.Contains(outB.String(), "input-closed") {
 		t.Fatalf("the container's input was closed: %q", outB.String())
 	}
@@ -125,7 +109,7 @@ func TestAttachStdinOnce(t *testing.T) {
 			inR, inW := io.Pipe()
 			ctxA, cancel := context.WithCancel(ctx)
 			done := attachIn(r, ctxA, id, runtime.AttachOptions{Stdin: inR, Stdout: &out})
-			attachUntil(t, inW, "hi\n", &out, "hi")
+			testtool.SayUntil(t, waitLong, inW, "hi\n", &out, "hi")
 			cancel()
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Errorf("a session that left: %v", err)
@@ -158,14 +142,14 @@ func TestAttachTerminal(t *testing.T) {
 	inR, inW := io.Pipe()
 	var out testtool.Buffer
 	done := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: inR, Stdout: &out, Stderr: io.Discard, Resize: resize})
-	attachUntil(t, inW, "go\n", &out, "40 100")
+	testtool.SayUntil(t, waitLong, inW, "go\n", &out, "40 100")
 	for _, want := range []string{"tty xterm go", "to-stderr go"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("terminal output %q lacks %q", out.String(), want)
 		}
 	}
 	resize <- runtime.TerminalSize{Width: 120, Height: 50}
-	attachUntil(t, inW, "again\n", &out, "50 120")
+	testtool.SayUntil(t, waitLong, inW, "again\n", &out, "50 120")
 	inW.Close()
 	waitDone(t, done, "the terminal's session did not end with the container")
 	if !strings.Contains(out.String(), "end of file") {
@@ -210,7 +194,7 @@ func TestAttachAdopted(t *testing.T) {
 	defer inW.Close()
 	var out testtool.Buffer
 	done := attachIn(r2, context.Background(), id, runtime.AttachOptions{Stdin: inR, Stdout: &out})
-	attachUntil(t, inW, "hello\n", &out, "got hello")
+	testtool.SayUntil(t, waitLong, inW, "hello\n", &out, "got hello")
 	if err := r2.Stop(context.Background(), id, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/runtime"
@@ -31,6 +32,13 @@ import (
 // container default/web/app under the exec runtime, and serves it from a
 // container server on a real TLS listener.
 func serveExecRuntime(t *testing.T, argv, env []string, change ...func(*runtime.Container)) *logFixture {
+	t.Helper()
+	return serveExecRuntimeOn(t, nil, argv, env, change...)
+}
+
+// serveExecRuntimeOn is serveExecRuntime with the container server on clk
+// (the real clock when nil).
+func serveExecRuntimeOn(t *testing.T, clk clock.Clock, argv, env []string, change ...func(*runtime.Container)) *logFixture {
 	t.Helper()
 	rt, err := exec.New(exec.Options{Root: t.TempDir()})
 	if err != nil {
@@ -49,7 +57,7 @@ func serveExecRuntime(t *testing.T, argv, env []string, change ...func(*runtime.
 		_ = rt.Stop(context.Background(), id, time.Second)
 		_ = rt.Remove(context.Background(), id)
 	})
-	return startContainerServer(t, agent.ContainerServerOptions{Runtime: rt,
+	return startContainerServer(t, agent.ContainerServerOptions{Runtime: rt, Clock: clk,
 		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
 			if ns != "default" || pod != "web" {
 				return runtime.ID{}, runtime.ErrNotFound

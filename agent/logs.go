@@ -39,7 +39,8 @@ type ContainerServerOptions struct {
 	// Logger records requests that failed after the answer began.
 	Logger *slog.Logger
 	// Clock is what sinceSeconds counts back from, and times a followed
-	// log's quiet start; the real clock when nil.
+	// log's quiet start and the opening of a SPDY session's streams; the
+	// real clock when nil.
 	Clock clock.Clock
 	// Metrics are the node's resource metrics, served at
 	// api.ResourceMetricsPath; nil serves none.

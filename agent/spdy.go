@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/agent/runtime"
 )
@@ -44,8 +45,8 @@ type spdyStream struct {
 
 // upgradeSPDY upgrades r to SPDY and waits for the client's streams, one
 // of each kind req asks for and the error stream; false when it has
-// answered, or the client did not open them in time.
-func upgradeSPDY(w http.ResponseWriter, r *http.Request, req streamRequest) (*session, bool) {
+// answered, or the client did not open them in time on clk.
+func upgradeSPDY(w http.ResponseWriter, r *http.Request, req streamRequest, clk clock.Clock) (*session, bool) {
 	if _, err := httpstream.Handshake(r, w, []string{spdyProtocolV4}); err != nil {
 		return nil, false // Handshake has answered
 	}
@@ -70,7 +71,7 @@ func upgradeSPDY(w http.ResponseWriter, r *http.Request, req streamRequest) (*se
 			want++
 		}
 	}
-	timeout := time.NewTimer(spdyStreamTimeout)
+	timeout := clk.NewTimer(spdyStreamTimeout)
 	defer timeout.Stop()
 	for len(streams) < want {
 		select {
@@ -85,12 +86,12 @@ func upgradeSPDY(w http.ResponseWriter, r *http.Request, req streamRequest) (*se
 			}
 			select {
 			case <-st.replySent:
-			case <-timeout.C:
+			case <-timeout.C():
 				close(waiting)
 				conn.Close()
 				return nil, false
 			}
-		case <-timeout.C:
+		case <-timeout.C():
 			close(waiting)
 			conn.Close()
 			return nil, false

@@ -102,7 +102,7 @@ func (s *containerServer) serveStreams(w http.ResponseWriter, r *http.Request, w
 	}
 	var sess *session
 	if spdy {
-		sess, ok = upgradeSPDY(w, r, req)
+		sess, ok = upgradeSPDY(w, r, req, s.opts.Clock)
 	} else {
 		sess, ok = upgradeWebSocket(w, r, req)
 	}

@@ -15,8 +15,16 @@ import (
 	"github.com/berth-dev/berth/agent/runtime"
 )
 
-// errNotRunning: an attach to a run that has ended, or not begun.
-var errNotRunning = errors.New("the container is not running")
+// Why an attach cannot be made.
+var (
+	// errNotRunning: the run has ended, or not begun.
+	errNotRunning = errors.New("the container is not running")
+	// errShimGone: the run's shim died, and nothing holds the
+	// container's streams any more.
+	errShimGone = errors.New("the container's shim has ended: nothing serves its streams")
+	// errNoAttach: the run's shim serves no attach socket.
+	errNoAttach = errors.New("the container's shim serves no attach (it was started by an older agent)")
+)
 
 // Attach connects to the run's process through its shim's attach socket,
 // so a run adopted after the agent restarted is attached to as well as
@@ -44,7 +52,14 @@ func (r *Runtime) Attach(ctx context.Context, id runtime.ID, opts runtime.Attach
 			return fmt.Errorf("attach %s: %w", id, errNoAttach)
 		}
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return fmt.Errorf("attach %s: %w", id, errNotRunning)
+		// The socket is there but no shim listens: the run has just
+		// ended, or its shim died and left the container running.
+		select {
+		case <-rn.done:
+			return fmt.Errorf("attach %s: %w", id, errNotRunning)
+		default:
+			return fmt.Errorf("attach %s: %w", id, errShimGone)
+		}
 	case err != nil:
 		return fmt.Errorf("attach %s: %w", id, err)
 	}

@@ -309,3 +309,45 @@ func FuzzAttachFrames(f *testing.F) {
 		}
 	})
 }
+
+// TestAttachWithoutShim: a container whose shim died, or whose shim was
+// of an agent before attach, is refused with why, not as not running.
+func TestAttachWithoutShim(t *testing.T) {
+	root := t.TempDir()
+	r1, err := New(Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := runtime.ID{PodUID: "pod-no-shim", Name: "c"}
+	// It writes nothing: with its shim gone, a write would end it.
+	s := start(t, r1, sh(id, "while :; do sleep 0.05; done"))
+	r1.Close()
+	var st runState
+	if err := readJSON(filepath.Join(runDir(root, id), stateFile), &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.ShimPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// The shim is this process's child: reaped here, it leaves no
+	// zombie.
+	if _, err := syscall.Wait4(st.ShimPID, nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	r2 := newRuntime(t, root)
+	if got, err := r2.Status(context.Background(), id); err != nil || got.State != runtime.StateRunning || got.PID != s.PID {
+		t.Fatalf("adopted %+v, %v; want the container running", got, err)
+	}
+	if err := r2.Attach(context.Background(), id, runtime.AttachOptions{Stdout: io.Discard}); !errors.Is(err, errShimGone) {
+		t.Errorf("attach without its shim: %v", err)
+	}
+	if err := os.Remove(filepath.Join(runDir(root, id), attachSocket)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Attach(context.Background(), id, runtime.AttachOptions{Stdout: io.Discard}); !errors.Is(err, errNoAttach) {
+		t.Errorf("attach to a shim without a socket: %v", err)
+	}
+	if err := r2.Stop(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,7 +3,6 @@
 package exec
 
 import (
-	"errors"
 	"net"
 	"os"
 	"sync"
@@ -299,6 +298,3 @@ func (h *attachHub) wait(timeout time.Duration) {
 	case <-t.C:
 	}
 }
-
-// errNoAttach is what an attach to a run whose shim serves none says.
-var errNoAttach = errors.New("the container's shim serves no attach (it was started by an older agent)")

@@ -117,6 +117,13 @@ the agent a node credential and a serving certificate for its log server,
 each valid for a year; the agent joins again at about 80% of that, so keep
 the join token file in place.
 
+The log server (--listen) serves the API server alone, which passes on
+to it the logs, exec, attach and port-forward of the node's pods. Each
+container runs under a small shim that holds its standard streams (a pipe
+for its input with stdin: true, a terminal with tty: true) and serves
+attach sessions, so containers outlive an agent restart and the agent
+that takes them back attaches to them as to its own.
+
 The agent keeps a node ID in its data dir and records it on its Node: an
 agent with another data dir is refused that Node (two machines given one
 --node-name), until the Node is deleted.

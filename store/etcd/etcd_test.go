@@ -538,3 +538,59 @@ func TestUnreadableCommitFailsTheFollower(t *testing.T) {
 		return nil
 	})
 }
+
+// A candidate whose election lease expires while it waits (etcd out of
+// reach for longer than the lease takes every lease at once, the leader's
+// and the candidates') campaigns again under a new lease and leads,
+// rather than taking the leader's key going for its own election.
+func TestCandidateCampaignsAgainAfterItsLeaseExpired(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, _ := leader(t, ep, nil)
+	second := open(t, ep, nil)
+	standby := newStore(t, second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	led := make(chan error, 1)
+	go func() { led <- standby.Lead(ctx, "https://second.test") }()
+	// The standby's key, once its campaign has put it.
+	var candidate clientv3.LeaseID
+	for candidate == 0 {
+		resp, err := first.cli.Get(ctx, first.prefix+leaderDir+"/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			if string(kv.Value) == "https://second.test" {
+				candidate = clientv3.LeaseID(kv.Lease)
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the standby never campaigned")
+		}
+	}
+	if _, err := first.cli.Revoke(ctx, candidate); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.cli.Revoke(ctx, first.lead.Load().session.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-led:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the standby was not elected")
+	}
+	if _, err := standby.Create(ctx, configMap("after", "1")); err != nil {
+		t.Fatalf("the new leader cannot commit: %v", err)
+	}
+	select {
+	case <-standby.Lost():
+		t.Fatal("the new leader says it lost")
+	default:
+	}
+	if v, ok, err := second.Leader(ctx); err != nil || !ok || v != "https://second.test" {
+		t.Fatalf("Leader: %q %v %v", v, ok, err)
+	}
+}

@@ -33,17 +33,24 @@ func (b *Backend) Campaign(ctx context.Context, value string) (uint64, error) {
 	if b.lead.Load() != nil {
 		return 0, errors.New("etcd: already the leader")
 	}
-	ttl := int((b.opts.LeaseTTL + time.Second - 1) / time.Second)
-	session, err := concurrency.NewSession(b.cli, concurrency.WithTTL(ttl))
-	if err != nil {
-		return 0, fmt.Errorf("etcd: election lease: %w", err)
+	var l *leadership
+	retry := 100 * time.Millisecond
+	for l == nil {
+		var err error
+		if l, err = b.elect(ctx, value); err != nil {
+			return 0, err
+		}
+		if l != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("etcd: campaign: %w", ctx.Err())
+		case <-b.opts.Clock.After(retry):
+		}
+		retry = min(2*retry, 5*time.Second)
 	}
-	e := concurrency.NewElection(session, b.prefix+leaderDir)
-	if err := e.Campaign(ctx, value); err != nil {
-		session.Close()
-		return 0, fmt.Errorf("etcd: campaign: %w", err)
-	}
-	l := &leadership{session: session, election: e, fence: clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())}
+	session, e := l.session, l.election
 	tail, err := b.settle(ctx, l)
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
@@ -88,6 +95,73 @@ func (b *Backend) resign(l *leadership) {
 			b.log.Warn("store: resign the election", "err", err)
 		}
 	})
+}
+
+// elect campaigns under a new election lease until elected. It returns
+// no leadership and no error when that lease expired before the election
+// was won, or etcd failed the campaign for a moment (etcd out of reach
+// for longer than the lease, say): the caller campaigns again under a new
+// lease. A campaign left to go on under an expired lease would either
+// wait for ever, no longer a candidate, or end as if elected once the
+// keys before its own were gone, though its own went with its lease.
+func (b *Backend) elect(ctx context.Context, value string) (*leadership, error) {
+	ttl := int((b.opts.LeaseTTL + time.Second - 1) / time.Second)
+	session, err := concurrency.NewSession(b.cli, concurrency.WithTTL(ttl))
+	if err == nil {
+		var l *leadership
+		if l, err = b.campaignUnder(ctx, session, value); err == nil {
+			return l, nil
+		}
+		session.Close()
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("etcd: campaign: %w", ctx.Err())
+	case errors.Is(err, errCampaignLeaseExpired) || isTransient(err):
+		b.log.Warn("store: campaigning again under a new election lease", "err", err)
+		return nil, nil
+	}
+	return nil, fmt.Errorf("etcd: campaign: %w", err)
+}
+
+// errCampaignLeaseExpired is a campaign whose election lease expired
+// before it was won.
+var errCampaignLeaseExpired = errors.New("etcd: the election lease expired while campaigning")
+
+// campaignUnder campaigns under session until elected, or until the
+// session's lease expires.
+func (b *Backend) campaignUnder(ctx context.Context, session *concurrency.Session, value string) (*leadership, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-session.Done():
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	e := concurrency.NewElection(session, b.prefix+leaderDir)
+	if err := e.Campaign(cctx, value); err != nil {
+		select {
+		case <-session.Done():
+			return nil, errCampaignLeaseExpired
+		default:
+			return nil, err
+		}
+	}
+	// Campaign ends once the keys before this one are gone, whether or
+	// not this one is still there: it is gone when its lease expired.
+	l := &leadership{session: session, election: e, fence: clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())}
+	rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
+	defer rcancel()
+	resp, err := b.cli.Txn(rctx).If(l.fence).Commit()
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Succeeded {
+		return nil, errCampaignLeaseExpired
+	}
+	return l, nil
 }
 
 // settle finds the last whole commit of the log and removes what comes

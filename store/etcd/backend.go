@@ -148,6 +148,12 @@ type Backend struct {
 	stop   context.CancelFunc
 	won    *leadership
 	wg     sync.WaitGroup
+
+	// campaigns are the elections under way, each in a goroutine that
+	// ends once it is won or given up. One given up resigns with the
+	// client's context, which only closing the client ends: Close waits
+	// for them after that.
+	campaigns sync.WaitGroup
 }
 
 var (
@@ -576,5 +582,7 @@ func (b *Backend) Close() error {
 	if won != nil {
 		b.resign(won)
 	}
-	return b.cli.Close()
+	err := b.cli.Close()
+	b.campaigns.Wait()
+	return err
 }

@@ -552,22 +552,7 @@ func TestCandidateCampaignsAgainAfterItsLeaseExpired(t *testing.T) {
 	defer cancel()
 	led := make(chan error, 1)
 	go func() { led <- standby.Lead(ctx, "https://second.test") }()
-	// The standby's key, once its campaign has put it.
-	var candidate clientv3.LeaseID
-	for candidate == 0 {
-		resp, err := first.cli.Get(ctx, first.prefix+leaderDir+"/", clientv3.WithPrefix())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, kv := range resp.Kvs {
-			if string(kv.Value) == "https://second.test" {
-				candidate = clientv3.LeaseID(kv.Lease)
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the standby never campaigned")
-		}
-	}
+	candidate := candidateLease(ctx, t, first, "https://second.test")
 	if _, err := first.cli.Revoke(ctx, candidate); err != nil {
 		t.Fatal(err)
 	}
@@ -592,5 +577,60 @@ func TestCandidateCampaignsAgainAfterItsLeaseExpired(t *testing.T) {
 	}
 	if v, ok, err := second.Leader(ctx); err != nil || !ok || v != "https://second.test" {
 		t.Fatalf("Leader: %q %v %v", v, ok, err)
+	}
+}
+
+// candidateLease waits until a campaign announcing value has put its key,
+// and returns that key's lease.
+func candidateLease(ctx context.Context, t *testing.T, b *Backend, value string) clientv3.LeaseID {
+	t.Helper()
+	for ctx.Err() == nil {
+		resp, err := b.cli.Get(ctx, b.prefix+leaderDir+"/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range resp.Kvs {
+			if string(kv.Value) == value {
+				return clientv3.LeaseID(kv.Lease)
+			}
+		}
+	}
+	t.Fatalf("no campaign announced %s", value)
+	return 0
+}
+
+// A candidate stopped while etcd does not answer stops at once, and so
+// does its backend, rather than waiting for etcd to resign its campaign.
+func TestCandidateStopsWhileEtcdIsOutOfReach(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, _ := leader(t, ep, nil)
+	proxy, through := startStallProxy(t, ep)
+	second := open(t, through, nil)
+	standby, err := store.New(second, store.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	campaign, stop := context.WithCancel(ctx)
+	led := make(chan error, 1)
+	go func() { led <- standby.Lead(campaign, "https://second.test") }()
+	candidateLease(ctx, t, first, "https://second.test")
+	proxy.stall()
+	stop()
+	select {
+	case err := <-led:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Lead: %v, want the campaign's context canceled", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the campaign waits for etcd after its context ended")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- standby.Close() }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("closing the store waits for etcd")
 	}
 }

@@ -112,7 +112,6 @@ func (b *Backend) elect(ctx context.Context, value string) (*leadership, error) 
 		if l, err = b.campaignUnder(ctx, session, value); err == nil {
 			return l, nil
 		}
-		session.Close()
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -128,26 +127,44 @@ func (b *Backend) elect(ctx context.Context, value string) (*leadership, error) 
 // before it was won.
 var errCampaignLeaseExpired = errors.New("etcd: the election lease expired while campaigning")
 
-// campaignUnder campaigns under session until elected, or until the
-// session's lease expires.
+// campaignUnder campaigns under session until elected, the session's
+// lease expires or ctx ends; unless elected, the session is closed. The
+// campaign runs in a goroutine of its own, so that ctx ending returns at
+// once: a campaign given up resigns with the client's context, which with
+// etcd out of reach would hold a shutdown until etcd answers again.
 func (b *Backend) campaignUnder(ctx context.Context, session *concurrency.Session, value string) (*leadership, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-session.Done():
-			cancel()
-		case <-cctx.Done():
-		}
-	}()
 	e := concurrency.NewElection(session, b.prefix+leaderDir)
-	if err := e.Campaign(cctx, value); err != nil {
-		select {
-		case <-session.Done():
-			return nil, errCampaignLeaseExpired
-		default:
-			return nil, err
+	result := make(chan error, 1)
+	b.campaigns.Go(func() {
+		err := e.Campaign(cctx, value)
+		if err != nil {
+			select {
+			case <-session.Done():
+				err = errCampaignLeaseExpired
+			default:
+			}
+			session.Close()
 		}
+		result <- err
+	})
+	var err error
+	expired := session.Done()
+wait:
+	for {
+		select {
+		case err = <-result:
+			break wait
+		case <-expired:
+			cancel()
+			expired = nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	// Campaign ends once the keys before this one are gone, whether or
 	// not this one is still there: it is gone when its lease expired.
@@ -155,11 +172,12 @@ func (b *Backend) campaignUnder(ctx context.Context, session *concurrency.Sessio
 	rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
 	defer rcancel()
 	resp, err := b.cli.Txn(rctx).If(l.fence).Commit()
-	if err != nil {
-		return nil, err
+	if err == nil && !resp.Succeeded {
+		err = errCampaignLeaseExpired
 	}
-	if !resp.Succeeded {
-		return nil, errCampaignLeaseExpired
+	if err != nil {
+		session.Close()
+		return nil, err
 	}
 	return l, nil
 }

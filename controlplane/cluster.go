@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -86,8 +88,19 @@ func (cs *clusterSecrets) install(p CredentialPaths, key string) error {
 // control plane's own serving certificate, admin.kubeconfig). A data dir
 // without them takes the cluster's from etcd; the first control plane of
 // a cluster publishes its own, made by ensure when it has none; a data
-// dir that holds other ones is refused.
+// dir that holds other ones is refused. So is one that has served a
+// cluster (ClusterFile) when etcd holds none at key: a wrong --store or
+// --etcd-prefix would start an empty cluster under that one's
+// credentials, whose agents would stop every pod it does not hold.
 func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p CredentialPaths, log *slog.Logger, ensure func() (*Credentials, error)) (*Credentials, error) {
+	served := filepath.Join(p.Dir, ClusterFile)
+	cluster := strings.Join(cli.Endpoints(), ",") + " " + key
+	record := func(creds *Credentials) (*Credentials, error) {
+		if err := writeFileAtomic(served, []byte(cluster+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("credentials: %w", err)
+		}
+		return creds, nil
+	}
 	for {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		resp, err := cli.Get(rctx, key)
@@ -103,7 +116,16 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p C
 			if err := cs.install(p, key); err != nil {
 				return nil, err
 			}
-			return ensure()
+			creds, err := ensure()
+			if err != nil {
+				return nil, err
+			}
+			return record(creds)
+		}
+		if was, err := os.ReadFile(served); err == nil {
+			return nil, fmt.Errorf("credentials: etcd %s holds no cluster at %s, but this data dir served the one at %s: check --store and --etcd-prefix; to start a new cluster with this data dir's credentials, move %s away", strings.Join(cli.Endpoints(), ","), key, strings.TrimSpace(string(was)), served)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("credentials: %w", err)
 		}
 		_, statErr := os.Stat(p.CACert)
 		hadOwn := statErr == nil
@@ -130,7 +152,7 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p C
 		}
 		if tresp.Succeeded {
 			log.Info("published this control plane's credentials as the cluster's", "etcd", key)
-			return creds, nil
+			return record(creds)
 		}
 		// Another control plane published first. What this one made
 		// just now gives way to the cluster's; credentials it had from
@@ -150,6 +172,10 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p C
 		}
 	}
 }
+
+// ClusterFile, in the data dir of a control plane that has served an etcd
+// store, names that etcd and the key of its cluster's credentials.
+const ClusterFile = "etcd-cluster"
 
 // requestTimeout bounds one request to etcd outside the store.
 const requestTimeout = 10 * time.Second

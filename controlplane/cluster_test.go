@@ -160,3 +160,25 @@ func TestDataDirOfAnotherClusterIsRefused(t *testing.T) {
 		t.Fatalf("joining with another cluster's credentials: %v", err)
 	}
 }
+
+// A data dir that served a cluster is refused an etcd prefix that holds
+// none, rather than starting an empty cluster under its credentials; on
+// its own prefix it joins again.
+func TestDataDirOfAClusterIsRefusedAnEmptyPrefix(t *testing.T) {
+	ep := etcdtest.Start(t)
+	dir := t.TempDir()
+	member := startClusterMember(t, ep, "127.0.0.1", dir)
+	poll(t, "the control plane leads", func() error { return leads(member) })
+	member.stop()
+	u, _ := url.Parse(ep)
+	cfg := Config{
+		DataDir: dir, Listen: "127.0.0.1:0", Store: StoreEtcdScheme + u.Host,
+		Etcd:   EtcdConfig{Prefix: "/elsewhere", LeaseDuration: 2 * time.Second},
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	_, err := New(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "holds no cluster at /elsewhere/bootstrap") || !strings.Contains(err.Error(), filepath.Join(dir, ClusterFile)) {
+		t.Fatalf("a data dir of the /berth cluster on /elsewhere: %v", err)
+	}
+	startClusterMember(t, ep, "127.0.0.1", dir)
+}

@@ -151,6 +151,13 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Client != nil {
+		// Each request gets a period at most, as the kubelet's heartbeat
+		// client does: a control plane that takes requests and never
+		// answers costs one beat, and the next goes to another one,
+		// well before the node's grace period runs out.
+		o.Client = o.Client.WithTimeout(o.HeartbeatPeriod)
+	}
 	if o.Allocatable == nil && o.Capacity != nil {
 		t, _ := ParseThresholds(DefaultEvictionHard)
 		o.Allocatable = Allocatable(o.Capacity, t)

@@ -538,3 +538,55 @@ func TestNodeRegisteredLoggedOnceStatusWritten(t *testing.T) {
 		t.Error("the node is not Ready after its registration")
 	}
 }
+
+// A control plane that takes the heartbeat's requests and never answers
+// (stopped, or cut off with its connections open) costs one beat: the
+// request gets a period at most, and the next beat goes to the next
+// server, long before the node's grace period runs out.
+func TestNodeHeartbeatMovesOnFromAServerThatDoesNotAnswer(t *testing.T) {
+	c := startCluster(t)
+	token, ca := c.joinSecrets(t)
+	joiner, err := client.New(&client.Config{Server: c.url, Token: token, CAData: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := joiner.Join(context.Background(), api.JoinRequest{NodeName: "n1"})
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	frozen := testtool.StartStallProxy(t, strings.TrimPrefix(c.url, "https://"))
+	nc, err := client.New(&client.Config{Server: "https://" + frozen.Addr + "," + c.url, Token: resp.Token, CAData: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	period := 300 * time.Millisecond
+	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk, HeartbeatPeriod: period})
+	ctx := context.Background()
+	if err := nm.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	registered := clk.Now()
+	frozen.Stall()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- nm.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	testtool.WaitFor(t, 10*time.Second, "the lease renewed through the second server", func() error {
+		if clk.HasWaiters() {
+			clk.Step(period)
+		}
+		if renewed := c.lease(t, "n1").Spec.RenewTime; renewed == nil || !renewed.After(registered) {
+			return fmt.Errorf("lease renewed at %v", renewed)
+		}
+		return nil
+	})
+	if nc.Server() != c.url {
+		t.Fatalf("the agent sends to %s, want %s", nc.Server(), c.url)
+	}
+}

@@ -29,9 +29,9 @@ const DefaultTimeout = 30 * time.Second
 // concurrent use; keep one per identity and share it.
 type Client struct {
 	// bases are the control planes' URLs; current indexes the one the
-	// client sends to.
+	// client sends to, shared with the clients WithTimeout makes.
 	bases     []*url.URL
-	current   atomic.Int32
+	current   *atomic.Int32
 	token     string
 	http      *http.Client
 	timeout   time.Duration
@@ -47,7 +47,7 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{bases: bases, token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent}
+	c := &Client{bases: bases, current: new(atomic.Int32), token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -82,6 +82,16 @@ func ParseServers(v string) ([]*url.URL, error) {
 
 // Server is the URL of the control plane the client sends to now.
 func (c *Client) Server() string { return c.bases[c.current.Load()].String() }
+
+// WithTimeout is the client with another bound on its requests (see
+// Config.Timeout), sharing its connections and its choice of control
+// plane: the agent's heartbeat is bounded by its period, as the kubelet's
+// is, so that a control plane that stopped answering costs one beat.
+func (c *Client) WithTimeout(d time.Duration) *Client {
+	cc := *c
+	cc.timeout = d
+	return &cc
+}
 
 // NewTransport builds the transport New uses, for callers that share one
 // among many clients (Config.Transport).
@@ -162,6 +172,15 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	at := c.current.Load()
 	for tried := 1; ; tried++ {
 		resp, err := c.sendTo(ctx, c.bases[at], r)
+		if err != nil && len(c.bases) > 1 && errors.Is(err, context.DeadlineExceeded) {
+			// No answer in time: the control plane may be stopped or
+			// cut off with its connections open, which no dial or
+			// lost connection tells for a while. The request may have
+			// been made, so it is not sent again, but the next one
+			// goes to the next control plane.
+			c.current.CompareAndSwap(at, (at+1)%int32(len(c.bases)))
+			return nil, err
+		}
 		if err == nil || tried == len(c.bases) || ctx.Err() != nil || !unreachable(err, r.method) {
 			return resp, err
 		}

@@ -3,11 +3,13 @@ package client_test
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -117,5 +119,50 @@ func TestClientSendsAWriteOnce(t *testing.T) {
 	}
 	if _, _, err := c.List(ctx, cmKind, "default", client.ListOptions{}); err != nil {
 		t.Fatalf("a list is sent on to the next server: %v", err)
+	}
+}
+
+// A server that takes requests and never answers (stopped, or cut off
+// with its connections open) costs the request that waited on it: the
+// ones after it go to the next server, and so do those of a client
+// WithTimeout made.
+func TestClientMovesOnFromAServerThatDoesNotAnswer(t *testing.T) {
+	s := newServer(t, 0, nil)
+	release := make(chan struct{})
+	silent := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	silent.EnableHTTP2 = true
+	silent.TLS = &tls.Config{Certificates: s.ts.TLS.Certificates}
+	silent.StartTLS()
+	t.Cleanup(func() {
+		close(release)
+		silent.Close()
+	})
+	tr, err := client.NewTransport(&client.Config{CAData: s.caPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(&client.Config{Server: silent.URL + "," + s.ts.URL, Token: token, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat := c.WithTimeout(200 * time.Millisecond)
+	ctx := context.Background()
+	if _, err := beat.Create(ctx, configMap("lost")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a create the server never answered: %v", err)
+	}
+	if _, err := s.store.Get(cmKind, "default", "lost"); err == nil {
+		t.Fatal("the create was sent again to the second server")
+	}
+	if c.Server() != s.ts.URL {
+		t.Fatalf("the client sends to %s after a request timed out there, want %s", c.Server(), s.ts.URL)
+	}
+	if _, err := beat.Create(ctx, configMap("next")); err != nil {
+		t.Fatalf("the next create: %v", err)
 	}
 }

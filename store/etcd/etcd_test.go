@@ -604,8 +604,8 @@ func candidateLease(ctx context.Context, t *testing.T, b *Backend, value string)
 func TestCandidateStopsWhileEtcdIsOutOfReach(t *testing.T) {
 	ep := etcdtest.Start(t)
 	first, _ := leader(t, ep, nil)
-	proxy, through := startStallProxy(t, ep)
-	second := open(t, through, nil)
+	proxy := testtool.StartStallProxy(t, strings.TrimPrefix(ep, "http://"))
+	second := open(t, "http://"+proxy.Addr, nil)
 	standby, err := store.New(second, store.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -616,7 +616,7 @@ func TestCandidateStopsWhileEtcdIsOutOfReach(t *testing.T) {
 	led := make(chan error, 1)
 	go func() { led <- standby.Lead(campaign, "https://second.test") }()
 	candidateLease(ctx, t, first, "https://second.test")
-	proxy.stall()
+	proxy.Stall()
 	stop()
 	select {
 	case err := <-led:

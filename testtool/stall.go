@@ -1,16 +1,18 @@
-package etcd
+package testtool
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
 )
 
-// stallProxy passes TCP between its clients and etcd until stall, after
-// which it holds every byte, the connections open, as an etcd stopped
-// with SIGSTOP or cut off by a partition does; resume lets them through.
-type stallProxy struct {
+// StallProxy passes TCP between its clients and a target until Stall,
+// after which it holds every byte with the connections left open, as a
+// server stopped with SIGSTOP or cut off by a partition does; Resume lets
+// them through again. Its clients dial Addr.
+type StallProxy struct {
+	Addr string
+
 	l      net.Listener
 	target string
 	mu     sync.Mutex
@@ -19,19 +21,19 @@ type stallProxy struct {
 	wg     sync.WaitGroup
 }
 
-// startStallProxy proxies to etcd's client URL until the test ends, and
-// returns the proxy and its own client URL.
-func startStallProxy(t *testing.T, etcdURL string) (*stallProxy, string) {
+// StartStallProxy proxies to target (host:port) on a loopback port until
+// the test ends.
+func StartStallProxy(t testing.TB, target string) *StallProxy {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &stallProxy{l: l, target: etcdURL[len("http://"):], open: make(chan struct{})}
+	p := &StallProxy{Addr: l.Addr().String(), l: l, target: target, open: make(chan struct{})}
 	close(p.open)
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
-		p.resume()
+		p.Resume()
 		l.Close()
 		p.mu.Lock()
 		for _, c := range p.conns {
@@ -40,10 +42,10 @@ func startStallProxy(t *testing.T, etcdURL string) (*stallProxy, string) {
 		p.mu.Unlock()
 		p.wg.Wait()
 	})
-	return p, "http://" + l.Addr().String()
+	return p
 }
 
-func (p *stallProxy) accept() {
+func (p *StallProxy) accept() {
 	for {
 		c, err := p.l.Accept()
 		if err != nil {
@@ -63,7 +65,7 @@ func (p *stallProxy) accept() {
 }
 
 // pipe copies src to dst, each read held while the proxy stalls.
-func (p *stallProxy) pipe(dst, src net.Conn) {
+func (p *StallProxy) pipe(dst, src net.Conn) {
 	defer dst.Close()
 	buf := make([]byte, 32<<10)
 	for {
@@ -78,15 +80,13 @@ func (p *stallProxy) pipe(dst, src net.Conn) {
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
-				src.Close()
-			}
 			return
 		}
 	}
 }
 
-func (p *stallProxy) stall() {
+// Stall holds every byte from now on.
+func (p *StallProxy) Stall() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	select {
@@ -96,7 +96,8 @@ func (p *stallProxy) stall() {
 	}
 }
 
-func (p *stallProxy) resume() {
+// Resume lets the bytes held, and those after them, through.
+func (p *StallProxy) Resume() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	select {

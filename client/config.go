@@ -17,7 +17,7 @@ type Config struct {
 	// Server is the API's base URL, as "https://10.0.0.1:6443", or the
 	// URLs of several control planes of one cluster separated by commas:
 	// the client sends to one of them and moves on to the next when it
-	// cannot reach it.
+	// cannot reach it, or a request there ran out of time unanswered.
 	Server string
 	// Token is the bearer token sent with every request.
 	Token string

@@ -136,7 +136,9 @@ does.
 
 With several servers sharing an etcd store, give --server all their URLs
 (or one a load balancer serves): the agent talks to one, and moves on to
-the next when it cannot reach it.
+the next when it cannot reach it or a request there goes unanswered (a
+frozen machine); each heartbeat request gets
+--node-status-update-frequency at most, as the kubelet's does.
 
 Static pods from --manifest-dir or --manifest-url run even with no server:
 with no --server the agent runs them alone (standalone mode).
@@ -207,7 +209,7 @@ GOGC is set in the environment.`,
 	f := cmd.Flags()
 	o.register(f, "listen", "address of the HTTPS log server (default <node-ip>:10250)")
 	f.StringVar(&o.nodeTaints, "node-taints", "", "taints of the Node, as key=value:Effect,…")
-	f.StringVar(&o.server, "server", "", "URL of the control plane, or the URLs of the servers of one cluster separated by commas (the agent moves on to the next when it cannot reach one); none runs standalone")
+	f.StringVar(&o.server, "server", "", "URL of the control plane, or the URLs of the servers of one cluster separated by commas (the agent moves on to the next when it cannot reach one, or one leaves a request unanswered); none runs standalone")
 	f.StringVar(&o.token, "token", "", "the node join token")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node join token")
 	f.StringVar(&o.caFile, "ca-file", "", "CA certificate to trust for the server")

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -31,10 +33,24 @@ type forwarder struct {
 	// self is this control plane's own URL, which it never forwards to:
 	// named leader before its store has caught up, it answers 503.
 	self   string
-	leader atomic.Pointer[url.URL]
+	leader atomic.Pointer[leaderTarget]
 	proxy  *httputil.ReverseProxy
 	log    *slog.Logger
 }
+
+// leaderTarget is a leader the forwarder sends to; gone ends once
+// another leads (or none does), and with it the requests still under way
+// to this one: a leader that stopped answering (its machine frozen, or
+// cut off) would otherwise hold them long after another took over.
+type leaderTarget struct {
+	url    *url.URL
+	gone   context.Context
+	goneBy context.CancelFunc
+}
+
+// errLeaderChanged ends a forwarded request whose leader lost the
+// election before it answered.
+var errLeaderChanged = errors.New("another control plane took over as leader before this one answered")
 
 // forwardWait bounds how long a follower waits for its store to have the
 // write the leader answered before it answers all the same.
@@ -55,6 +71,8 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 			pr.Out.Header.Set(forwardedHeader, f.self)
 		},
 		Transport: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   10 * time.Second,
 			TLSClientConfig:       &tls.Config{RootCAs: ca, MinVersion: tls.VersionTLS12},
 			ForceAttemptHTTP2:     true,
 			ResponseHeaderTimeout: time.Minute,
@@ -64,6 +82,9 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 		FlushInterval:  -1,
 		ModifyResponse: f.caughtUp,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) {
+				err = cause
+			}
 			apiserver.WriteError(w, unavailable(fmt.Sprintf("the leader %s cannot be reached: %v", r.Context().Value(targetKey{}), err)))
 		},
 	}
@@ -85,7 +106,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case target == nil:
 		apiserver.WriteError(w, unavailable("no control plane leads the cluster yet; try again"))
 		return
-	case target.String() == f.self:
+	case target.url.String() == f.self:
 		apiserver.WriteError(w, unavailable("this control plane was just elected leader and is catching up; try again"))
 		return
 	case r.Header.Get(forwardedHeader) != "":
@@ -95,7 +116,10 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiserver.WriteError(w, unavailable(fmt.Sprintf("%s took this control plane for the leader, and it follows another; try again", r.Header.Get(forwardedHeader))))
 		return
 	}
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, target)))
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer context.AfterFunc(target.gone, func() { cancel(errLeaderChanged) })()
+	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, target.url)))
 }
 
 // caughtUp holds the leader's answer to a write until this control
@@ -113,20 +137,31 @@ func (f *forwarder) caughtUp(resp *http.Response) error {
 	return nil
 }
 
-// setLeader takes the leader's announced URL ("" while none leads).
+// setLeader takes the leader's announced URL ("" while none leads). The
+// requests under way to the one before end, unless it leads still.
 func (f *forwarder) setLeader(v string) {
-	if v == "" {
-		f.leader.Store(nil)
+	var next *url.URL
+	if v != "" {
+		u, err := url.Parse(v)
+		if err != nil || u.Scheme != "https" || u.Host == "" {
+			f.log.Warn("the leader announced an address that is not an https URL", "leader", v)
+		} else {
+			next = u
+		}
+	}
+	old := f.leader.Load()
+	if old != nil && next != nil && old.url.String() == next.String() {
 		return
 	}
-	u, err := url.Parse(v)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		f.log.Warn("the leader announced an address that is not an https URL", "leader", v)
-		f.leader.Store(nil)
-		return
-	}
-	if old := f.leader.Swap(u); old == nil || old.String() != u.String() {
+	var t *leaderTarget
+	if next != nil {
+		gone, goneBy := context.WithCancel(context.Background())
+		t = &leaderTarget{url: next, gone: gone, goneBy: goneBy}
 		f.log.Info("following the leader", "leader", v)
+	}
+	f.leader.Store(t)
+	if old != nil {
+		old.goneBy()
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/etcd"
@@ -76,5 +77,58 @@ func TestForwardedWriteIsNotForwardedAgain(t *testing.T) {
 	}
 	if n := hits.Load(); n != 2 {
 		t.Errorf("the write reached the followers %d times, want twice: the one it came to, and the one it took for the leader", n)
+	}
+}
+
+// A write under way to a leader that never answers (its machine frozen,
+// or cut off) ends with a 503 once another control plane takes over, so
+// that the client tries again and reaches the new one.
+func TestForwardedWriteEndsWhenTheLeaderChanges(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := store.New(store.Memory{}, store.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	frozen := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() {
+		close(release)
+		frozen.Close()
+	})
+	pool := x509.NewCertPool()
+	pool.AddCert(frozen.Certificate())
+	f := newForwarder(st, "https://self.test:6443", pool, quiet)
+	f.setLeader(frozen.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader("{}"))
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.ServeHTTP(rec, req)
+	}()
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		t.Fatal("the write never reached the leader")
+	}
+	f.setLeader("https://next.test:6443")
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the write still waits on the old leader after another took over")
+	}
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "another control plane took over") || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("answer %d %q, Retry-After %q", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
 }

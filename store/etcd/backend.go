@@ -152,7 +152,7 @@ type Backend struct {
 	// campaigns are the elections under way, each in a goroutine that
 	// ends once it is won or given up. One given up resigns with the
 	// client's context, which only closing the client ends: Close waits
-	// for them after that.
+	// for them a while, then closes the client and waits for the rest.
 	campaigns sync.WaitGroup
 }
 
@@ -582,7 +582,19 @@ func (b *Backend) Close() error {
 	if won != nil {
 		b.resign(won)
 	}
+	// A campaign given up resigns, so that its key does not hold back
+	// the next election until its lease runs out; closing the client
+	// ends one that etcd does not answer.
+	resigned := make(chan struct{})
+	go func() {
+		b.campaigns.Wait()
+		close(resigned)
+	}()
+	select {
+	case <-resigned:
+	case <-b.opts.Clock.After(requestTimeout):
+	}
 	err := b.cli.Close()
-	b.campaigns.Wait()
+	<-resigned
 	return err
 }

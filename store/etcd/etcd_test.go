@@ -634,3 +634,36 @@ func TestCandidateStopsWhileEtcdIsOutOfReach(t *testing.T) {
 		t.Fatal("closing the store waits for etcd")
 	}
 }
+
+// A candidate stopped while etcd answers takes its key out of the
+// election before its backend closes: the key would otherwise hold back
+// the next election until its lease ran out.
+func TestStoppedCandidateResigns(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, _ := leader(t, ep, nil)
+	second := open(t, ep, nil)
+	standby, err := store.New(second, store.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	campaign, stop := context.WithCancel(ctx)
+	led := make(chan error, 1)
+	go func() { led <- standby.Lead(campaign, "https://second.test") }()
+	candidateLease(ctx, t, first, "https://second.test")
+	stop()
+	<-led
+	if err := standby.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := first.cli.Get(ctx, first.prefix+leaderDir+"/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if string(kv.Value) == "https://second.test" {
+			t.Fatalf("the stopped candidate's key %s is still in the election", kv.Key)
+		}
+	}
+}

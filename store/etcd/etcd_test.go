@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -605,7 +606,8 @@ func TestCandidateStopsWhileEtcdIsOutOfReach(t *testing.T) {
 	ep := etcdtest.Start(t)
 	first, _ := leader(t, ep, nil)
 	proxy := testtool.StartStallProxy(t, strings.TrimPrefix(ep, "http://"))
-	second := open(t, "http://"+proxy.Addr, nil)
+	clk := clocktesting.NewFakeClock(time.Now())
+	second := open(t, "http://"+proxy.Addr, func(o *Options) { o.Clock = clk })
 	standby, err := store.New(second, store.Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -626,12 +628,21 @@ func TestCandidateStopsWhileEtcdIsOutOfReach(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the campaign waits for etcd after its context ended")
 	}
+	// Close gives the campaign a while to resign, then closes the
+	// client, which ends it.
 	closed := make(chan error, 1)
 	go func() { closed <- standby.Close() }()
-	select {
-	case <-closed:
-	case <-ctx.Done():
-		t.Fatal("closing the store waits for etcd")
+	for {
+		select {
+		case <-closed:
+			return
+		case <-ctx.Done():
+			t.Fatal("closing the store waits for etcd")
+		case <-time.After(10 * time.Millisecond):
+			if clk.HasWaiters() {
+				clk.Step(requestTimeout)
+			}
+		}
 	}
 }
 

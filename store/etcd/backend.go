@@ -515,8 +515,10 @@ func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 }
 
 // errLeadershipLost is a write etcd refused because another control plane
-// holds the election now.
-var errLeadershipLost = errors.New("etcd: leadership lost: another control plane holds the election")
+// holds the election now: none of it was written, so it is
+// store.ErrNotLeader, which the API answers with a 503 to try again (the
+// next leader takes it).
+var errLeadershipLost = fmt.Errorf("etcd: leadership lost, another control plane holds the election: %w", store.ErrNotLeader)
 
 // put writes one key while l holds the election, retrying what etcd did
 // not answer until the lease could have expired.
@@ -544,7 +546,9 @@ func (b *Backend) fenced(l *leadership, ops ...clientv3.Op) error {
 		}
 		select {
 		case <-l.session.Done():
-			return fmt.Errorf("%w (the lease expired): %v", errLeadershipLost, err)
+			// Not errLeadershipLost: etcd may have taken a try that
+			// it did not answer.
+			return fmt.Errorf("etcd: leadership lost, the election lease expired before etcd answered: %v", err)
 		default:
 		}
 		if !b.opts.Clock.Now().Before(deadline) {

@@ -678,3 +678,27 @@ func TestStoppedCandidateResigns(t *testing.T) {
 		}
 	}
 }
+
+// A commit refused because another control plane holds the election was
+// not written: it says so as store.ErrNotLeader, which the API answers
+// with a 503 to try again, and the store says it lost.
+func TestCommitRefusedByTheElectionIsNotLeader(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, lead := leader(t, ep, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The election key gone under a live lease: etcd refuses the next
+	// commit, which is fenced on it.
+	if _, err := first.cli.Delete(ctx, first.lead.Load().election.Key()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lead.Create(ctx, configMap("refused", "1"))
+	if !errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("a commit the election refused: %v, want store.ErrNotLeader", err)
+	}
+	select {
+	case <-lead.Lost():
+	case <-ctx.Done():
+		t.Fatal("the leader does not say it lost")
+	}
+}

@@ -192,14 +192,15 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 
 // unreachable tells an error that says the server was not reached, or
 // lost the connection, on which another control plane is worth a try: a
-// dial that failed is, whatever the method, since nothing was sent; a
-// connection lost under a request only for a read. A write may have been
-// made, and sent again would be made twice, or answer a conflict with
-// itself (an update) or NotFound (a delete): client-go sends no write
-// again either.
+// dial that failed, or a TLS handshake that did not finish (a server
+// frozen with its port open), is, whatever the method, since nothing was
+// sent; a connection lost under a request only for a read. A write may
+// have been made, and sent again would be made twice, or answer a
+// conflict with itself (an update) or NotFound (a delete): client-go sends
+// no write again either.
 func unreachable(err error, method string) bool {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	if errors.As(err, &op) && op.Op == "dial" || strings.Contains(err.Error(), "TLS handshake timeout") {
 		return true
 	}
 	switch method {

@@ -166,3 +166,31 @@ func TestClientMovesOnFromAServerThatDoesNotAnswer(t *testing.T) {
 		t.Fatalf("the next create: %v", err)
 	}
 }
+
+// A server whose port takes connections but which never finishes the TLS
+// handshake (its process stopped) was sent nothing: even a create moves
+// on to the next server.
+func TestClientMovesOnFromAServerThatNeverShakesHands(t *testing.T) {
+	s := newServer(t, 0, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	tr, err := client.NewTransport(&client.Config{CAData: s.caPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.TLSHandshakeTimeout = 200 * time.Millisecond
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(&client.Config{Server: "https://" + l.Addr().String() + "," + s.ts.URL, Token: token, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(context.Background(), configMap("made")); err != nil {
+		t.Fatalf("a create with the first server frozen: %v", err)
+	}
+	if c.Server() != s.ts.URL {
+		t.Fatalf("the client sends to %s, want %s", c.Server(), s.ts.URL)
+	}
+}

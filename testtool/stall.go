@@ -9,7 +9,9 @@ import (
 // StallProxy passes TCP between its clients and a target until Stall,
 // after which it holds every byte with the connections left open, as a
 // server stopped with SIGSTOP or cut off by a partition does; Resume lets
-// them through again. Its clients dial Addr.
+// them through again. Hang instead makes the connections it holds pass
+// nothing ever again, as connections to a peer that hung do, while new
+// ones pass. Its clients dial Addr.
 type StallProxy struct {
 	Addr string
 
@@ -17,8 +19,10 @@ type StallProxy struct {
 	target string
 	mu     sync.Mutex
 	open   chan struct{} // closed while bytes pass
-	conns  []net.Conn
-	wg     sync.WaitGroup
+	// hung is closed by Hang for the connections accepted before it.
+	hung  chan struct{}
+	conns []net.Conn
+	wg    sync.WaitGroup
 }
 
 // StartStallProxy proxies to target (host:port) on a loopback port until
@@ -29,7 +33,7 @@ func StartStallProxy(t testing.TB, target string) *StallProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &StallProxy{Addr: l.Addr().String(), l: l, target: target, open: make(chan struct{})}
+	p := &StallProxy{Addr: l.Addr().String(), l: l, target: target, open: make(chan struct{}), hung: make(chan struct{})}
 	close(p.open)
 	p.wg.Go(p.accept)
 	t.Cleanup(func() {
@@ -58,18 +62,25 @@ func (p *StallProxy) accept() {
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, c, up)
+		hung := p.hung
 		p.mu.Unlock()
-		p.wg.Go(func() { p.pipe(up, c) })
-		p.wg.Go(func() { p.pipe(c, up) })
+		p.wg.Go(func() { p.pipe(up, c, hung) })
+		p.wg.Go(func() { p.pipe(c, up, hung) })
 	}
 }
 
-// pipe copies src to dst, each read held while the proxy stalls.
-func (p *StallProxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst, each read held while the proxy stalls, and
+// dropped once hung is closed.
+func (p *StallProxy) pipe(dst, src net.Conn, hung <-chan struct{}) {
 	defer dst.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		select {
+		case <-hung:
+			n = 0
+		default:
+		}
 		if n > 0 {
 			p.mu.Lock()
 			open := p.open
@@ -105,4 +116,13 @@ func (p *StallProxy) Resume() {
 	default:
 		close(p.open)
 	}
+}
+
+// Hang makes every connection held now pass nothing more, for good,
+// though it stays open; connections made after pass.
+func (p *StallProxy) Hang() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.hung)
+	p.hung = make(chan struct{})
 }

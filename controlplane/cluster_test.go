@@ -93,6 +93,12 @@ func TestControlPlanesShareAnEtcdStore(t *testing.T) {
 	if _, err := via.Get(ctx, api.MustLookupResource("namespaces"), "", "kube-system"); err != nil {
 		t.Fatal(err)
 	}
+	if got := scrapeServer(t, second)["berth_leader_election_master_status"]; got != 0 {
+		t.Errorf("the follower's berth_leader_election_master_status = %v, want 0", got)
+	}
+	if got := scrapeServer(t, first)["berth_leader_election_master_status"]; got != 1 {
+		t.Errorf("the leader's berth_leader_election_master_status = %v, want 1", got)
+	}
 	poll(t, "the follower is ready", func() error {
 		if code, body := getPublic(t, second, "/readyz?verbose"); code != 200 || !strings.Contains(body, "[+]leader ok") || !strings.Contains(body, "[+]sources ok") {
 			return errors.New(body)

@@ -157,7 +157,9 @@ func (f *forwarder) setLeader(v string) {
 	if next != nil {
 		gone, goneBy := context.WithCancel(context.Background())
 		t = &leaderTarget{url: next, gone: gone, goneBy: goneBy}
-		f.log.Info("following the leader", "leader", v)
+		if v != f.self {
+			f.log.Info("following the leader", "leader", v)
+		}
 	}
 	f.leader.Store(t)
 	if old != nil {

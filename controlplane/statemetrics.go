@@ -21,6 +21,7 @@ type stateMetrics struct {
 
 	objects, dbBytes, nodes                        *prometheus.Desc
 	sourceCondition, sourceObjects, sourceLastSync *prometheus.Desc
+	leader                                         *prometheus.Desc
 }
 
 // conditionStatuses are the values of a condition's status, each a series
@@ -42,6 +43,8 @@ func newStateMetrics(st *store.Store, srcs *sources, dbSize func() (int64, error
 			"1 for the status a Source's condition has, 0 for the others (Flux's gotk_reconcile_condition).", []string{"name", "type", "status"}, nil),
 		sourceObjects: prometheus.NewDesc("berth_source_objects",
 			"Objects in the revision a Source last applied.", []string{"name"}, nil),
+		leader: prometheus.NewDesc("berth_leader_election_master_status",
+			"1 while this server leads the cluster (runs the controllers, the scheduler and the sources, and writes), 0 while it follows another's over an etcd store (Kubernetes' leader_election_master_status).", nil, nil),
 		sourceLastSync: prometheus.NewDesc("berth_source_last_successful_sync_timestamp_seconds",
 			"When a Source last applied a revision successfully (Ready=True), as a Unix time; absent until it has since the server started.", []string{"name"}, nil),
 	}
@@ -49,7 +52,7 @@ func newStateMetrics(st *store.Store, srcs *sources, dbSize func() (int64, error
 
 // Describe implements prometheus.Collector.
 func (m *stateMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.objects, m.dbBytes, m.nodes, m.sourceCondition, m.sourceObjects, m.sourceLastSync} {
+	for _, d := range []*prometheus.Desc{m.objects, m.dbBytes, m.nodes, m.sourceCondition, m.sourceObjects, m.sourceLastSync, m.leader} {
 		ch <- d
 	}
 	m.sources.syncDuration.Describe(ch)
@@ -73,6 +76,11 @@ func (m *stateMetrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.dbBytes, prometheus.GaugeValue, float64(n))
 		}
 	}
+	leading := 1.0
+	if m.store.Following() {
+		leading = 0
+	}
+	ch <- prometheus.MustNewConstMetric(m.leader, prometheus.GaugeValue, leading)
 	m.collectNodes(ch, snap)
 	m.collectSources(ch, snap)
 	m.sources.syncDuration.Collect(ch)

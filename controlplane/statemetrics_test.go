@@ -93,6 +93,7 @@ func TestStateMetrics(t *testing.T) {
 		`berth_nodes{ready="True"}`:                                         1,
 		`berth_nodes{ready="False"}`:                                        1,
 		`berth_nodes{ready="Unknown"}`:                                      1,
+		`berth_leader_election_master_status`:                               1,
 	} {
 		if got[series] != want {
 			t.Errorf("%s = %v, want %v", series, got[series], want)

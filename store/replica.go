@@ -16,6 +16,7 @@ func (s *Store) startFollowing(r Replicated) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.replica = r
 	s.following = true
+	s.followed.Store(true)
 	s.stopFollow = cancel
 	s.followDone = make(chan struct{})
 	go func() {
@@ -226,6 +227,7 @@ func (s *Store) Lead(ctx context.Context, value string) error {
 		return fmt.Errorf("lead: applied revision %d of the backend's %d", s.rev, tail)
 	}
 	s.following = false
+	s.followed.Store(false)
 	s.stopFollow = nil
 	s.opts.Logger.Info("store leads", "revision", s.rev)
 	return nil
@@ -237,11 +239,7 @@ func (s *Store) Replicated() bool { return s.replica != nil }
 
 // Following reports whether the store follows another's commits and
 // takes no writes of its own.
-func (s *Store) Following() bool {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	return s.following
-}
+func (s *Store) Following() bool { return s.followed.Load() }
 
 // Lost is closed once the store's leadership of its replicated backend
 // is lost (its writes then fail); nil, never closed, for a backend that

@@ -73,9 +73,12 @@ type Store struct {
 
 	// replica is the backend when it is Replicated. following is set
 	// (under writeMu) while the store follows another's commits, and
-	// stopFollow ends that; followDone is closed once it has.
+	// stopFollow ends that; followDone is closed once it has. followed
+	// mirrors following for readers that must not wait on writeMu (the
+	// API's forwarding, /readyz), as a write stuck on its backend holds it.
 	replica    Replicated
 	following  bool
+	followed   atomic.Bool
 	stopFollow context.CancelFunc
 	followDone chan struct{}
 }

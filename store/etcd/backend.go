@@ -505,7 +505,8 @@ func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 		}
 		size += len(p)
 	}
-	if b.logCommits.Add(1) >= int64(b.opts.CheckpointCommits) || b.logBytes.Add(int64(size)) >= b.opts.CheckpointBytes {
+	commits, bytes := b.logCommits.Add(1), b.logBytes.Add(int64(size))
+	if commits >= int64(b.opts.CheckpointCommits) || bytes >= b.opts.CheckpointBytes {
 		select {
 		case b.kick <- struct{}{}:
 		default:

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
+
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -27,9 +30,10 @@ func (s *Store) startFollowing(r Replicated) {
 
 // follow applies the leader's commits until ctx ends. When the backend
 // lost track of them it loads everything again and applies the
-// difference, as a Kubernetes reflector relists. Any other failure leaves
-// the store as it was, failed: its reads may be stale, and Err (the
-// store check of /readyz) says so.
+// difference, as a Kubernetes reflector relists, and tries the load again
+// with back-off while it fails (etcd out of reach, say): meanwhile its
+// reads are stale, and Err (the store check of /readyz) says so. Any
+// other failure leaves the store as it was, failed for good.
 func (s *Store) follow(ctx context.Context) {
 	for {
 		err := s.replica.Follow(ctx, s.applyCommit)
@@ -38,8 +42,11 @@ func (s *Store) follow(ctx context.Context) {
 		}
 		if errors.Is(err, ErrResync) {
 			s.opts.Logger.Warn("store fell behind the leader's history; loading it again")
-			if err = s.resync(); err == nil {
+			if err = s.resyncRetrying(ctx); err == nil {
 				continue
+			}
+			if ctx.Err() != nil {
+				return
 			}
 		}
 		if err == nil {
@@ -50,6 +57,40 @@ func (s *Store) follow(ctx context.Context) {
 		s.opts.Logger.Error("store cannot follow the leader; its reads may be stale", "err", err)
 		return
 	}
+}
+
+// resyncRetrying loads again until a load succeeds or ctx ends, waiting
+// 100ms doubling to 30s between tries; while it fails the store is
+// behind.
+func (s *Store) resyncRetrying(ctx context.Context) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := s.resync()
+		if err == nil {
+			s.behind.Store(nil)
+			return nil
+		}
+		if errors.Is(err, ErrClosed) {
+			return err
+		}
+		err = fmt.Errorf("behind the leader, loading again: %w", err)
+		s.behind.Store(&err)
+		s.opts.Logger.Warn("store cannot load the leader's state yet; its reads are stale", "err", err, "retry", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.after(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// after waits on the store's clock when it can, else on the real one.
+func (s *Store) after(d time.Duration) <-chan time.Time {
+	if c, ok := s.clock.(clock.Clock); ok {
+		return c.After(d)
+	}
+	return time.After(d)
 }
 
 // applyCommit applies one of the leader's commits: rev is its newest

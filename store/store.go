@@ -76,9 +76,12 @@ type Store struct {
 	// stopFollow ends that; followDone is closed once it has. followed
 	// mirrors following for readers that must not wait on writeMu (the
 	// API's forwarding, /readyz), as a write stuck on its backend holds it.
-	replica    Replicated
-	following  bool
-	followed   atomic.Bool
+	replica   Replicated
+	following bool
+	followed  atomic.Bool
+	// behind says why a follower that lost track of the leader's commits
+	// could not load them again yet; nil once it has.
+	behind     atomic.Pointer[error]
 	stopFollow context.CancelFunc
 	followDone chan struct{}
 }
@@ -412,6 +415,9 @@ func (s *Store) commitLoop() {
 func (s *Store) Err() error {
 	if err := s.failure(); err != nil {
 		return fmt.Errorf("store failed: %w", err)
+	}
+	if p := s.behind.Load(); p != nil {
+		return fmt.Errorf("store is %w", *p)
 	}
 	return nil
 }

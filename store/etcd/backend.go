@@ -139,8 +139,10 @@ type Backend struct {
 	kick       chan struct{}
 
 	// beforeWatch, when set, runs before each watch of the log starts: a
-	// test holds the follower there.
+	// test holds the follower there. beforeLoad, when set, runs before
+	// each Load, which fails with its error.
 	beforeWatch func()
+	beforeLoad  func() error
 
 	// stop ends the leader's background work, and wg waits for it;
 	// won is the leadership Campaign won, which Close gives up.
@@ -246,6 +248,11 @@ func (b *Backend) MaxObjectBytes() int { return MaxObjectBytes }
 // calls fn for every object as of the newest whole commit, and returns
 // that commit's revision. Follow goes on from there.
 func (b *Backend) Load(fn func(api.Object) error) (uint64, error) {
+	if b.beforeLoad != nil {
+		if err := b.beforeLoad(); err != nil {
+			return 0, err
+		}
+	}
 	ctx := context.Background()
 	cp, at, err := b.checkpoint(ctx, 0)
 	if err != nil {

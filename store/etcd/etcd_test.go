@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -700,5 +701,45 @@ func TestCommitRefusedByTheElectionIsNotLeader(t *testing.T) {
 	case <-lead.Lost():
 	case <-ctx.Done():
 		t.Fatal("the leader does not say it lost")
+	}
+}
+
+// A follower whose load after a compaction fails (etcd out of reach just
+// then) tries again, says meanwhile that it is behind, and catches up.
+func TestFollowerResyncRetries(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b, lead := leader(t, ep, func(o *Options) { o.CheckpointCommits = 1 << 30 })
+	fb := open(t, ep, nil)
+	gate := make(chan struct{})
+	fb.beforeWatch = func() { <-gate }
+	follower := newStore(t, fb)
+	var loads atomic.Int32
+	fb.beforeLoad = func() error {
+		if loads.Add(1) <= 2 {
+			return errors.New("etcd out of reach")
+		}
+		return nil
+	}
+	writeSome(t, lead, 3, "b")
+	if err := b.Checkpoint(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := b.cli.Get(context.Background(), b.prefix+formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.cli.Compact(context.Background(), resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	testtool.WaitFor(t, 20*time.Second, "the follower to say it is behind", func() error {
+		if err := follower.Err(); err == nil || !strings.Contains(err.Error(), "behind the leader") {
+			return fmt.Errorf("Err: %v", err)
+		}
+		return nil
+	})
+	caughtUp(t, lead, follower)
+	if err := follower.Err(); err != nil {
+		t.Fatalf("caught up, the follower still says: %v", err)
 	}
 }

@@ -67,7 +67,6 @@ func (s *Store) resyncRetrying(ctx context.Context) error {
 	for {
 		err := s.resync()
 		if err == nil {
-			s.behind.Store(nil)
 			return nil
 		}
 		if errors.Is(err, ErrClosed) {
@@ -214,6 +213,8 @@ func (s *Store) resync() error {
 	for kk, obj := range fresh {
 		ops = append(ops, Op{Kind: kk.kind, Namespace: kk.namespace, Name: kk.name, Object: obj, Revision: rev})
 	}
+	// Caught up once this commit is seen: no longer behind.
+	s.behind.Store(nil)
 	if rev == s.rev && len(ops) == 0 {
 		return nil
 	}

@@ -10,10 +10,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/testtool"
@@ -350,4 +353,56 @@ func TestAttachWithoutShim(t *testing.T) {
 	if err := r2.Stop(context.Background(), id, 0); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAttachStdinOnceUnblocksStuckInput: with StdinOnce, a session's end
+// of input closes the container's even while another session's input is
+// stuck on a container that does not read it: the stuck write ends with
+// the close, rather than the close waiting for the container to read.
+func TestAttachStdinOnceUnblocksStuckInput(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	id := runtime.ID{PodUID: "pod-stuck-input", Name: "c"}
+	c := sh(id, "while :; do sleep 0.05; done")
+	c.Stdin, c.StdinOnce = true, true
+	s := start(t, r, c)
+
+	// The container's stdin, opened again here to watch it: full, and
+	// then closed by the shim (no writer left).
+	in, err := os.OpenFile("/proc/"+strconv.Itoa(s.PID)+"/fd/0", os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	size, err := unix.FcntlInt(in.Fd(), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More than the pipe and the socket between runtime and shim hold.
+	flood := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: bytes.NewReader(make([]byte, 16<<20)), Stdout: io.Discard})
+	testtool.WaitFor(t, waitLong, "the container's input full", func() error {
+		n, err := unix.IoctlGetInt(int(in.Fd()), unix.TIOCINQ)
+		if err != nil || n < size {
+			return fmt.Errorf("%d of %d bytes, %v", n, size, err)
+		}
+		return nil
+	})
+	ended := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: strings.NewReader(""), Stdout: io.Discard})
+	testtool.WaitFor(t, waitLong, "the container's input closed", func() error {
+		fds := []unix.PollFd{{Fd: int32(in.Fd()), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, 0); err != nil {
+			return err
+		}
+		if fds[0].Revents&unix.POLLHUP == 0 {
+			return errors.New("a writer still holds it")
+		}
+		return nil
+	})
+	in.Close()
+	if err := r.Stop(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, flood, "the flooding session did not end with the container")
+	waitDone(t, ended, "the session whose input ended did not end with the container")
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/creack/pty"
@@ -50,8 +51,10 @@ type attachHub struct {
 	term *os.File
 
 	// inMu keeps one session's input write whole against another's.
-	inMu     sync.Mutex
-	inClosed bool
+	inMu sync.Mutex
+	// inClosed: the input is closed (StdinOnce) and takes no more; not
+	// guarded by inMu, which closeInput must not wait for.
+	inClosed atomic.Bool
 
 	mu       sync.Mutex
 	sessions map[*attachSession]struct{}
@@ -232,10 +235,11 @@ func (h *attachHub) writeInput(p []byte) {
 	}
 	h.inMu.Lock()
 	defer h.inMu.Unlock()
-	if h.inClosed {
+	if h.inClosed.Load() {
 		return
 	}
-	// A container that has closed its input drops what comes.
+	// A container that has closed its input drops what comes, and so
+	// does a write the close of the input ends.
 	_, _ = h.input.Write(p)
 }
 
@@ -260,23 +264,18 @@ func (h *attachHub) inputEnded(s *attachSession) {
 // character instead (what a user's Ctrl-D sends), and nothing more.
 func (h *attachHub) closeInput() {
 	if h.term == nil {
-		h.inMu.Lock()
-		closed := h.inClosed
-		h.inClosed = true
-		h.inMu.Unlock()
-		if !closed {
-			// Not under inMu: closing unblocks a write the container
-			// does not read.
+		// Not under inMu: closing unblocks a write the container does
+		// not read.
+		if !h.inClosed.Swap(true) {
 			h.input.Close()
 		}
 		return
 	}
 	h.inMu.Lock()
 	defer h.inMu.Unlock()
-	if h.inClosed {
+	if h.inClosed.Swap(true) {
 		return
 	}
-	h.inClosed = true
 	eof := byte(4) // ^D, the default VEOF
 	if t, err := unix.IoctlGetTermios(int(h.term.Fd()), unix.TCGETS); err == nil && t.Cc[unix.VEOF] != 0 {
 		eof = t.Cc[unix.VEOF]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -76,7 +77,13 @@ func runAttach(cmd *cobra.Command, g *globalOptions, o *attachOptions, arg strin
 	if pod.Status.Phase == api.PodSucceeded || pod.Status.Phase == api.PodFailed {
 		return failed(fmt.Errorf("cannot attach a container in a completed pod; current phase is %s", pod.Status.Phase))
 	}
-	opts := podStreamOptions{Container: defaultContainer(o.container, pod, stderr), Stdout: cmd.OutOrStdout(), Stderr: stderr}
+	// What this command says of its own (the container defaulted, no
+	// terminal, the prompt hint); -q keeps stderr for the container's.
+	notes := stderr
+	if o.quiet {
+		notes = io.Discard
+	}
+	opts := podStreamOptions{Container: defaultContainer(o.container, pod, notes), Stdout: cmd.OutOrStdout(), Stderr: stderr}
 	if o.stdin {
 		opts.Stdin = cmd.InOrStdin()
 	}
@@ -87,16 +94,16 @@ func runAttach(cmd *cobra.Command, g *globalOptions, o *attachOptions, arg strin
 	ctr := podContainer(pod, opts.Container)
 	switch {
 	case ctr != nil && o.tty && !ctr.TTY:
-		fmt.Fprintf(stderr, "Unable to use a TTY - container %s did not allocate one\n", ctr.Name)
+		fmt.Fprintf(notes, "error: Unable to use a TTY - container %s did not allocate one\n", ctr.Name)
 	case ctr != nil && ctr.TTY && o.stdin:
-		restore, err := useTerminal(cmd, &opts)
+		restore, err := useTerminal(cmd, notes, &opts)
 		if err != nil {
 			return err
 		}
 		defer restore()
 	}
-	if o.stdin && !o.quiet {
-		fmt.Fprintln(stderr, "If you don't see a command prompt, try pressing enter.")
+	if o.stdin {
+		fmt.Fprintln(notes, "If you don't see a command prompt, try pressing enter.")
 	}
 	err = attacher.PodAttach(ctx, g.namespace, pod.Name, opts)
 	switch {

@@ -118,7 +118,7 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 	// gets none, and -t -i on input that is not a terminal gets none
 	// with a warning.
 	if o.tty && o.stdin {
-		restore, err := useTerminal(cmd, &opts.podStreamOptions)
+		restore, err := useTerminal(cmd, stderr, &opts.podStreamOptions)
 		if err != nil {
 			return err
 		}
@@ -139,12 +139,12 @@ func runExec(cmd *cobra.Command, g *globalOptions, o *execOptions, arg string, c
 
 // useTerminal puts this command's input, when it is a terminal, in raw
 // mode and carries it as the remote terminal, sized as this command's
-// output when that is a terminal too; else it says why not, as kubectl
-// does, and carries none. restore gives the terminal back.
-func useTerminal(cmd *cobra.Command, opts *podStreamOptions) (restore func(), err error) {
+// output when that is a terminal too; else it says why not on notes, as
+// kubectl does, and carries none. restore gives the terminal back.
+func useTerminal(cmd *cobra.Command, notes io.Writer, opts *podStreamOptions) (restore func(), err error) {
 	in, isFile := cmd.InOrStdin().(*os.File)
 	if !isFile || !term.IsTerminal(int(in.Fd())) {
-		fmt.Fprintln(cmd.ErrOrStderr(), "Unable to use a TTY - input is not a terminal or the right kind of file")
+		fmt.Fprintln(notes, "Unable to use a TTY - input is not a terminal or the right kind of file")
 		return func() {}, nil
 	}
 	state, err := term.MakeRaw(int(in.Fd()))

@@ -178,8 +178,8 @@ type AttachOptions struct {
 	// (Container.Stdin).
 	Stdin  io.Reader
 	Stdout io.Writer
-	// Stderr is not used for a process on a terminal: it has one output,
-	// which goes to Stdout.
+	// Stderr is used only for a process with stdin and no terminal: the
+	// others have one output, which goes to Stdout.
 	Stderr io.Writer
 	// Resize sizes the process's terminal, when it has one.
 	Resize <-chan TerminalSize
@@ -218,8 +218,9 @@ type Runtime interface {
 	// ends: `kubectl exec`. It returns the command's exit code.
 	ExecStream(ctx context.Context, id ID, opts ExecOptions) (exitCode int, err error)
 	// Attach connects the caller to a running run's process, as kubectl
-	// attach does: what it writes from now on (stdout and stderr apart,
-	// or its terminal's output), its input and its terminal's size. It
+	// attach does: what it writes from now on (stdout and stderr apart
+	// with Container.Stdin, else as one stream on Stdout, as a
+	// terminal's output is), its input and its terminal's size. It
 	// returns nil when the process's output has ended, or when opts.Stdin
 	// ends and the container is not StdinOnce (with StdinOnce the
 	// process's input is closed, and its output still comes); an error

@@ -32,8 +32,9 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 		Short: "Attach to the process of a pod's container",
 		Long: `Attach connects to the process a pod's container runs (its command,
 not a new one, as exec would run), on the pod's node, through the control
-plane, as kubectl attach does: what it writes from now on, stdout and
-stderr apart; with -i this command's input goes to its input, which the
+plane, as kubectl attach does: what it writes from now on (stdout and
+stderr apart for a container with stdin: true, else as one stream on
+stdout); with -i this command's input goes to its input, which the
 container must take (stdin: true in its spec); with -i -t on a terminal,
 for a container with tty: true, the terminal is this one's. The session
 ends when the process ends, when this command's input ends (unless the

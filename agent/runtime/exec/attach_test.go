@@ -406,3 +406,41 @@ func TestAttachStdinOnceUnblocksStuckInput(t *testing.T) {
 	waitDone(t, flood, "the flooding session did not end with the container")
 	waitDone(t, ended, "the session whose input ended did not end with the container")
 }
+
+// TestOutputInOrderWithoutStdin: a container without stdin writes stdout
+// and stderr to one pipe, as it did before attach: its log holds what it
+// wrote to either in the order it wrote it, and a session attached gets
+// both as stdout. Two pipes, read at once, would lose that order.
+func TestOutputInOrderWithoutStdin(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-order", Name: "c"}
+	gate := filepath.Join(t.TempDir(), "gate")
+	start(t, r, sh(id, fmt.Sprintf(`[ "$(readlink /proc/$$/fd/1)" = "$(readlink /proc/$$/fd/2)" ] && echo one-pipe
+while [ ! -e %s ]; do echo waiting; sleep 0.02; done
+for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done`, gate)))
+	var want strings.Builder
+	for i := 1; i <= 5; i++ {
+		fmt.Fprintf(&want, "out%d\nerr%d\n", i, i)
+	}
+	var out, errOut testtool.Buffer
+	done := attachIn(r, context.Background(), id, runtime.AttachOptions{Stdout: &out, Stderr: &errOut})
+	testtool.WaitFor(t, waitLong, "the session attached", func() error {
+		if !strings.Contains(out.String(), "waiting") {
+			return fmt.Errorf("output %q", out.String())
+		}
+		return nil
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, done, "the session did not end with the container")
+	if s := waitExited(t, r, id); s.ExitCode != 0 {
+		t.Fatalf("exited %+v", s)
+	}
+	if log := logs(t, r, id, runtime.LogOptions{}); !strings.HasPrefix(log, "one-pipe\n") || !strings.HasSuffix(log, "waiting\n"+want.String()) {
+		t.Errorf("log %q, want one pipe and the lines in the order written, ending %q", log, want.String())
+	}
+	if !strings.HasSuffix(out.String(), want.String()) || errOut.String() != "" {
+		t.Errorf("session stdout %q, stderr %q; want all of it on stdout, in order", out.String(), errOut.String())
+	}
+}

@@ -12,10 +12,12 @@
 //	    shim.log      the shim's own errors
 //	    attach.sock   where the shim serves attach sessions while the container runs (mode 0600: the agent's user alone)
 //
-// The shim holds the container's standard streams: stdout and stderr are
-// pipes it copies to the log and to the attached sessions, each apart;
-// stdin is /dev/null, or with stdin a pipe the sessions write to; with tty
-// all three are a terminal whose master the shim holds. So an agent that
+// The shim holds the container's standard streams and copies its output
+// to the log and to the attached sessions: without stdin, stdout and
+// stderr are one pipe, so the log keeps the order they were written in,
+// and stdin is /dev/null; with stdin, stdin is a pipe the sessions write
+// to and stdout and stderr two pipes, which the sessions get apart; with
+// tty all three are a terminal whose master the shim holds. So an agent that
 // restarted attaches to the containers it adopted as to its own.
 //
 // A start that fails (the executable is missing, the credentials are refused)

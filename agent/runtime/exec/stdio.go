@@ -16,9 +16,12 @@ import (
 )
 
 // containerIO is a container's standard streams as the shim makes them:
-// stdout and stderr two pipes, or with TTY one terminal for all three;
-// stdin /dev/null, or with Stdin a pipe the shim writes to (the terminal,
-// with TTY).
+// with TTY one terminal for all three; else with Stdin a pipe the shim
+// writes to, and stdout and stderr two pipes, which attach sessions get
+// apart; without, stdin /dev/null and stdout and stderr one pipe, which
+// keeps the log in the order the container wrote it (two pipes read at
+// once cannot say which came first) and reaches attach sessions as
+// stdout.
 type containerIO struct {
 	// child are the container's descriptors 0, 1 and 2.
 	child [3]*os.File
@@ -30,7 +33,8 @@ type containerIO struct {
 	input *os.File
 	// term is the terminal's master, with TTY.
 	term *os.File
-	// stdout and stderr are the pipes' read ends, without TTY.
+	// stdout and stderr are the pipes' read ends, without TTY; stderr is
+	// nil when stdout carries both.
 	stdout, stderr *os.File
 	// own are the shim's ends, closed when it is done.
 	own []*os.File
@@ -53,7 +57,11 @@ func openStdio(c *runtime.Container) (*containerIO, error) {
 		}
 		return s, nil
 	}
-	for i, end := range []**os.File{&s.stdout, &s.stderr} {
+	ends := []**os.File{&s.stdout}
+	if c.Stdin {
+		ends = append(ends, &s.stderr)
+	}
+	for i, end := range ends {
 		r, w, err := os.Pipe()
 		if err != nil {
 			s.started()
@@ -64,6 +72,9 @@ func openStdio(c *runtime.Container) (*containerIO, error) {
 		s.own = append(s.own, r)
 		s.childOnly = append(s.childOnly, w)
 		s.child[i+1] = w
+	}
+	if s.stderr == nil {
+		s.child[2] = s.child[1]
 	}
 	if c.Stdin {
 		r, w, err := os.Pipe()
@@ -122,8 +133,12 @@ func (s *containerIO) copyOutput(log io.Writer, hub *attachHub) {
 			}
 		}
 	}
-	if s.term != nil {
+	switch {
+	case s.term != nil:
 		copyStream(s.term, frameStdout)
+		return
+	case s.stderr == nil:
+		copyStream(s.stdout, frameStdout)
 		return
 	}
 	done := make(chan struct{})

@@ -137,11 +137,16 @@ func testAttachServerTerminal(t *testing.T, protocol string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := f.attachOver(t, ctx, protocol, remotecommand.StreamOptions{Stdin: inR, Stdout: &out, Tty: true, TerminalSizeQueue: sz})
 	testtool.SayUntil(t, 20*time.Second, inW, "go\n", &out, "40 100")
-	for _, want := range []string{"tty go", "to-stderr"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("terminal output %q lacks %q", out.String(), want)
+	// The rest of the loop that printed the size comes after it.
+	testtool.WaitFor(t, 20*time.Second, "the terminal's one output", func() error {
+		after := out.String()[strings.Index(out.String(), "40 100"):]
+		for _, want := range []string{"tty go", "to-stderr"} {
+			if !strings.Contains(after, want) {
+				return fmt.Errorf("terminal output %q lacks %q", out.String(), want)
+			}
 		}
-	}
+		return nil
+	})
 	cancel()
 	<-done
 }

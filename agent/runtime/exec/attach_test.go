@@ -146,11 +146,16 @@ func TestAttachTerminal(t *testing.T) {
 	var out testtool.Buffer
 	done := attachIn(r, ctx, id, runtime.AttachOptions{Stdin: inR, Stdout: &out, Stderr: io.Discard, Resize: resize})
 	testtool.SayUntil(t, waitLong, inW, "go\n", &out, "40 100")
-	for _, want := range []string{"tty xterm go", "to-stderr go"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("terminal output %q lacks %q", out.String(), want)
+	// The rest of the loop that printed the size comes after it.
+	testtool.WaitFor(t, waitLong, "the terminal's one output", func() error {
+		after := out.String()[strings.Index(out.String(), "40 100"):]
+		for _, want := range []string{"tty xterm go", "to-stderr go"} {
+			if !strings.Contains(after, want) {
+				return fmt.Errorf("terminal output %q lacks %q", out.String(), want)
+			}
 		}
-	}
+		return nil
+	})
 	resize <- runtime.TerminalSize{Width: 120, Height: 50}
 	testtool.SayUntil(t, waitLong, inW, "again\n", &out, "50 120")
 	inW.Close()

@@ -9,6 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -45,21 +47,17 @@ func (r *Runtime) Attach(ctx context.Context, id runtime.ID, opts runtime.Attach
 	case errors.Is(err, fs.ErrNotExist):
 		// No socket: a shim of an older agent, or one that has just
 		// ended and removed it.
-		select {
-		case <-rn.done:
+		if ended(rn) {
 			return fmt.Errorf("attach %s: %w", id, errNotRunning)
-		default:
-			return fmt.Errorf("attach %s: %w", id, errNoAttach)
 		}
+		return fmt.Errorf("attach %s: %w", id, errNoAttach)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		// The socket is there but no shim listens: the run has just
 		// ended, or its shim died and left the container running.
-		select {
-		case <-rn.done:
+		if ended(rn) {
 			return fmt.Errorf("attach %s: %w", id, errNotRunning)
-		default:
-			return fmt.Errorf("attach %s: %w", id, errShimGone)
 		}
+		return fmt.Errorf("attach %s: %w", id, errShimGone)
 	case err != nil:
 		return fmt.Errorf("attach %s: %w", id, err)
 	}
@@ -74,6 +72,20 @@ func (r *Runtime) Attach(ctx context.Context, id runtime.ID, opts runtime.Attach
 		return fmt.Errorf("attach %s: %w", id, err)
 	}
 	return nil
+}
+
+// ended reports whether rn's container has ended: the runtime has seen
+// its shim end, or the shim has recorded the exit and is ending (it waits
+// a little for the sessions to take the rest of the output, its socket
+// closed meanwhile).
+func ended(rn *run) bool {
+	select {
+	case <-rn.done:
+		return true
+	default:
+	}
+	_, err := os.Stat(filepath.Join(rn.dir, exitFile))
+	return err == nil
 }
 
 // speakAttach speaks a session on conn: the hello, then the caller's

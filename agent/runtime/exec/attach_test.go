@@ -449,3 +449,36 @@ for i in 1 2 3 4 5; do echo out$i; echo err$i >&2; done`, gate)))
 		t.Errorf("session stdout %q, stderr %q; want all of it on stdout, in order", out.String(), errOut.String())
 	}
 }
+
+// TestAttachAsTheShimEnds: between the container's exit and its shim's
+// (which waits a little for sessions still taking output), an attach is
+// told the container does not run, not that its shim died.
+func TestAttachAsTheShimEnds(t *testing.T) {
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-shim-ending", Name: "c"}
+	// More than the session's queue and the socket's buffers hold, so
+	// that the session below holds its shim up.
+	c := sh(id, fmt.Sprintf(`read go; head -c %d /dev/zero`, 12<<20))
+	c.Stdin = true
+	start(t, r, c)
+	out := &blockedWriter{release: make(chan struct{})}
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	slow := attachIn(r, context.Background(), id, runtime.AttachOptions{Stdin: inR, Stdout: out})
+	go io.WriteString(inW, "go\n")
+	testtool.WaitFor(t, waitLong, "the container's exit recorded", func() error {
+		_, err := os.Stat(filepath.Join(runDir(r.root, id), exitFile))
+		return err
+	})
+	// Ended at once (nil), or refused as ended.
+	err := r.Attach(context.Background(), id, runtime.AttachOptions{Stdout: io.Discard})
+	if err != nil && !errors.Is(err, errNotRunning) {
+		t.Errorf("attach as the shim ends: %v, want %v", err, errNotRunning)
+	}
+	close(out.release)
+	select {
+	case <-slow:
+	case <-time.After(waitLong):
+		t.Fatal("the slow session did not end")
+	}
+}

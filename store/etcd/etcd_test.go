@@ -743,3 +743,47 @@ func TestFollowerResyncRetries(t *testing.T) {
 		t.Fatalf("caught up, the follower still says: %v", err)
 	}
 }
+
+// A candidate that asks for its election lease while etcd does not
+// answer (campaigning again after its lease expired in an outage, say)
+// stops at once when its campaign is given up, and so does its backend:
+// a server stopped then exits rather than waiting for etcd to answer.
+func TestCandidateStopsWhileItsLeaseIsAskedFor(t *testing.T) {
+	ep := etcdtest.Start(t)
+	proxy := testtool.StartStallProxy(t, strings.TrimPrefix(ep, "http://"))
+	clk := clocktesting.NewFakeClock(time.Now())
+	second := open(t, "http://"+proxy.Addr, func(o *Options) { o.Clock = clk })
+	standby, err := store.New(second, store.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	proxy.Stall()
+	campaign, stop := context.WithCancel(ctx)
+	led := make(chan error, 1)
+	go func() { led <- standby.Lead(campaign, "https://second.test") }()
+	stop()
+	select {
+	case err := <-led:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Lead: %v, want the campaign's context canceled", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the campaign waits for etcd to grant its lease after its context ended")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- standby.Close() }()
+	for {
+		select {
+		case <-closed:
+			return
+		case <-ctx.Done():
+			t.Fatal("closing the store waits for etcd")
+		case <-time.After(10 * time.Millisecond):
+			if clk.HasWaiters() {
+				clk.Step(requestTimeout)
+			}
+		}
+	}
+}

@@ -106,7 +106,15 @@ func (b *Backend) resign(l *leadership) {
 // keys before its own were gone, though its own went with its lease.
 func (b *Backend) elect(ctx context.Context, value string) (*leadership, error) {
 	ttl := int((b.opts.LeaseTTL + time.Second - 1) / time.Second)
-	session, err := concurrency.NewSession(b.cli, concurrency.WithTTL(ttl))
+	// The lease is asked for under ctx: NewSession would ask under the
+	// client's context, which etcd out of reach holds until it answers.
+	gctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	grant, err := b.cli.Grant(gctx, int64(ttl))
+	cancel()
+	var session *concurrency.Session
+	if err == nil {
+		session, err = concurrency.NewSession(b.cli, concurrency.WithTTL(ttl), concurrency.WithLease(grant.ID))
+	}
 	if err == nil {
 		var l *leadership
 		if l, err = b.campaignUnder(ctx, session, value); err == nil {

@@ -140,9 +140,11 @@ type Backend struct {
 
 	// beforeWatch, when set, runs before each watch of the log starts: a
 	// test holds the follower there. beforeLoad, when set, runs before
-	// each Load, which fails with its error.
+	// each Load, which fails with its error. elected, when set, runs once
+	// etcd has elected a campaign, before Campaign hears of it.
 	beforeWatch func()
 	beforeLoad  func() error
+	elected     func()
 
 	// stop ends the leader's background work, and wg waits for it;
 	// won is the leadership Campaign won, which Close gives up.

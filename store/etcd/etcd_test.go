@@ -787,3 +787,51 @@ func TestCandidateStopsWhileItsLeaseIsAskedFor(t *testing.T) {
 		}
 	}
 }
+
+// A campaign given up just as etcd elects it takes its key out of the
+// election all the same: the key would otherwise lead it, and hold back
+// the next, until its lease ran out.
+func TestCandidateElectedAsItIsStoppedResigns(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, lead := leader(t, ep, nil)
+	second := open(t, ep, nil)
+	standby := newStore(t, second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	campaign, stop := context.WithCancel(ctx)
+	led := make(chan error, 1)
+	returned := make(chan struct{})
+	second.elected = func() {
+		// Given up before it hears that it won.
+		stop()
+		select {
+		case <-returned:
+		case <-ctx.Done():
+		}
+	}
+	go func() {
+		led <- standby.Lead(campaign, "https://second.test")
+		close(returned)
+	}()
+	candidateLease(ctx, t, first, "https://second.test")
+	// The leader resigns: etcd elects the standby.
+	if err := lead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-led:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Lead: %v, want the campaign's context canceled", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the campaign never ended")
+	}
+	if err := standby.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check := open(t, ep, nil)
+	t.Cleanup(func() { check.Close() })
+	if v, ok, err := check.Leader(ctx); err != nil || ok {
+		t.Fatalf("after both stopped, the election is led by %q (%v, %v), want none", v, ok, err)
+	}
+}

@@ -144,7 +144,8 @@ func (b *Backend) campaignUnder(ctx context.Context, session *concurrency.Sessio
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e := concurrency.NewElection(session, b.prefix+leaderDir)
-	result := make(chan error, 1)
+	result := make(chan error)
+	gaveUp := make(chan struct{})
 	b.campaigns.Go(func() {
 		err := e.Campaign(cctx, value)
 		if err != nil {
@@ -154,8 +155,18 @@ func (b *Backend) campaignUnder(ctx context.Context, session *concurrency.Sessio
 			default:
 			}
 			session.Close()
+		} else if b.elected != nil {
+			b.elected()
 		}
-		result <- err
+		select {
+		case result <- err:
+		case <-gaveUp:
+			if err == nil {
+				// Elected as it was given up: its key would lead
+				// the election until its lease ran out.
+				session.Close()
+			}
+		}
 	})
 	var err error
 	expired := session.Done()
@@ -168,6 +179,7 @@ wait:
 			cancel()
 			expired = nil
 		case <-ctx.Done():
+			close(gaveUp)
 			return nil, ctx.Err()
 		}
 	}

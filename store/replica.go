@@ -270,6 +270,9 @@ func (s *Store) Lead(ctx context.Context, value string) error {
 	}
 	s.following = false
 	s.followed.Store(false)
+	// A load again that failed may have left it behind; it holds every
+	// commit there is now, and is behind no leader.
+	s.behind.Store(nil)
 	s.stopFollow = nil
 	s.opts.Logger.Info("store leads", "revision", s.rev)
 	return nil

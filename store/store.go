@@ -80,7 +80,7 @@ type Store struct {
 	following bool
 	followed  atomic.Bool
 	// behind says why a follower that lost track of the leader's commits
-	// could not load them again yet; nil once it has.
+	// could not load them again yet; nil once it has, or leads.
 	behind     atomic.Pointer[error]
 	stopFollow context.CancelFunc
 	followDone chan struct{}

@@ -835,3 +835,51 @@ func TestCandidateElectedAsItIsStoppedResigns(t *testing.T) {
 		t.Fatalf("after both stopped, the election is led by %q (%v, %v), want none", v, ok, err)
 	}
 }
+
+// A follower that fell behind etcd's history and cannot load it again
+// yet, elected with every commit the log holds, leads and takes writes:
+// it is behind no leader any more.
+func TestFollowerBehindThatIsElectedTakesWrites(t *testing.T) {
+	ep := etcdtest.Start(t)
+	b, lead := leader(t, ep, nil)
+	writeSome(t, lead, 3, "a")
+	fb := open(t, ep, nil)
+	gate := make(chan struct{})
+	fb.beforeWatch = func() { <-gate }
+	follower := newStore(t, fb)
+	fb.beforeLoad = func() error { return errors.New("etcd out of reach") }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// etcd's history moves past where the follower watches from, with
+	// no commit in it.
+	var at int64
+	for range 2 {
+		resp, err := b.cli.Put(ctx, "/elsewhere", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = resp.Header.Revision
+	}
+	if _, err := b.cli.Compact(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	testtool.WaitFor(t, 20*time.Second, "the follower to say it is behind", func() error {
+		if err := follower.Err(); err == nil || !strings.Contains(err.Error(), "behind the leader") {
+			return fmt.Errorf("Err: %v", err)
+		}
+		return nil
+	})
+	if err := lead.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.Lead(ctx, "https://second.test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := follower.Create(ctx, configMap("after", "1")); err != nil {
+		t.Fatalf("the new leader refuses a write: %v", err)
+	}
+	if err := follower.Err(); err != nil {
+		t.Fatalf("leading, the store says: %v", err)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -713,12 +712,15 @@ func TestFollowerResyncRetries(t *testing.T) {
 	gate := make(chan struct{})
 	fb.beforeWatch = func() { <-gate }
 	follower := newStore(t, fb)
-	var loads atomic.Int32
+	// Its loads fail until the test has seen it say it is behind.
+	seen := make(chan struct{})
 	fb.beforeLoad = func() error {
-		if loads.Add(1) <= 2 {
+		select {
+		case <-seen:
+			return nil
+		default:
 			return errors.New("etcd out of reach")
 		}
-		return nil
 	}
 	writeSome(t, lead, 3, "b")
 	if err := b.Checkpoint(context.Background()); err != nil {
@@ -738,6 +740,7 @@ func TestFollowerResyncRetries(t *testing.T) {
 		}
 		return nil
 	})
+	close(seen)
 	caughtUp(t, lead, follower)
 	if err := follower.Err(); err != nil {
 		t.Fatalf("caught up, the follower still says: %v", err)

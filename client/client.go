@@ -172,21 +172,24 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	at := c.current.Load()
 	for tried := 1; ; tried++ {
 		resp, err := c.sendTo(ctx, c.bases[at], r)
-		if err != nil && len(c.bases) > 1 && errors.Is(err, context.DeadlineExceeded) {
+		if err == nil {
+			return resp, nil
+		}
+		next := (at + 1) % int32(len(c.bases))
+		if tried < len(c.bases) && ctx.Err() == nil && unreachable(err, r.method) {
+			c.current.CompareAndSwap(at, next)
+			at = next
+			continue
+		}
+		if len(c.bases) > 1 && errors.Is(err, context.DeadlineExceeded) {
 			// No answer in time: the control plane may be stopped or
 			// cut off with its connections open, which no dial or
 			// lost connection tells for a while. The request may have
 			// been made, so it is not sent again, but the next one
 			// goes to the next control plane.
-			c.current.CompareAndSwap(at, (at+1)%int32(len(c.bases)))
-			return nil, err
+			c.current.CompareAndSwap(at, next)
 		}
-		if err == nil || tried == len(c.bases) || ctx.Err() != nil || !unreachable(err, r.method) {
-			return resp, err
-		}
-		next := (at + 1) % int32(len(c.bases))
-		c.current.CompareAndSwap(at, next)
-		at = next
+		return nil, err
 	}
 }
 

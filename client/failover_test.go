@@ -194,3 +194,34 @@ func TestClientMovesOnFromAServerThatNeverShakesHands(t *testing.T) {
 		t.Fatalf("the client sends to %s, want %s", c.Server(), s.ts.URL)
 	}
 }
+
+// A server whose dial times out (a machine that is off, whose address
+// drops what is sent to it) was sent nothing: the request goes on to the
+// next server, a create included, as past a dial refused.
+func TestClientMovesOnFromADialThatTimesOut(t *testing.T) {
+	s := newServer(t, 0, nil)
+	off := closedURL(t)
+	tr, err := client.NewTransport(&client.Config{CAData: s.caPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if "https://"+addr == off {
+			// A dialer whose timeout passed unanswered.
+			return (&net.Dialer{Timeout: time.Nanosecond}).DialContext(ctx, network, addr)
+		}
+		return dial(ctx, network, addr)
+	}
+	c, err := client.New(&client.Config{Server: off + "," + s.ts.URL, Token: token, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(context.Background(), configMap("made")); err != nil {
+		t.Fatalf("a create with the first server's dial timing out: %v", err)
+	}
+	if c.Server() != s.ts.URL {
+		t.Fatalf("the client sends to %s, want %s", c.Server(), s.ts.URL)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/utils/clock"
@@ -64,6 +65,8 @@ type Options struct {
 	// dropped when no answer comes within a third of that: a test
 	// shortens it.
 	keepAlive time.Duration
+	// dialOptions are added to the etcd client's: a test loses answers.
+	dialOptions []grpc.DialOption
 }
 
 func (o *Options) defaults() error {
@@ -184,6 +187,7 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		DialKeepAliveTimeout: opts.keepAlive / 3,
 		Logger:               zap.NewNop(),
 		Context:              context.WithoutCancel(ctx),
+		DialOptions:          opts.dialOptions,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd %s: %w", strings.Join(opts.Endpoints, ","), err)
@@ -524,11 +528,14 @@ func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 	return nil
 }
 
-// errLeadershipLost is a write etcd refused because another control plane
-// holds the election now: none of it was written, so it is
-// store.ErrNotLeader, which the API answers with a 503 to try again (the
-// next leader takes it).
-var errLeadershipLost = fmt.Errorf("etcd: leadership lost, another control plane holds the election: %w", store.ErrNotLeader)
+// errElectionRefused is a write etcd refused because another control
+// plane holds the election now.
+var errElectionRefused = errors.New("etcd: leadership lost, another control plane holds the election")
+
+// errLeadershipLost is errElectionRefused when none of the write was
+// written, so it is store.ErrNotLeader, which the API answers with a 503
+// to try again (the next leader takes it).
+var errLeadershipLost = fmt.Errorf("%w: %w", errElectionRefused, store.ErrNotLeader)
 
 // put writes one key while l holds the election, retrying what etcd did
 // not answer until the lease could have expired.
@@ -541,19 +548,26 @@ func (b *Backend) put(l *leadership, key string, value []byte) error {
 func (b *Backend) fenced(l *leadership, ops ...clientv3.Op) error {
 	deadline := b.opts.Clock.Now().Add(b.opts.LeaseTTL)
 	retry := 50 * time.Millisecond
+	var unanswered error
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 		resp, err := b.cli.Txn(ctx).If(l.fence).Then(ops...).Commit()
 		cancel()
 		if err == nil {
-			if !resp.Succeeded {
-				return errLeadershipLost
+			switch {
+			case resp.Succeeded:
+				return nil
+			case unanswered != nil:
+				// Not errLeadershipLost: etcd may have taken the try
+				// it did not answer before the election passed.
+				return fmt.Errorf("%w, after a try etcd did not answer and may have taken: %v", errElectionRefused, unanswered)
 			}
-			return nil
+			return errLeadershipLost
 		}
 		if !isTransient(err) {
 			return fmt.Errorf("etcd: %w", err)
 		}
+		unanswered = err
 		select {
 		case <-l.session.Done():
 			// Not errLeadershipLost: etcd may have taken a try that

@@ -9,10 +9,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -884,5 +888,43 @@ func TestFollowerBehindThatIsElectedTakesWrites(t *testing.T) {
 	}
 	if err := follower.Err(); err != nil {
 		t.Fatalf("leading, the store says: %v", err)
+	}
+}
+
+// A commit refused by the election after a try whose answer was lost is
+// no store.ErrNotLeader: etcd may have taken that try, and a client told
+// to try again would make a create twice, or find its update in conflict
+// with itself.
+func TestCommitRefusedAfterAnUnansweredTryMayHaveBeenMade(t *testing.T) {
+	ep := etcdtest.Start(t)
+	var (
+		armed atomic.Bool
+		b     *Backend
+	)
+	lose := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if err != nil || method != "/etcdserverpb.KV/Txn" || !armed.CompareAndSwap(true, false) {
+			return err
+		}
+		// etcd took the try; another control plane is elected before
+		// its answer, which is lost, comes back.
+		if _, err := b.cli.Delete(ctx, b.lead.Load().election.Key()); err != nil {
+			return err
+		}
+		return status.Error(codes.Unavailable, "transport is closing")
+	}
+	b, lead := leader(t, ep, func(o *Options) {
+		o.dialOptions = []grpc.DialOption{grpc.WithChainUnaryInterceptor(lose)}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	armed.Store(true)
+	_, err := lead.Create(ctx, configMap("maybe", "1"))
+	if err == nil || errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("a commit refused after a try whose answer was lost: %v, want an error that is not store.ErrNotLeader", err)
+	}
+	follower := newStore(t, open(t, ep, nil))
+	if _, err := follower.Get(cmKind, "default", "maybe"); err != nil {
+		t.Fatalf("the try etcd took is not in the store: %v", err)
 	}
 }

@@ -242,7 +242,7 @@ func (b *Backend) checkpointLoop(ctx context.Context, l *leadership) {
 		}
 		if err := b.Checkpoint(ctx); err != nil && ctx.Err() == nil {
 			b.log.Warn("store: checkpoint failed; the log keeps growing until the next", "err", err)
-			if errors.Is(err, errLeadershipLost) {
+			if errors.Is(err, errElectionRefused) {
 				b.loseLeadership(err)
 				return
 			}

@@ -39,9 +39,10 @@ type forwarder struct {
 }
 
 // leaderTarget is a leader the forwarder sends to; gone ends once
-// another leads (or none does), and with it the requests still under way
-// to this one: a leader that stopped answering (its machine frozen, or
-// cut off) would otherwise hold them long after another took over.
+// another leads (or none does), and with it the requests still waiting
+// for this one's answer: a leader that stopped answering (its machine
+// frozen, or cut off) would otherwise hold them long after another took
+// over.
 type leaderTarget struct {
 	url    *url.URL
 	gone   context.Context
@@ -51,6 +52,26 @@ type leaderTarget struct {
 // errLeaderChanged ends a forwarded request whose leader lost the
 // election before it answered.
 var errLeaderChanged = errors.New("another control plane took over as leader before this one answered")
+
+// forwarding is a request on its way to leader; answered says that the
+// leader answered, after which a change of leader no longer ends the
+// request: the write was made, and its answer is passed on whole.
+type forwarding struct {
+	leader   *url.URL
+	answered func() bool
+}
+
+// untilAnswered is the forwarder's transport: it tells each forwarding
+// once its leader's answer is in.
+type untilAnswered struct{ http.RoundTripper }
+
+func (t untilAnswered) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTripper.RoundTrip(r)
+	if err == nil {
+		r.Context().Value(targetKey{}).(*forwarding).answered()
+	}
+	return resp, err
+}
 
 // forwardWait bounds how long a follower waits for its store to have the
 // write the leader answered before it answers all the same.
@@ -66,11 +87,11 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 	f := &forwarder{store: st, self: self, log: log}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(pr.In.Context().Value(targetKey{}).(*url.URL))
+			pr.SetURL(pr.In.Context().Value(targetKey{}).(*forwarding).leader)
 			pr.SetXForwarded()
 			pr.Out.Header.Set(forwardedHeader, f.self)
 		},
-		Transport: &http.Transport{
+		Transport: untilAnswered{&http.Transport{
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			TLSHandshakeTimeout:   10 * time.Second,
 			TLSClientConfig:       &tls.Config{RootCAs: ca, MinVersion: tls.VersionTLS12},
@@ -78,14 +99,14 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 			ResponseHeaderTimeout: time.Minute,
 			IdleConnTimeout:       90 * time.Second,
 			MaxIdleConnsPerHost:   64,
-		},
+		}},
 		FlushInterval:  -1,
 		ModifyResponse: f.caughtUp,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) {
 				err = cause
 			}
-			apiserver.WriteError(w, unavailable(fmt.Sprintf("the leader %s cannot be reached: %v", r.Context().Value(targetKey{}), err)))
+			apiserver.WriteError(w, unavailable(fmt.Sprintf("the leader %s cannot be reached: %v", r.Context().Value(targetKey{}).(*forwarding).leader, err)))
 		},
 	}
 	return f
@@ -118,8 +139,9 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	defer context.AfterFunc(target.gone, func() { cancel(errLeaderChanged) })()
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, target.url)))
+	answered := context.AfterFunc(target.gone, func() { cancel(errLeaderChanged) })
+	defer answered()
+	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, &forwarding{leader: target.url, answered: answered})))
 }
 
 // caughtUp holds the leader's answer to a write until this control

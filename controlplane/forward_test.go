@@ -3,14 +3,20 @@ package controlplane
 import (
 	"context"
 	"crypto/x509"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/etcd"
 	"github.com/berth-dev/berth/store/etcd/etcdtest"
@@ -130,5 +136,71 @@ func TestForwardedWriteEndsWhenTheLeaderChanges(t *testing.T) {
 	}
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "another control plane took over") || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("answer %d %q, Retry-After %q", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
+	}
+}
+
+// A write the leader answered before another control plane took over was
+// made: its answer is passed on whole, rather than cut off as one the old
+// leader never gave, which the client would take for a write that may or
+// may not have been made.
+func TestForwardedWriteAnsweredBeforeTheLeaderChangesIsPassedOn(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := store.New(store.Memory{}, store.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	made := st.Revision() + 1
+	release := make(chan struct{})
+	leaderAPI := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiserver.RevisionHeader, strconv.FormatUint(made, 10))
+		w.WriteHeader(http.StatusCreated)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+			io.WriteString(w, `{"made":true}`)
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(leaderAPI.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaderAPI.Certificate())
+	f := newForwarder(st, "https://self.test:6443", pool, quiet)
+	answered := make(chan struct{})
+	caughtUp := f.proxy.ModifyResponse
+	f.proxy.ModifyResponse = func(resp *http.Response) error {
+		close(answered)
+		return caughtUp(resp)
+	}
+	f.setLeader(leaderAPI.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader("{}"))
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.ServeHTTP(rec, req)
+	}()
+	select {
+	case <-answered:
+	case <-ctx.Done():
+		t.Fatal("the leader's answer never came")
+	}
+	f.setLeader("https://next.test:6443")
+	// The follower's store gets the write, and the leader the rest of
+	// its answer out.
+	if _, err := st.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "made"}}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the answer was never passed on")
+	}
+	if rec.Code != http.StatusCreated || rec.Body.String() != `{"made":true}` {
+		t.Fatalf("answer %d %q, want the leader's 201 and its body", rec.Code, rec.Body.String())
 	}
 }

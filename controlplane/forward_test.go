@@ -86,43 +86,55 @@ func TestForwardedWriteIsNotForwardedAgain(t *testing.T) {
 	}
 }
 
-// A write under way to a leader that never answers (its machine frozen,
-// or cut off) ends with a 503 once another control plane takes over, so
-// that the client tries again and reaches the new one.
-func TestForwardedWriteEndsWhenTheLeaderChanges(t *testing.T) {
+// forwarderTo is a follower's forwarder, over a store of its own, to a
+// leader whose API handler serves.
+func forwarderTo(t *testing.T, handler http.HandlerFunc) (*forwarder, *store.Store) {
+	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	st, err := store.New(store.Memory{}, store.Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	leaderAPI := httptest.NewTLSServer(handler)
+	t.Cleanup(leaderAPI.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaderAPI.Certificate())
+	f := newForwarder(st, "https://self.test:6443", pool, quiet)
+	f.setLeader(leaderAPI.URL)
+	return f, st
+}
+
+// forwardCreate sends a create through f; done is closed once it is
+// answered into rec.
+func forwardCreate(ctx context.Context, f *forwarder) (rec *httptest.ResponseRecorder, done <-chan struct{}) {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader("{}"))
+	rec = httptest.NewRecorder()
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		f.ServeHTTP(rec, req)
+	}()
+	return rec, answered
+}
+
+// A write under way to a leader that never answers (its machine frozen,
+// or cut off) ends with a 503 once another control plane takes over, so
+// that the client tries again and reaches the new one.
+func TestForwardedWriteEndsWhenTheLeaderChanges(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	release := make(chan struct{})
-	frozen := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f, _ := forwarderTo(t, func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
-	}))
-	t.Cleanup(func() {
-		close(release)
-		frozen.Close()
 	})
-	pool := x509.NewCertPool()
-	pool.AddCert(frozen.Certificate())
-	f := newForwarder(st, "https://self.test:6443", pool, quiet)
-	f.setLeader(frozen.URL)
-
+	t.Cleanup(func() { close(release) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader("{}"))
-	rec := httptest.NewRecorder()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.ServeHTTP(rec, req)
-	}()
+	rec, done := forwardCreate(ctx, f)
 	select {
 	case <-arrived:
 	case <-ctx.Done():
@@ -144,16 +156,10 @@ func TestForwardedWriteEndsWhenTheLeaderChanges(t *testing.T) {
 // leader never gave, which the client would take for a write that may or
 // may not have been made.
 func TestForwardedWriteAnsweredBeforeTheLeaderChangesIsPassedOn(t *testing.T) {
-	quiet := slog.New(slog.DiscardHandler)
-	st, err := store.New(store.Memory{}, store.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	made := st.Revision() + 1
+	var made atomic.Uint64
 	release := make(chan struct{})
-	leaderAPI := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(apiserver.RevisionHeader, strconv.FormatUint(made, 10))
+	f, st := forwarderTo(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(apiserver.RevisionHeader, strconv.FormatUint(made.Load(), 10))
 		w.WriteHeader(http.StatusCreated)
 		w.(http.Flusher).Flush()
 		select {
@@ -161,28 +167,17 @@ func TestForwardedWriteAnsweredBeforeTheLeaderChangesIsPassedOn(t *testing.T) {
 			io.WriteString(w, `{"made":true}`)
 		case <-r.Context().Done():
 		}
-	}))
-	t.Cleanup(leaderAPI.Close)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaderAPI.Certificate())
-	f := newForwarder(st, "https://self.test:6443", pool, quiet)
+	})
+	made.Store(st.Revision() + 1)
 	answered := make(chan struct{})
 	caughtUp := f.proxy.ModifyResponse
 	f.proxy.ModifyResponse = func(resp *http.Response) error {
 		close(answered)
 		return caughtUp(resp)
 	}
-	f.setLeader(leaderAPI.URL)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader("{}"))
-	rec := httptest.NewRecorder()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.ServeHTTP(rec, req)
-	}()
+	rec, done := forwardCreate(ctx, f)
 	select {
 	case <-answered:
 	case <-ctx.Done():

@@ -226,13 +226,16 @@ func (w *blockedWriter) Write(p []byte) (int, error) {
 
 // TestAttachSlowSession: a session that does not read holds nothing up:
 // the container writes on to its end and to the log, and the session is
-// ended, saying it fell behind.
+// ended, saying it fell behind. The container lives on after its output,
+// so that the shim is still there to say so once the session reads
+// again (a shim whose container ended waits only sessionDrain for the
+// sessions).
 func TestAttachSlowSession(t *testing.T) {
 	r := newRuntime(t, t.TempDir())
 	id := runtime.ID{PodUID: "pod-slow", Name: "c"}
 	// More than the session's queue and the socket's buffers hold.
 	const size = 12 << 20
-	c := sh(id, fmt.Sprintf(`read go; head -c %d /dev/zero; echo; echo finished`, size))
+	c := sh(id, fmt.Sprintf(`read go; head -c %d /dev/zero; echo; echo finished; sleep 600`, size))
 	c.Stdin = true
 	start(t, r, c)
 	out := &blockedWriter{release: make(chan struct{})}
@@ -251,12 +254,13 @@ func TestAttachSlowSession(t *testing.T) {
 	case <-time.After(waitLong):
 		t.Fatal("the slow session did not end")
 	}
-	if s := waitExited(t, r, id); s.ExitCode != 0 {
-		t.Fatalf("exited %+v", s)
-	}
 	if log := logs(t, r, id, runtime.LogOptions{TailLines: 1}); log != "finished\n" {
 		t.Errorf("the log ends %q", log)
 	}
+	if err := r.Stop(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitExited(t, r, id)
 }
 
 // TestAttachWithoutStdin: the input of a session to a container without

@@ -177,5 +177,21 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p C
 // store, names that etcd and the key of its cluster's credentials.
 const ClusterFile = "etcd-cluster"
 
+// checkNotServedEtcd refuses to start a store of its own (bolt, memory) on
+// a data dir that served an etcd cluster: --store forgotten, it would be
+// an empty cluster under that one's credentials, and an agent that moved
+// on to it would stop every pod it does not hold.
+func checkNotServedEtcd(dataDir string) error {
+	served := filepath.Join(dataDir, ClusterFile)
+	was, err := os.ReadFile(served)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	return fmt.Errorf("this data dir served the etcd cluster %s, and a store of its own would start an empty cluster under its credentials: start it with --store etcd://… as before, or move %s away to make it a cluster of its own", strings.TrimSpace(string(was)), served)
+}
+
 // requestTimeout bounds one request to etcd outside the store.
 const requestTimeout = 10 * time.Second

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -187,4 +188,22 @@ func TestDataDirOfAClusterIsRefusedAnEmptyPrefix(t *testing.T) {
 		t.Fatalf("a data dir of the /berth cluster on /elsewhere: %v", err)
 	}
 	startClusterMember(t, ep, "127.0.0.1", dir)
+}
+
+// A data dir that served an etcd cluster is refused a store of its own
+// (--store forgotten), which would start an empty cluster under its
+// credentials, until its etcd-cluster file is moved away.
+func TestDataDirOfAnEtcdClusterIsRefusedAStoreOfItsOwn(t *testing.T) {
+	ep := etcdtest.Start(t)
+	dir := t.TempDir()
+	member := startClusterMember(t, ep, "127.0.0.1", dir)
+	member.stop()
+	_, err := New(context.Background(), Config{DataDir: dir, Listen: "127.0.0.1:0", Store: StoreMemory, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "served the etcd cluster") || !strings.Contains(err.Error(), filepath.Join(dir, ClusterFile)) {
+		t.Fatalf("a store of its own on a data dir that served etcd: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, ClusterFile)); err != nil {
+		t.Fatal(err)
+	}
+	startControlPlane(t, dir, StoreMemory)
 }

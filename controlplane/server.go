@@ -199,6 +199,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		backend = eb
 	} else {
+		if err := checkNotServedEtcd(cfg.DataDir); err != nil {
+			return nil, err
+		}
 		if creds, err = ensure(); err != nil {
 			return nil, err
 		}

@@ -38,6 +38,10 @@ type EtcdConfig struct {
 	LeaseDuration time.Duration
 }
 
+// EtcdEndpoints reads the members of an etcd:// --store value, as
+// host:port.
+func EtcdEndpoints(v string) ([]string, error) { return etcdEndpoints(v) }
+
 // etcdEndpoints reads the members of an etcd:// --store value.
 func etcdEndpoints(v string) ([]string, error) {
 	rest, ok := strings.CutPrefix(v, StoreEtcdScheme)

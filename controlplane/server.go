@@ -153,6 +153,10 @@ type Server struct {
 	etcd      *etcd.Backend
 	forward   *forwarder
 	advertise string
+	// leading is closed once this control plane leads: at once for a
+	// store of its own, once elected and caught up over an etcd store.
+	leading     chan struct{}
+	leadingOnce sync.Once
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -214,7 +218,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		backend.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{})}
 	if b, ok := backend.(*bolt.Backend); ok {
 		s.dbSize = b.Size
 	}
@@ -618,9 +622,15 @@ func (s *Server) lead(ctx context.Context) error {
 	return s.sources.ensureObjects(ctx)
 }
 
+// Leading is closed once this control plane leads the cluster and runs
+// its controllers: once Run has started, for a store of its own; once
+// elected and caught up, over an etcd store.
+func (s *Server) Leading() <-chan struct{} { return s.leading }
+
 // runLeader starts what only the leader runs, each until ctx ends: the
 // sources, the event writer, the controllers and the scheduler.
 func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
+	defer s.leadingOnce.Do(func() { close(s.leading) })
 	wg.Go(func() { s.sources.Run(ctx) })
 	wg.Go(func() { s.events.Run(ctx) })
 	for _, c := range s.controllers {

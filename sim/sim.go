@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -43,7 +44,10 @@ type Options struct {
 	Scenario string
 	// MostAllocated makes the scheduler pack pods onto the fullest nodes.
 	MostAllocated bool
-	// Store is the control plane's store (default "memory").
+	// Store is the control plane's store (default "memory"): "memory",
+	// "bolt", or an etcd's members, "etcd://h1:2379,…", reached in the
+	// clear. Over etcd the run keeps its state under a prefix of its own,
+	// deleted at its end.
 	Store string
 	// Timeout ends the run with what it has (default 10m).
 	Timeout time.Duration
@@ -230,10 +234,15 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	cp, err := controlplane.New(ctx, controlplane.Config{
+	cfg := controlplane.Config{
 		DataDir: dir, Listen: "127.0.0.1:0", Store: opts.Store, Logger: opts.Logger, Clock: opts.Clock,
 		MostAllocated: opts.MostAllocated,
-	})
+	}
+	if strings.HasPrefix(opts.Store, controlplane.StoreEtcdScheme) {
+		cfg.Etcd.Prefix = fmt.Sprintf("/berth-sim/%s", filepath.Base(dir))
+		defer dropEtcdPrefix(opts.Store, cfg.Etcd.Prefix, opts.Logger)
+	}
+	cp, err := controlplane.New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +256,15 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	defer stop()
 	cpErr := make(chan error, 1)
 	wg.Go(func() { cpErr <- cp.Run(cpCtx) })
+	// Over etcd the control plane campaigns first: the run begins once
+	// it leads.
+	select {
+	case <-cp.Leading():
+	case err := <-cpErr:
+		return nil, fmt.Errorf("sim: control plane: %w", err)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	st := cp.Store()
 	creds := cp.Credentials()
 

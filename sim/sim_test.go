@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/etcd/etcdtest"
 )
 
 func TestRunSmall(t *testing.T) {
@@ -219,5 +224,36 @@ func TestRunScoringStrategy(t *testing.T) {
 		if len(used) != tc.nodes {
 			t.Errorf("MostAllocated %v: pods on %d nodes, want %d: %v", tc.mostAllocated, len(used), tc.nodes, used)
 		}
+	}
+}
+
+// TestRunOverEtcd runs a small simulation over a real etcd: the control
+// plane leads before the run begins, every pod is placed and reported,
+// and the run's keys are gone from etcd at its end.
+func TestRunOverEtcd(t *testing.T) {
+	ep, err := url.Parse(etcdtest.Start(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	opts := Options{Nodes: 5, Pods: 60, ReplicaSets: 2, Store: controlplane.StoreEtcdScheme + ep.Host, Progress: &progress, Timeout: 2 * time.Minute}
+	res, err := run(context.Background(), opts, func(s *store.Store) { checkCapacity(t, s, 5, 60) })
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if res.Scheduled != 60 || res.Running != 60 {
+		t.Fatalf("result %+v", res)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep.Host}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(context.Background(), "/berth-sim/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 0 {
+		t.Errorf("%d keys of the run left in etcd", resp.Count)
 	}
 }

@@ -119,7 +119,9 @@ min_status_available (the least status.availableReplicas, sampled every
 				return err
 			}
 			if o.store != controlplane.StoreMemory && o.store != controlplane.StoreBolt {
-				return usageErrorf("--store: %q is not memory or bolt", o.store)
+				if _, err := controlplane.EtcdEndpoints(o.store); err != nil {
+					return usageErrorf("--store: %q is not memory, bolt or etcd://host:port,…", o.store)
+				}
 			}
 			if o.scenario != sim.ScenarioPods && o.scenario != sim.ScenarioRollout {
 				return usageErrorf("--scenario: %q is not %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout)
@@ -198,7 +200,7 @@ min_status_available (the least status.availableReplicas, sampled every
 	f.StringVar(&o.podCPU, "pod-cpu", "100m", "cpu request of each pod")
 	f.StringVar(&o.podMemory, "pod-memory", "128Mi", "memory request of each pod")
 	f.IntVar(&o.replicaSets, "replicasets", 1, "ReplicaSets owning the pods")
-	f.StringVar(&o.store, "store", controlplane.StoreMemory, "store of the control plane: memory or bolt")
+	f.StringVar(&o.store, "store", controlplane.StoreMemory, "store of the control plane: memory, bolt, or etcd://h1:2379,… (reached in the clear; the run's keys go under a prefix of their own, deleted at its end)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "end the run with what it has after so long")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurement (first pod to last binding) to this file")
 	_ = f.MarkHidden("cpuprofile")

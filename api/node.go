@@ -32,9 +32,17 @@ type NodeSpec struct {
 	// sets those of its --node-taints flag, the node controller the
 	// not-ready and unreachable ones.
 	Taints []Taint `json:"taints,omitempty"`
-	// PodCIDR is kept and shown, and otherwise unused: pods share their
-	// node's network.
+	// PodCIDR is the range the node's pods take their addresses from: the
+	// control plane's node IPAM controller assigns one out of
+	// --cluster-cidr when the node registers (or keeps one set here that
+	// lies inside that range and no other node holds), the agent's CNI
+	// bridge gives pods addresses from it, and every other agent routes
+	// it to this node's InternalIP. Pods of the exec runtime share their
+	// node's network and use none.
 	PodCIDR string `json:"podCIDR,omitempty"`
+	// PodCIDRs holds the node's pod ranges, one per IP family; its first
+	// is PodCIDR. berth assigns one family, so at most one.
+	PodCIDRs []string `json:"podCIDRs,omitempty"`
 	// ProviderID is kept and shown, and otherwise unused.
 	ProviderID string `json:"providerID,omitempty"`
 }

@@ -117,6 +117,11 @@ type Config struct {
 	// MostAllocated makes the scheduler pack pods onto the fullest nodes
 	// rather than spread them (--scheduler-scoring-strategy MostAllocated).
 	MostAllocated bool
+	// ClusterCIDR is the range every Node's spec.podCIDR is cut from
+	// (--cluster-cidr), in ranges of NodeCIDRMaskSize bits
+	// (--node-cidr-mask-size; zero takes 24). Empty assigns none.
+	ClusterCIDR      string
+	NodeCIDRMaskSize int
 }
 
 // Server is a control plane: open, listening, not yet serving until Run.
@@ -266,6 +271,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			Events: s.events.Recorder(node.EventComponent, "")}),
 		podgc.NewController(st, podgc.Options{Threshold: gcThreshold, Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
+	s.controllers = append(s.controllers, nodeIPAMControllers(st, cfg, s.events)...)
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
 	s.controllers = append(s.controllers, volume.NewController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger,
@@ -347,6 +353,9 @@ func (cfg Config) Check() error {
 		// The leader announces it with the listen port: a port or a
 		// scheme in it makes a URL no follower can dial.
 		return fmt.Errorf("--advertise-address %q: want an IP address or a DNS name, without a port", cfg.AdvertiseAddress)
+	}
+	if _, err := cfg.nodeRange(); err != nil {
+		return err
 	}
 	return source.CheckNames(cfg.Sources)
 }

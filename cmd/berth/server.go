@@ -40,6 +40,8 @@ type serverOptions struct {
 	terminatedPodGCThreshold int
 	eventTTL                 time.Duration
 	scoringStrategy          string
+	clusterCIDR              string
+	nodeCIDRMaskSize         int
 
 	// agent runs a node agent for this machine in the same process.
 	agent bool
@@ -120,6 +122,8 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				TerminatedPodGCThreshold: gcThreshold(o.terminatedPodGCThreshold),
 				EventTTL:                 o.eventTTL,
 				MostAllocated:            mostAllocated,
+				ClusterCIDR:              o.clusterCIDR,
+				NodeCIDRMaskSize:         o.nodeCIDRMaskSize,
 			}
 			if err := cfg.Check(); err != nil {
 				return usageErrorf("%v", err)
@@ -184,6 +188,8 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
 	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", sched.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
+	f.StringVar(&o.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "the range pod IPs come from: each node gets a spec.podCIDR of --node-cidr-mask-size bits out of it when it registers, freed when it goes; empty assigns none")
+	f.IntVar(&o.nodeCIDRMaskSize, "node-cidr-mask-size", controlplane.DefaultNodeCIDRMaskSize, "the size in bits of each node's spec.podCIDR (24: 254 pod addresses a node)")
 	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = f.MarkHidden("cpuprofile")

@@ -3071,9 +3071,23 @@ func schema_githubcom_berth_dev_berth_api_NodeSpec(ref common.ReferenceCallback)
 					},
 					"podCIDR": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PodCIDR is kept and shown, and otherwise unused: pods share their node's network.",
+							Description: "PodCIDR is the range the node's pods take their addresses from: the control plane's node IPAM controller assigns one out of --cluster-cidr when the node registers (or keeps one set here that lies inside that range and no other node holds), the agent's CNI bridge gives pods addresses from it, and every other agent routes it to this node's InternalIP. Pods of the exec runtime share their node's network and use none.",
 							Type:        []string{"string"},
 							Format:      "",
+						},
+					},
+					"podCIDRs": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodCIDRs holds the node's pod ranges, one per IP family; its first is PodCIDR. berth assigns one family, so at most one.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 					"providerID": {

@@ -1,0 +1,29 @@
+package controlplane
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckClusterCIDR(t *testing.T) {
+	for _, tc := range []struct {
+		cidr    string
+		mask    int
+		wantErr string
+	}{
+		{"", 0, ""},
+		{DefaultClusterCIDR, 0, ""},
+		{"198.18.0.0/15", 24, ""},
+		{"198.18.0.0", 24, "--cluster-cidr"},
+		{"198.18.0.0/16", 12, "shorter than the cluster CIDR"},
+		{"10.0.0.0/8", 28, "more than 2^16"},
+	} {
+		err := Config{ClusterCIDR: tc.cidr, NodeCIDRMaskSize: tc.mask}.Check()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("--cluster-cidr %q --node-cidr-mask-size %d: %v, want %q", tc.cidr, tc.mask, err, tc.wantErr)
+		}
+		if got := len(nodeIPAMControllers(nil, Config{ClusterCIDR: tc.cidr, NodeCIDRMaskSize: tc.mask}, nil)); (got == 1) != (tc.cidr != "" && tc.wantErr == "") {
+			t.Errorf("--cluster-cidr %q --node-cidr-mask-size %d: %d controllers", tc.cidr, tc.mask, got)
+		}
+	}
+}

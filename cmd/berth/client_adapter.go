@@ -12,11 +12,11 @@ import (
 )
 
 // connectAPI builds the client of the control plane that the kubeconfig
-// names (SPEC §1: --kubeconfig, else $BERTH_KUBECONFIG, else the server's
-// admin.kubeconfig). It is a variable so that tests of the commands'
+// names (kubeconfigFiles: the flag, $BERTH_KUBECONFIG, $KUBECONFIG, the
+// server's admin.kubeconfig, ~/.kube/config). It is a variable so that tests of the commands'
 // argument handling can put a fake in its place.
 var connectAPI = func(g *globalOptions) (apiClient, error) {
-	cfg, err := client.LoadKubeconfig(g.kubeconfigPath())
+	cfg, err := loadKubeconfig(g.kubeconfigFiles())
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ func useFakeAPI(t *testing.T, f *fakeAPI) *string {
 	oldConnect, oldNow := connectAPI, timeNow
 	var kubeconfig string
 	connectAPI = func(g *globalOptions) (apiClient, error) {
-		kubeconfig = g.kubeconfigPath()
+		kubeconfig = g.kubeconfigFiles().String()
 		return f, nil
 	}
 	timeNow = func() time.Time { return fixtureNow }
@@ -376,28 +377,57 @@ func TestDelete(t *testing.T) {
 	})
 }
 
-// TestKubeconfigResolution follows SPEC §1: the flag, else
-// $BERTH_KUBECONFIG, else the server's admin.kubeconfig in the data dir.
+// TestKubeconfigResolution follows kubeconfigHelp: the flag, else
+// $BERTH_KUBECONFIG, else $KUBECONFIG's list, else the server's
+// admin.kubeconfig in the data dir when it exists, else ~/.kube/config.
 func TestKubeconfigResolution(t *testing.T) {
 	used := useFakeAPI(t, cluster())
+	home, xdg := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", xdg)
 	t.Setenv(envKubeconfig, "/env/config")
+	t.Setenv(envKubectlConfig, "/kube/a:/kube/b")
 	runBerth(t, "", "get", "ns", "--kubeconfig", "/flag/config")
 	if *used != "/flag/config" {
 		t.Errorf("with the flag: %q", *used)
 	}
 	runBerth(t, "", "get", "ns")
 	if *used != "/env/config" {
-		t.Errorf("with the environment: %q", *used)
+		t.Errorf("with $BERTH_KUBECONFIG: %q", *used)
 	}
 	t.Setenv(envKubeconfig, "")
-	t.Setenv("XDG_DATA_HOME", "/xdg")
 	runBerth(t, "", "get", "ns")
-	want := "/var/lib/berth/admin.kubeconfig"
-	if os.Geteuid() != 0 {
-		want = "/xdg/berth/admin.kubeconfig"
+	if *used != "/kube/a:/kube/b" {
+		t.Errorf("with $KUBECONFIG: %q", *used)
 	}
-	if *used != want {
-		t.Errorf("by default: %q, want %q", *used, want)
+	t.Setenv(envKubectlConfig, "")
+	admin := "/var/lib/berth/admin.kubeconfig"
+	if os.Geteuid() != 0 {
+		admin = filepath.Join(xdg, "berth", "admin.kubeconfig")
+	}
+	// Neither the server's file nor ~/.kube/config: the server's is named.
+	runBerth(t, "", "get", "ns")
+	if *used != admin {
+		t.Errorf("with no file: %q, want %q", *used, admin)
+	}
+	if os.Geteuid() == 0 {
+		return // the data dir is the machine's own /var/lib/berth
+	}
+	homeConfig := filepath.Join(home, ".kube", "config")
+	for _, f := range []string{homeConfig, admin} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, homeConfig, "")
+	runBerth(t, "", "get", "ns")
+	if *used != homeConfig {
+		t.Errorf("with ~/.kube/config only: %q", *used)
+	}
+	writeFile(t, admin, "")
+	runBerth(t, "", "get", "ns")
+	if *used != admin {
+		t.Errorf("with the server's file and ~/.kube/config: %q, want %q", *used, admin)
 	}
 }
 

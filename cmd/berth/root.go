@@ -24,12 +24,6 @@ type globalOptions struct {
 	started bool
 }
 
-// Environment and defaults of the global flags.
-const (
-	envKubeconfig      = "BERTH_KUBECONFIG"
-	kubeconfigFileName = "admin.kubeconfig"
-)
-
 // newRootCommand builds the command tree. Subcommands must not define a
 // PersistentPreRunE: cobra would run theirs instead of the root's.
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, *globalOptions) {
@@ -38,7 +32,9 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, 
 		Use:   "berth",
 		Short: "A single-binary GitOps orchestrator modelled on Kubernetes",
 		Long: `berth turns a Git repository, a directory or a URL of Kubernetes-style
-manifests into running workloads on a fleet of machines.`,
+manifests into running workloads on a fleet of machines.
+
+` + kubeconfigHelp,
 		Version:       versionLine(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -55,7 +51,7 @@ manifests into running workloads on a fleet of machines.`,
 	root.SetVersionTemplate("{{.Version}}\n")
 
 	f := root.PersistentFlags()
-	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (default $"+envKubeconfig+", else <data dir>/"+kubeconfigFileName+")")
+	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (default $"+envKubeconfig+", else $"+envKubectlConfig+", else <data dir>/"+kubeconfigFileName+" if it exists, else ~/.kube/config)")
 	f.StringVarP(&g.namespace, "namespace", "n", "default", "namespace of the objects")
 	f.BoolVarP(&g.verbose, "verbose", "v", false, "log debug messages")
 	f.StringVar(&g.logFormat, "log-format", "text", "format of the logs on stderr: text or json")
@@ -132,18 +128,6 @@ func (g *globalOptions) setup(stderr io.Writer) error {
 		return usageErrorf("--log-format must be text or json, not %q", g.logFormat)
 	}
 	return nil
-}
-
-// kubeconfigPath is where the client finds the control plane: the flag,
-// else $BERTH_KUBECONFIG, else the admin kubeconfig the server wrote.
-func (g *globalOptions) kubeconfigPath() string {
-	if g.kubeconfig != "" {
-		return g.kubeconfig
-	}
-	if p := os.Getenv(envKubeconfig); p != "" {
-		return p
-	}
-	return filepath.Join(defaultDataDir(), kubeconfigFileName)
 }
 
 // defaultDataDir is the server's data directory (SPEC §2): /var/lib/berth

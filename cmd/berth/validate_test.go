@@ -205,19 +205,3 @@ func TestVersion(t *testing.T) {
 		t.Errorf("versionLine = %q, want %q", got, want)
 	}
 }
-
-func TestKubeconfigPath(t *testing.T) {
-	g := &globalOptions{kubeconfig: "/etc/berth/kc"}
-	if p := g.kubeconfigPath(); p != "/etc/berth/kc" {
-		t.Errorf("flag: %q", p)
-	}
-	g.kubeconfig = ""
-	t.Setenv(envKubeconfig, "/tmp/kc")
-	if p := g.kubeconfigPath(); p != "/tmp/kc" {
-		t.Errorf("env: %q", p)
-	}
-	t.Setenv(envKubeconfig, "")
-	if p := g.kubeconfigPath(); filepath.Base(p) != kubeconfigFileName {
-		t.Errorf("default: %q", p)
-	}
-}

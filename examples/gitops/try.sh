@@ -82,7 +82,7 @@ wait_rev "$(git -C "$W/work" rev-parse HEAD)"
 berth get deploy hello -o yaml | sed '/^status:/,$d' | grep -E '^  replicas:|hello from'
 
 say "git push: scale to 3 and a new text; the hook makes it live now"
-sed -i.bak -e 's/replicas: 2/replicas: 3/' -e 's/hello from/hi from/' "$W/work/hello.yaml"
+sed -i.bak -e 's/replicas: [0-9]*/replicas: 3/' -e 's/hello from/hi from/' "$W/work/hello.yaml"
 sed -i.bak -e 's/greeting: hello/greeting: hi/' "$W/work/settings.yaml"
 rm -f "$W/work"/*.bak
 git -C "$W/work" -c user.name=try -c user.email=try@example.com commit -qam "scale to 3, new text"

@@ -159,7 +159,7 @@ func (s *server) client(t *testing.T) *client.Client {
 
 func TestGitOps(t *testing.T) {
 	r := newRepo(t, "fleet")
-	hello, err := os.ReadFile("../../examples/hello/hello.yaml")
+	hello, err := os.ReadFile("testdata/hello/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,11 +33,11 @@ func TestServerFirstStartAndRestart(t *testing.T) {
 	if out := s.mustBerth(t, "get", "namespaces", "-o", "name"); strings.TrimSpace(out) != "namespace/default\nnamespace/kube-node-lease\nnamespace/kube-public\nnamespace/kube-system" {
 		t.Fatalf("namespaces: %q", out)
 	}
-	out := s.mustBerth(t, "apply", "-f", "../../examples/hello")
+	out := s.mustBerth(t, "apply", "-f", "testdata/hello")
 	if !strings.Contains(out, "deployment.apps/hello created") || !strings.Contains(out, "service/hello created") {
 		t.Fatalf("apply: %s", out)
 	}
-	if out := s.mustBerth(t, "apply", "-f", "../../examples/hello"); !strings.Contains(out, "deployment.apps/hello unchanged") {
+	if out := s.mustBerth(t, "apply", "-f", "testdata/hello"); !strings.Contains(out, "deployment.apps/hello unchanged") {
 		t.Fatalf("second apply: %s", out)
 	}
 	deploy, err := s.getJSON(t, "deployment", "hello")
@@ -75,7 +75,7 @@ func TestServerFirstStartAndRestart(t *testing.T) {
 func TestKubectlWorksAgainstServer(t *testing.T) {
 	testtool.Need(t, "kubectl") // skipped, not failed, without it
 	s := startServer(t)
-	s.mustBerth(t, "apply", "-f", "../../examples/hello")
+	s.mustBerth(t, "apply", "-f", "testdata/hello")
 	kc := func(args ...string) string {
 		t.Helper()
 		return s.kubectl(t, args...)
@@ -179,7 +179,7 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	if _, _, code := s.berth(t, "get", "configmap", "dry"); code != 1 {
 		t.Fatalf("the dry-run configmap was created (get exit %d)", code)
 	}
-	manifest, err := os.ReadFile("../../examples/hello/hello.yaml")
+	manifest, err := os.ReadFile("testdata/hello/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,14 +223,14 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	// Server-side apply: kubectl apply --server-side takes the fields it
 	// sets; a kubectl scale then owns the replicas, so the next apply
 	// conflicts, until it forces.
-	if out := kc("apply", "--server-side", "-f", "../../examples/hello/hello.yaml"); !strings.Contains(out, "deployment.apps/hello serverside-applied") {
+	if out := kc("apply", "--server-side", "-f", "testdata/hello/hello.yaml"); !strings.Contains(out, "deployment.apps/hello serverside-applied") {
 		t.Fatalf("kubectl apply --server-side: %s", out)
 	}
 	kc("scale", "deployment", "hello", "--replicas=3")
-	if out, err := s.kubectlErr(t, "apply", "--server-side", "-f", "../../examples/hello/hello.yaml"); exitCode(err) != 1 || !strings.Contains(out, `conflict with "kubectl" with subresource "scale"`) || !strings.Contains(out, ".spec.replicas") {
+	if out, err := s.kubectlErr(t, "apply", "--server-side", "-f", "testdata/hello/hello.yaml"); exitCode(err) != 1 || !strings.Contains(out, `conflict with "kubectl" with subresource "scale"`) || !strings.Contains(out, ".spec.replicas") {
 		t.Fatalf("kubectl apply --server-side after a scale: %v\n%s", err, out)
 	}
-	kc("apply", "--server-side", "--force-conflicts", "-f", "../../examples/hello/hello.yaml")
+	kc("apply", "--server-side", "--force-conflicts", "-f", "testdata/hello/hello.yaml")
 	if d, err := s.getJSON(t, "deployment", "hello"); err != nil || field(d, "spec.replicas") != float64(2) {
 		t.Fatalf("after the forced apply: %v %v", err, field(d, "spec.replicas"))
 	}

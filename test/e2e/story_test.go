@@ -57,7 +57,7 @@ func digA(t *testing.T, s *server, name string) []string {
 // a second agent, and then the life of the application through git.
 func TestTheWholeStory(t *testing.T) {
 	r := newRepo(t, "fleet")
-	hello, err := os.ReadFile("../../examples/hello/hello.yaml")
+	hello, err := os.ReadFile("testdata/hello/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 // At Go's default of 100 the heap may grow to twice that before a
 // collection, so the resident size is about twice the state. At 50 it is
 // about one and a half times, for somewhat more frequent collections;
-// in-memory databases written in Go make the same trade. BENCHMARKS.md has
-// the figures. GOGC in the environment (or GOMEMLIMIT, for a soft limit)
-// still decides when set.
+// in-memory databases written in Go make the same trade. The performance
+// notes of docs/sources.md have the figures. GOGC in the environment (or
+// GOMEMLIMIT, for a soft limit) still decides when set.
 const serverGCPercent = 50
 
 // tuneGC applies serverGCPercent unless GOGC is set.

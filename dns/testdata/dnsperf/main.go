@@ -1,7 +1,7 @@
 // Command dnsperf loads 1,000 services × 10 endpoints into a real store,
 // serves them with berth's DNS server, writes a dnsperf query file of 70%
 // A, 20% SRV and 10% NXDOMAIN questions, and prints (or runs) the dnsperf
-// command that measures it. BENCHMARKS.md records its figures:
+// command that measures it. docs/benchmarks.md records its figures:
 //
 //	go run ./dns/testdata/dnsperf -run
 package main

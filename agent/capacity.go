@@ -282,6 +282,12 @@ func ParseLabels(s string) (map[string]string, error) {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 			return nil, fmt.Errorf("label %q: value: %s", item, strings.Join(errs, "; "))
 		}
+		if !api.NodeMaySetLabel(k) {
+			return nil, fmt.Errorf("label %q: a node may not set it on its own Node: "+
+				"node-restriction.kubernetes.io/ and node-role.kubernetes.io/ labels, and kubernetes.io/ and k8s.io/ labels "+
+				"other than the kubelet's (hostname, os, arch, zone, region, instance type, node.kubernetes.io/…), "+
+				"are the operator's to set (kubectl label node)", item)
+		}
 		if _, dup := out[k]; dup {
 			return nil, fmt.Errorf("label %q: key %q given twice", item, k)
 		}

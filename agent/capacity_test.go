@@ -112,6 +112,10 @@ func TestParseLabels(t *testing.T) {
 		{in: "k=has space", err: `label "k=has space": value:`},
 		{in: "k=" + strings.Repeat("v", 64), err: "value: must be no more than 63"},
 		{in: "k=a,k=b", err: `key "k" given twice`},
+		{in: "topology.kubernetes.io/zone=a,node.kubernetes.io/pool=x", want: map[string]string{"topology.kubernetes.io/zone": "a", "node.kubernetes.io/pool": "x"}},
+		{in: "node-role.kubernetes.io/control-plane=", err: `label "node-role.kubernetes.io/control-plane=": a node may not set it`},
+		{in: "node-restriction.kubernetes.io/pci=true", err: `a node may not set it`},
+		{in: "kubernetes.io/trusted=yes", err: `a node may not set it`},
 	}
 	for _, tt := range tests {
 		got, err := ParseLabels(tt.in)

@@ -54,10 +54,10 @@ const (
 	// what a limit means on this node.
 	AnnotationMemoryLimit = "berth.dev/memory-limit"
 	AnnotationCPULimit    = "berth.dev/cpu-limit"
-	// AnnotationAgentTaints lists the taints the agent put on (key:Effect,
-	// comma-separated), so that a restart with other --node-taints removes
-	// the agent's old ones and leaves the operator's alone.
-	AnnotationAgentTaints = "berth.dev/agent-taints"
+	// annotationAgentTaints listed the taints an older agent put on, to
+	// replace them at its next start; taints are now set only when the
+	// Node is created, and the annotation is dropped.
+	annotationAgentTaints = "berth.dev/agent-taints"
 )
 
 // NodeOptions are what a NodeManager needs.
@@ -254,6 +254,7 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 	if client.IsNotFound(err) {
 		node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: n.o.Name}}
 		n.own(node)
+		node.Spec.Taints = slices.Clone(n.o.Taints)
 		created, err := n.o.Client.Create(ctx, node)
 		if err != nil {
 			return nil, err
@@ -270,6 +271,7 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 	}
 	node := cur.DeepCopy()
 	n.own(node)
+	n.warnTaints(cur)
 	if equalMeta(cur, node) {
 		return cur, nil
 	}
@@ -301,8 +303,10 @@ func equalMeta(a, b *api.Node) bool {
 		})
 }
 
-// own sets on node what the agent owns: its labels, its annotations and
-// its taints (replacing the ones it set before).
+// own sets on node what the agent owns: its labels and its annotations.
+// Its taints it sets only when it creates the Node (see register): as
+// Kubernetes' NodeRestriction has it, a node may not change its taints
+// afterwards, or it could shed the ones that keep workloads away.
 func (n *NodeManager) own(node *api.Node) {
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
@@ -315,7 +319,6 @@ func (n *NodeManager) own(node *api.Node) {
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
 	}
-	previous := strings.Split(node.Annotations[AnnotationAgentTaints], ",")
 	caps := n.o.Capabilities
 	node.Annotations[AnnotationCgroup] = cmp.Or(caps.Cgroup, "none")
 	node.Annotations[AnnotationMemoryLimit] = strconv.FormatBool(caps.MemoryLimit)
@@ -326,31 +329,19 @@ func (n *NodeManager) own(node *api.Node) {
 	if n.o.LocalPathRoot != "" {
 		node.Annotations[api.AnnotationLocalPathRoot] = n.o.LocalPathRoot
 	}
+	delete(node.Annotations, annotationAgentTaints)
+}
 
-	key := func(t api.Taint) string { return t.Key + ":" + string(t.Effect) }
-	var mine []string
+// warnTaints says when the taints the agent was given are not the ones
+// the Node it takes over carries: only an operator changes them now.
+func (n *NodeManager) warnTaints(cur *api.Node) {
 	for _, t := range n.o.Taints {
-		mine = append(mine, key(t))
-	}
-	var taints []api.Taint
-	added := map[string]*metav1.Time{} // when the agent's taints were first stamped
-	for _, t := range node.Spec.Taints {
-		if slices.Contains(previous, key(t)) || slices.Contains(mine, key(t)) {
-			added[key(t)] = t.TimeAdded
-			continue // the agent's: set again below
+		if !slices.ContainsFunc(cur.Spec.Taints, func(h api.Taint) bool {
+			return h.Key == t.Key && h.Value == t.Value && h.Effect == t.Effect
+		}) {
+			n.o.Logger.Warn("--node-taints apply only when the Node is registered: the Node keeps its taints; change them with kubectl taint, or delete the Node to register it again",
+				"node", n.o.Name, "missing", t.Key+"="+t.Value+":"+string(t.Effect))
 		}
-		taints = append(taints, t)
-	}
-	for _, t := range n.o.Taints {
-		// A NoExecute taint keeps the timeAdded the node controller gave
-		// it, which its pods' tolerationSeconds count from.
-		taints = append(taints, api.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect, TimeAdded: added[key(t)]})
-	}
-	node.Spec.Taints = taints
-	if len(mine) == 0 {
-		delete(node.Annotations, AnnotationAgentTaints)
-	} else {
-		node.Annotations[AnnotationAgentTaints] = strings.Join(mine, ",")
 	}
 }
 

@@ -306,9 +306,10 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		return nil
 	})
 
-	// A restart with other flags takes over the Node: its own labels and
-	// taints change, the operator's stay, and a taint it keeps keeps the
-	// timeAdded it was given.
+	// A restart with other flags takes over the Node: its own labels
+	// change, the operator's stay; its taints, set when the Node was
+	// registered, are no longer the node's to change (NodeRestriction), so
+	// the Node keeps the ones it has, with their timeAdded.
 	stamped := metav1.NewTime(clk.Now().Truncate(time.Second))
 	testtool.WaitFor(t, 10*time.Second, "the agent's taint stamped", func() error {
 		n := c.node(t, "n1")
@@ -330,7 +331,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	if !n.Spec.Unschedulable {
 		t.Error("re-registration lost spec.unschedulable")
 	}
-	want := []string{"dedicated=gpu:NoSchedule", "edge=:PreferNoSchedule", "ops=x:NoSchedule"}
+	want := []string{"dedicated=gpu:NoSchedule", "ops=x:NoSchedule"}
 	if got := taintKeys(n); !slices.Equal(got, want) {
 		t.Errorf("taints %v, want %v", got, want)
 	}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -290,6 +291,11 @@ func StaticPod(manifest *api.Pod, node, configSource, location string) (*api.Pod
 	p.Annotations[AnnotationConfigHash] = hash
 	if errs := api.Validate(p); len(errs) > 0 {
 		return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, errs.ToAggregate())
+	}
+	// As in Kubernetes, a static pod names no other API object: the
+	// server refuses its mirror pod, and the node may read none of them.
+	if refs := api.StaticPodReferences(&p.Spec); len(refs) > 0 {
+		return nil, fmt.Errorf("pod %s/%s: a static pod may not refer to other API objects: %s", p.Namespace, p.Name, strings.Join(refs, "; "))
 	}
 	return p, nil
 }

@@ -398,3 +398,27 @@ func TestNewStaticPodsErrors(t *testing.T) {
 		t.Error("an ftp URL: no error")
 	}
 }
+
+// TestStaticPodRefersToNoObject: a static pod that names a Secret,
+// ConfigMap, claim or service account is refused, naming the field: its
+// mirror pod would be refused, and the node may read none of them for it.
+func TestStaticPodRefersToNoObject(t *testing.T) {
+	for field, edit := range map[string]func(*api.Pod){
+		"spec.volumes[0].secret": func(p *api.Pod) {
+			p.Spec.Volumes = []api.Volume{{Name: "s", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "admin-token"}}}}
+		},
+		"spec.containers[0].envFrom[0].configMapRef": func(p *api.Pod) {
+			p.Spec.Containers[0].EnvFrom = []api.EnvFromSource{{ConfigMapRef: &api.ConfigMapEnvSource{LocalObjectReference: api.LocalObjectReference{Name: "c"}}}}
+		},
+		"spec.serviceAccountName": func(p *api.Pod) { p.Spec.ServiceAccountName = "admin" },
+	} {
+		m := &api.Pod{}
+		m.Name, m.Namespace = "web", "kube"
+		m.Spec.Containers = []api.Container{{Name: "c", Image: "busybox"}}
+		edit(m)
+		_, err := StaticPod(m, "n1", ConfigSourceFile, "/etc/berth/web.yaml")
+		if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), "kube/web-n1") {
+			t.Errorf("%s: StaticPod = %v, want an error naming the pod and the field", field, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -33,7 +34,7 @@ const (
 func (p *Policy) authorizeNode(id *Identity, a Attributes) error {
 	switch a.Kind.GroupResource().String() {
 	case "nodes":
-		return nodeRuleNode(id, a)
+		return p.nodeRuleNode(id, a)
 	case "pods":
 		return p.nodeRulePod(id, a)
 	case "persistentvolumes":
@@ -68,8 +69,12 @@ func nodeRuleLease(id *Identity, a Attributes) error {
 }
 
 // nodeRuleNode: a node reads every Node (as the kubelet does, for topology)
-// but writes only its own.
-func nodeRuleNode(id *Identity, a Attributes) error {
+// but writes only its own, and of that, as Kubernetes' NodeRestriction
+// has it, sets its taints only when it creates it and never a label
+// api.NodeMaySetLabel refuses: a node that could drop its taints or give
+// itself a role or a node-restriction.kubernetes.io/ label would steer
+// workloads meant for other nodes to itself.
+func (p *Policy) nodeRuleNode(id *Identity, a Attributes) error {
 	if a.Subresource != "" && a.Subresource != SubresourceStatus {
 		return Forbidden(id, a, "")
 	}
@@ -83,13 +88,57 @@ func nodeRuleNode(id *Identity, a Attributes) error {
 	if name != id.Node || (a.Object != nil && a.Object.GetName() != id.Node) {
 		return Forbidden(id, a, fmt.Sprintf("node %q may only change its own Node object", id.Node))
 	}
+	node, _ := a.Object.(*api.Node)
+	if node == nil || a.Subresource != "" {
+		// A status write keeps the stored metadata and spec.
+		return nil
+	}
+	var old *api.Node
+	if a.Verb != VerbCreate {
+		stored, err := p.stored(a)
+		if err != nil {
+			return err
+		}
+		if old, _ = stored.(*api.Node); old == nil {
+			return nil // 404 follows
+		}
+		if !equality.Semantic.DeepEqual(old.Spec.Taints, node.Spec.Taints) {
+			return Forbidden(id, a, fmt.Sprintf("node %q is not allowed to modify taints", id.Node))
+		}
+	}
+	var oldLabels map[string]string
+	if old != nil {
+		oldLabels = old.Labels
+	}
+	if bad := forbiddenNodeLabels(oldLabels, node.Labels); len(bad) > 0 {
+		return Forbidden(id, a, fmt.Sprintf("node %q is not allowed to set, modify or remove the labels %s", id.Node, strings.Join(bad, ", ")))
+	}
 	return nil
+}
+
+// forbiddenNodeLabels lists, sorted, the labels that differ between old
+// and next that a node may not set.
+func forbiddenNodeLabels(old, next map[string]string) []string {
+	var bad []string
+	for k, v := range next {
+		if ov, ok := old[k]; (!ok || ov != v) && !api.NodeMaySetLabel(k) {
+			bad = append(bad, k)
+		}
+	}
+	for k := range old {
+		if _, ok := next[k]; !ok && !api.NodeMaySetLabel(k) {
+			bad = append(bad, k)
+		}
+	}
+	slices.Sort(bad)
+	return bad
 }
 
 // nodeRulePod: a node reads the pods bound to it, lists and watches them
 // only through the spec.nodeName field selector, writes their status,
-// deletes them once they are done, and creates and changes only its own
-// mirror pods.
+// deletes them once they are done, and creates its own mirror pods, which
+// it never changes (a static pod's new spec is a new mirror pod), as
+// Kubernetes' NodeRestriction has it.
 func (p *Policy) nodeRulePod(id *Identity, a Attributes) error {
 	if a.Subresource == SubresourceEviction {
 		return p.nodeRuleEviction(id, a)
@@ -107,7 +156,7 @@ func (p *Policy) nodeRulePod(id *Identity, a Attributes) error {
 		return Forbidden(id, a, fmt.Sprintf("node %q may only %s pods with fieldSelector %s=%s", id.Node, a.Verb, nodeRuleFieldNodeName, id.Node))
 	case VerbCreate:
 		if a.Subresource == "" && isMirrorPodOf(a.Object, id.Node) {
-			return nil
+			return p.nodeRuleMirrorPod(id, a)
 		}
 		return Forbidden(id, a, fmt.Sprintf("node %q may only create mirror pods bound to itself", id.Node))
 	case VerbGet, VerbDelete:
@@ -120,23 +169,62 @@ func (p *Policy) nodeRulePod(id *Identity, a Attributes) error {
 		}
 		return Forbidden(id, a, fmt.Sprintf("pod is not bound to node %q", id.Node))
 	case VerbUpdate, VerbPatch:
+		if a.Subresource == "" {
+			return Forbidden(id, a, fmt.Sprintf("node %q may only create and delete mirror pods and write the status of pods bound to it", id.Node))
+		}
 		old, err := p.stored(a)
 		if err != nil {
 			return err
 		}
-		bound := podBoundTo
-		what := "pods bound to it"
-		if a.Subresource == "" {
-			// Spec writes are the agent's only for the mirror pods it posts.
-			bound = isMirrorPodOf
-			what = "its own mirror pods"
-		}
-		if (old == nil || bound(old, id.Node)) && (a.Object == nil || bound(a.Object, id.Node)) {
+		if (old == nil || podBoundTo(old, id.Node)) && (a.Object == nil || podBoundTo(a.Object, id.Node)) {
 			return nil
 		}
-		return Forbidden(id, a, fmt.Sprintf("node %q may only %s %s", id.Node, a.Verb, what))
+		return Forbidden(id, a, fmt.Sprintf("node %q may only %s pods bound to it", id.Node, a.Verb))
 	}
 	return Forbidden(id, a, "")
+}
+
+// nodeRuleMirrorPod: a mirror pod a node creates is owned by its Node
+// alone (one controller reference with the Node's uid, not blocking its
+// deletion) and refers to no other object (api.StaticPodReferences), as
+// Kubernetes' NodeRestriction has it: the node chooses the mirror pod's
+// namespace, and a reference would open that namespace's Secrets,
+// ConfigMaps, claims or service-account tokens to it.
+func (p *Policy) nodeRuleMirrorPod(id *Identity, a Attributes) error {
+	pod, ok := a.Object.(*api.Pod)
+	if !ok {
+		return Forbidden(id, a, "")
+	}
+	if refs := api.StaticPodReferences(&pod.Spec); len(refs) > 0 {
+		return Forbidden(id, a, fmt.Sprintf("node %q can not create mirror pods that reference other objects: %s", id.Node, strings.Join(refs, "; ")))
+	}
+	if len(pod.OwnerReferences) != 1 {
+		return Forbidden(id, a, fmt.Sprintf("node %q can only create mirror pods with a single owner reference set to itself", id.Node))
+	}
+	owner := pod.OwnerReferences[0]
+	if owner.APIVersion != "v1" || owner.Kind != "Node" || owner.Name != id.Node {
+		return Forbidden(id, a, fmt.Sprintf("node %q can only create mirror pods with an owner reference set to itself", id.Node))
+	}
+	if owner.Controller == nil || !*owner.Controller {
+		return Forbidden(id, a, fmt.Sprintf("node %q can only create mirror pods with a controller owner reference set to itself", id.Node))
+	}
+	if owner.BlockOwnerDeletion != nil && *owner.BlockOwnerDeletion {
+		return Forbidden(id, a, fmt.Sprintf("node %q must not set blockOwnerDeletion on an owner reference", id.Node))
+	}
+	if p.store == nil {
+		return Forbidden(id, a, "no store to check the owner reference against")
+	}
+	node, err := p.store.Get(authNodeKind, "", id.Node)
+	if store.IsNotFound(err) {
+		return Forbidden(id, a, fmt.Sprintf("node %q does not exist", id.Node))
+	}
+	if err != nil {
+		return fmt.Errorf("authorize: %w", err)
+	}
+	if node.GetUID() != owner.UID {
+		return Forbidden(id, a, fmt.Sprintf("node %s uid mismatch: the owner reference names %q, the node is %q", id.Node, owner.UID, node.GetUID()))
+	}
+	return nil
 }
 
 // nodeRuleEviction: Kubernetes' node role may create pods/eviction, and
@@ -267,7 +355,10 @@ func (p *Policy) stored(a Attributes) (api.Object, error) {
 
 // referencedByNodePods reports whether a pod bound to node references the
 // object, through its volumes, environment or service account, or, for a
-// PersistentVolume, through a claim it mounts that is bound to it.
+// PersistentVolume, through a claim it mounts that is bound to it. Mirror
+// pods count for nothing: the node wrote them, in a namespace of its
+// choosing, and they run nothing the control plane gave it (a mirror pod
+// stored before nodeRuleMirrorPod held, naming a Secret, opens nothing).
 func (p *Policy) referencedByNodePods(node string, k *api.Kind, namespace, name string) (bool, error) {
 	if p.store == nil {
 		return false, nil
@@ -277,7 +368,7 @@ func (p *Policy) referencedByNodePods(node string, k *api.Kind, namespace, name 
 	var lookupErr error
 	err := snap.Each(authPodKind, store.Filter{Index: store.IndexNode, Value: node}, func(o api.Object) bool {
 		pod, ok := o.(*api.Pod)
-		if !ok {
+		if !ok || IsMirrorPod(pod) {
 			return true
 		}
 		if k.Resource == "persistentvolumes" {
@@ -312,7 +403,10 @@ func (p *Policy) referencedByNodePods(node string, k *api.Kind, namespace, name 
 	return found, nil
 }
 
-var authPVCKind = api.KindOf(&api.PersistentVolumeClaim{})
+var (
+	authPVCKind  = api.KindOf(&api.PersistentVolumeClaim{})
+	authNodeKind = api.KindOf(&api.Node{})
+)
 
 // podReferences reports whether pod names an object of the resource.
 func podReferences(pod *api.Pod, resource, name string) bool {

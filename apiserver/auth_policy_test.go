@@ -195,12 +195,13 @@ func TestAuthzPolicy(t *testing.T) {
 		{"node execs in its pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "exec", Old: old("pods", "default", "web")}, false},
 
 		// Node: mirror pods.
-		{"node creates its mirror pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Object: mirror("etcd-n1", "n1")}, true},
+		{"node creates its mirror pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Object: nrMirror(t, st, "default", "etcd-n1", "n1")}, true},
 		{"node creates a mirror pod for another node", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Object: mirror("etcd-n2", "n2")}, false},
 		{"node creates an ordinary pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Object: newAuthTestPod("default", "x", "n1", "")}, false},
 		{"node creates an unbound mirror pod", n1, apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: "default", Object: mirror("x", "")}, false},
+		// A static pod's new spec is a new mirror pod: nodes change none.
 		{"node updates its mirror pod", n1, apiserver.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "static-n1",
-			Old: old("pods", "default", "static-n1"), Object: old("pods", "default", "static-n1")}, true},
+			Old: old("pods", "default", "static-n1"), Object: old("pods", "default", "static-n1")}, false},
 		{"node updates another node's mirror pod", n1, apiserver.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "static-n2",
 			Old: old("pods", "default", "static-n2"), Object: old("pods", "default", "static-n2")}, false},
 		{"node turns its pod into a mirror pod", n1, apiserver.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "web",

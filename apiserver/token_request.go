@@ -64,6 +64,20 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 			ttl = time.Duration(min(*e, int64(DefaultServiceAccountTokenTTL/time.Second))) * time.Second
 		}
 		var pod *api.Pod
+		id, _ := IdentityFromContext(r.Context())
+		byNode := id != nil && id.Node != ""
+		// A node asks only for tokens bound to one of its pods, by uid, as
+		// Kubernetes' NodeRestriction has it: an unbound token would
+		// outlive every pod of the node.
+		if ref := req.Spec.BoundObjectRef; byNode && (ref == nil || ref.Name == "") {
+			WriteError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts/token"}, sa.Name,
+				fmt.Errorf("node %q may only ask for tokens bound to a pod", id.Node)))
+			return
+		} else if byNode && ref.UID == "" {
+			WriteError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts/token"}, sa.Name,
+				fmt.Errorf("node %q asked for a token bound to pod %s without its uid", id.Node, ref.Name)))
+			return
+		}
 		if ref := req.Spec.BoundObjectRef; ref != nil {
 			if ref.Kind != "Pod" {
 				WriteError(w, invalidTokenRequest(sa.Name, "spec.boundObjectRef.kind", ref.Kind, "only Pod is supported"))
@@ -77,9 +91,16 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 			pod = o.(*api.Pod)
 			// A node gets tokens only for the pods bound to it, as
 			// Kubernetes' NodeRestriction admission has it.
-			if id, ok := IdentityFromContext(r.Context()); ok && id.Node != "" && pod.Spec.NodeName != id.Node {
+			if byNode && pod.Spec.NodeName != id.Node {
 				WriteError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts/token"}, sa.Name,
 					fmt.Errorf("node %q may only ask for tokens bound to its own pods; pod %s is not bound to it", id.Node, ref.Name)))
+				return
+			}
+			// A mirror pod runs nothing the control plane gave the node:
+			// the node wrote it, and it gets no token.
+			if byNode && IsMirrorPod(pod) {
+				WriteError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts/token"}, sa.Name,
+					fmt.Errorf("node %q may not ask for tokens bound to mirror pod %s", id.Node, ref.Name)))
 				return
 			}
 			if ref.UID != "" && string(pod.UID) != ref.UID {

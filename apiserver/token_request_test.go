@@ -62,7 +62,7 @@ func TestTokenRequest(t *testing.T) {
 	}
 
 	// Another node's pod, a stale UID, a short lifetime, another kind.
-	code, body = request(n1, `{"spec":{"boundObjectRef":{"kind":"Pod","name":"other"}}}`)
+	code, body = request(n1, `{"spec":{"boundObjectRef":{"kind":"Pod","name":"other","uid":"x"}}}`)
 	if st := status(t, code, body, http.StatusForbidden); !strings.Contains(st.Message, "not bound to it") {
 		t.Errorf("other node's pod: %s", st.Message)
 	}
@@ -78,5 +78,41 @@ func TestTokenRequest(t *testing.T) {
 	status(t, code, body, http.StatusBadRequest)
 	if code, _, _ := e.do("GET", "/api/v1/namespaces/default/serviceaccounts/default/token", adminToken, "", "", nil); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET token: %d", code)
+	}
+}
+
+// TestTokenRequestByNode: a node asks only for tokens bound to a pod bound
+// to it, named with its uid, and never to a mirror pod (which it wrote
+// itself, in a namespace of its choosing), as Kubernetes'
+// NodeRestriction has it; an unbound token would outlive every pod of
+// the node.
+func TestTokenRequestByNode(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	e.server.HandleSubresource(kind("serviceaccounts"), apiserver.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
+	e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
+	pod := e.mustCreate(testPod("default", "web", "n1", nil)).(*api.Pod)
+	mirror := testPod("default", "static", "n1", nil)
+	mirror.Annotations = map[string]string{api.AnnotationMirror: "h"}
+	mirror = e.mustCreate(mirror).(*api.Pod)
+	n1, err := e.signer.IssueNodeCredential("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(body string) (int, []byte) {
+		code, _, out := e.do("POST", "/api/v1/namespaces/default/serviceaccounts/default/token", n1, "application/json", "", strings.NewReader(body))
+		return code, out
+	}
+	for _, c := range []struct{ name, body, why string }{
+		{"unbound", `{"spec":{}}`, "bound to a pod"},
+		{"bound without uid", `{"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"web"}}}`, "uid"},
+		{"bound to a mirror pod", `{"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"static","uid":"` + string(mirror.UID) + `"}}}`, "mirror pod"},
+	} {
+		code, body := request(c.body)
+		if st := status(t, code, body, http.StatusForbidden); !strings.Contains(st.Message, c.why) {
+			t.Errorf("%s: %s does not say %q", c.name, st.Message, c.why)
+		}
+	}
+	if code, body := request(`{"spec":{"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"web","uid":"` + string(pod.UID) + `"}}}`); code != http.StatusCreated {
+		t.Errorf("bound to its pod: %d %s", code, body)
 	}
 }

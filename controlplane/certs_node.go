@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,44 +34,59 @@ const maxNodeAddresses = 32
 // certificates carry it.
 const nodeCertOrganization = "system:nodes"
 
-// NodeCertIssuer signs agents' serving certificates at join with the
-// cluster CA, so that the API server can verify the agent it fetches logs
-// from. It loads the CA key from the data dir once.
+// NodeCertIssuer signs agents' serving certificates at join with the node
+// CA, so that the API server can verify the agent it fetches logs from.
+// The node CA is not the cluster CA that API clients trust: a join-token
+// holder gets no certificate that passes for the API server, whatever it
+// asks for. It loads the node CA key from the data dir once.
 type NodeCertIssuer struct {
 	ca    *certAuthority
 	clock clock.PassiveClock
+	// server are the API server's DNS names, which no node's
+	// certificate carries; hostname, the machine's, is exempt, since an
+	// agent on the server's machine goes by it.
+	server   SANs
+	hostname string
 }
 
-// NewNodeCertIssuer loads the CA of creds (key included) for signing.
+// NewNodeCertIssuer loads the node CA of creds (key included) for signing.
 func NewNodeCertIssuer(creds *Credentials, clk clock.PassiveClock) (*NodeCertIssuer, error) {
-	ca, err := loadCAOf(creds)
+	ca, err := loadCA(creds.Paths.NodeCACert, creds.Paths.NodeCAKey, creds.NodeCACert)
 	if err != nil {
 		return nil, err
 	}
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &NodeCertIssuer{ca: ca, clock: clk}, nil
+	return &NodeCertIssuer{ca: ca, clock: clk, server: creds.SANs, hostname: strings.ToLower(creds.Hostname)}, nil
 }
 
-// loadCAOf reads the CA key beside creds' CA certificate and checks that
-// the two belong together.
+// loadCAOf reads the cluster CA key beside creds' CA certificate.
 func loadCAOf(creds *Credentials) (*certAuthority, error) {
-	key, err := loadPrivateKey(creds.Paths.CAKey)
+	return loadCA(creds.Paths.CACert, creds.Paths.CAKey, creds.CACert)
+}
+
+// loadCA reads a CA's key and checks that it belongs to cert.
+func loadCA(certPath, keyPath string, cert *x509.Certificate) (*certAuthority, error) {
+	if cert == nil {
+		return nil, fmt.Errorf("load CA: no certificate %s", certPath)
+	}
+	key, err := loadPrivateKey(keyPath)
 	if err != nil {
 		return nil, fmt.Errorf("load CA key: %w", err)
 	}
-	if !publicKeysEqual(creds.CACert.PublicKey, key.Public()) {
-		return nil, fmt.Errorf("load CA key: %s does not match %s", creds.Paths.CAKey, creds.Paths.CACert)
+	if !publicKeysEqual(cert.PublicKey, key.Public()) {
+		return nil, fmt.Errorf("load CA key: %s does not match %s", keyPath, certPath)
 	}
-	return &certAuthority{cert: creds.CACert, pem: creds.CAPEM, key: key}, nil
+	return &certAuthority{cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: cert.Raw}), key: key}, nil
 }
 
 // Issue is an apiserver.ServingCertIssuer: it signs, with a new EC key
 // made here and returned once, a certificate for node (CN
-// system:node:<node>) valid as a TLS server for every address.
+// system:node:<node>) valid as a TLS server for its addresses: IP
+// addresses, and of DNS names only the node's own (see nodeSANs).
 func (i *NodeCertIssuer) Issue(node string, addresses []string) (certPEM, keyPEM []byte, err error) {
-	sans, err := nodeSANs(addresses)
+	sans, err := i.nodeSANs(node, addresses)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,9 +107,10 @@ func (i *NodeCertIssuer) Issue(node string, addresses []string) (certPEM, keyPEM
 // ServingCertIssuer is Issue as the join handler takes it.
 func (i *NodeCertIssuer) ServingCertIssuer() apiserver.ServingCertIssuer { return i.Issue }
 
-// nodeSANs checks the addresses of a join: each an IP address or a DNS
-// name, at most maxNodeAddresses.
-func nodeSANs(addresses []string) (SANs, error) {
+// nodeSANs checks the addresses of a join: at most maxNodeAddresses, each
+// a unicast IP address or the node's own name (a node is entitled to no
+// other name), which must not be one of the API server's names.
+func (i *NodeCertIssuer) nodeSANs(node string, addresses []string) (SANs, error) {
 	var s SANs
 	if len(addresses) > maxNodeAddresses {
 		return s, fmt.Errorf("%d addresses, at most %d", len(addresses), maxNodeAddresses)
@@ -101,10 +118,22 @@ func nodeSANs(addresses []string) (SANs, error) {
 	for _, a := range addresses {
 		a = strings.TrimSpace(a)
 		bare := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]")
-		if ip := net.ParseIP(bare); ip == nil {
-			if errs := validation.IsDNS1123Subdomain(strings.ToLower(a)); len(errs) > 0 {
-				return s, fmt.Errorf("address %q is neither an IP address nor a DNS name: %s", a, strings.Join(errs, "; "))
+		if ip := net.ParseIP(bare); ip != nil {
+			if ip.IsUnspecified() || ip.IsMulticast() {
+				return s, fmt.Errorf("address %q is not a unicast address", a)
 			}
+			s.Add(a)
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(strings.ToLower(a)); len(errs) > 0 {
+			return s, fmt.Errorf("address %q is neither an IP address nor a DNS name: %s", a, strings.Join(errs, "; "))
+		}
+		name := strings.ToLower(a)
+		if name != strings.ToLower(node) {
+			return s, fmt.Errorf("address %q is not the node's name (%s): a node's serving certificate names only the node and its IP addresses", a, node)
+		}
+		if slices.Contains(i.server.DNSNames, name) && name != i.hostname {
+			return s, fmt.Errorf("node name %q is a name of the API server: give the node another name", node)
 		}
 		s.Add(a)
 	}

@@ -38,7 +38,7 @@ func TestNodeCertIssuer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addrs := []string{"10.0.0.5", "N1.example.com", "[2001:db8::2]", "node-1"}
+	addrs := []string{"10.0.0.5", "N1", "[2001:db8::2]"}
 	certPEM, keyPEM, err := issuer.Issue("n1", addrs)
 	if err != nil {
 		t.Fatal(err)
@@ -53,19 +53,24 @@ func TestNodeCertIssuer(t *testing.T) {
 	if life := cert.NotAfter.Sub(clk.Now()); life < 364*24*time.Hour || life > 366*24*time.Hour {
 		t.Errorf("valid for %s more, want a year", life)
 	}
-	for _, name := range []string{"10.0.0.5", "n1.example.com", "2001:db8::2", "node-1"} {
-		_, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: creds.CAPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	for _, name := range []string{"10.0.0.5", "n1", "2001:db8::2"} {
+		_, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: creds.NodeCAPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 		if err != nil {
 			t.Errorf("not valid for %s: %v", name, err)
 		}
 	}
 	for _, name := range []string{"10.0.0.6", "n2.example.com", "localhost"} {
-		if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: creds.CAPool}); err == nil {
+		if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: creds.NodeCAPool}); err == nil {
 			t.Errorf("valid for %s, which the join did not name", name)
 		}
 	}
-	if _, err := cert.Verify(x509.VerifyOptions{Roots: creds.CAPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: creds.NodeCAPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
 		t.Error("a node's serving certificate is valid as a client certificate")
+	}
+	// The CA that API clients trust for the server signs no node's
+	// certificate: whatever a join names, it cannot pass for the server.
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: creds.CAPool}); err == nil {
+		t.Error("a node's serving certificate chains to the cluster CA")
 	}
 	again, _, err := issuer.Issue("n1", addrs)
 	if err != nil {
@@ -93,6 +98,14 @@ func TestNodeCertIssuerRefusals(t *testing.T) {
 		want  string
 	}{
 		{"not a name", []string{"10.0.0.1", "bad_name!"}, `"bad_name!" is neither`},
+		// A node's certificate names the node and its IP addresses, never
+		// another name, least of all one of the API server's.
+		{"another name", []string{"10.0.0.1", "db.example.com"}, `"db.example.com" is not the node's name`},
+		{"the server's name", []string{"berth.example.com"}, `"berth.example.com" is not the node's name`},
+		{"another node's name", []string{"n2"}, `"n2" is not the node's name`},
+		{"localhost", []string{"localhost"}, `"localhost" is not the node's name`},
+		{"unspecified", []string{"0.0.0.0"}, `"0.0.0.0"`},
+		{"multicast", []string{"224.0.0.1"}, `"224.0.0.1"`},
 		{"blank", []string{" "}, `address "" is neither`},
 		{"none", nil, "no addresses"},
 		{"too many", many, "at most 32"},
@@ -165,5 +178,53 @@ func TestAPIServerClientCert(t *testing.T) {
 	}
 	if _, err := newCA.Leaf.Verify(x509.VerifyOptions{Roots: creds.CAPool, CurrentTime: clk.Now(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("after the CA changed: %v", err)
+	}
+}
+
+// TestNodeCertIssuerServerNamedNode: a node named as one of the API
+// server's names (other than the machine's host name, which an agent on
+// the server's machine goes by) gets no certificate for it.
+func TestNodeCertIssuerServerNamedNode(t *testing.T) {
+	opts, clk := pkiTestOptions()
+	creds := pkiTestEnsure(t, t.TempDir(), opts)
+	issuer, err := controlplane.NewNodeCertIssuer(creds, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"localhost", "berth.example.com"} {
+		if _, _, err := issuer.Issue(node, []string{"10.0.0.9", node}); err == nil || !strings.Contains(err.Error(), "API server") {
+			t.Errorf("node %s: %v, want a refusal naming the API server", node, err)
+		}
+	}
+	if _, _, err := issuer.Issue("berth-host", []string{"10.1.2.3", "berth-host"}); err != nil {
+		t.Errorf("the node on the server's machine: %v", err)
+	}
+}
+
+// TestNodeCAOfAnOlderDataDir: a data dir made before the node CA existed
+// gets one at start, kept across restarts, apart from the cluster CA.
+func TestNodeCAOfAnOlderDataDir(t *testing.T) {
+	opts, _ := pkiTestOptions()
+	dir := t.TempDir()
+	first := pkiTestEnsure(t, dir, opts)
+	p := controlplane.PathsIn(dir)
+	for _, f := range []string{p.NodeCACert, p.NodeCAKey} {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := pkiTestEnsure(t, dir, opts)
+	if again.NodeCACert == nil || again.NodeCACert.Equal(first.NodeCACert) || again.NodeCACert.Equal(again.CACert) {
+		t.Fatal("no new node CA, or the cluster CA as node CA")
+	}
+	if !again.CACert.Equal(first.CACert) {
+		t.Error("the cluster CA changed")
+	}
+	if st, err := os.Stat(p.NodeCAKey); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("node CA key: %v %v", st, err)
+	}
+	third := pkiTestEnsure(t, dir, opts)
+	if !third.NodeCACert.Equal(again.NodeCACert) {
+		t.Error("the node CA changed across a restart")
 	}
 }

@@ -19,8 +19,9 @@ import (
 // clusterSecrets are the credentials every control plane of a cluster
 // shares, kept in etcd under the prefix's bootstrap key: the CA that
 // signs each one's serving certificate and every agent's, the admin and
-// node tokens, and the key that signs service-account tokens and node
-// credentials. Anyone who reads them is the cluster's admin, as anyone
+// node tokens, the key that signs service-account tokens and node
+// credentials, and the node CA that signs agents' serving certificates
+// (which every control plane's container proxy must trust). Anyone who reads them is the cluster's admin, as anyone
 // who reads a Kubernetes cluster's etcd is: give etcd client
 // certificates (--etcd-certfile) and keep it to the control planes.
 type clusterSecrets struct {
@@ -29,6 +30,10 @@ type clusterSecrets struct {
 	AdminToken []byte `json:"adminToken"`
 	NodeToken  []byte `json:"nodeToken"`
 	SAKey      []byte `json:"serviceAccountKey"`
+	// The node CA is missing from what a control plane of an older berth
+	// published: the first one to start with it adds its own.
+	NodeCACert []byte `json:"nodeCACert,omitempty"`
+	NodeCAKey  []byte `json:"nodeCAKey,omitempty"`
 }
 
 // secretFile is one shared secret and its file in the data dir.
@@ -43,6 +48,7 @@ func (cs *clusterSecrets) files(p CredentialPaths) []secretFile {
 		{p.CACert, &cs.CACert}, {p.CAKey, &cs.CAKey},
 		{p.AdminToken, &cs.AdminToken}, {p.NodeToken, &cs.NodeToken},
 		{p.SAKey, &cs.SAKey},
+		{p.NodeCACert, &cs.NodeCACert}, {p.NodeCAKey, &cs.NodeCAKey},
 	}
 }
 
@@ -66,6 +72,9 @@ func (cs *clusterSecrets) install(p CredentialPaths, key string) error {
 		return err
 	}
 	for _, f := range cs.files(p) {
+		if len(*f.data) == 0 {
+			continue // published by an older control plane
+		}
 		have, err := os.ReadFile(f.path)
 		switch {
 		case err == nil:
@@ -120,6 +129,18 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p C
 			if err != nil {
 				return nil, err
 			}
+			if len(cs.NodeCACert) == 0 {
+				// Published before the node CA existed: add this one's,
+				// unless another control plane added its own meanwhile.
+				added, err := addNodeCA(ctx, cli, key, resp.Kvs[0].ModRevision, &cs, p)
+				if err != nil {
+					return nil, err
+				}
+				if !added {
+					continue
+				}
+				log.Info("published this control plane's node CA as the cluster's", "etcd", key)
+			}
 			return record(creds)
 		}
 		if was, err := os.ReadFile(served); err == nil {
@@ -171,6 +192,42 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p C
 			}
 		}
 	}
+}
+
+// addNodeCA adds the data dir's node CA to the cluster's credentials at
+// key if they are still at revision rev. When another control plane
+// changed them first, the node CA made here is removed (false): the
+// caller reads the cluster's again and takes theirs.
+func addNodeCA(ctx context.Context, cli *clientv3.Client, key string, rev int64, cs *clusterSecrets, p CredentialPaths) (bool, error) {
+	var err error
+	if cs.NodeCACert, err = os.ReadFile(p.NodeCACert); err != nil {
+		return false, fmt.Errorf("credentials: %w", err)
+	}
+	if cs.NodeCAKey, err = os.ReadFile(p.NodeCAKey); err != nil {
+		return false, fmt.Errorf("credentials: %w", err)
+	}
+	data, err := json.Marshal(cs)
+	if err != nil {
+		return false, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	tresp, err := cli.Txn(rctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", rev)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return false, fmt.Errorf("credentials: write etcd %s: %w", key, err)
+	}
+	if tresp.Succeeded {
+		return true, nil
+	}
+	for _, path := range []string{p.NodeCACert, p.NodeCAKey} {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("credentials: %w", err)
+		}
+	}
+	return false, nil
 }
 
 // ClusterFile, in the data dir of a control plane that has served an etcd

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/url"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -73,7 +76,7 @@ func TestControlPlanesShareAnEtcdStore(t *testing.T) {
 
 	// The second took the cluster's credentials from etcd.
 	c1, c2 := first.Credentials(), second.Credentials()
-	if c1.AdminToken != c2.AdminToken || c1.NodeToken != c2.NodeToken || !bytes.Equal(c1.CAPEM, c2.CAPEM) {
+	if c1.AdminToken != c2.AdminToken || c1.NodeToken != c2.NodeToken || !bytes.Equal(c1.CAPEM, c2.CAPEM) || !c1.NodeCACert.Equal(c2.NodeCACert) {
 		t.Fatal("the control planes hold different credentials")
 	}
 	if !c2.ServingCert.Leaf.Equal(c2.ServingCert.Leaf) || c1.ServingCert.Leaf.Equal(c2.ServingCert.Leaf) {
@@ -206,4 +209,61 @@ func TestDataDirOfAnEtcdClusterIsRefusedAStoreOfItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	startControlPlane(t, dir, StoreMemory)
+}
+
+// TestClusterCredentialsGainTheNodeCA: credentials an older control plane
+// published in etcd, without a node CA, get the node CA of the first
+// control plane that starts with one, and every other takes that one, so
+// each control plane's proxy trusts every agent's certificate.
+func TestClusterCredentialsGainTheNodeCA(t *testing.T) {
+	ep := etcdtest.Start(t)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	const key = "/berth-test/bootstrap"
+	opts := PKIOptions{Listen: "127.0.0.1:0", Hostname: "h"}
+	older := t.TempDir()
+	if _, err := EnsureCredentials(older, opts); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := readSecrets(PathsIn(older))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.NodeCACert, cs.NodeCAKey = nil, nil
+	data, err := json.Marshal(cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, key, string(data)); err != nil {
+		t.Fatal(err)
+	}
+	share := func() *Credentials {
+		dir := t.TempDir()
+		creds, err := shareCredentials(ctx, cli, key, PathsIn(dir), slog.New(slog.DiscardHandler), func() (*Credentials, error) {
+			return EnsureCredentials(dir, opts)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return creds
+	}
+	a, b := share(), share()
+	if a.NodeCACert == nil || !a.NodeCACert.Equal(b.NodeCACert) {
+		t.Fatal("the control planes hold different node CAs")
+	}
+	if !bytes.Equal(a.CAPEM, b.CAPEM) || !bytes.Equal(bytes.TrimSpace(a.CAPEM), bytes.TrimSpace(cs.CACert)) {
+		t.Error("the cluster CA is not the published one")
+	}
+	resp, err := cli.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now clusterSecrets
+	if err := json.Unmarshal(resp.Kvs[0].Value, &now); err != nil || len(now.NodeCAKey) == 0 {
+		t.Fatalf("etcd holds no node CA: %v", err)
+	}
 }

@@ -52,7 +52,8 @@ func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer,
 	if !ok {
 		return nil, errors.New("container proxy: no pods kind")
 	}
-	s.containers = NewContainerProxy(s.store, s.creds.CAPool, clientCert, s.log)
+	// Agents' serving certificates come from the node CA alone.
+	s.containers = NewContainerProxy(s.store, s.creds.NodeCAPool, clientCert, s.log)
 	a.HandleSubresource(pods, "log", s.containers.Serve)
 	a.HandleSubresource(pods, "exec", s.containers.ServeExec)
 	a.HandleSubresource(pods, "attach", s.containers.ServeAttach)
@@ -63,7 +64,7 @@ func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer,
 // ContainerProxy serves pods/log, pods/exec, pods/attach, pods/portforward
 // and the resource metrics of metrics.k8s.io: it finds the node a pod is
 // bound to and reaches that node's agent (for the metrics, every agent
-// needed), over TLS verified against the cluster CA, presenting the API
+// needed), over TLS verified against the node CA, presenting the API
 // server's client certificate. One transport serves every request, so
 // connections to agents are kept.
 type ContainerProxy struct {

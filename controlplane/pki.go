@@ -110,8 +110,19 @@ func servingSANs(listen, hostname string, extra []string) SANs {
 	return s
 }
 
-// certAuthority is the cluster CA: it signs the serving certificate, and
-// agents and kubeconfigs trust it.
+// The CAs of a data dir, by the prefix of their common names.
+const (
+	// clusterCAName is the cluster CA's: it signs the API server's serving
+	// certificate and its client certificate to agents; agents and
+	// kubeconfigs trust it.
+	clusterCAName = "berth-ca"
+	// nodeCAName is the node CA's: it signs agents' serving certificates,
+	// which only the API server trusts (as kubelet serving certificates
+	// have a CA of their own in kubeadm).
+	nodeCAName = "berth-node-ca"
+)
+
+// certAuthority is a CA of the data dir, its key included.
 type certAuthority struct {
 	cert *x509.Certificate
 	pem  []byte
@@ -123,25 +134,25 @@ type certAuthority struct {
 // because agents and kubeconfigs elsewhere still trust the old one. A key
 // without its certificate (a crash between the two writes) gets a new
 // certificate for the same key.
-func ensureCA(p CredentialPaths, now time.Time) (*certAuthority, error) {
-	certPEM, certErr := os.ReadFile(p.CACert)
-	key, keyErr := loadPrivateKey(p.CAKey)
+func ensureCA(certPath, keyPath, name string, now time.Time) (*certAuthority, error) {
+	certPEM, certErr := os.ReadFile(certPath)
+	key, keyErr := loadPrivateKey(keyPath)
 	switch {
 	case certErr == nil && keyErr == nil:
 		cert, err := parseCertPEM(certPEM)
 		if err != nil {
-			return nil, fmt.Errorf("load CA %s: %w", p.CACert, err)
+			return nil, fmt.Errorf("load CA %s: %w", certPath, err)
 		}
 		if !cert.IsCA || !publicKeysEqual(cert.PublicKey, key.Public()) {
-			return nil, fmt.Errorf("load CA: %s is not a CA certificate for the key in %s", p.CACert, p.CAKey)
+			return nil, fmt.Errorf("load CA: %s is not a CA certificate for the key in %s", certPath, keyPath)
 		}
 		if !now.Before(cert.NotAfter) {
 			return nil, fmt.Errorf("load CA: %s expired at %s; remove %s and %s to create a new CA (agents must then trust the new one)",
-				p.CACert, cert.NotAfter.Format(time.RFC3339), p.CACert, p.CAKey)
+				certPath, cert.NotAfter.Format(time.RFC3339), certPath, keyPath)
 		}
 		return &certAuthority{cert: cert, pem: certPEM, key: key}, nil
 	case certErr == nil && errors.Is(keyErr, fs.ErrNotExist):
-		return nil, fmt.Errorf("load CA: %s exists but its key %s does not", p.CACert, p.CAKey)
+		return nil, fmt.Errorf("load CA: %s exists but its key %s does not", certPath, keyPath)
 	case certErr != nil && !errors.Is(certErr, fs.ErrNotExist):
 		return nil, fmt.Errorf("load CA: %w", certErr)
 	case keyErr != nil && !errors.Is(keyErr, fs.ErrNotExist):
@@ -153,7 +164,7 @@ func ensureCA(p CredentialPaths, now time.Time) (*certAuthority, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := writePrivateKey(p.CAKey, k); err != nil {
+		if err := writePrivateKey(keyPath, k); err != nil {
 			return nil, err
 		}
 		key = k
@@ -164,7 +175,7 @@ func ensureCA(p CredentialPaths, now time.Time) (*certAuthority, error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: fmt.Sprintf("berth-ca@%d", now.Unix())},
+		Subject:               pkix.Name{CommonName: fmt.Sprintf("%s@%d", name, now.Unix())},
 		NotBefore:             now.Add(-certBackdate),
 		NotAfter:              now.Add(CALifetime),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
@@ -181,7 +192,7 @@ func ensureCA(p CredentialPaths, now time.Time) (*certAuthority, error) {
 		return nil, fmt.Errorf("create CA certificate: %w", err)
 	}
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
-	if err := writeFileAtomic(p.CACert, certPEM, 0o644); err != nil {
+	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return &certAuthority{cert: cert, pem: certPEM, key: key}, nil

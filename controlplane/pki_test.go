@@ -85,8 +85,8 @@ func TestPKIFirstStart(t *testing.T) {
 
 	want := map[string]fs.FileMode{
 		p.Dir: 0o700, p.TLSDir: 0o700,
-		p.CAKey: 0o600, p.ServerKey: 0o600, p.AdminToken: 0o600, p.NodeToken: 0o600, p.SAKey: 0o600, p.AdminKubeconfig: 0o600,
-		p.CACert: 0o644, p.ServerCert: 0o644,
+		p.CAKey: 0o600, p.NodeCAKey: 0o600, p.ServerKey: 0o600, p.AdminToken: 0o600, p.NodeToken: 0o600, p.SAKey: 0o600, p.AdminKubeconfig: 0o600,
+		p.CACert: 0o644, p.NodeCACert: 0o644, p.ServerCert: 0o644,
 	}
 	for path, mode := range want {
 		if got := pkiTestMode(t, path); got != mode {
@@ -94,7 +94,7 @@ func TestPKIFirstStart(t *testing.T) {
 		}
 	}
 	files := pkiTestFiles(t, dir)
-	if len(files) != 8 {
+	if len(files) != 10 {
 		t.Errorf("files %v", pkiTestNames(files))
 	}
 	for name := range files {

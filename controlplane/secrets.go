@@ -26,6 +26,8 @@ type CredentialPaths struct {
 	TLSDir          string
 	CACert          string
 	CAKey           string
+	NodeCACert      string
+	NodeCAKey       string
 	ServerCert      string
 	ServerKey       string
 	AdminToken      string
@@ -42,6 +44,8 @@ func PathsIn(dataDir string) CredentialPaths {
 		TLSDir:          tlsDir,
 		CACert:          filepath.Join(tlsDir, "ca.crt"),
 		CAKey:           filepath.Join(tlsDir, "ca.key"),
+		NodeCACert:      filepath.Join(tlsDir, "node-ca.crt"),
+		NodeCAKey:       filepath.Join(tlsDir, "node-ca.key"),
 		ServerCert:      filepath.Join(tlsDir, "server.crt"),
 		ServerKey:       filepath.Join(tlsDir, "server.key"),
 		AdminToken:      filepath.Join(dataDir, "admin-token"),
@@ -78,10 +82,18 @@ type Credentials struct {
 	CACert *x509.Certificate
 	CAPEM  []byte
 	CAPool *x509.CertPool
+	// NodeCACert is the node CA, which signs agents' serving
+	// certificates and nothing else; NodeCAPool holds it for the API
+	// server's connections to agents. No API client trusts it, so no
+	// certificate a join obtains can pass for the API server.
+	NodeCACert *x509.Certificate
+	NodeCAPool *x509.CertPool
 	// ServingCert is the API server's certificate, with Leaf set.
 	ServingCert tls.Certificate
 	// SANs are the names ServingCert was required to cover.
 	SANs SANs
+	// Hostname is the machine's host name, one of SANs.
+	Hostname string
 	// AdminToken is the bearer token of the admin identity.
 	AdminToken string
 	// NodeToken is the join token agents trade for node credentials.
@@ -129,7 +141,13 @@ func EnsureCredentials(dataDir string, opts PKIOptions) (*Credentials, error) {
 		return nil, err
 	}
 	now := opts.Clock.Now()
-	ca, err := ensureCA(p, now)
+	ca, err := ensureCA(p.CACert, p.CAKey, clusterCAName, now)
+	if err != nil {
+		return nil, err
+	}
+	// A data dir made before the node CA existed gets one now; agents
+	// get certificates of it when they next join (at start or renewal).
+	nodeCA, err := ensureCA(p.NodeCACert, p.NodeCAKey, nodeCAName, now)
 	if err != nil {
 		return nil, err
 	}
@@ -155,13 +173,18 @@ func EnsureCredentials(dataDir string, opts PKIOptions) (*Credentials, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
+	nodePool := x509.NewCertPool()
+	nodePool.AddCert(nodeCA.cert)
 	return &Credentials{
 		Paths:       p,
 		CACert:      ca.cert,
 		CAPEM:       ca.pem,
 		CAPool:      pool,
+		NodeCACert:  nodeCA.cert,
+		NodeCAPool:  nodePool,
 		ServingCert: serving,
 		SANs:        sans,
+		Hostname:    opts.Hostname,
 		AdminToken:  adminToken,
 		NodeToken:   nodeToken,
 		SigningKey:  saKey,

@@ -521,7 +521,7 @@ func (s *Server) buildAPI() error {
 	s.containers.registerMetrics(a, authz)
 	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer, issue), false)
 	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
-	a.Handle(HooksPath, &webhook{secret: s.hookKey, trigger: s.sources.Trigger, log: s.log}, false)
+	a.Handle(HooksPath, newWebhook(s.hookKey, s.sources.Trigger, s.log, s.cfg.Clock), false)
 	s.api = a
 	return nil
 }

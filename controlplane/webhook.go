@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/apiserver"
 )
@@ -59,11 +60,18 @@ func ReadWebhookSecret(path string) ([]byte, error) {
 // source; 401 for a bad or missing signature (nothing is synced); 404 for
 // a source that is not configured; 403 for every request when the server
 // has no secret (webhooks are off); 405 for another method; 413 for a body
-// over MaxWebhookBody.
+// over MaxWebhookBody; 429 with Retry-After, before anything is read, for
+// a source address that sent more bad signatures than peerLimiter forgives,
+// whose refusals are logged once, not once a request.
 type webhook struct {
 	secret  []byte
 	trigger func(name string) bool
 	log     *slog.Logger
+	limit   *peerLimiter
+}
+
+func newWebhook(secret []byte, trigger func(string) bool, log *slog.Logger, clk clock.PassiveClock) *webhook {
+	return &webhook{secret: secret, trigger: trigger, log: log, limit: newPeerLimiter(clk)}
 }
 
 var hooksResource = schema.GroupResource{Group: "berth.dev", Resource: "hooks"}
@@ -80,13 +88,26 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			errors.New("webhooks are disabled: the server has no --webhook-secret-file")))
 		return
 	}
+	peer := peerKey(r.RemoteAddr)
+	if wait := h.limit.wait(peer); wait > 0 {
+		if ok, suppressed := h.limit.logRefusal(peer, true); ok {
+			h.log.Warn("webhook: too many bad signatures; refusing the sender until it may try again",
+				"remote", r.RemoteAddr, "retry_after", wait, "suppressed", suppressed)
+		}
+		apiserver.WriteError(w, apierrors.NewTooManyRequests(
+			"too many bad webhook signatures from this address: retry later", retryAfter(wait)))
+		return
+	}
 	ok, err := h.authentic(w, r)
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return
 	}
 	if !ok {
-		h.log.Warn("webhook refused: bad or missing signature", "source", name, "remote", r.RemoteAddr)
+		h.limit.fail(peer)
+		if ok, suppressed := h.limit.logRefusal(peer, false); ok {
+			h.log.Warn("webhook refused: bad or missing signature", "source", name, "remote", r.RemoteAddr, "suppressed", suppressed)
+		}
 		apiserver.WriteError(w, apierrors.NewUnauthorized(
 			"bad or missing webhook signature: send "+HeaderHubSignature256+": sha256=<hex HMAC-SHA256 of the body> or "+HeaderGitlabToken))
 		return

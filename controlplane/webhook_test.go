@@ -1,19 +1,27 @@
 package controlplane
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // triggers records the sources a webhook triggered.
@@ -83,7 +91,7 @@ func TestWebhook(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := &triggers{}
-			h := &webhook{secret: []byte(secret), trigger: tr.trigger, log: slog.New(slog.DiscardHandler)}
+			h := newWebhook([]byte(secret), tr.trigger, slog.New(slog.DiscardHandler), clock.RealClock{})
 			if tt.noSecret {
 				h.secret = nil
 			}
@@ -126,7 +134,7 @@ func TestWebhook(t *testing.T) {
 // a malformed signature or a wrong GitLab token is refused without a byte
 // of its body read, however large it says it is.
 func TestWebhookRefusesBeforeReading(t *testing.T) {
-	h := &webhook{secret: []byte("s3cret"), trigger: (&triggers{}).trigger, log: slog.New(slog.DiscardHandler)}
+	h := newWebhook([]byte("s3cret"), (&triggers{}).trigger, slog.New(slog.DiscardHandler), clock.RealClock{})
 	for name, header := range map[string]map[string]string{
 		"no credential":       nil,
 		"signature not hex":   {HeaderHubSignature256: "sha256=zz"},
@@ -178,4 +186,143 @@ func TestReadWebhookSecret(t *testing.T) {
 	if _, err := ReadWebhookSecret(filepath.Join(dir, "none")); err == nil {
 		t.Error("a missing file was accepted")
 	}
+}
+
+// countingHandler counts the log records written through it.
+type countingHandler struct {
+	slog.Handler
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (c *countingHandler) Handle(context.Context, slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return nil
+}
+
+func (c *countingHandler) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// post sends a request from an address straight to the handler.
+func post(h http.Handler, remote string, header map[string]string, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodPost, "/hooks/fleet", strings.NewReader(body))
+	r.RemoteAddr = remote
+	for k, v := range header {
+		r.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+// TestWebhookLimitsBadSignatures: 2,000 bad signatures from one address
+// cost a handful of log lines, not 2,000; past the burst the sender gets
+// 429 with a Retry-After before its body is read, and may try again once
+// that has passed; another address is heard meanwhile.
+func TestWebhookLimitsBadSignatures(t *testing.T) {
+	const secret, body = "s3cret", `{"ref":"refs/heads/main"}`
+	logs := &countingHandler{Handler: slog.DiscardHandler}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_700_000_000, 0))
+	tr := &triggers{}
+	h := newWebhook([]byte(secret), tr.trigger, slog.New(logs), clk)
+	bad := map[string]string{HeaderHubSignature256: sign("guess", body)}
+	codes := map[int]int{}
+	var retry string
+	for range 2000 {
+		rec := post(h, "203.0.113.7:40000", bad, body)
+		codes[rec.Code]++
+		if rec.Code == http.StatusTooManyRequests {
+			retry = rec.Header().Get("Retry-After")
+		}
+	}
+	if codes[http.StatusUnauthorized] != failureBurst || codes[http.StatusTooManyRequests] != 2000-failureBurst {
+		t.Errorf("codes %v, want %d × 401 then 429", codes, failureBurst)
+	}
+	if n := logs.count(); n == 0 || n > failureBurst+1 {
+		t.Errorf("%d log lines for 2,000 bad signatures, want at most %d", n, failureBurst+1)
+	}
+	secs, err := strconv.Atoi(retry)
+	if err != nil || secs < 1 {
+		t.Fatalf("Retry-After %q", retry)
+	}
+	// A throttled sender's body is not read.
+	counted := &countingReader{r: strings.NewReader(strings.Repeat("x", 1<<20))}
+	r := httptest.NewRequest(http.MethodPost, "/hooks/fleet", counted)
+	r.RemoteAddr = "203.0.113.7:40001"
+	r.Header.Set(HeaderHubSignature256, sign("guess", "x"))
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if counted.n != 0 {
+		t.Errorf("a throttled sender had %d bytes read", counted.n)
+	}
+	// Another address, with the secret, is heard meanwhile.
+	if rec := post(h, "[2001:db8::1]:443", map[string]string{HeaderHubSignature256: sign(secret, body)}, body); rec.Code != http.StatusAccepted {
+		t.Errorf("another sender: %d, want 202", rec.Code)
+	}
+	// Once Retry-After has passed, the sender is heard again.
+	clk.SetTime(clk.Now().Add(time.Duration(secs) * time.Second))
+	if rec := post(h, "203.0.113.7:40002", map[string]string{HeaderGitlabToken: secret}, body); rec.Code != http.StatusAccepted {
+		t.Errorf("after Retry-After: %d, want 202", rec.Code)
+	}
+}
+
+// TestWebhookLimiterIsBounded: senders from ever new addresses fill no
+// more than maxPeers limiters, forgotten once they would be full again,
+// and their refusals' log lines stay paced.
+func TestWebhookLimiterIsBounded(t *testing.T) {
+	logs := &countingHandler{Handler: slog.DiscardHandler}
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1_700_000_000, 0))
+	h := newWebhook([]byte("s3cret"), (&triggers{}).trigger, slog.New(logs), clk)
+	for i := range 3 * maxPeers {
+		remote := netip.AddrPortFrom(netip.AddrFrom4([4]byte{198, 18, byte(i >> 8), byte(i)}), 1000)
+		post(h, remote.String(), nil, "")
+	}
+	if n := len(h.limit.peers); n > maxPeers+1 {
+		t.Errorf("%d limiters kept, want at most %d", n, maxPeers+1)
+	}
+	if n := logs.count(); n > refusalLogBurst {
+		t.Errorf("%d log lines for %d senders in no time, want at most %d", n, 3*maxPeers, refusalLogBurst)
+	}
+	clk.SetTime(clk.Now().Add(failureBurst * failureEvery))
+	post(h, "192.0.2.1:1", nil, "")
+	if n := len(h.limit.peers); n != 1 {
+		t.Errorf("%d limiters kept once the others refilled, want 1", n)
+	}
+}
+
+func TestPeerKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"203.0.113.7:40000":       "203.0.113.7/32",
+		"[::ffff:203.0.113.7]:1":  "203.0.113.7/32",
+		"[2001:db8::1:2:3:4]:443": "2001:db8::/64",
+		"[fe80::1%eth0]:443":      "fe80::/64",
+		"not an address":          "invalid Prefix",
+		"[2001:db8:0:1::9]:443":   "2001:db8:0:1::/64",
+	} {
+		if got := peerKey(in).String(); got != want {
+			t.Errorf("peerKey(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// FuzzPeerKey: any remote address gives a key, never a panic, and an
+// address that parses gives a valid prefix holding it.
+func FuzzPeerKey(f *testing.F) {
+	for _, s := range []string{"203.0.113.7:1", "[2001:db8::1]:443", "[fe80::1%eth0]:1", "", ":", "[::ffff:1.2.3.4]:5", "garbage"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, remote string) {
+		k := peerKey(remote)
+		if host, _, err := net.SplitHostPort(remote); err == nil {
+			if a, err := netip.ParseAddr(host); err == nil && (!k.IsValid() || !k.Contains(a.Unmap().WithZone(""))) {
+				t.Errorf("peerKey(%q) = %s, which does not hold %s", remote, k, a)
+			}
+		}
+	})
 }

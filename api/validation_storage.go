@@ -130,6 +130,11 @@ func validateStorageClass(sc *StorageClass) field.ErrorList {
 	if len(sc.Parameters) > maxStorageClassParameters {
 		errs = append(errs, field.TooMany(field.NewPath("parameters"), len(sc.Parameters), maxStorageClassParameters))
 	}
+	// The local-path provisioner puts volumes under nodePath on the node:
+	// a relative one would name a directory nobody can tell.
+	if np, ok := sc.Parameters[LocalPathNodePath]; ok && sc.Provisioner == LocalPathProvisioner {
+		errs = append(errs, validateLocalPathNodePath(np, field.NewPath("parameters").Key(LocalPathNodePath))...)
+	}
 	// Recycling is a property of a volume, never of a class.
 	policies := []PersistentVolumeReclaimPolicy{PersistentVolumeReclaimDelete, PersistentVolumeReclaimRetain}
 	if rp := sc.ReclaimPolicy; rp != nil && !slices.Contains(policies, *rp) {
@@ -139,4 +144,15 @@ func validateStorageClass(sc *StorageClass) field.ErrorList {
 		errs = append(errs, field.NotSupported(field.NewPath("volumeBindingMode"), *bm, bindingModes))
 	}
 	return errs
+}
+
+// validateLocalPathNodePath checks the nodePath of a local-path class: an
+// absolute path without '..', as a local volume's path must be, for the
+// volumes' paths are made from it. Empty is as good as unset: the node's
+// local-path root.
+func validateLocalPathNodePath(np string, p *field.Path) field.ErrorList {
+	if np != "" && !strings.HasPrefix(np, "/") {
+		return field.ErrorList{field.Invalid(p, np, "must be an absolute path")}
+	}
+	return validateNoBacksteps(np, p)
 }

@@ -597,6 +597,14 @@ func TestValidateStorage(t *testing.T) {
 		{"provisioner name", func(o *StorageClass) { o.Provisioner = "my provisioner" }, []string{"provisioner: Invalid value"}},
 		{"reclaim policy", func(o *StorageClass) { o.ReclaimPolicy = ptr(PersistentVolumeReclaimRecycle) }, []string{`reclaimPolicy: Unsupported value: "Recycle"`}},
 		{"binding mode", func(o *StorageClass) { o.VolumeBindingMode = ptr(VolumeBindingMode("Later")) }, []string{`volumeBindingMode: Unsupported value: "Later"`}},
+		{"relative nodePath", func(o *StorageClass) { o.Parameters = map[string]string{LocalPathNodePath: "data/volumes"} }, []string{`parameters[nodePath]: Invalid value: "data/volumes": must be an absolute path`}},
+		{"nodePath with ..", func(o *StorageClass) { o.Parameters = map[string]string{LocalPathNodePath: "/srv/../etc"} }, []string{`parameters[nodePath]: Invalid value: "/srv/../etc": must not contain '..'`}},
+		{"empty nodePath", func(o *StorageClass) { o.Parameters = map[string]string{LocalPathNodePath: ""} }, nil},
+		{"absolute nodePath", func(o *StorageClass) { o.Parameters = map[string]string{LocalPathNodePath: "/srv/volumes/"} }, nil},
+		{"another provisioner's nodePath", func(o *StorageClass) {
+			o.Provisioner = "example.com/nfs"
+			o.Parameters = map[string]string{LocalPathNodePath: "relative"}
+		}, nil},
 	})
 }
 

@@ -64,12 +64,21 @@ func (r *Reconciler) provision(ctx context.Context, claim *api.PersistentVolumeC
 // that node and the class's reclaim policy, pre-bound to the claim.
 func LocalPathVolume(claim *api.PersistentVolumeClaim, class *api.StorageClass, node *api.Node) (*api.PersistentVolume, error) {
 	root := class.Parameters[api.LocalPathNodePath]
-	if root == "" {
+	switch {
+	case root != "" && !filepath.IsAbs(root):
+		// Validation refuses it now; a class stored before may hold one.
+		return nil, fmt.Errorf("class %s: parameters[%s] %q is not an absolute path",
+			class.Name, api.LocalPathNodePath, root)
+	case root == "":
 		root = node.Annotations[api.AnnotationLocalPathRoot]
-	}
-	if root == "" || !filepath.IsAbs(root) {
-		return nil, fmt.Errorf("node %s publishes no local-path root (annotation %s) and class %s sets no %s",
-			node.Name, api.AnnotationLocalPathRoot, class.Name, api.LocalPathNodePath)
+		if root == "" {
+			return nil, fmt.Errorf("node %s publishes no local-path root (annotation %s) and class %s sets no %s",
+				node.Name, api.AnnotationLocalPathRoot, class.Name, api.LocalPathNodePath)
+		}
+		if !filepath.IsAbs(root) {
+			return nil, fmt.Errorf("node %s: local-path root %q (annotation %s) is not an absolute path, and class %s sets no %s",
+				node.Name, root, api.AnnotationLocalPathRoot, class.Name, api.LocalPathNodePath)
+		}
 	}
 	name := "pvc-" + string(claim.UID)
 	policy := api.PersistentVolumeReclaimDelete

@@ -33,6 +33,9 @@ func ContentSum(data []byte) string {
 type Contents struct {
 	Files    []File
 	Problems api.ErrorList
+	// Skipped are the symbolic links a directory source did not follow,
+	// for leading out of it: a warning, not a problem.
+	Skipped []SkippedLink
 }
 
 // ContentHash is the ID of a dir or http revision: "sha256:<hex>" over the

@@ -75,7 +75,9 @@ func (c cachedFile) sameFile(o cachedFile) bool {
 // ReadDir reads the manifests at root: when root is a directory, every
 // *.yaml, *.yml and *.json file below it (or in it, when Flat), dot files
 // and dot folders skipped, symbolic links followed but never twice to the
-// same file or folder, so that a loop ends; when root is a file, that file
+// same file or folder, so that a loop ends, and only to what lies inside
+// root (a link out of it is skipped, and listed in Contents.Skipped), as a
+// git source follows none; when root is a file, that file
 // whatever its name. Files are named by their slash path relative to root
 // (a single file by its base name). A file over MaxFileSize, or one that
 // cannot be read, is a problem naming it; the rest is still read. The
@@ -110,6 +112,9 @@ func ReadDir(root string, opts ReadDirOptions) (Contents, []string, error) {
 		return w.contents, nil, nil
 	}
 	w.seen[idOf(root, fi)] = true
+	if w.real, err = filepath.EvalSymlinks(root); err != nil {
+		w.real = filepath.Clean(root)
+	}
 	if err := w.dir(root, ""); err != nil {
 		w.cache = nil
 		return Contents{}, nil, fmt.Errorf("read %s: %w", root, unwrapPath(err))
@@ -119,6 +124,14 @@ func ReadDir(root string, opts ReadDirOptions) (Contents, []string, error) {
 	for len(w.links) > 0 {
 		l := w.links[0]
 		w.links = w.links[1:]
+		target, err := filepath.EvalSymlinks(l.path)
+		if err != nil {
+			continue // a dangling link names nothing to read
+		}
+		if !within(w.real, target) {
+			w.contents.Skipped = append(w.contents.Skipped, SkippedLink{Name: l.rel, Target: target})
+			continue
+		}
 		w.entry(l.path, l.rel, true)
 	}
 	return w.contents, w.dirs, nil
@@ -139,7 +152,9 @@ func IsManifest(name string) bool {
 
 // walker collects the manifest files below a directory.
 type walker struct {
-	root     string
+	root string
+	// real is root with its links resolved: what links must stay inside.
+	real     string
 	flat     bool
 	seen     map[fileID]bool
 	contents Contents
@@ -152,6 +167,22 @@ type walker struct {
 }
 
 type link struct{ path, rel string }
+
+// SkippedLink is a symbolic link a directory source did not follow: it
+// leads out of the source's root.
+type SkippedLink struct {
+	// Name is the link's slash path relative to the root; Target where it
+	// leads, resolved.
+	Name, Target string
+}
+
+func (l SkippedLink) String() string { return l.Name + " -> " + l.Target }
+
+// within reports whether path, resolved, lies in or under dir, resolved.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
 
 // fileID identifies a file or folder whatever path reaches it.
 type fileID struct {

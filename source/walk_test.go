@@ -221,3 +221,85 @@ func TestReadDirCacheRereadsRacyFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestReadDirStaysInsideRoot: links that lead out of the root, to a
+// manifest or to a folder, are skipped and listed, never read or walked;
+// links that stay inside are followed, and a root that is itself a link
+// counts as the folder it leads to.
+func TestReadDirStaysInsideRoot(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "src")
+	outside := filepath.Join(base, "outside")
+	write(t, filepath.Join(root, "a.yaml"), configMap("a"))
+	write(t, filepath.Join(root, "apps", "b.yaml"), configMap("b"))
+	write(t, filepath.Join(outside, "secret.yaml"), configMap("secret"))
+	write(t, filepath.Join(outside, "deep", "more.yaml"), configMap("more"))
+	for link, target := range map[string]string{
+		"stolen.yaml":      filepath.Join(outside, "secret.yaml"),
+		"relative.yaml":    "../outside/secret.yaml",
+		"tree":             outside,
+		"apps/up":          "../..",
+		"inside.yaml":      "apps/b.yaml",
+		"apps/again":       "..",
+		"apps/sibling.yml": "../a.yaml",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []string{root, filepath.Join(base, "via-link")} {
+		if r != root {
+			if err := os.Symlink(root, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, dirs, err := ReadDir(r, ReadDirOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(c.Files), "a.yaml apps/b.yaml"; got != want {
+			t.Errorf("%s: files %q, want %q", r, got, want)
+		}
+		var skipped []string
+		for _, l := range c.Skipped {
+			skipped = append(skipped, l.String())
+		}
+		slices.Sort(skipped)
+		want := []string{
+			"apps/up -> " + base,
+			"relative.yaml -> " + filepath.Join(outside, "secret.yaml"),
+			"stolen.yaml -> " + filepath.Join(outside, "secret.yaml"),
+			"tree -> " + outside,
+		}
+		if !slices.Equal(skipped, want) {
+			t.Errorf("%s: skipped %q, want %q", r, skipped, want)
+		}
+		for _, d := range dirs {
+			if strings.Contains(d, "outside") || strings.HasSuffix(d, "up") {
+				t.Errorf("%s: walked %s, out of the root", r, d)
+			}
+		}
+		if !slices.Equal(dirs, []string{r, filepath.Join(r, "apps")}) {
+			t.Errorf("%s: dirs %v", r, dirs)
+		}
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tt := range []struct {
+		dir, path string
+		want      bool
+	}{
+		{"/src", "/src", true},
+		{"/src", "/src/a.yaml", true},
+		{"/src", "/src/..a/b", true},
+		{"/src", "/srcx/a.yaml", false},
+		{"/src", "/", false},
+		{"/src", "/other", false},
+		{"/", "/usr", true},
+	} {
+		if got := within(tt.dir, tt.path); got != tt.want {
+			t.Errorf("within(%s, %s) = %v, want %v", tt.dir, tt.path, got, tt.want)
+		}
+	}
+}

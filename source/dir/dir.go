@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -45,6 +46,8 @@ type Dir struct {
 	decoder source.Decoder
 	// cache spares a relist reading the files that did not change.
 	cache source.ReadCache
+	// skipped is the links out of the tree last warned of.
+	skipped string
 }
 
 var _ source.Source = (*Dir)(nil)
@@ -117,6 +120,7 @@ func (d *Dir) read(have string) (source.Revision, []string) {
 	if err != nil {
 		return source.Revision{ID: d.lastID, Err: err}, dirs
 	}
+	d.warnSkipped(contents.Skipped)
 	id := contents.ContentHash()
 	d.lastID = id
 	if id == have {
@@ -133,4 +137,27 @@ func watchedParent(root string, err error) string {
 		return filepath.Dir(root)
 	}
 	return root
+}
+
+// maxSkippedNamed is how many links out of the tree one warning names.
+const maxSkippedNamed = 10
+
+// warnSkipped says which links out of the tree were not followed: once
+// each time they change, naming the first few.
+func (d *Dir) warnSkipped(links []source.SkippedLink) {
+	named := make([]string, 0, min(len(links), maxSkippedNamed))
+	for _, l := range links[:min(len(links), maxSkippedNamed)] {
+		named = append(named, l.String())
+	}
+	list := strings.Join(named, ", ")
+	if len(links) > maxSkippedNamed {
+		list += fmt.Sprintf(", and %d more", len(links)-maxSkippedNamed)
+	}
+	if list == d.skipped {
+		return
+	}
+	d.skipped = list
+	if len(links) > 0 {
+		d.log.Warn("symbolic links out of the source's directory are not followed", "count", len(links), "links", list)
+	}
 }

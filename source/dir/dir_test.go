@@ -1,10 +1,14 @@
 package dir
 
 import (
+	"bytes"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,5 +232,66 @@ func TestDirFileWrittenInSteps(t *testing.T) {
 	case r := <-h.out:
 		t.Fatalf("a second revision for one write: %s %v", objects(r), r.Errors)
 	case <-time.After(1500 * time.Millisecond):
+	}
+}
+
+// lockedBuffer is a log's output, written by the source's goroutine and
+// read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDirSkipsLinksOutOfTheTree: a link to a manifest out of the source's
+// folder is not applied, nor is a folder out of it walked or watched; one
+// warning names the first few such links, once until they change.
+func TestDirSkipsLinksOutOfTheTree(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "src")
+	write(t, filepath.Join(root, "a.yaml"), configMap("a", "1"))
+	write(t, filepath.Join(base, "elsewhere", "stolen.yaml"), configMap("stolen", "1"))
+	for i := range 25 {
+		if err := os.Symlink(filepath.Join(base, "elsewhere", "stolen.yaml"), filepath.Join(root, fmt.Sprintf("link%02d.yaml", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(base, filepath.Join(root, "up")); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	h := start(t, root, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r := h.receive()
+	if !r.OK() || objects(r) != "a.yaml:a" {
+		t.Fatalf("revision %s %v, want a.yaml alone", objects(r), r.Errors)
+	}
+	h.src.Trigger()
+	h.receive()
+	out := logs.String()
+	if n := strings.Count(out, "symbolic links out of"); n != 1 {
+		t.Errorf("%d warnings of links out of the tree, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "count=26") || !strings.Contains(out, "and 16 more") || len(out) > 4096 {
+		t.Errorf("warning %q, want the first 10 of 26 links named", out)
+	}
+	// A change to the links says so again.
+	if err := os.Remove(filepath.Join(root, "up")); err != nil {
+		t.Fatal(err)
+	}
+	h.src.Trigger()
+	h.receive()
+	if n := strings.Count(logs.String(), "symbolic links out of"); n != 2 {
+		t.Errorf("%d warnings after the links changed, want 2", n)
 	}
 }

@@ -138,7 +138,7 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	res := Result{Revision: rev.ID}
 	if rev.Err != nil {
 		res.Reason = api.ReasonFetchFailed
-		res.Message = fmt.Sprintf("cannot read the source: %v; still at revision %s", rev.Err, orNone(st.revision))
+		res.Message = fmt.Sprintf("cannot read the source: %s; still at revision %s", truncate(rev.Err.Error(), maxFetchErrorLen), orNone(st.revision))
 		return res, a.writeStatus(ctx, name, st, &res, opts)
 	}
 	desired, errs := Prepare(name, rev.Objects, rev.Errors, st.applied)

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -594,5 +595,45 @@ func TestFailedRevisionLoggedOnceAsWarning(t *testing.T) {
 	f.apply(decode(t, "r3", "bad.yaml", deployment("UPPER", 1)))
 	if count("WARN") != 3 {
 		t.Errorf("a failure after a success is not a new warning:\n%s", out.String())
+	}
+}
+
+// TestRejectedStatusIsBounded: a revision with thousands of errors, one
+// of them quoting a value of 200 kB, makes a Ready message, an event and
+// a log line of a few kilobytes that name the first errors and count the
+// rest; a source that cannot be read with a huge error is cut too.
+func TestRejectedStatusIsBounded(t *testing.T) {
+	f := newFixture(t)
+	var out testtool.Buffer
+	f.applier.log = slog.New(slog.NewTextHandler(&out, nil))
+	files := []string{"0-huge.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + strings.Repeat("X", 200_000) + "\n"}
+	for i := range 5000 {
+		files = append(files, fmt.Sprintf("f%04d.yaml", i), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndatum: {}\n")
+	}
+	res := f.apply(decode(t, "r1", files...))
+	n := len(res.Errors) // the huge name is wrong twice: too long, and not lower case
+	if res.Ready || n < 5001 {
+		t.Fatalf("result: ready %v, %d errors", res.Ready, len(res.Errors))
+	}
+	msg := f.ready().Message
+	if len(msg) > 32<<10 {
+		t.Errorf("Ready message of %d bytes, want at most 32 KiB", len(msg))
+	}
+	for _, want := range []string{fmt.Sprintf("%d errors", n), "0-huge.yaml:doc 0", "…(truncated)", `f0000.yaml:doc 0 (line 5): datum: unknown field "datum"`, fmt.Sprintf("… and %d more errors", n-maxStatusErrors)} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Ready message lacks %q", want)
+		}
+	}
+	if n := len(out.String()); n > 40<<10 {
+		t.Errorf("log of %d bytes for one rejected revision", n)
+	}
+	evs := f.events("", ReasonValidationFailed)
+	if len(evs) != 1 || len(evs[0].Message) > 4<<10 || !strings.Contains(evs[0].Message, fmt.Sprintf("and %d more", n-maxEventErrors)) {
+		t.Errorf("events %d, message %.300q…", len(evs), evs[0].Message)
+	}
+
+	res = f.apply(source.Revision{ID: "r2", Err: errors.New(strings.Repeat("E", 1<<20))})
+	if n := len(f.ready().Message); res.Ready || n > 8<<10 {
+		t.Errorf("a fetch error of 1 MiB made a Ready message of %d bytes", n)
 	}
 }

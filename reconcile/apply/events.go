@@ -84,9 +84,13 @@ func oneLine(msg string) string {
 		return msg
 	}
 	head, errs := lines[0], lines[1:]
+	more := 0
+	if _, err := fmt.Sscanf(errs[len(errs)-1], moreErrors, &more); err == nil {
+		errs = errs[:len(errs)-1]
+	}
 	out := head + " " + strings.Join(errs[:min(len(errs), maxEventErrors)], "; ")
-	if len(errs) > maxEventErrors {
-		out += fmt.Sprintf("; and %d more (the Ready condition lists them all)", len(errs)-maxEventErrors)
+	if len(errs)+more > maxEventErrors {
+		out += fmt.Sprintf("; and %d more (the Ready condition lists them)", len(errs)+more-maxEventErrors)
 	}
 	return out
 }

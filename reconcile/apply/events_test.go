@@ -48,7 +48,7 @@ func TestSourceEvents(t *testing.T) {
 		applied  = "Normal ReconciliationSucceeded (1): Applied revision r1: 1 created, 0 updated, 0 pruned, 0 unchanged"
 		rejected = "Warning ValidationFailed (%d): Revision r2 rejected, nothing applied (still at revision r1): 4 errors: " +
 			`bad.yaml:doc 0 (line 7): datum: unknown field "datum"; bad.yaml:doc 1 (line 15): datum: unknown field "datum"; ` +
-			`bad.yaml:doc 2 (line 23): datum: unknown field "datum"; and 1 more (the Ready condition lists them all)`
+			`bad.yaml:doc 2 (line 23): datum: unknown field "datum"; and 1 more (the Ready condition lists them)`
 		failed    = "Warning FetchFailed (1): cannot read the source: dial tcp: connection refused; still at revision r1"
 		recovered = "Normal ReconciliationSucceeded (1): Applied revision r1: 0 created, 0 updated, 0 pruned, 1 unchanged"
 	)

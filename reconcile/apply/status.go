@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,8 +90,24 @@ func appliedMessage(rev string, c Counts) string {
 	return msg
 }
 
-// rejectedMessage is the Ready message of a revision with errors: every
-// error, one per line, each with its file, document and field.
+// Bounds of a Ready message, so that a revision with a million errors, or
+// one error quoting a whole file, still makes a Source (and a log line) of
+// a few kilobytes, under the 32 KiB Kubernetes allows a condition's
+// message: the first maxStatusErrors errors, each cut at maxErrorLen bytes.
+const (
+	maxStatusErrors = 50
+	maxErrorLen     = 512
+	// maxFetchErrorLen bounds the error of a source that cannot be read.
+	maxFetchErrorLen = 4096
+)
+
+// moreErrors is the last line of a Ready message that lists only the
+// first maxStatusErrors errors.
+const moreErrors = "… and %d more errors"
+
+// rejectedMessage is the Ready message of a revision with errors: the
+// first maxStatusErrors errors, one per line, each with its file, document
+// and field, and how many more there are.
 func rejectedMessage(rev, applied string, errs api.ErrorList) string {
 	var b strings.Builder
 	n := "1 error"
@@ -98,11 +115,28 @@ func rejectedMessage(rev, applied string, errs api.ErrorList) string {
 		n = fmt.Sprintf("%d errors", len(errs))
 	}
 	fmt.Fprintf(&b, "Revision %s rejected, nothing applied (still at revision %s): %s:", orNone(rev), orNone(applied), n)
-	for _, e := range errs {
+	for _, e := range errs[:min(len(errs), maxStatusErrors)] {
 		b.WriteString("\n")
-		b.WriteString(e.Error())
+		b.WriteString(truncate(strings.ReplaceAll(e.Error(), "\n", " "), maxErrorLen))
+	}
+	if len(errs) > maxStatusErrors {
+		b.WriteString("\n")
+		fmt.Fprintf(&b, moreErrors, len(errs)-maxStatusErrors)
 	}
 	return b.String()
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, and says so.
+func truncate(s string, n int) string {
+	const cut = " …(truncated)"
+	if len(s) <= n {
+		return s
+	}
+	end := n - len(cut)
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + cut
 }
 
 // guardMessage is the Ready message of a revision held back by the prune

@@ -69,6 +69,13 @@ type Config struct {
 	HousekeepingPeriod time.Duration
 	// Runtime names the container runtime ("exec").
 	Runtime string
+	// PodNetwork is how the node joins the other nodes' pods:
+	// PodNetworkHostGW, PodNetworkNone, or empty for host-gw unless the
+	// runtime is exec, whose pods share the node's network.
+	PodNetwork string
+	// ClusterDNS is the cluster DNS server (host:port) the node-local
+	// DNS forwarder asks; empty: the Server's host, port 10053.
+	ClusterDNS string
 	// Version is reported on the Node.
 	Version string
 	// HeartbeatPeriod is how often the node's Lease is renewed (default
@@ -129,6 +136,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Runtime != RuntimeExec {
 		return nil, fmt.Errorf("--runtime %q: this build runs %q only", cfg.Runtime, RuntimeExec)
+	}
+	if err := cfg.checkPodNetwork(); err != nil {
+		return nil, err
 	}
 	if cfg.NodeName == "" {
 		h, err := os.Hostname()
@@ -440,6 +450,9 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	}).Run)
 	run(func(ctx context.Context) error { return a.watchPods(ctx, c) })
 	run(func(ctx context.Context) error { return a.reclaimVolumes(ctx, c) })
+	if a.cfg.podNetwork() == PodNetworkHostGW {
+		run(func(ctx context.Context) error { return a.runPodNetwork(ctx, c) })
+	}
 	<-ctx.Done()
 	wg.Wait()
 	return firstError(errs)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -220,6 +221,9 @@ func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions, 
 	cfg.CAData = creds.CAPEM
 	cfg.DataDir = filepath.Join(o.dataDir, "agent")
 	cfg.Logger = g.logger.With("component", "agent")
+	if cfg.ClusterDNS == "" {
+		cfg.ClusterDNS = embeddedClusterDNS(o.dns.Listen)
+	}
 	// The agent's pods that run as another user (runAsUser) pass through
 	// the server's data dir to their files. Passing through is all it
 	// allows: what the server keeps there is 0600, its tls/ 0700.
@@ -231,6 +235,21 @@ func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions, 
 		return nil, failed(fmt.Errorf("agent: %w (--agent=false runs the control plane alone)", err))
 	}
 	return a, nil
+}
+
+// embeddedClusterDNS is where the embedded agent's node-local DNS
+// forwarder reaches this server's DNS (--dns-listen): its host, or
+// loopback when it listens on every address; empty (the agent's default)
+// when the address does not parse.
+func embeddedClusterDNS(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // runServerAndAgent runs both until ctx ends or one fails, which stops the

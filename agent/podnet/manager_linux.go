@@ -2,6 +2,7 @@ package podnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -16,16 +17,18 @@ import (
 )
 
 // Manager keeps this node joined to the other nodes' pods: a route to
-// each one's podCIDR via its InternalIP (host-gw), IP forwarding on while
-// this node has a podCIDR of its own, and the node-local DNS forwarder on
-// that podCIDR's gateway address. It watches the Nodes through the API.
+// each one's podCIDR via its InternalIP (host-gw), and, while this node has
+// a podCIDR of its own, IP forwarding on, the masquerade of what its pods
+// send out of the cluster, and the node-local DNS forwarder on that
+// podCIDR's gateway address. It watches the Nodes through the API.
 //
-// When it stops it leaves the routes in place, so that pods keep talking
-// across an agent restart; the next start removes those of nodes gone
-// meanwhile. Cleanup removes them all.
+// When it stops it leaves the routes and the masquerade in place, so that
+// pods keep talking across an agent restart; the next start removes the
+// routes of nodes gone meanwhile. Cleanup removes them all.
 type Manager struct {
 	o      Options
 	router *Router
+	masq   *Masquerader
 	log    *slog.Logger
 
 	mu      sync.Mutex
@@ -56,7 +59,7 @@ func NewManager(o Options) (*Manager, error) {
 			return nil, fmt.Errorf("pod network: netlink: %w", err)
 		}
 	}
-	return &Manager{o: o, router: NewRouter(h), log: o.Logger.With("component", "podnet"), skipped: map[string]string{}}, nil
+	return &Manager{o: o, router: NewRouter(h), masq: NewMasquerader(o.NetNS), log: o.Logger.With("component", "podnet"), skipped: map[string]string{}}, nil
 }
 
 // Run keeps the routes and the forwarder in step with the Nodes until ctx
@@ -116,6 +119,13 @@ func (m *Manager) Sync(nodes []*api.Node) error {
 		if err := inNetNS(m.o.NetNS, func() error { return enableForwarding("/proc/sys", gw.Is4()) }); err != nil {
 			return err
 		}
+		cluster := []netip.Prefix{}
+		for _, r := range routes {
+			cluster = append(cluster, r.Dst)
+		}
+		if err := m.masq.Sync(netip.MustParsePrefix(own), cluster); err != nil {
+			return err
+		}
 		if err := m.ensureDNS(netip.AddrPortFrom(gw, DNSPort)); err != nil {
 			return err
 		}
@@ -130,11 +140,14 @@ func (m *Manager) Sync(nodes []*api.Node) error {
 	return nil
 }
 
-// Cleanup removes every berth route of the namespace and stops the
-// forwarder: what a node leaving the cluster for good does.
+// Cleanup removes every berth route of the namespace and berth's nftables
+// table, and stops the forwarder: what a node leaving the cluster for good
+// does.
 func (m *Manager) Cleanup() error {
 	m.stopDNS()
-	return m.router.Cleanup()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return errors.Join(m.router.Cleanup(), m.masq.Cleanup())
 }
 
 // Routes is what the last Sync routed.

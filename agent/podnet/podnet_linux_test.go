@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/nftables"
 	mdns "github.com/miekg/dns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -160,7 +161,8 @@ func TestTwoNodesReachEachOthersPods(t *testing.T) {
 		t.Fatalf("both nodes hold %s", cidrA)
 	}
 	podIPB := netip.MustParsePrefix(cidrB).Addr().Next().Next().Next().Next().Next() // .5
-	podNet(t, ip, a, "pa", cidrA, netip.MustParsePrefix(cidrA).Addr().Next().Next().String())
+	podIPA := netip.MustParsePrefix(cidrA).Addr().Next().Next().String()             // .2
+	podNS := map[string]*netNS{"pa": podNet(t, ip, a, "pa", cidrA, podIPA)}
 	podB := podNet(t, ip, b, "pb", cidrB, podIPB.String())
 
 	// The Service the pod on B looks up, with its endpoint the pod itself.
@@ -197,34 +199,21 @@ func TestTwoNodesReachEachOthersPods(t *testing.T) {
 	}
 
 	// A process on node A reaches the pod on node B at its pod IP, and
-	// the pod sees node A's own address: no address translation between
-	// the nodes.
-	l := listenIn(t, podB, net.JoinHostPort(podIPB.String(), "8080"))
-	from := make(chan string, 1)
-	go func() {
-		c, err := l.Accept()
-		if err != nil {
-			from <- err.Error()
-			return
+	// the pod sees node A's own address; the pod on B reaches the pod on
+	// A with its own pod IP; node A's own address, outside every podCIDR,
+	// sees the pod on B come from node B's (the masquerade).
+	for _, c := range []struct {
+		from, to *netNS
+		addr     string
+		wantFrom string
+	}{
+		{a, podB, net.JoinHostPort(podIPB.String(), "8080"), nodeAIP},
+		{podB, podNS["pa"], net.JoinHostPort(podIPA, "8081"), podIPB.String()},
+		{podB, a, net.JoinHostPort(nodeAIP, "8082"), nodeBIP},
+	} {
+		if got := connectFrom(t, c.from, c.to, c.addr); got != c.wantFrom {
+			t.Errorf("%s reached %s from %s, want %s", c.from.name, c.addr, got, c.wantFrom)
 		}
-		defer c.Close()
-		_, _ = io.WriteString(c, "hello from the pod\n")
-		from <- c.RemoteAddr().(*net.TCPAddr).IP.String()
-	}()
-	var conn net.Conn
-	if err := inNetNS(&a.h, func() (err error) {
-		conn, err = (&net.Dialer{Timeout: 5 * time.Second}).Dial("tcp", net.JoinHostPort(podIPB.String(), "8080"))
-		return err
-	}); err != nil {
-		t.Fatalf("node A dials the pod on node B: %v", err)
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	conn.Close()
-	if err != nil || line != "hello from the pod\n" {
-		t.Fatalf("read %q, %v", line, err)
-	}
-	if got := <-from; got != nodeAIP {
-		t.Errorf("the pod saw the connection from %s, want %s", got, nodeAIP)
 	}
 
 	// The pod on B resolves the Service through its gateway, over UDP and
@@ -271,6 +260,44 @@ func TestTwoNodesReachEachOthersPods(t *testing.T) {
 	if hasRoute(routesIn(t, b), cidrA, nodeAIP, RouteProtocol) {
 		t.Errorf("node B: berth's route outlived Cleanup")
 	}
+	nft, err := nftables.New(nftables.WithNetNSFd(int(b.h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nft.ListTableOfFamily(MasqTable, nftables.TableFamilyIPv4); err == nil {
+		t.Errorf("node B: table %s outlived Cleanup", MasqTable)
+	}
+}
+
+// connectFrom opens a TCP connection from namespace from to addr, where a
+// listener in namespace to accepts it and says hello, and returns the
+// address the listener saw it come from.
+func connectFrom(t *testing.T, from, to *netNS, addr string) string {
+	t.Helper()
+	l := listenIn(t, to, addr)
+	seen := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			seen <- err.Error()
+			return
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "hello\n")
+		seen <- c.RemoteAddr().(*net.TCPAddr).IP.String()
+	}()
+	var conn net.Conn
+	if err := inNetNS(&from.h, func() (err error) {
+		conn, err = (&net.Dialer{Timeout: 5 * time.Second}).Dial("tcp", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("%s dials %s: %v", from.name, addr, err)
+	}
+	defer conn.Close()
+	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "hello\n" {
+		t.Fatalf("%s read %q, %v from %s", from.name, line, err, addr)
+	}
+	return <-seen
 }
 
 func freeUDPPort(t *testing.T) string {

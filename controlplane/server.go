@@ -43,6 +43,7 @@ import (
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
 	"github.com/berth-dev/berth/store/etcd"
+	"github.com/berth-dev/berth/store/informer"
 )
 
 // Store kinds accepted by --store.
@@ -135,6 +136,9 @@ type Server struct {
 	sources  *sources
 	hookKey  []byte
 	dns      *dns.Server
+	// informers are the one list and watch of each kind that the
+	// controllers, the scheduler and DNS share; Run runs them.
+	informers *informer.Factory
 	// controllers run with the server, each until Run's context ends.
 	controllers []*reconcile.Controller
 	scheduler   *sched.Scheduler
@@ -223,7 +227,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		backend.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}),
+		informers: informer.NewFactory(st, cfg.Clock, cfg.Logger)}
 	if b, ok := backend.(*bolt.Backend); ok {
 		s.dbSize = b.Size
 	}
@@ -272,13 +277,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		podgc.NewController(st, podgc.Options{Threshold: gcThreshold, Clock: cfg.Clock, Logger: cfg.Logger}),
 	)
 	s.controllers = append(s.controllers, nodeIPAMControllers(st, cfg, s.events)...)
-	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated,
+	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated, Informers: s.informers,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
 	s.controllers = append(s.controllers, volume.NewController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger,
 		Events: s.events.Recorder(volume.EventComponent, ""), VolumesChanged: s.scheduler.VolumesChanged}),
 		volume.NewProtectionController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger}))
 	for _, c := range s.controllers {
 		s.ctrlMetrics.Instrument(c)
+		c.ShareInformers(s.informers)
 	}
 	if err := s.registry.Register(s.scheduler.Collector()); err != nil {
 		st.Close()
@@ -286,7 +292,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.DNS != nil {
 		opts := *cfg.DNS
-		opts.Clock, opts.Logger = cfg.Clock, cfg.Logger
+		opts.Clock, opts.Logger, opts.Informers = cfg.Clock, cfg.Logger, s.informers
 		d, err := dns.New(st, opts)
 		if err != nil {
 			st.Close()
@@ -560,6 +566,7 @@ func (s *Server) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.api.Serve(s.listener, tlsConfig) }()
 	runCtx, stop := context.WithCancel(ctx)
+	s.informers.Start(runCtx)
 	var wg sync.WaitGroup
 	if s.dns != nil {
 		wg.Go(func() {
@@ -600,6 +607,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stop()
 	wg.Wait()
+	s.informers.Wait()
 	s.containers.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

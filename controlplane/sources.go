@@ -27,6 +27,7 @@ import (
 	"github.com/berth-dev/berth/source/git"
 	sourcehttp "github.com/berth-dev/berth/source/http"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/informer"
 )
 
 // SourcesDir is the folder of the data dir where git sources keep their
@@ -49,6 +50,9 @@ type sources struct {
 	// ctrlMetrics instruments the drift and Source controllers; nil
 	// leaves them uninstrumented.
 	ctrlMetrics *reconcile.Metrics
+	// informers feed the drift and Source controllers; nil gives each
+	// informers of its own.
+	informers *informer.Factory
 	// syncDuration is berth_source_sync_duration_seconds: how long one
 	// revision's apply took.
 	syncDuration *prometheus.HistogramVec
@@ -296,7 +300,7 @@ func (s *sources) Run(ctx context.Context) {
 		wg.Go(func() { s.loop(ctx, r, revs) })
 	}
 	names := slices.Sorted(maps.Keys(s.runners))
-	opts := reconcile.Options{Clock: s.clock, Logger: s.log}
+	opts := reconcile.Options{Clock: s.clock, Logger: s.log, Informers: s.informers}
 	drift := s.applier.DriftController(names, opts)
 	opts.Store = s.store
 	opts.Watches = []reconcile.Watch{{Kind: sourceKind}}

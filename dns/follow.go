@@ -2,19 +2,15 @@ package dns
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/informer"
 )
 
 var (
@@ -23,26 +19,23 @@ var (
 	namespaceKind = api.MustLookupResource("namespaces")
 )
 
-// retryDelay is how long the follower waits before listing again after a
-// watch failed for a reason other than having fallen behind.
-const retryDelay = time.Second
-
-// maxBatch bounds how many events one table update takes, so that a flood
-// of changes still publishes regularly.
+// maxBatch bounds how many services one table update rebuilds, so that a
+// flood of changes still publishes regularly.
 const maxBatch = 1024
 
 // follower keeps a Table in step with the store's Services, Endpoints
-// and Namespaces: it lists them from one snapshot, then watches them from
-// that snapshot's revision, and lists again when a watch is lost. It is
-// the table's only writer. A change rebuilds the entry of the one service
-// it concerns, or the table's set of namespaces.
+// and Namespaces through the informers: it lists them from one snapshot,
+// then takes every later change, and lists a kind again when its watch
+// is lost. It is the table's only writer. A change rebuilds the entry of
+// the one service it concerns, or the table's set of namespaces.
 type follower struct {
-	store *store.Store
-	table *Table
-	clock clock.WithTicker
-	log   *slog.Logger
+	informers *informer.Factory
+	table     *Table
 
-	// The objects the table was built from, by "namespace/name"; the
+	// mu guards what the informers' handlers record, from their
+	// goroutines, for run to rebuild from.
+	mu sync.Mutex
+	// The objects the table is built from, by "namespace/name"; the
 	// store's own objects, shared and never changed.
 	services  map[string]*api.Service
 	endpoints map[string]*api.Endpoints
@@ -50,137 +43,70 @@ type follower struct {
 	// they changed since the table last had them.
 	namespaces map[string]struct{}
 	nsDirty    bool
+	// dirty are the services changed since the table last had them.
+	dirty map[string]struct{}
+	// wake tells run that something is dirty.
+	wake chan struct{}
 
-	// beforeList, if set, runs before every listing: tests hold the
+	// beforeList, if set, runs before the first listing: tests hold the
 	// follower back with it to see the server before it has synced.
 	beforeList func(ctx context.Context)
-	// lists counts listings: one at start, one per lost watch.
+	// lists counts listings of services: one at start, one per lost
+	// watch.
 	lists atomic.Int64
 }
 
-func newFollower(s *store.Store, t *Table, clk clock.WithTicker, log *slog.Logger) *follower {
+func newFollower(inf *informer.Factory, t *Table) *follower {
 	return &follower{
-		store:      s,
+		informers:  inf,
 		table:      t,
-		clock:      clk,
-		log:        log,
 		services:   map[string]*api.Service{},
 		endpoints:  map[string]*api.Endpoints{},
 		namespaces: map[string]struct{}{},
+		dirty:      map[string]struct{}{},
+		wake:       make(chan struct{}, 1),
 	}
 }
 
-// run follows the store until ctx ends.
-func (f *follower) run(ctx context.Context) {
-	for {
-		err := f.listAndWatch(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, store.ErrGone) || errors.Is(err, store.ErrWatcherTooSlow) {
-			f.log.Info("dns: watch lost, listing again", "err", err)
-			continue
-		}
-		f.log.Error("dns: watch failed, listing again", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-f.clock.After(retryDelay):
-		}
-	}
-}
-
-// listAndWatch reads both kinds from one snapshot into the table, marks it
-// synced, and applies every later change until a watch fails.
-func (f *follower) listAndWatch(ctx context.Context) error {
+// run lists the three kinds from one snapshot into the table, marks it
+// synced, and applies every later change until ctx ends.
+func (f *follower) run(ctx context.Context) error {
 	if f.beforeList != nil {
 		f.beforeList(ctx)
 	}
-	f.lists.Add(1)
-	snap := f.store.Snapshot()
-	services := map[string]*api.Service{}
-	endpoints := map[string]*api.Endpoints{}
-	err := snap.Each(serviceKind, store.Filter{}, func(o api.Object) bool {
-		services[objectKey(o)] = o.(*api.Service)
-		return true
-	})
+	remove, err := f.informers.Register(
+		informer.Registration{Kind: serviceKind, Handler: informer.Handler{List: f.listServices, Event: f.record}},
+		informer.Registration{Kind: endpointsKind, Handler: informer.Handler{List: f.listEndpoints, Event: f.record}},
+		informer.Registration{Kind: namespaceKind, Handler: informer.Handler{List: f.listNamespaces, Event: f.record}},
+	)
 	if err != nil {
-		return fmt.Errorf("dns: list services: %w", err)
+		return fmt.Errorf("dns: %w", err)
 	}
-	err = snap.Each(endpointsKind, store.Filter{}, func(o api.Object) bool {
-		endpoints[objectKey(o)] = o.(*api.Endpoints)
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("dns: list endpoints: %w", err)
-	}
-	namespaces := map[string]struct{}{}
-	err = snap.Each(namespaceKind, store.Filter{}, func(o api.Object) bool {
-		namespaces[o.GetName()] = struct{}{}
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("dns: list namespaces: %w", err)
-	}
-	f.nsDirty = f.nsDirty || !maps.Equal(namespaces, f.namespaces)
-	f.namespaces = namespaces
-	f.replace(services, endpoints)
+	defer remove()
+	f.rebuild()
 	f.table.MarkSynced()
-
-	wctx, cancel := context.WithCancel(ctx)
-	events := make(chan store.Event, maxBatch)
-	errc := make(chan error, 3)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel() // runs before wg.Wait
-	for _, k := range []*api.Kind{serviceKind, endpointsKind, namespaceKind} {
-		w, err := f.store.Watch(wctx, store.WatchOptions{Kind: k, Revision: snap.Revision()})
-		if err != nil {
-			return fmt.Errorf("dns: watch %s: %w", k.Resource, err)
-		}
-		wg.Go(func() {
-			defer w.Stop()
-			for {
-				e, err := w.Next(wctx)
-				if err != nil {
-					errc <- fmt.Errorf("dns: watch %s: %w", k.Resource, err)
-					return
-				}
-				select {
-				case events <- e:
-				case <-wctx.Done():
-					return
-				}
-			}
-		})
-	}
-
-	dirty := map[string]struct{}{}
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-errc:
-			return err
-		case e := <-events:
-			f.record(e, dirty)
-		drain:
-			for len(dirty) < maxBatch {
-				select {
-				case e := <-events:
-					f.record(e, dirty)
-				default:
-					break drain
-				}
-			}
-			f.rebuild(dirty)
-			clear(dirty)
+			return nil
+		case <-f.wake:
+			f.rebuild()
 		}
+	}
+}
+
+func (f *follower) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
 	}
 }
 
 // record notes one change in the follower's copy of the store.
-func (f *follower) record(e store.Event, dirty map[string]struct{}) {
+func (f *follower) record(e store.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.signal()
 	if _, ok := e.Object.(*api.Namespace); ok {
 		// Only a namespace's coming and going changes an answer; its
 		// status, labels and finalizers do not.
@@ -195,7 +121,7 @@ func (f *follower) record(e store.Event, dirty map[string]struct{}) {
 		return
 	}
 	key := objectKey(e.Object)
-	dirty[key] = struct{}{}
+	f.dirty[key] = struct{}{}
 	switch o := e.Object.(type) {
 	case *api.Service:
 		if e.Type == store.Deleted {
@@ -212,48 +138,102 @@ func (f *follower) record(e store.Event, dirty map[string]struct{}) {
 	}
 }
 
-// replace swaps the follower's copy for a fresh listing and rebuilds the
-// services whose service or Endpoints changed (resourceVersion) or went.
-func (f *follower) replace(services map[string]*api.Service, endpoints map[string]*api.Endpoints) {
-	dirty := map[string]struct{}{}
-	for key, svc := range services {
-		if old := f.services[key]; old == nil || old.ResourceVersion != svc.ResourceVersion {
-			dirty[key] = struct{}{}
-		}
+// listServices, listEndpoints and listNamespaces swap the follower's copy
+// of a kind for a fresh listing, and mark dirty the services whose
+// service or Endpoints changed (resourceVersion) or went.
+func (f *follower) listServices(snap *store.Snapshot) error {
+	f.lists.Add(1)
+	services := map[string]*api.Service{}
+	err := snap.Each(serviceKind, store.Filter{}, func(o api.Object) bool {
+		services[objectKey(o)] = o.(*api.Service)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("dns: list services: %w", err)
 	}
-	for key := range f.services {
-		if services[key] == nil {
-			dirty[key] = struct{}{}
-		}
-	}
-	for key, ep := range endpoints {
-		if old := f.endpoints[key]; old == nil || old.ResourceVersion != ep.ResourceVersion {
-			dirty[key] = struct{}{}
-		}
-	}
-	for key := range f.endpoints {
-		if endpoints[key] == nil {
-			dirty[key] = struct{}{}
-		}
-	}
-	f.services, f.endpoints = services, endpoints
-	f.rebuild(dirty)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	markChanged(f.dirty, f.services, services)
+	f.services = services
+	f.signal()
+	return nil
 }
 
-// rebuild recomputes the entries of the given services and publishes them
-// in one table update, and the namespaces if they changed.
-func (f *follower) rebuild(dirty map[string]struct{}) {
+func (f *follower) listEndpoints(snap *store.Snapshot) error {
+	endpoints := map[string]*api.Endpoints{}
+	err := snap.Each(endpointsKind, store.Filter{}, func(o api.Object) bool {
+		endpoints[objectKey(o)] = o.(*api.Endpoints)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("dns: list endpoints: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	markChanged(f.dirty, f.endpoints, endpoints)
+	f.endpoints = endpoints
+	f.signal()
+	return nil
+}
+
+func (f *follower) listNamespaces(snap *store.Snapshot) error {
+	namespaces := map[string]struct{}{}
+	err := snap.Each(namespaceKind, store.Filter{}, func(o api.Object) bool {
+		namespaces[o.GetName()] = struct{}{}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("dns: list namespaces: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nsDirty = f.nsDirty || !maps.Equal(namespaces, f.namespaces)
+	f.namespaces = namespaces
+	f.signal()
+	return nil
+}
+
+// markChanged marks dirty the keys of objects added, changed or gone
+// between two listings.
+func markChanged[T api.Object](dirty map[string]struct{}, old, now map[string]T) {
+	for key, o := range now {
+		if was, ok := old[key]; !ok || was.GetResourceVersion() != o.GetResourceVersion() {
+			dirty[key] = struct{}{}
+		}
+	}
+	for key := range old {
+		if _, ok := now[key]; !ok {
+			dirty[key] = struct{}{}
+		}
+	}
+}
+
+// rebuild recomputes the entries of up to maxBatch dirty services and
+// publishes them in one table update, and the namespaces if they
+// changed; it wakes itself again for the rest.
+func (f *follower) rebuild() {
+	f.mu.Lock()
+	var namespaces []string
 	if f.nsDirty {
-		f.table.SetNamespaces(slices.Collect(maps.Keys(f.namespaces)))
+		namespaces = slices.Collect(maps.Keys(f.namespaces))
 		f.nsDirty = false
 	}
-	changes := make([]change, 0, len(dirty))
-	for key := range dirty {
+	changes := make([]change, 0, min(len(f.dirty), maxBatch))
+	for key := range f.dirty {
+		if len(changes) == maxBatch {
+			f.signal()
+			break
+		}
+		delete(f.dirty, key)
 		ns, name := splitKey(key)
 		changes = append(changes, change{
 			key:   serviceKey(ns, name),
 			entry: buildEntry(f.table.zone, f.services[key], f.endpoints[key]),
 		})
+	}
+	f.mu.Unlock()
+	if namespaces != nil {
+		f.table.SetNamespaces(namespaces)
 	}
 	f.table.apply(changes)
 }

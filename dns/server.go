@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/informer"
 )
 
 // Defaults of the server flags (SPEC §2).
@@ -65,6 +66,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Informers, if set, feeds the table from the process's shared
+	// informers of the store; nil gives the server informers of its own.
+	Informers *informer.Factory
 }
 
 // Server is berth's cluster DNS: the table following the store, the
@@ -78,6 +82,8 @@ type Server struct {
 	handler  *Handler
 	metrics  *Metrics
 	follower *follower
+	// ownInformers is the factory Run starts; nil when it is shared.
+	ownInformers *informer.Factory
 
 	udp       []*net.UDPConn
 	tcp       net.Listener
@@ -126,12 +132,19 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		log.Warn("dns: no upstream; names outside the zone are refused", "err", err)
 		fwd = nil
 	}
+	informers := opts.Informers
+	var own *informer.Factory
+	if informers == nil {
+		informers = informer.NewFactory(st, opts.Clock, log)
+		own = informers
+	}
 	s := &Server{
-		opts:     opts,
-		log:      log,
-		table:    table,
-		metrics:  NewMetrics(table.Records),
-		follower: newFollower(st, table, opts.Clock, log),
+		opts:         opts,
+		log:          log,
+		table:        table,
+		metrics:      NewMetrics(table.Records),
+		follower:     newFollower(informers, table),
+		ownInformers: own,
 	}
 	s.handler = NewHandler(table, fwd, s.metrics)
 	if err := s.listen(); err != nil {
@@ -299,7 +312,15 @@ func (s *Server) Run(ctx context.Context) error {
 	defer forwards.Wait()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { s.follower.run(ctx) })
+	if s.ownInformers != nil {
+		s.ownInformers.Start(ctx)
+		defer s.ownInformers.Wait()
+	}
+	wg.Go(func() {
+		if err := s.follower.run(ctx); err != nil {
+			s.log.Error("dns: not following the store", "err", err)
+		}
+	})
 
 	handler := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) { s.serve(ctx, w, r) })
 	type running struct {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/informer"
 )
 
 // Reconciler converges one object, named by its key, toward its spec. It is
@@ -88,6 +89,9 @@ type Options struct {
 	// follows each watch until ctx is done.
 	Store   *store.Store
 	Watches []Watch
+	// Informers, if set, serves the watches from the process's shared
+	// informers of Store; nil gives the Controller informers of its own.
+	Informers *informer.Factory
 }
 
 // Stats counts what a Controller's workers did, so tests can see retries
@@ -112,6 +116,7 @@ type Controller struct {
 	resyncPeriod time.Duration
 	store        *store.Store
 	watches      []Watch
+	informers    *informer.Factory
 	log          *slog.Logger
 	started      atomic.Bool
 	counts       struct{ reconciles, errors, terminal, requeues atomic.Uint64 }
@@ -137,9 +142,15 @@ func NewController(name string, r Reconciler, opts Options) *Controller {
 		resyncPeriod: opts.ResyncPeriod,
 		store:        opts.Store,
 		watches:      opts.Watches,
+		informers:    opts.Informers,
 		log:          opts.Logger.With("controller", name),
 	}
 }
+
+// ShareInformers makes Run serve the watches from f, the process's shared
+// informers of the Controller's store, rather than informers of its own.
+// Call it before Run.
+func (c *Controller) ShareInformers(f *informer.Factory) { c.informers = f }
 
 // Name returns the name the Controller logs under.
 func (c *Controller) Name() string { return c.name }
@@ -175,6 +186,19 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("controller %s: already run", c.name)
 	}
+	remove := func() {}
+	if len(c.watches) > 0 {
+		informers := c.informers
+		if informers == nil {
+			informers = informer.NewFactory(c.store, c.clock, c.log)
+			informers.Start(ctx)
+			defer informers.Wait()
+		}
+		var err error
+		if remove, err = informers.Register(c.registrations()...); err != nil {
+			return fmt.Errorf("controller %s: %w", c.name, err)
+		}
+	}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -185,13 +209,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.listKeys != nil {
 		wg.Go(func() { c.resync(ctx) })
 	}
-	if len(c.watches) > 0 {
-		snap := c.store.Snapshot()
-		for _, w := range c.watches {
-			wg.Go(func() { c.follow(ctx, c.store, w, snap) })
-		}
-	}
 	<-ctx.Done()
+	remove()
 	c.queue.ShutDown()
 	wg.Wait()
 	return nil

@@ -1,12 +1,9 @@
 package reconcile
 
 import (
-	"context"
-	"errors"
-	"time"
-
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/informer"
 )
 
 // Watch feeds a Controller from the store: one kind, an optional filter,
@@ -30,64 +27,37 @@ func (w *Watch) keys(e store.Event) []string {
 	return []string{ObjectKey(e.Object)}
 }
 
-// relistDelay is how long follow waits before listing again after a failed
-// watch, so that a store in trouble is not hammered.
-const relistDelay = time.Second
-
-// follow lists every object the watch selects, enqueues their keys, then
-// enqueues the keys of every later change. When the watch is lost (its
-// revision was compacted, or the watcher fell behind) it lists again, so
-// no change is missed: reconcilers are level-triggered and a key enqueued
-// twice costs one reconcile.
-//
-// The first listing reads the snapshot Run took for every watch of the
-// controller, so that watches of different kinds start at one revision: a
-// change between the starts of two of them (an owner deleted after its
-// dependent was listed) is never missed.
-func (c *Controller) follow(ctx context.Context, s *store.Store, w Watch, first *store.Snapshot) {
-	snap := first
-	for ctx.Err() == nil {
-		if snap == nil {
-			snap = s.Snapshot()
-		}
-		err := c.listAndWatch(ctx, s, snap, w)
-		snap = nil
-		if ctx.Err() != nil {
-			return
-		}
-		if !errors.Is(err, store.ErrGone) && !errors.Is(err, store.ErrWatcherTooSlow) {
-			c.log.Error("watch failed, listing again", "kind", w.Kind.GVK.Kind, "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.clock.After(relistDelay):
-		}
+// registrations turns the controller's watches into informer handlers:
+// a listing enqueues the keys of every object the watch selects, a change
+// the keys it concerns, seen through the watch's filter. A relist after a
+// lost watch enqueues everything again, so no change is missed:
+// reconcilers are level-triggered and a key enqueued twice costs one
+// reconcile. Run registers them together, so that watches of different
+// kinds start at one revision: a change between the starts of two of them
+// (an owner deleted after its dependent was listed) is never missed.
+func (c *Controller) registrations() []informer.Registration {
+	regs := make([]informer.Registration, len(c.watches))
+	for i := range c.watches {
+		w := &c.watches[i]
+		regs[i] = informer.Registration{Kind: w.Kind, Handler: informer.Handler{
+			List: func(snap *store.Snapshot) error {
+				return snap.Each(w.Kind, w.Filter, func(obj api.Object) bool {
+					for _, key := range w.keys(store.Event{Type: store.Added, Revision: snap.Revision(), Kind: w.Kind, Object: obj}) {
+						c.queue.Add(key)
+					}
+					return true
+				})
+			},
+			Event: func(e store.Event) {
+				e, ok := w.Filter.Translate(e)
+				if !ok {
+					return
+				}
+				for _, key := range w.keys(e) {
+					c.queue.Add(key)
+				}
+			},
+		}}
 	}
-}
-
-func (c *Controller) listAndWatch(ctx context.Context, s *store.Store, snap *store.Snapshot, w Watch) error {
-	err := snap.Each(w.Kind, w.Filter, func(obj api.Object) bool {
-		for _, key := range w.keys(store.Event{Type: store.Added, Revision: snap.Revision(), Kind: w.Kind, Object: obj}) {
-			c.queue.Add(key)
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	watcher, err := s.Watch(ctx, store.WatchOptions{Kind: w.Kind, Filter: w.Filter, Revision: snap.Revision()})
-	if err != nil {
-		return err
-	}
-	defer watcher.Stop()
-	for {
-		e, err := watcher.Next(ctx)
-		if err != nil {
-			return err
-		}
-		for _, key := range w.keys(e) {
-			c.queue.Add(key)
-		}
-	}
+	return regs
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/informer"
 )
 
 // The resource scoring strategies, named as in kube-scheduler's
@@ -58,16 +59,22 @@ type Options struct {
 	// Binders is how many goroutines write to the store (default 2): one
 	// prepares its next batch while another's transaction commits.
 	Binders int
+	// Informers, if set, feeds the scheduler from the process's shared
+	// informers of the store; nil gives it informers of its own.
+	Informers *informer.Factory
 }
 
 // Scheduler binds pending pods to nodes: it follows nodes and pods in the
 // store, keeps the queue and the node cache, runs the framework for one
 // pod at a time, and hands the results to the binder.
 type Scheduler struct {
-	store  *store.Store
-	opts   Options
-	log    *slog.Logger
-	events EventRecorder
+	store *store.Store
+	// informers feed the cache and the queue; own says Run starts them.
+	informers *informer.Factory
+	own       bool
+	opts      Options
+	log       *slog.Logger
+	events    EventRecorder
 	// recording: someone listens to events, so they are worth formatting.
 	recording bool
 	fw        *Framework
@@ -128,6 +135,9 @@ func New(s *store.Store, opts Options) *Scheduler {
 		cache: newCache(),
 		queue: newQueue(opts.Clock),
 	}
+	if sc.informers = opts.Informers; sc.informers == nil {
+		sc.informers, sc.own = informer.NewFactory(s, opts.Clock, opts.Logger), true
+	}
 	sc.volumes, _ = opts.Volumes.(VolumeAssumer)
 	sc.metrics = newMetrics(sc)
 	sc.binder = &binder{
@@ -159,17 +169,20 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.started.CompareAndSwap(false, true) {
 		return errors.New("scheduler already running")
 	}
-	rev, err := s.load()
-	if err != nil {
-		return err
-	}
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	remove, err := s.follow(cancel)
+	if err != nil {
+		return err
+	}
+	defer remove()
+	if s.own {
+		s.informers.Start(ctx)
+		defer s.informers.Wait()
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.queue.run(ctx) })
-	wg.Go(func() { s.follow(ctx, cancel, nodeKind, rev, s.handleNode, s.relistNodes) })
-	wg.Go(func() { s.follow(ctx, cancel, podKind, rev, s.handlePod, s.relistPods) })
 	for range s.opts.Binders {
 		wg.Go(func() { s.binder.run(ctx) })
 	}

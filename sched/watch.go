@@ -2,78 +2,24 @@ package sched
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/informer"
 )
 
-// relistDelay is how long to wait before listing again after a watch
-// failed for a reason other than falling behind, so that a store in
-// trouble is not hammered.
-const relistDelay = time.Second
-
-// load fills the cache and the queue from one snapshot, so nodes and pods
-// agree, and returns its revision for the watches to start from.
-func (s *Scheduler) load() (uint64, error) {
-	snap := s.store.Snapshot()
-	if err := s.relistNodes(snap); err != nil {
-		return 0, err
-	}
-	if err := s.relistPods(snap); err != nil {
-		return 0, err
-	}
-	return snap.Revision(), nil
-}
-
-// follow feeds one kind's changes to handle from rev on. When the watch is
-// lost (compacted, or too slow) it lists again and carries on from there;
-// when the store closes it ends Run with the error.
-func (s *Scheduler) follow(ctx context.Context, fail context.CancelCauseFunc, k *api.Kind, rev uint64,
-	handle func(store.Event), relist func(*store.Snapshot) error) {
-	for {
-		err := s.watch(ctx, k, rev, handle)
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, store.ErrClosed) {
-			fail(fmt.Errorf("watch %s: %w", k.Resource, err))
-			return
-		}
-		if !errors.Is(err, store.ErrGone) && !errors.Is(err, store.ErrWatcherTooSlow) {
-			s.log.Error("watch failed, listing again", "kind", k.Resource, "err", err)
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.opts.Clock.After(relistDelay):
-			}
-		}
-		snap := s.store.Snapshot()
-		if err := relist(snap); err != nil {
-			s.log.Error("list failed", "kind", k.Resource, "err", err)
-			continue
-		}
-		rev = snap.Revision()
-	}
-}
-
-func (s *Scheduler) watch(ctx context.Context, k *api.Kind, rev uint64, handle func(store.Event)) error {
-	w, err := s.store.Watch(ctx, store.WatchOptions{Kind: k, Revision: rev})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	for {
-		e, err := w.Next(ctx)
-		if err != nil {
-			return err
-		}
-		handle(e)
-	}
+// follow registers the scheduler's handlers for nodes and pods, listed
+// from one snapshot (nodes first) so that the cache and the queue agree;
+// a lost watch lists its kind again. When the store closes, fail ends Run
+// with the error.
+func (s *Scheduler) follow(fail context.CancelCauseFunc) (remove func(), err error) {
+	closed := func(err error) { fail(err) }
+	return s.informers.Register(
+		informer.Registration{Kind: nodeKind, Handler: informer.Handler{List: s.relistNodes, Event: s.handleNode, Closed: closed}},
+		informer.Registration{Kind: podKind, Handler: informer.Handler{List: s.relistPods, Event: s.handlePod, Closed: closed}},
+	)
 }
 
 // handleNode keeps the cache's nodes, and sends unschedulable pods back

@@ -24,6 +24,33 @@ type Filter struct {
 	Predicate func(api.Object) bool
 }
 
+// Translate turns a store event into what a watch filtered by f sees, as
+// Kubernetes does for filtered watches: an object that stops matching is
+// Deleted, one that starts matching is Added; ok is false for a change
+// the filter does not see at all.
+func (f *Filter) Translate(e Event) (_ Event, ok bool) {
+	k := e.Kind
+	switch e.Type {
+	case Added:
+		return e, f.Matches(k, e.Object)
+	case Deleted:
+		return e, f.Matches(k, e.Object)
+	}
+	was, is := f.Matches(k, e.Old), f.Matches(k, e.Object)
+	switch {
+	case was && is:
+		return e, true
+	case is:
+		e.Type = Added
+		return e, true
+	case was:
+		gone := e.Old.DeepCopyObject().(api.Object)
+		gone.SetResourceVersion(e.Object.GetResourceVersion())
+		return Event{Type: Deleted, Revision: e.Revision, Kind: k, Object: gone, Old: e.Old}, true
+	}
+	return e, false
+}
+
 // Matches reports whether an object passes the filter. The index test is
 // answered by the table's own indexer, so it means the same for lists and
 // watches.

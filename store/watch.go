@@ -259,37 +259,10 @@ type Watcher struct {
 	once    sync.Once
 }
 
-// translate turns a store event into what this watcher sees, as Kubernetes
-// does for filtered watches: an object that stops matching is Deleted, one
-// that starts matching is Added.
-func (w *Watcher) translate(e Event) (Event, bool) {
-	f := &w.opts.Filter
-	k := e.Kind
-	switch e.Type {
-	case Added:
-		return e, f.Matches(k, e.Object)
-	case Deleted:
-		return e, f.Matches(k, e.Object)
-	}
-	was, is := f.Matches(k, e.Old), f.Matches(k, e.Object)
-	switch {
-	case was && is:
-		return e, true
-	case is:
-		e.Type = Added
-		return e, true
-	case was:
-		gone := e.Old.DeepCopyObject().(api.Object)
-		gone.SetResourceVersion(e.Object.GetResourceVersion())
-		return Event{Type: Deleted, Revision: e.Revision, Kind: k, Object: gone, Old: e.Old}, true
-	}
-	return e, false
-}
-
 // offer queues an event if it concerns the watcher. It returns false when
 // the watcher is finished and should be unregistered.
 func (w *Watcher) offer(e Event) bool {
-	e, ok := w.translate(e)
+	e, ok := w.opts.Filter.Translate(e)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil || w.stopped {

@@ -26,7 +26,7 @@ import (
 //   - A block whose info string is `sh background` is what a user runs in
 //     a terminal of its own (a server, an agent): it is started in the
 //     background, and the next `sh` block is tried again, once a second for
-//     up to a minute, until it succeeds, as a user tries again while the
+//     up to two minutes, until it succeeds, as a user tries again while the
 //     server comes up.
 //   - A `text` block lists lines the blocks before it print: each line,
 //     trimmed, must appear in their output.
@@ -36,7 +36,8 @@ import (
 // veth pair holding 198.18.0.1, the only non-loopback address and so the
 // node's, are all the network there is, so the README's fixed ports clash
 // with nothing on the machine; and when the script ends the namespace's
-// processes, pods included, end with it.
+// processes, pods included, end with it. So the README tests share
+// nothing, and run in parallel with each other.
 
 // readmeBlock is one fenced code block of a README.
 type readmeBlock struct {
@@ -86,7 +87,7 @@ func readmeScript(blocks []readmeBlock) (string, []string) {
 		case "sh":
 			fmt.Fprintf(&b, "echo '### block %d (README line %d)'\n", i, bl.line)
 			if retryNext {
-				fmt.Fprintf(&b, "n=0\nuntil (\n%s\n); do\n  n=$((n+1)); [ $n -lt 60 ] || { echo 'block %d never succeeded'; exit 1; }; sleep 1\ndone\n", body, i)
+				fmt.Fprintf(&b, "n=0\nuntil (\n%s\n); do\n  n=$((n+1)); [ $n -lt 120 ] || { echo 'block %d never succeeded'; exit 1; }; sleep 1\ndone\n", body, i)
 				retryNext = false
 			}
 			b.WriteString(body + "\n")
@@ -177,11 +178,15 @@ func runExampleREADME(t *testing.T, name string, timeout time.Duration, stopsEve
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--mount-proc",
+	// --kill-child: should unshare itself be killed (the timeout), the
+	// namespace's first process, and so all of them, die with it.
+	cmd := exec.CommandContext(ctx, "unshare", "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount-proc",
 		"bash", filepath.Join(work, "readme.sh"))
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Dir = work
 	// The user's environment, but none of their kubeconfigs or data dir.
-	cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG=", "BERTH_KUBECONFIG=", "XDG_DATA_HOME="+filepath.Join(home, "data"), "BERTH="+bin)
+	cmd.Env = append(os.Environ(), "HOME="+home, "KUBECONFIG=", "BERTH_KUBECONFIG=", "XDG_DATA_HOME="+filepath.Join(home, "data"), "BERTH="+bin,
+		"TMPDIR="+t.TempDir()) // what the README's mktemp makes goes with the test
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -214,25 +219,30 @@ func runExampleREADME(t *testing.T, name string, timeout time.Duration, stopsEve
 }
 
 func TestExampleHelloREADME(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "dig")
 	runExampleREADME(t, "hello", 3*time.Minute, false)
 }
 
 func TestExampleGuestbookREADME(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "dig")
 	runExampleREADME(t, "guestbook", 3*time.Minute, false)
 }
 
 func TestExampleStaticPodsREADME(t *testing.T) {
+	t.Parallel()
 	runExampleREADME(t, "static-pods", 2*time.Minute, false)
 }
 
 func TestExampleMultiNodeREADME(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "dig")
 	runExampleREADME(t, "multi-node", 3*time.Minute, true)
 }
 
 func TestExampleGitOpsREADME(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"git", "openssl"} {
 		testtool.Need(t, tool)
 	}

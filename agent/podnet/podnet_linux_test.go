@@ -113,12 +113,14 @@ func hasRoute(routes []netlink.Route, dst, via string, proto netlink.RouteProtoc
 // controller gives them podCIDRs, each node's Manager routes the other's
 // via its InternalIP and turns forwarding on, so that a process on node A
 // reaches a pod on node B at its pod IP; a pod on B resolves a Service
-// name through the node-local forwarder on its gateway, which asks the
-// control plane's DNS server; a node that goes takes its route along, and
+// name (with nslookup, and its short name through a pod's search path)
+// through the node-local forwarder on its gateway, which asks the control
+// plane's DNS server; a node that goes takes its route along, and
 // routes berth did not make are left alone.
 func TestTwoNodesReachEachOthersPods(t *testing.T) {
 	testtool.NeedRoot(t, "make network namespaces")
 	ip := testtool.Need(t, "ip")
+	nslookup := testtool.Need(t, "nslookup")
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
@@ -238,6 +240,25 @@ func TestTwoNodesReachEachOthersPods(t *testing.T) {
 			}
 			return nil
 		})
+	}
+
+	// nslookup in the pod, with the resolv.conf a pod of the namespace
+	// default gets (ip netns exec mounts /etc/netns/NAME/ over /etc),
+	// answers for the Service's short name through the search path.
+	etc := "/etc/netns/" + podB.name
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(etc) })
+	resolv := fmt.Sprintf("nameserver %s\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n", gwB)
+	if err := os.WriteFile(etc+"/resolv.conf", []byte(resolv), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"hello", "hello.default.svc.cluster.local"} {
+		out, err := exec.Command(ip, "netns", "exec", podB.name, nslookup, name).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "hello.default.svc.cluster.local") || !strings.Contains(string(out), "Address: "+podIPB.String()) {
+			t.Errorf("nslookup %s in the pod on B: %v\n%s", name, err, out)
+		}
 	}
 
 	// Node B goes: node A's route to it goes too, and only that one.

@@ -42,7 +42,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.evictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds")
 	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (host processes)")
 	f.StringVar(&o.podNetwork, "pod-network", "", "how the node reaches the other nodes' pods: host-gw (a route to each node's podCIDR via its InternalIP, IP forwarding, masquerade of pod traffic leaving the cluster, the node-local DNS forwarder on the pod gateway's port 53) or none; default host-gw unless --runtime is exec")
-	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+")")
+	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
 	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
 	f.DurationVar(&o.housekeeping, "housekeeping-interval", agent.DefaultEvictionPeriod, "how often the agent checks --eviction-hard and each pod's ephemeral-storage limits and emptyDir sizeLimits, evicting a pod over them")
 	f.DurationVar(&o.report, "node-status-report-frequency", agent.DefaultStatusReportPeriod, "how often the agent writes its Node's status when nothing in it changed (a change is written at once)")

@@ -238,3 +238,42 @@ func TestControllerReportsExhaustionAndConflicts(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoAllocatorsNeverShareARange runs two controllers over one store at
+// once, as an old and a new leader may overlap for a moment: each pass
+// reads and writes the Nodes in one transaction, so while nodes register
+// the two never hand one range to two nodes.
+func TestTwoAllocatorsNeverShareARange(t *testing.T) {
+	c := newCluster(t)
+	rng, err := NewRange("198.18.0.0/16", 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		testtool.Run(t, fmt.Sprintf("allocator %d", i), func(ctx context.Context) error {
+			return NewController(c.store, rng, Options{Clock: c.clock}).Run(ctx, 2)
+		})
+	}
+	const nodes = 40
+	for i := range nodes {
+		c.create(fmt.Sprintf("n%02d", i), "")
+	}
+	testtool.WaitFor(t, 20*time.Second, "every node's podCIDR", func() error {
+		seen := map[string]string{}
+		for i := range nodes {
+			name := fmt.Sprintf("n%02d", i)
+			n, err := c.podCIDR(name)
+			if err != nil {
+				return err
+			}
+			if n.Spec.PodCIDR == "" {
+				return fmt.Errorf("node %s has none yet", name)
+			}
+			if other, ok := seen[n.Spec.PodCIDR]; ok {
+				t.Fatalf("nodes %s and %s both hold %s", other, name, n.Spec.PodCIDR)
+			}
+			seen[n.Spec.PodCIDR] = name
+		}
+		return nil
+	})
+}

@@ -253,6 +253,11 @@ func checkDeleteOptions(opts *metav1.DeleteOptions) error {
 			return badRequest("orphanDependents and propagationPolicy may not both be set")
 		}
 	}
+	if p := opts.Preconditions; p != nil && p.ResourceVersion != nil {
+		if err := checkResourceVersion("preconditions.resourceVersion", *p.ResourceVersion); err != nil {
+			return err
+		}
+	}
 	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
 		zero := int64(0)
 		opts.GracePeriodSeconds = &zero

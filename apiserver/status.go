@@ -160,6 +160,34 @@ func badRequest(format string, args ...any) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
 }
 
+// malformedResourceVersion is the 400 of a resourceVersion that is no
+// revision, naming the field it is in (metadata.resourceVersion,
+// preconditions.resourceVersion): Kubernetes' versioner refuses it so,
+// where a comparison with the stored one would answer 409 and send the
+// client reading and retrying the same bad write.
+func malformedResourceVersion(fieldPath, rv string) error {
+	msg := field.Invalid(field.NewPath(fieldPath), rv, "must be a revision, a decimal number").Error()
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusBadRequest,
+		Reason:  metav1.StatusReasonBadRequest,
+		Message: msg,
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: fieldPath, Message: msg}}},
+	}}
+}
+
+// checkResourceVersion refuses rv, the value of fieldPath, unless it is
+// empty or a revision.
+func checkResourceVersion(fieldPath, rv string) error {
+	if rv == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(rv, 10, 64); err != nil || rv[0] == '+' {
+		return malformedResourceVersion(fieldPath, rv)
+	}
+	return nil
+}
+
 // notFoundPath answers a path that names no resource.
 func notFoundPath() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{

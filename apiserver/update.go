@@ -64,6 +64,9 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 		if err != nil {
 			return nil, err
 		}
+		if err := checkResourceVersion("metadata.resourceVersion", in.GetResourceVersion()); err != nil {
+			return nil, err
+		}
 		rv := old.GetResourceVersion()
 		if conditional {
 			rv = in.GetResourceVersion()

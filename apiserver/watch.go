@@ -32,6 +32,11 @@ import (
 // resume from a recent revision. timeoutSeconds (else Config.WatchTimeout)
 // and Shutdown end the stream cleanly.
 
+// maxWatchTimeout is the longest timeoutSeconds a watch gets: the longest
+// time.Duration, in whole seconds (about 292 years). A larger one is
+// clamped to it.
+const maxWatchTimeout = time.Duration(1<<63-1) / time.Second * time.Second
+
 // serveWatch runs one watch until it ends.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	format, err := negotiateFormat(r)
@@ -66,7 +71,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req *resourc
 			return
 		}
 		if n > 0 {
-			timeout = time.Duration(n) * time.Second
+			// Past maxWatchTimeout the nanoseconds would overflow into a
+			// negative timeout that ends the watch at once.
+			timeout = time.Duration(min(n, int64(maxWatchTimeout/time.Second))) * time.Second
 		}
 	}
 	var t *tabler

@@ -150,7 +150,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, r
 		}
 		deleted = append(deleted, out)
 	}
-	lw := newListWriter(w, req.kind, snap.Revision(), nil)
+	lw := newListWriter(w, req.kind, listMeta{rev: snap.Revision()}, nil)
 	for _, obj := range deleted {
 		if !lw.add(obj) {
 			break

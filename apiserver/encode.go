@@ -99,22 +99,42 @@ type listWriter struct {
 	table *tabler
 }
 
-// newListWriter writes the envelope of a list of kind k at revision rev,
+// listMeta is a list's metadata: the revision it was read at and, for a
+// page that more follow, the token of the next and how many are left.
+type listMeta struct {
+	rev       uint64
+	cont      string
+	remaining *int64
+}
+
+// json is the metadata object.
+func (m listMeta) json() string {
+	out := `{"resourceVersion":"` + strconv.FormatUint(m.rev, 10) + `"`
+	if m.cont != "" {
+		// A token is base64url: nothing in it needs escaping.
+		out += `,"continue":"` + m.cont + `"`
+	}
+	if m.remaining != nil {
+		out += `,"remainingItemCount":` + strconv.FormatInt(*m.remaining, 10)
+	}
+	return out + "}"
+}
+
+// newListWriter writes the envelope of a list of kind k with metadata m,
 // or of a Table when t is set.
-func newListWriter(w http.ResponseWriter, k *api.Kind, rev uint64, t *tabler) *listWriter {
+func newListWriter(w http.ResponseWriter, k *api.Kind, m listMeta, t *tabler) *listWriter {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	lw := &listWriter{w: bufio.NewWriterSize(w, streamBufferSize), table: t}
-	rv := strconv.FormatUint(rev, 10)
 	if t != nil {
-		lw.w.WriteString(`{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"` + rv + `"},"columnDefinitions":`)
+		lw.w.WriteString(`{"kind":"Table","apiVersion":"meta.k8s.io/v1","metadata":` + m.json() + `,"columnDefinitions":`)
 		lw.buf.Reset()
 		lw.err = encodeCompact(&lw.buf, t.columnDefinitions())
 		lw.w.Write(lw.buf.Bytes())
 		lw.w.WriteString(`,"rows":[`)
 		return lw
 	}
-	lw.w.WriteString(`{"kind":"` + k.GVK.Kind + `List","apiVersion":"` + k.APIVersion() + `","metadata":{"resourceVersion":"` + rv + `"},"items":[`)
+	lw.w.WriteString(`{"kind":"` + k.GVK.Kind + `List","apiVersion":"` + k.APIVersion() + `","metadata":` + m.json() + `,"items":[`)
 	return lw
 }
 

@@ -10,6 +10,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store"
 )
 
 // futureRevisionWait is how long a list or watch waits for the store to
@@ -49,13 +52,14 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req *resourceR
 		writeJSON(w, http.StatusOK, t.single(obj, true))
 		return
 	}
-	writeJSON(w, http.StatusOK, obj)
+	writeStored(w, http.StatusOK, obj)
 }
 
-// serveList streams the objects a selection matches from one snapshot,
+// serveList answers the objects a selection matches from one snapshot,
 // with the snapshot's revision as the list's resourceVersion: a watch from
-// it misses nothing and repeats nothing. limit and continue are ignored,
-// which Kubernetes allows: every list is one page.
+// it misses nothing and repeats nothing. A whole list streams; a page
+// (limit, continue: see paging.go) is read first, so that its metadata can
+// say whether more follow.
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	format, err := negotiateFormat(r)
 	if err != nil {
@@ -79,34 +83,112 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *resource
 			return
 		}
 	}
-	rv, err := parseResourceVersion(q.Get("resourceVersion"))
+	prefix := ""
+	if req.namespace != "" {
+		prefix = req.namespace + "/"
+	}
+	paging, err := parsePaging(q.Get, prefix)
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	exact, err := exactResourceVersion(q)
+	var snap *store.Snapshot
+	if paging.contStart != "" {
+		if snap, err = s.continuedSnapshot(paging); err != nil {
+			WriteError(w, err)
+			return
+		}
+	} else if snap, err = s.listSnapshot(r.Context(), q); err != nil {
+		WriteError(w, err)
+		return
+	}
+	if paging.limit == 0 {
+		lw := newListWriter(w, req.kind, listMeta{rev: snap.Revision()}, t)
+		if err := snap.EachFrom(req.kind, sel.filter, paging.contStart, lw.add); err != nil {
+			s.log.Error("list failed mid-stream", "resource", req.kind.Resource, "err", err)
+			return
+		}
+		if err := lw.close(); err != nil {
+			s.log.Debug("list stream cut short", "resource", req.kind.Resource, "err", err)
+		}
+		return
+	}
+	var (
+		page []api.Object
+		more int64
+	)
+	err = snap.EachFrom(req.kind, sel.filter, paging.contStart, func(o api.Object) bool {
+		if len(page) < paging.limit {
+			page = append(page, o)
+		} else {
+			more++
+		}
+		return true
+	})
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	if err := s.waitForRevision(r.Context(), rv); err != nil {
-		WriteError(w, err)
-		return
+	meta := listMeta{rev: snap.Revision()}
+	if more > 0 {
+		meta.cont = encodeContinue(int64(snap.Revision()), store.Key(page[len(page)-1])+"\x00")
+		meta.remaining = &more
+		s.pages.keep(snap)
 	}
-	snap := s.store.Snapshot()
-	if exact && snap.Revision() != rv {
-		// The store lists its newest revision only; an older one is gone.
-		WriteError(w, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, snap.Revision())))
-		return
-	}
-	lw := newListWriter(w, req.kind, snap.Revision(), t)
-	if err := snap.Each(req.kind, sel.filter, lw.add); err != nil {
-		s.log.Error("list failed mid-stream", "resource", req.kind.Resource, "err", err)
-		return
+	lw := newListWriter(w, req.kind, meta, t)
+	for _, o := range page {
+		if !lw.add(o) {
+			break
+		}
 	}
 	if err := lw.close(); err != nil {
 		s.log.Debug("list stream cut short", "resource", req.kind.Resource, "err", err)
 	}
+}
+
+// listSnapshot is the snapshot a list's first page is read from: the
+// newest, once the store has reached the resourceVersion asked for, or
+// exactly that revision's with resourceVersionMatch=Exact while the
+// store still has it (410 once it has not).
+func (s *Server) listSnapshot(ctx context.Context, q url.Values) (*store.Snapshot, error) {
+	rv, err := parseResourceVersion(q.Get("resourceVersion"))
+	if err != nil {
+		return nil, err
+	}
+	exact, err := exactResourceVersion(q)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitForRevision(ctx, rv); err != nil {
+		return nil, err
+	}
+	snap := s.store.Snapshot()
+	if exact && snap.Revision() != rv {
+		// An older revision is there only while a paged list reads it.
+		if kept := s.pages.at(rv); kept != nil {
+			return kept, nil
+		}
+		return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, snap.Revision()))
+	}
+	return snap, nil
+}
+
+// continuedSnapshot is the snapshot a continue token's page is read
+// from: the one its first page was, or the newest for a token that says
+// so; 410 once it is gone.
+func (s *Server) continuedSnapshot(o listOptions) (*store.Snapshot, error) {
+	snap := s.store.Snapshot()
+	if o.contRev == -1 || snap.Revision() == uint64(o.contRev) {
+		return snap, nil
+	}
+	if kept := s.pages.at(uint64(o.contRev)); kept != nil {
+		return kept, nil
+	}
+	if uint64(o.contRev) > snap.Revision() {
+		// A token from another control plane ahead of this one.
+		return nil, tooLargeResourceVersion(uint64(o.contRev), snap.Revision())
+	}
+	return nil, tooOldContinue(o.contStart)
 }
 
 // parseResourceVersion reads a resourceVersion parameter: a decimal store

@@ -121,7 +121,9 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 	limiter *inflightLimiter
-	disc    *discoveryDocs
+	// pages keeps the snapshots paged lists are read from.
+	pages *pagingSnapshots
+	disc  *discoveryDocs
 	// openapi builds the OpenAPI documents the first time they are asked
 	// for (6 ms and 4 MB, which most servers in tests never need).
 	openapi func() (*openAPIDocs, error)
@@ -194,6 +196,7 @@ func New(cfg Config) (*Server, error) {
 		clock:          cfg.Clock,
 		mux:            http.NewServeMux(),
 		limiter:        newInflightLimiter(cfg.MaxInflightPerIdentity),
+		pages:          newPagingSnapshots(cfg.Clock),
 		resources:      map[string]*api.Kind{},
 		subresources:   map[subresourceKey]SubresourceHandler{},
 		proxyTransport: newProxyTransport(cfg.ProxyDialTimeout, cfg.ProxyResponseHeaderTimeout),

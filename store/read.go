@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 	"k8s.io/apimachinery/pkg/labels"
@@ -132,9 +133,19 @@ func (r *reader) Get(k *api.Kind, namespace, name string) (api.Object, error) {
 // Each calls fn for every object of a kind that matches f, in key order,
 // until fn returns false. It lets large lists stream without a slice.
 func (r *reader) Each(k *api.Kind, f Filter, fn func(api.Object) bool) error {
+	return r.EachFrom(k, f, "", fn)
+}
+
+// EachFrom is Each from the first object whose Key is from or after it:
+// the next page of a list whose last object's key was just before from.
+func (r *reader) EachFrom(k *api.Kind, f Filter, from string, fn func(api.Object) bool) error {
 	var (
 		it  memdb.ResultIterator
 		err error
+		// prefix, when set, ends the walk at the first key without it.
+		prefix string
+		// skip: the iterator may start before from.
+		skip bool
 	)
 	table := tableName(k)
 	switch {
@@ -142,9 +153,19 @@ func (r *reader) Each(k *api.Kind, f Filter, fn func(api.Object) bool) error {
 		if indexSchema(k, f.Index) == nil {
 			return fmt.Errorf("list %s: no index %q", k.Resource, f.Index)
 		}
+		// One index value's entries are in key order: the ones before
+		// from are passed over.
 		it, err = r.txn.Get(table, f.Index, f.Value)
+		skip = from != ""
 	case f.Namespace != "" && k.Namespaced:
-		it, err = r.txn.Get(table, IndexID+"_prefix", f.Namespace+"/")
+		prefix = f.Namespace + "/"
+		if from == "" || from < prefix {
+			it, err = r.txn.Get(table, IndexID+"_prefix", prefix)
+		} else {
+			it, err = r.txn.LowerBound(table, IndexID, from)
+		}
+	case from != "":
+		it, err = r.txn.LowerBound(table, IndexID, from)
 	default:
 		it, err = r.txn.Get(table, IndexID)
 	}
@@ -156,6 +177,15 @@ func (r *reader) Each(k *api.Kind, f Filter, fn func(api.Object) bool) error {
 	rest.Index = ""
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		obj := raw.(api.Object)
+		if prefix != "" || skip {
+			key := objectKey(obj.GetNamespace(), obj.GetName())
+			if prefix != "" && !strings.HasPrefix(key, prefix) {
+				return nil
+			}
+			if skip && key < from {
+				continue
+			}
+		}
 		if !rest.Matches(k, obj) {
 			continue
 		}
@@ -165,6 +195,11 @@ func (r *reader) Each(k *api.Kind, f Filter, fn func(api.Object) bool) error {
 	}
 	return nil
 }
+
+// Key is an object's place in the order Each and EachFrom list objects
+// of its kind in: "namespace/name", or the name of a cluster-scoped
+// object.
+func Key(obj api.Object) string { return objectKey(obj.GetNamespace(), obj.GetName()) }
 
 // List returns every object of a kind that matches f, in key order.
 func (r *reader) List(k *api.Kind, f Filter) ([]api.Object, error) {

@@ -53,6 +53,12 @@ func tooManyRequests(who string, max int) error {
 	return apierrors.NewTooManyRequests(fmt.Sprintf("too many requests in flight for %s (at most %d): retry later", who, max), 1)
 }
 
+// tooManyResets is the 429 of a request on a connection that has reset
+// more streams than it may (see resets.go).
+func tooManyResets() error {
+	return apierrors.NewTooManyRequests("this connection has reset too many streams: connect again", 1)
+}
+
 func unauthorized(msg string) error {
 	return apierrors.NewUnauthorized("Unauthorized: " + msg)
 }

@@ -314,6 +314,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.metrics.observe(rec, sw.code(), s.clock.Since(start))
 	}()
+	if s.refuseReset(sw, r) {
+		return
+	}
+	defer s.countReset(r)
 	r = r.WithContext(context.WithValue(r.Context(), recordKey{}, rec))
 	if s.cfg.Forward != nil {
 		if h := s.cfg.Forward(r); h != nil {
@@ -347,6 +351,7 @@ func (s *Server) Serve(l net.Listener, tlsConfig *tls.Config) error {
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    1 << 20,
 		TLSConfig:         tlsConfig,
+		ConnContext:       s.connContext,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	if err := http2.ConfigureServer(srv, &http2.Server{
@@ -458,11 +463,23 @@ func IdentityFromContext(ctx context.Context) (*Identity, bool) {
 func (s *Server) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := BearerToken(r)
+		var (
+			id  *Identity
+			err error
+		)
+		if ok {
+			id, err = s.cfg.Authenticator.Authenticate(r.Context(), tok)
+		}
+		if (!ok || err != nil || id == nil) && r.ProtoMajor == 2 {
+			// An HTTP/2 connection is costly to keep and easy to abuse
+			// (rapid reset): one that fails to authenticate goes away,
+			// as in Kubernetes.
+			goAway(w)
+		}
 		if !ok {
 			WriteError(w, unauthorized("no bearer token: send Authorization: Bearer <token>"))
 			return
 		}
-		id, err := s.cfg.Authenticator.Authenticate(r.Context(), tok)
 		switch {
 		case err != nil && errors.Is(err, ErrUnauthenticated):
 			WriteError(w, unauthorized("invalid bearer token"))

@@ -2,12 +2,11 @@ package controlplane
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 
 	"github.com/berth-dev/berth/reconcile"
-	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/nodeipam"
-	"github.com/berth-dev/berth/store"
 )
 
 // Defaults of the node IPAM flags, as k3s's.
@@ -29,13 +28,13 @@ func (cfg Config) nodeRange() (*nodeipam.Range, error) {
 	return rng, nil
 }
 
-// nodeIPAMControllers is the node IPAM controller when cfg names a cluster
-// CIDR, none otherwise (Check has refused a bad one).
-func nodeIPAMControllers(st *store.Store, cfg Config, events *event.Writer) []*reconcile.Controller {
-	rng, err := cfg.nodeRange()
+// initNodeIPAM is the node IPAM controller when the config names a
+// cluster CIDR, none otherwise (Check has refused a bad one).
+func initNodeIPAM(_ context.Context, d Deps) (*reconcile.Controller, error) {
+	rng, err := d.Config.nodeRange()
 	if err != nil || rng == nil {
-		return nil
+		return nil, nil
 	}
-	return []*reconcile.Controller{nodeipam.NewController(st, rng, nodeipam.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-		Events: events.Recorder(nodeipam.EventComponent, "")})}
+	return nodeipam.NewController(d.Store, rng, nodeipam.Options{Clock: d.Clock, Logger: d.Log,
+		Events: d.Recorder(nodeipam.EventComponent)}), nil
 }

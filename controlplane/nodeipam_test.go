@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -22,8 +23,9 @@ func TestCheckClusterCIDR(t *testing.T) {
 		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("--cluster-cidr %q --node-cidr-mask-size %d: %v, want %q", tc.cidr, tc.mask, err, tc.wantErr)
 		}
-		if got := len(nodeIPAMControllers(nil, Config{ClusterCIDR: tc.cidr, NodeCIDRMaskSize: tc.mask}, nil)); (got == 1) != (tc.cidr != "" && tc.wantErr == "") {
-			t.Errorf("--cluster-cidr %q --node-cidr-mask-size %d: %d controllers", tc.cidr, tc.mask, got)
+		c, err := initNodeIPAM(context.Background(), Deps{Config: Config{ClusterCIDR: tc.cidr, NodeCIDRMaskSize: tc.mask}})
+		if err != nil || (c != nil) != (tc.cidr != "" && tc.wantErr == "") {
+			t.Errorf("--cluster-cidr %q --node-cidr-mask-size %d: controller %v, %v", tc.cidr, tc.mask, c != nil, err)
 		}
 	}
 }

@@ -26,18 +26,12 @@ import (
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
-	"github.com/berth-dev/berth/reconcile/disruption"
-	"github.com/berth-dev/berth/reconcile/endpoints"
-	"github.com/berth-dev/berth/reconcile/endpointslice"
 	"github.com/berth-dev/berth/reconcile/event"
-	"github.com/berth-dev/berth/reconcile/gc"
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/reconcile/node"
 	"github.com/berth-dev/berth/reconcile/podgc"
 	"github.com/berth-dev/berth/reconcile/quota"
-	"github.com/berth-dev/berth/reconcile/serviceaccount"
 	"github.com/berth-dev/berth/reconcile/volume"
-	"github.com/berth-dev/berth/reconcile/workload"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
@@ -171,7 +165,7 @@ type Server struct {
 // New opens the store and credentials and binds the API listener, so that
 // errors (a store held by another process, a port in use) surface before
 // Run.
-func New(ctx context.Context, cfg Config) (*Server, error) {
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("control plane: no data dir")
 	}
@@ -196,21 +190,35 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	ensure := func() (*Credentials, error) {
 		return EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, ExtraSANs: servingAddresses(cfg, interfaceAddrs), Clock: cfg.Clock})
 	}
+	// undo closes, newest first, what New opened when a later step fails.
+	var undo cleanups
+	defer func() {
+		if err != nil {
+			undo.run()
+		}
+	}()
 	var (
 		creds   *Credentials
 		backend store.Backend
 		eb      *etcd.Backend
-		err     error
+		st      *store.Store
 	)
+	// The store, once open, closes its backend.
+	undo.push(func() {
+		if st != nil {
+			st.Close()
+		} else if backend != nil {
+			backend.Close()
+		}
+	})
 	if strings.HasPrefix(cfg.Store, StoreEtcdScheme) {
 		if eb, err = openEtcd(ctx, cfg); err != nil {
 			return nil, err
 		}
+		backend = eb
 		if creds, err = shareCredentials(ctx, eb.Client(), eb.Prefix()+etcd.BootstrapKey, PathsIn(cfg.DataDir), cfg.Logger, ensure); err != nil {
-			eb.Close()
 			return nil, err
 		}
-		backend = eb
 	} else {
 		if err := checkNotServedEtcd(cfg.DataDir); err != nil {
 			return nil, err
@@ -222,9 +230,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	st, err := store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, quota.Admit}})
-	if err != nil {
-		backend.Close()
+	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, quota.Admit}}); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}),
@@ -237,57 +243,25 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// A store of its own: this control plane leads from the start.
 		// An etcd store's leader does this once it is elected.
 		if err := s.bootstrap(ctx); err != nil {
-			st.Close()
 			return nil, err
 		}
 	}
 	if err := s.setupSources(ctx); err != nil {
-		st.Close()
 		return nil, err
 	}
 	if err := s.buildAPI(); err != nil {
-		st.Close()
 		return nil, err
 	}
-	s.controllers = append(s.controllers,
-		endpoints.NewController(st, endpoints.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		endpointslice.NewController(st, endpointslice.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		workload.NewReplicaSetController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-			Events: s.events.Recorder("replicaset-controller", "")}),
-		workload.NewReplicationControllerController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-			Events: s.events.Recorder("replication-controller", "")}),
-		workload.NewDeploymentController(st, workload.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-			Events: s.events.Recorder("deployment-controller", "")}),
-		event.NewTTLController(st, event.TTLOptions{TTL: cfg.EventTTL, Clock: cfg.Clock, Logger: cfg.Logger}),
-		gc.NewController(st, gc.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		namespace.NewController(st, namespace.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		serviceaccount.NewController(st, serviceaccount.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		quota.NewController(st, quota.Options{Clock: cfg.Clock, Logger: cfg.Logger}),
-		disruption.NewController(st, disruption.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-			Events: s.events.Recorder(disruption.EventComponent, "")}),
-	)
-	gcThreshold := cfg.TerminatedPodGCThreshold
-	if gcThreshold == 0 {
-		gcThreshold = podgc.DefaultThreshold
-	}
-	s.controllers = append(s.controllers,
-		node.NewController(st, node.Options{MonitorPeriod: cfg.NodeMonitorPeriod, GracePeriod: cfg.NodeMonitorGracePeriod,
-			EvictionTimeout: cfg.PodEvictionTimeout, Clock: cfg.Clock, Logger: cfg.Logger,
-			Events: s.events.Recorder(node.EventComponent, "")}),
-		podgc.NewController(st, podgc.Options{Threshold: gcThreshold, Clock: cfg.Clock, Logger: cfg.Logger}),
-	)
-	s.controllers = append(s.controllers, nodeIPAMControllers(st, cfg, s.events)...)
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated, Informers: s.informers,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
-	s.controllers = append(s.controllers, volume.NewController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger,
-		Events: s.events.Recorder(volume.EventComponent, ""), VolumesChanged: s.scheduler.VolumesChanged}),
-		volume.NewProtectionController(st, volume.Options{Clock: cfg.Clock, Logger: cfg.Logger}))
+	deps := Deps{Config: cfg, Store: st, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: s.scheduler}
+	if s.controllers, err = buildControllers(ctx, controllerInits, deps); err != nil {
+		return nil, err
+	}
 	for _, c := range s.controllers {
 		s.ctrlMetrics.Instrument(c)
-		c.ShareInformers(s.informers)
 	}
 	if err := s.registry.Register(s.scheduler.Collector()); err != nil {
-		st.Close()
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	if cfg.DNS != nil {
@@ -295,17 +269,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		opts.Clock, opts.Logger, opts.Informers = cfg.Clock, cfg.Logger, s.informers
 		d, err := dns.New(st, opts)
 		if err != nil {
-			st.Close()
 			return nil, fmt.Errorf("dns: %w", err)
 		}
 		s.dns = d
+		undo.push(func() { d.Close() })
 	}
 	l, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		if s.dns != nil {
-			s.dns.Close()
-		}
-		st.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	s.listener = l

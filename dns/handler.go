@@ -4,26 +4,33 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/utils/clock"
 )
 
 // advertisedUDPSize is the UDP payload size berth's answers advertise in
 // their OPT record: what it reads, and the most it sends.
 const advertisedUDPSize = dns.DefaultMsgSize
 
-// udpLimit is the size an answer over UDP may take: 512 bytes without
+// udpSize is the size an answer over UDP may take: 512 bytes without
 // EDNS0; with it the asker's buffer, taken as 512 when smaller and, as RFC
-// 6891 has a responder do, as the buffer berth advertises when larger. A
-// client may advertise 65,535 bytes, more than a datagram holds.
-func udpLimit(edns bool, size uint16) int {
+// 6891 has a responder do, as the buffer berth advertises when larger (a
+// client may advertise 65,535 bytes, more than a datagram holds), and at
+// most cookielessUDPSize unless the asker showed a valid server cookie.
+func udpSize(edns bool, size uint16, cookie bool) int {
 	if !edns {
 		return dns.MinMsgSize
 	}
-	return min(max(int(size), dns.MinMsgSize), advertisedUDPSize)
+	limit := min(max(int(size), dns.MinMsgSize), advertisedUDPSize)
+	if !cookie {
+		limit = min(limit, cookielessUDPSize)
+	}
+	return limit
 }
 
 // Handler answers DNS requests: names in the zone from the table, others
@@ -35,6 +42,11 @@ type Handler struct {
 	table   *Table
 	forward *Forwarder
 	metrics *Metrics
+	// recursion are the clients names outside the zone are forwarded
+	// for; nil forwards for everyone.
+	recursion []netip.Prefix
+	// cookies makes and checks DNS cookies (cookie.go).
+	cookies *cookieJar
 	// general turns the fast path off, for tests that compare the two.
 	general bool
 }
@@ -42,7 +54,7 @@ type Handler struct {
 // NewHandler returns a handler over a table. forward may be nil (no
 // forwarding: REFUSED) and so may metrics.
 func NewHandler(t *Table, forward *Forwarder, metrics *Metrics) *Handler {
-	return &Handler{table: t, forward: forward, metrics: metrics}
+	return &Handler{table: t, forward: forward, metrics: metrics, cookies: newCookieJar(clock.RealClock{})}
 }
 
 // Name names the handler, as a CoreDNS plugin is named.
@@ -56,7 +68,8 @@ func (h *Handler) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	start := time.Now()
 	bp := packBuffers.Get().(*[]byte)
 	defer packBuffers.Put(bp)
-	data, rcode, err := h.answer(ctx, r, isUDP(w), (*bp)[:0])
+	a := h.askerOf(w)
+	data, rcode, err := h.answer(ctx, r, &a, (*bp)[:0])
 	if data == nil && err == nil {
 		return dns.RcodeSuccess, nil
 	}
@@ -78,8 +91,8 @@ func (h *Handler) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 
 // answer computes the answer to r in wire form, packed into buf (empty,
 // with room for the largest message); nil without an error means drop it.
-func (h *Handler) answer(ctx context.Context, r *dns.Msg, udp bool, buf []byte) ([]byte, int, error) {
-	m, packed, rcode := h.respond(ctx, r, udp, buf)
+func (h *Handler) answer(ctx context.Context, r *dns.Msg, a *asker, buf []byte) ([]byte, int, error) {
+	m, packed, rcode := h.respond(ctx, r, a, buf)
 	if m == nil {
 		return packed, rcode, nil
 	}
@@ -93,38 +106,44 @@ func (h *Handler) answer(ctx context.Context, r *dns.Msg, udp bool, buf []byte) 
 // respond computes the answer to r: a message to pack, or, when the fast
 // path answered, the answer written into buf and its rcode. Neither means
 // drop r.
-func (h *Handler) respond(ctx context.Context, r *dns.Msg, udp bool, buf []byte) (m *dns.Msg, packed []byte, rcode int) {
+func (h *Handler) respond(ctx context.Context, r *dns.Msg, a *asker, buf []byte) (m *dns.Msg, packed []byte, rcode int) {
 	if r.Response {
 		return nil, nil, 0
 	}
 	opt := r.IsEdns0()
+	if opt != nil {
+		a.cookie = h.cookies.read(opt, a.from)
+	}
 	switch {
 	case r.Opcode != dns.OpcodeQuery:
-		return h.reply(r, opt, dns.RcodeNotImplemented), nil, 0
-	case len(r.Question) != 1:
-		return h.reply(r, opt, dns.RcodeFormatError), nil, 0
+		return h.reply(r, opt, a, dns.RcodeNotImplemented), nil, 0
+	case len(r.Question) != 1 || a.cookie.malformed:
+		return h.reply(r, opt, a, dns.RcodeFormatError), nil, 0
 	case opt != nil && opt.Version() != 0:
-		return h.reply(r, opt, dns.RcodeBadVers), nil, 0
+		return h.reply(r, opt, a, dns.RcodeBadVers), nil, 0
 	}
 	size := dns.MaxMsgSize
 	switch {
-	case udp && opt != nil:
-		size = udpLimit(true, opt.UDPSize())
-	case udp:
-		size = udpLimit(false, 0)
+	case a.udp && opt != nil:
+		size = udpSize(true, opt.UDPSize(), a.cookie.valid)
+	case a.udp:
+		size = udpSize(false, 0, false)
 	}
 
 	q := r.Question[0]
 	ans := h.table.Lookup(q.Name, q.Qtype)
 	if ans.Forward {
-		return h.forwarded(ctx, r, opt, size), nil, 0
+		if !a.recurse {
+			return h.reply(r, opt, a, dns.RcodeRefused), nil, 0
+		}
+		return h.forwarded(ctx, r, opt, a, size), nil, 0
 	}
 	if ans.Rcode == dns.RcodeSuccess && (q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY ||
 		q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR) {
-		return h.reply(r, opt, dns.RcodeRefused), nil, 0
+		return h.reply(r, opt, a, dns.RcodeRefused), nil, 0
 	}
-	if ans.Chase != "" && h.forward != nil {
-		return h.chased(ctx, r, opt, size, &ans), nil, 0
+	if ans.Chase != "" && h.forward != nil && a.recurse {
+		return h.chased(ctx, r, opt, a, size, &ans), nil, 0
 	}
 	if fq, ok := queryOf(r); ok && !h.general {
 		if out, ok := h.fast(buf, &fq, &ans, size); ok {
@@ -132,7 +151,7 @@ func (h *Handler) respond(ctx context.Context, r *dns.Msg, udp bool, buf []byte)
 		}
 	}
 
-	m = h.reply(r, opt, ans.Rcode)
+	m = h.reply(r, opt, a, ans.Rcode)
 	m.Authoritative = ans.Authoritative
 	m.Answer, m.Ns = ans.Answer, ans.Ns
 	if len(ans.Extra) > 0 {
@@ -160,8 +179,9 @@ func (h *Handler) write(w dns.ResponseWriter, b []byte) error {
 }
 
 // reply starts an answer to r with an rcode: the question echoed and, if r
-// had one, an OPT record of the answer's own.
-func (h *Handler) reply(r *dns.Msg, opt *dns.OPT, rcode int) *dns.Msg {
+// had one, an OPT record of the answer's own, with a server cookie when r
+// brought a client cookie.
+func (h *Handler) reply(r *dns.Msg, opt *dns.OPT, a *asker, rcode int) *dns.Msg {
 	m := &dns.Msg{}
 	m.Id = r.Id
 	m.Response = true
@@ -176,7 +196,11 @@ func (h *Handler) reply(r *dns.Msg, opt *dns.OPT, rcode int) *dns.Msg {
 	}
 	m.Rcode = rcode
 	if opt != nil {
-		m.Extra = []dns.RR{newOPT(opt.Do())}
+		o := newOPT(opt.Do())
+		if a != nil && a.cookie.client != nil {
+			o.Option = append(o.Option, h.cookies.option(a.cookie.client, a.from))
+		}
+		m.Extra = []dns.RR{o}
 	}
 	return m
 }
@@ -193,19 +217,41 @@ func newOPT(do bool) *dns.OPT {
 }
 
 // forwarded answers a name outside the zone from the upstream.
-func (h *Handler) forwarded(ctx context.Context, r *dns.Msg, opt *dns.OPT, size int) *dns.Msg {
+// The asker's cookie is berth's to answer, not the upstream's: it is
+// taken out of the question and the upstream's out of the answer, which
+// gets berth's own.
+func (h *Handler) forwarded(ctx context.Context, r *dns.Msg, opt *dns.OPT, a *asker, size int) *dns.Msg {
 	if h.forward == nil {
-		return h.reply(r, opt, dns.RcodeRefused)
+		return h.reply(r, opt, a, dns.RcodeRefused)
 	}
 	if h.metrics != nil {
 		h.metrics.forwarded.Inc()
 	}
-	resp, err := h.forward.Exchange(ctx, r)
+	q := r
+	if a.cookie.client != nil {
+		q = r.Copy()
+		dropCookie(q.IsEdns0())
+	}
+	resp, err := h.forward.Exchange(ctx, q)
 	if err != nil {
-		return h.reply(r, opt, dns.RcodeServerFailure)
+		return h.reply(r, opt, a, dns.RcodeServerFailure)
+	}
+	if o := resp.IsEdns0(); o != nil {
+		dropCookie(o)
+		if a.cookie.client != nil {
+			o.Option = append(o.Option, h.cookies.option(a.cookie.client, a.from))
+		}
 	}
 	resp.Truncate(size)
 	return resp
+}
+
+// dropCookie takes the COOKIE option out of an OPT record.
+func dropCookie(o *dns.OPT) {
+	if o == nil {
+		return
+	}
+	o.Option = slices.DeleteFunc(o.Option, func(e dns.EDNS0) bool { return e.Option() == dns.EDNS0COOKIE })
 }
 
 // chased answers a name whose CNAMEs leave the zone, as CoreDNS's
@@ -214,7 +260,7 @@ func (h *Handler) forwarded(ctx context.Context, r *dns.Msg, opt *dns.OPT, size 
 // its authority section when it has no answer (NXDOMAIN, NODATA). An
 // upstream that fails, or answers neither NOERROR nor NXDOMAIN, makes the
 // answer SERVFAIL, as a forwarded question's would be.
-func (h *Handler) chased(ctx context.Context, r *dns.Msg, opt *dns.OPT, size int, ans *Answer) *dns.Msg {
+func (h *Handler) chased(ctx context.Context, r *dns.Msg, opt *dns.OPT, a *asker, size int, ans *Answer) *dns.Msg {
 	if h.metrics != nil {
 		h.metrics.forwarded.Inc()
 	}
@@ -223,9 +269,9 @@ func (h *Handler) chased(ctx context.Context, r *dns.Msg, opt *dns.OPT, size int
 	q.SetEdns0(advertisedUDPSize, false)
 	resp, err := h.forward.Exchange(ctx, q)
 	if err != nil || resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
-		return h.reply(r, opt, dns.RcodeServerFailure)
+		return h.reply(r, opt, a, dns.RcodeServerFailure)
 	}
-	m := h.reply(r, opt, resp.Rcode)
+	m := h.reply(r, opt, a, resp.Rcode)
 	m.Authoritative = true
 	m.Answer = slices.Concat(ans.Answer, resp.Answer)
 	if len(resp.Answer) == 0 {

@@ -225,9 +225,9 @@ func checkAnswer(t *testing.T, r *dns.Msg, out [][]byte, udp bool) *dns.Msg {
 	if m.Id != r.Id || !m.Response {
 		t.Fatalf("answer id %d response %v, request id %d", m.Id, m.Response, r.Id)
 	}
-	size := udpLimit(false, 0)
+	size := udpSize(false, 0, false)
 	if opt := r.IsEdns0(); opt != nil {
-		size = udpLimit(true, opt.UDPSize())
+		size = udpSize(true, opt.UDPSize(), false)
 	}
 	if udp && len(out[0]) > size {
 		t.Fatalf("UDP answer of %d bytes for a size of %d", len(out[0]), size)
@@ -333,7 +333,7 @@ func TestFastPathMatchesGeneralPath(t *testing.T) {
 					}
 					limit := dns.MaxMsgSize
 					if udp {
-						limit = udpLimit(size > 0, size)
+						limit = udpSize(size > 0, size, false)
 					}
 					ans := tbl.Lookup(name, qtype)
 					fq, ok := queryOf(r)

@@ -26,7 +26,8 @@ type query struct {
 }
 
 // queryOf reads a query from a message, if it is a plain one the fast path
-// may answer: one question, no records but an OPT of version 0, and a name
+// may answer: one question, no records but an OPT of version 0 without
+// options (a cookie, say, which the general path answers), and a name
 // without escapes.
 func queryOf(r *dns.Msg) (query, bool) {
 	if r.Response || r.Opcode != dns.OpcodeQuery || len(r.Question) != 1 || len(r.Answer) > 0 || len(r.Ns) > 0 || len(r.Extra) > 1 {
@@ -39,7 +40,7 @@ func queryOf(r *dns.Msg) (query, bool) {
 	out := query{id: r.Id, rd: r.RecursionDesired, cd: r.CheckingDisabled, name: q.Name, qtype: q.Qtype, qclass: q.Qclass}
 	if len(r.Extra) == 1 {
 		opt, ok := r.Extra[0].(*dns.OPT)
-		if !ok || opt.Version() != 0 || opt.Hdr.Name != "." {
+		if !ok || opt.Version() != 0 || opt.Hdr.Name != "." || len(opt.Option) > 0 {
 			return query{}, false
 		}
 		out.edns, out.do, out.udpSize = true, opt.Do(), opt.UDPSize()
@@ -59,8 +60,8 @@ const (
 
 // parseQuery reads a plain query straight from a datagram: one question
 // whose labels are letters, digits, '-' and '_' (so that its presentation
-// form has no escapes), no records but an OPT of version 0 at the end, and
-// nothing after. It writes the name, in lower case, into scratch (at least
+// form has no escapes), no records but an OPT of version 0 without options
+// at the end, and nothing after. It writes the name, in lower case, into scratch (at least
 // 256 bytes) and q.name refers to it: q.name is valid only until scratch is
 // reused. Any other packet is left to miekg/dns.
 func parseQuery(raw, scratch []byte) (q query, ok bool) {
@@ -129,7 +130,10 @@ func parseQuery(raw, scratch []byte) (q query, ok bool) {
 			return q, false
 		}
 		q.edns, q.do = true, ttl&(1<<15) != 0
-		off += 11 + int(binary.BigEndian.Uint16(raw[off+9:]))
+		if binary.BigEndian.Uint16(raw[off+9:]) != 0 {
+			return q, false // options (a cookie, say) are the general path's
+		}
+		off += 11
 	}
 	if off != len(raw) {
 		return q, false

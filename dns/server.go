@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"sync"
@@ -61,8 +62,13 @@ type Options struct {
 	// UDPReadBuffer is the receive buffer asked for each UDP socket
 	// (default 8 MiB).
 	UDPReadBuffer int
+	// RecursionNetworks are the clients whose names outside the zone are
+	// forwarded; any other client is answered REFUSED for them (names in
+	// the zone are answered to all). Nil is LocalNetworks(): loopback and
+	// this machine's addresses.
+	RecursionNetworks []netip.Prefix
 	// Clock paces retries of a failed watch and dates changes to the
-	// records (the SOA's serial).
+	// records (the SOA's serial) and the server's DNS cookies.
 	Clock clock.WithTicker
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -147,6 +153,11 @@ func New(st *store.Store, opts Options) (*Server, error) {
 		ownInformers: own,
 	}
 	s.handler = NewHandler(table, fwd, s.metrics)
+	s.handler.cookies = newCookieJar(opts.Clock)
+	if opts.RecursionNetworks == nil {
+		opts.RecursionNetworks = LocalNetworks()
+	}
+	s.handler.recursion = opts.RecursionNetworks
 	if err := s.listen(); err != nil {
 		s.Close()
 		return nil, err
@@ -155,7 +166,7 @@ func New(st *store.Store, opts Options) (*Server, error) {
 	if fwd != nil {
 		upstream = fwd.Servers()
 	}
-	log.Info("dns: listening", "addr", s.Addr(), "zone", table.Zone(), "upstream", upstream,
+	log.Info("dns: listening", "addr", s.Addr(), "zone", table.Zone(), "upstream", upstream, "recursion_for", opts.RecursionNetworks,
 		"udp_readers", len(s.udp), "metrics", s.MetricsAddr(), "health", s.HealthAddr())
 	return s, nil
 }

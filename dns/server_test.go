@@ -209,9 +209,15 @@ func TestServerTruncation(t *testing.T) {
 	if m.Truncated || len(m.Answer) != 200 {
 		t.Errorf("TCP: TC=%v with %d answers, want all 200", m.Truncated, len(m.Answer))
 	}
+	// A buffer of 4096 bytes holds them, but a client that shows no server
+	// cookie gets at most 1232; one that does gets all.
 	m = ask(t, "udp", srv.Addr(), name, dns.TypeA, 4096)
+	if !m.Truncated || m.IsEdns0() == nil {
+		t.Errorf("UDP with EDNS0 4096, no cookie: TC=%v with %d answers, want TC", m.Truncated, len(m.Answer))
+	}
+	m = askWithCookie(t, "udp", srv.Addr(), name, dns.TypeA, 4096, serverCookie(t, srv.Addr()))
 	if m.Truncated || len(m.Answer) != 200 || m.IsEdns0() == nil {
-		t.Errorf("UDP with EDNS0 4096: TC=%v with %d answers, want all 200", m.Truncated, len(m.Answer))
+		t.Errorf("UDP with EDNS0 4096 and a cookie: TC=%v with %d answers, want all 200", m.Truncated, len(m.Answer))
 	}
 	// SRV with its additional section is larger still: 1232 bytes truncate.
 	m = ask(t, "udp", srv.Addr(), "_http._tcp."+name, dns.TypeSRV, 1232)
@@ -242,8 +248,8 @@ func TestServerTruncation(t *testing.T) {
 // TestServerCapsUDPSize: a client may advertise an EDNS0 buffer of
 // 65,535 bytes, more than a datagram holds (65,507 over IPv4). A headless
 // service of 5,000 endpoints answers more than that; the answer must still
-// come, truncated to the 4,096 bytes the server advertises, and TCP
-// carries more.
+// come, truncated to the 4,096 bytes the server advertises (1,232 to a
+// client without a server cookie), and TCP carries more.
 func TestServerCapsUDPSize(t *testing.T) {
 	st := newStore(t, store.Options{})
 	put(t, st, svc("default", "huge"), manyEndpoints("default", "huge", 5000, 1))
@@ -255,7 +261,10 @@ func TestServerCapsUDPSize(t *testing.T) {
 		{"huge.default.svc.cluster.local.", dns.TypeA},
 		{"_http._tcp.huge.default.svc.cluster.local.", dns.TypeSRV},
 	} {
-		m := ask(t, "udp", srv.Addr(), q.name, q.qtype, 65535)
+		if m := ask(t, "udp", srv.Addr(), q.name, q.qtype, 65535); !m.Truncated || packedLen(m) > cookielessUDPSize {
+			t.Errorf("%s over UDP with a 65535 buffer and no cookie: TC=%v, %d bytes", q.name, m.Truncated, packedLen(m))
+		}
+		m := askWithCookie(t, "udp", srv.Addr(), q.name, q.qtype, 65535, serverCookie(t, srv.Addr()))
 		opt := m.IsEdns0()
 		if !m.Truncated || opt == nil || opt.UDPSize() != advertisedUDPSize {
 			t.Errorf("%s over UDP with a 65535 buffer: TC=%v, OPT %v", q.name, m.Truncated, opt)

@@ -201,10 +201,12 @@ func (h *Handler) servePacket(ctx context.Context, w dns.ResponseWriter, raw []b
 	start := time.Now()
 	if q, ok := parseQuery(raw, sc.name[:]); ok {
 		ans := h.table.resolve(q.name, q.qtype) // parseQuery lowered the name
-		if h.upstream(&ans) {
+		if h.upstream(&ans) && h.recurses(clientOf(w)) {
 			return true
 		}
-		if out, ok := h.fast(sc.out[:0], &q, &ans, udpLimit(q.edns, q.udpSize)); ok && !h.general {
+		// parseQuery takes no request with a cookie: the answer's size is
+		// a cookieless one's.
+		if out, ok := h.fast(sc.out[:0], &q, &ans, udpSize(q.edns, q.udpSize, false)); ok && !h.general {
 			_ = h.write(w, out)
 			if h.metrics != nil {
 				h.metrics.observe(q.qtype, ans.Rcode, time.Since(start))
@@ -222,7 +224,7 @@ func (h *Handler) servePacket(ctx context.Context, w dns.ResponseWriter, raw []b
 		}
 		return false
 	}
-	if h.forwards(m) {
+	if h.forwards(m) && h.recurses(clientOf(w)) {
 		return true
 	}
 	_, _ = h.ServeDNS(ctx, w, m)
@@ -248,7 +250,7 @@ func (h *Handler) overloaded(w dns.ResponseWriter, raw, buf []byte) {
 	if m.Unpack(raw) != nil || len(m.Question) != 1 {
 		return
 	}
-	out, err := h.reply(m, m.IsEdns0(), dns.RcodeServerFailure).PackBuffer(buf[:cap(buf)])
+	out, err := h.reply(m, m.IsEdns0(), nil, dns.RcodeServerFailure).PackBuffer(buf[:cap(buf)])
 	if err == nil {
 		_ = h.write(w, out)
 	}

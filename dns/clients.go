@@ -11,7 +11,8 @@ import (
 // Who is answered what. Names in the zone are answered to anyone who can
 // reach the server. Names outside it are forwarded only for clients in
 // the recursion networks (by default loopback and this machine's
-// addresses; berth server adds the cluster CIDR): to anyone else they are
+// addresses; berth server adds the cluster CIDR) and for the addresses
+// of the cluster's Nodes, which the follower keeps: to anyone else they are
 // REFUSED, as CoreDNS's acl plugin refuses, so that a server reachable
 // from outside is no open resolver for others to use or to reflect floods
 // off.
@@ -48,13 +49,15 @@ func clientOf(w dns.ResponseWriter) netip.Addr {
 }
 
 // recurses reports whether names outside the zone are forwarded for a
-// client: every client when the handler has no recursion networks.
+// client: every client when the handler has no recursion networks, else
+// those in them and the cluster's Nodes (whose agents forward their pods'
+// questions).
 func (h *Handler) recurses(from netip.Addr) bool {
 	if h.recursion == nil {
 		return true
 	}
 	from = from.WithZone("")
-	return slices.ContainsFunc(h.recursion, func(p netip.Prefix) bool { return p.Contains(from) })
+	return slices.ContainsFunc(h.recursion, func(p netip.Prefix) bool { return p.Contains(from) }) || h.table.isNode(from)
 }
 
 // LocalNetworks are the clients a server forwards for by default: the

@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"context"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -8,7 +9,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -131,4 +134,33 @@ func TestServerAmplification(t *testing.T) {
 	if largest > cookielessUDPSize {
 		t.Errorf("an answer of %d bytes to a client without a cookie, want at most %d", largest, cookielessUDPSize)
 	}
+}
+
+// TestServerForwardsForNodes: a Node's address is forwarded for, beside
+// the recursion networks, for as long as the Node lists it: the agents'
+// node-local DNS asks from there for their pods.
+func TestServerForwardsForNodes(t *testing.T) {
+	var asked atomic.Int64
+	upstream := bigUpstream(t, &asked)
+	st := newStore(t, store.Options{})
+	put(t, st, clusterObjects()...)
+	srv := startServer(t, st, Options{Upstream: upstream, RecursionNetworks: outsiders}, nil)
+	if m := ask(t, "udp", srv.Addr(), "example.org.", dns.TypeTXT, 0); m.Rcode != dns.RcodeRefused {
+		t.Fatalf("before the node: %s, want REFUSED", dns.RcodeToString[m.Rcode])
+	}
+	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: api.NodeStatus{Addresses: []api.NodeAddress{
+		{Type: api.NodeInternalIP, Address: "127.0.0.1"}, {Type: api.NodeHostName, Address: "n1"}}}}
+	put(t, st, node)
+	waitFor(t, 5*time.Second, "the node's address to be forwarded for", func() bool {
+		return ask(t, "udp", srv.Addr(), "example.org.", dns.TypeTXT, 0).Rcode == dns.RcodeSuccess
+	})
+	if _, err := st.Txn(context.Background(), func(tx *store.Txn) error {
+		_, err := tx.Delete(nodeKind, "", "n1", store.DeleteOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the node's address to be refused again", func() bool {
+		return ask(t, "udp", srv.Addr(), "example.org.", dns.TypeTXT, 0).Rcode == dns.RcodeRefused
+	})
 }

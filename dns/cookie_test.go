@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"bytes"
 	"encoding/hex"
 	"net/netip"
 	"testing"
@@ -118,4 +119,28 @@ func TestCookieIsBoundToTheAddress(t *testing.T) {
 	if c := j.read(o, b); c.valid || c.malformed || c.client == nil {
 		t.Errorf("from another address: %+v, want a client cookie without a valid server cookie", c)
 	}
+}
+
+// FuzzCookie: any COOKIE option is read without a panic; only the right
+// lengths are taken, and only a cookie this jar made is valid.
+func FuzzCookie(f *testing.F) {
+	j := newCookieJar(clocktesting.NewFakePassiveClock(time.Unix(1_700_000_000, 0)))
+	from := netip.MustParseAddr("198.18.0.1")
+	client, _ := hex.DecodeString(testClientCookie)
+	good, _ := hex.DecodeString(j.option(client, from).Cookie)
+	for _, s := range [][]byte{client, good, good[:20], append(good, 0), make([]byte, 41), nil} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT},
+			Option: []dns.EDNS0{&dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: hex.EncodeToString(b)}}}
+		c := j.read(o, from)
+		okLen := len(b) == 8 || len(b) >= 16 && len(b) <= 40
+		if c.malformed == okLen {
+			t.Errorf("%d bytes: malformed %v", len(b), c.malformed)
+		}
+		if c.valid && !bytes.Equal(b, good) {
+			t.Errorf("%x is valid, and not the jar's", b)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,14 +18,15 @@ var (
 	serviceKind   = api.MustLookupResource("services")
 	endpointsKind = api.MustLookupResource("endpoints")
 	namespaceKind = api.MustLookupResource("namespaces")
+	nodeKind      = api.MustLookupResource("nodes")
 )
 
 // maxBatch bounds how many services one table update rebuilds, so that a
 // flood of changes still publishes regularly.
 const maxBatch = 1024
 
-// follower keeps a Table in step with the store's Services, Endpoints
-// and Namespaces through the informers: it lists them from one snapshot,
+// follower keeps a Table in step with the store's Services, Endpoints,
+// Namespaces and Nodes' addresses through the informers: it lists them from one snapshot,
 // then takes every later change, and lists a kind again when its watch
 // is lost. It is the table's only writer. A change rebuilds the entry of
 // the one service it concerns, or the table's set of namespaces.
@@ -43,6 +45,10 @@ type follower struct {
 	// they changed since the table last had them.
 	namespaces map[string]struct{}
 	nsDirty    bool
+	// nodes are the addresses of each Node, by name; nodesDirty says they
+	// changed since the table last had them.
+	nodes      map[string][]netip.Addr
+	nodesDirty bool
 	// dirty are the services changed since the table last had them.
 	dirty map[string]struct{}
 	// wake tells run that something is dirty.
@@ -63,6 +69,7 @@ func newFollower(inf *informer.Factory, t *Table) *follower {
 		services:   map[string]*api.Service{},
 		endpoints:  map[string]*api.Endpoints{},
 		namespaces: map[string]struct{}{},
+		nodes:      map[string][]netip.Addr{},
 		dirty:      map[string]struct{}{},
 		wake:       make(chan struct{}, 1),
 	}
@@ -78,6 +85,7 @@ func (f *follower) run(ctx context.Context) error {
 		informer.Registration{Kind: serviceKind, Handler: informer.Handler{List: f.listServices, Event: f.record}},
 		informer.Registration{Kind: endpointsKind, Handler: informer.Handler{List: f.listEndpoints, Event: f.record}},
 		informer.Registration{Kind: namespaceKind, Handler: informer.Handler{List: f.listNamespaces, Event: f.record}},
+		informer.Registration{Kind: nodeKind, Handler: informer.Handler{List: f.listNodes, Event: f.record}},
 	)
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)
@@ -107,6 +115,22 @@ func (f *follower) record(e store.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.signal()
+	if n, ok := e.Object.(*api.Node); ok {
+		// Only a node's addresses matter; its heartbeats do not.
+		addrs := nodeAddresses(n)
+		if e.Type == store.Deleted {
+			addrs = nil
+		}
+		if old, ok := f.nodes[n.Name]; ok != (addrs != nil) || !slices.Equal(old, addrs) {
+			if addrs == nil {
+				delete(f.nodes, n.Name)
+			} else {
+				f.nodes[n.Name] = addrs
+			}
+			f.nodesDirty = true
+		}
+		return
+	}
 	if _, ok := e.Object.(*api.Namespace); ok {
 		// Only a namespace's coming and going changes an answer; its
 		// status, labels and finalizers do not.
@@ -193,6 +217,37 @@ func (f *follower) listNamespaces(snap *store.Snapshot) error {
 	return nil
 }
 
+// listNodes swaps the follower's Node addresses for a fresh listing.
+func (f *follower) listNodes(snap *store.Snapshot) error {
+	nodes := map[string][]netip.Addr{}
+	err := snap.Each(nodeKind, store.Filter{}, func(o api.Object) bool {
+		nodes[o.GetName()] = nodeAddresses(o.(*api.Node))
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("dns: list nodes: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes = nodes
+	f.nodesDirty = true
+	f.signal()
+	return nil
+}
+
+// nodeAddresses are the IP addresses a Node's status lists, sorted; never
+// nil, so that a node without any is still told from one that is gone.
+func nodeAddresses(n *api.Node) []netip.Addr {
+	out := []netip.Addr{}
+	for _, a := range n.Status.Addresses {
+		if ip, err := netip.ParseAddr(a.Address); err == nil {
+			out = append(out, ip.Unmap())
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
 // markChanged marks dirty the keys of objects added, changed or gone
 // between two listings.
 func markChanged[T api.Object](dirty map[string]struct{}, old, now map[string]T) {
@@ -218,6 +273,16 @@ func (f *follower) rebuild() {
 		namespaces = slices.Collect(maps.Keys(f.namespaces))
 		f.nsDirty = false
 	}
+	var nodes map[netip.Addr]struct{}
+	if f.nodesDirty {
+		nodes = map[netip.Addr]struct{}{}
+		for _, as := range f.nodes {
+			for _, a := range as {
+				nodes[a] = struct{}{}
+			}
+		}
+		f.nodesDirty = false
+	}
 	changes := make([]change, 0, min(len(f.dirty), maxBatch))
 	for key := range f.dirty {
 		if len(changes) == maxBatch {
@@ -234,6 +299,9 @@ func (f *follower) rebuild() {
 	f.mu.Unlock()
 	if namespaces != nil {
 		f.table.SetNamespaces(namespaces)
+	}
+	if nodes != nil {
+		f.table.SetNodeAddresses(nodes)
 	}
 	f.table.apply(changes)
 }

@@ -53,8 +53,11 @@ type Table struct {
 	// is NODATA, not NXDOMAIN, as CoreDNS answers for every namespace the
 	// API has: those of the store, and those with a name in the table.
 	namespaces atomic.Pointer[map[string]struct{}]
-	records    atomic.Int64
-	synced     atomic.Bool
+	// nodes holds the addresses of the cluster's Nodes: clients the server
+	// forwards for, beside its recursion networks.
+	nodes   atomic.Pointer[map[netip.Addr]struct{}]
+	records atomic.Int64
+	synced  atomic.Bool
 
 	// mu serialises writers; nsCount and stored are theirs alone.
 	mu      sync.Mutex
@@ -294,4 +297,17 @@ func (t *Table) publishNamespaces() {
 		set[ns] = struct{}{}
 	}
 	t.namespaces.Store(&set)
+}
+
+// SetNodeAddresses replaces the addresses of the cluster's Nodes.
+func (t *Table) SetNodeAddresses(addrs map[netip.Addr]struct{}) { t.nodes.Store(&addrs) }
+
+// isNode reports whether an address is one of a Node's.
+func (t *Table) isNode(a netip.Addr) bool {
+	m := t.nodes.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[a]
+	return ok
 }

@@ -2,6 +2,8 @@ package controlplane
 
 import (
 	"context"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,5 +29,23 @@ func TestCheckClusterCIDR(t *testing.T) {
 		if err != nil || (c != nil) != (tc.cidr != "" && tc.wantErr == "") {
 			t.Errorf("--cluster-cidr %q --node-cidr-mask-size %d: controller %v, %v", tc.cidr, tc.mask, c != nil, err)
 		}
+	}
+}
+
+// TestRecursionNetworks: the cluster DNS forwards for loopback and the
+// pods of the cluster CIDR by default, not for the world.
+func TestRecursionNetworks(t *testing.T) {
+	nets := recursionNetworks(DefaultClusterCIDR)
+	has := func(addr string) bool {
+		a := netip.MustParseAddr(addr)
+		return slices.ContainsFunc(nets, func(p netip.Prefix) bool { return p.Contains(a) })
+	}
+	for addr, want := range map[string]bool{"127.0.0.1": true, "::1": true, "10.42.7.9": true, "10.43.0.1": false, "203.0.113.9": false} {
+		if has(addr) != want {
+			t.Errorf("%s forwarded for: %v, want %v (%v)", addr, !want, want, nets)
+		}
+	}
+	if nets := recursionNetworks(""); slices.Contains(nets, netip.MustParsePrefix(DefaultClusterCIDR)) {
+		t.Errorf("no cluster CIDR, yet %v", nets)
 	}
 }

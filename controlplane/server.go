@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -267,6 +268,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.DNS != nil {
 		opts := *cfg.DNS
 		opts.Clock, opts.Logger, opts.Informers = cfg.Clock, cfg.Logger, s.informers
+		if opts.RecursionNetworks == nil {
+			opts.RecursionNetworks = recursionNetworks(cfg.ClusterCIDR)
+		}
 		d, err := dns.New(st, opts)
 		if err != nil {
 			return nil, fmt.Errorf("dns: %w", err)
@@ -647,4 +651,15 @@ func newRegistry(cs ...prometheus.Collector) (*prometheus.Registry, error) {
 		}
 	}
 	return reg, nil
+}
+
+// recursionNetworks are the clients the cluster DNS forwards names outside
+// the zone for, unless --dns-recursion-networks says otherwise: loopback,
+// this machine's addresses, and the pods of the cluster CIDR.
+func recursionNetworks(clusterCIDR string) []netip.Prefix {
+	nets := dns.LocalNetworks()
+	if p, err := netip.ParsePrefix(clusterCIDR); err == nil {
+		nets = append(nets, p.Masked())
+	}
+	return nets
 }

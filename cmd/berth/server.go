@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +36,7 @@ type serverOptions struct {
 	sources           []string
 	webhookSecretFile string
 	dns               dns.Options
+	dnsRecursion      []string
 
 	nodeMonitorPeriod        time.Duration
 	nodeMonitorGracePeriod   time.Duration
@@ -95,6 +98,9 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 			mostAllocated, err := sched.ParseScoringStrategy(o.scoringStrategy)
 			if err != nil {
 				return usageErrorf("--scheduler-scoring-strategy: %v", err)
+			}
+			if o.dns.RecursionNetworks, err = parsePrefixes(o.dnsRecursion); err != nil {
+				return usageErrorf("--dns-recursion-networks: %v", err)
 			}
 			specs := make([]source.Spec, 0, len(o.sources))
 			for _, v := range o.sources {
@@ -180,6 +186,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /hooks/<source>; none turns webhooks off")
 	f.StringVar(&o.dns.Listen, "dns-listen", dns.DefaultListen, "address of the cluster DNS server, UDP and TCP")
 	f.StringVar(&o.dns.Upstream, "dns-upstream", "", "where names outside the cluster domain go (default: the nameservers of /etc/resolv.conf); none answers REFUSED")
+	f.StringSliceVar(&o.dnsRecursion, "dns-recursion-networks", nil, "clients (CIDRs) for whom DNS forwards names outside the cluster domain; others are answered REFUSED for them (default: loopback, this machine's addresses and --cluster-cidr; 0.0.0.0/0,::/0 forwards for anyone)")
 	f.StringVar(&o.dns.MetricsListen, "dns-metrics-listen", dns.DefaultMetricsListen, "address of the DNS server's Prometheus /metrics")
 	f.StringVar(&o.dns.HealthListen, "dns-health-listen", dns.DefaultHealthListen, "address of the DNS server's /healthz")
 	f.StringVar(&o.dns.Zone, "cluster-domain", dns.DefaultZone, "the cluster domain DNS answers for")
@@ -312,4 +319,23 @@ func heapProfileOnSignal(path string, g *globalOptions) (stop func()) {
 		close(done)
 		wg.Wait()
 	}
+}
+
+// parsePrefixes parses CIDRs, or a bare address as the network of it
+// alone; none is nil.
+func parsePrefixes(vs []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range vs {
+		v = strings.TrimSpace(v)
+		if a, err := netip.ParseAddr(v); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -48,6 +48,61 @@ func (l *inflightLimiter) release(who string) {
 	l.n[who]--
 }
 
+// seats caps the requests of one class in flight across every caller,
+// as kube-apiserver's --max-requests-inflight and
+// --max-mutating-requests-inflight do: beyond it a request is told to
+// come back (429 with Retry-After) at once, rather than queue for memory.
+// A nil seats has no cap.
+type seats chan struct{}
+
+func newSeats(n int) seats {
+	if n <= 0 {
+		return nil
+	}
+	return make(seats, n)
+}
+
+// take takes a seat, or reports false when there is none.
+func (s seats) take() bool {
+	if s == nil {
+		return true
+	}
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s seats) give() {
+	if s != nil {
+		<-s
+	}
+}
+
+// seatsFor is the class a request takes a seat of: reads (get, list) or
+// writes. Nodes take none: their heartbeats, leases and status writes
+// must never wait behind users' reads, as API Priority and Fairness keeps
+// them a level of their own (system-node-high). Their own cap per
+// identity still holds. Watches and streams (logs, exec, proxy) take
+// none either: they last, and are not counted by Kubernetes' limits.
+func (s *Server) seatsFor(req *resourceRequest) (seats, string) {
+	if req.id != nil && req.id.Kind == IdentityNode {
+		return nil, ""
+	}
+	switch req.verb {
+	case VerbGet, VerbList:
+		return s.readSeats, "read"
+	}
+	return s.writeSeats, "mutating"
+}
+
+// tooManyInflight is the 429 of a class with every seat taken.
+func tooManyInflight(class string, max int) error {
+	return apierrors.NewTooManyRequests(fmt.Sprintf("too many %s requests in flight on the server (at most %d): retry later", class, max), 1)
+}
+
 // tooManyRequests is the 429 of an identity over its cap.
 func tooManyRequests(who string, max int) error {
 	return apierrors.NewTooManyRequests(fmt.Sprintf("too many requests in flight for %s (at most %d): retry later", who, max), 1)

@@ -185,6 +185,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.limiter.release(who)
+	seats, class := s.seatsFor(req)
+	if !seats.take() {
+		WriteError(w, tooManyInflight(class, cap(seats)))
+		return
+	}
+	defer seats.give()
 	if custom {
 		// An eviction is a write like any other: timed, and counted
 		// against its caller's requests in flight.

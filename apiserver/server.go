@@ -27,8 +27,12 @@ import (
 const (
 	DefaultMaxBodyBytes           = 3 << 20
 	DefaultMaxInflightPerIdentity = 400
-	DefaultBookmarkInterval       = time.Minute
-	DefaultWatchTimeout           = 30 * time.Minute
+	// Kubernetes' defaults of --max-requests-inflight and
+	// --max-mutating-requests-inflight.
+	DefaultMaxRequestsInflight         = 400
+	DefaultMaxMutatingRequestsInflight = 200
+	DefaultBookmarkInterval            = time.Minute
+	DefaultWatchTimeout                = 30 * time.Minute
 	// Timeouts of the http.Server that Serve runs. There is no write
 	// timeout: a watch writes for as long as it lasts.
 	ReadHeaderTimeout = 10 * time.Second
@@ -82,6 +86,13 @@ type Config struct {
 	// MaxInflightPerIdentity caps the requests one identity may have in
 	// flight, watches excepted (429 beyond); default 400.
 	MaxInflightPerIdentity int
+	// MaxRequestsInflight and MaxMutatingRequestsInflight cap the reads
+	// (get, list) and the writes in flight on the server, across
+	// callers, as kube-apiserver's flags of those names do (429 beyond);
+	// defaults 400 and 200, negative for no cap. Nodes' requests,
+	// watches and streams are not counted (see seatsFor).
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
 	// BookmarkInterval is how often a watch that asked for bookmarks gets
 	// one; default one minute.
 	BookmarkInterval time.Duration
@@ -121,6 +132,8 @@ type Server struct {
 	handler http.Handler
 	metrics *metrics
 	limiter *inflightLimiter
+	// readSeats and writeSeats cap the reads and writes in flight.
+	readSeats, writeSeats seats
 	// pages keeps the snapshots paged lists are read from.
 	pages *pagingSnapshots
 	disc  *discoveryDocs
@@ -165,6 +178,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxInflightPerIdentity <= 0 {
 		cfg.MaxInflightPerIdentity = DefaultMaxInflightPerIdentity
 	}
+	if cfg.MaxRequestsInflight == 0 {
+		cfg.MaxRequestsInflight = DefaultMaxRequestsInflight
+	}
+	if cfg.MaxMutatingRequestsInflight == 0 {
+		cfg.MaxMutatingRequestsInflight = DefaultMaxMutatingRequestsInflight
+	}
 	if cfg.BookmarkInterval <= 0 {
 		cfg.BookmarkInterval = DefaultBookmarkInterval
 	}
@@ -197,6 +216,8 @@ func New(cfg Config) (*Server, error) {
 		mux:            http.NewServeMux(),
 		limiter:        newInflightLimiter(cfg.MaxInflightPerIdentity),
 		pages:          newPagingSnapshots(cfg.Clock),
+		readSeats:      newSeats(cfg.MaxRequestsInflight),
+		writeSeats:     newSeats(cfg.MaxMutatingRequestsInflight),
 		resources:      map[string]*api.Kind{},
 		subresources:   map[subresourceKey]SubresourceHandler{},
 		proxyTransport: newProxyTransport(cfg.ProxyDialTimeout, cfg.ProxyResponseHeaderTimeout),

@@ -110,6 +110,12 @@ type Config struct {
 	// EventTTL is how long an event is kept after it was last recorded
 	// (--event-ttl); zero takes the default, one hour.
 	EventTTL time.Duration
+	// MaxRequestsInflight and MaxMutatingRequestsInflight cap the API's
+	// reads and writes in flight (--max-requests-inflight,
+	// --max-mutating-requests-inflight); zero takes the defaults, 400
+	// and 200, a negative value sets no cap.
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
 	// MostAllocated makes the scheduler pack pods onto the fullest nodes
 	// rather than spread them (--scheduler-scoring-strategy MostAllocated).
 	MostAllocated bool
@@ -479,6 +485,9 @@ func (s *Server) buildAPI() error {
 		Version:       s.cfg.Version,
 		ReadyChecks:   checks,
 		Forward:       forward,
+
+		MaxRequestsInflight:         s.cfg.MaxRequestsInflight,
+		MaxMutatingRequestsInflight: s.cfg.MaxMutatingRequestsInflight,
 		Admission: []apiserver.AdmissionPlugin{
 			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
 				return apiserver.MirrorPodGuard(ctx, id, a)

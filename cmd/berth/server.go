@@ -42,6 +42,8 @@ type serverOptions struct {
 	nodeMonitorGracePeriod   time.Duration
 	podEvictionTimeout       time.Duration
 	terminatedPodGCThreshold int
+	maxRequestsInflight      int
+	maxMutatingInflight      int
 	eventTTL                 time.Duration
 	scoringStrategy          string
 	clusterCIDR              string
@@ -123,14 +125,16 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				WebhookSecretFile: o.webhookSecretFile,
 				DNS:               &o.dns,
 
-				NodeMonitorPeriod:        o.nodeMonitorPeriod,
-				NodeMonitorGracePeriod:   o.nodeMonitorGracePeriod,
-				PodEvictionTimeout:       o.podEvictionTimeout,
-				TerminatedPodGCThreshold: gcThreshold(o.terminatedPodGCThreshold),
-				EventTTL:                 o.eventTTL,
-				MostAllocated:            mostAllocated,
-				ClusterCIDR:              o.clusterCIDR,
-				NodeCIDRMaskSize:         o.nodeCIDRMaskSize,
+				NodeMonitorPeriod:           o.nodeMonitorPeriod,
+				NodeMonitorGracePeriod:      o.nodeMonitorGracePeriod,
+				PodEvictionTimeout:          o.podEvictionTimeout,
+				TerminatedPodGCThreshold:    gcThreshold(o.terminatedPodGCThreshold),
+				EventTTL:                    o.eventTTL,
+				MaxRequestsInflight:         inflightCap(o.maxRequestsInflight),
+				MaxMutatingRequestsInflight: inflightCap(o.maxMutatingInflight),
+				MostAllocated:               mostAllocated,
+				ClusterCIDR:                 o.clusterCIDR,
+				NodeCIDRMaskSize:            o.nodeCIDRMaskSize,
 			}
 			if err := cfg.Check(); err != nil {
 				return usageErrorf("%v", err)
@@ -194,6 +198,8 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.DurationVar(&o.nodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod, "no heartbeat for this long: node Ready=Unknown, taint node.kubernetes.io/unreachable")
 	f.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", controlplane.DefaultPodEvictionTimeout, "this long after a node is tainted unreachable or not-ready, its pods are deleted and recreated elsewhere by their controllers")
 	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
+	f.IntVar(&o.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "the API's reads (get, list) in flight at once, across callers, beyond which it answers 429 with Retry-After; nodes, watches and streams are not counted; 0: no cap")
+	f.IntVar(&o.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "the API's writes in flight at once, across callers, beyond which it answers 429 with Retry-After; nodes' writes are not counted; 0: no cap")
 	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", sched.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
 	f.StringVar(&o.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "the range pod IPs come from: each node gets a spec.podCIDR of --node-cidr-mask-size bits out of it when it registers, freed when it goes; empty assigns none")
@@ -287,6 +293,15 @@ func runServerAndAgent(ctx context.Context, s *controlplane.Server, a *agent.Age
 // gcThreshold turns --terminated-pod-gc-threshold into the control plane's
 // setting, where zero means the default: the flag's 0 (keep every finished
 // pod) becomes -1.
+// inflightCap turns a --max-*-inflight flag (0: no cap, as in
+// kube-apiserver) into the control plane's setting (negative: no cap).
+func inflightCap(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
 func gcThreshold(flag int) int {
 	if flag <= 0 {
 		return -1

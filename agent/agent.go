@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/agent/runtime/exec"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -67,7 +68,8 @@ type Config struct {
 	// and the pods' ephemeral storage (default DefaultEvictionPeriod, the
 	// kubelet's 10s).
 	HousekeepingPeriod time.Duration
-	// Runtime names the container runtime ("exec").
+	// Runtime names the container runtime: RuntimeExec (the default),
+	// RuntimeContainerd or RuntimeCRI.
 	Runtime string
 	// PodNetwork is how the node joins the other nodes' pods:
 	// PodNetworkHostGW, PodNetworkNone, or empty for host-gw unless the
@@ -76,6 +78,20 @@ type Config struct {
 	// ClusterDNS is the cluster DNS server (host:port) the node-local
 	// DNS forwarder asks; empty: the Server's host, port 10053.
 	ClusterDNS string
+	// ContainerRuntimeEndpoint is the CRI socket of RuntimeCRI.
+	ContainerRuntimeEndpoint string
+	// PauseImage is the sandbox image of the containerd the agent runs
+	// (cri.DefaultPauseImage).
+	PauseImage string
+	// RegistryConfigDir is the containerd registry hosts directory
+	// (config_path) of RuntimeContainerd; empty is under its directory.
+	RegistryConfigDir string
+	// PodCIDR is the pods' network when the Node has no spec.podCIDR
+	// (RuntimeContainerd, RuntimeCRI); the Node's wins once it has one.
+	PodCIDR string
+	// CNIConfDir is where the pods' CNI network is written: for
+	// RuntimeContainerd under its directory, else /etc/cni/net.d.
+	CNIConfDir string
 	// Version is reported on the Node.
 	Version string
 	// HeartbeatPeriod is how often the node's Lease is renewed (default
@@ -91,9 +107,11 @@ type Config struct {
 
 // Agent is one node's agent, built by New and run by Run.
 type Agent struct {
-	cfg        Config
-	log        *slog.Logger
-	rt         *exec.Runtime
+	cfg Config
+	log *slog.Logger
+	rt  agentRuntime
+	// containerd is the containerd the agent runs (RuntimeContainerd).
+	containerd *cri.Containerd
 	pods       *PodManager
 	metrics    *MetricsSampler
 	podEvents  *apiPodEvents
@@ -134,8 +152,15 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Runtime == "" {
 		cfg.Runtime = RuntimeExec
 	}
-	if cfg.Runtime != RuntimeExec {
-		return nil, fmt.Errorf("--runtime %q: this build runs %q only", cfg.Runtime, RuntimeExec)
+	switch cfg.Runtime {
+	case RuntimeExec, RuntimeContainerd, RuntimeCRI:
+	default:
+		return nil, fmt.Errorf("--runtime %q: want %s, %s or %s", cfg.Runtime, RuntimeExec, RuntimeContainerd, RuntimeCRI)
+	}
+	if cfg.PodCIDR != "" {
+		if _, err := cri.Gateway(cfg.PodCIDR); err != nil {
+			return nil, fmt.Errorf("--pod-cidr: %w", err)
+		}
 	}
 	if err := cfg.checkPodNetwork(); err != nil {
 		return nil, err
@@ -196,7 +221,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
 	capacity = MergeCapacity(capacity, cfg.Capacity)
-	rt, err := exec.New(exec.Options{Root: filepath.Join(cfg.DataDir, "pods"), Logger: cfg.Logger, Clock: cfg.Clock})
+	rt, cd, err := openRuntime(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
@@ -204,6 +229,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg:         cfg,
 		log:         cfg.Logger.With("node", cfg.NodeName),
 		rt:          rt,
+		containerd:  cd,
 		nodeID:      nodeID,
 		capacity:    capacity,
 		thresholds:  thresholds,
@@ -216,6 +242,7 @@ func New(cfg Config) (*Agent, error) {
 		NodeName:       cfg.NodeName,
 		NodeIP:         cfg.NodeIP,
 		Runtime:        rt,
+		RuntimeName:    cfg.Runtime,
 		DataDir:        cfg.DataDir,
 		MemoryCapacity: mem.Value(),
 		Reporter:       reporter{a},
@@ -227,8 +254,14 @@ func New(cfg Config) (*Agent, error) {
 		Logger:         a.log,
 	})
 	if err != nil {
-		rt.Close()
+		a.closeRuntime()
 		return nil, err
+	}
+	if cfg.PodCIDR != "" && a.podRuntime() {
+		if err := a.writePodNetwork(cfg.PodCIDR); err != nil {
+			a.closeRuntime()
+			return nil, err
+		}
 	}
 	if cfg.Server != "" {
 		// Standalone there is no one to ask for metrics.
@@ -239,12 +272,27 @@ func New(cfg Config) (*Agent, error) {
 		}
 		l, err := net.Listen("tcp", cfg.Listen)
 		if err != nil {
-			rt.Close()
+			a.closeRuntime()
 			return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 		}
 		a.listener = l
 	}
 	return a, nil
+}
+
+// closeRuntime closes the runtime and stops the containerd the agent
+// runs; the containers keep running.
+func (a *Agent) closeRuntime() {
+	a.rt.Close()
+	if a.containerd != nil {
+		a.containerd.Stop()
+	}
+}
+
+// podRuntime says whether pods run in sandboxes of their own network.
+func (a *Agent) podRuntime() bool {
+	_, ok := a.rt.(runtime.PodRuntime)
+	return ok
 }
 
 // Addr is the container server's address (nil standalone).
@@ -262,7 +310,7 @@ func (a *Agent) Addr() net.Addr {
 // takes them over. It ends with a *NodeClaimedError when another agent
 // registered the Node of its name.
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.rt.Close()
+	defer a.closeRuntime()
 	if err := protectFromOOMKiller(AgentOOMScoreAdj); err != nil {
 		a.log.Warn("the agent is not protected from the OOM killer", "err", err)
 	}
@@ -304,6 +352,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		return firstError(errs)
 	}
 	defer a.listener.Close()
+	if a.podRuntime() {
+		goRun("pod network", a.podNetwork)
+	}
 	goRun("metrics", a.metrics.Run)
 	goRun("logs", a.serveLogs)
 	goRun("cluster", a.runCluster)
@@ -905,4 +956,8 @@ func (r refs) ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, er
 	return tr.Status.Token, nil
 }
 
-var _ runtime.Runtime = (*exec.Runtime)(nil)
+var (
+	_ agentRuntime       = (*exec.Runtime)(nil)
+	_ agentRuntime       = (*cri.Runtime)(nil)
+	_ runtime.PodRuntime = (*cri.Runtime)(nil)
+)

@@ -125,6 +125,12 @@ type envSource struct {
 	// path is the PATH a container whose pod sets none gets (podPath);
 	// "" is defaultPath.
 	path string
+	// images: the container runs an image (a PodRuntime), which has its
+	// own PATH and finds its volumes and token where they are mounted, so
+	// no PATH, BERTH_VOLUME_* or token file variable is added.
+	images bool
+	// podIP is the pod's own address, when it has one (status.podIP).
+	podIP string
 	// apiServer is where the API server is, as KEY=VALUE (apiServerEnv):
 	// first in the environment, so that the container's own variables of
 	// the same names win and $(VAR) can name them, as in Kubernetes.
@@ -198,6 +204,9 @@ func containerEnv(ctx context.Context, src envSource, c *api.Container) ([]strin
 	for _, k := range order {
 		env = append(env, k+"="+vars[k])
 	}
+	if src.images {
+		return env, vars, nil
+	}
 	for _, n := range slices.Sorted(maps.Keys(src.volumes)) {
 		k := volumeEnvName(n)
 		if _, ok := vars[k]; ok {
@@ -238,7 +247,9 @@ func envValueFrom(ctx context.Context, src envSource, e api.EnvVar) (string, boo
 			return p.Spec.NodeName, true, nil
 		case "spec.serviceAccountName":
 			return p.Spec.ServiceAccountName, true, nil
-		case "status.podIP", "status.hostIP":
+		case "status.podIP":
+			return cmp.Or(src.podIP, src.nodeIP), true, nil
+		case "status.hostIP":
 			return src.nodeIP, true, nil
 		}
 		return "", false, configErrorf("env %s: fieldRef %q is not supported", e.Name, vf.FieldRef.FieldPath)

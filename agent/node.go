@@ -164,7 +164,7 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 	}
 	n := &NodeManager{
 		o:          o,
-		info:       systemInfo(o.Version),
+		info:       systemInfo(o.Version, o.Capabilities.Version),
 		changed:    make(chan struct{}, 1),
 		conditions: map[api.NodeConditionType]condition{},
 	}
@@ -469,12 +469,15 @@ func (n *NodeManager) status(old []api.NodeCondition, now time.Time) api.NodeSta
 }
 
 // systemInfo reads what the node says of its machine.
-func systemInfo(version string) api.NodeSystemInfo {
+func systemInfo(version, runtimeVersion string) api.NodeSystemInfo {
+	if runtimeVersion == "" {
+		runtimeVersion = ContainerRuntimeVersion
+	}
 	info := api.NodeSystemInfo{
 		MachineID:               readTrimmed("/etc/machine-id"),
 		BootID:                  readTrimmed("/proc/sys/kernel/random/boot_id"),
 		OSImage:                 osImage(),
-		ContainerRuntimeVersion: ContainerRuntimeVersion,
+		ContainerRuntimeVersion: runtimeVersion,
 		KubeletVersion:          api.ServedVersion(version),
 		OperatingSystem:         goruntime.GOOS,
 		Architecture:            goruntime.GOARCH,

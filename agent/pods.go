@@ -29,6 +29,12 @@ type PodManagerOptions struct {
 	// DataDir is the agent's data directory; a pod's own files (its
 	// volumes) live under <DataDir>/pods/<uid>/volumes/<name>.
 	DataDir string
+	// RuntimeName names the runtime, for messages.
+	RuntimeName string
+	// ClusterDNS is the DNS server pods with dnsPolicy ClusterFirst are
+	// given under a PodRuntime (the pod bridge's gateway); empty leaves
+	// them the node's resolv.conf.
+	ClusterDNS string
 	// MemoryCapacity is the node's memory, for the oom_score_adj of
 	// Burstable containers.
 	MemoryCapacity int64
@@ -338,6 +344,19 @@ func (m *PodManager) podRuns(ctx context.Context, pick func(*podWorker) *api.Pod
 	return pods, byPod, nil
 }
 
+// setClusterDNS sets the DNS server of the pods started from now on.
+func (m *PodManager) setClusterDNS(server string) {
+	m.mu.Lock()
+	m.o.ClusterDNS = server
+	m.mu.Unlock()
+}
+
+func (m *PodManager) clusterDNS() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.o.ClusterDNS
+}
+
 // isStatic says whether a pod came from the agent's own manifests.
 func isStatic(p *api.Pod) bool {
 	src, ok := p.Annotations[AnnotationConfigSource]
@@ -351,8 +370,13 @@ func isStatic(p *api.Pod) bool {
 func (m *PodManager) PodAddresses(namespace, name string) ([]string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.podNamed(namespace, name) == nil {
+	p := m.podNamed(namespace, name)
+	if p == nil {
 		return nil, false
+	}
+	if w := m.workers[p.UID]; w != nil && m.podRuntime() != nil {
+		// A pod of its own network is reached at its address.
+		return w.knownIPs(), true
 	}
 	addrs := []string{"127.0.0.1"}
 	if m.o.NodeIP != "" {

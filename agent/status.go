@@ -61,9 +61,13 @@ type statusInput struct {
 	// that must not move: startTime and conditions' lastTransitionTime.
 	prev   api.PodStatus
 	nodeIP string
-	now    time.Time
-	init   []containerView
-	main   []containerView
+	// ownNetwork: the pod has a network of its own, whose addresses are
+	// podIPs (none yet before its sandbox runs); else it has the node's.
+	ownNetwork bool
+	podIPs     []string
+	now        time.Time
+	init       []containerView
+	main       []containerView
 	// evicted is the eviction message once the pod was evicted.
 	evicted string
 	// terminated: the pod is being deleted (or evicted) and every
@@ -172,6 +176,17 @@ func podStatus(in statusInput) api.PodStatus {
 	}
 	if in.nodeIP != "" {
 		st.PodIPs = []api.PodIP{{IP: in.nodeIP}}
+	}
+	if in.ownNetwork {
+		// A pod of its own network (a PodRuntime's sandbox): no address
+		// until its sandbox has one.
+		st.PodIP, st.PodIPs = "", nil
+		for _, ip := range in.podIPs {
+			st.PodIPs = append(st.PodIPs, api.PodIP{IP: ip})
+		}
+		if len(in.podIPs) > 0 {
+			st.PodIP = in.podIPs[0]
+		}
 	}
 	if in.evicted != "" {
 		st.Reason, st.Message = ReasonEvicted, in.evicted

@@ -48,6 +48,7 @@ type podWorker struct {
 
 	mu        sync.Mutex // guards the fields below
 	pod       *api.Pod
+	ips       []string
 	forget    bool
 	evictMsg  string
 	evictDone chan struct{}
@@ -80,6 +81,14 @@ type containerRuntimeState struct {
 	waitReason  string
 	waitMessage string
 	retryAt     time.Time
+
+	// The image pull's back-off, under a PodRuntime: the next try at
+	// pullRetryAt; pullErr says why the last failed; pullSeen, that the
+	// image was found once.
+	pullBackOff time.Duration
+	pullRetryAt time.Time
+	pullErr     string
+	pullSeen    bool
 
 	// Probe state of run (reset when a new run starts).
 	run       runtime.ID
@@ -257,6 +266,11 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 				}
 			}
 		}
+		if pr := w.m.podRuntime(); pr != nil {
+			if err := pr.RemovePod(ctx, string(w.uid)); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		errs = append(errs, w.m.removePodFiles(w.uid))
 		if err := errors.Join(errs...); err != nil {
 			w.log(pod).err("clean up forgotten pod", err)
@@ -301,7 +315,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		runs = groupRuns(mine)
 	}
 	init, main = w.views(pod, runs)
-	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, now: clk.Now(), init: init, main: main})
+	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil, podIPs: w.podIPs(), now: clk.Now(), init: init, main: main})
 	if !w.report(ctx, pod, st) {
 		next = wakeAt(next, clk.Now().Add(retryAfterError))
 	}
@@ -493,6 +507,11 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 		return cs.retryAt
 	}
 	rc, err := w.resolve(ctx, pod, c, attempt)
+	if err == nil && rc.Image != nil {
+		if next, ok := w.pullImage(ctx, pod, c, cs, rc); !ok {
+			return next
+		}
+	}
 	if err == nil {
 		var st runtime.Status
 		st, err = w.m.o.Runtime.Start(ctx, rc)
@@ -524,13 +543,25 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 
 // resolve turns c into what the runtime starts.
 func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container, attempt int) (*runtime.Container, error) {
-	env, vars, err := containerEnv(ctx, envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod), path: w.m.path, apiServer: w.m.apiServer}, c)
+	src := envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod), path: w.m.path, apiServer: w.m.apiServer}
+	pr := w.m.podRuntime()
+	if pr != nil {
+		// The image has its own PATH, and the volumes and token are
+		// mounted where the pod says, not found by host paths.
+		src.images = true
+		if ips := w.podIPs(); len(ips) > 0 {
+			src.podIP = ips[0]
+		}
+	}
+	env, vars, err := containerEnv(ctx, src, c)
 	if err != nil {
 		return nil, err
 	}
-	argv, err := commandLine(c, vars)
-	if err != nil {
-		return nil, err
+	var argv []string
+	if pr == nil {
+		if argv, err = commandLine(c, vars); err != nil {
+			return nil, err
+		}
 	}
 	rc := &runtime.Container{
 		ID:           runtime.ID{PodUID: string(pod.UID), Name: c.Name, Attempt: attempt},
@@ -547,6 +578,11 @@ func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container,
 	}
 	if sc := c.SecurityContext; sc != nil {
 		rc.RunAsUser, rc.RunAsGroup = sc.RunAsUser, sc.RunAsGroup
+	}
+	if pr != nil {
+		if err := w.imageContainer(pod, c, vars, rc); err != nil {
+			return nil, err
+		}
 	}
 	return rc, nil
 }

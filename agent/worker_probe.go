@@ -41,6 +41,10 @@ func (w *podWorker) probe(ctx context.Context, pod *api.Pod, c *api.Container, c
 		cs.started = cs.startup == nil
 	}
 	target := probe.Target{Runtime: w.m.o.Runtime, ID: run.ID, Host: w.m.o.NodeIP, Ports: c.Ports}
+	if ips := w.podIPs(); len(ips) > 0 {
+		// A pod of its own network listens on its own address.
+		target.Host = ips[0]
+	}
 	now := clk.Now()
 	var next time.Time
 	if !cs.started {

@@ -61,7 +61,16 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 	for i := range main {
 		main[i].waiting = nil
 	}
-	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, now: clk.Now(),
+	if pr := w.m.podRuntime(); pr != nil {
+		// The containers are stopped: the sandbox goes too, and its
+		// address with it, as the kubelet's KillPod does.
+		w.podIPs()
+		if err := pr.StopPod(ctx, string(w.uid)); err != nil {
+			w.log(pod).err("stop pod sandbox", err)
+			return clk.Now().Add(retryAfterError)
+		}
+	}
+	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil, podIPs: w.knownIPs(), now: clk.Now(),
 		init: init, main: main, evicted: evictMsg, terminated: true})
 	if !w.report(ctx, pod, st) {
 		return clk.Now().Add(retryAfterError)

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"github.com/berth-dev/berth/api"
+	"strings"
 )
 
 // Resources are the amounts the scheduler accounts per node, in the units
@@ -78,9 +79,12 @@ type NodeInfo struct {
 	taints          []taintEntry
 	preferTaints    []api.Taint
 	// ports are the host ports in use, one entry per pod port.
-	ports    []HostPort
-	pods     []*placedPod
-	antiPods []*placedPod
+	ports []HostPort
+	// podNetwork: the node's pods have addresses of their own, so only
+	// their hostPorts take the node's ports (podNetworkRuntime).
+	podNetwork bool
+	pods       []*placedPod
+	antiPods   []*placedPod
 
 	node   *api.Node
 	name   string
@@ -176,6 +180,7 @@ func (n *NodeInfo) setNode(node *api.Node) {
 	_, hostname := node.Labels[api.LabelHostname]
 	n.setFlag(flagHostname, hostname)
 	n.setFlag(flagUnschedulable, node.Spec.Unschedulable)
+	n.podNetwork = podNetworkRuntime(node.Status.NodeInfo.ContainerRuntimeVersion)
 	alloc := node.Status.Allocatable
 	if len(alloc) == 0 {
 		// A node that reports only its capacity offers all of it.
@@ -329,4 +334,12 @@ func removePod(pods []*placedPod, p *placedPod) ([]*placedPod, bool) {
 		}
 	}
 	return pods, false
+}
+
+// podNetworkRuntime says whether a node's runtime (its
+// containerRuntimeVersion, as <runtime>://<version>) gives each pod an
+// address of its own: containerd and CRI-O do; the exec runtime runs pods
+// on the node's.
+func podNetworkRuntime(version string) bool {
+	return strings.HasPrefix(version, "containerd://") || strings.HasPrefix(version, "cri-o://")
 }

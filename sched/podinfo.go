@@ -21,7 +21,15 @@ const (
 type HostPort struct {
 	Protocol api.Protocol
 	Port     int32
+	// ContainerOnly: the port is a containerPort and no hostPort, which
+	// takes the node's port only on a node whose pods share its network
+	// (the exec runtime); a node that gives each pod an address of its
+	// own (containerd, CRI-O) maps only hostPorts.
+	ContainerOnly bool
 }
+
+// same says whether two ports are the same port of one network.
+func (p HostPort) same(o HostPort) bool { return p.Protocol == o.Protocol && p.Port == o.Port }
 
 // PodInfo is a pod with everything the plugins ask of it computed once per
 // scheduling attempt: requests as Kubernetes sums them, host ports, owner,
@@ -201,8 +209,9 @@ func isBestEffort(spec *api.PodSpec) bool {
 
 // podPorts lists the host ports a pod's containers take: each
 // containerPort, because the exec runtime runs pods in the node's network
-// namespace and maps no port (SPEC §4), and each hostPort as well, which
-// is the port a manifest asks of the node. Init containers are left out,
+// namespace and maps no port (SPEC §4), marked ContainerOnly for nodes
+// whose pods have networks of their own, and each hostPort as well,
+// which is the port a manifest asks of the node. Init containers are left out,
 // as kube-scheduler leaves them out: they have finished before the others
 // listen.
 func podPorts(spec *api.PodSpec) []HostPort {
@@ -213,11 +222,17 @@ func podPorts(spec *api.PodSpec) []HostPort {
 			if proto == "" {
 				proto = api.ProtocolTCP
 			}
-			for _, port := range []int32{cp.ContainerPort, cp.HostPort} {
-				if port == 0 || slices.Contains(ports, HostPort{Protocol: proto, Port: port}) {
+			for _, hp := range []HostPort{{Protocol: proto, Port: cp.HostPort}, {Protocol: proto, Port: cp.ContainerPort, ContainerOnly: true}} {
+				if hp.Port == 0 {
 					continue
 				}
-				ports = append(ports, HostPort{Protocol: proto, Port: port})
+				if i := slices.IndexFunc(ports, hp.same); i >= 0 {
+					// A port both asked of the node and listened on is
+					// the node's on every node.
+					ports[i].ContainerOnly = ports[i].ContainerOnly && hp.ContainerOnly
+					continue
+				}
+				ports = append(ports, hp)
 			}
 		}
 	}

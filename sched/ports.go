@@ -13,8 +13,14 @@ func (nodePorts) gate(*PodInfo) nodeFlags { return flagPorts }
 
 func (nodePorts) Filter(pod *PodInfo, node *NodeInfo) *Status {
 	for _, want := range pod.Ports {
+		if want.ContainerOnly && node.podNetwork {
+			continue
+		}
 		for _, used := range node.ports {
-			if want == used {
+			if used.ContainerOnly && node.podNetwork {
+				continue
+			}
+			if want.same(used) {
 				return statusNodePorts
 			}
 		}

@@ -55,3 +55,35 @@ func TestNodePorts(t *testing.T) {
 		t.Error("a pod without ports should skip NodePorts")
 	}
 }
+
+// On a node whose pods have addresses of their own (containerd), only
+// hostPorts take the node's ports: two pods listening on 8080 share it.
+func TestNodePortsOnAPodNetwork(t *testing.T) {
+	cd := makeNode("n")
+	cd.Status.NodeInfo.ContainerRuntimeVersion = "containerd://1.6.20"
+	node := placed(cd, makePod("a", ports(api.ContainerPort{ContainerPort: 8080}, api.ContainerPort{ContainerPort: 80, HostPort: 9090})))
+	full := "[node(s) didn't have free ports for the requested pod ports]"
+	tests := []struct {
+		name string
+		port api.ContainerPort
+		want string
+	}{
+		{"same containerPort", api.ContainerPort{ContainerPort: 8080}, ""},
+		{"hostPort on another's containerPort", api.ContainerPort{ContainerPort: 80, HostPort: 8080}, ""},
+		{"containerPort on another's hostPort", api.ContainerPort{ContainerPort: 9090}, ""},
+		{"same hostPort", api.ContainerPort{ContainerPort: 81, HostPort: 9090}, full},
+		{"hostPort equal to its containerPort", api.ContainerPort{ContainerPort: 9090, HostPort: 9090}, full},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reasonsOf(nodePorts{}.Filter(NewPodInfo(makePod("p", ports(tt.port))), node)); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	exec := makeNode("e")
+	exec.Status.NodeInfo.ContainerRuntimeVersion = "exec://berth"
+	if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: 8080}))), placed(exec, makePod("a", ports(api.ContainerPort{ContainerPort: 8080})))); st == nil {
+		t.Error("the exec runtime's node shared a containerPort")
+	}
+}

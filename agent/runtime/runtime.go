@@ -2,7 +2,9 @@
 // container, stop it, ask how it is, run a command in it, and find its log.
 // The agent's pod workers decide what should run; a Runtime only does it.
 // The exec runtime (agent/runtime/exec) runs each container as a host
-// process; an oci runtime can come later behind the same interface.
+// process; the cri runtime (agent/runtime/cri) runs images in pod
+// sandboxes through the Container Runtime Interface, and also implements
+// PodRuntime.
 package runtime
 
 import (
@@ -82,6 +84,61 @@ type Container struct {
 	// TTY runs the process on a terminal of its own, whose output is the
 	// run's one stream.
 	TTY bool
+	// Image is what a PodRuntime runs: the image and the command and args
+	// the pod gives, which it merges with the image's entrypoint. The
+	// exec runtime runs Argv and ignores it.
+	Image *Image
+	// Mounts are the volumes a PodRuntime mounts into the container.
+	Mounts []Mount
+	// Pod is the pod's sandbox, for a PodRuntime.
+	Pod *Pod
+}
+
+// Image is a container's image and its command line before the image's
+// entrypoint is merged in, as Kubernetes gives them to a CRI runtime.
+type Image struct {
+	// Ref is the image reference as the pod names it.
+	Ref string
+	// PullPolicy is Always, IfNotPresent or Never, already defaulted.
+	PullPolicy string
+	// Command and Args are the container's, $(VAR) expanded: an empty
+	// Command runs the image's entrypoint, and an empty Command with empty
+	// Args its cmd too.
+	Command, Args []string
+}
+
+// Mount is a host path bound into a container.
+type Mount struct {
+	HostPath      string
+	ContainerPath string
+	ReadOnly      bool
+}
+
+// Pod is what a PodRuntime's sandbox is made from: the pod's identity,
+// its host name, its DNS and the ports it maps on the node.
+type Pod struct {
+	UID, Namespace, Name string
+	Hostname             string
+	// DNS is the pod's resolv.conf; nil keeps the runtime's default.
+	DNS *DNS
+	// Ports are the containers' ports; those with a HostPort are mapped
+	// on the node.
+	Ports []Port
+	// LogDir is where the runtime writes the containers' logs.
+	LogDir string
+}
+
+// DNS is a pod's resolv.conf.
+type DNS struct {
+	Servers, Searches, Options []string
+}
+
+// Port is a container port, and the node's port mapped to it (0: none).
+type Port struct {
+	Protocol      string
+	ContainerPort int32
+	HostPort      int32
+	HostIP        string
 }
 
 // Limits are the resource limits of a container.
@@ -136,11 +193,27 @@ type Stats struct {
 // Capabilities say what a runtime can enforce on this machine; the agent
 // reports them on its Node.
 type Capabilities struct {
+	// Version is the runtime as a Node reports it, <name>://<version>
+	// ("containerd://1.6.20"); empty is the exec runtime's.
+	Version string
 	// Cgroup is "v2", "v1" or "" when the runtime cannot write cgroups.
 	Cgroup      string
 	MemoryLimit bool
 	CPULimit    bool
 }
+
+// ImagePullError is a Start that failed because the image could not be
+// pulled (or may not be, with PullPolicy Never): the container waits with
+// reason ErrImagePull, then ImagePullBackOff, as the kubelet reports it.
+type ImagePullError struct {
+	// Reason is ErrImagePull, or ErrImageNeverPull for an image absent
+	// with PullPolicy Never.
+	Reason string
+	Err    error
+}
+
+func (e *ImagePullError) Error() string { return e.Err.Error() }
+func (e *ImagePullError) Unwrap() error { return e.Err }
 
 // LogOptions select what Logs writes.
 type LogOptions struct {
@@ -241,4 +314,24 @@ type Runtime interface {
 	Exited() <-chan ID
 	// Capabilities says what the runtime enforces here.
 	Capabilities() Capabilities
+}
+
+// PodRuntime is a Runtime that runs images in a sandbox per pod (the cri
+// runtime): the pod has an address of its own and its sandbox outlives
+// each run, until RemovePod.
+type PodRuntime interface {
+	Runtime
+	// HasImage says whether the image is present.
+	HasImage(ctx context.Context, ref string) (bool, error)
+	// PullImage makes c's image present as its PullPolicy says, and says
+	// whether it pulled it now. A failure is an *ImagePullError.
+	PullImage(ctx context.Context, c *Container) (pulled bool, err error)
+	// PodIPs are the addresses of the pod's sandbox, none before it runs.
+	PodIPs(podUID string) []string
+	// StopPod stops the pod's sandbox once its containers are stopped,
+	// releasing its address.
+	StopPod(ctx context.Context, podUID string) error
+	// RemovePod stops and deletes the pod's sandbox once its runs are
+	// removed.
+	RemovePod(ctx context.Context, podUID string) error
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/client"
 )
 
@@ -25,6 +26,10 @@ type agentFlags struct {
 	runtime      string
 	podNetwork   string
 	clusterDNS   string
+	criEndpoint  string
+	pauseImage   string
+	podCIDR      string
+	cniConfDir   string
 	heartbeat    time.Duration
 	report       time.Duration
 	housekeeping time.Duration
@@ -40,7 +45,11 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.capacity, "capacity", "", "override what is read from the host, as cpu=N,memory=Q,pods=N")
 	f.StringVar(&o.listen, listenName, "", listenHelp)
 	f.StringVar(&o.evictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds")
-	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (host processes)")
+	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (each container's command as a host process on the node's network), containerd (images, on a containerd the agent starts from PATH with its state under the data dir, each pod on an address of its own) or cri (images, on the CRI runtime at --container-runtime-endpoint)")
+	f.StringVar(&o.criEndpoint, "container-runtime-endpoint", "", "CRI socket of --runtime cri, as unix:///run/containerd/containerd.sock")
+	f.StringVar(&o.pauseImage, "pause-image", cri.DefaultPauseImage, "sandbox (pause) image of the containerd of --runtime containerd")
+	f.StringVar(&o.cniConfDir, "cni-conf-dir", "", "where the agent writes the pods' CNI network (default: under the data dir for --runtime containerd, /etc/cni/net.d for --runtime cri)")
+	f.StringVar(&o.podCIDR, "pod-cidr", "", "pods' network of this node under --runtime containerd or cri while its Node has no spec.podCIDR (the Node's wins); the bridge "+cri.BridgeName+" takes its first address")
 	f.StringVar(&o.podNetwork, "pod-network", "", "how the node reaches the other nodes' pods: host-gw (a route to each node's podCIDR via its InternalIP, IP forwarding, masquerade of pod traffic leaving the cluster, the node-local DNS forwarder on the pod gateway's port 53) or none; default host-gw unless --runtime is exec")
 	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
 	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
@@ -56,17 +65,20 @@ type flagSet interface {
 // config turns the flags into an agent configuration.
 func (o *agentFlags) config() (agent.Config, error) {
 	cfg := agent.Config{
-		NodeName:           o.nodeName,
-		NodeIP:             o.nodeIP,
-		Listen:             o.listen,
-		EvictionHard:       o.evictionHard,
-		Runtime:            o.runtime,
-		PodNetwork:         o.podNetwork,
-		ClusterDNS:         o.clusterDNS,
-		Version:            version,
-		HeartbeatPeriod:    o.heartbeat,
-		StatusReportPeriod: o.report,
-		HousekeepingPeriod: o.housekeeping,
+		NodeName:                 o.nodeName,
+		NodeIP:                   o.nodeIP,
+		Listen:                   o.listen,
+		EvictionHard:             o.evictionHard,
+		Runtime:                  o.runtime,
+		ContainerRuntimeEndpoint: o.criEndpoint,
+		PauseImage:               o.pauseImage,
+		PodCIDR:                  o.podCIDR,
+		PodNetwork:               o.podNetwork,
+		ClusterDNS:               o.clusterDNS,
+		Version:                  version,
+		HeartbeatPeriod:          o.heartbeat,
+		StatusReportPeriod:       o.report,
+		HousekeepingPeriod:       o.housekeeping,
 	}
 	var err error
 	if o.nodeLabels != "" {

@@ -1,0 +1,88 @@
+package cri
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+)
+
+// Names shared with the rest of the node's networking.
+const (
+	// BridgeName is the node's pod bridge.
+	BridgeName = "berth0"
+	// NetworkName is the CNI network of the pods.
+	NetworkName = "berth"
+	// cniConfFile is the file the network is written to.
+	cniConfFile = "10-berth.conflist"
+)
+
+// Gateway is the bridge's address in podCIDR: its first address.
+func Gateway(podCIDR string) (netip.Addr, error) {
+	p, err := netip.ParsePrefix(podCIDR)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
+	}
+	p = p.Masked()
+	if p.Bits() > p.Addr().BitLen()-2 {
+		return netip.Addr{}, fmt.Errorf("pod CIDR %q: too small for pods", podCIDR)
+	}
+	return p.Addr().Next(), nil
+}
+
+// CNIConfig is the CNI network list of a node's pods: the bridge berth0
+// with its gateway at the first address of podCIDR, addresses from
+// host-local, and portmap for hostPort (loopback is the runtime's own).
+func CNIConfig(podCIDR string) ([]byte, error) {
+	gw, err := Gateway(podCIDR)
+	if err != nil {
+		return nil, err
+	}
+	p := netip.MustParsePrefix(podCIDR).Masked()
+	route := "0.0.0.0/0"
+	if p.Addr().Is6() {
+		route = "::/0"
+	}
+	conf := map[string]any{
+		"cniVersion": "0.4.0",
+		"name":       NetworkName,
+		"plugins": []any{
+			map[string]any{
+				"type":        "bridge",
+				"bridge":      BridgeName,
+				"isGateway":   true,
+				"ipMasq":      true,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":   "host-local",
+					"ranges": [][]map[string]string{{{"subnet": p.String(), "gateway": gw.String()}}},
+					"routes": []map[string]string{{"dst": route}},
+				},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	return json.MarshalIndent(conf, "", "  ")
+}
+
+// WriteCNIConfig writes the network of podCIDR into dir, where the runtime
+// reads it, unless it is there already. It says whether it wrote.
+func WriteCNIConfig(dir, podCIDR string) (bool, error) {
+	b, err := CNIConfig(podCIDR)
+	if err != nil {
+		return false, err
+	}
+	path := filepath.Join(dir, cniConfFile)
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(b) {
+		return false, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return false, err
+	}
+	return true, os.Rename(tmp, path)
+}

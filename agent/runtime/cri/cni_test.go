@@ -1,0 +1,79 @@
+package cri
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestGateway(t *testing.T) {
+	for _, tt := range []struct{ cidr, want, err string }{
+		{"198.18.7.0/24", "198.18.7.1", ""},
+		{"198.18.7.77/24", "198.18.7.1", ""},
+		{"198.18.0.0/15", "198.18.0.1", ""},
+		{"198.18.7.0/31", "", `pod CIDR "198.18.7.0/31": too small for pods`},
+		{"nonsense", "", `pod CIDR "nonsense": netip.ParsePrefix("nonsense"): no '/'`},
+	} {
+		gw, err := Gateway(tt.cidr)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s: err %v, want %s", tt.cidr, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || gw.String() != tt.want {
+			t.Errorf("%s: %v, %v; want %s", tt.cidr, gw, err, tt.want)
+		}
+	}
+}
+
+// The network is the bridge berth0 with its gateway at the podCIDR's first
+// address, host-local addresses from the podCIDR, and portmap; it is
+// written once and left alone while it says the same.
+func TestWriteCNIConfig(t *testing.T) {
+	dir := t.TempDir()
+	wrote, err := WriteCNIConfig(dir, "198.18.7.0/24")
+	if err != nil || !wrote {
+		t.Fatalf("wrote %v, %v", wrote, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "10-berth.conflist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Name    string `json:"name"`
+		Plugins []struct {
+			Type   string `json:"type"`
+			Bridge string `json:"bridge"`
+			IPAM   struct {
+				Type   string                `json:"type"`
+				Ranges [][]map[string]string `json:"ranges"`
+			} `json:"ipam"`
+			Capabilities map[string]bool `json:"capabilities"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &conf); err != nil {
+		t.Fatal(err)
+	}
+	if conf.Name != "berth" || len(conf.Plugins) != 2 {
+		t.Fatalf("conf %s", b)
+	}
+	br, pm := conf.Plugins[0], conf.Plugins[1]
+	if br.Type != "bridge" || br.Bridge != "berth0" || br.IPAM.Type != "host-local" ||
+		br.IPAM.Ranges[0][0]["subnet"] != "198.18.7.0/24" || br.IPAM.Ranges[0][0]["gateway"] != "198.18.7.1" {
+		t.Errorf("bridge %+v", br)
+	}
+	if pm.Type != "portmap" || !pm.Capabilities["portMappings"] {
+		t.Errorf("portmap %+v", pm)
+	}
+	if wrote, err := WriteCNIConfig(dir, "198.18.7.0/24"); err != nil || wrote {
+		t.Errorf("the same network written again: %v, %v", wrote, err)
+	}
+	if wrote, err := WriteCNIConfig(dir, "198.18.8.0/24"); err != nil || !wrote {
+		t.Errorf("a new podCIDR not written: %v, %v", wrote, err)
+	}
+	if _, err := WriteCNIConfig(dir, "198.18.8.0"); err == nil {
+		t.Error("a podCIDR without a prefix length was taken")
+	}
+}

@@ -1,0 +1,422 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/agent/runtime"
+)
+
+// Defaults of Options.
+const (
+	// DefaultPollPeriod is how often the runtime lists containers to see
+	// which exited: containerd 1.6 has no container events.
+	DefaultPollPeriod = time.Second
+	// DefaultConnectTimeout bounds each CRI call that has no deadline of
+	// its own.
+	DefaultConnectTimeout = 2 * time.Minute
+)
+
+// Options configure a Runtime.
+type Options struct {
+	// Endpoint is the CRI socket, unix:///path or a bare path.
+	Endpoint string
+	// PollPeriod is how often exits are looked for (DefaultPollPeriod).
+	PollPeriod time.Duration
+	// Timeout bounds a CRI call (DefaultConnectTimeout); pulls may take
+	// longer and are bounded by their context alone.
+	Timeout time.Duration
+	Clock   clock.WithTicker
+	Logger  *slog.Logger
+}
+
+// Runtime is a runtime.PodRuntime over a CRI runtime service.
+type Runtime struct {
+	o      Options
+	rs     internalapi.RuntimeService
+	is     internalapi.ImageManagerService
+	exited chan runtime.ID
+	// version is the runtime's, as a Node reports it.
+	version string
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu sync.Mutex
+	// runs maps a run to its CRI container and what was last read of it:
+	// a run that exited never changes, so it is read once.
+	runs map[runtime.ID]*run
+	// byCRI is runs by CRI container ID.
+	byCRI map[string]*run
+	// pods holds, by pod UID, the sandbox the pod's containers go in.
+	pods map[string]*sandbox
+	// podLocks serialise the making of a pod's sandbox.
+	podLocks map[string]*sync.Mutex
+}
+
+type run struct {
+	criID  string
+	status runtime.Status
+	// logPath is the CRI log file of the run.
+	logPath string
+	// full: status was read with ContainerStatus (not just listed).
+	full bool
+}
+
+type sandbox struct {
+	id     string
+	config *runtimeapi.PodSandboxConfig
+	ips    []string
+}
+
+// New connects to the CRI runtime at o.Endpoint and starts watching for
+// exits. Close ends that.
+func New(ctx context.Context, o Options) (*Runtime, error) {
+	if o.Endpoint == "" {
+		return nil, errors.New("cri: no endpoint")
+	}
+	if o.PollPeriod <= 0 {
+		o.PollPeriod = DefaultPollPeriod
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultConnectTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(o.Endpoint).WithConnectionTimeout(o.Timeout).WithTracerProvider(nil).Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cri runtime service %s: %w", o.Endpoint, err)
+	}
+	is, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(o.Endpoint).WithConnectionTimeout(o.Timeout).WithTracerProvider(nil).Build(ctx)
+	if err != nil {
+		rs.Close(ctx)
+		return nil, fmt.Errorf("cri image service %s: %w", o.Endpoint, err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	r := &Runtime{
+		o: o, rs: rs, is: is,
+		exited:   make(chan runtime.ID, 256),
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		runs:     map[runtime.ID]*run{},
+		byCRI:    map[string]*run{},
+		pods:     map[string]*sandbox{},
+		podLocks: map[string]*sync.Mutex{},
+	}
+	if v, err := rs.Version(ctx, "v1"); err == nil {
+		r.version = v.RuntimeName + "://" + v.RuntimeVersion
+	}
+	if _, err := r.List(ctx); err != nil {
+		cancel()
+		r.closeServices()
+		return nil, err
+	}
+	go r.watch(wctx)
+	return r, nil
+}
+
+// Close stops watching for exits and closes the connection; containers
+// and sandboxes keep running.
+func (r *Runtime) Close() error {
+	r.cancel()
+	<-r.done
+	r.closeServices()
+	return nil
+}
+
+func (r *Runtime) closeServices() {
+	ctx := context.Background()
+	r.rs.Close(ctx)
+	r.is.Close(ctx)
+}
+
+// Exited implements runtime.Runtime.
+func (r *Runtime) Exited() <-chan runtime.ID { return r.exited }
+
+// Capabilities implements runtime.Runtime: the CRI runtime applies the
+// limits it is given in its cgroups.
+func (r *Runtime) Capabilities() runtime.Capabilities {
+	cg := "v1"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		cg = "v2"
+	}
+	return runtime.Capabilities{Version: r.version, Cgroup: cg, MemoryLimit: true, CPULimit: true}
+}
+
+// watch lists the containers every PollPeriod and reports the runs that
+// exited since the last listing.
+func (r *Runtime) watch(ctx context.Context) {
+	defer close(r.done)
+	t := r.o.Clock.NewTicker(r.o.PollPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if _, err := r.List(ctx); err != nil && ctx.Err() == nil {
+			r.o.Logger.Warn("cri: list containers", "err", err)
+		}
+	}
+}
+
+// List implements runtime.Runtime from ListContainers: every container
+// berth made, found again after a restart of the agent.
+func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
+	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelManaged: "true"}})
+	if err != nil {
+		return nil, fmt.Errorf("cri: list containers: %w", err)
+	}
+	seen := make(map[string]bool, len(cs))
+	var out []runtime.Status
+	var exits []runtime.ID
+	for _, c := range cs {
+		id, ok := runID(c.Labels, c.Annotations, c.Metadata)
+		if !ok {
+			continue
+		}
+		seen[c.Id] = true
+		r.mu.Lock()
+		cur := r.byCRI[c.Id]
+		r.mu.Unlock()
+		if cur != nil && cur.full && stateOf(c.State) == cur.status.State && cur.status.State != runtime.StateRunning {
+			out = append(out, cur.status)
+			continue
+		}
+		if cur != nil && cur.full && c.State == runtimeapi.ContainerState_CONTAINER_RUNNING && cur.status.State == runtime.StateRunning {
+			out = append(out, cur.status)
+			continue
+		}
+		nr, err := r.read(ctx, id, c.Id)
+		if err != nil {
+			if isNotFound(err) {
+				continue // removed since the listing
+			}
+			return nil, err
+		}
+		if cur != nil && cur.status.State == runtime.StateRunning && nr.status.State != runtime.StateRunning {
+			exits = append(exits, id)
+		}
+		out = append(out, nr.status)
+	}
+	r.mu.Lock()
+	for cid, rn := range r.byCRI {
+		if !seen[cid] {
+			delete(r.byCRI, cid)
+			if r.runs[rn.status.ID] == rn {
+				delete(r.runs, rn.status.ID)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range exits {
+		select {
+		case r.exited <- id:
+		default:
+		}
+	}
+	return out, nil
+}
+
+// read reads one container's status and records it.
+func (r *Runtime) read(ctx context.Context, id runtime.ID, criID string) (*run, error) {
+	resp, err := r.rs.ContainerStatus(ctx, criID, false)
+	if err != nil {
+		return nil, err
+	}
+	s := resp.GetStatus()
+	if s == nil {
+		return nil, fmt.Errorf("cri: container %s: no status", criID)
+	}
+	nr := &run{criID: criID, logPath: s.LogPath, full: true, status: statusOf(id, s)}
+	r.mu.Lock()
+	r.byCRI[criID] = nr
+	// Of two containers of one run (a create whose start failed, then
+	// the retry), the one created last stands for it.
+	if old := r.runs[id]; old == nil || old.criID == criID || old.status.StartedAt.Before(nr.status.StartedAt) || old.status.State != runtime.StateRunning {
+		r.runs[id] = nr
+	}
+	r.mu.Unlock()
+	return nr, nil
+}
+
+func stateOf(s runtimeapi.ContainerState) runtime.State {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return runtime.StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED, runtimeapi.ContainerState_CONTAINER_CREATED:
+		return runtime.StateExited
+	}
+	return runtime.StateUnknown
+}
+
+// statusOf maps a CRI container status to a run's, as the kubelet reads
+// it: a container created but never started ended before it began.
+func statusOf(id runtime.ID, s *runtimeapi.ContainerStatus) runtime.Status {
+	st := runtime.Status{ID: id, State: stateOf(s.State), Reason: s.Reason, Message: s.Message}
+	if s.StartedAt > 0 {
+		st.StartedAt = time.Unix(0, s.StartedAt)
+	}
+	if s.FinishedAt > 0 {
+		st.FinishedAt = time.Unix(0, s.FinishedAt)
+	}
+	switch s.State {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		st.ExitCode, st.Reason = 128, "StartError"
+		if st.Message == "" {
+			st.Message = "the container was created but not started"
+		}
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		st.ExitCode = int(s.ExitCode)
+		if st.ExitCode > 128 && st.ExitCode < 128+65 {
+			st.Signal = st.ExitCode - 128
+		}
+		if st.Reason == "" {
+			st.Reason = "Error"
+			if st.ExitCode == 0 {
+				st.Reason = "Completed"
+			}
+		}
+	case runtimeapi.ContainerState_CONTAINER_UNKNOWN:
+		st.Reason = "ContainerStatusUnknown"
+	}
+	return st
+}
+
+func isNotFound(err error) bool {
+	return status.Code(err) == codes.NotFound || errors.Is(err, runtime.ErrNotFound)
+}
+
+// lookup is the run's record, read again unless it has exited; ErrNotFound
+// for a run the runtime does not have.
+func (r *Runtime) lookup(ctx context.Context, id runtime.ID) (*run, error) {
+	r.mu.Lock()
+	rn := r.runs[id]
+	r.mu.Unlock()
+	if rn == nil {
+		if _, err := r.List(ctx); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		rn = r.runs[id]
+		r.mu.Unlock()
+		if rn == nil {
+			return nil, fmt.Errorf("%s: %w", id, runtime.ErrNotFound)
+		}
+	}
+	if rn.status.State == runtime.StateExited {
+		return rn, nil
+	}
+	nr, err := r.read(ctx, id, rn.criID)
+	if isNotFound(err) {
+		return nil, fmt.Errorf("%s: %w", id, runtime.ErrNotFound)
+	}
+	return nr, err
+}
+
+// Status implements runtime.Runtime.
+func (r *Runtime) Status(ctx context.Context, id runtime.ID) (runtime.Status, error) {
+	rn, err := r.lookup(ctx, id)
+	if err != nil {
+		return runtime.Status{ID: id}, err
+	}
+	return rn.status, nil
+}
+
+// Stop implements runtime.Runtime: StopContainer with the grace in whole
+// seconds (rounded up), as the CRI takes it.
+func (r *Runtime) Stop(ctx context.Context, id runtime.ID, grace time.Duration) error {
+	rn, err := r.lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rn.status.State == runtime.StateExited {
+		return nil
+	}
+	secs := int64((grace + time.Second - 1) / time.Second)
+	if err := r.rs.StopContainer(ctx, rn.criID, secs); err != nil && !isNotFound(err) {
+		return fmt.Errorf("cri: stop %s: %w", id, err)
+	}
+	_, err = r.read(ctx, id, rn.criID)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	select {
+	case r.exited <- id:
+	default:
+	}
+	return nil
+}
+
+// Remove implements runtime.Runtime.
+func (r *Runtime) Remove(ctx context.Context, id runtime.ID) error {
+	rn, err := r.lookup(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := r.rs.RemoveContainer(ctx, rn.criID); err != nil && !isNotFound(err) {
+		return fmt.Errorf("cri: remove %s: %w", id, err)
+	}
+	r.mu.Lock()
+	delete(r.byCRI, rn.criID)
+	if r.runs[id] == rn {
+		delete(r.runs, id)
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// Stats implements runtime.Runtime from ContainerStats.
+func (r *Runtime) Stats(ctx context.Context, id runtime.ID) (runtime.Stats, error) {
+	rn, err := r.lookup(ctx, id)
+	if err != nil {
+		return runtime.Stats{}, err
+	}
+	s, err := r.rs.ContainerStats(ctx, rn.criID)
+	if err != nil {
+		return runtime.Stats{}, fmt.Errorf("cri: stats %s: %w", id, err)
+	}
+	var st runtime.Stats
+	if m := s.GetMemory(); m != nil && m.WorkingSetBytes != nil {
+		st.MemoryBytes = int64(m.WorkingSetBytes.Value)
+	}
+	if c := s.GetCpu(); c != nil && c.UsageCoreNanoSeconds != nil {
+		st.CPUNanos = int64(c.UsageCoreNanoSeconds.Value)
+	}
+	return st, nil
+}
+
+// DiskUsage implements runtime.Runtime: the run's log and, while the
+// runtime reports it, its writable layer.
+func (r *Runtime) DiskUsage(ctx context.Context, id runtime.ID) (int64, error) {
+	rn, err := r.lookup(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if fi, err := os.Stat(rn.logPath); err == nil {
+		n += fi.Size()
+	}
+	if rn.status.State == runtime.StateRunning {
+		if s, err := r.rs.ContainerStats(ctx, rn.criID); err == nil && s.GetWritableLayer() != nil && s.GetWritableLayer().UsedBytes != nil {
+			n += int64(s.GetWritableLayer().UsedBytes.Value)
+		}
+	}
+	return n, nil
+}

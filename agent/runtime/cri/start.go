@@ -1,0 +1,294 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/berth-dev/berth/agent/runtime"
+)
+
+// Start implements runtime.Runtime: it runs the pod's sandbox if it has
+// none ready, then creates and starts the container in it. The image must
+// be present (PullImage).
+func (r *Runtime) Start(ctx context.Context, c *runtime.Container) (runtime.Status, error) {
+	fail := runtime.Status{ID: c.ID}
+	if c.Image == nil || c.Pod == nil {
+		return fail, fmt.Errorf("cri: container %s: no image or pod", c.ID)
+	}
+	sb, err := r.sandbox(ctx, c.Pod)
+	if err != nil {
+		return fail, err
+	}
+	cfg := containerConfig(c)
+	criID, err := r.rs.CreateContainer(ctx, sb.id, cfg, sb.config)
+	if err != nil {
+		return fail, fmt.Errorf("cri: create container %s: %w", c.ID, err)
+	}
+	if err := r.rs.StartContainer(ctx, criID); err != nil {
+		rn, rerr := r.read(ctx, c.ID, criID)
+		if rerr == nil && rn.status.State == runtime.StateExited {
+			rn.status.Reason, rn.status.ExitCode = "StartError", 128
+			rn.status.Message = err.Error()
+			return rn.status, fmt.Errorf("cri: start container %s: %w", c.ID, err)
+		}
+		return fail, fmt.Errorf("cri: start container %s: %w", c.ID, err)
+	}
+	rn, err := r.read(ctx, c.ID, criID)
+	if err != nil {
+		return fail, err
+	}
+	return rn.status, nil
+}
+
+// containerConfig is the CRI container of c, as the kubelet makes it.
+func containerConfig(c *runtime.Container) *runtimeapi.ContainerConfig {
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.ID.Name, Attempt: uint32(c.ID.Attempt)},
+		Image:       &runtimeapi.ImageSpec{Image: c.Image.Ref, UserSpecifiedImage: c.Image.Ref},
+		Command:     c.Image.Command,
+		Args:        c.Image.Args,
+		WorkingDir:  c.WorkingDir,
+		Labels:      containerLabels(c),
+		Annotations: map[string]string{annotationAttempt: strconv.Itoa(c.ID.Attempt)},
+		LogPath:     filepath.Join(c.ID.Name, strconv.Itoa(c.ID.Attempt)+".log"),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources: &runtimeapi.LinuxContainerResources{OomScoreAdj: int64(c.OOMScoreAdj)},
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{
+					Network: runtimeapi.NamespaceMode_POD,
+					Pid:     runtimeapi.NamespaceMode_CONTAINER,
+					Ipc:     runtimeapi.NamespaceMode_POD,
+				},
+			},
+		},
+	}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
+	}
+	for _, m := range c.Mounts {
+		cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{HostPath: m.HostPath, ContainerPath: m.ContainerPath, Readonly: m.ReadOnly})
+	}
+	res := cfg.Linux.Resources
+	if l := c.Limits.MilliCPU; l > 0 {
+		// The kubelet's quota: the limit over a 100ms period.
+		res.CpuPeriod = 100000
+		res.CpuQuota = l * 100000 / 1000
+		res.CpuShares = max(2, l*1024/1000)
+	}
+	if c.Limits.MemoryBytes > 0 {
+		res.MemoryLimitInBytes = c.Limits.MemoryBytes
+	}
+	sc := cfg.Linux.SecurityContext
+	if c.RunAsUser != nil {
+		sc.RunAsUser = &runtimeapi.Int64Value{Value: *c.RunAsUser}
+	}
+	if c.RunAsGroup != nil {
+		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *c.RunAsGroup}
+	}
+	return cfg
+}
+
+// sandboxConfig is the CRI sandbox of p, as the kubelet makes it.
+func sandboxConfig(p *runtime.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: p.Name, Uid: p.UID, Namespace: p.Namespace, Attempt: attempt},
+		Hostname:     p.Hostname,
+		LogDirectory: p.LogDir,
+		Labels:       podLabels(p),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{
+					Network: runtimeapi.NamespaceMode_POD,
+					Pid:     runtimeapi.NamespaceMode_CONTAINER,
+					Ipc:     runtimeapi.NamespaceMode_POD,
+				},
+			},
+		},
+	}
+	if p.DNS != nil {
+		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: p.DNS.Servers, Searches: p.DNS.Searches, Options: p.DNS.Options}
+	}
+	for _, pt := range p.Ports {
+		if pt.HostPort == 0 {
+			continue
+		}
+		proto := runtimeapi.Protocol_TCP
+		switch strings.ToUpper(pt.Protocol) {
+		case "UDP":
+			proto = runtimeapi.Protocol_UDP
+		case "SCTP":
+			proto = runtimeapi.Protocol_SCTP
+		}
+		cfg.PortMappings = append(cfg.PortMappings, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: pt.ContainerPort, HostPort: pt.HostPort, HostIp: pt.HostIP})
+	}
+	return cfg
+}
+
+func (r *Runtime) podLock(uid string) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.podLocks[uid]
+	if l == nil {
+		l = &sync.Mutex{}
+		r.podLocks[uid] = l
+	}
+	return l
+}
+
+// sandbox is the pod's ready sandbox: the one it has (found again by
+// ListPodSandbox after a restart), or a new one.
+func (r *Runtime) sandbox(ctx context.Context, p *runtime.Pod) (*sandbox, error) {
+	l := r.podLock(p.UID)
+	l.Lock()
+	defer l.Unlock()
+	r.mu.Lock()
+	sb := r.pods[p.UID]
+	r.mu.Unlock()
+	if sb != nil {
+		st, err := r.rs.PodSandboxStatus(ctx, sb.id, false)
+		if err == nil && st.GetStatus().GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return sb, nil
+		}
+	}
+	all, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManaged: "true", labelPodUID: p.UID}})
+	if err != nil {
+		return nil, fmt.Errorf("cri: list sandboxes of pod %s: %w", p.UID, err)
+	}
+	var attempt uint32
+	for _, s := range all {
+		if s.GetMetadata().GetAttempt() >= attempt {
+			attempt = s.GetMetadata().GetAttempt() + 1
+		}
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			sb = &sandbox{id: s.Id, config: sandboxConfig(p, s.GetMetadata().GetAttempt())}
+			sb.ips = r.sandboxIPs(ctx, s.Id)
+			r.mu.Lock()
+			r.pods[p.UID] = sb
+			r.mu.Unlock()
+			return sb, nil
+		}
+	}
+	cfg := sandboxConfig(p, attempt)
+	id, err := r.rs.RunPodSandbox(ctx, cfg, "")
+	if err != nil {
+		return nil, fmt.Errorf("cri: run sandbox of pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	sb = &sandbox{id: id, config: cfg, ips: r.sandboxIPs(ctx, id)}
+	r.mu.Lock()
+	r.pods[p.UID] = sb
+	r.mu.Unlock()
+	return sb, nil
+}
+
+func (r *Runtime) sandboxIPs(ctx context.Context, id string) []string {
+	st, err := r.rs.PodSandboxStatus(ctx, id, false)
+	if err != nil {
+		return nil
+	}
+	n := st.GetStatus().GetNetwork()
+	if n == nil || n.Ip == "" {
+		return nil
+	}
+	ips := []string{n.Ip}
+	for _, ip := range n.AdditionalIps {
+		ips = append(ips, ip.Ip)
+	}
+	return ips
+}
+
+// PodIPs implements runtime.PodRuntime. After an agent restart the pod's
+// sandbox is looked up once.
+func (r *Runtime) PodIPs(podUID string) []string {
+	r.mu.Lock()
+	sb := r.pods[podUID]
+	r.mu.Unlock()
+	if sb != nil {
+		return sb.ips
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.o.Timeout)
+	defer cancel()
+	all, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{labelManaged: "true", labelPodUID: podUID},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	})
+	if err != nil || len(all) == 0 {
+		return nil
+	}
+	s := all[len(all)-1]
+	sb = &sandbox{id: s.Id, ips: r.sandboxIPs(ctx, s.Id)}
+	r.mu.Lock()
+	if r.pods[podUID] == nil {
+		r.pods[podUID] = sb
+	}
+	r.mu.Unlock()
+	return sb.ips
+}
+
+// StopPod implements runtime.PodRuntime.
+func (r *Runtime) StopPod(ctx context.Context, podUID string) error {
+	return r.eachSandbox(ctx, podUID, false)
+}
+
+// RemovePod implements runtime.PodRuntime.
+func (r *Runtime) RemovePod(ctx context.Context, podUID string) error {
+	return r.eachSandbox(ctx, podUID, true)
+}
+
+func (r *Runtime) eachSandbox(ctx context.Context, podUID string, remove bool) error {
+	l := r.podLock(podUID)
+	l.Lock()
+	defer l.Unlock()
+	all, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManaged: "true", labelPodUID: podUID}})
+	if err != nil {
+		return fmt.Errorf("cri: list sandboxes of pod %s: %w", podUID, err)
+	}
+	var errs []error
+	for _, s := range all {
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			if err := r.rs.StopPodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("cri: stop sandbox of pod %s: %w", podUID, err))
+				continue
+			}
+		}
+		if remove {
+			if err := r.rs.RemovePodSandbox(ctx, s.Id); err != nil && !isNotFound(err) {
+				errs = append(errs, fmt.Errorf("cri: remove sandbox of pod %s: %w", podUID, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.pods, podUID)
+	if remove {
+		delete(r.podLocks, podUID)
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// RemoveAll stops and removes every sandbox berth made, and so their
+// containers.
+func (r *Runtime) RemoveAll(ctx context.Context) error {
+	all, err := r.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{labelManaged: "true"}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, r.rs.StopPodSandbox(ctx, s.Id), r.rs.RemovePodSandbox(ctx, s.Id))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/agent/runtime/cri"
+	"github.com/berth-dev/berth/agent/runtime/exec"
+	"github.com/berth-dev/berth/api"
+)
+
+// Runtimes a node can run (--runtime).
+const (
+	// RuntimeContainerd runs images on a containerd the agent starts as
+	// its child, with its config and state under the data dir.
+	RuntimeContainerd = "containerd"
+	// RuntimeCRI runs images on a CRI runtime already running at
+	// --container-runtime-endpoint (containerd, CRI-O).
+	RuntimeCRI = "cri"
+)
+
+// podNetworkPeriod is how often the agent reads its Node's podCIDR, for
+// the pods' CNI network, until it has one.
+const podNetworkPeriod = 10 * time.Second
+
+// agentRuntime is the runtime the agent owns: it closes it on exit.
+type agentRuntime interface {
+	runtime.Runtime
+	Close() error
+}
+
+// openRuntime opens the runtime cfg names: for containerd it first starts
+// containerd, which the caller stops with the returned function.
+func openRuntime(cfg Config) (agentRuntime, *cri.Containerd, error) {
+	switch cfg.Runtime {
+	case RuntimeExec:
+		if cfg.ContainerRuntimeEndpoint != "" {
+			return nil, nil, fmt.Errorf("--container-runtime-endpoint: the exec runtime has none (use --runtime cri)")
+		}
+		rt, err := exec.New(exec.Options{Root: filepath.Join(cfg.DataDir, "pods"), Logger: cfg.Logger, Clock: cfg.Clock})
+		return rt, nil, err
+	case RuntimeContainerd, RuntimeCRI:
+	default:
+		return nil, nil, fmt.Errorf("--runtime %q: want %s, %s or %s", cfg.Runtime, RuntimeExec, RuntimeContainerd, RuntimeCRI)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	endpoint := cfg.ContainerRuntimeEndpoint
+	var cd *cri.Containerd
+	if cfg.Runtime == RuntimeContainerd {
+		if endpoint != "" {
+			return nil, nil, fmt.Errorf("--container-runtime-endpoint is for --runtime cri: with --runtime containerd the agent runs its own")
+		}
+		var err error
+		cd, err = cri.StartContainerd(ctx, cri.ContainerdOptions{
+			Dir:               containerdDir(cfg.DataDir),
+			PauseImage:        cfg.PauseImage,
+			CNIConfDir:        cniConfDir(cfg),
+			RegistryConfigDir: cfg.RegistryConfigDir,
+			Clock:             cfg.Clock,
+			Logger:            cfg.Logger.With("component", "containerd"),
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		endpoint = cd.Endpoint()
+	} else if endpoint == "" {
+		return nil, nil, fmt.Errorf("--runtime cri needs --container-runtime-endpoint (unix:///run/containerd/containerd.sock, say)")
+	}
+	rt, err := cri.New(ctx, cri.Options{Endpoint: endpoint, Clock: cfg.Clock, Logger: cfg.Logger})
+	if err != nil {
+		if cd != nil {
+			cd.Stop()
+		}
+		return nil, nil, err
+	}
+	return rt, cd, nil
+}
+
+// containerdDir holds the containerd the agent runs.
+func containerdDir(dataDir string) string { return filepath.Join(dataDir, "containerd") }
+
+// cniConfDir is where the agent writes the pods' CNI network: for its
+// own containerd, under the data dir; for another runtime, where that
+// runtime reads it (--cni-conf-dir, /etc/cni/net.d by default).
+func cniConfDir(cfg Config) string {
+	if cfg.CNIConfDir != "" {
+		return cfg.CNIConfDir
+	}
+	if cfg.Runtime == RuntimeContainerd {
+		return filepath.Join(containerdDir(cfg.DataDir), "cni", "net.d")
+	}
+	return "/etc/cni/net.d"
+}
+
+// writePodNetwork writes the pods' CNI network for podCIDR, and the DNS
+// server the pods are given (the bridge's gateway).
+func (a *Agent) writePodNetwork(podCIDR string) error {
+	wrote, err := cri.WriteCNIConfig(cniConfDir(a.cfg), podCIDR)
+	if err != nil {
+		return fmt.Errorf("pod network %s: %w", podCIDR, err)
+	}
+	gw, _ := cri.Gateway(podCIDR)
+	a.pods.setClusterDNS(gw.String())
+	if wrote {
+		a.log.Info("pod network written", "podCIDR", podCIDR, "bridge", cri.BridgeName, "gateway", gw.String())
+	}
+	return nil
+}
+
+// podNetwork keeps the pods' network on the Node's spec.podCIDR, read
+// from the API until the control plane has given the node one.
+func (a *Agent) podNetwork(ctx context.Context) error {
+	t := a.cfg.Clock.NewTicker(podNetworkPeriod)
+	defer t.Stop()
+	for {
+		if c := a.connectedClient(); c != nil {
+			obj, err := c.Get(ctx, api.KindOf(&api.Node{}), "", a.cfg.NodeName)
+			if err == nil {
+				if cidr := obj.(*api.Node).Spec.PodCIDR; cidr != "" {
+					if err := a.writePodNetwork(cidr); err != nil {
+						a.log.Error("pod network", "err", err)
+					}
+				}
+			} else if ctx.Err() == nil {
+				a.log.Warn("read node for its podCIDR", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}

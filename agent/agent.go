@@ -86,6 +86,9 @@ type Config struct {
 	// RegistryConfigDir is the containerd registry hosts directory
 	// (config_path) of RuntimeContainerd; empty is under its directory.
 	RegistryConfigDir string
+	// Registries is a registries.yaml (k3s's format) for the containerd of
+	// RuntimeContainerd.
+	Registries string
 	// PodCIDR is the pods' network when the Node has no spec.podCIDR
 	// (RuntimeContainerd, RuntimeCRI); the Node's wins once it has one.
 	PodCIDR string
@@ -134,6 +137,8 @@ type Agent struct {
 	renewed *api.JoinResponse
 	// mirrorDirty wakes the loop that keeps mirror pods in step.
 	mirrorDirty chan struct{}
+	// nodeRegistered wakes the loop that reads the Node's podCIDR.
+	nodeRegistered chan struct{}
 	// tookOver says, once, what the first listing of the node's pods made
 	// of the containers found running.
 	tookOver sync.Once
@@ -226,15 +231,16 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
 	a := &Agent{
-		cfg:         cfg,
-		log:         cfg.Logger.With("node", cfg.NodeName),
-		rt:          rt,
-		containerd:  cd,
-		nodeID:      nodeID,
-		capacity:    capacity,
-		thresholds:  thresholds,
-		static:      map[types.UID]*api.Pod{},
-		mirrorDirty: make(chan struct{}, 1),
+		cfg:            cfg,
+		log:            cfg.Logger.With("node", cfg.NodeName),
+		rt:             rt,
+		containerd:     cd,
+		nodeID:         nodeID,
+		capacity:       capacity,
+		thresholds:     thresholds,
+		static:         map[types.UID]*api.Pod{},
+		mirrorDirty:    make(chan struct{}, 1),
+		nodeRegistered: make(chan struct{}, 1),
 	}
 	mem := capacity[api.ResourceMemory]
 	a.podEvents = newAPIPodEvents(cfg.NodeName, a.connectedClient, a.log)
@@ -466,6 +472,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	a.mu.Lock()
 	a.client, a.node, a.mirror = c, node, mirror
 	a.mu.Unlock()
+	a.pokePodNetwork()
 	a.markMirrorsDirty()
 
 	var wg sync.WaitGroup

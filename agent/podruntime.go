@@ -137,7 +137,7 @@ func (w *podWorker) sandboxSpec(pod *api.Pod) *runtime.Pod {
 		UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name,
 		Hostname: pod.Name,
 		LogDir:   filepath.Join(podDir(w.m.o.DataDir, string(pod.UID)), "logs"),
-		DNS:      podDNS(pod, w.m.clusterDNS()),
+		DNS:      podDNS(pod, w.m.nameServer()),
 	}
 	if pod.Spec.Hostname != "" {
 		p.Hostname = pod.Spec.Hostname

@@ -75,7 +75,7 @@ func TestPodsRunImagesOnContainerd(t *testing.T) {
 		rep, ev := newFakeReporter(), &fakePodEvents{}
 		m, err := NewPodManager(PodManagerOptions{
 			NodeName: "n", NodeIP: "127.0.0.1", Runtime: rt, RuntimeName: RuntimeContainerd, DataDir: dir + "/data",
-			Reporter: rep, Refs: refs, Events: ev, ClusterDNS: "198.18.7.1", Clock: clock.RealClock{},
+			Reporter: rep, Refs: refs, Events: ev, NameServer: "198.18.7.1", Clock: clock.RealClock{},
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -31,10 +31,11 @@ type PodManagerOptions struct {
 	DataDir string
 	// RuntimeName names the runtime, for messages.
 	RuntimeName string
-	// ClusterDNS is the DNS server pods with dnsPolicy ClusterFirst are
-	// given under a PodRuntime (the pod bridge's gateway); empty leaves
-	// them the node's resolv.conf.
-	ClusterDNS string
+	// NameServer is the DNS server pods with dnsPolicy ClusterFirst are
+	// given under a PodRuntime (the pod bridge's gateway, where the
+	// node-local DNS forwarder listens); empty leaves them the node's
+	// resolv.conf.
+	NameServer string
 	// MemoryCapacity is the node's memory, for the oom_score_adj of
 	// Burstable containers.
 	MemoryCapacity int64
@@ -344,17 +345,17 @@ func (m *PodManager) podRuns(ctx context.Context, pick func(*podWorker) *api.Pod
 	return pods, byPod, nil
 }
 
-// setClusterDNS sets the DNS server of the pods started from now on.
-func (m *PodManager) setClusterDNS(server string) {
+// setNameServer sets the DNS server of the pods started from now on.
+func (m *PodManager) setNameServer(server string) {
 	m.mu.Lock()
-	m.o.ClusterDNS = server
+	m.o.NameServer = server
 	m.mu.Unlock()
 }
 
-func (m *PodManager) clusterDNS() string {
+func (m *PodManager) nameServer() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.o.ClusterDNS
+	return m.o.NameServer
 }
 
 // isStatic says whether a pod came from the agent's own manifests.

@@ -43,6 +43,9 @@ func openRuntime(cfg Config) (agentRuntime, *cri.Containerd, error) {
 		rt, err := exec.New(exec.Options{Root: filepath.Join(cfg.DataDir, "pods"), Logger: cfg.Logger, Clock: cfg.Clock})
 		return rt, nil, err
 	case RuntimeContainerd, RuntimeCRI:
+		if cfg.Registries != "" && cfg.Runtime == RuntimeCRI {
+			return nil, nil, fmt.Errorf("--registries is for the containerd of --runtime containerd: configure the runtime of --runtime cri itself")
+		}
 	default:
 		return nil, nil, fmt.Errorf("--runtime %q: want %s, %s or %s", cfg.Runtime, RuntimeExec, RuntimeContainerd, RuntimeCRI)
 	}
@@ -54,12 +57,21 @@ func openRuntime(cfg Config) (agentRuntime, *cri.Containerd, error) {
 		if endpoint != "" {
 			return nil, nil, fmt.Errorf("--container-runtime-endpoint is for --runtime cri: with --runtime containerd the agent runs its own")
 		}
+		var regs *cri.Registries
+		if cfg.Registries != "" {
+			var err error
+			if regs, err = cri.LoadRegistries(cfg.Registries); err != nil {
+				return nil, nil, err
+			}
+		}
 		var err error
 		cd, err = cri.StartContainerd(ctx, cri.ContainerdOptions{
 			Dir:               containerdDir(cfg.DataDir),
 			PauseImage:        cfg.PauseImage,
 			CNIConfDir:        cniConfDir(cfg),
 			RegistryConfigDir: cfg.RegistryConfigDir,
+			Registries:        regs,
+			ImagesDir:         filepath.Join(cfg.DataDir, "images"),
 			Clock:             cfg.Clock,
 			Logger:            cfg.Logger.With("component", "containerd"),
 		})
@@ -104,7 +116,7 @@ func (a *Agent) writePodNetwork(podCIDR string) error {
 		return fmt.Errorf("pod network %s: %w", podCIDR, err)
 	}
 	gw, _ := cri.Gateway(podCIDR)
-	a.pods.setClusterDNS(gw.String())
+	a.pods.setNameServer(gw.String())
 	if wrote {
 		a.log.Info("pod network written", "podCIDR", podCIDR, "bridge", cri.BridgeName, "gateway", gw.String())
 	}
@@ -133,6 +145,16 @@ func (a *Agent) podNetwork(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+		case <-a.nodeRegistered:
 		}
+	}
+}
+
+// pokePodNetwork has podNetwork read the Node now: it was just registered,
+// and the control plane gives a new Node its podCIDR then.
+func (a *Agent) pokePodNetwork() {
+	select {
+	case a.nodeRegistered <- struct{}{}:
+	default:
 	}
 }

@@ -30,6 +30,7 @@ type agentFlags struct {
 	pauseImage   string
 	podCIDR      string
 	cniConfDir   string
+	registries   string
 	heartbeat    time.Duration
 	report       time.Duration
 	housekeeping time.Duration
@@ -49,6 +50,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.criEndpoint, "container-runtime-endpoint", "", "CRI socket of --runtime cri, as unix:///run/containerd/containerd.sock")
 	f.StringVar(&o.pauseImage, "pause-image", cri.DefaultPauseImage, "sandbox (pause) image of the containerd of --runtime containerd")
 	f.StringVar(&o.cniConfDir, "cni-conf-dir", "", "where the agent writes the pods' CNI network (default: under the data dir for --runtime containerd, /etc/cni/net.d for --runtime cri)")
+	f.StringVar(&o.registries, "registries", "", "registries.yaml (k3s's format: mirrors with their endpoints, plain http:// among them, and each registry's auth and tls) written into the config of the containerd of --runtime containerd")
 	f.StringVar(&o.podCIDR, "pod-cidr", "", "pods' network of this node under --runtime containerd or cri while its Node has no spec.podCIDR (the Node's wins); the bridge "+cri.BridgeName+" takes its first address")
 	f.StringVar(&o.podNetwork, "pod-network", "", "how the node reaches the other nodes' pods: host-gw (a route to each node's podCIDR via its InternalIP, IP forwarding, masquerade of pod traffic leaving the cluster, the node-local DNS forwarder on the pod gateway's port 53) or none; default host-gw unless --runtime is exec")
 	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
@@ -75,6 +77,8 @@ func (o *agentFlags) config() (agent.Config, error) {
 		PodCIDR:                  o.podCIDR,
 		PodNetwork:               o.podNetwork,
 		ClusterDNS:               o.clusterDNS,
+		CNIConfDir:               o.cniConfDir,
+		Registries:               o.registries,
 		Version:                  version,
 		HeartbeatPeriod:          o.heartbeat,
 		StatusReportPeriod:       o.report,

@@ -50,8 +50,14 @@ type ContainerdOptions struct {
 	// RegistryConfigDir holds a hosts.toml per registry (the mirrors and
 	// plain-http endpoints); empty is <Dir>/certs.d.
 	RegistryConfigDir string
-	Clock             clock.WithTicker
-	Logger            *slog.Logger
+	// Registries are the mirrors, credentials and TLS settings of
+	// --registries, written into RegistryConfigDir and the config.
+	Registries *Registries
+	// ImagesDir holds image archives (*.tar) imported at each start, for
+	// a node without a registry; a missing one is none.
+	ImagesDir string
+	Clock     clock.WithTicker
+	Logger    *slog.Logger
 }
 
 // Containerd is a containerd the agent started and keeps running: it is
@@ -65,6 +71,8 @@ type Containerd struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited <-chan struct{}
+	// restarting: containerd died and waits for its back-off.
+	restarting bool
 	// starts counts the processes started, for tests and logs.
 	starts int
 }
@@ -90,6 +98,14 @@ func (c *Containerd) Starts() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.starts
+}
+
+// Restarting says whether containerd died and waits for its back-off to
+// be started again.
+func (c *Containerd) Restarting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.restarting
 }
 
 // CNIConfDir is where the CNI network configuration goes.
@@ -132,10 +148,16 @@ func StartContainerd(ctx context.Context, o ContainerdOptions) (*Containerd, err
 			return nil, fmt.Errorf("containerd: %w", err)
 		}
 	}
+	if err := o.Registries.writeHosts(o.RegistryConfigDir); err != nil {
+		return nil, fmt.Errorf("containerd: registries: %w", err)
+	}
 	if err := os.WriteFile(filepath.Join(o.Dir, "config.toml"), []byte(containerdConfig(o)), 0o600); err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)
 	}
 	c := &Containerd{o: o, done: make(chan struct{})}
+	if err := c.stopStale(ctx); err != nil {
+		return nil, err
+	}
 	exited, err := c.start()
 	if err != nil {
 		return nil, err
@@ -144,6 +166,11 @@ func StartContainerd(ctx context.Context, o ContainerdOptions) (*Containerd, err
 		c.kill()
 		<-exited
 		return nil, err
+	}
+	if o.ImagesDir != "" {
+		if err := importDir(ctx, c.Socket(), o.ImagesDir); err != nil {
+			o.Logger.Error("images not imported", "dir", o.ImagesDir, "err", err)
+		}
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -211,7 +238,7 @@ state = ` + q(filepath.Join(o.Dir, "state")) + `
 
 [plugins."io.containerd.grpc.v1.cri".registry]
   config_path = ` + q(o.RegistryConfigDir) + `
-`
+` + o.Registries.authConfig()
 }
 
 // start starts one containerd process; exited closes when it ends.
@@ -231,6 +258,7 @@ func (c *Containerd) start() (<-chan struct{}, error) {
 		logf.Close()
 		return nil, fmt.Errorf("containerd: start %s: %w", c.o.Binary, err)
 	}
+	os.WriteFile(c.pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	exited := make(chan struct{})
 	c.mu.Lock()
 	c.cmd, c.exited = cmd, exited
@@ -242,6 +270,45 @@ func (c *Containerd) start() (<-chan struct{}, error) {
 		close(exited)
 	}()
 	return exited, nil
+}
+
+func (c *Containerd) pidFile() string { return filepath.Join(c.o.Dir, "containerd.pid") }
+
+// stopStale stops a containerd an earlier agent started with this
+// config and left running (it was killed, and could not stop it): two
+// would share one root and socket.
+func (c *Containerd) stopStale(ctx context.Context) error {
+	b, err := os.ReadFile(c.pidFile())
+	if err != nil {
+		return nil
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return nil
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !strings.Contains(string(cmdline), filepath.Join(c.o.Dir, "config.toml")) {
+		return nil
+	}
+	c.o.Logger.Warn("stopping the containerd an earlier agent left running", "pid", pid)
+	syscall.Kill(pid, syscall.SIGTERM)
+	t := c.o.Clock.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	deadline := c.o.Clock.Now().Add(containerdStopGrace)
+	for syscall.Kill(pid, 0) == nil {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/cmdline", pid)); err != nil {
+			break
+		}
+		if c.o.Clock.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd: the one left running (pid %d) did not stop: %w", pid, ctx.Err())
+		case <-t.C():
+		}
+	}
+	return nil
 }
 
 // waitReady waits until the socket accepts a connection.
@@ -290,12 +357,18 @@ func (c *Containerd) supervise(ctx context.Context, exited <-chan struct{}) {
 		}
 		c.o.Logger.Warn("containerd exited; starting it again", "after", backOff, "log", c.logTail())
 		t := c.o.Clock.NewTimer(backOff)
+		c.mu.Lock()
+		c.restarting = true
+		c.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C():
 		}
+		c.mu.Lock()
+		c.restarting = false
+		c.mu.Unlock()
 		backOff = min(2*backOff, restartBackOffMax)
 		var err error
 		startedAt = c.o.Clock.Now()

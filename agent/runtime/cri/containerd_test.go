@@ -72,7 +72,7 @@ func TestContainerdIsRestartedWithBackOff(t *testing.T) {
 		pid := cd.PID()
 		cd.Kill()
 		testtool.WaitFor(t, 10*time.Second, "containerd dead and its restart waiting on the clock", func() error {
-			if alive(pid) || !clk.HasWaiters() {
+			if alive(pid) || !cd.Restarting() {
 				return fmt.Errorf("pid %d alive %v", pid, alive(pid))
 			}
 			return nil

@@ -27,6 +27,8 @@ const (
 	// DefaultConnectTimeout bounds each CRI call that has no deadline of
 	// its own.
 	DefaultConnectTimeout = 2 * time.Minute
+	// connectRetry is how often New asks a runtime that is not ready yet.
+	connectRetry = 200 * time.Millisecond
 )
 
 // Options configure a Runtime.
@@ -98,9 +100,23 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(o.Endpoint).WithConnectionTimeout(o.Timeout).WithTracerProvider(nil).Build(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cri runtime service %s: %w", o.Endpoint, err)
+	// A containerd just started answers on its socket before its CRI
+	// plugin has loaded what it runs ("server is not initialized yet"):
+	// ask again until ctx ends.
+	var rs internalapi.RuntimeService
+	var err error
+	t := o.Clock.NewTicker(connectRetry)
+	defer t.Stop()
+	for {
+		rs, err = remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(o.Endpoint).WithConnectionTimeout(o.Timeout).WithTracerProvider(nil).Build(ctx)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cri runtime service %s: %w", o.Endpoint, err)
+		case <-t.C():
+		}
 	}
 	is, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(o.Endpoint).WithConnectionTimeout(o.Timeout).WithTracerProvider(nil).Build(ctx)
 	if err != nil {

@@ -302,3 +302,24 @@ func Start(t *testing.T, ctx context.Context) *Env {
 	e.Containerd = Containerd(t, ctx, e.Dir, e.Registry, pause)
 	return e
 }
+
+// CleanUpAfter removes, at the end of the test (after the cleanups
+// registered later, such as a berth that ran containerd under dir), every
+// sandbox left in the containerd of dir: it starts that containerd again
+// for the purpose, so no container or shim outlives the test.
+func CleanUpAfter(t *testing.T, dir string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := os.Stat(filepath.Join(dir, "config.toml")); err != nil {
+			return // never started
+		}
+		cd, err := cri.StartContainerd(ctx, cri.ContainerdOptions{Dir: dir})
+		if err != nil {
+			t.Logf("clean up containerd: %v", err)
+			return
+		}
+		KillAll(t, cd.Endpoint())
+		cd.Stop()
+	})
+}

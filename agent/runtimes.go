@@ -111,7 +111,7 @@ func cniConfDir(cfg Config) string {
 // writePodNetwork writes the pods' CNI network for podCIDR, and the DNS
 // server the pods are given (the bridge's gateway).
 func (a *Agent) writePodNetwork(podCIDR string) error {
-	wrote, err := cri.WriteCNIConfig(cniConfDir(a.cfg), podCIDR)
+	wrote, err := cri.WriteCNIConfig(cniConfDir(a.cfg), podCIDR, a.cfg.podNetwork() != PodNetworkHostGW)
 	if err != nil {
 		return fmt.Errorf("pod network %s: %w", podCIDR, err)
 	}

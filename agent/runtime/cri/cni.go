@@ -34,7 +34,11 @@ func Gateway(podCIDR string) (netip.Addr, error) {
 // CNIConfig is the CNI network list of a node's pods: the bridge berth0
 // with its gateway at the first address of podCIDR, addresses from
 // host-local, and portmap for hostPort (loopback is the runtime's own).
-func CNIConfig(podCIDR string) ([]byte, error) {
+// ipMasq has the bridge masquerade what pods send off the podCIDR: for a
+// node that joins no pod network between nodes (with host-gw, traffic to
+// other nodes' pods keeps its source, and the node's own rules masquerade
+// what leaves the cluster).
+func CNIConfig(podCIDR string, ipMasq bool) ([]byte, error) {
 	gw, err := Gateway(podCIDR)
 	if err != nil {
 		return nil, err
@@ -52,7 +56,7 @@ func CNIConfig(podCIDR string) ([]byte, error) {
 				"type":        "bridge",
 				"bridge":      BridgeName,
 				"isGateway":   true,
-				"ipMasq":      true,
+				"ipMasq":      ipMasq,
 				"hairpinMode": true,
 				"ipam": map[string]any{
 					"type":   "host-local",
@@ -68,8 +72,8 @@ func CNIConfig(podCIDR string) ([]byte, error) {
 
 // WriteCNIConfig writes the network of podCIDR into dir, where the runtime
 // reads it, unless it is there already. It says whether it wrote.
-func WriteCNIConfig(dir, podCIDR string) (bool, error) {
-	b, err := CNIConfig(podCIDR)
+func WriteCNIConfig(dir, podCIDR string, ipMasq bool) (bool, error) {
+	b, err := CNIConfig(podCIDR, ipMasq)
 	if err != nil {
 		return false, err
 	}

@@ -2,8 +2,10 @@ package cri
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -33,7 +35,7 @@ func TestGateway(t *testing.T) {
 // written once and left alone while it says the same.
 func TestWriteCNIConfig(t *testing.T) {
 	dir := t.TempDir()
-	wrote, err := WriteCNIConfig(dir, "198.18.7.0/24")
+	wrote, err := WriteCNIConfig(dir, "198.18.7.0/24", true)
 	if err != nil || !wrote {
 		t.Fatalf("wrote %v, %v", wrote, err)
 	}
@@ -67,13 +69,21 @@ func TestWriteCNIConfig(t *testing.T) {
 	if pm.Type != "portmap" || !pm.Capabilities["portMappings"] {
 		t.Errorf("portmap %+v", pm)
 	}
-	if wrote, err := WriteCNIConfig(dir, "198.18.7.0/24"); err != nil || wrote {
+	if wrote, err := WriteCNIConfig(dir, "198.18.7.0/24", true); err != nil || wrote {
 		t.Errorf("the same network written again: %v, %v", wrote, err)
 	}
-	if wrote, err := WriteCNIConfig(dir, "198.18.8.0/24"); err != nil || !wrote {
+	if wrote, err := WriteCNIConfig(dir, "198.18.8.0/24", true); err != nil || !wrote {
 		t.Errorf("a new podCIDR not written: %v, %v", wrote, err)
 	}
-	if _, err := WriteCNIConfig(dir, "198.18.8.0"); err == nil {
+	if _, err := WriteCNIConfig(dir, "198.18.8.0", true); err == nil {
 		t.Error("a podCIDR without a prefix length was taken")
+	}
+	// Under host-gw the node masquerades what leaves the cluster, not the
+	// bridge: another node's pods see this one's addresses.
+	for _, masq := range []bool{true, false} {
+		b, _ := CNIConfig("198.18.8.0/24", masq)
+		if want := fmt.Sprintf(`"ipMasq": %v`, masq); !strings.Contains(string(b), want) {
+			t.Errorf("ipMasq %v: %s", masq, b)
+		}
 	}
 }

@@ -61,7 +61,7 @@ func TestContainerdRegistriesAndImportedImages(t *testing.T) {
 
 	o := cri.ContainerdOptions{Dir: filepath.Join(dir, "containerd"), PauseImage: pause, Registries: regs, ImagesDir: images}
 	o.CNIConfDir = filepath.Join(o.Dir, "cni", "net.d")
-	if _, err := cri.WriteCNIConfig(o.CNIConfDir, critest.PodCIDR); err != nil {
+	if _, err := cri.WriteCNIConfig(o.CNIConfDir, critest.PodCIDR, true); err != nil {
 		t.Fatal(err)
 	}
 	cd, err := cri.StartContainerd(ctx, o)

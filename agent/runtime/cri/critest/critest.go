@@ -247,7 +247,7 @@ func Containerd(t *testing.T, ctx context.Context, dir string, reg *Registry, pa
 	o.RegistryConfigDir = filepath.Join(o.Dir, "certs.d")
 	reg.WriteHosts(t, o.RegistryConfigDir)
 	o.CNIConfDir = filepath.Join(o.Dir, "cni", "net.d")
-	if _, err := cri.WriteCNIConfig(o.CNIConfDir, PodCIDR); err != nil {
+	if _, err := cri.WriteCNIConfig(o.CNIConfDir, PodCIDR, true); err != nil {
 		t.Fatal(err)
 	}
 	cd, err := cri.StartContainerd(ctx, o)

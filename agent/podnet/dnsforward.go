@@ -78,18 +78,24 @@ func (f *DNSForwarder) Start(addr netip.AddrPort) error {
 }
 
 // StartOn serves on sockets the caller opened (a test's, in a network
-// namespace of its own).
+// namespace of its own). It returns once both servers serve, so that a
+// Stop right after it stops them.
 func (f *DNSForwarder) StartOn(pc net.PacketConn, l net.Listener) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	h := dns.HandlerFunc(f.serve)
 	for _, s := range []*dns.Server{{PacketConn: pc, Handler: h}, {Listener: l, Handler: h}} {
+		var once sync.Once
+		started := make(chan struct{})
+		s.NotifyStartedFunc = func() { once.Do(func() { close(started) }) }
 		f.servers = append(f.servers, s)
 		f.wg.Go(func() {
+			defer once.Do(func() { close(started) })
 			if err := s.ActivateAndServe(); err != nil {
 				f.log.Warn("node-local DNS stopped", "err", err)
 			}
 		})
+		<-started
 	}
 }
 
@@ -100,7 +106,16 @@ func (f *DNSForwarder) Stop() {
 	f.servers = nil
 	f.mu.Unlock()
 	for _, s := range servers {
-		_ = s.Shutdown()
+		if err := s.Shutdown(); err != nil {
+			// Not serving (it failed to start): close its socket, so
+			// nothing is left open.
+			if s.PacketConn != nil {
+				s.PacketConn.Close()
+			}
+			if s.Listener != nil {
+				s.Listener.Close()
+			}
+		}
 	}
 	f.wg.Wait()
 }

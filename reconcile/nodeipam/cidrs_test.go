@@ -2,6 +2,7 @@ package nodeipam
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
 	"strings"
@@ -175,4 +176,27 @@ func TestAllocateExhaustedIsErrExhausted(t *testing.T) {
 	if plan.Assign["a"] != netip.MustParsePrefix("198.18.0.0/24") {
 		t.Fatalf("a: %v", plan.Assign["a"])
 	}
+}
+
+// FuzzAllocate gives the allocator whatever a user may write in
+// spec.podCIDR: it never panics, never assigns a range twice, and assigns
+// only ranges of the cluster CIDR.
+func FuzzAllocate(f *testing.F) {
+	for _, s := range []string{"198.18.1.0/24", "198.18.0.0/23", "198.18.0.128/25", "198.19.0.0/24", "fd00::/64", "::ffff:198.18.2.0/120", "x", ""} {
+		f.Add(s, 22, 24)
+	}
+	f.Fuzz(func(t *testing.T, podCIDR string, clusterBits, mask int) {
+		r, err := NewRange(fmt.Sprintf("198.18.0.0/%d", clusterBits), mask)
+		if err != nil {
+			return
+		}
+		plan := r.Allocate([]Node{{Name: "a"}, {Name: "u", PodCIDR: podCIDR}, {Name: "b"}})
+		seen := map[netip.Prefix]bool{}
+		for _, p := range plan.Assign {
+			if seen[p] || !r.cidr.Contains(p.Addr()) || p.Bits() != mask {
+				t.Fatalf("%q: assigned %v", podCIDR, plan.Assign)
+			}
+			seen[p] = true
+		}
+	})
 }

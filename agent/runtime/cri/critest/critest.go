@@ -40,7 +40,7 @@ const PodCIDR = "198.18.7.0/24"
 // Need skips (or, with BERTH_REQUIRE_TOOLS=1, fails) t without what a
 // containerd test needs: root, containerd, runc, the CNI plugins, a static
 // busybox and unshare.
-func Need(t *testing.T) {
+func Need(t testing.TB) {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("containerd tests run as root")
@@ -61,7 +61,7 @@ func Need(t *testing.T) {
 }
 
 // Busybox is the path of a static busybox, which the test images hold.
-func Busybox(t *testing.T) string {
+func Busybox(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{"/bin/busybox", "/usr/bin/busybox"} {
 		if b, err := os.ReadFile(p); err == nil && !bytes.Contains(b[:min(len(b), 4096)], []byte("ld-linux")) {
@@ -80,7 +80,7 @@ func Busybox(t *testing.T) string {
 // true in that re-run, where the test goes on, and false in the parent,
 // which must return. Bridges, veths and pod addresses so never appear in
 // the machine's own namespace.
-func InNetns(t *testing.T) bool {
+func InNetns(t testing.TB) bool {
 	t.Helper()
 	if os.Getenv(netnsEnv) == "1" {
 		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
@@ -89,8 +89,13 @@ func InNetns(t *testing.T) bool {
 		return true
 	}
 	args := []string{"-n", os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.count=1"}
-	if d, ok := t.Deadline(); ok {
-		args = append(args, "-test.timeout", time.Until(d).Round(time.Second).String())
+	if _, ok := t.(*testing.B); ok {
+		args = []string{"-n", os.Args[0], "-test.run", "^$", "-test.bench", "^" + t.Name() + "$", "-test.benchtime", "1x", "-test.v"}
+	}
+	if tt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if d, ok := tt.Deadline(); ok {
+			args = append(args, "-test.timeout", time.Until(d).Round(time.Second).String())
+		}
 	}
 	cmd := exec.Command("unshare", args...)
 	cmd.Env = append(os.Environ(), netnsEnv+"=1")
@@ -114,7 +119,7 @@ type ImageConfig struct {
 // BusyboxImage is an image of one layer: /bin/busybox, links to it for
 // the common commands, /www/index.html ("hello from an image\n") and
 // the config given.
-func BusyboxImage(t *testing.T, cfg ImageConfig) v1.Image {
+func BusyboxImage(t testing.TB, cfg ImageConfig) v1.Image {
 	t.Helper()
 	bb, err := os.ReadFile(Busybox(t))
 	if err != nil {
@@ -168,7 +173,7 @@ func BusyboxImage(t *testing.T, cfg ImageConfig) v1.Image {
 }
 
 // PauseImage is the sandbox image of the tests: busybox sleeping.
-func PauseImage(t *testing.T) v1.Image {
+func PauseImage(t testing.TB) v1.Image {
 	return BusyboxImage(t, ImageConfig{Entrypoint: []string{"/bin/sleep", "2147483647"}})
 }
 
@@ -179,7 +184,7 @@ type Registry struct {
 }
 
 // StartRegistry serves go-containerregistry's registry on 127.0.0.1.
-func StartRegistry(t *testing.T) *Registry {
+func StartRegistry(t testing.TB) *Registry {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -192,7 +197,7 @@ func StartRegistry(t *testing.T) *Registry {
 }
 
 // Push puts img in the registry as repo:tag and returns its reference.
-func (r *Registry) Push(t *testing.T, repoTag string, img v1.Image) string {
+func (r *Registry) Push(t testing.TB, repoTag string, img v1.Image) string {
 	t.Helper()
 	ref, err := name.ParseReference(r.Host+"/"+repoTag, name.Insecure)
 	if err != nil {
@@ -211,7 +216,7 @@ func (r *Registry) HostsToml() string {
 
 // WriteHosts writes the registry's hosts.toml under certsDir, the
 // directory of containerd's config_path.
-func (r *Registry) WriteHosts(t *testing.T, certsDir string) {
+func (r *Registry) WriteHosts(t testing.TB, certsDir string) {
 	t.Helper()
 	d := filepath.Join(certsDir, r.Host)
 	if err := os.MkdirAll(d, 0o755); err != nil {
@@ -224,7 +229,7 @@ func (r *Registry) WriteHosts(t *testing.T, certsDir string) {
 
 // TempDir is a short directory (unix socket paths are limited to 108
 // bytes) removed at the end of the test, after containerd is stopped.
-func TempDir(t *testing.T) string {
+func TempDir(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "bc")
 	if err != nil {
@@ -270,7 +275,7 @@ func Containerd(t *testing.T, ctx context.Context, dir string, reg *Registry, pa
 
 // KillAll stops and removes every sandbox of the CRI runtime at endpoint,
 // so no shim outlives the test.
-func KillAll(t *testing.T, endpoint string) {
+func KillAll(t testing.TB, endpoint string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := cri.New(ctx, cri.Options{Endpoint: endpoint})
@@ -307,7 +312,7 @@ func Start(t *testing.T, ctx context.Context) *Env {
 // registered later, such as a berth that ran containerd under dir), every
 // sandbox left in the containerd of dir: it starts that containerd again
 // for the purpose, so no container or shim outlives the test.
-func CleanUpAfter(t *testing.T, dir string) {
+func CleanUpAfter(t testing.TB, dir string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

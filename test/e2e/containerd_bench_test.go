@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/agent/runtime/cri/critest"
+	"github.com/berth-dev/berth/testtool"
+)
+
+// BenchmarkPodStartup100 binds 100 pods of one cached image to one agent,
+// first under --runtime containerd and then under --runtime exec, and
+// reports the time from apply to all Running, the p50 and p99 of each
+// pod's time from apply to Running (as seen by polling the API, so within
+// a poll of ~0.2s) and the agent's CPU time over that span. It runs in a
+// network namespace of its own, as root.
+//
+//	go test -run '^$' -bench PodStartup100 -benchtime 1x ./test/e2e/
+func BenchmarkPodStartup100(b *testing.B) {
+	critest.Need(b)
+	if !critest.InNetns(b) {
+		return
+	}
+	reg := critest.StartRegistry(b)
+	pause := reg.Push(b, "pause:test", critest.PauseImage(b))
+	image := reg.Push(b, "sleep:1", critest.BusyboxImage(b, critest.ImageConfig{Cmd: []string{"sleep", "100000"}}))
+	for _, rt := range []string{"containerd", "exec"} {
+		s := startServer(b)
+		a := &agent{name: "bench", ip: "127.0.0.1", dataDir: critest.TempDir(b)}
+		if rt == "containerd" {
+			critest.CleanUpAfter(b, filepath.Join(a.dataDir, "containerd"))
+			reg.WriteHosts(b, filepath.Join(a.dataDir, "containerd", "certs.d"))
+		} else {
+			b.Cleanup(func() { reapContainers(b, a.dataDir) })
+		}
+		a.args = []string{"agent", "--server", s.url, "--runtime", rt, "--pause-image", pause, "--pod-cidr", "198.18.9.0/24", "--pod-network", "none",
+			"--token-file", filepath.Join(s.dataDir, "node-token"),
+			"--ca-file", filepath.Join(s.dataDir, "tls", "ca.crt"),
+			"--node-name", a.name, "--node-ip", a.ip,
+			"--listen", fmt.Sprintf("%s:%d", a.ip, freePort(b, a.ip)),
+			"--data-dir", a.dataDir, "--capacity", "cpu=64,memory=64Gi,pods=110"}
+		a.process = start(b, a.args...)
+		waitNodeReady(b, s, a.name, "True")
+		pods := func(prefix string, n int) string {
+			var docs []string
+			for i := range n {
+				docs = append(docs, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s-%03d
+  labels: {app: %[1]s}
+spec:
+  nodeName: bench
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sleep
+    image: %[3]s
+    imagePullPolicy: IfNotPresent
+    command: [sleep, "100000"]
+`, prefix, i, image))
+			}
+			path := filepath.Join(b.TempDir(), prefix+".yaml")
+			if err := os.WriteFile(path, []byte(strings.Join(docs, "---\n")), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			return path
+		}
+		// One pod first, so the image is cached.
+		s.mustBerth(b, "apply", "-f", pods("warm", 1))
+		waitRunning(b, s, "warm", 1, "the warm-up pod")
+
+		manifest := pods("sleep", 100)
+		pid := a.cmd.Process.Pid
+		cpu0, err := procCPU(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		begin := time.Now()
+		s.mustBerth(b, "apply", "-f", manifest)
+		seen := map[string]time.Duration{}
+		testtool.WaitFor(b, 5*time.Minute, "100 pods Running", func() error {
+			list, err := s.getJSON(b, "pods", "-l", "app=sleep")
+			if err != nil {
+				return err
+			}
+			now := time.Since(begin)
+			for _, it := range list["items"].([]any) {
+				m := it.(map[string]any)
+				name := field(m, "metadata.name").(string)
+				if _, ok := seen[name]; !ok && field(m, "status.phase") == "Running" {
+					seen[name] = now
+				}
+			}
+			if len(seen) != 100 {
+				return fmt.Errorf("%d Running", len(seen))
+			}
+			return nil
+		})
+		total := time.Since(begin)
+		cpu1, err := procCPU(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var lat []time.Duration
+		for _, d := range seen {
+			lat = append(lat, d)
+		}
+		slices.Sort(lat)
+		b.Logf("%s: 100 pods Running in %.2fs; startup p50 %.2fs p99 %.2fs; agent CPU %.2fs (%.0f%% of a core over the span)",
+			rt, total.Seconds(), lat[49].Seconds(), lat[98].Seconds(), (cpu1 - cpu0).Seconds(), 100*float64(cpu1-cpu0)/float64(total))
+		a.stop(syscall.SIGTERM, 30*time.Second)
+		s.stop(syscall.SIGTERM, 10*time.Second)
+	}
+}

@@ -160,6 +160,28 @@ func TestContainerdRunsPodsFromImages(t *testing.T) {
 		return nil
 	})
 
+	// Attach to a process reading its input: what the session writes is
+	// read, and what the process writes comes back.
+	cat := &runtime.Container{ID: runtime.ID{PodUID: pod.UID, Name: "cat"}, Image: &runtime.Image{Ref: web, PullPolicy: cri.PullNever, Command: []string{"sh", "-c", "while read l; do echo \"got $l\"; done"}}, Pod: pod, Stdin: true}
+	if _, err := r.Start(ctx, cat); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	var ao testtool.Buffer
+	actx, acancel := context.WithCancel(ctx)
+	attached := make(chan error, 1)
+	go func() { attached <- r.Attach(actx, cat.ID, runtime.AttachOptions{Stdin: pr, Stdout: &ao, Stderr: &ao}) }()
+	testtool.SayUntil(t, 30*time.Second, pw, "hello\n", &ao, "got hello\n")
+	acancel()
+	<-attached
+	pw.Close()
+	if err := r.Stop(ctx, cat.ID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Remove(ctx, cat.ID); err != nil {
+		t.Fatal(err)
+	}
+
 	bad := &runtime.Container{ID: runtime.ID{PodUID: pod.UID, Name: "bad"}, Image: &runtime.Image{Ref: reg.Host + "/nothing:here", PullPolicy: cri.PullIfNotPresent}, Pod: pod}
 	var pe *runtime.ImagePullError
 	if _, err := r.PullImage(ctx, bad); !errors.As(err, &pe) || pe.Reason != cri.ReasonErrImagePull {

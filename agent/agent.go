@@ -516,12 +516,44 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	return firstError(errs)
 }
 
-// join trades the join token for the node credential and a serving
-// certificate, retrying while the server is unreachable.
+// join trades a credential for the node credential and a serving
+// certificate, retrying while the server is unreachable. The node's own
+// credential, kept in the data dir, renews itself; when it cannot (it
+// expired, or its Node was deleted), or the agent has none, the join
+// token joins the node, which the server refuses while another agent
+// keeps the node live. Each credential got is kept in the data dir.
 func (a *Agent) join(ctx context.Context) (api.JoinResponse, error) {
+	cred, err := loadCredential(a.cfg.DataDir)
+	if err != nil {
+		return api.JoinResponse{}, err
+	}
+	var out api.JoinResponse
+	if cred != "" {
+		out, err = a.joinWith(ctx, cred, "renew the node credential")
+		if err == nil {
+			return out, saveCredential(a.cfg.DataDir, out.Token)
+		}
+		if ctx.Err() != nil || !(client.IsUnauthorized(err) || client.IsForbidden(err)) {
+			return out, err
+		}
+		a.log.Warn("the node credential renews itself no more: joining with the join token", "err", err)
+	}
+	out, err = a.joinWith(ctx, a.cfg.JoinToken, "join "+a.cfg.Server)
+	if client.IsForbidden(err) {
+		return out, fmt.Errorf("%w: another agent runs node %s: give this agent another --node-name", err, a.cfg.NodeName)
+	}
+	if err != nil {
+		return out, err
+	}
+	return out, saveCredential(a.cfg.DataDir, out.Token)
+}
+
+// joinWith joins with the bearer token tok, retrying while the server is
+// unreachable; a refusal is final.
+func (a *Agent) joinWith(ctx context.Context, tok, what string) (api.JoinResponse, error) {
 	jc, err := client.New(&client.Config{
 		Server:                a.cfg.Server,
-		Token:                 a.cfg.JoinToken,
+		Token:                 tok,
 		CAData:                a.cfg.CAData,
 		InsecureSkipTLSVerify: a.cfg.InsecureSkipTLSVerify,
 		UserAgent:             "berth-agent/" + a.cfg.NodeName,
@@ -534,9 +566,9 @@ func (a *Agent) join(ctx context.Context) (api.JoinResponse, error) {
 		addrs = append(addrs, h)
 	}
 	var out api.JoinResponse
-	err = a.retry(ctx, "join "+a.cfg.Server, func() error {
+	err = a.retry(ctx, what, func() error {
 		r, err := jc.Join(ctx, api.JoinRequest{NodeName: a.cfg.NodeName, Addresses: addrs})
-		if client.IsUnauthorized(err) || client.IsInvalid(err) {
+		if client.IsUnauthorized(err) || client.IsInvalid(err) || client.IsForbidden(err) {
 			return backoff.Permanent(err)
 		}
 		out = r

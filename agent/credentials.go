@@ -5,7 +5,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +41,9 @@ const (
 // renewalTime is when the credentials of a join should be renewed: the
 // earlier of the node credential's and the serving certificate's renewal
 // points, each at renewFraction of its life (jittered by r, in [-1, 1)).
-// ok is false when neither says when it expires.
+// A credential bound to no Node yet (the first join's, issued before the
+// agent registered its Node) is renewed at once, for one bound to the
+// Node. ok is false when neither says when it expires.
 func renewalTime(joined api.JoinResponse, r float64) (t time.Time, ok bool) {
 	consider := func(from, to time.Time) {
 		if from.IsZero() || !to.After(from) {
@@ -48,9 +55,12 @@ func renewalTime(joined api.JoinResponse, r float64) (t time.Time, ok bool) {
 			t, ok = at, true
 		}
 	}
-	var claims jwt.RegisteredClaims
+	var claims nodeClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(joined.Token, &claims); err == nil && claims.IssuedAt != nil && claims.ExpiresAt != nil {
 		consider(claims.IssuedAt.Time, claims.ExpiresAt.Time)
+		if claims.Node != nil && claims.Node.UID == "" {
+			t, ok = claims.IssuedAt.Time, true
+		}
 	}
 	if block, _ := pem.Decode([]byte(joined.ServingCertificate)); block != nil {
 		if cert, err := x509.ParseCertificate(block.Bytes); err == nil {
@@ -85,4 +95,42 @@ func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 		return c, nil
 	}
 	return nil, errors.New("no serving certificate: the agent has not joined, or the server issued none")
+}
+
+// nodeClaims are the claims of a node credential the agent reads (it
+// cannot verify them: the server does): its times and the Node it is
+// bound to.
+type nodeClaims struct {
+	jwt.RegisteredClaims
+	Node *struct {
+		Name string `json:"name"`
+		UID  string `json:"uid"`
+	} `json:"berth.dev/node,omitempty"`
+}
+
+// credentialFile keeps the node credential in the data dir, so that the
+// agent, restarted, renews it with itself: the join token does not join a
+// node that is still live.
+const credentialFile = "node-credential"
+
+// loadCredential reads the node credential the agent kept, "" when it
+// has none. Whether it is still good is the server's to say.
+func loadCredential(dataDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, credentialFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("node credential: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// saveCredential keeps the node credential in the data dir, readable by
+// root alone.
+func saveCredential(dataDir, tok string) error {
+	if err := writeFileAtomic(filepath.Join(dataDir, credentialFile), []byte(tok+"\n"), 0o600); err != nil {
+		return fmt.Errorf("node credential: %w", err)
+	}
+	return nil
 }

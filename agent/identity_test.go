@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/testtool"
 )
@@ -97,23 +100,39 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 			return errors.New("still running")
 		}
 	})
+	// The join token joins no live node: the server refuses the second
+	// agent a credential for the first one's node.
 	err := stopSecond()
-	var claimed *agent.NodeClaimedError
-	if !errors.As(err, &claimed) {
-		t.Fatalf("second agent ended with %v, want a NodeClaimedError", err)
+	if !client.IsForbidden(err) {
+		t.Fatalf("second agent ended with %v, want the join refused", err)
 	}
-	for _, want := range []string{"node twin", nodeID(firstDir), "--node-name", "berth delete node twin"} {
+	for _, want := range []string{`node "twin" is live`, "--node-name", "berth delete node twin"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not say %q", err, want)
 		}
 	}
+	if _, err := os.Stat(filepath.Join(secondDir, "node-credential")); err == nil {
+		t.Error("the refused agent kept a credential")
+	}
 	registered(nodeID(firstDir), "127.0.0.1", clk.Now())
 
-	// The first agent restarts on its data dir: the Node is its own.
+	// The first agent's credential, kept in its data dir for root alone,
+	// is bound to its Node within a minute of registering it.
+	cred := filepath.Join(firstDir, "node-credential")
+	testtool.WaitFor(t, 20*time.Second, "the credential bound to the Node", func() error {
+		clk.Step(30 * time.Second)
+		return credentialBoundTo(cred, c.node(t, "twin").UID)
+	})
+	if st, err := os.Stat(cred); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("node credential file: %v %v", st, err)
+	}
+
+	// The first agent restarts on its data dir while its node is live:
+	// its own credential renews itself, and the Node is its own.
 	if err := stopFirst(); err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(time.Minute)
+	clk.Step(time.Second)
 	stopFirst, _ = start(firstDir, "127.0.0.1")
 	registered(nodeID(firstDir), "127.0.0.1", clk.Now())
 
@@ -268,4 +287,21 @@ func TestNodeManagerTakesALeaseLeftFromTheNodeBefore(t *testing.T) {
 	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != c.node(t, "n1").UID {
 		t.Fatalf("lease owners %v", l.OwnerReferences)
 	}
+}
+
+// credentialBoundTo checks that the node credential in file is bound to
+// the Node of uid.
+func credentialBoundTo(file string, uid types.UID) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	var c apiserver.Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(string(b)), &c); err != nil {
+		return err
+	}
+	if c.Node == nil || c.Node.UID != string(uid) {
+		return fmt.Errorf("credential bound to %+v, want uid %s", c.Node, uid)
+	}
+	return nil
 }

@@ -132,7 +132,7 @@ func TestMirrorStatusAfterAgentRestart(t *testing.T) {
 	stale := first.DeepCopy()
 	stale.Status = api.PodStatus{Phase: api.PodPending}
 	stale.ResourceVersion = "" // over the status last written, whichever it was
-	if _, err := c.join(t, "n1").UpdateStatus(ctx, stale); err != nil {
+	if _, err := c.keptCredential(t, s.dataDir).UpdateStatus(ctx, stale); err != nil {
 		t.Fatal(err)
 	}
 	stop = s.start()

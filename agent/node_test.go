@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -82,6 +83,22 @@ func (c *cluster) join(t *testing.T, node string) *client.Client {
 		t.Fatalf("join: %v", err)
 	}
 	nc, err := client.New(&client.Config{Server: c.url, Token: resp.Token, CAData: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+// keptCredential is a client with the node credential an agent keeps in
+// dataDir: the join token joins no node that is live.
+func (c *cluster) keptCredential(t *testing.T, dataDir string) *client.Client {
+	t.Helper()
+	_, ca := c.joinSecrets(t)
+	tok, err := os.ReadFile(filepath.Join(dataDir, "node-credential"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := client.New(&client.Config{Server: c.url, Token: strings.TrimSpace(string(tok)), CAData: ca})
 	if err != nil {
 		t.Fatal(err)
 	}

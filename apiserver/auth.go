@@ -162,13 +162,63 @@ func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string) (*I
 	return nil, fmt.Errorf("%w: token subject %q is neither a node nor a service account", ErrUnauthenticated, c.Subject)
 }
 
+// node accepts a node credential only while the Node it is bound to
+// lives (nodeCredentialLive): deleting the Node revokes it.
 func (a *TokenAuthenticator) node(c *Claims) (*Identity, error) {
 	node := strings.TrimPrefix(c.Subject, NodeUserPrefix)
-	if !c.hasAudience(NodeAudience) || c.Kubernetes != nil || node == "" {
+	if !c.hasAudience(NodeAudience) || c.Kubernetes != nil || node == "" || (c.Node != nil && c.Node.Name != node) {
 		return nil, fmt.Errorf("%w: %s: not a node credential", ErrUnauthenticated, c.Subject)
+	}
+	if a.store == nil {
+		return nil, fmt.Errorf("%w: %s: no store to check the credential against", ErrUnauthenticated, c.Subject)
+	}
+	if err := nodeCredentialLive(a.store.Snapshot(), node, c); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrUnauthenticated, c.Subject, err)
 	}
 	return NodeIdentity(node), nil
 }
+
+// nodeCredentialLive checks a node credential against the Node of its
+// name. One bound to a uid needs that Node, with that uid. One bound to
+// none (issued at the node's first join, before its agent registered the
+// Node) is good while there is no Node of that name, or while the one
+// there was made within unboundNodeWindow after the credential: its agent
+// registered it, and renews the credential for a bound one at once. A
+// Node made again after its deletion revives no credential of the one
+// before. A credential of an older berth, which names no Node at all, is
+// taken as it was issued: the agent replaces it at its next start or
+// renewal.
+func nodeCredentialLive(snap *store.Snapshot, node string, c *Claims) error {
+	if c.Node == nil {
+		return nil
+	}
+	uid := c.Node.UID
+	obj, err := snap.Get(authNodeKind, "", node)
+	if store.IsNotFound(err) {
+		if uid != "" {
+			return fmt.Errorf("node %s the credential is bound to no longer exists", node)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if uid != "" {
+		if string(obj.GetUID()) != uid {
+			return fmt.Errorf("node %s the credential is bound to was deleted (uid %s, now %s)", node, uid, obj.GetUID())
+		}
+		return nil
+	}
+	created := obj.GetCreationTimestamp().Time
+	if c.IssuedAt == nil || created.Before(c.IssuedAt.Time) || created.After(c.IssuedAt.Add(unboundNodeWindow)) {
+		return fmt.Errorf("node %s was not registered with this credential, which is bound to no Node: the agent must join again", node)
+	}
+	return nil
+}
+
+// unboundNodeWindow is how long after a node's first join its agent may
+// register the Node with the credential of that join.
+const unboundNodeWindow = 10 * time.Minute
 
 // serviceAccount accepts a service-account token only while the service
 // account, and the pod it is bound to, exist with the UIDs in the token and

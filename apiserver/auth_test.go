@@ -243,7 +243,7 @@ func TestAuthGarbageAndJoinToken(t *testing.T) {
 	s := newAuthTestSetup(t)
 	const joinToken = "join-secret-join-secret-join-secret"
 	// The join token is good only at the join endpoint.
-	_ = apiserver.JoinHandler(joinToken, s.signer, nil)
+	_ = apiserver.JoinHandler(apiserver.JoinConfig{JoinToken: joinToken, Signer: s.signer})
 	for _, tok := range []string{
 		joinToken, "x", "...", "a.b.c", "Bearer " + authTestAdminToken, " " + authTestAdminToken,
 		s.token + "x", strings.Repeat("a", 1<<16), "\x00\xff.\x00.\x00", "eyJhbGciOiJub25lIn0.e30.",
@@ -261,7 +261,7 @@ func TestAuthWithoutSignerOrStore(t *testing.T) {
 	noStore := apiserver.NewAuthenticator(nil, authTestAdminToken, s.signer)
 	authTestWantUnauthenticated(t, noStore, s.token, "service-account token with no store")
 	cred, _ := s.signer.IssueNodeCredential("n2")
-	authTestWantIdentity(t, noStore, cred, *apiserver.NodeIdentity("n2"))
+	authTestWantUnauthenticated(t, noStore, cred, "node credential with no store")
 }
 
 func TestAuthBearerToken(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -33,10 +34,12 @@ const (
 	// lives when the caller asks for no particular lifetime; the agent
 	// rotates tokens well before then.
 	DefaultServiceAccountTokenTTL = time.Hour
-	// DefaultNodeCredentialTTL is how long a node credential lives. An
-	// agent joins again with the join token when it starts, and at about
-	// 80% of the credential's life, for a new one.
-	DefaultNodeCredentialTTL = 365 * 24 * time.Hour
+	// DefaultNodeCredentialTTL is how long a node credential lives. The
+	// agent renews it with itself at about 80% of its life, as the kubelet
+	// rotates its client certificate, and the credential is bound to its
+	// Node besides: a leaked one serves a month at most, and not past the
+	// Node's deletion.
+	DefaultNodeCredentialTTL = 30 * 24 * time.Hour
 
 	// NodeUserPrefix starts the user name of every node identity.
 	NodeUserPrefix = "system:node:"
@@ -55,6 +58,10 @@ var ErrInvalidToken = errors.New("invalid token")
 type Claims struct {
 	jwt.RegisteredClaims
 	Kubernetes *KubernetesClaims `json:"kubernetes.io,omitempty"`
+	// Node binds a node credential to its Node: the credential is good
+	// only while a Node of that name and uid exists. A credential issued
+	// before its Node existed carries no uid (see nodeCredentialLive).
+	Node *ObjectRef `json:"berth.dev/node,omitempty"`
 }
 
 // KubernetesClaims bind a service-account token to the objects it was issued
@@ -190,8 +197,16 @@ func (s *Signer) IssueServiceAccountToken(sa *api.ServiceAccount, pod *api.Pod, 
 
 // IssueNodeCredential issues the credential a node uses after it has joined:
 // a token whose subject is system:node:<node> and whose audience is
-// NodeAudience.
+// NodeAudience, bound to no Node yet (see IssueBoundNodeCredential).
 func (s *Signer) IssueNodeCredential(node string) (string, error) {
+	return s.IssueBoundNodeCredential(node, "")
+}
+
+// IssueBoundNodeCredential is IssueNodeCredential bound to the Node of
+// that name with uid: the authenticator accepts it only while that Node
+// exists. With no uid (the Node does not exist yet), it is accepted only
+// until a Node of that name older than the credential is found.
+func (s *Signer) IssueBoundNodeCredential(node string, uid types.UID) (string, error) {
 	if node == "" {
 		return "", errors.New("issue node credential: no node name")
 	}
@@ -199,7 +214,10 @@ func (s *Signer) IssueNodeCredential(node string) (string, error) {
 	if ttl <= 0 {
 		ttl = DefaultNodeCredentialTTL
 	}
-	return s.Sign(&Claims{RegisteredClaims: s.stamped(NodeUserName(node), []string{NodeAudience}, ttl)})
+	return s.Sign(&Claims{
+		RegisteredClaims: s.stamped(NodeUserName(node), []string{NodeAudience}, ttl),
+		Node:             &ObjectRef{Name: node, UID: string(uid)},
+	})
 }
 
 // Verify checks a token's signature, algorithm, key ID, issuer and times,

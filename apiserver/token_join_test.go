@@ -8,6 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -39,9 +42,14 @@ func joinTestPost(t *testing.T, url, auth, body string) (*http.Response, []byte)
 	return resp, data
 }
 
+// joinTestHandler serves joins over the setup's store and authenticator.
+func joinTestHandler(s *authTestSetup, joinToken string) http.Handler {
+	return apiserver.JoinHandler(apiserver.JoinConfig{JoinToken: joinToken, Signer: s.signer, Store: s.st, Authenticator: s.authn})
+}
+
 func TestJoinIssuesNodeCredential(t *testing.T) {
 	s := newAuthTestSetup(t)
-	srv := httptest.NewServer(apiserver.JoinHandler(joinTestToken, s.signer, nil))
+	srv := httptest.NewServer(joinTestHandler(s, joinTestToken))
 	defer srv.Close()
 
 	resp, body := joinTestPost(t, srv.URL, "Bearer "+joinTestToken, `{"nodeName":"n1"}`)
@@ -63,7 +71,7 @@ func TestJoinIssuesNodeCredential(t *testing.T) {
 
 func TestJoinRejects(t *testing.T) {
 	s := newAuthTestSetup(t)
-	srv := httptest.NewServer(apiserver.JoinHandler(joinTestToken, s.signer, nil))
+	srv := httptest.NewServer(joinTestHandler(s, joinTestToken))
 	defer srv.Close()
 	cases := []struct {
 		name, auth, body string
@@ -111,8 +119,113 @@ func TestJoinWithEmptyJoinTokenRefusesAll(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, apiserver.JoinPath, strings.NewReader(`{"nodeName":"n1"}`))
 	req.Header.Set("Authorization", "Bearer ")
-	apiserver.JoinHandler("", s.signer, nil).ServeHTTP(rec, req)
+	joinTestHandler(s, "").ServeHTTP(rec, req)
 	if rec.Code != http.StatusUnauthorized {
 		t.Errorf("empty join token: %d", rec.Code)
 	}
+}
+
+// joinTestAs joins as node with the bearer token auth, returning the
+// status and the credential issued (if any).
+func joinTestAs(t *testing.T, url, auth, node string) (int, string, string) {
+	t.Helper()
+	resp, body := joinTestPost(t, url, "Bearer "+auth, `{"nodeName":"`+node+`"}`)
+	var jr api.JoinResponse
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(body, &jr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode, jr.Token, string(body)
+}
+
+// joinTestLease records node's heartbeat now, with a 40 s lease.
+func joinTestLease(t *testing.T, s *authTestSetup, node string) {
+	t.Helper()
+	now := metav1.NewMicroTime(s.clk.Now())
+	d := int32(40)
+	l := &api.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: api.NamespaceNodeLease, Name: node},
+		Spec: api.LeaseSpec{HolderIdentity: &node, RenewTime: &now, LeaseDurationSeconds: &d}}
+	if old, err := s.st.Get(api.KindOf(&api.Lease{}), api.NamespaceNodeLease, node); err == nil {
+		l.ResourceVersion = old.GetResourceVersion()
+		if _, err := s.st.Update(context.Background(), l); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	authTestCreate(t, s.st, l)
+}
+
+// TestJoinBindsNodeCredential: a node credential is bound to the Node it
+// was issued for (by uid once the Node exists), so deleting the Node
+// revokes it; a second join under a live node's name is refused unless
+// the node's own credential asks (rotation); a credential lives
+// DefaultNodeCredentialTTL.
+func TestJoinBindsNodeCredential(t *testing.T) {
+	s := newAuthTestSetup(t)
+	srv := httptest.NewServer(joinTestHandler(s, joinTestToken))
+	defer srv.Close()
+	n1 := apiserver.Identity{Name: "system:node:n1", Kind: apiserver.IdentityNode, Node: "n1"}
+
+	// The first join, before the Node exists: the credential registers it.
+	code, first, body := joinTestAs(t, srv.URL, joinTestToken, "n1")
+	if code != http.StatusOK {
+		t.Fatalf("first join: %d %s", code, body)
+	}
+	var c apiserver.Claims
+	if _, _, err := jwt.NewParser().ParseUnverified(first, &c); err != nil {
+		t.Fatal(err)
+	}
+	if life := c.ExpiresAt.Sub(c.IssuedAt.Time); life != apiserver.DefaultNodeCredentialTTL || life > 31*24*time.Hour {
+		t.Errorf("credential lives %s, want %s", life, apiserver.DefaultNodeCredentialTTL)
+	}
+	node := authTestCreate(t, s.st, &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	authTestWantIdentity(t, s.authn, first, n1)
+	joinTestLease(t, s, "n1")
+
+	// Another agent with the join token may not take the live node.
+	code, _, body = joinTestAs(t, srv.URL, joinTestToken, "n1")
+	if code != http.StatusForbidden || !strings.Contains(body, "live") {
+		t.Errorf("second join under a live node's name: %d %s", code, body)
+	}
+	// Nor may another node's credential renew it.
+	code, other, body := joinTestAs(t, srv.URL, joinTestToken, "n2")
+	if code != http.StatusOK {
+		t.Fatalf("join n2: %d %s", code, body)
+	}
+	if code, _, body = joinTestAs(t, srv.URL, other, "n1"); code != http.StatusForbidden {
+		t.Errorf("n2's credential renews n1: %d %s", code, body)
+	}
+	// The node's own credential renews it, bound to the Node's uid.
+	s.clk.SetTime(s.clk.Now().Add(time.Minute))
+	code, bound, body := joinTestAs(t, srv.URL, first, "n1")
+	if code != http.StatusOK {
+		t.Fatalf("renewal: %d %s", code, body)
+	}
+	c = apiserver.Claims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(bound, &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Node == nil || c.Node.Name != "n1" || c.Node.UID != string(node.UID) {
+		t.Errorf("renewed credential bound to %+v, want n1 uid %s", c.Node, node.UID)
+	}
+	authTestWantIdentity(t, s.authn, bound, n1)
+
+	// Deleting the Node revokes both; a Node made again under that name
+	// revives neither.
+	authTestDelete(t, s.st, "nodes", "", "n1")
+	authTestWantUnauthenticated(t, s.authn, bound, "credential of a deleted Node")
+	s.clk.SetTime(s.clk.Now().Add(11 * time.Minute))
+	authTestCreate(t, s.st, &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	authTestWantUnauthenticated(t, s.authn, bound, "credential of a deleted Node, name reused")
+	authTestWantUnauthenticated(t, s.authn, first, "unbound credential long older than the Node")
+
+	// Once the node's lease has run out, the join token joins it again
+	// (a machine replaced), bound to the Node there is.
+	s.clk.SetTime(s.clk.Now().Add(time.Minute))
+	code, again, body := joinTestAs(t, srv.URL, joinTestToken, "n1")
+	if code != http.StatusOK {
+		t.Fatalf("join of a dead node: %d %s", code, body)
+	}
+	authTestWantIdentity(t, s.authn, again, n1)
 }

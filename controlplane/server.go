@@ -477,10 +477,11 @@ func (s *Server) buildAPI() error {
 		forward = s.forward.route
 		checks = append(checks, apiserver.ReadyCheck{Name: "leader", Check: s.forward.known})
 	}
+	authn := apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer)
 	a, err := apiserver.New(apiserver.Config{
 		Registry:      registry,
 		Store:         s.store,
-		Authenticator: apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer),
+		Authenticator: authn,
 		Authorizer:    authz,
 		Version:       s.cfg.Version,
 		ReadyChecks:   checks,
@@ -508,7 +509,9 @@ func (s *Server) buildAPI() error {
 		return err
 	}
 	s.containers.registerMetrics(a, authz)
-	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(s.creds.NodeToken, signer, issue), false)
+	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(apiserver.JoinConfig{
+		JoinToken: s.creds.NodeToken, Signer: signer, Issue: issue, Store: s.store, Authenticator: authn,
+	}), false)
 	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
 	a.Handle(HooksPath, newWebhook(s.hookKey, s.sources.Trigger, s.log, s.cfg.Clock), false)
 	s.api = a

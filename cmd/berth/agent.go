@@ -42,7 +42,7 @@ type agentFlags struct {
 func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.nodeName, "node-name", "", "name of this node (default: the hostname)")
 	f.StringVar(&o.nodeIP, "node-ip", "", "IP of this node, and of its pods under the exec runtime (default: the first non-loopback IPv4)")
-	f.StringVar(&o.nodeLabels, "node-labels", "", "labels of the Node, as k=v,k2=v2")
+	f.StringVar(&o.nodeLabels, "node-labels", "", "labels of the Node, as k=v,k2=v2 (not node-role.kubernetes.io/, node-restriction.kubernetes.io/ or other kubernetes.io labels but the kubelet's)")
 	f.StringVar(&o.capacity, "capacity", "", "override what is read from the host, as cpu=N,memory=Q,pods=N")
 	f.StringVar(&o.listen, listenName, "", listenHelp)
 	f.StringVar(&o.evictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds")
@@ -230,7 +230,7 @@ GOGC is set in the environment.`,
 	}
 	f := cmd.Flags()
 	o.register(f, "listen", "address of the HTTPS log server (default <node-ip>:10250)")
-	f.StringVar(&o.nodeTaints, "node-taints", "", "taints of the Node, as key=value:Effect,…")
+	f.StringVar(&o.nodeTaints, "node-taints", "", "taints of the Node when it is registered, as key=value:Effect,… (later changed by an operator only)")
 	f.StringVar(&o.server, "server", "", "URL of the control plane, or the URLs of the servers of one cluster separated by commas (the agent moves on to the next when it cannot reach one, or one leaves a request unanswered); none runs standalone")
 	f.StringVar(&o.token, "token", "", "the node join token")
 	f.StringVar(&o.tokenFile, "token-file", "", "file holding the node join token")

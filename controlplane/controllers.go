@@ -101,11 +101,7 @@ var controllerInits = []namedInit{
 			Clock: d.Clock, Logger: d.Log, Events: d.Recorder(node.EventComponent)}), nil
 	}},
 	{podgc.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
-		threshold := d.Config.TerminatedPodGCThreshold
-		if threshold == 0 {
-			threshold = podgc.DefaultThreshold
-		}
-		return podgc.NewController(d.Store, podgc.Options{Threshold: threshold, Clock: d.Clock, Logger: d.Log}), nil
+		return podgc.NewController(d.Store, podgc.Options{Threshold: d.Config.TerminatedPodGCThreshold, Clock: d.Clock, Logger: d.Log}), nil
 	}},
 	{nodeipam.Name, initNodeIPAM},
 	{volume.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {

@@ -95,7 +95,7 @@ type Config struct {
 	// turns webhooks off (403).
 	WebhookSecretFile string
 	// DNS configures the cluster DNS server; nil runs none.
-	DNS *dns.Options
+	DNS *DNSConfig
 	// NodeMonitorPeriod, NodeMonitorGracePeriod and PodEvictionTimeout time
 	// the node lifecycle controller (--node-monitor-period, 5s;
 	// --node-monitor-grace-period, 40s; --pod-eviction-timeout, 5s); zero
@@ -179,18 +179,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
-	if cfg.Listen == "" {
-		cfg.Listen = ":6443"
-	}
-	if cfg.Store == "" {
-		cfg.Store = StoreBolt
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
+	cfg = cfg.withDefaults()
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -272,7 +261,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	if cfg.DNS != nil {
-		opts := *cfg.DNS
+		opts := cfg.DNS.options()
 		opts.Clock, opts.Logger, opts.Informers = cfg.Clock, cfg.Logger, s.informers
 		if opts.RecursionNetworks == nil {
 			opts.RecursionNetworks = recursionNetworks(cfg.ClusterCIDR)

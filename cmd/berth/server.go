@@ -19,9 +19,6 @@ import (
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/controlplane"
-	"github.com/berth-dev/berth/dns"
-	"github.com/berth-dev/berth/sched"
-	"github.com/berth-dev/berth/source"
 )
 
 // serverOptions are the flags of `berth server` (SPEC §2) implemented so
@@ -35,7 +32,7 @@ type serverOptions struct {
 	advertiseAddress  string
 	sources           []string
 	webhookSecretFile string
-	dns               dns.Options
+	dns               controlplane.DNSConfig
 	dnsRecursion      []string
 
 	nodeMonitorPeriod        time.Duration
@@ -97,20 +94,16 @@ lists the checks: store, sources, and with an etcd store leader) and
 scheduler, sources and nodes, named berth_*) without a token.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			mostAllocated, err := sched.ParseScoringStrategy(o.scoringStrategy)
+			mostAllocated, err := controlplane.ParseScoringStrategy(o.scoringStrategy)
 			if err != nil {
 				return usageErrorf("--scheduler-scoring-strategy: %v", err)
 			}
 			if o.dns.RecursionNetworks, err = parsePrefixes(o.dnsRecursion); err != nil {
 				return usageErrorf("--dns-recursion-networks: %v", err)
 			}
-			specs := make([]source.Spec, 0, len(o.sources))
-			for _, v := range o.sources {
-				spec, err := source.Parse(v)
-				if err != nil {
-					return usageErrorf("--source: %v", err)
-				}
-				specs = append(specs, spec)
+			specs, err := controlplane.ParseSources(o.sources)
+			if err != nil {
+				return usageErrorf("--source: %v", err)
 			}
 			cfg := controlplane.Config{
 				DataDir:           o.dataDir,
@@ -188,12 +181,12 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "further DNS names or IP addresses the API's certificate covers, beyond the listen host (or, listening on every address, this machine's addresses), the loopback names and the hostname; repeatable or comma-separated")
 	f.StringArrayVar(&o.sources, "source", nil, "where desired state comes from: a directory or file, git+https://…, git+ssh://…, git+file://… (?ref=&path=&interval=&name=) or http(s)://…; repeatable")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /hooks/<source>; none turns webhooks off")
-	f.StringVar(&o.dns.Listen, "dns-listen", dns.DefaultListen, "address of the cluster DNS server, UDP and TCP")
+	f.StringVar(&o.dns.Listen, "dns-listen", controlplane.DefaultDNSListen, "address of the cluster DNS server, UDP and TCP")
 	f.StringVar(&o.dns.Upstream, "dns-upstream", "", "where names outside the cluster domain go (default: the nameservers of /etc/resolv.conf); none answers REFUSED")
 	f.StringSliceVar(&o.dnsRecursion, "dns-recursion-networks", nil, "clients (CIDRs) for whom DNS forwards names outside the cluster domain; others are answered REFUSED for them (default: loopback, this machine's addresses and --cluster-cidr; 0.0.0.0/0,::/0 forwards for anyone)")
-	f.StringVar(&o.dns.MetricsListen, "dns-metrics-listen", dns.DefaultMetricsListen, "address of the DNS server's Prometheus /metrics")
-	f.StringVar(&o.dns.HealthListen, "dns-health-listen", dns.DefaultHealthListen, "address of the DNS server's /healthz")
-	f.StringVar(&o.dns.Zone, "cluster-domain", dns.DefaultZone, "the cluster domain DNS answers for")
+	f.StringVar(&o.dns.MetricsListen, "dns-metrics-listen", controlplane.DefaultDNSMetricsListen, "address of the DNS server's Prometheus /metrics")
+	f.StringVar(&o.dns.HealthListen, "dns-health-listen", controlplane.DefaultDNSHealthListen, "address of the DNS server's /healthz")
+	f.StringVar(&o.dns.Zone, "cluster-domain", controlplane.DefaultClusterDomain, "the cluster domain DNS answers for")
 	f.DurationVar(&o.nodeMonitorPeriod, "node-monitor-period", controlplane.DefaultNodeMonitorPeriod, "how often node heartbeats are checked")
 	f.DurationVar(&o.nodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod, "no heartbeat for this long: node Ready=Unknown, taint node.kubernetes.io/unreachable")
 	f.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", controlplane.DefaultPodEvictionTimeout, "this long after a node is tainted unreachable or not-ready, its pods are deleted and recreated elsewhere by their controllers")
@@ -201,7 +194,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.IntVar(&o.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "the API's reads (get, list) in flight at once, across callers, beyond which it answers 429 with Retry-After; nodes, watches and streams are not counted; 0: no cap")
 	f.IntVar(&o.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "the API's writes in flight at once, across callers, beyond which it answers 429 with Retry-After; nodes' writes are not counted; 0: no cap")
 	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
-	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", sched.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
+	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", controlplane.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
 	f.StringVar(&o.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "the range pod IPs come from: each node gets a spec.podCIDR of --node-cidr-mask-size bits out of it when it registers, freed when it goes; empty assigns none")
 	f.IntVar(&o.nodeCIDRMaskSize, "node-cidr-mask-size", controlplane.DefaultNodeCIDRMaskSize, "the size in bits of each node's spec.podCIDR (24: 254 pod addresses a node)")
 	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")

@@ -14,7 +14,6 @@ import (
 
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/controlplane"
-	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/sim"
 )
 
@@ -127,7 +126,7 @@ min_status_available (the least status.availableReplicas, sampled every
 				return usageErrorf("--scenario: %q is not %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout)
 			}
 			var err error
-			if opts.MostAllocated, err = sched.ParseScoringStrategy(o.scoringStrategy); err != nil {
+			if opts.MostAllocated, err = controlplane.ParseScoringStrategy(o.scoringStrategy); err != nil {
 				return usageErrorf("--scheduler-scoring-strategy: %v", err)
 			}
 			switch o.agents {
@@ -209,7 +208,7 @@ min_status_available (the least status.availableReplicas, sampled every
 	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes and give the ReplicaSets node selectors, anti-affinity and tolerations")
 	f.StringVar(&o.agents, "agents", simAgentsInProcess, "where the hollow agents run: in-process, or process (a berth sim agents of their own; the result then tells the control plane's CPU and memory apart)")
-	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", sched.LeastAllocated, "LeastAllocated or MostAllocated, as berth server's")
+	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", controlplane.LeastAllocated, "LeastAllocated or MostAllocated, as berth server's")
 	cmd.AddCommand(newSimAgentsCommand(g))
 	return cmd
 }

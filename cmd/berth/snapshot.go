@@ -7,13 +7,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/controlplane"
-	"github.com/berth-dev/berth/store/bolt"
 )
 
 // snapshotReader is what `berth snapshot save` needs beyond apiClient:
@@ -79,7 +77,7 @@ It prints the copy's revision and size.`,
 				return reportedFailure()
 			}
 			defer body.Close()
-			info, err := bolt.WriteSnapshotFile(body, args[0], nil)
+			info, err := controlplane.WriteSnapshotFile(body, args[0])
 			if err != nil {
 				return failed(err)
 			}
@@ -112,7 +110,7 @@ dir's CA, tokens and keys are not in the snapshot and stay as they are.`,
 			if err := os.MkdirAll(dataDir, 0o700); err != nil {
 				return failed(err)
 			}
-			res, err := bolt.Restore(args[0], filepath.Join(dataDir, controlplane.StoreFile), time.Now())
+			res, err := controlplane.RestoreSnapshot(args[0], dataDir, time.Now())
 			if err != nil {
 				return failed(err)
 			}

@@ -1,0 +1,112 @@
+// Package imports_test holds the rooms' import rules (docs/architecture.md)
+// as a test: each package of the module may import, of the module's own
+// packages, only those of its own room and of the rooms listed for it.
+package imports_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/berth-dev/berth"
+
+// allowed is, for each room, the other rooms it may import. A room is a
+// top-level folder of the module; cmd/berth is the room cmd.
+var allowed = map[string][]string{
+	"api":      {},
+	"testtool": {},
+	"store":    {"api"},
+	"source":   {"api"},
+	"client":   {"api"},
+	"table":    {"api"},
+	"dns":      {"api", "store"},
+	"sched":    {"api", "store"},
+	// reconcile/volume fills in the scheduler's volume plugin: an
+	// accepted inversion, the scheduler owning the interface.
+	"reconcile": {"api", "store", "source", "sched"},
+	"apiserver": {"api", "store", "reconcile", "table"},
+	"agent":     {"api", "client", "source"},
+	"ingress":   {"api", "store", "client"},
+	"ui":        {"api", "client"},
+	"controlplane": {"api", "store", "source", "reconcile", "sched", "dns", "apiserver", "client",
+		"ingress", "ui"},
+	// sim runs a control plane and hollow agents in one process.
+	"sim": {"api", "store", "client", "agent", "controlplane"},
+	// cmd reaches the server side through controlplane; apiserver only
+	// for the version record, table for printing.
+	"cmd": {"api", "client", "agent", "controlplane", "sim", "table", "apiserver"},
+	// test holds the end-to-end tests, which drive everything.
+	"test": {"api", "testtool", "store", "source", "client", "table", "dns", "sched", "reconcile", "apiserver",
+		"agent", "ingress", "ui", "controlplane", "sim", "cmd"},
+}
+
+func room(pkg string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+	r, _, _ := strings.Cut(rest, "/")
+	return r
+}
+
+// TestImportRules lists every package of the module with its imports
+// (`go list`, tests not counted) and fails on an import its room may not
+// make, or on a room the rules do not know.
+func TestImportRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go list of the whole module")
+	}
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...")
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	packages := 0
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		pkg, from := fields[0], room(fields[0])
+		packages++
+		may, known := allowed[from]
+		if !known {
+			t.Errorf("%s: room %q has no import rules: add it to the table here and to docs/architecture.md", pkg, from)
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			// testtool helps tests: the helper packages beside them
+			// (cptest, critest, storetest) may use it from any room.
+			if to := room(imp); to != from && to != "testtool" && !slices.Contains(may, to) {
+				t.Errorf("%s imports %s: room %s may import only %v of the others", pkg, imp, from, may)
+			}
+		}
+	}
+	if packages < 20 {
+		t.Fatalf("go list gave %d packages; the test reads nothing", packages)
+	}
+}
+
+// TestRoom names the room of a package.
+func TestRoom(t *testing.T) {
+	for pkg, want := range map[string]string{
+		module + "/api":                     "api",
+		module + "/store/informer":          "store",
+		module + "/cmd/berth":               "cmd",
+		module + "/agent/runtime/exec":      "agent",
+		module + "/reconcile/endpointslice": "reconcile",
+	} {
+		if got := room(pkg); got != want {
+			t.Errorf("room(%s) = %s, want %s", pkg, got, want)
+		}
+	}
+}

@@ -99,7 +99,7 @@ func withBackend(b store.Backend) envOption {
 }
 
 func withClock(c clock.WithTickerAndDelayedExecution) envOption {
-	return func(s *setup) { s.cfg.Clock = c }
+	return func(s *setup) { s.cfg.Clock, s.store.Clock = c, c }
 }
 
 // withRealAuth serves with berth's own authenticator and policy (the

@@ -12,12 +12,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -36,6 +38,7 @@ type Client struct {
 	http      *http.Client
 	timeout   time.Duration
 	userAgent string
+	clock     clock.Clock
 }
 
 // New makes a client. Its transport keeps connections alive and speaks
@@ -47,7 +50,10 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{bases: bases, current: new(atomic.Int32), token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent}
+	c := &Client{bases: bases, current: new(atomic.Int32), token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent, clock: cfg.Clock}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
+	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -153,6 +159,9 @@ type request struct {
 	contentType string
 	// stream: no timeout, the caller reads and closes the body.
 	stream bool
+	// create: a POST that makes an object, which a 503 or 429 (not
+	// made) may send again: at worst it then meets itself, AlreadyExists.
+	create bool
 }
 
 // Do sends a request to path (with query and body, nil for none) and
@@ -167,6 +176,88 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 }
 
 func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	start := c.clock.Now()
+	backoff := minBackoff
+	for {
+		resp, err := c.sendOnce(ctx, r)
+		if err == nil {
+			return resp, nil
+		}
+		wait, ok := retryAfter(err, r)
+		if !ok {
+			return nil, err
+		}
+		if wait <= 0 {
+			wait = backoff
+		}
+		backoff = min(2*backoff, maxBackoff)
+		if !c.withinBudget(ctx, start, wait) {
+			return nil, err
+		}
+		if len(c.bases) > 1 {
+			// Another control plane may know a leader this one
+			// does not yet.
+			at := c.current.Load()
+			c.current.CompareAndSwap(at, (at+1)%int32(len(c.bases)))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-c.clock.After(wait):
+		}
+	}
+}
+
+// The back-off between the tries of a request the server answered 503 or
+// 429 without a Retry-After.
+const (
+	minBackoff = 200 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// withinBudget says whether a wait of d, and a try after it, still fits
+// the request's time: its context's deadline, or without one the
+// client's timeout from start.
+func (c *Client) withinBudget(ctx context.Context, start time.Time, d time.Duration) bool {
+	if dl, ok := ctx.Deadline(); ok {
+		return time.Until(dl) > d
+	}
+	return c.timeout > 0 && c.clock.Since(start)+d < c.timeout
+}
+
+// retryAfter says whether a request that failed with err may be sent
+// again, and after how long (0: the client's back-off). A 503 or 429 is
+// a request the server did not carry out (the leader is changing hands,
+// or too many are in flight): a read, an idempotent write (PUT, DELETE)
+// and a create are sent again. A 504 is an outcome the server does not
+// know (a forwarded write cut off after it was sent): only a read is
+// sent again; a create may have been made, and must not be made twice.
+func retryAfter(err error, r *request) (time.Duration, bool) {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return 0, false
+	}
+	read := r.method == http.MethodGet || r.method == http.MethodHead || r.method == http.MethodOptions
+	switch se.Status.Code {
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		if !read && !r.create && r.method != http.MethodPut && r.method != http.MethodDelete {
+			return 0, false
+		}
+	case http.StatusGatewayTimeout:
+		if !read {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	var d time.Duration
+	if se.Status.Details != nil && se.Status.Details.RetryAfterSeconds > 0 {
+		d = time.Duration(se.Status.Details.RetryAfterSeconds) * time.Second
+	}
+	return d, true
+}
+
+func (c *Client) sendOnce(ctx context.Context, r *request) (*http.Response, error) {
 	// Each control plane once at most, starting with the current one,
 	// while the one tried cannot be reached.
 	at := c.current.Load()
@@ -251,22 +342,29 @@ func (c *Client) sendTo(ctx context.Context, base *url.URL, r *request) (*http.R
 func statusFromResponse(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var st metav1.Status
-	if json.Unmarshal(data, &st) == nil && st.Kind == "Status" {
-		if st.Code == 0 {
-			st.Code = int32(resp.StatusCode)
+	if json.Unmarshal(data, &st) != nil || st.Kind != "Status" {
+		msg := strings.TrimSpace(string(data))
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
 		}
-		return &StatusError{Status: st}
+		st = metav1.Status{
+			Status:  metav1.StatusFailure,
+			Reason:  metav1.StatusReasonUnknown,
+			Message: fmt.Sprintf("the server answered %d: %s", resp.StatusCode, msg),
+		}
 	}
-	msg := strings.TrimSpace(string(data))
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
+	if st.Code == 0 {
+		st.Code = int32(resp.StatusCode)
 	}
-	return &StatusError{Status: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    int32(resp.StatusCode),
-		Reason:  metav1.StatusReasonUnknown,
-		Message: fmt.Sprintf("the server answered %d: %s", resp.StatusCode, msg),
-	}}
+	// A Retry-After in seconds (a proxy's 503 carries no Status) is the
+	// Status's own.
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 && (st.Details == nil || st.Details.RetryAfterSeconds == 0) {
+		if st.Details == nil {
+			st.Details = &metav1.StatusDetails{}
+		}
+		st.Details.RetryAfterSeconds = int32(min(secs, 3600))
+	}
+	return &StatusError{Status: st}
 }
 
 // call sends a request that is not a stream and decodes its answer into

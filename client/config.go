@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,6 +40,9 @@ type Config struct {
 	// settings, so that many clients (hollow agents in `berth sim`) can
 	// share one connection pool. The bearer token is still per client.
 	Transport http.RoundTripper
+	// Clock times the waits between the tries of a request the server
+	// answered 503 or 429; the real clock when nil.
+	Clock clock.Clock
 }
 
 // kubeconfig is the part of kubectl's config file berth reads.

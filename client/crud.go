@@ -200,6 +200,7 @@ func (c *Client) write(ctx context.Context, method string, obj api.Object, subre
 		path:        ResourcePath(k, obj.GetNamespace(), name, subresource),
 		body:        body,
 		contentType: "application/json",
+		create:      method == http.MethodPost && subresource == "",
 	})
 }
 
@@ -217,7 +218,7 @@ func (c *Client) createIn(ctx context.Context, k *api.Kind, namespace string, ob
 	if err != nil {
 		return nil, err
 	}
-	return c.object(ctx, k, &request{method: http.MethodPost, path: ResourcePath(k, namespace, "", ""), body: body, contentType: "application/json"})
+	return c.object(ctx, k, &request{method: http.MethodPost, path: ResourcePath(k, namespace, "", ""), body: body, contentType: "application/json", create: true})
 }
 
 // Update replaces an object's spec and metadata (its status is kept); with

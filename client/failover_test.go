@@ -7,9 +7,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/apiserver"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -227,5 +235,154 @@ func TestClientMovesOnFromADialThatTimesOut(t *testing.T) {
 	}
 	if c.Server() != s.ts.URL {
 		t.Fatalf("the client sends to %s, want %s", c.Server(), s.ts.URL)
+	}
+}
+
+// refusing answers the first n requests of each method with code and a
+// Retry-After of one second (as a follower answers while no leader is
+// known, or a forward whose outcome is unknown), counting every request,
+// and hands the rest to next.
+type refusing struct {
+	code  int
+	n     map[string]int
+	tries map[string]int
+	mu    sync.Mutex
+	next  http.Handler
+}
+
+func (h *refusing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	h.tries[r.Method]++
+	refuse := h.tries[r.Method] <= h.n[r.Method]
+	h.mu.Unlock()
+	if !refuse {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	var se *apierrors.StatusError
+	if h.code == http.StatusGatewayTimeout {
+		se = apierrors.NewTimeoutError("the leader did not answer", 1)
+	} else {
+		se = apierrors.NewServiceUnavailable("no control plane leads the cluster yet; try again")
+		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+	}
+	apiserver.WriteError(w, se)
+}
+
+func (h *refusing) count(method string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tries[method]
+}
+
+func refusingClient(t *testing.T, code int, n map[string]int, timeout time.Duration) (*server, *refusing, *client.Client, *clocktesting.FakeClock) {
+	t.Helper()
+	h := &refusing{code: code, n: n, tries: map[string]int{}}
+	s := newServer(t, 0, func(next http.Handler) http.Handler {
+		h.next = next
+		return h
+	})
+	fc := clocktesting.NewFakeClock(time.Now())
+	tr, err := client.NewTransport(&client.Config{CAData: s.caPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := client.New(&client.Config{Server: s.ts.URL, Token: token, Transport: tr, Clock: fc, Timeout: timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, h, c, fc
+}
+
+// stepWhileWaiting moves the fake clock on by a second each time the
+// client waits on it, until done is closed.
+func stepWhileWaiting(fc *clocktesting.FakeClock, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if fc.HasWaiters() {
+			fc.Step(time.Second)
+		}
+		runtime.Gosched()
+	}
+}
+
+// A 503 (no leader yet) is a request not carried out: a create, an
+// update, a delete and a read are sent again after the Retry-After, on
+// the client's clock, until one is answered.
+func TestClientRetriesAfterServiceUnavailable(t *testing.T) {
+	_, h, c, fc := refusingClient(t, http.StatusServiceUnavailable, map[string]int{
+		http.MethodPost: 3, http.MethodGet: 2, http.MethodPut: 2, http.MethodDelete: 2, http.MethodPatch: 1,
+	}, 0)
+	done := make(chan struct{})
+	go stepWhileWaiting(fc, done)
+	defer close(done)
+	ctx := context.Background()
+	start := fc.Now()
+	made, err := c.Create(ctx, configMap("a"))
+	if err != nil {
+		t.Fatalf("a create answered 503 three times: %v", err)
+	}
+	if n := h.count(http.MethodPost); n != 4 {
+		t.Errorf("the create was sent %d times, want 4", n)
+	}
+	if waited := fc.Since(start); waited < 3*time.Second {
+		t.Errorf("the client waited %s on its clock, want the three Retry-Afters of a second", waited)
+	}
+	if _, err := c.Get(ctx, cmKind, "default", "a"); err != nil {
+		t.Fatalf("a read answered 503 twice: %v", err)
+	}
+	changed := made.DeepCopyObject().(*api.ConfigMap)
+	changed.Data = map[string]string{"k": "v"}
+	if _, err := c.Update(ctx, changed); err != nil {
+		t.Fatalf("an update answered 503 twice: %v", err)
+	}
+	// A patch is not idempotent (a JSON patch adds to a list): it is
+	// sent once.
+	if _, err := c.Patch(ctx, cmKind, "default", "a", []byte(`{"data":{"p":"1"}}`)); client.Code(err) != http.StatusServiceUnavailable {
+		t.Fatalf("a patch answered 503: %v, want the 503", err)
+	}
+	if _, err := c.Delete(ctx, cmKind, "default", "a", nil); err != nil {
+		t.Fatalf("a delete answered 503 twice: %v", err)
+	}
+}
+
+// A 504 is an outcome the server does not know: a create is never sent
+// again (it may have been made), a read is.
+func TestClientSendsACreateOnceOnUnknownOutcome(t *testing.T) {
+	s, h, c, fc := refusingClient(t, http.StatusGatewayTimeout, map[string]int{http.MethodPost: 1, http.MethodGet: 1}, 0)
+	done := make(chan struct{})
+	go stepWhileWaiting(fc, done)
+	defer close(done)
+	ctx := context.Background()
+	_, err := c.Create(ctx, configMap("maybe"))
+	if client.Code(err) != http.StatusGatewayTimeout || client.Reason(err) != metav1.StatusReasonTimeout {
+		t.Fatalf("a create answered 504: %v, want the 504", err)
+	}
+	if n := h.count(http.MethodPost); n != 1 {
+		t.Fatalf("a create whose outcome is unknown was sent %d times", n)
+	}
+	if _, err := s.store.Create(ctx, configMap("there")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, cmKind, "default", "there"); err != nil {
+		t.Fatalf("a read answered 504 once: %v", err)
+	}
+}
+
+// The retries end with the request's time: a Retry-After that does not
+// fit what is left of it returns the 503 at once.
+func TestClientRetriesWithinItsTimeout(t *testing.T) {
+	_, h, c, _ := refusingClient(t, http.StatusServiceUnavailable, map[string]int{http.MethodPost: 100}, 500*time.Millisecond)
+	_, err := c.Create(context.Background(), configMap("a"))
+	if client.Code(err) != http.StatusServiceUnavailable {
+		t.Fatalf("a create refused past its timeout: %v, want the 503", err)
+	}
+	if n := h.count(http.MethodPost); n != 1 {
+		t.Fatalf("the create was sent %d times within a timeout shorter than its Retry-After", n)
 	}
 }

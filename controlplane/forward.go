@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -59,6 +60,9 @@ var errLeaderChanged = errors.New("another control plane took over as leader bef
 type forwarding struct {
 	leader   *url.URL
 	answered func() bool
+	// sent is set once the request is written to the leader: if no
+	// answer comes after that, the write may have been made.
+	sent atomic.Bool
 }
 
 // untilAnswered is the forwarder's transport: it tells each forwarding
@@ -66,9 +70,17 @@ type forwarding struct {
 type untilAnswered struct{ http.RoundTripper }
 
 func (t untilAnswered) RoundTrip(r *http.Request) (*http.Response, error) {
+	fw := r.Context().Value(targetKey{}).(*forwarding)
+	r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				fw.sent.Store(true)
+			}
+		},
+	}))
 	resp, err := t.RoundTripper.RoundTrip(r)
 	if err == nil {
-		r.Context().Value(targetKey{}).(*forwarding).answered()
+		fw.answered()
 	}
 	return resp, err
 }
@@ -106,7 +118,16 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) {
 				err = cause
 			}
-			apiserver.WriteError(w, unavailable(fmt.Sprintf("the leader %s cannot be reached: %v", r.Context().Value(targetKey{}).(*forwarding).leader, err)))
+			fw := r.Context().Value(targetKey{}).(*forwarding)
+			if fw.sent.Load() {
+				// The leader has the write and did not answer:
+				// it may have made it, so the client must not
+				// take it for one not made (a create sent again
+				// would meet itself, AlreadyExists).
+				apiserver.WriteError(w, unknownOutcome(fmt.Sprintf("the leader %s did not answer the forwarded write: %v", fw.leader, err)))
+				return
+			}
+			apiserver.WriteError(w, unavailable(fmt.Sprintf("the leader %s cannot be reached: %v", fw.leader, err)))
 		},
 	}
 	return f
@@ -246,6 +267,13 @@ func resourceOfPath(p string) (resource, sub string) {
 		sub = rest[2]
 	}
 	return resource, sub
+}
+
+// unknownOutcome is a 504 as Kubernetes answers a request that ran out
+// of time: the write was not refused, and may yet be made. A client reads
+// the object before it writes again.
+func unknownOutcome(msg string) error {
+	return apierrors.NewTimeoutError("the server was unable to return a response in the time allotted, but may still be processing the request; "+msg, 1)
 }
 
 // unavailable is a 503 that asks the client to retry in a second.

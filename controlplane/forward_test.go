@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -119,8 +120,9 @@ func forwardCreate(ctx context.Context, f *forwarder) (rec *httptest.ResponseRec
 }
 
 // A write under way to a leader that never answers (its machine frozen,
-// or cut off) ends with a 503 once another control plane takes over, so
-// that the client tries again and reaches the new one.
+// or cut off) ends once another control plane takes over, with a 504:
+// the old leader had the write, and may have made it, so the client is
+// told the outcome is unknown rather than invited to make it again.
 func TestForwardedWriteEndsWhenTheLeaderChanges(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	release := make(chan struct{})
@@ -146,8 +148,29 @@ func TestForwardedWriteEndsWhenTheLeaderChanges(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the write still waits on the old leader after another took over")
 	}
-	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "another control plane took over") || rec.Header().Get("Retry-After") == "" {
-		t.Fatalf("answer %d %q, Retry-After %q", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
+	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), "may still be processing the request") ||
+		!strings.Contains(rec.Body.String(), "another control plane took over") || !strings.Contains(rec.Body.String(), `"reason":"Timeout"`) {
+		t.Fatalf("answer %d %q, want 504 Timeout", rec.Code, rec.Body.String())
+	}
+}
+
+// A write that never reached the leader (nothing listens at its address)
+// was not made: 503 with a Retry-After, which a client sends again.
+func TestForwardedWriteThatNeverReachedTheLeaderIsUnavailable(t *testing.T) {
+	f, _ := forwarderTo(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the write reached a leader it should not have")
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	f.setLeader("https://" + addr)
+	rec, done := forwardCreate(context.Background(), f)
+	<-done
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "cannot be reached") {
+		t.Fatalf("answer %d %q, Retry-After %q, want 503 and a retry", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
 }
 

@@ -39,6 +39,8 @@ type Client struct {
 	timeout   time.Duration
 	userAgent string
 	clock     clock.Clock
+	// once: a 503 or 429 is returned, not waited out and sent again.
+	once bool
 }
 
 // New makes a client. Its transport keeps connections alive and speaks
@@ -96,6 +98,14 @@ func (c *Client) Server() string { return c.bases[c.current.Load()].String() }
 func (c *Client) WithTimeout(d time.Duration) *Client {
 	cc := *c
 	cc.timeout = d
+	return &cc
+}
+
+// sendOnce is the client that returns a 503 or 429 rather than send the
+// request again: for the informer, which backs off on its own clock.
+func (c *Client) sendOnce() *Client {
+	cc := *c
+	cc.once = true
 	return &cc
 }
 
@@ -179,12 +189,12 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	start := c.clock.Now()
 	backoff := minBackoff
 	for {
-		resp, err := c.sendOnce(ctx, r)
+		resp, err := c.sendAny(ctx, r)
 		if err == nil {
 			return resp, nil
 		}
 		wait, ok := retryAfter(err, r)
-		if !ok {
+		if !ok || c.once {
 			return nil, err
 		}
 		if wait <= 0 {
@@ -257,7 +267,9 @@ func retryAfter(err error, r *request) (time.Duration, bool) {
 	return d, true
 }
 
-func (c *Client) sendOnce(ctx context.Context, r *request) (*http.Response, error) {
+// sendAny sends a request to the current control plane, or the next ones
+// while it cannot be reached.
+func (c *Client) sendAny(ctx context.Context, r *request) (*http.Response, error) {
 	// Each control plane once at most, starting with the current one,
 	// while the one tried cannot be reached.
 	at := c.current.Load()

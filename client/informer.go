@@ -78,7 +78,7 @@ func NewInformer(c *Client, k *api.Kind, opts InformerOptions, handler func(Even
 		handler = func(Event) {}
 	}
 	return &Informer{
-		c: c, kind: k, opts: opts, handler: handler, log: opts.Logger,
+		c: c.sendOnce(), kind: k, opts: opts, handler: handler, log: opts.Logger,
 		items:  map[string]api.Object{},
 		synced: make(chan struct{}),
 	}

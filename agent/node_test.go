@@ -489,8 +489,9 @@ func TestNodeRegisteredAgainAfterDeletion(t *testing.T) {
 	})
 }
 
-// refuseOnce answers 503 to the first request that match accepts, and
-// passes every other to next.
+// refuseOnce answers 500 to the first request that match accepts (a
+// failure the client does not send again, as it does a 503), and passes
+// every other to next.
 type refuseOnce struct {
 	next    http.RoundTripper
 	match   func(*http.Request) bool
@@ -500,7 +501,7 @@ type refuseOnce struct {
 func (r *refuseOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 	if r.match(req) && r.refused.CompareAndSwap(false, true) {
 		return &http.Response{
-			StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
+			StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
 			Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req,
 		}, nil
 	}

@@ -90,7 +90,9 @@ func (c *Client) Watch(ctx context.Context, k *api.Kind, namespace string, opts 
 		q.Set("timeoutSeconds", strconv.FormatInt(opts.TimeoutSeconds, 10))
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	resp, err := c.send(ctx, &request{method: http.MethodGet, path: ResourcePath(k, namespace, "", ""), query: q, stream: true})
+	// A watch refused (503, 429) is the caller's to start again, as an
+	// informer does on its own back-off.
+	resp, err := c.sendOnce().send(ctx, &request{method: http.MethodGet, path: ResourcePath(k, namespace, "", ""), query: q, stream: true})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -77,6 +77,7 @@ func (a *Agent) runPodNetwork(ctx context.Context, c *client.Client) error {
 	m, err := podnet.NewManager(podnet.Options{
 		Client:     c,
 		NodeName:   a.cfg.NodeName,
+		PodCIDR:    a.cfg.PodCIDR,
 		ClusterDNS: upstream,
 		Clock:      a.cfg.Clock,
 		Logger:     a.log,

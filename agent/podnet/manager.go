@@ -27,6 +27,9 @@ type Options struct {
 	Client *client.Client
 	// NodeName is this node's Node.
 	NodeName string
+	// PodCIDR is this node's pod range when its Node has no
+	// spec.podCIDR (the agent's --pod-cidr); the Node's wins.
+	PodCIDR string
 	// ClusterDNS is the cluster DNS server (host:port) the node-local
 	// forwarder sends pods' queries to; empty runs no forwarder.
 	ClusterDNS string

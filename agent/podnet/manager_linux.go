@@ -107,8 +107,8 @@ func (m *Manager) Sync(nodes []*api.Node) error {
 	defer m.mu.Unlock()
 	routes, skipped := WantRoutes(m.o.NodeName, nodes)
 	m.noteSkipped(skipped)
-	var own string
-	if i := slices.IndexFunc(nodes, func(n *api.Node) bool { return n.Name == m.o.NodeName }); i >= 0 {
+	own := m.o.PodCIDR
+	if i := slices.IndexFunc(nodes, func(n *api.Node) bool { return n.Name == m.o.NodeName }); i >= 0 && nodes[i].Spec.PodCIDR != "" {
 		own = nodes[i].Spec.PodCIDR
 	}
 	if own != "" {

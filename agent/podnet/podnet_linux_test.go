@@ -388,3 +388,46 @@ func readIn(t *testing.T, ns *netNS, path string) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// TestManagerTakesTheAgentsPodCIDR syncs a node whose Node has no
+// spec.podCIDR but whose agent was given one (--pod-cidr): forwarding,
+// the masquerade and the DNS forwarder follow that range.
+func TestManagerTakesTheAgentsPodCIDR(t *testing.T) {
+	testtool.NeedRoot(t, "make network namespaces")
+	ip := testtool.Need(t, "ip")
+	ns := newNetNS(t, ip, "own")
+	c, err := client.New(&client.Config{Server: "https://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewManager(Options{Client: c, NodeName: "n", PodCIDR: "198.19.9.0/24", ClusterDNS: closedPort(t), NetNS: &ns.h, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Cleanup() })
+	if err := m.Sync([]*api.Node{node("n", "", nodeAIP)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readIn(t, ns, "/proc/sys/net/ipv4/ip_forward"); got != "1" {
+		t.Errorf("ip_forward %q, want 1", got)
+	}
+	nft, err := nftables.New(nftables.WithNetNSFd(int(ns.h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nft.ListTableOfFamily(MasqTable, nftables.TableFamilyIPv4); err != nil {
+		t.Errorf("table %s: %v", MasqTable, err)
+	}
+	// The forwarder is bound to the gateway (free-bound: no interface
+	// holds it here); it answers SERVFAIL, its upstream being down.
+	run(t, ip, "-n", ns.name, "addr", "add", "198.19.9.1/24", "dev", "lo")
+	q := new(mdns.Msg)
+	q.SetQuestion("hello.default.svc.cluster.local.", mdns.TypeA)
+	var r *mdns.Msg
+	if err := inNetNS(&ns.h, func() (err error) {
+		r, _, err = (&mdns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(q, "198.19.9.1:53")
+		return err
+	}); err != nil || r.Rcode != mdns.RcodeServerFailure {
+		t.Fatalf("the forwarder on 198.19.9.1:53: %v, %v", r, err)
+	}
+}

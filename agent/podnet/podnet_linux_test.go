@@ -25,7 +25,6 @@ import (
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/controlplane/cptest"
-	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -138,7 +137,7 @@ func TestTwoNodesReachEachOthersPods(t *testing.T) {
 
 	dnsAddr := freeUDPPort(t)
 	cp := cptest.Start(t, controlplane.Config{ClusterCIDR: testClusterCIDR, NodeCIDRMaskSize: 24,
-		DNS: &dns.Options{Listen: dnsAddr, Upstream: dns.UpstreamNone}})
+		DNS: &controlplane.DNSConfig{Listen: dnsAddr, Upstream: "none"}})
 	admin := adminClient(t, cp)
 	ctx := context.Background()
 	for _, n := range []struct{ name, ip string }{{"node-a", nodeAIP}, {"node-b", nodeBIP}} {

@@ -71,6 +71,13 @@ type Limited interface {
 	MaxObjectBytes() int
 }
 
+// Identified is implemented by backends that keep an identity of their
+// store in it (bolt writes one into its file when it makes it): a copy
+// restored keeps it, an empty store made in its place has another.
+type Identified interface {
+	UID() string
+}
+
 // Persistent is implemented by backends that need Op.Data.
 type Persistent interface {
 	Persistent() bool

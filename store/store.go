@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-memdb"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -18,6 +19,8 @@ import (
 // Options tune a Store. The zero value is usable.
 type Options struct {
 	// Clock stamps creation and deletion times; defaults to the real clock.
+	// When it is a clock.Clock, it also times the retries of a backend
+	// that failed a write (see Recoverable); otherwise the real clock does.
 	Clock clock.PassiveClock
 	// History is how many events the change log keeps for watches that
 	// start in the past (default 4,096). A watch from an older revision
@@ -63,8 +66,16 @@ type Store struct {
 
 	commits   chan *batch
 	committed chan struct{}
+	// failedCh wakes the recovery of a Recoverable backend once a write
+	// failed; recoverStop ends it and recoverDone says it has.
+	failedCh    chan struct{}
+	recoverStop chan struct{}
+	recoverDone chan struct{}
 
 	hub *hub
+
+	// uid is the store's identity (see UID).
+	uid string
 
 	// advanced is closed, and replaced, each time the view moves on
 	// (see WaitRevision).
@@ -98,6 +109,9 @@ type batch struct {
 	events []Event
 	view   *view
 	done   chan error
+	// probe asks the backend whether it writes again (Recoverable), in
+	// turn with the batches before it; it carries nothing else.
+	probe bool
 }
 
 // New opens a store over a backend, loading every object it holds.
@@ -140,6 +154,15 @@ func New(backend Backend, opts Options) (*Store, error) {
 	if l, ok := backend.(Limited); ok {
 		s.maxObject = l.MaxObjectBytes()
 	}
+	switch b := backend.(type) {
+	case Identified:
+		s.uid = b.UID()
+	case Replicated:
+		// Shared by control planes that come and go: none of them may
+		// make one up.
+	default:
+		s.uid = string(uuid.NewUUID()) // a memory store forgets all at each start
+	}
 
 	txn := db.Txn(true)
 	n := 0
@@ -170,8 +193,26 @@ func New(backend Backend, opts Options) (*Store, error) {
 	if r, ok := backend.(Replicated); ok {
 		s.startFollowing(r)
 	}
+	if r, ok := backend.(Recoverable); ok {
+		c, ok := opts.Clock.(clock.Clock)
+		if !ok {
+			c = clock.RealClock{}
+		}
+		s.failedCh = make(chan struct{}, 1)
+		s.recoverStop = make(chan struct{})
+		s.recoverDone = make(chan struct{})
+		go s.recoverLoop(r, c)
+	}
 	return s, nil
 }
+
+// UID is the store's identity: the same across restarts for as long as
+// the store holds what it held (a restored snapshot of it too), another
+// once it was made anew (an emptied file, a memory store started again).
+// An agent that joined a store stops a pod the store no longer holds only
+// while the UID is the one it joined. Empty when the backend keeps none
+// (etcd).
+func (s *Store) UID() string { return s.uid }
 
 // Revision returns the newest revision readers can see.
 func (s *Store) Revision() uint64 { return s.view.Load().rev }
@@ -382,38 +423,60 @@ func (s *Store) commitLoop() {
 				break drain
 			}
 		}
-		last := group[len(group)-1]
-		ops = ops[:0]
-		for _, g := range group {
-			ops = append(ops, g.ops...)
+		// A probe is sent by the recovery holding writeMu, so it is the
+		// last of its group: it follows every batch before it, which
+		// fail as the store has.
+		var probe *batch
+		if last := group[len(group)-1]; last.probe {
+			probe, group = last, group[:len(group)-1]
 		}
-		err := s.failure()
-		if err == nil {
-			if err = s.backend.Commit(last.rev, ops); err != nil {
-				err = fmt.Errorf("commit revision %d: %w", last.rev, err)
-				s.failed.CompareAndSwap(nil, &err)
-				s.opts.Logger.Error("store cannot write; refusing further writes", "err", err)
-			}
+		if len(group) > 0 {
+			ops = s.commitGroup(group, ops)
 		}
-		if err == nil {
-			s.publish(last.view)
-			s.hub.dispatch(group)
-		}
-		for _, g := range group {
-			g.done <- err
-		}
-		if cap(ops) > maxGroup {
-			ops = nil // one big transaction (a source's first sync) need not stay allocated
-		} else {
-			clear(ops)
+		if probe != nil {
+			probe.done <- s.backend.(Recoverable).Probe()
 		}
 	}
+}
+
+// commitGroup commits one group of batches and answers their writers; ops
+// is a buffer it returns for the next group.
+func (s *Store) commitGroup(group []*batch, ops []Op) []Op {
+	last := group[len(group)-1]
+	ops = ops[:0]
+	for _, g := range group {
+		ops = append(ops, g.ops...)
+	}
+	err := s.failure()
+	if err == nil {
+		if err = s.backend.Commit(last.rev, ops); err != nil {
+			err = fmt.Errorf("commit revision %d: %w", last.rev, err)
+			if s.failed.CompareAndSwap(nil, &err) {
+				s.wakeRecovery(err)
+			}
+		}
+	}
+	if err == nil {
+		s.publish(last.view)
+		s.hub.dispatch(group)
+	}
+	for _, g := range group {
+		g.done <- err
+	}
+	if cap(ops) > maxGroup {
+		return nil // one big transaction (a source's first sync) need not stay allocated
+	}
+	clear(ops)
+	return ops
 }
 
 // Err is why the store refuses writes after its backend failed to make one
 // durable, or nil while it works: the "store" check of /readyz.
 func (s *Store) Err() error {
 	if err := s.failure(); err != nil {
+		if s.failedCh != nil {
+			return fmt.Errorf("store cannot write (retrying until it can): %w", err)
+		}
 		return fmt.Errorf("store failed: %w", err)
 	}
 	if p := s.behind.Load(); p != nil {
@@ -444,6 +507,10 @@ func (s *Store) Close() error {
 	if stopFollow != nil {
 		stopFollow()
 		<-s.followDone
+	}
+	if s.recoverStop != nil {
+		close(s.recoverStop)
+		<-s.recoverDone
 	}
 	<-s.committed
 	s.hub.close(ErrClosed)

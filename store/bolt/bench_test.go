@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -66,7 +67,7 @@ func BenchmarkOpen100kPods(b *testing.B) {
 	}
 	b.Run("check", func(b *testing.B) {
 		for b.Loop() {
-			if err := checkIntact(path); err != nil {
+			if err := checkIntact(path, slog.Default()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -18,6 +20,10 @@ var (
 	metaBucket  = []byte("meta")
 	revisionKey = []byte("revision")
 	formatKey   = []byte("format")
+	// uidKey holds the store's identity, made when the file is made: a
+	// data dir records it (see controlplane), and agents compare it with
+	// the one they joined before they stop a pod the store does not hold.
+	uidKey = []byte("uid")
 )
 
 // format is the layout version written into the file.
@@ -25,15 +31,33 @@ const format = 1
 
 // Backend keeps the store in one bbolt file.
 type Backend struct {
-	db *bbolt.DB
+	db  *bbolt.DB
+	uid string
 }
 
-var _ store.Backend = (*Backend)(nil)
+var (
+	_ store.Recoverable = (*Backend)(nil)
+	_ store.Identified  = (*Backend)(nil)
+)
 
-// Open opens or creates the store file at path. It fails at once if
+// Options tune Open. The zero value is usable.
+type Options struct {
+	// Logger receives what Open found and mended on its own: a damaged
+	// meta page bbolt read past, and with it a lost commit. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Open opens or creates the store file at path, with the default Options.
+func Open(path string) (*Backend, error) { return OpenWith(path, Options{}) }
+
+// OpenWith opens or creates the store file at path. It fails at once if
 // another process holds the file.
-func Open(path string) (*Backend, error) {
-	if err := checkIntact(path); err != nil {
+func OpenWith(path string, opts Options) (*Backend, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := checkIntact(path, opts.Logger); err != nil {
 		return nil, err
 	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
@@ -47,6 +71,7 @@ func Open(path string) (*Backend, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	var uid string
 	err = db.Update(func(tx *bbolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(metaBucket)
 		if err != nil {
@@ -57,6 +82,9 @@ func Open(path string) (*Backend, error) {
 				return fmt.Errorf("store format %d, this berth reads format %d", got, format)
 			}
 		} else if err := meta.Put(formatKey, u64(format)); err != nil {
+			return err
+		}
+		if uid, err = ensureUID(meta); err != nil {
 			return err
 		}
 		for _, k := range api.Kinds() {
@@ -70,8 +98,24 @@ func Open(path string) (*Backend, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &Backend{db: db}, nil
+	return &Backend{db: db, uid: uid}, nil
 }
+
+// ensureUID reads the store's identity from the meta bucket, writing a
+// new one into a store that has none (a new file, or one from before
+// stores had one).
+func ensureUID(meta *bbolt.Bucket) (string, error) {
+	if v := meta.Get(uidKey); len(v) > 0 {
+		return string(v), nil
+	}
+	uid := string(uuid.NewUUID())
+	return uid, meta.Put(uidKey, []byte(uid))
+}
+
+// UID is the store's identity, made with the file and kept in it: a copy
+// (a snapshot restored) has the same, an empty store made in its place
+// another.
+func (b *Backend) UID() string { return b.uid }
 
 // checkIntact reads the existing file at path read-only and refuses it if
 // it is damaged (cut short, pages overwritten), with an error that names
@@ -81,7 +125,7 @@ func Open(path string) (*Backend, error) {
 // offers no option to have that walk return an error instead, so the
 // same pages are walked here first (checkFile), where a panic can be
 // recovered.
-func checkIntact(path string) error {
+func checkIntact(path string, log *slog.Logger) error {
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) || err == nil && st.Size() == 0 {
 		return nil // bbolt creates it
@@ -94,6 +138,9 @@ func checkIntact(path string) error {
 		return fmt.Errorf("open store %s: %w", path, err)
 	}
 	defer f.Close()
+	if note := checkMetas(f); note != "" {
+		log.Warn("store: "+note, "file", path)
+	}
 	switch err := checkFile(f, st.Size(), nil); {
 	case err == nil:
 		return nil
@@ -214,6 +261,16 @@ func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 			}
 		}
 		return tx.Bucket(metaBucket).Put(revisionKey, u64(rev))
+	})
+}
+
+// Probe writes the revision again, as it is: a commit that changes
+// nothing, whose success says the file takes writes again after one
+// failed (a full disk). A failed bbolt transaction rolls back whole, so
+// the store may go on from its last durable revision.
+func (b *Backend) Probe() error {
+	return b.db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(metaBucket).Put(revisionKey, u64(revisionOf(tx)))
 	})
 }
 

@@ -62,20 +62,15 @@ func checkPages(f *os.File, size int64) error {
 	if ps < 512 || ps > 1<<20 || uint64(size) < 2*ps {
 		return fmt.Errorf("invalid page size %d", ps)
 	}
+	metas, err := readMetas(f, ps)
+	if err != nil {
+		return err
+	}
 	var best []byte
 	var bestTx uint64
-	for i := range uint64(2) {
-		m := make([]byte, 64)
-		if _, err := f.ReadAt(m, int64(i*ps+pageHeaderSize)); err != nil {
-			return err
-		}
-		h := fnv.New64a()
-		h.Write(m[:56])
-		if binary.LittleEndian.Uint32(m) != metaMagic || binary.LittleEndian.Uint32(m[4:]) != metaVersion || h.Sum64() != binary.LittleEndian.Uint64(m[56:]) {
-			continue
-		}
-		if tx := binary.LittleEndian.Uint64(m[48:]); best == nil || tx > bestTx {
-			best, bestTx = m, tx
+	for _, m := range metas {
+		if m.valid && (best == nil || m.txid > bestTx) {
+			best, bestTx = m.raw, m.txid
 		}
 	}
 	if best == nil {
@@ -273,4 +268,65 @@ func (w *pageWalker) walkPage(p []byte, id uint64, depth int, lo, hi []byte) ([]
 		}
 	}
 	return prev, nil
+}
+
+// metaPage is what one of a bolt file's two meta pages holds: bbolt
+// writes them in turn, each commit the one its transaction id's parity
+// names, and reads the valid one of the higher id.
+type metaPage struct {
+	raw   []byte
+	valid bool
+	txid  uint64
+}
+
+// readMetas reads both meta pages of a file of page size ps.
+func readMetas(f *os.File, ps uint64) ([2]metaPage, error) {
+	var out [2]metaPage
+	for i := range uint64(2) {
+		m := make([]byte, 64)
+		if _, err := f.ReadAt(m, int64(i*ps+pageHeaderSize)); err != nil {
+			return out, err
+		}
+		h := fnv.New64a()
+		h.Write(m[:56])
+		out[i] = metaPage{
+			raw:   m,
+			valid: binary.LittleEndian.Uint32(m) == metaMagic && binary.LittleEndian.Uint32(m[4:]) == metaVersion && h.Sum64() == binary.LittleEndian.Uint64(m[56:]),
+			txid:  binary.LittleEndian.Uint64(m[48:]),
+		}
+	}
+	return out, nil
+}
+
+// checkMetas says what a damaged meta page cost, "" when both are whole
+// (or neither is, which checkPages refuses): bbolt reads the other one
+// without a word, and when the damaged one was the newer, the commit it
+// recorded is gone. Its transaction id is read from the damaged page as
+// it is, so it is named as what the page says.
+func checkMetas(f *os.File) string {
+	hdr := make([]byte, pageHeaderSize+12)
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		return ""
+	}
+	ps := uint64(binary.LittleEndian.Uint32(hdr[pageHeaderSize+8:]))
+	if ps < 512 || ps > 1<<20 {
+		return ""
+	}
+	metas, err := readMetas(f, ps)
+	if err != nil || metas[0].valid == metas[1].valid {
+		return ""
+	}
+	good, bad := 0, 1
+	if metas[1].valid {
+		good, bad = 1, 0
+	}
+	g, b := metas[good].txid, metas[bad].txid
+	switch {
+	case b == g+1:
+		return fmt.Sprintf("meta page %d is damaged: the last commit, transaction %d, is lost; the store is read as of transaction %d (meta page %d), the commit before it", bad, b, g, good)
+	case b < g:
+		return fmt.Sprintf("meta page %d, of the older transaction %d, is damaged: nothing is lost, and the next commit writes it again", bad, b)
+	default:
+		return fmt.Sprintf("meta page %d is damaged (it reads transaction %d): the store is read as of transaction %d (meta page %d), and commits after that one may be lost", bad, b, g, good)
+	}
 }

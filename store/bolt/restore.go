@@ -22,6 +22,9 @@ type RestoreResult struct {
 	// Bumped is set when the restored revision was raised past the
 	// replaced store's (Revision is then the raised one).
 	Bumped bool
+	// UID is the restored store's identity: the snapshot's, or a new one
+	// written into a snapshot from before stores had one.
+	UID string
 }
 
 // Restore puts the snapshot at snapshot in place of the store file at
@@ -129,13 +132,18 @@ func lockOld(path string) (*bbolt.DB, uint64, error) {
 }
 
 // bumpRevision raises the revision of the store file at tmp past
-// oldRev, if it is not past it already.
+// oldRev, if it is not past it already, and reads its identity (making
+// one for a file that has none).
 func bumpRevision(tmp string, oldRev uint64, res *RestoreResult) error {
 	db, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: lockTimeout})
 	if err != nil {
 		return err
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
+		var err error
+		if res.UID, err = ensureUID(tx.Bucket(metaBucket)); err != nil {
+			return err
+		}
 		rev := revisionOf(tx)
 		res.Revision = rev
 		if rev > oldRev {

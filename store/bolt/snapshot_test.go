@@ -217,6 +217,15 @@ func TestRestore(t *testing.T) {
 	if names, _ := loadNames(t, kept); !names["new-9"] {
 		t.Fatalf("kept file holds %v", names)
 	}
+	// The restored store is the snapshot's, identity and all.
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := b.UID(); res.UID == "" || uid != res.UID {
+		t.Errorf("restore said UID %q, the store holds %q", res.UID, uid)
+	}
+	b.Close()
 	// A watch from any revision the replaced store gave out is gone.
 	s2, _ := openBackend(t, path)
 	if _, err := s2.Watch(context.Background(), store.WatchOptions{Kind: cmKind, Revision: oldRev}); !store.IsGone(err) {

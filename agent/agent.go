@@ -123,6 +123,9 @@ type Agent struct {
 	listener   net.Listener
 	// nodeID is the agent's node ID, kept in its data dir.
 	nodeID string
+	// storeUID is the control plane's store the agent joined, kept in its
+	// data dir (storeUIDFile); "" before it joined one. Under mu.
+	storeUID string
 	// serving is the container server's certificate, from the latest join.
 	serving servingCert
 
@@ -217,6 +220,10 @@ func New(cfg Config) (*Agent, error) {
 	if d := unsearchableAncestor(cfg.DataDir); d != "" {
 		cfg.Logger.Warn("containers that run as another user (runAsUser) cannot reach their volumes and token: other users may not pass through "+d, "data-dir", cfg.DataDir)
 	}
+	storeUID, err := loadStoreUID(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	nodeID, err := loadNodeID(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -236,6 +243,7 @@ func New(cfg Config) (*Agent, error) {
 		rt:             rt,
 		containerd:     cd,
 		nodeID:         nodeID,
+		storeUID:       storeUID,
 		capacity:       capacity,
 		thresholds:     thresholds,
 		static:         map[types.UID]*api.Pod{},
@@ -467,6 +475,9 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		return err
 	}
 	a.log.Info("registered node", "server", a.cfg.Server)
+	if err := a.retry(ctx, "read the control plane's store identity", func() error { return a.recordStore(ctx, c) }); err != nil {
+		return err
+	}
 	mirror := NewMirrorManager(c, a.cfg.NodeName, a.log)
 	mirror.Posted = func(sp *api.Pod) { a.pods.ResendStatus(sp.UID) }
 	a.mu.Lock()
@@ -648,6 +659,13 @@ func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
 			return
 		}
 		if e.Type == client.Deleted {
+			// Gone from the store: stopped, unless the store is not the
+			// one this agent joined (emptied, replaced), whose
+			// forgetting a pod says nothing of it.
+			if err := a.storeTrusted(ctx, c); err != nil {
+				a.storeChanged(ctx, c, err, p.Namespace+"/"+p.Name)
+				return
+			}
 			a.pods.Forget(p.UID)
 			return
 		}
@@ -670,10 +688,14 @@ func (a *Agent) watchPods(ctx context.Context, c *client.Client) error {
 		keep[uid] = true
 	}
 	a.mu.Unlock()
-	adopted, orphans := a.pods.ForgetAllExcept(keep)
-	a.tookOver.Do(func() {
-		a.log.Info("containers found at start", "adopted", adopted, "orphans_stopped", orphans)
-	})
+	if err := a.storeTrusted(ctx, c); err != nil {
+		a.storeChanged(ctx, c, err, "")
+	} else {
+		adopted, orphans := a.pods.ForgetAllExcept(keep)
+		a.tookOver.Do(func() {
+			a.log.Info("containers found at start", "adopted", adopted, "orphans_stopped", orphans)
+		})
+	}
 	<-done
 	return nil
 }

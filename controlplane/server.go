@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +80,11 @@ type Config struct {
 	Store string
 	// Etcd tunes the etcd store.
 	Etcd EtcdConfig
+	// ResetStore starts an empty bolt store on purpose where the data dir
+	// held one whose file is now missing or empty, or takes the store
+	// state.db holds though the data dir held another (--reset-store);
+	// without it either is refused (see StoreUIDFile).
+	ResetStore bool
 	// AdvertiseAddress is where the other control planes of an etcd
 	// store reach this one's API (--advertise-address): by default the
 	// listen host, or, when the listen address names none, this
@@ -208,6 +212,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	})
 	if strings.HasPrefix(cfg.Store, StoreEtcdScheme) {
+		if err := checkNoBoltStore(cfg.DataDir, cfg.Store); err != nil {
+			return nil, err
+		}
 		if eb, err = openEtcd(ctx, cfg); err != nil {
 			return nil, err
 		}
@@ -227,7 +234,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}
 	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, quota.Admit}}); err != nil {
-		return nil, err
+		return nil, damagedStoreAdvice(err, cfg.DataDir)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}),
 		informers: informer.NewFactory(st, cfg.Clock, cfg.Logger)}
@@ -390,9 +397,16 @@ func checkStore(v string) error {
 // openBackend opens the store cfg names, which Check accepted.
 func openBackend(cfg Config) (store.Backend, error) {
 	if cfg.Store == StoreMemory {
+		if err := checkNoBoltStore(cfg.DataDir, cfg.Store); err != nil {
+			return nil, err
+		}
 		return store.Memory{}, nil
 	}
-	return bolt.Open(filepath.Join(cfg.DataDir, StoreFile))
+	b, err := openBolt(cfg.DataDir, cfg.ResetStore, cfg.Logger)
+	if err != nil {
+		return nil, err // not a nil *bolt.Backend in a Backend that is not nil
+	}
+	return b, nil
 }
 
 // bootstrap creates what must exist from the start: the namespaces
@@ -502,6 +516,7 @@ func (s *Server) buildAPI() error {
 		JoinToken: s.creds.NodeToken, Signer: signer, Issue: issue, Store: s.store, Authenticator: authn,
 	}), false)
 	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
+	a.Handle(api.StorePath, storeInfoHandler{store: s.store}, true)
 	a.Handle(HooksPath, newWebhook(s.hookKey, s.sources.Trigger, s.log, s.cfg.Clock), false)
 	s.api = a
 	return nil

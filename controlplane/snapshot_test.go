@@ -22,13 +22,22 @@ import (
 // impersonation when it is set.
 func snapshotGet(t *testing.T, r *running, method, user string) *http.Response {
 	t.Helper()
+	return apiRequest(t, r, method, SnapshotPath, user, true)
+}
+
+// apiRequest sends method path to r, with the admin's token when token is
+// set, as user by impersonation when user is set.
+func apiRequest(t *testing.T, r *running, method, path, user string, token bool) *http.Response {
+	t.Helper()
 	creds := r.Credentials()
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: creds.CAPool}}}
-	req, err := http.NewRequest(method, "https://"+r.Addr().String()+SnapshotPath, nil)
+	req, err := http.NewRequest(method, "https://"+r.Addr().String()+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+creds.AdminToken)
+	if token {
+		req.Header.Set("Authorization", "Bearer "+creds.AdminToken)
+	}
 	if user != "" {
 		req.Header.Set("Impersonate-User", user)
 	}

@@ -28,6 +28,7 @@ type serverOptions struct {
 	listen            string
 	tlsSANs           []string
 	store             string
+	resetStore        bool
 	etcd              controlplane.EtcdConfig
 	advertiseAddress  string
 	sources           []string
@@ -88,6 +89,12 @@ election exits, to be started again as a follower. Give every server the
 same --source flags, and agents an address that reaches any of them (a
 load balancer, or DNS naming them all).
 
+The data dir records the identity of its store (store-uid). A state.db
+that is then missing or empty, or another store's, is refused, naming
+the way back (berth snapshot restore); --reset-store starts an empty
+store on purpose. Agents that joined the old store do not stop the pods
+it ran for want of them in the new one, and say so.
+
 Beside the API, the --listen address serves /livez, /readyz (?verbose
 lists the checks: store, sources, and with an etcd store leader) and
 /metrics (Prometheus: the API, store, controllers' work queues,
@@ -110,6 +117,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				Listen:            o.listen,
 				TLSSANs:           o.tlsSANs,
 				Store:             o.store,
+				ResetStore:        o.resetStore,
 				Etcd:              o.etcdConfig(),
 				AdvertiseAddress:  o.advertiseAddress,
 				Version:           apiserver.VersionInfo{Version: version, Commit: commit, GoVersion: runtime.Version()},
@@ -171,6 +179,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.StringVar(&o.dataDir, "data-dir", defaultDataDir(), "store, CA, tokens, kubeconfig and volumes")
 	f.StringVar(&o.listen, "listen", ":6443", "address of the HTTPS API")
 	f.StringVar(&o.store, "store", controlplane.StoreBolt, "bolt (a file in the data dir), memory (nothing kept), or etcd://h1:2379,h2:2379 (shared by several servers, one of which leads)")
+	f.BoolVar(&o.resetStore, "reset-store", false, "start an empty store on purpose where the data dir held one whose state.db is now missing or empty (or take the state.db of another store); without it the server refuses, and says how to restore a snapshot")
 	f.StringVar(&o.etcd.CAFile, "etcd-cafile", "", "with an etcd store: the CA that signed etcd's certificate (TLS to etcd)")
 	f.StringVar(&o.etcd.CertFile, "etcd-certfile", "", "with an etcd store: the client certificate to present to etcd")
 	f.StringVar(&o.etcd.KeyFile, "etcd-keyfile", "", "with an etcd store: the client certificate's key")

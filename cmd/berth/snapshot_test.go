@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
@@ -137,5 +139,48 @@ func TestSnapshotRestoreNewDataDir(t *testing.T) {
 	}
 	if _, err := bolt.Verify(filepath.Join(dataDir, controlplane.StoreFile)); err != nil {
 		t.Fatal(err)
+	}
+	// The data dir records the restored store, so that a server starts
+	// on it.
+	b, err := bolt.Open(filepath.Join(dataDir, controlplane.StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got, err := controlplane.ReadStoreUID(dataDir); err != nil || got != b.UID() {
+		t.Fatalf("the data dir records store %q (%v), the restored store is %q", got, err, b.UID())
+	}
+}
+
+// Repair drops an object that cannot be read, naming it, and keeps the
+// rest; a whole store is left alone.
+func TestSnapshotRepair(t *testing.T) {
+	dataDir := t.TempDir()
+	path := filepath.Join(dataDir, controlplane.StoreFile)
+	if err := os.WriteFile(path, goodSnapshot(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runBerth(t, "", "snapshot", "repair"); r.code != exitUsage || !strings.Contains(r.stderr, "--data-dir is required") {
+		t.Fatalf("no data dir: %+v", r)
+	}
+	if r := runBerth(t, "", "snapshot", "repair", "--data-dir", dataDir); r.code != exitOK || !strings.Contains(r.stdout, "nothing to repair") {
+		t.Fatalf("a whole store: %+v", r)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte("configmaps")).Put([]byte("default/broken"), []byte("{"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	r := runBerth(t, "", "snapshot", "repair", "--data-dir", dataDir)
+	if r.code != exitOK || !strings.Contains(r.stdout, "Dropped configmaps default/broken") || !strings.Contains(r.stdout, "before-repair-") {
+		t.Fatalf("%+v", r)
+	}
+	if _, err := bolt.Verify(path); err != nil {
+		t.Fatalf("the repaired store: %v", err)
 	}
 }

@@ -117,12 +117,9 @@ func forEachObject(tx *bbolt.Tx, fn func(api.Object) error) error {
 	for _, k := range api.Kinds() {
 		bk := tx.Bucket(bucketName(k))
 		err := bk.ForEach(func(key, data []byte) error {
-			if data == nil {
-				return fmt.Errorf("%s %s: a bucket, not an object", k.Resource, key)
-			}
-			obj := k.New()
-			if err := json.Unmarshal(data, obj); err != nil {
-				return fmt.Errorf("decode %s %s: %w", k.Resource, key, err)
+			obj, err := decodeObject(k, key, data)
+			if err != nil {
+				return err
 			}
 			return fn(obj)
 		})
@@ -131,6 +128,34 @@ func forEachObject(tx *bbolt.Tx, fn func(api.Object) error) error {
 		}
 	}
 	return nil
+}
+
+// DamagedObjectError is an object of the store file that cannot be read:
+// its value is not the JSON of its kind. The rest of the file may be
+// whole; Repair writes a store without it.
+type DamagedObjectError struct {
+	// Resource is the object's resource (configmaps, deployments.apps),
+	// Key its key: namespace/name, or name.
+	Resource, Key string
+	Err           error
+}
+
+func (e *DamagedObjectError) Error() string {
+	return fmt.Sprintf("decode %s %s: %v", e.Resource, e.Key, e.Err)
+}
+
+func (e *DamagedObjectError) Unwrap() error { return e.Err }
+
+// decodeObject decodes the value stored at key in kind k's bucket.
+func decodeObject(k *api.Kind, key, data []byte) (api.Object, error) {
+	if data == nil {
+		return nil, &DamagedObjectError{Resource: k.GroupResource().String(), Key: string(key), Err: errors.New("a bucket, not an object")}
+	}
+	obj := k.New()
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, &DamagedObjectError{Resource: k.GroupResource().String(), Key: string(key), Err: err}
+	}
+	return obj, nil
 }
 
 // lockTimeout is how long opening a file waits for another process's

@@ -134,6 +134,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.SourceSpec":                        schema_githubcom_berth_dev_berth_api_SourceSpec(ref),
 		"github.com/berth-dev/berth/api.SourceStatus":                      schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
 		"github.com/berth-dev/berth/api.StorageClass":                      schema_githubcom_berth_dev_berth_api_StorageClass(ref),
+		"github.com/berth-dev/berth/api.StoreInfo":                         schema_githubcom_berth_dev_berth_api_StoreInfo(ref),
 		"github.com/berth-dev/berth/api.TCPSocketAction":                   schema_githubcom_berth_dev_berth_api_TCPSocketAction(ref),
 		"github.com/berth-dev/berth/api.Taint":                             schema_githubcom_berth_dev_berth_api_Taint(ref),
 		"github.com/berth-dev/berth/api.TokenRequest":                      schema_githubcom_berth_dev_berth_api_TokenRequest(ref),
@@ -6111,6 +6112,28 @@ func schema_githubcom_berth_dev_berth_api_StorageClass(ref common.ReferenceCallb
 		},
 		Dependencies: []string{
 			v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_StoreInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "StoreInfo identifies a control plane's store: an agent records the UID of the store it joined, and stops a running pod that store no longer holds only while the UID is the same, so that an emptied or replaced store never stops a node's pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID is the store's identity; empty when the store keeps none.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"uid"},
+			},
+		},
 	}
 }
 

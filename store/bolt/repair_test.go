@@ -1,11 +1,14 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,4 +95,43 @@ func TestRepairDropsWhatCannotBeRead(t *testing.T) {
 	if err != nil || len(res.Dropped) != 0 || res.Kept != "" {
 		t.Fatalf("repair of a whole store: %+v, %v", res, err)
 	}
+}
+
+// Repair never panics, whatever the file holds; its errors name the file,
+// and what it writes verifies.
+func FuzzRepair(f *testing.F) {
+	good := snapshotBytes(f, "a", "b")
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0}, 8192))
+	if i := bytes.Index(good, []byte(`"name":"a"`)); i >= 0 {
+		broken := bytes.Clone(good)
+		copy(broken[i:], `"name":{}a`)
+		f.Add(broken)
+	}
+	dir := f.TempDir()
+	var n atomic.Int64
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, fmt.Sprintf("f%d.db", n.Add(1)))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(path)
+		res, err := Repair(path, time.Now())
+		if res.Kept != "" {
+			defer os.Remove(res.Kept)
+		}
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if res.Kept != "" {
+			if _, err := Verify(path); err != nil {
+				t.Fatalf("repaired, then verify: %v", err)
+			}
+		}
+	})
 }

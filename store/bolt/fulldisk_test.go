@@ -68,20 +68,7 @@ func fullDiskChild(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	// Fill what the store file leaves of the disk.
-	filler, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := make([]byte, 64<<10)
-	for {
-		if _, err := filler.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	filler.Close()
+	testtool.FillDisk(t, filepath.Join(dir, "filler"))
 	// Write until the store's file can grow no more.
 	var lost string
 	var acked []string

@@ -75,15 +75,6 @@ func (r *repo) commitAndPush(msg string) string {
 // hook posts a signed webhook for a source and returns the status code.
 func (s *server) hook(t *testing.T, secret, name string, sign bool) int {
 	t.Helper()
-	cfg, err := client.LoadKubeconfig(s.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := client.NewTransport(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.CloseIdleConnections()
 	body := []byte(`{"ref":"refs/heads/main"}`)
 	req, err := http.NewRequest(http.MethodPost, s.url+"/hooks/"+name, bytes.NewReader(body))
 	if err != nil {
@@ -95,7 +86,7 @@ func (s *server) hook(t *testing.T, secret, name string, sign bool) int {
 		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
 	}
 	req.Header.Set("X-GitHub-Event", "push")
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	resp, err := s.httpClient(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,23 +97,8 @@ func (s *server) hook(t *testing.T, secret, name string, sign bool) int {
 // get reads an unauthenticated path of the API.
 func (s *server) get(t *testing.T, path string) string {
 	t.Helper()
-	cfg, err := client.LoadKubeconfig(s.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := client.NewTransport(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(s.url + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	b.ReadFrom(resp.Body)
-	return b.String()
+	_, body := s.status(t, path)
+	return body
 }
 
 // source reads a Source through the API.

@@ -75,8 +75,15 @@ func (p *process) Output() string { return p.output.String() }
 
 func start(t testing.TB, args ...string) *process {
 	t.Helper()
+	return startProgram(t, bin, args...)
+}
+
+// startProgram is start with another program, one that execs berth (a
+// wrapper that sets up a namespace first).
+func startProgram(t testing.TB, prog string, args ...string) *process {
+	t.Helper()
 	p := &process{done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = exec.Command(prog, args...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.output, &p.output
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
@@ -130,6 +137,22 @@ func startServer(t testing.TB, extra ...string) *server {
 
 func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 	t.Helper()
+	args, url, dnsPort := serverArgs(t, dataDir, extra...)
+	s := &server{
+		dnsPort:    dnsPort,
+		process:    start(t, args...),
+		dataDir:    dataDir,
+		url:        url,
+		kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"),
+	}
+	s.waitReady(t)
+	return s
+}
+
+// serverArgs is the command line of `berth server` on free loopback ports
+// with dataDir and extra flags, the URL it serves and its DNS port.
+func serverArgs(t testing.TB, dataDir string, extra ...string) ([]string, string, int) {
+	t.Helper()
 	port := freePort(t, "127.0.0.1")
 	dnsPort := freePort(t, "127.0.0.1")
 	if !hasFlag(extra, "--agent") {
@@ -144,13 +167,13 @@ func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 	if l := flagValue(extra, "--listen"); l != "" {
 		url = "https://" + l // the last --listen wins, as with pflag
 	}
-	s := &server{
-		dnsPort:    dnsPort,
-		process:    start(t, args...),
-		dataDir:    dataDir,
-		url:        url,
-		kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"),
-	}
+	return args, url, dnsPort
+}
+
+// waitReady waits until the server has written its kubeconfig and
+// answers the CLI.
+func (s *server) waitReady(t testing.TB) {
+	t.Helper()
 	waitFor(t, 30*time.Second, "the server to be ready", func() error {
 		select {
 		case <-s.done:
@@ -166,7 +189,6 @@ func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 		}
 		return nil
 	})
-	return s
 }
 
 // hasFlag reports whether args set the flag name (as "name" or "name=…").

@@ -31,11 +31,20 @@ func writeStored(w http.ResponseWriter, code int, obj api.Object) {
 }
 
 // writeEncoded answers data, the JSON of an answer, or the error its
-// encoding met.
+// encoding met. An answer under a byte budget (budgetedWriter) holds its
+// length of it while it is written.
 func writeEncoded(w http.ResponseWriter, code int, data []byte, err error) {
 	if err != nil {
 		WriteError(w, err)
 		return
+	}
+	if bw, ok := w.(*budgetedWriter); ok && code < http.StatusBadRequest {
+		give, err := bw.take(int64(len(data)))
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		defer give()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"golang.org/x/sync/semaphore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -97,6 +100,89 @@ func (s *Server) seatsFor(req *resourceRequest) (seats, string) {
 	}
 	return s.writeSeats, "mutating"
 }
+
+// byteBudgetWait is how long an answer waits for its bytes when its
+// class's budget is spent, before it is told to come back.
+const byteBudgetWait = time.Second
+
+// byteBudget bounds the encoded bytes of the answers of one class being
+// written at once: an answer takes its length while it goes to the
+// client, and gives it back when the write ends, so that slow or stalled
+// readers of large objects hold at most this much, however many they are.
+// A nil budget has no bound.
+type byteBudget struct {
+	sem *semaphore.Weighted
+	max int64
+}
+
+func newByteBudget(max int64) *byteBudget {
+	if max <= 0 {
+		return nil
+	}
+	return &byteBudget{sem: semaphore.NewWeighted(max), max: max}
+}
+
+// take takes n bytes, waiting for them until ready ends. An answer larger
+// than the whole budget takes all of it: it is served alone rather than
+// never. It reports the bytes taken, and false when they did not come.
+func (b *byteBudget) take(ready context.Context, n int64) (int64, bool) {
+	n = min(n, b.max)
+	if b.sem.TryAcquire(n) {
+		return n, true
+	}
+	if b.sem.Acquire(ready, n) != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+func (b *byteBudget) give(n int64) { b.sem.Release(n) }
+
+// budgetFor is the byte budget of a request: reads' or writes'. Nodes
+// have none, as they take no seat (see seatsFor): a node's heartbeat
+// never waits for users' reads to drain.
+func (s *Server) budgetFor(req *resourceRequest) *byteBudget {
+	if req.id != nil && req.id.Kind == IdentityNode {
+		return nil
+	}
+	switch req.verb {
+	case VerbGet, VerbList:
+		return s.readBytes
+	}
+	return s.writeBytes
+}
+
+// budgetedWriter is the writer of a request whose answer takes bytes of
+// a budget; writeEncoded takes them.
+type budgetedWriter struct {
+	http.ResponseWriter
+	s      *Server
+	ctx    context.Context
+	budget *byteBudget
+	class  string
+}
+
+// take takes n bytes of the budget, waiting at most byteBudgetWait on the
+// server's clock; it returns what to give back, or the 429 to answer.
+func (w *budgetedWriter) take(n int64) (func(), error) {
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+	t := w.s.clock.AfterFunc(byteBudgetWait, cancel)
+	defer t.Stop()
+	got, ok := w.budget.take(ctx, n)
+	if !ok {
+		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("too many bytes of %s answers in flight on the server (at most %d): retry later", w.class, w.budget.max), 1)
+	}
+	return func() { w.budget.give(got) }, nil
+}
+
+func (w *budgetedWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *budgetedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // tooManyInflight is the 429 of a class with every seat taken.
 func tooManyInflight(class string, max int) error {

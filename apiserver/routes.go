@@ -191,6 +191,9 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer seats.give()
+	if b := s.budgetFor(req); b != nil {
+		w = &budgetedWriter{ResponseWriter: w, s: s, ctx: r.Context(), budget: b, class: class}
+	}
 	if custom {
 		// An eviction is a write like any other: timed, and counted
 		// against its caller's requests in flight.

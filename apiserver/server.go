@@ -31,8 +31,14 @@ const (
 	// --max-mutating-requests-inflight.
 	DefaultMaxRequestsInflight         = 400
 	DefaultMaxMutatingRequestsInflight = 200
-	DefaultBookmarkInterval            = time.Minute
-	DefaultWatchTimeout                = 30 * time.Minute
+	// DefaultMaxBytesInflight bounds the answers' bytes being written at
+	// once, per class (reads, writes). A stored object is at most about
+	// MaxBodyBytes (3 MiB), so 256 MiB serves some 85 of the largest
+	// objects and thousands of typical ones at once, while 200 readers of
+	// a 1.3 MB object no longer hold gigabytes.
+	DefaultMaxBytesInflight int64 = 256 << 20
+	DefaultBookmarkInterval       = time.Minute
+	DefaultWatchTimeout           = 30 * time.Minute
 	// Timeouts of the http.Server that Serve runs. There is no write
 	// timeout: a watch writes for as long as it lasts.
 	ReadHeaderTimeout = 10 * time.Second
@@ -93,6 +99,13 @@ type Config struct {
 	// watches and streams are not counted (see seatsFor).
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
+	// MaxBytesInflight bounds the encoded bytes of the answers being
+	// written at once, for reads and for writes each (see byteBudget):
+	// an answer waits a second for its bytes, then gets 429 with
+	// Retry-After; one larger than the budget is served alone. Nodes'
+	// answers are not counted. Default DefaultMaxBytesInflight, negative
+	// for no bound.
+	MaxBytesInflight int64
 	// BookmarkInterval is how often a watch that asked for bookmarks gets
 	// one; default one minute.
 	BookmarkInterval time.Duration
@@ -134,6 +147,8 @@ type Server struct {
 	limiter *inflightLimiter
 	// readSeats and writeSeats cap the reads and writes in flight.
 	readSeats, writeSeats seats
+	// readBytes and writeBytes bound the bytes of answers being written.
+	readBytes, writeBytes *byteBudget
 	// pages keeps the snapshots paged lists are read from.
 	pages *pagingSnapshots
 	disc  *discoveryDocs
@@ -184,6 +199,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxMutatingRequestsInflight == 0 {
 		cfg.MaxMutatingRequestsInflight = DefaultMaxMutatingRequestsInflight
 	}
+	if cfg.MaxBytesInflight == 0 {
+		cfg.MaxBytesInflight = DefaultMaxBytesInflight
+	}
 	if cfg.BookmarkInterval <= 0 {
 		cfg.BookmarkInterval = DefaultBookmarkInterval
 	}
@@ -218,6 +236,8 @@ func New(cfg Config) (*Server, error) {
 		pages:          newPagingSnapshots(cfg.Clock),
 		readSeats:      newSeats(cfg.MaxRequestsInflight),
 		writeSeats:     newSeats(cfg.MaxMutatingRequestsInflight),
+		readBytes:      newByteBudget(cfg.MaxBytesInflight),
+		writeBytes:     newByteBudget(cfg.MaxBytesInflight),
 		resources:      map[string]*api.Kind{},
 		subresources:   map[subresourceKey]SubresourceHandler{},
 		proxyTransport: newProxyTransport(cfg.ProxyDialTimeout, cfg.ProxyResponseHeaderTimeout),

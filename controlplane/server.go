@@ -120,6 +120,10 @@ type Config struct {
 	// and 200, a negative value sets no cap.
 	MaxRequestsInflight         int
 	MaxMutatingRequestsInflight int
+	// MaxBytesInflight bounds the bytes of the API's answers being
+	// written at once, for reads and for writes each; 0: the API
+	// server's default, negative: no bound.
+	MaxBytesInflight int64
 	// MostAllocated makes the scheduler pack pods onto the fullest nodes
 	// rather than spread them (--scheduler-scoring-strategy MostAllocated).
 	MostAllocated bool
@@ -492,6 +496,7 @@ func (s *Server) buildAPI() error {
 
 		MaxRequestsInflight:         s.cfg.MaxRequestsInflight,
 		MaxMutatingRequestsInflight: s.cfg.MaxMutatingRequestsInflight,
+		MaxBytesInflight:            s.cfg.MaxBytesInflight,
 		Admission: []apiserver.AdmissionPlugin{
 			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
 				return apiserver.MirrorPodGuard(ctx, id, a)

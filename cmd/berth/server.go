@@ -42,6 +42,7 @@ type serverOptions struct {
 	terminatedPodGCThreshold int
 	maxRequestsInflight      int
 	maxMutatingInflight      int
+	maxBytesInflight         int64
 	eventTTL                 time.Duration
 	scoringStrategy          string
 	clusterCIDR              string
@@ -133,6 +134,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				EventTTL:                    o.eventTTL,
 				MaxRequestsInflight:         inflightCap(o.maxRequestsInflight),
 				MaxMutatingRequestsInflight: inflightCap(o.maxMutatingInflight),
+				MaxBytesInflight:            inflightCap(o.maxBytesInflight),
 				MostAllocated:               mostAllocated,
 				ClusterCIDR:                 o.clusterCIDR,
 				NodeCIDRMaskSize:            o.nodeCIDRMaskSize,
@@ -202,6 +204,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.IntVar(&o.terminatedPodGCThreshold, "terminated-pod-gc-threshold", controlplane.DefaultTerminatedPodGCThreshold, "finished pods kept before the oldest are deleted; 0 keeps them all")
 	f.IntVar(&o.maxRequestsInflight, "max-requests-inflight", apiserver.DefaultMaxRequestsInflight, "the API's reads (get, list) in flight at once, across callers, beyond which it answers 429 with Retry-After; nodes, watches and streams are not counted; 0: no cap")
 	f.IntVar(&o.maxMutatingInflight, "max-mutating-requests-inflight", apiserver.DefaultMaxMutatingRequestsInflight, "the API's writes in flight at once, across callers, beyond which it answers 429 with Retry-After; nodes' writes are not counted; 0: no cap")
+	f.Int64Var(&o.maxBytesInflight, "max-bytes-inflight", apiserver.DefaultMaxBytesInflight, "the bytes of the API's answers being written at once, for reads and for writes each (a slow reader holds its answer's bytes until it has read them); an answer that cannot have its bytes within a second gets 429 with Retry-After, one larger than the whole bound is served alone; nodes' answers are not counted; 0: no bound")
 	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", controlplane.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
 	f.StringVar(&o.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "the range pod IPs come from: each node gets a spec.podCIDR of --node-cidr-mask-size bits out of it when it registers, freed when it goes; empty assigns none")
@@ -297,7 +300,7 @@ func runServerAndAgent(ctx context.Context, s *controlplane.Server, a *agent.Age
 // pod) becomes -1.
 // inflightCap turns a --max-*-inflight flag (0: no cap, as in
 // kube-apiserver) into the control plane's setting (negative: no cap).
-func inflightCap(n int) int {
+func inflightCap[N int | int64](n N) N {
 	if n <= 0 {
 		return -1
 	}

@@ -218,8 +218,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	}
 }
 
-// The back-off between the tries of a request the server answered 503 or
-// 429 without a Retry-After.
+// The back-off between the tries of a read the server answered 504.
 const (
 	minBackoff = 200 * time.Millisecond
 	maxBackoff = 5 * time.Second
@@ -236,12 +235,15 @@ func (c *Client) withinBudget(ctx context.Context, start time.Time, d time.Durat
 }
 
 // retryAfter says whether a request that failed with err may be sent
-// again, and after how long (0: the client's back-off). A 503 or 429 is
-// a request the server did not carry out (the leader is changing hands,
-// or too many are in flight): a read, an idempotent write (PUT, DELETE)
-// and a create are sent again. A 504 is an outcome the server does not
-// know (a forwarded write cut off after it was sent): only a read is
-// sent again; a create may have been made, and must not be made twice.
+// again, and after how long (0: the client's back-off). A 503 or 429
+// with a Retry-After is a request the server did not carry out and asks
+// to have again (the leader is changing hands, or too many are in
+// flight): a read, an idempotent write (PUT, DELETE) and a create are
+// sent again. A 503 without one (a node gone, a proxy's backend down) is
+// an answer, as client-go takes it, and comes back at once. A 504 is an
+// outcome the server does not know (a forwarded write cut off after it
+// was sent): only a read is sent again; a create may have been made, and
+// must not be made twice.
 func retryAfter(err error, r *request) (time.Duration, bool) {
 	var se *StatusError
 	if !errors.As(err, &se) {
@@ -263,6 +265,9 @@ func retryAfter(err error, r *request) (time.Duration, bool) {
 	var d time.Duration
 	if se.Status.Details != nil && se.Status.Details.RetryAfterSeconds > 0 {
 		d = time.Duration(se.Status.Details.RetryAfterSeconds) * time.Second
+	}
+	if d == 0 && se.Status.Code != http.StatusGatewayTimeout {
+		return 0, false
 	}
 	return d, true
 }

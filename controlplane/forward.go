@@ -60,8 +60,9 @@ var errLeaderChanged = errors.New("another control plane took over as leader bef
 type forwarding struct {
 	leader   *url.URL
 	answered func() bool
-	// sent is set once the request is written to the leader: if no
-	// answer comes after that, the write may have been made.
+	// sent is set once the request has a connection to the leader:
+	// from then on any of it may have reached the leader, which may
+	// make the write, so a missing answer is an unknown outcome.
 	sent atomic.Bool
 }
 
@@ -72,11 +73,12 @@ type untilAnswered struct{ http.RoundTripper }
 func (t untilAnswered) RoundTrip(r *http.Request) (*http.Response, error) {
 	fw := r.Context().Value(targetKey{}).(*forwarding)
 	r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				fw.sent.Store(true)
-			}
-		},
+		// Not WroteRequest: the leader's handler may run, and the
+		// leader change end the request, before the transport calls
+		// it back, which would tell a write the leader has for one
+		// never sent. A connection is where the request may start
+		// to arrive.
+		GotConn: func(httptrace.GotConnInfo) { fw.sent.Store(true) },
 	}))
 	resp, err := t.RoundTripper.RoundTrip(r)
 	if err == nil {

@@ -163,12 +163,18 @@ type budgetedWriter struct {
 }
 
 // take takes n bytes of the budget, waiting at most byteBudgetWait on the
-// server's clock; it returns what to give back, or the 429 to answer.
+// server's clock for a read's answer and as long as the request lasts for
+// a write's; it returns what to give back, or the 429 to answer.
 func (w *budgetedWriter) take(n int64) (func(), error) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	defer cancel()
-	t := w.s.clock.AfterFunc(byteBudgetWait, cancel)
-	defer t.Stop()
+	if w.budget != w.s.writeBytes {
+		t := w.s.clock.AfterFunc(byteBudgetWait, cancel)
+		defer t.Stop()
+	}
+	// A write's answer comes after the write is made: a 429 then would
+	// ask the client to make it again (a create would meet itself), so
+	// it waits for its bytes as long as its request lasts.
 	got, ok := w.budget.take(ctx, n)
 	if !ok {
 		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("too many bytes of %s answers in flight on the server (at most %d): retry later", w.class, w.budget.max), 1)

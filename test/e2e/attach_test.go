@@ -135,7 +135,25 @@ spec:
 			close(copied)
 		}()
 		waitOutput(t, &out, "If you don't see a command prompt")
-		if _, err := io.WriteString(term, "stty size; tty; echo hello-$((1+2))\r"); err != nil {
+		// kubectl sends the terminal's size on a stream of its own,
+		// beside the input: on a loaded machine the shell may read a
+		// command before the size is set (it then says 0 0), as
+		// against a kubelet. Ask again until the size has come.
+		asked := 0
+		waitFor(t, time.Minute, "the terminal's size in the container", func() error {
+			if strings.Contains(out.String(), "40 100") {
+				return nil
+			}
+			if n := strings.Count(out.String(), "asked-7"); n < asked {
+				return fmt.Errorf("output so far %q", out.String())
+			}
+			asked++
+			if _, err := io.WriteString(term, "stty size; echo asked-$((3+4))\r"); err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Errorf("output so far %q", out.String())
+		})
+		if _, err := io.WriteString(term, "tty; echo hello-$((1+2))\r"); err != nil {
 			t.Fatal(err)
 		}
 		waitOutput(t, &out, "hello-3")

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/agent/podnet"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/agent/runtime/exec"
@@ -166,7 +167,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("--runtime %q: want %s, %s or %s", cfg.Runtime, RuntimeExec, RuntimeContainerd, RuntimeCRI)
 	}
 	if cfg.PodCIDR != "" {
-		if _, err := cri.Gateway(cfg.PodCIDR); err != nil {
+		if _, err := podnet.Gateway(cfg.PodCIDR); err != nil {
 			return nil, fmt.Errorf("--pod-cidr: %w", err)
 		}
 	}

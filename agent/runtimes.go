@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/berth-dev/berth/agent/podnet"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/agent/runtime/exec"
@@ -115,7 +116,7 @@ func (a *Agent) writePodNetwork(podCIDR string) error {
 	if err != nil {
 		return fmt.Errorf("pod network %s: %w", podCIDR, err)
 	}
-	gw, _ := cri.Gateway(podCIDR)
+	gw, _ := podnet.Gateway(podCIDR)
 	a.pods.setNameServer(gw.String())
 	if wrote {
 		a.log.Info("pod network written", "podCIDR", podCIDR, "bridge", cri.BridgeName, "gateway", gw.String())

@@ -3,6 +3,7 @@ package podnet
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,11 +75,15 @@ func TestWantRoutes(t *testing.T) {
 }
 
 func TestGateway(t *testing.T) {
-	for cidr, want := range map[string]string{"198.19.1.0/24": "198.19.1.1", "198.19.1.9/24": "198.19.1.1", "fd00:1::/64": "fd00:1::1", "198.19.1.0/31": "", "x": ""} {
+	for cidr, want := range map[string]string{
+		"198.19.1.0/24": "198.19.1.1", "198.19.1.9/24": "198.19.1.1", "198.18.0.0/15": "198.18.0.1", "fd00:1::/64": "fd00:1::1",
+		"198.19.1.0/31": `error: pod CIDR "198.19.1.0/31": too small for pods`,
+		"nonsense":      `error: pod CIDR "nonsense": netip.ParsePrefix("nonsense"): no '/'`,
+	} {
 		got, err := Gateway(cidr)
-		if want == "" {
-			if err == nil {
-				t.Errorf("Gateway(%s) = %s, want an error", cidr, got)
+		if msg, ok := strings.CutPrefix(want, "error: "); ok {
+			if err == nil || err.Error() != msg {
+				t.Errorf("Gateway(%s) = %s, %v; want the error %s", cidr, got, err, msg)
 			}
 			continue
 		}

@@ -2,10 +2,11 @@ package cri
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+
+	"github.com/berth-dev/berth/agent/podnet"
 )
 
 // Names shared with the rest of the node's networking.
@@ -18,19 +19,6 @@ const (
 	cniConfFile = "10-berth.conflist"
 )
 
-// Gateway is the bridge's address in podCIDR: its first address.
-func Gateway(podCIDR string) (netip.Addr, error) {
-	p, err := netip.ParsePrefix(podCIDR)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
-	}
-	p = p.Masked()
-	if p.Bits() > p.Addr().BitLen()-2 {
-		return netip.Addr{}, fmt.Errorf("pod CIDR %q: too small for pods", podCIDR)
-	}
-	return p.Addr().Next(), nil
-}
-
 // CNIConfig is the CNI network list of a node's pods: the bridge berth0
 // with its gateway at the first address of podCIDR, addresses from
 // host-local, and portmap for hostPort (loopback is the runtime's own).
@@ -39,7 +27,7 @@ func Gateway(podCIDR string) (netip.Addr, error) {
 // other nodes' pods keeps its source, and the node's own rules masquerade
 // what leaves the cluster).
 func CNIConfig(podCIDR string, ipMasq bool) ([]byte, error) {
-	gw, err := Gateway(podCIDR)
+	gw, err := podnet.Gateway(podCIDR)
 	if err != nil {
 		return nil, err
 	}

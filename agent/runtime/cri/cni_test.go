@@ -9,27 +9,6 @@ import (
 	"testing"
 )
 
-func TestGateway(t *testing.T) {
-	for _, tt := range []struct{ cidr, want, err string }{
-		{"198.18.7.0/24", "198.18.7.1", ""},
-		{"198.18.7.77/24", "198.18.7.1", ""},
-		{"198.18.0.0/15", "198.18.0.1", ""},
-		{"198.18.7.0/31", "", `pod CIDR "198.18.7.0/31": too small for pods`},
-		{"nonsense", "", `pod CIDR "nonsense": netip.ParsePrefix("nonsense"): no '/'`},
-	} {
-		gw, err := Gateway(tt.cidr)
-		if tt.err != "" {
-			if err == nil || err.Error() != tt.err {
-				t.Errorf("%s: err %v, want %s", tt.cidr, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || gw.String() != tt.want {
-			t.Errorf("%s: %v, %v; want %s", tt.cidr, gw, err, tt.want)
-		}
-	}
-}
-
 // The network is the bridge berth0 with its gateway at the podCIDR's first
 // address, host-local addresses from the podCIDR, and portmap; it is
 // written once and left alone while it says the same.

@@ -107,6 +107,10 @@ func InNetns(t testing.TB) bool {
 	if bytes.Contains(out, []byte("--- SKIP")) {
 		t.Skip("skipped in the network namespace")
 	}
+	if _, bench := t.(*testing.B); !bench && !bytes.Contains(out, []byte("--- PASS: "+t.Name())) {
+		// A -test.run that matched nothing exits 0 having run nothing.
+		t.Fatalf("the test did not run in the network namespace")
+	}
 	return false
 }
 

@@ -36,6 +36,10 @@ func Default(obj Object) {
 		defaultPodSpec(&o.Spec.Template.Spec)
 	case *Deployment:
 		defaultDeployment(o)
+	case *Job:
+		defaultJobSpec(&o.Spec)
+	case *CronJob:
+		defaultCronJob(o)
 	case *PersistentVolume:
 		defaultPersistentVolume(o)
 	case *PersistentVolumeClaim:

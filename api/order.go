@@ -19,6 +19,8 @@ var applyOrder = map[string]int{
 	"ReplicaSet":            8,
 	"Deployment":            8,
 	"Pod":                   8,
+	"Job":                   8,
+	"CronJob":               8,
 }
 
 // ApplyRank is a kind's place in the order objects are created in, shared

@@ -102,7 +102,9 @@ var (
 	PolicyV1 = schema.GroupVersion{Group: "policy", Version: "v1"}
 	// PolicyV1Beta1 is the older version an Eviction may still come in.
 	PolicyV1Beta1 = schema.GroupVersion{Group: "policy", Version: "v1beta1"}
-	BerthV1       = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+	// BatchV1 serves Job and CronJob.
+	BatchV1 = schema.GroupVersion{Group: "batch", Version: "v1"}
+	BerthV1 = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
 )
 
 func init() {
@@ -125,12 +127,14 @@ func init() {
 	register(&Lease{}, CoordinationV1, "leases", "lease", true, false)
 	register(&EndpointSlice{}, DiscoveryV1, "endpointslices", "endpointslice", true, false)
 	register(&PodDisruptionBudget{}, PolicyV1, "poddisruptionbudgets", "poddisruptionbudget", true, true, "pdb")
+	register(&Job{}, BatchV1, "jobs", "job", true, true)
+	register(&CronJob{}, BatchV1, "cronjobs", "cronjob", true, true, "cj")
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &PodDisruptionBudget{}, &Source{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &Source{}} {
 		KindOf(obj).Generation = true
 	}
 	// In the order kubectl lists them.
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &Service{}, &Deployment{}, &ReplicaSet{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &Service{}, &Deployment{}, &ReplicaSet{}, &CronJob{}, &Job{}} {
 		k := KindOf(obj)
 		k.Categories = append(k.Categories, CategoryAll)
 		categories[CategoryAll] = append(categories[CategoryAll], k)

@@ -75,6 +75,10 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateLeaseSpec(&o.Spec, spec)...)
 	case *PodDisruptionBudget:
 		errs = append(errs, validatePodDisruptionBudgetSpec(&o.Spec, spec)...)
+	case *Job:
+		errs = append(errs, validateJob(o, spec)...)
+	case *CronJob:
+		errs = append(errs, validateCronJob(o, spec)...)
 	case *Source:
 		errs = append(errs, validateSourceSpec(&o.Spec, spec)...)
 	}

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -62,6 +63,9 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):    func() protobufObject { return &discoveryv1.EndpointSlice{} },
 	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): func() protobufObject { return &policyv1.PodDisruptionBudget{} },
+	// kubectl create job and create cronjob send them this way.
+	batchv1.SchemeGroupVersion.WithKind("Job"):     func() protobufObject { return &batchv1.Job{} },
+	batchv1.SchemeGroupVersion.WithKind("CronJob"): func() protobufObject { return &batchv1.CronJob{} },
 	// kubectl drain evicts pods this way.
 	policyv1.SchemeGroupVersion.WithKind("Eviction"):      func() protobufObject { return &policyv1.Eviction{} },
 	policyv1beta1.SchemeGroupVersion.WithKind("Eviction"): func() protobufObject { return &policyv1beta1.Eviction{} },

@@ -482,5 +482,7 @@ func fixtureKinds() map[string][]api.Object {
 		"sources":                fixtureSources(),
 		"leases":                 fixtureLeases(),
 		"poddisruptionbudgets":   fixtureBudgets(),
+		"jobs":                   fixtureJobs(),
+		"cronjobs":               fixtureCronJobs(),
 	}
 }

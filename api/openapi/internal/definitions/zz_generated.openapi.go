@@ -17,192 +17,207 @@ import (
 
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
-		"github.com/berth-dev/berth/api.Affinity":                          schema_githubcom_berth_dev_berth_api_Affinity(ref),
-		"github.com/berth-dev/berth/api.BoundObjectReference":              schema_githubcom_berth_dev_berth_api_BoundObjectReference(ref),
-		"github.com/berth-dev/berth/api.ConfigMap":                         schema_githubcom_berth_dev_berth_api_ConfigMap(ref),
-		"github.com/berth-dev/berth/api.ConfigMapEnvSource":                schema_githubcom_berth_dev_berth_api_ConfigMapEnvSource(ref),
-		"github.com/berth-dev/berth/api.ConfigMapKeySelector":              schema_githubcom_berth_dev_berth_api_ConfigMapKeySelector(ref),
-		"github.com/berth-dev/berth/api.ConfigMapVolumeSource":             schema_githubcom_berth_dev_berth_api_ConfigMapVolumeSource(ref),
-		"github.com/berth-dev/berth/api.Container":                         schema_githubcom_berth_dev_berth_api_Container(ref),
-		"github.com/berth-dev/berth/api.ContainerMetrics":                  schema_githubcom_berth_dev_berth_api_ContainerMetrics(ref),
-		"github.com/berth-dev/berth/api.ContainerPort":                     schema_githubcom_berth_dev_berth_api_ContainerPort(ref),
-		"github.com/berth-dev/berth/api.ContainerState":                    schema_githubcom_berth_dev_berth_api_ContainerState(ref),
-		"github.com/berth-dev/berth/api.ContainerStateRunning":             schema_githubcom_berth_dev_berth_api_ContainerStateRunning(ref),
-		"github.com/berth-dev/berth/api.ContainerStateTerminated":          schema_githubcom_berth_dev_berth_api_ContainerStateTerminated(ref),
-		"github.com/berth-dev/berth/api.ContainerStateWaiting":             schema_githubcom_berth_dev_berth_api_ContainerStateWaiting(ref),
-		"github.com/berth-dev/berth/api.ContainerStatus":                   schema_githubcom_berth_dev_berth_api_ContainerStatus(ref),
-		"github.com/berth-dev/berth/api.DaemonEndpoint":                    schema_githubcom_berth_dev_berth_api_DaemonEndpoint(ref),
-		"github.com/berth-dev/berth/api.DecodeOptions":                     schema_githubcom_berth_dev_berth_api_DecodeOptions(ref),
-		"github.com/berth-dev/berth/api.Decoded":                           schema_githubcom_berth_dev_berth_api_Decoded(ref),
-		"github.com/berth-dev/berth/api.Deployment":                        schema_githubcom_berth_dev_berth_api_Deployment(ref),
-		"github.com/berth-dev/berth/api.DeploymentSpec":                    schema_githubcom_berth_dev_berth_api_DeploymentSpec(ref),
-		"github.com/berth-dev/berth/api.DeploymentStatus":                  schema_githubcom_berth_dev_berth_api_DeploymentStatus(ref),
-		"github.com/berth-dev/berth/api.DeploymentStrategy":                schema_githubcom_berth_dev_berth_api_DeploymentStrategy(ref),
-		"github.com/berth-dev/berth/api.EmptyDirVolumeSource":              schema_githubcom_berth_dev_berth_api_EmptyDirVolumeSource(ref),
-		"github.com/berth-dev/berth/api.Endpoint":                          schema_githubcom_berth_dev_berth_api_Endpoint(ref),
-		"github.com/berth-dev/berth/api.EndpointAddress":                   schema_githubcom_berth_dev_berth_api_EndpointAddress(ref),
-		"github.com/berth-dev/berth/api.EndpointConditions":                schema_githubcom_berth_dev_berth_api_EndpointConditions(ref),
-		"github.com/berth-dev/berth/api.EndpointPort":                      schema_githubcom_berth_dev_berth_api_EndpointPort(ref),
-		"github.com/berth-dev/berth/api.EndpointSlice":                     schema_githubcom_berth_dev_berth_api_EndpointSlice(ref),
-		"github.com/berth-dev/berth/api.EndpointSlicePort":                 schema_githubcom_berth_dev_berth_api_EndpointSlicePort(ref),
-		"github.com/berth-dev/berth/api.EndpointSubset":                    schema_githubcom_berth_dev_berth_api_EndpointSubset(ref),
-		"github.com/berth-dev/berth/api.Endpoints":                         schema_githubcom_berth_dev_berth_api_Endpoints(ref),
-		"github.com/berth-dev/berth/api.EnvFromSource":                     schema_githubcom_berth_dev_berth_api_EnvFromSource(ref),
-		"github.com/berth-dev/berth/api.EnvVar":                            schema_githubcom_berth_dev_berth_api_EnvVar(ref),
-		"github.com/berth-dev/berth/api.EnvVarSource":                      schema_githubcom_berth_dev_berth_api_EnvVarSource(ref),
-		"github.com/berth-dev/berth/api.Error":                             schema_githubcom_berth_dev_berth_api_Error(ref),
-		"github.com/berth-dev/berth/api.Event":                             schema_githubcom_berth_dev_berth_api_Event(ref),
-		"github.com/berth-dev/berth/api.EventSource":                       schema_githubcom_berth_dev_berth_api_EventSource(ref),
-		"github.com/berth-dev/berth/api.Eviction":                          schema_githubcom_berth_dev_berth_api_Eviction(ref),
-		"github.com/berth-dev/berth/api.ExecAction":                        schema_githubcom_berth_dev_berth_api_ExecAction(ref),
-		"github.com/berth-dev/berth/api.HTTPGetAction":                     schema_githubcom_berth_dev_berth_api_HTTPGetAction(ref),
-		"github.com/berth-dev/berth/api.HTTPHeader":                        schema_githubcom_berth_dev_berth_api_HTTPHeader(ref),
-		"github.com/berth-dev/berth/api.HostPathVolumeSource":              schema_githubcom_berth_dev_berth_api_HostPathVolumeSource(ref),
-		"github.com/berth-dev/berth/api.JoinRequest":                       schema_githubcom_berth_dev_berth_api_JoinRequest(ref),
-		"github.com/berth-dev/berth/api.JoinResponse":                      schema_githubcom_berth_dev_berth_api_JoinResponse(ref),
-		"github.com/berth-dev/berth/api.KeyToPath":                         schema_githubcom_berth_dev_berth_api_KeyToPath(ref),
-		"github.com/berth-dev/berth/api.Kind":                              schema_githubcom_berth_dev_berth_api_Kind(ref),
-		"github.com/berth-dev/berth/api.Lease":                             schema_githubcom_berth_dev_berth_api_Lease(ref),
-		"github.com/berth-dev/berth/api.LeaseSpec":                         schema_githubcom_berth_dev_berth_api_LeaseSpec(ref),
-		"github.com/berth-dev/berth/api.Lifecycle":                         schema_githubcom_berth_dev_berth_api_Lifecycle(ref),
-		"github.com/berth-dev/berth/api.LifecycleHandler":                  schema_githubcom_berth_dev_berth_api_LifecycleHandler(ref),
-		"github.com/berth-dev/berth/api.LocalObjectReference":              schema_githubcom_berth_dev_berth_api_LocalObjectReference(ref),
-		"github.com/berth-dev/berth/api.LocalVolumeSource":                 schema_githubcom_berth_dev_berth_api_LocalVolumeSource(ref),
-		"github.com/berth-dev/berth/api.Namespace":                         schema_githubcom_berth_dev_berth_api_Namespace(ref),
-		"github.com/berth-dev/berth/api.NamespaceSpec":                     schema_githubcom_berth_dev_berth_api_NamespaceSpec(ref),
-		"github.com/berth-dev/berth/api.NamespaceStatus":                   schema_githubcom_berth_dev_berth_api_NamespaceStatus(ref),
-		"github.com/berth-dev/berth/api.Node":                              schema_githubcom_berth_dev_berth_api_Node(ref),
-		"github.com/berth-dev/berth/api.NodeAddress":                       schema_githubcom_berth_dev_berth_api_NodeAddress(ref),
-		"github.com/berth-dev/berth/api.NodeAffinity":                      schema_githubcom_berth_dev_berth_api_NodeAffinity(ref),
-		"github.com/berth-dev/berth/api.NodeCondition":                     schema_githubcom_berth_dev_berth_api_NodeCondition(ref),
-		"github.com/berth-dev/berth/api.NodeDaemonEndpoints":               schema_githubcom_berth_dev_berth_api_NodeDaemonEndpoints(ref),
-		"github.com/berth-dev/berth/api.NodeSelector":                      schema_githubcom_berth_dev_berth_api_NodeSelector(ref),
-		"github.com/berth-dev/berth/api.NodeSelectorRequirement":           schema_githubcom_berth_dev_berth_api_NodeSelectorRequirement(ref),
-		"github.com/berth-dev/berth/api.NodeSelectorTerm":                  schema_githubcom_berth_dev_berth_api_NodeSelectorTerm(ref),
-		"github.com/berth-dev/berth/api.NodeSpec":                          schema_githubcom_berth_dev_berth_api_NodeSpec(ref),
-		"github.com/berth-dev/berth/api.NodeStatus":                        schema_githubcom_berth_dev_berth_api_NodeStatus(ref),
-		"github.com/berth-dev/berth/api.NodeSystemInfo":                    schema_githubcom_berth_dev_berth_api_NodeSystemInfo(ref),
-		"github.com/berth-dev/berth/api.ObjectFieldSelector":               schema_githubcom_berth_dev_berth_api_ObjectFieldSelector(ref),
-		"github.com/berth-dev/berth/api.ObjectReference":                   schema_githubcom_berth_dev_berth_api_ObjectReference(ref),
-		"github.com/berth-dev/berth/api.PersistentVolume":                  schema_githubcom_berth_dev_berth_api_PersistentVolume(ref),
-		"github.com/berth-dev/berth/api.PersistentVolumeClaim":             schema_githubcom_berth_dev_berth_api_PersistentVolumeClaim(ref),
-		"github.com/berth-dev/berth/api.PersistentVolumeClaimSpec":         schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimSpec(ref),
-		"github.com/berth-dev/berth/api.PersistentVolumeClaimStatus":       schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimStatus(ref),
-		"github.com/berth-dev/berth/api.PersistentVolumeClaimVolumeSource": schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimVolumeSource(ref),
-		"github.com/berth-dev/berth/api.PersistentVolumeSource":            schema_githubcom_berth_dev_berth_api_PersistentVolumeSource(ref),
-		"github.com/berth-dev/berth/api.PersistentVolumeSpec":              schema_githubcom_berth_dev_berth_api_PersistentVolumeSpec(ref),
-		"github.com/berth-dev/berth/api.PersistentVolumeStatus":            schema_githubcom_berth_dev_berth_api_PersistentVolumeStatus(ref),
-		"github.com/berth-dev/berth/api.Pod":                               schema_githubcom_berth_dev_berth_api_Pod(ref),
-		"github.com/berth-dev/berth/api.PodAffinityTerm":                   schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref),
-		"github.com/berth-dev/berth/api.PodAntiAffinity":                   schema_githubcom_berth_dev_berth_api_PodAntiAffinity(ref),
-		"github.com/berth-dev/berth/api.PodCondition":                      schema_githubcom_berth_dev_berth_api_PodCondition(ref),
-		"github.com/berth-dev/berth/api.PodDisruptionBudget":               schema_githubcom_berth_dev_berth_api_PodDisruptionBudget(ref),
-		"github.com/berth-dev/berth/api.PodDisruptionBudgetSpec":           schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetSpec(ref),
-		"github.com/berth-dev/berth/api.PodDisruptionBudgetStatus":         schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetStatus(ref),
-		"github.com/berth-dev/berth/api.PodIP":                             schema_githubcom_berth_dev_berth_api_PodIP(ref),
-		"github.com/berth-dev/berth/api.PodMetrics":                        schema_githubcom_berth_dev_berth_api_PodMetrics(ref),
-		"github.com/berth-dev/berth/api.PodSpec":                           schema_githubcom_berth_dev_berth_api_PodSpec(ref),
-		"github.com/berth-dev/berth/api.PodStatus":                         schema_githubcom_berth_dev_berth_api_PodStatus(ref),
-		"github.com/berth-dev/berth/api.PodTemplateSpec":                   schema_githubcom_berth_dev_berth_api_PodTemplateSpec(ref),
-		"github.com/berth-dev/berth/api.PreferredSchedulingTerm":           schema_githubcom_berth_dev_berth_api_PreferredSchedulingTerm(ref),
-		"github.com/berth-dev/berth/api.Probe":                             schema_githubcom_berth_dev_berth_api_Probe(ref),
-		"github.com/berth-dev/berth/api.ProbeHandler":                      schema_githubcom_berth_dev_berth_api_ProbeHandler(ref),
-		"github.com/berth-dev/berth/api.ReplicaSet":                        schema_githubcom_berth_dev_berth_api_ReplicaSet(ref),
-		"github.com/berth-dev/berth/api.ReplicaSetSpec":                    schema_githubcom_berth_dev_berth_api_ReplicaSetSpec(ref),
-		"github.com/berth-dev/berth/api.ReplicaSetStatus":                  schema_githubcom_berth_dev_berth_api_ReplicaSetStatus(ref),
-		"github.com/berth-dev/berth/api.ReplicationController":             schema_githubcom_berth_dev_berth_api_ReplicationController(ref),
-		"github.com/berth-dev/berth/api.ReplicationControllerSpec":         schema_githubcom_berth_dev_berth_api_ReplicationControllerSpec(ref),
-		"github.com/berth-dev/berth/api.ReplicationControllerStatus":       schema_githubcom_berth_dev_berth_api_ReplicationControllerStatus(ref),
-		"github.com/berth-dev/berth/api.ResourceMetrics":                   schema_githubcom_berth_dev_berth_api_ResourceMetrics(ref),
-		"github.com/berth-dev/berth/api.ResourceQuota":                     schema_githubcom_berth_dev_berth_api_ResourceQuota(ref),
-		"github.com/berth-dev/berth/api.ResourceQuotaSpec":                 schema_githubcom_berth_dev_berth_api_ResourceQuotaSpec(ref),
-		"github.com/berth-dev/berth/api.ResourceQuotaStatus":               schema_githubcom_berth_dev_berth_api_ResourceQuotaStatus(ref),
-		"github.com/berth-dev/berth/api.ResourceRequirements":              schema_githubcom_berth_dev_berth_api_ResourceRequirements(ref),
-		"github.com/berth-dev/berth/api.ResourceUsage":                     schema_githubcom_berth_dev_berth_api_ResourceUsage(ref),
-		"github.com/berth-dev/berth/api.RollingUpdateDeployment":           schema_githubcom_berth_dev_berth_api_RollingUpdateDeployment(ref),
-		"github.com/berth-dev/berth/api.Secret":                            schema_githubcom_berth_dev_berth_api_Secret(ref),
-		"github.com/berth-dev/berth/api.SecretEnvSource":                   schema_githubcom_berth_dev_berth_api_SecretEnvSource(ref),
-		"github.com/berth-dev/berth/api.SecretKeySelector":                 schema_githubcom_berth_dev_berth_api_SecretKeySelector(ref),
-		"github.com/berth-dev/berth/api.SecretVolumeSource":                schema_githubcom_berth_dev_berth_api_SecretVolumeSource(ref),
-		"github.com/berth-dev/berth/api.SecurityContext":                   schema_githubcom_berth_dev_berth_api_SecurityContext(ref),
-		"github.com/berth-dev/berth/api.Service":                           schema_githubcom_berth_dev_berth_api_Service(ref),
-		"github.com/berth-dev/berth/api.ServiceAccount":                    schema_githubcom_berth_dev_berth_api_ServiceAccount(ref),
-		"github.com/berth-dev/berth/api.ServicePort":                       schema_githubcom_berth_dev_berth_api_ServicePort(ref),
-		"github.com/berth-dev/berth/api.ServiceSpec":                       schema_githubcom_berth_dev_berth_api_ServiceSpec(ref),
-		"github.com/berth-dev/berth/api.ServiceStatus":                     schema_githubcom_berth_dev_berth_api_ServiceStatus(ref),
-		"github.com/berth-dev/berth/api.Source":                            schema_githubcom_berth_dev_berth_api_Source(ref),
-		"github.com/berth-dev/berth/api.SourceSpec":                        schema_githubcom_berth_dev_berth_api_SourceSpec(ref),
-		"github.com/berth-dev/berth/api.SourceStatus":                      schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
-		"github.com/berth-dev/berth/api.StorageClass":                      schema_githubcom_berth_dev_berth_api_StorageClass(ref),
-		"github.com/berth-dev/berth/api.StoreInfo":                         schema_githubcom_berth_dev_berth_api_StoreInfo(ref),
-		"github.com/berth-dev/berth/api.TCPSocketAction":                   schema_githubcom_berth_dev_berth_api_TCPSocketAction(ref),
-		"github.com/berth-dev/berth/api.Taint":                             schema_githubcom_berth_dev_berth_api_Taint(ref),
-		"github.com/berth-dev/berth/api.TokenRequest":                      schema_githubcom_berth_dev_berth_api_TokenRequest(ref),
-		"github.com/berth-dev/berth/api.TokenRequestSpec":                  schema_githubcom_berth_dev_berth_api_TokenRequestSpec(ref),
-		"github.com/berth-dev/berth/api.TokenRequestStatus":                schema_githubcom_berth_dev_berth_api_TokenRequestStatus(ref),
-		"github.com/berth-dev/berth/api.Toleration":                        schema_githubcom_berth_dev_berth_api_Toleration(ref),
-		"github.com/berth-dev/berth/api.Volume":                            schema_githubcom_berth_dev_berth_api_Volume(ref),
-		"github.com/berth-dev/berth/api.VolumeMount":                       schema_githubcom_berth_dev_berth_api_VolumeMount(ref),
-		"github.com/berth-dev/berth/api.VolumeNodeAffinity":                schema_githubcom_berth_dev_berth_api_VolumeNodeAffinity(ref),
-		"github.com/berth-dev/berth/api.VolumeResourceRequirements":        schema_githubcom_berth_dev_berth_api_VolumeResourceRequirements(ref),
-		"github.com/berth-dev/berth/api.VolumeSource":                      schema_githubcom_berth_dev_berth_api_VolumeSource(ref),
-		"github.com/berth-dev/berth/api.WorkloadCondition":                 schema_githubcom_berth_dev_berth_api_WorkloadCondition(ref),
-		resource.Quantity{}.OpenAPIModelName():                             schema_apimachinery_pkg_api_resource_Quantity(ref),
-		v1.APIGroup{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_APIGroup(ref),
-		v1.APIGroupList{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_APIGroupList(ref),
-		v1.APIResource{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_APIResource(ref),
-		v1.APIResourceList{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_APIResourceList(ref),
-		v1.APIVersions{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_APIVersions(ref),
-		v1.ApplyOptions{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_ApplyOptions(ref),
-		v1.Condition{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_Condition(ref),
-		v1.CreateOptions{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_CreateOptions(ref),
-		v1.DeleteOptions{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_DeleteOptions(ref),
-		v1.Duration{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_Duration(ref),
-		v1.FieldSelectorRequirement{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
-		v1.FieldsV1{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_FieldsV1(ref),
-		v1.GetOptions{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_GetOptions(ref),
-		v1.GroupKind{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_GroupKind(ref),
-		v1.GroupResource{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_GroupResource(ref),
-		v1.GroupVersion{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_GroupVersion(ref),
-		v1.GroupVersionForDiscovery{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
-		v1.GroupVersionKind{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_GroupVersionKind(ref),
-		v1.GroupVersionResource{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_GroupVersionResource(ref),
-		v1.InternalEvent{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_InternalEvent(ref),
-		v1.LabelSelector{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_LabelSelector(ref),
-		v1.LabelSelectorRequirement{}.OpenAPIModelName():                   schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
-		v1.List{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_List(ref),
-		v1.ListMeta{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_ListMeta(ref),
-		v1.ListOptions{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_ListOptions(ref),
-		v1.ManagedFieldsEntry{}.OpenAPIModelName():                         schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
-		v1.MicroTime{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_MicroTime(ref),
-		v1.ObjectMeta{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_ObjectMeta(ref),
-		v1.OwnerReference{}.OpenAPIModelName():                             schema_pkg_apis_meta_v1_OwnerReference(ref),
-		v1.PartialObjectMetadata{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
-		v1.PartialObjectMetadataList{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
-		v1.Patch{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_Patch(ref),
-		v1.PatchOptions{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_PatchOptions(ref),
-		v1.Preconditions{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_Preconditions(ref),
-		v1.RootPaths{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_RootPaths(ref),
-		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():                  schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
-		v1.ShardInfo{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_ShardInfo(ref),
-		v1.Status{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_Status(ref),
-		v1.StatusCause{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_StatusCause(ref),
-		v1.StatusDetails{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_StatusDetails(ref),
-		v1.Table{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_Table(ref),
-		v1.TableColumnDefinition{}.OpenAPIModelName():                      schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
-		v1.TableOptions{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_TableOptions(ref),
-		v1.TableRow{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_TableRow(ref),
-		v1.TableRowCondition{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_TableRowCondition(ref),
-		v1.Time{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_Time(ref),
-		v1.Timestamp{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_Timestamp(ref),
-		v1.TypeMeta{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_TypeMeta(ref),
-		v1.UpdateOptions{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_UpdateOptions(ref),
-		v1.WatchEvent{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_WatchEvent(ref),
-		runtime.RawExtension{}.OpenAPIModelName():                          schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
-		runtime.TypeMeta{}.OpenAPIModelName():                              schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
-		runtime.Unknown{}.OpenAPIModelName():                               schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
-		intstr.IntOrString{}.OpenAPIModelName():                            schema_apimachinery_pkg_util_intstr_IntOrString(ref),
-		version.Info{}.OpenAPIModelName():                                  schema_k8sio_apimachinery_pkg_version_Info(ref),
+		"github.com/berth-dev/berth/api.Affinity":                               schema_githubcom_berth_dev_berth_api_Affinity(ref),
+		"github.com/berth-dev/berth/api.BoundObjectReference":                   schema_githubcom_berth_dev_berth_api_BoundObjectReference(ref),
+		"github.com/berth-dev/berth/api.ConfigMap":                              schema_githubcom_berth_dev_berth_api_ConfigMap(ref),
+		"github.com/berth-dev/berth/api.ConfigMapEnvSource":                     schema_githubcom_berth_dev_berth_api_ConfigMapEnvSource(ref),
+		"github.com/berth-dev/berth/api.ConfigMapKeySelector":                   schema_githubcom_berth_dev_berth_api_ConfigMapKeySelector(ref),
+		"github.com/berth-dev/berth/api.ConfigMapVolumeSource":                  schema_githubcom_berth_dev_berth_api_ConfigMapVolumeSource(ref),
+		"github.com/berth-dev/berth/api.Container":                              schema_githubcom_berth_dev_berth_api_Container(ref),
+		"github.com/berth-dev/berth/api.ContainerMetrics":                       schema_githubcom_berth_dev_berth_api_ContainerMetrics(ref),
+		"github.com/berth-dev/berth/api.ContainerPort":                          schema_githubcom_berth_dev_berth_api_ContainerPort(ref),
+		"github.com/berth-dev/berth/api.ContainerState":                         schema_githubcom_berth_dev_berth_api_ContainerState(ref),
+		"github.com/berth-dev/berth/api.ContainerStateRunning":                  schema_githubcom_berth_dev_berth_api_ContainerStateRunning(ref),
+		"github.com/berth-dev/berth/api.ContainerStateTerminated":               schema_githubcom_berth_dev_berth_api_ContainerStateTerminated(ref),
+		"github.com/berth-dev/berth/api.ContainerStateWaiting":                  schema_githubcom_berth_dev_berth_api_ContainerStateWaiting(ref),
+		"github.com/berth-dev/berth/api.ContainerStatus":                        schema_githubcom_berth_dev_berth_api_ContainerStatus(ref),
+		"github.com/berth-dev/berth/api.CronJob":                                schema_githubcom_berth_dev_berth_api_CronJob(ref),
+		"github.com/berth-dev/berth/api.CronJobSpec":                            schema_githubcom_berth_dev_berth_api_CronJobSpec(ref),
+		"github.com/berth-dev/berth/api.CronJobStatus":                          schema_githubcom_berth_dev_berth_api_CronJobStatus(ref),
+		"github.com/berth-dev/berth/api.DaemonEndpoint":                         schema_githubcom_berth_dev_berth_api_DaemonEndpoint(ref),
+		"github.com/berth-dev/berth/api.DecodeOptions":                          schema_githubcom_berth_dev_berth_api_DecodeOptions(ref),
+		"github.com/berth-dev/berth/api.Decoded":                                schema_githubcom_berth_dev_berth_api_Decoded(ref),
+		"github.com/berth-dev/berth/api.Deployment":                             schema_githubcom_berth_dev_berth_api_Deployment(ref),
+		"github.com/berth-dev/berth/api.DeploymentSpec":                         schema_githubcom_berth_dev_berth_api_DeploymentSpec(ref),
+		"github.com/berth-dev/berth/api.DeploymentStatus":                       schema_githubcom_berth_dev_berth_api_DeploymentStatus(ref),
+		"github.com/berth-dev/berth/api.DeploymentStrategy":                     schema_githubcom_berth_dev_berth_api_DeploymentStrategy(ref),
+		"github.com/berth-dev/berth/api.EmptyDirVolumeSource":                   schema_githubcom_berth_dev_berth_api_EmptyDirVolumeSource(ref),
+		"github.com/berth-dev/berth/api.Endpoint":                               schema_githubcom_berth_dev_berth_api_Endpoint(ref),
+		"github.com/berth-dev/berth/api.EndpointAddress":                        schema_githubcom_berth_dev_berth_api_EndpointAddress(ref),
+		"github.com/berth-dev/berth/api.EndpointConditions":                     schema_githubcom_berth_dev_berth_api_EndpointConditions(ref),
+		"github.com/berth-dev/berth/api.EndpointPort":                           schema_githubcom_berth_dev_berth_api_EndpointPort(ref),
+		"github.com/berth-dev/berth/api.EndpointSlice":                          schema_githubcom_berth_dev_berth_api_EndpointSlice(ref),
+		"github.com/berth-dev/berth/api.EndpointSlicePort":                      schema_githubcom_berth_dev_berth_api_EndpointSlicePort(ref),
+		"github.com/berth-dev/berth/api.EndpointSubset":                         schema_githubcom_berth_dev_berth_api_EndpointSubset(ref),
+		"github.com/berth-dev/berth/api.Endpoints":                              schema_githubcom_berth_dev_berth_api_Endpoints(ref),
+		"github.com/berth-dev/berth/api.EnvFromSource":                          schema_githubcom_berth_dev_berth_api_EnvFromSource(ref),
+		"github.com/berth-dev/berth/api.EnvVar":                                 schema_githubcom_berth_dev_berth_api_EnvVar(ref),
+		"github.com/berth-dev/berth/api.EnvVarSource":                           schema_githubcom_berth_dev_berth_api_EnvVarSource(ref),
+		"github.com/berth-dev/berth/api.Error":                                  schema_githubcom_berth_dev_berth_api_Error(ref),
+		"github.com/berth-dev/berth/api.Event":                                  schema_githubcom_berth_dev_berth_api_Event(ref),
+		"github.com/berth-dev/berth/api.EventSource":                            schema_githubcom_berth_dev_berth_api_EventSource(ref),
+		"github.com/berth-dev/berth/api.Eviction":                               schema_githubcom_berth_dev_berth_api_Eviction(ref),
+		"github.com/berth-dev/berth/api.ExecAction":                             schema_githubcom_berth_dev_berth_api_ExecAction(ref),
+		"github.com/berth-dev/berth/api.HTTPGetAction":                          schema_githubcom_berth_dev_berth_api_HTTPGetAction(ref),
+		"github.com/berth-dev/berth/api.HTTPHeader":                             schema_githubcom_berth_dev_berth_api_HTTPHeader(ref),
+		"github.com/berth-dev/berth/api.HostPathVolumeSource":                   schema_githubcom_berth_dev_berth_api_HostPathVolumeSource(ref),
+		"github.com/berth-dev/berth/api.Job":                                    schema_githubcom_berth_dev_berth_api_Job(ref),
+		"github.com/berth-dev/berth/api.JobCondition":                           schema_githubcom_berth_dev_berth_api_JobCondition(ref),
+		"github.com/berth-dev/berth/api.JobSpec":                                schema_githubcom_berth_dev_berth_api_JobSpec(ref),
+		"github.com/berth-dev/berth/api.JobStatus":                              schema_githubcom_berth_dev_berth_api_JobStatus(ref),
+		"github.com/berth-dev/berth/api.JobTemplateSpec":                        schema_githubcom_berth_dev_berth_api_JobTemplateSpec(ref),
+		"github.com/berth-dev/berth/api.JoinRequest":                            schema_githubcom_berth_dev_berth_api_JoinRequest(ref),
+		"github.com/berth-dev/berth/api.JoinResponse":                           schema_githubcom_berth_dev_berth_api_JoinResponse(ref),
+		"github.com/berth-dev/berth/api.KeyToPath":                              schema_githubcom_berth_dev_berth_api_KeyToPath(ref),
+		"github.com/berth-dev/berth/api.Kind":                                   schema_githubcom_berth_dev_berth_api_Kind(ref),
+		"github.com/berth-dev/berth/api.Lease":                                  schema_githubcom_berth_dev_berth_api_Lease(ref),
+		"github.com/berth-dev/berth/api.LeaseSpec":                              schema_githubcom_berth_dev_berth_api_LeaseSpec(ref),
+		"github.com/berth-dev/berth/api.Lifecycle":                              schema_githubcom_berth_dev_berth_api_Lifecycle(ref),
+		"github.com/berth-dev/berth/api.LifecycleHandler":                       schema_githubcom_berth_dev_berth_api_LifecycleHandler(ref),
+		"github.com/berth-dev/berth/api.LocalObjectReference":                   schema_githubcom_berth_dev_berth_api_LocalObjectReference(ref),
+		"github.com/berth-dev/berth/api.LocalVolumeSource":                      schema_githubcom_berth_dev_berth_api_LocalVolumeSource(ref),
+		"github.com/berth-dev/berth/api.Namespace":                              schema_githubcom_berth_dev_berth_api_Namespace(ref),
+		"github.com/berth-dev/berth/api.NamespaceSpec":                          schema_githubcom_berth_dev_berth_api_NamespaceSpec(ref),
+		"github.com/berth-dev/berth/api.NamespaceStatus":                        schema_githubcom_berth_dev_berth_api_NamespaceStatus(ref),
+		"github.com/berth-dev/berth/api.Node":                                   schema_githubcom_berth_dev_berth_api_Node(ref),
+		"github.com/berth-dev/berth/api.NodeAddress":                            schema_githubcom_berth_dev_berth_api_NodeAddress(ref),
+		"github.com/berth-dev/berth/api.NodeAffinity":                           schema_githubcom_berth_dev_berth_api_NodeAffinity(ref),
+		"github.com/berth-dev/berth/api.NodeCondition":                          schema_githubcom_berth_dev_berth_api_NodeCondition(ref),
+		"github.com/berth-dev/berth/api.NodeDaemonEndpoints":                    schema_githubcom_berth_dev_berth_api_NodeDaemonEndpoints(ref),
+		"github.com/berth-dev/berth/api.NodeSelector":                           schema_githubcom_berth_dev_berth_api_NodeSelector(ref),
+		"github.com/berth-dev/berth/api.NodeSelectorRequirement":                schema_githubcom_berth_dev_berth_api_NodeSelectorRequirement(ref),
+		"github.com/berth-dev/berth/api.NodeSelectorTerm":                       schema_githubcom_berth_dev_berth_api_NodeSelectorTerm(ref),
+		"github.com/berth-dev/berth/api.NodeSpec":                               schema_githubcom_berth_dev_berth_api_NodeSpec(ref),
+		"github.com/berth-dev/berth/api.NodeStatus":                             schema_githubcom_berth_dev_berth_api_NodeStatus(ref),
+		"github.com/berth-dev/berth/api.NodeSystemInfo":                         schema_githubcom_berth_dev_berth_api_NodeSystemInfo(ref),
+		"github.com/berth-dev/berth/api.ObjectFieldSelector":                    schema_githubcom_berth_dev_berth_api_ObjectFieldSelector(ref),
+		"github.com/berth-dev/berth/api.ObjectReference":                        schema_githubcom_berth_dev_berth_api_ObjectReference(ref),
+		"github.com/berth-dev/berth/api.PersistentVolume":                       schema_githubcom_berth_dev_berth_api_PersistentVolume(ref),
+		"github.com/berth-dev/berth/api.PersistentVolumeClaim":                  schema_githubcom_berth_dev_berth_api_PersistentVolumeClaim(ref),
+		"github.com/berth-dev/berth/api.PersistentVolumeClaimSpec":              schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimSpec(ref),
+		"github.com/berth-dev/berth/api.PersistentVolumeClaimStatus":            schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimStatus(ref),
+		"github.com/berth-dev/berth/api.PersistentVolumeClaimVolumeSource":      schema_githubcom_berth_dev_berth_api_PersistentVolumeClaimVolumeSource(ref),
+		"github.com/berth-dev/berth/api.PersistentVolumeSource":                 schema_githubcom_berth_dev_berth_api_PersistentVolumeSource(ref),
+		"github.com/berth-dev/berth/api.PersistentVolumeSpec":                   schema_githubcom_berth_dev_berth_api_PersistentVolumeSpec(ref),
+		"github.com/berth-dev/berth/api.PersistentVolumeStatus":                 schema_githubcom_berth_dev_berth_api_PersistentVolumeStatus(ref),
+		"github.com/berth-dev/berth/api.Pod":                                    schema_githubcom_berth_dev_berth_api_Pod(ref),
+		"github.com/berth-dev/berth/api.PodAffinityTerm":                        schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref),
+		"github.com/berth-dev/berth/api.PodAntiAffinity":                        schema_githubcom_berth_dev_berth_api_PodAntiAffinity(ref),
+		"github.com/berth-dev/berth/api.PodCondition":                           schema_githubcom_berth_dev_berth_api_PodCondition(ref),
+		"github.com/berth-dev/berth/api.PodDisruptionBudget":                    schema_githubcom_berth_dev_berth_api_PodDisruptionBudget(ref),
+		"github.com/berth-dev/berth/api.PodDisruptionBudgetSpec":                schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetSpec(ref),
+		"github.com/berth-dev/berth/api.PodDisruptionBudgetStatus":              schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetStatus(ref),
+		"github.com/berth-dev/berth/api.PodFailurePolicy":                       schema_githubcom_berth_dev_berth_api_PodFailurePolicy(ref),
+		"github.com/berth-dev/berth/api.PodFailurePolicyOnExitCodesRequirement": schema_githubcom_berth_dev_berth_api_PodFailurePolicyOnExitCodesRequirement(ref),
+		"github.com/berth-dev/berth/api.PodFailurePolicyOnPodConditionsPattern": schema_githubcom_berth_dev_berth_api_PodFailurePolicyOnPodConditionsPattern(ref),
+		"github.com/berth-dev/berth/api.PodFailurePolicyRule":                   schema_githubcom_berth_dev_berth_api_PodFailurePolicyRule(ref),
+		"github.com/berth-dev/berth/api.PodIP":                                  schema_githubcom_berth_dev_berth_api_PodIP(ref),
+		"github.com/berth-dev/berth/api.PodMetrics":                             schema_githubcom_berth_dev_berth_api_PodMetrics(ref),
+		"github.com/berth-dev/berth/api.PodSpec":                                schema_githubcom_berth_dev_berth_api_PodSpec(ref),
+		"github.com/berth-dev/berth/api.PodStatus":                              schema_githubcom_berth_dev_berth_api_PodStatus(ref),
+		"github.com/berth-dev/berth/api.PodTemplateSpec":                        schema_githubcom_berth_dev_berth_api_PodTemplateSpec(ref),
+		"github.com/berth-dev/berth/api.PreferredSchedulingTerm":                schema_githubcom_berth_dev_berth_api_PreferredSchedulingTerm(ref),
+		"github.com/berth-dev/berth/api.Probe":                                  schema_githubcom_berth_dev_berth_api_Probe(ref),
+		"github.com/berth-dev/berth/api.ProbeHandler":                           schema_githubcom_berth_dev_berth_api_ProbeHandler(ref),
+		"github.com/berth-dev/berth/api.ReplicaSet":                             schema_githubcom_berth_dev_berth_api_ReplicaSet(ref),
+		"github.com/berth-dev/berth/api.ReplicaSetSpec":                         schema_githubcom_berth_dev_berth_api_ReplicaSetSpec(ref),
+		"github.com/berth-dev/berth/api.ReplicaSetStatus":                       schema_githubcom_berth_dev_berth_api_ReplicaSetStatus(ref),
+		"github.com/berth-dev/berth/api.ReplicationController":                  schema_githubcom_berth_dev_berth_api_ReplicationController(ref),
+		"github.com/berth-dev/berth/api.ReplicationControllerSpec":              schema_githubcom_berth_dev_berth_api_ReplicationControllerSpec(ref),
+		"github.com/berth-dev/berth/api.ReplicationControllerStatus":            schema_githubcom_berth_dev_berth_api_ReplicationControllerStatus(ref),
+		"github.com/berth-dev/berth/api.ResourceMetrics":                        schema_githubcom_berth_dev_berth_api_ResourceMetrics(ref),
+		"github.com/berth-dev/berth/api.ResourceQuota":                          schema_githubcom_berth_dev_berth_api_ResourceQuota(ref),
+		"github.com/berth-dev/berth/api.ResourceQuotaSpec":                      schema_githubcom_berth_dev_berth_api_ResourceQuotaSpec(ref),
+		"github.com/berth-dev/berth/api.ResourceQuotaStatus":                    schema_githubcom_berth_dev_berth_api_ResourceQuotaStatus(ref),
+		"github.com/berth-dev/berth/api.ResourceRequirements":                   schema_githubcom_berth_dev_berth_api_ResourceRequirements(ref),
+		"github.com/berth-dev/berth/api.ResourceUsage":                          schema_githubcom_berth_dev_berth_api_ResourceUsage(ref),
+		"github.com/berth-dev/berth/api.RollingUpdateDeployment":                schema_githubcom_berth_dev_berth_api_RollingUpdateDeployment(ref),
+		"github.com/berth-dev/berth/api.Secret":                                 schema_githubcom_berth_dev_berth_api_Secret(ref),
+		"github.com/berth-dev/berth/api.SecretEnvSource":                        schema_githubcom_berth_dev_berth_api_SecretEnvSource(ref),
+		"github.com/berth-dev/berth/api.SecretKeySelector":                      schema_githubcom_berth_dev_berth_api_SecretKeySelector(ref),
+		"github.com/berth-dev/berth/api.SecretVolumeSource":                     schema_githubcom_berth_dev_berth_api_SecretVolumeSource(ref),
+		"github.com/berth-dev/berth/api.SecurityContext":                        schema_githubcom_berth_dev_berth_api_SecurityContext(ref),
+		"github.com/berth-dev/berth/api.Service":                                schema_githubcom_berth_dev_berth_api_Service(ref),
+		"github.com/berth-dev/berth/api.ServiceAccount":                         schema_githubcom_berth_dev_berth_api_ServiceAccount(ref),
+		"github.com/berth-dev/berth/api.ServicePort":                            schema_githubcom_berth_dev_berth_api_ServicePort(ref),
+		"github.com/berth-dev/berth/api.ServiceSpec":                            schema_githubcom_berth_dev_berth_api_ServiceSpec(ref),
+		"github.com/berth-dev/berth/api.ServiceStatus":                          schema_githubcom_berth_dev_berth_api_ServiceStatus(ref),
+		"github.com/berth-dev/berth/api.Source":                                 schema_githubcom_berth_dev_berth_api_Source(ref),
+		"github.com/berth-dev/berth/api.SourceSpec":                             schema_githubcom_berth_dev_berth_api_SourceSpec(ref),
+		"github.com/berth-dev/berth/api.SourceStatus":                           schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
+		"github.com/berth-dev/berth/api.StorageClass":                           schema_githubcom_berth_dev_berth_api_StorageClass(ref),
+		"github.com/berth-dev/berth/api.StoreInfo":                              schema_githubcom_berth_dev_berth_api_StoreInfo(ref),
+		"github.com/berth-dev/berth/api.SuccessPolicy":                          schema_githubcom_berth_dev_berth_api_SuccessPolicy(ref),
+		"github.com/berth-dev/berth/api.SuccessPolicyRule":                      schema_githubcom_berth_dev_berth_api_SuccessPolicyRule(ref),
+		"github.com/berth-dev/berth/api.TCPSocketAction":                        schema_githubcom_berth_dev_berth_api_TCPSocketAction(ref),
+		"github.com/berth-dev/berth/api.Taint":                                  schema_githubcom_berth_dev_berth_api_Taint(ref),
+		"github.com/berth-dev/berth/api.TokenRequest":                           schema_githubcom_berth_dev_berth_api_TokenRequest(ref),
+		"github.com/berth-dev/berth/api.TokenRequestSpec":                       schema_githubcom_berth_dev_berth_api_TokenRequestSpec(ref),
+		"github.com/berth-dev/berth/api.TokenRequestStatus":                     schema_githubcom_berth_dev_berth_api_TokenRequestStatus(ref),
+		"github.com/berth-dev/berth/api.Toleration":                             schema_githubcom_berth_dev_berth_api_Toleration(ref),
+		"github.com/berth-dev/berth/api.UncountedTerminatedPods":                schema_githubcom_berth_dev_berth_api_UncountedTerminatedPods(ref),
+		"github.com/berth-dev/berth/api.Volume":                                 schema_githubcom_berth_dev_berth_api_Volume(ref),
+		"github.com/berth-dev/berth/api.VolumeMount":                            schema_githubcom_berth_dev_berth_api_VolumeMount(ref),
+		"github.com/berth-dev/berth/api.VolumeNodeAffinity":                     schema_githubcom_berth_dev_berth_api_VolumeNodeAffinity(ref),
+		"github.com/berth-dev/berth/api.VolumeResourceRequirements":             schema_githubcom_berth_dev_berth_api_VolumeResourceRequirements(ref),
+		"github.com/berth-dev/berth/api.VolumeSource":                           schema_githubcom_berth_dev_berth_api_VolumeSource(ref),
+		"github.com/berth-dev/berth/api.WorkloadCondition":                      schema_githubcom_berth_dev_berth_api_WorkloadCondition(ref),
+		resource.Quantity{}.OpenAPIModelName():                                  schema_apimachinery_pkg_api_resource_Quantity(ref),
+		v1.APIGroup{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_APIGroup(ref),
+		v1.APIGroupList{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_APIGroupList(ref),
+		v1.APIResource{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_APIResource(ref),
+		v1.APIResourceList{}.OpenAPIModelName():                                 schema_pkg_apis_meta_v1_APIResourceList(ref),
+		v1.APIVersions{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_APIVersions(ref),
+		v1.ApplyOptions{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_ApplyOptions(ref),
+		v1.Condition{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_Condition(ref),
+		v1.CreateOptions{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_CreateOptions(ref),
+		v1.DeleteOptions{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_DeleteOptions(ref),
+		v1.Duration{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_Duration(ref),
+		v1.FieldSelectorRequirement{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_FieldSelectorRequirement(ref),
+		v1.FieldsV1{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_FieldsV1(ref),
+		v1.GetOptions{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_GetOptions(ref),
+		v1.GroupKind{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_GroupKind(ref),
+		v1.GroupResource{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_GroupResource(ref),
+		v1.GroupVersion{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_GroupVersion(ref),
+		v1.GroupVersionForDiscovery{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_GroupVersionForDiscovery(ref),
+		v1.GroupVersionKind{}.OpenAPIModelName():                                schema_pkg_apis_meta_v1_GroupVersionKind(ref),
+		v1.GroupVersionResource{}.OpenAPIModelName():                            schema_pkg_apis_meta_v1_GroupVersionResource(ref),
+		v1.InternalEvent{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_InternalEvent(ref),
+		v1.LabelSelector{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_LabelSelector(ref),
+		v1.LabelSelectorRequirement{}.OpenAPIModelName():                        schema_pkg_apis_meta_v1_LabelSelectorRequirement(ref),
+		v1.List{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_List(ref),
+		v1.ListMeta{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_ListMeta(ref),
+		v1.ListOptions{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_ListOptions(ref),
+		v1.ManagedFieldsEntry{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_ManagedFieldsEntry(ref),
+		v1.MicroTime{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_MicroTime(ref),
+		v1.ObjectMeta{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_ObjectMeta(ref),
+		v1.OwnerReference{}.OpenAPIModelName():                                  schema_pkg_apis_meta_v1_OwnerReference(ref),
+		v1.PartialObjectMetadata{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_PartialObjectMetadata(ref),
+		v1.PartialObjectMetadataList{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_PartialObjectMetadataList(ref),
+		v1.Patch{}.OpenAPIModelName():                                           schema_pkg_apis_meta_v1_Patch(ref),
+		v1.PatchOptions{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_PatchOptions(ref),
+		v1.Preconditions{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_Preconditions(ref),
+		v1.RootPaths{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_RootPaths(ref),
+		v1.ServerAddressByClientCIDR{}.OpenAPIModelName():                       schema_pkg_apis_meta_v1_ServerAddressByClientCIDR(ref),
+		v1.ShardInfo{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_ShardInfo(ref),
+		v1.Status{}.OpenAPIModelName():                                          schema_pkg_apis_meta_v1_Status(ref),
+		v1.StatusCause{}.OpenAPIModelName():                                     schema_pkg_apis_meta_v1_StatusCause(ref),
+		v1.StatusDetails{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_StatusDetails(ref),
+		v1.Table{}.OpenAPIModelName():                                           schema_pkg_apis_meta_v1_Table(ref),
+		v1.TableColumnDefinition{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_TableColumnDefinition(ref),
+		v1.TableOptions{}.OpenAPIModelName():                                    schema_pkg_apis_meta_v1_TableOptions(ref),
+		v1.TableRow{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_TableRow(ref),
+		v1.TableRowCondition{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_TableRowCondition(ref),
+		v1.Time{}.OpenAPIModelName():                                            schema_pkg_apis_meta_v1_Time(ref),
+		v1.Timestamp{}.OpenAPIModelName():                                       schema_pkg_apis_meta_v1_Timestamp(ref),
+		v1.TypeMeta{}.OpenAPIModelName():                                        schema_pkg_apis_meta_v1_TypeMeta(ref),
+		v1.UpdateOptions{}.OpenAPIModelName():                                   schema_pkg_apis_meta_v1_UpdateOptions(ref),
+		v1.WatchEvent{}.OpenAPIModelName():                                      schema_pkg_apis_meta_v1_WatchEvent(ref),
+		runtime.RawExtension{}.OpenAPIModelName():                               schema_k8sio_apimachinery_pkg_runtime_RawExtension(ref),
+		runtime.TypeMeta{}.OpenAPIModelName():                                   schema_k8sio_apimachinery_pkg_runtime_TypeMeta(ref),
+		runtime.Unknown{}.OpenAPIModelName():                                    schema_k8sio_apimachinery_pkg_runtime_Unknown(ref),
+		intstr.IntOrString{}.OpenAPIModelName():                                 schema_apimachinery_pkg_util_intstr_IntOrString(ref),
+		version.Info{}.OpenAPIModelName():                                       schema_k8sio_apimachinery_pkg_version_Info(ref),
 	}
 }
 
@@ -976,6 +991,174 @@ func schema_githubcom_berth_dev_berth_api_ContainerStatus(ref common.ReferenceCa
 		},
 		Dependencies: []string{
 			"github.com/berth-dev/berth/api.ContainerState"},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_CronJob(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CronJob makes a Job on a cron schedule, as Kubernetes' batch/v1 CronJob.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the schedule and the Job to make.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.CronJobSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the cronjob controller reports of its Jobs.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.CronJobStatus"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.CronJobSpec", "github.com/berth-dev/berth/api.CronJobStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_CronJobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CronJobSpec is the desired state of a CronJob.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"schedule": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Schedule is a cron schedule of five fields, or a macro such as @hourly.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"timeZone": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TimeZone is the IANA time zone the schedule is read in; the control plane's by default.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"startingDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartingDeadlineSeconds is how late a run may start; a run missed by more is skipped.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"concurrencyPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ConcurrencyPolicy is Allow (the default), Forbid or Replace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"suspend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Suspend stops new runs; running Jobs go on.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"jobTemplate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "JobTemplate is the Job each run makes.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.JobTemplateSpec"),
+						},
+					},
+					"successfulJobsHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SuccessfulJobsHistoryLimit is how many completed Jobs are kept, 3 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failedJobsHistoryLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedJobsHistoryLimit is how many failed Jobs are kept, 1 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"schedule", "jobTemplate"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.JobTemplateSpec"},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_CronJobStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CronJobStatus reports a CronJob's runs.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"active": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Active are the Jobs running now.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.ObjectReference"),
+									},
+								},
+							},
+						},
+					},
+					"lastScheduleTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastScheduleTime is when a Job was last scheduled.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastSuccessfulTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastSuccessfulTime is when a Job last completed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.ObjectReference", v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2261,6 +2444,368 @@ func schema_githubcom_berth_dev_berth_api_HostPathVolumeSource(ref common.Refere
 				Required: []string{"path"},
 			},
 		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_Job(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Job runs pods until a number of them succeed, as Kubernetes' batch/v1 Job: the job controller makes the pods, retries failures with back-off up to a limit, and reports Complete or Failed.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is what to run, how many times and how many at once.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.JobSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is what the job controller counts of the pods; only the status subresource writes it.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.JobStatus"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.JobSpec", "github.com/berth-dev/berth/api.JobStatus", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_JobCondition(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "JobCondition is one condition of a Job.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is the condition's type.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is True, False or Unknown.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastProbeTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastProbeTime is when the condition was last checked.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastTransitionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTransitionTime is when status last changed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is why, in one CamelCase word.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message says why in words.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "status"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_JobSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "JobSpec is the desired state of a Job.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"parallelism": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Parallelism is the most pods the Job runs at once, 1 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"completions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Completions is how many pods must succeed; unset, the Job succeeds when any pod has succeeded and the others have ended.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"activeDeadlineSeconds": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ActiveDeadlineSeconds is how long the Job may run, from its start, before its pods are stopped and it fails with DeadlineExceeded.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"podFailurePolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodFailurePolicy decides, by exit code or pod condition, whether a failed pod fails the Job, fails its index, is ignored or counts toward backoffLimit.",
+							Ref:         ref("github.com/berth-dev/berth/api.PodFailurePolicy"),
+						},
+					},
+					"successPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SuccessPolicy lets an Indexed Job succeed before every index has.",
+							Ref:         ref("github.com/berth-dev/berth/api.SuccessPolicy"),
+						},
+					},
+					"backoffLimit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BackoffLimit is how many failed pods the Job retries before it fails with BackoffLimitExceeded, 6 by default.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"backoffLimitPerIndex": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BackoffLimitPerIndex is, for an Indexed Job, how many times each index is retried before the index fails.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxFailedIndexes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxFailedIndexes is how many indexes may fail, with backoffLimitPerIndex, before the Job fails.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector picks the Job's pods; the server makes one from the Job's uid unless manualSelector is true.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"manualSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManualSelector lets the Job's own selector be used.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"template": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Template is the pod to run; its restartPolicy is Never or OnFailure.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.PodTemplateSpec"),
+						},
+					},
+					"ttlSecondsAfterFinished": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTLSecondsAfterFinished is how long a finished Job is kept before it is deleted with its pods.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"completionMode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionMode is NonIndexed (the default) or Indexed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"suspend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Suspend stops the Job: its running pods are deleted and none is made until it is unset.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"podReplacementPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodReplacementPolicy is TerminatingOrFailed (the default) or Failed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"managedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ManagedBy names the controller of the Job; berth's job controller manages only those with none or \"kubernetes.io/job-controller\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"template"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.PodFailurePolicy", "github.com/berth-dev/berth/api.PodTemplateSpec", "github.com/berth-dev/berth/api.SuccessPolicy", v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_JobStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "JobStatus reports a Job's pods.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are Suspended, SuccessCriteriaMet, Complete, FailureTarget and Failed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.JobCondition"),
+									},
+								},
+							},
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the Job started (or was last resumed).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"completionTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletionTime is when the Job completed.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"active": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Active counts the pods running or pending.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"succeeded": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Succeeded counts the pods that succeeded.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed counts the pods that failed.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"terminating": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Terminating counts the pods being deleted that have not ended.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"completedIndexes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CompletedIndexes lists the succeeded indexes of an Indexed Job, as \"1,3-5,7\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"failedIndexes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "FailedIndexes lists the failed indexes, with backoffLimitPerIndex.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uncountedTerminatedPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UncountedTerminatedPods holds pods that ended and are not counted yet. berth counts a pod and drops its finalizer in one transaction, so it stays empty; it is kept for clients that read it.",
+							Ref:         ref("github.com/berth-dev/berth/api.UncountedTerminatedPods"),
+						},
+					},
+					"ready": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Ready counts the active pods that are ready.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.JobCondition", "github.com/berth-dev/berth/api.UncountedTerminatedPods", v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_JobTemplateSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "JobTemplateSpec is the Job a CronJob makes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec is the Job's spec.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.JobSpec"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.JobSpec", v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -4144,6 +4689,165 @@ func schema_githubcom_berth_dev_berth_api_PodDisruptionBudgetStatus(ref common.R
 		},
 		Dependencies: []string{
 			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PodFailurePolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodFailurePolicy is the ordered rules a failed pod is matched against; the first match decides.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"rules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Rules are tried in order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.PodFailurePolicyRule"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"rules"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.PodFailurePolicyRule"},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PodFailurePolicyOnExitCodesRequirement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodFailurePolicyOnExitCodesRequirement matches exit codes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"containerName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ContainerName restricts the rule to one container.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"operator": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Operator is In or NotIn.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"values": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Values are the exit codes, sorted, without duplicates; 0 only with NotIn.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"integer"},
+										Format: "int32",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"operator", "values"},
+			},
+		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PodFailurePolicyOnPodConditionsPattern(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodFailurePolicyOnPodConditionsPattern matches one pod condition.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is the condition's type.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the condition's status, True by default.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type"},
+			},
+		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PodFailurePolicyRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodFailurePolicyRule matches a failed pod by its containers' exit codes or by its conditions.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"action": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Action is FailJob, FailIndex, Ignore or Count.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"onExitCodes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "OnExitCodes matches the exit codes of the pod's containers.",
+							Ref:         ref("github.com/berth-dev/berth/api.PodFailurePolicyOnExitCodesRequirement"),
+						},
+					},
+					"onPodConditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "OnPodConditions matches the pod's conditions, such as DisruptionTarget.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.PodFailurePolicyOnPodConditionsPattern"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"action"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.PodFailurePolicyOnExitCodesRequirement", "github.com/berth-dev/berth/api.PodFailurePolicyOnPodConditionsPattern"},
 	}
 }
 
@@ -6137,6 +6841,67 @@ func schema_githubcom_berth_dev_berth_api_StoreInfo(ref common.ReferenceCallback
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_SuccessPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SuccessPolicy lets an Indexed Job succeed early.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"rules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Rules: the Job succeeds when any one is met.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.SuccessPolicyRule"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"rules"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.SuccessPolicyRule"},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_SuccessPolicyRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SuccessPolicyRule is met when the indexes named have succeeded, or enough of them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"succeededIndexes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SucceededIndexes is a list of indexes and ranges, as \"1,3-5\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"succeededCount": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SucceededCount is how many of them (or of all indexes) must succeed.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_TCPSocketAction(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -6368,6 +7133,57 @@ func schema_githubcom_berth_dev_berth_api_Toleration(ref common.ReferenceCallbac
 							Description: "TolerationSeconds, for effect NoExecute only, is how long the pod stays on a node after a NoExecute taint it tolerates was added; unset, it stays.",
 							Type:        []string{"integer"},
 							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_UncountedTerminatedPods(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "UncountedTerminatedPods are the uids of ended pods not yet counted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"succeeded": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Succeeded are the uids of succeeded pods.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"failed": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed are the uids of failed pods.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
 						},
 					},
 				},

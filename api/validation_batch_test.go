@@ -1,0 +1,114 @@
+package api
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestValidateBadBatch reads the bad Jobs and CronJobs and checks that
+// each mistake is reported at its field, in Kubernetes' words.
+func TestValidateBadBatch(t *testing.T) {
+	data, err := os.ReadFile("testdata/manifests/bad/batch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, errs := DecodeStream("batch.yaml", data, DecodeOptions{DropStatus: true})
+	if len(errs) > 0 {
+		t.Fatalf("decode: %v", errs)
+	}
+	var got []string
+	for _, d := range objs {
+		for _, e := range d.DefaultAndValidate() {
+			got = append(got, e.Error())
+		}
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		`doc 0 (line 6): spec.parallelism: Invalid value: -1: must be greater than or equal to 0`,
+		`spec.completions: Required value: when completion mode is Indexed`,
+		`spec.podFailurePolicy.rules[0].action: Unsupported value: "Retry"`,
+		`spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Invalid value: 0: must be ordered`,
+		`spec.template.spec.restartPolicy: Invalid value: "Always": only "Never" is supported when podFailurePolicy is specified`,
+		`spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"`,
+		`spec.schedule: Invalid value: "CRON_TZ=UTC * * * * *": cannot use TZ or CRON_TZ in schedule, use timeZone field instead`,
+		`spec.timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus`,
+		`spec.concurrencyPolicy: Unsupported value: "Sometimes"`,
+		"spec.jobTemplate.spec.selector: Invalid value: ",
+		"`selector` will be auto-generated",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no error %q in\n%s", want, all)
+		}
+	}
+}
+
+func TestValidateCronJobName(t *testing.T) {
+	cj := &CronJob{}
+	cj.Name, cj.Namespace = strings.Repeat("a", 53), "default"
+	cj.Spec.Schedule = "@hourly"
+	cj.Spec.JobTemplate.Spec.Template.Spec = PodSpec{Containers: []Container{{Name: "main", Image: "busybox"}}, RestartPolicy: RestartPolicyNever}
+	Default(cj)
+	errs := Validate(cj)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "must be no more than 52 characters") {
+		t.Errorf("errors %v", errs)
+	}
+	cj.Name = "nightly"
+	for _, s := range []string{"@hourly", "@daily", "@weekly", "*/5 * * * *", "0 3 * * 1-5", "@every 1h", "61 * * * *", "* * *"} {
+		cj.Spec.Schedule = s
+		errs := Validate(cj)
+		if ok := len(errs) == 0; ok != !strings.HasPrefix(s, "61") && s != "* * *" {
+			t.Errorf("schedule %q: %v", s, errs)
+		}
+	}
+}
+
+func TestDefaultJob(t *testing.T) {
+	j := &Job{Spec: JobSpec{PodFailurePolicy: &PodFailurePolicy{Rules: []PodFailurePolicyRule{{Action: PodFailurePolicyActionIgnore,
+		OnPodConditions: []PodFailurePolicyOnPodConditionsPattern{{Type: "DisruptionTarget"}}}}}}}
+	Default(j)
+	s := j.Spec
+	if *s.Completions != 1 || *s.Parallelism != 1 || *s.BackoffLimit != 6 || *s.CompletionMode != NonIndexedCompletion ||
+		*s.Suspend || *s.PodReplacementPolicy != PodReplacementFailed || s.PodFailurePolicy.Rules[0].OnPodConditions[0].Status != ConditionTrue {
+		t.Errorf("defaults %+v", s)
+	}
+	j = &Job{Spec: JobSpec{Parallelism: ptrTo(int32(3)), BackoffLimitPerIndex: ptrTo(int32(1))}}
+	Default(j)
+	if j.Spec.Completions != nil || *j.Spec.BackoffLimit != 1<<31-1 || *j.Spec.PodReplacementPolicy != PodReplacementTerminatingOrFailed {
+		t.Errorf("defaults %+v", j.Spec)
+	}
+}
+
+func TestIndexes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string
+		err  string
+	}{
+		{"", "", ""},
+		{"1,3-5,7", "1,3-5,7", ""},
+		{"0-2", "0-2", ""},
+		{"3,1", "", "non-increasing order"},
+		{"1-1", "", "non-increasing order"},
+		{"a", "", "cannot convert"},
+		{"9", "", "too large index"},
+	} {
+		x, err := ParseIndexes(tc.in, 8)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || x.String() != tc.want {
+			t.Errorf("%q: %q, %v", tc.in, x.String(), err)
+		}
+	}
+	x := IndexesOf([]int32{5, 1, 2, 3, 9, 2})
+	if x.String() != "1-3,5,9" || !x.Has(2) || x.Has(4) || !x.Has(9) || x.Len() != 5 {
+		t.Errorf("IndexesOf: %s", x)
+	}
+	if u := x.Union(IndexesOf([]int32{4, 10})); u.String() != "1-5,9-10" {
+		t.Errorf("Union: %s", u)
+	}
+}

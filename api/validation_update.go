@@ -25,6 +25,12 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 		return immutable(old.(*ReplicaSet).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
 	case *Deployment:
 		return immutable(old.(*Deployment).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
+	case *Job:
+		// The store keeps the selector an update leaves out.
+		if n.Spec.Selector == nil {
+			return nil
+		}
+		return immutable(old.(*Job).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
 	case *PersistentVolumeClaim:
 		return validateClaimUpdate(old.(*PersistentVolumeClaim), n)
 	case *PersistentVolume:

@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/endpointslice"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/gc"
+	"github.com/berth-dev/berth/reconcile/job"
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/reconcile/node"
 	"github.com/berth-dev/berth/reconcile/nodeipam"
@@ -75,6 +76,10 @@ var controllerInits = []namedInit{
 	{workload.DeploymentName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return workload.NewDeploymentController(d.Store, workload.Options{Clock: d.Clock, Logger: d.Log,
 			Events: d.Recorder("deployment-controller")}), nil
+	}},
+	{job.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		return job.NewController(d.Store, job.Options{Clock: d.Clock, Logger: d.Log,
+			Events: d.Recorder(job.EventComponent)}), nil
 	}},
 	{event.TTLName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return event.NewTTLController(d.Store, event.TTLOptions{TTL: d.Config.EventTTL, Clock: d.Clock, Logger: d.Log}), nil

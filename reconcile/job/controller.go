@@ -124,4 +124,3 @@ func sameForJob(old, pod *api.Pod) bool {
 		len(old.Finalizers) == len(pod.Finalizers) &&
 		old.Ready() == pod.Ready() && restarts(old) == restarts(pod)
 }
-

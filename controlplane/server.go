@@ -39,6 +39,7 @@ import (
 	"github.com/berth-dev/berth/store/bolt"
 	"github.com/berth-dev/berth/store/etcd"
 	"github.com/berth-dev/berth/store/informer"
+	"github.com/berth-dev/berth/ui"
 )
 
 // Store kinds accepted by --store.
@@ -133,6 +134,8 @@ type Config struct {
 	// (--node-cidr-mask-size; zero takes 24). Empty assigns none.
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
+	// DisableUI turns the web dashboard under /ui/ off (--ui=false).
+	DisableUI bool
 }
 
 // Server is a control plane: open, listening, not yet serving until Run.
@@ -176,6 +179,9 @@ type Server struct {
 	// store of its own, once elected and caught up over an etcd store.
 	leading     chan struct{}
 	leadingOnce sync.Once
+	// ui is the web dashboard under /ui/, nil when it is off; Run ends
+	// its streams at shutdown.
+	ui *ui.Server
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -290,6 +296,17 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
 	s.listener = l
+	if !cfg.DisableUI {
+		// The dashboard reads through the API as each viewer, over
+		// loopback to the address just bound.
+		u, err := ui.New(ui.Config{API: s.LocalURL(), CAData: creds.CAPEM, Clock: cfg.Clock, Logger: cfg.Logger})
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+		s.ui = u
+		s.api.Handle(ui.Prefix, u, false)
+	}
 	if st.Replicated() {
 		s.advertise = advertiseURL(cfg, l.Addr(), interfaceAddrs)
 		s.forward.self = s.advertise
@@ -546,6 +563,9 @@ func (s *Server) Store() *store.Store { return s.store }
 // API is the server's API server, for tests that check what it routes.
 func (s *Server) API() *apiserver.Server { return s.api }
 
+// UI is the web dashboard, nil when it is off.
+func (s *Server) UI() *ui.Server { return s.ui }
+
 // Credentials are the server's credentials.
 func (s *Server) Credentials() *Credentials { return s.creds }
 
@@ -605,6 +625,9 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Wait()
 	s.informers.Wait()
 	s.containers.Close()
+	if s.ui != nil {
+		s.ui.Close()
+	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if serr := s.api.Shutdown(shutdownCtx); serr != nil && err == nil {

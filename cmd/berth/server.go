@@ -50,6 +50,8 @@ type serverOptions struct {
 
 	// agent runs a node agent for this machine in the same process.
 	agent bool
+	// ui serves the web dashboard (--ui).
+	ui bool
 	agentFlags
 
 	// cpuProfile and memProfile are hidden debugging flags: a CPU profile
@@ -138,6 +140,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				MostAllocated:               mostAllocated,
 				ClusterCIDR:                 o.clusterCIDR,
 				NodeCIDRMaskSize:            o.nodeCIDRMaskSize,
+				DisableUI:                   !o.ui,
 			}
 			if err := cfg.Check(); err != nil {
 				return usageErrorf("%v", err)
@@ -209,6 +212,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", controlplane.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
 	f.StringVar(&o.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "the range pod IPs come from: each node gets a spec.podCIDR of --node-cidr-mask-size bits out of it when it registers, freed when it goes; empty assigns none")
 	f.IntVar(&o.nodeCIDRMaskSize, "node-cidr-mask-size", controlplane.DefaultNodeCIDRMaskSize, "the size in bits of each node's spec.podCIDR (24: 254 pod addresses a node)")
+	f.BoolVar(&o.ui, "ui", true, "serve the web dashboard under /ui/ on the API's address; viewers log in with a bearer token and see what it may read")
 	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = f.MarkHidden("cpuprofile")

@@ -1,0 +1,206 @@
+package ui
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/api"
+)
+
+func TestSafeNextStaysOnTheDashboard(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                         "/ui/",
+		"/ui/nodes":                "/ui/nodes",
+		"/ui/?q=a&status=ready":    "/ui/?q=a&status=ready",
+		"/ui/sources/hello":        "/ui/sources/hello",
+		"https://evil.example/ui/": "/ui/",
+		"//evil.example/ui/":       "/ui/",
+		"/ui//evil.example":        "/ui/",
+		"/ui/\\evil":               "/ui/",
+		"/ui/../api/v1/secrets":    "/ui/",
+		"/ui/login?next=/ui/nodes": "/ui/",
+		"/api/v1/namespaces":       "/ui/",
+		"/ui/x\r\nSet-Cookie: a=b": "/ui/",
+		"javascript:alert(1)//ui/": "/ui/",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzSafeNext(f *testing.F) {
+	for _, s := range []string{"/ui/", "/ui/nodes?x=1", "//evil", "https://a/ui/", "/ui/%2e%2e/api", "/ui/\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, next string) {
+		got := safeNext(next)
+		u, err := url.Parse(got)
+		if err != nil || u.Host != "" || u.Scheme != "" || !strings.HasPrefix(got, Prefix) || strings.HasPrefix(got, "//") || strings.ContainsAny(got, "\r\n\\") {
+			t.Fatalf("safeNext(%q) = %q: leaves the dashboard", next, got)
+		}
+	})
+}
+
+func TestLogOptions(t *testing.T) {
+	for _, c := range []struct {
+		q, want, err string
+	}{
+		{"", "follow=true&tailLines=500&timestamps=false", ""},
+		{"container=web&follow=false&tail=20", "container=web&tailLines=20&timestamps=false", ""},
+		{"previous=true", "previous=true&tailLines=500&timestamps=false", ""},
+		{"tail=99999999", "follow=true&tailLines=10000&timestamps=false", ""},
+		{"tail=-1", "", "tail"},
+		{"tail=x", "", "tail"},
+		{"previous=maybe", "", "previous"},
+		{"follow=2", "", "follow"},
+		{"container=a/b", "", "container"},
+	} {
+		q, _ := url.ParseQuery(c.q)
+		got, err := logOptions(q)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want one about %s", c.q, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got.Encode() != c.want {
+			t.Errorf("%q: %q, %v; want %q", c.q, got.Encode(), err, c.want)
+		}
+	}
+}
+
+func FuzzLogOptions(f *testing.F) {
+	for _, s := range []string{"", "container=web&tail=5", "previous=1&follow=0", "tail=%00", "container=%0a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		out, err := logOptions(q)
+		if err != nil {
+			return
+		}
+		if strings.ContainsAny(out.Get("container"), "/\r\n ") || out.Get("tailLines") == "" {
+			t.Fatalf("%q gave %v", raw, out)
+		}
+	})
+}
+
+func FuzzWatchesFor(f *testing.F) {
+	for _, s := range []string{"", "nodes", "sources/hello", "objects/pods/default/web", "objects/nodes/_/n1", "objects/pods/_/x", "objects//a/b", "a/b/c/d/e"} {
+		f.Add(s, "namespace=team")
+	}
+	f.Fuzz(func(t *testing.T, path, query string) {
+		q, _ := url.ParseQuery(query)
+		ws, ok := watchesFor(path, q)
+		if ok && len(ws) == 0 {
+			t.Fatalf("%q: a page with no watch", path)
+		}
+		for _, w := range ws {
+			if w.kind == nil || (!w.kind.Namespaced && w.namespace != "") {
+				t.Fatalf("%q: watch %+v", path, w)
+			}
+		}
+	})
+}
+
+// FuzzLogin posts whatever a form may hold to the login handler; no
+// input panics, and none makes a session without the API's word.
+func FuzzLogin(f *testing.F) {
+	apiCalls := 0
+	apiSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apiCalls++
+		http.Error(w, `{"kind":"Status","code":401,"message":"no"}`, http.StatusUnauthorized)
+	}))
+	f.Cleanup(apiSrv.Close)
+	s, err := New(Config{API: apiSrv.URL, Transport: apiSrv.Client().Transport})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range [][2]string{
+		{"token=abc&csrf=t&next=/ui/", "t"},
+		{"token=&csrf=t", "t"},
+		{"token=a%20b&csrf=t", "t"},
+		{"token=abc&csrf=u", "t"},
+		{"%zz", "t"},
+		{"token=" + strings.Repeat("a", 40000) + "&csrf=t", "t"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, body, cookie string) {
+		r := httptest.NewRequest(http.MethodPost, "/ui/login", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.AddCookie(&http.Cookie{Name: loginCookie, Value: url.QueryEscape(cookie)})
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code == http.StatusSeeOther || s.Sessions() != 0 {
+			t.Fatalf("%q: a session without the API's word (%d)", body, w.Code)
+		}
+		if w.Header().Get("Content-Security-Policy") == "" {
+			t.Fatal("no CSP")
+		}
+	})
+}
+
+func TestBuildTree(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	meta := func(name, uid, source string, owner ...string) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}
+		if source != "" {
+			m.Annotations = map[string]string{api.AnnotationSource: source}
+		}
+		for _, o := range owner {
+			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{UID: types.UID(o), Name: o})
+		}
+		return m
+	}
+	one := int32(1)
+	objs := []api.Object{
+		&api.Pod{ObjectMeta: meta("web-1", "p1", "", "rs1"), Status: api.PodStatus{Phase: api.PodRunning}},
+		&api.ReplicaSet{ObjectMeta: meta("web-rs", "rs1", "", "d1"), Spec: api.ReplicaSetSpec{Replicas: &one}, Status: api.ReplicaSetStatus{ReadyReplicas: 1}},
+		&api.Deployment{ObjectMeta: meta("web", "d1", "hello"), Spec: api.DeploymentSpec{Replicas: &one}},
+		&api.Service{ObjectMeta: meta("web", "s1", "hello")},
+		&api.EndpointSlice{ObjectMeta: meta("web-abc", "e1", "", "s1")},
+		&api.ConfigMap{ObjectMeta: meta("other", "c1", "elsewhere")},
+		&api.Pod{ObjectMeta: meta("stray", "p2", "")},
+		&api.Pod{ObjectMeta: meta("waiting", "p3", "hello"), Status: api.PodStatus{Phase: api.PodPending, ContainerStatuses: []api.ContainerStatus{
+			{Name: "app", State: api.ContainerState{Waiting: &api.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "<script>"}}}}}},
+	}
+	roots := buildTree("hello", objs, map[types.UID]string{"s1": "reverted spec.ports"}, now)
+	var got []string
+	var walk func(ns []*treeNode, depth int)
+	walk = func(ns []*treeNode, depth int) {
+		for _, n := range ns {
+			got = append(got, strings.Repeat("  ", depth)+n.Kind+" "+n.Name+" "+string(n.Health)+" "+n.Age+" "+n.Drift)
+			walk(n.Children, depth+1)
+		}
+	}
+	walk(roots, 0)
+	want := []string{
+		"Deployment web Progressing 60m ",
+		"  ReplicaSet web-rs Healthy 60m ",
+		"    Pod web-1 Healthy 60m ",
+		"Pod waiting Degraded 60m ",
+		"Service web Healthy 60m reverted spec.ports",
+		"  EndpointSlice web-abc Healthy 60m ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("tree:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if treeCount(roots) != 6 {
+		t.Errorf("count %d", treeCount(roots))
+	}
+	if roots[1].Message != "app: CrashLoopBackOff <script>" {
+		t.Errorf("message %q", roots[1].Message)
+	}
+}

@@ -1,0 +1,101 @@
+package ui
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// treeNode is an object of a source's tree and what it owns.
+type treeNode struct {
+	Kind      string
+	Resource  string
+	Namespace string
+	Name      string
+	Health    Health
+	Message   string
+	Age       string
+	// Drift is the message of the last drift the applier reverted on
+	// the object, if any.
+	Drift    string
+	Children []*treeNode
+}
+
+// Link is the object's page.
+func (n *treeNode) Link() string { return objectLink(n.Resource, n.Namespace, n.Name) }
+
+// buildTree makes the trees of the objects source applied (those whose
+// berth.dev/source annotation names it) down through what they own by
+// owner reference: Deployment → ReplicaSet → Pod, Service →
+// EndpointSlice. drift maps an object's UID to the drift message to mark
+// it with. Roots and children come sorted by kind, namespace and name.
+func buildTree(source string, objs []api.Object, drift map[types.UID]string, now time.Time) []*treeNode {
+	nodes := make(map[types.UID]*treeNode, len(objs))
+	for _, o := range objs {
+		k := api.KindOf(o)
+		if k == nil {
+			continue
+		}
+		h, msg := healthOf(o)
+		nodes[o.GetUID()] = &treeNode{Kind: k.GVK.Kind, Resource: k.Resource, Namespace: o.GetNamespace(), Name: o.GetName(),
+			Health: h, Message: msg, Age: age(now, o.GetCreationTimestamp().Time), Drift: drift[o.GetUID()]}
+	}
+	var roots []*treeNode
+	for _, o := range objs {
+		n := nodes[o.GetUID()]
+		if n == nil {
+			continue
+		}
+		if o.GetAnnotations()[api.AnnotationSource] == source {
+			roots = append(roots, n)
+			continue
+		}
+		for _, ref := range o.GetOwnerReferences() {
+			if p := nodes[ref.UID]; p != nil && p != n {
+				p.Children = append(p.Children, n)
+				break
+			}
+		}
+	}
+	sortNodes(roots)
+	for _, n := range nodes {
+		sortNodes(n.Children)
+	}
+	return roots
+}
+
+func sortNodes(ns []*treeNode) {
+	slices.SortFunc(ns, func(a, b *treeNode) int {
+		return cmp.Or(cmp.Compare(kindRank(a.Kind), kindRank(b.Kind)), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+}
+
+// kindRank puts a source's namespaces and workloads first, as one reads
+// a tree of what runs.
+func kindRank(kind string) int {
+	switch kind {
+	case "Namespace":
+		return 0
+	case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob":
+		return 1
+	case "Pod":
+		return 2
+	case "Service", "Ingress", "EndpointSlice":
+		return 3
+	}
+	return 4
+}
+
+// treeCount is the number of objects in the trees.
+func treeCount(ns []*treeNode) int {
+	n := len(ns)
+	for _, c := range ns {
+		n += treeCount(c.Children)
+	}
+	return n
+}

@@ -16,6 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,7 +253,7 @@ func TempDir(t testing.TB) string {
 // Containerd starts containerd under dir with the registry's hosts and the
 // pods' network written, and stops it, and every container it runs, at
 // the end of the test.
-func Containerd(t *testing.T, ctx context.Context, dir string, reg *Registry, pause string) *cri.Containerd {
+func Containerd(t testing.TB, ctx context.Context, dir string, reg *Registry, pause string) *cri.Containerd {
 	t.Helper()
 	o := cri.ContainerdOptions{Dir: filepath.Join(dir, "containerd"), PauseImage: pause}
 	o.RegistryConfigDir = filepath.Join(o.Dir, "certs.d")
@@ -277,10 +280,15 @@ func Containerd(t *testing.T, ctx context.Context, dir string, reg *Registry, pa
 	return cd
 }
 
+// cleanUpTimeout bounds the removal of a test's sandboxes: a benchmark's
+// hundred take more than a minute on a loaded machine, and what is not
+// removed then outlives the test.
+const cleanUpTimeout = 5 * time.Minute
+
 // KillAll stops and removes every sandbox of the CRI runtime at endpoint,
 // so no shim outlives the test.
 func KillAll(t testing.TB, endpoint string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanUpTimeout)
 	defer cancel()
 	r, err := cri.New(ctx, cri.Options{Endpoint: endpoint})
 	if err != nil {
@@ -299,16 +307,18 @@ type Env struct {
 	Dir        string
 	Registry   *Registry
 	Containerd *cri.Containerd
+	// PauseImage is the sandbox image's reference.
+	PauseImage string
 }
 
 // Start makes t's containerd: a directory, a registry on loopback holding
 // the pause image, and containerd running from them with the pods'
 // network of PodCIDR. Call it inside the network namespace (InNetns).
-func Start(t *testing.T, ctx context.Context) *Env {
+func Start(t testing.TB, ctx context.Context) *Env {
 	t.Helper()
 	e := &Env{Dir: TempDir(t), Registry: StartRegistry(t)}
-	pause := e.Registry.Push(t, "pause:test", PauseImage(t))
-	e.Containerd = Containerd(t, ctx, e.Dir, e.Registry, pause)
+	e.PauseImage = e.Registry.Push(t, "pause:test", PauseImage(t))
+	e.Containerd = Containerd(t, ctx, e.Dir, e.Registry, e.PauseImage)
 	return e
 }
 
@@ -318,7 +328,7 @@ func Start(t *testing.T, ctx context.Context) *Env {
 // for the purpose, so no container or shim outlives the test.
 func CleanUpAfter(t testing.TB, dir string) {
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), cleanUpTimeout)
 		defer cancel()
 		if _, err := os.Stat(filepath.Join(dir, "config.toml")); err != nil {
 			return // never started
@@ -331,4 +341,32 @@ func CleanUpAfter(t testing.TB, dir string) {
 		KillAll(t, cd.Endpoint())
 		cd.Stop()
 	})
+}
+
+// CgroupCPU is the CPU time used so far by the cgroup v1 cpuacct group
+// this process runs in (and with it containerd, its shims, runc and the
+// CNI plugins it starts), when that group is not the root: benchmarks run
+// in a group of their own (`echo $$ > /sys/fs/cgroup/cpuacct/G/tasks`)
+// report what the runtime's processes used.
+func CgroupCPU() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || f[2] == "/" || !slices.Contains(strings.Split(f[1], ","), "cpuacct") {
+			continue
+		}
+		u, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuacct", f[2], "cpuacct.usage"))
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(u)), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return time.Duration(n), true
+	}
+	return 0, false
 }

@@ -836,7 +836,7 @@ func (a *Agent) serveLogs(ctx context.Context) error {
 	srv := &http.Server{
 		Handler: NewContainerServer(ContainerServerOptions{
 			Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log,
-			Clock: a.cfg.Clock, Metrics: a.metrics.Latest, PodAddresses: a.pods.PodAddresses,
+			Clock: a.cfg.Clock, Metrics: a.metrics.Latest, PodAddresses: a.pods.PodAddresses, PortForward: a.pods.PodPortForward,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),

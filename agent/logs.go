@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -48,6 +49,10 @@ type ContainerServerOptions struct {
 	// PodAddresses, for port-forward, says where a pod's ports are
 	// reached; nil forwards none.
 	PodAddresses PodAddresses
+	// PortForward, when set, gives the runtime's own forwarding to a
+	// pod's ports (the CRI's PortForward), nil for a pod reached at its
+	// PodAddresses.
+	PortForward func(ctx context.Context, namespace, name string) (runtime.PortForwardSession, error)
 }
 
 // NewContainerServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}

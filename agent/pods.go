@@ -386,6 +386,24 @@ func (m *PodManager) PodAddresses(namespace, name string) ([]string, bool) {
 	return addrs, true
 }
 
+// PodPortForward implements the container server's PortForward: under a
+// runtime that forwards to a pod's ports itself (the CRI's PortForward,
+// inside the pod's network namespace, as the kubelet does), a session of
+// the runtime's; nil under one that does not.
+func (m *PodManager) PodPortForward(ctx context.Context, namespace, name string) (runtime.PortForwardSession, error) {
+	pf, ok := m.o.Runtime.(runtime.PortForwarder)
+	if !ok {
+		return nil, nil
+	}
+	m.mu.Lock()
+	p := m.podNamed(namespace, name)
+	m.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("pod %s/%s is not running on this node: %w", namespace, name, runtime.ErrNotFound)
+	}
+	return pf.PortForward(ctx, string(p.UID))
+}
+
 // podNamed is the current version of a pod this node runs, nil for none.
 // The caller holds mu.
 func (m *PodManager) podNamed(namespace, name string) *api.Pod {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/spdy"
+
+	"github.com/berth-dev/berth/agent/runtime"
 )
 
 // kubectl port-forward speaks SPDY (portforward.k8s.io) tunnelled in a
@@ -58,6 +61,25 @@ func (s *containerServer) servePortForward(w http.ResponseWriter, r *http.Reques
 		http.Error(w, fmt.Sprintf("port-forward takes a WebSocket upgrade with protocol %s (kubectl 1.30 or later)", portForwardProtocol), http.StatusBadRequest)
 		return
 	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var fwd runtime.PortForwardSession
+	if s.opts.PortForward != nil {
+		f, err := s.opts.PortForward(ctx, ns, pod)
+		if err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, runtime.ErrNotFound) {
+				code = http.StatusNotFound
+			}
+			http.Error(w, fmt.Sprintf("port-forward to pod %s/%s: %v", ns, pod, err), code)
+			return
+		}
+		fwd = f
+	}
+	if fwd == nil {
+		fwd = &dialSession{ctx: ctx, addrs: addrs}
+	}
+	defer fwd.Close()
 	ws, err := portForwardUpgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered
@@ -77,9 +99,7 @@ func (s *containerServer) servePortForward(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	pf := &portForwarder{ctx: ctx, addrs: addrs, pairs: map[string]*streamPair{}}
+	pf := &portForwarder{ctx: ctx, open: fwd.Open, pairs: map[string]*streamPair{}}
 	defer pf.wg.Wait()
 	for {
 		select {
@@ -95,8 +115,9 @@ func (s *containerServer) servePortForward(w http.ResponseWriter, r *http.Reques
 
 // portForwarder pairs one connection's streams and forwards each pair.
 type portForwarder struct {
-	ctx   context.Context
-	addrs []string
+	ctx context.Context
+	// open connects to a port of the pod.
+	open  func(port uint16) (runtime.PortStream, error)
 	pairs map[string]*streamPair
 	wg    sync.WaitGroup
 }
@@ -141,33 +162,67 @@ func (pf *portForwarder) forward(p *streamPair) {
 		fmt.Fprintf(p.errs, "invalid port %q", p.data.Headers().Get(headerPort))
 		return
 	}
-	var c net.Conn
-	d := net.Dialer{Timeout: portForwardDialTimeout}
-	for _, a := range pf.addrs {
-		if c, err = d.DialContext(pf.ctx, "tcp", net.JoinHostPort(a, strconv.Itoa(int(port)))); err == nil {
-			break
-		}
-	}
-	if c == nil {
+	up, err := pf.open(uint16(port))
+	if err != nil {
 		fmt.Fprintf(p.errs, "error forwarding port %d: %v", port, err)
 		return
 	}
-	defer c.Close()
+	defer up.Close()
+	errsDone := make(chan struct{})
+	go func() {
+		// What the runtime says went wrong, for kubectl to print.
+		if e := up.Errors(); e != nil {
+			_, _ = io.Copy(p.errs, e)
+		}
+		close(errsDone)
+	}()
 	go func() {
 		// The user's side ending is a half close: the pod may still
 		// answer what it was sent.
-		_, _ = io.Copy(c, p.data)
-		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
+		_, _ = io.Copy(up, p.data)
+		_ = up.CloseWrite()
 	}()
 	copied := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(p.data, c)
+		_, _ = io.Copy(p.data, up)
 		close(copied)
 	}()
 	select {
 	case <-copied:
+		select {
+		case <-errsDone:
+		case <-pf.ctx.Done():
+		}
 	case <-pf.ctx.Done():
 	}
 }
+
+// dialSession reaches a pod's ports by dialling its addresses, in order:
+// the pod runs in the node's network or has an address the node routes
+// to.
+type dialSession struct {
+	ctx   context.Context
+	addrs []string
+}
+
+func (d *dialSession) Open(port uint16) (runtime.PortStream, error) {
+	var err error
+	dl := net.Dialer{Timeout: portForwardDialTimeout}
+	for _, a := range d.addrs {
+		var c net.Conn
+		if c, err = dl.DialContext(d.ctx, "tcp", net.JoinHostPort(a, strconv.Itoa(int(port)))); err == nil {
+			return dialStream{c.(*net.TCPConn)}, nil
+		}
+	}
+	if err == nil {
+		err = errors.New("the pod has no address")
+	}
+	return nil, err
+}
+
+func (d *dialSession) Close() error { return nil }
+
+// dialStream is a TCP connection as a runtime.PortStream.
+type dialStream struct{ *net.TCPConn }
+
+func (dialStream) Errors() io.Reader { return nil }

@@ -335,3 +335,30 @@ type PodRuntime interface {
 	// removed.
 	RemovePod(ctx context.Context, podUID string) error
 }
+
+// PortForwarder is a PodRuntime that reaches a pod's ports itself, inside
+// the pod's network namespace (the CRI's PortForward), as the kubelet
+// forwards `kubectl port-forward`.
+type PortForwarder interface {
+	// PortForward opens a session of forwarded connections to the pod's
+	// ports; ErrNotFound when the pod has no running sandbox.
+	PortForward(ctx context.Context, podUID string) (PortForwardSession, error)
+}
+
+// PortForwardSession is one user's port-forward: each Open is one
+// connection to a port of the pod.
+type PortForwardSession interface {
+	Open(port uint16) (PortStream, error)
+	Close() error
+}
+
+// PortStream is one forwarded connection: its bytes are read and written;
+// CloseWrite says nothing more is sent (the pod may still answer); Errors
+// carries what the runtime says went wrong (reaching the port), read to
+// its end.
+type PortStream interface {
+	io.ReadWriter
+	CloseWrite() error
+	Close() error
+	Errors() io.Reader
+}

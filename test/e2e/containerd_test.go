@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,6 +88,16 @@ func TestContainerdRunsDeployments(t *testing.T) {
 	}
 	if out := s.kubectl(t, "exec", pods["web-a"], "--", "sh", "-c", "cat /www/index.html; hostname"); out != "hello from an image\n"+pods["web-a"]+"\n" {
 		t.Errorf("kubectl exec: %q", out)
+	}
+
+	// kubectl port-forward goes through containerd's streaming server.
+	line, stderr := startForLine(t, s.command(t, "kubectl", "port-forward", "pod/"+pods["web-a"], "--address", "127.0.0.1", ":8080"))
+	m := regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 8080`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("kubectl port-forward said %q, stderr %s", line, stderr.String())
+	}
+	if body, err := httpGet("http://127.0.0.1:" + m[1] + "/index.html"); err != nil || body != "hello from an image\n" {
+		t.Errorf("through kubectl port-forward: %q, %v; stderr %s", body, err, stderr.String())
 	}
 
 	// A restart of the server, its agent and containerd: the pods run on.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -107,6 +108,58 @@ func TestContainerdRunsPodsFromImages(t *testing.T) {
 	code, err = r.ExecStream(ctx, c.ID, runtime.ExecOptions{Argv: []string{"sh", "-c", "echo out; echo err >&2; exit 4"}, Stdout: &so, Stderr: &se})
 	if err != nil || code != 4 || so.String() != "out\n" || se.String() != "err\n" {
 		t.Fatalf("exec stream: out %q err %q code %d, %v", so.String(), se.String(), code, err)
+	}
+
+	// Port-forward goes through the runtime's streaming server, inside
+	// the pod's network namespace: a server on the pod's loopback alone,
+	// which the pod's address does not reach, answers.
+	lo := &runtime.Container{ID: runtime.ID{PodUID: pod.UID, Name: "lo"}, Image: &runtime.Image{Ref: web, PullPolicy: cri.PullNever, Command: []string{"httpd", "-f", "-p", "127.0.0.1:9090", "-h", "/www"}}, Pod: pod}
+	if _, err := r.Start(ctx, lo); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := r.PortForward(ctx, pod.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 30*time.Second, "the pod's loopback server through port-forward", func() error {
+		st, err := sess.Open(9090)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		io.WriteString(st, "GET /index.html HTTP/1.0\r\n\r\n")
+		st.CloseWrite()
+		b, _ := io.ReadAll(st)
+		if !strings.HasSuffix(string(b), "\r\n\r\nhello from an image\n") {
+			e, _ := io.ReadAll(st.Errors())
+			return fmt.Errorf("answer %q, error stream %q", b, e)
+		}
+		return nil
+	})
+	if resp, err := http.Get("http://" + ips[0] + ":9090/index.html"); err == nil {
+		resp.Body.Close()
+		t.Fatal("the pod's loopback server answered on the pod's address")
+	}
+	st9, err := sess.Open(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(st9.Errors()); !strings.Contains(string(b), "9") {
+		t.Errorf("forwarding to a port nothing listens on: error stream %q", b)
+	}
+	st9.Close()
+	sess.Close()
+	if _, err := r.PortForward(ctx, "no-such-pod"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("port-forward to a pod with no sandbox: %v", err)
+	}
+	if err := r.Stop(ctx, lo.ID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if id := <-r.Exited(); id != lo.ID {
+		t.Fatalf("exited %s, want %s", id, lo.ID)
+	}
+	if err := r.Remove(ctx, lo.ID); err != nil {
+		t.Fatal(err)
 	}
 
 	// A new runtime, as after an agent restart, finds the run as it is.

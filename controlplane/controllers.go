@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/cronjob"
 	"github.com/berth-dev/berth/reconcile/disruption"
 	"github.com/berth-dev/berth/reconcile/endpoints"
 	"github.com/berth-dev/berth/reconcile/endpointslice"
@@ -80,6 +81,10 @@ var controllerInits = []namedInit{
 	{job.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return job.NewController(d.Store, job.Options{Clock: d.Clock, Logger: d.Log,
 			Events: d.Recorder(job.EventComponent)}), nil
+	}},
+	{cronjob.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		return cronjob.NewController(d.Store, cronjob.Options{Clock: d.Clock, Logger: d.Log,
+			Events: d.Recorder(cronjob.EventComponent)}), nil
 	}},
 	{event.TTLName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return event.NewTTLController(d.Store, event.TTLOptions{TTL: d.Config.EventTTL, Clock: d.Clock, Logger: d.Log}), nil

@@ -40,7 +40,7 @@ func (s *Server) write(r *http.Request, dry bool, fn func(tx *store.Txn) error, 
 		_, err := s.store.Txn(r.Context(), fn)
 		return err
 	}
-	rev, err := s.store.DryRun(fn)
+	rev, err := s.store.DryRun(r.Context(), fn)
 	if err == nil && *out != nil && (*out).GetResourceVersion() == strconv.FormatUint(rev, 10) {
 		// Only an object made in the dry run carries its revision: one
 		// the store holds (a write that changed nothing) is shared and

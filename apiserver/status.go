@@ -141,6 +141,13 @@ func storeError(err error) *apierrors.StatusError {
 		return apierrors.NewResourceExpired("too old resource version: " + err.Error())
 	case errors.Is(err, store.ErrInvalid):
 		return apierrors.NewBadRequest(err.Error())
+	case errors.Is(err, store.ErrNotCommitted):
+		// Nothing of this request was written: an earlier commit,
+		// which it came after or read from, failed. Sent again, it
+		// meets what is durable (or the next leader).
+		se := apierrors.NewServiceUnavailable(err.Error())
+		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		return se
 	case errors.Is(err, store.ErrClosed):
 		return apierrors.NewServiceUnavailable("the store is closed: the server is shutting down")
 	case errors.Is(err, store.ErrNotLeader):

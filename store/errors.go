@@ -30,6 +30,11 @@ var (
 	// ErrNotLeader: the store follows another control plane's (see
 	// Replicated), which alone writes.
 	ErrNotLeader = errors.New("this control plane is not the leader: writes go to the leader")
+	// ErrNotCommitted: nothing of the request was written, and it
+	// cannot be answered otherwise, because a commit before it, which
+	// it came after or read from, was not made durable (the backend
+	// refused it, or leadership was lost). Trying again is safe.
+	ErrNotCommitted = errors.New("not committed")
 )
 
 // ObjectError says which object an error is about.

@@ -112,6 +112,9 @@ type batch struct {
 	// probe asks the backend whether it writes again (Recoverable), in
 	// turn with the batches before it; it carries nothing else.
 	probe bool
+	// barrier waits for the batches before it and carries nothing (see
+	// Store.barrier); rev is the newest of them.
+	barrier bool
 }
 
 // New opens a store over a backend, loading every object it holds.
@@ -311,25 +314,23 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 	}
 	tx := s.begin()
 	err := fn(tx)
+	if err == nil {
+		err = s.encode(tx.ops)
+	}
 	if err != nil || len(tx.ops) == 0 {
+		// The answer (a 409, a 404, a conflict, an object unchanged)
+		// rests on what fn read: it waits until that is durable.
 		tx.txn.Abort()
 		rev := s.rev
+		b := s.barrier()
 		s.writeMu.Unlock()
-		return rev, err
-	}
-	if s.persistent {
-		for i := range tx.ops {
-			err := encodeOp(&tx.ops[i])
-			if op := &tx.ops[i]; err == nil && s.maxObject > 0 && len(op.Data) > s.maxObject {
-				err = objectError(ErrInvalid, op.Kind, op.Namespace, op.Name,
-					fmt.Sprintf("the object is %d bytes encoded, and the store holds objects up to %d", len(op.Data), s.maxObject))
-			}
-			if err != nil {
-				tx.txn.Abort()
-				s.writeMu.Unlock()
-				return 0, err
-			}
+		if werr := s.awaitBarrier(ctx, b); werr != nil {
+			return rev, werr
 		}
+		if b != nil {
+			s.refreshCurrent(err)
+		}
+		return rev, err
 	}
 	tx.txn.Commit()
 	s.rev = tx.rev
@@ -356,15 +357,77 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 // revision in their resourceVersion (which DryRun returns) is never given
 // to a write. It is the API's dryRun=All: validation, admission and
 // conflicts as for a real write, and nothing changed.
-func (s *Store) DryRun(fn func(tx *Txn) error) (uint64, error) {
+//
+// As a transaction that writes nothing, its answer waits until every
+// commit it read from is durable (see Txn).
+func (s *Store) DryRun(ctx context.Context, fn func(tx *Txn) error) (uint64, error) {
 	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
 	if err := s.writable(); err != nil {
+		s.writeMu.Unlock()
 		return 0, err
 	}
 	tx := s.begin()
-	defer tx.txn.Abort()
-	return tx.rev, fn(tx)
+	err := fn(tx)
+	tx.txn.Abort()
+	b := s.barrier()
+	s.writeMu.Unlock()
+	if werr := s.awaitBarrier(ctx, b); werr != nil {
+		return tx.rev, werr
+	}
+	if b != nil {
+		s.refreshCurrent(err)
+	}
+	return tx.rev, err
+}
+
+// barrier returns, when a transaction applied to the tables is not
+// durable yet, a batch that the commit loop answers in turn, once every
+// batch before it is durable (nil) or has failed (their error); nil when
+// the tables hold nothing undurable. As a database with group commit
+// does, a transaction that read the tables answers only after what it
+// read is durable: a create refused as a duplicate of a create the
+// backend then refuses would tell its client of an object that never
+// was. The caller holds writeMu.
+func (s *Store) barrier() *batch {
+	if s.view.Load().rev >= s.rev {
+		return nil
+	}
+	b := &batch{rev: s.rev, barrier: true, done: make(chan error, 1)}
+	s.commits <- b
+	return b
+}
+
+// refreshCurrent makes the stored version a conflict names the newest
+// again, after its answer waited for what it read to be durable: a
+// writer that builds its next try on it (an unconditional update) would
+// otherwise lose to every write made meanwhile.
+func (s *Store) refreshCurrent(err error) {
+	var oe *ObjectError
+	if !errors.As(err, &oe) || !errors.Is(oe.Err, ErrConflict) || oe.Current == nil {
+		return
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	r := reader{txn: s.db.Txn(false)}
+	oe.Current, _ = r.Get(oe.Kind, oe.Namespace, oe.Name)
+}
+
+// awaitBarrier waits for b (see barrier). An error means the answer
+// rested on writes the store could not make durable, or that the caller
+// stopped waiting: either way nothing of the caller's was written.
+func (s *Store) awaitBarrier(ctx context.Context, b *batch) error {
+	if b == nil {
+		return nil
+	}
+	select {
+	case err := <-b.done:
+		if err != nil && !errors.Is(err, ErrNotCommitted) {
+			err = fmt.Errorf("%w: what it read was not made durable: %w", ErrNotCommitted, err)
+		}
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: the request ended while what it read was being made durable: %w", ErrNotCommitted, ctx.Err())
+	}
 }
 
 // writable says why the store takes no writes, if it does not. The caller
@@ -383,6 +446,25 @@ func (s *Store) writable() error {
 // holds writeMu.
 func (s *Store) begin() *Txn {
 	return &Txn{reader: reader{txn: s.db.Txn(true), rev: s.rev + 1}, store: s}
+}
+
+// encode fills in the Data of ops for a persistent backend, and refuses
+// an object larger than the backend holds.
+func (s *Store) encode(ops []Op) error {
+	if !s.persistent {
+		return nil
+	}
+	for i := range ops {
+		op := &ops[i]
+		if err := encodeOp(op); err != nil {
+			return err
+		}
+		if s.maxObject > 0 && len(op.Data) > s.maxObject {
+			return objectError(ErrInvalid, op.Kind, op.Namespace, op.Name,
+				fmt.Sprintf("the object is %d bytes encoded, and the store holds objects up to %d", len(op.Data), s.maxObject))
+		}
+	}
+	return nil
 }
 
 func encodeOp(op *Op) error {
@@ -442,13 +524,20 @@ func (s *Store) commitLoop() {
 // commitGroup commits one group of batches and answers their writers; ops
 // is a buffer it returns for the next group.
 func (s *Store) commitGroup(group []*batch, ops []Op) []Op {
-	last := group[len(group)-1]
+	var last *batch
 	ops = ops[:0]
 	for _, g := range group {
-		ops = append(ops, g.ops...)
+		if !g.barrier {
+			last = g
+			ops = append(ops, g.ops...)
+		}
 	}
 	err := s.failure()
-	if err == nil {
+	if err != nil {
+		// Never tried: the backend refused an earlier commit, which the
+		// tables held when these transactions read them.
+		err = fmt.Errorf("%w: an earlier commit failed: %w", ErrNotCommitted, err)
+	} else if last != nil {
 		if err = s.backend.Commit(last.rev, ops); err != nil {
 			err = fmt.Errorf("commit revision %d: %w", last.rev, err)
 			if s.failed.CompareAndSwap(nil, &err) {
@@ -456,7 +545,7 @@ func (s *Store) commitGroup(group []*batch, ops []Op) []Op {
 			}
 		}
 	}
-	if err == nil {
+	if err == nil && last != nil {
 		s.publish(last.view)
 		s.hub.dispatch(group)
 	}

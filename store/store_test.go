@@ -342,7 +342,7 @@ func TestDryRunKeepsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := s.Revision()
-	rev, err := s.DryRun(func(tx *Txn) error {
+	rev, err := s.DryRun(context.Background(), func(tx *Txn) error {
 		p, err := tx.Create(pod("default", "new", ""))
 		if err != nil {
 			return err
@@ -365,7 +365,7 @@ func TestDryRunKeepsNothing(t *testing.T) {
 	if _, err := s.Get(podKind, "default", "web"); err != nil {
 		t.Errorf("dry-run delete was kept: %v", err)
 	}
-	if _, err := s.DryRun(func(tx *Txn) error {
+	if _, err := s.DryRun(context.Background(), func(tx *Txn) error {
 		_, err := tx.Create(pod("default", "web", ""))
 		return err
 	}); !IsAlreadyExists(err) {

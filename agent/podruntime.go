@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,14 @@ const (
 // serviceAccountMountPath is where a pod's containers find its token,
 // namespace and ca.crt, as in Kubernetes.
 const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// Where a container writes its termination message unless it says, and
+// the policy that takes the log's tail when it writes none, as in
+// Kubernetes.
+const (
+	defaultTerminationMessagePath           = "/dev/termination-log"
+	terminationMessageFallbackToLogsOnError = "FallbackToLogsOnError"
+)
 
 // clusterDomain is the cluster's DNS zone.
 const clusterDomain = "cluster.local"
@@ -93,6 +102,32 @@ func (w *podWorker) imageContainer(pod *api.Pod, c *api.Container, vars map[stri
 	}
 	rc.Mounts = mounts
 	rc.Pod = w.sandboxSpec(pod)
+	return w.terminationMessageFile(pod, c, rc)
+}
+
+// terminationMessageFile gives rc, as the kubelet does, an empty file of
+// the host at the container's terminationMessagePath (Kubernetes'
+// default /dev/termination-log), writable by whatever user it runs as;
+// the runtime reads it back into the status once the run has exited.
+func (w *podWorker) terminationMessageFile(pod *api.Pod, c *api.Container, rc *runtime.Container) error {
+	path := c.TerminationMessagePath
+	if path == "" {
+		path = defaultTerminationMessagePath
+	}
+	dir := filepath.Join(podDir(w.m.o.DataDir, string(pod.UID)), "containers", c.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("container %s: termination message: %w", c.Name, err)
+	}
+	host := filepath.Join(dir, strconv.Itoa(rc.ID.Attempt))
+	if err := os.WriteFile(host, nil, 0o666); err != nil {
+		return fmt.Errorf("container %s: termination message: %w", c.Name, err)
+	}
+	if err := os.Chmod(host, 0o666); err != nil {
+		return fmt.Errorf("container %s: termination message: %w", c.Name, err)
+	}
+	rc.Mounts = append(rc.Mounts, runtime.Mount{HostPath: host, ContainerPath: path})
+	rc.TerminationMessagePath = path
+	rc.TerminationMessageFallbackToLogs = c.TerminationMessagePolicy == terminationMessageFallbackToLogsOnError
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
@@ -215,5 +216,95 @@ func TestPodsRunImagesOnContainerd(t *testing.T) {
 			return fmt.Errorf("runs %+v", runs)
 		}
 		return nil
+	})
+}
+
+// TestContainerdStatuses: a pod's container statuses on containerd are
+// Kubernetes' own: containerd's container IDs, the message a container
+// left at its terminationMessagePath (the default /dev/termination-log or
+// its own), its log's tail with FallbackToLogsOnError, and OOMKilled
+// (exit 137) for a container the OOM killer ended.
+func TestContainerdStatuses(t *testing.T) {
+	critest.Need(t)
+	if !critest.InNetns(t) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := critest.Start(t, ctx)
+	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"/bin/sh", "-c"}}))
+	pod := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "ends", Namespace: "default", UID: "uid-ends"},
+		Spec: api.PodSpec{
+			RestartPolicy: api.RestartPolicyNever,
+			Containers: []api.Container{
+				{Name: "default-path", Image: image, Args: []string{"echo bye > /dev/termination-log"}},
+				{Name: "own-path", Image: image, Args: []string{"echo -n custom > /tmp/why; echo logged; exit 2"},
+					TerminationMessagePath: "/tmp/why", TerminationMessagePolicy: "FallbackToLogsOnError"},
+				{Name: "fallback", Image: image, Args: []string{"echo it broke; exit 3"}, TerminationMessagePolicy: "FallbackToLogsOnError"},
+				{Name: "no-fallback", Image: image, Args: []string{"echo not a message; exit 4"}},
+				{Name: "oom", Image: image, Args: []string{"a=0123456789; while :; do a=$a$a; done"},
+					Resources: api.ResourceRequirements{Limits: api.ResourceList{api.ResourceMemory: resource.MustParse("32Mi")}}},
+			},
+		},
+	}
+	rt, err := cri.New(ctx, cri.Options{Endpoint: env.Containerd.Endpoint(), PollPeriod: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rep := newFakeReporter()
+	m, err := NewPodManager(PodManagerOptions{
+		NodeName: "n", NodeIP: "127.0.0.1", Runtime: rt, RuntimeName: RuntimeContainerd, DataDir: env.Dir + "/data",
+		Reporter: rep, Refs: &fakeRefs{}, Events: &fakePodEvents{}, Clock: clock.RealClock{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, mcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(mctx) }()
+	defer func() {
+		m.Forget(pod.UID)
+		testtool.WaitFor(t, time.Minute, "the pod's sandbox gone", func() error {
+			if runs, err := rt.List(ctx); err != nil || len(runs) != 0 || len(rt.PodIPs(string(pod.UID))) != 0 {
+				return fmt.Errorf("runs %+v, %v", runs, err)
+			}
+			return nil
+		})
+		mcancel()
+		<-done
+	}()
+	m.Sync(pod)
+
+	type want struct {
+		code        int32
+		reason, msg string
+	}
+	wants := map[string]want{
+		"default-path": {0, "Completed", "bye\n"},
+		"own-path":     {2, "Error", "custom"},
+		"fallback":     {3, "Error", "it broke\n"},
+		"no-fallback":  {4, "Error", ""},
+		"oom":          {137, "OOMKilled", ""},
+	}
+	testtool.WaitFor(t, 2*time.Minute, "every container terminated as it should", func() error {
+		st, _ := rep.last(pod.UID)
+		if len(st.ContainerStatuses) != len(wants) {
+			return fmt.Errorf("statuses %+v", st.ContainerStatuses)
+		}
+		var errs []error
+		for _, cs := range st.ContainerStatuses {
+			w, term := wants[cs.Name], cs.State.Terminated
+			switch {
+			case term == nil:
+				errs = append(errs, fmt.Errorf("%s: not terminated: %+v", cs.Name, cs.State))
+			case term.ExitCode != w.code || term.Reason != w.reason || term.Message != w.msg:
+				errs = append(errs, fmt.Errorf("%s: exit %d reason %q message %q, want %d %q %q", cs.Name, term.ExitCode, term.Reason, term.Message, w.code, w.reason, w.msg))
+			case !strings.HasPrefix(cs.ContainerID, "containerd://") || term.ContainerID != cs.ContainerID || len(cs.ContainerID) != len("containerd://")+64:
+				errs = append(errs, fmt.Errorf("%s: container ID %q (terminated: %q), want containerd's", cs.Name, cs.ContainerID, term.ContainerID))
+			}
+		}
+		return errors.Join(errs...)
 	})
 }

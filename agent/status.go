@@ -16,6 +16,16 @@ import (
 // "containerd://" marks containerd's in Kubernetes.
 const containerIDPrefix = "berth-exec://"
 
+// containerID is a run's containerID in the pod's status: the runtime's
+// own name of it (containerd://ID) under a PodRuntime, else the exec
+// runtime's.
+func containerID(s *runtime.Status) string {
+	if s.RuntimeID != "" {
+		return s.RuntimeID
+	}
+	return containerIDPrefix + s.ID.String()
+}
+
 // Reasons and messages of pod status.
 const (
 	reasonContainersNotInitialized = "ContainersNotInitialized"
@@ -265,7 +275,7 @@ func containerStatus(v containerView, initPending bool) api.ContainerStatus {
 			cs.LastState.Terminated = terminatedState(prev)
 		}
 	case cur.State == runtime.StateRunning:
-		cs.ContainerID = containerIDPrefix + cur.ID.String()
+		cs.ContainerID = containerID(cur)
 		cs.RestartCount = int32(cur.ID.Attempt)
 		cs.State.Running = &api.ContainerStateRunning{StartedAt: metaTime(cur.StartedAt)}
 		if prev := v.previousRun(); prev != nil {
@@ -274,7 +284,7 @@ func containerStatus(v containerView, initPending bool) api.ContainerStatus {
 		cs.Ready = v.ready
 		started = v.started
 	default:
-		cs.ContainerID = containerIDPrefix + cur.ID.String()
+		cs.ContainerID = containerID(cur)
 		cs.RestartCount = int32(cur.ID.Attempt)
 		if v.waiting != nil {
 			cs.State.Waiting = v.waiting.DeepCopy()
@@ -305,7 +315,7 @@ func terminatedState(s *runtime.Status) *api.ContainerStateTerminated {
 		Message:     s.Message,
 		StartedAt:   metaTime(s.StartedAt),
 		FinishedAt:  metaTime(s.FinishedAt),
-		ContainerID: containerIDPrefix + s.ID.String(),
+		ContainerID: containerID(s),
 	}
 }
 

@@ -92,6 +92,13 @@ type Container struct {
 	Mounts []Mount
 	// Pod is the pod's sandbox, for a PodRuntime.
 	Pod *Pod
+	// TerminationMessagePath is where a PodRuntime's container finds the
+	// file (one of Mounts) whose content becomes the run's Message once it
+	// has exited; with TerminationMessageFallbackToLogs
+	// (FallbackToLogsOnError) a run that failed and wrote nothing there
+	// gets its log's tail instead.
+	TerminationMessagePath           string
+	TerminationMessageFallbackToLogs bool
 }
 
 // Image is a container's image and its command line before the image's
@@ -179,6 +186,10 @@ type Status struct {
 	// started), as the kubelet reports them.
 	Reason  string
 	Message string
+	// RuntimeID is the run's name in a PodRuntime, with the runtime's
+	// scheme (containerd://ID), as Kubernetes reports a containerID;
+	// empty under the exec runtime.
+	RuntimeID string
 }
 
 // Stats is what a run uses.

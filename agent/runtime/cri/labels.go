@@ -20,6 +20,11 @@ const (
 	// annotationAttempt repeats the run's attempt: the metadata's is the
 	// runtime's to keep, this one berth's.
 	annotationAttempt = "dev.berth.attempt"
+	// The kubelet's annotations of where a container's termination
+	// message is, and whether its log stands in for an empty one.
+	annotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
+	annotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
+	policyFallbackToLogsOnError        = "FallbackToLogsOnError"
 )
 
 // runID is the berth ID of a CRI container made by this runtime; false for

@@ -52,8 +52,11 @@ type Runtime struct {
 	exited chan runtime.ID
 	// version is the runtime's, as a Node reports it.
 	version string
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// scheme is the runtime's name, as a containerID begins with it
+	// (containerd://ID).
+	scheme string
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu sync.Mutex
 	// runs maps a run to its CRI container and what was last read of it:
@@ -133,9 +136,13 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		byCRI:    map[string]*run{},
 		pods:     map[string]*sandbox{},
 		podLocks: map[string]*sync.Mutex{},
+		scheme:   "cri",
 	}
 	if v, err := rs.Version(ctx, "v1"); err == nil {
 		r.version = v.RuntimeName + "://" + v.RuntimeVersion
+		if v.RuntimeName != "" {
+			r.scheme = v.RuntimeName
+		}
 	}
 	if _, err := r.List(ctx); err != nil {
 		cancel()
@@ -261,6 +268,12 @@ func (r *Runtime) read(ctx context.Context, id runtime.ID, criID string) (*run, 
 		return nil, fmt.Errorf("cri: container %s: no status", criID)
 	}
 	nr := &run{criID: criID, logPath: s.LogPath, full: true, status: statusOf(id, s)}
+	nr.status.RuntimeID = r.scheme + "://" + criID
+	if s.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		if m := terminationMessage(s); m != "" {
+			nr.status.Message = m
+		}
+	}
 	r.mu.Lock()
 	r.byCRI[criID] = nr
 	// Of two containers of one run (a create whose start failed, then

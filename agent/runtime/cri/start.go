@@ -72,6 +72,12 @@ func containerConfig(c *runtime.Container) *runtimeapi.ContainerConfig {
 			},
 		},
 	}
+	if c.TerminationMessagePath != "" {
+		cfg.Annotations[annotationTerminationMessagePath] = c.TerminationMessagePath
+		if c.TerminationMessageFallbackToLogs {
+			cfg.Annotations[annotationTerminationMessagePolicy] = policyFallbackToLogsOnError
+		}
+	}
 	for _, kv := range c.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})

@@ -433,3 +433,35 @@ func TestOnFailureRestarts(t *testing.T) {
 		t.Errorf("Failed %+v", c)
 	}
 }
+
+// TestBurst ends more pods at once than a pass counts: the pass counts
+// a burst, makes no pod while some that ended are left to count, and
+// the Job makes exactly its completions.
+func TestBurst(t *testing.T) {
+	f := newFixture(t)
+	const completions, parallelism = 3 * BurstPods, 2 * BurstPods
+	f.create(newJob("wide", completions, parallelism))
+	f.sync("wide")
+	f.sync("wide")
+	if run := f.running(); len(run) != parallelism {
+		t.Fatalf("%d pods run, want %d", len(run), parallelism)
+	}
+	for _, p := range f.running() {
+		f.end(p, 0)
+	}
+	if wait := f.sync("wide"); wait != time.Millisecond || len(f.running()) != 0 {
+		t.Fatalf("a pass with pods left to count: %d pods made, next in %v", len(f.running()), wait)
+	}
+	for i := 0; f.job("wide").Condition(api.JobComplete) == nil; i++ {
+		if i > 20 {
+			t.Fatalf("not complete: %+v", f.job("wide").Status)
+		}
+		for _, p := range f.running() {
+			f.end(p, 0)
+		}
+		f.sync("wide")
+	}
+	if pods, j := f.pods(), f.job("wide"); len(pods) != completions || j.Status.Succeeded != completions {
+		t.Errorf("%d pods made, succeeded %d, want %d", len(pods), j.Status.Succeeded, completions)
+	}
+}

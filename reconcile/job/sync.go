@@ -62,6 +62,10 @@ type pass struct {
 	created int
 	// all are the Job's pods.
 	all []*api.Pod
+	// more says that pods that ended are left to count beyond this
+	// pass's burst: until they are, the pass makes no pod, as it cannot
+	// tell how many the Job still needs.
+	more bool
 }
 
 // graceful reports whether a pod being deleted waits for its agent.
@@ -147,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(s.release) >= BurstPods {
+	if s.more {
 		wait = append(wait, time.Millisecond)
 	}
 	return reconcile.Result{RequeueAfter: soonest(wait)}, nil
@@ -197,6 +201,7 @@ func (s *pass) count(pods []*api.Pod) {
 			if !done {
 				s.terminating++
 			}
+			s.more = s.more || tracked(p)
 			continue
 		}
 		// A pod being deleted that has not ended counts as failed at once
@@ -310,7 +315,7 @@ func (r *Reconciler) converge(ctx context.Context, s *pass, satisfied bool, errs
 	if ads := j.Spec.ActiveDeadlineSeconds; ads != nil {
 		wait = append(wait, st.StartTime.Add(time.Duration(*ads)*time.Second).Sub(s.now))
 	}
-	if !satisfied {
+	if !satisfied || s.more {
 		return wait
 	}
 	d, err := r.managePods(ctx, s)
@@ -412,7 +417,7 @@ func ruleMet(rule api.SuccessPolicyRule, completed api.Indexes, completions int3
 
 // holdsUncounted reports whether a pod that ended is still to be
 // counted after this pass: more than one pass's burst.
-func (s *pass) holdsUncounted() bool { return len(s.release) >= BurstPods }
+func (s *pass) holdsUncounted() bool { return s.more }
 
 // managePods creates pods up to what the Job wants running, after the
 // back-off since its last failure, or deletes what runs beyond its
@@ -595,7 +600,20 @@ func (r *Reconciler) write(ctx context.Context, old *api.Job, s *pass) error {
 			}
 		}
 		for _, p := range s.release {
-			c := p.DeepCopy()
+			// Read again inside the transaction: an agent's later status
+			// write (the pod ended before it, and stays ended) must not
+			// undo the count.
+			cur, err := tx.Get(podKind, p.Namespace, p.Name)
+			if store.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if cur.GetUID() != p.UID || !tracked(cur.(*api.Pod)) {
+				continue
+			}
+			c := cur.(*api.Pod).DeepCopy()
 			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == api.FinalizerJobTracking })
 			if _, err := tx.Update(c); err != nil && !store.IsNotFound(err) {
 				return err

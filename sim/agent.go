@@ -262,8 +262,9 @@ type hollowPod struct {
 		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
 	} `json:"metadata"`
 	Spec struct {
-		NodeName   string `json:"nodeName"`
-		Containers []struct {
+		NodeName      string            `json:"nodeName"`
+		RestartPolicy api.RestartPolicy `json:"restartPolicy"`
+		Containers    []struct {
 			Name  string `json:"name"`
 			Image string `json:"image"`
 		} `json:"containers"`
@@ -281,7 +282,7 @@ func hollowOf(p *api.Pod) (*hollowPod, error) {
 	h := &hollowPod{Status: st}
 	h.Metadata.Name, h.Metadata.Namespace, h.Metadata.UID = p.Name, p.Namespace, p.UID
 	h.Metadata.ResourceVersion, h.Metadata.DeletionTimestamp = p.ResourceVersion, p.DeletionTimestamp
-	h.Spec.NodeName = p.Spec.NodeName
+	h.Spec.NodeName, h.Spec.RestartPolicy = p.Spec.NodeName, p.Spec.RestartPolicy
 	for _, c := range p.Spec.Containers {
 		h.Spec.Containers = append(h.Spec.Containers, struct {
 			Name  string `json:"name"`
@@ -481,13 +482,26 @@ func (a *agent) reportRunning(ctx context.Context, pod *hollowPod) error {
 			setPodCondition(&st, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: now})
 		}
 		st.ContainerStatuses = st.ContainerStatuses[:0]
-		started := true
+		// A pod that runs to completion (a Job's) has nothing to run in a
+		// hollow container: it ends at once, Succeeded.
+		ends := pod.Spec.RestartPolicy == api.RestartPolicyNever || pod.Spec.RestartPolicy == api.RestartPolicyOnFailure
+		if ends {
+			st.Phase = api.PodSucceeded
+			for _, t := range []api.PodConditionType{api.ContainersReady, api.PodReady} {
+				setPodCondition(&st, api.PodCondition{Type: t, Status: api.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: now})
+			}
+		}
+		started := !ends
 		for _, c := range pod.Spec.Containers {
-			st.ContainerStatuses = append(st.ContainerStatuses, api.ContainerStatus{
-				Name: c.Name, Image: c.Image, ImageID: "hollow://" + c.Image, Ready: true, Started: &started,
+			cs := api.ContainerStatus{
+				Name: c.Name, Image: c.Image, ImageID: "hollow://" + c.Image, Ready: !ends, Started: &started,
 				ContainerID: "hollow://" + string(pod.Metadata.UID) + "/" + c.Name,
 				State:       api.ContainerState{Running: &api.ContainerStateRunning{StartedAt: now}},
-			})
+			}
+			if ends {
+				cs.State = api.ContainerState{Terminated: &api.ContainerStateTerminated{Reason: "Completed", StartedAt: now, FinishedAt: now, ContainerID: cs.ContainerID}}
+			}
+			st.ContainerStatuses = append(st.ContainerStatuses, cs)
 		}
 		err := a.putStatus(ctx, pod, &st)
 		if err == nil || client.IsNotFound(err) {

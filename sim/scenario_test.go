@@ -138,3 +138,31 @@ func TestRollout(t *testing.T) {
 		t.Errorf("least status.availableReplicas %v, bound %d", res.MinStatusAvailable, res.AvailabilityBound)
 	}
 }
+
+// TestJob runs the job scenario: the Job of 60 completions, 8 at a time,
+// completes, each pod ended Succeeded by its hollow agent and counted
+// once.
+func TestJob(t *testing.T) {
+	var progress bytes.Buffer
+	opts := Options{Nodes: 4, Pods: 60, Parallelism: 8, Scenario: ScenarioJob, Progress: &progress, Timeout: 2 * time.Minute}
+	res, err := run(context.Background(), opts, func(s *store.Store) {
+		pods, _, err := s.List(podKind, store.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) != 60 {
+			t.Errorf("%d pods made, want 60", len(pods))
+		}
+		for _, o := range pods {
+			if p := o.(*api.Pod); p.Status.Phase != api.PodSucceeded || len(p.Finalizers) > 0 {
+				t.Errorf("pod %s: %s, finalizers %v", p.Name, p.Status.Phase, p.Finalizers)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if res.CompleteSeconds <= 0 || res.Scheduled != 60 || res.PodsPerSecond <= 0 {
+		t.Errorf("implausible result %+v", res)
+	}
+}

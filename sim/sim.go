@@ -40,8 +40,11 @@ type Options struct {
 	// Mix gives the nodes labels and a taint and the ReplicaSets node
 	// selectors, anti-affinity and tolerations (see mixPodSpec).
 	Mix bool
-	// Scenario is ScenarioPods (the default) or ScenarioRollout.
+	// Scenario is ScenarioPods (the default), ScenarioRollout or
+	// ScenarioJob.
 	Scenario string
+	// Parallelism is the job scenario's Job's parallelism (default: Pods).
+	Parallelism int
 	// MostAllocated makes the scheduler pack pods onto the fullest nodes.
 	MostAllocated bool
 	// Store is the control plane's store (default "memory"): "memory",
@@ -124,6 +127,11 @@ type Result struct {
 	MinStatusAvailable    *int    `json:"min_status_available,omitempty"`
 	AvailabilityBound     int     `json:"availability_bound,omitempty"`
 	AvailabilityRevisions int     `json:"availability_revisions,omitempty"`
+
+	// The job scenario: from the Job's creation to its Complete
+	// condition (Scheduled then counts its succeeded pods, and
+	// PodsPerSecond them over this time).
+	CompleteSeconds float64 `json:"complete_seconds,omitempty"`
 }
 
 // Scenarios of a run.
@@ -134,6 +142,9 @@ const (
 	// ScenarioRollout rolls a Deployment of Pods replicas out to a new
 	// image and checks its availability throughout.
 	ScenarioRollout = "rollout"
+	// ScenarioJob runs a Job of Pods completions, Parallelism at a time,
+	// until it is Complete.
+	ScenarioJob = "job"
 )
 
 // ErrIncomplete is returned (with the result) when the timeout ended the
@@ -169,9 +180,12 @@ func (o *Options) defaults() error {
 	switch o.Scenario {
 	case "":
 		o.Scenario = ScenarioPods
-	case ScenarioPods, ScenarioRollout:
+	case ScenarioPods, ScenarioRollout, ScenarioJob:
 	default:
-		return fmt.Errorf("sim: scenario %q is not %s or %s", o.Scenario, ScenarioPods, ScenarioRollout)
+		return fmt.Errorf("sim: scenario %q is not %s, %s or %s", o.Scenario, ScenarioPods, ScenarioRollout, ScenarioJob)
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = o.Pods
 	}
 	if o.Store == "" {
 		o.Store = controlplane.StoreMemory
@@ -319,6 +333,11 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 	}
 	if opts.Scenario == ScenarioRollout {
 		res, err := rollout(ctx, st, &opts, progressf)
+		finish(res)
+		return res, err
+	}
+	if opts.Scenario == ScenarioJob {
+		res, err := runJob(ctx, st, &opts, progressf)
 		finish(res)
 		return res, err
 	}

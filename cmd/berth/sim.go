@@ -26,6 +26,7 @@ type simOptions struct {
 	timeout                  time.Duration
 	cpuProfile, memProfile   string
 	scenario                 string
+	parallelism              int
 	mix                      bool
 	agents                   string
 	scoringStrategy          string
@@ -93,12 +94,18 @@ to its end, counting available pods (Running, Ready, not being deleted) at
 every revision. The JSON line then carries create_seconds,
 rollout_seconds, min_available (the least such count),
 min_status_available (the least status.availableReplicas, sampled every
-10ms) and availability_bound (replicas - maxUnavailable, 25% by default).`,
+10ms) and availability_bound (replicas - maxUnavailable, 25% by default).
+
+--scenario job runs a Job "batch" of M completions, --parallelism at a
+time; the hollow agents end each of its pods Succeeded once it is bound.
+The JSON line then carries complete_seconds (from the Job's creation to
+its Complete condition), scheduled (its succeeded pods) and
+pods_per_second (those over complete_seconds).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := sim.Options{
 				Nodes: o.nodes, Pods: o.pods, ReplicaSets: o.replicaSets,
-				Mix: o.mix, Scenario: o.scenario,
+				Mix: o.mix, Scenario: o.scenario, Parallelism: o.parallelism,
 				Store: o.store, Timeout: o.timeout,
 				Progress: cmd.ErrOrStderr(), Logger: g.logger,
 			}
@@ -122,8 +129,11 @@ min_status_available (the least status.availableReplicas, sampled every
 					return usageErrorf("--store: %q is not memory, bolt or etcd://host:port,…", o.store)
 				}
 			}
-			if o.scenario != sim.ScenarioPods && o.scenario != sim.ScenarioRollout {
-				return usageErrorf("--scenario: %q is not %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout)
+			if o.scenario != sim.ScenarioPods && o.scenario != sim.ScenarioRollout && o.scenario != sim.ScenarioJob {
+				return usageErrorf("--scenario: %q is not %s, %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout, sim.ScenarioJob)
+			}
+			if o.parallelism < 0 {
+				return usageErrorf("--parallelism must not be negative")
 			}
 			var err error
 			if opts.MostAllocated, err = controlplane.ParseScoringStrategy(o.scoringStrategy); err != nil {
@@ -144,8 +154,8 @@ min_status_available (the least status.availableReplicas, sampled every
 			default:
 				return usageErrorf("--agents: %q is not %s or %s", o.agents, simAgentsInProcess, simAgentsProcess)
 			}
-			if o.scenario == sim.ScenarioRollout && o.pods <= 0 {
-				return usageErrorf("--scenario rollout needs --pods (the Deployment's replicas) positive")
+			if o.scenario != sim.ScenarioPods && o.pods <= 0 {
+				return usageErrorf("--scenario %s needs --pods positive", o.scenario)
 			}
 			// The profiles cover the measurement: the CPU profile from the
 			// first pod to the last binding (not the agents joining), the
@@ -205,7 +215,8 @@ min_status_available (the least status.availableReplicas, sampled every
 	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile to this file once the measurement is over")
 	_ = f.MarkHidden("memprofile")
-	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image")
+	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image; job: run a Job of --pods completions")
+	f.IntVar(&o.parallelism, "parallelism", 0, "the job scenario's pods at once (default: --pods)")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes and give the ReplicaSets node selectors, anti-affinity and tolerations")
 	f.StringVar(&o.agents, "agents", simAgentsInProcess, "where the hollow agents run: in-process, or process (a berth sim agents of their own; the result then tells the control plane's CPU and memory apart)")
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", controlplane.LeastAllocated, "LeastAllocated or MostAllocated, as berth server's")

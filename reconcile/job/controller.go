@@ -101,6 +101,11 @@ func (r *Reconciler) Watches() []reconcile.Watch {
 func (r *Reconciler) PodKeys(e store.Event) []string {
 	pod := e.Object.(*api.Pod)
 	ref := api.ControllerOf(pod)
+	if ref == nil && e.Type != store.Deleted && tracked(pod) && pod.Labels[api.LabelJobName] != "" {
+		// Orphaned (kubectl delete --cascade=orphan) while still held:
+		// the Job's key, for its finalizer to be dropped.
+		return []string{reconcile.Key(pod.Namespace, pod.Labels[api.LabelJobName])}
+	}
 	if ref == nil || ref.Kind != jobKind.GVK.Kind {
 		return nil
 	}

@@ -372,6 +372,31 @@ func TestJobDeleted(t *testing.T) {
 		}
 	}
 
+	// Orphaned: the garbage collector drops the ownerReferences first,
+	// then the Job goes.
+	f.create(newJob("orphaned", 1, 1))
+	f.sync("orphaned")
+	var p *api.Pod
+	for _, q := range f.running() {
+		if q.Labels[api.LabelJobName] == "orphaned" {
+			p = q.DeepCopy()
+		}
+	}
+	p.OwnerReferences = nil
+	if _, err := f.s.Update(f.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if keys := f.r.PodKeys(store.Event{Type: store.Modified, Object: p}); len(keys) != 1 || keys[0] != "default/orphaned" {
+		t.Fatalf("keys of an orphaned pod: %v", keys)
+	}
+	if _, err := f.s.Delete(f.ctx, jobKind, "default", "orphaned", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.sync("orphaned")
+	if obj, err := f.s.Get(podKind, "default", p.Name); err != nil || tracked(obj.(*api.Pod)) {
+		t.Errorf("orphaned pod: %v, still held", err)
+	}
+
 	j := newJob("going", 2, 2)
 	j.Finalizers = []string{"foregroundDeletion"}
 	f.create(j)

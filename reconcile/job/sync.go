@@ -669,11 +669,15 @@ func (r *Reconciler) expire(ctx context.Context, j *api.Job, now time.Time) (tim
 }
 
 // releaseOrphans drops the tracking finalizer from the pods of a Job
-// that is gone, for the garbage collector to delete them.
+// that is gone, for the garbage collector to delete them, or that the
+// Job's deletion orphaned (their ownerReferences removed).
 func (r *Reconciler) releaseOrphans(ctx context.Context, ns, name string) error {
 	pods, _, err := r.store.List(podKind, store.Filter{Namespace: ns, Predicate: func(o api.Object) bool {
 		ref := metav1.GetControllerOfNoCopy(o)
-		return ref != nil && ref.Kind == jobKind.GVK.Kind && ref.Name == name && tracked(o.(*api.Pod))
+		if ref == nil {
+			return o.GetLabels()[api.LabelJobName] == name && tracked(o.(*api.Pod))
+		}
+		return ref.Kind == jobKind.GVK.Kind && ref.Name == name && tracked(o.(*api.Pod))
 	}})
 	if err != nil {
 		return fmt.Errorf("list pods of deleted job %s/%s: %w", ns, name, err)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,4 +308,131 @@ func TestContainerdStatuses(t *testing.T) {
 		}
 		return errors.Join(errs...)
 	})
+}
+
+// TestContainerdKilledUnderRunningPods SIGKILLs containerd while a pod
+// runs, as k3s's supervisor sees its containerd die: the container runs
+// on under its shim and keeps serving; containerd is started again after
+// its back-off and finds the container, and the agent goes on with the
+// same run (same container ID, no restart, nothing started twice), the
+// pod Running and ready throughout.
+func TestContainerdKilledUnderRunningPods(t *testing.T) {
+	critest.Need(t)
+	if !critest.InNetns(t) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := critest.Start(t, ctx)
+	web := env.Registry.Push(t, "web:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"httpd", "-f", "-p", "8080", "-h", "/www"}}))
+	pod := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
+		Spec: api.PodSpec{
+			TerminationGracePeriodSeconds: new(int64(1)),
+			Containers: []api.Container{{
+				Name: "web", Image: web,
+				ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{HTTPGet: &api.HTTPGetAction{Path: "/index.html", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+				LivenessProbe:  &api.Probe{ProbeHandler: api.ProbeHandler{Exec: &api.ExecAction{Command: []string{"cat", "/www/index.html"}}}, PeriodSeconds: 1, FailureThreshold: 30},
+			}},
+		},
+	}
+	rt, err := cri.New(ctx, cri.Options{Endpoint: env.Containerd.Endpoint(), PollPeriod: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rep, ev := newFakeReporter(), &fakePodEvents{}
+	m, err := NewPodManager(PodManagerOptions{
+		NodeName: "n", NodeIP: "127.0.0.1", Runtime: rt, RuntimeName: RuntimeContainerd, DataDir: env.Dir + "/data",
+		Reporter: rep, Refs: &fakeRefs{}, Events: ev, Clock: clock.RealClock{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, mcancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(mctx) }()
+	defer func() {
+		m.Forget(pod.UID)
+		testtool.WaitFor(t, time.Minute, "the pod's sandbox gone", func() error {
+			if runs, err := rt.List(ctx); err != nil || len(runs) != 0 || len(rt.PodIPs(string(pod.UID))) != 0 {
+				return fmt.Errorf("runs %+v, %v", runs, err)
+			}
+			return nil
+		})
+		mcancel()
+		<-done
+	}()
+	m.Sync(pod)
+
+	var podIP, containerID string
+	ready := func() error {
+		st, _ := rep.last(pod.UID)
+		if st.Phase != api.PodRunning || len(st.ContainerStatuses) != 1 || !st.ContainerStatuses[0].Ready || st.ContainerStatuses[0].State.Running == nil {
+			return fmt.Errorf("status %+v", st)
+		}
+		cs := st.ContainerStatuses[0]
+		if containerID != "" && (cs.ContainerID != containerID || cs.RestartCount != 0 || st.PodIP != podIP) {
+			t.Fatalf("the pod changed: %s restarts %d at %s, was %s at %s", cs.ContainerID, cs.RestartCount, st.PodIP, containerID, podIP)
+		}
+		podIP, containerID = st.PodIP, cs.ContainerID
+		return nil
+	}
+	testtool.WaitFor(t, time.Minute, "the pod ready", ready)
+	serves := func() error {
+		resp, err := http.Get("http://" + podIP + ":8080/index.html")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); string(b) != "hello from an image\n" {
+			return errors.New(string(b))
+		}
+		return nil
+	}
+	testtool.WaitFor(t, 30*time.Second, "the pod serving", serves)
+	started := len(ev.all())
+
+	cd := env.Containerd
+	pid := cd.PID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 10*time.Second, "containerd dead", func() error {
+		if syscall.Kill(pid, 0) == nil && cd.PID() == pid {
+			return errors.New("alive")
+		}
+		return nil
+	})
+	if err := serves(); err != nil {
+		t.Errorf("the pod while containerd is down: %v", err)
+	}
+	testtool.WaitFor(t, 30*time.Second, "containerd started again", func() error {
+		if cd.Starts() < 2 || cd.PID() == pid {
+			return fmt.Errorf("%d starts", cd.Starts())
+		}
+		return nil
+	})
+	// The liveness probe's ExecSync goes through the new containerd:
+	// passing, it leaves the run alone.
+	testtool.WaitFor(t, time.Minute, "the same run back in the status", func() error {
+		if err := ready(); err != nil {
+			return err
+		}
+		out, code, err := rt.Exec(ctx, runtime.ID{PodUID: string(pod.UID), Name: "web"}, []string{"cat", "/www/index.html"})
+		if err != nil || code != 0 || string(out) != "hello from an image\n" {
+			return fmt.Errorf("exec through the new containerd: %q %d %v", out, code, err)
+		}
+		return nil
+	})
+	if err := serves(); err != nil {
+		t.Errorf("the pod after containerd's restart: %v", err)
+	}
+	runs, err := rt.List(ctx)
+	if err != nil || len(runs) != 1 || runs[0].ID.Attempt != 0 || runs[0].State != runtime.StateRunning || runs[0].RuntimeID != containerID {
+		t.Fatalf("runs after containerd's restart: %+v, %v", runs, err)
+	}
+	if evs := ev.all()[started:]; slices.ContainsFunc(evs, func(e string) bool { return strings.Contains(e, "Started") || strings.Contains(e, "Killing") }) {
+		t.Errorf("the pod was started again: %q", evs)
+	}
 }

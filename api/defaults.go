@@ -46,6 +46,10 @@ func Default(obj Object) {
 		defaultVolumeMode(&o.Spec.VolumeMode)
 	case *StorageClass:
 		defaultStorageClass(o)
+	case *RoleBinding:
+		defaultSubjects(o.Subjects, &o.RoleRef)
+	case *ClusterRoleBinding:
+		defaultSubjects(o.Subjects, &o.RoleRef)
 	case *Secret:
 		if o.Type == "" {
 			o.Type = SecretTypeOpaque

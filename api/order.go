@@ -5,10 +5,15 @@ package api
 // ServiceAccounts, ConfigMaps, Secrets, PVCs, Services and PodDisruptionBudgets, workloads, then
 // the rest.
 var applyOrder = map[string]int{
-	"Namespace":             0,
-	"StorageClass":          1,
-	"PersistentVolume":      2,
-	"ServiceAccount":        3,
+	"Namespace":        0,
+	"StorageClass":     1,
+	"PersistentVolume": 2,
+	"ServiceAccount":   3,
+	// What a workload's service account may do holds from its start.
+	"ClusterRole":           3,
+	"Role":                  3,
+	"ClusterRoleBinding":    3,
+	"RoleBinding":           3,
 	"ConfigMap":             4,
 	"Secret":                5,
 	"PersistentVolumeClaim": 6,

@@ -105,6 +105,8 @@ var (
 	// BatchV1 serves Job and CronJob.
 	BatchV1 = schema.GroupVersion{Group: "batch", Version: "v1"}
 	BerthV1 = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+	// RBACV1 serves Role, ClusterRole and their bindings.
+	RBACV1 = schema.GroupVersion{Group: RBACGroup, Version: "v1"}
 )
 
 func init() {
@@ -130,6 +132,10 @@ func init() {
 	register(&Job{}, BatchV1, "jobs", "job", true, true)
 	register(&CronJob{}, BatchV1, "cronjobs", "cronjob", true, true, "cj")
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
+	register(&Role{}, RBACV1, "roles", "role", true, false)
+	register(&ClusterRole{}, RBACV1, "clusterroles", "clusterrole", false, false)
+	register(&RoleBinding{}, RBACV1, "rolebindings", "rolebinding", true, false)
+	register(&ClusterRoleBinding{}, RBACV1, "clusterrolebindings", "clusterrolebinding", false, false)
 	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &Source{}} {
 		KindOf(obj).Generation = true
 	}

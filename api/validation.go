@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +34,9 @@ func Validate(obj Object) field.ErrorList {
 		nameFn = apivalidation.NameIsDNS1035Label
 	case *ServiceAccount:
 		nameFn = apivalidation.ValidateServiceAccountName
+	case *Role, *ClusterRole, *RoleBinding, *ClusterRoleBinding:
+		// Kubernetes' ValidateRBACName: "system:discovery" is a name.
+		nameFn = path.ValidatePathSegmentName
 	}
 	errs := validateObjectMeta(obj, k.Namespaced, nameFn)
 	spec := field.NewPath("spec")
@@ -81,6 +85,14 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateCronJob(o, spec)...)
 	case *Source:
 		errs = append(errs, validateSourceSpec(&o.Spec, spec)...)
+	case *Role:
+		errs = append(errs, validatePolicyRules(o.Rules, true, field.NewPath("rules"))...)
+	case *ClusterRole:
+		errs = append(errs, validateClusterRole(o)...)
+	case *RoleBinding:
+		errs = append(errs, validateBinding(o.RoleRef, o.Subjects, true)...)
+	case *ClusterRoleBinding:
+		errs = append(errs, validateBinding(o.RoleRef, o.Subjects, false)...)
 	}
 	return errs
 }

@@ -41,6 +41,10 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 		// Checked on every write, as a status write is not validated
 		// again otherwise.
 		return validatePodDisruptionBudgetStatus(&n.Status, field.NewPath("status"))
+	case *RoleBinding:
+		return validateRoleRefUpdate(old.(*RoleBinding).RoleRef, n.RoleRef)
+	case *ClusterRoleBinding:
+		return validateRoleRefUpdate(old.(*ClusterRoleBinding).RoleRef, n.RoleRef)
 	case *EndpointSlice:
 		return immutable(old.(*EndpointSlice).AddressType, n.AddressType, field.NewPath("addressType"))
 	case *StorageClass:

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -26,9 +29,9 @@ const (
 	IdentityAdmin          IdentityKind = "admin"
 	IdentityNode           IdentityKind = "node"
 	IdentityServiceAccount IdentityKind = "serviceaccount"
-	// IdentityUser is any other user name, which only impersonation
-	// (kubectl --as) produces: berth's policy grants it nothing beyond
-	// what every caller has.
+	// IdentityUser is any other user: one of a client certificate signed
+	// by the cluster CA, of the static token file, or one impersonated
+	// (kubectl --as). RBAC decides what it may do.
 	IdentityUser IdentityKind = "user"
 )
 
@@ -42,6 +45,33 @@ type Identity struct {
 	Node string
 	// Namespace is the service account's namespace, for service accounts.
 	Namespace string
+	// Groups are the groups Kubernetes would put the caller in, which
+	// RBAC bindings name: system:masters for the admin,
+	// system:serviceaccounts:NS for a service account, a certificate's
+	// organizations, and system:authenticated for every one.
+	Groups []string
+}
+
+// Well-known groups, as Kubernetes names them.
+const (
+	GroupMasters         = user.SystemPrivilegedGroup
+	GroupAuthenticated   = user.AllAuthenticated
+	GroupNodes           = user.NodesGroup
+	GroupServiceAccounts = serviceaccount.AllServiceAccountsGroup
+)
+
+// UserInfo is the identity as k8s.io/apiserver's authorizers take it.
+func (id *Identity) UserInfo() user.Info {
+	if id == nil {
+		return &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	}
+	return &user.DefaultInfo{Name: id.Name, Groups: id.Groups}
+}
+
+// Privileged reports whether the identity is the admin or a member of
+// system:masters, whom no authorizer refuses, as in Kubernetes.
+func (id *Identity) Privileged() bool {
+	return id != nil && (id.Kind == IdentityAdmin || slices.Contains(id.Groups, GroupMasters))
 }
 
 // ErrUnauthenticated is wrapped by every error an Authenticator returns for
@@ -71,6 +101,9 @@ type Attributes struct {
 	// LabelSelector is the request's label selector for list/watch; nil
 	// when it has none.
 	LabelSelector labels.Selector
+	// Path is the URL path of a request that is not about a resource
+	// (Kind nil): "/healthz", "/metrics".
+	Path string
 }
 
 // Authorizer decides whether an identity may make a request.
@@ -90,16 +123,33 @@ func BearerToken(r *http.Request) (string, bool) {
 }
 
 // AdminIdentity is the identity of the admin token.
-func AdminIdentity() *Identity { return &Identity{Name: "admin", Kind: IdentityAdmin} }
+func AdminIdentity() *Identity {
+	return &Identity{Name: "admin", Kind: IdentityAdmin, Groups: []string{GroupMasters, GroupAuthenticated}}
+}
 
 // NodeIdentity is the identity of a node's credential.
 func NodeIdentity(node string) *Identity {
-	return &Identity{Name: NodeUserName(node), Kind: IdentityNode, Node: node}
+	return &Identity{Name: NodeUserName(node), Kind: IdentityNode, Node: node, Groups: []string{GroupNodes, GroupAuthenticated}}
 }
 
 // ServiceAccountIdentity is the identity of a service account's token.
 func ServiceAccountIdentity(namespace, name string) *Identity {
-	return &Identity{Name: ServiceAccountUserName(namespace, name), Kind: IdentityServiceAccount, Namespace: namespace}
+	return &Identity{Name: ServiceAccountUserName(namespace, name), Kind: IdentityServiceAccount, Namespace: namespace,
+		Groups: []string{GroupServiceAccounts, serviceaccount.MakeNamespaceGroupName(namespace), GroupAuthenticated}}
+}
+
+// UserIdentity is the identity of a user with groups (a client
+// certificate's organizations, the token file's groups), who is also in
+// system:authenticated. A member of system:masters is an admin.
+func UserIdentity(name string, groups []string) *Identity {
+	id := &Identity{Name: name, Kind: IdentityUser, Groups: slices.Clone(groups)}
+	if !slices.Contains(id.Groups, GroupAuthenticated) {
+		id.Groups = append(id.Groups, GroupAuthenticated)
+	}
+	if slices.Contains(id.Groups, GroupMasters) {
+		id.Kind = IdentityAdmin
+	}
+	return id
 }
 
 // String returns the user name, for logs and messages.

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/rbac"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -89,82 +93,123 @@ func (e *ForbiddenError) Error() string {
 // Unwrap makes errors.Is(err, ErrForbidden) true.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 
-// Policy is berth's fixed authorization policy (SPEC §5): the admin may do
-// everything, a node what running its pods needs, a service account reads
-// in its own namespace, and any other user (which only impersonation
-// makes) nothing. Kubernetes' default roles map onto these identities:
-// pods/eviction is the admin's (cluster-admin, kubectl drain), and a
-// node's for the pods bound to it (system:node with NodeRestriction);
-// service accounts, which Kubernetes grants no eviction by default, may
-// not evict, nor write a PodDisruptionBudget or its status. It reads the store to learn which objects a node's
-// pods reference, in the manner of Kubernetes' node authorizer.
+// Policy is berth's authorization chain, Kubernetes' default one: the
+// Node authorizer for nodes (a node reaches what running its pods needs,
+// and nothing RBAC could add), everything for the admin and the members
+// of system:masters, then RBAC, which grants a service account or a user
+// exactly what the Roles and ClusterRoles bound to it hold (the default
+// service account: discovery and the self reviews). It reads the store to
+// learn which objects a node's pods reference, in the manner of
+// Kubernetes' node authorizer, and the RBAC objects.
 type Policy struct {
 	store *store.Store
+	rbac  *rbac.Authorizer
 }
 
 // NewAuthorizer makes the API server's authorizer over the store it serves.
-func NewAuthorizer(st *store.Store) *Policy { return &Policy{store: st} }
+func NewAuthorizer(st *store.Store) *Policy { return &Policy{store: st, rbac: rbac.New(st)} }
+
+// RBAC is the chain's RBAC authorizer, for the escalation check and the
+// reviews.
+func (p *Policy) RBAC() *rbac.Authorizer { return p.rbac }
 
 // Authorize implements Authorizer. Every refusal is a *ForbiddenError.
 func (p *Policy) Authorize(ctx context.Context, id *Identity, a Attributes) error {
-	if id == nil {
+	switch {
+	case id == nil:
 		return Forbidden(id, a, "no identity")
-	}
-	switch id.Kind {
-	case IdentityAdmin:
-		return nil
-	case IdentityServiceAccount:
-		return authorizeServiceAccount(id, a)
-	case IdentityNode:
+	case id.Kind == IdentityNode:
 		if a.Kind == nil {
 			return Forbidden(id, a, "")
 		}
 		return p.authorizeNode(id, a)
-	case IdentityUser:
-		return Forbidden(id, a, "")
+	case id.Privileged():
+		return nil
 	}
-	return Forbidden(id, a, "unknown identity kind")
+	d, _, err := p.rbac.Authorize(ctx, RBACAttributes(id, a))
+	if err != nil {
+		return fmt.Errorf("authorize: %w", err)
+	}
+	if d == authorizer.DecisionAllow {
+		return nil
+	}
+	return Forbidden(id, a, "")
 }
 
-// authorizeServiceAccount lets a service account read the namespaced
-// objects of its own namespace and nothing else. Reading is not proxying:
-// a GET through pods/proxy or services/proxy reaches whatever the pod
-// serves (an admin page, a write behind a GET), and Kubernetes' view
-// role, which is what a namespace reader holds there, leaves both proxy
-// subresources out; so does berth. The view role leaves exec, attach and
-// portforward out too, whatever the verb: a real request to them is
-// authorized as create, and an access review that asks with get must
-// not answer yes either.
-func authorizeServiceAccount(id *Identity, a Attributes) error {
-	switch {
-	case a.Kind == nil:
-		return Forbidden(id, a, "")
-	case a.Subresource == SubresourceProxy:
-		return Forbidden(id, a, "service accounts may read, not proxy to pods or services")
-	case connectSubresources[a.Subresource]:
-		return Forbidden(id, a, "service accounts may read, not exec, attach or port-forward")
-	case !isRead(a.Verb):
-		return Forbidden(id, a, "service accounts may only read")
-	case !a.Kind.Namespaced || a.Namespace == "" || a.Namespace != id.Namespace:
-		return Forbidden(id, a, fmt.Sprintf("service accounts may only read in their own namespace %q", id.Namespace))
+// RBACAttributes describes a request as k8s.io/apiserver's authorizers
+// take it. A create names no object (a rule's resourceNames never allow
+// one, as in Kubernetes), unless it is a subresource of a named one (an
+// eviction, a token); a list or watch of one name through the
+// metadata.name field selector names it.
+func RBACAttributes(id *Identity, a Attributes) authorizer.AttributesRecord {
+	r := authorizer.AttributesRecord{User: id.UserInfo(), Verb: a.Verb, Namespace: a.Namespace, Name: a.Name}
+	if a.Kind == nil {
+		r.Path = a.Path
+		return r
+	}
+	r.ResourceRequest = true
+	r.APIGroup, r.APIVersion, r.Resource, r.Subresource = a.Kind.GVK.Group, a.Kind.GVK.Version, a.Kind.Resource, a.Subresource
+	switch a.Verb {
+	case VerbCreate:
+		if a.Subresource == "" {
+			r.Name = ""
+		}
+	case VerbList, VerbWatch:
+		if a.FieldSelector != nil {
+			if v, ok := a.FieldSelector.RequiresExactMatch(nodeRuleFieldName); ok {
+				r.Name = v
+			}
+		}
+	}
+	return r
+}
+
+// RulesFor implements RulesLister: the rules RBAC grants the identity
+// in a namespace. A node's rules depend on the objects its pods
+// reference, as in Kubernetes' node authorizer, which does not list them
+// either.
+func (p *Policy) RulesFor(id *Identity, namespace string) ([]authorizationv1.ResourceRule, []authorizationv1.NonResourceRule, string) {
+	if id.Kind == IdentityNode {
+		return nil, nil, "a node's permissions are decided object by object (its Node and Lease, the pods bound to it and what they reference) and cannot be listed as rules"
+	}
+	ix, err := p.rbac.Index()
+	if err != nil {
+		return nil, nil, err.Error()
+	}
+	var (
+		res    []authorizationv1.ResourceRule
+		nonRes []authorizationv1.NonResourceRule
+	)
+	for _, r := range ix.RulesFor(id.UserInfo(), namespace) {
+		if len(r.NonResourceURLs) > 0 {
+			nonRes = append(nonRes, authorizationv1.NonResourceRule{Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs})
+			continue
+		}
+		res = append(res, authorizationv1.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+	}
+	return res, nonRes, ix.Missing()
+}
+
+// EscalationGuard is the admission check of Kubernetes' RBAC registry: a
+// Role, ClusterRole or binding written through the API may grant only
+// what its author holds, unless the author may escalate or bind (see
+// rbac.Index.CheckWrite).
+func (p *Policy) EscalationGuard(_ context.Context, a Attributes, id *Identity) error {
+	if a.Kind == nil || a.Kind.GVK.Group != api.RBACGroup || (a.Verb != VerbCreate && a.Verb != VerbUpdate && a.Verb != VerbPatch) || a.Object == nil {
+		return nil
+	}
+	if id == nil || id.Privileged() {
+		return nil
+	}
+	ix, err := p.rbac.Index()
+	if err != nil {
+		return fmt.Errorf("authorize: %w", err)
+	}
+	if err := ix.CheckWrite(id.UserInfo(), a.Object, a.Old); err != nil {
+		msg := strings.TrimPrefix(err.Error(), rbac.ErrEscalation.Error()+": ")
+		return apierrors.NewForbidden(a.Kind.GroupResource(), a.Object.GetName(), errors.New(msg))
 	}
 	return nil
-}
-
-// RulesFor implements RulesLister: a service account's reads in its own
-// namespace. A node's rules depend on the objects its pods reference, as
-// in Kubernetes' node authorizer, which does not list them either.
-func (p *Policy) RulesFor(id *Identity, namespace string) ([]authorizationv1.ResourceRule, string) {
-	switch id.Kind {
-	case IdentityServiceAccount:
-		if namespace != id.Namespace {
-			return nil, ""
-		}
-		return []authorizationv1.ResourceRule{{Verbs: []string{VerbGet, VerbList, VerbWatch}, APIGroups: []string{"*"}, Resources: []string{"*"}}}, ""
-	case IdentityNode:
-		return nil, "a node's permissions are decided object by object (its Node and Lease, the pods bound to it and what they reference) and cannot be listed as rules"
-	}
-	return nil, ""
 }
 
 func isRead(verb string) bool {

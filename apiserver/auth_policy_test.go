@@ -102,6 +102,7 @@ func authzPodEdit(t testing.TB, st *store.Store, ns, name string, edit func(*api
 
 func TestAuthzPolicy(t *testing.T) {
 	st := authzFixture(t)
+	grantView(t, st, "default", "runner")
 	p := apiserver.NewAuthorizer(st)
 
 	n1 := apiserver.NodeIdentity("n1")

@@ -116,6 +116,7 @@ var virtualResources = []virtualResource{
 	{schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"}, "selfsubjectreviews", "SelfSubjectReview", false, []string{"create"}},
 	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, []string{"create"}},
 	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, []string{"create"}},
+	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "subjectaccessreviews", "SubjectAccessReview", false, []string{"create"}},
 	{MetricsGroupVersion, "nodes", "NodeMetrics", false, []string{"get", "list"}},
 	{MetricsGroupVersion, "pods", "PodMetrics", true, []string{"get", "list"}},
 }

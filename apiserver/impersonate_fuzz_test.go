@@ -1,16 +1,20 @@
 package apiserver
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/berth-dev/berth/store"
 )
 
 // FuzzImpersonate reads arbitrary impersonation headers: it never panics;
-// only the admin may impersonate; a refusal is a 400 or a 403; and what it
-// accepts acts as the user named, of the kind the name says.
+// with no RBAC objects only the admin may impersonate; a refusal is a 400
+// or a 403; and what it accepts acts as the user named, of the kind the
+// name says, in the groups asked for.
 func FuzzImpersonate(f *testing.F) {
 	for _, seed := range []string{
 		"", "bob", "admin", "system:node:n1", "system:node:", "system:node:a:b", "system:serviceaccount:default:robot",
@@ -18,10 +22,17 @@ func FuzzImpersonate(f *testing.F) {
 	} {
 		f.Add(seed, "", true)
 		f.Add(seed, "system:masters", true)
+		f.Add(seed, "dev", true)
 		f.Add(seed, "", false)
 	}
-	admin := &Identity{Name: "admin", Kind: IdentityAdmin}
-	node := &Identity{Name: "system:node:n1", Kind: IdentityNode, Node: "n1"}
+	st, err := store.New(store.Memory{}, store.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = st.Close() })
+	authz := NewAuthorizer(st)
+	admin := AdminIdentity()
+	node := NodeIdentity("n1")
 	f.Fuzz(func(t *testing.T, user, group string, asAdmin bool) {
 		id := node
 		if asAdmin {
@@ -34,7 +45,7 @@ func FuzzImpersonate(f *testing.F) {
 		if group != "" {
 			h.Set(headerImpersonateGroup, group)
 		}
-		got, err := impersonate(id, h)
+		got, err := impersonate(context.Background(), authz, id, h)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) {
 				t.Fatalf("%q/%q: %v is neither 400 nor 403", user, group, err)
@@ -47,22 +58,26 @@ func FuzzImpersonate(f *testing.F) {
 			}
 			return
 		}
-		if !asAdmin || group != "" {
+		if !asAdmin {
 			t.Fatalf("%q/%q accepted for %s", user, group, id.Name)
 		}
 		if got.Name != user {
 			t.Fatalf("%q: acting as %q", user, got.Name)
 		}
 		switch {
+		case group == GroupMasters:
+			if got.Kind != IdentityAdmin {
+				t.Fatalf("%q in system:masters: %+v", user, got)
+			}
 		case strings.HasPrefix(user, "system:serviceaccount:"):
 			if got.Kind != IdentityServiceAccount || got.Namespace == "" || !strings.HasPrefix(user, "system:serviceaccount:"+got.Namespace+":") {
 				t.Fatalf("%q: %+v", user, got)
 			}
-		case strings.HasPrefix(user, "system:node:"):
+		case strings.HasPrefix(user, "system:node:") && group == "":
 			if got.Kind != IdentityNode || "system:node:"+got.Node != user {
 				t.Fatalf("%q: %+v", user, got)
 			}
-		case user == "admin":
+		case user == "admin" && group == "":
 			if got.Kind != IdentityAdmin {
 				t.Fatalf("%q: %+v", user, got)
 			}
@@ -70,6 +85,9 @@ func FuzzImpersonate(f *testing.F) {
 			if got.Kind != IdentityUser {
 				t.Fatalf("%q: %+v", user, got)
 			}
+		}
+		if group != "" && !strings.Contains(strings.Join(got.Groups, "\n"), group) {
+			t.Fatalf("%q/%q: groups %v", user, group, got.Groups)
 		}
 	})
 }

@@ -19,6 +19,7 @@ func TestImpersonation(t *testing.T) {
 	e.mustCreate(testPod("default", "web", "n1", nil))
 	e.mustCreate(testPod("default", "other", "n2", nil))
 	e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "robot"}})
+	grantView(t, e.store, "default", "robot")
 	n1, err := e.signer.IssueNodeCredential("n1")
 	if err != nil {
 		t.Fatal(err)
@@ -53,9 +54,13 @@ func TestImpersonation(t *testing.T) {
 		{adminToken, user("admin"), "DELETE", "/api/v1/namespaces/default/pods/other", 200, ""},
 		// Refusals.
 		{n1, user("system:node:n2"), "GET", "/api/v1/namespaces/default/pods/other", 403, `cannot impersonate resource \"users\"`},
-		{adminToken, map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:masters"}}, "GET", "/api/v1/namespaces", 400, "not groups"},
+		// Groups: the user acts with those it is given.
+		{adminToken, map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:masters"}}, "GET", "/api/v1/namespaces", 200, ""},
+		{adminToken, map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:serviceaccounts:default"}}, "GET", "/api/v1/namespaces", 403, `User \"bob\" cannot list`},
 		{adminToken, map[string][]string{"Impersonate-Group": {"system:masters"}}, "GET", "/api/v1/namespaces", 400, "needs a user"},
-		{adminToken, map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Extra-Scopes": {"view"}}, "GET", "/api/v1/namespaces", 400, "extra fields"},
+		{adminToken, map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Extra-Scopes": {"view"}}, "GET", "/api/v1/namespaces", 403, `User \"bob\" cannot list`},
+		// Who may impersonate nothing is refused before anything else.
+		{n1, map[string][]string{"Impersonate-User": {"bob"}, "Impersonate-Group": {"system:masters"}}, "GET", "/api/v1/namespaces", 403, `cannot impersonate resource \"users\"`},
 		{adminToken, user("system:serviceaccount:default"), "GET", "/api/v1/namespaces", 400, "system:serviceaccount:NAMESPACE:NAME"},
 		{adminToken, user("system:node:"), "GET", "/api/v1/namespaces", 400, "system:node:NAME"},
 	} {

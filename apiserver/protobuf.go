@@ -15,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,8 +65,12 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):    func() protobufObject { return &discoveryv1.EndpointSlice{} },
 	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): func() protobufObject { return &policyv1.PodDisruptionBudget{} },
 	// kubectl create job and create cronjob send them this way.
-	batchv1.SchemeGroupVersion.WithKind("Job"):     func() protobufObject { return &batchv1.Job{} },
-	batchv1.SchemeGroupVersion.WithKind("CronJob"): func() protobufObject { return &batchv1.CronJob{} },
+	batchv1.SchemeGroupVersion.WithKind("Job"):               func() protobufObject { return &batchv1.Job{} },
+	batchv1.SchemeGroupVersion.WithKind("CronJob"):           func() protobufObject { return &batchv1.CronJob{} },
+	rbacv1.SchemeGroupVersion.WithKind("Role"):               func() protobufObject { return &rbacv1.Role{} },
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):        func() protobufObject { return &rbacv1.ClusterRole{} },
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):        func() protobufObject { return &rbacv1.RoleBinding{} },
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"): func() protobufObject { return &rbacv1.ClusterRoleBinding{} },
 	// kubectl drain evicts pods this way.
 	policyv1.SchemeGroupVersion.WithKind("Eviction"):      func() protobufObject { return &policyv1.Eviction{} },
 	policyv1beta1.SchemeGroupVersion.WithKind("Eviction"): func() protobufObject { return &policyv1beta1.Eviction{} },
@@ -75,6 +80,7 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	authenticationv1.SchemeGroupVersion.WithKind("SelfSubjectReview"):      func() protobufObject { return &authenticationv1.SelfSubjectReview{} },
 	authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"): func() protobufObject { return &authorizationv1.SelfSubjectAccessReview{} },
 	authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview"):  func() protobufObject { return &authorizationv1.SelfSubjectRulesReview{} },
+	authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview"):     func() protobufObject { return &authorizationv1.SubjectAccessReview{} },
 }
 
 // A typed client sends a delete's options as DeleteOptions of the group

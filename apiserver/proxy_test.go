@@ -532,6 +532,7 @@ func TestProxyAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	grantView(t, e.store, "default", "reader")
 	saToken, err := e.signer.IssueServiceAccountToken(sa.(*api.ServiceAccount), nil, 0)
 	if err != nil {
 		t.Fatal(err)

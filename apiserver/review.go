@@ -4,13 +4,18 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/rbac"
 )
 
 // `kubectl auth can-i` asks whether the caller may do something, with a
@@ -23,9 +28,10 @@ import (
 
 // Paths of the review resources.
 const (
-	pathAccessReview = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-	pathRulesReview  = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
-	pathSelfReview   = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+	pathAccessReview  = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+	pathRulesReview   = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+	pathSelfReview    = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+	pathSubjectReview = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 )
 
 // maxReviewBody bounds a review's body.
@@ -55,29 +61,21 @@ func (s *Server) serveAccessReview(w http.ResponseWriter, r *http.Request) {
 
 // accessReview decides a review's question with the authorizer.
 func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorizationv1.SelfSubjectAccessReviewSpec) (bool, string) {
-	admin := id != nil && id.Kind == IdentityAdmin
+	if id.Privileged() {
+		return true, ""
+	}
 	ra := spec.ResourceAttributes
 	if ra == nil {
-		// A URL outside the API: the admin may ask for any; the paths
-		// that need no token are open to all.
+		// A URL outside the API: the paths that need no token are open
+		// to all for get; RBAC answers the rest.
 		if spec.NonResourceAttributes == nil {
 			return false, "the review names neither a resource nor a path"
 		}
 		na := spec.NonResourceAttributes
-		_, public := slices.BinarySearch(s.publicPaths(), na.Path)
-		switch {
-		case admin, public && na.Verb == VerbGet:
-			return true, ""
-		case public:
-			return false, na.Path + " is open to get only"
-		}
-		return false, "only the admin may use paths outside the API"
-	}
-	if ra.Verb == "*" || ra.Resource == "*" || ra.Group == "*" {
-		if admin {
+		if _, public := slices.BinarySearch(s.publicPaths(), na.Path); public && na.Verb == VerbGet {
 			return true, ""
 		}
-		return false, "berth answers wildcards for the admin only"
+		return s.reviewRBAC(r, id, authorizer.AttributesRecord{User: id.UserInfo(), Verb: na.Verb, Path: na.Path})
 	}
 	var kind *api.Kind
 	for _, k := range api.Kinds() {
@@ -89,11 +87,18 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 	if ra.Group == MetricsGroupVersion.Group && ra.Subresource == "" {
 		kind = MetricsKind(ra.Resource)
 	}
-	if kind == nil {
-		if admin {
-			return true, "" // the admin may do everything, as cluster-admin
+	if id.Kind != IdentityNode {
+		// RBAC answers any resource, one berth does not serve and
+		// wildcards included, as Kubernetes' does.
+		a := authorizer.AttributesRecord{User: id.UserInfo(), Verb: ra.Verb, Namespace: ra.Namespace, APIGroup: ra.Group,
+			APIVersion: ra.Version, Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name, ResourceRequest: true}
+		if kind != nil && !kind.Namespaced {
+			a.Namespace = ""
 		}
-		return false, fmt.Sprintf("berth serves no resource %q in group %q", ra.Resource, ra.Group)
+		return s.reviewRBAC(r, id, a)
+	}
+	if kind == nil || ra.Verb == "*" || ra.Resource == "*" || ra.Group == "*" {
+		return false, fmt.Sprintf("a node's permissions are decided object by object, on the resources berth serves; not on %q in group %q", ra.Resource, ra.Group)
 	}
 	a := Attributes{Verb: ra.Verb, Kind: kind, Namespace: ra.Namespace, Name: ra.Name, Subresource: ra.Subresource}
 	if !kind.Namespaced {
@@ -108,19 +113,33 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 	return true, ""
 }
 
+// RBACAuthorizer is an Authorizer with an RBAC authorizer in its chain,
+// which the reviews ask directly about what berth does not serve.
+type RBACAuthorizer interface {
+	RBAC() *rbac.Authorizer
+}
+
+// reviewRBAC asks the chain's RBAC authorizer.
+func (s *Server) reviewRBAC(r *http.Request, _ *Identity, a authorizer.AttributesRecord) (bool, string) {
+	ra, ok := s.cfg.Authorizer.(RBACAuthorizer)
+	if !ok {
+		return false, "the authorizer has no RBAC"
+	}
+	d, reason, err := ra.RBAC().Authorize(r.Context(), a)
+	if err != nil {
+		return false, err.Error()
+	}
+	if d != authorizer.DecisionAllow {
+		return false, "RBAC: no role bound to the user or its groups grants it"
+	}
+	return true, reason
+}
+
 // RulesLister is an Authorizer that can say what an identity may do in a
 // namespace as rules, for `kubectl auth can-i --list`. incomplete says the
 // rules leave out what is decided object by object, and why.
 type RulesLister interface {
-	RulesFor(id *Identity, namespace string) (rules []authorizationv1.ResourceRule, incomplete string)
-}
-
-// selfReviewRules are what every authenticated caller may do, as
-// Kubernetes' system:basic-user gives it: the reviews about itself. The
-// paths registered with HandlePublic come beside them.
-var selfReviewRules = []authorizationv1.ResourceRule{
-	{Verbs: []string{VerbCreate}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}},
-	{Verbs: []string{VerbCreate}, APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"selfsubjectreviews"}},
+	RulesFor(id *Identity, namespace string) (rules []authorizationv1.ResourceRule, nonResource []authorizationv1.NonResourceRule, incomplete string)
 }
 
 // serveRulesReview answers a SelfSubjectRulesReview: what the caller may
@@ -134,21 +153,71 @@ func (s *Server) serveRulesReview(w http.ResponseWriter, r *http.Request) {
 	id, _ := IdentityFromContext(r.Context())
 	review.TypeMeta = metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectRulesReview"}
 	st := authorizationv1.SubjectRulesReviewStatus{}
-	if id != nil && id.Kind == IdentityAdmin {
+	if id.Privileged() {
 		st.ResourceRules = []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
 		st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}
 	} else {
-		var rules []authorizationv1.ResourceRule
+		var (
+			rules  []authorizationv1.ResourceRule
+			nonRes []authorizationv1.NonResourceRule
+		)
 		incomplete := "the authorizer cannot list its rules"
 		if l, ok := s.cfg.Authorizer.(RulesLister); ok && id != nil {
-			rules, incomplete = l.RulesFor(id, review.Spec.Namespace)
+			rules, nonRes, incomplete = l.RulesFor(id, review.Spec.Namespace)
 		}
-		st.ResourceRules = append(append(st.ResourceRules, selfReviewRules...), rules...)
-		st.NonResourceRules = []authorizationv1.NonResourceRule{{Verbs: []string{VerbGet}, NonResourceURLs: slices.Clone(s.publicPaths())}}
+		st.ResourceRules = rules
+		// The paths served without a token are open to every caller.
+		st.NonResourceRules = append(nonRes, authorizationv1.NonResourceRule{Verbs: []string{VerbGet}, NonResourceURLs: slices.Clone(s.publicPaths())})
 		st.Incomplete, st.EvaluationError = incomplete != "", incomplete
 	}
 	review.Status = st
 	writeJSON(w, http.StatusCreated, &review)
+}
+
+// serveSubjectAccessReview answers a SubjectAccessReview: whether the
+// user and groups the review names may do something. Asking needs the
+// create verb on subjectaccessreviews (cluster-admin has it), as in
+// Kubernetes, since the answer tells what others may do.
+func (s *Server) serveSubjectAccessReview(w http.ResponseWriter, r *http.Request) {
+	var review authorizationv1.SubjectAccessReview
+	if err := readReview(r, &review, "SubjectAccessReview"); err != nil {
+		WriteError(w, err)
+		return
+	}
+	caller, _ := IdentityFromContext(r.Context())
+	if err := s.cfg.Authorizer.Authorize(r.Context(), caller, Attributes{Verb: VerbCreate, Kind: subjectAccessReviewKind}); err != nil {
+		WriteError(w, forbidden(subjectAccessReviewKind, "", err))
+		return
+	}
+	spec := review.Spec
+	if spec.User == "" && len(spec.Groups) == 0 {
+		WriteError(w, apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "SubjectAccessReview"}, "",
+			field.ErrorList{field.Invalid(field.NewPath("spec", "user"), spec.User, "at least one of user or group must be specified")}))
+		return
+	}
+	id := reviewedIdentity(spec.User, spec.Groups)
+	allowed, reason := s.accessReview(r, id, &authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: spec.ResourceAttributes, NonResourceAttributes: spec.NonResourceAttributes})
+	review.TypeMeta = metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "SubjectAccessReview"}
+	review.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: !allowed, Reason: reason}
+	writeJSON(w, http.StatusCreated, &review)
+}
+
+// subjectAccessReviewKind names subjectaccessreviews for the authorizer;
+// it is no kind berth stores.
+var subjectAccessReviewKind = &api.Kind{GVK: authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview"), Resource: "subjectaccessreviews"}
+
+// reviewedIdentity is the identity a SubjectAccessReview names: a node
+// or a service account by its user name, or a user with its groups.
+func reviewedIdentity(name string, groups []string) *Identity {
+	if node, ok := strings.CutPrefix(name, NodeUserPrefix); ok && slices.Contains(groups, GroupNodes) {
+		return NodeIdentity(node)
+	}
+	id := UserIdentity(name, groups)
+	if ns, _, ok := splitServiceAccountUserName(name); ok && id.Kind == IdentityUser {
+		id.Kind, id.Namespace = IdentityServiceAccount, ns
+	}
+	return id
 }
 
 // serveSelfReview answers a SelfSubjectReview with the caller's identity.
@@ -164,19 +233,6 @@ func (s *Server) serveSelfReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	review.TypeMeta = metav1.TypeMeta{APIVersion: authenticationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectReview"}
-	review.Status.UserInfo = authenticationv1.UserInfo{Username: id.Name, Groups: groupsOf(id)}
+	review.Status.UserInfo = authenticationv1.UserInfo{Username: id.Name, Groups: id.Groups}
 	writeJSON(w, http.StatusCreated, &review)
-}
-
-// groupsOf names the groups Kubernetes would put an identity in.
-func groupsOf(id *Identity) []string {
-	switch id.Kind {
-	case IdentityAdmin:
-		return []string{"system:masters", "system:authenticated"}
-	case IdentityNode:
-		return []string{"system:nodes", "system:authenticated"}
-	case IdentityServiceAccount:
-		return []string{"system:serviceaccounts", "system:serviceaccounts:" + id.Namespace, "system:authenticated"}
-	}
-	return []string{"system:authenticated"}
 }

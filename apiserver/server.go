@@ -277,6 +277,7 @@ func (s *Server) routes() {
 	s.Handle(pathAccessReview, http.HandlerFunc(s.serveAccessReview), true)
 	s.Handle(pathRulesReview, http.HandlerFunc(s.serveRulesReview), true)
 	s.Handle(pathSelfReview, http.HandlerFunc(s.serveSelfReview), true)
+	s.Handle(pathSubjectReview, http.HandlerFunc(s.serveSubjectAccessReview), true)
 	openapi := http.HandlerFunc(s.serveOpenAPIV3)
 	s.Handle("/openapi/v3", openapi, true)
 	s.Handle("/openapi/v3/", openapi, true)
@@ -533,7 +534,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			WriteError(w, unauthorized("invalid bearer token"))
 			return
 		}
-		if id, err = impersonate(id, r.Header); err != nil {
+		if id, err = impersonate(r.Context(), s.cfg.Authorizer, id, r.Header); err != nil {
 			WriteError(w, err)
 			return
 		}

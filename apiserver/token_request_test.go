@@ -46,6 +46,7 @@ func TestTokenRequest(t *testing.T) {
 	if err != nil || id.Name != "system:serviceaccount:default:default" {
 		t.Fatalf("issued token authenticates as %+v: %v", id, err)
 	}
+	grantView(t, e.store, "default", "default")
 	if _, err := e.clientFor(tr.Status.Token).Get(t.Context(), kind("configmaps"), "default", "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("service account read in its namespace: %v", err)
 	}

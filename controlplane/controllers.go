@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/clusterroleaggregation"
 	"github.com/berth-dev/berth/reconcile/cronjob"
 	"github.com/berth-dev/berth/reconcile/disruption"
 	"github.com/berth-dev/berth/reconcile/endpoints"
@@ -117,6 +118,9 @@ var controllerInits = []namedInit{
 	{volume.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return volume.NewController(d.Store, volume.Options{Clock: d.Clock, Logger: d.Log,
 			Events: d.Recorder(volume.EventComponent), VolumesChanged: d.Scheduler.VolumesChanged}), nil
+	}},
+	{clusterroleaggregation.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		return clusterroleaggregation.NewController(d.Store, clusterroleaggregation.Options{Clock: d.Clock, Logger: d.Log}), nil
 	}},
 	{volume.ProtectionName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return volume.NewProtectionController(d.Store, volume.Options{Clock: d.Clock, Logger: d.Log}), nil

@@ -23,6 +23,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/rbac"
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
@@ -450,7 +451,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 			return fmt.Errorf("create namespace %s: %w", name, err)
 		}
 	}
-	return nil
+	// The default ClusterRoles and bindings, reconciled at every start
+	// as kube-apiserver does.
+	return rbac.Bootstrap(ctx, s.store)
 }
 
 // bootstrapStorageClass creates the default StorageClass local-path in a
@@ -520,6 +523,7 @@ func (s *Server) buildAPI() error {
 				return apiserver.MirrorPodGuard(ctx, id, a)
 			}),
 			apiserver.AdmissionFunc(sourceGuard),
+			apiserver.AdmissionFunc(authz.EscalationGuard),
 		},
 		Logger: s.log,
 		Clock:  s.cfg.Clock,

@@ -155,6 +155,7 @@ func (s *Store) replay(rev uint64, ops []Op) error {
 		events = append(events, Event{Type: t, Revision: opRev, Kind: op.Kind, Object: op.Object, Old: old})
 	}
 	txn.Commit()
+	s.touch(ops, rev)
 	s.rev = rev
 	v := &view{db: s.db.Snapshot(), rev: rev}
 	s.publish(v)

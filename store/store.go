@@ -46,6 +46,8 @@ type Options struct {
 // Objects handed to a write belong to the store from then on, and objects
 // read from it are shared: copy them (DeepCopyObject) before changing them.
 type Store struct {
+	// kindRevs are the revisions of the newest write to each kind.
+	kindRevs   kindRevisions
 	opts       Options
 	clock      clock.PassiveClock
 	backend    Backend
@@ -143,6 +145,7 @@ func New(backend Backend, opts Options) (*Store, error) {
 	// of those channels at every commit.
 	db = db.Snapshot()
 	s := &Store{
+		kindRevs:  newKindRevisions(),
 		opts:      opts,
 		clock:     opts.Clock,
 		backend:   backend,
@@ -334,6 +337,7 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 	}
 	tx.txn.Commit()
 	s.rev = tx.rev
+	s.touch(tx.ops, tx.rev)
 	b := &batch{
 		rev:    tx.rev,
 		ops:    tx.ops,

@@ -497,6 +497,13 @@ func TestAViewerSeesWhatTheAPILetsThemSee(t *testing.T) {
 		&api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}},
 		&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "viewer"}},
 		&api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "mine"}},
+		// It reads its namespace because a binding lets it, as in
+		// Kubernetes.
+		&api.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "reader"},
+			Rules: []api.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}},
+		&api.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "viewer-reads"},
+			RoleRef:  api.RoleRef{APIGroup: api.RBACGroup, Kind: api.RoleRefRole, Name: "reader"},
+			Subjects: []api.Subject{{Kind: api.SubjectServiceAccount, Name: "viewer", Namespace: "team"}}},
 	} {
 		if _, err := c.admin.Create(ctx, o); err != nil {
 			t.Fatal(err)

@@ -461,7 +461,12 @@ func fixtureBudgets() []api.Object {
 // tests.
 func fixtureKinds() map[string][]api.Object {
 	cms, secrets, sas, quotas := fixtureConfig()
+	roles, clusterRoles, bindings, clusterBindings := fixtureRBAC()
 	return map[string][]api.Object{
+		"roles":                  roles,
+		"clusterroles":           clusterRoles,
+		"rolebindings":           bindings,
+		"clusterrolebindings":    clusterBindings,
 		"pods":                   fixturePods(),
 		"nodes":                  fixtureNodes(),
 		"services":               fixtureServices(),

@@ -358,3 +358,19 @@ func startForLine(t testing.TB, cmd *exec.Cmd) (string, *testtool.Buffer) {
 	}
 	return "", stderr
 }
+
+// grantView binds Kubernetes' view ClusterRole to a service account in
+// its namespace with kubectl, as a cluster needs before the account's
+// token reads anything there, and waits until the view role has been
+// aggregated and the binding answers.
+func (s *server) grantView(t testing.TB, namespace, sa string) {
+	t.Helper()
+	s.kubectl(t, "create", "rolebinding", sa+"-view", "--clusterrole=view", "--serviceaccount="+namespace+":"+sa, "-n", namespace)
+	waitFor(t, 30*time.Second, "the view role to be aggregated", func() error {
+		out, _ := s.kubectlErr(t, "auth", "can-i", "list", "pods", "-n", namespace, "--as", "system:serviceaccount:"+namespace+":"+sa)
+		if strings.TrimSpace(out) != "yes" {
+			return fmt.Errorf("can-i: %q", out)
+		}
+		return nil
+	})
+}

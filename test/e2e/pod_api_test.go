@@ -82,6 +82,9 @@ func TestPodsReachTheAPI(t *testing.T) {
 	}
 	s := startServer(t)
 	a := startAgent(t, s, "api-node", "127.0.0.40")
+	// The pods list pods with the default service account's token, which
+	// a binding must let read, as in Kubernetes.
+	s.grantView(t, "default", "default")
 
 	t.Run("as the agent", func(t *testing.T) {
 		s.applyText(t, apiClientPod("api-client", kubectl, ""))

@@ -69,8 +69,9 @@ spec:
 		}
 	}
 
-	// Only the admin may proxy: a service account reads the pod but may
-	// not reach through it, as with Kubernetes' view role.
+	// Only the admin may proxy: a service account with Kubernetes' view
+	// role reads the pod but may not reach through it.
+	s.grantView(t, "default", "default")
 	for args, want := range map[string]string{"pods --subresource proxy": "no", "services --subresource proxy": "no", "pods": "yes"} {
 		out, _ := s.kubectlErr(t, append([]string{"auth", "can-i", "get", "--as", "system:serviceaccount:default:default"}, strings.Fields(args)...)...)
 		if answer, _, _ := strings.Cut(strings.TrimSpace(out), " "); answer != want {

@@ -138,6 +138,13 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	// kubectl create token asks for a service account's token in protobuf;
 	// kubectl auth says who a token is and what it may do.
 	kc("create", "serviceaccount", "robot")
+	// A service account reads nothing until a binding lets it, as in
+	// Kubernetes.
+	if out, err := s.kubectlErr(t, "--as", "system:serviceaccount:default:robot", "get", "pods"); err == nil ||
+		!strings.Contains(out, `User "system:serviceaccount:default:robot" cannot list resource "pods" in API group "" in the namespace "default"`) {
+		t.Fatalf("the robot without a binding: %v, %s", err, out)
+	}
+	s.grantView(t, "default", "robot")
 	tok := strings.TrimSpace(kc("create", "token", "robot", "--duration=10m"))
 	if strings.Count(tok, ".") != 2 {
 		t.Fatalf("kubectl create token: %q", tok)
@@ -167,7 +174,8 @@ func TestKubectlWorksAgainstServer(t *testing.T) {
 	if out, err := s.kubectlErr(t, "--token", tok, "top", "node"); err == nil || !strings.Contains(out, "forbidden") {
 		t.Fatalf("kubectl top node as the robot: %v: %s", err, out)
 	}
-	if out := kc("--token", tok, "auth", "can-i", "--list"); !regexp.MustCompile(`(?m)^\*\.\*\s+\[\]\s+\[\]\s+\[get list watch\]$`).MatchString(out) {
+	if out := kc("--token", tok, "auth", "can-i", "--list"); !regexp.MustCompile(`(?m)^pods\s+\[\]\s+\[\]\s+\[get list watch\]$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^selfsubjectaccessreviews.authorization.k8s.io\s+\[\]\s+\[\]\s+\[create\]$`).MatchString(out) {
 		t.Fatalf("kubectl auth can-i --list: %s", out)
 	}
 

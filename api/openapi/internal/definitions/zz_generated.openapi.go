@@ -18,7 +18,10 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		"github.com/berth-dev/berth/api.Affinity":                               schema_githubcom_berth_dev_berth_api_Affinity(ref),
+		"github.com/berth-dev/berth/api.AggregationRule":                        schema_githubcom_berth_dev_berth_api_AggregationRule(ref),
 		"github.com/berth-dev/berth/api.BoundObjectReference":                   schema_githubcom_berth_dev_berth_api_BoundObjectReference(ref),
+		"github.com/berth-dev/berth/api.ClusterRole":                            schema_githubcom_berth_dev_berth_api_ClusterRole(ref),
+		"github.com/berth-dev/berth/api.ClusterRoleBinding":                     schema_githubcom_berth_dev_berth_api_ClusterRoleBinding(ref),
 		"github.com/berth-dev/berth/api.ConfigMap":                              schema_githubcom_berth_dev_berth_api_ConfigMap(ref),
 		"github.com/berth-dev/berth/api.ConfigMapEnvSource":                     schema_githubcom_berth_dev_berth_api_ConfigMapEnvSource(ref),
 		"github.com/berth-dev/berth/api.ConfigMapKeySelector":                   schema_githubcom_berth_dev_berth_api_ConfigMapKeySelector(ref),
@@ -116,6 +119,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.PodSpec":                                schema_githubcom_berth_dev_berth_api_PodSpec(ref),
 		"github.com/berth-dev/berth/api.PodStatus":                              schema_githubcom_berth_dev_berth_api_PodStatus(ref),
 		"github.com/berth-dev/berth/api.PodTemplateSpec":                        schema_githubcom_berth_dev_berth_api_PodTemplateSpec(ref),
+		"github.com/berth-dev/berth/api.PolicyRule":                             schema_githubcom_berth_dev_berth_api_PolicyRule(ref),
 		"github.com/berth-dev/berth/api.PreferredSchedulingTerm":                schema_githubcom_berth_dev_berth_api_PreferredSchedulingTerm(ref),
 		"github.com/berth-dev/berth/api.Probe":                                  schema_githubcom_berth_dev_berth_api_Probe(ref),
 		"github.com/berth-dev/berth/api.ProbeHandler":                           schema_githubcom_berth_dev_berth_api_ProbeHandler(ref),
@@ -131,6 +135,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.ResourceQuotaStatus":                    schema_githubcom_berth_dev_berth_api_ResourceQuotaStatus(ref),
 		"github.com/berth-dev/berth/api.ResourceRequirements":                   schema_githubcom_berth_dev_berth_api_ResourceRequirements(ref),
 		"github.com/berth-dev/berth/api.ResourceUsage":                          schema_githubcom_berth_dev_berth_api_ResourceUsage(ref),
+		"github.com/berth-dev/berth/api.Role":                                   schema_githubcom_berth_dev_berth_api_Role(ref),
+		"github.com/berth-dev/berth/api.RoleBinding":                            schema_githubcom_berth_dev_berth_api_RoleBinding(ref),
+		"github.com/berth-dev/berth/api.RoleRef":                                schema_githubcom_berth_dev_berth_api_RoleRef(ref),
 		"github.com/berth-dev/berth/api.RollingUpdateDeployment":                schema_githubcom_berth_dev_berth_api_RollingUpdateDeployment(ref),
 		"github.com/berth-dev/berth/api.Secret":                                 schema_githubcom_berth_dev_berth_api_Secret(ref),
 		"github.com/berth-dev/berth/api.SecretEnvSource":                        schema_githubcom_berth_dev_berth_api_SecretEnvSource(ref),
@@ -147,6 +154,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.SourceStatus":                           schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
 		"github.com/berth-dev/berth/api.StorageClass":                           schema_githubcom_berth_dev_berth_api_StorageClass(ref),
 		"github.com/berth-dev/berth/api.StoreInfo":                              schema_githubcom_berth_dev_berth_api_StoreInfo(ref),
+		"github.com/berth-dev/berth/api.Subject":                                schema_githubcom_berth_dev_berth_api_Subject(ref),
 		"github.com/berth-dev/berth/api.SuccessPolicy":                          schema_githubcom_berth_dev_berth_api_SuccessPolicy(ref),
 		"github.com/berth-dev/berth/api.SuccessPolicyRule":                      schema_githubcom_berth_dev_berth_api_SuccessPolicyRule(ref),
 		"github.com/berth-dev/berth/api.TCPSocketAction":                        schema_githubcom_berth_dev_berth_api_TCPSocketAction(ref),
@@ -248,6 +256,39 @@ func schema_githubcom_berth_dev_berth_api_Affinity(ref common.ReferenceCallback)
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_AggregationRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AggregationRule makes a ClusterRole the union of the rules of the ClusterRoles its selectors pick; the aggregation controller writes the union into the role's rules.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"clusterRoleSelectors": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ClusterRoleSelectors pick the ClusterRoles whose rules are aggregated: a role matching any selector counts.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.LabelSelector{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_BoundObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -282,6 +323,129 @@ func schema_githubcom_berth_dev_berth_api_BoundObjectReference(ref common.Refere
 				},
 			},
 		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_ClusterRole(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterRole is an rbac.authorization.k8s.io/v1 ClusterRole: rules that a ClusterRoleBinding grants everywhere, or a RoleBinding in its own namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"rules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Rules are what the role grants. With an aggregationRule, the controller owns them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.PolicyRule"),
+									},
+								},
+							},
+						},
+					},
+					"aggregationRule": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AggregationRule, when set, makes the rules the union of other ClusterRoles' rules.",
+							Ref:         ref("github.com/berth-dev/berth/api.AggregationRule"),
+						},
+					},
+				},
+				Required: []string{"rules"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.AggregationRule", "github.com/berth-dev/berth/api.PolicyRule", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_ClusterRoleBinding(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterRoleBinding is an rbac.authorization.k8s.io/v1 ClusterRoleBinding: it grants a ClusterRole to subjects in every namespace and at the cluster scope.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"subjects": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Subjects are who the binding grants the role to.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.Subject"),
+									},
+								},
+							},
+						},
+					},
+					"roleRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RoleRef is the ClusterRole granted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.RoleRef"),
+						},
+					},
+				},
+				Required: []string{"roleRef"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.RoleRef", "github.com/berth-dev/berth/api.Subject", v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -5263,6 +5427,115 @@ func schema_githubcom_berth_dev_berth_api_PodTemplateSpec(ref common.ReferenceCa
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_PolicyRule(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PolicyRule grants verbs on resources, or on paths outside the API. Its field order is rbac/v1's, so that it converts to k8s.io/api's type.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"verbs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Verbs are the verbs the rule grants (\"get\", \"list\", \"create\", …, \"escalate\", \"bind\", \"impersonate\"); \"*\" grants every verb.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"apiGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "APIGroups are the groups of the resources (\"\" is the core group); \"*\" is every group.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"resources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Resources are the resources, \"pods/log\" for a subresource, \"*/scale\" for one subresource of every resource, \"*\" for all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"resourceNames": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ResourceNames, when set, limit the rule to objects of these names. A list or a create, which name no object, is not limited by it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"nonResourceURLs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "NonResourceURLs are paths outside the API (\"/healthz\", \"/api/*\"); only in a ClusterRole, and then without apiGroups or resources.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"verbs"},
+			},
+		},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_PreferredSchedulingTerm(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -5983,6 +6256,161 @@ func schema_githubcom_berth_dev_berth_api_ResourceUsage(ref common.ReferenceCall
 					},
 				},
 				Required: []string{"nanoCores", "memoryBytes"},
+			},
+		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_Role(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Role is an rbac.authorization.k8s.io/v1 Role: rules that grant, in its namespace, what its RoleBindings' subjects may do.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"rules": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Rules are what the role grants.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.PolicyRule"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"rules"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.PolicyRule", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_RoleBinding(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RoleBinding is an rbac.authorization.k8s.io/v1 RoleBinding: it grants a Role, or a ClusterRole's rules, to subjects in its namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"subjects": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Subjects are who the binding grants the role to.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.Subject"),
+									},
+								},
+							},
+						},
+					},
+					"roleRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RoleRef is the role granted.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.RoleRef"),
+						},
+					},
+				},
+				Required: []string{"roleRef"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.RoleRef", "github.com/berth-dev/berth/api.Subject", v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_RoleRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RoleRef names the role a binding grants; it cannot change.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"apiGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIGroup is rbac.authorization.k8s.io.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is Role (a RoleBinding only) or ClusterRole.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the role's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"apiGroup", "kind", "name"},
 			},
 		},
 	}
@@ -6836,6 +7264,50 @@ func schema_githubcom_berth_dev_berth_api_StoreInfo(ref common.ReferenceCallback
 					},
 				},
 				Required: []string{"uid"},
+			},
+		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_Subject(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Subject is who a binding grants its role to: a User, a Group or a ServiceAccount. Its field order is rbac/v1's.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is User, Group or ServiceAccount.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiGroup": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIGroup is \"\" for a ServiceAccount and rbac.authorization.k8s.io for a User or a Group (the default).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the user's, group's or service account's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the service account's namespace; in a RoleBinding, the binding's own when left out.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "name"},
 			},
 		},
 	}

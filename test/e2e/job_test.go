@@ -13,7 +13,8 @@ import (
 // of 5 completions, 2 at a time, completes (kubectl wait sees it), one
 // whose pods fail stops at its backoffLimit with BackoffLimitExceeded,
 // and one made by kubectl create job completes; kubectl delete takes a
-// Job's pods with it.
+// Job's pods with it (background and foreground), or leaves them
+// (orphan).
 func TestJobsRunToTheirEnd(t *testing.T) {
 	testtool.Need(t, "kubectl")
 	s := startServer(t)
@@ -93,12 +94,28 @@ spec:
 	}
 
 	s.kubectl(t, "delete", "job", "five")
-	waitFor(t, 30*time.Second, "job five's pods gone", func() error {
-		if n := len(jobPods(t, s, "five")); n > 0 {
+	// Foreground: the Job goes once its pods have; orphan: its pods stay,
+	// released by the job controller.
+	s.kubectl(t, "delete", "job", "quick", "--cascade=foreground")
+	s.kubectl(t, "delete", "job", "failing", "--cascade=orphan")
+	waitFor(t, 30*time.Second, "the pods of five and quick gone, failing's kept", func() error {
+		if n := len(jobPods(t, s, "five")) + len(jobPods(t, s, "quick")); n > 0 {
 			return fmt.Errorf("%d pods left", n)
+		}
+		left := jobPods(t, s, "failing")
+		if len(left) != 2 {
+			return fmt.Errorf("%d pods of failing left, want 2", len(left))
+		}
+		for _, p := range left {
+			if field(p, "metadata.ownerReferences") != nil || field(p, "metadata.finalizers") != nil {
+				return fmt.Errorf("pod %v still owned or held", field(p, "metadata.name"))
+			}
 		}
 		return nil
 	})
+	if _, err := s.getJSON(t, "job", "quick"); err == nil {
+		t.Error("job quick still there after its foreground deletion")
+	}
 }
 
 // jobPods lists the pods of a Job by its job-name label.

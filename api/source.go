@@ -63,8 +63,14 @@ type SourceStatus struct {
 	// LastAttemptedRevision is the revision the last sync read, whether it
 	// was applied or rejected.
 	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// LastAppliedCommit describes the commit LastAppliedRevision names,
+	// for a git source: its subject, author and time.
+	LastAppliedCommit *SourceCommit `json:"lastAppliedCommit,omitempty"`
 	// LastSyncTime is when the last sync ended.
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// LastSyncDuration is how long the last sync took to validate the
+	// revision, diff it against the store and write it.
+	LastSyncDuration *metav1.Duration `json:"lastSyncDuration,omitempty"`
 	// Objects is the number of objects in the last applied revision. The
 	// objects themselves carry the berth.dev/source annotation naming the
 	// source; the store indexes them by it.
@@ -79,6 +85,17 @@ type SourceStatus struct {
 	// answered, so that `berth reconcile source` knows its request is done
 	// (Flux's status.lastHandledReconcileAt).
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// SourceCommit is what `git log -1` says of a commit, so that a reader of
+// a Source sees which change is live without the repository at hand.
+type SourceCommit struct {
+	// Message is the first line of the commit message, at most 256 bytes.
+	Message string `json:"message,omitempty"`
+	// Author is the commit's author, as "Name <email>".
+	Author string `json:"author,omitempty"`
+	// Time is the author's time of the commit.
+	Time metav1.Time `json:"time,omitempty"`
 }
 
 // Source condition types and reasons.

@@ -29,6 +29,9 @@ type Revision struct {
 	Err error
 	// Time is when the revision was read, on the source's clock.
 	Time time.Time
+	// Commit describes a git revision's commit; nil for other sources,
+	// and when the revision is one the receiver already has.
+	Commit *api.SourceCommit
 }
 
 // OK reports whether the revision can be applied: it was read and every

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -102,6 +103,11 @@ type Result struct {
 	// StoreRevision is the store revision the writes got; 0 when nothing
 	// but the Source status was written.
 	StoreRevision uint64
+	// Commit describes the revision's git commit, when the source said.
+	Commit *api.SourceCommit
+
+	// started is when Apply began, for the status's sync duration.
+	started time.Time
 }
 
 // ApplyOptions say why an Apply runs.
@@ -135,7 +141,7 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	st.mu.Lock()
 	defer st.mu.Unlock()
 
-	res := Result{Revision: rev.ID}
+	res := Result{Revision: rev.ID, Commit: rev.Commit, started: a.clock.Now()}
 	if rev.Err != nil {
 		res.Reason = api.ReasonFetchFailed
 		res.Message = fmt.Sprintf("cannot read the source: %s; still at revision %s", truncate(rev.Err.Error(), maxFetchErrorLen), orNone(st.revision))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -635,5 +636,38 @@ func TestRejectedStatusIsBounded(t *testing.T) {
 	res = f.apply(source.Revision{ID: "r2", Err: errors.New(strings.Repeat("E", 1<<20))})
 	if n := len(f.ready().Message); res.Ready || n > 8<<10 {
 		t.Errorf("a fetch error of 1 MiB made a Ready message of %d bytes", n)
+	}
+}
+
+// The status describes the applied commit, which a revision the source
+// knew was had (no commit given) keeps, and a new revision without one
+// clears; and it says how long the sync took.
+func TestApplyRecordsTheCommitAndTheDuration(t *testing.T) {
+	f := newFixture(t)
+	rev := decode(t, "c1", "a.yaml", configMap("a", "1"))
+	commit := &api.SourceCommit{Message: "add a", Author: "Ann <ann@example.com>", Time: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
+	rev.Commit = commit
+	f.mustApply(rev)
+	src := f.source()
+	if c := src.Status.LastAppliedCommit; c == nil || *c != *commit {
+		t.Errorf("commit %+v, want %+v", c, commit)
+	}
+	if src.Status.LastSyncDuration == nil || src.Status.LastSyncDuration.Duration < 0 {
+		t.Errorf("sync duration %v", src.Status.LastSyncDuration)
+	}
+	again := decode(t, "c1", "a.yaml", configMap("a", "1"))
+	f.mustApply(again)
+	if c := f.source().Status.LastAppliedCommit; c == nil || c.Message != "add a" {
+		t.Errorf("the same revision again lost its commit: %+v", c)
+	}
+	broken := decode(t, "c2", "a.yaml", "kind: Nope\n")
+	broken.Commit = &api.SourceCommit{Message: "break it"}
+	f.apply(broken)
+	if c := f.source().Status.LastAppliedCommit; c == nil || c.Message != "add a" {
+		t.Errorf("a rejected revision changed the applied commit: %+v", c)
+	}
+	f.mustApply(decode(t, "sha256:abc", "a.yaml", configMap("a", "2")))
+	if c := f.source().Status.LastAppliedCommit; c != nil {
+		t.Errorf("a revision without a commit kept the last one's: %+v", c)
 	}
 }

@@ -52,10 +52,18 @@ func (a *Applier) updateStatus(tx *store.Txn, src *api.Source, res *Result, opts
 		s.Status.LastAttemptedRevision = res.Revision
 	}
 	if objects >= 0 {
+		// A revision read again (the source knew it was had) comes
+		// without its commit: the one recorded still describes it.
+		if res.Commit != nil || s.Status.LastAppliedRevision != res.Revision {
+			s.Status.LastAppliedCommit = res.Commit
+		}
 		s.Status.LastAppliedRevision = res.Revision
 		s.Status.Objects = int32(objects)
 	}
 	s.Status.LastSyncTime = &now
+	if !res.started.IsZero() {
+		s.Status.LastSyncDuration = &metav1.Duration{Duration: now.Sub(res.started)}
+	}
 	s.Status.ObservedGeneration = s.Generation
 	if opts.Request != "" {
 		s.Status.LastHandledReconcileAt = opts.Request

@@ -6,11 +6,16 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
 )
 
@@ -132,7 +137,32 @@ func (g *Git) read(commit plumbing.Hash, have string) source.Revision {
 	if err != nil {
 		return source.Revision{ID: id, Err: fmt.Errorf("git cache %s: %w", g.cache.dir, err)}
 	}
-	return g.decoder.Revision(contents, id)
+	rev := g.decoder.Revision(contents, id)
+	rev.Commit = commitInfo(g.cache.st, commit)
+	return rev
+}
+
+// maxSubject bounds a commit subject kept in a Source's status.
+const maxSubject = 256
+
+// commitInfo is what `git log -1` says of a commit: its subject, author
+// and time; nil when the commit cannot be read, which the tree just read
+// makes unlikely and which costs only the description.
+func commitInfo(st storer.EncodedObjectStorer, hash plumbing.Hash) *api.SourceCommit {
+	c, err := object.GetCommit(st, hash)
+	if err != nil {
+		return nil
+	}
+	subject, _, _ := strings.Cut(strings.TrimSpace(c.Message), "\n")
+	subject = strings.TrimSpace(subject)
+	if len(subject) > maxSubject {
+		subject = strings.ToValidUTF8(subject[:maxSubject], "") + "…"
+	}
+	author := c.Author.Name
+	if c.Author.Email != "" {
+		author += " <" + c.Author.Email + ">"
+	}
+	return &api.SourceCommit{Message: subject, Author: author, Time: metav1.NewTime(c.Author.When.UTC())}
 }
 
 // sync makes the cache hold the commit the ref names now and returns it.

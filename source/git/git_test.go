@@ -382,3 +382,19 @@ func TestGitCacheRefusesAForeignFolder(t *testing.T) {
 		t.Error("the foreign file is gone")
 	}
 }
+
+func TestGitRevisionDescribesItsCommit(t *testing.T) {
+	r := newRemote(t)
+	if err := os.WriteFile(filepath.Join(r.work, "a.yaml"), []byte(configMap("a", "1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.run(r.work, "add", "a.yaml")
+	r.run(r.work, "commit", "--quiet", "-m", "  <b>bold</b> subject  \n\nthe body, not kept", "--date", "2026-03-04T05:06:07Z")
+	r.run(r.work, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+	h := start(t, "git+"+r.url(), "")
+	rev := h.receive()
+	c := rev.Commit
+	if c == nil || c.Message != "<b>bold</b> subject" || c.Author != "Test <test@example.com>" || !c.Time.Time.Equal(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)) {
+		t.Fatalf("commit %+v", c)
+	}
+}

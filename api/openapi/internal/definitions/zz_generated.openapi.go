@@ -150,6 +150,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.ServiceSpec":                            schema_githubcom_berth_dev_berth_api_ServiceSpec(ref),
 		"github.com/berth-dev/berth/api.ServiceStatus":                          schema_githubcom_berth_dev_berth_api_ServiceStatus(ref),
 		"github.com/berth-dev/berth/api.Source":                                 schema_githubcom_berth_dev_berth_api_Source(ref),
+		"github.com/berth-dev/berth/api.SourceCommit":                           schema_githubcom_berth_dev_berth_api_SourceCommit(ref),
 		"github.com/berth-dev/berth/api.SourceSpec":                             schema_githubcom_berth_dev_berth_api_SourceSpec(ref),
 		"github.com/berth-dev/berth/api.SourceStatus":                           schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
 		"github.com/berth-dev/berth/api.StorageClass":                           schema_githubcom_berth_dev_berth_api_StorageClass(ref),
@@ -7001,6 +7002,41 @@ func schema_githubcom_berth_dev_berth_api_Source(ref common.ReferenceCallback) c
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_SourceCommit(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceCommit is what `git log -1` says of a commit, so that a reader of a Source sees which change is live without the repository at hand.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is the first line of the commit message, at most 256 bytes.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"author": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Author is the commit's author, as \"Name <email>\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is the author's time of the commit.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -7103,10 +7139,22 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 							Format:      "",
 						},
 					},
+					"lastAppliedCommit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastAppliedCommit describes the commit LastAppliedRevision names, for a git source: its subject, author and time.",
+							Ref:         ref("github.com/berth-dev/berth/api.SourceCommit"),
+						},
+					},
 					"lastSyncTime": {
 						SchemaProps: spec.SchemaProps{
 							Description: "LastSyncTime is when the last sync ended.",
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastSyncDuration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastSyncDuration is how long the last sync took to validate the revision, diff it against the store and write it.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
 						},
 					},
 					"objects": {
@@ -7148,7 +7196,7 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 			},
 		},
 		Dependencies: []string{
-			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			"github.com/berth-dev/berth/api.SourceCommit", v1.Condition{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

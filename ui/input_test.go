@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -202,5 +203,23 @@ func TestBuildTree(t *testing.T) {
 	}
 	if roots[1].Message != "app: CrashLoopBackOff <script>" {
 		t.Errorf("message %q", roots[1].Message)
+	}
+}
+
+func TestFoldKeepsWhatIsNotHealthyInSight(t *testing.T) {
+	root := &treeNode{Kind: "ReplicaSet", Name: "web"}
+	for i := range 150 {
+		h := Healthy
+		if i%50 == 49 {
+			h = Degraded
+		}
+		root.Children = append(root.Children, &treeNode{Kind: "Pod", Name: fmt.Sprintf("p%03d", i), Health: h})
+	}
+	fold([]*treeNode{root}, 100)
+	if len(root.Children) != 100 || root.Children[0].Name != "p049" || root.Children[2].Name != "p149" || root.Children[3].Name != "p000" {
+		t.Errorf("children %d, first %v %v %v %v", len(root.Children), root.Children[0].Name, root.Children[1].Name, root.Children[2].Name, root.Children[3].Name)
+	}
+	if fmt.Sprint(root.Folded) != "[{Healthy 50}]" || treeCount([]*treeNode{root}) != 151 {
+		t.Errorf("folded %v, count %d", root.Folded, treeCount([]*treeNode{root}))
 	}
 }

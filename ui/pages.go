@@ -20,6 +20,10 @@ import (
 	"github.com/berth-dev/berth/client"
 )
 
+// driftReason is the reason of the event the applier records when it
+// reverts a change made outside the source.
+const driftReason = "DriftCorrected"
+
 var (
 	sourceKind = api.KindOf(&api.Source{})
 	podKind    = api.KindOf(&api.Pod{})
@@ -53,7 +57,12 @@ type sourceRow struct {
 	Message  string
 	LastSync string
 	SyncedAt string
+	// Duration is how long the last sync took.
+	Duration string
 	Objects  int32
+	// Commit describes a git revision's commit.
+	Commit    *api.SourceCommit
+	CommitAge string
 	// HeldBack is the revision read but not applied.
 	HeldBack string
 }
@@ -71,6 +80,12 @@ func newSourceRow(s *api.Source, now time.Time) sourceRow {
 	if t := s.Status.LastSyncTime; t != nil {
 		r.LastSync = age(now, t.Time)
 		r.SyncedAt = t.UTC().Format(time.RFC3339)
+	}
+	if d := s.Status.LastSyncDuration; d != nil {
+		r.Duration = d.Duration.Round(time.Millisecond).String()
+	}
+	if c := s.Status.LastAppliedCommit; c != nil {
+		r.Commit, r.CommitAge = c, age(now, c.Time.Time)
 	}
 	if r.Attempted != "" && r.Attempted != r.Revision {
 		r.HeldBack = r.Attempted
@@ -166,7 +181,11 @@ func (s *Server) overview(ctx context.Context, sess *session, r *http.Request, v
 	for _, o := range srcs {
 		row := newSourceRow(o.(*api.Source), now)
 		d.Total++
-		if needle != "" && !strings.Contains(strings.ToLower(row.Name+" "+row.URL+" "+row.Type+" "+row.Revision), needle) {
+		text := row.Name + " " + row.URL + " " + row.Type + " " + row.Revision + " " + row.Error
+		if row.Commit != nil {
+			text += " " + row.Commit.Message + " " + row.Commit.Author
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(text), needle) {
 			continue
 		}
 		if !statusMatches(d.Status, row) {
@@ -237,7 +256,9 @@ type sourceData struct {
 	Namespace  string
 	Tree       []*treeNode
 	Count      int
-	History    []eventRow
+	// All: every child is shown (?all=1), none folded.
+	All     bool
+	History []eventRow
 	// Unlisted are the kinds the viewer may not list: their objects are
 	// missing from the tree.
 	Unlisted []string
@@ -280,7 +301,7 @@ func (s *Server) sourcePage(ctx context.Context, sess *session, r *http.Request,
 	var evs []api.Object
 	var evErr error
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	sem := make(chan struct{}, 8)
 	for i, k := range kinds {
 		wg.Go(func() {
 			sem <- struct{}{}
@@ -292,7 +313,14 @@ func (s *Server) sourcePage(ctx context.Context, sess *session, r *http.Request,
 			lists[i], rvs[i], errs[i] = c.List(ctx, k, ns, client.ListOptions{})
 		})
 	}
-	wg.Go(func() { evs, _, evErr = c.List(ctx, eventKind, "", client.ListOptions{}) })
+	var drifts []api.Object
+	var driftErr error
+	wg.Go(func() {
+		evs, _, evErr = c.List(ctx, eventKind, "", client.ListOptions{FieldSelector: "involvedObject.kind=" + sourceKind.GVK.Kind + ",involvedObject.name=" + name})
+	})
+	wg.Go(func() {
+		drifts, _, driftErr = c.List(ctx, eventKind, d.Namespace, client.ListOptions{FieldSelector: "reason=" + driftReason})
+	})
 	wg.Wait()
 	var all []api.Object
 	for i, k := range kinds {
@@ -308,20 +336,24 @@ func (s *Server) sourcePage(ctx context.Context, sess *session, r *http.Request,
 		all = append(all, lists[i]...)
 	}
 	drift := map[types.UID]string{}
-	if evErr == nil {
-		for _, o := range evs {
-			e := o.(*api.Event)
-			if e.Reason == "DriftCorrected" && e.InvolvedObject.UID != "" {
-				drift[types.UID(e.InvolvedObject.UID)] = e.Message
-			}
+	for _, o := range drifts {
+		if e := o.(*api.Event); e.InvolvedObject.UID != "" {
+			drift[types.UID(e.InvolvedObject.UID)] = e.Message
 		}
-		d.History = newestEvents(evs, now, 20, func(e *api.Event) bool {
-			return e.InvolvedObject.Kind == sourceKind.GVK.Kind && e.InvolvedObject.Name == name
-		})
+	}
+	if driftErr != nil && !client.IsForbidden(driftErr) {
+		v.apiError("events", driftErr)
+	}
+	if evErr == nil {
+		d.History = newestEvents(evs, now, 20, nil)
 	} else if !client.IsForbidden(evErr) {
 		v.apiError("events", evErr)
 	}
 	d.Tree = buildTree(name, all, drift, now)
+	d.All = r.URL.Query().Get("all") == "1"
+	if !d.All {
+		fold(d.Tree, maxChildren)
+	}
 	d.Count = treeCount(d.Tree)
 	return "source", http.StatusOK
 }

@@ -23,6 +23,50 @@ type treeNode struct {
 	// the object, if any.
 	Drift    string
 	Children []*treeNode
+	// Folded counts the children left out of Children by health, when
+	// there were more than a page shows.
+	Folded []healthCount
+}
+
+type healthCount struct {
+	Health Health
+	Count  int
+}
+
+// maxChildren is how many children of one object a tree shows unless
+// asked for all: a Deployment's thousand pods are read as a summary.
+const maxChildren = 100
+
+// fold keeps the first max children of every node (all when max < 0),
+// those not healthy first so that none is hidden, and counts the rest by
+// health.
+func fold(ns []*treeNode, max int) {
+	for _, n := range ns {
+		if max >= 0 && len(n.Children) > max {
+			slices.SortStableFunc(n.Children, func(a, b *treeNode) int { return cmp.Compare(healthRank(a.Health), healthRank(b.Health)) })
+			counts := map[Health]int{}
+			for _, c := range n.Children[max:] {
+				counts[c.Health] += 1 + treeCount(c.Children)
+			}
+			for _, h := range []Health{Degraded, Progressing, Unknown, Healthy} {
+				if counts[h] > 0 {
+					n.Folded = append(n.Folded, healthCount{h, counts[h]})
+				}
+			}
+			n.Children = n.Children[:max]
+		}
+		fold(n.Children, max)
+	}
+}
+
+func healthRank(h Health) int {
+	switch h {
+	case Degraded:
+		return 0
+	case Progressing, Unknown:
+		return 1
+	}
+	return 2
 }
 
 // Link is the object's page.
@@ -91,11 +135,14 @@ func kindRank(kind string) int {
 	return 4
 }
 
-// treeCount is the number of objects in the trees.
+// treeCount is the number of objects in the trees, folded ones too.
 func treeCount(ns []*treeNode) int {
 	n := len(ns)
 	for _, c := range ns {
 		n += treeCount(c.Children)
+		for _, f := range c.Folded {
+			n += f.Count
+		}
 	}
 	return n
 }

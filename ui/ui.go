@@ -194,7 +194,10 @@ func (s *Server) page(fn func(ctx context.Context, sess *session, r *http.Reques
 		v := &view{User: sess.user, CSRF: sess.csrf}
 		ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 		defer cancel()
+		start := s.clock.Now()
 		name, code := fn(ctx, sess, r, v)
+		// How long the API's answers took, for a browser's timing panel.
+		w.Header().Set("Server-Timing", fmt.Sprintf("api;dur=%.1f", float64(s.clock.Since(start).Microseconds())/1000))
 		if v.Stream != "" && v.RV == "" {
 			v.RV = "0"
 		}

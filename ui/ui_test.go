@@ -12,6 +12,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -550,5 +551,65 @@ func TestAViewerSeesWhatTheAPILetsThemSee(t *testing.T) {
 	resp2, page = b.do("POST", "/ui/sources/hello/sync", url.Values{"csrf": {csrf}})
 	if resp2.StatusCode != http.StatusForbidden || !strings.Contains(page, "forbidden") {
 		t.Errorf("viewer's sync: %s, want 403 with the API's message\n%s", resp2.Status, page)
+	}
+}
+
+// A git source's commit is shown with its subject, author and time, and a
+// subject holding HTML is shown as text.
+func TestOverviewShowsTheCommitEscaped(t *testing.T) {
+	git := testtool.Need(t, "git")
+	root := t.TempDir()
+	bare, work := filepath.Join(root, "fleet.git"), filepath.Join(root, "work")
+	run := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(git, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+root, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_AUTHOR_NAME=Ann <b>", "GIT_AUTHOR_EMAIL=ann@example.com", "GIT_COMMITTER_NAME=Ann", "GIT_COMMITTER_EMAIL=ann@example.com")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run(root, "init", "--quiet", "--bare", "--initial-branch=main", bare)
+	run(root, "init", "--quiet", "--initial-branch=main", work)
+	if err := os.WriteFile(filepath.Join(work, "app.yaml"), []byte(manifests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(work, "add", "app.yaml")
+	run(work, "commit", "--quiet", "-m", "deploy "+hostile)
+	run(work, "push", "--quiet", bare, "HEAD:refs/heads/main")
+	spec, err := source.Parse("git+file://" + bare + "?name=fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := cptest.Start(t, controlplane.Config{Sources: []source.Spec{spec}})
+	admin, err := client.New(&client.Config{Server: cp.LocalURL(), Token: cp.Credentials().AdminToken, CAData: cp.Credentials().CAPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 20*time.Second, "source fleet applied", func() error {
+		obj, err := admin.Get(context.Background(), api.KindOf(&api.Source{}), "", "fleet")
+		if err != nil {
+			return err
+		}
+		if obj.(*api.Source).Status.LastAppliedCommit == nil {
+			return fmt.Errorf("no commit yet: %+v", obj.(*api.Source).Status)
+		}
+		return nil
+	})
+	b := (&cluster{cp: cp, admin: admin, base: cp.LocalURL()}).browser(t)
+	b.login(cp.Credentials().AdminToken)
+	for _, p := range []string{"/ui/", "/ui/sources/fleet", "/ui/?q=alert"} {
+		_, page := b.do("GET", p, nil)
+		checkPage(t, p, page)
+		for _, want := range []string{`<div class="commit">deploy &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;</div>`, "Ann b &lt;ann@example.com&gt;"} {
+			if p == "/ui/sources/fleet" {
+				want = strings.Replace(want, `<div class="commit">`, `<span class="commit">`, 1)
+				want = strings.Replace(want, `</div>`, `</span>`, 1)
+			}
+			if !strings.Contains(page, want) {
+				t.Errorf("%s lacks %s:\n%s", p, want, page)
+			}
+		}
 	}
 }

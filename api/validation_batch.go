@@ -297,6 +297,50 @@ func validateTimeZone(tz string, p *field.Path) field.ErrorList {
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
+// generatedJobLabels are the labels the store gives a Job's template
+// with its selector.
+var generatedJobLabels = []string{LabelJobControllerUID, LabelLegacyJobControllerUID, LabelJobName, LabelLegacyJobName}
+
+// validateJobUpdate keeps what Kubernetes keeps of a Job: its selector,
+// completion mode and template, which a suspended Job that never started
+// may change only in its labels, annotations, node selector, affinity and
+// tolerations; and its completions, but for an Indexed Job scaled with
+// its parallelism. An update that leaves the selector, or the labels the
+// store made with it, out keeps them.
+func validateJobUpdate(old, j *Job) field.ErrorList {
+	p := field.NewPath("spec")
+	var errs field.ErrorList
+	if j.Spec.Selector != nil {
+		errs = append(errs, immutable(old.Spec.Selector, j.Spec.Selector, p.Child("selector"))...)
+	}
+	errs = append(errs, immutable(old.Spec.CompletionMode, j.Spec.CompletionMode, p.Child("completionMode"))...)
+	oldT, newT := old.Spec.Template.DeepCopy(), j.Spec.Template.DeepCopy()
+	for _, k := range generatedJobLabels {
+		if v, ok := oldT.Labels[k]; ok {
+			if _, set := newT.Labels[k]; !set {
+				if newT.Labels == nil {
+					newT.Labels = map[string]string{}
+				}
+				newT.Labels[k] = v
+			}
+		}
+	}
+	if isTrue(old.Spec.Suspend) && old.Status.StartTime == nil {
+		for _, t := range []*PodTemplateSpec{oldT, newT} {
+			t.Labels, t.Annotations = nil, nil
+			t.Spec.NodeSelector, t.Spec.Affinity, t.Spec.Tolerations = nil, nil, nil
+		}
+	}
+	errs = append(errs, immutable(oldT, newT, p.Child("template"))...)
+	elastic := j.Spec.CompletionMode != nil && *j.Spec.CompletionMode == IndexedCompletion &&
+		j.Spec.Completions != nil && j.Spec.Parallelism != nil && *j.Spec.Completions == *j.Spec.Parallelism &&
+		old.Spec.Completions != nil && old.Spec.Parallelism != nil && *old.Spec.Completions == *old.Spec.Parallelism
+	if !elastic {
+		errs = append(errs, immutable(old.Spec.Completions, j.Spec.Completions, p.Child("completions"))...)
+	}
+	return errs
+}
+
 // +kubebuilder:object:generate=false
 
 // Indexes is a set of completion indexes, kept as sorted, disjoint,

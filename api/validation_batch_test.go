@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestValidateBadBatch reads the bad Jobs and CronJobs and checks that
@@ -135,4 +137,51 @@ func FuzzParseIndexes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestValidateJobUpdate keeps a Job's selector, template and
+// completions, as Kubernetes does, but lets an update leave out what
+// the store made.
+func TestValidateJobUpdate(t *testing.T) {
+	old := &Job{}
+	old.Name, old.Namespace = "j", "default"
+	old.Spec.Completions = ptrTo(int32(3))
+	old.Spec.Template.Labels = map[string]string{"app": "j", LabelJobControllerUID: "u", LabelJobName: "j"}
+	old.Spec.Template.Spec = PodSpec{RestartPolicy: RestartPolicyNever, Containers: []Container{{Name: "main", Image: "busybox"}}}
+	Default(old)
+	old.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{LabelJobControllerUID: "u"}}
+	applied := func(f func(*Job)) *Job {
+		j := old.DeepCopy()
+		j.Spec.Selector = nil
+		j.Spec.Template.Labels = map[string]string{"app": "j"}
+		f(j)
+		return j
+	}
+	for _, tc := range []struct {
+		name string
+		j    *Job
+		want string
+	}{
+		{"as applied", applied(func(*Job) {}), ""},
+		{"parallelism", applied(func(j *Job) { j.Spec.Parallelism = ptrTo(int32(5)) }), ""},
+		{"image", applied(func(j *Job) { j.Spec.Template.Spec.Containers[0].Image = "busybox:2" }), "spec.template: Invalid value"},
+		{"completions", applied(func(j *Job) { j.Spec.Completions = ptrTo(int32(4)) }), "spec.completions: Invalid value: 4: field is immutable"},
+		{"selector", applied(func(j *Job) {
+			j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+		}), "spec.selector: Invalid value"},
+	} {
+		errs := ValidateUpdate(old, tc.j)
+		switch {
+		case tc.want == "" && len(errs) > 0:
+			t.Errorf("%s: %v", tc.name, errs)
+		case tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.name, errs, tc.want)
+		}
+	}
+	// Suspended and never started: scheduling may change.
+	old.Spec.Suspend = ptrTo(true)
+	j := applied(func(j *Job) { j.Spec.Template.Spec.NodeSelector = map[string]string{"zone": "a"} })
+	if errs := ValidateUpdate(old, j); len(errs) > 0 {
+		t.Errorf("suspended: %v", errs)
+	}
 }

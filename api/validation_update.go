@@ -26,11 +26,7 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 	case *Deployment:
 		return immutable(old.(*Deployment).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
 	case *Job:
-		// The store keeps the selector an update leaves out.
-		if n.Spec.Selector == nil {
-			return nil
-		}
-		return immutable(old.(*Job).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
+		return validateJobUpdate(old.(*Job), n)
 	case *PersistentVolumeClaim:
 		return validateClaimUpdate(old.(*PersistentVolumeClaim), n)
 	case *PersistentVolume:

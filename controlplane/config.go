@@ -13,10 +13,17 @@ import (
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store/bolt"
+	"github.com/berth-dev/berth/store/etcd"
 )
 
 // DefaultListen is the API's address when Config.Listen is empty.
 const DefaultListen = ":6443"
+
+// Defaults of the leader election over an etcd store, for the flags.
+const (
+	DefaultLeaseDuration = etcd.DefaultLeaseTTL
+	DefaultRetryPeriod   = etcd.DefaultRetryPeriod
+)
 
 // Defaults of the cluster DNS flags, and the scheduler's scoring
 // strategies, for the commands that define them.

@@ -33,9 +33,17 @@ type EtcdConfig struct {
 	// negative value never compacts (the flag's 0).
 	CompactionInterval time.Duration
 	// LeaseDuration is how long a leader that stopped renewing keeps its
-	// election (--leader-elect-lease-duration, default 15s): how soon
+	// election (--leader-elect-lease-duration, default 4s): how soon
 	// another control plane takes over from one that died.
 	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader tries a write etcd does not
+	// answer before it gives up the lead (--leader-elect-renew-deadline,
+	// default two thirds of the lease).
+	RenewDeadline time.Duration
+	// RetryPeriod is the longest wait between tries to campaign, follow
+	// the log or read the leader after etcd failed one
+	// (--leader-elect-retry-period, default 1s).
+	RetryPeriod time.Duration
 }
 
 // EtcdEndpoints reads the members of an etcd:// --store value, as
@@ -123,6 +131,8 @@ func openEtcd(ctx context.Context, cfg Config) (*etcd.Backend, error) {
 		TLS:                tlsCfg,
 		Prefix:             cfg.Etcd.Prefix,
 		LeaseTTL:           cfg.Etcd.LeaseDuration,
+		RenewDeadline:      cfg.Etcd.RenewDeadline,
+		RetryPeriod:        cfg.Etcd.RetryPeriod,
 		CompactionInterval: cfg.Etcd.CompactionInterval,
 		Clock:              cfg.Clock,
 		Logger:             cfg.Logger,

@@ -19,6 +19,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/store"
@@ -37,6 +38,8 @@ type forwarder struct {
 	leader atomic.Pointer[leaderTarget]
 	proxy  *httputil.ReverseProxy
 	log    *slog.Logger
+	// clock times forwardTimeout.
+	clock clock.WithDelayedExecution
 }
 
 // leaderTarget is a leader the forwarder sends to; gone ends once
@@ -53,6 +56,18 @@ type leaderTarget struct {
 // errLeaderChanged ends a forwarded request whose leader lost the
 // election before it answered.
 var errLeaderChanged = errors.New("another control plane took over as leader before this one answered")
+
+// forwardTimeout bounds how long a follower waits for the leader to
+// begin its answer to a forwarded write: a leader that froze would
+// otherwise hold the follower's clients until its lease ran out and
+// another took over, past the 5s a client commonly allows. Then the
+// client hears 503 with Retry-After if the write never reached the
+// leader, and 504 (unknown outcome) if it may have.
+const forwardTimeout = 3 * time.Second
+
+// errForwardTimeout ends a forwarded request the leader did not begin
+// to answer within forwardTimeout.
+var errForwardTimeout = fmt.Errorf("no answer within %s", forwardTimeout)
 
 // forwarding is a request on its way to leader; answered says that the
 // leader answered, after which a change of leader no longer ends the
@@ -97,8 +112,8 @@ const forwardedHeader = "Berth-Forwarded-By"
 
 type targetKey struct{}
 
-func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Logger) *forwarder {
-	f := &forwarder{store: st, self: self, log: log}
+func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Logger, clk clock.WithDelayedExecution) *forwarder {
+	f := &forwarder{store: st, self: self, log: log, clock: clk}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(pr.In.Context().Value(targetKey{}).(*forwarding).leader)
@@ -113,11 +128,15 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 			ResponseHeaderTimeout: time.Minute,
 			IdleConnTimeout:       90 * time.Second,
 			MaxIdleConnsPerHost:   64,
+			// A connection to a leader that froze is dropped within
+			// two seconds, so that the next write dials again
+			// rather than queue on it.
+			HTTP2: &http.HTTP2Config{SendPingTimeout: time.Second, PingTimeout: time.Second},
 		}},
 		FlushInterval:  -1,
 		ModifyResponse: f.caughtUp,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) {
+			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) || errors.Is(cause, errForwardTimeout) {
 				err = cause
 			}
 			fw := r.Context().Value(targetKey{}).(*forwarding)
@@ -162,7 +181,12 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	answered := context.AfterFunc(target.gone, func() { cancel(errLeaderChanged) })
+	changed := context.AfterFunc(target.gone, func() { cancel(errLeaderChanged) })
+	timer := f.clock.AfterFunc(forwardTimeout, func() { cancel(errForwardTimeout) })
+	answered := func() bool {
+		timer.Stop()
+		return changed()
+	}
 	defer answered()
 	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, &forwarding{leader: target.url, answered: answered})))
 }

@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -15,12 +16,15 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/etcd"
 	"github.com/berth-dev/berth/store/etcd/etcdtest"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // maxHops is where the test's servers stop a request going round, which
@@ -60,7 +64,7 @@ func followerAPI(t *testing.T, ep string, hits *atomic.Int32) (*forwarder, *http
 	t.Cleanup(ts.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(ts.Certificate())
-	f = newForwarder(st, ts.URL, pool, quiet)
+	f = newForwarder(st, ts.URL, pool, quiet, clock.RealClock{})
 	return f, ts
 }
 
@@ -91,6 +95,12 @@ func TestForwardedWriteIsNotForwardedAgain(t *testing.T) {
 // leader whose API handler serves.
 func forwarderTo(t *testing.T, handler http.HandlerFunc) (*forwarder, *store.Store) {
 	t.Helper()
+	return forwarderOn(t, clock.RealClock{}, handler)
+}
+
+// forwarderOn is forwarderTo timed by clk.
+func forwarderOn(t *testing.T, clk clock.WithDelayedExecution, handler http.HandlerFunc) (*forwarder, *store.Store) {
+	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	st, err := store.New(store.Memory{}, store.Options{Logger: quiet})
 	if err != nil {
@@ -101,7 +111,7 @@ func forwarderTo(t *testing.T, handler http.HandlerFunc) (*forwarder, *store.Sto
 	t.Cleanup(leaderAPI.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(leaderAPI.Certificate())
-	f := newForwarder(st, "https://self.test:6443", pool, quiet)
+	f := newForwarder(st, "https://self.test:6443", pool, quiet, clk)
 	f.setLeader(leaderAPI.URL)
 	return f, st
 }
@@ -220,5 +230,62 @@ func TestForwardedWriteAnsweredBeforeTheLeaderChangesIsPassedOn(t *testing.T) {
 	}
 	if rec.Code != http.StatusCreated || rec.Body.String() != `{"made":true}` {
 		t.Fatalf("answer %d %q, want the leader's 201 and its body", rec.Code, rec.Body.String())
+	}
+}
+
+// A write to a leader that froze after it had the write is not held for
+// the lease: past forwardTimeout on the follower's clock the client
+// hears 504, the outcome unknown, well within the 5s it may allow.
+func TestForwardedWriteToAFrozenLeaderEndsInTime(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	f, _ := forwarderOn(t, clk, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	rec, done := forwardCreate(context.Background(), f)
+	<-arrived
+	select {
+	case <-done:
+		t.Fatal("answered before the forward timeout")
+	default:
+	}
+	clk.Step(forwardTimeout)
+	<-done
+	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), "no answer within") {
+		t.Fatalf("answer %d %q, want 504 naming the forward timeout", rec.Code, rec.Body.String())
+	}
+}
+
+// A leader frozen before it took the connection (the kernel accepts it,
+// nothing answers the TLS handshake) never had the write: past
+// forwardTimeout, 503 with Retry-After, which a client sends again.
+func TestForwardedWriteToALeaderThatNeverAcceptsIsUnavailable(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	f, _ := forwarderOn(t, clk, func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the write reached a leader that never accepts")
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	f.setLeader("https://" + l.Addr().String())
+	rec, done := forwardCreate(context.Background(), f)
+	testtool.WaitFor(t, 10*time.Second, "the forward timer", func() error {
+		if !clk.HasWaiters() {
+			return errors.New("no timer yet")
+		}
+		return nil
+	})
+	clk.Step(forwardTimeout)
+	<-done
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "no answer within") {
+		t.Fatalf("answer %d %q, Retry-After %q, want 503 and a retry", rec.Code, rec.Body.String(), rec.Header().Get("Retry-After"))
 	}
 }

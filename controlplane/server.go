@@ -501,7 +501,7 @@ func (s *Server) buildAPI() error {
 	checks := []apiserver.ReadyCheck{{Name: "store", Check: s.store.Err}, {Name: "sources", Check: s.sources.Ready}}
 	var forward func(*http.Request) http.Handler
 	if s.store.Replicated() {
-		s.forward = newForwarder(s.store, "", s.creds.CAPool, s.log)
+		s.forward = newForwarder(s.store, "", s.creds.CAPool, s.log, s.cfg.Clock)
 		forward = s.forward.route
 		checks = append(checks, apiserver.ReadyCheck{Name: "leader", Check: s.forward.known})
 	}
@@ -624,6 +624,13 @@ func (s *Server) Run(ctx context.Context) error {
 		// a follower of the new leader, from what the store holds.
 		err = ErrLeadershipLost
 		s.log.Error("shutting down: leadership lost; start berth server again and it follows the new leader")
+	}
+	if s.etcd != nil {
+		// Hand over first, then stop: another server is elected now,
+		// not when this one's lease runs out, and the writes this one
+		// still gets are refused as not the leader's (503, sent on
+		// by the client).
+		s.etcd.Resign()
 	}
 	stop()
 	wg.Wait()

@@ -76,11 +76,7 @@ func (m *stateMetrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.dbBytes, prometheus.GaugeValue, float64(n))
 		}
 	}
-	leading := 1.0
-	if m.store.Following() {
-		leading = 0
-	}
-	ch <- prometheus.MustNewConstMetric(m.leader, prometheus.GaugeValue, leading)
+	ch <- prometheus.MustNewConstMetric(m.leader, prometheus.GaugeValue, leading(m.store))
 	m.collectNodes(ch, snap)
 	m.collectSources(ch, snap)
 	m.sources.syncDuration.Collect(ch)
@@ -134,5 +130,20 @@ func (m *stateMetrics) collectSources(ch chan<- prometheus.Metric, snap *store.S
 		if at := r.lastSuccess.Load(); at != 0 {
 			ch <- prometheus.MustNewConstMetric(m.sourceLastSync, prometheus.GaugeValue, float64(at)/1e9, name)
 		}
+	}
+}
+
+// leading is the leader metric's value: 1 while the store leads, 0 while
+// it follows, and 0 from the moment it knows it lost the lead, though
+// its server has not yet stepped down.
+func leading(st *store.Store) float64 {
+	if st.Following() {
+		return 0
+	}
+	select {
+	case <-st.Lost():
+		return 0
+	default:
+		return 1
 	}
 }

@@ -5,15 +5,21 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/etcd"
+	"github.com/berth-dev/berth/store/etcd/etcdtest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -134,5 +140,43 @@ func TestStateMetrics(t *testing.T) {
 	})
 	if got[`berth_source_objects{name="site"}`] != 2 {
 		t.Errorf("objects after a rejected revision = %v, want the 2 still applied", got[`berth_source_objects{name="site"}`])
+	}
+}
+
+// A leader that lost the election says so in its metric the moment its
+// store knows, before its server has stepped down.
+func TestLeaderMetricTurnsZeroOnceDeposed(t *testing.T) {
+	ep := etcdtest.Start(t)
+	quiet := slog.New(slog.DiscardHandler)
+	b, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{ep}, LeaseTTL: time.Minute, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(b, store.Options{Logger: quiet})
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if got := leading(st); got != 0 {
+		t.Fatalf("a follower's leader metric: %v", got)
+	}
+	if err := st.Lead(ctx, "https://old.test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := leading(st); got != 1 {
+		t.Fatalf("the leader's leader metric: %v", got)
+	}
+	// Another takes the election: the next commit is refused.
+	if _, err := b.Client().Delete(ctx, b.Prefix()+"/leader", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}); err == nil {
+		t.Fatal("a deposed leader's write was taken")
+	}
+	if got := leading(st); got != 0 {
+		t.Fatalf("the deposed leader's leader metric: %v, want 0", got)
 	}
 }

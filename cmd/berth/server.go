@@ -86,9 +86,10 @@ the first to start puts its credentials into etcd and the others take
 them (start each with an empty data dir, or its own earlier one), one is
 elected leader, running the controllers, the scheduler and the sources,
 and the others serve reads, watches and DNS from their own copy of the
-state and send writes on to the leader. When the leader stops, another
-takes over within --leader-elect-lease-duration; a leader that loses the
-election exits, to be started again as a follower. Give every server the
+state and send writes on to the leader. A leader that stops resigns
+first, and another takes over at once; when it dies, within
+--leader-elect-lease-duration (4s); a leader that loses the election
+exits, to be started again as a follower. Give every server the
 same --source flags, and agents an address that reaches any of them (a
 load balancer, or DNS naming them all).
 
@@ -190,7 +191,9 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.StringVar(&o.etcd.KeyFile, "etcd-keyfile", "", "with an etcd store: the client certificate's key")
 	f.StringVar(&o.etcd.Prefix, "etcd-prefix", "/berth", "with an etcd store: the key prefix of the cluster's state (one etcd may hold several clusters)")
 	f.DurationVar(&o.etcd.CompactionInterval, "etcd-compaction-interval", 5*time.Minute, "with an etcd store: how often the leader compacts etcd's history; 0 never does (etcd's --auto-compaction-retention then must)")
-	f.DurationVar(&o.etcd.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "with an etcd store: how long a leader that stopped renewing keeps its election, and so how soon another server takes over from one that died")
+	f.DurationVar(&o.etcd.LeaseDuration, "leader-elect-lease-duration", controlplane.DefaultLeaseDuration, "with an etcd store: how long a leader that stopped renewing keeps its election (renewed every third of it), and so how soon another server takes over from one that died")
+	f.DurationVar(&o.etcd.RenewDeadline, "leader-elect-renew-deadline", 0, "with an etcd store: how long the leader tries a write etcd does not answer before it gives up the lead (default two thirds of the lease duration; under it)")
+	f.DurationVar(&o.etcd.RetryPeriod, "leader-elect-retry-period", controlplane.DefaultRetryPeriod, "with an etcd store: the longest wait between tries to campaign, to follow the log or to read the leader after etcd failed one")
 	f.StringVar(&o.advertiseAddress, "advertise-address", "", "with an etcd store: the address the other servers reach this one's API at (default: the --listen host, or this machine's first address); the API's certificate covers it")
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "further DNS names or IP addresses the API's certificate covers, beyond the listen host (or, listening on every address, this machine's addresses), the loopback names and the hostname; repeatable or comma-separated")
 	f.StringArrayVar(&o.sources, "source", nil, "where desired state comes from: a directory or file, git+https://…, git+ssh://…, git+file://… (?ref=&path=&interval=&name=) or http(s)://…; repeatable")

@@ -116,7 +116,7 @@ func TestServerHelpStore(t *testing.T) {
 			t.Errorf("--store does not name %s: %s", want, line)
 		}
 	}
-	for _, flag := range []string{"--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--etcd-prefix", "--etcd-compaction-interval", "--leader-elect-lease-duration", "--advertise-address"} {
+	for _, flag := range []string{"--etcd-cafile", "--etcd-certfile", "--etcd-keyfile", "--etcd-prefix", "--etcd-compaction-interval", "--leader-elect-lease-duration", "--leader-elect-renew-deadline", "--leader-elect-retry-period", "--advertise-address"} {
 		if !strings.Contains(r.stdout, flag) {
 			t.Errorf("server --help has no %s", flag)
 		}

@@ -40,10 +40,22 @@ type Options struct {
 	// "/berth"): two clusters may share an etcd under two prefixes.
 	Prefix string
 	// LeaseTTL is how long a leader's election lease outlives its last
-	// renewal (default 15s, as kube-controller-manager's lease): how
-	// soon another control plane takes over from one that died. etcd
-	// counts it in whole seconds.
+	// renewal (default 4s): how soon another control plane takes over
+	// from one that died, so that its writes resume within 5s. The
+	// lease is renewed every third of it. etcd counts it in whole
+	// seconds.
 	LeaseTTL time.Duration
+	// RenewDeadline is how long the leader keeps trying a write that
+	// etcd does not answer before it gives up its leadership (default
+	// two thirds of LeaseTTL, as kube's leader election trades 10s of
+	// 15s); it is under LeaseTTL. It bounds nothing else: a read etcd
+	// does not answer is given requestTimeout.
+	RenewDeadline time.Duration
+	// RetryPeriod is the longest wait between a candidate's campaigns,
+	// and between a follower's tries to watch the log or the leader
+	// again after etcd failed them (default 1s; each starts at 100ms and
+	// doubles up to it).
+	RetryPeriod time.Duration
 	// CheckpointCommits and CheckpointBytes say when the leader folds the
 	// log into the checkpoint: after that many commits (default 1,000) or
 	// bytes of log (default 32 MiB).
@@ -80,10 +92,19 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("etcd: prefix %q must start with / and not end with one", o.Prefix)
 	}
 	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 15 * time.Second
+		o.LeaseTTL = DefaultLeaseTTL
 	}
 	if o.LeaseTTL < 2*time.Second {
 		return fmt.Errorf("etcd: lease TTL %s is under etcd's least, 2s", o.LeaseTTL)
+	}
+	if o.RenewDeadline <= 0 {
+		o.RenewDeadline = o.LeaseTTL * 2 / 3
+	}
+	if o.RenewDeadline >= o.LeaseTTL {
+		return fmt.Errorf("etcd: renew deadline %s must be under the lease TTL %s", o.RenewDeadline, o.LeaseTTL)
+	}
+	if o.RetryPeriod <= 0 {
+		o.RetryPeriod = DefaultRetryPeriod
 	}
 	if o.CheckpointCommits <= 0 {
 		o.CheckpointCommits = 1000
@@ -111,6 +132,12 @@ func (o *Options) defaults() error {
 
 // requestTimeout bounds one request to etcd.
 const requestTimeout = 10 * time.Second
+
+// Defaults of the election's timing (see Options).
+const (
+	DefaultLeaseTTL    = 4 * time.Second
+	DefaultRetryPeriod = time.Second
+)
 
 // Backend keeps a store in etcd (see the package doc), shared by every
 // control plane of a cluster.
@@ -413,7 +440,7 @@ func (b *Backend) Follow(ctx context.Context, apply func(uint64, []store.Op) err
 		case <-ctx.Done():
 		case <-b.opts.Clock.After(retry):
 		}
-		retry = min(2*retry, 5*time.Second)
+		retry = min(2*retry, b.opts.RetryPeriod)
 	}
 	return nil
 }
@@ -499,8 +526,8 @@ func isTransient(err error) bool {
 
 // Commit appends a commit to the log, a part at a time, each written only
 // while this control plane still holds the election. A part that etcd
-// does not take is tried again for as long as the lease could still be
-// held; then leadership is given up.
+// does not answer is tried again until the renew deadline, or the lease
+// is lost; then leadership is given up.
 func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 	l := b.lead.Load()
 	if l == nil {
@@ -546,11 +573,14 @@ func (b *Backend) put(l *leadership, key string, value []byte) error {
 // fenced runs ops in one transaction that holds only while l is still
 // the leader, retrying as put does.
 func (b *Backend) fenced(l *leadership, ops ...clientv3.Op) error {
-	deadline := b.opts.Clock.Now().Add(b.opts.LeaseTTL)
+	deadline := b.opts.Clock.Now().Add(b.opts.RenewDeadline)
 	retry := 50 * time.Millisecond
 	var unanswered error
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		// One try waits no longer than the renew deadline; the fence,
+		// not the client's idea of the lease, decides whether it is
+		// still this leader's.
+		ctx, cancel := context.WithTimeout(context.Background(), min(requestTimeout, b.opts.RenewDeadline))
 		resp, err := b.cli.Txn(ctx).If(l.fence).Then(ops...).Commit()
 		cancel()
 		if err == nil {
@@ -564,10 +594,6 @@ func (b *Backend) fenced(l *leadership, ops ...clientv3.Op) error {
 			}
 			return errLeadershipLost
 		}
-		if !isTransient(err) {
-			return fmt.Errorf("etcd: %w", err)
-		}
-		unanswered = err
 		select {
 		case <-l.session.Done():
 			// Not errLeadershipLost: etcd may have taken a try that
@@ -575,8 +601,12 @@ func (b *Backend) fenced(l *leadership, ops ...clientv3.Op) error {
 			return fmt.Errorf("etcd: leadership lost, the election lease expired before etcd answered: %v", err)
 		default:
 		}
+		if !isTransient(err) {
+			return fmt.Errorf("etcd: %w", err)
+		}
+		unanswered = err
 		if !b.opts.Clock.Now().Before(deadline) {
-			return fmt.Errorf("etcd: no answer for %s: %w", b.opts.LeaseTTL, err)
+			return fmt.Errorf("etcd: no answer within the renew deadline, %s: %w", b.opts.RenewDeadline, err)
 		}
 		<-b.opts.Clock.After(retry)
 		retry = min(2*retry, time.Second)
@@ -593,6 +623,22 @@ func (b *Backend) loseLeadership(err error) {
 		b.log.Error("store: leadership lost", "err", err)
 		close(b.lost)
 	})
+}
+
+// Resign gives up a leadership won, at once: another control plane is
+// elected without waiting for the lease to run out, and this one's
+// commits fail from then on (store.ErrNotLeader). A server that stops
+// resigns first, then stops, so that writes move on while it drains.
+func (b *Backend) Resign() {
+	b.stopMu.Lock()
+	won := b.won
+	b.stopMu.Unlock()
+	if won == nil {
+		return
+	}
+	b.lead.Store(nil)
+	b.resign(won)
+	b.log.Info("store: resigned the lead")
 }
 
 // Close ends the backend: a leader resigns, so that another control plane

@@ -915,3 +915,27 @@ func TestCommitRefusedAfterAnUnansweredTryMayHaveBeenMade(t *testing.T) {
 		t.Fatalf("the try etcd took is not in the store: %v", err)
 	}
 }
+
+// A leader that resigns hands over at once: the standby is elected long
+// before the lease would have run out, and the old leader's commits are
+// refused as not the leader's, never half made.
+func TestResignHandsOverAtOnce(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first, lead := leader(t, ep, func(o *Options) { o.LeaseTTL = time.Minute })
+	standby := newStore(t, open(t, ep, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	led := make(chan error, 1)
+	go func() { led <- standby.Lead(ctx, "https://second.test") }()
+	candidateLease(ctx, t, first, "https://second.test")
+	first.Resign()
+	if err := <-led; err != nil {
+		t.Fatalf("the standby, with the leader's lease a minute long: %v", err)
+	}
+	if _, err := lead.Create(ctx, configMap("after", "1")); !errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("a write to the leader that resigned: %v, want store.ErrNotLeader", err)
+	}
+	if _, err := standby.Create(ctx, configMap("after", "1")); err != nil {
+		t.Fatal(err)
+	}
+}

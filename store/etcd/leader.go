@@ -48,7 +48,7 @@ func (b *Backend) Campaign(ctx context.Context, value string) (uint64, error) {
 			return 0, fmt.Errorf("etcd: campaign: %w", ctx.Err())
 		case <-b.opts.Clock.After(retry):
 		}
-		retry = min(2*retry, 5*time.Second)
+		retry = min(2*retry, b.opts.RetryPeriod)
 	}
 	session, e := l.session, l.election
 	tail, err := b.settle(ctx, l)
@@ -390,7 +390,7 @@ func (b *Backend) ObserveLeader(ctx context.Context, fn func(string)) {
 			case <-ctx.Done():
 			case <-b.opts.Clock.After(retry):
 			}
-			retry = min(2*retry, 5*time.Second)
+			retry = min(2*retry, b.opts.RetryPeriod)
 			continue
 		}
 		retry = 100 * time.Millisecond

@@ -625,15 +625,16 @@ func (s *Server) Run(ctx context.Context) error {
 		err = ErrLeadershipLost
 		s.log.Error("shutting down: leadership lost; start berth server again and it follows the new leader")
 	}
-	if s.etcd != nil {
-		// Hand over first, then stop: another server is elected now,
-		// not when this one's lease runs out, and the writes this one
-		// still gets are refused as not the leader's (503, sent on
-		// by the client).
-		s.etcd.Resign()
-	}
 	stop()
 	wg.Wait()
+	resigned := s.etcd != nil && err == nil
+	if resigned {
+		// Hand over once the controllers have stopped writing, before
+		// the API drains: another server is elected now, not when this
+		// one's lease runs out, and the writes this one still gets are
+		// refused as not the leader's (503, sent on by the client).
+		s.etcd.Resign()
+	}
 	s.informers.Wait()
 	s.containers.Close()
 	if s.ui != nil {
@@ -644,7 +645,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if serr := s.api.Shutdown(shutdownCtx); serr != nil && err == nil {
 		err = serr
 	}
-	if cerr := s.store.Close(); cerr != nil && err == nil {
+	if cerr := s.store.Close(); cerr != nil && err == nil && !(resigned && errors.Is(cerr, store.ErrNotLeader)) {
+		// A write refused after the resignation is no failure.
 		err = cerr
 	}
 	return err

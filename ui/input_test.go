@@ -223,3 +223,15 @@ func TestFoldKeepsWhatIsNotHealthyInSight(t *testing.T) {
 		t.Errorf("folded %v, count %d", root.Folded, treeCount([]*treeNode{root}))
 	}
 }
+
+func TestRoundDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		412345 * time.Nanosecond:   "412µs",
+		41234567 * time.Nanosecond: "41.2ms",
+		4123456789:                 "4.12s",
+	} {
+		if got := roundDuration(d).String(); got != want {
+			t.Errorf("%v: %s, want %s", d, got, want)
+		}
+	}
+}

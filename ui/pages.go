@@ -82,7 +82,7 @@ func newSourceRow(s *api.Source, now time.Time) sourceRow {
 		r.SyncedAt = t.UTC().Format(time.RFC3339)
 	}
 	if d := s.Status.LastSyncDuration; d != nil {
-		r.Duration = d.Duration.Round(time.Millisecond).String()
+		r.Duration = roundDuration(d.Duration).String()
 	}
 	if c := s.Status.LastAppliedCommit; c != nil {
 		r.Commit, r.CommitAge = c, age(now, c.Time.Time)
@@ -91,6 +91,17 @@ func newSourceRow(s *api.Source, now time.Time) sourceRow {
 		r.HeldBack = r.Attempted
 	}
 	return r
+}
+
+// roundDuration keeps three or so significant digits: 412µs, 41.2ms, 4.12s.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond)
+	case d < time.Second:
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(10 * time.Millisecond)
 }
 
 type phaseCount struct {

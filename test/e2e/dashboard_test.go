@@ -51,7 +51,8 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	b := startBrowser(t, chromium, shots)
 
-	// 1. Log in, land on the overview: hello Ready at the pushed commit.
+	// 1. Log in, land on the overview: hello Ready at the pushed commit,
+	// with its subject.
 	b.run(t, "open the dashboard", chromedp.Navigate(s.url+"/ui/"), chromedp.WaitVisible(chromedp.ID("token")))
 	b.shot(t, "1-login")
 	token := adminToken(t, s)
@@ -59,7 +60,8 @@ func TestDashboardInABrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-source="hello"]`)))
 	b.waitJS(t, 60*time.Second, "hello Ready at "+first[:12],
 		`(() => { const r = document.querySelector('tr[data-source="hello"]');
-		  return !!r && r.querySelector('.ready').textContent === 'True' && r.querySelector('code.rev').textContent === '`+first[:12]+`'; })()`)
+		  return !!r && r.querySelector('.ready').textContent === 'True' && r.querySelector('code.rev').textContent === '`+first[:12]+`' &&
+		    r.querySelector('.commit').textContent === 'hello'; })()`)
 	b.shot(t, "2-overview")
 
 	// 2. Its tree: Deployment → ReplicaSet → Pod, the pod Running.

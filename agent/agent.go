@@ -84,6 +84,12 @@ type Config struct {
 	// PauseImage is the sandbox image of the containerd the agent runs
 	// (cri.DefaultPauseImage).
 	PauseImage string
+	// ImageGCHighThresholdPercent, ImageGCLowThresholdPercent and
+	// ImageMinimumGCAge are the image garbage collection of a CRI
+	// runtime, the kubelet's (cri.DefaultImageGCHighThreshold, ...; zero
+	// thresholds take the defaults).
+	ImageGCHighThresholdPercent, ImageGCLowThresholdPercent int
+	ImageMinimumGCAge                                       time.Duration
 	// RegistryConfigDir is the containerd registry hosts directory
 	// (config_path) of RuntimeContainerd; empty is under its directory.
 	RegistryConfigDir string
@@ -346,6 +352,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	goRun("pods", a.pods.Run)
 	goRun("pod events", a.podEvents.Run)
+	if r, ok := a.rt.(*cri.Runtime); ok {
+		gc := cri.NewImageGC(r, a.imageGCPolicy(), a.cfg.Clock)
+		goRun("image garbage collection", func(ctx context.Context) error {
+			gc.Run(ctx, cri.DefaultImageGCPeriod)
+			return nil
+		})
+	}
 	if a.cfg.ManifestDir != "" || a.cfg.ManifestURL != "" {
 		sp, err := NewStaticPods(StaticOptions{
 			NodeName:    a.cfg.NodeName,

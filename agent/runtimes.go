@@ -44,6 +44,9 @@ func openRuntime(cfg Config) (agentRuntime, *cri.Containerd, error) {
 		rt, err := exec.New(exec.Options{Root: filepath.Join(cfg.DataDir, "pods"), Logger: cfg.Logger, Clock: cfg.Clock})
 		return rt, nil, err
 	case RuntimeContainerd, RuntimeCRI:
+		if err := imageGCPolicy(cfg).Validate(); err != nil {
+			return nil, nil, err
+		}
 		if cfg.Registries != "" && cfg.Runtime == RuntimeCRI {
 			return nil, nil, fmt.Errorf("--registries is for the containerd of --runtime containerd: configure the runtime of --runtime cri itself")
 		}
@@ -91,6 +94,31 @@ func openRuntime(cfg Config) (agentRuntime, *cri.Containerd, error) {
 		return nil, nil, err
 	}
 	return rt, cd, nil
+}
+
+// imageGCPolicy is the image garbage collection cfg asks for, with the
+// kubelet's defaults; the sandbox image of the agent's containerd is
+// never removed.
+func (a *Agent) imageGCPolicy() cri.ImageGCPolicy {
+	return imageGCPolicy(a.cfg)
+}
+
+func imageGCPolicy(cfg Config) cri.ImageGCPolicy {
+	p := cri.ImageGCPolicy{
+		HighThresholdPercent: cfg.ImageGCHighThresholdPercent,
+		LowThresholdPercent:  cfg.ImageGCLowThresholdPercent,
+		MinAge:               cfg.ImageMinimumGCAge,
+	}
+	if p.HighThresholdPercent == 0 && p.LowThresholdPercent == 0 {
+		p.HighThresholdPercent, p.LowThresholdPercent = cri.DefaultImageGCHighThreshold, cri.DefaultImageGCLowThreshold
+	}
+	if p.MinAge == 0 {
+		p.MinAge = cri.DefaultImageMinimumGCAge
+	}
+	if cfg.PauseImage != "" {
+		p.Keep = []string{cfg.PauseImage}
+	}
+	return p
 }
 
 // containerdDir holds the containerd the agent runs.

@@ -34,6 +34,9 @@ type agentFlags struct {
 	heartbeat    time.Duration
 	report       time.Duration
 	housekeeping time.Duration
+	// Image garbage collection under a CRI runtime.
+	imageGCHigh, imageGCLow int
+	imageMinAge             time.Duration
 }
 
 // register adds the flags; the log server's address is listenName
@@ -49,6 +52,9 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (each container's command as a host process on the node's network), containerd (images, on a containerd the agent starts from PATH with its state under the data dir, each pod on an address of its own) or cri (images, on the CRI runtime at --container-runtime-endpoint)")
 	f.StringVar(&o.criEndpoint, "container-runtime-endpoint", "", "CRI socket of --runtime cri, as unix:///run/containerd/containerd.sock")
 	f.StringVar(&o.pauseImage, "pause-image", cri.DefaultPauseImage, "sandbox (pause) image of the containerd of --runtime containerd")
+	f.IntVar(&o.imageGCHigh, "image-gc-high-threshold", cri.DefaultImageGCHighThreshold, "percent of the image file system's disk in use at which unused images are removed, least recently used first, under --runtime containerd or cri (100: never)")
+	f.IntVar(&o.imageGCLow, "image-gc-low-threshold", cri.DefaultImageGCLowThreshold, "percent of the image file system's disk in use that image garbage collection brings it down to")
+	f.DurationVar(&o.imageMinAge, "minimum-image-ttl-duration", cri.DefaultImageMinimumGCAge, "how long an image is kept at least, from when the agent first saw it, before image garbage collection may remove it")
 	f.StringVar(&o.cniConfDir, "cni-conf-dir", "", "where the agent writes the pods' CNI network (default: under the data dir for --runtime containerd, /etc/cni/net.d for --runtime cri)")
 	f.StringVar(&o.registries, "registries", "", "registries.yaml (k3s's format: mirrors with their endpoints, plain http:// among them, and each registry's auth and tls) written into the config of the containerd of --runtime containerd")
 	f.StringVar(&o.podCIDR, "pod-cidr", "", "pods' network of this node under --runtime containerd or cri while its Node has no spec.podCIDR (the Node's wins); the bridge "+cri.BridgeName+" takes its first address")
@@ -61,28 +67,32 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 
 type flagSet interface {
 	StringVar(p *string, name, value, usage string)
+	IntVar(p *int, name string, value int, usage string)
 	DurationVar(p *time.Duration, name string, value time.Duration, usage string)
 }
 
 // config turns the flags into an agent configuration.
 func (o *agentFlags) config() (agent.Config, error) {
 	cfg := agent.Config{
-		NodeName:                 o.nodeName,
-		NodeIP:                   o.nodeIP,
-		Listen:                   o.listen,
-		EvictionHard:             o.evictionHard,
-		Runtime:                  o.runtime,
-		ContainerRuntimeEndpoint: o.criEndpoint,
-		PauseImage:               o.pauseImage,
-		PodCIDR:                  o.podCIDR,
-		PodNetwork:               o.podNetwork,
-		ClusterDNS:               o.clusterDNS,
-		CNIConfDir:               o.cniConfDir,
-		Registries:               o.registries,
-		Version:                  version,
-		HeartbeatPeriod:          o.heartbeat,
-		StatusReportPeriod:       o.report,
-		HousekeepingPeriod:       o.housekeeping,
+		NodeName:                    o.nodeName,
+		NodeIP:                      o.nodeIP,
+		Listen:                      o.listen,
+		EvictionHard:                o.evictionHard,
+		Runtime:                     o.runtime,
+		ContainerRuntimeEndpoint:    o.criEndpoint,
+		PauseImage:                  o.pauseImage,
+		ImageGCHighThresholdPercent: o.imageGCHigh,
+		ImageGCLowThresholdPercent:  o.imageGCLow,
+		ImageMinimumGCAge:           o.imageMinAge,
+		PodCIDR:                     o.podCIDR,
+		PodNetwork:                  o.podNetwork,
+		ClusterDNS:                  o.clusterDNS,
+		CNIConfDir:                  o.cniConfDir,
+		Registries:                  o.registries,
+		Version:                     version,
+		HeartbeatPeriod:             o.heartbeat,
+		StatusReportPeriod:          o.report,
+		HousekeepingPeriod:          o.housekeeping,
 	}
 	var err error
 	if o.nodeLabels != "" {

@@ -511,6 +511,10 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		)
 		if ok {
 			id, err = s.cfg.Authenticator.Authenticate(r.Context(), tok)
+		} else if id, err = CertificateIdentity(r); id != nil || err != nil {
+			// A client certificate the handshake verified against the
+			// cluster CA stands for a bearer token.
+			ok = true
 		}
 		if (!ok || err != nil || id == nil) && r.ProtoMajor == 2 {
 			// An HTTP/2 connection is costly to keep and easy to abuse
@@ -519,7 +523,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			goAway(w)
 		}
 		if !ok {
-			WriteError(w, unauthorized("no bearer token: send Authorization: Bearer <token>"))
+			WriteError(w, unauthorized("no credentials: send Authorization: Bearer <token> or a client certificate"))
 			return
 		}
 		switch {

@@ -46,9 +46,12 @@ type NamedUser struct {
 	User KubeconfigUser `json:"user"`
 }
 
-// KubeconfigUser is the credential: berth uses bearer tokens only.
+// KubeconfigUser is the credential: a bearer token, or a client
+// certificate and its key (a user berth token create-user made).
 type KubeconfigUser struct {
-	Token string `json:"token,omitempty"`
+	Token                 string `json:"token,omitempty"`
+	ClientCertificateData []byte `json:"client-certificate-data,omitempty"`
+	ClientKeyData         []byte `json:"client-key-data,omitempty"`
 }
 
 // NamedContext is an entry of contexts[].

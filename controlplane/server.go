@@ -98,6 +98,10 @@ type Config struct {
 	Clock            clock.WithTickerAndDelayedExecution
 	// Sources are the --source flags: where desired state comes from.
 	Sources []source.Spec
+	// TokenAuthFile is kube-apiserver's static token file
+	// (token,user,uid,"groups"): users who authenticate with those
+	// bearer tokens. Empty for none.
+	TokenAuthFile string
 	// WebhookSecretFile holds the secret of POST /hooks/<source>; none
 	// turns webhooks off (403).
 	WebhookSecretFile string
@@ -506,6 +510,18 @@ func (s *Server) buildAPI() error {
 		checks = append(checks, apiserver.ReadyCheck{Name: "leader", Check: s.forward.known})
 	}
 	authn := apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer)
+	if f := s.cfg.TokenAuthFile; f != "" {
+		file, err := os.Open(f)
+		if err != nil {
+			return fmt.Errorf("--token-auth-file: %w", err)
+		}
+		users, err := apiserver.ReadTokenFile(f, file)
+		file.Close()
+		if err != nil {
+			return err
+		}
+		authn.WithStaticTokens(users)
+	}
 	a, err := apiserver.New(apiserver.Config{
 		Registry:      registry,
 		Store:         s.store,
@@ -580,6 +596,10 @@ func (s *Server) Run(ctx context.Context) error {
 		Certificates: []tls.Certificate{s.creds.ServingCert},
 		MinVersion:   tls.VersionTLS12,
 		NextProtos:   []string{"h2", "http/1.1"},
+		// A user may come with a client certificate the cluster CA
+		// signed (berth token create-user), as to kube-apiserver.
+		ClientAuth: tls.VerifyClientCertIfGiven,
+		ClientCAs:  s.creds.CAPool,
 	}
 	s.log.Info("berth server listening", "addr", s.listener.Addr().String(), "store", s.cfg.Store,
 		"kubeconfig", s.creds.Paths.AdminKubeconfig)

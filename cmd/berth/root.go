@@ -77,6 +77,7 @@ manifests into running workloads on a fleet of machines.
 		newPortForwardCommand(g),
 		newManCommand(g),
 		newSnapshotCommand(g),
+		newTokenCommand(),
 		newImagesCommand(g),
 	)
 	requireSubcommand(root)

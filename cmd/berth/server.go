@@ -33,6 +33,7 @@ type serverOptions struct {
 	advertiseAddress  string
 	sources           []string
 	webhookSecretFile string
+	tokenAuthFile     string
 	dns               controlplane.DNSConfig
 	dnsRecursion      []string
 
@@ -128,6 +129,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				Logger:            g.logger,
 				Sources:           specs,
 				WebhookSecretFile: o.webhookSecretFile,
+				TokenAuthFile:     o.tokenAuthFile,
 				DNS:               &o.dns,
 
 				NodeMonitorPeriod:           o.nodeMonitorPeriod,
@@ -197,6 +199,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.StringVar(&o.advertiseAddress, "advertise-address", "", "with an etcd store: the address the other servers reach this one's API at (default: the --listen host, or this machine's first address); the API's certificate covers it")
 	f.StringSliceVar(&o.tlsSANs, "tls-san", nil, "further DNS names or IP addresses the API's certificate covers, beyond the listen host (or, listening on every address, this machine's addresses), the loopback names and the hostname; repeatable or comma-separated")
 	f.StringArrayVar(&o.sources, "source", nil, "where desired state comes from: a directory or file, git+https://…, git+ssh://…, git+file://… (?ref=&path=&interval=&name=) or http(s)://…; repeatable")
+	f.StringVar(&o.tokenAuthFile, "token-auth-file", "", "kube-apiserver's static token file: users who authenticate with a bearer token, one a line as token,user,uid,\"group1,group2\"; RBAC decides what they may do")
 	f.StringVar(&o.webhookSecretFile, "webhook-secret-file", "", "file holding the HMAC secret of POST /hooks/<source>; none turns webhooks off")
 	f.StringVar(&o.dns.Listen, "dns-listen", controlplane.DefaultDNSListen, "address of the cluster DNS server, UDP and TCP")
 	f.StringVar(&o.dns.Upstream, "dns-upstream", "", "where names outside the cluster domain go (default: the nameservers of /etc/resolv.conf); none answers REFUSED")

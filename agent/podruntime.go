@@ -61,20 +61,9 @@ func (m *PodManager) podRuntime() runtime.PodRuntime {
 // Kubernetes defaults it: Always for :latest or no tag, else IfNotPresent.
 func pullPolicy(c *api.Container) string {
 	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
+		return string(c.ImagePullPolicy)
 	}
-	ref := c.Image
-	if strings.Contains(ref, "@") {
-		return pullIfNotPresent
-	}
-	tag := ""
-	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
-		tag = ref[i+1:]
-	}
-	if tag == "" || tag == "latest" {
-		return pullAlways
-	}
-	return pullIfNotPresent
+	return string(api.DefaultPullPolicy(c.Image))
 }
 
 // imageContainer completes rc with what a PodRuntime runs: the image, the

@@ -23,7 +23,7 @@ func TestPullPolicy(t *testing.T) {
 		{"busybox:1.36", pullNever, pullNever},
 		{"busybox", pullIfNotPresent, pullIfNotPresent},
 	} {
-		if got := pullPolicy(&api.Container{Image: tt.image, ImagePullPolicy: tt.policy}); got != tt.want {
+		if got := pullPolicy(&api.Container{Image: tt.image, ImagePullPolicy: api.PullPolicy(tt.policy)}); got != tt.want {
 			t.Errorf("%s (%q): %s, want %s", tt.image, tt.policy, got, tt.want)
 		}
 	}
@@ -31,7 +31,7 @@ func TestPullPolicy(t *testing.T) {
 
 func TestPodDNS(t *testing.T) {
 	pod := func(policy string) *api.Pod {
-		return &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop"}, Spec: api.PodSpec{DNSPolicy: policy}}
+		return &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop"}, Spec: api.PodSpec{DNSPolicy: api.DNSPolicy(policy)}}
 	}
 	cluster := &runtime.DNS{
 		Servers:  []string{"198.18.7.1"},

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -19,6 +21,7 @@ func Default(obj Object) {
 	case *Pod:
 		defaultPodSpec(&o.Spec)
 		defaultPodRequests(&o.Spec)
+		defaultPodOnly(&o.Spec)
 	case *Service:
 		defaultService(o)
 	case *Endpoints:
@@ -116,6 +119,12 @@ func defaultPodSpec(spec *PodSpec) {
 	if spec.RestartPolicy == "" {
 		spec.RestartPolicy = RestartPolicyAlways
 	}
+	if spec.DNSPolicy == "" {
+		spec.DNSPolicy = DNSClusterFirst
+	}
+	if spec.SecurityContext == nil {
+		spec.SecurityContext = &PodSecurityContext{}
+	}
 	if spec.TerminationGracePeriodSeconds == nil {
 		v := DefaultTerminationGracePeriodSeconds
 		spec.TerminationGracePeriodSeconds = &v
@@ -123,24 +132,51 @@ func defaultPodSpec(spec *PodSpec) {
 	if spec.SchedulerName == "" {
 		spec.SchedulerName = DefaultSchedulerName
 	}
+	// serviceAccount is the old name of serviceAccountName: read when the
+	// new one is empty, and written back the same, as Kubernetes converts
+	// them.
 	if spec.ServiceAccountName == "" {
-		spec.ServiceAccountName = DefaultServiceAccountName
+		spec.ServiceAccountName = spec.DeprecatedServiceAccount
 	}
+	spec.DeprecatedServiceAccount = spec.ServiceAccountName
 	for i := range spec.InitContainers {
 		defaultContainer(&spec.InitContainers[i])
 	}
 	for i := range spec.Containers {
 		defaultContainer(&spec.Containers[i])
 	}
+	for i := range spec.EphemeralContainers {
+		defaultContainer(&spec.EphemeralContainers[i].Container)
+	}
 	for i := range spec.Volumes {
-		v := &spec.Volumes[i]
-		if v.ConfigMap != nil && v.ConfigMap.DefaultMode == nil {
-			m := DefaultVolumeFileMode
-			v.ConfigMap.DefaultMode = &m
-		}
-		if v.Secret != nil && v.Secret.DefaultMode == nil {
-			m := DefaultVolumeFileMode
-			v.Secret.DefaultMode = &m
+		defaultVolume(&spec.Volumes[i])
+	}
+}
+
+// defaultPodOnly sets what Kubernetes defaults in a pod but not in a pod
+// template: the service account, enableServiceLinks, and a host port for
+// every container port of a pod on the host's network.
+func defaultPodOnly(spec *PodSpec) {
+	// A pod runs as the namespace's default service account unless it
+	// names another, as Kubernetes' ServiceAccount admission sets it; a
+	// template keeps what it says.
+	if spec.ServiceAccountName == "" {
+		spec.ServiceAccountName = DefaultServiceAccountName
+		spec.DeprecatedServiceAccount = DefaultServiceAccountName
+	}
+	if spec.EnableServiceLinks == nil {
+		t := true
+		spec.EnableServiceLinks = &t
+	}
+	if spec.HostNetwork {
+		for _, cs := range [][]Container{spec.InitContainers, spec.Containers} {
+			for i := range cs {
+				for j := range cs[i].Ports {
+					if p := &cs[i].Ports[j]; p.HostPort == 0 {
+						p.HostPort = p.ContainerPort
+					}
+				}
+			}
 		}
 	}
 }
@@ -150,13 +186,61 @@ func defaultContainer(c *Container) {
 		defaultProtocol(&c.Ports[i].Protocol)
 	}
 	for i := range c.Env {
-		if vf := c.Env[i].ValueFrom; vf != nil && vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
+		vf := c.Env[i].ValueFrom
+		if vf == nil {
+			continue
+		}
+		if vf.FieldRef != nil && vf.FieldRef.APIVersion == "" {
 			vf.FieldRef.APIVersion = "v1"
+		}
+		if vf.FileKeyRef != nil && vf.FileKeyRef.Optional == nil {
+			f := false
+			vf.FileKeyRef.Optional = &f
 		}
 	}
 	defaultProbe(c.LivenessProbe)
 	defaultProbe(c.ReadinessProbe)
 	defaultProbe(c.StartupProbe)
+	if l := c.Lifecycle; l != nil {
+		defaultHTTPGet(l.PostStart)
+		defaultHTTPGet(l.PreStop)
+	}
+	if c.ImagePullPolicy == "" {
+		c.ImagePullPolicy = DefaultPullPolicy(c.Image)
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = DefaultTerminationMessagePath
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = TerminationMessageReadFile
+	}
+}
+
+// DefaultPullPolicy is the pull policy Kubernetes gives an image:
+// Always for one tagged :latest or not tagged (and not pinned by digest),
+// IfNotPresent otherwise.
+func DefaultPullPolicy(image string) PullPolicy {
+	ref, _, digest := strings.Cut(image, "@")
+	tag := ""
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		tag = ref[i+1:]
+	}
+	if tag == "latest" || tag == "" && !digest {
+		return PullAlways
+	}
+	return PullIfNotPresent
+}
+
+func defaultHTTPGet(h *LifecycleHandler) {
+	if h == nil || h.HTTPGet == nil {
+		return
+	}
+	if h.HTTPGet.Path == "" {
+		h.HTTPGet.Path = "/"
+	}
+	if h.HTTPGet.Scheme == "" {
+		h.HTTPGet.Scheme = URISchemeHTTP
+	}
 }
 
 // defaultPodRequests gives a container with limits and no requests those
@@ -194,6 +278,10 @@ func defaultProbe(p *Probe) {
 	}
 	if p.FailureThreshold == 0 {
 		p.FailureThreshold = DefaultProbeFailureThreshold
+	}
+	if g := p.GRPC; g != nil && g.Service == nil {
+		e := ""
+		g.Service = &e
 	}
 	if h := p.HTTPGet; h != nil {
 		if h.Path == "" {

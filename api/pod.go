@@ -1,6 +1,7 @@
 package api
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -92,18 +93,175 @@ type PodSpec struct {
 	// pod's subdomain.
 	Subdomain string `json:"subdomain,omitempty"`
 
-	// Accepted for compatibility with Kubernetes manifests and ignored.
-	DNSPolicy string `json:"dnsPolicy,omitempty"`
-	// EnableServiceLinks is accepted for compatibility with Kubernetes
-	// manifests and ignored: berth puts no variables of the namespace's
-	// services in the environment. Whatever it says, every container of a
-	// node joined to a server is told where the API server is, as the
-	// kubelet tells it: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT
-	// and the other KUBERNETES_* variables of the kubernetes service name
-	// the host and port of the agent's --server URL.
+	// DNSPolicy says where the pod's resolv.conf points: ClusterFirst (the
+	// default) at the cluster DNS, ClusterFirstWithHostNet the same for a
+	// pod on the host's network, Default at the node's own resolvers, None
+	// at dnsConfig alone. The exec runtime gives the process the node's
+	// resolv.conf whatever it says.
+	DNSPolicy DNSPolicy `json:"dnsPolicy,omitempty"`
+	// DNSConfig adds name servers, search domains and options to what
+	// dnsPolicy gives the pod; with dnsPolicy None it is all the pod gets.
+	DNSConfig *PodDNSConfig `json:"dnsConfig,omitempty"`
+	// EnableServiceLinks, true by default as in Kubernetes, is otherwise
+	// ignored: berth puts no variables of the namespace's services in the
+	// environment. Whatever it says, every container of a node joined to a
+	// server is told where the API server is, as the kubelet tells it:
+	// KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT and the other
+	// KUBERNETES_* variables of the kubernetes service name the host and
+	// port of the agent's --server URL.
 	EnableServiceLinks *bool `json:"enableServiceLinks,omitempty"`
-	// SchedulerName may only be "default-scheduler".
+	// SchedulerName may only be "default-scheduler", the default.
 	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// EphemeralContainers are debugging containers added to a running pod
+	// through its ephemeralcontainers subresource; they are never
+	// restarted and have no ports, probes or resources.
+	// +listType=map
+	// +listMapKey=name
+	EphemeralContainers []EphemeralContainer `json:"ephemeralContainers,omitempty"`
+	// ActiveDeadlineSeconds bounds how long the pod may run, counted from
+	// its start, before the agent stops it and fails it with reason
+	// DeadlineExceeded.
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+	// DeprecatedServiceAccount is the old name of serviceAccountName; when
+	// only one of the two is set, the other is made the same.
+	DeprecatedServiceAccount string `json:"serviceAccount,omitempty"`
+	// HostNetwork runs the pod in the node's network namespace: it gets the
+	// node's IP and its ports are the node's. Under the exec runtime every
+	// pod does.
+	HostNetwork bool `json:"hostNetwork,omitempty"`
+	// HostPID runs the pod in the node's process namespace.
+	HostPID bool `json:"hostPID,omitempty"`
+	// HostIPC runs the pod in the node's IPC namespace.
+	HostIPC bool `json:"hostIPC,omitempty"`
+	// ShareProcessNamespace puts the pod's containers in one process
+	// namespace, so that they see and signal one another's processes.
+	ShareProcessNamespace *bool `json:"shareProcessNamespace,omitempty"`
+	// SecurityContext holds the identity and security settings of every
+	// container of the pod; a container's own securityContext overrides
+	// them field by field.
+	SecurityContext *PodSecurityContext `json:"securityContext,omitempty"`
+	// ImagePullSecrets name Secrets of type kubernetes.io/dockerconfigjson
+	// (or dockercfg) in the pod's namespace whose credentials are used to
+	// pull the pod's images.
+	// +listType=map
+	// +listMapKey=name
+	ImagePullSecrets []LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// PriorityClassName names the PriorityClass whose value becomes the
+	// pod's priority at admission; the global default class's when empty.
+	// system-node-critical and system-cluster-critical always exist.
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// Priority is set at admission from priorityClassName; a pod created
+	// with a priority must have the one its class gives.
+	Priority *int32 `json:"priority,omitempty"`
+	// PreemptionPolicy is PreemptLowerPriority (the default) or Never, set
+	// at admission from the pod's PriorityClass.
+	PreemptionPolicy *PreemptionPolicy `json:"preemptionPolicy,omitempty"`
+	// Resources are the pod-level requests and limits of cpu and memory,
+	// shared by its containers.
+	Resources *ResourceRequirements `json:"resources,omitempty"`
+	// Overhead is what running the pod costs beyond its containers, set at
+	// admission from its RuntimeClass.
+	Overhead ResourceList `json:"overhead,omitempty"`
+
+	// The fields below are held as Kubernetes' own types
+	// (k8s.io/api/core/v1): berth stores them and serves them back as they
+	// came, validates what Kubernetes validates of them where berth does,
+	// and interprets none of them. A node whose runtime cannot honour one
+	// that a pod sets refuses the pod at admission (docs/runtimes.md).
+
+	// HostAliases are entries added to the pod's /etc/hosts.
+	// +listType=map
+	// +listMapKey=ip
+	HostAliases []corev1.HostAlias `json:"hostAliases,omitempty"`
+	// ReadinessGates are pod conditions that must be True, besides its
+	// containers being ready, for the pod to be Ready.
+	// +listType=atomic
+	ReadinessGates []corev1.PodReadinessGate `json:"readinessGates,omitempty"`
+	// RuntimeClassName names the RuntimeClass the pod runs with.
+	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
+	// TopologySpreadConstraints say how the pod's replicas spread across
+	// topology domains; berth stores them and its scheduler does not apply
+	// them yet.
+	// +listType=map
+	// +listMapKey=topologyKey
+	// +listMapKey=whenUnsatisfiable
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+	// SetHostnameAsFQDN makes the pod's host name its fully qualified name.
+	SetHostnameAsFQDN *bool `json:"setHostnameAsFQDN,omitempty"`
+	// OS is the operating system the pod's containers need.
+	OS *corev1.PodOS `json:"os,omitempty"`
+	// HostUsers false runs the pod in a user namespace of its own.
+	HostUsers *bool `json:"hostUsers,omitempty"`
+	// SchedulingGates hold the pod back from scheduling while any remains.
+	// +listType=map
+	// +listMapKey=name
+	SchedulingGates []corev1.PodSchedulingGate `json:"schedulingGates,omitempty"`
+	// ResourceClaims are the dynamic resources the pod claims.
+	// +listType=map
+	// +listMapKey=name
+	ResourceClaims []corev1.PodResourceClaim `json:"resourceClaims,omitempty"`
+	// HostnameOverride sets the pod's host name outright.
+	HostnameOverride *string `json:"hostnameOverride,omitempty"`
+	// SchedulingGroup names the group the pod is scheduled with.
+	SchedulingGroup *corev1.PodSchedulingGroup `json:"schedulingGroup,omitempty"`
+	// EvictionResponders are asked before the pod is evicted.
+	// +listType=atomic
+	EvictionResponders []corev1.EvictionResponder `json:"evictionResponders,omitempty"`
+}
+
+// DNSPolicy says where a pod's resolv.conf points.
+type DNSPolicy string
+
+// DNS policies, Kubernetes' names.
+const (
+	DNSClusterFirstWithHostNet DNSPolicy = "ClusterFirstWithHostNet"
+	DNSClusterFirst            DNSPolicy = "ClusterFirst"
+	DNSDefault                 DNSPolicy = "Default"
+	DNSNone                    DNSPolicy = "None"
+)
+
+// PodDNSConfig adds to a pod's resolv.conf.
+type PodDNSConfig struct {
+	// Nameservers are name server IPs, added after those of dnsPolicy, at
+	// most 3 in all.
+	// +listType=atomic
+	Nameservers []string `json:"nameservers,omitempty"`
+	// Searches are search domains, added after those of dnsPolicy, at most
+	// 32 in all.
+	// +listType=atomic
+	Searches []string `json:"searches,omitempty"`
+	// Options are resolver options; one here replaces one of the same name
+	// from dnsPolicy.
+	// +listType=atomic
+	Options []PodDNSConfigOption `json:"options,omitempty"`
+}
+
+// PodDNSConfigOption is one resolver option.
+type PodDNSConfigOption struct {
+	// Name is the option's name, such as ndots.
+	Name string `json:"name,omitempty"`
+	// Value is the option's value, if it takes one.
+	Value *string `json:"value,omitempty"`
+}
+
+// PreemptionPolicy says whether a pod may preempt lower-priority pods.
+type PreemptionPolicy string
+
+// Preemption policies.
+const (
+	PreemptLowerPriority PreemptionPolicy = "PreemptLowerPriority"
+	PreemptNever         PreemptionPolicy = "Never"
+)
+
+// EphemeralContainer is a debugging container added to a running pod.
+type EphemeralContainer struct {
+	// The container; an ephemeral container may not have ports, probes,
+	// lifecycle hooks or resources.
+	Container `json:",inline"`
+	// TargetContainerName is the container of the pod whose namespaces
+	// (process, IPC) the ephemeral container joins.
+	TargetContainerName string `json:"targetContainerName,omitempty"`
 }
 
 // RestartPolicy says when the agent restarts a pod's containers.
@@ -175,9 +333,11 @@ type Container struct {
 	// fails failureThreshold times in a row the container is killed, and
 	// restarted as restartPolicy says.
 	StartupProbe *Probe `json:"startupProbe,omitempty"`
-	// Lifecycle holds the hook run before the container is stopped.
+	// Lifecycle holds the hooks run after the container starts and before
+	// it is stopped.
 	Lifecycle *Lifecycle `json:"lifecycle,omitempty"`
-	// SecurityContext sets the user and group the process runs as.
+	// SecurityContext sets the identity and privileges the process runs
+	// with, over the pod's securityContext.
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 	// Stdin gives the process an input that attach sessions (kubectl
 	// attach -i, kubectl run -i) write to; without it the process reads
@@ -195,15 +355,75 @@ type Container struct {
 	// expects stdin with it, but does not require it.
 	TTY bool `json:"tty,omitempty"`
 
-	// Accepted for compatibility with Kubernetes manifests and ignored.
-	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
-	// TerminationMessagePath is accepted for compatibility with Kubernetes
-	// manifests and ignored.
+	// ImagePullPolicy is Always, IfNotPresent or Never: when the runtime
+	// pulls the image. The default is Always for an image tagged :latest or
+	// not tagged, IfNotPresent otherwise, as in Kubernetes. The exec runtime
+	// pulls nothing.
+	ImagePullPolicy PullPolicy `json:"imagePullPolicy,omitempty"`
+	// TerminationMessagePath is the file in the container whose contents
+	// become the message of its terminated state; /dev/termination-log by
+	// default.
 	TerminationMessagePath string `json:"terminationMessagePath,omitempty"`
-	// TerminationMessagePolicy is accepted for compatibility with Kubernetes
-	// manifests and ignored.
-	TerminationMessagePolicy string `json:"terminationMessagePolicy,omitempty"`
+	// TerminationMessagePolicy is File (the default: the message is the
+	// file's) or FallbackToLogsOnError (the end of the log when the file
+	// is empty and the container failed).
+	TerminationMessagePolicy TerminationMessagePolicy `json:"terminationMessagePolicy,omitempty"`
+	// RestartPolicy, on an init container, Always makes it a sidecar that
+	// starts in order with the init containers and runs beside the
+	// containers. On a container it overrides the pod's restartPolicy.
+	RestartPolicy *ContainerRestartPolicy `json:"restartPolicy,omitempty"`
+
+	// The fields below are held as Kubernetes' own types: stored, served
+	// back and not interpreted (see PodSpec).
+
+	// ResizePolicy says, per resource, whether changing it restarts the
+	// container.
+	// +listType=atomic
+	ResizePolicy []corev1.ContainerResizePolicy `json:"resizePolicy,omitempty"`
+	// RestartPolicyRules restart the container, or not, by its exit code,
+	// ahead of restartPolicy.
+	// +listType=atomic
+	RestartPolicyRules []corev1.ContainerRestartRule `json:"restartPolicyRules,omitempty"`
+	// VolumeDevices are block volumes of the pod given to the container as
+	// devices.
+	// +listType=map
+	// +listMapKey=devicePath
+	VolumeDevices []corev1.VolumeDevice `json:"volumeDevices,omitempty"`
 }
+
+// PullPolicy says when an image is pulled.
+type PullPolicy string
+
+// Pull policies.
+const (
+	PullAlways       PullPolicy = "Always"
+	PullNever        PullPolicy = "Never"
+	PullIfNotPresent PullPolicy = "IfNotPresent"
+)
+
+// TerminationMessagePolicy says where a container's termination message
+// comes from.
+type TerminationMessagePolicy string
+
+// Termination message policies.
+const (
+	TerminationMessageReadFile              TerminationMessagePolicy = "File"
+	TerminationMessageFallbackToLogsOnError TerminationMessagePolicy = "FallbackToLogsOnError"
+)
+
+// DefaultTerminationMessagePath is where a container's termination message
+// is read from unless it says otherwise.
+const DefaultTerminationMessagePath = "/dev/termination-log"
+
+// ContainerRestartPolicy is a container's own restart policy.
+type ContainerRestartPolicy string
+
+// Container restart policies.
+const (
+	ContainerRestartPolicyAlways    ContainerRestartPolicy = "Always"
+	ContainerRestartPolicyOnFailure ContainerRestartPolicy = "OnFailure"
+	ContainerRestartPolicyNever     ContainerRestartPolicy = "Never"
+)
 
 // Protocol is a network protocol of a port.
 type Protocol string
@@ -224,6 +444,8 @@ type ContainerPort struct {
 	// besides containerPort. berth maps no ports: the process listens on
 	// containerPort on the node itself.
 	HostPort int32 `json:"hostPort,omitempty"`
+	// HostIP is the node address the host port binds to.
+	HostIP string `json:"hostIP,omitempty"`
 	// ContainerPort is the port number the process listens on (1-65535);
 	// the scheduler reserves it on the node, so no two pods there take it.
 	ContainerPort int32 `json:"containerPort"`
@@ -254,6 +476,12 @@ type EnvVarSource struct {
 	// SecretKeyRef takes the value from a key of a Secret in the pod's
 	// namespace.
 	SecretKeyRef *SecretKeySelector `json:"secretKeyRef,omitempty"`
+	// ResourceFieldRef takes the value from a request or limit of a
+	// container of the pod.
+	ResourceFieldRef *corev1.ResourceFieldSelector `json:"resourceFieldRef,omitempty"`
+	// FileKeyRef takes the value from a key of an env file in a volume of
+	// the pod.
+	FileKeyRef *corev1.FileKeySelector `json:"fileKeyRef,omitempty"`
 }
 
 // ObjectFieldSelector names a field of the pod (downward API).
@@ -349,6 +577,10 @@ type ResourceRequirements struct {
 	// node; they also set the pod's QoS class, which orders eviction, and
 	// count against resource quotas.
 	Requests ResourceList `json:"requests,omitempty"`
+	// Claims name the pod's resourceClaims the container uses.
+	// +listType=map
+	// +listMapKey=name
+	Claims []corev1.ResourceClaim `json:"claims,omitempty"`
 }
 
 // VolumeMount places a pod volume inside a container.
@@ -365,6 +597,18 @@ type VolumeMount struct {
 	// SubPath is a path inside the volume to mount instead of its root;
 	// checked as a relative path and not applied by the exec runtime.
 	SubPath string `json:"subPath,omitempty"`
+	// RecursiveReadOnly makes a read-only mount read-only in all its
+	// submounts too: Disabled (the default), IfPossible or Enabled.
+	RecursiveReadOnly *corev1.RecursiveReadOnlyMode `json:"recursiveReadOnly,omitempty"`
+	// MountPropagation is None (the default), HostToContainer or
+	// Bidirectional.
+	MountPropagation *corev1.MountPropagationMode `json:"mountPropagation,omitempty"`
+	// SubPathExpr is subPath with $(VAR) expanded from the container's
+	// environment; at most one of the two is set.
+	SubPathExpr string `json:"subPathExpr,omitempty"`
+	// BindMountOptions are further options of the bind mount.
+	// +listType=atomic
+	BindMountOptions []string `json:"bindMountOptions,omitempty"`
 }
 
 // Probe checks a container's health.
@@ -398,6 +642,8 @@ type ProbeHandler struct {
 	HTTPGet *HTTPGetAction `json:"httpGet,omitempty"`
 	// TCPSocket opens a TCP connection: connecting is success.
 	TCPSocket *TCPSocketAction `json:"tcpSocket,omitempty"`
+	// GRPC calls the gRPC health checking service of the container.
+	GRPC *corev1.GRPCAction `json:"grpc,omitempty"`
 }
 
 // ExecAction runs a command; exit 0 is success.
@@ -438,6 +684,8 @@ type HTTPGetAction struct {
 	Scheme URIScheme `json:"scheme,omitempty"`
 	// HTTPHeaders are headers sent with the request.
 	HTTPHeaders []HTTPHeader `json:"httpHeaders,omitempty"`
+	// Protocol is the HTTP version the probe speaks.
+	Protocol *corev1.HTTPProtocol `json:"protocol,omitempty"`
 }
 
 // TCPSocketAction opens a TCP connection; a connection is success.
@@ -451,31 +699,30 @@ type TCPSocketAction struct {
 
 // Lifecycle holds hooks around a container's life.
 type Lifecycle struct {
+	// PostStart runs as soon as the container has started; the container
+	// is not running until it ends, and is killed if it fails.
+	PostStart *LifecycleHandler `json:"postStart,omitempty"`
 	// PreStop runs before the container is stopped, with its pod (deleted or
 	// evicted) or for a failed liveness or startup probe, within the
 	// termination grace period; if it fails the container is stopped
 	// anyway.
 	PreStop *LifecycleHandler `json:"preStop,omitempty"`
+	// StopSignal is the signal that stops the container, in place of its
+	// image's.
+	StopSignal *corev1.Signal `json:"stopSignal,omitempty"`
 }
 
-// LifecycleHandler is a hook's action.
+// LifecycleHandler is a hook's action: exactly one field is set.
 type LifecycleHandler struct {
-	// Exec runs a command in the container; it is the only hook action berth
-	// has.
+	// Exec runs a command in the container.
 	Exec *ExecAction `json:"exec,omitempty"`
-}
-
-// SecurityContext sets the identity a container runs as.
-type SecurityContext struct {
-	// RunAsUser is the user ID the process runs as, the agent's own when
-	// unset; setting it needs an agent that may change user. The pod's
-	// files (its volumes and token) are reachable by the users its
-	// containers run as and by no other; the token is that user's, mode
-	// 0600, when every container runs as one.
-	RunAsUser *int64 `json:"runAsUser,omitempty"`
-	// RunAsGroup is the group ID the process runs as, the agent's own when
-	// unset; with either set, the process keeps no supplementary groups.
-	RunAsGroup *int64 `json:"runAsGroup,omitempty"`
+	// HTTPGet sends an HTTP GET to the container.
+	HTTPGet *HTTPGetAction `json:"httpGet,omitempty"`
+	// TCPSocket is accepted for compatibility and does nothing, as in
+	// Kubernetes.
+	TCPSocket *TCPSocketAction `json:"tcpSocket,omitempty"`
+	// Sleep waits a number of seconds.
+	Sleep *corev1.SleepAction `json:"sleep,omitempty"`
 }
 
 // Affinity holds a pod's node and pod affinity rules.
@@ -483,6 +730,9 @@ type Affinity struct {
 	// NodeAffinity constrains and ranks the nodes the scheduler may place
 	// the pod on, by their labels and names.
 	NodeAffinity *NodeAffinity `json:"nodeAffinity,omitempty"`
+	// PodAffinity draws the pod to nodes that run pods it selects; held as
+	// Kubernetes' type, stored and not yet applied by the scheduler.
+	PodAffinity *corev1.PodAffinity `json:"podAffinity,omitempty"`
 	// PodAntiAffinity keeps the pod off nodes that run pods it selects.
 	PodAntiAffinity *PodAntiAffinity `json:"podAntiAffinity,omitempty"`
 }
@@ -553,6 +803,11 @@ type PodAntiAffinity struct {
 	// keeps: the pod goes on no node that runs a pod a term selects, nor on
 	// one whose pods' own terms select it.
 	RequiredDuringSchedulingIgnoredDuringExecution []PodAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
+	// PreferredDuringSchedulingIgnoredDuringExecution are weighted terms,
+	// held as Kubernetes' type, stored and not yet applied by the
+	// scheduler.
+	// +listType=atomic
+	PreferredDuringSchedulingIgnoredDuringExecution []corev1.WeightedPodAffinityTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
 
 // PodAffinityTerm selects pods within a topology domain.
@@ -566,6 +821,17 @@ type PodAffinityTerm struct {
 	// TopologyKey is the node label whose value makes a domain; berth
 	// supports only kubernetes.io/hostname, one node per domain.
 	TopologyKey string `json:"topologyKey"`
+	// NamespaceSelector selects further namespaces to look for the pods in;
+	// stored, and not yet applied by the scheduler.
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// MatchLabelKeys are label keys of the pod whose values are added to
+	// labelSelector as In requirements; stored, and not yet applied.
+	// +listType=atomic
+	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
+	// MismatchLabelKeys are label keys of the pod whose values are added
+	// to labelSelector as NotIn requirements; stored, and not yet applied.
+	// +listType=atomic
+	MismatchLabelKeys []string `json:"mismatchLabelKeys,omitempty"`
 }
 
 // TolerationOperator relates a toleration's key to a taint's value.
@@ -621,6 +887,64 @@ type VolumeSource struct {
 	// Secret writes a Secret's keys as files, rewritten from the Secret
 	// every minute.
 	Secret *SecretVolumeSource `json:"secret,omitempty"`
+
+	// The sources below are held as Kubernetes' own types: berth stores
+	// them and no runtime of berth sets them up yet, so a node refuses a
+	// pod that has one (docs/runtimes.md).
+
+	// Projected puts several sources (secrets, config maps, downward API,
+	// service account tokens, cluster trust bundles) in one directory.
+	Projected *corev1.ProjectedVolumeSource `json:"projected,omitempty"`
+	// DownwardAPI writes fields of the pod as files.
+	DownwardAPI *corev1.DownwardAPIVolumeSource `json:"downwardAPI,omitempty"`
+	// Ephemeral is a volume claimed for the pod from a claim template and
+	// deleted with it.
+	Ephemeral *corev1.EphemeralVolumeSource `json:"ephemeral,omitempty"`
+	// CSI is a volume of a CSI driver.
+	CSI *corev1.CSIVolumeSource `json:"csi,omitempty"`
+	// NFS is an NFS export.
+	NFS *corev1.NFSVolumeSource `json:"nfs,omitempty"`
+	// Image is the contents of an OCI image or artifact.
+	Image *corev1.ImageVolumeSource `json:"image,omitempty"`
+	// ISCSI is an iSCSI disk.
+	ISCSI *corev1.ISCSIVolumeSource `json:"iscsi,omitempty"`
+	// FC is a Fibre Channel disk.
+	FC *corev1.FCVolumeSource `json:"fc,omitempty"`
+	// GitRepo is a git repository cloned for the pod (deprecated in
+	// Kubernetes).
+	GitRepo *corev1.GitRepoVolumeSource `json:"gitRepo,omitempty"`
+	// GCEPersistentDisk is a GCE disk (deprecated in Kubernetes).
+	GCEPersistentDisk *corev1.GCEPersistentDiskVolumeSource `json:"gcePersistentDisk,omitempty"`
+	// AWSElasticBlockStore is an AWS disk (deprecated in Kubernetes).
+	AWSElasticBlockStore *corev1.AWSElasticBlockStoreVolumeSource `json:"awsElasticBlockStore,omitempty"`
+	// Glusterfs is a GlusterFS volume (removed from Kubernetes' nodes).
+	Glusterfs *corev1.GlusterfsVolumeSource `json:"glusterfs,omitempty"`
+	// RBD is a Ceph block device (deprecated in Kubernetes).
+	RBD *corev1.RBDVolumeSource `json:"rbd,omitempty"`
+	// FlexVolume is a volume of a FlexVolume driver (deprecated).
+	FlexVolume *corev1.FlexVolumeSource `json:"flexVolume,omitempty"`
+	// Cinder is an OpenStack Cinder volume (deprecated in Kubernetes).
+	Cinder *corev1.CinderVolumeSource `json:"cinder,omitempty"`
+	// CephFS is a CephFS mount (deprecated in Kubernetes).
+	CephFS *corev1.CephFSVolumeSource `json:"cephfs,omitempty"`
+	// Flocker is a Flocker volume (deprecated in Kubernetes).
+	Flocker *corev1.FlockerVolumeSource `json:"flocker,omitempty"`
+	// AzureFile is an Azure file share (deprecated in Kubernetes).
+	AzureFile *corev1.AzureFileVolumeSource `json:"azureFile,omitempty"`
+	// VsphereVolume is a vSphere disk (deprecated in Kubernetes).
+	VsphereVolume *corev1.VsphereVirtualDiskVolumeSource `json:"vsphereVolume,omitempty"`
+	// Quobyte is a Quobyte volume (deprecated in Kubernetes).
+	Quobyte *corev1.QuobyteVolumeSource `json:"quobyte,omitempty"`
+	// AzureDisk is an Azure disk (deprecated in Kubernetes).
+	AzureDisk *corev1.AzureDiskVolumeSource `json:"azureDisk,omitempty"`
+	// PhotonPersistentDisk is a Photon disk (deprecated in Kubernetes).
+	PhotonPersistentDisk *corev1.PhotonPersistentDiskVolumeSource `json:"photonPersistentDisk,omitempty"`
+	// PortworxVolume is a Portworx volume (deprecated in Kubernetes).
+	PortworxVolume *corev1.PortworxVolumeSource `json:"portworxVolume,omitempty"`
+	// ScaleIO is a ScaleIO volume (removed from Kubernetes' nodes).
+	ScaleIO *corev1.ScaleIOVolumeSource `json:"scaleIO,omitempty"`
+	// StorageOS is a StorageOS volume (removed from Kubernetes' nodes).
+	StorageOS *corev1.StorageOSVolumeSource `json:"storageos,omitempty"`
 }
 
 // StorageMedium is where an emptyDir lives.
@@ -641,6 +965,8 @@ type EmptyDirVolumeSource struct {
 	// SizeLimit is the size of a Memory volume's tmpfs; the agent evicts a
 	// pod whose volume holds more, as the kubelet does.
 	SizeLimit *resource.Quantity `json:"sizeLimit,omitempty"`
+	// Mode is the directory's permission bits, 0777 when unset.
+	Mode *int32 `json:"mode,omitempty"`
 }
 
 // HostPathType checks what a hostPath must be.
@@ -687,6 +1013,8 @@ type KeyToPath struct {
 	// Mode is the file's permission bits (0 to 0777), defaultMode when
 	// unset.
 	Mode *int32 `json:"mode,omitempty"`
+	// User is the file's owner UID, defaultUser when unset.
+	User *int64 `json:"user,omitempty"`
 }
 
 // ConfigMapVolumeSource projects a ConfigMap's keys as files.
@@ -700,6 +1028,9 @@ type ConfigMapVolumeSource struct {
 	// Optional lets the pod start with an empty volume when the ConfigMap is
 	// missing.
 	Optional *bool `json:"optional,omitempty"`
+	// DefaultUser is the owner UID of the files, the agent's user when
+	// unset.
+	DefaultUser *int64 `json:"defaultUser,omitempty"`
 }
 
 // SecretVolumeSource projects a Secret's keys as files.
@@ -714,6 +1045,9 @@ type SecretVolumeSource struct {
 	// Optional lets the pod start with an empty volume when the Secret is
 	// missing.
 	Optional *bool `json:"optional,omitempty"`
+	// DefaultUser is the owner UID of the files, the agent's user when
+	// unset.
+	DefaultUser *int64 `json:"defaultUser,omitempty"`
 }
 
 // PodPhase is the coarse state of a pod.
@@ -771,6 +1105,9 @@ type PodCondition struct {
 	// Message says why in words, such as which nodes the scheduler turned
 	// down and why.
 	Message string `json:"message,omitempty"`
+	// ObservedGeneration is the pod's metadata.generation the condition
+	// was set from.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // PodIP is one IP of a pod.
@@ -815,6 +1152,48 @@ type PodStatus struct {
 	// requests and limits of cpu and memory, fixed when the pod is made. The
 	// agent evicts BestEffort pods first and Guaranteed ones last.
 	QOSClass QOSClass `json:"qosClass,omitempty"`
+	// ObservedGeneration is the pod's metadata.generation the status was
+	// made from.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// NominatedNodeName is the node a preempting pod waits for.
+	NominatedNodeName string `json:"nominatedNodeName,omitempty"`
+	// HostIPs lists the node's IPs, hostIP first.
+	// +listType=atomic
+	HostIPs []HostIP `json:"hostIPs,omitempty"`
+	// EphemeralContainerStatuses are the ephemeral containers' states.
+	// +listType=atomic
+	EphemeralContainerStatuses []ContainerStatus `json:"ephemeralContainerStatuses,omitempty"`
+
+	// The fields below are held as Kubernetes' own types; berth's agents
+	// do not set them.
+
+	// Resize is deprecated in Kubernetes in favour of conditions.
+	Resize corev1.PodResizeStatus `json:"resize,omitempty"`
+	// ResourceClaimStatuses name the claims made for the pod.
+	// +listType=map
+	// +listMapKey=name
+	ResourceClaimStatuses []corev1.PodResourceClaimStatus `json:"resourceClaimStatuses,omitempty"`
+	// ExtendedResourceClaimStatus names the claim made for the pod's
+	// extended resources.
+	ExtendedResourceClaimStatus *corev1.PodExtendedResourceClaimStatus `json:"extendedResourceClaimStatus,omitempty"`
+	// AllocatedResources are the pod-level resources allocated on the node.
+	AllocatedResources ResourceList `json:"allocatedResources,omitempty"`
+	// Resources are the pod-level resources the node applied.
+	Resources *ResourceRequirements `json:"resources,omitempty"`
+	// NodeAllocatableResourceClaimStatuses are the node-allocatable
+	// resources of the pod's claims.
+	// +listType=map
+	// +listMapKey=resourceClaimName
+	NodeAllocatableResourceClaimStatuses []corev1.NodeAllocatableResourceClaimStatus `json:"nodeAllocatableResourceClaimStatuses,omitempty"`
+	// VolumeHealth is the health of each volume the node reports.
+	// +listType=atomic
+	VolumeHealth []corev1.PodVolumeHealth `json:"volumeHealth,omitempty"`
+}
+
+// HostIP is one IP of a pod's node.
+type HostIP struct {
+	// IP is the address.
+	IP string `json:"ip"`
 }
 
 // QOSClass is a pod's quality-of-service class.
@@ -850,6 +1229,24 @@ type ContainerStatus struct {
 	// Started says the container runs and has passed its startup probe, if
 	// it has one.
 	Started *bool `json:"started,omitempty"`
+	// AllocatedResources are the resources the node allocated to the
+	// container.
+	AllocatedResources ResourceList `json:"allocatedResources,omitempty"`
+	// Resources are the requests and limits the runtime applied.
+	Resources *ResourceRequirements `json:"resources,omitempty"`
+	// VolumeMounts are the container's mounts as the runtime made them.
+	// +listType=map
+	// +listMapKey=mountPath
+	VolumeMounts []corev1.VolumeMountStatus `json:"volumeMounts,omitempty"`
+	// User is the identity the process runs with.
+	User *corev1.ContainerUser `json:"user,omitempty"`
+	// AllocatedResourcesStatus is the health of the container's allocated
+	// resources.
+	// +listType=map
+	// +listMapKey=name
+	AllocatedResourcesStatus []corev1.ResourceStatus `json:"allocatedResourcesStatus,omitempty"`
+	// StopSignal is the signal that stops the container.
+	StopSignal *corev1.Signal `json:"stopSignal,omitempty"`
 }
 
 // ContainerState is one of waiting, running or terminated.

@@ -71,6 +71,8 @@ func validatePodSpec(spec *PodSpec, p *field.Path, restartPolicies []RestartPoli
 	if spec.SchedulerName != "" && spec.SchedulerName != DefaultSchedulerName {
 		errs = append(errs, field.NotSupported(p.Child("schedulerName"), spec.SchedulerName, []string{DefaultSchedulerName}))
 	}
+	errs = append(errs, validateEphemeralContainers(spec.EphemeralContainers, volumes, names, p.Child("ephemeralContainers"))...)
+	errs = append(errs, validatePodSpecFields(spec, p)...)
 	return errs
 }
 
@@ -107,8 +109,8 @@ func validateContainers(containers []Container, init bool, volumes sets.Set[stri
 			if pr.probe == nil {
 				continue
 			}
-			if init {
-				errs = append(errs, field.Forbidden(cp.Child(pr.name), "may not be set for init containers"))
+			if init && !isSidecar(c) {
+				errs = append(errs, field.Forbidden(cp.Child(pr.name), "may not be set for init containers without restartPolicy=Always"))
 				continue
 			}
 			errs = append(errs, validateProbe(pr.probe, pr.name != "readinessProbe", cp.Child(pr.name))...)
@@ -117,17 +119,9 @@ func validateContainers(containers []Container, init bool, volumes sets.Set[stri
 			errs = append(errs, validateLifecycle(c.Lifecycle, cp.Child("lifecycle"))...)
 		}
 		if sc := c.SecurityContext; sc != nil {
-			if sc.RunAsUser != nil {
-				for _, msg := range validation.IsValidUserID(*sc.RunAsUser) {
-					errs = append(errs, field.Invalid(cp.Child("securityContext", "runAsUser"), *sc.RunAsUser, msg))
-				}
-			}
-			if sc.RunAsGroup != nil {
-				for _, msg := range validation.IsValidGroupID(*sc.RunAsGroup) {
-					errs = append(errs, field.Invalid(cp.Child("securityContext", "runAsGroup"), *sc.RunAsGroup, msg))
-				}
-			}
+			errs = append(errs, validateSecurityContext(sc, cp.Child("securityContext"))...)
 		}
+		errs = append(errs, validateContainerFields(c, init, cp)...)
 	}
 	return errs
 }
@@ -192,7 +186,26 @@ func validateEnv(env []EnvVar, p *field.Path) field.ErrorList {
 			errs = append(errs, validateObjectName(vf.SecretKeyRef.Name, vp.Child("secretKeyRef", "name"))...)
 			errs = append(errs, validateConfigKey(vf.SecretKeyRef.Key, vp.Child("secretKeyRef", "key"))...)
 		}
-		errs = append(errs, exactlyOne(set, "fieldRef, configMapKeyRef or secretKeyRef", vp)...)
+		if rf := vf.ResourceFieldRef; rf != nil {
+			set++
+			if rf.Resource == "" {
+				errs = append(errs, field.Required(vp.Child("resourceFieldRef", "resource"), ""))
+			}
+		}
+		if fk := vf.FileKeyRef; fk != nil {
+			set++
+			fp := vp.Child("fileKeyRef")
+			if fk.VolumeName == "" {
+				errs = append(errs, field.Required(fp.Child("volumeName"), ""))
+			}
+			if fk.Path == "" {
+				errs = append(errs, field.Required(fp.Child("path"), ""))
+			}
+			if fk.Key == "" {
+				errs = append(errs, field.Required(fp.Child("key"), ""))
+			}
+		}
+		errs = append(errs, exactlyOne(set, "fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef or fileKeyRef", vp)...)
 	}
 	return errs
 }
@@ -277,6 +290,7 @@ func validateVolumeMounts(mounts []VolumeMount, volumes sets.Set[string], p *fie
 		if m.SubPath != "" {
 			errs = append(errs, validateRelativePath(m.SubPath, mp.Child("subPath"))...)
 		}
+		errs = append(errs, validateMountOptions(&m, mp)...)
 	}
 	return errs
 }
@@ -333,7 +347,13 @@ func validateHandler(h *ProbeHandler, p *field.Path) field.ErrorList {
 		set++
 		errs = append(errs, validatePortNumOrName(h.TCPSocket.Port, p.Child("tcpSocket", "port"))...)
 	}
-	return append(errs, exactlyOne(set, "exec, httpGet or tcpSocket", p)...)
+	if g := h.GRPC; g != nil {
+		set++
+		for _, msg := range validation.IsValidPortNum(int(g.Port)) {
+			errs = append(errs, field.Invalid(p.Child("grpc", "port"), g.Port, msg))
+		}
+	}
+	return append(errs, exactlyOne(set, "exec, httpGet, tcpSocket or grpc", p)...)
 }
 
 func validateExec(e *ExecAction, p *field.Path) field.ErrorList {
@@ -344,14 +364,55 @@ func validateExec(e *ExecAction, p *field.Path) field.ErrorList {
 }
 
 func validateLifecycle(l *Lifecycle, p *field.Path) field.ErrorList {
-	if l.PreStop == nil {
-		return nil
+	var errs field.ErrorList
+	for _, h := range []struct {
+		name string
+		h    *LifecycleHandler
+	}{{"postStart", l.PostStart}, {"preStop", l.PreStop}} {
+		if h.h != nil {
+			errs = append(errs, validateLifecycleHandler(h.h, p.Child(h.name))...)
+		}
 	}
-	pp := p.Child("preStop")
-	if l.PreStop.Exec == nil {
-		return field.ErrorList{field.Required(pp.Child("exec"), "the only preStop handler is exec")}
+	if l.StopSignal != nil && *l.StopSignal == "" {
+		errs = append(errs, field.Required(p.Child("stopSignal"), ""))
 	}
-	return validateExec(l.PreStop.Exec, pp.Child("exec"))
+	return errs
+}
+
+// validateLifecycleHandler checks that a hook has exactly one action, as
+// Kubernetes says it.
+func validateLifecycleHandler(h *LifecycleHandler, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	set := 0
+	if h.Exec != nil {
+		set++
+		errs = append(errs, validateExec(h.Exec, p.Child("exec"))...)
+	}
+	if g := h.HTTPGet; g != nil {
+		set++
+		hp := p.Child("httpGet")
+		errs = append(errs, validatePortNumOrName(g.Port, hp.Child("port"))...)
+		if s := g.Scheme; s != "" && s != URISchemeHTTP && s != URISchemeHTTPS {
+			errs = append(errs, field.NotSupported(hp.Child("scheme"), s, []URIScheme{URISchemeHTTP, URISchemeHTTPS}))
+		}
+	}
+	if t := h.TCPSocket; t != nil {
+		set++
+		errs = append(errs, validatePortNumOrName(t.Port, p.Child("tcpSocket", "port"))...)
+	}
+	if sl := h.Sleep; sl != nil {
+		set++
+		if sl.Seconds < 0 {
+			errs = append(errs, field.Invalid(p.Child("sleep", "seconds"), sl.Seconds, "must be non-negative"))
+		}
+	}
+	switch {
+	case set == 0:
+		errs = append(errs, field.Required(p, "must specify a handler type"))
+	case set > 1:
+		errs = append(errs, field.Forbidden(p, "may not specify more than 1 handler type"))
+	}
+	return errs
 }
 
 // validateVolumes checks a pod's volumes and returns their names for the
@@ -413,7 +474,15 @@ func validateVolumeSource(s *VolumeSource, p *field.Path) field.ErrorList {
 		errs = append(errs, validateKeyToPaths(sec.Items, sp.Child("items"))...)
 		errs = append(errs, validateFileMode(sec.DefaultMode, sp.Child("defaultMode"))...)
 	}
-	return append(errs, exactlyOne(set, "emptyDir, hostPath, persistentVolumeClaim, configMap or secret", p)...)
+	n, stored := validateStoredVolumeSources(s, p)
+	errs = append(errs, stored...)
+	switch set += n; {
+	case set == 0:
+		errs = append(errs, field.Required(p, "must specify a volume type"))
+	case set > 1:
+		errs = append(errs, field.Forbidden(p, "may not specify more than 1 volume type"))
+	}
+	return errs
 }
 
 func validateHostPath(h *HostPathVolumeSource, p *field.Path) field.ErrorList {
@@ -474,7 +543,12 @@ func validateAffinity(a *Affinity, p *field.Path) field.ErrorList {
 			for j, ns := range term.Namespaces {
 				errs = append(errs, validateDNSLabel(ns, tp.Child("namespaces").Index(j))...)
 			}
+			errs = append(errs, validateLabelSelector(term.NamespaceSelector, false, tp.Child("namespaceSelector"))...)
 		}
+		errs = append(errs, validateWeightedTerms(paa.PreferredDuringSchedulingIgnoredDuringExecution, p.Child("podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution"))...)
+	}
+	if pa := a.PodAffinity; pa != nil {
+		errs = append(errs, validatePodAffinity(pa, p.Child("podAffinity"))...)
 	}
 	return errs
 }

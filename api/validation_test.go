@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -153,9 +154,13 @@ func TestValidatePod(t *testing.T) {
 		{"run as", func(o *Pod) {
 			o.Spec.Containers[0].SecurityContext = &SecurityContext{RunAsUser: ptr(int64(-1)), RunAsGroup: ptr(int64(1 << 32))}
 		}, []string{c0 + ".securityContext.runAsGroup: Invalid value", c0 + ".securityContext.runAsUser: Invalid value"}},
-		{"preStop without exec", func(o *Pod) {
+		{"preStop without a handler", func(o *Pod) {
 			o.Spec.Containers[0].Lifecycle = &Lifecycle{PreStop: &LifecycleHandler{}}
-		}, []string{c0 + ".lifecycle.preStop.exec: Required value"}},
+		}, []string{c0 + ".lifecycle.preStop: Required value: must specify a handler type"}},
+		{"postStart with two handlers", func(o *Pod) {
+			o.Spec.Containers[0].Lifecycle = &Lifecycle{PostStart: &LifecycleHandler{
+				Exec: &ExecAction{Command: []string{"true"}}, Sleep: &corev1.SleepAction{Seconds: 1}}}
+		}, []string{c0 + ".lifecycle.postStart: Forbidden: may not specify more than 1 handler type"}},
 		{"preStop exec without command", func(o *Pod) {
 			o.Spec.Containers[0].Lifecycle = &Lifecycle{PreStop: &LifecycleHandler{Exec: &ExecAction{}}}
 		}, []string{c0 + ".lifecycle.preStop.exec.command: Required value"}},
@@ -199,10 +204,10 @@ func TestValidateProbes(t *testing.T) {
 		return p
 	}
 	runValidation(t, validPod, []validationCase[*Pod]{
-		{"no handler", func(o *Pod) { o.Spec.Containers[0].LivenessProbe = probe(ProbeHandler{}) }, []string{c0 + ".livenessProbe: Required value: must specify one of exec, httpGet or tcpSocket"}},
+		{"no handler", func(o *Pod) { o.Spec.Containers[0].LivenessProbe = probe(ProbeHandler{}) }, []string{c0 + ".livenessProbe: Required value: must specify one of exec, httpGet, tcpSocket or grpc"}},
 		{"two handlers", func(o *Pod) {
 			o.Spec.Containers[0].ReadinessProbe = probe(ProbeHandler{Exec: &ExecAction{Command: []string{"true"}}, TCPSocket: &TCPSocketAction{Port: intstr.FromInt32(80)}})
-		}, []string{c0 + ".readinessProbe: Forbidden: may not specify more than one of exec, httpGet or tcpSocket"}},
+		}, []string{c0 + ".readinessProbe: Forbidden: may not specify more than one of exec, httpGet, tcpSocket or grpc"}},
 		{"exec without command", func(o *Pod) { o.Spec.Containers[0].StartupProbe = probe(ProbeHandler{Exec: &ExecAction{}}) }, []string{c0 + ".startupProbe.exec.command: Required value"}},
 		{"httpGet port and scheme", func(o *Pod) {
 			o.Spec.Containers[0].LivenessProbe = probe(ProbeHandler{HTTPGet: &HTTPGetAction{Port: intstr.FromString("no_such_name"), Scheme: "FTP", HTTPHeaders: []HTTPHeader{{Name: "bad header"}}}})

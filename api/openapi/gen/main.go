@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
@@ -26,11 +27,6 @@ func main() {
 	defs := definitions.GetOpenAPIDefinitions(func(name string) spec.Ref {
 		return spec.MustCreateRef("#/components/schemas/" + openapi.ModelName(name))
 	})
-	// What openapi.DefinitionsJSON holds for each definition.
-	type definition struct {
-		Schema       spec.Schema `json:"schema"`
-		Dependencies []string    `json:"dependencies,omitempty"`
-	}
 	out := make(map[string]definition, len(defs))
 	for name, def := range defs {
 		d := definition{Schema: def.Schema}
@@ -39,6 +35,7 @@ func main() {
 		}
 		out[openapi.ModelName(name)] = d
 	}
+	prune(out)
 	for _, k := range api.Kinds() {
 		model := openapi.TypeModelName(reflect.TypeOf(k.New()).Elem())
 		d, ok := out[model]
@@ -59,4 +56,41 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// prune drops the definitions of Kubernetes' own API types
+// (k8s.io/api/...) that none of berth's definitions refers to, directly or
+// not: berth holds a few of them as field types, and openapi-gen makes
+// them all.
+func prune(defs map[string]definition) {
+	const theirs = "io.k8s.api."
+	keep := map[string]bool{}
+	var walk func(string)
+	walk = func(name string) {
+		if keep[name] {
+			return
+		}
+		keep[name] = true
+		if d, ok := defs[name]; ok {
+			for _, dep := range d.Dependencies {
+				walk(dep)
+			}
+		}
+	}
+	for name := range defs {
+		if !strings.HasPrefix(name, theirs) {
+			walk(name)
+		}
+	}
+	for name := range defs {
+		if !keep[name] {
+			delete(defs, name)
+		}
+	}
+}
+
+// definition is what openapi.DefinitionsJSON holds for each definition.
+type definition struct {
+	Schema       spec.Schema `json:"schema"`
+	Dependencies []string    `json:"dependencies,omitempty"`
 }

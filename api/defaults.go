@@ -43,6 +43,10 @@ func Default(obj Object) {
 		defaultJobSpec(&o.Spec)
 	case *CronJob:
 		defaultCronJob(o)
+	case *StatefulSet:
+		defaultStatefulSet(o)
+	case *DaemonSet:
+		defaultDaemonSet(o)
 	case *PersistentVolume:
 		defaultPersistentVolume(o)
 	case *PersistentVolumeClaim:
@@ -369,6 +373,76 @@ func defaultDeployment(d *Deployment) {
 	if d.Spec.ProgressDeadlineSeconds == nil {
 		v := DefaultProgressDeadlineSeconds
 		d.Spec.ProgressDeadlineSeconds = &v
+	}
+	defaultPodSpec(&d.Spec.Template.Spec)
+}
+
+func defaultStatefulSet(s *StatefulSet) {
+	defaultReplicas(&s.Spec.Replicas)
+	if s.Spec.PodManagementPolicy == "" {
+		s.Spec.PodManagementPolicy = OrderedReadyPodManagement
+	}
+	u := &s.Spec.UpdateStrategy
+	if u.Type == "" {
+		u.Type = RollingUpdateStatefulSetStrategyType
+	}
+	if u.Type == RollingUpdateStatefulSetStrategyType {
+		if u.RollingUpdate == nil {
+			u.RollingUpdate = &RollingUpdateStatefulSetStrategy{}
+		}
+		if u.RollingUpdate.Partition == nil {
+			u.RollingUpdate.Partition = new(int32)
+		}
+		if u.RollingUpdate.MaxUnavailable == nil {
+			v := intstr.FromInt32(1)
+			u.RollingUpdate.MaxUnavailable = &v
+		}
+	}
+	if s.Spec.RevisionHistoryLimit == nil {
+		v := DefaultRevisionHistoryLimit
+		s.Spec.RevisionHistoryLimit = &v
+	}
+	if s.Spec.PersistentVolumeClaimRetentionPolicy == nil {
+		s.Spec.PersistentVolumeClaimRetentionPolicy = &StatefulSetPersistentVolumeClaimRetentionPolicy{}
+	}
+	r := s.Spec.PersistentVolumeClaimRetentionPolicy
+	if r.WhenDeleted == "" {
+		r.WhenDeleted = RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	if r.WhenScaled == "" {
+		r.WhenScaled = RetainPersistentVolumeClaimRetentionPolicyType
+	}
+	for i := range s.Spec.VolumeClaimTemplates {
+		c := &s.Spec.VolumeClaimTemplates[i]
+		defaultVolumeMode(&c.Spec.VolumeMode)
+		if c.Status.Phase == "" {
+			c.Status.Phase = ClaimPending
+		}
+	}
+	defaultPodSpec(&s.Spec.Template.Spec)
+}
+
+func defaultDaemonSet(d *DaemonSet) {
+	u := &d.Spec.UpdateStrategy
+	if u.Type == "" {
+		u.Type = RollingUpdateDaemonSetStrategyType
+	}
+	if u.Type == RollingUpdateDaemonSetStrategyType {
+		if u.RollingUpdate == nil {
+			u.RollingUpdate = &RollingUpdateDaemonSet{}
+		}
+		if u.RollingUpdate.MaxUnavailable == nil {
+			v := intstr.FromInt32(1)
+			u.RollingUpdate.MaxUnavailable = &v
+		}
+		if u.RollingUpdate.MaxSurge == nil {
+			v := intstr.FromInt32(0)
+			u.RollingUpdate.MaxSurge = &v
+		}
+	}
+	if d.Spec.RevisionHistoryLimit == nil {
+		v := DefaultRevisionHistoryLimit
+		d.Spec.RevisionHistoryLimit = &v
 	}
 	defaultPodSpec(&d.Spec.Template.Spec)
 }

@@ -23,6 +23,8 @@ var applyOrder = map[string]int{
 	"ReplicationController": 8,
 	"ReplicaSet":            8,
 	"Deployment":            8,
+	"StatefulSet":           8,
+	"DaemonSet":             8,
 	"Pod":                   8,
 	"Job":                   8,
 	"CronJob":               8,

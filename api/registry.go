@@ -125,6 +125,9 @@ func init() {
 	register(&Event{}, CoreV1, "events", "event", true, false, "ev")
 	register(&ReplicaSet{}, AppsV1, "replicasets", "replicaset", true, true, "rs")
 	register(&Deployment{}, AppsV1, "deployments", "deployment", true, true, "deploy")
+	register(&StatefulSet{}, AppsV1, "statefulsets", "statefulset", true, true, "sts")
+	register(&DaemonSet{}, AppsV1, "daemonsets", "daemonset", true, true, "ds")
+	register(&ControllerRevision{}, AppsV1, "controllerrevisions", "controllerrevision", true, false)
 	register(&StorageClass{}, StorageV1, "storageclasses", "storageclass", false, false, "sc")
 	register(&Lease{}, CoordinationV1, "leases", "lease", true, false)
 	register(&EndpointSlice{}, DiscoveryV1, "endpointslices", "endpointslice", true, false)
@@ -136,11 +139,11 @@ func init() {
 	register(&ClusterRole{}, RBACV1, "clusterroles", "clusterrole", false, false)
 	register(&RoleBinding{}, RBACV1, "rolebindings", "rolebinding", true, false)
 	register(&ClusterRoleBinding{}, RBACV1, "clusterrolebindings", "clusterrolebinding", false, false)
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &Source{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &StatefulSet{}, &DaemonSet{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &Source{}} {
 		KindOf(obj).Generation = true
 	}
 	// In the order kubectl lists them.
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &Service{}, &Deployment{}, &ReplicaSet{}, &CronJob{}, &Job{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &Service{}, &DaemonSet{}, &Deployment{}, &ReplicaSet{}, &StatefulSet{}, &CronJob{}, &Job{}} {
 		k := KindOf(obj)
 		k.Categories = append(k.Categories, CategoryAll)
 		categories[CategoryAll] = append(categories[CategoryAll], k)

@@ -59,6 +59,12 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateReplicaSetSpec(&o.Spec, spec)...)
 	case *Deployment:
 		errs = append(errs, validateDeploymentSpec(&o.Spec, spec)...)
+	case *StatefulSet:
+		errs = append(errs, validateStatefulSetSpec(&o.Spec, spec)...)
+	case *DaemonSet:
+		errs = append(errs, validateDaemonSetSpec(&o.Spec, spec)...)
+	case *ControllerRevision:
+		errs = append(errs, validateControllerRevision(o)...)
 	case *PersistentVolume:
 		errs = append(errs, validatePersistentVolumeSpec(&o.Spec, spec)...)
 	case *PersistentVolumeClaim:

@@ -27,6 +27,12 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 		return immutable(old.(*Deployment).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
 	case *Job:
 		return validateJobUpdate(old.(*Job), n)
+	case *StatefulSet:
+		return validateStatefulSetUpdate(old.(*StatefulSet), n)
+	case *DaemonSet:
+		return immutable(old.(*DaemonSet).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
+	case *ControllerRevision:
+		return immutable(string(old.(*ControllerRevision).Data.Raw), string(n.Data.Raw), field.NewPath("data"))
 	case *PersistentVolumeClaim:
 		return validateClaimUpdate(old.(*PersistentVolumeClaim), n)
 	case *PersistentVolume:

@@ -11,8 +11,8 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// The scale subresource (autoscaling/v1 Scale) of Deployments, ReplicaSets
-// and ReplicationControllers is what `kubectl scale` reads and patches. A
+// The scale subresource (autoscaling/v1 Scale) of Deployments, ReplicaSets,
+// StatefulSets and ReplicationControllers is what `kubectl scale` reads and patches. A
 // write to it changes spec.replicas and nothing else, through the same
 // admission chain as any update.
 
@@ -36,6 +36,8 @@ func replicasField(obj api.Object) (**int32, bool) {
 	case *api.Deployment:
 		return &o.Spec.Replicas, true
 	case *api.ReplicaSet:
+		return &o.Spec.Replicas, true
+	case *api.StatefulSet:
 		return &o.Spec.Replicas, true
 	case *api.ReplicationController:
 		return &o.Spec.Replicas, true
@@ -62,6 +64,9 @@ func scaleOf(obj api.Object) *scaleObject {
 		sc.Status.Replicas = o.Status.Replicas
 		sc.Status.Selector = selectorString(o.Spec.Selector)
 	case *api.ReplicaSet:
+		sc.Status.Replicas = o.Status.Replicas
+		sc.Status.Selector = selectorString(o.Spec.Selector)
+	case *api.StatefulSet:
 		sc.Status.Replicas = o.Status.Replicas
 		sc.Status.Selector = selectorString(o.Spec.Selector)
 	case *api.ReplicationController:

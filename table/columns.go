@@ -124,6 +124,59 @@ var definitions = map[string][]Column{
 		func(d *api.Deployment) *api.PodSpec { return &d.Spec.Template.Spec },
 		func(d *api.Deployment) string { return FormatSelector(d.Spec.Selector) },
 	)...),
+	"StatefulSet": append([]Column{
+		nameColumn,
+		{Name: "Ready", Type: "string", Description: "Number of the pods ready out of desired replicas.",
+			cell: on(func(s *api.StatefulSet, _ time.Time) string {
+				return fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, replicas(s.Spec.Replicas))
+			})},
+		ageColumn,
+	}, templateColumns(
+		func(s *api.StatefulSet) *api.PodSpec { return &s.Spec.Template.Spec },
+		func(s *api.StatefulSet) string { return FormatSelector(s.Spec.Selector) },
+	)[:2]...),
+	"DaemonSet": append([]Column{
+		nameColumn,
+		{Name: "Desired", Type: "integer", Description: "The number of nodes that should be running the daemon pod.",
+			cell: on(func(d *api.DaemonSet, _ time.Time) string { return intCell(d.Status.DesiredNumberScheduled) })},
+		{Name: "Current", Type: "integer", Description: "The number of nodes running at least one daemon pod and supposed to.",
+			cell: on(func(d *api.DaemonSet, _ time.Time) string { return intCell(d.Status.CurrentNumberScheduled) })},
+		{Name: "Ready", Type: "integer", Description: "The number of nodes that should be running the daemon pod and have one ready.",
+			cell: on(func(d *api.DaemonSet, _ time.Time) string { return intCell(d.Status.NumberReady) })},
+		{Name: "Up-to-date", Type: "integer", Description: "The number of nodes running the current pod template.",
+			cell: on(func(d *api.DaemonSet, _ time.Time) string { return intCell(d.Status.UpdatedNumberScheduled) })},
+		{Name: "Available", Type: "integer", Description: "The number of nodes running a daemon pod available for minReadySeconds.",
+			cell: on(func(d *api.DaemonSet, _ time.Time) string { return intCell(d.Status.NumberAvailable) })},
+		{Name: "Node Selector", Type: "string", Description: "The node selector of the pod template.",
+			cell: on(func(d *api.DaemonSet, _ time.Time) string {
+				if len(d.Spec.Template.Spec.NodeSelector) == 0 {
+					return "<none>"
+				}
+				return labels.FormatLabels(d.Spec.Template.Spec.NodeSelector)
+			})},
+		ageColumn,
+	}, templateColumns(
+		func(d *api.DaemonSet) *api.PodSpec { return &d.Spec.Template.Spec },
+		func(d *api.DaemonSet) string { return FormatSelector(d.Spec.Selector) },
+	)...),
+	"ControllerRevision": {
+		nameColumn,
+		{Name: "Controller", Type: "string", Description: "The controller the revision belongs to.",
+			cell: on(func(r *api.ControllerRevision, _ time.Time) string {
+				ref := api.ControllerOf(r)
+				if ref == nil {
+					return "<none>"
+				}
+				group := ""
+				if i := strings.Index(ref.APIVersion, "/"); i >= 0 {
+					group = "." + ref.APIVersion[:i]
+				}
+				return strings.ToLower(ref.Kind) + group + "/" + ref.Name
+			})},
+		{Name: "Revision", Type: "integer", Description: "The revision number.",
+			cell: on(func(r *api.ControllerRevision, _ time.Time) string { return strconv.FormatInt(r.Revision, 10) })},
+		ageColumn,
+	},
 	"ReplicaSet": append(replicaColumns(
 		on(func(r *api.ReplicaSet, _ time.Time) string { return intCell(replicas(r.Spec.Replicas)) }),
 		on(func(r *api.ReplicaSet, _ time.Time) string { return intCell(r.Status.Replicas) }),

@@ -162,7 +162,7 @@ func (r *related) context(ctx context.Context, k *api.Kind, obj api.Object) desc
 		} else if !apierrors.IsNotFound(err) {
 			r.note(err)
 		}
-	case "ReplicaSet", "ReplicationController", "PersistentVolumeClaim":
+	case "ReplicaSet", "ReplicationController", "StatefulSet", "DaemonSet", "PersistentVolumeClaim":
 		dc.pods = r.podsIn(ctx, ns)
 	case "Deployment":
 		if r.rss == nil {

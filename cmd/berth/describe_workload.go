@@ -65,23 +65,7 @@ func describeReplicated(w *describeWriter, obj api.Object, selector string, curr
 	describeAnnotations(w, obj.GetAnnotations())
 	describeControlledBy(w, obj)
 	w.write(level0, "Replicas:\t%d current / %d desired\n", current, desiredReplicas(desired))
-	var running, waiting, succeeded, failed int
-	for _, p := range dc.pods {
-		if ref := api.ControllerOf(p); ref == nil || ref.UID != obj.GetUID() {
-			continue
-		}
-		switch p.Status.Phase {
-		case api.PodRunning:
-			running++
-		case api.PodPending:
-			waiting++
-		case api.PodSucceeded:
-			succeeded++
-		case api.PodFailed:
-			failed++
-		}
-	}
-	w.write(level0, "Pods Status:\t%d Running / %d Waiting / %d Succeeded / %d Failed\n", running, waiting, succeeded, failed)
+	describePodsStatus(w, obj, dc)
 	describePodTemplate(w, t)
 }
 

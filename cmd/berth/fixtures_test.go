@@ -489,5 +489,8 @@ func fixtureKinds() map[string][]api.Object {
 		"poddisruptionbudgets":   fixtureBudgets(),
 		"jobs":                   fixtureJobs(),
 		"cronjobs":               fixtureCronJobs(),
+		"statefulsets":           fixtureStatefulSets(),
+		"daemonsets":             fixtureDaemonSets(),
+		"controllerrevisions":    fixtureControllerRevisions(),
 	}
 }

@@ -45,6 +45,8 @@ var describers = map[string]describer{
 	"Pod":                   describePod,
 	"Node":                  describeNode,
 	"Deployment":            describeDeployment,
+	"StatefulSet":           describeStatefulSet,
+	"DaemonSet":             describeDaemonSet,
 	"ReplicaSet":            describeReplicaSet,
 	"ReplicationController": describeReplicationController,
 	"Service":               describeService,

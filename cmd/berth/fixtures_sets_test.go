@@ -1,0 +1,65 @@
+package main
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// fixtureStatefulSets: a database of 3 rolling out behind a partition,
+// and a new one with no status yet.
+func fixtureStatefulSets() []api.Object {
+	db := &api.StatefulSet{ObjectMeta: meta("default", "db", 2*day, map[string]string{"app": "db"})}
+	db.Spec = api.StatefulSetSpec{
+		Replicas: ptr(int32(3)), ServiceName: "db", Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		Template:            fixtureTemplate("db", "postgres:17"),
+		PodManagementPolicy: api.OrderedReadyPodManagement,
+		UpdateStrategy: api.StatefulSetUpdateStrategy{Type: api.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &api.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(1)), MaxUnavailable: ptr(intstr.FromInt32(1))}},
+		VolumeClaimTemplates: []api.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}, Spec: api.PersistentVolumeClaimSpec{
+			AccessModes: []api.PersistentVolumeAccessMode{api.ReadWriteOnce}, StorageClassName: ptr("local-path"),
+			Resources: api.VolumeResourceRequirements{Requests: api.ResourceList{api.ResourceStorage: qty("1Gi")}},
+		}}},
+	}
+	db.Status = api.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 2, CurrentReplicas: 1, UpdatedReplicas: 2,
+		AvailableReplicas: 2, CurrentRevision: "db-5c9f7d6b8", UpdateRevision: "db-7b6d8f9c4"}
+	cache := &api.StatefulSet{ObjectMeta: meta("shop", "cache", 20*time.Second, nil)}
+	cache.Spec = api.StatefulSetSpec{Replicas: ptr(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cache"}},
+		Template: fixtureTemplate("cache", "redis:7"), PodManagementPolicy: api.ParallelPodManagement,
+		UpdateStrategy: api.StatefulSetUpdateStrategy{Type: api.OnDeleteStatefulSetStrategyType}}
+	return []api.Object{db, cache}
+}
+
+// fixtureDaemonSets: a log shipper on every Linux node, one of them
+// misscheduled, and a new one.
+func fixtureDaemonSets() []api.Object {
+	logs := &api.DaemonSet{ObjectMeta: meta("default", "logs", 9*day, map[string]string{"app": "logs"})}
+	logs.Spec = api.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "logs"}},
+		Template: fixtureTemplate("logs", "fluent-bit:3"),
+		UpdateStrategy: api.DaemonSetUpdateStrategy{Type: api.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &api.RollingUpdateDaemonSet{MaxUnavailable: ptr(intstr.FromInt32(1)), MaxSurge: ptr(intstr.FromInt32(0))}}}
+	logs.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/os": "linux"}
+	logs.Status = api.DaemonSetStatus{DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, NumberReady: 2, UpdatedNumberScheduled: 3,
+		NumberAvailable: 2, NumberUnavailable: 1, NumberMisscheduled: 1, ObservedGeneration: 1}
+	agent := &api.DaemonSet{ObjectMeta: meta("kube-system", "agent", 30*time.Second, nil)}
+	agent.Spec = api.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+		Template: fixtureTemplate("agent", "agent:1"), UpdateStrategy: api.DaemonSetUpdateStrategy{Type: api.OnDeleteDaemonSetStrategyType}}
+	return []api.Object{agent, logs}
+}
+
+// fixtureControllerRevisions: two revisions of the database.
+func fixtureControllerRevisions() []api.Object {
+	var out []api.Object
+	for i, name := range []string{"db-5c9f7d6b8", "db-7b6d8f9c4"} {
+		r := &api.ControllerRevision{ObjectMeta: meta("default", name, time.Duration(2-i)*day, map[string]string{"app": "db"})}
+		r.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: "uid-default-db", Controller: ptr(true)}}
+		r.Data = runtime.RawExtension{Raw: []byte(`{"spec":{"template":{"$patch":"replace"}}}`)}
+		r.Revision = int64(i + 1)
+		out = append(out, r)
+	}
+	return out
+}

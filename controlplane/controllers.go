@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/podgc"
 	"github.com/berth-dev/berth/reconcile/quota"
 	"github.com/berth-dev/berth/reconcile/serviceaccount"
+	"github.com/berth-dev/berth/reconcile/statefulset"
 	"github.com/berth-dev/berth/reconcile/volume"
 	"github.com/berth-dev/berth/reconcile/workload"
 	"github.com/berth-dev/berth/sched"
@@ -86,6 +87,10 @@ var controllerInits = []namedInit{
 	{cronjob.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return cronjob.NewController(d.Store, cronjob.Options{Clock: d.Clock, Logger: d.Log,
 			Events: d.Recorder(cronjob.EventComponent)}), nil
+	}},
+	{statefulset.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		return statefulset.NewController(d.Store, statefulset.Options{Clock: d.Clock, Logger: d.Log,
+			Events: d.Recorder(statefulset.EventComponent)}), nil
 	}},
 	{event.TTLName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return event.NewTTLController(d.Store, event.TTLOptions{TTL: d.Config.EventTTL, Clock: d.Clock, Logger: d.Log}), nil

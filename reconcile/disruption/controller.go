@@ -39,6 +39,7 @@ var (
 	rcKind         = api.KindOf(&api.ReplicationController{})
 	rsKind         = api.KindOf(&api.ReplicaSet{})
 	deploymentKind = api.KindOf(&api.Deployment{})
+	setKind        = api.KindOf(&api.StatefulSet{})
 )
 
 // Options configure the controller; the zero value is usable.
@@ -84,7 +85,8 @@ func NewController(s *store.Store, opts Options) *reconcile.Controller {
 
 // Watches are a budget's own changes, a pod's changes to the budgets
 // that select it (before or after the change), and a change of the
-// replicas of a ReplicationController, ReplicaSet or Deployment to every
+// replicas of a ReplicationController, ReplicaSet, Deployment or
+// StatefulSet to every
 // budget of its namespace, whose expected pods it may count.
 func (r *Reconciler) Watches() []reconcile.Watch {
 	return []reconcile.Watch{
@@ -93,6 +95,7 @@ func (r *Reconciler) Watches() []reconcile.Watch {
 		{Kind: rcKind, Keys: r.scaleKeys},
 		{Kind: rsKind, Keys: r.scaleKeys},
 		{Kind: deploymentKind, Keys: r.scaleKeys},
+		{Kind: setKind, Keys: r.scaleKeys},
 	}
 }
 
@@ -138,6 +141,8 @@ func replicasOf(o api.Object) int32 {
 	case *api.ReplicaSet:
 		r = c.Spec.Replicas
 	case *api.Deployment:
+		r = c.Spec.Replicas
+	case *api.StatefulSet:
 		r = c.Spec.Replicas
 	default:
 		return -1
@@ -260,7 +265,7 @@ func (r *Reconciler) failSafe(ctx context.Context, b *api.PodDisruptionBudget, c
 }
 
 // snapshotScale finds a pod's controller in a snapshot, as Kubernetes'
-// finders do: a ReplicationController, a Deployment through the
+// finders do: a StatefulSet, a ReplicationController, a Deployment through the
 // ReplicaSet it controls, or a ReplicaSet no Deployment controls; the
 // UID must be the reference's.
 func snapshotScale(snap *store.Snapshot) scaleFunc {
@@ -277,6 +282,10 @@ func snapshotScale(snap *store.Snapshot) scaleFunc {
 			return "", 0, false
 		}
 		switch {
+		case ref.Kind == "StatefulSet" && gv.Group == "apps":
+			if set := get(setKind, namespace, ref.Name, ref.UID); set != nil {
+				return set.GetUID(), replicasOf(set), true
+			}
 		case ref.Kind == "ReplicationController" && gv.Group == "":
 			if rc := get(rcKind, namespace, ref.Name, ref.UID); rc != nil {
 				return rc.GetUID(), replicasOf(rc), true

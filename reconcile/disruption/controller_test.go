@@ -262,3 +262,19 @@ func TestSnapshotScale(t *testing.T) {
 		})
 	}
 }
+
+// A budget by percentage over a StatefulSet's pods counts the set's
+// replicas, as Kubernetes' finder for StatefulSets does.
+func TestReconcileCountsStatefulSetReplicas(t *testing.T) {
+	f := newFixture(t)
+	yes, replicas := true, int32(4)
+	set := f.create(&api.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "db"},
+		Spec: api.StatefulSetSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
+	ref := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: set.GetUID(), Controller: &yes}
+	f.pod("db-0", ref, true)
+	f.pod("db-1", ref, true)
+	f.pod("db-2", ref, true)
+	f.budget(api.PodDisruptionBudgetSpec{MinAvailable: count(intstr.FromString("50%"))})
+	_, b := f.sync()
+	checkStatus(t, b, 1, 3, 2, 4, api.SufficientPodsReason)
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/clusterroleaggregation"
 	"github.com/berth-dev/berth/reconcile/cronjob"
+	"github.com/berth-dev/berth/reconcile/daemonset"
 	"github.com/berth-dev/berth/reconcile/disruption"
 	"github.com/berth-dev/berth/reconcile/endpoints"
 	"github.com/berth-dev/berth/reconcile/endpointslice"
@@ -91,6 +92,10 @@ var controllerInits = []namedInit{
 	{statefulset.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return statefulset.NewController(d.Store, statefulset.Options{Clock: d.Clock, Logger: d.Log,
 			Events: d.Recorder(statefulset.EventComponent)}), nil
+	}},
+	{daemonset.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		return daemonset.NewController(d.Store, daemonset.Options{Clock: d.Clock, Logger: d.Log,
+			Events: d.Recorder(daemonset.EventComponent)}), nil
 	}},
 	{event.TTLName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return event.NewTTLController(d.Store, event.TTLOptions{TTL: d.Config.EventTTL, Clock: d.Clock, Logger: d.Log}), nil

@@ -166,3 +166,39 @@ func TestJob(t *testing.T) {
 		t.Errorf("implausible result %+v", res)
 	}
 }
+
+// TestRunDaemonSet: the daemonset scenario puts one pod on every hollow
+// node, each bound to the node its affinity names.
+func TestRunDaemonSet(t *testing.T) {
+	var progress bytes.Buffer
+	opts := Options{Nodes: 12, Pods: 1, Scenario: ScenarioDaemonSet, Progress: &progress, Timeout: 2 * time.Minute}
+	res, err := run(context.Background(), opts, func(s *store.Store) {
+		pods, _, err := s.List(podKind, store.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		perNode := map[string]int{}
+		for _, o := range pods {
+			p := o.(*api.Pod)
+			perNode[p.Spec.NodeName]++
+			terms := p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+			if got := terms[0].MatchFields[0].Values[0]; got != p.Spec.NodeName {
+				t.Errorf("pod %s for node %s bound to %s", p.Name, got, p.Spec.NodeName)
+			}
+		}
+		if len(perNode) != 12 {
+			t.Errorf("pods on %d nodes: %v", len(perNode), perNode)
+		}
+		for n, c := range perNode {
+			if c != 1 {
+				t.Errorf("%d pods on %s", c, n)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, progress.String())
+	}
+	if res.Pods != 12 || res.Scheduled != 12 {
+		t.Errorf("result %+v", res)
+	}
+}

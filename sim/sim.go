@@ -40,8 +40,8 @@ type Options struct {
 	// Mix gives the nodes labels and a taint and the ReplicaSets node
 	// selectors, anti-affinity and tolerations (see mixPodSpec).
 	Mix bool
-	// Scenario is ScenarioPods (the default), ScenarioRollout or
-	// ScenarioJob.
+	// Scenario is ScenarioPods (the default), ScenarioRollout,
+	// ScenarioJob or ScenarioDaemonSet.
 	Scenario string
 	// Parallelism is the job scenario's Job's parallelism (default: Pods).
 	Parallelism int
@@ -145,6 +145,10 @@ const (
 	// ScenarioJob runs a Job of Pods completions, Parallelism at a time,
 	// until it is Complete.
 	ScenarioJob = "job"
+	// ScenarioDaemonSet writes one DaemonSet, whose controller makes a
+	// pod for every node, and measures them as ScenarioPods does; Pods is
+	// the number of nodes.
+	ScenarioDaemonSet = "daemonset"
 )
 
 // ErrIncomplete is returned (with the result) when the timeout ended the
@@ -181,8 +185,10 @@ func (o *Options) defaults() error {
 	case "":
 		o.Scenario = ScenarioPods
 	case ScenarioPods, ScenarioRollout, ScenarioJob:
+	case ScenarioDaemonSet:
+		o.Pods = o.Nodes
 	default:
-		return fmt.Errorf("sim: scenario %q is not %s, %s or %s", o.Scenario, ScenarioPods, ScenarioRollout, ScenarioJob)
+		return fmt.Errorf("sim: scenario %q is not %s, %s, %s or %s", o.Scenario, ScenarioPods, ScenarioRollout, ScenarioJob, ScenarioDaemonSet)
 	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = o.Pods
@@ -414,6 +420,12 @@ func run(ctx context.Context, opts Options, inspect func(*store.Store)) (*Result
 // createPods writes K ReplicaSets rs-0…rs-K-1 whose replicas add up to
 // M, in one transaction; the ReplicaSet controller creates the pods.
 func (t *tracker) createPods(ctx context.Context, st *store.Store, o *Options) error {
+	if o.Scenario == ScenarioDaemonSet {
+		if _, err := st.Create(ctx, makeDaemonSet(o)); err != nil {
+			return fmt.Errorf("create daemonset: %w", err)
+		}
+		return nil
+	}
 	if _, err := st.Txn(ctx, func(tx *store.Txn) error {
 		for k := range o.ReplicaSets {
 			if _, err := tx.Create(makeReplicaSet(k, o)); err != nil {
@@ -449,6 +461,22 @@ func makeReplicaSet(k int, o *Options) *api.ReplicaSet {
 	}
 	api.Default(rs)
 	return rs
+}
+
+// makeDaemonSet is the DaemonSet of the daemonset scenario, its pods
+// shaped as the ReplicaSets'.
+func makeDaemonSet(o *Options) *api.DaemonSet {
+	labels := map[string]string{"app": "ds"}
+	tmpl := makePod(0, metav1.OwnerReference{Name: "ds"}, o)
+	ds := &api.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ds"},
+		Spec: api.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: api.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
+		},
+	}
+	api.Default(ds)
+	return ds
 }
 
 func makePod(i int, owner metav1.OwnerReference, o *Options) *api.Pod {

@@ -129,8 +129,8 @@ pods_per_second (those over complete_seconds).`,
 					return usageErrorf("--store: %q is not memory, bolt or etcd://host:port,…", o.store)
 				}
 			}
-			if o.scenario != sim.ScenarioPods && o.scenario != sim.ScenarioRollout && o.scenario != sim.ScenarioJob {
-				return usageErrorf("--scenario: %q is not %s, %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout, sim.ScenarioJob)
+			if o.scenario != sim.ScenarioPods && o.scenario != sim.ScenarioRollout && o.scenario != sim.ScenarioJob && o.scenario != sim.ScenarioDaemonSet {
+				return usageErrorf("--scenario: %q is not %s, %s, %s or %s", o.scenario, sim.ScenarioPods, sim.ScenarioRollout, sim.ScenarioJob, sim.ScenarioDaemonSet)
 			}
 			if o.parallelism < 0 {
 				return usageErrorf("--parallelism must not be negative")
@@ -215,7 +215,7 @@ pods_per_second (those over complete_seconds).`,
 	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a heap profile to this file once the measurement is over")
 	_ = f.MarkHidden("memprofile")
-	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image; job: run a Job of --pods completions")
+	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image; job: run a Job of --pods completions; daemonset: a DaemonSet, a pod on every node (--pods is --nodes)")
 	f.IntVar(&o.parallelism, "parallelism", 0, "the job scenario's pods at once (default: --pods)")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes and give the ReplicaSets node selectors, anti-affinity and tolerations")
 	f.StringVar(&o.agents, "agents", simAgentsInProcess, "where the hollow agents run: in-process, or process (a berth sim agents of their own; the result then tells the control plane's CPU and memory apart)")

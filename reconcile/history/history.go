@@ -113,7 +113,13 @@ func Ensure(ctx context.Context, s *store.Store, owner api.Object, gvk schema.Gr
 		return obj.(*api.ControllerRevision), nil
 	}
 	for range 100 {
-		hash := Hash(data, collisionCount)
+		// No collision yet hashes the data alone, as an owner whose
+		// status has no collisionCount does in Kubernetes.
+		var cc *int32
+		if *collisionCount > 0 {
+			cc = collisionCount
+		}
+		hash := Hash(data, cc)
 		r := &api.ControllerRevision{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace:       owner.GetNamespace(),

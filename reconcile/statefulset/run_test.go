@@ -37,8 +37,8 @@ func TestControllerStartsInOrder(t *testing.T) {
 			}
 		}
 		// Then the agent makes one pod ready at a time.
-		for _, n := range e.podNames() {
-			if !pods[n].Ready() {
+		for _, n := range []string{"web-0", "web-1", "web-2"} {
+			if p := pods[n]; p != nil && !p.Ready() {
 				e.ready(n)
 				break
 			}

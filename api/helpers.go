@@ -3,6 +3,7 @@ package api
 import (
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ToleratesTaint is Kubernetes' matching rule between a toleration and a
@@ -102,6 +103,33 @@ func (p *Pod) Ready() bool {
 		}
 	}
 	return false
+}
+
+// AvailableAfter reports whether the pod has been ready for minReady at
+// now (Kubernetes' IsPodAvailable) and, if it is ready but not yet
+// available, how long until it is: what a controller's available count
+// and its next look are made of.
+func (p *Pod) AvailableAfter(minReady time.Duration, now time.Time) (bool, time.Duration) {
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type != PodReady {
+			continue
+		}
+		if c.Status != ConditionTrue {
+			return false, 0
+		}
+		if minReady <= 0 {
+			return true, 0
+		}
+		if c.LastTransitionTime.IsZero() {
+			return false, 0
+		}
+		if left := c.LastTransitionTime.Add(minReady).Sub(now); left > 0 {
+			return false, left
+		}
+		return true, 0
+	}
+	return false, 0
 }
 
 // SystemNamespace reports whether a namespace is one that may not be

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/history"
 	"github.com/berth-dev/berth/store"
 )
@@ -45,38 +46,27 @@ var (
 	nodeKind = api.MustLookupResource("nodes")
 )
 
-// EventRecorder records an event about an object without blocking.
-type EventRecorder interface {
-	Event(obj api.Object, eventType, reason, message string)
-}
-
-type noEvents struct{}
-
-func (noEvents) Event(api.Object, string, string, string) {}
-
 // Options configure the controller; the zero value is usable.
 type Options struct {
 	Clock   clock.WithTicker
 	Backoff reconcile.Backoff
 	Logger  *slog.Logger
-	Events  EventRecorder
+	// Events receives what the controller does; nil records nothing.
+	Events *event.Recorder
 }
 
 // Reconciler converges one DaemonSet, named by its key.
 type Reconciler struct {
 	store  *store.Store
 	clock  clock.PassiveClock
-	events EventRecorder
+	events *event.Recorder
 }
 
 // NewReconciler returns the Reconciler alone, for tests that call
 // Reconcile directly; a nil clock is the real one.
-func NewReconciler(s *store.Store, c clock.PassiveClock, events EventRecorder) *Reconciler {
+func NewReconciler(s *store.Store, c clock.PassiveClock, events *event.Recorder) *Reconciler {
 	if c == nil {
 		c = clock.RealClock{}
-	}
-	if events == nil {
-		events = noEvents{}
 	}
 	return &Reconciler{store: s, clock: c, events: events}
 }
@@ -414,22 +404,11 @@ func (r *Reconciler) trim(ctx context.Context, ds *api.DaemonSet, cur *api.Contr
 	return history.Trim(ctx, r.store, revs, live, limit)
 }
 
-// available reports whether a pod has been ready for minReady at now and,
-// if it is ready but not yet available, how long until it is.
+// available reports whether a pod not being deleted has been ready for
+// minReady at now and, if not yet, how long until it is.
 func available(p *api.Pod, minReady time.Duration, now time.Time) (bool, time.Duration) {
-	if !p.Ready() || p.DeletionTimestamp != nil {
+	if p.DeletionTimestamp != nil {
 		return false, 0
 	}
-	if minReady <= 0 {
-		return true, 0
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			if left := c.LastTransitionTime.Add(minReady).Sub(now); left > 0 {
-				return false, left
-			}
-			return true, 0
-		}
-	}
-	return false, 0
+	return p.AvailableAfter(minReady, now)
 }

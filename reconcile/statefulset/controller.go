@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/history"
 	"github.com/berth-dev/berth/store"
 )
@@ -40,38 +41,27 @@ var (
 	claimKind = api.MustLookupResource("persistentvolumeclaims")
 )
 
-// EventRecorder records an event about an object without blocking.
-type EventRecorder interface {
-	Event(obj api.Object, eventType, reason, message string)
-}
-
-type noEvents struct{}
-
-func (noEvents) Event(api.Object, string, string, string) {}
-
 // Options configure the controller; the zero value is usable.
 type Options struct {
 	Clock   clock.WithTicker
 	Backoff reconcile.Backoff
 	Logger  *slog.Logger
-	Events  EventRecorder
+	// Events receives what the controller does; nil records nothing.
+	Events *event.Recorder
 }
 
 // Reconciler converges one StatefulSet, named by its key.
 type Reconciler struct {
 	store  *store.Store
 	clock  clock.PassiveClock
-	events EventRecorder
+	events *event.Recorder
 }
 
 // NewReconciler returns the Reconciler alone, for tests that call
 // Reconcile directly; a nil clock is the real one.
-func NewReconciler(s *store.Store, c clock.PassiveClock, events EventRecorder) *Reconciler {
+func NewReconciler(s *store.Store, c clock.PassiveClock, events *event.Recorder) *Reconciler {
 	if c == nil {
 		c = clock.RealClock{}
-	}
-	if events == nil {
-		events = noEvents{}
 	}
 	return &Reconciler{store: s, clock: c, events: events}
 }

@@ -94,24 +94,13 @@ func runningAndReady(p *api.Pod) bool {
 	return p.Status.Phase == api.PodRunning && p.Ready() && p.DeletionTimestamp == nil
 }
 
-// available reports whether a pod has been ready for minReady at now and,
-// if not yet, how long until it is.
+// available reports whether a pod runs and has been ready for minReady at
+// now and, if not yet, how long until it is.
 func available(p *api.Pod, minReady time.Duration, now time.Time) (bool, time.Duration) {
 	if !runningAndReady(p) {
 		return false, 0
 	}
-	if minReady <= 0 {
-		return true, 0
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == api.PodReady {
-			if left := c.LastTransitionTime.Add(minReady).Sub(now); left > 0 {
-				return false, left
-			}
-			return true, 0
-		}
-	}
-	return false, 0
+	return p.AvailableAfter(minReady, now)
 }
 
 // finished reports whether a pod's containers ended for good: it is

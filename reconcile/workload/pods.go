@@ -35,21 +35,7 @@ func readyCondition(p *api.Pod) *api.PodCondition {
 // availableAfter reports whether a pod has been ready for minReady at now
 // and, if it is ready but not yet available, how long until it is.
 func availableAfter(p *api.Pod, minReady time.Duration, now time.Time) (bool, time.Duration) {
-	c := readyCondition(p)
-	if c == nil || c.Status != api.ConditionTrue {
-		return false, 0
-	}
-	if minReady <= 0 {
-		return true, 0
-	}
-	since := c.LastTransitionTime.Time
-	if since.IsZero() {
-		return false, 0
-	}
-	if left := since.Add(minReady).Sub(now); left > 0 {
-		return false, left
-	}
-	return true, 0
+	return p.AvailableAfter(minReady, now)
 }
 
 // restarts is the highest restart count of the pod's containers.

@@ -286,6 +286,20 @@ func TestPlacement(t *testing.T) {
 	e.sync()
 	want(t, "not-ready tolerated", e.images(), "cordoned=v1", "tolerated=v1")
 	// The node label changes to one the selector refuses.
+	// network-unavailable keeps a pod off, unless it has hostNetwork.
+	e.node("nonet", map[string]string{"os": "linux"}, api.Taint{Key: api.TaintNodeNetworkUnavailable, Effect: api.TaintEffectNoSchedule})
+	e.sync()
+	want(t, "no network", e.images(), "cordoned=v1", "tolerated=v1")
+	e.update(func(ds *api.DaemonSet) { ds.Spec.Template.Spec.HostNetwork = true })
+	e.sync()
+	if ps := e.pods()["nonet"]; len(ps) != 1 || !slices.ContainsFunc(ps[0].Spec.Tolerations, func(t api.Toleration) bool { return t.Key == api.TaintNodeNetworkUnavailable }) {
+		t.Fatalf("hostNetwork pod on nonet: %v", ps)
+	}
+	if _, err := e.s.Delete(context.Background(), nodeKind, "", "nonet", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.update(func(ds *api.DaemonSet) { ds.Spec.Template.Spec.HostNetwork = false })
+	e.sync()
 	e.updateNode("tolerated", func(n *api.Node) { n.Labels["logs"] = "off" })
 	e.sync()
 	want(t, "affinity no longer admits", e.images(), "cordoned=v1")

@@ -24,10 +24,22 @@ var defaultTolerations = []api.Toleration{
 	{Key: api.TaintNodeUnschedulable, Operator: api.TolerationOpExists, Effect: api.TaintEffectNoSchedule},
 }
 
+// hostNetworkToleration is added to a daemon pod with hostNetwork, which
+// needs no pod network to run.
+var hostNetworkToleration = api.Toleration{Key: api.TaintNodeNetworkUnavailable, Operator: api.TolerationOpExists, Effect: api.TaintEffectNoSchedule}
+
+// tolerationsOf are the default tolerations of a daemon pod of spec.
+func tolerationsOf(spec *api.PodSpec) []api.Toleration {
+	if spec.HostNetwork {
+		return append(slices.Clone(defaultTolerations), hostNetworkToleration)
+	}
+	return defaultTolerations
+}
+
 // withDefaultTolerations adds the default tolerations a pod spec does not
 // already have.
 func withDefaultTolerations(spec *api.PodSpec) {
-	for _, d := range defaultTolerations {
+	for _, d := range tolerationsOf(spec) {
 		if !slices.ContainsFunc(spec.Tolerations, func(t api.Toleration) bool {
 			return t.Key == d.Key && t.Effect == d.Effect && t.Operator == d.Operator && t.Value == d.Value
 		}) {
@@ -100,7 +112,7 @@ func placement(tpl *api.PodSpec, node *api.Node) (shouldRun, shouldContinue bool
 		if taint.Effect != api.TaintEffectNoSchedule && taint.Effect != api.TaintEffectNoExecute {
 			continue
 		}
-		if tolerated(tpl.Tolerations, taint) || tolerated(defaultTolerations, taint) {
+		if tolerated(tpl.Tolerations, taint) || tolerated(tolerationsOf(tpl), taint) {
 			continue
 		}
 		shouldRun = false

@@ -56,6 +56,7 @@ type podWorker struct {
 	// Owned by the worker goroutine.
 	containers      map[string]*containerRuntimeState
 	last            *api.PodStatus // the status reported last
+	refused         string         // why the pod was refused at admission
 	volumes         map[string]string
 	volumesAt       time.Time
 	volumesErr      error
@@ -281,6 +282,20 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 
 	if pod.DeletionTimestamp != nil || evictMsg != "" {
 		return w.terminate(ctx, pod, runs, evictMsg, evictDone), false
+	}
+
+	if !pod.Finished() && len(runs) == 0 && w.refused == "" {
+		if fields := unsupported(pod, w.m.features()); len(fields) > 0 {
+			w.refused = refusal(w.m.o.NodeName, w.m.runtimeName(), fields)
+			w.podEvent(pod, api.EventTypeWarning, ReasonUnsupported, w.refused)
+		}
+	}
+	if w.refused != "" {
+		st := api.PodStatus{Phase: api.PodFailed, Reason: ReasonUnsupported, Message: w.refused, QOSClass: pod.Status.QOSClass}
+		if !w.report(ctx, pod, st) {
+			return clk.Now().Add(retryAfterError), false
+		}
+		return time.Time{}, false
 	}
 
 	var next time.Time

@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/api"
+)
+
+func TestUnsupportedFields(t *testing.T) {
+	yes := true
+	pod := func(change func(*api.Pod)) *api.Pod {
+		p := &api.Pod{Spec: api.PodSpec{Containers: []api.Container{{Name: "a", Image: "x"}}}}
+		api.Default(p)
+		change(p)
+		return p
+	}
+	for _, tt := range []struct {
+		name string
+		pod  *api.Pod
+		has  []runtime.Feature
+		want []string
+	}{
+		{"plain pod", pod(func(*api.Pod) {}), nil, nil},
+		{"host network on exec", pod(func(p *api.Pod) { p.Spec.HostNetwork = true }), runtime.ExecFeatures, nil},
+		{"host network without", pod(func(p *api.Pod) { p.Spec.HostNetwork = true }), nil, []string{"spec.hostNetwork"}},
+		{"projected volume", pod(func(p *api.Pod) {
+			p.Spec.Volumes = []api.Volume{{Name: "v", VolumeSource: api.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
+		}), runtime.ExecFeatures, []string{"spec.volumes[0].projected"}},
+		{"postStart and read-only root", pod(func(p *api.Pod) {
+			c := &p.Spec.Containers[0]
+			c.Lifecycle = &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"true"}}}}
+			c.SecurityContext = &api.SecurityContext{ReadOnlyRootFilesystem: &yes}
+		}), runtime.ExecFeatures, []string{"spec.containers[0].securityContext.readOnlyRootFilesystem", "spec.containers[0].lifecycle.postStart"}},
+		{"postStart where honoured", pod(func(p *api.Pod) {
+			p.Spec.Containers[0].Lifecycle = &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"true"}}}}
+		}), []runtime.Feature{runtime.FeaturePostStart}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := unsupported(tt.pod, tt.has); !slices.Equal(got, tt.want) {
+				t.Errorf("unsupported: %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRefusedPod: a pod the runtime cannot honour is Failed with the
+// reason and the fields, an event says so, and nothing of it runs.
+func TestRefusedPod(t *testing.T) {
+	h, ev := newEventHarness(t)
+	pod := workerPod("u1", "web", api.RestartPolicyAlways, "app")
+	pod.Spec.Volumes = []api.Volume{{Name: "info", VolumeSource: api.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}}}
+	h.m.Sync(pod)
+	const msg = "Pod was rejected: node n1 (runtime exec) cannot honour spec.volumes[0].downwardAPI (see docs/runtimes.md)"
+	h.waitStatus("u1", "refused", func(st api.PodStatus) error {
+		if st.Phase != api.PodFailed || st.Reason != ReasonUnsupported || st.Message != msg {
+			return fmt.Errorf("phase %s, reason %q, message %q", st.Phase, st.Reason, st.Message)
+		}
+		return nil
+	})
+	ev.waitEvents(t, "Warning "+ReasonUnsupported+" "+msg)
+	h.settle()
+	if _, ok := h.rt.run(rid("u1", "app", 0)); ok {
+		t.Error("a container of the refused pod runs")
+	}
+}

@@ -33,11 +33,21 @@ func describeSource(w *describeWriter, obj api.Object, _ *describeContext) {
 		w.write(level0, "Options:\t%s\n", strings.Join(sortedKeys(s.Spec.Options), ", "))
 	}
 	w.write(level0, "Last Applied Revision:\t%s\n", orNone(s.Status.LastAppliedRevision))
+	if c := s.Status.LastAppliedCommit; c != nil {
+		w.write(level0, "Commit Message:\t%s\n", orNone(c.Message))
+		w.write(level0, "Commit Author:\t%s\n", orNone(c.Author))
+		if !c.Time.IsZero() {
+			w.write(level0, "Commit Time:\t%s\n", formatTime(c.Time))
+		}
+	}
 	w.write(level0, "Last Attempted Revision:\t%s\n", orNone(s.Status.LastAttemptedRevision))
 	if s.Status.LastSyncTime != nil {
 		w.write(level0, "Last Sync Time:\t%s\n", formatTime(*s.Status.LastSyncTime))
 	} else {
 		w.write(level0, "Last Sync Time:\t%s\n", table.None)
+	}
+	if d := s.Status.LastSyncDuration; d != nil {
+		w.write(level0, "Last Sync Duration:\t%s\n", d.Duration)
 	}
 	w.write(level0, "Objects:\t%d\n", s.Status.Objects)
 	if len(s.Status.Conditions) == 0 {

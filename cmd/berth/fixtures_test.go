@@ -409,7 +409,8 @@ func fixtureSources() []api.Object {
 	}}
 	fleet.Status = api.SourceStatus{
 		LastAppliedRevision: "3f2a9c1e0b7d4a5f8e6c2b1a0d9f8e7c6b5a4d3e", LastAttemptedRevision: "3f2a9c1e0b7d4a5f8e6c2b1a0d9f8e7c6b5a4d3e",
-		LastSyncTime: agoPtr(40 * time.Second), Objects: 24,
+		LastAppliedCommit: &api.SourceCommit{Message: "web: three replicas", Author: "Ada Lovelace <ada@example.com>", Time: ago(3 * time.Minute)},
+		LastSyncTime:      agoPtr(40 * time.Second), LastSyncDuration: &metav1.Duration{Duration: 84 * time.Millisecond}, Objects: 24,
 		Conditions: []metav1.Condition{{Type: api.SourceReady, Status: metav1.ConditionTrue, Reason: api.ReasonSucceeded,
 			Message: "applied revision 3f2a9c1e0b7d4a5f8e6c2b1a0d9f8e7c6b5a4d3e", LastTransitionTime: ago(2 * time.Hour)}},
 	}

@@ -114,6 +114,11 @@ func TestAgentAndServerLogs(t *testing.T) {
 		t.Errorf("the node named other than once: %s", line)
 	}
 
+	// The pod watch runs once the agent has taken over what it found at
+	// start; the server stopped sooner would fail an earlier step, whose
+	// retry waits on the fake clock.
+	agentLog.find(t, "the pod watch's start", `"msg":"containers found at start"`)
+
 	// The server goes: it says so; the agent's pod watch (or its list,
 	// if it had not listed yet) fails, and says so through the agent's
 	// logger.

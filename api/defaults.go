@@ -57,6 +57,8 @@ func Default(obj Object) {
 		defaultSubjects(o.Subjects, &o.RoleRef)
 	case *ClusterRoleBinding:
 		defaultSubjects(o.Subjects, &o.RoleRef)
+	case *LimitRange:
+		defaultLimitRange(o)
 	case *Secret:
 		if o.Type == "" {
 			o.Type = SecretTypeOpaque

@@ -10,10 +10,12 @@ var applyOrder = map[string]int{
 	"PersistentVolume": 2,
 	"ServiceAccount":   3,
 	// What a workload's service account may do holds from its start.
-	"ClusterRole":           3,
-	"Role":                  3,
-	"ClusterRoleBinding":    3,
-	"RoleBinding":           3,
+	"ClusterRole":        3,
+	"Role":               3,
+	"ClusterRoleBinding": 3,
+	"RoleBinding":        3,
+	// Defaults and bounds hold for the first pod and claim.
+	"LimitRange":            3,
 	"ConfigMap":             4,
 	"Secret":                5,
 	"PersistentVolumeClaim": 6,

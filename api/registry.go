@@ -122,6 +122,7 @@ func init() {
 	register(&Secret{}, CoreV1, "secrets", "secret", true, false)
 	register(&ConfigMap{}, CoreV1, "configmaps", "configmap", true, false, "cm")
 	register(&ResourceQuota{}, CoreV1, "resourcequotas", "resourcequota", true, true, "quota")
+	register(&LimitRange{}, CoreV1, "limitranges", "limitrange", true, false, "limits")
 	register(&Event{}, CoreV1, "events", "event", true, false, "ev")
 	register(&ReplicaSet{}, AppsV1, "replicasets", "replicaset", true, true, "rs")
 	register(&Deployment{}, AppsV1, "deployments", "deployment", true, true, "deploy")

@@ -77,6 +77,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateSecret(o)...)
 	case *ConfigMap:
 		errs = append(errs, validateConfigMap(o)...)
+	case *LimitRange:
+		errs = append(errs, validateLimitRange(o)...)
 	case *ResourceQuota:
 		errs = append(errs, validateResourceQuotaSpec(&o.Spec, spec)...)
 	case *Event:

@@ -57,6 +57,7 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	corev1.SchemeGroupVersion.WithKind("Secret"):                func() protobufObject { return &corev1.Secret{} },
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):             func() protobufObject { return &corev1.ConfigMap{} },
 	corev1.SchemeGroupVersion.WithKind("ResourceQuota"):         func() protobufObject { return &corev1.ResourceQuota{} },
+	corev1.SchemeGroupVersion.WithKind("LimitRange"):            func() protobufObject { return &corev1.LimitRange{} },
 	corev1.SchemeGroupVersion.WithKind("Event"):                 func() protobufObject { return &corev1.Event{} },
 	appsv1.SchemeGroupVersion.WithKind("ReplicaSet"):            func() protobufObject { return &appsv1.ReplicaSet{} },
 	appsv1.SchemeGroupVersion.WithKind("Deployment"):            func() protobufObject { return &appsv1.Deployment{} },

@@ -29,6 +29,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/job"
+	"github.com/berth-dev/berth/reconcile/limitrange"
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/reconcile/node"
 	"github.com/berth-dev/berth/reconcile/podgc"
@@ -249,7 +250,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
-	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, quota.Admit, job.Admit}}); err != nil {
+	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, limitrange.Admit, quota.Admit, job.Admit}}); err != nil {
 		return nil, damagedStoreAdvice(err, cfg.DataDir)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}),

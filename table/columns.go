@@ -17,6 +17,10 @@ var (
 		cell: func(o api.Object, _ time.Time) string { return o.GetName() }}
 	ageColumn = Column{Name: "Age", Type: "string", Description: "Time since the object was created.",
 		cell: func(o api.Object, now time.Time) string { return Age(o.GetCreationTimestamp(), now) }}
+	// createdAtColumn is the creation time in RFC 3339, not an age, as
+	// kubectl prints it for roles and limit ranges.
+	createdAtColumn = Column{Name: "Created At", Type: "date", Description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
+		cell: func(o api.Object, _ time.Time) string { return o.GetCreationTimestamp().UTC().Format(time.RFC3339) }}
 )
 
 // Wide columns of the workloads (Deployment, ReplicaSet,
@@ -336,6 +340,7 @@ var definitions = map[string][]Column{
 			cell: on(func(sa *api.ServiceAccount, _ time.Time) string { return strconv.Itoa(len(sa.Secrets)) })},
 		ageColumn,
 	},
+	"LimitRange": {nameColumn, createdAtColumn},
 	"ResourceQuota": {
 		nameColumn,
 		ageColumn,

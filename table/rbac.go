@@ -10,10 +10,8 @@ import (
 // The RBAC kinds' columns, as kubectl prints them: a role's creation time
 // (RFC 3339, not an age), a binding's role and, wide, its subjects by kind.
 func init() {
-	createdAt := Column{Name: "Created At", Type: "date", Description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
-		cell: func(o api.Object, _ time.Time) string { return o.GetCreationTimestamp().UTC().Format(time.RFC3339) }}
-	definitions["Role"] = []Column{nameColumn, createdAt}
-	definitions["ClusterRole"] = []Column{nameColumn, createdAt}
+	definitions["Role"] = []Column{nameColumn, createdAtColumn}
+	definitions["ClusterRole"] = []Column{nameColumn, createdAtColumn}
 	definitions["RoleBinding"] = bindingColumns(func(b *api.RoleBinding) (api.RoleRef, []api.Subject) { return b.RoleRef, b.Subjects })
 	definitions["ClusterRoleBinding"] = bindingColumns(func(b *api.ClusterRoleBinding) (api.RoleRef, []api.Subject) { return b.RoleRef, b.Subjects })
 }

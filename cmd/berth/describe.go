@@ -180,6 +180,10 @@ func (r *related) context(ctx context.Context, k *api.Kind, obj api.Object) desc
 		objs, _, err := r.c.List(ctx, k, obj.GetName(), listOptions{})
 		r.note(err)
 		dc.quotas = typed[*api.ResourceQuota](objs)
+		k, _ = api.KindNamed("LimitRange")
+		objs, _, err = r.c.List(ctx, k, obj.GetName(), listOptions{})
+		r.note(err)
+		dc.limitRanges = typed[*api.LimitRange](objs)
 	case "Service":
 		k, _ := api.KindNamed("Endpoints")
 		ep, err := r.c.Get(ctx, k, ns, obj.GetName())

@@ -85,12 +85,58 @@ func describeNamespace(w *describeWriter, obj api.Object, dc *describeContext) {
 	}
 	if len(quotas) == 0 {
 		w.write(level0, "No resource quota.\n")
+	} else {
+		w.write(level0, "Resource Quotas\n")
+		for _, q := range quotas {
+			w.write(level1, "Name:\t%s\n", q.Name)
+			describeQuotaUsage(w, level1, q, "---")
+		}
+	}
+	w.write(level0, "\n")
+	var limits []*api.LimitRange
+	for _, l := range dc.limitRanges {
+		if l.Namespace == n.Name {
+			limits = append(limits, l)
+		}
+	}
+	if len(limits) == 0 {
+		w.write(level0, "No LimitRange resource.\n")
 		return
 	}
-	w.write(level0, "Resource Quotas\n")
-	for _, q := range quotas {
-		w.write(level1, "Name:\t%s\n", q.Name)
-		describeQuotaUsage(w, level1, q, "---")
+	w.write(level0, "Resource Limits\n Type\tResource\tMin\tMax\tDefault Request\tDefault Limit\tMax Limit/Request Ratio\n")
+	w.write(level0, " ----\t--------\t---\t---\t---------------\t-------------\t-----------------------\n")
+	for _, l := range limits {
+		describeLimitRangeItems(w, l, " ")
+	}
+}
+
+// describeLimitRange follows kubectl describe limits: a row per type and
+// resource, "-" where the item sets nothing.
+func describeLimitRange(w *describeWriter, obj api.Object, _ *describeContext) {
+	l := obj.(*api.LimitRange)
+	w.write(level0, "Name:\t%s\n", l.Name)
+	w.write(level0, "Namespace:\t%s\n", l.Namespace)
+	w.write(level0, "Type\tResource\tMin\tMax\tDefault Request\tDefault Limit\tMax Limit/Request Ratio\n")
+	w.write(level0, "----\t--------\t---\t---\t---------------\t-------------\t-----------------------\n")
+	describeLimitRangeItems(w, l, "")
+}
+
+func describeLimitRangeItems(w *describeWriter, l *api.LimitRange, prefix string) {
+	for _, it := range l.Spec.Limits {
+		names := api.ResourceList{}
+		for _, rl := range []api.ResourceList{it.Max, it.Min, it.Default, it.DefaultRequest, it.MaxLimitRequestRatio} {
+			api.AddResources(names, rl)
+		}
+		cell := func(rl api.ResourceList, name api.ResourceName) string {
+			if q, ok := rl[name]; ok {
+				return q.String()
+			}
+			return "-"
+		}
+		for _, name := range sortedResourceNames(names) {
+			w.write(level0, "%s%s\t%s\t%s\t%s\t%s\t%s\t%s\n", prefix, it.Type, name,
+				cell(it.Min, name), cell(it.Max, name), cell(it.DefaultRequest, name), cell(it.Default, name), cell(it.MaxLimitRequestRatio, name))
+		}
 	}
 }
 

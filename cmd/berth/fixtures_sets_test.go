@@ -63,3 +63,19 @@ func fixtureControllerRevisions() []api.Object {
 	}
 	return out
 }
+
+// fixtureLimitRanges: a range of every type in shop, and one of defaults
+// only.
+func fixtureLimitRanges() []api.Object {
+	shop := &api.LimitRange{ObjectMeta: meta("shop", "bounds", 4*day, nil)}
+	shop.Spec.Limits = []api.LimitRangeItem{
+		{Type: api.LimitTypeContainer, Max: api.ResourceList{api.ResourceCPU: qty("2")}, Min: api.ResourceList{api.ResourceMemory: qty("32Mi")},
+			Default: api.ResourceList{api.ResourceCPU: qty("500m"), api.ResourceMemory: qty("256Mi")}, DefaultRequest: api.ResourceList{api.ResourceCPU: qty("100m"), api.ResourceMemory: qty("64Mi")},
+			MaxLimitRequestRatio: api.ResourceList{api.ResourceMemory: qty("4")}},
+		{Type: api.LimitTypePod, Max: api.ResourceList{api.ResourceMemory: qty("2Gi")}},
+		{Type: api.LimitTypePersistentVolumeClaim, Min: api.ResourceList{api.ResourceStorage: qty("1Gi")}, Max: api.ResourceList{api.ResourceStorage: qty("50Gi")}},
+	}
+	defaults := &api.LimitRange{ObjectMeta: meta("default", "defaults", 30*time.Second, nil)}
+	defaults.Spec.Limits = []api.LimitRangeItem{{Type: api.LimitTypeContainer, DefaultRequest: api.ResourceList{api.ResourceCPU: qty("250m")}}}
+	return []api.Object{shop, defaults}
+}

@@ -493,5 +493,6 @@ func fixtureKinds() map[string][]api.Object {
 		"statefulsets":           fixtureStatefulSets(),
 		"daemonsets":             fixtureDaemonSets(),
 		"controllerrevisions":    fixtureControllerRevisions(),
+		"limitranges":            fixtureLimitRanges(),
 	}
 }

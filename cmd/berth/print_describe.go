@@ -31,6 +31,8 @@ type describeContext struct {
 	endpoints *api.Endpoints
 	// quotas are the ResourceQuotas of a described Namespace.
 	quotas []*api.ResourceQuota
+	// limitRanges are the LimitRanges of a described Namespace.
+	limitRanges []*api.LimitRange
 	// lease is a described Node's Lease, nil when it has none.
 	lease *api.Lease
 	now   time.Time
@@ -56,6 +58,7 @@ var describers = map[string]describer{
 	"ConfigMap":             describeConfigMap,
 	"Secret":                describeSecret,
 	"ResourceQuota":         describeResourceQuota,
+	"LimitRange":            describeLimitRange,
 	"Namespace":             describeNamespace,
 	"StorageClass":          describeStorageClass,
 	"ServiceAccount":        describeServiceAccount,
@@ -70,6 +73,7 @@ var withoutEvents = map[string]bool{
 	"Namespace":     true,
 	"Secret":        true,
 	"ResourceQuota": true,
+	"LimitRange":    true,
 }
 
 // describeObject writes what `describe` shows of one object, ending with

@@ -86,6 +86,9 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.LeaseSpec":                                       schema_githubcom_berth_dev_berth_api_LeaseSpec(ref),
 		"github.com/berth-dev/berth/api.Lifecycle":                                       schema_githubcom_berth_dev_berth_api_Lifecycle(ref),
 		"github.com/berth-dev/berth/api.LifecycleHandler":                                schema_githubcom_berth_dev_berth_api_LifecycleHandler(ref),
+		"github.com/berth-dev/berth/api.LimitRange":                                      schema_githubcom_berth_dev_berth_api_LimitRange(ref),
+		"github.com/berth-dev/berth/api.LimitRangeItem":                                  schema_githubcom_berth_dev_berth_api_LimitRangeItem(ref),
+		"github.com/berth-dev/berth/api.LimitRangeSpec":                                  schema_githubcom_berth_dev_berth_api_LimitRangeSpec(ref),
 		"github.com/berth-dev/berth/api.LocalObjectReference":                            schema_githubcom_berth_dev_berth_api_LocalObjectReference(ref),
 		"github.com/berth-dev/berth/api.LocalVolumeSource":                               schema_githubcom_berth_dev_berth_api_LocalVolumeSource(ref),
 		"github.com/berth-dev/berth/api.Namespace":                                       schema_githubcom_berth_dev_berth_api_Namespace(ref),
@@ -4446,6 +4449,177 @@ func schema_githubcom_berth_dev_berth_api_LifecycleHandler(ref common.ReferenceC
 		},
 		Dependencies: []string{
 			"github.com/berth-dev/berth/api.ExecAction", "github.com/berth-dev/berth/api.HTTPGetAction", "github.com/berth-dev/berth/api.TCPSocketAction", v1.SleepAction{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_LimitRange(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LimitRange sets the default requests and limits of the containers of a namespace, and the least and most a container, a pod or a claim may ask for; the store applies it when a pod or a claim is written.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec holds the limits, one item per type of object.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.LimitRangeSpec"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.LimitRangeSpec", metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_LimitRangeItem(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LimitRangeItem bounds one type of object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is Pod, Container or PersistentVolumeClaim.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"max": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Max is the most the object may ask for, by resource: the limit of a container or pod, the storage request of a claim.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"min": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Min is the least the object may ask for, by resource: the request.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"default": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Default is the limit a container gets where it sets none; it defaults to Max.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"defaultRequest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DefaultRequest is the request a container gets where it sets none; it defaults to Default, then to Min.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"maxLimitRequestRatio": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxLimitRequestRatio is the most a limit may be over its request, as a ratio, by resource.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"type"},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_LimitRangeSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LimitRangeSpec holds the limits of a LimitRange.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"limits": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Limits are the items, at most one per type.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.LimitRangeItem"),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"limits"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.LimitRangeItem"},
 	}
 }
 

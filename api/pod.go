@@ -181,8 +181,9 @@ type PodSpec struct {
 	// RuntimeClassName names the RuntimeClass the pod runs with.
 	RuntimeClassName *string `json:"runtimeClassName,omitempty"`
 	// TopologySpreadConstraints say how the pod's replicas spread across
-	// topology domains; berth stores them and its scheduler does not apply
-	// them yet.
+	// topology domains: DoNotSchedule ones keep the pod off nodes that
+	// would skew its domains beyond maxSkew, ScheduleAnyway ones rank the
+	// nodes, as kube-scheduler's PodTopologySpread does.
 	// +listType=map
 	// +listMapKey=topologyKey
 	// +listMapKey=whenUnsatisfiable
@@ -730,8 +731,8 @@ type Affinity struct {
 	// NodeAffinity constrains and ranks the nodes the scheduler may place
 	// the pod on, by their labels and names.
 	NodeAffinity *NodeAffinity `json:"nodeAffinity,omitempty"`
-	// PodAffinity draws the pod to nodes that run pods it selects; held as
-	// Kubernetes' type, stored and not yet applied by the scheduler.
+	// PodAffinity draws the pod to the topology domains of pods it
+	// selects: required terms filter nodes, preferred ones rank them.
 	PodAffinity *corev1.PodAffinity `json:"podAffinity,omitempty"`
 	// PodAntiAffinity keeps the pod off nodes that run pods it selects.
 	PodAntiAffinity *PodAntiAffinity `json:"podAntiAffinity,omitempty"`
@@ -803,9 +804,9 @@ type PodAntiAffinity struct {
 	// keeps: the pod goes on no node that runs a pod a term selects, nor on
 	// one whose pods' own terms select it.
 	RequiredDuringSchedulingIgnoredDuringExecution []PodAffinityTerm `json:"requiredDuringSchedulingIgnoredDuringExecution,omitempty"`
-	// PreferredDuringSchedulingIgnoredDuringExecution are weighted terms,
-	// held as Kubernetes' type, stored and not yet applied by the
-	// scheduler.
+	// PreferredDuringSchedulingIgnoredDuringExecution are weighted terms:
+	// a node in a domain holding pods a term selects scores lower by the
+	// term's weight.
 	// +listType=atomic
 	PreferredDuringSchedulingIgnoredDuringExecution []corev1.WeightedPodAffinityTerm `json:"preferredDuringSchedulingIgnoredDuringExecution,omitempty"`
 }
@@ -818,18 +819,18 @@ type PodAffinityTerm struct {
 	// Namespaces are where the selected pods are looked for; the pod's own
 	// namespace when empty.
 	Namespaces []string `json:"namespaces,omitempty"`
-	// TopologyKey is the node label whose value makes a domain; berth
-	// supports only kubernetes.io/hostname, one node per domain.
+	// TopologyKey is the node label whose value makes a domain: the nodes
+	// that share its value; a node without the label is in none.
 	TopologyKey string `json:"topologyKey"`
-	// NamespaceSelector selects further namespaces to look for the pods in;
-	// stored, and not yet applied by the scheduler.
+	// NamespaceSelector selects further namespaces, by their labels, to
+	// look for the pods in; {} selects every namespace.
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 	// MatchLabelKeys are label keys of the pod whose values are added to
-	// labelSelector as In requirements; stored, and not yet applied.
+	// labelSelector as In requirements.
 	// +listType=atomic
 	MatchLabelKeys []string `json:"matchLabelKeys,omitempty"`
 	// MismatchLabelKeys are label keys of the pod whose values are added
-	// to labelSelector as NotIn requirements; stored, and not yet applied.
+	// to labelSelector as NotIn requirements.
 	// +listType=atomic
 	MismatchLabelKeys []string `json:"mismatchLabelKeys,omitempty"`
 }

@@ -532,12 +532,12 @@ func validateAffinity(a *Affinity, p *field.Path) field.ErrorList {
 		pp := p.Child("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
 		for i, term := range paa.RequiredDuringSchedulingIgnoredDuringExecution {
 			tp := pp.Index(i)
-			switch term.TopologyKey {
-			case "":
-				errs = append(errs, field.Required(tp.Child("topologyKey"), "berth spreads pods by "+LabelHostname))
-			case LabelHostname:
-			default:
-				errs = append(errs, field.NotSupported(tp.Child("topologyKey"), term.TopologyKey, []string{LabelHostname}))
+			if term.TopologyKey == "" {
+				errs = append(errs, field.Required(tp.Child("topologyKey"), "can not be empty"))
+			} else {
+				for _, msg := range validation.IsQualifiedName(term.TopologyKey) {
+					errs = append(errs, field.Invalid(tp.Child("topologyKey"), term.TopologyKey, msg))
+				}
 			}
 			errs = append(errs, validateLabelSelector(term.LabelSelector, false, tp.Child("labelSelector"))...)
 			for j, ns := range term.Namespaces {

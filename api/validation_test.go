@@ -381,14 +381,14 @@ func TestValidateScheduling(t *testing.T) {
 		{"preference weight", func(o *Pod) {
 			o.Spec.Affinity = &Affinity{NodeAffinity: &NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []PreferredSchedulingTerm{{Weight: 0}, {Weight: 100}}}}
 		}, []string{"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: 0"}},
-		{"anti-affinity by hostname only", func(o *Pod) {
+		{"anti-affinity terms", func(o *Pod) {
 			o.Spec.Affinity = &Affinity{PodAntiAffinity: &PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []PodAffinityTerm{
 				{TopologyKey: LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-				{TopologyKey: "topology.kubernetes.io/zone"},
+				{TopologyKey: "topology.kubernetes.io/zone!"},
 				{LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Like"}}}, Namespaces: []string{"A"}},
 			}}}
 		}, []string{
-			`spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].topologyKey: Unsupported value: "topology.kubernetes.io/zone"`,
+			`spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[1].topologyKey: Invalid value: "topology.kubernetes.io/zone!"`,
 			"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[2].labelSelector.matchExpressions[0].operator: Invalid value",
 			`spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[2].namespaces[0]: Invalid value: "A"`,
 			"spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[2].topologyKey: Required value",

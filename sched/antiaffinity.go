@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -13,16 +14,21 @@ import (
 )
 
 var (
+	statusAffinity             = NewStatus("InterPodAffinity", ReasonAffinity)
 	statusAntiAffinity         = NewStatus("InterPodAffinity", ReasonAntiAffinity)
 	statusExistingAntiAffinity = NewStatus("InterPodAffinity", ReasonExistingAntiAffinity)
 )
 
-// affinityTerm is a compiled required anti-affinity term: pods in
-// namespaces whose labels match selector may not share the term's
-// topology domain.
+// affinityTerm is a compiled pod affinity or anti-affinity term: it
+// selects the pods in its namespaces (or in those its namespaceSelector
+// selects) whose labels match its selector, and its topology key says
+// what a domain is: the nodes that share the key's value.
 type affinityTerm struct {
-	selector    labels.Selector
-	namespaces  []string
+	selector   labels.Selector
+	namespaces []string
+	// nsSelector selects further namespaces by their labels; nil when the
+	// term has no namespaceSelector.
+	nsSelector  labels.Selector
 	topologyKey string
 	// key names the term by what it says (namespaces, topology key,
 	// selector): the terms of the pods of one controller share it, so the
@@ -69,13 +75,17 @@ func requiredLabels(sel labels.Selector, ns string) (required []podLabel, exact 
 	return out, len(reqs) == 1 && len(out) == 1
 }
 
-func (t *affinityTerm) matches(p *podFacts) bool {
-	return contains(t.namespaces, p.Namespace) && t.selector.Matches(labels.Set(p.Labels))
+// matches reports whether the term selects the pod p: p is in one of
+// its namespaces, or in one its namespaceSelector selects (by the labels
+// in ns), and its labels match. It is kube-scheduler's AffinityTerm.Matches.
+func (t *affinityTerm) matches(p *podFacts, ns map[string]map[string]string) bool {
+	if !contains(t.namespaces, p.Namespace) && (t.nsSelector == nil || !t.nsSelector.Matches(labels.Set(ns[p.Namespace]))) {
+		return false
+	}
+	return t.selector.Matches(labels.Set(p.Labels))
 }
 
-// compileAntiAffinity compiles the pod's required anti-affinity terms. As
-// in Kubernetes, a term without a selector matches no pod, and one without
-// namespaces means the pod's own.
+// compileAntiAffinity compiles the pod's required anti-affinity terms.
 func compileAntiAffinity(pod *api.Pod) []affinityTerm {
 	a := pod.Spec.Affinity
 	if a == nil || a.PodAntiAffinity == nil {
@@ -83,21 +93,80 @@ func compileAntiAffinity(pod *api.Pod) []affinityTerm {
 	}
 	var out []affinityTerm
 	for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-		sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
-		if err != nil {
-			sel = labels.Nothing()
-		}
-		ns := t.Namespaces
-		if len(ns) == 0 {
-			ns = []string{pod.Namespace}
-		}
-		term := affinityTerm{selector: sel, namespaces: ns, topologyKey: t.TopologyKey, key: termKey(sel, ns, t.TopologyKey)}
-		if len(ns) == 1 {
-			term.required, term.exact = requiredLabels(sel, ns[0])
-		}
-		out = append(out, term)
+		out = append(out, compileAffinityTerm(pod, podAffinityTerm{
+			selector: t.LabelSelector, namespaces: t.Namespaces, nsSelector: t.NamespaceSelector,
+			topologyKey: t.TopologyKey, matchKeys: t.MatchLabelKeys, mismatchKeys: t.MismatchLabelKeys,
+		}))
 	}
 	return out
+}
+
+// podAffinityTerm is the part of a pod affinity term the scheduler reads,
+// from berth's type or Kubernetes' alike.
+type podAffinityTerm struct {
+	selector, nsSelector    *metav1.LabelSelector
+	namespaces              []string
+	topologyKey             string
+	matchKeys, mismatchKeys []string
+}
+
+func fromCoreTerm(t *corev1.PodAffinityTerm) podAffinityTerm {
+	return podAffinityTerm{
+		selector: t.LabelSelector, namespaces: t.Namespaces, nsSelector: t.NamespaceSelector,
+		topologyKey: t.TopologyKey, matchKeys: t.MatchLabelKeys, mismatchKeys: t.MismatchLabelKeys,
+	}
+}
+
+// compileAffinityTerm compiles one term of pod, as kube-scheduler does: a
+// term without a selector (or with one Kubernetes would not parse)
+// matches no pod; one with neither namespaces nor a namespaceSelector
+// means the pod's own namespace. matchLabelKeys and mismatchLabelKeys
+// add the pod's values of those labels to the selector (In and NotIn),
+// as the API server merges them at creation.
+func compileAffinityTerm(pod *api.Pod, t podAffinityTerm) affinityTerm {
+	sel, err := metav1.LabelSelectorAsSelector(t.selector)
+	if err != nil {
+		sel = labels.Nothing()
+	}
+	if t.selector != nil && err == nil {
+		sel = mergeLabelKeys(sel, pod.Labels, t.matchKeys, selection.In)
+		sel = mergeLabelKeys(sel, pod.Labels, t.mismatchKeys, selection.NotIn)
+	}
+	ns := t.namespaces
+	if len(ns) == 0 && t.nsSelector == nil {
+		ns = []string{pod.Namespace}
+	}
+	term := affinityTerm{selector: sel, namespaces: ns, topologyKey: t.topologyKey}
+	nsKey := ""
+	if t.nsSelector != nil {
+		nsSel, err := metav1.LabelSelectorAsSelector(t.nsSelector)
+		if err != nil {
+			nsSel = labels.Nothing()
+		}
+		term.nsSelector, nsKey = nsSel, fmt.Sprintf("%T\x00%s", nsSel, nsSel.String())
+	}
+	term.key = termKey(sel, ns, t.topologyKey) + "\x00" + nsKey
+	if len(ns) == 1 && term.nsSelector == nil {
+		term.required, term.exact = requiredLabels(sel, ns[0])
+	}
+	return term
+}
+
+// mergeLabelKeys adds to sel, for each key the pod has a label of, the
+// requirement key op (value).
+func mergeLabelKeys(sel labels.Selector, podLabels map[string]string, keys []string, op selection.Operator) labels.Selector {
+	for _, k := range keys {
+		v, ok := podLabels[k]
+		if !ok {
+			continue
+		}
+		r, err := labels.NewRequirement(k, op, []string{v})
+		if err != nil {
+			continue
+		}
+		sel = sel.Add(*r)
+	}
+	return sel
 }
 
 // termKey is an affinityTerm's key. A selector's String is canonical
@@ -113,28 +182,49 @@ func termKey(sel labels.Selector, namespaces []string, topologyKey string) strin
 // scheduled: a node holding a pod with it turns the pod away.
 type antiMatch struct{ key, topologyKey string }
 
-// podAntiAffinity enforces required pod anti-affinity both ways: the pod
-// may not join pods its terms select, nor pods whose terms select it. The
-// topology domain is the node (berth admits only kubernetes.io/hostname);
-// a node without the term's topology label is in no domain, so the term
-// does not apply there, as in Kubernetes.
-type podAntiAffinity struct{}
+// interPodAffinity is kube-scheduler's InterPodAffinity filter: the pod
+// goes only where each of its required affinity terms finds a pod in the
+// node's domain, nowhere its required anti-affinity terms find one, and
+// nowhere a placed pod's required anti-affinity terms select it from the
+// same domain. A node without a term's topology label is in no domain:
+// an affinity term turns it away, an anti-affinity term does not apply
+// there, as in Kubernetes.
+//
+// Terms by kubernetes.io/hostname are checked on the node itself (a
+// node's hostname is its own); terms by any other key read the counts
+// per domain found once for the cycle (interPodState).
+type interPodAffinity struct{}
 
-func (podAntiAffinity) Name() string { return "InterPodAffinity" }
+func (interPodAffinity) Name() string { return "InterPodAffinity" }
 
-// gate: a pod without terms of its own can only be turned away by pods
+// gate: a pod without terms of its own, that no placed pod's term by
+// another key than the hostname repels, can only be turned away by pods
 // with anti-affinity already on the node.
-func (podAntiAffinity) gate(pod *PodInfo) nodeFlags {
-	if len(pod.antiAffinity) > 0 {
+func (interPodAffinity) gate(pod *PodInfo) nodeFlags {
+	if len(pod.antiAffinity) > 0 || len(pod.affinity) > 0 || (pod.interPod != nil && len(pod.interPod.existingAnti) > 0) {
 		return 0
 	}
 	return flagAntiPods
 }
 
-func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (interPodAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
+	st := pod.interPod
+	if len(pod.affinity) > 0 && !satisfiesAffinity(pod, st, node) {
+		return statusAffinity
+	}
 	for i := range pod.antiAffinity {
 		t := &pod.antiAffinity[i]
-		if _, ok := node.labels[t.topologyKey]; !ok || t.ruledOut(node) {
+		value, ok := node.labels[t.topologyKey]
+		if !ok {
+			continue
+		}
+		if t.topologyKey != api.LabelHostname && st != nil {
+			if st.antiCounts[topologyPair{t.topologyKey, value}] > 0 {
+				return statusAntiAffinity
+			}
+			continue
+		}
+		if t.ruledOut(node) {
 			continue
 		}
 		if t.exact && node.labelsCounted {
@@ -143,8 +233,17 @@ func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 			return statusAntiAffinity
 		}
 		for _, other := range node.pods {
-			if t.matches(&other.podFacts) {
+			if t.matches(&other.podFacts, pod.nsLabels) {
 				return statusAntiAffinity
+			}
+		}
+	}
+	if st != nil && len(st.existingAnti) > 0 {
+		for pair := range st.existingAnti {
+			if node.labels[pair.key] == pair.value {
+				if _, ok := node.labels[pair.key]; ok {
+					return statusExistingAntiAffinity
+				}
 			}
 		}
 	}
@@ -168,10 +267,66 @@ func (podAntiAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 			if _, ok := node.labels[t.topologyKey]; !ok {
 				continue
 			}
-			if t.matches(&pod.podFacts) {
+			if t.matches(&pod.podFacts, pod.nsLabels) {
 				return statusExistingAntiAffinity
 			}
 		}
 	}
 	return nil
+}
+
+// satisfiesAffinity is kube-scheduler's satisfyPodAffinity: the node has
+// every term's topology label, and each term's domain holds a pod that
+// all the terms select; or no pod anywhere matches them and the pod
+// matches its own terms, so that the first of a group that wants to be
+// together can be placed. Without the cycle's counts (a single-node
+// explanation) the node's own pods are the domain.
+func satisfiesAffinity(pod *PodInfo, st *interPodState, node *NodeInfo) bool {
+	exist := true
+	for i := range pod.affinity {
+		t := &pod.affinity[i]
+		value, ok := node.labels[t.topologyKey]
+		if !ok {
+			return false
+		}
+		if st != nil {
+			if st.affinityCounts[topologyPair{t.topologyKey, value}] <= 0 {
+				exist = false
+			}
+			continue
+		}
+		if !nodeHasAllMatching(pod, node) {
+			exist = false
+		}
+	}
+	if exist {
+		return true
+	}
+	none := st != nil && len(st.affinityCounts) == 0
+	if st == nil {
+		none = !nodeHasAllMatching(pod, node)
+	}
+	return none && matchesAllTerms(pod.affinity, &pod.podFacts, pod.nsLabels)
+}
+
+func nodeHasAllMatching(pod *PodInfo, node *NodeInfo) bool {
+	for _, other := range node.pods {
+		if matchesAllTerms(pod.affinity, &other.podFacts, pod.nsLabels) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchesAllTerms reports whether every term selects p.
+func matchesAllTerms(terms []affinityTerm, p *podFacts, ns map[string]map[string]string) bool {
+	if len(terms) == 0 {
+		return false
+	}
+	for i := range terms {
+		if !terms[i].matches(p, ns) {
+			return false
+		}
+	}
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,7 +66,39 @@ func BenchmarkScheduleCore(b *testing.B) { benchScheduleCore(b, false) }
 // ten zones, which spreading then counts the owner's pods over.
 func BenchmarkScheduleCoreZones(b *testing.B) { benchScheduleCore(b, true) }
 
-func benchScheduleCore(b *testing.B, zones bool) {
+// BenchmarkScheduleCoreConstraints is BenchmarkScheduleCoreZones with a
+// quarter of the pods (placed and scheduled) carrying a DoNotSchedule
+// zone spread constraint over their ReplicaSet's pods and a preferred
+// anti-affinity to them by hostname.
+func BenchmarkScheduleCoreConstraints(b *testing.B) { benchScheduleCore(b, true, withConstraints) }
+
+// withConstraints gives every fourth pod a spread constraint and a
+// preferred anti-affinity term over the pods of its ReplicaSet.
+func withConstraints(i int, p *api.Pod) {
+	if i%4 != 0 {
+		return
+	}
+	rs := p.OwnerReferences[0].Name
+	p.Labels = map[string]string{"app": "web", "rs": rs}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"rs": rs}}
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: api.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel,
+	}}
+	p.Spec.Affinity = &api.Affinity{PodAntiAffinity: &api.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: api.LabelHostname},
+		}},
+	}}
+}
+
+func benchScheduleCore(b *testing.B, zones bool, change ...func(int, *api.Pod)) {
+	pod := func(i, owners int) *api.Pod {
+		p := benchPod(i, owners)
+		for _, c := range change {
+			c(i, p)
+		}
+		return p
+	}
 	const numNodes, owners = 5000, 20
 	nodes := NewNodes()
 	for i := range numNodes {
@@ -76,12 +109,12 @@ func benchScheduleCore(b *testing.B, zones bool) {
 		n, _ := nodes.Set(node)
 		// ten pods of various owners already there
 		for j := range 10 {
-			nodes.AddPod(n.Name(), NewPodInfo(benchPod(i*10+j, owners)).placed())
+			nodes.AddPod(n.Name(), NewPodInfo(pod(i*10+j, owners)).placed())
 		}
 	}
 	pods := make([]*PodInfo, 4096)
 	for i := range pods {
-		pods[i] = NewPodInfo(benchPod(1_000_000+i, owners))
+		pods[i] = NewPodInfo(pod(1_000_000+i, owners))
 	}
 	fw := NewFramework(FrameworkOptions{Seed: 1})
 	b.ReportAllocs()

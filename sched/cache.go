@@ -43,12 +43,13 @@ type cache struct {
 
 // change is one posted change to the cache.
 type change struct {
-	op   changeOp
-	node *api.Node
-	pod  *api.Pod
-	info *PodInfo
-	name string
-	uid  types.UID
+	op     changeOp
+	node   *api.Node
+	pod    *api.Pod
+	info   *PodInfo
+	name   string
+	uid    types.UID
+	labels map[string]string
 }
 
 type changeOp uint8
@@ -60,6 +61,7 @@ const (
 	opRemovePod
 	opConfirm
 	opForget
+	opSetNamespace
 )
 
 func newCache() *cache {
@@ -138,6 +140,11 @@ func (c *cache) removeNode(name string) { c.post(change{op: opRemoveNode, name: 
 // pod if it was assumed there, and moves it if it is bound elsewhere.
 func (c *cache) setPod(pod *api.Pod) { c.post(change{op: opSetPod, pod: pod}) }
 
+// setNamespace records a namespace's labels; nil forgets the namespace.
+func (c *cache) setNamespace(name string, labels map[string]string) {
+	c.post(change{op: opSetNamespace, name: name, labels: labels})
+}
+
 // removePod stops counting a pod: deleted, or finished.
 func (c *cache) removePod(uid types.UID) { c.post(change{op: opRemovePod, uid: uid}) }
 
@@ -186,6 +193,8 @@ func (c *cache) apply(ch *change) {
 		if p := c.pods[ch.info.UID]; p != nil && p.attempt == ch.info {
 			p.attempt = nil
 		}
+	case opSetNamespace:
+		c.nodes.SetNamespace(ch.name, ch.labels)
 	case opForget:
 		if p := c.pods[ch.info.UID]; p != nil && p.attempt == ch.info {
 			c.unplace(p)

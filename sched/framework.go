@@ -113,6 +113,7 @@ type Framework struct {
 	antiMatched []antiMatch
 	zoneCounts  []int32
 	zoneSeen    []bool
+	spreadState []spreadCounts
 }
 
 // filterChunk is how many nodes are filtered together: enough to keep the
@@ -150,12 +151,14 @@ func NewFramework(opts FrameworkOptions) *Framework {
 	f.AddFilter(nodePorts{})
 	f.AddFilter(resourcesFit{})
 	f.AddFilter(volumeBinding{})
-	f.AddFilter(podAntiAffinity{})
+	f.AddFilter(podTopologySpreadFilter{})
+	f.AddFilter(interPodAffinity{})
 
 	f.AddScore(taintToleration{}, 3)
 	f.AddScore(nodeAffinity{}, 2)
 	f.AddScore(resourcesScore(opts.MostAllocated), 1)
 	f.AddScore(podTopologySpread{}, 2)
+	f.AddScore(interPodScore{}, 2)
 	f.AddScore(balancedAllocation{}, 1)
 	return f
 }
@@ -191,24 +194,15 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 	if n == 0 {
 		return Result{}, &FitError{}
 	}
-	if err := f.prepare(pod); err != nil {
+	err := f.begin(pod, all)
+	defer f.end(pod)
+	if err != nil {
 		var pre *PodUnschedulableError
 		if errors.As(err, &pre) {
 			return Result{}, &FitError{NumAllNodes: n, PreFilterMsg: pre.Message}
 		}
 		return Result{}, err
 	}
-	if len(pod.antiAffinity) > 0 {
-		all.countPodLabels()
-	}
-	pod.spread = all.ownerCounts(pod.Owner)
-	pod.antiMatched, pod.antiPrepared = all.antiTermsMatching(pod, f.antiMatched[:0]), true
-	// The cache keeps the PodInfo; it must not keep the column alive.
-	defer func() {
-		f.antiMatched = pod.antiMatched[:0]
-		pod.spread, pod.volumes, pod.antiMatched, pod.antiPrepared = nil, nil, nil, false
-		pod.zoneCounts, pod.zoneSeen = nil, nil
-	}()
 	want := NumFeasibleNodesToFind(f.percentage, n)
 	feasible, failed := f.feasible[:0], f.failed[:0]
 	start := f.next
@@ -255,7 +249,7 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		res.Node = feasible[0].name
 		return res, nil
 	}
-	if pod.Owner != 0 {
+	if pod.Owner != 0 && pod.spreadRules == nil {
 		// Zone counts only for a pod that is scored: one with node
 		// affinity counts the nodes it accepts.
 		pod.zoneCounts = all.zoneCounts(pod, f.zoneCounts)
@@ -267,6 +261,52 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 	}
 	res.Node = f.selectHost(feasible, f.score(pod, feasible))
 	return res, nil
+}
+
+// begin computes the pod's state for a cycle over all, as
+// kube-scheduler's PreFilter plugins do, and chooses the plugins that
+// have something to say about it.
+func (f *Framework) begin(pod *PodInfo, all *Nodes) error {
+	if len(pod.antiAffinity) > 0 || pod.interPodTerms != nil || pod.spreadRules != nil {
+		all.countPodLabels()
+	}
+	if pod.spreadRules == nil {
+		pod.spread = all.ownerCounts(pod.Owner)
+	} else if len(pod.spreadRules.hard) > 0 {
+		pod.spreadState = all.spreadCounts(pod, f.spreadState)
+	}
+	pod.cycleNodes, pod.nsLabels = all, all.namespaces
+	pod.antiMatched, pod.antiPrepared = all.antiTermsMatching(pod, f.antiMatched[:0]), true
+	pod.interPod = all.interPodState(pod)
+	return f.prepare(pod)
+}
+
+// end clears the cycle's state, which the cache must not keep alive with
+// the PodInfo, and keeps its buffers for the next cycle.
+func (f *Framework) end(pod *PodInfo) {
+	f.antiMatched = pod.antiMatched[:0]
+	if pod.spreadState != nil {
+		f.spreadState = pod.spreadState
+	}
+	pod.spread, pod.volumes, pod.antiMatched, pod.antiPrepared = nil, nil, nil, false
+	pod.zoneCounts, pod.zoneSeen = nil, nil
+	pod.cycleNodes, pod.nsLabels, pod.interPod, pod.interPodScores, pod.spreadState = nil, nil, nil, nil, nil
+}
+
+// Explain runs the filters for pod on every node of all, as a scheduling
+// cycle would, and returns each node's status (nil where it passes), in
+// the order of all.List().
+func (f *Framework) Explain(pod *PodInfo, all *Nodes) ([]*Status, error) {
+	err := f.begin(pod, all)
+	defer f.end(pod)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Status, len(all.list))
+	for i, n := range all.list {
+		out[i] = f.filter(pod, n)
+	}
+	return out, nil
 }
 
 // prepare computes the per-pod state of the hooks and chooses the plugins

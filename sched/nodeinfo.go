@@ -98,6 +98,10 @@ type NodeInfo struct {
 	labelsCounted bool
 	// antiTermPods counts the pods on the node by anti-affinity term key.
 	antiTermPods map[string]int32
+	// scoringPods counts the pods whose inter-pod terms score;
+	// terminating the pods being deleted.
+	scoringPods int32
+	terminating int32
 }
 
 // podLabel is one label of pods in one namespace.
@@ -135,6 +139,9 @@ const (
 	flagHostname
 	// flagZone: the node has a topology.kubernetes.io/zone label.
 	flagZone
+	// flagScoringPods: a pod on the node has inter-pod affinity terms
+	// that count in other pods' scores.
+	flagScoringPods
 )
 
 func (n *NodeInfo) setFlag(f nodeFlags, on bool) {
@@ -285,8 +292,15 @@ func (n *NodeInfo) addPod(p *placedPod) {
 			n.antiTermPods[p.antiAffinity[i].key]++
 		}
 	}
+	if p.interPodTerms.scores() {
+		n.scoringPods++
+	}
+	if p.Terminating {
+		n.terminating++
+	}
 	n.setFlag(flagPorts, len(n.ports) > 0)
 	n.setFlag(flagAntiPods, len(n.antiPods) > 0)
+	n.setFlag(flagScoringPods, n.scoringPods > 0)
 }
 
 // removePod takes a pod added with addPod off the node, and reports
@@ -319,8 +333,15 @@ func (n *NodeInfo) removePod(p *placedPod) bool {
 			}
 		}
 	}
+	if p.interPodTerms.scores() {
+		n.scoringPods--
+	}
+	if p.Terminating {
+		n.terminating--
+	}
 	n.setFlag(flagPorts, len(n.ports) > 0)
 	n.setFlag(flagAntiPods, len(n.antiPods) > 0)
+	n.setFlag(flagScoringPods, n.scoringPods > 0)
 	return true
 }
 

@@ -44,6 +44,29 @@ type Nodes struct {
 	// slotNodes is the NodeInfo of each index, for reading an owner's
 	// column node by node.
 	slotNodes []*NodeInfo
+	// scoringPods counts the placed pods whose inter-pod affinity terms
+	// count in other pods' scores: while there are none, a pod without
+	// preferred terms of its own skips InterPodAffinity scoring.
+	scoringPods int
+	// namespaces are the labels of each namespace, for namespaceSelectors.
+	namespaces map[string]map[string]string
+	// scoreTerms are the distinct inter-pod terms of placed pods that
+	// count in other pods' scores, by kind, weight and term key.
+	scoreTerms map[string]*placedScoreTerm
+	// hostScores is the buffer of the InterPodAffinity scores by node.
+	hostScores []int64
+}
+
+// SetNamespace records a namespace's labels; nil labels forget it.
+func (ns *Nodes) SetNamespace(name string, labels map[string]string) {
+	if labels == nil {
+		delete(ns.namespaces, name)
+		return
+	}
+	if ns.namespaces == nil {
+		ns.namespaces = map[string]map[string]string{}
+	}
+	ns.namespaces[name] = labels
 }
 
 // placedTerm is one distinct anti-affinity term of placed pods.
@@ -128,6 +151,10 @@ func (ns *Nodes) AddPod(name string, p *placedPod) *NodeInfo {
 		}
 		pt.pods++
 	}
+	if p.interPodTerms.scores() {
+		ns.scoringPods++
+		ns.countScoreTerms(p, n, 1)
+	}
 	return n
 }
 
@@ -136,7 +163,7 @@ func (ns *Nodes) AddPod(name string, p *placedPod) *NodeInfo {
 // for every pod that holds it on every node.
 func (ns *Nodes) antiTermsMatching(pod *PodInfo, out []antiMatch) []antiMatch {
 	for key, pt := range ns.antiTerms {
-		if pt.term.matches(&pod.podFacts) {
+		if pt.term.matches(&pod.podFacts, ns.namespaces) {
 			out = append(out, antiMatch{key: key, topologyKey: pt.term.topologyKey})
 		}
 	}
@@ -148,6 +175,10 @@ func (ns *Nodes) antiTermsMatching(pod *PodInfo, out []antiMatch) []antiMatch {
 func (ns *Nodes) RemovePod(n *NodeInfo, p *placedPod) bool {
 	if !n.removePod(p) {
 		return false
+	}
+	if p.interPodTerms.scores() {
+		ns.scoringPods--
+		ns.countScoreTerms(p, n, -1)
 	}
 	if p.Owner != 0 && !p.Terminating {
 		ns.count(p.Owner, n, -1)

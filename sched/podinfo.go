@@ -62,6 +62,22 @@ type PodInfo struct {
 	// once per attempt when antiPrepared (see Nodes.antiTermsMatching).
 	antiMatched  []antiMatch
 	antiPrepared bool
+	// affinity are the pod's required affinity terms (of interPodTerms).
+	affinity []affinityTerm
+	// nsLabels are the labels of the namespaces, by name, for the terms'
+	// namespaceSelectors; interPod and interPodScores are the cycle's
+	// inter-pod affinity state (nil when the node alone decides) and its
+	// scores per domain (nil when nothing scores).
+	nsLabels       map[string]map[string]string
+	interPod       *interPodState
+	interPodScores *domainScores
+	// spreadRules are the pod's own topology spread constraints, and
+	// spreadState the cycle's counts for its DoNotSchedule ones.
+	spreadRules *spreadRules
+	spreadState []spreadCounts
+	// cycleNodes are the Nodes of the cycle, for the scores that count
+	// over every node.
+	cycleNodes *Nodes
 }
 
 // podFacts are what placing a pod adds to its node, so that taking it off
@@ -85,6 +101,9 @@ type podFacts struct {
 	// resources but no longer counts for spreading.
 	Terminating  bool
 	antiAffinity []affinityTerm
+	// interPodTerms are the pod's other inter-pod affinity terms, nil for
+	// none.
+	interPodTerms *interPodTerms
 }
 
 // placedPod is a pod the cache counts on a node. It keeps the pod's facts
@@ -115,17 +134,22 @@ func NewPodInfo(pod *api.Pod) *PodInfo {
 	p.toleratesMemoryPressure = !p.BestEffort
 	p.nodeSelector = compileNodeSelector(&pod.Spec)
 	p.preferred = compilePreferred(pod.Spec.Affinity)
+	if p.interPodTerms != nil {
+		p.affinity = p.interPodTerms.affinity
+	}
+	p.spreadRules = compileSpreadRules(pod)
 	return p
 }
 
 func newPodFacts(pod *api.Pod) podFacts {
 	f := podFacts{
-		Namespace:    pod.Namespace,
-		Labels:       pod.Labels,
-		UID:          pod.UID,
-		Terminating:  pod.DeletionTimestamp != nil,
-		Ports:        podPorts(&pod.Spec),
-		antiAffinity: compileAntiAffinity(pod),
+		Namespace:     pod.Namespace,
+		Labels:        pod.Labels,
+		UID:           pod.UID,
+		Terminating:   pod.DeletionTimestamp != nil,
+		Ports:         podPorts(&pod.Spec),
+		antiAffinity:  compileAntiAffinity(pod),
+		interPodTerms: compileInterPodTerms(pod),
 	}
 	f.Requests, f.NonZeroCPU, f.NonZeroMemory = podRequests(&pod.Spec)
 	f.Owner = controllerOf(pod)

@@ -101,7 +101,10 @@ type Stats struct {
 	Active, Backoff, Parked, InFlight int
 }
 
-var nodeKind, _ = api.LookupResource("nodes")
+var (
+	nodeKind, _      = api.LookupResource("nodes")
+	namespaceKind, _ = api.LookupResource("namespaces")
+)
 
 // New returns a Scheduler over s; Run starts it.
 func New(s *store.Store, opts Options) *Scheduler {

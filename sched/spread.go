@@ -19,7 +19,15 @@ type podTopologySpread struct{}
 
 func (podTopologySpread) Name() string { return "PodTopologySpread" }
 
-func (podTopologySpread) SkipScore(pod *PodInfo) bool { return pod.Owner == 0 }
+// SkipScore: a pod with constraints of its own is scored by its
+// ScheduleAnyway ones alone (normalizeSpreadRules); one without is spread
+// with its controller's other pods.
+func (podTopologySpread) SkipScore(pod *PodInfo) bool {
+	if pod.spreadRules != nil {
+		return len(pod.spreadRules.soft) == 0
+	}
+	return pod.Owner == 0
+}
 
 // Score counts the owner's running pods on the node, from the owner's
 // column in Nodes; Normalize weighs the counts by the number of nodes
@@ -50,6 +58,10 @@ func (podTopologySpread) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64
 // count is weighed, rounded and mapped once. Once nodes have zones, the
 // zone's term joins each score (normalizeZones).
 func (podTopologySpread) Normalize(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
+	if pod.spreadRules != nil {
+		normalizeSpreadRules(pod, nodes, scores)
+		return
+	}
 	if pod.zoneCounts != nil {
 		normalizeZones(pod, nodes, scores)
 		return

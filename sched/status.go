@@ -14,9 +14,12 @@ const (
 	ReasonInsufficientCPU            = "Insufficient cpu"
 	ReasonInsufficientMemory         = "Insufficient memory"
 	ReasonInsufficientEphemeral      = "Insufficient ephemeral-storage"
+	ReasonAffinity                   = "node(s) didn't match pod affinity rules"
 	ReasonAntiAffinity               = "node(s) didn't match pod anti-affinity rules"
 	ReasonExistingAntiAffinity       = "node(s) didn't satisfy existing pods anti-affinity rules"
 	ReasonVolumeNodeAffinityConflict = "node(s) had volume node affinity conflict"
+	ReasonTopologySpread             = "node(s) didn't match pod topology spread constraints"
+	ReasonTopologySpreadLabel        = ReasonTopologySpread + " (missing required label)"
 
 	// reasonUntoleratedTaint is formatted with a taint's key and value.
 	reasonUntoleratedTaint = "node(s) had untolerated taint {%s: %s}"

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -19,7 +20,39 @@ func (s *Scheduler) follow(fail context.CancelCauseFunc) (remove func(), err err
 	return s.informers.Register(
 		informer.Registration{Kind: nodeKind, Handler: informer.Handler{List: s.relistNodes, Event: s.handleNode, Closed: closed}},
 		informer.Registration{Kind: podKind, Handler: informer.Handler{List: s.relistPods, Event: s.handlePod, Closed: closed}},
+		informer.Registration{Kind: namespaceKind, Handler: informer.Handler{List: s.relistNamespaces, Event: s.handleNamespace, Closed: closed}},
 	)
+}
+
+// handleNamespace keeps the namespaces' labels, which the
+// namespaceSelectors of pod affinity terms read; a change of labels may
+// let a pending pod fit.
+func (s *Scheduler) handleNamespace(e store.Event) {
+	ns := e.Object.(*api.Namespace)
+	if e.Type == store.Deleted {
+		s.cache.setNamespace(ns.Name, nil)
+		return
+	}
+	labels := ns.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	s.cache.setNamespace(ns.Name, labels)
+	if old, ok := e.Old.(*api.Namespace); !ok || !maps.Equal(old.Labels, ns.Labels) {
+		s.queue.moveAll()
+	}
+}
+
+func (s *Scheduler) relistNamespaces(snap *store.Snapshot) error {
+	return snap.Each(namespaceKind, store.Filter{}, func(obj api.Object) bool {
+		ns := obj.(*api.Namespace)
+		labels := ns.Labels
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		s.cache.setNamespace(ns.Name, labels)
+		return true
+	})
 }
 
 // handleNode keeps the cache's nodes, and sends unschedulable pods back

@@ -515,7 +515,7 @@ func schema_githubcom_berth_dev_berth_api_Affinity(ref common.ReferenceCallback)
 					},
 					"podAffinity": {
 						SchemaProps: spec.SchemaProps{
-							Description: "PodAffinity draws the pod to nodes that run pods it selects; held as Kubernetes' type, stored and not yet applied by the scheduler.",
+							Description: "PodAffinity draws the pod to the topology domains of pods it selects: required terms filter nodes, preferred ones rank them.",
 							Ref:         ref(v1.PodAffinity{}.OpenAPIModelName()),
 						},
 					},
@@ -5893,7 +5893,7 @@ func schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref common.ReferenceCa
 					},
 					"topologyKey": {
 						SchemaProps: spec.SchemaProps{
-							Description: "TopologyKey is the node label whose value makes a domain; berth supports only kubernetes.io/hostname, one node per domain.",
+							Description: "TopologyKey is the node label whose value makes a domain: the nodes that share its value; a node without the label is in none.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -5901,7 +5901,7 @@ func schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref common.ReferenceCa
 					},
 					"namespaceSelector": {
 						SchemaProps: spec.SchemaProps{
-							Description: "NamespaceSelector selects further namespaces to look for the pods in; stored, and not yet applied by the scheduler.",
+							Description: "NamespaceSelector selects further namespaces, by their labels, to look for the pods in; {} selects every namespace.",
 							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
@@ -5912,7 +5912,7 @@ func schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "MatchLabelKeys are label keys of the pod whose values are added to labelSelector as In requirements; stored, and not yet applied.",
+							Description: "MatchLabelKeys are label keys of the pod whose values are added to labelSelector as In requirements.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -5931,7 +5931,7 @@ func schema_githubcom_berth_dev_berth_api_PodAffinityTerm(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "MismatchLabelKeys are label keys of the pod whose values are added to labelSelector as NotIn requirements; stored, and not yet applied.",
+							Description: "MismatchLabelKeys are label keys of the pod whose values are added to labelSelector as NotIn requirements.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -5979,7 +5979,7 @@ func schema_githubcom_berth_dev_berth_api_PodAntiAffinity(ref common.ReferenceCa
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "PreferredDuringSchedulingIgnoredDuringExecution are weighted terms, held as Kubernetes' type, stored and not yet applied by the scheduler.",
+							Description: "PreferredDuringSchedulingIgnoredDuringExecution are weighted terms: a node in a domain holding pods a term selects scores lower by the term's weight.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -7064,7 +7064,7 @@ func schema_githubcom_berth_dev_berth_api_PodSpec(ref common.ReferenceCallback) 
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "TopologySpreadConstraints say how the pod's replicas spread across topology domains; berth stores them and its scheduler does not apply them yet.",
+							Description: "TopologySpreadConstraints say how the pod's replicas spread across topology domains: DoNotSchedule ones keep the pod off nodes that would skew its domains beyond maxSkew, ScheduleAnyway ones rank the nodes, as kube-scheduler's PodTopologySpread does.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

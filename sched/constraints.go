@@ -1,0 +1,307 @@
+package sched
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/berth-dev/berth/api"
+)
+
+var (
+	statusSpread      = NewStatus("PodTopologySpread", ReasonTopologySpread)
+	statusSpreadLabel = NewStatus("PodTopologySpread", ReasonTopologySpreadLabel)
+)
+
+// spreadConstraint is a compiled topologySpreadConstraint, with
+// Kubernetes' defaults filled in: minDomains 1, nodeAffinityPolicy Honor,
+// nodeTaintsPolicy Ignore.
+type spreadConstraint struct {
+	maxSkew     int64
+	topologyKey string
+	selector    labels.Selector
+	// countsNone: the selector is empty ({}), which kube-scheduler counts
+	// as matching no placed pod (though the pod itself matches it).
+	countsNone bool
+	// self: the pod matches its own selector, so placing it adds one.
+	self          bool
+	minDomains    int
+	honorAffinity bool
+	honorTaints   bool
+	// required are labels every pod the selector selects in the pod's
+	// namespace has (see affinityTerm.required); exact: the selector is
+	// the one label of required.
+	required []podLabel
+	exact    bool
+}
+
+// spreadRules are a pod's own constraints: DoNotSchedule ones filter,
+// ScheduleAnyway ones score. A pod with any replaces the system default
+// spreading.
+type spreadRules struct {
+	hard, soft []spreadConstraint
+}
+
+// compileSpreadRules compiles the pod's topologySpreadConstraints; nil
+// for none. matchLabelKeys add the pod's values of those labels to the
+// selector, as the API server merges them at creation.
+func compileSpreadRules(pod *api.Pod) *spreadRules {
+	cs := pod.Spec.TopologySpreadConstraints
+	if len(cs) == 0 {
+		return nil
+	}
+	r := &spreadRules{}
+	for i := range cs {
+		c := &cs[i]
+		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil {
+			sel = labels.Nothing()
+		} else if c.LabelSelector != nil {
+			sel = mergeLabelKeys(sel, pod.Labels, c.MatchLabelKeys, selection.In)
+		}
+		sc := spreadConstraint{
+			maxSkew:       int64(c.MaxSkew),
+			topologyKey:   c.TopologyKey,
+			selector:      sel,
+			countsNone:    sel.Empty(),
+			self:          sel.Matches(labels.Set(pod.Labels)),
+			minDomains:    1,
+			honorAffinity: c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor,
+			honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
+		}
+		sc.required, sc.exact = requiredLabels(sel, pod.Namespace)
+		if c.MinDomains != nil {
+			sc.minDomains = int(*c.MinDomains)
+		}
+		switch c.WhenUnsatisfiable {
+		case corev1.ScheduleAnyway:
+			r.soft = append(r.soft, sc)
+		default:
+			r.hard = append(r.hard, sc)
+		}
+	}
+	return r
+}
+
+// includes is kube-scheduler's node inclusion policy: whether the pods
+// on node count for the constraint.
+func (c *spreadConstraint) includes(pod *PodInfo, node *NodeInfo) bool {
+	if c.honorAffinity && !pod.nodeSelector.matches(node) {
+		return false
+	}
+	if c.honorTaints {
+		for i := range node.taints {
+			if !pod.toleratesTaint(&node.taints[i].taint) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// count is how many pods on node the constraint selects: of the pod's
+// namespace, not terminating.
+func (c *spreadConstraint) count(namespace string, node *NodeInfo) int64 {
+	if c.countsNone {
+		return 0
+	}
+	if node.labelsCounted {
+		for _, l := range c.required {
+			if node.labelPods[l] == 0 {
+				return 0
+			}
+		}
+		if c.exact && node.terminating == 0 {
+			return int64(node.labelPods[c.required[0]])
+		}
+	}
+	var n int64
+	for _, p := range node.pods {
+		if p.Terminating || p.Namespace != namespace {
+			continue
+		}
+		if c.selector.Matches(labels.Set(p.Labels)) {
+			n++
+		}
+	}
+	return n
+}
+
+// hasAllKeys reports whether node has the topology label of every
+// constraint.
+func hasAllKeys(node *NodeInfo, cs []spreadConstraint) bool {
+	for i := range cs {
+		if _, ok := node.labels[cs[i].topologyKey]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// spreadCounts are one DoNotSchedule constraint's counts for a cycle:
+// the pods it selects per domain, over the nodes that have every such
+// constraint's label and that its inclusion policies admit.
+type spreadCounts struct {
+	counts  map[string]int64
+	minimum int64
+}
+
+// spreadCounts is kube-scheduler's PodTopologySpread PreFilter.
+func (ns *Nodes) spreadCounts(pod *PodInfo, out []spreadCounts) []spreadCounts {
+	hard := pod.spreadRules.hard
+	out = out[:0]
+	for range hard {
+		out = append(out, spreadCounts{counts: map[string]int64{}})
+	}
+	for _, n := range ns.list {
+		if !hasAllKeys(n, hard) {
+			continue
+		}
+		for i := range hard {
+			c := &hard[i]
+			if !c.includes(pod, n) {
+				continue
+			}
+			out[i].counts[n.labels[c.topologyKey]] += c.count(pod.Namespace, n)
+		}
+	}
+	for i := range out {
+		out[i].minimum = math.MaxInt32
+		for _, c := range out[i].counts {
+			out[i].minimum = min(out[i].minimum, c)
+		}
+	}
+	return out
+}
+
+// podTopologySpreadFilter is kube-scheduler's PodTopologySpread filter: a
+// node without a DoNotSchedule constraint's topology label is turned
+// away, and so is one where placing the pod would make its domain's count
+// exceed the smallest domain's by more than maxSkew (the smallest counts
+// as 0 while there are fewer domains than minDomains).
+type podTopologySpreadFilter struct{}
+
+func (podTopologySpreadFilter) Name() string { return "PodTopologySpread" }
+
+func (podTopologySpreadFilter) SkipFilter(pod *PodInfo) bool {
+	return pod.spreadRules == nil || len(pod.spreadRules.hard) == 0
+}
+
+func (podTopologySpreadFilter) Filter(pod *PodInfo, node *NodeInfo) *Status {
+	for i := range pod.spreadRules.hard {
+		c := &pod.spreadRules.hard[i]
+		value, ok := node.labels[c.topologyKey]
+		if !ok {
+			return statusSpreadLabel
+		}
+		if i >= len(pod.spreadState) {
+			continue // no cycle state: a single-node explanation
+		}
+		st := &pod.spreadState[i]
+		minimum := st.minimum
+		if len(st.counts) < c.minDomains {
+			minimum = 0
+		}
+		var self int64
+		if c.self {
+			self = 1
+		}
+		if st.counts[value]+self-minimum > c.maxSkew {
+			return statusSpread
+		}
+	}
+	return nil
+}
+
+// normalizeSpreadRules is kube-scheduler's PodTopologySpread scoring of
+// a pod's own ScheduleAnyway constraints: nodes without every such
+// constraint's label score 0; the others sum, per constraint, the pods
+// it selects in their domain (counted over every node its inclusion
+// policies admit; on the node itself for kubernetes.io/hostname) ×
+// log(domains among the nodes scored + 2) + maxSkew − 1, rounded; then
+// the fewest pods map to 100 as for the default constraints.
+func normalizeSpreadRules(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
+	soft := pod.spreadRules.soft
+	const ignored = -1
+	domains := make([]map[string]int64, len(soft))
+	sizes := make([]int, len(soft))
+	counted := 0
+	for j, n := range nodes {
+		if !hasAllKeys(n, soft) {
+			scores[j] = ignored
+			continue
+		}
+		scores[j] = 0
+		counted++
+		for i := range soft {
+			if soft[i].topologyKey == api.LabelHostname {
+				continue
+			}
+			if domains[i] == nil {
+				domains[i] = map[string]int64{}
+			}
+			v := n.labels[soft[i].topologyKey]
+			if _, ok := domains[i][v]; !ok {
+				domains[i][v] = 0
+				sizes[i]++
+			}
+		}
+	}
+	weights := make([]float64, len(soft))
+	for i := range soft {
+		size := sizes[i]
+		if soft[i].topologyKey == api.LabelHostname {
+			size = counted
+		}
+		weights[i] = math.Log(float64(size + 2))
+	}
+	if all := pod.cycleNodes; all != nil {
+		for _, n := range all.list {
+			if !hasAllKeys(n, soft) {
+				continue
+			}
+			for i := range soft {
+				c := &soft[i]
+				if c.topologyKey == api.LabelHostname || !c.includes(pod, n) {
+					continue
+				}
+				v := n.labels[c.topologyKey]
+				if cnt, ok := domains[i][v]; ok {
+					domains[i][v] = cnt + c.count(pod.Namespace, n)
+				}
+			}
+		}
+	}
+	lowest, highest := int64(math.MaxInt64), int64(0)
+	for j, n := range nodes {
+		if scores[j] == ignored {
+			continue
+		}
+		var raw float64
+		for i := range soft {
+			c := &soft[i]
+			var cnt int64
+			if c.topologyKey == api.LabelHostname {
+				cnt = c.count(pod.Namespace, n)
+			} else {
+				cnt = domains[i][n.labels[c.topologyKey]]
+			}
+			raw += float64(cnt)*weights[i] + float64(c.maxSkew-1)
+		}
+		scores[j] = int64(math.Round(raw))
+		lowest, highest = min(lowest, scores[j]), max(highest, scores[j])
+	}
+	for j, s := range scores {
+		switch {
+		case s == ignored:
+			scores[j] = 0
+		case highest == 0:
+			scores[j] = MaxNodeScore
+		default:
+			scores[j] = MaxNodeScore * (highest + lowest - s) / highest
+		}
+	}
+}

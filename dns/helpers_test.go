@@ -193,22 +193,7 @@ func manyEndpoints(ns, name string, n int, base int) *api.Endpoints {
 // answers with handle.
 func stubUpstream(t testing.TB, handle dns.HandlerFunc) string {
 	t.Helper()
-	var (
-		pc net.PacketConn
-		ln net.Listener
-	)
-	for attempt := 0; ln == nil; attempt++ {
-		var err error
-		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err != nil {
-			pc.Close()
-			if attempt == 10 {
-				t.Fatal(err)
-			}
-		}
-	}
+	pc, ln := testtool.LoopbackPair(t)
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after the shutdowns below: cleanups run last first
 	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: handle}, {Listener: ln, Handler: handle}} {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	mdns "github.com/miekg/dns"
+
+	"github.com/berth-dev/berth/testtool"
 )
 
 // upstream is a DNS server on loopback standing in for the cluster DNS: a
@@ -16,7 +18,7 @@ import (
 // ("20.example."), over UDP truncated past 512 bytes as a server does.
 func upstream(t testing.TB) string {
 	t.Helper()
-	pc, l := loopbackPair(t)
+	pc, l := testtool.LoopbackPair(t)
 	h := mdns.HandlerFunc(func(w mdns.ResponseWriter, r *mdns.Msg) {
 		m := new(mdns.Msg)
 		m.SetReply(r)
@@ -40,28 +42,13 @@ func upstream(t testing.TB) string {
 	return pc.LocalAddr().String()
 }
 
-// loopbackPair is a UDP socket and a TCP listener on one loopback port, as
-// a DNS server serves.
-func loopbackPair(t testing.TB) (net.PacketConn, net.Listener) {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pc, l
-}
-
 // forwarder starts a forwarder on loopback sockets, asking up.
 func forwarder(t testing.TB, up string) string {
 	t.Helper()
 	f := NewDNSForwarder(up, slog.New(slog.DiscardHandler))
 	// Start's port 0 would pick a different port for each socket: serve
 	// on a pair of the same port instead.
-	pc, l := loopbackPair(t)
+	pc, l := testtool.LoopbackPair(t)
 	f.StartOn(pc, l)
 	t.Cleanup(f.Stop)
 	return pc.LocalAddr().String()

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,9 @@ import (
 
 // netnsEnv marks the test process re-executed in a network namespace.
 const netnsEnv = "BERTH_TEST_IN_NETNS"
+
+// netnsDir is where containerd and ip keep named network namespaces.
+const netnsDir = "/run/netns"
 
 // PodCIDR is the pods' network in tests, inside 198.18.0.0/15.
 const PodCIDR = "198.18.7.0/24"
@@ -81,7 +85,7 @@ func Busybox(t testing.TB) string {
 // InNetns runs the calling test again in a network namespace of its own
 // (unshare -n), with only loopback up, and reports its result: it returns
 // true in that re-run, where the test goes on, and false in the parent,
-// which must return. Bridges, veths and pod addresses so never appear in
+// which must return. The re-run has a mount namespace of its own too. Bridges, veths and pod addresses so never appear in
 // the machine's own namespace.
 func InNetns(t testing.TB) bool {
 	t.Helper()
@@ -89,11 +93,22 @@ func InNetns(t testing.TB) bool {
 		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
 			t.Fatalf("ip link set lo up: %v: %s", err, out)
 		}
+		// The pods' network namespaces are bind mounts under /run/netns.
+		// Made in this mount namespace, on a tmpfs of its own, they are
+		// neither copied into nor stacked over by the namespaces that
+		// other tests running at the same time make (ip netns, unshare
+		// -m), which would leave them busy when containerd removes them.
+		if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", netnsDir, "tmpfs", 0, "mode=0755"); err != nil {
+			t.Fatalf("mount a tmpfs on %s: %v", netnsDir, err)
+		}
 		return true
 	}
-	args := []string{"-n", os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.count=1"}
+	args := []string{"-n", "-m", "--propagation", "private", os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.count=1"}
 	if _, ok := t.(*testing.B); ok {
-		args = []string{"-n", os.Args[0], "-test.run", "^$", "-test.bench", "^" + t.Name() + "$", "-test.benchtime", "1x", "-test.v"}
+		args = []string{"-n", "-m", "--propagation", "private", os.Args[0], "-test.run", "^$", "-test.bench", "^" + t.Name() + "$", "-test.benchtime", "1x", "-test.v"}
 	}
 	if tt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if d, ok := tt.Deadline(); ok {

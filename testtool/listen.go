@@ -1,0 +1,31 @@
+package testtool
+
+import (
+	"net"
+	"testing"
+)
+
+// LoopbackPair is a UDP socket and a TCP listener on one port of
+// 127.0.0.1, as a DNS server serves. The kernel picks the UDP port; the
+// same TCP port may be taken meanwhile by another process's connection,
+// so a few ports are tried before the test fails. Both close when the
+// test ends.
+func LoopbackPair(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	const attempts = 20
+	for attempt := 1; ; attempt++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			t.Cleanup(func() { pc.Close(); l.Close() })
+			return pc, l
+		}
+		pc.Close()
+		if attempt == attempts {
+			t.Fatalf("no loopback port free over both UDP and TCP after %d tries: %v", attempts, err)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -51,7 +53,45 @@ type SourceSpec struct {
 	AllowMassPrune bool `json:"allowMassPrune,omitempty"`
 	// Options holds authentication and other per-source options.
 	Options map[string]string `json:"options,omitempty"`
+	// SecretRef names a Secret holding the credentials of a git source:
+	// username and password (HTTPS), identity and known_hosts (SSH).
+	SecretRef *SourceSecretRef `json:"secretRef,omitempty"`
+	// Suspend stops syncing: nothing is fetched or applied until it is
+	// false again (`berth suspend|resume source NAME`).
+	Suspend bool `json:"suspend,omitempty"`
+	// DependsOn names Sources that must be Ready at their current revision
+	// before this one syncs.
+	// +listType=set
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// Wait makes a sync wait until every object it applied is healthy
+	// (kstatus: rolled out, complete, Ready) before it reports Ready.
+	Wait bool `json:"wait,omitempty"`
+	// Timeout bounds that wait; DefaultSourceTimeout when unset.
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// RollbackOnFailure applies the last healthy revision again when the
+	// objects of a new one do not become healthy within Timeout.
+	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
 }
+
+// SourceSecretRef names the Secret a source reads its credentials from.
+type SourceSecretRef struct {
+	// Namespace of the Secret; "berth-system" when empty.
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the Secret.
+	Name string `json:"name"`
+}
+
+// Keys of a source's credentials Secret.
+const (
+	SourceSecretUsername   = "username"
+	SourceSecretPassword   = "password"
+	SourceSecretIdentity   = "identity"
+	SourceSecretKnownHosts = "known_hosts"
+)
+
+// DefaultSourceTimeout bounds a sync's wait for health when the Source
+// sets no spec.timeout.
+const DefaultSourceTimeout = 5 * time.Minute
 
 // SourceStatus is what the applier last did with a source.
 type SourceStatus struct {
@@ -85,7 +125,39 @@ type SourceStatus struct {
 	// answered, so that `berth reconcile source` knows its request is done
 	// (Flux's status.lastHandledReconcileAt).
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// LastHealthyRevision is the last revision whose objects all became
+	// healthy: what spec.rollbackOnFailure applies again.
+	LastHealthyRevision string `json:"lastHealthyRevision,omitempty"`
+	// Health sums up the kstatus of the objects last applied: Healthy,
+	// Progressing, Degraded or Unknown (no wait asked).
+	Health string `json:"health,omitempty"`
+	// Unhealthy lists the objects of the last sync that were not healthy,
+	// as "Kind/namespace/name: why".
+	// +listType=atomic
+	Unhealthy []string `json:"unhealthy,omitempty"`
+	// History holds the last syncs, newest first, at most
+	// MaxSourceHistory.
+	// +listType=atomic
+	History []SourceSync `json:"history,omitempty"`
 }
+
+// SourceSync is one sync of a source, as `berth describe source` lists
+// them.
+type SourceSync struct {
+	// Revision is the revision the sync read.
+	Revision string `json:"revision,omitempty"`
+	// Time is when the sync ended.
+	Time metav1.Time `json:"time"`
+	// Duration is how long it took.
+	Duration *metav1.Duration `json:"duration,omitempty"`
+	// Reason is the Ready reason it ended with.
+	Reason string `json:"reason"`
+	// Message is its Ready message.
+	Message string `json:"message,omitempty"`
+}
+
+// MaxSourceHistory bounds status.history.
+const MaxSourceHistory = 10
 
 // SourceCommit is what `git log -1` says of a commit, so that a reader of
 // a Source sees which change is live without the repository at hand.
@@ -113,7 +185,34 @@ const (
 	// ReasonNotConfigured: the source is no longer among the server's
 	// --source flags; its objects are kept and no longer synced.
 	ReasonNotConfigured = "NotConfigured"
+	// ReasonSuspended: spec.suspend holds the source.
+	ReasonSuspended = "Suspended"
+	// ReasonDependencyNotReady: a Source of spec.dependsOn is not Ready
+	// at its current revision yet.
+	ReasonDependencyNotReady = "DependencyNotReady"
+	// ReasonHealthCheckFailed: what was applied did not become healthy
+	// within spec.timeout.
+	ReasonHealthCheckFailed = "HealthCheckFailed"
+	// ReasonRolledBack: a revision's objects did not become healthy and
+	// the last healthy revision was applied again.
+	ReasonRolledBack = "RolledBack"
+	// ReasonCycle: spec.dependsOn, or the Sources that declare Sources,
+	// make a cycle.
+	ReasonCycle = "Cycle"
 )
+
+// Health values of SourceStatus.Health.
+const (
+	SourceHealthy       = "Healthy"
+	SourceProgressing   = "Progressing"
+	SourceDegraded      = "Degraded"
+	SourceHealthUnknown = "Unknown"
+)
+
+// AnnotationBootstrap marks a Source a --source flag of the server made:
+// the server keeps its spec in step with the flag, and marks it
+// NotConfigured once no flag names it.
+const AnnotationBootstrap = "berth.dev/bootstrap"
 
 // Annotations on a Source object through which users ask for a sync.
 const (

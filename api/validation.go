@@ -93,6 +93,7 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateCronJob(o, spec)...)
 	case *Source:
 		errs = append(errs, validateSourceSpec(&o.Spec, spec)...)
+		errs = append(errs, validateSourceOrder(o, spec)...)
 	case *Role:
 		errs = append(errs, validatePolicyRules(o.Rules, true, field.NewPath("rules"))...)
 	case *ClusterRole:

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -195,6 +196,51 @@ func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
 	}
 	if iv := spec.Interval; iv != nil && iv.Duration <= 0 {
 		errs = append(errs, field.Invalid(p.Child("interval"), iv.Duration.String(), "must be greater than zero"))
+	}
+	if t := spec.Timeout; t != nil && t.Duration <= 0 {
+		errs = append(errs, field.Invalid(p.Child("timeout"), t.Duration.String(), "must be greater than zero"))
+	}
+	if r := spec.SecretRef; r != nil {
+		rp := p.Child("secretRef")
+		if r.Name == "" {
+			errs = append(errs, field.Required(rp.Child("name"), "the Secret holding the credentials"))
+		} else {
+			for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
+				errs = append(errs, field.Invalid(rp.Child("name"), r.Name, msg))
+			}
+		}
+		if r.Namespace != "" {
+			for _, msg := range validation.IsDNS1123Label(r.Namespace) {
+				errs = append(errs, field.Invalid(rp.Child("namespace"), r.Namespace, msg))
+			}
+		}
+		if spec.Type != SourceTypeGit {
+			errs = append(errs, field.Forbidden(rp, "only git sources take credentials from a Secret"))
+		}
+	}
+	if spec.RollbackOnFailure && !spec.Wait {
+		errs = append(errs, field.Invalid(p.Child("rollbackOnFailure"), true, "needs spec.wait: a rollback follows a failed health check"))
+	}
+	return errs
+}
+
+// validateSourceOrder checks spec.dependsOn: Source names, none twice,
+// not the Source itself.
+func validateSourceOrder(o *Source, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	dp := p.Child("dependsOn")
+	seen := map[string]bool{}
+	for i, name := range o.Spec.DependsOn {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(dp.Index(i), name, msg))
+		}
+		switch {
+		case name == o.Name && name != "":
+			errs = append(errs, field.Invalid(dp.Index(i), name, "a Source cannot depend on itself"))
+		case seen[name]:
+			errs = append(errs, field.Duplicate(dp.Index(i), name))
+		}
+		seen[name] = true
 	}
 	return errs
 }

@@ -43,6 +43,8 @@ type Deps struct {
 	// Scheduler is told when volumes change, so that pods waiting for
 	// one are tried again.
 	Scheduler *sched.Scheduler
+	// Sources fetches and applies the Source objects.
+	Sources *sources
 }
 
 // Recorder records the events of a component (as kube-controller-manager's
@@ -63,6 +65,18 @@ type namedInit struct {
 // logs under, as kube-controller-manager's table of InitFuncs: a new
 // controller is one row.
 var controllerInits = []namedInit{
+	{SourceControllerName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		if d.Sources == nil {
+			return nil, nil
+		}
+		return d.Sources.controller(d), nil
+	}},
+	{DriftControllerName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		if d.Sources == nil {
+			return nil, nil
+		}
+		return d.Sources.driftController(d), nil
+	}},
 	{endpoints.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return endpoints.NewController(d.Store, endpoints.Options{Clock: d.Clock, Logger: d.Log}), nil
 	}},

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/utils/clock"
+
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/sched"
@@ -27,8 +29,12 @@ func TestControllerTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	srcs, err := newSources(nil, st, t.TempDir(), clock.RealClock{}, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deps := Deps{Store: st, Informers: informer.NewFactory(st, nil, nil), Events: event.NewWriter(st, event.Options{}),
-		Scheduler: sched.New(st, sched.Options{})}
+		Scheduler: sched.New(st, sched.Options{}), Sources: srcs}
 	for _, cidr := range []string{"", DefaultClusterCIDR} {
 		deps.Config.ClusterCIDR = cidr
 		cs, err := buildControllers(context.Background(), controllerInits, deps)

@@ -274,7 +274,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated, Informers: s.informers,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
-	deps := Deps{Config: cfg, Store: st, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: s.scheduler}
+	deps := Deps{Config: cfg, Store: st, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: s.scheduler, Sources: s.sources}
 	if s.controllers, err = buildControllers(ctx, controllerInits, deps); err != nil {
 		return nil, err
 	}
@@ -484,7 +484,6 @@ func (s *Server) setupSources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srcs.ctrlMetrics = s.ctrlMetrics
 	s.sources = srcs
 	if s.store.Replicated() {
 		return nil // the leader's, once elected
@@ -539,7 +538,7 @@ func (s *Server) buildAPI() error {
 			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
 				return apiserver.MirrorPodGuard(ctx, id, a)
 			}),
-			apiserver.AdmissionFunc(sourceGuard),
+			apiserver.AdmissionFunc(s.sources.guard),
 			apiserver.AdmissionFunc(authz.EscalationGuard),
 		},
 		Logger: s.log,
@@ -648,6 +647,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	stop()
 	wg.Wait()
+	s.sources.closeAll()
 	resigned := s.etcd != nil && err == nil
 	if resigned {
 		// Hand over once the controllers have stopped writing, before
@@ -701,7 +701,6 @@ func (s *Server) Leading() <-chan struct{} { return s.leading }
 // sources, the event writer, the controllers and the scheduler.
 func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
 	defer s.leadingOnce.Do(func() { close(s.leading) })
-	wg.Go(func() { s.sources.Run(ctx) })
 	wg.Go(func() { s.events.Run(ctx) })
 	for _, c := range s.controllers {
 		wg.Go(func() {

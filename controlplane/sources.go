@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,117 +28,123 @@ import (
 	"github.com/berth-dev/berth/source/git"
 	sourcehttp "github.com/berth-dev/berth/source/http"
 	"github.com/berth-dev/berth/store"
-	"github.com/berth-dev/berth/store/informer"
 )
 
 // SourcesDir is the folder of the data dir where git sources keep their
 // clones, one folder per source.
 const SourcesDir = "sources"
 
+// SourceControllerName is the Source controller's row in the controller
+// table and the name it logs under.
+const SourceControllerName = "sources"
+
+// DriftControllerName is the drift controller's row.
+const DriftControllerName = "drift"
+
+// Retry bounds of a Source whose sync failed (a fetch, a store write):
+// the first retry after sourceRetryInitial, doubling up to
+// source.RetryMax.
+const sourceRetryInitial = time.Second
+
+// dependencyRecheck is how soon a Source held back by its dependencies
+// looks again, besides the wake-up their changes give it.
+const dependencyRecheck = 5 * time.Second
+
 var sourceKind = api.KindOf(&api.Source{})
 
-// sources runs the configured sources: each one's revisions go to the
-// applier one at a time; the Source objects are kept in step with the
-// flags; requests made on them (`berth reconcile source`) and webhooks
-// trigger syncs; and the drift controller reverts changes made outside
-// them.
+// sources is the Source controller: each Source object is fetched,
+// applied and checked on the shared controller runtime, one key per
+// Source; the --source flags only make Source objects at start
+// (bootstrap). The drift controller reverts changes made outside the
+// sources.
 type sources struct {
 	store   *store.Store
 	applier *apply.Applier
 	clock   clock.WithTicker
 	log     *slog.Logger
-	runners map[string]*runner
-	// ctrlMetrics instruments the drift and Source controllers; nil
-	// leaves them uninstrumented.
-	ctrlMetrics *reconcile.Metrics
-	// informers feed the drift and Source controllers; nil gives each
-	// informers of its own.
-	informers *informer.Factory
+	dataDir string
+	// flags are the --source flags by name: the Source objects the server
+	// keeps in step with its command line.
+	flags map[string]source.Spec
 	// syncDuration is berth_source_sync_duration_seconds: how long one
 	// revision's apply took.
 	syncDuration *prometheus.HistogramVec
+
+	mu   sync.Mutex
+	runs map[string]*sourceRun
+	rand *rand.Rand
+	// ctrl is the controller, once built.
+	ctrl *reconcile.Controller
 }
 
-// runner is one configured source and its apply loop.
-type runner struct {
-	spec source.Spec
-	src  source.Source
-	// reapply asks the loop to apply the last revision again (the
-	// Source's spec changed: allowMassPrune may now let it through).
-	reapply chan struct{}
+// sourceRun is what the controller keeps of one Source between syncs.
+// Only the worker that holds the Source's key touches fetcher, have,
+// spec and due; the rest is read by other goroutines under sources.mu.
+type sourceRun struct {
+	spec    api.SourceSpec
+	fetcher source.Fetcher
+	// have is the ID of the last revision read whole and handed to the
+	// applier, so that a poll that finds it again skips decoding.
+	have string
+	// due is when the next poll is.
+	due time.Time
 
-	mu sync.Mutex
-	// requested is the newest reconcile request seen; pending is the one
-	// the next revision answers.
-	requested, pending string
-
-	synced atomic.Bool
-	// lastSuccess is when a revision was last applied (Ready=True), in
-	// Unix nanoseconds; 0 until one has been since the server started.
-	lastSuccess atomic.Int64
+	// hinted asks the next sync to read the source before its poll is
+	// due (a dir source's watch saw a change).
+	hinted bool
+	// forced asks the next sync to read and apply the whole revision even
+	// if unchanged (a webhook, a Trigger).
+	forced bool
+	// synced is set once a sync has ended, applied or not.
+	synced bool
+	// lastSuccess is when a revision was last applied (Ready=True).
+	lastSuccess time.Time
 }
 
-// sourceGuard is the API's admission of Source objects. A Source is made
-// by a --source flag of the server, which alone runs it: one created
-// through the API would sit there and never sync, so that is refused, as
-// is a change to what the flag says (its type, URL, ref, path, interval
-// and options; the next start would put the flag's back). Its
-// allowMassPrune, the prune guard's switch, and its metadata (berth
-// reconcile's request) are the operator's to change.
-func sourceGuard(_ context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
-	if a.Kind != sourceKind || a.Subresource != "" {
-		return nil
-	}
-	switch a.Verb {
-	case apiserver.VerbCreate:
-		return apiserver.Forbidden(id, a, "Source objects are made by the server's --source flags; one made through the API would never sync")
-	case apiserver.VerbUpdate, apiserver.VerbPatch:
-		old, cur := a.Old.(*api.Source).Spec, a.Object.(*api.Source).Spec
-		old.AllowMassPrune = cur.AllowMassPrune
-		if !equality.Semantic.DeepEqual(old, cur) {
-			return apiserver.Forbidden(id, a, "the spec of a Source is its --source flag's (only spec.allowMassPrune may change): change the flag and restart the server")
-		}
-	}
-	return nil
-}
-
-// newSources makes the source of every spec, so that a bad spec stops the
-// server before it serves.
+// newSources checks the --source flags; a bad one stops the server before
+// it serves.
 func newSources(specs []source.Spec, st *store.Store, dataDir string, clk clock.WithTicker, log *slog.Logger, events *event.Recorder) (*sources, error) {
 	s := &sources{
 		store:   st,
 		applier: apply.New(st, apply.Options{Clock: clk, Logger: log, Events: events}),
 		clock:   clk,
 		log:     log,
-		runners: map[string]*runner{},
+		dataDir: dataDir,
+		flags:   map[string]source.Spec{},
+		runs:    map[string]*sourceRun{},
 		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "berth", Subsystem: "source", Name: "sync_duration_seconds",
 			Help:    "How long a source's sync took: validating a revision, diffing it against the store and writing it (Flux's gotk_reconcile_duration_seconds).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 17),
 		}, []string{"name"}),
 	}
+	seed := uint64(clk.Now().UnixNano())
+	s.rand = rand.New(rand.NewPCG(seed, seed>>1^0x9e3779b97f4a7c15))
 	if err := source.CheckNames(specs); err != nil {
 		return nil, err
 	}
 	for _, spec := range specs {
-		src, err := newSource(spec, dataDir, clk, log)
+		// Make the source once, so that a bad option fails the start.
+		f, err := s.newFetcher(spec, nil)
 		if err != nil {
 			return nil, err
 		}
-		s.runners[spec.Name] = &runner{spec: spec, src: src, reapply: make(chan struct{}, 1)}
+		f.Close()
+		s.flags[spec.Name] = spec
 	}
 	return s, nil
 }
 
-// newSource makes the source of one spec by its type.
-func newSource(spec source.Spec, dataDir string, clk clock.WithTicker, log *slog.Logger) (source.Source, error) {
+// newFetcher makes the fetcher of one spec by its type; onChange is told
+// of a change a dir source's watch saw.
+func (s *sources) newFetcher(spec source.Spec, onChange func()) (source.Fetcher, error) {
 	switch spec.Type {
 	case source.TypeDir:
-		return dir.New(spec, dir.Options{Clock: clk, Logger: log})
+		return dir.New(spec, dir.Options{Clock: s.clock, Logger: s.log, OnChange: onChange})
 	case source.TypeGit:
-		return git.New(spec, git.Options{Clock: clk, Logger: log, CacheDir: filepath.Join(dataDir, SourcesDir, spec.Name)})
+		return git.New(spec, git.Options{Clock: s.clock, Logger: s.log, CacheDir: filepath.Join(s.dataDir, SourcesDir, spec.Name)})
 	case source.TypeHTTP:
-		return sourcehttp.New(spec, sourcehttp.Options{Clock: clk, Logger: log})
+		return sourcehttp.New(spec, sourcehttp.Options{Clock: s.clock, Logger: s.log})
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", spec.Name, spec.Type)
 }
@@ -166,16 +173,55 @@ func objectSpec(spec source.Spec) api.SourceSpec {
 	return out
 }
 
-// ensureObjects makes the Source objects match the flags: one per
-// configured source, created or with its spec updated (status kept); one
-// no flag names any more is kept, with its objects, and marked Ready=False
-// NotConfigured, since pruning what a source applied because a flag went
-// missing would be a surprise nobody asked for. Deleting such a Source
-// prunes nothing either: its objects keep running, and its claim on them
-// no longer holds another source back (the applier adopts them).
+// fetchSpec is the source.Spec of a Source object: what its fetcher reads.
+func (s *sources) fetchSpec(name string, spec api.SourceSpec) source.Spec {
+	out := source.Spec{
+		Name:    name,
+		Type:    string(spec.Type),
+		URL:     strings.TrimPrefix(spec.URL, "git+"),
+		Ref:     spec.Ref,
+		Path:    spec.Path,
+		Options: maps.Clone(spec.Options),
+	}
+	if spec.Interval != nil {
+		out.Interval = spec.Interval.Duration
+	}
+	if out.Interval <= 0 {
+		switch out.Type {
+		case source.TypeGit:
+			out.Interval = source.DefaultGitInterval
+		case source.TypeHTTP:
+			out.Interval = source.DefaultHTTPInterval
+		default:
+			out.Interval = source.DefaultDirInterval
+		}
+	}
+	if ref := spec.SecretRef; ref != nil {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = api.NamespaceSystem
+		}
+		secret := ref.Name
+		out.Credentials = func(context.Context) (map[string][]byte, error) {
+			obj, err := s.store.Get(api.KindOf(&api.Secret{}), ns, secret)
+			if err != nil {
+				return nil, fmt.Errorf("credentials Secret %s/%s (spec.secretRef): %w", ns, secret, err)
+			}
+			return obj.(*api.Secret).Data, nil
+		}
+	}
+	return out
+}
+
+// ensureObjects makes the Source objects of the flags: one per flag,
+// created or with the flag's part of its spec updated (the rest of the
+// spec and the status kept). A Source a flag made that no flag names any
+// more is kept, with its objects, and marked Ready=False NotConfigured by
+// its sync, since pruning what a source applied because a flag went
+// missing would be a surprise nobody asked for.
 func (s *sources) ensureObjects(ctx context.Context) error {
-	for _, name := range slices.Sorted(maps.Keys(s.runners)) {
-		if err := s.ensureObject(ctx, s.runners[name].spec); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(s.flags)) {
+		if err := s.ensureObject(ctx, s.flags[name]); err != nil {
 			return err
 		}
 	}
@@ -183,38 +229,32 @@ func (s *sources) ensureObjects(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now := metav1.NewTime(s.clock.Now())
 	for _, obj := range objs {
-		if _, ok := s.runners[obj.GetName()]; ok {
+		src := obj.(*api.Source)
+		if src.Annotations[api.AnnotationBootstrap] == "" || s.flagged(src.Name) {
 			continue
 		}
-		src := obj.(*api.Source).DeepCopy()
-		changed := meta.SetStatusCondition(&src.Status.Conditions, metav1.Condition{
-			Type:               api.SourceReady,
-			Status:             metav1.ConditionFalse,
-			Reason:             api.ReasonNotConfigured,
-			Message:            "No --source flag of the server names this source any more: its objects are kept as they are and no longer synced; delete this Source to forget it: they keep running, and another source that declares them takes them over",
-			ObservedGeneration: src.Generation,
-			LastTransitionTime: now,
-		})
-		if !changed {
-			continue
-		}
-		if _, err := s.store.Update(ctx, src); err != nil {
-			return fmt.Errorf("mark source %s not configured: %w", src.Name, err)
+		if err := s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonNotConfigured, notConfigured); err != nil {
+			return err
 		}
 		s.log.Warn("source no longer configured; its objects are kept", "source", src.Name)
 	}
 	return nil
 }
 
-// ensureObject creates the Source object of a spec, or updates its spec.
+// notConfigured is the Ready message of a Source a flag made that no flag
+// names any more.
+const notConfigured = "No --source flag of the server names this source any more: its objects are kept as they are and no longer synced; delete this Source to forget it: they keep running, and another source that declares them takes them over"
+
+// ensureObject creates the Source object of a flag, or updates the flag's
+// part of its spec.
 func (s *sources) ensureObject(ctx context.Context, spec source.Spec) error {
-	want := objectSpec(spec)
+	flag := objectSpec(spec)
 	obj, err := s.store.Get(sourceKind, "", spec.Name)
 	switch {
 	case store.IsNotFound(err):
-		src := &api.Source{ObjectMeta: metav1.ObjectMeta{Name: spec.Name}, Spec: want}
+		src := &api.Source{ObjectMeta: metav1.ObjectMeta{Name: spec.Name,
+			Annotations: map[string]string{api.AnnotationBootstrap: "flag"}}, Spec: flag}
 		meta.SetStatusCondition(&src.Status.Conditions, metav1.Condition{
 			Type:               api.SourceReady,
 			Status:             metav1.ConditionUnknown,
@@ -230,31 +270,50 @@ func (s *sources) ensureObject(ctx context.Context, spec source.Spec) error {
 		return err
 	}
 	src := obj.(*api.Source)
-	if equality.Semantic.DeepEqual(src.Spec, want) {
+	want := withFlag(src.Spec, flag)
+	if equality.Semantic.DeepEqual(src.Spec, want) && src.Annotations[api.AnnotationBootstrap] != "" {
 		return nil
 	}
 	src = src.DeepCopy()
 	src.Spec = want
+	if src.Annotations == nil {
+		src.Annotations = map[string]string{}
+	}
+	src.Annotations[api.AnnotationBootstrap] = "flag"
 	if _, err := s.store.Update(ctx, src); err != nil {
 		return fmt.Errorf("update source %s: %w", spec.Name, err)
 	}
 	return nil
 }
 
-// Ready is the "sources" check of /readyz: every source has finished one
-// sync attempt, applied or not.
+// withFlag is spec with the part a --source flag says (where to read,
+// how often, with which options) taken from the flag.
+func withFlag(spec, flag api.SourceSpec) api.SourceSpec {
+	spec.Type, spec.URL, spec.Ref, spec.Path = flag.Type, flag.URL, flag.Ref, flag.Path
+	spec.Interval, spec.Options, spec.AllowMassPrune = flag.Interval, flag.Options, flag.AllowMassPrune
+	return spec
+}
+
+// Ready is the "sources" check of /readyz: every source of a flag has
+// finished one sync attempt, applied or not.
 func (s *sources) Ready() error {
 	following := s.store.Following()
 	var waiting []string
-	for name, r := range s.runners {
+	for name := range s.flags {
 		if following {
 			// The leader runs the sources: a Source it has synced once
 			// has a sync time.
 			if obj, err := s.store.Get(sourceKind, "", name); err == nil && obj.(*api.Source).Status.LastSyncTime != nil {
 				continue
 			}
-		} else if r.synced.Load() {
-			continue
+		} else {
+			s.mu.Lock()
+			r := s.runs[name]
+			synced := r != nil && r.synced
+			s.mu.Unlock()
+			if synced {
+				continue
+			}
 		}
 		waiting = append(waiting, name)
 	}
@@ -265,163 +324,376 @@ func (s *sources) Ready() error {
 	return fmt.Errorf("waiting for the first sync of %s", strings.Join(waiting, ", "))
 }
 
-// Trigger asks the named source to sync now; false when no source has
-// that name.
+// Trigger asks the named Source to fetch and apply now, even if nothing
+// changed; false when no Source has that name.
 func (s *sources) Trigger(name string) bool {
-	r, ok := s.runners[name]
-	if ok {
-		r.src.Trigger()
+	if _, err := s.store.Get(sourceKind, "", name); err != nil {
+		return false
 	}
-	return ok
+	s.mu.Lock()
+	s.run(name).forced = true
+	ctrl := s.ctrl
+	s.mu.Unlock()
+	if ctrl != nil {
+		ctrl.Enqueue(name)
+	}
+	return true
 }
 
-// Run runs every source, its apply loop, the watch of Source objects and
-// the drift controller until ctx is done, and waits for them all.
-func (s *sources) Run(ctx context.Context) {
-	if len(s.runners) == 0 {
-		return
-	}
-	var wg sync.WaitGroup
-	for _, r := range s.runners {
-		revs := make(chan source.Revision)
-		wg.Go(func() {
-			err := r.src.Run(ctx, revs)
-			if err == nil || ctx.Err() != nil {
-				return
-			}
-			// The source cannot run at all (its cache folder is unusable):
-			// say so on the Source, as a fetch that failed.
-			s.log.Error("source stopped", "source", r.spec.Name, "err", err)
-			select {
-			case revs <- source.Revision{Err: fmt.Errorf("the source stopped: %w", err), Time: s.clock.Now()}:
-			case <-ctx.Done():
-			}
-		})
-		wg.Go(func() { s.loop(ctx, r, revs) })
-	}
-	names := slices.Sorted(maps.Keys(s.runners))
-	opts := reconcile.Options{Clock: s.clock, Logger: s.log, Informers: s.informers}
-	drift := s.applier.DriftController(names, opts)
-	opts.Store = s.store
-	opts.Watches = []reconcile.Watch{{Kind: sourceKind}}
-	watch := reconcile.NewController("sources", reconcile.ReconcilerFunc(s.reconcile), opts)
-	if s.ctrlMetrics != nil {
-		s.ctrlMetrics.Instrument(drift)
-		s.ctrlMetrics.Instrument(watch)
-	}
-	wg.Go(func() { drift.Run(ctx, 2) })
-	wg.Go(func() { watch.Run(ctx, 1) })
-	wg.Wait()
-}
-
-// loop applies a source's revisions one at a time.
-func (s *sources) loop(ctx context.Context, r *runner, revs <-chan source.Revision) {
-	var last *source.Revision
-	for {
-		var rev source.Revision
-		select {
-		case <-ctx.Done():
-			return
-		case rev = <-revs:
-			last = &rev
-		case <-r.reapply:
-			if last == nil {
-				continue
-			}
-			rev = *last
-		}
-		opts := apply.ApplyOptions{Request: r.takeRequest()}
-		start := s.clock.Now()
-		res, err := s.applier.Apply(ctx, r.spec.Name, rev, opts)
-		end := s.clock.Now()
-		s.syncDuration.WithLabelValues(r.spec.Name).Observe(end.Sub(start).Seconds())
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Error("apply failed", "source", r.spec.Name, "revision", rev.ID, "err", err)
-			// The store failed; a later revision or trigger tries again.
-			// The request stays pending so that `berth reconcile` learns.
-			r.putBack(opts.Request)
-			continue
-		}
-		if res.Ready {
-			r.lastSuccess.Store(end.UnixNano())
-		}
-		r.synced.Store(true)
-	}
-}
-
-// reconcile follows a Source object: it recreates it if it was deleted
-// while configured (and applies the last revision again to fill in its
-// status), triggers a sync for a new reconcile request, and applies the
-// last revision again when the spec changed.
-func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
-	r := s.runners[key]
+// run returns the state of a Source, made at first use. s.mu is held.
+func (s *sources) run(name string) *sourceRun {
+	r := s.runs[name]
 	if r == nil {
-		return reconcile.Result{}, nil
+		r = &sourceRun{}
+		s.runs[name] = r
 	}
+	return r
+}
+
+// lastSuccesses is when each Source last applied a revision, for the
+// metrics.
+func (s *sources) lastSuccesses() map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]time.Time{}
+	for name, r := range s.runs {
+		if !r.lastSuccess.IsZero() {
+			out[name] = r.lastSuccess
+		}
+	}
+	return out
+}
+
+// controller builds the Source controller: a key per Source, woken by
+// changes to Sources (its own, and those it depends on), by webhooks, by
+// a dir source's watch, and at each Source's interval.
+func (s *sources) controller(d Deps) *reconcile.Controller {
+	opts := reconcile.Options{
+		Clock:     d.Clock,
+		Logger:    d.Log,
+		Informers: d.Informers,
+		Store:     s.store,
+		Backoff:   reconcile.Backoff{Base: sourceRetryInitial, RandomizationFactor: 0.1, Max: source.RetryMax},
+		Watches: []reconcile.Watch{{Kind: sourceKind, Keys: func(e store.Event) []string {
+			name := e.Object.GetName()
+			keys := []string{name}
+			// The Sources that wait for this one look again.
+			objs, _, err := s.store.List(sourceKind, store.Filter{})
+			if err == nil {
+				for _, o := range objs {
+					if slices.Contains(o.(*api.Source).Spec.DependsOn, name) {
+						keys = append(keys, o.GetName())
+					}
+				}
+			}
+			return keys
+		}}},
+	}
+	c := reconcile.NewController(SourceControllerName, reconcile.ReconcilerFunc(s.reconcile), opts)
+	s.mu.Lock()
+	s.ctrl = c
+	s.mu.Unlock()
+	return c
+}
+
+// driftController reverts changes made outside the sources to what they
+// applied: it watches every object a source's annotation names.
+func (s *sources) driftController(d Deps) *reconcile.Controller {
+	return s.applier.DriftController(reconcile.Options{Clock: d.Clock, Logger: d.Log, Informers: d.Informers})
+}
+
+// reconcile syncs one Source: it checks whether the Source may sync
+// (configured, not suspended, its dependencies Ready), fetches when the
+// poll is due or something asked, applies what changed, and comes back
+// at the interval. Any error (a fetch, a store write) is retried with
+// back-off, seconds at first.
+func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, error) {
 	obj, err := s.store.Get(sourceKind, "", key)
 	if store.IsNotFound(err) {
-		if err := s.ensureObject(ctx, r.spec); err != nil {
-			return reconcile.Result{}, err
+		if spec, ok := s.flags[key]; ok {
+			// Deleted while a flag names it: made again, and synced whole
+			// so that its status says what is applied.
+			if err := s.ensureObject(ctx, spec); err != nil {
+				return reconcile.Result{}, err
+			}
+			s.mu.Lock()
+			s.run(key).forced = true
+			s.mu.Unlock()
+			return reconcile.Result{}, nil
 		}
-		// The new object knows nothing yet, and the source sends a
-		// revision only when it changes: apply the last one again so
-		// that the status says what is applied.
-		r.askReapply()
+		s.forget(key)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	src := obj.(*api.Source)
-	if at := src.Annotations[api.AnnotationReconcileRequestedAt]; at != "" && at != src.Status.LastHandledReconcileAt && r.request(at) {
-		s.log.Info("sync requested", "source", key, "requestedAt", at)
-		r.src.Trigger()
+	s.mu.Lock()
+	r := s.run(key)
+	forced, hinted := r.forced, r.hinted
+	r.forced, r.hinted = false, false
+	s.mu.Unlock()
+	now := s.clock.Now()
+
+	if src.Annotations[api.AnnotationBootstrap] != "" && !s.flagged(key) {
+		s.closeFetcher(r)
+		return reconcile.Result{}, s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonNotConfigured, notConfigured)
 	}
-	if src.Generation != src.Status.ObservedGeneration && src.Status.LastSyncTime != nil {
-		r.askReapply()
+	if src.Spec.Suspend {
+		s.closeFetcher(r)
+		return reconcile.Result{}, s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonSuspended,
+			"Suspended (spec.suspend): nothing is fetched or applied until `berth resume source "+key+"`")
 	}
-	return reconcile.Result{}, nil
+	if cycle := dependencyCycle(s.store, key); cycle != "" {
+		return reconcile.Result{}, s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonCycle,
+			"spec.dependsOn makes a cycle: "+cycle+"; nothing is synced until it is broken")
+	}
+	if waiting := s.dependenciesNotReady(src); waiting != "" {
+		if err := s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonDependencyNotReady, waiting); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: dependencyRecheck}, nil
+	}
+
+	spec := s.fetchSpec(key, src.Spec)
+	if r.fetcher == nil || !equality.Semantic.DeepEqual(r.spec, src.Spec) {
+		s.closeFetcher(r)
+		f, err := s.newFetcher(spec, func() { s.hint(key) })
+		if err != nil {
+			return reconcile.Result{}, reconcile.Terminal(s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonFetchFailed, err.Error()))
+		}
+		r.fetcher, r.spec, r.have, r.due = f, *src.Spec.DeepCopy(), "", time.Time{}
+	}
+	request := src.Annotations[api.AnnotationReconcileRequestedAt]
+	if request == src.Status.LastHandledReconcileAt {
+		request = ""
+	}
+	whole := forced || request != "" || src.Generation != src.Status.ObservedGeneration || src.Status.LastSyncTime == nil
+	if !whole && !hinted && !r.due.IsZero() && now.Before(r.due) {
+		// Woken by a write (its own status), not due: nothing to do.
+		return reconcile.Result{RequeueAfter: r.due.Sub(now)}, nil
+	}
+	have := r.have
+	if whole {
+		have = ""
+	}
+	rev := r.fetcher.Fetch(ctx, have)
+	if ctx.Err() != nil {
+		return reconcile.Result{}, ctx.Err()
+	}
+	rev.Time = s.clock.Now()
+	if rev.OK() && have != "" && rev.ID == have {
+		// Unchanged since the last sync.
+		r.due = now.Add(s.jittered(spec.Interval))
+		return reconcile.Result{RequeueAfter: r.due.Sub(now)}, nil
+	}
+	res, err := s.applier.Apply(ctx, key, rev, apply.ApplyOptions{Request: request})
+	end := s.clock.Now()
+	s.syncDuration.WithLabelValues(key).Observe(end.Sub(now).Seconds())
+	s.mu.Lock()
+	r.synced = true
+	if res.Ready {
+		r.lastSuccess = end
+	}
+	s.mu.Unlock()
+	if err != nil {
+		// The store failed: the request stays pending, the whole revision
+		// is read again at the retry.
+		r.have = ""
+		s.mu.Lock()
+		r.forced = true
+		s.mu.Unlock()
+		return reconcile.Result{}, err
+	}
+	if rev.Err != nil {
+		r.have = ""
+		return reconcile.Result{}, fmt.Errorf("fetch source %s: %w", key, rev.Err)
+	}
+	r.have = rev.ID
+	r.due = now.Add(s.jittered(spec.Interval))
+	return reconcile.Result{RequeueAfter: r.due.Sub(now)}, nil
 }
 
-// askReapply asks the apply loop to apply the last revision again; one
-// request waiting is enough.
-func (r *runner) askReapply() {
-	select {
-	case r.reapply <- struct{}{}:
-	default:
+// flagged reports whether a --source flag names the Source.
+func (s *sources) flagged(name string) bool {
+	_, ok := s.flags[name]
+	return ok
+}
+
+// hint asks for a read of a Source once a burst of changes its watch
+// saw has had dir.DefaultDebounce to settle.
+func (s *sources) hint(name string) {
+	s.mu.Lock()
+	s.run(name).hinted = true
+	ctrl := s.ctrl
+	s.mu.Unlock()
+	if ctrl != nil {
+		ctrl.EnqueueAfter(name, dir.DefaultDebounce)
 	}
 }
 
-// request records a reconcile request; false when it was already seen.
-func (r *runner) request(at string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if at == r.requested {
+// jittered spreads an interval by up to ±5%, so that Sources made
+// together do not poll together.
+func (s *sources) jittered(d time.Duration) time.Duration {
+	s.mu.Lock()
+	f := 1 + git.Jitter*(2*s.rand.Float64()-1)
+	s.mu.Unlock()
+	return time.Duration(float64(d) * f)
+}
+
+// closeFetcher lets go of a Source's fetcher (its git cache, its watch).
+func (s *sources) closeFetcher(r *sourceRun) {
+	if r.fetcher != nil {
+		r.fetcher.Close()
+		r.fetcher, r.have = nil, ""
+	}
+}
+
+// forget drops what the controller kept of a deleted Source.
+func (s *sources) forget(name string) {
+	s.mu.Lock()
+	r := s.runs[name]
+	delete(s.runs, name)
+	s.mu.Unlock()
+	if r != nil {
+		s.closeFetcher(r)
+	}
+	s.applier.Forget(name)
+}
+
+// closeAll closes every fetcher once the controller has stopped.
+func (s *sources) closeAll() {
+	s.mu.Lock()
+	runs := slices.Collect(maps.Values(s.runs))
+	s.mu.Unlock()
+	for _, r := range runs {
+		s.closeFetcher(r)
+	}
+}
+
+// setCondition writes the Ready condition of a Source that did not sync
+// (suspended, waiting, not configured, unusable spec); nothing when it
+// already says so.
+func (s *sources) setCondition(ctx context.Context, src *api.Source, status metav1.ConditionStatus, reason, message string) error {
+	c := meta.FindStatusCondition(src.Status.Conditions, api.SourceReady)
+	if c != nil && c.Status == status && c.Reason == reason && c.Message == message && c.ObservedGeneration == src.Generation {
+		return nil
+	}
+	return s.applier.SetReady(ctx, src.Name, status, reason, message)
+}
+
+// dependenciesNotReady says which Sources of spec.dependsOn are not Ready
+// at their current revision; "" when all are.
+func (s *sources) dependenciesNotReady(src *api.Source) string {
+	var waiting []string
+	for _, name := range src.Spec.DependsOn {
+		obj, err := s.store.Get(sourceKind, "", name)
+		if err != nil {
+			waiting = append(waiting, name+" (no such Source)")
+			continue
+		}
+		if why := notReadyAtRevision(obj.(*api.Source)); why != "" {
+			waiting = append(waiting, name+" ("+why+")")
+		}
+	}
+	if len(waiting) == 0 {
+		return ""
+	}
+	return "Waiting for " + strings.Join(waiting, ", ") + " (spec.dependsOn)"
+}
+
+// notReadyAtRevision says why a Source is not Ready at the revision it
+// last read; "" when it is.
+func notReadyAtRevision(src *api.Source) string {
+	c := meta.FindStatusCondition(src.Status.Conditions, api.SourceReady)
+	switch {
+	case c == nil || c.Status != metav1.ConditionTrue:
+		if c == nil {
+			return "not synced yet"
+		}
+		return "Ready=" + string(c.Status) + " " + c.Reason
+	case c.ObservedGeneration != src.Generation:
+		return "its spec changed since its last sync"
+	case src.Status.LastAppliedRevision != src.Status.LastAttemptedRevision:
+		return "not at its current revision"
+	}
+	return ""
+}
+
+// dependencyCycle returns the cycle of spec.dependsOn through the named
+// Source, as "a -> b -> a", or "".
+func dependencyCycle(r interface {
+	Get(k *api.Kind, namespace, name string) (api.Object, error)
+}, start string) string {
+	deps := func(name string) []string {
+		obj, err := r.Get(sourceKind, "", name)
+		if err != nil {
+			return nil
+		}
+		return obj.(*api.Source).Spec.DependsOn
+	}
+	return findCycle(start, deps)
+}
+
+// findCycle looks for a path from start back to start along next, depth
+// first; it returns it as "start -> … -> start", or "".
+func findCycle(start string, next func(string) []string) string {
+	visited := map[string]bool{}
+	var path []string
+	var walk func(name string) bool
+	walk = func(name string) bool {
+		for _, n := range next(name) {
+			if n == start {
+				path = append(path, n)
+				return true
+			}
+			if visited[n] {
+				continue
+			}
+			visited[n] = true
+			path = append(path, n)
+			if walk(n) {
+				return true
+			}
+			path = path[:len(path)-1]
+		}
 		return false
 	}
-	r.requested, r.pending = at, at
-	return true
+	if walk(start) {
+		return strings.Join(append([]string{start}, path...), " -> ")
+	}
+	return ""
 }
 
-// takeRequest returns the request the next sync answers, if any.
-func (r *runner) takeRequest() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	at := r.pending
-	r.pending = ""
-	return at
-}
-
-func (r *runner) putBack(at string) {
-	if at == "" {
-		return
+// guard is the API's admission of Source objects: a spec.dependsOn that
+// would close a cycle is refused, naming it. Anything else is the
+// operator's to create, change and delete; a flag's part of the spec of
+// a Source a flag made is put back at the next start.
+func (s *sources) guard(_ context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
+	if a.Kind != sourceKind || a.Subresource != "" {
+		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending == "" {
-		r.pending = at
+	switch a.Verb {
+	case apiserver.VerbCreate, apiserver.VerbUpdate, apiserver.VerbPatch:
+	default:
+		return nil
 	}
+	src, ok := a.Object.(*api.Source)
+	if !ok || len(src.Spec.DependsOn) == 0 {
+		return nil
+	}
+	next := func(name string) []string {
+		if name == src.Name {
+			return src.Spec.DependsOn
+		}
+		obj, err := s.store.Get(sourceKind, "", name)
+		if err != nil {
+			return nil
+		}
+		return obj.(*api.Source).Spec.DependsOn
+	}
+	if cycle := findCycle(src.Name, next); cycle != "" {
+		return apiserver.Forbidden(id, a, "spec.dependsOn would make a cycle: "+cycle)
+	}
+	return nil
 }

@@ -227,11 +227,16 @@ func TestSourcesRejectDuplicateNames(t *testing.T) {
 	}
 }
 
-// TestSourcesThroughTheAPI: the API makes no Source and changes no flag's
-// part of one, but takes the operator's switches.
+// TestSourcesThroughTheAPI: a Source made through the API syncs like one
+// of a flag; its spec can change (the new place is applied, the old
+// objects pruned); a dependsOn cycle is refused; deleting it keeps its
+// objects.
 func TestSourcesThroughTheAPI(t *testing.T) {
-	manifests := t.TempDir()
+	manifests, first, second := t.TempDir(), t.TempDir(), t.TempDir()
 	write(t, filepath.Join(manifests, "a.yaml"), cm("a", "1"))
+	write(t, filepath.Join(first, "b.yaml"), cm("b", "1"))
+	write(t, filepath.Join(second, "c.yaml"), cm("c", "1"))
+	write(t, filepath.Join(second, "d.yaml"), cm("d", "1"))
 	spec, err := source.Parse("name=site," + manifests)
 	if err != nil {
 		t.Fatal(err)
@@ -243,26 +248,57 @@ func TestSourcesThroughTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	st := cp.Store()
 	poll(t, "the first sync", func() error { return cp.sources.Ready() })
 
-	other := &api.Source{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: api.SourceSpec{Type: api.SourceTypeDir, URL: manifests}}
-	if _, err := c.Create(ctx, other); !client.IsForbidden(err) || !strings.Contains(err.Error(), "made by the server's --source flags") {
-		t.Errorf("create a Source: %v, want 403", err)
+	other := &api.Source{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: api.SourceSpec{Type: api.SourceTypeDir, URL: first}}
+	if _, err := c.Create(ctx, other); err != nil {
+		t.Fatalf("create a Source: %v", err)
 	}
-	obj, err := c.Get(ctx, sourceKind, "", "site")
-	if err != nil {
+	poll(t, "b applied by other", func() error { _, err := configData(st, "b"); return err })
+
+	// Moved to another folder: its objects follow.
+	update := func(name string, change func(*api.Source)) error {
+		obj, err := c.Get(ctx, sourceKind, "", name)
+		if err != nil {
+			return err
+		}
+		src := obj.DeepCopyObject().(*api.Source)
+		change(src)
+		_, err = c.Update(ctx, src)
+		return err
+	}
+	retry := func(name string, change func(*api.Source)) {
+		t.Helper()
+		poll(t, "update "+name, func() error { return update(name, change) })
+	}
+	retry("other", func(s *api.Source) { s.Spec.URL = second; s.Spec.AllowMassPrune = true })
+	poll(t, "other moved", func() error {
+		if _, err := configData(st, "b"); !store.IsNotFound(err) {
+			return fmt.Errorf("b: %v", err)
+		}
+		_, err := configData(st, "c")
+		return err
+	})
+
+	// other waits for site; site waiting for other would be a cycle.
+	retry("other", func(s *api.Source) { s.Spec.DependsOn = []string{"site"} })
+	err = update("site", func(s *api.Source) { s.Spec.DependsOn = []string{"other"} })
+	if !client.IsForbidden(err) || !strings.Contains(err.Error(), "site -> other -> site") {
+		t.Errorf("a dependsOn cycle: %v, want 403 naming it", err)
+	}
+
+	if _, err := c.Delete(ctx, sourceKind, "", "other", nil); err != nil {
 		t.Fatal(err)
 	}
-	moved := obj.DeepCopyObject().(*api.Source)
-	moved.Spec.URL = t.TempDir()
-	if _, err := c.Update(ctx, moved); !client.IsForbidden(err) || !strings.Contains(err.Error(), "--source flag's") {
-		t.Errorf("change the URL: %v, want 403", err)
-	}
-	allowed := obj.DeepCopyObject().(*api.Source)
-	allowed.Spec.AllowMassPrune = true
-	allowed.Annotations = map[string]string{api.AnnotationReconcileRequestedAt: "now"}
-	if _, err := c.Update(ctx, allowed); err != nil {
-		t.Errorf("allowMassPrune and a reconcile request: %v", err)
+	poll(t, "other gone", func() error {
+		if _, err := st.Get(sourceKind, "", "other"); !store.IsNotFound(err) {
+			return fmt.Errorf("other: %v", err)
+		}
+		return nil
+	})
+	if _, err := configData(st, "c"); err != nil {
+		t.Errorf("c not kept: %v", err)
 	}
 }
 
@@ -348,5 +384,64 @@ func TestDeletedSourceReleasesItsClaim(t *testing.T) {
 	}
 	if want := "Source other adopted ConfigMap/default/a from source fleet, which no longer exists"; !slices.Contains(said, want) {
 		t.Errorf("Adopted events %q, want %q", said, want)
+	}
+}
+
+// TestAppOfApps: a source's folder declares two Sources, which sync their
+// own folders; one that declares the Source managing it is refused with
+// the chain named, and nothing of that revision is applied.
+func TestAppOfApps(t *testing.T) {
+	root, one, two := t.TempDir(), t.TempDir(), t.TempDir()
+	child := func(name, dir string) string {
+		return fmt.Sprintf("apiVersion: berth.dev/v1\nkind: Source\nmetadata:\n  name: %s\nspec:\n  type: dir\n  url: %s\n", name, dir)
+	}
+	write(t, filepath.Join(root, "one.yaml"), child("one", one))
+	write(t, filepath.Join(root, "two.yaml"), child("two", two))
+	write(t, filepath.Join(one, "a.yaml"), cm("a", "1"))
+	write(t, filepath.Join(two, "b.yaml"), cm("b", "1"))
+	spec, err := source.Parse("name=root," + root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := startControlPlane(t, t.TempDir(), StoreMemory, spec)
+	st := cp.Store()
+	poll(t, "a and b applied by the declared sources", func() error {
+		for _, name := range []string{"a", "b"} {
+			if _, err := configData(st, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if owner := sourceObject(t, st, "one").Annotations[api.AnnotationSource]; owner != "root" {
+		t.Errorf("Source one is owned by %q, want root", owner)
+	}
+
+	// one declares root, which manages one: refused.
+	write(t, filepath.Join(one, "root.yaml"), child("root", root))
+	poll(t, "one refused", func() error {
+		src := sourceObject(t, st, "one")
+		if s, r := readyOf(src); s != "False" || r != api.ReasonInvalidRevision {
+			return fmt.Errorf("ready %s %s", s, r)
+		}
+		msg := meta.FindStatusCondition(src.Status.Conditions, api.SourceReady).Message
+		if !strings.Contains(msg, "root.yaml") || !strings.Contains(msg, "Source root manages source one (root -> one -> root)") {
+			return fmt.Errorf("message %q", msg)
+		}
+		return nil
+	})
+
+	// Dropped from root's folder, two is pruned; its objects stay.
+	if err := os.Remove(filepath.Join(root, "two.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "two pruned", func() error {
+		if _, err := st.Get(sourceKind, "", "two"); !store.IsNotFound(err) {
+			return fmt.Errorf("two: %v", err)
+		}
+		return nil
+	})
+	if _, err := configData(st, "b"); err != nil {
+		t.Errorf("b not kept: %v", err)
 	}
 }

@@ -126,10 +126,8 @@ func (m *stateMetrics) collectSources(ch chan<- prometheus.Metric, snap *store.S
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(m.sourceCondition, err)
 	}
-	for name, r := range m.sources.runners {
-		if at := r.lastSuccess.Load(); at != 0 {
-			ch <- prometheus.MustNewConstMetric(m.sourceLastSync, prometheus.GaugeValue, float64(at)/1e9, name)
-		}
+	for name, at := range m.sources.lastSuccesses() {
+		ch <- prometheus.MustNewConstMetric(m.sourceLastSync, prometheus.GaugeValue, float64(at.UnixNano())/1e9, name)
 	}
 }
 

@@ -58,3 +58,15 @@ type Source interface {
 // anything bigger is refused with an error naming it, so that a stray
 // binary or log file cannot exhaust memory.
 const MaxFileSize = 10 << 20
+
+// Fetcher reads a source when asked, for a controller that decides when
+// (the Source controller): the same reads as Run's checks, without the
+// loop around them. Its methods are called from one goroutine at a time.
+type Fetcher interface {
+	// Fetch reads the source once. have is the ID of the revision the
+	// caller holds, "" when it needs the whole revision whatever it is:
+	// when the read finds have again, Fetch may return the ID alone.
+	Fetch(ctx context.Context, have string) Revision
+	// Close lets go of what the fetcher keeps open between reads.
+	Close()
+}

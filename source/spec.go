@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -70,7 +71,19 @@ type Spec struct {
 	Interval time.Duration
 	// Options holds authentication and other options (the Option* keys).
 	Options map[string]string
+	// Credentials, when set, returns a git source's credentials at each
+	// fetch, in memory (a Secret's data: CredentialUsername,
+	// CredentialPassword, CredentialIdentity); they take the place of
+	// the password and key files of Options.
+	Credentials func(ctx context.Context) (map[string][]byte, error)
 }
+
+// Keys of the map Spec.Credentials returns.
+const (
+	CredentialUsername = "username"
+	CredentialPassword = "password"
+	CredentialIdentity = "identity"
+)
 
 // berth's own parameters of a --source value, by type. Query parameters of
 // an http URL that are not berth's belong to the URL and stay in it.

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -165,6 +168,11 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 			return err
 		}
 		plan = Diff(in)
+		cycles, err := managedCycles(tx, name, desired)
+		if err != nil {
+			return err
+		}
+		plan.Errors = append(plan.Errors, cycles...)
 		if len(plan.Errors) > 0 {
 			return &rejected{reason: api.ReasonInvalidRevision, errs: plan.Errors, message: rejectedMessage(rev.ID, st.revision, plan.Errors)}
 		}
@@ -289,6 +297,55 @@ func readInput(tx *store.Txn, name string, desired []*Desired, previous map[Key]
 	return in, nil
 }
 
+// managedCycles refuses the Sources a revision of the named source
+// declares that would manage the source itself: the source, or one of
+// the Sources that manage it, directly or through others (their
+// berth.dev/source annotation).
+func managedCycles(tx *store.Txn, name string, desired []*Desired) (api.ErrorList, error) {
+	var errs api.ErrorList
+	var managers []string // name's manager, its manager's, …
+	looked := false
+	for _, d := range desired {
+		if d.Key.Kind != sourceKind {
+			continue
+		}
+		if !looked {
+			looked = true
+			seen := map[string]bool{name: true}
+			for cur := name; ; {
+				obj, err := tx.Get(sourceKind, "", cur)
+				if store.IsNotFound(err) {
+					break
+				}
+				if err != nil {
+					return nil, err
+				}
+				m := obj.GetAnnotations()[api.AnnotationSource]
+				if m == "" || m == string(api.SourceTypeAPI) || seen[m] {
+					break
+				}
+				seen[m] = true
+				managers = append(managers, m)
+				cur = m
+			}
+		}
+		child := d.Key.Name
+		var why string
+		switch {
+		case child == name:
+			why = fmt.Sprintf("source %s cannot declare its own Source", name)
+		case slices.Contains(managers, child):
+			chain := slices.Clone(managers[:slices.Index(managers, child)+1])
+			slices.Reverse(chain) // child, …, name's manager
+			why = fmt.Sprintf("Source %s manages source %s (%s -> %s): declaring it here would make a cycle", child, name, strings.Join(append(chain, name), " -> "), child)
+		default:
+			continue
+		}
+		errs = append(errs, d.Decoded.Errors(field.ErrorList{field.Forbidden(field.NewPath("metadata", "name"), why)})...)
+	}
+	return errs, nil
+}
+
 // checkClaim notes in in.Gone the source that claims a live object, when
 // it is another source than in.Source and its Source object no longer
 // exists. Each source is looked up once.
@@ -332,7 +389,7 @@ var namespaceKind = api.KindOf(&api.Namespace{})
 func inventory(r reader, name string) ([]api.Object, error) {
 	var out []api.Object
 	for _, k := range api.Kinds() {
-		if k == sourceKind || k == eventKind {
+		if k == eventKind {
 			continue
 		}
 		objs, err := r.List(k, store.Filter{Index: store.IndexSource, Value: name})

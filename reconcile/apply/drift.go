@@ -17,7 +17,12 @@ import (
 // did not apply, one being deleted (it is recreated once gone), or one in
 // a namespace that is missing or going. It reports whether it wrote.
 func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, error) {
-	st := a.state(name)
+	a.mu.Lock()
+	st := a.sources[name]
+	a.mu.Unlock()
+	if st == nil {
+		return false, nil // a source that applied nothing since the start
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	decoded := st.applied[key]
@@ -108,25 +113,27 @@ func (a *Applier) keysIn(name, namespace string) []Key {
 }
 
 // DriftController returns a controller that watches, in the store, every
-// object the named sources applied (by the source index, so other writes
-// never wake it) and corrects each one that changes. Run it with the
-// sources' names known at start; opts' Store and Watches are set here.
-func (a *Applier) DriftController(sources []string, opts reconcile.Options) *reconcile.Controller {
+// object a source applied (those whose berth.dev/source annotation names
+// a source, whichever: Sources come and go while it runs) and corrects
+// each one that changes. opts' Store and Watches are set here.
+func (a *Applier) DriftController(opts reconcile.Options) *reconcile.Controller {
 	opts.Store = a.store
 	opts.Watches = nil
-	for _, name := range sources {
-		for _, k := range api.Kinds() {
-			if k == sourceKind || k == eventKind {
-				continue
-			}
-			opts.Watches = append(opts.Watches, reconcile.Watch{
-				Kind:   k,
-				Filter: store.Filter{Index: store.IndexSource, Value: name},
-				Keys: func(e store.Event) []string {
-					return []string{driftKey(name, KeyOf(e.Object))}
-				},
-			})
+	owned := func(o api.Object) bool {
+		name := o.GetAnnotations()[api.AnnotationSource]
+		return name != "" && name != string(api.SourceTypeAPI)
+	}
+	for _, k := range api.Kinds() {
+		if k == eventKind {
+			continue
 		}
+		opts.Watches = append(opts.Watches, reconcile.Watch{
+			Kind:   k,
+			Filter: store.Filter{Predicate: owned},
+			Keys: func(e store.Event) []string {
+				return []string{driftKey(e.Object.GetAnnotations()[api.AnnotationSource], KeyOf(e.Object))}
+			},
+		})
 	}
 	var c *reconcile.Controller
 	c = reconcile.NewController("drift", reconcile.ReconcilerFunc(func(ctx context.Context, qkey string) (reconcile.Result, error) {

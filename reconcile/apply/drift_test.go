@@ -42,7 +42,7 @@ func TestDriftRevertedAtNextSync(t *testing.T) {
 // runDrift runs the drift controller of fleet until the test ends.
 func runDrift(t *testing.T, f *fixture) {
 	t.Helper()
-	c := f.applier.DriftController([]string{fleet}, reconcile.Options{Logger: slog.New(slog.DiscardHandler)})
+	c := f.applier.DriftController(reconcile.Options{Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { c.Run(ctx, 1) })

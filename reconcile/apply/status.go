@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -64,6 +65,8 @@ func (a *Applier) updateStatus(tx *store.Txn, src *api.Source, res *Result, opts
 	if !res.started.IsZero() {
 		s.Status.LastSyncDuration = &metav1.Duration{Duration: now.Sub(res.started)}
 	}
+	s.Status.History = remember(s.Status.History, api.SourceSync{Revision: res.Revision, Time: now,
+		Duration: s.Status.LastSyncDuration, Reason: res.Reason, Message: res.Message})
 	s.Status.ObservedGeneration = s.Generation
 	if opts.Request != "" {
 		s.Status.LastHandledReconcileAt = opts.Request
@@ -87,6 +90,60 @@ func (a *Applier) updateStatus(tx *store.Txn, src *api.Source, res *Result, opts
 		return nil
 	}
 	return a.events.Record(tx, s, eventType, reason, message)
+}
+
+// remember puts a sync at the head of a Source's history: the same
+// outcome again (a poll of an unchanged revision re-applied) only
+// updates its time, and the list keeps api.MaxSourceHistory entries.
+func remember(history []api.SourceSync, sync api.SourceSync) []api.SourceSync {
+	if len(history) > 0 && history[0].Revision == sync.Revision && history[0].Reason == sync.Reason && history[0].Message == sync.Message {
+		out := slices.Clone(history)
+		out[0] = sync
+		return out
+	}
+	out := make([]api.SourceSync, 0, min(len(history)+1, api.MaxSourceHistory))
+	out = append(out, sync)
+	out = append(out, history[:min(len(history), api.MaxSourceHistory-1)]...)
+	return out
+}
+
+// SetReady writes the Ready condition of a Source that did not sync
+// (suspended, held back by its dependencies, not configured), in the
+// status the syncs write, with an event when it changed.
+func (a *Applier) SetReady(ctx context.Context, name string, status metav1.ConditionStatus, reason, message string) error {
+	_, err := a.store.Txn(ctx, func(tx *store.Txn) error {
+		src, err := getSource(tx, name)
+		if err != nil {
+			return err
+		}
+		s := src.DeepCopy()
+		s.Status.ObservedGeneration = s.Generation
+		if !meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+			Type: api.SourceReady, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: s.Generation, LastTransitionTime: metav1.NewTime(a.clock.Now()),
+		}) && s.Status.ObservedGeneration == src.Status.ObservedGeneration {
+			return nil
+		}
+		if _, err := tx.Update(s); err != nil {
+			return err
+		}
+		eventType := api.EventTypeWarning
+		if status == metav1.ConditionTrue {
+			eventType = api.EventTypeNormal
+		}
+		return a.events.Record(tx, s, eventType, reason, oneLine(message))
+	})
+	if err != nil {
+		return fmt.Errorf("write status of source %s: %w", name, err)
+	}
+	return nil
+}
+
+// Forget drops what the applier keeps of a source that was deleted.
+func (a *Applier) Forget(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.sources, name)
 }
 
 // appliedMessage is the Ready message of a revision applied.

@@ -31,7 +31,8 @@ func (d *Desired) prepare(sourceName string) {
 	}
 }
 
-// sourceKind is the kind of Source objects; a revision may not hold one.
+// sourceKind is the kind of Source objects, which a revision may hold
+// (app of apps) as long as they make no cycle (managedCycles).
 var sourceKind = api.KindOf(&api.Source{})
 
 // Prepare checks a revision's objects on their own, before the store is
@@ -60,11 +61,6 @@ func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, p
 		}
 		kept = append(kept, d)
 		k := api.KindOf(d.Object)
-		if k == sourceKind {
-			errs = append(errs, d.Errors(field.ErrorList{field.Forbidden(field.NewPath("kind"),
-				"a source cannot declare Source objects; sources are configured with the server's --source flags")})...)
-			continue
-		}
 		key := decodedKey(k, d)
 		prev := previous[key]
 		if prev == d {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -32,6 +33,10 @@ type Options struct {
 	Flat bool
 	// Debounce is the quiet period after a change; 0 is DefaultDebounce.
 	Debounce time.Duration
+	// OnChange, for Fetch, is called (from the watch's goroutine) when a
+	// file under the directory changed: the caller fetches again after
+	// Debounce. Nil watches nothing.
+	OnChange func()
 }
 
 // Dir is the source of a directory or a single file.
@@ -48,6 +53,11 @@ type Dir struct {
 	cache source.ReadCache
 	// skipped is the links out of the tree last warned of.
 	skipped string
+
+	// fetchWatch and its hint forwarder serve Fetch's OnChange.
+	fetchWatch *watch
+	stopHints  chan struct{}
+	hintsDone  sync.WaitGroup
 }
 
 var _ source.Source = (*Dir)(nil)
@@ -108,6 +118,48 @@ func (d *Dir) Run(ctx context.Context, out chan<- source.Revision) error {
 		},
 	}
 	return loop.Run(ctx, out, d.trigger, hints)
+}
+
+var _ source.Fetcher = (*Dir)(nil)
+
+// Fetch reads the directory once, as one of Run's checks does, and keeps
+// a watch on it when Options.OnChange is set.
+func (d *Dir) Fetch(_ context.Context, have string) source.Revision {
+	if d.opts.OnChange != nil && d.fetchWatch == nil {
+		hints := source.NewSignal()
+		w, err := newWatch(d.root, !d.opts.Flat, hints, d.log)
+		if err != nil {
+			d.log.Warn("cannot watch the directory; changes are seen at each relist only", "err", err, "relist", d.spec.Interval)
+		} else {
+			d.fetchWatch, d.stopHints = w, make(chan struct{})
+			d.hintsDone.Go(func() {
+				for {
+					select {
+					case <-d.stopHints:
+						return
+					case <-hints:
+						d.opts.OnChange()
+					}
+				}
+			})
+		}
+	}
+	rev, dirs := d.read(have)
+	if d.fetchWatch != nil {
+		d.fetchWatch.sync(dirs)
+	}
+	return rev
+}
+
+// Close stops the watch Fetch started.
+func (d *Dir) Close() {
+	if d.fetchWatch == nil {
+		return
+	}
+	d.fetchWatch.close()
+	close(d.stopHints)
+	d.hintsDone.Wait()
+	d.fetchWatch = nil
 }
 
 // read reads the directory, decoding only when its content hash is not

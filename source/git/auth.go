@@ -1,6 +1,7 @@
 package git
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,9 @@ type auth struct {
 	knownHostsFile string // "" for the defaults
 	insecure       bool
 	hostPort       string // of an ssh URL, for the host-key algorithms
+	// creds reads credentials kept in memory (a Secret's), which take
+	// the place of the files.
+	creds func(ctx context.Context) (map[string][]byte, error)
 }
 
 // newAuth checks the options of spec against its URL.
@@ -37,7 +41,7 @@ func newAuth(spec source.Spec, log *slog.Logger) (*auth, error) {
 	if err != nil {
 		return nil, fmt.Errorf("URL %q: %w", spec.URL, err)
 	}
-	a := &auth{scheme: u.Scheme, user: u.User.Username()}
+	a := &auth{scheme: u.Scheme, user: u.User.Username(), creds: spec.Credentials}
 	opt := spec.Options
 	if v := opt[source.OptionUsername]; v != "" {
 		a.user = v
@@ -84,7 +88,10 @@ func newAuth(spec source.Spec, log *slog.Logger) (*auth, error) {
 
 // method returns the transport credentials for one list or fetch; nil means
 // none (public HTTPS, file://) or, for ssh, go-git's default of the agent.
-func (a *auth) method() (transport.AuthMethod, error) {
+func (a *auth) method(ctx context.Context) (transport.AuthMethod, error) {
+	if a.creds != nil {
+		return a.fromSecret(ctx)
+	}
 	switch a.scheme {
 	case "https", "http":
 		if a.passwordFile == "" {
@@ -100,6 +107,41 @@ func (a *auth) method() (transport.AuthMethod, error) {
 		return &githttp.BasicAuth{Username: a.user, Password: strings.TrimRight(string(data), "\r\n")}, nil
 	case "ssh":
 		return a.sshMethod()
+	}
+	return nil, nil
+}
+
+// fromSecret builds the credentials from data kept in memory: a user
+// and password over HTTPS, a private key over SSH.
+func (a *auth) fromSecret(ctx context.Context) (transport.AuthMethod, error) {
+	data, err := a.creds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	user := a.user
+	if v := data[source.CredentialUsername]; len(v) > 0 {
+		user = strings.TrimRight(string(v), "\r\n")
+	}
+	switch a.scheme {
+	case "https", "http":
+		pw := strings.TrimRight(string(data[source.CredentialPassword]), "\r\n")
+		if user == "" && pw == "" {
+			return nil, nil
+		}
+		if user == "" {
+			user = "git"
+		}
+		return &githttp.BasicAuth{Username: user, Password: pw}, nil
+	case "ssh":
+		key := data[source.CredentialIdentity]
+		if len(key) == 0 {
+			return nil, fmt.Errorf("the credentials Secret has no %q key", source.CredentialIdentity)
+		}
+		signer, err := ssh.ParsePrivateKey(key)
+		if err != nil {
+			return nil, fmt.Errorf("the %q key of the credentials Secret: %w", source.CredentialIdentity, err)
+		}
+		return a.sshWith(signer)
 	}
 	return nil, nil
 }
@@ -120,6 +162,12 @@ func (a *auth) sshMethod() (transport.AuthMethod, error) {
 			return nil, fmt.Errorf("%s %s: %w", source.OptionSSHKeyFile, a.sshKeyFile, err)
 		}
 	}
+	return a.sshWith(signer)
+}
+
+// sshWith is the SSH method of a key (nil: the SSH agent's) with the
+// host-key check the options ask for.
+func (a *auth) sshWith(signer ssh.Signer) (transport.AuthMethod, error) {
 	var helper gitssh.HostKeyCallbackHelper
 	if a.insecure {
 		helper.HostKeyCallback = ssh.InsecureIgnoreHostKey() //nolint:gosec // asked for explicitly, and warned about

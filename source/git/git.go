@@ -115,6 +115,30 @@ func (g *Git) Run(ctx context.Context, out chan<- source.Revision) error {
 	return loop.Run(ctx, out, g.trigger, nil)
 }
 
+var _ source.Fetcher = (*Git)(nil)
+
+// Fetch lists the remote and reads the commit its ref names, as one of
+// Run's polls does; the cache is opened at the first call. Use either
+// Run or Fetch, not both.
+func (g *Git) Fetch(ctx context.Context, have string) source.Revision {
+	if g.cache == nil {
+		c, err := openCache(g.opts.CacheDir)
+		if err != nil {
+			return source.Revision{Err: fmt.Errorf("git source %q: %w", g.spec.Name, err)}
+		}
+		g.cache = c
+	}
+	return g.check(ctx, have)
+}
+
+// Close closes the cache Fetch opened.
+func (g *Git) Close() {
+	if g.cache != nil {
+		g.cache.close()
+		g.cache = nil
+	}
+}
+
 // check lists the remote, fetches only when the ref moved to a commit the
 // cache lacks, and reads the commit unless the receiver has it.
 func (g *Git) check(ctx context.Context, have string) source.Revision {
@@ -167,7 +191,7 @@ func commitInfo(st storer.EncodedObjectStorer, hash plumbing.Hash) *api.SourceCo
 
 // sync makes the cache hold the commit the ref names now and returns it.
 func (g *Git) sync(ctx context.Context) (plumbing.Hash, error) {
-	am, err := g.auth.method()
+	am, err := g.auth.method(ctx)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}

@@ -2,6 +2,7 @@ package git
 
 import (
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/binary"
@@ -238,7 +239,7 @@ func TestGitAuthOptions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: New: %v", tt.spec.Options, err)
 		}
-		if _, err := g.auth.method(); err == nil || !strings.Contains(err.Error(), tt.authErr) {
+		if _, err := g.auth.method(context.Background()); err == nil || !strings.Contains(err.Error(), tt.authErr) {
 			t.Errorf("%v: credentials: %v; want %q", tt.spec.Options, err, tt.authErr)
 		}
 	}
@@ -249,7 +250,7 @@ func TestGitAuthOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := g.auth.method()
+	m, err := g.auth.method(context.Background())
 	if err != nil || m.String() != "http-basic-auth - git:*******" {
 		t.Errorf("password-only credentials: %v %v", m, err)
 	}

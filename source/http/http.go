@@ -128,6 +128,17 @@ func (h *HTTP) Run(ctx context.Context, out chan<- source.Revision) error {
 	return loop.Run(ctx, out, h.trigger, nil)
 }
 
+var _ source.Fetcher = (*HTTP)(nil)
+
+// Fetch gets the document: conditionally when the caller holds a
+// revision (have), whole otherwise.
+func (h *HTTP) Fetch(ctx context.Context, have string) source.Revision {
+	return h.check(ctx, have, have != "")
+}
+
+// Close does nothing: an HTTP source holds nothing open.
+func (h *HTTP) Close() {}
+
 // poll is the periodic check: a conditional GET.
 func (h *HTTP) poll(ctx context.Context, have string) source.Revision {
 	return h.check(ctx, have, true)

@@ -168,8 +168,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.ServiceStatus":                                   schema_githubcom_berth_dev_berth_api_ServiceStatus(ref),
 		"github.com/berth-dev/berth/api.Source":                                          schema_githubcom_berth_dev_berth_api_Source(ref),
 		"github.com/berth-dev/berth/api.SourceCommit":                                    schema_githubcom_berth_dev_berth_api_SourceCommit(ref),
+		"github.com/berth-dev/berth/api.SourceSecretRef":                                 schema_githubcom_berth_dev_berth_api_SourceSecretRef(ref),
 		"github.com/berth-dev/berth/api.SourceSpec":                                      schema_githubcom_berth_dev_berth_api_SourceSpec(ref),
 		"github.com/berth-dev/berth/api.SourceStatus":                                    schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
+		"github.com/berth-dev/berth/api.SourceSync":                                      schema_githubcom_berth_dev_berth_api_SourceSync(ref),
 		"github.com/berth-dev/berth/api.StatefulSet":                                     schema_githubcom_berth_dev_berth_api_StatefulSet(ref),
 		"github.com/berth-dev/berth/api.StatefulSetCondition":                            schema_githubcom_berth_dev_berth_api_StatefulSetCondition(ref),
 		"github.com/berth-dev/berth/api.StatefulSetOrdinals":                             schema_githubcom_berth_dev_berth_api_StatefulSetOrdinals(ref),
@@ -9252,6 +9254,35 @@ func schema_githubcom_berth_dev_berth_api_SourceCommit(ref common.ReferenceCallb
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_SourceSecretRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceSecretRef names the Secret a source reads its credentials from.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the Secret; \"berth-system\" when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the Secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -9317,12 +9348,64 @@ func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallbac
 							},
 						},
 					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecretRef names a Secret holding the credentials of a git source: username and password (HTTPS), identity and known_hosts (SSH).",
+							Ref:         ref("github.com/berth-dev/berth/api.SourceSecretRef"),
+						},
+					},
+					"suspend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Suspend stops syncing: nothing is fetched or applied until it is false again (`berth suspend|resume source NAME`).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"dependsOn": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "DependsOn names Sources that must be Ready at their current revision before this one syncs.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"wait": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Wait makes a sync wait until every object it applied is healthy (kstatus: rolled out, complete, Ready) before it reports Ready.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"timeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Timeout bounds that wait; DefaultSourceTimeout when unset.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"rollbackOnFailure": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RollbackOnFailure applies the last healthy revision again when the objects of a new one do not become healthy within Timeout.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"type", "url"},
 			},
 		},
 		Dependencies: []string{
-			metav1.Duration{}.OpenAPIModelName()},
+			"github.com/berth-dev/berth/api.SourceSecretRef", metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -9407,11 +9490,112 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 							Format:      "",
 						},
 					},
+					"lastHealthyRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastHealthyRevision is the last revision whose objects all became healthy: what spec.rollbackOnFailure applies again.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"health": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Health sums up the kstatus of the objects last applied: Healthy, Progressing, Degraded or Unknown (no wait asked).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"unhealthy": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Unhealthy lists the objects of the last sync that were not healthy, as \"Kind/namespace/name: why\".",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"history": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "History holds the last syncs, newest first, at most MaxSourceHistory.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.SourceSync"),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/berth-dev/berth/api.SourceCommit", metav1.Condition{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			"github.com/berth-dev/berth/api.SourceCommit", "github.com/berth-dev/berth/api.SourceSync", metav1.Condition{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_SourceSync(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceSync is one sync of a source, as `berth describe source` lists them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision is the revision the sync read.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the sync ended.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"duration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Duration is how long it took.",
+							Ref:         ref(metav1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the Ready reason it ended with.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Message is its Ready message.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"time", "reason"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

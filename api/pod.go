@@ -1087,7 +1087,17 @@ const (
 // Reasons for pod conditions.
 const (
 	PodReasonUnschedulable = "Unschedulable"
+	// PodReasonSchedulingGated: the pod has scheduling gates, so the
+	// scheduler leaves it alone until they are all removed.
+	PodReasonSchedulingGated = "SchedulingGated"
+	// PodReasonPreemptionByScheduler is the reason of the DisruptionTarget
+	// condition of a pod the scheduler preempts.
+	PodReasonPreemptionByScheduler = "PreemptionByScheduler"
 )
+
+// PodDisruptionTarget is the condition a pod gets when it is about to be
+// deleted for a disruption (preemption, eviction), as Kubernetes sets it.
+const PodDisruptionTarget PodConditionType = "DisruptionTarget"
 
 // PodCondition is one condition of a pod.
 type PodCondition struct {

@@ -104,6 +104,9 @@ func validatePodSpecFields(spec *PodSpec, p *field.Path) field.ErrorList {
 		}
 		gates.Insert(g.Name)
 	}
+	if len(spec.SchedulingGates) > 0 && spec.NodeName != "" {
+		errs = append(errs, field.Forbidden(p.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
+	}
 	errs = append(errs, validateTopologySpread(spec.TopologySpreadConstraints, p.Child("topologySpreadConstraints"))...)
 	if o := spec.OS; o != nil {
 		errs = append(errs, validateOneOf(o.Name, []corev1.OSName{corev1.Linux, corev1.Windows}, p.Child("os", "name"))...)

@@ -1,8 +1,11 @@
 package api
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -75,7 +78,8 @@ func immutable(old, new any, p *field.Path) field.ErrorList {
 }
 
 // validatePodUpdate allows what Kubernetes allows to change in a pod's
-// spec: container images and additions to the tolerations.
+// spec: container images, additions to the tolerations and removals of
+// scheduling gates.
 func validatePodUpdate(old, pod *Pod) field.ErrorList {
 	if equality.Semantic.DeepEqual(old.Spec, pod.Spec) {
 		// The common case (every status write): the same spec, most often
@@ -97,9 +101,19 @@ func validatePodUpdate(old, pod *Pod) field.ErrorList {
 			errs = append(errs, field.Forbidden(spec.Child("tolerations").Index(i), "existing toleration can not be modified or removed"))
 		}
 	}
+	// Scheduling gates may only be removed, as in Kubernetes.
+	if len(pod.Spec.SchedulingGates) > 0 {
+		for i, g := range pod.Spec.SchedulingGates {
+			if !slices.ContainsFunc(old.Spec.SchedulingGates, func(o corev1.PodSchedulingGate) bool { return o.Name == g.Name }) {
+				errs = append(errs, field.Forbidden(spec.Child("schedulingGates").Index(i).Child("name"),
+					fmt.Sprintf("only deletion is allowed, but found new scheduling gate '%s'", g.Name)))
+			}
+		}
+	}
 	// Compare the rest with the allowed changes copied over.
 	mutable := old.Spec.DeepCopy()
 	mutable.Tolerations = pod.Spec.Tolerations
+	mutable.SchedulingGates = pod.Spec.SchedulingGates
 	copyImages(mutable.Containers, pod.Spec.Containers)
 	copyImages(mutable.InitContainers, pod.Spec.InitContainers)
 	if !equality.Semantic.DeepEqual(*mutable, pod.Spec) {

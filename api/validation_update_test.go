@@ -3,6 +3,7 @@ package api
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -63,4 +64,35 @@ func TestValidatePodUpdateInteractive(t *testing.T) {
 			checkErrors(t, ValidateUpdate(old, p), tt.want)
 		})
 	}
+}
+
+// TestValidatePodUpdateSchedulingGates: gates may be removed, never
+// added, and a pod with gates may not name a node, in Kubernetes' words.
+func TestValidatePodUpdateSchedulingGates(t *testing.T) {
+	old := validPod()
+	old.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/a"}, {Name: "example.com/b"}}
+	Default(old)
+	for _, tt := range []struct {
+		name  string
+		gates []string
+		want  []string
+	}{
+		{"unchanged", []string{"example.com/a", "example.com/b"}, nil},
+		{"one removed", []string{"example.com/b"}, nil},
+		{"all removed", nil, nil},
+		{"one added", []string{"example.com/a", "example.com/c"},
+			[]string{"spec.schedulingGates[1].name: Forbidden: only deletion is allowed, but found new scheduling gate 'example.com/c'"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := old.DeepCopy()
+			p.Spec.SchedulingGates = nil
+			for _, g := range tt.gates {
+				p.Spec.SchedulingGates = append(p.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: g})
+			}
+			checkErrors(t, ValidateUpdate(old, p), tt.want)
+		})
+	}
+	bound := old.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	checkErrors(t, Validate(bound), []string{"spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"})
 }

@@ -27,8 +27,10 @@ type write struct {
 	info *PodInfo
 	pod  *api.Pod // as scheduled: names the pod and its UID
 	node string   // the node to bind to; "" for a condition only
-	// message is the FitError's, for an unschedulable pod.
+	// message is the FitError's, for an unschedulable pod; reason is the
+	// condition's reason when it is not Unschedulable (SchedulingGated).
 	message string
+	reason  string
 
 	obj *api.Pod // what goes to the store
 	err error
@@ -137,15 +139,21 @@ func prepare(w *write, get getter, now metav1.Time) (*api.Pod, error) {
 		return nil, errPodGone
 	}
 	if w.node == "" {
-		// A condition for an unschedulable pod: only while it is pending,
-		// and only if it says something new.
-		if cur.Spec.NodeName != "" || cur.DeletionTimestamp != nil || saysUnschedulable(cur, w.message) {
+		// A condition for an unschedulable or gated pod: only while it is
+		// pending and still so, and only if it says something new.
+		reason := w.reason
+		if reason == "" {
+			reason = api.PodReasonUnschedulable
+		}
+		gated := len(cur.Spec.SchedulingGates) > 0
+		if cur.Spec.NodeName != "" || cur.DeletionTimestamp != nil || gated != (reason == api.PodReasonSchedulingGated) ||
+			saysUnschedulable(cur, reason, w.message) {
 			return nil, nil
 		}
 		out := copyForWrite(cur)
 		out.Status.Conditions = withCondition(cur.Status.Conditions, api.PodCondition{
 			Type: api.PodScheduled, Status: api.ConditionFalse,
-			Reason: api.PodReasonUnschedulable, Message: w.message,
+			Reason: reason, Message: w.message,
 		}, now)
 		return out, nil
 	}
@@ -195,12 +203,12 @@ func withCondition(conds []api.PodCondition, cond api.PodCondition, now metav1.T
 }
 
 // saysUnschedulable reports whether the pod's PodScheduled condition
-// already says it is unschedulable for this reason, so that retrying an
-// unschedulable pod writes nothing until the reason changes.
-func saysUnschedulable(pod *api.Pod, message string) bool {
+// already says it is not scheduled for this reason and message, so that
+// retrying an unschedulable pod writes nothing until the message changes.
+func saysUnschedulable(pod *api.Pod, reason, message string) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == api.PodScheduled {
-			return c.Status == api.ConditionFalse && c.Reason == api.PodReasonUnschedulable && c.Message == message
+			return c.Status == api.ConditionFalse && c.Reason == reason && c.Message == message
 		}
 	}
 	return false

@@ -86,8 +86,12 @@ type Scheduler struct {
 	volumes VolumeAssumer
 
 	started atomic.Bool
-	stats   struct{ attempts, bound, unschedulable, errors atomic.Uint64 }
-	metrics *metrics
+	// gatedPods are the gated pods whose condition is to be written.
+	gatedMu    sync.Mutex
+	gatedPods  []*api.Pod
+	gatedReady chan struct{}
+	stats      struct{ attempts, bound, unschedulable, errors atomic.Uint64 }
+	metrics    *metrics
 }
 
 // Stats count what the scheduler did, for tests, benchmarks and metrics.
@@ -135,8 +139,9 @@ func New(s *store.Store, opts Options) *Scheduler {
 			MostAllocated: opts.MostAllocated,
 			Volumes:       opts.Volumes,
 		}),
-		cache: newCache(),
-		queue: newQueue(opts.Clock),
+		cache:      newCache(),
+		queue:      newQueue(opts.Clock),
+		gatedReady: make(chan struct{}, 1),
 	}
 	if sc.informers = opts.Informers; sc.informers == nil {
 		sc.informers, sc.own = informer.NewFactory(s, opts.Clock, opts.Logger), true
@@ -186,6 +191,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.queue.run(ctx) })
+	wg.Go(func() { s.writeGated(ctx) })
 	for range s.opts.Binders {
 		wg.Go(func() { s.binder.run(ctx) })
 	}
@@ -303,10 +309,57 @@ func (s *Scheduler) forgetVolumes(pod *api.Pod) {
 }
 
 // ours reports whether the scheduler should place the pod: pending, not
-// being deleted or finished, and asking for the default scheduler (an
-// empty name is what api.Default makes the default).
+// being deleted or finished, asking for the default scheduler (an empty
+// name is what api.Default makes the default), and without scheduling
+// gates.
 func ours(pod *api.Pod) bool {
+	return pendingForUs(pod) && len(pod.Spec.SchedulingGates) == 0
+}
+
+// pendingForUs is ours before the scheduling gates: such a pod that has
+// gates waits for them with a SchedulingGated condition.
+func pendingForUs(pod *api.Pod) bool {
 	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != api.PodSucceeded && pod.Status.Phase != api.PodFailed &&
 		(pod.Spec.SchedulerName == "" || pod.Spec.SchedulerName == api.DefaultSchedulerName)
+}
+
+// SchedulingGatedMessage is the message of the PodScheduled condition of
+// a pod held back by its scheduling gates, Kubernetes' words.
+const SchedulingGatedMessage = "Scheduling is blocked due to non-empty scheduling gates"
+
+// gated has the SchedulingGated condition written for a pending pod with
+// scheduling gates, unless it has it already. The watch handlers call it,
+// so it only notes the pod; writeGated hands it to the binder.
+func (s *Scheduler) gated(pod *api.Pod) {
+	if saysUnschedulable(pod, api.PodReasonSchedulingGated, SchedulingGatedMessage) {
+		return
+	}
+	s.gatedMu.Lock()
+	s.gatedPods = append(s.gatedPods, pod)
+	s.gatedMu.Unlock()
+	signal(s.gatedReady)
+}
+
+// writeGated submits the noted gated pods' conditions until ctx ends.
+func (s *Scheduler) writeGated(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.gatedReady:
+		}
+		s.gatedMu.Lock()
+		pods := s.gatedPods
+		s.gatedPods = nil
+		s.gatedMu.Unlock()
+		for _, pod := range pods {
+			key := pod.Namespace + "/" + pod.Name
+			w := &write{qp: &queuedPod{key: key, pod: pod}, pod: pod,
+				reason: api.PodReasonSchedulingGated, message: SchedulingGatedMessage}
+			if !s.binder.submit(ctx, w) {
+				return
+			}
+		}
+	}
 }

@@ -103,6 +103,9 @@ func (s *Scheduler) handlePod(e store.Event) {
 		s.queue.add(pod)
 	default:
 		s.queue.delete(key)
+		if pendingForUs(pod) {
+			s.gated(pod)
+		}
 	}
 }
 
@@ -125,6 +128,7 @@ func (s *Scheduler) relistNodes(snap *store.Snapshot) error {
 func (s *Scheduler) relistPods(snap *store.Snapshot) error {
 	bound := map[types.UID]bool{}
 	pending := map[string]bool{}
+	var gated []*api.Pod
 	err := snap.Each(podKind, store.Filter{}, func(obj api.Object) bool {
 		pod := obj.(*api.Pod)
 		switch {
@@ -136,6 +140,8 @@ func (s *Scheduler) relistPods(snap *store.Snapshot) error {
 		case ours(pod):
 			pending[pod.Namespace+"/"+pod.Name] = true
 			s.queue.add(pod)
+		case pendingForUs(pod):
+			gated = append(gated, pod)
 		}
 		return true
 	})
@@ -145,5 +151,8 @@ func (s *Scheduler) relistPods(snap *store.Snapshot) error {
 	s.cache.retainPods(bound)
 	s.queue.retain(pending)
 	s.queue.moveAll()
+	for _, pod := range gated {
+		s.gated(pod)
+	}
 	return nil
 }

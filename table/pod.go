@@ -29,7 +29,8 @@ type podRow struct {
 // summarizePod computes a pod's READY, STATUS and RESTARTS the way kubectl
 // does (printPod in kubernetes/pkg/printers/internalversion), so that a
 // user reads the same word in `berth get` and `kubectl get`: the phase,
-// replaced by the pod's reason, by the first failing or waiting init
+// replaced by the pod's reason (SchedulingGated while the scheduler
+// waits for its gates), by the first failing or waiting init
 // container (`Init:1/2`, `Init:CrashLoopBackOff`), by the last container
 // with a waiting or terminated reason (`CrashLoopBackOff`, `Completed`,
 // `Error`, `ExitCode:3`), and finally by Terminating once the pod is being
@@ -39,6 +40,11 @@ func summarizePod(p *api.Pod) podRow {
 	status := string(p.Status.Phase)
 	if p.Status.Reason != "" {
 		status = p.Status.Reason
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == api.PodScheduled && c.Reason == api.PodReasonSchedulingGated {
+			status = api.PodReasonSchedulingGated
+		}
 	}
 
 	initializing := false

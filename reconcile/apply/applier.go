@@ -405,62 +405,62 @@ func inventory(r reader, name string) ([]api.Object, error) {
 // an event for every adoption and every drift reverted.
 func (a *Applier) execute(tx *store.Txn, name string, plan *Plan) error {
 	for _, s := range plan.Steps {
-		switch s.Action {
-		case ActionCreate:
-			// The object is the plan's own copy: nothing else keeps it.
-			if _, err := tx.Create(s.Object); err != nil {
-				return err
-			}
-		case ActionUpdate:
-			stored, err := tx.Update(s.Object)
-			if err != nil {
-				return err
-			}
-			switch {
-			case s.Adopt && s.From != "":
-				if err := a.recordEvent(tx, stored, ReasonAdopted,
-					fmt.Sprintf("Source %s adopted %s from source %s, which no longer exists", name, s.Key, s.From)); err != nil {
-					return err
-				}
-			case s.Adopt:
-				if err := a.recordEvent(tx, stored, ReasonAdopted,
-					fmt.Sprintf("Source %s adopted %s, which had no %s annotation", name, s.Key, api.AnnotationSource)); err != nil {
-					return err
-				}
-			case s.Drift:
-				if err := a.recordEvent(tx, stored, ReasonDriftCorrected, driftMessage(name, s.Key, s.Fields)); err != nil {
-					return err
-				}
-			}
-		case ActionPrune:
-			if _, err := tx.Delete(s.Key.Kind, s.Key.Namespace, s.Key.Name, store.DeleteOptions{}); err != nil && !store.IsNotFound(err) {
-				return err
-			}
-		case ActionKeep:
-			// Let go, as Flux drops such an object from its inventory:
-			// without the source's annotation it is neither pruned nor
-			// reverted, counted no more, and free for another source or
-			// berth apply to take.
-			released := s.Live.DeepCopyObject().(api.Object)
-			ann := maps.Clone(released.GetAnnotations())
-			delete(ann, api.AnnotationSource)
-			released.SetAnnotations(ann)
-			stored, err := tx.Update(released)
-			if store.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			why := fmt.Sprintf("it is annotated %s: %s", api.AnnotationPrune, api.PruneDisabled)
-			if s.Key.Kind == namespaceKind && api.SystemNamespace(s.Key.Name) {
-				why = "it may not be deleted"
-			}
-			if err := a.recordEvent(tx, stored, ReasonReleased,
-				fmt.Sprintf("Source %s no longer declares %s and %s: it is left as it is and is no longer the source's", name, s.Key, why)); err != nil {
-				return err
-			}
+		if err := a.write(tx, name, s); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// write makes one step of a plan.
+func (a *Applier) write(tx *store.Txn, name string, s Step) error {
+	switch s.Action {
+	case ActionCreate:
+		// The object is the plan's own copy: nothing else keeps it.
+		if _, err := tx.Create(s.Object); err != nil {
+			return err
+		}
+	case ActionUpdate:
+		stored, err := tx.Update(s.Object)
+		if err != nil {
+			return err
+		}
+		switch {
+		case s.Adopt && s.From != "":
+			return a.recordEvent(tx, stored, ReasonAdopted,
+				fmt.Sprintf("Source %s adopted %s from source %s, which no longer exists", name, s.Key, s.From))
+		case s.Adopt:
+			return a.recordEvent(tx, stored, ReasonAdopted,
+				fmt.Sprintf("Source %s adopted %s, which had no %s annotation", name, s.Key, api.AnnotationSource))
+		case s.Drift:
+			return a.recordEvent(tx, stored, ReasonDriftCorrected, driftMessage(name, s.Key, s.Fields))
+		}
+	case ActionPrune:
+		if _, err := tx.Delete(s.Key.Kind, s.Key.Namespace, s.Key.Name, store.DeleteOptions{}); err != nil && !store.IsNotFound(err) {
+			return err
+		}
+	case ActionKeep:
+		// Let go, as Flux drops such an object from its inventory:
+		// without the source's annotation it is neither pruned nor
+		// reverted, counted no more, and free for another source or
+		// berth apply to take.
+		released := s.Live.DeepCopyObject().(api.Object)
+		ann := maps.Clone(released.GetAnnotations())
+		delete(ann, api.AnnotationSource)
+		released.SetAnnotations(ann)
+		stored, err := tx.Update(released)
+		if store.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		why := fmt.Sprintf("it is annotated %s: %s", api.AnnotationPrune, api.PruneDisabled)
+		if s.Key.Kind == namespaceKind && api.SystemNamespace(s.Key.Name) {
+			why = "it may not be deleted"
+		}
+		return a.recordEvent(tx, stored, ReasonReleased,
+			fmt.Sprintf("Source %s no longer declares %s and %s: it is left as it is and is no longer the source's", name, s.Key, why))
 	}
 	return nil
 }

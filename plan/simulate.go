@@ -1,0 +1,278 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/daemonset"
+	"github.com/berth-dev/berth/reconcile/job"
+	"github.com/berth-dev/berth/reconcile/statefulset"
+	"github.com/berth-dev/berth/reconcile/workload"
+	"github.com/berth-dev/berth/sched"
+	"github.com/berth-dev/berth/store"
+)
+
+var (
+	podKind         = api.KindOf(&api.Pod{})
+	deploymentKind  = api.KindOf(&api.Deployment{})
+	replicaSetKind  = api.KindOf(&api.ReplicaSet{})
+	statefulSetKind = api.KindOf(&api.StatefulSet{})
+	daemonSetKind   = api.KindOf(&api.DaemonSet{})
+	jobKind         = api.KindOf(&api.Job{})
+)
+
+// step is how far the simulation's clock moves each round: past any
+// minReadySeconds a rollout waits for, well short of a progress deadline.
+const step = time.Minute
+
+// simulation is the outcome of running the controllers and the scheduler
+// on the fork until nothing moves.
+type simulation struct {
+	sched      *sched.Simulation
+	counts     PodCounts
+	incomplete bool
+	// pending are the pods left unplaced, with why, by UID.
+	pending map[types.UID]pendingPod
+	// owners maps a pod's controller to the workload named in the report.
+	workloadOf map[string]string
+}
+
+type pendingPod struct {
+	pod    *api.Pod
+	reason string
+}
+
+// reconciler is the one method of every controller's reconciler the
+// simulation calls.
+type reconciler interface {
+	Reconcile(ctx context.Context, key string) (reconcile.Result, error)
+}
+
+// simulate runs rounds on the fork: each reconciles every workload changed
+// since the fork (Deployments, then ReplicaSets, StatefulSets, DaemonSets
+// and Jobs; changed: written after revision base), deletes at once the pods they are deleting, places the
+// pending pods with the scheduler's core and binds them, running and
+// ready, so that a rollout moves on to its next step. It stops when a
+// round writes no pod, or when ctx ends.
+func simulate(ctx context.Context, live, fork *store.Store, base uint64, clk *clocktesting.FakeClock, opts sched.FrameworkOptions) (*simulation, error) {
+	s, err := sched.NewSimulation(fork.Snapshot(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("plan: load the scheduler: %w", err)
+	}
+	sim := &simulation{sched: s, pending: map[types.UID]pendingPod{}}
+	kinds := []struct {
+		kind *api.Kind
+		make func() reconciler
+	}{
+		{deploymentKind, func() reconciler { return workload.NewDeploymentReconciler(fork, clk) }},
+		{replicaSetKind, func() reconciler { return workload.NewReplicaSetReconciler(fork, clk) }},
+		{statefulSetKind, func() reconciler { return statefulset.NewReconciler(fork, clk, nil) }},
+		{daemonSetKind, func() reconciler { return daemonset.NewReconciler(fork, clk, nil) }},
+		{jobKind, func() reconciler { return job.NewReconciler(fork, clk) }},
+	}
+	still := 0
+	for still < 2 {
+		if ctx.Err() != nil {
+			sim.incomplete = true
+			break
+		}
+		podRev := fork.KindRevision(podKind)
+		for _, k := range kinds {
+			// Reconcilers are made afresh each round: their expectations
+			// wait for watch events a fork never sends.
+			r := k.make()
+			err := fork.Snapshot().Each(k.kind, store.Filter{Predicate: changedSince(base)}, func(obj api.Object) bool {
+				if ctx.Err() != nil {
+					return false
+				}
+				// A controller's error (a refused pod) shows as pods missing.
+				_, _ = r.Reconcile(ctx, reconcile.Key(obj.GetNamespace(), obj.GetName()))
+				return true
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+		if err := sim.reap(ctx, fork, base); err != nil {
+			return nil, err
+		}
+		if err := sim.place(ctx, fork, clk); err != nil {
+			return nil, err
+		}
+		clk.Step(step)
+		if fork.KindRevision(podKind) == podRev {
+			still++
+		} else {
+			still = 0
+		}
+	}
+	if err := sim.count(live, fork); err != nil {
+		return nil, err
+	}
+	return sim, nil
+}
+
+// changedSince selects the objects written after revision base.
+func changedSince(base uint64) func(api.Object) bool {
+	return func(obj api.Object) bool {
+		rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+		return err == nil && rv > base
+	}
+}
+
+// reap deletes at once the pods being deleted, as their nodes would once
+// they stopped, and takes them off the scheduler's nodes.
+func (sim *simulation) reap(ctx context.Context, fork *store.Store, base uint64) error {
+	var dying []*api.Pod
+	changed := changedSince(base)
+	err := fork.Snapshot().Each(podKind, store.Filter{Predicate: func(obj api.Object) bool {
+		return obj.GetDeletionTimestamp() != nil && changed(obj)
+	}}, func(obj api.Object) bool {
+		dying = append(dying, obj.(*api.Pod))
+		return true
+	})
+	if err != nil || len(dying) == 0 {
+		return err
+	}
+	zero := int64(0)
+	_, err = fork.Txn(ctx, func(tx *store.Txn) error {
+		for _, p := range dying {
+			if len(p.Finalizers) > 0 {
+				kept := p.DeepCopyObject().(*api.Pod)
+				kept.Finalizers = nil
+				if _, err := tx.Update(kept); err != nil && !store.IsNotFound(err) {
+					return err
+				}
+			}
+			if _, err := tx.Delete(podKind, p.Namespace, p.Name, store.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !store.IsNotFound(err) {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, p := range dying {
+		sim.sched.Remove(p)
+		delete(sim.pending, p.UID)
+	}
+	return err
+}
+
+// place runs the scheduler's core over the pending pods and binds those
+// it places, running and ready since long enough for any minReadySeconds.
+func (sim *simulation) place(ctx context.Context, fork *store.Store, clk *clocktesting.FakeClock) error {
+	pending, err := sched.Pending(fork.Snapshot())
+	if err != nil {
+		return err
+	}
+	var bound []*api.Pod
+	for _, p := range pending {
+		if ctx.Err() != nil {
+			break
+		}
+		node, err := sim.sched.Place(p)
+		var fit *sched.FitError
+		switch {
+		case errors.As(err, &fit):
+			sim.pending[p.UID] = pendingPod{pod: p, reason: fit.Error()}
+			continue
+		case err != nil:
+			sim.pending[p.UID] = pendingPod{pod: p, reason: err.Error()}
+			continue
+		}
+		delete(sim.pending, p.UID)
+		b := p.DeepCopyObject().(*api.Pod)
+		b.Spec.NodeName = node
+		running(b, metav1.NewTime(clk.Now().Add(-24*time.Hour)))
+		bound = append(bound, b)
+	}
+	if len(bound) == 0 {
+		return nil
+	}
+	sim.counts.Placed += len(bound)
+	_, err = fork.Txn(ctx, func(tx *store.Txn) error {
+		for _, b := range bound {
+			if _, err := tx.Update(b); err != nil && !store.IsNotFound(err) {
+				return err
+			}
+		}
+		return nil
+	})
+	return err
+}
+
+// running marks a pod as its node's agent would once its containers run
+// and pass their probes.
+func running(p *api.Pod, since metav1.Time) {
+	p.Status.Phase = api.PodRunning
+	p.Status.StartTime = &since
+	p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c api.PodCondition) bool {
+		return c.Type == api.PodScheduled || c.Type == api.PodReady || c.Type == api.ContainersReady
+	})
+	for _, t := range []api.PodConditionType{api.PodScheduled, api.ContainersReady, api.PodReady} {
+		p.Status.Conditions = append(p.Status.Conditions, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: since})
+	}
+}
+
+// count sums the pods the change makes and removes, comparing the fork
+// with the live store.
+func (sim *simulation) count(live, fork *store.Store) error {
+	liveSnap, forkSnap := live.Snapshot(), fork.Snapshot()
+	was := map[types.UID]bool{}
+	if err := liveSnap.Each(podKind, store.Filter{}, func(obj api.Object) bool {
+		was[obj.GetUID()] = true
+		return true
+	}); err != nil {
+		return err
+	}
+	kept := 0
+	err := forkSnap.Each(podKind, store.Filter{}, func(obj api.Object) bool {
+		if was[obj.GetUID()] {
+			kept++
+		} else {
+			sim.counts.Created++
+		}
+		return true
+	})
+	sim.counts.Deleted = len(was) - kept
+	sim.counts.Unplaced = len(sim.pending)
+	sim.workloadOf = map[string]string{}
+	for _, p := range sim.pending {
+		sim.workload(forkSnap, p.pod)
+	}
+	return err
+}
+
+// workload names the workload a pod belongs to: its controller, and that
+// controller's own controller (a Deployment above a ReplicaSet, a
+// CronJob above a Job); the pod itself when it has none.
+func (sim *simulation) workload(snap *store.Snapshot, p *api.Pod) string {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return "Pod/" + p.Namespace + "/" + p.Name
+	}
+	key := ref.Kind + "/" + p.Namespace + "/" + ref.Name
+	if w, ok := sim.workloadOf[key]; ok {
+		return w
+	}
+	w := key
+	if k, ok := api.KindFor(schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind)); ok {
+		if owner, err := snap.Get(k, p.Namespace, ref.Name); err == nil {
+			if up := metav1.GetControllerOf(owner); up != nil {
+				w = up.Kind + "/" + p.Namespace + "/" + up.Name
+			}
+		}
+	}
+	sim.workloadOf[key] = w
+	return w
+}

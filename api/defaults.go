@@ -3,6 +3,8 @@ package api
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -305,9 +307,43 @@ func defaultProtocol(p *Protocol) {
 	}
 }
 
+// defaultAffinityTimeout is ClientIP affinity's default timeout, three
+// hours, as Kubernetes'.
+const defaultAffinityTimeout = 10800
+
 func defaultService(svc *Service) {
-	if svc.Spec.Type == "" {
-		svc.Spec.Type = ServiceTypeClusterIP
+	spec := &svc.Spec
+	if spec.Type == "" {
+		spec.Type = ServiceTypeClusterIP
+	}
+	if spec.SessionAffinity == "" {
+		spec.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	if spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		if spec.SessionAffinityConfig == nil {
+			spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{}
+		}
+		if spec.SessionAffinityConfig.ClientIP == nil {
+			spec.SessionAffinityConfig.ClientIP = &corev1.ClientIPConfig{}
+		}
+		if spec.SessionAffinityConfig.ClientIP.TimeoutSeconds == nil {
+			t := int32(defaultAffinityTimeout)
+			spec.SessionAffinityConfig.ClientIP.TimeoutSeconds = &t
+		}
+	}
+	if spec.Type != ServiceTypeExternalName && spec.InternalTrafficPolicy == nil {
+		p := corev1.ServiceInternalTrafficPolicyCluster
+		spec.InternalTrafficPolicy = &p
+	}
+	if (spec.Type == ServiceTypeNodePort || spec.Type == ServiceTypeLoadBalancer) && spec.ExternalTrafficPolicy == "" {
+		spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+	if spec.Type == ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
+		t := true
+		spec.AllocateLoadBalancerNodePorts = &t
+	}
+	if spec.ClusterIP == "" && len(spec.ClusterIPs) > 0 {
+		spec.ClusterIP = spec.ClusterIPs[0]
 	}
 	for i := range svc.Spec.Ports {
 		p := &svc.Spec.Ports[i]

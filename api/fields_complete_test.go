@@ -82,6 +82,7 @@ func TestPodHoldsEveryField(t *testing.T) {
 	}{
 		{"Pod", reflect.TypeFor[corev1.Pod](), reflect.TypeFor[Pod]()},
 		{"PodTemplateSpec", reflect.TypeFor[corev1.PodTemplateSpec](), reflect.TypeFor[PodTemplateSpec]()},
+		{"Service", reflect.TypeFor[corev1.Service](), reflect.TypeFor[Service]()},
 	} {
 		for _, m := range missingFields(c.name, c.theirs, c.ours, map[[2]reflect.Type]bool{}) {
 			t.Errorf("missing %s", m)

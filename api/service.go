@@ -1,13 +1,18 @@
 package api
 
 import (
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // +kubebuilder:object:root=true
 
-// Service names a set of pods; berth publishes it in DNS.
+// Service names a set of pods behind a virtual IP (its clusterIP), which
+// every node's proxy balances over the ready ones, and in DNS.
 type Service struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata: name, namespace, labels,
@@ -17,7 +22,7 @@ type Service struct {
 
 	// Spec says which pods the service names and on which ports.
 	Spec ServiceSpec `json:"spec,omitempty"`
-	// Status is empty: berth has no load balancers.
+	// Status holds the addresses a LoadBalancer service is served on.
 	Status ServiceStatus `json:"status,omitempty"`
 }
 
@@ -27,6 +32,8 @@ type ServiceType string
 // Service types.
 const (
 	ServiceTypeClusterIP    ServiceType = "ClusterIP"
+	ServiceTypeNodePort     ServiceType = "NodePort"
+	ServiceTypeLoadBalancer ServiceType = "LoadBalancer"
 	ServiceTypeExternalName ServiceType = "ExternalName"
 )
 
@@ -35,8 +42,11 @@ const ClusterIPNone = "None"
 
 // ServiceSpec describes a service.
 type ServiceSpec struct {
-	// Type is ClusterIP (the default), whose name resolves to its ready
-	// endpoints, or ExternalName, whose name is an alias of externalName.
+	// Type is ClusterIP (the default): a virtual IP in the cluster;
+	// NodePort: that, and a port on every node's addresses; LoadBalancer:
+	// that, and the service's ports on the nodes' addresses, which the
+	// status lists; or ExternalName, whose name is an alias of
+	// externalName.
 	Type ServiceType `json:"type,omitempty"`
 	// Selector lists the labels of the pods behind the service, every one
 	// with the same value. Without one, berth keeps no Endpoints for the
@@ -49,18 +59,62 @@ type ServiceSpec struct {
 	// +listMapKey=port
 	// +listMapKey=protocol
 	Ports []ServicePort `json:"ports,omitempty"`
-	// ClusterIP is empty or None: berth has no virtual IPs, so either way
-	// the name resolves to the endpoints, as for a headless service. An
-	// update that leaves it out keeps it.
+	// ClusterIP is the service's virtual IP, from the control plane's
+	// --service-cidr: empty to be given a free one, an address of the
+	// range to ask for it, or None for a headless service, whose name
+	// resolves to its endpoints. An update that leaves it out keeps it.
 	ClusterIP string `json:"clusterIP,omitempty"`
-	// ClusterIPs is empty or [None], as clusterIP.
+	// ClusterIPs is clusterIP and, for a dual-stack service, the address
+	// of the other family; its first entry is clusterIP.
+	// +listType=atomic
 	ClusterIPs []string `json:"clusterIPs,omitempty"`
+	// IPFamilies are the families of clusterIPs, in their order; filled in
+	// from the service CIDR.
+	// +listType=atomic
+	IPFamilies []corev1.IPFamily `json:"ipFamilies,omitempty"`
+	// IPFamilyPolicy is SingleStack (the default), PreferDualStack or
+	// RequireDualStack; the last needs a service CIDR of each family.
+	IPFamilyPolicy *corev1.IPFamilyPolicy `json:"ipFamilyPolicy,omitempty"`
 	// ExternalName is the host name an ExternalName service is a DNS alias
 	// (CNAME) of.
 	ExternalName string `json:"externalName,omitempty"`
 	// PublishNotReadyAddresses counts every pod the service selects as
 	// ready, in its Endpoints and in DNS, terminating ones too.
 	PublishNotReadyAddresses bool `json:"publishNotReadyAddresses,omitempty"`
+	// SessionAffinity is None (the default) or ClientIP: a client's
+	// connections go to the endpoint its first one went to, for
+	// sessionAffinityConfig.clientIP.timeoutSeconds (3 hours by default).
+	SessionAffinity corev1.ServiceAffinity `json:"sessionAffinity,omitempty"`
+	// SessionAffinityConfig holds the ClientIP affinity's timeout.
+	SessionAffinityConfig *corev1.SessionAffinityConfig `json:"sessionAffinityConfig,omitempty"`
+	// ExternalIPs are more addresses the nodes' proxies serve the
+	// service's ports on.
+	// +listType=atomic
+	ExternalIPs []string `json:"externalIPs,omitempty"`
+	// LoadBalancerIP is checked and kept, and otherwise unused (deprecated
+	// in Kubernetes too).
+	LoadBalancerIP string `json:"loadBalancerIP,omitempty"`
+	// LoadBalancerSourceRanges is checked and kept, and otherwise unused.
+	// +listType=atomic
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+	// ExternalTrafficPolicy is Cluster (the default for NodePort and
+	// LoadBalancer services) or Local: traffic from outside the cluster
+	// to a node port or load-balancer address goes only to endpoints on
+	// the node it reached, keeping the client's address.
+	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
+	// HealthCheckNodePort is checked and kept, and otherwise unused.
+	HealthCheckNodePort int32 `json:"healthCheckNodePort,omitempty"`
+	// AllocateLoadBalancerNodePorts: a LoadBalancer service gets node
+	// ports unless this is false.
+	AllocateLoadBalancerNodePorts *bool `json:"allocateLoadBalancerNodePorts,omitempty"`
+	// LoadBalancerClass names another load balancer; berth's nodes serve
+	// only LoadBalancer services without one.
+	LoadBalancerClass *string `json:"loadBalancerClass,omitempty"`
+	// InternalTrafficPolicy is Cluster (the default) or Local: traffic
+	// from pods to the clusterIP goes only to endpoints on their node.
+	InternalTrafficPolicy *corev1.ServiceInternalTrafficPolicy `json:"internalTrafficPolicy,omitempty"`
+	// TrafficDistribution is checked and kept, and otherwise unused.
+	TrafficDistribution *string `json:"trafficDistribution,omitempty"`
 }
 
 // ServicePort is one port of a service.
@@ -73,17 +127,29 @@ type ServicePort struct {
 	Protocol Protocol `json:"protocol,omitempty"`
 	// AppProtocol is checked and kept, and otherwise unused.
 	AppProtocol *string `json:"appProtocol,omitempty"`
-	// Port is the service's port number. With no virtual IP nothing listens
-	// on it: it names the port and is targetPort's default.
+	// Port is the service's port number on its clusterIP, and
+	// targetPort's default.
 	Port int32 `json:"port"`
 	// TargetPort is the port on the pods, a number or the name of a
 	// container port; port by default. Endpoints and SRV records carry it
 	// resolved.
 	TargetPort intstr.IntOrString `json:"targetPort,omitempty"`
+	// NodePort is the port a NodePort or LoadBalancer service answers on
+	// at every node's addresses, from the control plane's
+	// --service-node-port-range: 0 to be given a free one.
+	NodePort int32 `json:"nodePort,omitempty"`
 }
 
-// ServiceStatus is empty in this version: there are no load balancers.
-type ServiceStatus struct{}
+// ServiceStatus is where a LoadBalancer service is served.
+type ServiceStatus struct {
+	// LoadBalancer lists the addresses a LoadBalancer service answers on:
+	// the nodes' addresses, as k3s's ServiceLB fills it in.
+	LoadBalancer corev1.LoadBalancerStatus `json:"loadBalancer,omitempty"`
+	// Conditions are the service's conditions; berth sets none.
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
 
 // +kubebuilder:object:root=true
 
@@ -154,4 +220,39 @@ type ObjectReference struct {
 	// FieldPath names a part of the object, such as one container; usually
 	// empty.
 	FieldPath string `json:"fieldPath,omitempty"`
+}
+
+// ServiceClusterIPs are the virtual IPs a service holds: none for a
+// headless or ExternalName service.
+func ServiceClusterIPs(svc *Service) []string {
+	if svc.Spec.Type == ServiceTypeExternalName {
+		return nil
+	}
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	var out []string
+	for _, ip := range ips {
+		if ip != "" && ip != ClusterIPNone {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// ServiceNodePorts are the node ports a service holds, as decimal
+// numbers: a node port is one service's whatever the protocol, as in
+// Kubernetes.
+func ServiceNodePorts(svc *Service) []string {
+	var out []string
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			k := strconv.Itoa(int(p.NodePort))
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }

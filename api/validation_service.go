@@ -2,6 +2,8 @@ package api
 
 import (
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 	"net/netip"
 	"strings"
 
@@ -12,14 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-var serviceTypes = []ServiceType{ServiceTypeClusterIP, ServiceTypeExternalName}
+var serviceTypes = []ServiceType{ServiceTypeClusterIP, ServiceTypeNodePort, ServiceTypeLoadBalancer, ServiceTypeExternalName}
 
 func validateServiceSpec(spec *ServiceSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	switch spec.Type {
-	case ServiceTypeClusterIP:
+	case ServiceTypeClusterIP, ServiceTypeNodePort, ServiceTypeLoadBalancer:
 		if len(spec.Ports) == 0 && spec.ClusterIP != ClusterIPNone {
-			errs = append(errs, field.Required(p.Child("ports"), "a ClusterIP service needs ports unless it is headless (clusterIP: None)"))
+			errs = append(errs, field.Required(p.Child("ports"), ""))
+		}
+		if spec.Type != ServiceTypeClusterIP && spec.ClusterIP == ClusterIPNone {
+			errs = append(errs, field.Invalid(p.Child("clusterIPs").Index(0), spec.ClusterIP, "may not be set to 'None' for LoadBalancer or NodePort services"))
 		}
 		errs = append(errs, validateClusterIPs(spec, p)...)
 	case ServiceTypeExternalName:
@@ -38,32 +43,169 @@ func validateServiceSpec(spec *ServiceSpec, p *field.Path) field.ErrorList {
 		if len(spec.ClusterIPs) > 0 {
 			errs = append(errs, field.Forbidden(p.Child("clusterIPs"), "may not be set for ExternalName services"))
 		}
+		if len(spec.IPFamilies) > 0 {
+			errs = append(errs, field.Forbidden(p.Child("ipFamilies"), "may not be set for ExternalName services"))
+		}
+		if spec.IPFamilyPolicy != nil {
+			errs = append(errs, field.Forbidden(p.Child("ipFamilyPolicy"), "may not be set for ExternalName services"))
+		}
 	case "":
 		errs = append(errs, field.Required(p.Child("type"), ""))
 	default:
 		errs = append(errs, field.NotSupported(p.Child("type"), spec.Type, serviceTypes))
 	}
 	errs = append(errs, validateLabels(spec.Selector, p.Child("selector"))...)
-	return append(errs, validateServicePorts(spec.Ports, p.Child("ports"))...)
+	errs = append(errs, validateServicePorts(spec.Ports, p.Child("ports"))...)
+	errs = append(errs, validateServiceTraffic(spec, p)...)
+	return errs
 }
 
-// validateClusterIPs allows only headless services: berth has no virtual
-// IPs in this version (SPEC §4), so an address would promise what nothing
-// delivers.
+var (
+	ipFamilies       = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	ipFamilyPolicies = []corev1.IPFamilyPolicy{corev1.IPFamilyPolicySingleStack, corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack}
+	affinities       = []corev1.ServiceAffinity{corev1.ServiceAffinityNone, corev1.ServiceAffinityClientIP}
+	externalPolicies = []corev1.ServiceExternalTrafficPolicy{corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal}
+	internalPolicies = []corev1.ServiceInternalTrafficPolicy{corev1.ServiceInternalTrafficPolicyCluster, corev1.ServiceInternalTrafficPolicyLocal}
+)
+
+// maxAffinityTimeout is Kubernetes' bound on the ClientIP affinity's
+// timeout: a day.
+const maxAffinityTimeout = 86400
+
+// validateClusterIPs checks the form of the virtual IPs and their
+// families, as Kubernetes does; whether an address lies in the service
+// CIDR and is free is the allocator's to say, in the write.
 func validateClusterIPs(spec *ServiceSpec, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if spec.ClusterIP != "" && spec.ClusterIP != ClusterIPNone {
-		errs = append(errs, field.Invalid(p.Child("clusterIP"), spec.ClusterIP, "berth has no virtual IPs: must be empty or None"))
+	ipsPath := p.Child("clusterIPs")
+	if spec.ClusterIP != "" && len(spec.ClusterIPs) > 0 && spec.ClusterIPs[0] != spec.ClusterIP {
+		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "first value must match `clusterIP`"))
 	}
+	if len(spec.ClusterIPs) > 2 {
+		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "may only hold up to 2 values"))
+	}
+	headless := spec.ClusterIP == ClusterIPNone || len(spec.ClusterIPs) > 0 && spec.ClusterIPs[0] == ClusterIPNone
+	if spec.ClusterIP != "" && spec.ClusterIP != ClusterIPNone && len(spec.ClusterIPs) == 0 {
+		errs = append(errs, validateServiceIP(spec.ClusterIP, p.Child("clusterIP"))...)
+	}
+	var families []bool // is IPv4, per address
 	for i, ip := range spec.ClusterIPs {
-		ipp := p.Child("clusterIPs").Index(i)
+		ipp := ipsPath.Index(i)
 		switch {
-		case ip != ClusterIPNone:
-			errs = append(errs, field.Invalid(ipp, ip, "berth has no virtual IPs: must be None"))
-		case i > 0:
-			errs = append(errs, field.Invalid(ipp, ip, "None may only be given once"))
-		case spec.ClusterIP != ip:
-			errs = append(errs, field.Invalid(ipp, ip, "must match `clusterIP`"))
+		case ip == ClusterIPNone && i == 0:
+		case ip == ClusterIPNone, headless:
+			errs = append(errs, field.Invalid(ipp, ip, "must be empty when the first value is 'None'"))
+		default:
+			if e := validateServiceIP(ip, ipp); len(e) > 0 {
+				errs = append(errs, e...)
+				continue
+			}
+			a, _ := netip.ParseAddr(ip)
+			families = append(families, a.Is4())
+		}
+	}
+	if len(families) == 2 && families[0] == families[1] {
+		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "may specify no more than one IP for each IP family"))
+	}
+	fp := p.Child("ipFamilies")
+	if len(spec.IPFamilies) > 2 {
+		errs = append(errs, field.Invalid(fp, spec.IPFamilies, "may only hold up to 2 values"))
+	}
+	seen := map[corev1.IPFamily]bool{}
+	for i, f := range spec.IPFamilies {
+		errs = append(errs, validateOneOf(f, ipFamilies, fp.Index(i))...)
+		if seen[f] {
+			errs = append(errs, field.Duplicate(fp.Index(i), f))
+		}
+		seen[f] = true
+		if i < len(families) && families[i] != (f == corev1.IPv4Protocol) {
+			errs = append(errs, field.Invalid(fp.Index(i), f, fmt.Sprintf("does not match the family of clusterIPs[%d]", i)))
+		}
+	}
+	if pol := spec.IPFamilyPolicy; pol != nil {
+		errs = append(errs, validateOneOf(*pol, ipFamilyPolicies, p.Child("ipFamilyPolicy"))...)
+		if *pol == corev1.IPFamilyPolicySingleStack {
+			if len(spec.ClusterIPs) > 1 {
+				errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "'SingleStack' ipFamilyPolicy may not have more than one clusterIP"))
+			}
+			if len(spec.IPFamilies) > 1 {
+				errs = append(errs, field.Invalid(fp, spec.IPFamilies, "'SingleStack' ipFamilyPolicy may not have more than one ipFamily"))
+			}
+		}
+	} else if len(spec.ClusterIPs) > 1 || len(spec.IPFamilies) > 1 {
+		errs = append(errs, field.Required(p.Child("ipFamilyPolicy"), "must be 'PreferDualStack' or 'RequireDualStack' for a dual-stack service"))
+	}
+	return errs
+}
+
+// validateServiceIP checks one virtual IP's form.
+func validateServiceIP(ip string, p *field.Path) field.ErrorList {
+	if errs := validation.IsValidIP(p, ip); len(errs) > 0 {
+		return errs
+	}
+	if a, _ := netip.ParseAddr(ip); a.Is4In6() {
+		return field.ErrorList{field.Invalid(p, ip, "must be a valid IPv4 or IPv6 address, not an IPv4-mapped one")}
+	}
+	return nil
+}
+
+// validateServiceTraffic checks node ports, affinity and the traffic
+// policies against the service's type, as Kubernetes does.
+func validateServiceTraffic(spec *ServiceSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	external := spec.Type == ServiceTypeNodePort || spec.Type == ServiceTypeLoadBalancer
+	for i, port := range spec.Ports {
+		np := p.Child("ports").Index(i).Child("nodePort")
+		switch {
+		case port.NodePort == 0:
+		case !external:
+			errs = append(errs, field.Forbidden(np, "may not be used when `type` is '"+string(spec.Type)+"'"))
+		default:
+			errs = append(errs, validatePortNumber(port.NodePort, np)...)
+		}
+	}
+	if spec.SessionAffinity != "" {
+		errs = append(errs, validateOneOf(spec.SessionAffinity, affinities, p.Child("sessionAffinity"))...)
+	}
+	if c := spec.SessionAffinityConfig; c != nil {
+		cp := p.Child("sessionAffinityConfig")
+		switch {
+		case spec.SessionAffinity != corev1.ServiceAffinityClientIP:
+			errs = append(errs, field.Invalid(cp, c, "must not be set when session affinity is "+string(spec.SessionAffinity)))
+		case c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil:
+			if t := *c.ClientIP.TimeoutSeconds; t <= 0 || t > maxAffinityTimeout {
+				errs = append(errs, field.Invalid(cp.Child("clientIP", "timeoutSeconds"), t, fmt.Sprintf("must be greater than 0 and less than %d", maxAffinityTimeout)))
+			}
+		}
+	}
+	if pol := spec.ExternalTrafficPolicy; pol != "" {
+		pp := p.Child("externalTrafficPolicy")
+		if !external && len(spec.ExternalIPs) == 0 {
+			errs = append(errs, field.Invalid(pp, pol, "may only be set for externally-accessible services"))
+		} else {
+			errs = append(errs, validateOneOf(pol, externalPolicies, pp)...)
+		}
+	}
+	if pol := spec.InternalTrafficPolicy; pol != nil {
+		errs = append(errs, validateOneOf(*pol, internalPolicies, p.Child("internalTrafficPolicy"))...)
+	}
+	for i, ip := range spec.ExternalIPs {
+		errs = append(errs, validateServiceIP(ip, p.Child("externalIPs").Index(i))...)
+	}
+	if spec.LoadBalancerIP != "" {
+		errs = append(errs, validateServiceIP(spec.LoadBalancerIP, p.Child("loadBalancerIP"))...)
+	}
+	for i, r := range spec.LoadBalancerSourceRanges {
+		if _, err := netip.ParsePrefix(strings.TrimSpace(r)); err != nil {
+			errs = append(errs, field.Invalid(p.Child("loadBalancerSourceRanges").Index(i), r, "must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 "))
+		}
+	}
+	if spec.Type != ServiceTypeLoadBalancer {
+		if spec.LoadBalancerClass != nil {
+			errs = append(errs, field.Forbidden(p.Child("loadBalancerClass"), "may only be used when `type` is 'LoadBalancer'"))
+		}
+		if spec.AllocateLoadBalancerNodePorts != nil {
+			errs = append(errs, field.Forbidden(p.Child("allocateLoadBalancerNodePorts"), "may only be used when `type` is 'LoadBalancer'"))
 		}
 	}
 	return errs

@@ -481,11 +481,47 @@ func TestValidateService(t *testing.T) {
 	runValidation(t, func() *Service {
 		return &Service{ObjectMeta: meta("web"), Spec: ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []ServicePort{{Name: "http", Port: 80}}}}
 	}, []validationCase[*Service]{
-		{"type", func(o *Service) { o.Spec.Type = "LoadBalancer" }, []string{`spec.type: Unsupported value: "LoadBalancer"`}},
+		{"type", func(o *Service) { o.Spec.Type = "Magic" }, []string{`spec.type: Unsupported value: "Magic"`}},
+		{"load balancer", func(o *Service) { o.Spec.Type = ServiceTypeLoadBalancer }, nil},
+		{"node port", func(o *Service) { o.Spec.Type, o.Spec.Ports[0].NodePort = ServiceTypeNodePort, 30080 }, nil},
+		{"node port on a ClusterIP", func(o *Service) { o.Spec.Ports[0].NodePort = 30080 }, []string{"spec.ports[0].nodePort: Forbidden"}},
+		{"node port number", func(o *Service) { o.Spec.Type, o.Spec.Ports[0].NodePort = ServiceTypeNodePort, 70000 }, []string{"spec.ports[0].nodePort: Invalid value: 70000"}},
+		{"headless node port", func(o *Service) { o.Spec.Type, o.Spec.ClusterIP = ServiceTypeNodePort, ClusterIPNone }, []string{"spec.clusterIPs[0]: Invalid value: \"None\""}},
+		{"dual stack", func(o *Service) {
+			pol := corev1.IPFamilyPolicyRequireDualStack
+			o.Spec.ClusterIPs, o.Spec.IPFamilies, o.Spec.IPFamilyPolicy = []string{"10.0.0.1", "fd00::1"}, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}, &pol
+		}, nil},
+		{"two of a family", func(o *Service) {
+			pol := corev1.IPFamilyPolicyPreferDualStack
+			o.Spec.ClusterIPs, o.Spec.IPFamilyPolicy = []string{"10.0.0.1", "10.0.0.2"}, &pol
+		}, []string{"spec.clusterIPs: Invalid value: [\"10.0.0.1\",\"10.0.0.2\"]: may specify no more than one IP for each IP family"}},
+		{"single stack with two", func(o *Service) {
+			pol := corev1.IPFamilyPolicySingleStack
+			o.Spec.ClusterIPs, o.Spec.IPFamilyPolicy = []string{"10.0.0.1", "fd00::1"}, &pol
+		}, []string{"spec.clusterIPs: Invalid value: [\"10.0.0.1\",\"fd00::1\"]: 'SingleStack' ipFamilyPolicy"}},
+		{"family mismatch", func(o *Service) {
+			o.Spec.ClusterIP, o.Spec.IPFamilies = "10.0.0.1", []corev1.IPFamily{corev1.IPv6Protocol}
+			o.Spec.ClusterIPs = []string{"10.0.0.1"}
+		}, []string{"spec.ipFamilies[0]: Invalid value"}},
+		{"affinity", func(o *Service) { o.Spec.SessionAffinity = "Sticky" }, []string{`spec.sessionAffinity: Unsupported value: "Sticky"`}},
+		{"affinity timeout", func(o *Service) {
+			t := int32(0)
+			o.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+			o.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &t}}
+		}, []string{"spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 0"}},
+		{"external policy on ClusterIP", func(o *Service) { o.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }, []string{"spec.externalTrafficPolicy: Invalid value"}},
+		{"internal policy", func(o *Service) {
+			p := corev1.ServiceInternalTrafficPolicy("Nearby")
+			o.Spec.InternalTrafficPolicy = &p
+		}, []string{`spec.internalTrafficPolicy: Unsupported value: "Nearby"`}},
 		{"no ports", func(o *Service) { o.Spec.Ports = nil }, []string{"spec.ports: Required value"}},
 		{"headless without ports", func(o *Service) { o.Spec.Ports, o.Spec.ClusterIP = nil, ClusterIPNone }, nil},
-		{"cluster IP", func(o *Service) { o.Spec.ClusterIP, o.Spec.ClusterIPs = "10.0.0.1", []string{"10.0.0.1"} }, []string{
-			`spec.clusterIP: Invalid value: "10.0.0.1"`, `spec.clusterIPs[0]: Invalid value: "10.0.0.1"`,
+		{"cluster IP", func(o *Service) { o.Spec.ClusterIP, o.Spec.ClusterIPs = "10.0.0.1", []string{"10.0.0.1"} }, nil},
+		{"cluster IP form", func(o *Service) { o.Spec.ClusterIP, o.Spec.ClusterIPs = "10.0.0.300", []string{"10.0.0.300"} }, []string{
+			`spec.clusterIPs[0]: Invalid value: "10.0.0.300"`,
+		}},
+		{"cluster IPs first", func(o *Service) { o.Spec.ClusterIP, o.Spec.ClusterIPs = "10.0.0.1", []string{"10.0.0.2"} }, []string{
+			"spec.clusterIPs: Invalid value: [\"10.0.0.2\"]: first value must match `clusterIP`",
 		}},
 		{"external name required", func(o *Service) { o.Spec.Type = ServiceTypeExternalName }, []string{"spec.externalName: Required value"}},
 		{"external name", func(o *Service) { o.Spec.Type, o.Spec.ExternalName = ServiceTypeExternalName, "db.example.com." }, nil},

@@ -167,10 +167,24 @@ func validateVolumeUpdate(old, pv *PersistentVolume) field.ErrorList {
 	return errs
 }
 
-// validateServiceUpdate keeps clusterIP as Kubernetes does: an update that
-// leaves it out keeps the old one, and it may change only when the type
-// moves to or from ExternalName.
+// validateServiceUpdate keeps what the allocator gave, as Kubernetes
+// does: an update that leaves out clusterIP, the IP families or a node
+// port keeps the old ones, and the addresses may change only when the
+// type moves to or from ExternalName.
 func validateServiceUpdate(old, svc *Service) field.ErrorList {
+	if svc.Spec.Type == ServiceTypeNodePort || svc.Spec.Type == ServiceTypeLoadBalancer {
+		for i := range svc.Spec.Ports {
+			p := &svc.Spec.Ports[i]
+			if p.NodePort != 0 {
+				continue
+			}
+			for _, op := range old.Spec.Ports {
+				if op.Port == p.Port && op.Protocol == p.Protocol {
+					p.NodePort = op.NodePort
+				}
+			}
+		}
+	}
 	external := old.Spec.Type == ServiceTypeExternalName || svc.Spec.Type == ServiceTypeExternalName
 	if external {
 		return nil
@@ -179,9 +193,18 @@ func validateServiceUpdate(old, svc *Service) field.ErrorList {
 		svc.Spec.ClusterIP = old.Spec.ClusterIP
 		svc.Spec.ClusterIPs = old.Spec.ClusterIPs
 	}
+	if len(svc.Spec.IPFamilies) == 0 {
+		svc.Spec.IPFamilies = old.Spec.IPFamilies
+	}
+	if svc.Spec.IPFamilyPolicy == nil {
+		svc.Spec.IPFamilyPolicy = old.Spec.IPFamilyPolicy
+	}
 	spec := field.NewPath("spec")
 	errs := immutable(old.Spec.ClusterIP, svc.Spec.ClusterIP, spec.Child("clusterIP"))
-	return append(errs, immutable(old.Spec.ClusterIPs, svc.Spec.ClusterIPs, spec.Child("clusterIPs"))...)
+	if len(old.Spec.ClusterIPs) > 0 && len(svc.Spec.ClusterIPs) > 0 && old.Spec.ClusterIPs[0] != svc.Spec.ClusterIPs[0] {
+		errs = append(errs, field.Invalid(spec.Child("clusterIPs").Index(0), svc.Spec.ClusterIPs[0], "may not change once set"))
+	}
+	return errs
 }
 
 // immutableData: a ConfigMap or Secret marked immutable keeps its data and

@@ -68,7 +68,7 @@ func TestKubectlReadsEndpointSlices(t *testing.T) {
 	})
 
 	// get prints kubectl's columns: every endpoint, ready or not.
-	out, err := run("get", "endpointslices")
+	out, err := run("get", "endpointslices", "-l", "kubernetes.io/service-name=hello")
 	if err != nil {
 		t.Fatalf("kubectl get endpointslices: %v\n%s", err, out)
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/node"
 	"github.com/berth-dev/berth/reconcile/podgc"
 	"github.com/berth-dev/berth/reconcile/quota"
+	"github.com/berth-dev/berth/reconcile/servicealloc"
 	"github.com/berth-dev/berth/reconcile/volume"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
@@ -140,6 +141,12 @@ type Config struct {
 	// (--node-cidr-mask-size; zero takes 24). Empty assigns none.
 	ClusterCIDR      string
 	NodeCIDRMaskSize int
+	// ServiceCIDR is the range (or one of each family, comma-separated)
+	// Services' virtual IPs come from (--service-cidr, 10.43.0.0/16 when
+	// empty); ServiceNodePortRange the node ports'
+	// (--service-node-port-range, 30000-32767 when empty).
+	ServiceCIDR          string
+	ServiceNodePortRange string
 	// DisableUI turns the web dashboard under /ui/ off (--ui=false).
 	DisableUI bool
 }
@@ -188,6 +195,9 @@ type Server struct {
 	// ui is the web dashboard under /ui/, nil when it is off; Run ends
 	// its streams at shutdown.
 	ui *ui.Server
+	// svcAlloc gives Services their virtual IPs and node ports, in the
+	// store's transactions.
+	svcAlloc *servicealloc.Allocator
 }
 
 // New opens the store and credentials and binds the API listener, so that
@@ -250,10 +260,14 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
-	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, limitrange.Admit, quota.Admit, job.Admit}}); err != nil {
+	svcAlloc, err := cfg.serviceAllocator()
+	if err != nil {
+		return nil, err
+	}
+	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, limitrange.Admit, quota.Admit, job.Admit, svcAlloc.Admit}}); err != nil {
 		return nil, damagedStoreAdvice(err, cfg.DataDir)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}),
+	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}), svcAlloc: svcAlloc,
 		informers: informer.NewFactory(st, cfg.Clock, cfg.Logger)}
 	if b, ok := backend.(*bolt.Backend); ok {
 		s.dbSize = b.Size
@@ -365,6 +379,9 @@ func (cfg Config) Check() error {
 		return fmt.Errorf("--advertise-address %q: want an IP address or a DNS name, without a port", cfg.AdvertiseAddress)
 	}
 	if _, err := cfg.nodeRange(); err != nil {
+		return err
+	}
+	if _, err := cfg.serviceAllocator(); err != nil {
 		return err
 	}
 	return source.CheckNames(cfg.Sources)
@@ -702,6 +719,7 @@ func (s *Server) Leading() <-chan struct{} { return s.leading }
 func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
 	defer s.leadingOnce.Do(func() { close(s.leading) })
 	wg.Go(func() { s.events.Run(ctx) })
+	wg.Go(func() { s.runKubernetesService(ctx) })
 	for _, c := range s.controllers {
 		wg.Go(func() {
 			if err := c.Run(ctx, 2); err != nil {

@@ -540,3 +540,55 @@ func TestLookupChainTooLong(t *testing.T) {
 		t.Errorf("c2: %q", got)
 	}
 }
+
+// TestLookupClusterIP: a service with a virtual IP is answered with it,
+// ready endpoints or not, as CoreDNS answers; SRV records name the
+// service with its ports; the address's PTR names the service; a
+// headless service beside it still answers its endpoints.
+func TestLookupClusterIP(t *testing.T) {
+	tbl := newTable(t)
+	vip := func(ips ...string) func(*api.Service) {
+		return func(s *api.Service) {
+			s.Spec.ClusterIP, s.Spec.ClusterIPs = ips[0], ips
+			s.Spec.Ports = []api.ServicePort{{Name: "http", Port: 80, Protocol: api.ProtocolTCP}, {Name: "dns", Port: 53, Protocol: api.ProtocolUDP}}
+		}
+	}
+	headless := func(s *api.Service) {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = api.ClusterIPNone, []string{api.ClusterIPNone}
+	}
+	fill(t, tbl,
+		svc("default", "web", vip("10.43.0.10", "fd00:43::a")),
+		eps("default", "web", subset(ready(at("web-a", "10.42.0.5")), ports(api.EndpointPort{Name: "http", Port: 8080}))),
+		svc("default", "idle", vip("10.43.0.11")),
+		svc("default", "db", headless),
+		eps("default", "db", subset(ready(at("db-0", "10.42.0.7")))),
+	)
+	const web = "web.default.svc.cluster.local."
+	for _, tt := range []struct {
+		name  string
+		qtype uint16
+		want  []string
+		extra []string
+	}{
+		{web, dns.TypeA, []string{web + "\t5\tIN\tA\t10.43.0.10"}, nil},
+		{web, dns.TypeAAAA, []string{web + "\t5\tIN\tAAAA\tfd00:43::a"}, nil},
+		{"idle.default.svc.cluster.local.", dns.TypeA, []string{"idle.default.svc.cluster.local.\t5\tIN\tA\t10.43.0.11"}, nil},
+		{"_http._tcp." + web, dns.TypeSRV, []string{"_http._tcp." + web + "\t5\tIN\tSRV\t0 100 80 " + web},
+			[]string{web + "\t5\tIN\tA\t10.43.0.10", web + "\t5\tIN\tAAAA\tfd00:43::a"}},
+		{web, dns.TypeSRV, []string{web + "\t5\tIN\tSRV\t0 50 53 " + web, web + "\t5\tIN\tSRV\t0 50 80 " + web},
+			[]string{web + "\t5\tIN\tA\t10.43.0.10", web + "\t5\tIN\tAAAA\tfd00:43::a"}},
+		{"db.default.svc.cluster.local.", dns.TypeA, []string{"db.default.svc.cluster.local.\t5\tIN\tA\t10.42.0.7"}, nil},
+		{"10.0.43.10.in-addr.arpa.", dns.TypePTR, []string{"10.0.43.10.in-addr.arpa.\t5\tIN\tPTR\t" + web}, nil},
+	} {
+		ans := tbl.Lookup(tt.name, tt.qtype)
+		if got := rrStrings(ans.Answer); ans.Rcode != dns.RcodeSuccess || !slices.Equal(got, tt.want) {
+			t.Errorf("%s %s: %s %q, want %q", tt.name, dns.TypeToString[tt.qtype], describe(ans), got, tt.want)
+		}
+		if got := rrStrings(ans.Extra); !slices.Equal(got, tt.extra) {
+			t.Errorf("%s %s extra: %q, want %q", tt.name, dns.TypeToString[tt.qtype], got, tt.extra)
+		}
+	}
+	if ans := tbl.Lookup("web-a."+web, dns.TypeA); ans.Rcode != dns.RcodeNameError {
+		t.Errorf("an endpoint's name under a service with a virtual IP: %s", describe(ans))
+	}
+}

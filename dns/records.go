@@ -59,8 +59,10 @@ type srvRecords struct {
 }
 
 // buildEntry computes the records of a service (SPEC §6) from the service
-// and its Endpoints. It returns nil when the service has no name to answer
-// for: no ready endpoint (its name is then NXDOMAIN) and not ExternalName.
+// and its Endpoints. A service with a virtual IP is answered with it,
+// as CoreDNS does; a headless one with its ready endpoints. It returns
+// nil when the service has no name to answer for: headless with no ready
+// endpoint (its name is then NXDOMAIN).
 func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 	if svc == nil {
 		return nil
@@ -76,6 +78,9 @@ func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 		e.cnameWire = packWire(name, dns.TypeA, e.cname, nil, nil)
 		e.records = 1
 		return e
+	}
+	if ips := api.ServiceClusterIPs(svc); len(ips) > 0 {
+		return clusterIPEntry(e, name, svc, ips)
 	}
 	if ep == nil {
 		return nil
@@ -171,6 +176,63 @@ func buildEntry(zone string, svc *api.Service, ep *api.Endpoints) *entry {
 			answer: slices.Clip(answer), extra: slices.Clip(extra),
 			wire: packWire(owner, dns.TypeSRV, answer, nil, extra),
 		}
+		e.records += len(answer)
+	}
+	return e
+}
+
+// clusterIPEntry is the records of a service with a virtual IP, as
+// CoreDNS answers them: the name's address is the clusterIP whether or
+// not an endpoint is ready; SRV records point at the name with the
+// service's ports; the address's PTR names the service. Endpoints have
+// no names of their own under it.
+func clusterIPEntry(e *entry, name string, svc *api.Service, vips []string) *entry {
+	var ips []netip.Addr
+	for _, v := range vips {
+		if ip, err := netip.ParseAddr(v); err == nil {
+			ips = append(ips, ip.Unmap())
+		}
+	}
+	if len(ips) == 0 {
+		return nil
+	}
+	e.addrs = addressRecords(name, ips)
+	e.records = len(e.addrs.a) + len(e.addrs.aaaa)
+	e.ptrs = make(map[netip.Addr][]string, len(ips))
+	for _, ip := range ips {
+		e.ptrs[ip] = []string{name}
+	}
+	srv := map[string][]uint16{}
+	for _, p := range svc.Spec.Ports {
+		if p.Port <= 0 || p.Port > 65535 {
+			continue
+		}
+		srv[""] = append(srv[""], uint16(p.Port))
+		if p.Name == "" {
+			continue
+		}
+		key := "_" + strings.ToLower(p.Name) + "._" + strings.ToLower(string(cmp.Or(p.Protocol, api.ProtocolTCP)))
+		srv[key] = append(srv[key], uint16(p.Port))
+	}
+	if len(srv) > 0 {
+		e.srv = make(map[string]srvRecords, len(srv))
+		e.protos = map[string]struct{}{}
+	}
+	extra := e.addrs.all()
+	for key, ports := range srv {
+		slices.Sort(ports)
+		ports = slices.Compact(ports)
+		owner := name
+		if key != "" {
+			owner = key + "." + name
+			e.protos[key[strings.IndexByte(key, '.')+1:]] = struct{}{}
+		}
+		weight := uint16(max(1, 100/len(ports)))
+		answer := make([]dns.RR, 0, len(ports))
+		for _, port := range ports {
+			answer = append(answer, &dns.SRV{Hdr: header(owner, dns.TypeSRV), Weight: weight, Port: port, Target: name})
+		}
+		e.srv[key] = srvRecords{answer: answer, extra: extra, wire: packWire(owner, dns.TypeSRV, answer, nil, extra)}
 		e.records += len(answer)
 	}
 	return e

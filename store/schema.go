@@ -35,6 +35,11 @@ const (
 	// by their kubernetes.io/service-name label) without scanning the
 	// slices of its namespace.
 	IndexService = "service"
+	// IndexClusterIP finds the Service holding a virtual IP, so that the
+	// allocator checks an address in the transaction that hands it out.
+	IndexClusterIP = "clusterIP"
+	// IndexNodePort finds the Service holding a node port ("30080").
+	IndexNodePort = "nodePort"
 )
 
 // tableIndexes lists, per kind, the indexes beyond id, uid, owner and source.
@@ -45,6 +50,14 @@ var tableIndexes = map[string]map[string]*memdb.IndexSchema{
 		})},
 		IndexOrphan: {Name: IndexOrphan, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
 			return o.GetNamespace(), api.ControllerOf(o) == nil
+		})},
+	},
+	"Service": {
+		IndexClusterIP: {Name: IndexClusterIP, AllowMissing: true, Indexer: multiIndex(func(o api.Object) []string {
+			return api.ServiceClusterIPs(o.(*api.Service))
+		})},
+		IndexNodePort: {Name: IndexNodePort, AllowMissing: true, Indexer: multiIndex(func(o api.Object) []string {
+			return api.ServiceNodePorts(o.(*api.Service))
 		})},
 	},
 	"EndpointSlice": {

@@ -84,13 +84,8 @@ var definitions = map[string][]Column{
 			cell: on(func(s *api.Service, _ time.Time) string { return string(s.Spec.Type) })},
 		{Name: "Cluster-IP", Type: "string", Description: "The service's cluster IP, None when headless.",
 			cell: on(func(s *api.Service, _ time.Time) string { return serviceClusterIP(s) })},
-		{Name: "External-IP", Type: "string", Description: "The external name of an ExternalName service.",
-			cell: on(func(s *api.Service, _ time.Time) string {
-				if s.Spec.Type == api.ServiceTypeExternalName {
-					return s.Spec.ExternalName
-				}
-				return ""
-			})},
+		{Name: "External-IP", Type: "string", Description: "The external name of an ExternalName service, the load-balancer addresses of a LoadBalancer one (<pending> until it has some), and the external IPs.",
+			cell: on(func(s *api.Service, _ time.Time) string { return serviceExternalIP(s) })},
 		{Name: "Port(s)", Type: "string", Description: "The ports the service exposes.",
 			cell: on(func(s *api.Service, _ time.Time) string { return ServicePorts(s.Spec.Ports) })},
 		ageColumn,

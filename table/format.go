@@ -77,11 +77,35 @@ func serviceClusterIP(s *api.Service) string {
 	return s.Spec.ClusterIP
 }
 
-// ServicePorts renders a service's ports as kubectl does: `80/TCP,53/UDP`.
+// serviceExternalIP is kubectl's EXTERNAL-IP cell of a service.
+func serviceExternalIP(s *api.Service) string {
+	switch s.Spec.Type {
+	case api.ServiceTypeExternalName:
+		return s.Spec.ExternalName
+	case api.ServiceTypeLoadBalancer:
+		var ips []string
+		for _, ing := range s.Status.LoadBalancer.Ingress {
+			ips = append(ips, ing.IP+ing.Hostname)
+		}
+		ips = append(ips, s.Spec.ExternalIPs...)
+		if len(ips) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(ips, ",")
+	}
+	return strings.Join(s.Spec.ExternalIPs, ",")
+}
+
+// ServicePorts renders a service's ports as kubectl does:
+// `80/TCP,53/UDP`, `80:30080/TCP` with a node port.
 func ServicePorts(ports []api.ServicePort) string {
 	parts := make([]string, len(ports))
 	for i, p := range ports {
-		parts[i] = fmt.Sprintf("%d/%s", p.Port, p.Protocol)
+		if p.NodePort != 0 {
+			parts[i] = fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol)
+		} else {
+			parts[i] = fmt.Sprintf("%d/%s", p.Port, p.Protocol)
+		}
 	}
 	return strings.Join(parts, ",")
 }

@@ -17,6 +17,16 @@ func describeService(w *describeWriter, obj api.Object, dc *describeContext) {
 	describeHeader(w, s, true)
 	w.write(level0, "Selector:\t%s\n", labels.FormatLabels(s.Spec.Selector))
 	w.write(level0, "Type:\t%s\n", s.Spec.Type)
+	if s.Spec.IPFamilyPolicy != nil {
+		w.write(level0, "IP Family Policy:\t%s\n", *s.Spec.IPFamilyPolicy)
+	}
+	if len(s.Spec.IPFamilies) > 0 {
+		fams := make([]string, len(s.Spec.IPFamilies))
+		for i, f := range s.Spec.IPFamilies {
+			fams[i] = string(f)
+		}
+		w.write(level0, "IP Families:\t%s\n", strings.Join(fams, ","))
+	}
 	ips := s.Spec.ClusterIPs
 	if len(ips) == 0 && s.Spec.ClusterIP != "" {
 		ips = []string{s.Spec.ClusterIP}
@@ -27,6 +37,16 @@ func describeService(w *describeWriter, obj api.Object, dc *describeContext) {
 	}
 	w.write(level0, "IP:\t%s\n", ip)
 	w.write(level0, "IPs:\t%s\n", orNone(strings.Join(ips, ",")))
+	if len(s.Spec.ExternalIPs) > 0 {
+		w.write(level0, "External IPs:\t%s\n", strings.Join(s.Spec.ExternalIPs, ","))
+	}
+	if ing := s.Status.LoadBalancer.Ingress; len(ing) > 0 {
+		var addrs []string
+		for _, i := range ing {
+			addrs = append(addrs, i.IP+i.Hostname)
+		}
+		w.write(level0, "LoadBalancer Ingress:\t%s\n", strings.Join(addrs, ", "))
+	}
 	if s.Spec.Type == api.ServiceTypeExternalName {
 		w.write(level0, "External Name:\t%s\n", s.Spec.ExternalName)
 	}
@@ -41,14 +61,26 @@ func describeService(w *describeWriter, obj api.Object, dc *describeContext) {
 		} else {
 			w.write(level0, "TargetPort:\t%d/%s\n", p.TargetPort.IntVal, p.Protocol)
 		}
+		if p.NodePort != 0 {
+			w.write(level0, "NodePort:\t%s\t%d/%s\n", name, p.NodePort, p.Protocol)
+		}
 		eps := ""
 		if dc.endpoints != nil {
 			eps = table.FormatEndpoints(dc.endpoints, map[string]bool{p.Name: true})
 		}
 		w.write(level0, "Endpoints:\t%s\n", orNone(eps))
 	}
+	if s.Spec.SessionAffinity != "" {
+		w.write(level0, "Session Affinity:\t%s\n", s.Spec.SessionAffinity)
+	}
 	if s.Spec.PublishNotReadyAddresses {
 		w.write(level0, "Publish Not Ready Addresses:\ttrue\n")
+	}
+	if s.Spec.ExternalTrafficPolicy != "" {
+		w.write(level0, "External Traffic Policy:\t%s\n", s.Spec.ExternalTrafficPolicy)
+	}
+	if p := s.Spec.InternalTrafficPolicy; p != nil {
+		w.write(level0, "Internal Traffic Policy:\t%s\n", *p)
 	}
 }
 

@@ -48,6 +48,8 @@ type serverOptions struct {
 	scoringStrategy          string
 	clusterCIDR              string
 	nodeCIDRMaskSize         int
+	serviceCIDR              string
+	serviceNodePortRange     string
 
 	// agent runs a node agent for this machine in the same process.
 	agent bool
@@ -143,6 +145,8 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				MostAllocated:               mostAllocated,
 				ClusterCIDR:                 o.clusterCIDR,
 				NodeCIDRMaskSize:            o.nodeCIDRMaskSize,
+				ServiceCIDR:                 o.serviceCIDR,
+				ServiceNodePortRange:        o.serviceNodePortRange,
 				DisableUI:                   !o.ui,
 			}
 			if err := cfg.Check(); err != nil {
@@ -217,6 +221,8 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.DurationVar(&o.eventTTL, "event-ttl", controlplane.DefaultEventTTL, "how long an event is kept after it was last recorded")
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", controlplane.LeastAllocated, "how the scheduler scores nodes' free resources: LeastAllocated spreads pods over the emptiest nodes, MostAllocated packs them onto the fullest")
 	f.StringVar(&o.clusterCIDR, "cluster-cidr", controlplane.DefaultClusterCIDR, "the range pod IPs come from: each node gets a spec.podCIDR of --node-cidr-mask-size bits out of it when it registers, freed when it goes; empty assigns none")
+	f.StringVar(&o.serviceCIDR, "service-cidr", controlplane.DefaultServiceCIDR, "the range Services' virtual IPs (clusterIP) come from, or one IPv4 and one IPv6 range, comma-separated, for dual-stack; the kubernetes Service takes its first address")
+	f.StringVar(&o.serviceNodePortRange, "service-node-port-range", controlplane.DefaultServiceNodePortRange, "the ports NodePort and LoadBalancer Services are given on every node, FIRST-LAST")
 	f.IntVar(&o.nodeCIDRMaskSize, "node-cidr-mask-size", controlplane.DefaultNodeCIDRMaskSize, "the size in bits of each node's spec.podCIDR (24: 254 pod addresses a node)")
 	f.BoolVar(&o.ui, "ui", true, "serve the web dashboard under /ui/ on the API's address; viewers log in with a bearer token and see what it may read")
 	f.BoolVar(&o.agent, "agent", true, "run a node agent for this machine in the same process")

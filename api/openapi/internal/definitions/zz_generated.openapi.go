@@ -8884,7 +8884,7 @@ func schema_githubcom_berth_dev_berth_api_Service(ref common.ReferenceCallback) 
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "Service names a set of pods; berth publishes it in DNS.",
+				Description: "Service names a set of pods behind a virtual IP (its clusterIP), which every node's proxy balances over the ready ones, and in DNS.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -8917,7 +8917,7 @@ func schema_githubcom_berth_dev_berth_api_Service(ref common.ReferenceCallback) 
 					},
 					"status": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Status is empty: berth has no load balancers.",
+							Description: "Status holds the addresses a LoadBalancer service is served on.",
 							Default:     map[string]interface{}{},
 							Ref:         ref("github.com/berth-dev/berth/api.ServiceStatus"),
 						},
@@ -9038,7 +9038,7 @@ func schema_githubcom_berth_dev_berth_api_ServicePort(ref common.ReferenceCallba
 					},
 					"port": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Port is the service's port number. With no virtual IP nothing listens on it: it names the port and is targetPort's default.",
+							Description: "Port is the service's port number on its clusterIP, and targetPort's default.",
 							Default:     0,
 							Type:        []string{"integer"},
 							Format:      "int32",
@@ -9048,6 +9048,13 @@ func schema_githubcom_berth_dev_berth_api_ServicePort(ref common.ReferenceCallba
 						SchemaProps: spec.SchemaProps{
 							Description: "TargetPort is the port on the pods, a number or the name of a container port; port by default. Endpoints and SRV records carry it resolved.",
 							Ref:         ref(intstr.IntOrString{}.OpenAPIModelName()),
+						},
+					},
+					"nodePort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "NodePort is the port a NodePort or LoadBalancer service answers on at every node's addresses, from the control plane's --service-node-port-range: 0 to be given a free one.",
+							Type:        []string{"integer"},
+							Format:      "int32",
 						},
 					},
 				},
@@ -9068,7 +9075,7 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"type": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Type is ClusterIP (the default), whose name resolves to its ready endpoints, or ExternalName, whose name is an alias of externalName.",
+							Description: "Type is ClusterIP (the default): a virtual IP in the cluster; NodePort: that, and a port on every node's addresses; LoadBalancer: that, and the service's ports on the nodes' addresses, which the status lists; or ExternalName, whose name is an alias of externalName.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -9117,14 +9124,19 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 					},
 					"clusterIP": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ClusterIP is empty or None: berth has no virtual IPs, so either way the name resolves to the endpoints, as for a headless service. An update that leaves it out keeps it.",
+							Description: "ClusterIP is the service's virtual IP, from the control plane's --service-cidr: empty to be given a free one, an address of the range to ask for it, or None for a headless service, whose name resolves to its endpoints. An update that leaves it out keeps it.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"clusterIPs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
 						SchemaProps: spec.SchemaProps{
-							Description: "ClusterIPs is empty or [None], as clusterIP.",
+							Description: "ClusterIPs is clusterIP and, for a dual-stack service, the address of the other family; its first entry is clusterIP.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -9134,6 +9146,34 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 									},
 								},
 							},
+						},
+					},
+					"ipFamilies": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "IPFamilies are the families of clusterIPs, in their order; filled in from the service CIDR.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+										Enum:   []interface{}{"", "IPv4", "IPv6"},
+									},
+								},
+							},
+						},
+					},
+					"ipFamilyPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IPFamilyPolicy is SingleStack (the default), PreferDualStack or RequireDualStack; the last needs a service CIDR of each family.\n\nPossible enum values:\n - `\"PreferDualStack\"` indicates that this service prefers dual-stack when the cluster is configured for dual-stack. If the cluster is not configured for dual-stack the service will be assigned a single IPFamily. If the IPFamily is not set in service.spec.ipFamilies then the service will be assigned the default IPFamily configured on the cluster\n - `\"RequireDualStack\"` indicates that this service requires dual-stack. Using IPFamilyPolicyRequireDualStack on a single stack cluster will result in validation errors. The IPFamilies (and their order) assigned to this service is based on service.spec.ipFamilies. If service.spec.ipFamilies was not provided then it will be assigned according to how they are configured on the cluster. If service.spec.ipFamilies has only one entry then the alternative IPFamily will be added by apiserver\n - `\"SingleStack\"` indicates that this service is required to have a single IPFamily. The IPFamily assigned is based on the default IPFamily used by the cluster or as identified by service.spec.ipFamilies field",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"PreferDualStack", "RequireDualStack", "SingleStack"},
 						},
 					},
 					"externalName": {
@@ -9150,11 +9190,114 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 							Format:      "",
 						},
 					},
+					"sessionAffinity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SessionAffinity is None (the default) or ClientIP: a client's connections go to the endpoint its first one went to, for sessionAffinityConfig.clientIP.timeoutSeconds (3 hours by default).\n\nPossible enum values:\n - `\"ClientIP\"` is the Client IP based.\n - `\"None\"` - no session affinity.",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"ClientIP", "None"},
+						},
+					},
+					"sessionAffinityConfig": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SessionAffinityConfig holds the ClientIP affinity's timeout.",
+							Ref:         ref(v1.SessionAffinityConfig{}.OpenAPIModelName()),
+						},
+					},
+					"externalIPs": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalIPs are more addresses the nodes' proxies serve the service's ports on.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"loadBalancerIP": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LoadBalancerIP is checked and kept, and otherwise unused (deprecated in Kubernetes too).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"loadBalancerSourceRanges": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "LoadBalancerSourceRanges is checked and kept, and otherwise unused.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"externalTrafficPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExternalTrafficPolicy is Cluster (the default for NodePort and LoadBalancer services) or Local: traffic from outside the cluster to a node port or load-balancer address goes only to endpoints on the node it reached, keeping the client's address.\n\nPossible enum values:\n - `\"Cluster\"` routes traffic to all endpoints.\n - `\"Local\"` preserves the source IP of the traffic by routing only to endpoints on the same node as the traffic was received on (dropping the traffic if there are no local endpoints).",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Cluster", "Local"},
+						},
+					},
+					"healthCheckNodePort": {
+						SchemaProps: spec.SchemaProps{
+							Description: "HealthCheckNodePort is checked and kept, and otherwise unused.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"allocateLoadBalancerNodePorts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AllocateLoadBalancerNodePorts: a LoadBalancer service gets node ports unless this is false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"loadBalancerClass": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LoadBalancerClass names another load balancer; berth's nodes serve only LoadBalancer services without one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"internalTrafficPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InternalTrafficPolicy is Cluster (the default) or Local: traffic from pods to the clusterIP goes only to endpoints on their node.\n\nPossible enum values:\n - `\"Cluster\"` routes traffic to all endpoints.\n - `\"Local\"` routes traffic only to endpoints on the same node as the client pod (dropping the traffic if there are no local endpoints).",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Cluster", "Local"},
+						},
+					},
+					"trafficDistribution": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TrafficDistribution is checked and kept, and otherwise unused.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/berth-dev/berth/api.ServicePort"},
+			"github.com/berth-dev/berth/api.ServicePort", v1.SessionAffinityConfig{}.OpenAPIModelName()},
 	}
 }
 
@@ -9162,10 +9305,42 @@ func schema_githubcom_berth_dev_berth_api_ServiceStatus(ref common.ReferenceCall
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ServiceStatus is empty in this version: there are no load balancers.",
+				Description: "ServiceStatus is where a LoadBalancer service is served.",
 				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"loadBalancer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LoadBalancer lists the addresses a LoadBalancer service answers on: the nodes' addresses, as k3s's ServiceLB fills it in.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.LoadBalancerStatus{}.OpenAPIModelName()),
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the service's conditions; berth sets none.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(metav1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
 			},
 		},
+		Dependencies: []string{
+			v1.LoadBalancerStatus{}.OpenAPIModelName(), metav1.Condition{}.OpenAPIModelName()},
 	}
 }
 

@@ -43,6 +43,8 @@ kind: Service
 metadata:
   name: %[1]s
 spec:
+  # headless: the name resolves to the pods, which need no service proxy
+  clusterIP: None
   selector: {app: %[1]s}
   ports:
   - {name: http, port: %[2]d, targetPort: http}

@@ -44,6 +44,8 @@ kind: Service
 metadata:
   name: web
 spec:
+  # headless: the name resolves to the pods, which need no service proxy
+  clusterIP: None
   selector: {app: web}
   ports:
   - {port: 80, targetPort: http}

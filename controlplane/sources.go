@@ -23,6 +23,7 @@ import (
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/event"
+	"github.com/berth-dev/berth/reconcile/health"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/source/dir"
 	"github.com/berth-dev/berth/source/git"
@@ -99,6 +100,15 @@ type sourceRun struct {
 	synced bool
 	// lastSuccess is when a revision was last applied (Ready=True).
 	lastSuccess time.Time
+
+	// waiting is the revision applied whose objects are not healthy yet
+	// (spec.wait), until deadline; applied is that revision whole.
+	waiting  string
+	deadline time.Time
+	applied  *source.Revision
+	// healthy is the last revision whose objects all became healthy,
+	// whole: what spec.rollbackOnFailure applies again.
+	healthy *source.Revision
 }
 
 // newSources checks the --source flags; a bad one stops the server before
@@ -470,6 +480,9 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 	}
 	whole := forced || request != "" || src.Generation != src.Status.ObservedGeneration || src.Status.LastSyncTime == nil
 	if !whole && !hinted && !r.due.IsZero() && now.Before(r.due) {
+		if r.waiting != "" {
+			return s.checkHealth(ctx, src, r)
+		}
 		// Woken by a write (its own status), not due: nothing to do.
 		return reconcile.Result{RequeueAfter: r.due.Sub(now)}, nil
 	}
@@ -487,7 +500,7 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 		r.due = now.Add(s.jittered(spec.Interval))
 		return reconcile.Result{RequeueAfter: r.due.Sub(now)}, nil
 	}
-	res, err := s.applier.Apply(ctx, key, rev, apply.ApplyOptions{Request: request})
+	res, err := s.applier.Apply(ctx, key, rev, apply.ApplyOptions{Request: request, Wait: src.Spec.Wait})
 	end := s.clock.Now()
 	s.syncDuration.WithLabelValues(key).Observe(end.Sub(now).Seconds())
 	s.mu.Lock()
@@ -511,7 +524,95 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 	}
 	r.have = rev.ID
 	r.due = now.Add(s.jittered(spec.Interval))
+	if res.Ready && src.Spec.Wait {
+		timeout := api.DefaultSourceTimeout
+		if t := src.Spec.Timeout; t != nil {
+			timeout = t.Duration
+		}
+		r.waiting, r.deadline, r.applied = rev.ID, end.Add(timeout), &rev
+		return s.checkHealth(ctx, src, r)
+	}
+	if res.Ready {
+		r.waiting, r.healthy = "", &rev
+	}
 	return reconcile.Result{RequeueAfter: r.due.Sub(now)}, nil
+}
+
+// healthRecheck is how often the health of what a Source applied is
+// looked at while it waits for it.
+const healthRecheck = 2 * time.Second
+
+// maxUnhealthyNamed bounds the objects a Ready message names.
+const maxUnhealthyNamed = 10
+
+// checkHealth looks at the kstatus of the objects of the revision r
+// waits for: all healthy is Ready=True; some not, before the deadline,
+// is Ready=Unknown, looked at again shortly; past the deadline, or one
+// failed for good, is Ready=False naming them, and with
+// spec.rollbackOnFailure the last healthy revision is applied again.
+func (s *sources) checkHealth(ctx context.Context, src *api.Source, r *sourceRun) (reconcile.Result, error) {
+	name, rev := src.Name, r.waiting
+	objs, err := s.applier.Inventory(name)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	report := health.Check(objs)
+	now := s.clock.Now()
+	next := reconcile.Result{RequeueAfter: max(r.due.Sub(now), time.Millisecond)}
+	var unhealthy []string
+	for _, e := range report.Unhealthy {
+		unhealthy = append(unhealthy, e.String())
+	}
+	switch {
+	case report.Healthy():
+		r.waiting, r.healthy, r.applied = "", r.applied, nil
+		return next, s.applier.SetOutcome(ctx, name, apply.Outcome{
+			Status: metav1.ConditionTrue, Reason: api.ReasonSucceeded,
+			Message: fmt.Sprintf("Applied revision %s: %d objects healthy", rev, report.Total),
+			Health:  api.SourceHealthy, Unhealthy: []string{}, HealthyRevision: rev, Revision: rev,
+		})
+	case now.Before(r.deadline) && !report.Failed():
+		err := s.applier.SetOutcome(ctx, name, apply.Outcome{
+			Status: metav1.ConditionUnknown, Reason: api.ReasonProgressing,
+			Message: fmt.Sprintf("Applied revision %s; waiting for %d of %d objects to become healthy: %s",
+				rev, len(report.Unhealthy), report.Total, report.Summary(maxUnhealthyNamed)),
+			Health: api.SourceProgressing, Unhealthy: unhealthy,
+		})
+		return reconcile.Result{RequeueAfter: min(healthRecheck, r.deadline.Sub(now))}, err
+	}
+	why := "within " + api.DefaultSourceTimeout.String()
+	if timeout := src.Spec.Timeout; timeout != nil {
+		why = "within " + timeout.Duration.String()
+	}
+	if report.Failed() {
+		why = "and one failed"
+	}
+	msg := fmt.Sprintf("Revision %s applied, but %d of %d objects did not become healthy %s: %s",
+		rev, len(report.Unhealthy), report.Total, why, report.Summary(maxUnhealthyNamed))
+	r.waiting, r.applied = "", nil
+	out := apply.Outcome{Status: metav1.ConditionFalse, Reason: api.ReasonHealthCheckFailed, Message: msg,
+		Health: api.SourceDegraded, Unhealthy: unhealthy, Revision: rev}
+	if src.Spec.RollbackOnFailure {
+		switch {
+		case r.healthy == nil:
+			out.Message += "; no healthy revision to roll back to since the server started"
+		case r.healthy.ID == rev:
+			out.Message += "; it is the last healthy revision: nothing to roll back to"
+		default:
+			res, err := s.applier.Apply(ctx, name, *r.healthy, apply.ApplyOptions{})
+			if err != nil {
+				r.waiting = rev // the rollback is tried again
+				return reconcile.Result{}, err
+			}
+			if !res.Ready {
+				out.Message += fmt.Sprintf("; rolling back to revision %s failed: %s", r.healthy.ID, res.Message)
+			} else {
+				out.Reason = api.ReasonRolledBack
+				out.Message += fmt.Sprintf("; rolled back to revision %s (spec.rollbackOnFailure), which stays until a new revision comes", r.healthy.ID)
+			}
+		}
+	}
+	return next, s.applier.SetOutcome(ctx, name, out)
 }
 
 // flagged reports whether a --source flag names the Source.

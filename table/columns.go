@@ -379,13 +379,10 @@ var definitions = map[string][]Column{
 				}
 				return string(api.ConditionUnknown)
 			})},
-		{Name: "Message", Type: "string", Description: "Message of the Ready condition.",
-			cell: on(func(s *api.Source, _ time.Time) string {
-				if c := SourceReady(s); c != nil {
-					return c.Message
-				}
-				return ""
-			})},
+		{Name: "Health", Type: "string", Description: "kstatus of the objects last applied (with spec.wait): Healthy, Progressing or Degraded.",
+			cell: on(func(s *api.Source, _ time.Time) string { return s.Status.Health })},
+		{Name: "Message", Type: "string", Description: "Message of the Ready condition, on one line, with its first error whole.",
+			cell: on(func(s *api.Source, _ time.Time) string { return SourceMessage(s) })},
 		{Name: "Objects", Type: "integer", Priority: 1, Description: "Objects the last applied revision holds.",
 			cell: on(func(s *api.Source, _ time.Time) string { return intCell(s.Status.Objects) })},
 		{Name: "Last Sync", Type: "string", Priority: 1, Description: "Time since the source was last synced.",

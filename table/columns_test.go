@@ -60,7 +60,7 @@ func TestHeaders(t *testing.T) {
 		{"serviceaccounts", false, "NAME SECRETS AGE"},
 		{"resourcequotas", false, "NAME AGE REQUEST LIMIT"},
 		{"events", false, "LAST SEEN TYPE REASON OBJECT MESSAGE"},
-		{"sources", false, "NAME TYPE REVISION READY MESSAGE"},
+		{"sources", false, "NAME TYPE REVISION READY HEALTH MESSAGE"},
 	}
 	for _, tt := range tests {
 		k, ok := api.LookupResource(tt.resource)

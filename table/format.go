@@ -383,6 +383,21 @@ func SourceReady(s *api.Source) *metav1.Condition {
 	return nil
 }
 
+// SourceMessage is a Source's Ready message on one line: its first line
+// and, for a revision refused, its first error whole, with the file,
+// document and field it names.
+func SourceMessage(s *api.Source) string {
+	c := SourceReady(s)
+	if c == nil {
+		return ""
+	}
+	first, rest, _ := strings.Cut(c.Message, "\n")
+	if next, _, _ := strings.Cut(rest, "\n"); next != "" {
+		return first + " " + next
+	}
+	return first
+}
+
 // budgetCount renders a budget's minAvailable or maxUnavailable as kubectl
 // does: N/A when it is not set.
 func budgetCount(v *intstr.IntOrString) string {

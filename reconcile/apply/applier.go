@@ -119,6 +119,10 @@ type ApplyOptions struct {
 	// annotation this sync answers; it is copied to
 	// status.lastHandledReconcileAt.
 	Request string
+	// Wait says a health check follows: a revision applied leaves the
+	// Source Ready=Unknown (Progressing) rather than Ready=True, so that
+	// nothing that depends on it starts before its objects are healthy.
+	Wait bool
 }
 
 // rejected aborts a transaction whose revision cannot be applied.
@@ -463,6 +467,12 @@ func (a *Applier) write(tx *store.Txn, name string, s Step) error {
 			fmt.Sprintf("Source %s no longer declares %s and %s: it is left as it is and is no longer the source's", name, s.Key, why))
 	}
 	return nil
+}
+
+// Inventory lists the objects the named source owns now, Sources it
+// declares included.
+func (a *Applier) Inventory(name string) ([]api.Object, error) {
+	return inventory(a.store.Snapshot(), name)
 }
 
 // reader is what the applier reads from: a transaction or a snapshot.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -72,14 +73,21 @@ func (a *Applier) updateStatus(tx *store.Txn, src *api.Source, res *Result, opts
 		s.Status.LastHandledReconcileAt = opts.Request
 	}
 	status := metav1.ConditionFalse
-	if res.Ready {
+	condReason, condMessage := res.Reason, res.Message
+	switch {
+	case res.Ready && opts.Wait:
+		status, condReason = metav1.ConditionUnknown, api.ReasonProgressing
+		condMessage += "; waiting for its objects to become healthy"
+		s.Status.Health = api.SourceProgressing
+	case res.Ready:
 		status = metav1.ConditionTrue
+		s.Status.Health, s.Status.Unhealthy = "", nil
 	}
 	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
 		Type:               api.SourceReady,
 		Status:             status,
-		Reason:             res.Reason,
-		Message:            res.Message,
+		Reason:             condReason,
+		Message:            condMessage,
 		ObservedGeneration: s.Generation,
 		LastTransitionTime: now,
 	})
@@ -111,27 +119,63 @@ func remember(history []api.SourceSync, sync api.SourceSync) []api.SourceSync {
 // (suspended, held back by its dependencies, not configured), in the
 // status the syncs write, with an event when it changed.
 func (a *Applier) SetReady(ctx context.Context, name string, status metav1.ConditionStatus, reason, message string) error {
+	return a.SetOutcome(ctx, name, Outcome{Status: status, Reason: reason, Message: message})
+}
+
+// Outcome is what a step of a sync other than the apply found: a health
+// check, a rollback, a reason not to sync.
+type Outcome struct {
+	Status          metav1.ConditionStatus
+	Reason, Message string
+	// Health, when set, is the new status.health, with the objects not
+	// healthy (status.unhealthy).
+	Health    string
+	Unhealthy []string
+	// HealthyRevision, when set, is the new status.lastHealthyRevision.
+	HealthyRevision string
+	// Revision, when set, ends a sync of that revision: it goes into
+	// status.history.
+	Revision string
+}
+
+// SetOutcome writes an Outcome to a Source's status: its Ready condition
+// (an event when it changed) and what else it sets.
+func (a *Applier) SetOutcome(ctx context.Context, name string, o Outcome) error {
 	_, err := a.store.Txn(ctx, func(tx *store.Txn) error {
 		src, err := getSource(tx, name)
 		if err != nil {
 			return err
 		}
 		s := src.DeepCopy()
+		now := metav1.NewTime(a.clock.Now())
 		s.Status.ObservedGeneration = s.Generation
-		if !meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
-			Type: api.SourceReady, Status: status, Reason: reason, Message: message,
-			ObservedGeneration: s.Generation, LastTransitionTime: metav1.NewTime(a.clock.Now()),
-		}) && s.Status.ObservedGeneration == src.Status.ObservedGeneration {
+		changed := meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+			Type: api.SourceReady, Status: o.Status, Reason: o.Reason, Message: o.Message,
+			ObservedGeneration: s.Generation, LastTransitionTime: now,
+		})
+		if o.Health != "" {
+			s.Status.Health, s.Status.Unhealthy = o.Health, o.Unhealthy
+		}
+		if o.HealthyRevision != "" {
+			s.Status.LastHealthyRevision = o.HealthyRevision
+		}
+		if o.Revision != "" {
+			s.Status.History = remember(s.Status.History, api.SourceSync{Revision: o.Revision, Time: now, Reason: o.Reason, Message: o.Message})
+		}
+		if equality.Semantic.DeepEqual(s.Status, src.Status) {
 			return nil
 		}
 		if _, err := tx.Update(s); err != nil {
 			return err
 		}
+		if !changed {
+			return nil
+		}
 		eventType := api.EventTypeWarning
-		if status == metav1.ConditionTrue {
+		if o.Status != metav1.ConditionFalse {
 			eventType = api.EventTypeNormal
 		}
-		return a.events.Record(tx, s, eventType, reason, oneLine(message))
+		return a.events.Record(tx, s, eventType, o.Reason, oneLine(o.Message))
 	})
 	if err != nil {
 		return fmt.Errorf("write status of source %s: %w", name, err)

@@ -1,11 +1,14 @@
 package source
 
 import (
+	"cmp"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/source/build"
 )
 
 // Decode decodes every file (status dropped) and reports, besides the
@@ -35,6 +38,17 @@ func (c Contents) Revision(id string) Revision {
 // before changing it (defaulting included). A Decoder is used by one
 // goroutine at a time; its zero value is ready.
 type Decoder struct {
+	// Build says how a tree that asks for a build (Contents.BuildDir) is
+	// built, and holds the age key that opens files encrypted with SOPS.
+	// Set it before the first Decode; NewDecoder fills it from a Spec.
+	Build build.Options
+	// KeyFile and ValuesFile, when set, name files read at each Decode
+	// into Build.AgeKey and, after Build.Helm.Values, into the chart's
+	// values (the decryption-key-file= and helm-values-file= options),
+	// so that a rotated key or edited values take effect without a
+	// restart. Their content is never logged nor kept elsewhere.
+	KeyFile, ValuesFile string
+
 	files map[fileKey]decodedFile // the last revision's files
 	once  bool                    // keep nothing, so copy nothing
 }
@@ -45,6 +59,9 @@ type fileKey struct{ name, sum string }
 type decodedFile struct {
 	objs []*api.Decoded
 	errs api.ErrorList
+	// locked says the file could not be decrypted: not kept, so that a
+	// key that changes is tried on it next time.
+	locked bool
 }
 
 // Has reports whether the last Decode held the file name with content
@@ -62,8 +79,68 @@ func (d *Decoder) Revision(c Contents, id string) Revision {
 	return Revision{ID: id, Objects: objs, Errors: errs}
 }
 
-// Decode is Contents.Decode, reusing what the previous call decoded.
+// NewDecoder is the Decoder of a source: its build options from the
+// spec's Build and options, a chart rendered as the release named after
+// the source unless they say otherwise.
+func NewDecoder(spec Spec) Decoder {
+	opts := spec.Build
+	opts.Helm.ReleaseName = cmp.Or(spec.Options[OptionHelmRelease], opts.Helm.ReleaseName, spec.Name)
+	opts.Helm.Namespace = cmp.Or(spec.Options[OptionHelmNamespace], opts.Helm.Namespace)
+	return Decoder{
+		Build:      opts,
+		KeyFile:    spec.Options[OptionDecryptionKeyFile],
+		ValuesFile: spec.Options[OptionHelmValuesFile],
+	}
+}
+
+// options are the build options of one Decode, with the key and values
+// files read; the errors name the file that could not be read.
+func (d *Decoder) options() (build.Options, api.ErrorList) {
+	opts := d.Build
+	var errs api.ErrorList
+	read := func(p string) []byte {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, &api.Error{File: p, Doc: -1, Message: "cannot read: " + unwrapPath(err).Error()})
+		}
+		return data
+	}
+	if d.KeyFile != "" {
+		opts.AgeKey = append(append(slices.Clip(opts.AgeKey), '\n'), read(d.KeyFile)...)
+	}
+	if d.ValuesFile != "" {
+		opts.Helm.Values = append(slices.Clip(opts.Helm.Values), build.File{Name: d.ValuesFile, Data: read(d.ValuesFile)})
+	}
+	return opts, errs
+}
+
+// Decode is Contents.Decode, reusing what the previous call decoded. A
+// tree to build is built first (package build), and what the build
+// produced is decoded as the files of the revision; a manifest encrypted
+// with SOPS is opened in memory before it is decoded.
 func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
+	opts, problems := d.options()
+	if len(problems) > 0 {
+		problems = append(problems, c.Problems...)
+		problems.Sort()
+		return nil, problems
+	}
+	if c.BuildDir != "" {
+		tree := build.Tree{Files: make([]build.File, len(c.Files)), Dir: c.BuildDir}
+		for i, f := range c.Files {
+			tree.Files[i] = build.File{Name: f.Name, Data: f.Data}
+		}
+		built, errs := build.Build(tree, opts)
+		if len(errs) > 0 {
+			errs = append(errs, c.Problems...)
+			errs.Sort()
+			return nil, errs
+		}
+		c = Contents{Files: make([]File, len(built)), Problems: c.Problems}
+		for i, f := range built {
+			c.Files[i] = File{Name: f.Name, Data: f.Data}
+		}
+	}
 	files := sortedFiles(c.Files)
 	keys := make([]fileKey, len(files))
 	results := make([]decodedFile, len(files))
@@ -92,8 +169,17 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 	}
 	parallel(len(todo), func(k int) {
 		i := todo[k]
-		objs, errs := api.DecodeStream(files[i].Name, files[i].Data, api.DecodeOptions{DropStatus: true, ValidateRest: true})
-		results[i] = decodedFile{objs, errs}
+		data := files[i].Data
+		if build.Encrypted(files[i].Name, data) {
+			plain, err := build.Decrypt(files[i].Name, data, opts.AgeKey)
+			if err != nil {
+				results[i] = decodedFile{errs: api.ErrorList{err}, locked: true}
+				return
+			}
+			data = plain
+		}
+		objs, errs := api.DecodeStream(files[i].Name, data, api.DecodeOptions{DropStatus: true, ValidateRest: true})
+		results[i] = decodedFile{objs: objs, errs: errs}
 	})
 
 	starts := make([]int, len(results))
@@ -112,7 +198,9 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 	} else {
 		kept := make(map[fileKey]decodedFile, len(files))
 		for i, r := range results {
-			kept[keys[i]] = r
+			if !r.locked {
+				kept[keys[i]] = r
+			}
 			copy(objs[starts[i]:], r.objs)
 		}
 		d.files = kept

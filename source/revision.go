@@ -36,6 +36,11 @@ type Contents struct {
 	// Skipped are the symbolic links a directory source did not follow,
 	// for leading out of it: a warning, not a problem.
 	Skipped []SkippedLink
+	// BuildDir, when set, says Files are a tree to build rather than
+	// manifests: every file of the repository (or directory), whatever its
+	// name, and this the slash path of the folder to build, "." for the
+	// root (see package build). The Decoder builds it before decoding.
+	BuildDir string
 }
 
 // ContentHash is the ID of a dir or http revision: "sha256:<hex>" over the
@@ -62,6 +67,9 @@ func (c Contents) ContentHash() string {
 	}
 	for _, p := range c.Problems {
 		field([]byte(p.Error()))
+	}
+	if c.BuildDir != "" {
+		field([]byte("build:" + c.BuildDir))
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

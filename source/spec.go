@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/berth-dev/berth/source/build"
 )
 
 // Types of source, as Spec.Type holds them.
@@ -49,6 +51,18 @@ const (
 	// OptionAllowMassPrune set to true lets a revision prune more than half
 	// of the source's objects (the applier's guard).
 	OptionAllowMassPrune = "allowMassPrune"
+	// OptionDecryptionKeyFile names a file of age identities that opens
+	// the source's files encrypted with SOPS; read at each revision.
+	OptionDecryptionKeyFile = "decryption-key-file"
+	// OptionHelmValuesFile names a YAML file of values merged over a
+	// chart's own (the last of its values); read at each revision.
+	OptionHelmValuesFile = "helm-values-file"
+	// OptionHelmRelease is the release name a chart is rendered as; the
+	// source's name by default.
+	OptionHelmRelease = "helm-release"
+	// OptionHelmNamespace is the release namespace a chart is rendered
+	// for; "default" by default.
+	OptionHelmNamespace = "helm-namespace"
 )
 
 // Spec is a parsed --source value (SPEC §3).
@@ -76,6 +90,12 @@ type Spec struct {
 	// CredentialPassword, CredentialIdentity); they take the place of
 	// the password and key files of Options.
 	Credentials func(ctx context.Context) (map[string][]byte, error)
+	// Build is what the caller resolved for building the source's trees
+	// (package build): the age key and chart values as bytes, as the
+	// Source controller reads them from Secrets and ConfigMaps. The
+	// decryption-key-file= and helm-values-file= options, read at each
+	// revision, add to it; helm-release= and helm-namespace= set it.
+	Build build.Options
 }
 
 // Keys of the map Spec.Credentials returns.
@@ -88,7 +108,7 @@ const (
 // berth's own parameters of a --source value, by type. Query parameters of
 // an http URL that are not berth's belong to the URL and stay in it.
 var (
-	commonParams = []string{"name", "interval", OptionAllowMassPrune}
+	commonParams = []string{"name", "interval", OptionAllowMassPrune, OptionDecryptionKeyFile, OptionHelmValuesFile, OptionHelmRelease, OptionHelmNamespace}
 	gitParams    = []string{"ref", "path", OptionUsername, OptionPasswordFile, OptionSSHKeyFile, OptionKnownHostsFile, OptionInsecureIgnoreHostKey}
 	httpParams   = []string{OptionUsername, OptionPasswordFile}
 	boolOptions  = []string{OptionAllowMassPrune, OptionInsecureIgnoreHostKey}

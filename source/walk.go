@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/source/build"
 )
 
 // ReadDirOptions says how much of a directory is a source's.
@@ -112,6 +113,12 @@ func ReadDir(root string, opts ReadDirOptions) (Contents, []string, error) {
 		return w.contents, nil, nil
 	}
 	w.seen[idOf(root, fi)] = true
+	if !opts.Flat && buildKindAt(root) != build.Plain {
+		// A tree to build: every file counts (a generator's .env, a
+		// chart's templates), each read afresh for the build.
+		w.all, w.cache = true, nil
+		w.contents.BuildDir = "."
+	}
 	if w.real, err = filepath.EvalSymlinks(root); err != nil {
 		w.real = filepath.Clean(root)
 	}
@@ -150,9 +157,21 @@ func IsManifest(name string) bool {
 	return false
 }
 
+// buildKindAt says what a directory asks to be built as, from the files
+// it holds; Plain for a file or a folder that cannot be read.
+func buildKindAt(dir string) build.Kind {
+	return build.KindOf(func(name string) bool {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && fi.Mode().IsRegular()
+	})
+}
+
 // walker collects the manifest files below a directory.
 type walker struct {
 	root string
+	// all reads every file, not only manifests, dot files included but
+	// not dot folders: the tree of a build.
+	all bool
 	// real is root with its links resolved: what links must stay inside.
 	real     string
 	flat     bool
@@ -210,6 +229,9 @@ func (w *walker) dir(p, rel string) error {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
+		case w.all && strings.HasPrefix(name, ".") && e.IsDir():
+			continue
+		case w.all:
 		case strings.HasPrefix(name, "."):
 			continue
 		case w.flat && e.IsDir():
@@ -250,7 +272,7 @@ func (w *walker) entry(p, rel string, isLink bool) {
 		if err := w.dir(p, rel); err != nil {
 			w.problem(rel, err)
 		}
-	case fi.Mode().IsRegular() && IsManifest(filepath.Base(p)):
+	case fi.Mode().IsRegular() && (w.all || IsManifest(filepath.Base(p))):
 		id := idOf(p, fi)
 		if w.seen[id] {
 			return
@@ -264,6 +286,9 @@ func (w *walker) entry(p, rel string, isLink bool) {
 // it from the cache when it has not changed and the receiver holds it.
 func (w *walker) file(p, rel string, fi fs.FileInfo) {
 	if fi.Size() > MaxFileSize {
+		if w.all && !IsManifest(filepath.Base(p)) {
+			return // a big file beside a build's inputs: not one of them
+		}
 		w.contents.Problems = append(w.contents.Problems, TooBig(rel, fi.Size()))
 		return
 	}

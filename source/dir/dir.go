@@ -88,7 +88,7 @@ func New(spec source.Spec, opts Options) (*Dir, error) {
 		return nil, fmt.Errorf("dir source %q: %w", spec.Name, err)
 	}
 	log = log.With("source", spec.Name, "path", root)
-	return &Dir{root: root, spec: spec, opts: opts, log: log, trigger: source.NewSignal()}, nil
+	return &Dir{root: root, spec: spec, opts: opts, log: log, trigger: source.NewSignal(), decoder: source.NewDecoder(spec)}, nil
 }
 
 // Trigger asks for a read now; it never blocks.

@@ -89,7 +89,7 @@ func New(spec source.Spec, opts Options) (*Git, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git source %q: %w", spec.Name, err)
 	}
-	return &Git{spec: spec, opts: opts, url: u.Redacted(), log: log, auth: a, trigger: source.NewSignal()}, nil
+	return &Git{spec: spec, opts: opts, url: u.Redacted(), log: log, auth: a, trigger: source.NewSignal(), decoder: source.NewDecoder(spec)}, nil
 }
 
 // Trigger asks for a check of the remote now; it never blocks.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
+	"github.com/berth-dev/berth/source/build"
 )
 
 // readTree reads the manifests of a commit from its tree, below dir (""
@@ -45,6 +46,23 @@ func readTree(s storer.EncodedObjectStorer, commit plumbing.Hash, dir string, ha
 			return source.Contents{}, fmt.Errorf("read %s in commit %s: %w", dir, commit, err)
 		}
 	}
+	if buildKindOf(tree) != build.Plain {
+		// A tree to build: every file of the commit, from its root, since
+		// an overlay's bases and a chart's values may lie outside dir.
+		root, err := object.GetTree(s, c.TreeHash)
+		if err != nil {
+			return source.Contents{}, fmt.Errorf("read the tree of commit %s: %w", commit, err)
+		}
+		r := &treeReader{s: s, all: true}
+		if err := r.walk(root, ""); err != nil {
+			return source.Contents{}, fmt.Errorf("read commit %s: %w", commit, err)
+		}
+		r.contents.BuildDir = dir
+		if dir == "" {
+			r.contents.BuildDir = "."
+		}
+		return r.contents, nil
+	}
 	r := &treeReader{s: s, have: have}
 	if err := r.walk(tree, dir); err != nil {
 		return source.Contents{}, fmt.Errorf("read commit %s: %w", commit, err)
@@ -52,8 +70,19 @@ func readTree(s storer.EncodedObjectStorer, commit plumbing.Hash, dir string, ha
 	return r.contents, nil
 }
 
+// buildKindOf says what a folder of a commit asks to be built as.
+func buildKindOf(tree *object.Tree) build.Kind {
+	return build.KindOf(func(name string) bool {
+		e, err := tree.FindEntry(name)
+		return err == nil && e.Mode.IsFile()
+	})
+}
+
 type treeReader struct {
-	s        storer.EncodedObjectStorer
+	s storer.EncodedObjectStorer
+	// all reads every file, not only manifests, dot files included but
+	// not dot folders: the tree of a build.
+	all      bool
 	have     func(name, sum string) bool
 	contents source.Contents
 }
@@ -63,7 +92,7 @@ type treeReader struct {
 // links and submodules are not followed.
 func (r *treeReader) walk(tree *object.Tree, prefix string) error {
 	for _, e := range tree.Entries {
-		if strings.HasPrefix(e.Name, ".") {
+		if strings.HasPrefix(e.Name, ".") && (!r.all || e.Mode == filemode.Dir) {
 			continue
 		}
 		name := e.Name
@@ -80,7 +109,7 @@ func (r *treeReader) walk(tree *object.Tree, prefix string) error {
 				return err
 			}
 		case filemode.Regular, filemode.Executable, filemode.Deprecated:
-			if !source.IsManifest(e.Name) {
+			if !r.all && !source.IsManifest(e.Name) {
 				continue
 			}
 			if err := r.blob(name, e.Hash); err != nil {
@@ -101,6 +130,9 @@ func (r *treeReader) blob(name string, h plumbing.Hash) error {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	if obj.Size() > source.MaxFileSize {
+		if r.all && !source.IsManifest(name) {
+			return nil // a big file beside a build's inputs: not one of them
+		}
 		r.contents.Problems = append(r.contents.Problems, source.TooBig(name, obj.Size()))
 		return nil
 	}

@@ -103,7 +103,7 @@ func New(spec source.Spec, opts Options) (*HTTP, error) {
 		},
 	}
 	return &HTTP{
-		spec: spec, opts: opts, name: name, client: client, trigger: source.NewSignal(),
+		spec: spec, opts: opts, name: name, client: client, trigger: source.NewSignal(), decoder: source.NewDecoder(spec),
 		log: log.With("source", spec.Name, "url", name),
 	}, nil
 }

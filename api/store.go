@@ -14,3 +14,10 @@ type StoreInfo struct {
 	// UID is the store's identity; empty when the store keeps none.
 	UID string `json:"uid"`
 }
+
+// PlanPath answers POST with the plan of a revision (see `berth plan`):
+// the manifests in the body (YAML or JSON documents), or with
+// ?source=NAME and an empty body the Source's repository, at ?ref=REF
+// when given. ?timeout= bounds it. Only the admin may plan: a plan reads
+// every namespace and every node.
+const PlanPath = "/berth/v1/plan"

@@ -577,6 +577,8 @@ func (s *Server) buildAPI() error {
 	}), false)
 	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
 	a.Handle(api.StorePath, storeInfoHandler{store: s.store}, true)
+	a.Handle(api.PlanPath, &planHandler{store: s.store, sources: s.sources, dataDir: s.cfg.DataDir,
+		sched: sched.FrameworkOptions{MostAllocated: s.cfg.MostAllocated}}, true)
 	a.Handle(HooksPath, newWebhook(s.hookKey, s.sources.Trigger, s.log, s.cfg.Clock), false)
 	s.api = a
 	return nil

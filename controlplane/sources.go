@@ -159,6 +159,15 @@ func (s *sources) newFetcher(spec source.Spec, onChange func()) (source.Fetcher,
 	return nil, fmt.Errorf("source %q: unknown type %q", spec.Name, spec.Type)
 }
 
+// fetcherIn is a fetcher of spec that keeps a git clone in dir, for a
+// read apart from the Source's own fetcher (a plan at another ref).
+func (s *sources) fetcherIn(spec source.Spec, dir string) (source.Fetcher, error) {
+	if spec.Type == source.TypeGit {
+		return git.New(spec, git.Options{Clock: s.clock, Logger: s.log, CacheDir: dir})
+	}
+	return s.newFetcher(spec, nil)
+}
+
 // objectSpec is the Source object's spec for a --source flag.
 func objectSpec(spec source.Spec) api.SourceSpec {
 	out := api.SourceSpec{

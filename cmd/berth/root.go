@@ -68,6 +68,7 @@ manifests into running workloads on a fleet of machines.
 		newReconcileCommand(g),
 		newRolloutCommand(g),
 		newDiffCommand(g),
+		newPlanCommand(g),
 		newSimCommand(g),
 		newToolboxCommand(g),
 		newLogsCommand(g),

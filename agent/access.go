@@ -108,12 +108,16 @@ func makeSharedDir(dir string) error {
 	return os.Chmod(dir, sharedDirMode)
 }
 
-// runAsUser is the user a container runs as, nil for the agent's own.
-func runAsUser(c *api.Container) *int64 {
-	if c.SecurityContext == nil {
-		return nil
+// runAsUser is the user a container of pod runs as (its own
+// securityContext's, else the pod's), nil for the agent's own.
+func runAsUser(pod *api.Pod, c *api.Container) *int64 {
+	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+		return c.SecurityContext.RunAsUser
 	}
-	return c.SecurityContext.RunAsUser
+	if pod.Spec.SecurityContext != nil {
+		return pod.Spec.SecurityContext.RunAsUser
+	}
+	return nil
 }
 
 // podUsers are the users, other than self (the agent's), that pod's
@@ -121,7 +125,7 @@ func runAsUser(c *api.Container) *int64 {
 func podUsers(pod *api.Pod, self int) []int {
 	var users []int
 	for _, c := range allContainers(pod) {
-		if u := runAsUser(c); u != nil && int(*u) != self && !slices.Contains(users, int(*u)) {
+		if u := runAsUser(pod, c); u != nil && int(*u) != self && !slices.Contains(users, int(*u)) {
 			users = append(users, int(*u))
 		}
 	}
@@ -135,7 +139,7 @@ func podUsers(pod *api.Pod, self int) []int {
 func fsUser(pod *api.Pod) *int64 {
 	var user *int64
 	for _, c := range allContainers(pod) {
-		u := runAsUser(c)
+		u := runAsUser(pod, c)
 		if u == nil || (user != nil && *user != *u) {
 			return nil
 		}

@@ -51,12 +51,11 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 		need(runtime.FeatureSysctls, len(sc.Sysctls) > 0, "spec.securityContext.sysctls")
 		need(runtime.FeatureFSGroup, sc.FSGroup != nil, "spec.securityContext.fsGroup")
 		need(runtime.FeatureSupplemental, len(sc.SupplementalGroups) > 0, "spec.securityContext.supplementalGroups")
-		need(runtime.FeatureSeccomp, sc.SeccompProfile != nil && sc.SeccompProfile.Type != "Unconfined", "spec.securityContext.seccompProfile")
+		need(runtime.FeatureSeccomp, sc.SeccompProfile != nil && sc.SeccompProfile.Type == "RuntimeDefault", "spec.securityContext.seccompProfile")
+		never(sc.SeccompProfile != nil && sc.SeccompProfile.Type == "Localhost", "spec.securityContext.seccompProfile")
 		need(runtime.FeatureAppArmor, sc.AppArmorProfile != nil && sc.AppArmorProfile.Type != "Unconfined", "spec.securityContext.appArmorProfile")
 		need(runtime.FeatureSELinux, sc.SELinuxOptions != nil, "spec.securityContext.seLinuxOptions")
-		never(sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, "spec.securityContext.runAsNonRoot")
-		never(sc.RunAsUser != nil, "spec.securityContext.runAsUser")
-		never(sc.RunAsGroup != nil, "spec.securityContext.runAsGroup")
+		need(runtime.FeatureRunAsNonRoot, sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, "spec.securityContext.runAsNonRoot")
 		never(sc.WindowsOptions != nil, "spec.securityContext.windowsOptions")
 	}
 	never(s.ActiveDeadlineSeconds != nil, "spec.activeDeadlineSeconds")
@@ -81,10 +80,11 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 				need(runtime.FeaturePrivileged, sc.Privileged != nil && *sc.Privileged, p+"securityContext.privileged")
 				need(runtime.FeatureReadOnlyRoot, sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem, p+"securityContext.readOnlyRootFilesystem")
 				need(runtime.FeatureNoNewPrivs, sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation, p+"securityContext.allowPrivilegeEscalation")
-				need(runtime.FeatureSeccomp, sc.SeccompProfile != nil && sc.SeccompProfile.Type != "Unconfined", p+"securityContext.seccompProfile")
+				need(runtime.FeatureSeccomp, sc.SeccompProfile != nil && sc.SeccompProfile.Type == "RuntimeDefault", p+"securityContext.seccompProfile")
+				never(sc.SeccompProfile != nil && sc.SeccompProfile.Type == "Localhost", p+"securityContext.seccompProfile")
 				need(runtime.FeatureAppArmor, sc.AppArmorProfile != nil && sc.AppArmorProfile.Type != "Unconfined", p+"securityContext.appArmorProfile")
 				need(runtime.FeatureSELinux, sc.SELinuxOptions != nil, p+"securityContext.seLinuxOptions")
-				never(sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, p+"securityContext.runAsNonRoot")
+				need(runtime.FeatureRunAsNonRoot, sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, p+"securityContext.runAsNonRoot")
 				never(sc.ProcMount != nil && *sc.ProcMount != "Default", p+"securityContext.procMount")
 				never(sc.WindowsOptions != nil, p+"securityContext.windowsOptions")
 			}
@@ -92,7 +92,6 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 				c.TerminationMessagePolicy == api.TerminationMessageFallbackToLogsOnError, p+"terminationMessagePath")
 			if l := c.Lifecycle; l != nil {
 				need(runtime.FeaturePostStart, l.PostStart != nil, p+"lifecycle.postStart")
-				never(l.PreStop != nil && l.PreStop.Exec == nil, p+"lifecycle.preStop")
 				never(l.StopSignal != nil, p+"lifecycle.stopSignal")
 			}
 			never(c.RestartPolicy != nil, p+"restartPolicy")

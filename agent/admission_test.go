@@ -36,6 +36,19 @@ func TestUnsupportedFields(t *testing.T) {
 			c.Lifecycle = &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"true"}}}}
 			c.SecurityContext = &api.SecurityContext{ReadOnlyRootFilesystem: &yes}
 		}), runtime.ExecFeatures, []string{"spec.containers[0].securityContext.readOnlyRootFilesystem", "spec.containers[0].lifecycle.postStart"}},
+		{"pod runAsUser and runAsGroup everywhere", pod(func(p *api.Pod) {
+			p.Spec.SecurityContext = &api.PodSecurityContext{RunAsUser: new(int64(1000)), RunAsGroup: new(int64(1000))}
+		}), runtime.ExecFeatures, nil},
+		{"runAsNonRoot and RuntimeDefault on exec", pod(func(p *api.Pod) {
+			p.Spec.SecurityContext = &api.PodSecurityContext{RunAsNonRoot: &yes, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		}), runtime.ExecFeatures, []string{"spec.securityContext.seccompProfile", "spec.securityContext.runAsNonRoot"}},
+		{"runAsNonRoot and RuntimeDefault where honoured", pod(func(p *api.Pod) {
+			p.Spec.SecurityContext = &api.PodSecurityContext{RunAsNonRoot: &yes, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+			p.Spec.Containers[0].SecurityContext = &api.SecurityContext{RunAsNonRoot: &yes, Privileged: &yes}
+		}), []runtime.Feature{runtime.FeatureRunAsNonRoot, runtime.FeatureSeccomp, runtime.FeaturePrivileged}, nil},
+		{"a Localhost seccomp profile nowhere", pod(func(p *api.Pod) {
+			p.Spec.Containers[0].SecurityContext = &api.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
+		}), []runtime.Feature{runtime.FeatureSeccomp}, []string{"spec.containers[0].securityContext.seccompProfile"}},
 		{"postStart where honoured", pod(func(p *api.Pod) {
 			p.Spec.Containers[0].Lifecycle = &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"true"}}}}
 		}), []runtime.Feature{runtime.FeaturePostStart}, nil},

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,7 +91,10 @@ func (w *podWorker) imageContainer(pod *api.Pod, c *api.Container, vars map[stri
 		return err
 	}
 	rc.Mounts = mounts
-	rc.Pod = w.sandboxSpec(pod)
+	if rc.Pod, err = w.sandboxSpec(pod); err != nil {
+		return err
+	}
+	rc.Security = containerSecurity(pod, c)
 	return w.terminationMessageFile(pod, c, rc)
 }
 
@@ -156,12 +160,20 @@ func (w *podWorker) mounts(pod *api.Pod, c *api.Container) ([]runtime.Mount, err
 
 // sandboxSpec is the pod's sandbox: its host name, its resolv.conf and the
 // host ports of its containers.
-func (w *podWorker) sandboxSpec(pod *api.Pod) *runtime.Pod {
+func (w *podWorker) sandboxSpec(pod *api.Pod) (*runtime.Pod, error) {
+	dns, err := podDNS(pod, w.m.nameServer(), func() (*runtime.DNS, error) { return readResolvConf(cmp.Or(w.m.o.ResolvConf, DefaultResolvConf)) })
+	if err != nil {
+		return nil, err
+	}
 	p := &runtime.Pod{
 		UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name,
 		Hostname: pod.Name,
 		LogDir:   filepath.Join(podDir(w.m.o.DataDir, string(pod.UID)), "logs"),
-		DNS:      podDNS(pod, w.m.nameServer()),
+		DNS:      dns,
+		// The sandbox must allow what its containers do.
+		Privileged:  podPrivileged(pod),
+		Seccomp:     podSeccomp(pod),
+		HostNetwork: pod.Spec.HostNetwork,
 	}
 	if pod.Spec.Hostname != "" {
 		p.Hostname = pod.Spec.Hostname
@@ -171,28 +183,7 @@ func (w *podWorker) sandboxSpec(pod *api.Pod) *runtime.Pod {
 			p.Ports = append(p.Ports, runtime.Port{Protocol: string(pt.Protocol), ContainerPort: pt.ContainerPort, HostPort: pt.HostPort})
 		}
 	}
-	return p
-}
-
-// podDNS is the pod's resolv.conf by its dnsPolicy, as the kubelet writes
-// it: ClusterFirst (the default) and ClusterFirstWithHostNet name the
-// cluster's DNS server with Kubernetes' search path and ndots:5; Default
-// and None (berth has no dnsConfig) leave the runtime's, the node's. With
-// no cluster DNS server known, every pod gets the node's.
-func podDNS(pod *api.Pod, server string) *runtime.DNS {
-	switch pod.Spec.DNSPolicy {
-	case "", "ClusterFirst", "ClusterFirstWithHostNet":
-	default:
-		return nil
-	}
-	if server == "" {
-		return nil
-	}
-	return &runtime.DNS{
-		Servers:  []string{server},
-		Searches: []string{pod.Namespace + ".svc." + clusterDomain, "svc." + clusterDomain, clusterDomain},
-		Options:  []string{"ndots:5"},
-	}
+	return p, nil
 }
 
 // pullImage makes rc's image present by its pull policy, with the
@@ -231,6 +222,11 @@ func (w *podWorker) pullImage(ctx context.Context, pod *api.Pod, c *api.Containe
 		w.podEvent(pod, api.EventTypeNormal, ReasonPulling, fmt.Sprintf("Pulling image %q", ref))
 	}
 	start := w.m.o.Clock.Now()
+	auths, warning := pullAuths(ctx, w.m.o.Refs, pod, ref)
+	if warning != "" {
+		w.podEvent(pod, api.EventTypeWarning, ReasonFailedPullSecret, warning)
+	}
+	rc.Image.Auths = auths
 	if _, err := pr.PullImage(ctx, rc); err != nil {
 		return w.pullFailed(pod, cs, ref, err), false
 	}

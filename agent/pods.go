@@ -36,6 +36,10 @@ type PodManagerOptions struct {
 	// node-local DNS forwarder listens); empty leaves them the node's
 	// resolv.conf.
 	NameServer string
+	// ResolvConf is the node's resolv.conf, what dnsPolicy Default gives
+	// a pod and whose search domains ClusterFirst adds
+	// (DefaultResolvConf when empty), as the kubelet's --resolv-conf.
+	ResolvConf string
 	// MemoryCapacity is the node's memory, for the oom_score_adj of
 	// Burstable containers.
 	MemoryCapacity int64
@@ -375,7 +379,7 @@ func (m *PodManager) PodAddresses(namespace, name string) ([]string, bool) {
 	if p == nil {
 		return nil, false
 	}
-	if w := m.workers[p.UID]; w != nil && m.podRuntime() != nil {
+	if w := m.workers[p.UID]; w != nil && m.podRuntime() != nil && !p.Spec.HostNetwork {
 		// A pod of its own network is reached at its address.
 		return w.knownIPs(), true
 	}

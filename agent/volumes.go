@@ -64,6 +64,11 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 				slog.Warn("emptyDir medium Memory is a plain directory", "pod", pod.Namespace+"/"+pod.Name, "volume", v.Name, "err", err)
 			}
 		}
+		if sc := pod.Spec.SecurityContext; sc != nil && sc.FSGroup != nil {
+			if err := setGroupOwnership(own, *sc.FSGroup); err != nil {
+				return "", fmt.Errorf("fsGroup: %w", err)
+			}
+		}
 		return own, nil
 	case v.HostPath != nil:
 		return v.HostPath.Path, checkHostPath(v.HostPath)

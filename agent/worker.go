@@ -330,7 +330,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		runs = groupRuns(mine)
 	}
 	init, main = w.views(pod, runs)
-	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil, podIPs: w.podIPs(), now: clk.Now(), init: init, main: main})
+	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil && !pod.Spec.HostNetwork, podIPs: w.podIPs(), now: clk.Now(), init: init, main: main})
 	if !w.report(ctx, pod, st) {
 		next = wakeAt(next, clk.Now().Add(retryAfterError))
 	}
@@ -542,7 +542,8 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 	if err != nil {
 		cs.waitReason = reasonCreateContainerError
 		var ce *configError
-		if errors.As(err, &ce) {
+		var rce *runtime.ConfigError
+		if errors.As(err, &ce) || errors.As(err, &rce) {
 			cs.waitReason = reasonCreateContainerConfigError
 		}
 		cs.waitMessage = err.Error()
@@ -552,6 +553,7 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 	}
 	cs.waitReason, cs.waitMessage, cs.retryAt = "", "", time.Time{}
 	w.podEvent(pod, api.EventTypeNormal, ReasonStarted, "Started container "+c.Name)
+	w.postStart(ctx, pod, c, rc.ID)
 	// Look again at once: the new run's probes start from its start.
 	return now
 }
@@ -591,9 +593,7 @@ func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container,
 		StdinOnce:    c.StdinOnce,
 		TTY:          c.TTY,
 	}
-	if sc := c.SecurityContext; sc != nil {
-		rc.RunAsUser, rc.RunAsGroup = sc.RunAsUser, sc.RunAsGroup
-	}
+	rc.RunAsUser, rc.RunAsGroup = runAsUser(pod, c), runAsGroup(pod, c)
 	if pr != nil {
 		if err := w.imageContainer(pod, c, vars, rc); err != nil {
 			return nil, err

@@ -114,7 +114,7 @@ func (w *podWorker) kill(ctx context.Context, pod *api.Pod, cs *containerRuntime
 	w.podEvent(pod, api.EventTypeWarning, ReasonUnhealthy, probeName(which)+" probe failed: "+ps.output)
 	w.podEvent(pod, api.EventTypeNormal, ReasonKilling, fmt.Sprintf("Container %s failed %s probe, will be restarted", id.Name, which))
 	cs.ready = false
-	if err := w.stopRun(ctx, id, preStopHook(pod, id.Name), grace); err != nil {
+	if err := w.stopRun(ctx, pod, id, grace); err != nil {
 		w.log(pod).err("kill container", err)
 		return w.m.o.Clock.Now().Add(retryAfterError)
 	}

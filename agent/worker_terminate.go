@@ -70,7 +70,7 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 			return clk.Now().Add(retryAfterError)
 		}
 	}
-	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil, podIPs: w.knownIPs(), now: clk.Now(),
+	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil && !pod.Spec.HostNetwork, podIPs: w.knownIPs(), now: clk.Now(),
 		init: init, main: main, evicted: evictMsg, terminated: true})
 	if !w.report(ctx, pod, st) {
 		return clk.Now().Add(retryAfterError)
@@ -112,12 +112,11 @@ func (w *podWorker) stopAll(ctx context.Context, pod *api.Pod, runs map[string][
 			if r.State != runtime.StateRunning {
 				continue
 			}
-			hook := preStopHook(pod, name)
 			w.podEvent(pod, api.EventTypeNormal, ReasonKilling, "Stopping container "+name)
 			wg.Add(1)
 			go func(id runtime.ID) {
 				defer wg.Done()
-				if err := w.stopRun(ctx, id, hook, grace); err != nil {
+				if err := w.stopRun(ctx, pod, id, grace); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -129,17 +128,19 @@ func (w *podWorker) stopAll(ctx context.Context, pod *api.Pod, runs map[string][
 	return errors.Join(errs...)
 }
 
-// stopRun runs the preStop hook (bounded by grace), then stops the run with
-// what is left of grace.
-func (w *podWorker) stopRun(ctx context.Context, id runtime.ID, hook *api.ExecAction, grace time.Duration) error {
+// stopRun runs the container's preStop hook (bounded by grace), then
+// stops the run with what is left of grace. A hook that fails is a
+// Warning event, and the run is stopped all the same.
+func (w *podWorker) stopRun(ctx context.Context, pod *api.Pod, id runtime.ID, grace time.Duration) error {
 	clk := w.m.o.Clock
 	start := clk.Now()
-	if hook != nil && len(hook.Command) > 0 {
+	if c := findContainer(pod, id.Name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		hctx, cancel := clockTimeout(ctx, clk, grace)
-		_, _, err := w.m.o.Runtime.Exec(hctx, id, hook.Command)
+		msg, err := w.runHook(hctx, pod, c, id, c.Lifecycle.PreStop)
 		cancel()
 		if err != nil && !errors.Is(err, runtime.ErrNotFound) {
 			w.m.o.Logger.Warn("preStop hook failed", "container", id.String(), "err", err)
+			w.podEvent(pod, api.EventTypeWarning, ReasonFailedPreStopHook, msg)
 		}
 	}
 	left := grace - clk.Since(start)
@@ -148,14 +149,6 @@ func (w *podWorker) stopRun(ctx context.Context, id runtime.ID, hook *api.ExecAc
 	}
 	if err := w.m.o.Runtime.Stop(ctx, id, left); err != nil && !errors.Is(err, runtime.ErrNotFound) {
 		return fmt.Errorf("stop %s: %w", id, err)
-	}
-	return nil
-}
-
-// preStopHook is the preStop command of a pod's container, nil if none.
-func preStopHook(pod *api.Pod, name string) *api.ExecAction {
-	if c := findContainer(pod, name); c != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-		return c.Lifecycle.PreStop.Exec
 	}
 	return nil
 }

@@ -114,12 +114,15 @@ func ResolvePort(p intstr.IntOrString, ports []api.ContainerPort) (int, error) {
 	return 0, fmt.Errorf("no container port named %q", p.StrVal)
 }
 
-func runHTTP(ctx context.Context, a *api.HTTPGetAction, t Target) (Result, string) {
-	port, err := ResolvePort(a.Port, t.Ports)
+// NewHTTPGet is the request of an httpGet action (a probe's or a
+// lifecycle hook's): its scheme, port (a number or a name of ports), path
+// and headers, to its host or else host, as the kubelet sends it.
+func NewHTTPGet(ctx context.Context, a *api.HTTPGetAction, host string, ports []api.ContainerPort, userAgent string) (*http.Request, error) {
+	port, err := ResolvePort(a.Port, ports)
 	if err != nil {
-		return Unknown, "httpGet: " + err.Error()
+		return nil, err
 	}
-	host := cmp.Or(a.Host, t.Host)
+	host = cmp.Or(a.Host, host)
 	scheme := "http"
 	if strings.EqualFold(string(a.Scheme), string(api.URISchemeHTTPS)) {
 		scheme = "https"
@@ -130,13 +133,13 @@ func runHTTP(ctx context.Context, a *api.HTTPGetAction, t Target) (Result, strin
 	}
 	u, err := url.Parse(scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + path)
 	if err != nil {
-		return Unknown, fmt.Sprintf("httpGet: %v", err)
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return Unknown, fmt.Sprintf("httpGet %s: %v", u, err)
+		return nil, fmt.Errorf("%s: %w", u, err)
 	}
-	req.Header.Set("User-Agent", "berth-probe/1.0")
+	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "*/*")
 	for _, h := range a.HTTPHeaders {
 		if strings.EqualFold(h.Name, "Host") {
@@ -145,6 +148,15 @@ func runHTTP(ctx context.Context, a *api.HTTPGetAction, t Target) (Result, strin
 		}
 		req.Header.Add(h.Name, h.Value)
 	}
+	return req, nil
+}
+
+func runHTTP(ctx context.Context, a *api.HTTPGetAction, t Target) (Result, string) {
+	req, err := NewHTTPGet(ctx, a, t.Host, t.Ports, "berth-probe/1.0")
+	if err != nil {
+		return Unknown, "httpGet: " + err.Error()
+	}
+	u := req.URL
 	client := &http.Client{
 		Transport: &http.Transport{
 			// Probes check liveness, not certificates, as the kubelet does.

@@ -16,6 +16,7 @@ const (
 	FeatureHostAliases    Feature = "spec.hostAliases"
 	FeaturePullSecrets    Feature = "spec.imagePullSecrets"
 	FeatureSysctls        Feature = "securityContext.sysctls"
+	FeatureRunAsNonRoot   Feature = "securityContext.runAsNonRoot"
 	FeatureFSGroup        Feature = "securityContext.fsGroup"
 	FeatureSupplemental   Feature = "securityContext.supplementalGroups"
 	FeatureCapabilities   Feature = "securityContext.capabilities"

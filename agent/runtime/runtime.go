@@ -99,7 +99,40 @@ type Container struct {
 	// gets its log's tail instead.
 	TerminationMessagePath           string
 	TerminationMessageFallbackToLogs bool
+	// Security is the rest of the container's securityContext, the pod's
+	// merged in, for a PodRuntime; nil is the runtime's defaults. The
+	// exec runtime honours RunAsUser and RunAsGroup alone.
+	Security *Security
 }
+
+// Security is a container's effective securityContext beyond its user
+// and group, as the kubelet gives it to a CRI runtime.
+type Security struct {
+	// RunAsNonRoot refuses to start the container as user 0: its
+	// RunAsUser, or else its image's user.
+	RunAsNonRoot bool
+	// SupplementalGroups are the pod's fsGroup and supplementalGroups.
+	SupplementalGroups []int64
+	ReadOnlyRootfs     bool
+	Privileged         bool
+	// NoNewPrivs sets no_new_privs (allowPrivilegeEscalation: false).
+	NoNewPrivs bool
+	// CapAdd and CapDrop are capability names as Kubernetes writes them
+	// (NET_ADMIN, ALL).
+	CapAdd, CapDrop []string
+	// Seccomp is RuntimeDefault or Unconfined; empty is Unconfined, the
+	// kubelet's default.
+	Seccomp string
+}
+
+// ConfigError is a Start refused for what the pod asks, not for a fault
+// of the runtime (a root image with runAsNonRoot): the container waits
+// with reason CreateContainerConfigError and the start is tried again,
+// as the kubelet does.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Image is a container's image and its command line before the image's
 // entrypoint is merged in, as Kubernetes gives them to a CRI runtime.
@@ -112,6 +145,16 @@ type Image struct {
 	// Command runs the image's entrypoint, and an empty Command with empty
 	// Args its cmd too.
 	Command, Args []string
+	// Auths are the registry credentials of the pod's imagePullSecrets
+	// that match Ref, tried in turn; none, the image is pulled without.
+	Auths []Auth
+}
+
+// Auth is a registry credential, as the CRI's AuthConfig.
+type Auth struct {
+	Username, Password           string
+	ServerAddress                string
+	IdentityToken, RegistryToken string
 }
 
 // Mount is a host path bound into a container.
@@ -133,6 +176,14 @@ type Pod struct {
 	Ports []Port
 	// LogDir is where the runtime writes the containers' logs.
 	LogDir string
+	// Privileged: a container of the pod is privileged, which the
+	// sandbox must allow.
+	Privileged bool
+	// Seccomp is the pod's seccompProfile type, the sandbox's.
+	Seccomp string
+	// HostNetwork runs the sandbox in the node's network namespace: no
+	// address of its own, the node's host name, no ports mapped.
+	HostNetwork bool
 }
 
 // DNS is a pod's resolv.conf.

@@ -45,10 +45,22 @@ func (r *Runtime) PullImage(ctx context.Context, c *runtime.Container) (bool, er
 	if c.Pod != nil {
 		sbc = sandboxConfig(c.Pod, 0)
 	}
-	if _, err := r.is.PullImage(ctx, spec, nil, sbc); err != nil {
-		return false, &runtime.ImagePullError{Reason: ReasonErrImagePull, Err: fmt.Errorf("failed to pull image %q: %w", c.Image.Ref, err)}
+	// Each credential in turn, as the kubelet tries them; without any,
+	// none.
+	auths := []*runtimeapi.AuthConfig{nil}
+	if len(c.Image.Auths) > 0 {
+		auths = auths[:0]
+		for _, a := range c.Image.Auths {
+			auths = append(auths, &runtimeapi.AuthConfig{Username: a.Username, Password: a.Password, ServerAddress: a.ServerAddress, IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken})
+		}
 	}
-	return true, nil
+	var err error
+	for _, auth := range auths {
+		if _, err = r.is.PullImage(ctx, spec, auth, sbc); err == nil {
+			return true, nil
+		}
+	}
+	return false, &runtime.ImagePullError{Reason: ReasonErrImagePull, Err: fmt.Errorf("failed to pull image %q: %w", c.Image.Ref, err)}
 }
 
 // HasImage says whether the runtime has the image.

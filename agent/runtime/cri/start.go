@@ -22,6 +22,9 @@ func (r *Runtime) Start(ctx context.Context, c *runtime.Container) (runtime.Stat
 	if c.Image == nil || c.Pod == nil {
 		return fail, fmt.Errorf("cri: container %s: no image or pod", c.ID)
 	}
+	if err := r.verifyNonRoot(ctx, c); err != nil {
+		return fail, err
+	}
 	sb, err := r.sandbox(ctx, c.Pod)
 	if err != nil {
 		return fail, err
@@ -64,11 +67,7 @@ func containerConfig(c *runtime.Container) *runtimeapi.ContainerConfig {
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources: &runtimeapi.LinuxContainerResources{OomScoreAdj: int64(c.OOMScoreAdj)},
 			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_POD,
-					Pid:     runtimeapi.NamespaceMode_CONTAINER,
-					Ipc:     runtimeapi.NamespaceMode_POD,
-				},
+				NamespaceOptions: namespaces(c.Pod),
 			},
 		},
 	}
@@ -102,31 +101,103 @@ func containerConfig(c *runtime.Container) *runtimeapi.ContainerConfig {
 	if c.RunAsGroup != nil {
 		sc.RunAsGroup = &runtimeapi.Int64Value{Value: *c.RunAsGroup}
 	}
+	if s := c.Security; s != nil {
+		sc.SupplementalGroups = s.SupplementalGroups
+		sc.ReadonlyRootfs = s.ReadOnlyRootfs
+		sc.Privileged = s.Privileged
+		// The kubelet's: a privileged container may always escalate.
+		sc.NoNewPrivs = s.NoNewPrivs && !s.Privileged
+		if len(s.CapAdd) > 0 || len(s.CapDrop) > 0 {
+			sc.Capabilities = &runtimeapi.Capability{AddCapabilities: s.CapAdd, DropCapabilities: s.CapDrop}
+		}
+		sc.Seccomp = seccompProfile(s.Seccomp, s.Privileged)
+	} else {
+		sc.Seccomp = seccompProfile("", false)
+	}
 	return cfg
+}
+
+// seccompProfile is the CRI's profile of a seccompProfile type, as the
+// kubelet sends it: unconfined unless RuntimeDefault, and always for a
+// privileged container.
+func seccompProfile(typ string, privileged bool) *runtimeapi.SecurityProfile {
+	if typ == seccompRuntimeDefault && !privileged {
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
+	}
+	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
+}
+
+// seccompRuntimeDefault is the seccompProfile type of the runtime's own
+// filter.
+const seccompRuntimeDefault = "RuntimeDefault"
+
+// verifyNonRoot refuses, with the kubelet's messages, to start a
+// container with runAsNonRoot as root: its runAsUser 0, or an image whose
+// user is root (or unset) or a name that cannot be checked.
+func (r *Runtime) verifyNonRoot(ctx context.Context, c *runtime.Container) error {
+	if c.Security == nil || !c.Security.RunAsNonRoot {
+		return nil
+	}
+	pod := fmt.Sprintf("%s_%s(%s)", c.Pod.Name, c.Pod.Namespace, c.Pod.UID)
+	if c.RunAsUser != nil {
+		if *c.RunAsUser == 0 {
+			return &runtime.ConfigError{Err: fmt.Errorf("container's runAsUser breaks non-root policy (pod: %q, container: %s)", pod, c.ID.Name)}
+		}
+		return nil
+	}
+	st, err := r.is.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.Image.Ref}, false)
+	if err != nil {
+		return fmt.Errorf("cri: image status %q: %w", c.Image.Ref, err)
+	}
+	im := st.GetImage()
+	switch {
+	case im != nil && im.Uid != nil && im.Uid.Value != 0:
+		return nil
+	case im != nil && im.Uid == nil && im.Username != "":
+		return &runtime.ConfigError{Err: fmt.Errorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", im.Username, pod, c.ID.Name)}
+	}
+	return &runtime.ConfigError{Err: fmt.Errorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", pod, c.ID.Name)}
+}
+
+// namespaces are the namespaces of p's sandbox and its containers: the
+// pod's own network, or the node's with hostNetwork; IPC shared in the
+// pod; a process namespace of each container's own.
+func namespaces(p *runtime.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{
+		Network: runtimeapi.NamespaceMode_POD,
+		Pid:     runtimeapi.NamespaceMode_CONTAINER,
+		Ipc:     runtimeapi.NamespaceMode_POD,
+	}
+	if p != nil && p.HostNetwork {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	return ns
 }
 
 // sandboxConfig is the CRI sandbox of p, as the kubelet makes it.
 func sandboxConfig(p *runtime.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: p.Name, Uid: p.UID, Namespace: p.Namespace, Attempt: attempt},
-		Hostname:     p.Hostname,
 		LogDirectory: p.LogDir,
 		Labels:       podLabels(p),
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-				NamespaceOptions: &runtimeapi.NamespaceOption{
-					Network: runtimeapi.NamespaceMode_POD,
-					Pid:     runtimeapi.NamespaceMode_CONTAINER,
-					Ipc:     runtimeapi.NamespaceMode_POD,
-				},
+				NamespaceOptions: namespaces(p),
 			},
 		},
 	}
+	if !p.HostNetwork {
+		// The kubelet's: a pod of the node's network has the node's name.
+		cfg.Hostname = p.Hostname
+	}
+	sc := cfg.Linux.SecurityContext
+	sc.Privileged = p.Privileged
+	sc.Seccomp = seccompProfile(p.Seccomp, false)
 	if p.DNS != nil {
 		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: p.DNS.Servers, Searches: p.DNS.Searches, Options: p.DNS.Options}
 	}
 	for _, pt := range p.Ports {
-		if pt.HostPort == 0 {
+		if pt.HostPort == 0 || p.HostNetwork {
 			continue
 		}
 		proto := runtimeapi.Protocol_TCP

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -203,16 +204,39 @@ func PauseImage(t testing.TB) v1.Image {
 type Registry struct {
 	// Host is its host:port.
 	Host string
+	// auth is what pushes authenticate with; nil is none.
+	auth authn.Authenticator
 }
 
 // StartRegistry serves go-containerregistry's registry on 127.0.0.1.
 func StartRegistry(t testing.TB) *Registry {
+	return startRegistry(t, registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+}
+
+// StartAuthRegistry serves go-containerregistry's registry on 127.0.0.1,
+// asking for user and password (HTTP basic authentication) of every
+// request; Push gives them.
+func StartAuthRegistry(t testing.TB, user, password string) *Registry {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	r := startRegistry(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="critest"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	r.auth = &authn.Basic{Username: user, Password: password}
+	return r
+}
+
+func startRegistry(t testing.TB, h http.Handler) *Registry {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return &Registry{Host: l.Addr().String()}
@@ -225,7 +249,11 @@ func (r *Registry) Push(t testing.TB, repoTag string, img v1.Image) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img); err != nil {
+	auth := authn.Anonymous
+	if r.auth != nil {
+		auth = r.auth
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(auth)); err != nil {
 		t.Fatalf("push %s: %v", ref, err)
 	}
 	return ref.String()

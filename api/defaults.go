@@ -61,6 +61,8 @@ func Default(obj Object) {
 		defaultSubjects(o.Subjects, &o.RoleRef)
 	case *LimitRange:
 		defaultLimitRange(o)
+	case *PriorityClass:
+		defaultPriorityClass(o)
 	case *Secret:
 		if o.Type == "" {
 			o.Type = SecretTypeOpaque

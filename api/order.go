@@ -5,8 +5,10 @@ package api
 // ServiceAccounts, ConfigMaps, Secrets, PVCs, Services and PodDisruptionBudgets, workloads, then
 // the rest.
 var applyOrder = map[string]int{
-	"Namespace":        0,
-	"StorageClass":     1,
+	"Namespace":    0,
+	"StorageClass": 1,
+	// A pod's priority is resolved from its class when it is created.
+	"PriorityClass":    1,
 	"PersistentVolume": 2,
 	"ServiceAccount":   3,
 	// What a workload's service account may do holds from its start.

@@ -105,6 +105,8 @@ var (
 	// BatchV1 serves Job and CronJob.
 	BatchV1 = schema.GroupVersion{Group: "batch", Version: "v1"}
 	BerthV1 = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+	// SchedulingV1 serves PriorityClass.
+	SchedulingV1 = schema.GroupVersion{Group: "scheduling.k8s.io", Version: "v1"}
 	// RBACV1 serves Role, ClusterRole and their bindings.
 	RBACV1 = schema.GroupVersion{Group: RBACGroup, Version: "v1"}
 )
@@ -130,6 +132,7 @@ func init() {
 	register(&DaemonSet{}, AppsV1, "daemonsets", "daemonset", true, true, "ds")
 	register(&ControllerRevision{}, AppsV1, "controllerrevisions", "controllerrevision", true, false)
 	register(&StorageClass{}, StorageV1, "storageclasses", "storageclass", false, false, "sc")
+	register(&PriorityClass{}, SchedulingV1, "priorityclasses", "priorityclass", false, false, "pc")
 	register(&Lease{}, CoordinationV1, "leases", "lease", true, false)
 	register(&EndpointSlice{}, DiscoveryV1, "endpointslices", "endpointslice", true, false)
 	register(&PodDisruptionBudget{}, PolicyV1, "poddisruptionbudgets", "poddisruptionbudget", true, true, "pdb")

@@ -79,6 +79,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateConfigMap(o)...)
 	case *LimitRange:
 		errs = append(errs, validateLimitRange(o)...)
+	case *PriorityClass:
+		errs = append(errs, validatePriorityClass(o)...)
 	case *ResourceQuota:
 		errs = append(errs, validateResourceQuotaSpec(&o.Spec, spec)...)
 	case *Event:

@@ -36,6 +36,8 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 		return immutable(old.(*DaemonSet).Spec.Selector, n.Spec.Selector, spec.Child("selector"))
 	case *ControllerRevision:
 		return immutable(string(old.(*ControllerRevision).Data.Raw), string(n.Data.Raw), field.NewPath("data"))
+	case *PriorityClass:
+		return validatePriorityClassUpdate(old.(*PriorityClass), n)
 	case *PersistentVolumeClaim:
 		return validateClaimUpdate(old.(*PersistentVolumeClaim), n)
 	case *PersistentVolume:

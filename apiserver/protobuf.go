@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,6 +66,7 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):             func() protobufObject { return &appsv1.DaemonSet{} },
 	appsv1.SchemeGroupVersion.WithKind("ControllerRevision"):    func() protobufObject { return &appsv1.ControllerRevision{} },
 	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       func() protobufObject { return &storagev1.StorageClass{} },
+	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   func() protobufObject { return &schedulingv1.PriorityClass{} },
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):    func() protobufObject { return &discoveryv1.EndpointSlice{} },
 	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): func() protobufObject { return &policyv1.PodDisruptionBudget{} },

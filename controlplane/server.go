@@ -33,6 +33,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/reconcile/node"
 	"github.com/berth-dev/berth/reconcile/podgc"
+	"github.com/berth-dev/berth/reconcile/priority"
 	"github.com/berth-dev/berth/reconcile/quota"
 	"github.com/berth-dev/berth/reconcile/servicealloc"
 	"github.com/berth-dev/berth/reconcile/volume"
@@ -264,7 +265,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, limitrange.Admit, quota.Admit, job.Admit, svcAlloc.Admit}}); err != nil {
+	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, priority.Admit, limitrange.Admit, quota.Admit, job.Admit, svcAlloc.Admit}}); err != nil {
 		return nil, damagedStoreAdvice(err, cfg.DataDir)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}), svcAlloc: svcAlloc,
@@ -455,8 +456,8 @@ func openBackend(cfg Config) (store.Backend, error) {
 }
 
 // bootstrap creates what must exist from the start: the namespaces
-// default, kube-system, kube-public and kube-node-lease, and the default
-// StorageClass.
+// default, kube-system, kube-public and kube-node-lease, the default
+// StorageClass and the system PriorityClasses.
 func (s *Server) bootstrap(ctx context.Context) error {
 	if _, err := s.store.Get(api.MustLookupResource("namespaces"), "", api.NamespaceDefault); err != nil {
 		// A store without the default namespace is new: it gets the class.
@@ -472,6 +473,10 @@ func (s *Server) bootstrap(ctx context.Context) error {
 		if _, err := s.store.Create(ctx, ns); err != nil && !store.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", name, err)
 		}
+	}
+	// The system PriorityClasses, made again at every start as well.
+	if err := priority.Bootstrap(ctx, s.store); err != nil {
+		return err
 	}
 	// The default ClusterRoles and bindings, reconciled at every start
 	// as kube-apiserver does.

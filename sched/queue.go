@@ -51,9 +51,15 @@ type queuedPod struct {
 	moveSeq uint64
 	// updated: the pod's spec changed during the attempt.
 	updated bool
+	// priority is the pod's spec.priority, 0 if unset.
+	priority int32
+	// nominated: the pod preempted pods to make room and waits for it;
+	// an event sends it back to the active queue without back-off.
+	nominated bool
 }
 
-// queue holds the pending pods: active ones in arrival order, failed ones
+// queue holds the pending pods: active ones by priority, then in arrival
+// order, as kube-scheduler's active queue orders them; failed ones
 // backing off, and unschedulable ones waiting for an event that could help
 // them (a node added or changed, a pod on a node gone) or for five minutes
 // to pass. Time comes from the injected clock.
@@ -62,7 +68,7 @@ type queue struct {
 
 	mu            sync.Mutex
 	pods          map[string]*queuedPod
-	active        fifo
+	active        activeQueue
 	backoff       backoffHeap
 	unschedulable map[string]*queuedPod
 	moves         uint64
@@ -100,7 +106,7 @@ func (q *queue) add(pod *api.Pod) {
 		qp = nil
 	}
 	if qp == nil {
-		qp = &queuedPod{key: key, pod: pod, added: q.clock.Now()}
+		qp = &queuedPod{key: key, pod: pod, added: q.clock.Now(), priority: podPriority(pod)}
 		q.pods[key] = qp
 		q.pushActive(qp)
 		return
@@ -134,7 +140,7 @@ func (q *queue) removeLocked(qp *queuedPod) {
 	case inUnschedulable:
 		delete(q.unschedulable, qp.key)
 	case inActive:
-		q.active.n-- // popped lazily
+		q.active.remove(qp) // popped lazily
 	}
 	qp.at = removed
 	delete(q.pods, qp.key)
@@ -217,7 +223,7 @@ func (q *queue) moveAll() {
 
 func (q *queue) moveLocked(qp *queuedPod, now time.Time) {
 	delete(q.unschedulable, qp.key)
-	if now.Before(qp.timestamp.Add(backoffDuration(qp.attempts))) {
+	if !qp.nominated && now.Before(qp.timestamp.Add(backoffDuration(qp.attempts))) {
 		q.pushBackoff(qp)
 		return
 	}
@@ -309,12 +315,80 @@ func backoffDuration(attempts int) time.Duration {
 func (q *queue) counts() (active, backoff, unschedulable, inFlight int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	active, backoff, unschedulable = q.active.n, len(q.backoff), len(q.unschedulable)
+	active, backoff, unschedulable = q.active.len(), len(q.backoff), len(q.unschedulable)
 	return active, backoff, unschedulable, len(q.pods) - active - backoff - unschedulable
 }
 
-// fifo is the active queue: arrival order, with removals done lazily (a
-// removed pod is skipped when it reaches the front).
+// podPriority is the pod's priority, 0 when admission gave it none.
+func podPriority(pod *api.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
+}
+
+// activeQueue is the active queue: a FIFO per priority, the highest
+// first. A cluster has few priorities, so they are a short sorted list.
+type activeQueue struct {
+	buckets []priorityBucket
+}
+
+type priorityBucket struct {
+	priority int32
+	fifo
+}
+
+func (a *activeQueue) bucket(priority int32) *fifo {
+	for i := range a.buckets {
+		switch b := &a.buckets[i]; {
+		case b.priority == priority:
+			return &b.fifo
+		case b.priority < priority:
+			a.buckets = append(a.buckets, priorityBucket{})
+			copy(a.buckets[i+1:], a.buckets[i:])
+			a.buckets[i] = priorityBucket{priority: priority}
+			return &a.buckets[i].fifo
+		}
+	}
+	a.buckets = append(a.buckets, priorityBucket{priority: priority})
+	return &a.buckets[len(a.buckets)-1].fifo
+}
+
+func (a *activeQueue) push(qp *queuedPod) { a.bucket(qp.priority).push(qp) }
+
+// remove counts out a pod that left the active queue otherwise than by
+// pop; its slot is skipped when it reaches the front.
+func (a *activeQueue) remove(qp *queuedPod) { a.bucket(qp.priority).n-- }
+
+// pop returns the first pod of the highest priority, nil if none.
+func (a *activeQueue) pop() *queuedPod {
+	for i := range a.buckets {
+		f := &a.buckets[i].fifo
+		if f.n == 0 {
+			if len(f.items) > 0 {
+				// Only removed pods' slots are left: let them go.
+				clear(f.items)
+				f.items, f.head = f.items[:0], 0
+			}
+			continue
+		}
+		if qp := f.pop(); qp != nil {
+			return qp
+		}
+	}
+	return nil
+}
+
+func (a *activeQueue) len() int {
+	n := 0
+	for i := range a.buckets {
+		n += a.buckets[i].n
+	}
+	return n
+}
+
+// fifo is one priority's active pods: arrival order, with removals done
+// lazily (a removed pod is skipped when it reaches the front).
 type fifo struct {
 	items []*queuedPod
 	head  int

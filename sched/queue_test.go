@@ -50,6 +50,32 @@ func TestQueueFIFO(t *testing.T) {
 	}
 }
 
+func priority(v int32) func(*api.Pod) { return func(p *api.Pod) { p.Spec.Priority = &v } }
+
+// Higher priorities are popped first, in arrival order within one, as
+// kube-scheduler's active queue orders them; a removed pod is skipped.
+func TestQueuePriorityOrder(t *testing.T) {
+	q := newQueue(testingclock.NewFakeClock(epoch))
+	q.add(makePod("low"))
+	q.add(makePod("high1", priority(10)))
+	q.add(makePod("mid", priority(5)))
+	q.add(makePod("high2", priority(10)))
+	q.add(makePod("gone", priority(20)))
+	q.add(makePod("neg", priority(-1)))
+	q.delete("default/gone")
+	if c := countsOf(q); c != (queueCounts{active: 5}) {
+		t.Fatalf("counts %+v", c)
+	}
+	for _, want := range []string{"high1", "high2", "mid", "low", "neg"} {
+		mustPop(t, q, want)
+	}
+	if c := countsOf(q); c != (queueCounts{}) {
+		t.Errorf("left %+v", c)
+	}
+	q.add(makePod("later", priority(20)))
+	mustPop(t, q, "later")
+}
+
 func TestBackoffDuration(t *testing.T) {
 	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second, 10 * time.Second}
 	for i, w := range want {

@@ -288,6 +288,21 @@ var definitions = map[string][]Column{
 			})},
 		ageColumn,
 	},
+	"PriorityClass": {
+		nameColumn,
+		{Name: "Value", Type: "integer", Description: "The priority of the pods of the class.",
+			cell: on(func(pc *api.PriorityClass, _ time.Time) string { return strconv.Itoa(int(pc.Value)) })},
+		{Name: "Global-Default", Type: "boolean", Description: "Whether pods that name no class get this one's value.",
+			cell: on(func(pc *api.PriorityClass, _ time.Time) string { return strconv.FormatBool(pc.GlobalDefault) })},
+		ageColumn,
+		{Name: "PreemptionPolicy", Type: "string", Description: "Whether the class's pods may preempt pods of lower priority.",
+			cell: on(func(pc *api.PriorityClass, _ time.Time) string {
+				if pc.PreemptionPolicy == nil {
+					return string(api.PreemptLowerPriority)
+				}
+				return string(*pc.PreemptionPolicy)
+			})},
+	},
 	"Lease": {
 		nameColumn,
 		{Name: "Holder", Type: "string", Description: "Who holds the lease: for a node's, the node.",

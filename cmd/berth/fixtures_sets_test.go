@@ -79,3 +79,17 @@ func fixtureLimitRanges() []api.Object {
 	defaults.Spec.Limits = []api.LimitRangeItem{{Type: api.LimitTypeContainer, DefaultRequest: api.ResourceList{api.ResourceCPU: qty("250m")}}}
 	return []api.Object{shop, defaults}
 }
+
+// fixturePriorityClasses: the two system classes and a global default
+// that never preempts.
+func fixturePriorityClasses() []api.Object {
+	var out []api.Object
+	for _, pc := range api.SystemPriorityClasses() {
+		pc.ObjectMeta = meta("", pc.Name, 10*day, nil)
+		out = append(out, pc)
+	}
+	never := api.PreemptNever
+	out = append(out, &api.PriorityClass{ObjectMeta: meta("", "batch", 2*time.Hour, nil), Value: 1000, GlobalDefault: true,
+		Description: "Batch jobs wait for room.", PreemptionPolicy: &never})
+	return out
+}

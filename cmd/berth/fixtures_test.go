@@ -494,5 +494,6 @@ func fixtureKinds() map[string][]api.Object {
 		"daemonsets":             fixtureDaemonSets(),
 		"controllerrevisions":    fixtureControllerRevisions(),
 		"limitranges":            fixtureLimitRanges(),
+		"priorityclasses":        fixturePriorityClasses(),
 	}
 }

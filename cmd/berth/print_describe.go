@@ -59,6 +59,7 @@ var describers = map[string]describer{
 	"Secret":                describeSecret,
 	"ResourceQuota":         describeResourceQuota,
 	"LimitRange":            describeLimitRange,
+	"PriorityClass":         describePriorityClass,
 	"Namespace":             describeNamespace,
 	"StorageClass":          describeStorageClass,
 	"ServiceAccount":        describeServiceAccount,

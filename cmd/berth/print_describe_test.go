@@ -75,6 +75,7 @@ func TestDescribeGolden(t *testing.T) {
 		{"rolebinding", "rolebindings", "operator", describeContext{}},
 		{"clusterrolebinding", "clusterrolebindings", "viewers", describeContext{}},
 		{"storageclass", "storageclasses", "local-path", describeContext{}},
+		{"priorityclass", "priorityclasses", "system-node-critical", describeContext{}},
 		{"storageclass-expandable", "storageclasses", "fast", describeContext{}},
 		{"serviceaccount", "serviceaccounts", "builder", describeContext{}},
 		{"endpoints", "endpoints", "web", describeContext{}},

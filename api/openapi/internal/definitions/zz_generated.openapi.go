@@ -136,6 +136,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.PodTemplateSpec":                                 schema_githubcom_berth_dev_berth_api_PodTemplateSpec(ref),
 		"github.com/berth-dev/berth/api.PolicyRule":                                      schema_githubcom_berth_dev_berth_api_PolicyRule(ref),
 		"github.com/berth-dev/berth/api.PreferredSchedulingTerm":                         schema_githubcom_berth_dev_berth_api_PreferredSchedulingTerm(ref),
+		"github.com/berth-dev/berth/api.PriorityClass":                                   schema_githubcom_berth_dev_berth_api_PriorityClass(ref),
 		"github.com/berth-dev/berth/api.Probe":                                           schema_githubcom_berth_dev_berth_api_Probe(ref),
 		"github.com/berth-dev/berth/api.ProbeHandler":                                    schema_githubcom_berth_dev_berth_api_ProbeHandler(ref),
 		"github.com/berth-dev/berth/api.ReplicaSet":                                      schema_githubcom_berth_dev_berth_api_ReplicaSet(ref),
@@ -7619,6 +7620,72 @@ func schema_githubcom_berth_dev_berth_api_PreferredSchedulingTerm(ref common.Ref
 		},
 		Dependencies: []string{
 			"github.com/berth-dev/berth/api.NodeSelectorTerm"},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_PriorityClass(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PriorityClass is a scheduling.k8s.io/v1 PriorityClass: a name for a pod priority. A pod's priorityClassName is resolved at admission into spec.priority and spec.preemptionPolicy; the scheduler tries pods of higher priority first and may preempt pods of lower priority to place one.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Value is the priority the pods of this class get: the higher, the sooner they are scheduled and the more pods they may preempt. At most 1,000,000,000 for a class a user makes; the two system classes are above. It cannot change.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"globalDefault": {
+						SchemaProps: spec.SchemaProps{
+							Description: "GlobalDefault makes this class's value the priority of pods that name no class. At most one class may be the global default.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description says when to use the class.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"preemptionPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PreemptionPolicy is PreemptLowerPriority (the default) or Never: a pod of a Never class waits for room instead of preempting. It cannot change.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"value"},
+			},
+		},
+		Dependencies: []string{
+			metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 

@@ -137,6 +137,8 @@ func InNetns(t testing.TB) bool {
 type ImageConfig struct {
 	Entrypoint, Cmd, Env []string
 	WorkingDir           string
+	// Files are more executable files of the layer, by path.
+	Files map[string][]byte
 }
 
 // BusyboxImage is an image of one layer: /bin/busybox, links to it for
@@ -166,6 +168,9 @@ func BusyboxImage(t testing.TB, cfg ImageConfig) v1.Image {
 		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/" + l, Linkname: "busybox", Mode: 0o777})
 	}
 	file("www/index.html", []byte("hello from an image\n"), 0o644)
+	for n, b := range cfg.Files {
+		file(strings.TrimPrefix(n, "/"), b, 0o755)
+	}
 	file("etc/passwd", []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n"), 0o644)
 	file("etc/group", []byte("root:x:0:\nnogroup:x:65534:\n"), 0o644)
 	if err := tw.Close(); err != nil {

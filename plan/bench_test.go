@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,9 +49,33 @@ func BenchmarkPlan(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
+		var ru0, ru1 syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		// The peak is sampled: the heap in use, every 10ms, above what it
+		// was before the plan.
+		stop, peak := make(chan struct{}), make(chan uint64)
+		go func() {
+			var top uint64
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			for {
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				top = max(top, m.HeapInuse)
+				select {
+				case <-stop:
+					peak <- top
+					return
+				case <-t.C:
+				}
+			}
+		}()
 		start := time.Now()
 		rep, err := Run(ctx, s, objs, nil, Options{Clock: clocktesting.NewFakePassiveClock(now)})
 		elapsed := time.Since(start)
+		close(stop)
+		top := <-peak
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			b.Fatal(err)
@@ -59,6 +84,11 @@ func BenchmarkPlan(b *testing.B) {
 			b.Fatalf("fits %v, pods %+v: %v", rep.Fits, rep.Pods, rep.Failures())
 		}
 		b.ReportMetric(elapsed.Seconds(), "s/plan")
+		// CPU time is what the wall time would be on an idle core: a
+		// loaded machine stretches the wall time, not this.
+		cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
+		b.ReportMetric(cpu.Seconds(), "cpu-s/plan")
+		b.ReportMetric(float64(top-min(top, before.HeapInuse))/(1<<20), "MiB-peak-extra/plan")
 		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), "MiB-alloc/plan")
 	}
 	if s.Revision() != rev {

@@ -7,8 +7,8 @@ package store
 // memory (no backend), run the same admission (opts.Admit is this store's
 // unless opts sets its own), and leave this store untouched; writes to
 // this store after the fork are not seen by it. It is what a plan runs
-// the applier, the controllers and the scheduler on. Close it when done:
-// it runs a commit loop of its own.
+// the applier, the controllers and the scheduler on. Its writes are seen
+// as they commit, with no trip through a commit loop. Close it when done.
 func (s *Store) Fork(opts Options) *Store {
 	if opts.Clock == nil {
 		opts.Clock = s.opts.Clock
@@ -38,6 +38,7 @@ func (s *Store) Fork(opts Options) *Store {
 		committed: make(chan struct{}),
 		advanced:  make(chan struct{}),
 		uid:       s.uid,
+		forked:    true,
 	}
 	f.view.Store(&view{db: f.db.Snapshot(), rev: v.rev})
 	f.hub = newHub(v.rev, opts.History, opts.WatcherQueue)

@@ -97,6 +97,9 @@ type Store struct {
 	behind     atomic.Pointer[error]
 	stopFollow context.CancelFunc
 	followDone chan struct{}
+
+	// forked: the store is a Fork, whose writes are seen as they commit.
+	forked bool
 }
 
 type view struct {
@@ -338,6 +341,16 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 	tx.txn.Commit()
 	s.rev = tx.rev
 	s.touch(tx.ops, tx.rev)
+	if s.forked {
+		// Nothing to make durable: seen at once, without a trip through
+		// the commit loop, which a plan's thousands of writes would wait
+		// for one by one.
+		b := &batch{rev: tx.rev, events: tx.events}
+		s.publish(&view{db: s.db.Snapshot(), rev: tx.rev})
+		s.hub.dispatch([]*batch{b})
+		s.writeMu.Unlock()
+		return tx.rev, nil
+	}
 	b := &batch{
 		rev:    tx.rev,
 		ops:    tx.ops,

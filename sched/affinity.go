@@ -11,7 +11,7 @@ import (
 // fieldNodeName is the one node field matchFields may name.
 const fieldNodeName = "metadata.name"
 
-var statusNodeAffinity = NewStatus("NodeAffinity", ReasonNodeAffinity)
+var statusNodeAffinity = newUnresolvable("NodeAffinity", ReasonNodeAffinity)
 
 // nodeAffinity keeps a pod on nodes that match its nodeSelector and its
 // required node affinity, and prefers nodes matching more of the weight of

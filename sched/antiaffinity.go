@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	statusAffinity             = NewStatus("InterPodAffinity", ReasonAffinity)
+	statusAffinity             = newUnresolvable("InterPodAffinity", ReasonAffinity)
 	statusAntiAffinity         = NewStatus("InterPodAffinity", ReasonAntiAffinity)
 	statusExistingAntiAffinity = NewStatus("InterPodAffinity", ReasonExistingAntiAffinity)
 )

@@ -31,6 +31,9 @@ type write struct {
 	// condition's reason when it is not Unschedulable (SchedulingGated).
 	message string
 	reason  string
+	// nominate, if set, is the status.nominatedNodeName to write with the
+	// condition ("" clears it).
+	nominate *string
 
 	obj *api.Pod // what goes to the store
 	err error
@@ -146,8 +149,9 @@ func prepare(w *write, get getter, now metav1.Time) (*api.Pod, error) {
 			reason = api.PodReasonUnschedulable
 		}
 		gated := len(cur.Spec.SchedulingGates) > 0
+		sameNomination := w.nominate == nil || cur.Status.NominatedNodeName == *w.nominate
 		if cur.Spec.NodeName != "" || cur.DeletionTimestamp != nil || gated != (reason == api.PodReasonSchedulingGated) ||
-			saysUnschedulable(cur, reason, w.message) {
+			saysUnschedulable(cur, reason, w.message) && sameNomination {
 			return nil, nil
 		}
 		out := copyForWrite(cur)
@@ -155,6 +159,9 @@ func prepare(w *write, get getter, now metav1.Time) (*api.Pod, error) {
 			Type: api.PodScheduled, Status: api.ConditionFalse,
 			Reason: reason, Message: w.message,
 		}, now)
+		if w.nominate != nil {
+			out.Status.NominatedNodeName = *w.nominate
+		}
 		return out, nil
 	}
 	switch {
@@ -167,6 +174,7 @@ func prepare(w *write, get getter, now metav1.Time) (*api.Pod, error) {
 	}
 	out := copyForWrite(cur)
 	out.Spec.NodeName = w.node
+	out.Status.NominatedNodeName = ""
 	out.Status.Conditions = withCondition(cur.Status.Conditions, api.PodCondition{
 		Type: api.PodScheduled, Status: api.ConditionTrue,
 	}, now)

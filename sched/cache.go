@@ -50,6 +50,7 @@ type change struct {
 	name   string
 	uid    types.UID
 	labels map[string]string
+	budget *api.PodDisruptionBudget
 }
 
 type changeOp uint8
@@ -62,6 +63,7 @@ const (
 	opConfirm
 	opForget
 	opSetNamespace
+	opSetBudget
 )
 
 func newCache() *cache {
@@ -112,6 +114,11 @@ func (c *cache) schedule(fw *Framework, pod *PodInfo) (Result, error) {
 		return Result{}, errPlaced
 	}
 	res, err := fw.Schedule(pod, c.nodes)
+	var fitErr *FitError
+	if errors.As(err, &fitErr) && len(c.nodes.list) > 0 {
+		res.Preemption = fw.Preempt(pod, c.nodes, fitErr, c.nodes.budgetList())
+		fitErr.PostFilterMsg = res.Preemption.Message
+	}
 	if err != nil {
 		return res, err
 	}
@@ -143,6 +150,12 @@ func (c *cache) setPod(pod *api.Pod) { c.post(change{op: opSetPod, pod: pod}) }
 // setNamespace records a namespace's labels; nil forgets the namespace.
 func (c *cache) setNamespace(name string, labels map[string]string) {
 	c.post(change{op: opSetNamespace, name: name, labels: labels})
+}
+
+// setBudget records a PodDisruptionBudget under namespace/name; nil
+// forgets it.
+func (c *cache) setBudget(key string, b *api.PodDisruptionBudget) {
+	c.post(change{op: opSetBudget, name: key, budget: b})
 }
 
 // removePod stops counting a pod: deleted, or finished.
@@ -195,6 +208,8 @@ func (c *cache) apply(ch *change) {
 		}
 	case opSetNamespace:
 		c.nodes.SetNamespace(ch.name, ch.labels)
+	case opSetBudget:
+		c.nodes.SetBudget(ch.name, ch.budget)
 	case opForget:
 		if p := c.pods[ch.info.UID]; p != nil && p.attempt == ch.info {
 			c.unplace(p)

@@ -24,7 +24,7 @@ func TestCacheAssume(t *testing.T) {
 	}
 	b := NewPodInfo(makePod("b", requests("1", "")))
 	_, err := c.schedule(fw, b)
-	if err == nil || err.Error() != "0/1 nodes are available: 1 Insufficient cpu." {
+	if err == nil || err.Error() != "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod." {
 		t.Fatalf("b: %v", err)
 	}
 	if _, err := c.schedule(fw, a); !errors.Is(err, errPlaced) {

@@ -3,8 +3,8 @@ package sched
 import "github.com/berth-dev/berth/api"
 
 var (
-	statusUnschedulable = NewStatus("NodeUnschedulable", ReasonUnschedulable)
-	statusNodeName      = NewStatus("NodeName", ReasonNodeName)
+	statusUnschedulable = newUnresolvable("NodeUnschedulable", ReasonUnschedulable)
+	statusNodeName      = newUnresolvable("NodeName", ReasonNodeName)
 	unschedulableTaint  = api.Taint{Key: api.TaintNodeUnschedulable, Effect: api.TaintEffectNoSchedule}
 )
 
@@ -61,5 +61,5 @@ func (nodeConditions) Filter(pod *PodInfo, node *NodeInfo) *Status {
 }
 
 func newConditionStatus(t api.Taint) *Status {
-	return NewStatus("NodeConditions", UntoleratedTaintReason(t.Key, t.Value))
+	return newUnresolvable("NodeConditions", UntoleratedTaintReason(t.Key, t.Value))
 }

@@ -13,7 +13,7 @@ import (
 
 var (
 	statusSpread      = NewStatus("PodTopologySpread", ReasonTopologySpread)
-	statusSpreadLabel = NewStatus("PodTopologySpread", ReasonTopologySpreadLabel)
+	statusSpreadLabel = newUnresolvable("PodTopologySpread", ReasonTopologySpreadLabel)
 )
 
 // spreadConstraint is a compiled topologySpreadConstraint, with

@@ -226,7 +226,7 @@ func TestSpreadAndAffinityOverStore(t *testing.T) {
 	term := coreTerm(zoneKey, "app", "db")
 	term.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "blue"}}
 	create(t, s, makePod("client", podAffinity(term)))
-	const want = "0/6 nodes are available: 6 node(s) didn't match pod affinity rules."
+	const want = "0/6 nodes are available: 6 node(s) didn't match pod affinity rules. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
 	waitPod(t, s, "client", func(p *api.Pod) bool {
 		c := scheduledCondition(p)
 		return c != nil && c.Message == want

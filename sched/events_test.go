@@ -48,7 +48,7 @@ func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
 	sc := start(t, s, Options{Clock: clk, Events: w.Recorder(api.DefaultSchedulerName, "")})
 
 	create(t, s, makePod("p", selector("disk", "ssd")))
-	const msg = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+	const msg = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 	failed := func(count int32) func() error {
 		return func() error {
 			evs := podEvents(t, s, "p")["FailedScheduling"]

@@ -180,6 +180,10 @@ type Result struct {
 	Feasible int
 	// Evaluated is how many nodes were filtered.
 	Evaluated int
+	// Preemption is, for a pod no node could take, where preempting
+	// pods of lower priority would make room (set by the scheduler's
+	// cache, not by Schedule).
+	Preemption Preemption
 }
 
 // Schedule chooses a node for pod among all's nodes. It filters nodes from a
@@ -243,7 +247,14 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 	res := Result{Feasible: len(feasible), Evaluated: evaluated}
 	switch len(feasible) {
 	case 0:
-		return res, newFitError(n, failed)
+		// Every node was evaluated and failed, from start on: the
+		// statuses are put in the list's order for preemption.
+		fe := newFitError(n, failed)
+		fe.statuses = make([]*Status, n)
+		for i, st := range failed {
+			fe.statuses[(start+i)%n] = st
+		}
+		return res, fe
 	case 1:
 		// As kube-scheduler does: with one candidate, scores change nothing.
 		res.Node = feasible[0].name

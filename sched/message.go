@@ -24,6 +24,12 @@ type FitError struct {
 	// node (a volume hook's PodUnschedulableError); it replaces the
 	// per-node counts, as in kube-scheduler.
 	PreFilterMsg string
+	// PostFilterMsg, when set, is why preemption did not help, after the
+	// reasons.
+	PostFilterMsg string
+	// statuses are the nodes' statuses in the order of the Nodes' list,
+	// for preemption.
+	statuses []*Status
 }
 
 // Error renders the message as kube-scheduler does: the "count reason"
@@ -33,15 +39,19 @@ func (e *FitError) Error() string {
 	if e.NumAllNodes == 0 {
 		return ErrNoNodes
 	}
+	post := ""
+	if e.PostFilterMsg != "" {
+		post = " " + e.PostFilterMsg + "."
+	}
 	if e.PreFilterMsg != "" {
-		return fmt.Sprintf("0/%d nodes are available: %s.", e.NumAllNodes, e.PreFilterMsg)
+		return fmt.Sprintf("0/%d nodes are available: %s.%s", e.NumAllNodes, e.PreFilterMsg, post)
 	}
 	parts := make([]string, 0, len(e.Reasons))
 	for reason, n := range e.Reasons {
 		parts = append(parts, fmt.Sprintf("%d %s", n, reason))
 	}
 	sort.Strings(parts)
-	return fmt.Sprintf("0/%d nodes are available: %s.", e.NumAllNodes, strings.Join(parts, ", "))
+	return fmt.Sprintf("0/%d nodes are available: %s.%s", e.NumAllNodes, strings.Join(parts, ", "), post)
 }
 
 // newFitError counts the reasons of the statuses of the rejected nodes.

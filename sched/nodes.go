@@ -55,6 +55,53 @@ type Nodes struct {
 	scoreTerms map[string]*placedScoreTerm
 	// hostScores is the buffer of the InterPodAffinity scores by node.
 	hostScores []int64
+	// priorities counts the placed pods by priority, so that a pod no
+	// placed pod is below skips preemption at once.
+	priorities map[int32]int32
+	// budgets are the PodDisruptionBudgets, by namespace/name.
+	budgets map[string]*api.PodDisruptionBudget
+}
+
+// SetBudget records a PodDisruptionBudget; nil forgets the one of key.
+func (ns *Nodes) SetBudget(key string, b *api.PodDisruptionBudget) {
+	if b == nil {
+		delete(ns.budgets, key)
+		return
+	}
+	if ns.budgets == nil {
+		ns.budgets = map[string]*api.PodDisruptionBudget{}
+	}
+	ns.budgets[key] = b
+}
+
+// budgetList returns the budgets, in no order.
+func (ns *Nodes) budgetList() []*api.PodDisruptionBudget {
+	out := make([]*api.PodDisruptionBudget, 0, len(ns.budgets))
+	for _, b := range ns.budgets {
+		out = append(out, b)
+	}
+	return out
+}
+
+// anyBelow reports whether a placed pod has a priority below p.
+func (ns *Nodes) anyBelow(p int32) bool {
+	for prio, c := range ns.priorities {
+		if prio < p && c > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (ns *Nodes) countPriority(p int32, d int32) {
+	if ns.priorities == nil {
+		ns.priorities = map[int32]int32{}
+	}
+	if c := ns.priorities[p] + d; c > 0 {
+		ns.priorities[p] = c
+	} else {
+		delete(ns.priorities, p)
+	}
 }
 
 // SetNamespace records a namespace's labels; nil labels forget it.
@@ -136,6 +183,7 @@ func (ns *Nodes) AddPod(name string, p *placedPod) *NodeInfo {
 		n = ns.alloc(name)
 	}
 	n.addPod(p)
+	ns.countPriority(p.Priority, 1)
 	if p.Owner != 0 && !p.Terminating {
 		ns.count(p.Owner, n, 1)
 	}
@@ -176,6 +224,7 @@ func (ns *Nodes) RemovePod(n *NodeInfo, p *placedPod) bool {
 	if !n.removePod(p) {
 		return false
 	}
+	ns.countPriority(p.Priority, -1)
 	if p.interPodTerms.scores() {
 		ns.scoringPods--
 		ns.countScoreTerms(p, n, -1)

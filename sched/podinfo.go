@@ -2,6 +2,7 @@ package sched
 
 import (
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -99,7 +100,14 @@ type podFacts struct {
 	Owner uint64
 	// Terminating: the pod has a deletion timestamp. It still holds its
 	// resources but no longer counts for spreading.
-	Terminating  bool
+	Terminating bool
+	// Name, Priority and Start (the pod's start, or its creation before
+	// it started) are what preemption reads of a placed pod; preempted:
+	// it is being deleted by a preemption (a DisruptionTarget condition).
+	Name         string
+	Priority     int32
+	Start        time.Time
+	preempted    bool
 	antiAffinity []affinityTerm
 	// interPodTerms are the pod's other inter-pod affinity terms, nil for
 	// none.
@@ -143,6 +151,10 @@ func NewPodInfo(pod *api.Pod) *PodInfo {
 
 func newPodFacts(pod *api.Pod) podFacts {
 	f := podFacts{
+		Name:          pod.Name,
+		Priority:      podPriority(pod),
+		Start:         pod.CreationTimestamp.Time,
+		preempted:     preemptedCondition(pod),
 		Namespace:     pod.Namespace,
 		Labels:        pod.Labels,
 		UID:           pod.UID,
@@ -151,9 +163,21 @@ func newPodFacts(pod *api.Pod) podFacts {
 		antiAffinity:  compileAntiAffinity(pod),
 		interPodTerms: compileInterPodTerms(pod),
 	}
+	if pod.Status.StartTime != nil {
+		f.Start = pod.Status.StartTime.Time
+	}
 	f.Requests, f.NonZeroCPU, f.NonZeroMemory = podRequests(&pod.Spec)
 	f.Owner = controllerOf(pod)
 	return f
+}
+
+func preemptedCondition(pod *api.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == api.PodDisruptionTarget && c.Reason == api.PodReasonPreemptionByScheduler {
+			return true
+		}
+	}
+	return false
 }
 
 // controllerOf is the ownerHash of the pod's controller, 0 for none.

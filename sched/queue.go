@@ -182,13 +182,15 @@ func (q *queue) done(qp *queuedPod) {
 
 // addUnschedulable parks a pod no node could take until an event could
 // help it; if one came during the attempt, or the pod changed, it backs
-// off instead, so the event is not lost.
-func (q *queue) addUnschedulable(qp *queuedPod) {
+// off instead, so the event is not lost. A nominated pod (it preempted
+// pods to make room) goes back without back-off on the next event.
+func (q *queue) addUnschedulable(qp *queuedPod, nominated bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if qp.at != inFlight {
 		return
 	}
+	qp.nominated = nominated
 	qp.timestamp = q.clock.Now()
 	if qp.updated || q.moves != qp.moveSeq {
 		q.pushBackoff(qp)

@@ -92,7 +92,7 @@ func TestQueueBackoffTiming(t *testing.T) {
 	q := newQueue(clk)
 	q.add(makePod("a"))
 	qp := mustPop(t, q, "a")
-	q.addUnschedulable(qp)
+	q.addUnschedulable(qp, false)
 	if c := countsOf(q); c != (queueCounts{parked: 1}) {
 		t.Fatalf("after failing: %+v", c)
 	}
@@ -116,7 +116,7 @@ func TestQueueBackoffTiming(t *testing.T) {
 
 	// Second attempt fails at t1: 2s now.
 	t1 := clk.Now()
-	q.addUnschedulable(qp)
+	q.addUnschedulable(qp, false)
 	clk.Step(1500 * time.Millisecond)
 	q.moveAll()
 	if next, _ := q.flushBackoff(clk.Now()); !next.Equal(t1.Add(2 * time.Second)) {
@@ -136,7 +136,7 @@ func TestQueueMoveAfterBackoff(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	q := newQueue(clk)
 	q.add(makePod("a"))
-	q.addUnschedulable(mustPop(t, q, "a"))
+	q.addUnschedulable(mustPop(t, q, "a"), false)
 	clk.Step(3 * time.Second)
 	q.moveAll()
 	if c := countsOf(q); c != (queueCounts{active: 1}) {
@@ -153,7 +153,7 @@ func TestQueueMoveDuringAttempt(t *testing.T) {
 	q.add(makePod("a"))
 	qp := mustPop(t, q, "a")
 	q.moveAll()
-	q.addUnschedulable(qp)
+	q.addUnschedulable(qp, false)
 	if c := countsOf(q); c != (queueCounts{backoff: 1}) {
 		t.Fatalf("got %+v", c)
 	}
@@ -163,7 +163,7 @@ func TestQueueUnschedulableSweep(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	q := newQueue(clk)
 	q.add(makePod("a"))
-	q.addUnschedulable(mustPop(t, q, "a"))
+	q.addUnschedulable(mustPop(t, q, "a"), false)
 	clk.Step(5 * time.Minute)
 	q.flushUnschedulable(clk.Now())
 	if c := countsOf(q); c != (queueCounts{parked: 1}) {
@@ -180,7 +180,7 @@ func TestQueueUpdatesAndDeletes(t *testing.T) {
 	clk := testingclock.NewFakeClock(epoch)
 	q := newQueue(clk)
 	q.add(makePod("a"))
-	q.addUnschedulable(mustPop(t, q, "a"))
+	q.addUnschedulable(mustPop(t, q, "a"), false)
 
 	// A status change (same generation) leaves it parked.
 	p := makePod("a")
@@ -204,13 +204,13 @@ func TestQueueUpdatesAndDeletes(t *testing.T) {
 	q.add(makePod("b"))
 	qp := mustPop(t, q, "b")
 	q.delete("default/b")
-	q.addUnschedulable(qp)
+	q.addUnschedulable(qp, false)
 	if c := countsOf(q); c != (queueCounts{}) {
 		t.Fatalf("outcome of a deleted pod kept: %+v", c)
 	}
 	// The same name with a new UID is a new pod.
 	q.add(makePod("c"))
-	q.addUnschedulable(mustPop(t, q, "c"))
+	q.addUnschedulable(mustPop(t, q, "c"), false)
 	c2 := makePod("c")
 	c2.UID = "other"
 	q.add(c2)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -108,6 +109,7 @@ type Stats struct {
 var (
 	nodeKind, _      = api.LookupResource("nodes")
 	namespaceKind, _ = api.LookupResource("namespaces")
+	budgetKind, _    = api.LookupResource("poddisruptionbudgets")
 )
 
 // New returns a Scheduler over s; Run starts it.
@@ -232,9 +234,17 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod, pod *api.Pod
 	case errors.As(err, &fitErr):
 		msg := fitErr.Error()
 		s.metrics.observeAttempt(resultUnschedulable, qp.popped, s.opts.Clock.Now())
-		s.queue.addUnschedulable(qp)
+		nominate := res.Preemption.Node
+		if nominate != "" {
+			s.preempt(ctx, pod, res.Preemption)
+		}
+		s.queue.addUnschedulable(qp, nominate != "")
 		s.events.Event(pod, EventTypeWarning, EventFailedScheduling, msg)
-		s.binder.submit(ctx, &write{qp: qp, pod: pod, message: msg})
+		w := &write{qp: qp, pod: pod, message: msg}
+		if nominate != "" || pod.Status.NominatedNodeName != "" {
+			w.nominate = &nominate
+		}
+		s.binder.submit(ctx, w)
 		s.stats.unschedulable.Add(1)
 	case errors.Is(err, errPlaced):
 		s.queue.done(qp)
@@ -361,5 +371,54 @@ func (s *Scheduler) writeGated(ctx context.Context) {
 				return
 			}
 		}
+	}
+}
+
+// EventPreempted is the reason of the event on a pod the scheduler
+// preempts.
+const EventPreempted = "Preempted"
+
+// preempt makes the room p found for pod: each victim gets a
+// DisruptionTarget condition, as Kubernetes marks it, and is deleted
+// with its grace period, in one transaction. A victim gone or already
+// being deleted is left alone.
+func (s *Scheduler) preempt(ctx context.Context, pod *api.Pod, p Preemption) {
+	now := metav1.NewTime(s.opts.Clock.Now())
+	var deleted []*api.Pod
+	_, err := s.store.Txn(ctx, func(tx *store.Txn) error {
+		deleted = deleted[:0]
+		for _, v := range p.Victims {
+			obj, err := tx.Get(podKind, v.Namespace, v.Name)
+			if store.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			cur := obj.(*api.Pod)
+			if string(cur.UID) != v.UID || cur.DeletionTimestamp != nil {
+				continue
+			}
+			out := copyForWrite(cur)
+			out.Status.Conditions = withCondition(cur.Status.Conditions, api.PodCondition{
+				Type: api.PodDisruptionTarget, Status: api.ConditionTrue,
+				Reason: api.PodReasonPreemptionByScheduler, Message: DisruptionTargetMessage,
+			}, now)
+			if _, err := tx.Update(out); err != nil {
+				return err
+			}
+			if _, err := tx.Delete(podKind, v.Namespace, v.Name, store.DeleteOptions{Preconditions: &store.Preconditions{UID: v.UID}}); err != nil {
+				return err
+			}
+			deleted = append(deleted, cur)
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("preemption failed", "pod", pod.Namespace+"/"+pod.Name, "node", p.Node, "err", err)
+		return
+	}
+	for _, v := range deleted {
+		s.events.Event(v, EventTypeNormal, EventPreempted, preemptedMessage(pod, p.Node))
 	}
 }

@@ -84,7 +84,7 @@ func TestPendingUntilANodeMatches(t *testing.T) {
 	start(t, s, Options{Events: rec})
 	create(t, s, makePod("web", selector("disk", "ssd"), requests("100m", "64Mi")))
 
-	const want = "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+	const want = "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	pod := waitPod(t, s, "web", func(p *api.Pod) bool { return scheduledCondition(p) != nil })
 	c := scheduledCondition(pod)
 	if pod.Spec.NodeName != "" || c.Status != api.ConditionFalse || c.Reason != api.PodReasonUnschedulable || c.Message != want {
@@ -111,7 +111,7 @@ func TestRoomFreedByDelete(t *testing.T) {
 	waitPod(t, s, "a", boundTo("n"))
 	create(t, s, makePod("b", requests("1", "")))
 	b := waitPod(t, s, "b", func(p *api.Pod) bool { return scheduledCondition(p) != nil })
-	if c := scheduledCondition(b); c.Message != "0/1 nodes are available: 1 Insufficient cpu." {
+	if c := scheduledCondition(b); c.Message != "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod." {
 		t.Fatalf("condition %+v", c)
 	}
 	zero := int64(0)
@@ -190,7 +190,7 @@ func TestUnschedulableConditionWrites(t *testing.T) {
 	// Another node changes the message.
 	create(t, s, makeNode("n2"))
 	p = waitPod(t, s, "p", func(p *api.Pod) bool {
-		return scheduledCondition(p).Message == "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+		return scheduledCondition(p).Message == "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
 	})
 	if got := scheduledCondition(p).LastTransitionTime; !got.Equal(&since) {
 		t.Errorf("transition time moved from %v to %v", since, got)

@@ -37,6 +37,15 @@ func UntoleratedTaintReason(key, value string) string {
 type Status struct {
 	plugin  string
 	reasons []string
+	// unresolvable: removing pods from the node would not help, as
+	// kube-scheduler's UnschedulableAndUnresolvable says, so preemption
+	// passes the node over.
+	unresolvable bool
+}
+
+// newUnresolvable is NewStatus for a reason preemption cannot cure.
+func newUnresolvable(plugin string, reasons ...string) *Status {
+	return &Status{plugin: plugin, reasons: reasons, unresolvable: true}
 }
 
 // NewStatus returns a status of plugin with one or more reasons.

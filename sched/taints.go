@@ -41,7 +41,7 @@ func (taintToleration) Normalize(_ *PodInfo, _ []*NodeInfo, scores []int64) {
 }
 
 func taintStatus(t api.Taint) *Status {
-	return NewStatus("TaintToleration", UntoleratedTaintReason(t.Key, t.Value))
+	return newUnresolvable("TaintToleration", UntoleratedTaintReason(t.Key, t.Value))
 }
 
 func (p *PodInfo) toleratesTaint(taint *api.Taint) bool {

@@ -32,7 +32,7 @@ type VolumeAssumer interface {
 
 // StatusVolumeNodeAffinityConflict is what a VolumeFilter returns for a
 // node outside a bound volume's node affinity.
-var StatusVolumeNodeAffinityConflict = NewStatus("VolumeBinding", ReasonVolumeNodeAffinityConflict)
+var StatusVolumeNodeAffinityConflict = newUnresolvable("VolumeBinding", ReasonVolumeNodeAffinityConflict)
 
 // volumeBinding runs the VolumeFilter's per-pod test.
 type volumeBinding struct{}

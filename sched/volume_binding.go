@@ -13,7 +13,7 @@ const (
 
 // StatusVolumeBindConflict is what a VolumeFilter returns for a node where
 // an unbound claim of the pod cannot get a volume.
-var StatusVolumeBindConflict = NewStatus("VolumeBinding", ReasonVolumeBindConflict)
+var StatusVolumeBindConflict = newUnresolvable("VolumeBinding", ReasonVolumeBindConflict)
 
 // PodUnschedulableError is returned by a VolumeFilter's ForPod when no
 // node can take the pod whatever the node (a claim that is not bound yet,

@@ -21,7 +21,27 @@ func (s *Scheduler) follow(fail context.CancelCauseFunc) (remove func(), err err
 		informer.Registration{Kind: nodeKind, Handler: informer.Handler{List: s.relistNodes, Event: s.handleNode, Closed: closed}},
 		informer.Registration{Kind: podKind, Handler: informer.Handler{List: s.relistPods, Event: s.handlePod, Closed: closed}},
 		informer.Registration{Kind: namespaceKind, Handler: informer.Handler{List: s.relistNamespaces, Event: s.handleNamespace, Closed: closed}},
+		informer.Registration{Kind: budgetKind, Handler: informer.Handler{List: s.relistBudgets, Event: s.handleBudget, Closed: closed}},
 	)
+}
+
+// handleBudget keeps the PodDisruptionBudgets, which preemption reads.
+func (s *Scheduler) handleBudget(e store.Event) {
+	b := e.Object.(*api.PodDisruptionBudget)
+	key := b.Namespace + "/" + b.Name
+	if e.Type == store.Deleted {
+		s.cache.setBudget(key, nil)
+		return
+	}
+	s.cache.setBudget(key, b)
+}
+
+func (s *Scheduler) relistBudgets(snap *store.Snapshot) error {
+	return snap.Each(budgetKind, store.Filter{}, func(obj api.Object) bool {
+		b := obj.(*api.PodDisruptionBudget)
+		s.cache.setBudget(b.Namespace+"/"+b.Name, b)
+		return true
+	})
 }
 
 // handleNamespace keeps the namespaces' labels, which the

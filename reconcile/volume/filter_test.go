@@ -113,7 +113,7 @@ func TestFilterBoundVolumeNodeAffinity(t *testing.T) {
 	f.waitBound("data", "v1")
 	f.runScheduler()
 	f.create(podWithClaim("app", "data"))
-	f.waitUnschedulable("app", "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) had volume node affinity conflict.")
+	f.waitUnschedulable("app", "0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) had volume node affinity conflict. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 
 	n1 := f.store.Snapshot()
 	o, _ := n1.Get(nodeKind, "", "n1")
@@ -134,7 +134,7 @@ func TestFilterUnboundImmediateClaim(t *testing.T) {
 	f.runScheduler()
 	f.create(claimOf("data", "", "5Gi"))
 	f.create(podWithClaim("app", "data"))
-	f.waitUnschedulable("app", "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
+	f.waitUnschedulable("app", "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.")
 	f.create(pvOf("v", "", "5Gi"))
 	f.waitBound("data", "v")
 	// Told by the controller that volumes changed, the scheduler tries the
@@ -179,7 +179,7 @@ func TestFilterWaitForFirstConsumer(t *testing.T) {
 			NodeSelectorTerms: []api.NodeSelectorTerm{{MatchExpressions: []api.NodeSelectorRequirement{{Key: api.LabelHostname, Operator: api.NodeSelectorOpNotIn, Values: []string{"n3"}}}}},
 		}}}
 	}))
-	f.waitUnschedulable("app2", "0/3 nodes are available: 1 node(s) didn't find available persistent volumes to bind, 2 node(s) didn't match Pod's node affinity/selector.")
+	f.waitUnschedulable("app2", "0/3 nodes are available: 1 node(s) didn't find available persistent volumes to bind, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 }
 
 // TestFilterMissingClaim: a pod whose claim does not exist yet waits with
@@ -191,7 +191,7 @@ func TestFilterMissingClaim(t *testing.T) {
 	f.create(DefaultClass())
 	f.runScheduler()
 	f.create(podWithClaim("app", "later"))
-	f.waitUnschedulable("app", `0/1 nodes are available: persistentvolumeclaim "later" not found.`)
+	f.waitUnschedulable("app", `0/1 nodes are available: persistentvolumeclaim "later" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.`)
 	c := f.create(claimOf("later", "-", "1Gi")).(*api.PersistentVolumeClaim)
 	f.waitScheduled("app", "n1")
 	f.waitBound("later", "pvc-"+string(c.UID))

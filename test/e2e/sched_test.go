@@ -27,7 +27,7 @@ func TestUnschedulablePodWaitsForAMatchingNode(t *testing.T) {
 	// kubectl create keeps a Node's status, as a registering agent's would.
 	s.kubectl(t, "create", "-f", "testdata/plain-node.json")
 	s.mustBerth(t, "apply", "-f", "testdata/ssd-pod.yaml")
-	const want = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
+	const want = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
 	waitFor(t, 10*time.Second, "PodScheduled=False", func() error {
 		pod, err := s.getJSON(t, "pod", "wants-ssd")
 		if err != nil {

@@ -194,6 +194,20 @@ func objectSpec(spec source.Spec) api.SourceSpec {
 
 // fetchSpec is the source.Spec of a Source object: what its fetcher reads.
 func (s *sources) fetchSpec(name string, spec api.SourceSpec) source.Spec {
+	return FetchSpec(name, spec, func(_ context.Context, ns, secret string) (map[string][]byte, error) {
+		obj, err := s.store.Get(api.KindOf(&api.Secret{}), ns, secret)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*api.Secret).Data, nil
+	})
+}
+
+// FetchSpec is the source.Spec of a Source object's spec: what a fetcher
+// reads, with the type's default interval. secret reads the data of the
+// Secret spec.secretRef names (the server reads its store, the CLI the
+// API).
+func FetchSpec(name string, spec api.SourceSpec, secret func(ctx context.Context, namespace, name string) (map[string][]byte, error)) source.Spec {
 	out := source.Spec{
 		Name:    name,
 		Type:    string(spec.Type),
@@ -220,16 +234,31 @@ func (s *sources) fetchSpec(name string, spec api.SourceSpec) source.Spec {
 		if ns == "" {
 			ns = api.NamespaceSystem
 		}
-		secret := ref.Name
-		out.Credentials = func(context.Context) (map[string][]byte, error) {
-			obj, err := s.store.Get(api.KindOf(&api.Secret{}), ns, secret)
+		name := ref.Name
+		out.Credentials = func(ctx context.Context) (map[string][]byte, error) {
+			data, err := secret(ctx, ns, name)
 			if err != nil {
-				return nil, fmt.Errorf("credentials Secret %s/%s (spec.secretRef): %w", ns, secret, err)
+				return nil, fmt.Errorf("credentials Secret %s/%s (spec.secretRef): %w", ns, name, err)
 			}
-			return obj.(*api.Secret).Data, nil
+			return data, nil
 		}
 	}
 	return out
+}
+
+// NewFetcher makes the fetcher of a spec by its type, for one who reads
+// a source outside the controller (`berth diff source`); cacheDir is
+// where a git source keeps its clone.
+func NewFetcher(spec source.Spec, cacheDir string, log *slog.Logger) (source.Fetcher, error) {
+	switch spec.Type {
+	case source.TypeDir:
+		return dir.New(spec, dir.Options{Logger: log})
+	case source.TypeGit:
+		return git.New(spec, git.Options{Logger: log, CacheDir: cacheDir})
+	case source.TypeHTTP:
+		return sourcehttp.New(spec, sourcehttp.Options{Logger: log})
+	}
+	return nil, fmt.Errorf("source %q: unknown type %q", spec.Name, spec.Type)
 }
 
 // ensureObjects makes the Source objects of the flags: one per flag,

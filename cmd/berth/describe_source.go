@@ -28,6 +28,22 @@ func describeSource(w *describeWriter, obj api.Object, _ *describeContext) {
 	if s.Spec.AllowMassPrune {
 		w.write(level0, "Allow Mass Prune:\ttrue\n")
 	}
+	if s.Spec.Suspend {
+		w.write(level0, "Suspended:\ttrue\n")
+	}
+	if len(s.Spec.DependsOn) > 0 {
+		w.write(level0, "Depends On:\t%s\n", strings.Join(s.Spec.DependsOn, ", "))
+	}
+	if s.Spec.Wait {
+		timeout := api.DefaultSourceTimeout
+		if s.Spec.Timeout != nil {
+			timeout = s.Spec.Timeout.Duration
+		}
+		w.write(level0, "Wait:\ttrue (timeout %s, rollback on failure %t)\n", timeout, s.Spec.RollbackOnFailure)
+	}
+	if r := s.Spec.SecretRef; r != nil {
+		w.write(level0, "Secret:\t%s/%s\n", orNone(r.Namespace), r.Name)
+	}
 	if len(s.Spec.Options) > 0 {
 		// Only the keys: values may be credentials.
 		w.write(level0, "Options:\t%s\n", strings.Join(sortedKeys(s.Spec.Options), ", "))
@@ -50,6 +66,16 @@ func describeSource(w *describeWriter, obj api.Object, _ *describeContext) {
 		w.write(level0, "Last Sync Duration:\t%s\n", d.Duration)
 	}
 	w.write(level0, "Objects:\t%d\n", s.Status.Objects)
+	if s.Status.Health != "" {
+		w.write(level0, "Health:\t%s\n", s.Status.Health)
+		for _, u := range s.Status.Unhealthy {
+			w.write(level1, "%s\n", u)
+		}
+	}
+	if s.Status.LastHealthyRevision != "" {
+		w.write(level0, "Last Healthy Revision:\t%s\n", s.Status.LastHealthyRevision)
+	}
+	describeSourceHistory(w, s.Status.History)
 	if len(s.Status.Conditions) == 0 {
 		w.write(level0, "Conditions:\t%s\n", table.None)
 		return
@@ -68,6 +94,29 @@ func describeSource(w *describeWriter, obj api.Object, _ *describeContext) {
 		w.write(level0, "%s Message:\n", c.Type)
 		for _, line := range strings.Split(msg, "\n") {
 			w.write(level1, "%s\n", line)
+		}
+	}
+}
+
+// describeSourceHistory lists the last syncs, newest first, each with its
+// whole message: what happened to each revision.
+func describeSourceHistory(w *describeWriter, history []api.SourceSync) {
+	if len(history) == 0 {
+		return
+	}
+	w.write(level0, "History:\n")
+	w.write(level1, "Time\tRevision\tReason\tDuration\n")
+	w.write(level1, "----\t--------\t------\t--------\n")
+	for _, h := range history {
+		d := table.None
+		if h.Duration != nil {
+			d = h.Duration.Duration.String()
+		}
+		w.write(level1, "%s \t%s \t%s \t%s\n", formatTime(h.Time), table.ShortRevision(orNone(h.Revision)), h.Reason, d)
+		for _, line := range strings.Split(strings.TrimRight(h.Message, "\n"), "\n") {
+			if line != "" {
+				w.write(level2, "%s\n", line)
+			}
 		}
 	}
 }

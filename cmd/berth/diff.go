@@ -42,6 +42,7 @@ error (an invalid manifest, the server unreachable or refusing a read).`,
 	}
 	cmd.Flags().StringArrayVarP(&paths, "filename", "f", nil, "manifest file, directory (recursive) or - for stdin; repeatable")
 	_ = cmd.MarkFlagRequired("filename")
+	cmd.AddCommand(newDiffSourceCommand(g))
 	return cmd
 }
 

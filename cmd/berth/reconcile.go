@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 // reconcileOptions are the flags of `berth reconcile source`.
 type reconcileOptions struct {
 	allowPrune bool
+	withSource bool
 	timeout    time.Duration
 }
 
@@ -54,8 +56,14 @@ one, so any answer at or after this command's request is its answer.
 
 A revision that would prune more than half of the source's objects is held
 back by the prune guard. --allow-prune lets that one revision through: the
-one held back now, or the one this sync reads.`,
+one held back now, or the one this sync reads.
+
+A Source with spec.wait is Ready only once what it applied is healthy:
+reconcile waits for that too. --with-source prints each step as it goes
+(fetched, built, applied N objects, waiting for M to become healthy,
+ready), as flux reconcile does.`,
 		Example: `  berth reconcile source fleet
+  berth reconcile source fleet --with-source
   berth reconcile source fleet --allow-prune`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +71,7 @@ one held back now, or the one this sync reads.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.allowPrune, "allow-prune", false, "let the revision prune more than half of the source's objects")
+	cmd.Flags().BoolVar(&o.withSource, "with-source", false, "fetch the source first and print the sync's progress step by step")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the sync")
 	return cmd
 }
@@ -88,6 +97,12 @@ func runReconcileSource(cmd *cobra.Command, g *globalOptions, o *reconcileOption
 	if readyReason(src) == api.ReasonNotConfigured {
 		return failed(fmt.Errorf("source %s is not configured on the server (no --source flag names it), so nothing can sync it", name))
 	}
+	if src.Spec.Suspend {
+		return failed(fmt.Errorf("source %s is suspended: `berth resume source %s` first", name, name))
+	}
+	if o.withSource {
+		fmt.Fprintf(stdout, "► fetching source/%s (%s %s)\n", name, src.Spec.Type, src.Spec.URL)
+	}
 	allow := ""
 	if o.allowPrune && readyReason(src) == api.ReasonPruneGuard {
 		allow = src.Status.LastAttemptedRevision
@@ -98,6 +113,16 @@ func runReconcileSource(cmd *cobra.Command, g *globalOptions, o *reconcileOption
 		fmt.Fprintf(stderr, "revision %s is held back by the prune guard; syncing again with it allowed (--allow-prune)\n", src.Status.LastAttemptedRevision)
 		src, err = requestSync(ctx, c, k, name, src.Status.LastAttemptedRevision)
 	}
+	if err == nil && o.withSource {
+		printSyncSteps(stdout, src)
+	}
+	if err == nil && waitingForHealth(src) {
+		src, err = waitHealthy(ctx, c, k, src, func(s *api.Source) {
+			if o.withSource {
+				printHealthStep(stdout, s)
+			}
+		})
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return failed(fmt.Errorf("timed out after %s waiting for source %s to sync", o.timeout, name))
@@ -106,6 +131,99 @@ func runReconcileSource(cmd *cobra.Command, g *globalOptions, o *reconcileOption
 		return reportedFailure()
 	}
 	return printSyncOutcome(stdout, stderr, src)
+}
+
+// printSyncSteps says what the sync that answered the request did: the
+// revision fetched, the objects built and applied.
+func printSyncSteps(out io.Writer, src *api.Source) {
+	rev := src.Status.LastAttemptedRevision
+	switch readyReason(src) {
+	case api.ReasonFetchFailed:
+		fmt.Fprintf(out, "✗ fetch failed\n")
+		return
+	}
+	line := fmt.Sprintf("✔ fetched revision %s", orNone(rev))
+	if c := src.Status.LastAppliedCommit; c != nil && src.Status.LastAppliedRevision == rev && c.Message != "" {
+		line += fmt.Sprintf(" (%s)", c.Message)
+	}
+	fmt.Fprintln(out, line)
+	switch readyReason(src) {
+	case api.ReasonInvalidRevision:
+		fmt.Fprintf(out, "✗ build failed: revision %s refused, nothing applied\n", orNone(rev))
+		return
+	case api.ReasonPruneGuard, api.ReasonForbidden:
+		fmt.Fprintf(out, "✗ not applied (%s)\n", readyReason(src))
+		return
+	}
+	fmt.Fprintf(out, "✔ built %d objects\n", src.Status.Objects)
+	msg := ""
+	if c := readyCondition(src); c != nil {
+		msg, _, _ = strings.Cut(c.Message, ";")
+		if _, counts, ok := strings.Cut(msg, ": "); ok {
+			msg = " (" + counts + ")"
+		} else {
+			msg = ""
+		}
+	}
+	fmt.Fprintf(out, "✔ applied %d objects%s\n", src.Status.Objects, msg)
+}
+
+// printHealthStep says how many objects are not healthy yet.
+func printHealthStep(out io.Writer, src *api.Source) {
+	if waitingForHealth(src) {
+		fmt.Fprintf(out, "◎ waiting for %d of %d objects to become healthy\n", len(src.Status.Unhealthy), src.Status.Objects)
+	}
+}
+
+// waitingForHealth reports whether the Source applied its revision and
+// waits for its objects to become healthy (spec.wait).
+func waitingForHealth(src *api.Source) bool {
+	c := readyCondition(src)
+	return c != nil && c.Status == metav1.ConditionUnknown && c.Reason == api.ReasonProgressing && src.Spec.Wait
+}
+
+// waitHealthy follows the Source until its health check ends, calling
+// step at each change of what it waits for.
+func waitHealthy(ctx context.Context, c apiClient, k *api.Kind, src *api.Source, step func(*api.Source)) (*api.Source, error) {
+	last, reported := "", false
+	report := func(s *api.Source) {
+		if key := strings.Join(s.Status.Unhealthy, "\n"); !reported || key != last {
+			last, reported = key, true
+			step(s)
+		}
+	}
+	report(src)
+	rv := src.GetResourceVersion()
+	for {
+		w, err := c.Watch(ctx, k, "", listOptions{FieldSelector: "metadata.name=" + src.Name, ResourceVersion: rv})
+		if err != nil {
+			return nil, err
+		}
+		for {
+			e, err := w.Next(ctx)
+			if err != nil {
+				w.Stop()
+				if errors.Is(err, errWatchClosed) {
+					break
+				}
+				return nil, err
+			}
+			if e.Type == watchDeleted {
+				w.Stop()
+				return nil, fmt.Errorf("source %s was deleted", src.Name)
+			}
+			s, ok := e.Object.(*api.Source)
+			if !ok {
+				continue
+			}
+			rv = s.GetResourceVersion()
+			if !waitingForHealth(s) {
+				w.Stop()
+				return s, nil
+			}
+			report(s)
+		}
+	}
 }
 
 // requestSync asks for a sync of the source through its annotations and

@@ -159,7 +159,7 @@ func TestGitOps(t *testing.T) {
 		return nil
 	})
 	out := s.mustBerth(t, "get", "sources")
-	if !strings.HasPrefix(out, "NAME    TYPE   REVISION       READY   MESSAGE\nfleet   git    "+first[:12]) {
+	if !strings.HasPrefix(out, "NAME    TYPE   REVISION       READY   HEALTH   MESSAGE\nfleet   git    "+first[:12]) {
 		t.Errorf("get sources:\n%s", out)
 	}
 	s.mustBerth(t, "get", "deploy", "hello")

@@ -3,7 +3,9 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -57,11 +59,13 @@ func podDNS(pod *api.Pod, server string, node func() (*runtime.DNS, error)) (*ru
 			Searches: []string{pod.Namespace + ".svc." + clusterDomain, "svc." + clusterDomain, clusterDomain},
 			Options:  []string{"ndots:5"},
 		}
-		host, err := node()
-		if err != nil {
+		// A node without a resolv.conf adds no search domains: the
+		// cluster's serve.
+		if host, err := node(); err == nil {
+			out.Searches = omitDuplicates(append(out.Searches, host.Searches...))
+		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		out.Searches = omitDuplicates(append(out.Searches, host.Searches...))
 	case extra == nil:
 		return nil, nil
 	default:

@@ -65,6 +65,11 @@ func TestPodDNS(t *testing.T) {
 	if _, err := podDNS(pod(api.DNSDefault, false, extra), "", func() (*runtime.DNS, error) { return nil, errors.New("no file") }); err == nil {
 		t.Error("Default with dnsConfig and no node resolv.conf: no error")
 	}
+	// A node with no resolv.conf at all still serves ClusterFirst pods.
+	got, err := podDNS(pod(api.DNSClusterFirst, false, nil), "198.18.7.1", func() (*runtime.DNS, error) { return readResolvConf("/nonexistent/resolv.conf") })
+	if want := (&runtime.DNS{Servers: []string{"198.18.7.1"}, Searches: clusterSearch, Options: []string{"ndots:5"}}); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ClusterFirst without the node's resolv.conf: %+v, %v; want %+v", got, err, want)
+	}
 }
 
 func TestParseResolvConf(t *testing.T) {

@@ -71,7 +71,20 @@ type SourceSpec struct {
 	// RollbackOnFailure applies the last healthy revision again when the
 	// objects of a new one do not become healthy within Timeout.
 	RollbackOnFailure bool `json:"rollbackOnFailure,omitempty"`
+	// Gate holds a revision back until a check passes. "plan" applies a
+	// revision only when its plan (as `berth plan source` makes it) fits:
+	// every pod placed, no write refused, no claim left Pending, no
+	// rollout stalled. One that does not is rejected as an invalid one
+	// is, the plan's findings as its errors, and the revision applied
+	// before stays live.
+	Gate SourceGate `json:"gate,omitempty"`
 }
+
+// SourceGate names the check a Source's revisions must pass.
+type SourceGate string
+
+// SourceGatePlan gates a Source's revisions on their plan.
+const SourceGatePlan SourceGate = "plan"
 
 // SourceSecretRef names the Secret a source reads its credentials from.
 type SourceSecretRef struct {

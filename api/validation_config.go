@@ -218,6 +218,9 @@ func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
 			errs = append(errs, field.Forbidden(rp, "only git sources take credentials from a Secret"))
 		}
 	}
+	if spec.Gate != "" && spec.Gate != SourceGatePlan {
+		errs = append(errs, field.NotSupported(p.Child("gate"), spec.Gate, []SourceGate{SourceGatePlan}))
+	}
 	if spec.RollbackOnFailure && !spec.Wait {
 		errs = append(errs, field.Invalid(p.Child("rollbackOnFailure"), true, "needs spec.wait: a rollback follows a failed health check"))
 	}

@@ -506,6 +506,7 @@ func (s *Server) setupSources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	srcs.sched = sched.FrameworkOptions{MostAllocated: s.cfg.MostAllocated}
 	s.sources = srcs
 	if s.store.Replicated() {
 		return nil // the leader's, once elected
@@ -583,7 +584,7 @@ func (s *Server) buildAPI() error {
 	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
 	a.Handle(api.StorePath, storeInfoHandler{store: s.store}, true)
 	a.Handle(api.PlanPath, &planHandler{store: s.store, sources: s.sources, dataDir: s.cfg.DataDir,
-		sched: sched.FrameworkOptions{MostAllocated: s.cfg.MostAllocated}}, true)
+		sched: s.sources.sched}, true)
 	a.Handle(HooksPath, newWebhook(s.hookKey, s.sources.Trigger, s.log, s.cfg.Clock), false)
 	s.api = a
 	return nil

@@ -20,10 +20,12 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/plan"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/health"
+	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/source/dir"
 	"github.com/berth-dev/berth/source/git"
@@ -64,6 +66,8 @@ type sources struct {
 	clock   clock.WithTicker
 	log     *slog.Logger
 	dataDir string
+	// sched is the scheduler's profile, for the plans of spec.gate.
+	sched sched.FrameworkOptions
 	// flags are the --source flags by name: the Source objects the server
 	// keeps in step with its command line.
 	flags map[string]source.Spec
@@ -157,6 +161,31 @@ func (s *sources) newFetcher(spec source.Spec, onChange func()) (source.Fetcher,
 		return sourcehttp.New(spec, sourcehttp.Options{Clock: s.clock, Logger: s.log})
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", spec.Name, spec.Type)
+}
+
+// gate plans a revision of the Source key and, when the plan does not
+// fit, returns it with the plan's findings as errors: the applier then
+// rejects it as it rejects an invalid revision, names them in the
+// Source's status and events, and keeps the revision applied before.
+// timeout bounds the plan (DefaultPlanTimeout when nil).
+func (s *sources) gate(ctx context.Context, key string, rev source.Revision, timeout *metav1.Duration) (source.Revision, error) {
+	d := DefaultPlanTimeout
+	if timeout != nil && timeout.Duration > 0 {
+		d = timeout.Duration
+	}
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	rep, err := plan.Run(pctx, s.store, rev.Objects, rev.Errors, plan.Options{Source: key, Revision: rev.ID, Clock: s.clock, Scheduler: s.sched})
+	if err != nil {
+		return rev, fmt.Errorf("plan revision %s of source %s: %w", rev.ID, key, err)
+	}
+	if rep.Fits {
+		return rev, nil
+	}
+	for _, f := range rep.Failures() {
+		rev.Errors = append(rev.Errors, &api.Error{File: "plan", Doc: -1, Message: "spec.gate: plan: " + f})
+	}
+	return rev, nil
 }
 
 // fetcherIn is a fetcher of spec that keeps a git clone in dir, for a
@@ -537,6 +566,12 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 		// Unchanged since the last sync.
 		r.due = now.Add(s.jittered(spec.Interval))
 		return reconcile.Result{RequeueAfter: r.due.Sub(now)}, nil
+	}
+	if src.Spec.Gate == api.SourceGatePlan && rev.OK() {
+		if rev, err = s.gate(ctx, key, rev, src.Spec.Timeout); err != nil {
+			r.have = ""
+			return reconcile.Result{}, err
+		}
 	}
 	res, err := s.applier.Apply(ctx, key, rev, apply.ApplyOptions{Request: request, Wait: src.Spec.Wait})
 	end := s.clock.Now()

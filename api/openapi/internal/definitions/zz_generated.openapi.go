@@ -9642,6 +9642,13 @@ func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallbac
 							Format:      "",
 						},
 					},
+					"gate": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Gate holds a revision back until a check passes. \"plan\" applies a revision only when its plan (as `berth plan source` makes it) fits: every pod placed, no write refused, no claim left Pending, no rollout stalled. One that does not is rejected as an invalid one is, the plan's findings as its errors, and the revision applied before stays live.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"type", "url"},
 			},

@@ -63,6 +63,8 @@ func Default(obj Object) {
 		defaultLimitRange(o)
 	case *PriorityClass:
 		defaultPriorityClass(o)
+	case *HorizontalPodAutoscaler:
+		defaultHPA(o)
 	case *Secret:
 		if o.Type == "" {
 			o.Type = SecretTypeOpaque

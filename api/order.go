@@ -32,6 +32,8 @@ var applyOrder = map[string]int{
 	"Pod":                   8,
 	"Job":                   8,
 	"CronJob":               8,
+	// After what it scales.
+	"HorizontalPodAutoscaler": 9,
 }
 
 // ApplyRank is a kind's place in the order objects are created in, shared

@@ -104,7 +104,9 @@ var (
 	PolicyV1Beta1 = schema.GroupVersion{Group: "policy", Version: "v1beta1"}
 	// BatchV1 serves Job and CronJob.
 	BatchV1 = schema.GroupVersion{Group: "batch", Version: "v1"}
-	BerthV1 = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
+	// AutoscalingV2 serves HorizontalPodAutoscaler.
+	AutoscalingV2 = schema.GroupVersion{Group: "autoscaling", Version: "v2"}
+	BerthV1       = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
 	// SchedulingV1 serves PriorityClass.
 	SchedulingV1 = schema.GroupVersion{Group: "scheduling.k8s.io", Version: "v1"}
 	// RBACV1 serves Role, ClusterRole and their bindings.
@@ -138,16 +140,17 @@ func init() {
 	register(&PodDisruptionBudget{}, PolicyV1, "poddisruptionbudgets", "poddisruptionbudget", true, true, "pdb")
 	register(&Job{}, BatchV1, "jobs", "job", true, true)
 	register(&CronJob{}, BatchV1, "cronjobs", "cronjob", true, true, "cj")
+	register(&HorizontalPodAutoscaler{}, AutoscalingV2, "horizontalpodautoscalers", "horizontalpodautoscaler", true, true, "hpa")
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
 	register(&Role{}, RBACV1, "roles", "role", true, false)
 	register(&ClusterRole{}, RBACV1, "clusterroles", "clusterrole", false, false)
 	register(&RoleBinding{}, RBACV1, "rolebindings", "rolebinding", true, false)
 	register(&ClusterRoleBinding{}, RBACV1, "clusterrolebindings", "clusterrolebinding", false, false)
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &StatefulSet{}, &DaemonSet{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &Source{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &StatefulSet{}, &DaemonSet{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &HorizontalPodAutoscaler{}, &Source{}} {
 		KindOf(obj).Generation = true
 	}
 	// In the order kubectl lists them.
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &Service{}, &DaemonSet{}, &Deployment{}, &ReplicaSet{}, &StatefulSet{}, &CronJob{}, &Job{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &Service{}, &DaemonSet{}, &Deployment{}, &ReplicaSet{}, &StatefulSet{}, &HorizontalPodAutoscaler{}, &CronJob{}, &Job{}} {
 		k := KindOf(obj)
 		k.Categories = append(k.Categories, CategoryAll)
 		categories[CategoryAll] = append(categories[CategoryAll], k)

@@ -81,6 +81,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateLimitRange(o)...)
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClass(o)...)
+	case *HorizontalPodAutoscaler:
+		errs = append(errs, validateHPASpec(&o.Spec, spec)...)
 	case *ResourceQuota:
 		errs = append(errs, validateResourceQuotaSpec(&o.Spec, spec)...)
 	case *Event:

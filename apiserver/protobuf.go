@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,12 +73,15 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):    func() protobufObject { return &discoveryv1.EndpointSlice{} },
 	policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"): func() protobufObject { return &policyv1.PodDisruptionBudget{} },
 	// kubectl create job and create cronjob send them this way.
-	batchv1.SchemeGroupVersion.WithKind("Job"):               func() protobufObject { return &batchv1.Job{} },
-	batchv1.SchemeGroupVersion.WithKind("CronJob"):           func() protobufObject { return &batchv1.CronJob{} },
-	rbacv1.SchemeGroupVersion.WithKind("Role"):               func() protobufObject { return &rbacv1.Role{} },
-	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):        func() protobufObject { return &rbacv1.ClusterRole{} },
-	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):        func() protobufObject { return &rbacv1.RoleBinding{} },
-	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"): func() protobufObject { return &rbacv1.ClusterRoleBinding{} },
+	batchv1.SchemeGroupVersion.WithKind("Job"): func() protobufObject { return &batchv1.Job{} },
+	// kubectl autoscale sends the v1 object (see autoscalingv1.go).
+	autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"): func() protobufObject { return &autoscalingv1.HorizontalPodAutoscaler{} },
+	autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"): func() protobufObject { return &autoscalingv2.HorizontalPodAutoscaler{} },
+	batchv1.SchemeGroupVersion.WithKind("CronJob"):                       func() protobufObject { return &batchv1.CronJob{} },
+	rbacv1.SchemeGroupVersion.WithKind("Role"):                           func() protobufObject { return &rbacv1.Role{} },
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):                    func() protobufObject { return &rbacv1.ClusterRole{} },
+	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):                    func() protobufObject { return &rbacv1.RoleBinding{} },
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):             func() protobufObject { return &rbacv1.ClusterRoleBinding{} },
 	// kubectl drain evicts pods this way.
 	policyv1.SchemeGroupVersion.WithKind("Eviction"):      func() protobufObject { return &policyv1.Eviction{} },
 	policyv1beta1.SchemeGroupVersion.WithKind("Eviction"): func() protobufObject { return &policyv1beta1.Eviction{} },

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -29,59 +28,18 @@ type scaleObject struct {
 	} `json:"status"`
 }
 
-// replicasField returns the spec.replicas of a scalable object, and false
-// for other kinds.
-func replicasField(obj api.Object) (**int32, bool) {
-	switch o := obj.(type) {
-	case *api.Deployment:
-		return &o.Spec.Replicas, true
-	case *api.ReplicaSet:
-		return &o.Spec.Replicas, true
-	case *api.StatefulSet:
-		return &o.Spec.Replicas, true
-	case *api.ReplicationController:
-		return &o.Spec.Replicas, true
-	}
-	return nil, false
-}
-
-// scalable reports whether a kind has the scale subresource.
-func scalable(k *api.Kind) bool {
-	_, ok := replicasField(k.New())
-	return ok
-}
+func scalable(k *api.Kind) bool { return api.Scalable(k) }
 
 func scaleOf(obj api.Object) *scaleObject {
 	sc := &scaleObject{TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"}}
 	sc.Name, sc.Namespace = obj.GetName(), obj.GetNamespace()
 	sc.UID, sc.ResourceVersion = obj.GetUID(), obj.GetResourceVersion()
 	sc.CreationTimestamp = obj.GetCreationTimestamp()
-	if r, _ := replicasField(obj); r != nil && *r != nil {
+	if r, _ := api.ReplicasField(obj); r != nil && *r != nil {
 		sc.Spec.Replicas = **r
 	}
-	switch o := obj.(type) {
-	case *api.Deployment:
-		sc.Status.Replicas = o.Status.Replicas
-		sc.Status.Selector = selectorString(o.Spec.Selector)
-	case *api.ReplicaSet:
-		sc.Status.Replicas = o.Status.Replicas
-		sc.Status.Selector = selectorString(o.Spec.Selector)
-	case *api.StatefulSet:
-		sc.Status.Replicas = o.Status.Replicas
-		sc.Status.Selector = selectorString(o.Spec.Selector)
-	case *api.ReplicationController:
-		sc.Status.Replicas = o.Status.Replicas
-		sc.Status.Selector = labels.SelectorFromSet(o.Spec.Selector).String()
-	}
+	sc.Status.Replicas, sc.Status.Selector = api.ScaleStatus(obj)
 	return sc
-}
-
-func selectorString(ls *metav1.LabelSelector) string {
-	sel, err := metav1.LabelSelectorAsSelector(ls)
-	if err != nil {
-		return ""
-	}
-	return sel.String()
 }
 
 // serveScale answers GET, PUT and PATCH on …/{name}/scale.
@@ -163,7 +121,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			return nil, err
 		}
 		obj := old.DeepCopyObject().(api.Object)
-		r, _ := replicasField(obj)
+		r, _ := api.ReplicasField(obj)
 		n := sc.Spec.Replicas
 		*r = &n
 		obj.SetResourceVersion(sc.ResourceVersion)

@@ -269,6 +269,7 @@ func (s *Server) routes() {
 	for _, p := range []string{"/api", "/api/", "/apis", "/apis/"} {
 		s.Handle(p, api, true)
 	}
+	s.Handle(autoscalingV1Prefix, http.HandlerFunc(s.serveAutoscalingV1), true)
 	s.HandlePublic("/version", http.HandlerFunc(s.serveVersion))
 	s.HandlePublic("/livez", http.HandlerFunc(s.serveLivez))
 	s.HandlePublic("/healthz", http.HandlerFunc(s.serveLivez))

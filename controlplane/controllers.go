@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/endpointslice"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/gc"
+	"github.com/berth-dev/berth/reconcile/hpa"
 	"github.com/berth-dev/berth/reconcile/job"
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/reconcile/node"
@@ -45,6 +46,9 @@ type Deps struct {
 	Scheduler *sched.Scheduler
 	// Sources fetches and applies the Source objects.
 	Sources *sources
+	// Metrics is the pods' resource usage, as metrics.k8s.io serves it,
+	// for the HorizontalPodAutoscaler controller.
+	Metrics hpa.MetricsSource
 }
 
 // Recorder records the events of a component (as kube-controller-manager's
@@ -110,6 +114,10 @@ var controllerInits = []namedInit{
 	{daemonset.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return daemonset.NewController(d.Store, daemonset.Options{Clock: d.Clock, Logger: d.Log,
 			Events: d.Recorder(daemonset.EventComponent)}), nil
+	}},
+	{hpa.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		return hpa.NewController(d.Store, hpa.Options{Clock: d.Clock, Logger: d.Log, Metrics: d.Metrics,
+			Events: d.Recorder(hpa.EventComponent)}), nil
 	}},
 	{event.TTLName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return event.NewTTLController(d.Store, event.TTLOptions{TTL: d.Config.EventTTL, Clock: d.Clock, Logger: d.Log}), nil

@@ -22,14 +22,7 @@ import (
 // controllers, get the default requests and limits; a pod over a max is a
 // 403 in Kubernetes' words; kubectl get and describe show the range.
 func TestLimitRangeWithKubectl(t *testing.T) {
-	kubectl := testtool.Need(t, "kubectl")
-	s := cptest.Start(t, controlplane.Config{})
-	run := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", s.Credentials().Paths.AdminKubeconfig}, args...)...).CombinedOutput()
-		return string(out), err
-	}
+	s, run := startWithKubectl(t)
 	manifest := filepath.Join(t.TempDir(), "limits.yaml")
 	if err := os.WriteFile(manifest, []byte(`apiVersion: v1
 kind: LimitRange
@@ -79,5 +72,18 @@ spec:
 	want := `pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2`
 	if err == nil || !strings.Contains(out, want) {
 		t.Errorf("kubectl run over the max: %v\n%s\nwant %s", err, out, want)
+	}
+}
+
+// startWithKubectl starts a control plane and returns it with a runner
+// of kubectl against it as the admin.
+func startWithKubectl(t *testing.T) (*controlplane.Server, func(args ...string) (string, error)) {
+	kubectl := testtool.Need(t, "kubectl")
+	s := cptest.Start(t, controlplane.Config{})
+	return s, func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", s.Credentials().Paths.AdminKubeconfig}, args...)...).CombinedOutput()
+		return string(out), err
 	}
 }

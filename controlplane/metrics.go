@@ -21,6 +21,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/reconcile/hpa"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -301,33 +302,18 @@ func nodeMetricsOf(samples map[string]nodeSample, name string, sel labels.Select
 
 func podMetricsOf(snap *store.Snapshot, samples map[string]nodeSample, ns, name string, sel labels.Selector) (any, error) {
 	var items []podMetrics
-	for _, s := range samples {
-		for _, pm := range s.metrics.Pods {
-			if (ns != "" && pm.Namespace != ns) || (name != "" && pm.Name != name) {
-				continue
-			}
-			// The pod as the store has it: its labels, and that it is
-			// still the pod bound to this node.
-			obj, err := snap.Get(podKind, pm.Namespace, pm.Name)
-			if err != nil {
-				continue
-			}
-			pod := obj.(*api.Pod)
-			if pod.Spec.NodeName != s.node.Name || !sel.Matches(labels.Set(pod.Labels)) {
-				continue
-			}
-			item := podMetrics{
-				TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiserver.MetricsGroupVersion.String()},
-				ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(s.metrics.Timestamp)},
-				Timestamp:  metav1.NewTime(s.metrics.Timestamp),
-				Window:     metav1.Duration{Duration: s.metrics.Window},
-			}
-			for _, c := range pm.Containers {
-				item.Containers = append(item.Containers, containerMetrics{Name: c.Name, Usage: usage(c.ResourceUsage)})
-			}
-			items = append(items, item)
+	eachSampledPod(snap, samples, ns, name, sel, func(s nodeSample, pod *api.Pod, pm api.PodMetrics) {
+		item := podMetrics{
+			TypeMeta:   metav1.TypeMeta{Kind: "PodMetrics", APIVersion: apiserver.MetricsGroupVersion.String()},
+			ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, CreationTimestamp: metav1.NewTime(s.metrics.Timestamp)},
+			Timestamp:  metav1.NewTime(s.metrics.Timestamp),
+			Window:     metav1.Duration{Duration: s.metrics.Window},
 		}
-	}
+		for _, c := range pm.Containers {
+			item.Containers = append(item.Containers, containerMetrics{Name: c.Name, Usage: usage(c.ResourceUsage)})
+		}
+		items = append(items, item)
+	})
 	if name != "" {
 		if len(items) == 0 {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Group: apiserver.MetricsGroupVersion.Group, Resource: "pods"}, name)
@@ -349,4 +335,48 @@ func nonNil[T any](items []T) []T {
 		return []T{}
 	}
 	return items
+}
+
+// PodUsage is what the HorizontalPodAutoscaler controller reads: the
+// same samples metrics.k8s.io answers kubectl top with, of the pods of a
+// namespace that sel selects, by pod name.
+func (p *ContainerProxy) PodUsage(ctx context.Context, namespace string, sel labels.Selector) (map[string]hpa.PodUsage, error) {
+	snap := p.store.Snapshot()
+	nodes, err := nodesToSample(snap, true, namespace, "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]hpa.PodUsage{}
+	eachSampledPod(snap, p.sampleAgents(ctx, nodes), namespace, "", sel, func(s nodeSample, pod *api.Pod, pm api.PodMetrics) {
+		u := hpa.PodUsage{Timestamp: s.metrics.Timestamp, Window: s.metrics.Window, Containers: map[string]api.ResourceList{}}
+		for _, c := range pm.Containers {
+			u.Containers[c.Name] = usage(c.ResourceUsage)
+		}
+		out[pod.Name] = u
+	})
+	return out, nil
+}
+
+// eachSampledPod calls fn for each pod sample of the namespace (all when
+// ""), of the pod named (any when ""), whose pod the store still has on
+// the node that sampled it, with labels sel matches.
+func eachSampledPod(snap *store.Snapshot, samples map[string]nodeSample, ns, name string, sel labels.Selector, fn func(nodeSample, *api.Pod, api.PodMetrics)) {
+	for _, s := range samples {
+		for _, pm := range s.metrics.Pods {
+			if (ns != "" && pm.Namespace != ns) || (name != "" && pm.Name != name) {
+				continue
+			}
+			// The pod as the store has it: its labels, and that it is
+			// still the pod bound to this node.
+			obj, err := snap.Get(podKind, pm.Namespace, pm.Name)
+			if err != nil {
+				continue
+			}
+			pod := obj.(*api.Pod)
+			if pod.Spec.NodeName != s.node.Name || !sel.Matches(labels.Set(pod.Labels)) {
+				continue
+			}
+			fn(s, pod, pm)
+		}
+	}
 }

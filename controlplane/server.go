@@ -290,6 +290,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated, Informers: s.informers,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
 	deps := Deps{Config: cfg, Store: st, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: s.scheduler, Sources: s.sources}
+	if s.containers != nil {
+		deps.Metrics = s.containers
+	}
 	if s.controllers, err = buildControllers(ctx, controllerInits, deps); err != nil {
 		return nil, err
 	}

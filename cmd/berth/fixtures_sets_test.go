@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -92,4 +93,44 @@ func fixturePriorityClasses() []api.Object {
 	out = append(out, &api.PriorityClass{ObjectMeta: meta("", "batch", 2*time.Hour, nil), Value: 1000, GlobalDefault: true,
 		Description: "Batch jobs wait for room.", PreemptionPolicy: &never})
 	return out
+}
+
+// fixtureHPAs: an autoscaler at work on web, with a behaviour, and a new
+// one whose controller has not looked yet.
+func fixtureHPAs() []api.Object {
+	web := &api.HorizontalPodAutoscaler{ObjectMeta: meta("default", "web", 3*day, nil)}
+	web.Spec = autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		MinReplicas:    ptr(int32(2)), MaxReplicas: 10,
+		Metrics: []autoscalingv2.MetricSpec{
+			{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: "cpu",
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(60))}}},
+			{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: "memory",
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType, AverageValue: ptr(qty("200Mi"))}}},
+		},
+		Behavior: &autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr(int32(120)), SelectPolicy: ptr(autoscalingv2.MaxChangePolicySelect),
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60}}},
+		},
+	}
+	web.Status = autoscalingv2.HorizontalPodAutoscalerStatus{CurrentReplicas: 3, DesiredReplicas: 4,
+		CurrentMetrics: []autoscalingv2.MetricStatus{
+			{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{Name: "cpu",
+				Current: autoscalingv2.MetricValueStatus{AverageUtilization: ptr(int32(75)), AverageValue: ptr(qty("150m"))}}},
+			{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricStatus{Name: "memory",
+				Current: autoscalingv2.MetricValueStatus{AverageValue: ptr(qty("120Mi"))}}},
+		},
+		Conditions: []autoscalingv2.HorizontalPodAutoscalerCondition{
+			{Type: autoscalingv2.AbleToScale, Status: "True", Reason: "SucceededRescale", Message: "the HPA controller was able to update the target scale to 4"},
+			{Type: autoscalingv2.ScalingActive, Status: "True", Reason: "ValidMetricFound", Message: "the HPA was able to successfully calculate a replica count from cpu resource utilization (percentage of request)"},
+			{Type: autoscalingv2.ScalingLimited, Status: "False", Reason: "DesiredWithinRange", Message: "the desired count is within the acceptable range"},
+		}}
+	fresh := &api.HorizontalPodAutoscaler{ObjectMeta: meta("shop", "api", 10*time.Second, nil)}
+	fresh.Spec = autoscalingv2.HorizontalPodAutoscalerSpec{
+		ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "api"},
+		MaxReplicas:    5,
+		Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: "cpu",
+			Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(80))}}}},
+	}
+	return []api.Object{web, fresh}
 }

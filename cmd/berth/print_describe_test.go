@@ -61,6 +61,8 @@ func TestDescribeGolden(t *testing.T) {
 		{"namespace", "namespaces", "default", describeContext{}},
 		{"namespace-with-quota", "namespaces", "shop", describeContext{quotas: typed[*api.ResourceQuota](quotas), limitRanges: typed[*api.LimitRange](fixtureLimitRanges())}},
 		{"limitrange", "limitranges", "bounds", describeContext{}},
+		{"hpa", "horizontalpodautoscalers", "web", describeContext{}},
+		{"hpa-new", "horizontalpodautoscalers", "api", describeContext{}},
 		{"resourcequota", "resourcequotas", "compute", describeContext{}},
 		{"poddisruptionbudget", "poddisruptionbudgets", "web", describeContext{}},
 		{"poddisruptionbudget-max-unavailable", "poddisruptionbudgets", "db", describeContext{}},

@@ -16,8 +16,8 @@ func TestParseResourceArgs(t *testing.T) {
 		{args: []string{"po,pods", "a"}, want: "pods=a"},
 		{args: []string{"pod/a", "svc/b", "pod/c"}, want: "pods=a,c;services=b"},
 		// "all" is the category, as kubectl's get all: workloads and services.
-		{args: []string{"all"}, want: "pods=;replicationcontrollers=;services=;daemonsets=;deployments=;replicasets=;statefulsets=;cronjobs=;jobs="},
-		{args: []string{"svc,all", "web"}, want: "services=web;pods=web;replicationcontrollers=web;daemonsets=web;deployments=web;replicasets=web;statefulsets=web;cronjobs=web;jobs=web"},
+		{args: []string{"all"}, want: "pods=;replicationcontrollers=;services=;daemonsets=;deployments=;replicasets=;statefulsets=;horizontalpodautoscalers=;cronjobs=;jobs="},
+		{args: []string{"svc,all", "web"}, want: "services=web;pods=web;replicationcontrollers=web;daemonsets=web;deployments=web;replicasets=web;statefulsets=web;horizontalpodautoscalers=web;cronjobs=web;jobs=web"},
 		{args: []string{}, err: "you must specify the type of resource"},
 		{args: []string{"nope"}, err: `doesn't have a resource type "nope"`},
 		{args: []string{"po,"}, err: "empty resource type"},

@@ -190,9 +190,10 @@ func TestPlanReport(t *testing.T) {
 		if rep.Fits {
 			t.Fatal("plan fits")
 		}
-		want := Unplaced{Workload: "Deployment/default/big", Pods: 2, Reasons: []string{"0/3 nodes are available: 3 Insufficient cpu."}}
-		if len(rep.Unplaceable) != 1 || fmt.Sprint(rep.Unplaceable[0]) != fmt.Sprint(want) {
-			t.Fatalf("unplaceable %+v, want %+v", rep.Unplaceable, want)
+		const want = "0/3 nodes are available: 3 Insufficient cpu."
+		if len(rep.Unplaceable) != 1 || rep.Unplaceable[0].Workload != "Deployment/default/big" || rep.Unplaceable[0].Pods != 2 ||
+			len(rep.Unplaceable[0].Reasons) != 1 || !strings.HasPrefix(rep.Unplaceable[0].Reasons[0], want) {
+			t.Fatalf("unplaceable %+v, want 2 pods of Deployment/default/big: %s", rep.Unplaceable, want)
 		}
 	})
 	t.Run("service without pods", func(t *testing.T) {

@@ -56,6 +56,10 @@ type SourceSpec struct {
 	// SecretRef names a Secret holding the credentials of a git source:
 	// username and password (HTTPS), identity and known_hosts (SSH).
 	SecretRef *SourceSecretRef `json:"secretRef,omitempty"`
+	// Decryption names the Secret holding the age identities that open
+	// the files of the source encrypted with SOPS; they are read into
+	// memory only.
+	Decryption *SourceDecryption `json:"decryption,omitempty"`
 	// Suspend stops syncing: nothing is fetched or applied until it is
 	// false again (`berth suspend|resume source NAME`).
 	Suspend bool `json:"suspend,omitempty"`
@@ -92,6 +96,15 @@ type SourceSecretRef struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the Secret.
 	Name string `json:"name"`
+}
+
+// SourceDecryption says how a source's encrypted files are opened.
+type SourceDecryption struct {
+	// Provider is "sops", the only one.
+	Provider string `json:"provider,omitempty"`
+	// SecretRef names the Secret whose values (every key, joined) hold
+	// the age identities (AGE-SECRET-KEY-1… lines).
+	SecretRef SourceSecretRef `json:"secretRef"`
 }
 
 // Keys of a source's credentials Secret.

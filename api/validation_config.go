@@ -221,6 +221,15 @@ func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
 	if spec.Gate != "" && spec.Gate != SourceGatePlan {
 		errs = append(errs, field.NotSupported(p.Child("gate"), spec.Gate, []SourceGate{SourceGatePlan}))
 	}
+	if d := spec.Decryption; d != nil {
+		dp := p.Child("decryption")
+		if d.Provider != "" && d.Provider != "sops" {
+			errs = append(errs, field.NotSupported(dp.Child("provider"), d.Provider, []string{"sops"}))
+		}
+		if d.SecretRef.Name == "" {
+			errs = append(errs, field.Required(dp.Child("secretRef", "name"), "the Secret holding the age identities"))
+		}
+	}
 	if spec.RollbackOnFailure && !spec.Wait {
 		errs = append(errs, field.Invalid(p.Child("rollbackOnFailure"), true, "needs spec.wait: a rollback follows a failed health check"))
 	}

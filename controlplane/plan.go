@@ -120,7 +120,10 @@ func (h *planHandler) fetch(ctx context.Context, name, ref string) (source.Revis
 	if err != nil {
 		return source.Revision{}, apierrors.NewInternalError(err)
 	}
-	spec := h.sources.fetchSpec(name, obj.(*api.Source).Spec)
+	spec, err := h.sources.fetchSpec(ctx, name, obj.(*api.Source).Spec)
+	if err != nil {
+		return source.Revision{}, apierrors.NewBadRequest(err.Error())
+	}
 	if ref != "" {
 		spec.Ref = ref
 	}

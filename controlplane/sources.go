@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -222,8 +223,8 @@ func objectSpec(spec source.Spec) api.SourceSpec {
 }
 
 // fetchSpec is the source.Spec of a Source object: what its fetcher reads.
-func (s *sources) fetchSpec(name string, spec api.SourceSpec) source.Spec {
-	return FetchSpec(name, spec, func(_ context.Context, ns, secret string) (map[string][]byte, error) {
+func (s *sources) fetchSpec(ctx context.Context, name string, spec api.SourceSpec) (source.Spec, error) {
+	return FetchSpec(ctx, name, spec, func(_ context.Context, ns, secret string) (map[string][]byte, error) {
 		obj, err := s.store.Get(api.KindOf(&api.Secret{}), ns, secret)
 		if err != nil {
 			return nil, err
@@ -235,8 +236,9 @@ func (s *sources) fetchSpec(name string, spec api.SourceSpec) source.Spec {
 // FetchSpec is the source.Spec of a Source object's spec: what a fetcher
 // reads, with the type's default interval. secret reads the data of the
 // Secret spec.secretRef names (the server reads its store, the CLI the
-// API).
-func FetchSpec(name string, spec api.SourceSpec, secret func(ctx context.Context, namespace, name string) (map[string][]byte, error)) source.Spec {
+// API). The age identities of spec.decryption are read now, into
+// memory; an error names the Secret.
+func FetchSpec(ctx context.Context, name string, spec api.SourceSpec, secret func(ctx context.Context, namespace, name string) (map[string][]byte, error)) (source.Spec, error) {
 	out := source.Spec{
 		Name:    name,
 		Type:    string(spec.Type),
@@ -259,10 +261,7 @@ func FetchSpec(name string, spec api.SourceSpec, secret func(ctx context.Context
 		}
 	}
 	if ref := spec.SecretRef; ref != nil {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = api.NamespaceSystem
-		}
+		ns := cmp.Or(ref.Namespace, api.NamespaceSystem)
 		name := ref.Name
 		out.Credentials = func(ctx context.Context) (map[string][]byte, error) {
 			data, err := secret(ctx, ns, name)
@@ -272,7 +271,17 @@ func FetchSpec(name string, spec api.SourceSpec, secret func(ctx context.Context
 			return data, nil
 		}
 	}
-	return out
+	if d := spec.Decryption; d != nil {
+		ns := cmp.Or(d.SecretRef.Namespace, api.NamespaceSystem)
+		data, err := secret(ctx, ns, d.SecretRef.Name)
+		if err != nil {
+			return out, fmt.Errorf("decryption Secret %s/%s (spec.decryption.secretRef): %w", ns, d.SecretRef.Name, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			out.Build.AgeKey = append(append(out.Build.AgeKey, data[k]...), '\n')
+		}
+	}
+	return out, nil
 }
 
 // NewFetcher makes the fetcher of a spec by its type, for one who reads
@@ -532,7 +541,13 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 		return reconcile.Result{RequeueAfter: dependencyRecheck}, nil
 	}
 
-	spec := s.fetchSpec(key, src.Spec)
+	spec, err := s.fetchSpec(ctx, key, src.Spec)
+	if err != nil {
+		if serr := s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonFetchFailed, err.Error()); serr != nil {
+			return reconcile.Result{}, serr
+		}
+		return reconcile.Result{}, err
+	}
 	if r.fetcher == nil || !equality.Semantic.DeepEqual(r.spec, src.Spec) {
 		s.closeFetcher(r)
 		f, err := s.newFetcher(spec, func() { s.hint(key) })

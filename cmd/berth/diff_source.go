@@ -55,13 +55,16 @@ func runDiffSource(cmd *cobra.Command, g *globalOptions, name string) error {
 		return reportedFailure()
 	}
 	src := obj.(*api.Source)
-	spec := controlplane.FetchSpec(name, src.Spec, func(ctx context.Context, ns, secret string) (map[string][]byte, error) {
+	spec, err := controlplane.FetchSpec(ctx, name, src.Spec, func(ctx context.Context, ns, secret string) (map[string][]byte, error) {
 		obj, err := c.Get(ctx, api.KindOf(&api.Secret{}), ns, secret)
 		if err != nil {
 			return nil, err
 		}
 		return obj.(*api.Secret).Data, nil
 	})
+	if err != nil {
+		return failed(err)
+	}
 	cache, err := os.MkdirTemp("", "berth-diff-")
 	if err != nil {
 		return failed(err)

@@ -171,6 +171,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.ServiceStatus":                                   schema_githubcom_berth_dev_berth_api_ServiceStatus(ref),
 		"github.com/berth-dev/berth/api.Source":                                          schema_githubcom_berth_dev_berth_api_Source(ref),
 		"github.com/berth-dev/berth/api.SourceCommit":                                    schema_githubcom_berth_dev_berth_api_SourceCommit(ref),
+		"github.com/berth-dev/berth/api.SourceDecryption":                                schema_githubcom_berth_dev_berth_api_SourceDecryption(ref),
 		"github.com/berth-dev/berth/api.SourceSecretRef":                                 schema_githubcom_berth_dev_berth_api_SourceSecretRef(ref),
 		"github.com/berth-dev/berth/api.SourceSpec":                                      schema_githubcom_berth_dev_berth_api_SourceSpec(ref),
 		"github.com/berth-dev/berth/api.SourceStatus":                                    schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
@@ -9572,6 +9573,36 @@ func schema_githubcom_berth_dev_berth_api_SourceCommit(ref common.ReferenceCallb
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_SourceDecryption(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceDecryption says how a source's encrypted files are opened.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"provider": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Provider is \"sops\", the only one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecretRef names the Secret whose values (every key, joined) hold the age identities (AGE-SECRET-KEY-1… lines).",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.SourceSecretRef"),
+						},
+					},
+				},
+				Required: []string{"secretRef"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.SourceSecretRef"},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_SourceSecretRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -9672,6 +9703,12 @@ func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallbac
 							Ref:         ref("github.com/berth-dev/berth/api.SourceSecretRef"),
 						},
 					},
+					"decryption": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Decryption names the Secret holding the age identities that open the files of the source encrypted with SOPS; they are read into memory only.",
+							Ref:         ref("github.com/berth-dev/berth/api.SourceDecryption"),
+						},
+					},
 					"suspend": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Suspend stops syncing: nothing is fetched or applied until it is false again (`berth suspend|resume source NAME`).",
@@ -9730,7 +9767,7 @@ func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallbac
 			},
 		},
 		Dependencies: []string{
-			"github.com/berth-dev/berth/api.SourceSecretRef", metav1.Duration{}.OpenAPIModelName()},
+			"github.com/berth-dev/berth/api.SourceDecryption", "github.com/berth-dev/berth/api.SourceSecretRef", metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/podgc"
 	"github.com/berth-dev/berth/reconcile/quota"
 	"github.com/berth-dev/berth/reconcile/serviceaccount"
+	"github.com/berth-dev/berth/reconcile/servicelb"
 	"github.com/berth-dev/berth/reconcile/statefulset"
 	"github.com/berth-dev/berth/reconcile/volume"
 	"github.com/berth-dev/berth/reconcile/workload"
@@ -86,6 +87,9 @@ var controllerInits = []namedInit{
 	}},
 	{endpointslice.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return endpointslice.NewController(d.Store, endpointslice.Options{Clock: d.Clock, Logger: d.Log}), nil
+	}},
+	{servicelb.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		return servicelb.NewController(d.Store, servicelb.Options{Clock: d.Clock, Logger: d.Log}), nil
 	}},
 	{workload.ReplicaSetName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return workload.NewReplicaSetController(d.Store, workload.Options{Clock: d.Clock, Logger: d.Log,

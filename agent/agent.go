@@ -76,6 +76,9 @@ type Config struct {
 	// PodNetworkHostGW, PodNetworkNone, or empty for host-gw unless the
 	// runtime is exec, whose pods share the node's network.
 	PodNetwork string
+	// ServiceProxy is ServiceProxyNFTables, ServiceProxyNone, or empty
+	// for nftables where PodNetwork is host-gw.
+	ServiceProxy string
 	// ClusterDNS is the cluster DNS server (host:port) the node-local
 	// DNS forwarder asks; empty: the Server's host, port 10053.
 	ClusterDNS string
@@ -178,6 +181,9 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	if err := cfg.checkPodNetwork(); err != nil {
+		return nil, err
+	}
+	if err := cfg.checkServiceProxy(); err != nil {
 		return nil, err
 	}
 	if cfg.NodeName == "" {
@@ -535,6 +541,9 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	run(func(ctx context.Context) error { return a.reclaimVolumes(ctx, c) })
 	if a.cfg.podNetwork() == PodNetworkHostGW {
 		run(func(ctx context.Context) error { return a.runPodNetwork(ctx, c) })
+	}
+	if a.cfg.serviceProxy() == ServiceProxyNFTables {
+		run(func(ctx context.Context) error { return a.runServiceProxy(ctx, c) })
 	}
 	<-ctx.Done()
 	wg.Wait()

@@ -25,6 +25,7 @@ type agentFlags struct {
 	evictionHard string
 	runtime      string
 	podNetwork   string
+	serviceProxy string
 	clusterDNS   string
 	criEndpoint  string
 	pauseImage   string
@@ -59,6 +60,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.registries, "registries", "", "registries.yaml (k3s's format: mirrors with their endpoints, plain http:// among them, and each registry's auth and tls) written into the config of the containerd of --runtime containerd")
 	f.StringVar(&o.podCIDR, "pod-cidr", "", "pods' network of this node under --runtime containerd or cri while its Node has no spec.podCIDR (the Node's wins); the bridge "+cri.BridgeName+" takes its first address")
 	f.StringVar(&o.podNetwork, "pod-network", "", "how the node reaches the other nodes' pods: host-gw (a route to each node's podCIDR via its InternalIP, IP forwarding, masquerade of pod traffic leaving the cluster, the node-local DNS forwarder on the pod gateway's port 53) or none; default host-gw unless --runtime is exec")
+	f.StringVar(&o.serviceProxy, "service-proxy", "", "how the node serves Services' virtual IPs, node ports and load-balancer addresses: nftables (the berth-proxy table, as kube-proxy's nftables mode) or none; default nftables where --pod-network is host-gw")
 	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
 	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
 	f.DurationVar(&o.housekeeping, "housekeeping-interval", agent.DefaultEvictionPeriod, "how often the agent checks --eviction-hard and each pod's ephemeral-storage limits and emptyDir sizeLimits, evicting a pod over them")
@@ -86,6 +88,7 @@ func (o *agentFlags) config() (agent.Config, error) {
 		ImageMinimumGCAge:           o.imageMinAge,
 		PodCIDR:                     o.podCIDR,
 		PodNetwork:                  o.podNetwork,
+		ServiceProxy:                o.serviceProxy,
 		ClusterDNS:                  o.clusterDNS,
 		CNIConfDir:                  o.cniConfDir,
 		Registries:                  o.registries,
@@ -135,6 +138,7 @@ type agentOptions struct {
 	dataDir     string
 	manifestDir string
 	manifestURL string
+	cleanup     bool
 }
 
 func newAgentCommand(g *globalOptions) *cobra.Command {
@@ -201,6 +205,13 @@ GOGC is set in the environment.`,
   berth agent --manifest-dir /etc/berth/manifests`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.cleanup {
+				// As kube-proxy --cleanup: remove the rules and exit.
+				if err := agent.CleanupServiceProxy(); err != nil {
+					return failed(err)
+				}
+				return nil
+			}
 			tuneGC()
 			cfg, err := o.config()
 			if err != nil {
@@ -249,6 +260,7 @@ GOGC is set in the environment.`,
 	f.StringVar(&o.dataDir, "data-dir", defaultAgentDataDir(), "pod directories, logs and volumes")
 	f.StringVar(&o.manifestDir, "manifest-dir", "", "static pods: every *.yaml, *.yml, *.json in this directory (not recursive, dotfiles skipped)")
 	f.StringVar(&o.manifestURL, "manifest-url", "", "static pods from this URL, polled")
+	f.BoolVar(&o.cleanup, "cleanup", false, "remove the service proxy's nftables table (berth-proxy) and exit; a stopping agent leaves it, so that Services keep routing until the agent is back")
 	return cmd
 }
 

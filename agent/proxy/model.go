@@ -1,0 +1,300 @@
+package proxy
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/berth-dev/berth/api"
+)
+
+// Input is what the proxy's rules are made from.
+type Input struct {
+	// NodeName is this node: traffic policy Local keeps to the endpoints
+	// whose nodeName it is.
+	NodeName string
+	Services []*api.Service
+	Slices   []*api.EndpointSlice
+}
+
+// Proto is a transport protocol number, as the IP header carries it.
+type Proto uint8
+
+// Protocols the proxy serves.
+const (
+	ProtoTCP  Proto = 6
+	ProtoUDP  Proto = 17
+	ProtoSCTP Proto = 132
+)
+
+func protoOf(p api.Protocol) Proto {
+	switch p {
+	case api.ProtocolUDP:
+		return ProtoUDP
+	case api.ProtocolSCTP:
+		return ProtoSCTP
+	}
+	return ProtoTCP
+}
+
+// VIP is an address, protocol and port the proxy answers on.
+type VIP struct {
+	Addr  netip.Addr
+	Proto Proto
+	Port  uint16
+}
+
+// NodePort is a protocol and port the proxy answers on at every local
+// address.
+type NodePort struct {
+	Proto Proto
+	Port  uint16
+}
+
+// ServiceChain picks an endpoint for one port of a service, along one
+// path (its clusterIP, or from outside).
+type ServiceChain struct {
+	// Endpoints are the endpoint chains it picks among, at random.
+	Endpoints []string
+	// Masquerade marks the connection to leave with the node's address.
+	Masquerade bool
+	// Affinity is the ClientIP affinity's timeout; 0 for none.
+	Affinity time.Duration
+}
+
+// EndpointChain sends a connection to one endpoint.
+type EndpointChain struct {
+	Addr  netip.Addr
+	Proto Proto
+	Port  uint16
+	// Affinity: the chain records the client in its affinity set, for
+	// this long.
+	Affinity time.Duration
+}
+
+// Ruleset is the proxy's whole state, in the shape of its nftables table.
+type Ruleset struct {
+	Services  map[string]ServiceChain
+	Endpoints map[string]EndpointChain
+	// IPs maps virtual IPs, load-balancer addresses and external IPs to
+	// the service chain that serves them.
+	IPs map[VIP]string
+	// NodePorts maps node ports to the service chain that serves them.
+	NodePorts map[NodePort]string
+	// NoEndpoints are the addresses and node ports of services with no
+	// endpoint to send to: the proxy rejects their connections.
+	NoEndpoints          map[VIP]struct{}
+	NoEndpointsNodePorts map[NodePort]struct{}
+}
+
+// Chain names: nftables allows 256 bytes; a hash keeps them unique and
+// a readable tail says whose they are.
+func chainName(prefix, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	h := strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:8])
+	name := prefix + "-" + h + "-" + key
+	return name[:min(len(name), 200)]
+}
+
+// endpoint is one ready or serving address of a service port.
+type endpoint struct {
+	addr        netip.Addr
+	port        uint16
+	node        string
+	ready       bool
+	serving     bool
+	terminating bool
+}
+
+// Build is the proxy's pure core: the rules Services and EndpointSlices
+// make on a node, as kube-proxy makes them. Only IPv4 is served.
+func Build(in Input) *Ruleset {
+	rs := &Ruleset{
+		Services: map[string]ServiceChain{}, Endpoints: map[string]EndpointChain{},
+		IPs: map[VIP]string{}, NodePorts: map[NodePort]string{},
+		NoEndpoints: map[VIP]struct{}{}, NoEndpointsNodePorts: map[NodePort]struct{}{},
+	}
+	slicesBySvc := map[string][]*api.EndpointSlice{}
+	for _, s := range in.Slices {
+		name := s.Labels[api.LabelServiceName]
+		if name == "" || s.AddressType != api.AddressTypeIPv4 {
+			continue
+		}
+		k := s.Namespace + "/" + name
+		slicesBySvc[k] = append(slicesBySvc[k], s)
+	}
+	for _, svc := range in.Services {
+		buildService(rs, in.NodeName, svc, slicesBySvc[svc.Namespace+"/"+svc.Name])
+	}
+	return rs
+}
+
+func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.EndpointSlice) {
+	spec := &svc.Spec
+	if spec.Type == api.ServiceTypeExternalName {
+		return
+	}
+	var vips []netip.Addr
+	for _, s := range api.ServiceClusterIPs(svc) {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+			vips = append(vips, a)
+		}
+	}
+	if len(vips) == 0 {
+		return // headless: nothing to proxy
+	}
+	var external []netip.Addr
+	for _, s := range spec.ExternalIPs {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+			external = append(external, a)
+		}
+	}
+	if spec.Type == api.ServiceTypeLoadBalancer && spec.LoadBalancerClass == nil {
+		for _, ing := range svc.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(ing.IP); err == nil && a.Is4() {
+				external = append(external, a)
+			}
+		}
+	}
+	var affinity time.Duration
+	if spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		affinity = 10800 * time.Second
+		if c := spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			affinity = time.Duration(*c.ClientIP.TimeoutSeconds) * time.Second
+		}
+	}
+	internalLocal := spec.InternalTrafficPolicy != nil && *spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	externalLocal := spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	for _, port := range spec.Ports {
+		proto := protoOf(port.Protocol)
+		id := fmt.Sprintf("%s/%s/%s/%d", svc.Namespace, svc.Name, strings.ToLower(string(cmp.Or(port.Protocol, api.ProtocolTCP))), port.Port)
+		all := endpointsOf(svcSlices, port)
+		// Endpoint chains are shared by the paths that pick them.
+		chains := func(eps []endpoint) []string {
+			var out []string
+			for _, e := range eps {
+				name := chainName("ep", fmt.Sprintf("%s/%s:%d", id, e.addr, e.port))
+				rs.Endpoints[name] = EndpointChain{Addr: e.addr, Proto: proto, Port: e.port, Affinity: affinity}
+				out = append(out, name)
+			}
+			return out
+		}
+		internal := usable(all, node, internalLocal)
+		vipKeys := make([]VIP, 0, len(vips))
+		for _, a := range vips {
+			vipKeys = append(vipKeys, VIP{a, proto, uint16(port.Port)})
+		}
+		if len(internal) == 0 {
+			for _, k := range vipKeys {
+				rs.NoEndpoints[k] = struct{}{}
+			}
+		} else {
+			name := chainName("svc", id)
+			rs.Services[name] = ServiceChain{Endpoints: chains(internal), Affinity: affinity}
+			for _, k := range vipKeys {
+				rs.IPs[k] = name
+			}
+		}
+		if len(external) == 0 && port.NodePort == 0 {
+			continue
+		}
+		ext := usable(all, node, externalLocal)
+		var extChain string
+		if len(ext) > 0 {
+			extChain = chainName("ext", id)
+			// Local keeps the client's address: the endpoint is on this
+			// node, so its answer comes back through it.
+			rs.Services[extChain] = ServiceChain{Endpoints: chains(ext), Masquerade: !externalLocal, Affinity: affinity}
+		}
+		for _, a := range external {
+			k := VIP{a, proto, uint16(port.Port)}
+			if extChain == "" {
+				rs.NoEndpoints[k] = struct{}{}
+			} else {
+				rs.IPs[k] = extChain
+			}
+		}
+		if port.NodePort != 0 {
+			k := NodePort{proto, uint16(port.NodePort)}
+			if extChain == "" {
+				rs.NoEndpointsNodePorts[k] = struct{}{}
+			} else {
+				rs.NodePorts[k] = extChain
+			}
+		}
+	}
+}
+
+// endpointsOf lists the endpoints of slices that serve port, once each,
+// sorted.
+func endpointsOf(svcSlices []*api.EndpointSlice, port api.ServicePort) []endpoint {
+	var out []endpoint
+	for _, s := range svcSlices {
+		var target int32
+		for _, p := range s.Ports {
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			proto := api.ProtocolTCP
+			if p.Protocol != nil {
+				proto = *p.Protocol
+			}
+			if name == port.Name && proto == cmp.Or(port.Protocol, api.ProtocolTCP) && p.Port != nil {
+				target = *p.Port
+			}
+		}
+		if target <= 0 || target > 65535 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if len(e.Addresses) == 0 {
+				continue
+			}
+			a, err := netip.ParseAddr(e.Addresses[0])
+			if err != nil || !a.Is4() {
+				continue
+			}
+			c := e.Conditions
+			ep := endpoint{addr: a, port: uint16(target),
+				ready:       c.Ready == nil || *c.Ready,
+				serving:     c.Serving != nil && *c.Serving || c.Serving == nil && (c.Ready == nil || *c.Ready),
+				terminating: c.Terminating != nil && *c.Terminating}
+			if e.NodeName != nil {
+				ep.node = *e.NodeName
+			}
+			out = append(out, ep)
+		}
+	}
+	slices.SortFunc(out, func(a, b endpoint) int { return cmp.Or(a.addr.Compare(b.addr), cmp.Compare(a.port, b.port)) })
+	return slices.CompactFunc(out, func(a, b endpoint) bool { return a.addr == b.addr && a.port == b.port })
+}
+
+// usable picks the endpoints traffic goes to, as kube-proxy does: the
+// ready ones; if none is ready, the serving ones that are terminating;
+// with local, only those on node.
+func usable(all []endpoint, node string, local bool) []endpoint {
+	var ready, terminating []endpoint
+	for _, e := range all {
+		if local && e.node != node {
+			continue
+		}
+		switch {
+		case e.ready:
+			ready = append(ready, e)
+		case e.serving && e.terminating:
+			terminating = append(terminating, e)
+		}
+	}
+	if len(ready) > 0 {
+		return ready
+	}
+	return terminating
+}

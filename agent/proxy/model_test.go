@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/berth-dev/berth/api"
+)
+
+type ep struct {
+	ip, node                    string
+	ready, serving, terminating bool
+}
+
+func buildOne(svc *api.Service, eps ...ep) *Ruleset {
+	name, port, proto := "http", int32(8080), api.ProtocolTCP
+	es := &api.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{api.LabelServiceName: svc.Name}},
+		AddressType: api.AddressTypeIPv4, Ports: []api.EndpointSlicePort{{Name: &name, Port: &port, Protocol: &proto}}}
+	for _, e := range eps {
+		r, s, t, n := e.ready, e.serving, e.terminating, e.node
+		es.Endpoints = append(es.Endpoints, api.Endpoint{Addresses: []string{e.ip}, NodeName: &n, Conditions: api.EndpointConditions{Ready: &r, Serving: &s, Terminating: &t}})
+	}
+	return Build(Input{NodeName: "n1", Services: []*api.Service{svc}, Slices: []*api.EndpointSlice{es}})
+}
+
+func svcOf(typ api.ServiceType, mutate ...func(*api.Service)) *api.Service {
+	svc := &api.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: api.ServiceSpec{
+		Type: typ, ClusterIP: "198.19.0.10", ClusterIPs: []string{"198.19.0.10"},
+		Ports: []api.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}},
+	}}
+	if typ != api.ServiceTypeClusterIP {
+		svc.Spec.Ports[0].NodePort = 30080
+	}
+	for _, m := range mutate {
+		m(svc)
+	}
+	api.Default(svc)
+	return svc
+}
+
+// addrs are the endpoint addresses a service chain picks among.
+func addrs(rs *Ruleset, chain string) []string {
+	var out []string
+	for _, e := range rs.Services[chain].Endpoints {
+		out = append(out, rs.Endpoints[e].Addr.String())
+	}
+	return out
+}
+
+var vip80 = VIP{netip.MustParseAddr("198.19.0.10"), ProtoTCP, 80}
+
+func TestBuild(t *testing.T) {
+	a := ep{"198.18.0.11", "n1", true, true, false}
+	b := ep{"198.18.0.12", "n2", true, true, false}
+	gone := ep{"198.18.0.13", "n1", false, true, true}
+	notReady := ep{"198.18.0.14", "n1", false, false, false}
+	local := func(s *api.Service) {
+		p := corev1.ServiceInternalTrafficPolicyLocal
+		s.Spec.InternalTrafficPolicy = &p
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	for _, tc := range []struct {
+		name          string
+		svc           *api.Service
+		eps           []ep
+		internal      []string // nil: no chain, rejected
+		external      []string
+		extMasquerade bool
+	}{
+		{"ready ones", svcOf(api.ServiceTypeClusterIP), []ep{a, b, gone, notReady}, []string{a.ip, b.ip}, nil, false},
+		{"terminating when none is ready", svcOf(api.ServiceTypeClusterIP), []ep{gone, notReady}, []string{gone.ip}, nil, false},
+		{"none", svcOf(api.ServiceTypeClusterIP), []ep{notReady}, nil, nil, false},
+		{"node port", svcOf(api.ServiceTypeNodePort), []ep{a, b}, []string{a.ip, b.ip}, []string{a.ip, b.ip}, true},
+		{"local policies", svcOf(api.ServiceTypeNodePort, local), []ep{a, b}, []string{a.ip}, []string{a.ip}, false},
+		{"local with none here", svcOf(api.ServiceTypeLoadBalancer, local), []ep{b}, nil, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := buildOne(tc.svc, tc.eps...)
+			chain, ok := rs.IPs[vip80]
+			if tc.internal == nil {
+				if _, rejected := rs.NoEndpoints[vip80]; ok || !rejected {
+					t.Fatalf("clusterIP: chain %q, rejected %v", chain, rejected)
+				}
+			} else if got := addrs(rs, chain); !ok || !slices.Equal(got, tc.internal) {
+				t.Fatalf("clusterIP picks %v, want %v", got, tc.internal)
+			}
+			if tc.svc.Spec.Type == api.ServiceTypeClusterIP {
+				if len(rs.NodePorts)+len(rs.NoEndpointsNodePorts) != 0 {
+					t.Fatalf("node ports of a ClusterIP service: %v", rs.NodePorts)
+				}
+				return
+			}
+			np := NodePort{ProtoTCP, 30080}
+			ext, ok := rs.NodePorts[np]
+			if tc.external == nil {
+				if _, rejected := rs.NoEndpointsNodePorts[np]; ok || !rejected {
+					t.Fatalf("node port: chain %q, rejected %v", ext, rejected)
+				}
+				return
+			}
+			if got := addrs(rs, ext); !ok || !slices.Equal(got, tc.external) || rs.Services[ext].Masquerade != tc.extMasquerade {
+				t.Fatalf("node port picks %v (masquerade %v), want %v (%v)", got, rs.Services[ext].Masquerade, tc.external, tc.extMasquerade)
+			}
+		})
+	}
+}
+
+func TestBuildLoadBalancerAndAffinity(t *testing.T) {
+	svc := svcOf(api.ServiceTypeLoadBalancer, func(s *api.Service) {
+		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.0.1"}}
+		s.Spec.ExternalIPs = []string{"198.18.5.5"}
+	})
+	rs := buildOne(svc, ep{"198.18.0.11", "n1", true, true, false})
+	for _, ip := range []string{"198.18.0.1", "198.18.5.5"} {
+		if _, ok := rs.IPs[VIP{netip.MustParseAddr(ip), ProtoTCP, 80}]; !ok {
+			t.Errorf("%s:80 is not served", ip)
+		}
+	}
+	chain := rs.IPs[vip80]
+	if rs.Services[chain].Affinity != 3*time.Hour || rs.Endpoints[rs.Services[chain].Endpoints[0]].Affinity != 3*time.Hour {
+		t.Errorf("affinity %v, want the default 3h", rs.Services[chain].Affinity)
+	}
+	// Another load balancer's service is left to it; headless and
+	// ExternalName ones have nothing to proxy.
+	other := "example.com/lb"
+	svc.Spec.LoadBalancerClass = &other
+	if rs := buildOne(svc, ep{"198.18.0.11", "n1", true, true, false}); len(rs.IPs) != 2 {
+		t.Errorf("a LoadBalancer of another class: %v", rs.IPs)
+	}
+	headless := svcOf(api.ServiceTypeClusterIP, func(s *api.Service) {
+		s.Spec.ClusterIP, s.Spec.ClusterIPs = api.ClusterIPNone, []string{api.ClusterIPNone}
+	})
+	if rs := buildOne(headless, ep{"198.18.0.11", "n1", true, true, false}); len(rs.IPs)+len(rs.Services) != 0 {
+		t.Errorf("headless: %v", rs.IPs)
+	}
+}

@@ -1,0 +1,448 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"syscall"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Table is the proxy's nftables table (family ip). The proxy owns it
+// whole: it makes it, changes it, and on Cleanup deletes it; it touches
+// no other.
+const Table = "berth-proxy"
+
+// masqMark is the packet mark of connections to masquerade, kube-proxy's.
+const masqMark = 0x4000
+
+// Names of the table's fixed maps and chains, as kube-proxy's nftables
+// mode names them.
+const (
+	mapServiceIPs         = "service-ips"
+	mapServiceNodePorts   = "service-nodeports"
+	mapNoEndpointServices = "no-endpoint-services"
+	mapNoEndpointNodePort = "no-endpoint-nodeports"
+	chainServices         = "services"
+	chainEndpointsCheck   = "endpoints-check"
+	chainMarkMasq         = "mark-for-masquerade"
+	chainReject           = "reject-chain"
+)
+
+// rtnLocal is the fib address type of a local address (RTN_LOCAL).
+const rtnLocal = 2
+
+// Syncer writes Rulesets into the table, each in one nftables
+// transaction, changing only what differs from the last one written.
+type Syncer struct {
+	// conn opens a connection in the namespace the rules belong in.
+	conn func() (*nftables.Conn, error)
+	// applied is what the table holds; nil when that is unknown, and the
+	// next Sync writes the table whole.
+	applied *Ruleset
+	// setID numbers the sets of one transaction.
+	setID uint32
+}
+
+// NewSyncer writes in the network namespace whose handle is nsFD; a
+// negative nsFD is the process's own.
+func NewSyncer(nsFD int) *Syncer {
+	return &Syncer{conn: func() (*nftables.Conn, error) {
+		opts := []nftables.ConnOption{nftables.WithSockOptions(bigSendBuffer)}
+		if nsFD >= 0 {
+			opts = append(opts, nftables.WithNetNSFd(nsFD))
+		}
+		return nftables.New(opts...)
+	}}
+}
+
+// sendBuffer bounds one transaction: netlink refuses a batch larger
+// than the socket's send buffer, and a table written whole for 1,000
+// Services of 10 endpoints is some megabytes.
+const sendBuffer = 256 << 20
+
+// bigSendBuffer raises the socket's send buffer past the system's
+// limit (SO_SNDBUFFORCE, which root may), else to it; and the receive
+// buffer likewise, which holds the acknowledgement of every message of
+// the batch.
+func bigSendBuffer(c *netlink.Conn) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		for _, o := range [][2]int{{unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}, {unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}} {
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], sendBuffer) != nil {
+				serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], sendBuffer))
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+var table = &nftables.Table{Name: Table, Family: nftables.TableFamilyIPv4}
+
+func (s *Syncer) nextID() uint32 { s.setID++; return s.setID }
+
+var (
+	vipKeyType  = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
+	portKeyType = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
+)
+
+func fixedMap(name string, key nftables.SetDatatype) *nftables.Set {
+	return &nftables.Set{Table: table, Name: name, IsMap: true, Concatenation: true, KeyType: key, DataType: nftables.TypeVerdict}
+}
+
+// Sync makes the table hold rs. It writes the table whole when it does
+// not know what it holds or finds it gone (flushed by hand), and else
+// only the chains and map elements that changed.
+func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
+	c, err := s.conn()
+	if err != nil {
+		return false, fmt.Errorf("nftables: %w", err)
+	}
+	if s.applied != nil {
+		if _, err := c.ListTableOfFamily(Table, nftables.TableFamilyIPv4); err != nil {
+			s.applied = nil
+		}
+	}
+	old := s.applied
+	full = old == nil
+	if full {
+		// Added, deleted and added again in the one transaction: a table
+		// of unknown content (an earlier agent's) is replaced whole with
+		// no moment between, or, when there was none, made.
+		old = &Ruleset{}
+		c.AddTable(table)
+		c.DelTable(table)
+		c.AddTable(table)
+		if err := s.addFixed(c); err != nil {
+			return full, err
+		}
+	}
+	s.applied = nil // unknown until the transaction is in
+	// setIDs are the affinity sets made in this transaction, which rules
+	// name by ID as well.
+	setIDs := map[string]uint32{}
+	var delSets []string
+	// New and changed endpoint chains, then service chains, which jump to them.
+	for _, name := range slices.Sorted(maps.Keys(rs.Endpoints)) {
+		ep := rs.Endpoints[name]
+		prev, ok := old.Endpoints[name]
+		if ok && prev == ep {
+			continue
+		}
+		ch := &nftables.Chain{Name: name, Table: table}
+		if !ok {
+			c.AddChain(ch)
+		} else {
+			c.FlushChain(ch)
+		}
+		if ep.Affinity > 0 && (!ok || prev.Affinity == 0) {
+			set := affinitySet(name, s.nextID())
+			if err := c.AddSet(set, nil); err != nil {
+				return full, fmt.Errorf("nftables: affinity set of %s: %w", name, err)
+			}
+			setIDs[set.Name] = set.ID
+		}
+		if ok && prev.Affinity > 0 && ep.Affinity == 0 {
+			delSets = append(delSets, affinityName(name))
+		}
+		for _, r := range endpointRules(name, ep, setIDs) {
+			c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: r})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(rs.Services)) {
+		sc := rs.Services[name]
+		prev, ok := old.Services[name]
+		if ok && sameService(prev, sc) {
+			continue
+		}
+		ch := &nftables.Chain{Name: name, Table: table}
+		if !ok {
+			c.AddChain(ch)
+		} else {
+			c.FlushChain(ch)
+		}
+		if err := s.serviceRules(c, ch, sc, rs.Endpoints, setIDs); err != nil {
+			return full, err
+		}
+	}
+	// Map elements.
+	if err := syncMap(c, fixedMap(mapServiceIPs, vipKeyType), old.IPs, rs.IPs, vipKey, gotoVerdict); err != nil {
+		return full, err
+	}
+	if err := syncMap(c, fixedMap(mapServiceNodePorts, portKeyType), old.NodePorts, rs.NodePorts, portKey, gotoVerdict); err != nil {
+		return full, err
+	}
+	reject := func(struct{}) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictGoto, Chain: chainReject} }
+	if err := syncMap(c, fixedMap(mapNoEndpointServices, vipKeyType), old.NoEndpoints, rs.NoEndpoints, vipKey, reject); err != nil {
+		return full, err
+	}
+	if err := syncMap(c, fixedMap(mapNoEndpointNodePort, portKeyType), old.NoEndpointsNodePorts, rs.NoEndpointsNodePorts, portKey, reject); err != nil {
+		return full, err
+	}
+	// Chains gone: service chains first, then the endpoint chains they
+	// jumped to, each flushed before it is deleted.
+	for name := range old.Services {
+		if _, ok := rs.Services[name]; !ok {
+			ch := &nftables.Chain{Name: name, Table: table}
+			c.FlushChain(ch)
+			c.DelChain(ch)
+		}
+	}
+	for name, ep := range old.Endpoints {
+		if _, ok := rs.Endpoints[name]; !ok {
+			ch := &nftables.Chain{Name: name, Table: table}
+			c.FlushChain(ch)
+			c.DelChain(ch)
+			if ep.Affinity > 0 {
+				delSets = append(delSets, affinityName(name))
+			}
+		}
+	}
+	// Sets last: no rule names them any more.
+	for _, name := range delSets {
+		c.DelSet(&nftables.Set{Table: table, Name: name})
+	}
+	if err := c.Flush(); err != nil {
+		return full, fmt.Errorf("nftables: table %s (written whole: %v): %w", Table, full, err)
+	}
+	s.applied = rs
+	return full, nil
+}
+
+// Cleanup deletes the table.
+func (s *Syncer) Cleanup() error {
+	c, err := s.conn()
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	c.DelTable(table)
+	s.applied = nil
+	if err := c.Flush(); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("nftables: delete table %s: %w", Table, err)
+	}
+	return nil
+}
+
+func sameService(a, b ServiceChain) bool {
+	return a.Masquerade == b.Masquerade && a.Affinity == b.Affinity && slices.Equal(a.Endpoints, b.Endpoints)
+}
+
+func gotoVerdict(chain string) *expr.Verdict {
+	return &expr.Verdict{Kind: expr.VerdictGoto, Chain: chain}
+}
+
+// syncMap deletes the elements of m gone or changed from old to cur and
+// adds the new and changed ones.
+func syncMap[K comparable, V comparable](c *nftables.Conn, m *nftables.Set, old, cur map[K]V, key func(K) []byte, verdict func(V) *expr.Verdict) error {
+	var del, add []nftables.SetElement
+	for _, k := range slices.Collect(maps.Keys(old)) {
+		if v, ok := cur[k]; !ok || v != old[k] {
+			del = append(del, nftables.SetElement{Key: key(k)})
+		}
+	}
+	for k, v := range cur {
+		if ov, ok := old[k]; !ok || ov != v {
+			add = append(add, nftables.SetElement{Key: key(k), VerdictData: verdict(v)})
+		}
+	}
+	for part := range slices.Chunk(del, elementsPerMessage) {
+		if err := c.SetDeleteElements(m, part); err != nil {
+			return fmt.Errorf("nftables: map %s: %w", m.Name, err)
+		}
+	}
+	for part := range slices.Chunk(add, elementsPerMessage) {
+		if err := c.SetAddElements(m, part); err != nil {
+			return fmt.Errorf("nftables: map %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// elementsPerMessage bounds the elements of one netlink message: the
+// library nests them all in one attribute, whose length is 16 bits, so
+// a thousand elements overflow it and the kernel reads garbage (ENOENT
+// for a chain name it cannot find, or worse).
+const elementsPerMessage = 200
+
+// vipKey is the key of an address . protocol . port: each field padded
+// to four bytes, as nftables lays out concatenations.
+func vipKey(v VIP) []byte {
+	a := v.Addr.As4()
+	return []byte{a[0], a[1], a[2], a[3], byte(v.Proto), 0, 0, 0, byte(v.Port >> 8), byte(v.Port), 0, 0}
+}
+
+func portKey(p NodePort) []byte {
+	return []byte{byte(p.Proto), 0, 0, 0, byte(p.Port >> 8), byte(p.Port), 0, 0}
+}
+
+func affinityName(chain string) string { return "affinity-" + chain[:min(len(chain), 200)] }
+
+func affinitySet(chain string, id uint32) *nftables.Set {
+	return &nftables.Set{Table: table, ID: id, Name: affinityName(chain), KeyType: nftables.TypeIPAddr, HasTimeout: true, Dynamic: true}
+}
+
+// The registers of a lookup of daddr . l4proto . dport: NFT_REG_1 holds
+// the first field, the 32-bit registers after it the rest.
+const (
+	reg1  = 1
+	reg32 = 9 // NFT_REG32_01, the one after NFT_REG_1's first word
+)
+
+func loadVIP() []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg32},
+		&expr.Payload{DestRegister: reg32 + 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+	}
+}
+
+func loadNodePort() []expr.Any {
+	return []expr.Any{
+		&expr.Fib{Register: reg1, FlagDADDR: true, ResultADDRTYPE: true},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(rtnLocal)},
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		&expr.Payload{DestRegister: reg32, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+	}
+}
+
+func vmap(name string) *expr.Lookup {
+	return &expr.Lookup{SourceRegister: reg1, SetName: name, IsDestRegSet: true, DestRegister: 0}
+}
+
+// addFixed adds the maps and chains every table has.
+func (s *Syncer) addFixed(c *nftables.Conn) error {
+	for _, m := range []*nftables.Set{
+		fixedMap(mapServiceIPs, vipKeyType), fixedMap(mapServiceNodePorts, portKeyType),
+		fixedMap(mapNoEndpointServices, vipKeyType), fixedMap(mapNoEndpointNodePort, portKeyType),
+	} {
+		m.ID = s.nextID()
+		if err := c.AddSet(m, nil); err != nil {
+			return fmt.Errorf("nftables: map %s: %w", m.Name, err)
+		}
+	}
+	rule := func(ch *nftables.Chain, exprs ...expr.Any) {
+		c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: exprs})
+	}
+	jump := func(to string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictJump, Chain: to} }
+
+	services := c.AddChain(&nftables.Chain{Name: chainServices, Table: table})
+	rule(services, append(loadVIP(), vmap(mapServiceIPs))...)
+	rule(services, append(loadNodePort(), vmap(mapServiceNodePorts))...)
+
+	check := c.AddChain(&nftables.Chain{Name: chainEndpointsCheck, Table: table})
+	rule(check, append(loadVIP(), vmap(mapNoEndpointServices))...)
+	rule(check, append(loadNodePort(), vmap(mapNoEndpointNodePort))...)
+
+	mark := c.AddChain(&nftables.Chain{Name: chainMarkMasq, Table: table})
+	rule(mark,
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(^uint32(masqMark)), Xor: binaryutil.NativeEndian.PutUint32(masqMark)},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: reg1})
+
+	reject := c.AddChain(&nftables.Chain{Name: chainReject, Table: table})
+	rule(reject, &expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}) // ICMP port unreachable
+
+	dstnat := nftables.ChainPriorityNATDest
+	for _, h := range []struct {
+		name string
+		hook *nftables.ChainHook
+	}{{"nat-prerouting", nftables.ChainHookPrerouting}, {"nat-output", nftables.ChainHookOutput}} {
+		ch := c.AddChain(&nftables.Chain{Name: h.name, Table: table, Type: nftables.ChainTypeNAT, Hooknum: h.hook, Priority: dstnat})
+		rule(ch, jump(chainServices))
+	}
+	post := c.AddChain(&nftables.Chain{Name: "nat-postrouting", Table: table, Type: nftables.ChainTypeNAT,
+		Hooknum: nftables.ChainHookPostrouting, Priority: nftables.ChainPriorityNATSource})
+	rule(post,
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg1},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(masqMark), Xor: binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Masq{})
+	filter := nftables.ChainPriorityFilter
+	for _, h := range []struct {
+		name string
+		hook *nftables.ChainHook
+	}{{"filter-input", nftables.ChainHookInput}, {"filter-forward", nftables.ChainHookForward}, {"filter-output", nftables.ChainHookOutput}} {
+		ch := c.AddChain(&nftables.Chain{Name: h.name, Table: table, Type: nftables.ChainTypeFilter, Hooknum: h.hook, Priority: filter})
+		rule(ch,
+			&expr.Ct{Register: reg1, Key: expr.CtKeySTATE},
+			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitNEW), Xor: binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+			jump(chainEndpointsCheck))
+	}
+	return nil
+}
+
+// serviceRules picks an endpoint: the one a client's affinity names,
+// else one at random, as kube-proxy's service chains do (with a rule
+// per endpoint here, where kube-proxy looks numgen up in an anonymous
+// verdict map).
+func (s *Syncer) serviceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceChain, eps map[string]EndpointChain, setIDs map[string]uint32) error {
+	rule := func(exprs ...expr.Any) { c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: exprs}) }
+	if sc.Masquerade {
+		rule(&expr.Verdict{Kind: expr.VerdictJump, Chain: chainMarkMasq})
+	}
+	if sc.Affinity > 0 {
+		for _, ep := range sc.Endpoints {
+			if eps[ep].Affinity == 0 {
+				continue
+			}
+			rule(&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+				&expr.Lookup{SourceRegister: reg1, SetName: affinityName(ep), SetID: setIDs[affinityName(ep)]},
+				&expr.Verdict{Kind: expr.VerdictGoto, Chain: ep})
+		}
+	}
+	// Endpoint i of n is taken with probability 1/(n-i) once those
+	// before it were passed over: each is taken one time in n.
+	n := len(sc.Endpoints)
+	for i, ep := range sc.Endpoints {
+		if i == n-1 {
+			rule(gotoVerdict(ep))
+			break
+		}
+		rule(&expr.Numgen{Register: reg1, Modulus: uint32(n - i), Type: unix.NFT_NG_RANDOM},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+			gotoVerdict(ep))
+	}
+	return nil
+}
+
+// endpointRules send a connection to one endpoint: one from the
+// endpoint itself (hairpin) is masqueraded so that the answer comes back
+// through the node; the client is recorded for affinity.
+func endpointRules(name string, ep EndpointChain, setIDs map[string]uint32) [][]expr.Any {
+	a := ep.Addr.As4()
+	rules := [][]expr.Any{{
+		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: a[:]},
+		&expr.Verdict{Kind: expr.VerdictJump, Chain: chainMarkMasq},
+	}}
+	if ep.Affinity > 0 {
+		rules = append(rules, []expr.Any{
+			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Dynset{SrcRegKey: reg1, SetName: affinityName(name), SetID: setIDs[affinityName(name)], Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: ep.Affinity},
+		})
+	}
+	rules = append(rules, []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{byte(ep.Proto)}},
+		&expr.Immediate{Register: reg1, Data: a[:]},
+		&expr.Immediate{Register: reg32, Data: binaryutil.BigEndian.PutUint16(ep.Port)},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg32, Specified: true},
+	})
+	return rules
+}

@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
+)
+
+// Defaults of the proxy's periods.
+const (
+	// DefaultCheckPeriod is how often the proxy syncs with nothing
+	// changed, which finds a table deleted or flushed by hand and makes
+	// it again.
+	DefaultCheckPeriod = 30 * time.Second
+	// DefaultMinSyncPeriod gathers changes that come together into one
+	// sync, as kube-proxy's --min-sync-period (which is 1s there).
+	DefaultMinSyncPeriod = 10 * time.Millisecond
+)
+
+// retryPeriod is the wait before a failed sync is tried again.
+const retryPeriod = time.Second
+
+// Options configure a Proxy.
+type Options struct {
+	Client   *client.Client
+	NodeName string
+	// Syncer writes the rules; NewSyncer(-1) for this machine's.
+	Syncer *Syncer
+	// CheckPeriod and MinSyncPeriod: see the defaults.
+	CheckPeriod, MinSyncPeriod time.Duration
+	Clock                      clock.WithTicker
+	Logger                     *slog.Logger
+	// Synced, when set, is told each Ruleset written and when its
+	// transaction was in, for tests and measurements.
+	Synced func(rs *Ruleset, done time.Time)
+}
+
+// Proxy keeps the node's service rules in step with the Services and
+// EndpointSlices of the API.
+type Proxy struct {
+	opts     Options
+	services *client.Informer
+	slices   *client.Informer
+	changed  chan struct{}
+}
+
+// New makes a proxy; Run runs it.
+func New(opts Options) *Proxy {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.CheckPeriod <= 0 {
+		opts.CheckPeriod = DefaultCheckPeriod
+	}
+	if opts.MinSyncPeriod <= 0 {
+		opts.MinSyncPeriod = DefaultMinSyncPeriod
+	}
+	p := &Proxy{opts: opts, changed: make(chan struct{}, 1)}
+	poke := func(client.Event) {
+		select {
+		case p.changed <- struct{}{}:
+		default:
+		}
+	}
+	io := client.InformerOptions{Clock: opts.Clock, Logger: opts.Logger}
+	p.services = client.NewInformer(opts.Client, api.MustLookupResource("services"), io, poke)
+	p.slices = client.NewInformer(opts.Client, api.MustLookupResource("endpointslices"), io, poke)
+	return p
+}
+
+// Run syncs the rules at every change until ctx ends. It leaves them in
+// place when it returns, so that a restarted agent's node keeps routing
+// in between; Cleanup removes them.
+func (p *Proxy) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	for _, inf := range []*client.Informer{p.services, p.slices} {
+		go func() { errs <- inf.Run(ctx) }()
+	}
+	defer func() {
+		cancel()
+		<-errs
+		<-errs
+	}()
+	for _, inf := range []*client.Informer{p.services, p.slices} {
+		if err := inf.WaitForSync(ctx); err != nil {
+			return err
+		}
+	}
+	check := p.opts.Clock.NewTicker(p.opts.CheckPeriod)
+	defer check.Stop()
+	log := p.opts.Logger.With("component", "service-proxy")
+	for {
+		if err := p.SyncOnce(); err != nil {
+			// Tried again soon, whole: a failed transaction leaves the
+			// table as it was, which the next sync no longer trusts.
+			log.Error("sync", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-p.opts.Clock.After(retryPeriod):
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.changed:
+			// Let the changes that come together arrive.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-p.opts.Clock.After(p.opts.MinSyncPeriod):
+			}
+		case <-check.C():
+		}
+	}
+}
+
+// SyncOnce writes the rules of what the informers hold.
+func (p *Proxy) SyncOnce() error {
+	in := Input{NodeName: p.opts.NodeName}
+	for _, o := range p.services.List() {
+		in.Services = append(in.Services, o.(*api.Service))
+	}
+	for _, o := range p.slices.List() {
+		in.Slices = append(in.Slices, o.(*api.EndpointSlice))
+	}
+	rs := Build(in)
+	full, err := p.opts.Syncer.Sync(rs)
+	if err != nil {
+		return fmt.Errorf("service proxy: %w", err)
+	}
+	if p.opts.Synced != nil {
+		p.opts.Synced(rs, p.opts.Clock.Now())
+	}
+	if full {
+		p.opts.Logger.Info("service proxy: wrote the nftables table whole", "table", Table, "services", len(in.Services))
+	}
+	return nil
+}

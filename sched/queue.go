@@ -56,6 +56,9 @@ type queuedPod struct {
 	// nominated: the pod preempted pods to make room and waits for it;
 	// an event sends it back to the active queue without back-off.
 	nominated bool
+	// podWaiter: the pod has pod affinity terms or spread constraints,
+	// so a pod placed anywhere may let it fit.
+	podWaiter bool
 }
 
 // queue holds the pending pods: active ones by priority, then in arrival
@@ -71,7 +74,9 @@ type queue struct {
 	active        activeQueue
 	backoff       backoffHeap
 	unschedulable map[string]*queuedPod
-	moves         uint64
+	// podWaiters counts the unschedulable pods with podWaiter set.
+	podWaiters int
+	moves      uint64
 
 	notify chan struct{} // a pod became active
 	wake   chan struct{} // the back-off heap changed
@@ -138,7 +143,7 @@ func (q *queue) removeLocked(qp *queuedPod) {
 	case inBackoff:
 		heap.Remove(&q.backoff, qp.heapIndex)
 	case inUnschedulable:
-		delete(q.unschedulable, qp.key)
+		q.leaveUnschedulable(qp)
 	case inActive:
 		q.active.remove(qp) // popped lazily
 	}
@@ -191,6 +196,7 @@ func (q *queue) addUnschedulable(qp *queuedPod, nominated bool) {
 		return
 	}
 	qp.nominated = nominated
+	qp.podWaiter = podWaiter(qp.pod)
 	qp.timestamp = q.clock.Now()
 	if qp.updated || q.moves != qp.moveSeq {
 		q.pushBackoff(qp)
@@ -198,6 +204,34 @@ func (q *queue) addUnschedulable(qp *queuedPod, nominated bool) {
 	}
 	qp.at = inUnschedulable
 	q.unschedulable[qp.key] = qp
+	if qp.podWaiter {
+		q.podWaiters++
+	}
+}
+
+// podWaiter reports whether a pod placed may let pod fit: it has pod
+// affinity terms or topology spread constraints, as kube-scheduler's
+// InterPodAffinity and PodTopologySpread ask to hear of pods added.
+func podWaiter(pod *api.Pod) bool {
+	a := pod.Spec.Affinity
+	return len(pod.Spec.TopologySpreadConstraints) > 0 || a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil)
+}
+
+// movePodWaiters sends back the unschedulable pods a placed pod may help
+// (podWaiter), when there are any.
+func (q *queue) movePodWaiters() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.podWaiters == 0 {
+		return
+	}
+	q.moves++
+	now := q.clock.Now()
+	for _, qp := range q.unschedulable {
+		if qp.podWaiter {
+			q.moveLocked(qp, now)
+		}
+	}
 }
 
 // retry backs a pod off after an error (a failed binding, a store error).
@@ -224,7 +258,7 @@ func (q *queue) moveAll() {
 }
 
 func (q *queue) moveLocked(qp *queuedPod, now time.Time) {
-	delete(q.unschedulable, qp.key)
+	q.leaveUnschedulable(qp)
 	if !qp.nominated && now.Before(qp.timestamp.Add(backoffDuration(qp.attempts))) {
 		q.pushBackoff(qp)
 		return
@@ -319,6 +353,14 @@ func (q *queue) counts() (active, backoff, unschedulable, inFlight int) {
 	defer q.mu.Unlock()
 	active, backoff, unschedulable = q.active.len(), len(q.backoff), len(q.unschedulable)
 	return active, backoff, unschedulable, len(q.pods) - active - backoff - unschedulable
+}
+
+// leaveUnschedulable takes qp out of the unschedulable set.
+func (q *queue) leaveUnschedulable(qp *queuedPod) {
+	if _, ok := q.unschedulable[qp.key]; ok && qp.podWaiter {
+		q.podWaiters--
+	}
+	delete(q.unschedulable, qp.key)
 }
 
 // podPriority is the pod's priority, 0 when admission gave it none.

@@ -111,6 +111,11 @@ func (s *Scheduler) handlePod(e store.Event) {
 		s.queue.delete(key)
 		if !pod.Finished() {
 			s.cache.setPod(pod)
+			if old, ok := e.Old.(*api.Pod); !ok || old.Spec.NodeName == "" {
+				// A pod newly placed may be what a pending pod's
+				// affinity or spreading waits for.
+				s.queue.movePodWaiters()
+			}
 			return
 		}
 		s.cache.removePod(pod.UID)

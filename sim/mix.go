@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -29,6 +30,22 @@ func mixNode(n *api.Node, i int) {
 	if i%10 == 0 {
 		n.Spec.Taints = []api.Taint{{Key: DedicatedTaint, Value: "batch", Effect: api.TaintEffectNoSchedule}}
 	}
+}
+
+// spreadPodSpec gives a ReplicaSet's pods what kube-scheduler's
+// PodTopologySpread and InterPodAffinity read: at most one pod more on a
+// node than on the emptiest (DoNotSchedule), and a preference for zones
+// holding fewer of them (on nodes without zones it changes no score).
+func spreadPodSpec(spec *api.PodSpec, labels map[string]string) {
+	own := &metav1.LabelSelector{MatchLabels: map[string]string{"app": labels["app"]}}
+	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: hostnameLabel, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: own,
+	}}
+	spec.Affinity = &api.Affinity{PodAntiAffinity: &api.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: own, TopologyKey: ZoneLabel},
+		}},
+	}}
 }
 
 // mixPodSpec gives the pods of ReplicaSet k, of replicas pods over nodes

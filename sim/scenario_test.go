@@ -202,3 +202,46 @@ func TestRunDaemonSet(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// TestRunSpread checks that the spread ReplicaSet's pods keep its
+// constraint: no node holds more than one of them over the emptiest.
+func TestRunSpread(t *testing.T) {
+	var progress bytes.Buffer
+	const nodes, pods = 20, 170
+	opts := Options{Nodes: nodes, Pods: pods, ReplicaSets: 4, Spread: true, Progress: &progress, Timeout: 2 * time.Minute}
+	var inspected bool
+	res, err := run(context.Background(), opts, func(s *store.Store) {
+		inspected = true
+		podObjs, _, err := s.List(podKind, store.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		perNode := map[string]int{}
+		spread := 0
+		for _, o := range podObjs {
+			p := o.(*api.Pod)
+			if p.OwnerReferences[0].Name != "rs-0" {
+				continue
+			}
+			if len(p.Spec.TopologySpreadConstraints) != 1 {
+				t.Fatalf("pod %s of rs-0 without its constraint", p.Name)
+			}
+			perNode[p.Spec.NodeName]++
+			spread++
+		}
+		lo, hi := pods, 0
+		for i := range nodes {
+			c := perNode[fmt.Sprintf("hollow-%05d", i)]
+			lo, hi = min(lo, c), max(hi, c)
+		}
+		if spread != 43 || hi-lo > 1 {
+			t.Fatalf("rs-0: %d pods, %d to %d a node: %v", spread, lo, hi, perNode)
+		}
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if !inspected || res.Scheduled != pods {
+		t.Fatalf("inspected %v, result %+v", inspected, res)
+	}
+}

@@ -40,6 +40,10 @@ type Options struct {
 	// Mix gives the nodes labels and a taint and the ReplicaSets node
 	// selectors, anti-affinity and tolerations (see mixPodSpec).
 	Mix bool
+	// Spread gives every fourth ReplicaSet (K modulo 4 = 0) a topology
+	// spread constraint and a preferred pod anti-affinity term over its
+	// own pods (see spreadPodSpec).
+	Spread bool
 	// Scenario is ScenarioPods (the default), ScenarioRollout,
 	// ScenarioJob or ScenarioDaemonSet.
 	Scenario string
@@ -450,6 +454,9 @@ func makeReplicaSet(k int, o *Options) *api.ReplicaSet {
 	tmpl := makePod(0, metav1.OwnerReference{Name: name}, o)
 	if o.Mix {
 		mixPodSpec(&tmpl.Spec, k, labels, replicas, o.Nodes)
+	}
+	if o.Spread && k%4 == 0 {
+		spreadPodSpec(&tmpl.Spec, labels)
 	}
 	rs := &api.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},

@@ -27,7 +27,7 @@ type simOptions struct {
 	cpuProfile, memProfile   string
 	scenario                 string
 	parallelism              int
-	mix                      bool
+	mix, spread              bool
 	agents                   string
 	scoringStrategy          string
 }
@@ -88,6 +88,13 @@ selector for ssd nodes, anti-affinity keeping them one a node (with the
 toleration; when the ReplicaSet has no more replicas than there are
 nodes), or the toleration.
 
+--spread gives every fourth ReplicaSet (K modulo 4 = 0, those --mix leaves
+unconstrained) a topology spread constraint (at most one pod more on a node
+than on the emptiest, DoNotSchedule) and a preferred anti-affinity to its
+own pods by zone, so that a quarter of the pods carry what
+kube-scheduler's PodTopologySpread and InterPodAffinity read; run it beside
+the same command without --spread.
+
 --scenario rollout instead creates a Deployment "web" of M replicas, waits
 until all are available, sets a new image and follows the rolling update
 to its end, counting available pods (Running, Ready, not being deleted) at
@@ -105,7 +112,7 @@ pods_per_second (those over complete_seconds).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := sim.Options{
 				Nodes: o.nodes, Pods: o.pods, ReplicaSets: o.replicaSets,
-				Mix: o.mix, Scenario: o.scenario, Parallelism: o.parallelism,
+				Mix: o.mix, Spread: o.spread, Scenario: o.scenario, Parallelism: o.parallelism,
 				Store: o.store, Timeout: o.timeout,
 				Progress: cmd.ErrOrStderr(), Logger: g.logger,
 			}
@@ -218,6 +225,7 @@ pods_per_second (those over complete_seconds).`,
 	f.StringVar(&o.scenario, "scenario", sim.ScenarioPods, "pods: create --pods pods through --replicasets ReplicaSets; rollout: roll a Deployment of --pods replicas to a new image; job: run a Job of --pods completions; daemonset: a DaemonSet, a pod on every node (--pods is --nodes)")
 	f.IntVar(&o.parallelism, "parallelism", 0, "the job scenario's pods at once (default: --pods)")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes and give the ReplicaSets node selectors, anti-affinity and tolerations")
+	f.BoolVar(&o.spread, "spread", false, "give every fourth ReplicaSet a topology spread constraint and a preferred pod anti-affinity term")
 	f.StringVar(&o.agents, "agents", simAgentsInProcess, "where the hollow agents run: in-process, or process (a berth sim agents of their own; the result then tells the control plane's CPU and memory apart)")
 	f.StringVar(&o.scoringStrategy, "scheduler-scoring-strategy", controlplane.LeastAllocated, "LeastAllocated or MostAllocated, as berth server's")
 	cmd.AddCommand(newSimAgentsCommand(g))

@@ -84,7 +84,7 @@ func TestTableResponses(t *testing.T) {
 		{"/apis/apps/v1/namespaces/default/deployments", "NAME READY UP-TO-DATE AVAILABLE AGE"},
 		{"/apis/apps/v1/namespaces/default/replicasets", "NAME DESIRED CURRENT READY AGE"},
 		{"/api/v1/namespaces/default/services", "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE"},
-		{"/apis/berth.dev/v1/sources", "NAME TYPE REVISION READY MESSAGE"},
+		{"/apis/berth.dev/v1/sources", "NAME TYPE REVISION READY HEALTH MESSAGE"},
 	} {
 		code, _, body := e.do("GET", tc.path, adminToken, "", tableAccept, nil)
 		tbl := metav1.Table{}

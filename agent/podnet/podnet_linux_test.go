@@ -166,9 +166,11 @@ func TestTwoNodesReachEachOthersPods(t *testing.T) {
 	podNS := map[string]*netNS{"pa": podNet(t, ip, a, "pa", cidrA, podIPA)}
 	podB := podNet(t, ip, b, "pb", cidrB, podIPB.String())
 
-	// The Service the pod on B looks up, with its endpoint the pod itself.
+	// The Service the pod on B looks up, with its endpoint the pod itself:
+	// headless, so that its name answers with the pod's address (a
+	// ClusterIP needs the service proxy, which this test does not run).
 	if _, err := admin.Create(ctx, &api.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},
-		Spec: api.ServiceSpec{Ports: []api.ServicePort{{Port: 8080}}}}); err != nil {
+		Spec: api.ServiceSpec{ClusterIP: api.ClusterIPNone, Ports: []api.ServicePort{{Port: 8080}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := admin.Create(ctx, &api.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello"},

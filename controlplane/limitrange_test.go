@@ -43,8 +43,15 @@ spec:
 		t.Errorf("kubectl get limits: %v\n%s", err, out)
 	}
 	out, err := run("describe", "limits", "bounds")
-	if err != nil || !strings.Contains(strings.Join(strings.Fields(out), " "), "Container cpu - 1 100m 500m - Container memory - - 64Mi 128Mi -") {
-		t.Errorf("kubectl describe limits: %v\n%s", err, out)
+	// kubectl prints an item's resources in map order: each row alone.
+	rows := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		rows[strings.Join(strings.Fields(l), " ")] = true
+	}
+	for _, want := range []string{"Container cpu - 1 100m 500m -", "Container memory - - 64Mi 128Mi -"} {
+		if err != nil || !rows[want] {
+			t.Errorf("kubectl describe limits: no row %q: %v\n%s", want, err, out)
+		}
 	}
 
 	if out, err := run("create", "deployment", "web", "--image=busybox", "--replicas=1", "--", "sleep", "1000"); err != nil {

@@ -105,8 +105,11 @@ func TestPlanGateHoldsBackWhatWouldNotFit(t *testing.T) {
 	if rep.Fits || len(rep.Rollouts) != 1 || !strings.Contains(rep.Rollouts[0].Message, "Insufficient cpu") {
 		t.Fatalf("report fits %v, rollouts %+v", rep.Fits, rep.Rollouts)
 	}
-	if rep.StoreRevision > rev {
-		t.Fatalf("planned at revision %d, after %d", rep.StoreRevision, rev)
+	if rep.StoreRevision < rev {
+		t.Fatalf("planned at revision %d, before %d", rep.StoreRevision, rev)
+	}
+	if cpu, err := deploymentCPU(); err != nil || cpu != "1" {
+		t.Fatalf("after the plan the Deployment asks cpu %q (%v), want 1", cpu, err)
 	}
 	if _, err := c.Do(ctx, http.MethodGet, api.PlanPath, nil, nil, ""); err == nil || !strings.Contains(err.Error(), "POST") {
 		t.Fatalf("GET: %v, want 405 asking for POST", err)

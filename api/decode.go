@@ -810,6 +810,19 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 		return
 	}
 	h.kind = kind.GVK.Kind
+	if kind.Custom {
+		// A custom resource has no Go type to decode strictly into: its
+		// CRD's schema checks it where the CRD is at hand (the API
+		// server), and here it is only required to be an object.
+		obj, err := decodeCustom(data, s.opts.DropStatus)
+		if err != nil {
+			problem("", err.Error())
+			return
+		}
+		d.Object = obj
+		s.objs = append(s.objs, d)
+		return
+	}
 
 	skip := map[string]bool{"status": s.opts.DropStatus}
 	var dups []duplicateKey

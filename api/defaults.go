@@ -18,6 +18,8 @@ func Default(obj Object) {
 		obj.SetNamespace(NamespaceDefault)
 	}
 	switch o := obj.(type) {
+	case *CustomResourceDefinition:
+		defaultCRD(o)
 	case *Namespace:
 		defaultNamespace(o)
 	case *Pod:

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -12,6 +13,7 @@ import (
 // and the CLI name its resource, and how to make an empty one.
 //
 // +kubebuilder:object:generate=false
+// +k8s:openapi-gen=false
 type Kind struct {
 	// GVK is the group, version and kind of the type.
 	GVK schema.GroupVersionKind
@@ -33,8 +35,20 @@ type Kind struct {
 	// report an observedGeneration (pods too). Other kinds, a Lease
 	// renewed every ten seconds among them, carry none.
 	Generation bool
+	// Custom marks a kind a CustomResourceDefinition defines: its objects
+	// are *unstructured.Unstructured, kept in the store's table of custom
+	// objects.
+	Custom bool
+	// Versions are the versions a custom kind is served in; GVK holds
+	// the one the store keeps.
+	Versions []string
+	// CRD is the CustomResourceDefinition of a custom kind, as stored
+	// when the kind was registered (shared: read it, never change it).
+	CRD *CustomResourceDefinition
 
 	typ reflect.Type
+	// replaced is closed once a custom kind is replaced (see Replaced).
+	replaced chan struct{}
 }
 
 // APIVersion returns the kind's apiVersion as manifests spell it.
@@ -146,6 +160,7 @@ func init() {
 	register(&ClusterRole{}, RBACV1, "clusterroles", "clusterrole", false, false)
 	register(&RoleBinding{}, RBACV1, "rolebindings", "rolebinding", true, false)
 	register(&ClusterRoleBinding{}, RBACV1, "clusterrolebindings", "clusterrolebinding", false, false)
+	register(&CustomResourceDefinition{}, ApiextensionsV1, "customresourcedefinitions", "customresourcedefinition", false, true, "crd", "crds")
 	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &StatefulSet{}, &DaemonSet{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &HorizontalPodAutoscaler{}, &Source{}} {
 		KindOf(obj).Generation = true
 	}
@@ -174,19 +189,28 @@ func Kinds() []*Kind { return kinds }
 
 // KindFor returns the kind of a GroupVersionKind.
 func KindFor(gvk schema.GroupVersionKind) (*Kind, bool) {
-	k, ok := byGVK[gvk]
-	return k, ok
+	if k, ok := byGVK[gvk]; ok {
+		return k, true
+	}
+	return customKindFor(gvk)
 }
 
-// KindOf returns the kind of a Go object.
+// KindOf returns the kind of a Go object: for a custom resource, the
+// kind registered for its apiVersion and kind.
 func KindOf(obj Object) *Kind {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		k, _ := customKindFor(u.GroupVersionKind())
+		return k
+	}
 	return byType[reflect.TypeOf(obj).Elem()]
 }
 
 // KindNamed returns the kind whose Kind field is name, as "Deployment".
 func KindNamed(name string) (*Kind, bool) {
-	k, ok := byKindName[name]
-	return k, ok
+	if k, ok := byKindName[name]; ok {
+		return k, true
+	}
+	return customKindNamed(name)
 }
 
 // LookupResource finds a kind by any name a user may type: plural,
@@ -201,7 +225,7 @@ func LookupResource(name string) (*Kind, bool) {
 			return k, true
 		}
 	}
-	return nil, false
+	return lookupCustom(n)
 }
 
 // ResourceNames returns every name LookupResource accepts, sorted, for

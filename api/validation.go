@@ -106,6 +106,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateBinding(o.RoleRef, o.Subjects, true)...)
 	case *ClusterRoleBinding:
 		errs = append(errs, validateBinding(o.RoleRef, o.Subjects, false)...)
+	case *CustomResourceDefinition:
+		errs = append(errs, validateCRDSpec(o)...)
 	}
 	return errs
 }

@@ -48,6 +48,8 @@ func ValidateUpdate(old, obj Object) field.ErrorList {
 		// Checked on every write, as a status write is not validated
 		// again otherwise.
 		return validatePodDisruptionBudgetStatus(&n.Status, field.NewPath("status"))
+	case *CustomResourceDefinition:
+		return validateCRDUpdate(old.(*CustomResourceDefinition), n)
 	case *RoleBinding:
 		return validateRoleRefUpdate(old.(*RoleBinding).RoleRef, n.RoleRef)
 	case *ClusterRoleBinding:

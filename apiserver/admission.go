@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/berth-dev/berth/api"
@@ -90,6 +91,9 @@ func validate(k *api.Kind, obj, old api.Object) error {
 	if old != nil {
 		errs = append(errs, api.ValidateUpdate(old, obj)...)
 	}
+	if k.Custom {
+		errs = append(errs, validateCustom(k, obj, old)...)
+	}
 	if len(errs) > 0 {
 		return invalid(k, obj.GetName(), errs)
 	}
@@ -107,6 +111,9 @@ func validate(k *api.Kind, obj, old api.Object) error {
 func validateStatus(k *api.Kind, obj, old api.Object) error {
 	api.DefaultStatus(obj)
 	errs := api.ValidateUpdate(old, obj)
+	if k.Custom {
+		errs = append(errs, validateCustom(k, obj, old)...)
+	}
 	if len(errs) > 0 {
 		return invalid(k, obj.GetName(), errs)
 	}
@@ -123,6 +130,14 @@ func validateStatus(k *api.Kind, obj, old api.Object) error {
 // heartbeat), and sharing also lets the store's and validation's
 // comparisons of the unchanged spec stop at once.
 func withStatus(old, in api.Object) api.Object {
+	if u, ok := old.(*unstructured.Unstructured); ok {
+		obj := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
+		for key, v := range u.Object {
+			obj.Object[key] = v
+		}
+		copyStatus(obj, in)
+		return obj
+	}
 	v := reflect.New(reflect.TypeOf(old).Elem())
 	v.Elem().Set(reflect.ValueOf(old).Elem())
 	obj := v.Interface().(api.Object)
@@ -170,6 +185,14 @@ func statusField(obj api.Object) reflect.Value {
 
 // copyStatus sets dst's status to src's.
 func copyStatus(dst, src api.Object) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		if st, ok := src.(*unstructured.Unstructured).Object["status"]; ok {
+			du.Object["status"] = st
+		} else {
+			delete(du.Object, "status")
+		}
+		return
+	}
 	d, s := statusField(dst), statusField(src)
 	if d.IsValid() && s.IsValid() && d.CanSet() {
 		d.Set(s)
@@ -178,6 +201,10 @@ func copyStatus(dst, src api.Object) {
 
 // clearStatus empties an object's status.
 func clearStatus(obj api.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		delete(u.Object, "status")
+		return
+	}
 	if f := statusField(obj); f.IsValid() && f.CanSet() {
 		f.Set(reflect.Zero(f.Type()))
 	}

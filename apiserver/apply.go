@@ -60,6 +60,11 @@ func (f *fieldManagers) forKind(k *api.Kind, subresource string) (*managedfields
 	if err != nil {
 		return nil, err
 	}
+	if k.Custom {
+		// Fields of a custom resource are told apart by their values,
+		// as Kubernetes does for a CRD without a published schema.
+		converter = managedfields.NewDeducedTypeConverter()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key := fieldManagerKey{k, subresource}
@@ -111,6 +116,9 @@ func (objectConvertor) ConvertToVersion(in runtime.Object, _ runtime.GroupVersio
 	k, ok := api.KindFor(u.GroupVersionKind())
 	if !ok {
 		return nil, fmt.Errorf("no kind %s", u.GroupVersionKind())
+	}
+	if k.Custom {
+		return u, nil
 	}
 	obj := k.New()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), obj); err != nil {
@@ -185,7 +193,11 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		return
 	}
 	apply := func(live api.Object) (api.Object, error) {
-		return managedObject(fm.Apply(live, patch.DeepCopy(), manager, force))
+		obj, err := managedObject(fm.Apply(live, patch.DeepCopy(), manager, force))
+		if u, ok := obj.(*unstructured.Unstructured); ok && err == nil {
+			_, err = pruneAndDefault(req.kind, u)
+		}
+		return obj, err
 	}
 	req.applied = true
 	if _, err := s.store.Get(req.kind, req.namespace, req.name); store.IsNotFound(err) && req.subresource == "" {
@@ -201,7 +213,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 			obj, err = s.create(r, &creq, obj)
 		}
 		if err == nil {
-			writeStored(w, http.StatusCreated, obj)
+			writeStored(w, http.StatusCreated, req.served(obj))
 			return
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -215,7 +227,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		WriteError(w, err)
 		return
 	}
-	writeStored(w, http.StatusOK, out)
+	writeStored(w, http.StatusOK, req.served(out))
 }
 
 // recordFields records, in the managedFields of obj, the fields a write

@@ -145,6 +145,14 @@ func (req *resourceRequest) decodeBody(data []byte, sentAsJSON bool, validation 
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil, badRequest("the request body is empty: it must hold a %s", k.GVK.Kind)
 	}
+	if k.Custom {
+		if sentAsJSON {
+			if err := checkJSON(data); err != nil {
+				return nil, nil, err
+			}
+		}
+		return req.decodeCustomBody(data, validation)
+	}
 	if obj, ok := req.decodeJSONObject(data); ok {
 		return obj, nil, nil // it decoded, so it is JSON: checkJSON need not scan it
 	}

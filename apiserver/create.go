@@ -33,7 +33,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
-	writeStored(w, http.StatusCreated, out)
+	writeStored(w, http.StatusCreated, req.served(out))
 }
 
 // create runs the admission chain on a decoded object and stores it.

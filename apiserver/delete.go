@@ -52,7 +52,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
-	writeStored(w, http.StatusOK, out)
+	writeStored(w, http.StatusOK, req.served(out))
 }
 
 // deleteObject deletes the object req names, which the caller read as

@@ -117,6 +117,7 @@ var virtualResources = []virtualResource{
 	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, []string{"create"}},
 	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, []string{"create"}},
 	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "subjectaccessreviews", "SubjectAccessReview", false, []string{"create"}},
+	{schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}, "localsubjectaccessreviews", "LocalSubjectAccessReview", true, []string{"create"}},
 	{MetricsGroupVersion, "nodes", "NodeMetrics", false, []string{"get", "list"}},
 	{MetricsGroupVersion, "pods", "PodMetrics", true, []string{"get", "list"}},
 }
@@ -144,7 +145,7 @@ func MetricsKind(resource string) *api.Kind {
 func newDiscoveryDocs(handled map[*api.Kind][]string) (*discoveryDocs, error) {
 	var gvs []schema.GroupVersion
 	byGV := map[schema.GroupVersion][]*api.Kind{}
-	for _, k := range api.Kinds() {
+	for _, k := range servedKinds() {
 		gv := k.GVK.GroupVersion()
 		if _, ok := byGV[gv]; !ok {
 			gvs = append(gvs, gv)
@@ -163,6 +164,10 @@ func newDiscoveryDocs(handled map[*api.Kind][]string) (*discoveryDocs, error) {
 	groupList := metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	core := groupDiscoveryList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/v2"}}
 	apis := core
+	// groupVersions are the versions of each group, in order; the first
+	// is the preferred one.
+	groupVersions := map[string][]versionDiscovery{}
+	var groupOrder []string
 	for _, gv := range gvs {
 		kinds := byGV[gv]
 		list := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String()}
@@ -188,21 +193,25 @@ func newDiscoveryDocs(handled map[*api.Kind][]string) (*discoveryDocs, error) {
 		if err := encodeInto(d.resourceLists, gv.String(), list); err != nil {
 			return nil, err
 		}
-		gd := groupDiscovery{Metadata: metav1.ObjectMeta{Name: gv.Group}, Versions: []versionDiscovery{vd}}
 		if gv.Group == "" {
-			core.Items = append(core.Items, gd)
+			core.Items = append(core.Items, groupDiscovery{Metadata: metav1.ObjectMeta{Name: gv.Group}, Versions: []versionDiscovery{vd}})
 			continue
 		}
-		apis.Items = append(apis.Items, gd)
-		ver := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
-		group := metav1.APIGroup{
-			TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
-			Name:             gv.Group,
-			Versions:         []metav1.GroupVersionForDiscovery{ver},
-			PreferredVersion: ver,
+		if _, ok := groupVersions[gv.Group]; !ok {
+			groupOrder = append(groupOrder, gv.Group)
 		}
+		groupVersions[gv.Group] = append(groupVersions[gv.Group], vd)
+	}
+	for _, name := range groupOrder {
+		vds := groupVersions[name]
+		apis.Items = append(apis.Items, groupDiscovery{Metadata: metav1.ObjectMeta{Name: name}, Versions: vds})
+		group := metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: name}
+		for _, vd := range vds {
+			group.Versions = append(group.Versions, metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + vd.Version, Version: vd.Version})
+		}
+		group.PreferredVersion = group.Versions[0]
 		groupList.Groups = append(groupList.Groups, group)
-		if err := encodeInto(d.groupByName, gv.Group, group); err != nil {
+		if err := encodeInto(d.groupByName, name, group); err != nil {
 			return nil, err
 		}
 	}
@@ -236,6 +245,23 @@ func encodeInto(m map[string][]byte, key string, v any) error {
 	}
 	m[key] = b
 	return nil
+}
+
+// servedKinds are the built-in kinds, then each custom kind once per
+// version it is served in, its storage version first (the preferred one).
+func servedKinds() []*api.Kind {
+	out := slices.Clip(api.Kinds())
+	for _, k := range api.CustomKinds() {
+		out = append(out, k)
+		for _, v := range k.Versions {
+			if v != k.GVK.Version {
+				kv := *k
+				kv.GVK.Version = v
+				out = append(out, &kv)
+			}
+		}
+	}
+	return out
 }
 
 // verbsOf is what discovery says a kind takes.

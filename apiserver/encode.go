@@ -125,6 +125,8 @@ type listWriter struct {
 	n     int
 	err   error
 	table *tabler
+	// serve gives an object in the version the request named, if set.
+	serve func(api.Object) api.Object
 }
 
 // listMeta is a list's metadata: the revision it was read at and, for a
@@ -176,6 +178,9 @@ func (lw *listWriter) add(obj api.Object) bool {
 	}
 	lw.n++
 	lw.buf.Reset()
+	if lw.serve != nil {
+		obj = lw.serve(obj)
+	}
 	if lw.table != nil {
 		lw.err = encodeCompact(&lw.buf, lw.table.row(obj))
 	} else {
@@ -210,6 +215,8 @@ type eventWriter struct {
 	// headers: a Table stream sends its column definitions with the first
 	// event only, as Kubernetes does.
 	headersSent bool
+	// serve gives an object in the version the request named, if set.
+	serve func(api.Object) api.Object
 }
 
 func newEventWriter(w http.ResponseWriter, t *tabler) *eventWriter {
@@ -256,6 +263,9 @@ func (ew *eventWriter) write(typ string, obj any) error {
 // writeStored encodes one event of an object as the store holds it,
 // through storedJSON unless the client asked for tables.
 func (ew *eventWriter) writeStored(typ string, obj api.Object) error {
+	if ew.serve != nil {
+		obj = ew.serve(obj)
+	}
 	if ew.table != nil {
 		return ew.write(typ, obj)
 	}

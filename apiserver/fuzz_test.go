@@ -145,8 +145,9 @@ func FuzzPatch(f *testing.F) {
 	})
 }
 
-// FuzzReview throws bodies at the three self reviews of kubectl auth, as JSON
-// and as protobuf: never a 5xx, and never a write.
+// FuzzReview throws bodies at the three self reviews of kubectl auth and at
+// a LocalSubjectAccessReview, as JSON and as protobuf: never a 5xx, and
+// never a write.
 func FuzzReview(f *testing.F) {
 	for _, seed := range []string{
 		`{"spec":{"resourceAttributes":{"verb":"get","resource":"pods","namespace":"default"}}}`,
@@ -166,7 +167,8 @@ func FuzzReview(f *testing.F) {
 			"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
 			"/apis/authentication.k8s.io/v1/selfsubjectreviews",
 			"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
-		}[path%3]
+			"/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews",
+		}[path%4]
 		ct := "application/json"
 		if protobuf {
 			ct = "application/vnd.kubernetes.protobuf"

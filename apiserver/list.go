@@ -52,7 +52,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req *resourceR
 		writeJSON(w, http.StatusOK, t.single(obj, true))
 		return
 	}
-	writeStored(w, http.StatusOK, obj)
+	writeStored(w, http.StatusOK, req.served(obj))
 }
 
 // serveList answers the objects a selection matches from one snapshot,
@@ -103,7 +103,8 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *resource
 		return
 	}
 	if paging.limit == 0 {
-		lw := newListWriter(w, req.kind, listMeta{rev: snap.Revision()}, t)
+		lw := newListWriter(w, req.pathKind(), listMeta{rev: snap.Revision()}, t)
+		lw.serve = req.served
 		if err := snap.EachFrom(req.kind, sel.filter, paging.contStart, lw.add); err != nil {
 			s.log.Error("list failed mid-stream", "resource", req.kind.Resource, "err", err)
 			return
@@ -135,7 +136,8 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, req *resource
 		meta.remaining = &more
 		s.pages.keep(snap)
 	}
-	lw := newListWriter(w, req.kind, meta, t)
+	lw := newListWriter(w, req.pathKind(), meta, t)
+	lw.serve = req.served
 	for _, o := range page {
 		if !lw.add(o) {
 			break

@@ -82,7 +82,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		WriteError(w, err)
 		return
 	}
-	writeStored(w, http.StatusOK, out)
+	writeStored(w, http.StatusOK, req.served(out))
 }
 
 // patchSetsResourceVersion reports whether a merge or strategic patch sets

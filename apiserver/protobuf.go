@@ -92,6 +92,9 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"): func() protobufObject { return &authorizationv1.SelfSubjectAccessReview{} },
 	authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectRulesReview"):  func() protobufObject { return &authorizationv1.SelfSubjectRulesReview{} },
 	authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview"):     func() protobufObject { return &authorizationv1.SubjectAccessReview{} },
+	authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview"): func() protobufObject {
+		return &authorizationv1.LocalSubjectAccessReview{}
+	},
 }
 
 // A typed client sends a delete's options as DeleteOptions of the group

@@ -203,6 +203,67 @@ func (s *Server) serveSubjectAccessReview(w http.ResponseWriter, r *http.Request
 	writeJSON(w, http.StatusCreated, &review)
 }
 
+// serveLocalSubjectAccessReview answers a LocalSubjectAccessReview: a
+// SubjectAccessReview about one namespace, which who may create them in
+// that namespace may ask (a namespace's admin, through the admin
+// ClusterRole), with Kubernetes' checks of the namespace.
+func (s *Server) serveLocalSubjectAccessReview(w http.ResponseWriter, r *http.Request, namespace string) {
+	var review authorizationv1.LocalSubjectAccessReview
+	if err := readReview(r, &review, "LocalSubjectAccessReview"); err != nil {
+		WriteError(w, err)
+		return
+	}
+	caller, _ := IdentityFromContext(r.Context())
+	if err := s.cfg.Authorizer.Authorize(r.Context(), caller, Attributes{Verb: VerbCreate, Kind: localSubjectAccessReviewKind, Namespace: namespace}); err != nil {
+		WriteError(w, forbidden(localSubjectAccessReviewKind, "", err))
+		return
+	}
+	if review.Namespace == "" {
+		review.Namespace = namespace
+	}
+	if review.Namespace != namespace {
+		WriteError(w, badRequest("spec.resourceAttributes.namespace must match namespace: %s", namespace))
+		return
+	}
+	spec := review.Spec
+	var errs field.ErrorList
+	if spec.User == "" && len(spec.Groups) == 0 {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "user"), spec.User, "at least one of user or group must be specified"))
+	}
+	if spec.ResourceAttributes == nil && spec.NonResourceAttributes == nil {
+		errs = append(errs, field.Required(field.NewPath("spec", "resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
+	}
+	if spec.ResourceAttributes != nil && spec.ResourceAttributes.Namespace != review.Namespace {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "resourceAttributes", "namespace"), spec.ResourceAttributes.Namespace, "must match metadata.namespace"))
+	}
+	if spec.NonResourceAttributes != nil {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "nonResourceAttributes"), spec.NonResourceAttributes, "disallowed on this kind of request"))
+	}
+	if len(errs) > 0 {
+		WriteError(w, apierrors.NewInvalid(schema.GroupKind{Group: "authorization.k8s.io", Kind: "LocalSubjectAccessReview"}, "", errs))
+		return
+	}
+	id := reviewedIdentity(spec.User, spec.Groups)
+	allowed, reason := s.accessReview(r, id, &authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: spec.ResourceAttributes})
+	review.TypeMeta = metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "LocalSubjectAccessReview"}
+	review.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: !allowed, Reason: reason}
+	writeJSON(w, http.StatusCreated, &review)
+}
+
+// localSubjectAccessReviewKind names localsubjectaccessreviews for the
+// authorizer, as subjectAccessReviewKind does.
+var localSubjectAccessReviewKind = &api.Kind{GVK: authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview"), Resource: "localsubjectaccessreviews", Namespaced: true}
+
+// localReviewNamespace returns the namespace of a path to the
+// localsubjectaccessreviews of one.
+func localReviewNamespace(segs []string) (string, bool) {
+	if len(segs) == 6 && segs[0] == "apis" && segs[1] == "authorization.k8s.io" && segs[2] == "v1" &&
+		segs[3] == "namespaces" && segs[5] == "localsubjectaccessreviews" {
+		return segs[4], true
+	}
+	return "", false
+}
+
 // subjectAccessReviewKind names subjectaccessreviews for the authorizer;
 // it is no kind berth stores.
 var subjectAccessReviewKind = &api.Kind{GVK: authorizationv1.SchemeGroupVersion.WithKind("SubjectAccessReview"), Resource: "subjectaccessreviews"}

@@ -197,3 +197,45 @@ func TestHandlePublicTakesPaths(t *testing.T) {
 	}
 	e.server.HandlePublic("/x", ok)
 }
+
+// TestLocalSubjectAccessReview: a review of one namespace answers as a
+// SubjectAccessReview does, in JSON and protobuf, refuses another
+// namespace and paths, and needs the right to create it there.
+func TestLocalSubjectAccessReview(t *testing.T) {
+	e := newEnv(t, withRealAuth())
+	_, sa := reviewCallers(t, e)
+	const robot = "system:serviceaccount:default:robot"
+	ask := func(ra authorizationv1.ResourceAttributes, pb bool) authorizationv1.SubjectAccessReviewStatus {
+		t.Helper()
+		var out authorizationv1.LocalSubjectAccessReview
+		postReview(t, e, adminToken, "namespaces/default/localsubjectaccessreviews", "LocalSubjectAccessReview", &authorizationv1.LocalSubjectAccessReview{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default"},
+			Spec:       authorizationv1.SubjectAccessReviewSpec{User: robot, ResourceAttributes: &ra},
+		}, &out, pb)
+		return out.Status
+	}
+	for _, pb := range []bool{false, true} {
+		if st := ask(authorizationv1.ResourceAttributes{Namespace: "default", Verb: "list", Resource: "pods"}, pb); !st.Allowed {
+			t.Errorf("robot may list pods in default (protobuf %v): %+v", pb, st)
+		}
+		if st := ask(authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "configmaps"}, pb); st.Allowed || st.Reason == "" {
+			t.Errorf("robot may not create configmaps (protobuf %v): %+v", pb, st)
+		}
+	}
+	for _, c := range []struct {
+		name, token, body string
+		code              int
+		want              string
+	}{
+		{"another namespace", adminToken, `{"spec":{"user":"u","resourceAttributes":{"namespace":"other","verb":"get","resource":"pods"}}}`, http.StatusUnprocessableEntity, "spec.resourceAttributes.namespace"},
+		{"metadata of another namespace", adminToken, `{"metadata":{"namespace":"other"},"spec":{"user":"u","resourceAttributes":{"namespace":"other","verb":"get","resource":"pods"}}}`, http.StatusBadRequest, "must match namespace"},
+		{"a path", adminToken, `{"spec":{"user":"u","nonResourceAttributes":{"path":"/healthz","verb":"get"}}}`, http.StatusUnprocessableEntity, "spec.nonResourceAttributes"},
+		{"no subject", adminToken, `{"spec":{"resourceAttributes":{"namespace":"default","verb":"get","resource":"pods"}}}`, http.StatusUnprocessableEntity, "spec.user"},
+		{"a caller without the right", sa, `{"spec":{"user":"u","resourceAttributes":{"namespace":"default","verb":"get","resource":"pods"}}}`, http.StatusForbidden, "localsubjectaccessreviews"},
+	} {
+		code, _, data := e.do("POST", "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews", c.token, "application/json", "", strings.NewReader(c.body))
+		if code != c.code || !strings.Contains(string(data), c.want) {
+			t.Errorf("%s: %d %s, want %d naming %q", c.name, code, data, c.code, c.want)
+		}
+	}
+}

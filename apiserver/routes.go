@@ -16,7 +16,10 @@ import (
 //	/api/v1/namespaces/{ns}/{resource}[/{name}[/{subresource}]]       namespaced
 //	/apis/{group}/{version}/...                                        the same for named groups
 type resourceRequest struct {
-	kind        *api.Kind
+	kind *api.Kind
+	// version is the version the path names of a custom kind, which may
+	// be another than the one its objects are stored in.
+	version     string
 	namespace   string
 	name        string
 	subresource string
@@ -68,7 +71,8 @@ func (s *Server) HandleSubresource(k *api.Kind, subresource string, h Subresourc
 func (s *Server) discovery() (*discoveryDocs, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.disc != nil {
+	gen := api.CustomGeneration()
+	if s.disc != nil && s.discGen == gen {
 		return s.disc, nil
 	}
 	handled := map[*api.Kind][]string{}
@@ -82,7 +86,7 @@ func (s *Server) discovery() (*discoveryDocs, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.disc = d
+	s.disc, s.discGen = d, gen
 	return d, nil
 }
 
@@ -146,6 +150,11 @@ func splitPath(p string) []string {
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	segs := splitPath(r.URL.Path)
 	if s.serveDiscovery(w, r, segs) {
+		return
+	}
+	if ns, ok := localReviewNamespace(segs); ok {
+		recordOf(r).verb, recordOf(r).resource = VerbCreate, localSubjectAccessReviewKind.Resource
+		s.serveLocalSubjectAccessReview(w, r, ns)
 		return
 	}
 	req, err := s.parseResourcePath(segs)
@@ -242,6 +251,11 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 		namespaced = true
 	}
 	k := s.resources[group+"/"+version+"/"+rest[0]]
+	if k == nil && group != "" {
+		if k = customResource(group, version, rest[0]); k != nil {
+			req.version = version
+		}
+	}
 	if k == nil || (namespaced && !k.Namespaced) {
 		return nil, notFoundPath()
 	}

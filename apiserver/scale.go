@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -28,13 +31,57 @@ type scaleObject struct {
 	} `json:"status"`
 }
 
-func scalable(k *api.Kind) bool { return api.Scalable(k) }
+// scalable reports whether a kind has the scale subresource: a custom
+// kind when its CRD gives it one.
+func scalable(k *api.Kind) bool {
+	if k.Custom {
+		return customScale(k) != nil
+	}
+	return api.Scalable(k)
+}
+
+// customScale is the scale subresource of a custom kind's stored
+// version, or nil.
+func customScale(k *api.Kind) *apiextensionsv1.CustomResourceSubresourceScale {
+	if v := api.CRDVersion(k.CRD, k.GVK.Version); v != nil && v.Subresources != nil {
+		return v.Subresources.Scale
+	}
+	return nil
+}
+
+// jsonFields splits a CRD's path (".spec.replicas") into its fields.
+func jsonFields(path string) []string {
+	return strings.Split(strings.TrimPrefix(path, "."), ".")
+}
+
+// setCustomReplicas sets the replicas of a custom object at its CRD's
+// specReplicasPath.
+func setCustomReplicas(u *unstructured.Unstructured, n int32) error {
+	k := api.KindOf(u)
+	sc := customScale(k)
+	if sc == nil {
+		return notFoundPath()
+	}
+	return unstructured.SetNestedField(u.Object, int64(n), jsonFields(sc.SpecReplicasPath)...)
+}
 
 func scaleOf(obj api.Object) *scaleObject {
 	sc := &scaleObject{TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"}}
 	sc.Name, sc.Namespace = obj.GetName(), obj.GetNamespace()
 	sc.UID, sc.ResourceVersion = obj.GetUID(), obj.GetResourceVersion()
 	sc.CreationTimestamp = obj.GetCreationTimestamp()
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		if spec := customScale(api.KindOf(u)); spec != nil {
+			n, _, _ := unstructured.NestedInt64(u.Object, jsonFields(spec.SpecReplicasPath)...)
+			sc.Spec.Replicas = int32(n)
+			n, _, _ = unstructured.NestedInt64(u.Object, jsonFields(spec.StatusReplicasPath)...)
+			sc.Status.Replicas = int32(n)
+			if spec.LabelSelectorPath != nil {
+				sc.Status.Selector, _, _ = unstructured.NestedString(u.Object, jsonFields(*spec.LabelSelectorPath)...)
+			}
+		}
+		return sc
+	}
 	if r, _ := api.ReplicasField(obj); r != nil && *r != nil {
 		sc.Spec.Replicas = **r
 	}
@@ -121,9 +168,15 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 			return nil, err
 		}
 		obj := old.DeepCopyObject().(api.Object)
-		r, _ := api.ReplicasField(obj)
 		n := sc.Spec.Replicas
-		*r = &n
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if err := setCustomReplicas(u, n); err != nil {
+				return nil, err
+			}
+		} else {
+			r, _ := api.ReplicasField(obj)
+			*r = &n
+		}
 		obj.SetResourceVersion(sc.ResourceVersion)
 		return obj, nil
 	})

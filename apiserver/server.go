@@ -152,6 +152,8 @@ type Server struct {
 	// pages keeps the snapshots paged lists are read from.
 	pages *pagingSnapshots
 	disc  *discoveryDocs
+	// discGen is the generation of the custom kinds disc lists.
+	discGen uint64
 	// openapi builds the OpenAPI documents the first time they are asked
 	// for (6 ms and 4 MB, which most servers in tests never need).
 	openapi func() (*openAPIDocs, error)

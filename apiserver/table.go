@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/berth-dev/berth/api"
@@ -121,6 +122,15 @@ func partialMetadata(obj api.Object) []byte {
 // objectMeta returns a copy of an object's ObjectMeta (its maps and
 // slices shared, for reading).
 func objectMeta(obj api.Object) metav1.ObjectMeta {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return metav1.ObjectMeta{
+			Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
+			ResourceVersion: obj.GetResourceVersion(), Generation: obj.GetGeneration(),
+			CreationTimestamp: obj.GetCreationTimestamp(), DeletionTimestamp: obj.GetDeletionTimestamp(),
+			Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(), OwnerReferences: obj.GetOwnerReferences(),
+			Finalizers: obj.GetFinalizers(),
+		}
+	}
 	f := reflect.ValueOf(obj).Elem().FieldByName("ObjectMeta")
 	if !f.IsValid() {
 		return metav1.ObjectMeta{}

@@ -32,7 +32,7 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
-	writeStored(w, http.StatusOK, out)
+	writeStored(w, http.StatusOK, req.served(out))
 }
 
 // update writes the object next computes from the stored one, through the

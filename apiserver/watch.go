@@ -93,6 +93,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, req *resourc
 		rev:       rv,
 		timeout:   timeout,
 		table:     t,
+		serve:     req.served,
 	}
 	if !s.beginStream() {
 		WriteError(w, apierrors.NewServiceUnavailable("the server is shutting down"))
@@ -117,6 +118,7 @@ func (s *Server) beginStream() bool {
 type watchStream struct {
 	s         *Server
 	kind      *api.Kind
+	serve     func(api.Object) api.Object
 	sel       *selection
 	bookmarks bool
 	initial   bool
@@ -134,6 +136,17 @@ func (ws *watchStream) run(w http.ResponseWriter, r *http.Request) {
 	s := ws.s
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	if replaced := ws.kind.Replaced(); replaced != nil {
+		// A custom kind whose CRD changed or went: its watches end, as
+		// in Kubernetes, and clients watch the new kind.
+		go func() {
+			select {
+			case <-replaced:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	opts := store.WatchOptions{Kind: ws.kind, Filter: ws.sel.filter, Revision: ws.rev}
 	var snap *store.Snapshot
 	if ws.initial {
@@ -165,6 +178,7 @@ func (ws *watchStream) run(w http.ResponseWriter, r *http.Request) {
 	defer s.metrics.watches.WithLabelValues(ws.kind.Resource).Dec()
 
 	ew = newEventWriter(w, ws.table)
+	ew.serve = ws.serve
 	after := ws.rev
 	if ws.initial {
 		snap = s.store.Snapshot()

@@ -120,7 +120,7 @@ func (r *reader) Revision() uint64 { return r.rev }
 
 // Get returns one object, or an error wrapping ErrNotFound.
 func (r *reader) Get(k *api.Kind, namespace, name string) (api.Object, error) {
-	raw, err := r.txn.First(tableName(k), IndexID, objectKey(namespace, name))
+	raw, err := r.txn.First(tableName(k), IndexID, idKey(k, namespace, name))
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", k.Resource, err)
 	}
@@ -148,6 +148,9 @@ func (r *reader) EachFrom(k *api.Kind, f Filter, from string, fn func(api.Object
 		skip bool
 	)
 	table := tableName(k)
+	// base is the part of every key of the kind that its table's other
+	// kinds do not share: custom kinds share one table.
+	base := idKey(k, "", "")
 	switch {
 	case f.Index != "":
 		if indexSchema(k, f.Index) == nil {
@@ -158,14 +161,18 @@ func (r *reader) EachFrom(k *api.Kind, f Filter, from string, fn func(api.Object
 		it, err = r.txn.Get(table, f.Index, f.Value)
 		skip = from != ""
 	case f.Namespace != "" && k.Namespaced:
-		prefix = f.Namespace + "/"
-		if from == "" || from < prefix {
+		prefix = base + f.Namespace + "/"
+		if from == "" || base+from < prefix {
 			it, err = r.txn.Get(table, IndexID+"_prefix", prefix)
 		} else {
-			it, err = r.txn.LowerBound(table, IndexID, from)
+			it, err = r.txn.LowerBound(table, IndexID, base+from)
 		}
 	case from != "":
-		it, err = r.txn.LowerBound(table, IndexID, from)
+		prefix = base
+		it, err = r.txn.LowerBound(table, IndexID, base+from)
+	case base != "":
+		prefix = base
+		it, err = r.txn.Get(table, IndexID+"_prefix", base)
 	default:
 		it, err = r.txn.Get(table, IndexID)
 	}
@@ -177,12 +184,15 @@ func (r *reader) EachFrom(k *api.Kind, f Filter, from string, fn func(api.Object
 	rest.Index = ""
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		obj := raw.(api.Object)
-		if prefix != "" || skip {
-			key := objectKey(obj.GetNamespace(), obj.GetName())
+		if prefix != "" || skip || base != "" {
+			key := idOf(obj)
 			if prefix != "" && !strings.HasPrefix(key, prefix) {
 				return nil
 			}
-			if skip && key < from {
+			if base != "" && !strings.HasPrefix(key, base) {
+				continue // another custom kind's, found by an index
+			}
+			if skip && key < base+from {
 				continue
 			}
 		}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -115,7 +117,7 @@ func (s *Store) replay(rev uint64, ops []Op) error {
 	events := make([]Event, 0, len(ops))
 	for _, op := range ops {
 		table := tableName(op.Kind)
-		raw, err := txn.First(table, IndexID, objectKey(op.Namespace, op.Name))
+		raw, err := txn.First(table, IndexID, idKey(op.Kind, op.Namespace, op.Name))
 		if err != nil {
 			txn.Abort()
 			return fmt.Errorf("apply revision %d: %w", rev, err)
@@ -156,6 +158,7 @@ func (s *Store) replay(rev uint64, ops []Op) error {
 	}
 	txn.Commit()
 	s.touch(ops, rev)
+	syncCustomKinds(ops)
 	s.rev = rev
 	v := &view{db: s.db.Snapshot(), rev: rev}
 	s.publish(v)
@@ -172,7 +175,12 @@ func (s *Store) resync() error {
 		namespace, name string
 	}
 	fresh := map[key]api.Object{}
+	var custom []api.Object
 	rev, err := s.replica.Load(func(obj api.Object) error {
+		if _, ok := obj.(*unstructured.Unstructured); ok {
+			custom = append(custom, obj) // its kind once the CRDs are in
+			return nil
+		}
 		k := api.KindOf(obj)
 		if k == nil {
 			return fmt.Errorf("load: unknown type %T", obj)
@@ -182,6 +190,16 @@ func (s *Store) resync() error {
 	})
 	if err != nil {
 		return fmt.Errorf("load again: %w", err)
+	}
+	for kk, obj := range fresh {
+		if kk.kind == crdKind {
+			registerCRD(obj.(*api.CustomResourceDefinition))
+		}
+	}
+	for _, obj := range custom {
+		if k := api.KindOf(obj); k != nil {
+			fresh[key{k, obj.GetNamespace(), obj.GetName()}] = obj
+		}
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -193,13 +211,16 @@ func (s *Store) resync() error {
 	}
 	var ops []Op
 	read := s.db.Txn(false)
-	for _, k := range api.Kinds() {
-		it, err := read.Get(tableName(k), IndexID)
+	for _, k := range api.AllKinds() {
+		it, err := read.Get(tableName(k), IndexID+"_prefix", idKey(k, "", ""))
 		if err != nil {
 			return fmt.Errorf("load again: %w", err)
 		}
 		for raw := it.Next(); raw != nil; raw = it.Next() {
 			cur := raw.(api.Object)
+			if k.Custom && !strings.HasPrefix(idOf(cur), idKey(k, "", "")) {
+				break
+			}
 			kk := key{k, cur.GetNamespace(), cur.GetName()}
 			obj, ok := fresh[kk]
 			delete(fresh, kk)

@@ -2,8 +2,10 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/go-memdb"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -83,8 +85,38 @@ var tableIndexes = map[string]map[string]*memdb.IndexSchema{
 	},
 }
 
-// tableName is the memdb table of a kind.
-func tableName(k *api.Kind) string { return k.GVK.Kind }
+// tableName is the memdb table of a kind: every custom kind's objects are
+// in one table, customTable, their keys led by their group and kind.
+func tableName(k *api.Kind) string {
+	if k.Custom {
+		return customTable
+	}
+	return k.GVK.Kind
+}
+
+// customTable holds the objects of every custom kind. memdb's tables are
+// fixed when it is made, and CRDs come and go.
+const customTable = "custom/objects"
+
+// idKey is the primary key of an object of kind k in its table.
+func idKey(k *api.Kind, namespace, name string) string {
+	if k.Custom {
+		return customPrefix(k.GVK.Group, k.GVK.Kind) + objectKey(namespace, name)
+	}
+	return objectKey(namespace, name)
+}
+
+// customPrefix leads the keys of a custom kind's objects.
+func customPrefix(group, kind string) string { return group + "/" + kind + "/" }
+
+// idOf is an object's primary key.
+func idOf(o api.Object) string {
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		gvk := u.GroupVersionKind()
+		return customPrefix(gvk.Group, gvk.Kind) + objectKey(o.GetNamespace(), o.GetName())
+	}
+	return objectKey(o.GetNamespace(), o.GetName())
+}
 
 // objectKey is the primary key of an object in its table.
 func objectKey(namespace, name string) string {
@@ -96,12 +128,13 @@ func objectKey(namespace, name string) string {
 
 func schema() *memdb.DBSchema {
 	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
-	for _, k := range api.Kinds() {
+	custom := &api.Kind{Custom: true}
+	for _, k := range append(slices.Clip(api.Kinds()), custom) {
 		t := &memdb.TableSchema{
 			Name: tableName(k),
 			Indexes: map[string]*memdb.IndexSchema{
 				IndexID: {Name: IndexID, Unique: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
-					return objectKey(o.GetNamespace(), o.GetName()), true
+					return idOf(o), true
 				})},
 				IndexOwner: {Name: IndexOwner, AllowMissing: true, Indexer: multiIndex(func(o api.Object) []string { return api.OwnerUIDs(o) })},
 				IndexSource: {Name: IndexSource, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-memdb"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/clock"
 
@@ -176,6 +177,12 @@ func New(backend Backend, opts Options) (*Store, error) {
 	txn := db.Txn(true)
 	n := 0
 	rev, err := backend.Load(func(obj api.Object) error {
+		if _, ok := obj.(*unstructured.Unstructured); ok {
+			// Its CRD may come later: the kinds are registered once all
+			// is loaded.
+			n++
+			return txn.Insert(customTable, obj)
+		}
 		k := api.KindOf(obj)
 		if k == nil {
 			return fmt.Errorf("load: unknown type %T", obj)
@@ -189,6 +196,9 @@ func New(backend Backend, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("load store: %w", err)
 	}
 	txn.Commit()
+	if err := registerLoaded(reader{txn: db.Txn(false)}); err != nil {
+		return nil, fmt.Errorf("load store: %w", err)
+	}
 	// As in etcd, an empty store is at revision 1, so that revision 0 is
 	// free to mean "now" in a watch.
 	s.rev = max(rev, 1)
@@ -351,6 +361,9 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 		s.writeMu.Unlock()
 		return tx.rev, nil
 	}
+	// A fork's CRDs are its own: the kinds registered are the real
+	// stores'.
+	syncCustomKinds(tx.ops)
 	b := &batch{
 		rev:    tx.rev,
 		ops:    tx.ops,

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
@@ -48,6 +49,9 @@ func (tx *Txn) timestamp() metav1.Time {
 func (tx *Txn) resourceVersion() string { return fmt.Sprint(tx.rev) }
 
 func kindOf(obj api.Object) (*api.Kind, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return customKindOf(u)
+	}
 	k := api.KindOf(obj)
 	if k == nil {
 		return nil, fmt.Errorf("%w: %T is not a registered kind", ErrInvalid, obj)
@@ -109,6 +113,11 @@ func (tx *Txn) Create(obj api.Object) (api.Object, error) {
 	if k.Generation {
 		obj.SetGeneration(1)
 	}
+	if crd, ok := obj.(*api.CustomResourceDefinition); ok {
+		if err := tx.crdWritten(crd); err != nil {
+			return nil, err
+		}
+	}
 	if err := tx.admit(k, obj, nil); err != nil {
 		return nil, err
 	}
@@ -154,7 +163,12 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	obj.SetGeneration(old.GetGeneration())
 	obj.SetResourceVersion(old.GetResourceVersion())
-	specChanged, changed := compare(old, obj)
+	if crd, ok := obj.(*api.CustomResourceDefinition); ok {
+		if err := tx.crdWritten(crd); err != nil {
+			return nil, err
+		}
+	}
+	specChanged, changed := compare(k, old, obj)
 	if !changed {
 		return old, nil
 	}
@@ -181,6 +195,11 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 // are gone or it is deleted again with grace 0. Delete returns the object
 // as it last stood.
 func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (api.Object, error) {
+	cur, ok := current(k)
+	if !ok {
+		return nil, objectError(ErrNotFound, k, namespace, name, "")
+	}
+	k = cur
 	old, err := tx.Get(k, namespace, name)
 	if err != nil {
 		return nil, err
@@ -270,6 +289,11 @@ func (tx *Txn) remove(k *api.Kind, old api.Object) (api.Object, error) {
 	if err := tx.admit(k, nil, old); err != nil {
 		return nil, err
 	}
+	if crd, ok := old.(*api.CustomResourceDefinition); ok {
+		if err := tx.crdRemoved(crd); err != nil {
+			return nil, err
+		}
+	}
 	if err := tx.txn.Delete(tableName(k), old); err != nil {
 		return nil, fmt.Errorf("delete %s %s/%s: %w", k.Resource, old.GetNamespace(), old.GetName(), err)
 	}
@@ -297,7 +321,10 @@ func (tx *Txn) record(k *api.Kind, t EventType, obj, old api.Object) {
 // changes anything at all. Status, then spec, then the rest is compared,
 // so each part is walked at most once and the common status-only update
 // stops at the first part.
-func compare(old, obj api.Object) (specChanged, changed bool) {
+func compare(k *api.Kind, old, obj api.Object) (specChanged, changed bool) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return compareCustom(k, old.(*unstructured.Unstructured), u)
+	}
 	ov, nv := reflect.ValueOf(old).Elem(), reflect.ValueOf(obj).Elem()
 	t := ov.Type()
 	var seen [2]int
@@ -338,4 +365,29 @@ func specDiffers(ov, nv reflect.Value) bool {
 func semanticEqual(a, b reflect.Value) bool {
 	x, y := a.Interface(), b.Interface()
 	return reflect.DeepEqual(x, y) || equality.Semantic.DeepEqual(x, y)
+}
+
+// compareCustom is compare for a custom resource. Its generation counts
+// the changes to anything but its metadata and, when it has a status
+// subresource, its status: as Kubernetes counts them.
+func compareCustom(k *api.Kind, old, obj *unstructured.Unstructured) (specChanged, changed bool) {
+	for key, v := range obj.Object {
+		ov, ok := old.Object[key]
+		if ok && equality.Semantic.DeepEqual(ov, v) {
+			continue
+		}
+		changed = true
+		if key != "metadata" && (key != "status" || !k.HasStatus) {
+			specChanged = true
+		}
+	}
+	for key := range old.Object {
+		if _, ok := obj.Object[key]; !ok {
+			changed = true
+			if key != "metadata" && (key != "status" || !k.HasStatus) {
+				specChanged = true
+			}
+		}
+	}
+	return specChanged, changed
 }

@@ -41,6 +41,14 @@ func intCell(n int32) string { return strconv.Itoa(int(n)) }
 // definitions holds the columns of each kind, keyed by kind name, in
 // kubectl's order (kubernetes/pkg/printers/internalversion).
 var definitions = map[string][]Column{
+	// As Kubernetes shows a CRD: when it was made, as a timestamp.
+	"CustomResourceDefinition": {
+		nameColumn,
+		{Name: "Created At", Type: "date", Description: "When the definition was created.",
+			cell: func(o api.Object, _ time.Time) string {
+				return o.GetCreationTimestamp().UTC().Format(time.RFC3339)
+			}},
+	},
 	"Pod": {
 		nameColumn,
 		{Name: "Ready", Type: "string", Description: "Ready containers out of all containers.",

@@ -53,6 +53,9 @@ func (c Column) Cell(obj api.Object, now time.Time) string {
 // Definitions returns every column of a kind, wide ones included, in
 // order. Kinds without their own definition get NAME and AGE.
 func Definitions(k *api.Kind) []Column {
+	if k != nil && k.Custom {
+		return customDefinitions(k)
+	}
 	if k != nil {
 		if cols, ok := definitions[k.GVK.Kind]; ok {
 			return cols

@@ -392,7 +392,7 @@ var namespaceKind = api.KindOf(&api.Namespace{})
 // the source, through the store's source index.
 func inventory(r reader, name string) ([]api.Object, error) {
 	var out []api.Object
-	for _, k := range api.Kinds() {
+	for _, k := range api.AllKinds() { // custom resources too
 		if k == eventKind {
 			continue
 		}

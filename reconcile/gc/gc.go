@@ -168,7 +168,7 @@ func (c *Collector) eachDependent(r reader, ownerKind *api.Kind, owner api.Objec
 	if ownerKind.Namespaced {
 		f.Namespace = owner.GetNamespace()
 	}
-	for _, k := range api.Kinds() {
+	for _, k := range api.AllKinds() { // custom resources may be dependents
 		if !k.Namespaced && ownerKind.Namespaced {
 			continue
 		}

@@ -111,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 func (r *Reconciler) deleteContents(ctx context.Context, namespace string) (int, error) {
 	left := 0
 	var errs []error
-	for _, k := range api.Kinds() {
+	for _, k := range api.AllKinds() { // custom resources too
 		if !k.Namespaced {
 			continue
 		}

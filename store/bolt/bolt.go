@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -87,7 +88,7 @@ func OpenWith(path string, opts Options) (*Backend, error) {
 		if uid, err = ensureUID(meta); err != nil {
 			return err
 		}
-		for _, k := range api.Kinds() {
+		for _, k := range buckets() {
 			if _, err := tx.CreateBucketIfNotExists(bucketName(k)); err != nil {
 				return err
 			}
@@ -212,7 +213,31 @@ func walkBucket(b *bbolt.Bucket) error {
 	})
 }
 
-func bucketName(k *api.Kind) []byte { return []byte(k.GroupResource().String()) }
+func bucketName(k *api.Kind) []byte {
+	if k.Custom {
+		return []byte(customBucketName)
+	}
+	return []byte(k.GroupResource().String())
+}
+
+// customBucketName is the bucket of every custom resource, each under the
+// key group/Kind/namespace/name: CRDs come and go, and an object carries
+// its apiVersion and kind.
+const customBucketName = "custom/objects"
+
+// customBucket stands for customBucketName among the kinds' buckets.
+var customBucket = &api.Kind{Custom: true, Resource: "custom objects"}
+
+// buckets are the kinds whose buckets a store file holds.
+func buckets() []*api.Kind { return append(slices.Clip(api.Kinds()), customBucket) }
+
+// opKey is the key of an op's object in its bucket.
+func opKey(op *store.Op) []byte {
+	if op.Kind.Custom {
+		return []byte(op.Kind.GVK.Group + "/" + op.Kind.GVK.Kind + "/" + string(objectKey(op.Namespace, op.Name)))
+	}
+	return objectKey(op.Namespace, op.Name)
+}
 
 func objectKey(namespace, name string) []byte {
 	if namespace == "" {
@@ -244,9 +269,10 @@ func (b *Backend) Load(fn func(api.Object) error) (uint64, error) {
 // returns.
 func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 	return b.db.Update(func(tx *bbolt.Tx) error {
-		for _, op := range ops {
+		for i := range ops {
+			op := &ops[i]
 			bk := tx.Bucket(bucketName(op.Kind))
-			key := objectKey(op.Namespace, op.Name)
+			key := opKey(op)
 			if op.Object == nil {
 				if err := bk.Delete(key); err != nil {
 					return err

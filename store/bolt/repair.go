@@ -8,8 +8,6 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
-
-	"github.com/berth-dev/berth/api"
 )
 
 // BeforeRepairSuffix is put, with the time of the repair, after the name
@@ -145,12 +143,16 @@ func writeRepaired(tx *bbolt.Tx, tmp string, res *RepairResult) error {
 		if err := meta.Put(revisionKey, u64(revisionOf(tx)+1)); err != nil {
 			return err
 		}
-		for _, k := range api.Kinds() {
+		for _, k := range buckets() {
 			ob, err := otx.CreateBucket(bucketName(k))
 			if err != nil {
 				return err
 			}
-			err = tx.Bucket(bucketName(k)).ForEach(func(key, data []byte) error {
+			in := tx.Bucket(bucketName(k))
+			if in == nil {
+				continue // custom resources, in a file from before them
+			}
+			err = in.ForEach(func(key, data []byte) error {
 				if _, err := decodeObject(k, key, data); err != nil {
 					var dmg *DamagedObjectError
 					if errors.As(err, &dmg) {

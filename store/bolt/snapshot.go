@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -104,7 +105,7 @@ func checkLayout(tx *bbolt.Tx) error {
 	if v := meta.Get(revisionKey); v != nil && len(v) != 8 {
 		return fmt.Errorf("meta bucket: revision of %d bytes, want 8", len(v))
 	}
-	for _, k := range api.Kinds() {
+	for _, k := range api.Kinds() { // a file from before custom resources has no bucket of them
 		if tx.Bucket(bucketName(k)) == nil {
 			return fmt.Errorf("no bucket %s", bucketName(k))
 		}
@@ -114,8 +115,11 @@ func checkLayout(tx *bbolt.Tx) error {
 
 // forEachObject decodes every object a transaction sees.
 func forEachObject(tx *bbolt.Tx, fn func(api.Object) error) error {
-	for _, k := range api.Kinds() {
+	for _, k := range buckets() {
 		bk := tx.Bucket(bucketName(k))
+		if bk == nil {
+			continue // custom resources, in a file from before them
+		}
 		err := bk.ForEach(func(key, data []byte) error {
 			obj, err := decodeObject(k, key, data)
 			if err != nil {
@@ -151,7 +155,12 @@ func decodeObject(k *api.Kind, key, data []byte) (api.Object, error) {
 	if data == nil {
 		return nil, &DamagedObjectError{Resource: k.GroupResource().String(), Key: string(key), Err: errors.New("a bucket, not an object")}
 	}
-	obj := k.New()
+	var obj api.Object
+	if k.Custom {
+		obj = &unstructured.Unstructured{}
+	} else {
+		obj = k.New()
+	}
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, &DamagedObjectError{Resource: k.GroupResource().String(), Key: string(key), Err: err}
 	}

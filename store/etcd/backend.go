@@ -314,7 +314,7 @@ func (b *Backend) Load(fn func(api.Object) error) (uint64, error) {
 	}
 	for _, resource := range slices.Sorted(maps.Keys(objects)) {
 		k := kinds[resource]
-		if k == nil {
+		if k == nil && !customResource(resource) {
 			return 0, fmt.Errorf("etcd: %s%s%s: unknown resource", b.prefix, objectsDir, resource)
 		}
 		for name, data := range objects[resource] {

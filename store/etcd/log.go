@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
 )
@@ -170,7 +173,7 @@ func decodeOps(parts []*part) ([]store.Op, error) {
 	var ops []store.Op
 	for _, p := range parts {
 		for _, lo := range p.Ops {
-			k := kinds[lo.Resource]
+			k := kindOfResource(lo.Resource)
 			if k == nil {
 				return nil, fmt.Errorf("revision %d: unknown resource %q", p.Revision, lo.Resource)
 			}
@@ -189,12 +192,40 @@ func decodeOps(parts []*part) ([]store.Op, error) {
 }
 
 func decodeObject(k *api.Kind, data []byte) (api.Object, error) {
+	if k == nil || k.Custom {
+		// A custom resource keeps its apiVersion and kind.
+		u := &unstructured.Unstructured{}
+		if err := json.Unmarshal(data, u); err != nil {
+			return nil, fmt.Errorf("decode: %w", err)
+		}
+		return u, nil
+	}
 	obj := k.New()
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
 	return obj, nil
+}
+
+// kindOfResource finds the kind objects are kept under resource: a
+// built-in one, or a custom one whose CRD the store has met (a follower
+// applies a CRD's commit before it decodes the next).
+func kindOfResource(resource string) *api.Kind {
+	if k := kinds[resource]; k != nil {
+		return k
+	}
+	if k, ok := api.CustomKind(schema.ParseGroupResource(resource)); ok {
+		return k
+	}
+	return nil
+}
+
+// customResource reports whether an unknown resource may be a custom
+// one: it has a group. Load decodes those generically, before any CRD is
+// registered; the store finds their kinds once everything is in.
+func customResource(resource string) bool {
+	return strings.Contains(resource, ".")
 }
 
 // assembler gathers the parts of commits as they come, in key order, and

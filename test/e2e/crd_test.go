@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berth-dev/berth/testtool"
+)
+
+// TestCustomResources drives a CustomResourceDefinition with kubectl as a
+// user would: the CRD is established, its kind found through discovery
+// (short name and category too), objects applied are defaulted, shown
+// with the CRD's printer columns, refused with the field named when they
+// break the schema or a CEL rule, scaled through the scale subresource,
+// read in a second version, and still there after the server restarts on
+// its bolt store; deleting the CRD deletes them.
+func TestCustomResources(t *testing.T) {
+	testtool.Need(t, "kubectl")
+	s := startServer(t)
+	kc := func(args ...string) string { t.Helper(); return s.kubectl(t, args...) }
+	kc("apply", "-f", "testdata/crd-widgets.yaml")
+	kc("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+
+	apply := func(manifest string) (string, error) {
+		path := filepath.Join(t.TempDir(), "w.yaml")
+		if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return s.kubectlErr(t, "apply", "-f", path)
+	}
+	widget := func(name, spec string) string {
+		return fmt.Sprintf("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: %s\nspec:\n%s\n", name, spec)
+	}
+	waitFor(t, 30*time.Second, "kubectl to find widgets", func() error {
+		out, err := apply(widget("small-one", "  size: small"))
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+	if out, err := apply(widget("big-one", "  size: large\n  replicas: 3")); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+
+	// The columns of the CRD, with the default replicas filled in.
+	out := kc("get", "widgets")
+	if !strings.Contains(out, "SIZE") || !strings.Contains(out, "REPLICAS") {
+		t.Fatalf("kubectl get widgets: no printer columns:\n%s", out)
+	}
+	for _, row := range []string{"small-one", "big-one"} {
+		if !strings.Contains(out, row) {
+			t.Fatalf("kubectl get widgets: no %s:\n%s", row, out)
+		}
+	}
+	if !regexpMatch(`small-one\s+small\s+1\s`, out) || !regexpMatch(`big-one\s+large\s+3\s`, out) {
+		t.Fatalf("kubectl get widgets: cells wrong:\n%s", out)
+	}
+	if out := kc("get", "wg", "small-one", "-o", "jsonpath={.spec.replicas}"); out != "1" {
+		t.Fatalf("short name, defaulted replicas: %q", out)
+	}
+	if out := kc("get", "all"); !strings.Contains(out, "widget.example.com/big-one") {
+		t.Fatalf("kubectl get all: no widgets (category all):\n%s", out)
+	}
+	if out := kc("get", "widgets.v1beta1.example.com", "big-one", "-o", "jsonpath={.apiVersion}"); out != "example.com/v1beta1" {
+		t.Fatalf("second version: apiVersion %q", out)
+	}
+	if out := kc("get", "widgets", "--field-selector", "metadata.name=big-one", "-o", "name"); strings.TrimSpace(out) != "widget.example.com/big-one" {
+		t.Fatalf("field selector: %q", out)
+	}
+
+	// Refusals name the field.
+	for _, c := range []struct{ spec, want string }{
+		{"  size: medium", "spec.size"},
+		{"  size: small\n  color: Red1", "spec.color"},
+		{"  size: small\n  replicas: 11", "at most 10 replicas"},
+		{"  replicas: 2", "spec.size"},
+		{"  size: small\n  colour: red", "colour"},
+	} {
+		out, err := apply(widget("bad", c.spec))
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("apply spec %q: %v, %q, want a refusal naming %q", c.spec, err, out, c.want)
+		}
+	}
+
+	// Scale and status.
+	kc("scale", "widget", "big-one", "--replicas=5")
+	if out := kc("get", "widget", "big-one", "-o", "jsonpath={.spec.replicas}"); out != "5" {
+		t.Fatalf("after kubectl scale: replicas %q", out)
+	}
+	kc("patch", "widget", "big-one", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":5}}`)
+	if out := kc("get", "widget", "big-one", "-o", "jsonpath={.status.replicas}/{.metadata.generation}"); out != "5/2" {
+		t.Fatalf("status/generation after the status write: %q", out)
+	}
+
+	// A restart on the same bolt file keeps the CRD and its objects.
+	s.stop(syscall.SIGTERM, 30*time.Second)
+	s = startServerIn(t, s.dataDir)
+	waitFor(t, 30*time.Second, "widgets after a restart", func() error {
+		out, err := s.kubectlErr(t, "get", "widgets", "-o", "name")
+		if err != nil || !strings.Contains(out, "widget.example.com/big-one") || !strings.Contains(out, "widget.example.com/small-one") {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+
+	// Deleting the CRD deletes its objects.
+	s.kubectl(t, "delete", "crd", "widgets.example.com")
+	s.kubectl(t, "apply", "-f", "testdata/crd-widgets.yaml")
+	s.kubectl(t, "wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	waitFor(t, 30*time.Second, "an empty list of widgets", func() error {
+		out, err := s.kubectlErr(t, "get", "widgets", "-o", "name")
+		if err != nil || strings.TrimSpace(out) != "" {
+			return fmt.Errorf("%v: %q", err, out)
+		}
+		return nil
+	})
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }

@@ -105,6 +105,16 @@ func customResource(group, version, resource string) *api.Kind {
 	return k
 }
 
+var crdKind = api.KindOf(&api.CustomResourceDefinition{})
+
+// servesCustom reports whether this server's store holds the CRD of a
+// custom kind: the kinds are the process's, and a process may run more
+// than one store (tests, simulations).
+func (s *Server) servesCustom(k *api.Kind) bool {
+	_, err := s.store.Get(crdKind, "", k.CRD.Name)
+	return err == nil
+}
+
 // versionOf is the version of a custom object, by its apiVersion.
 func versionOf(u *unstructured.Unstructured) string {
 	gv, _ := schema.ParseGroupVersion(u.GetAPIVersion())

@@ -141,11 +141,11 @@ func MetricsKind(resource string) *api.Kind {
 }
 
 // newDiscoveryDocs encodes every document; handled are, per kind, the
-// subresources registered handlers serve.
-func newDiscoveryDocs(handled map[*api.Kind][]string) (*discoveryDocs, error) {
+// subresources registered handlers serve, custom the custom kinds served.
+func newDiscoveryDocs(handled map[*api.Kind][]string, custom []*api.Kind) (*discoveryDocs, error) {
 	var gvs []schema.GroupVersion
 	byGV := map[schema.GroupVersion][]*api.Kind{}
-	for _, k := range servedKinds() {
+	for _, k := range servedKinds(custom) {
 		gv := k.GVK.GroupVersion()
 		if _, ok := byGV[gv]; !ok {
 			gvs = append(gvs, gv)
@@ -249,9 +249,9 @@ func encodeInto(m map[string][]byte, key string, v any) error {
 
 // servedKinds are the built-in kinds, then each custom kind once per
 // version it is served in, its storage version first (the preferred one).
-func servedKinds() []*api.Kind {
+func servedKinds(custom []*api.Kind) []*api.Kind {
 	out := slices.Clip(api.Kinds())
-	for _, k := range api.CustomKinds() {
+	for _, k := range custom {
 		out = append(out, k)
 		for _, v := range k.Versions {
 			if v != k.GVK.Version {

@@ -71,7 +71,9 @@ func (s *Server) HandleSubresource(k *api.Kind, subresource string, h Subresourc
 func (s *Server) discovery() (*discoveryDocs, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	gen := api.CustomGeneration()
+	// The custom kinds change with the process's kinds and with this
+	// store's CRDs.
+	gen := [2]uint64{api.CustomGeneration(), s.store.KindRevision(crdKind)}
 	if s.disc != nil && s.discGen == gen {
 		return s.disc, nil
 	}
@@ -82,7 +84,13 @@ func (s *Server) discovery() (*discoveryDocs, error) {
 	for _, subs := range handled {
 		slices.Sort(subs)
 	}
-	d, err := newDiscoveryDocs(handled)
+	var custom []*api.Kind
+	for _, k := range api.CustomKinds() {
+		if s.servesCustom(k) {
+			custom = append(custom, k)
+		}
+	}
+	d, err := newDiscoveryDocs(handled, custom)
 	if err != nil {
 		return nil, err
 	}
@@ -252,8 +260,10 @@ func (s *Server) parseResourcePath(segs []string) (*resourceRequest, error) {
 	}
 	k := s.resources[group+"/"+version+"/"+rest[0]]
 	if k == nil && group != "" {
-		if k = customResource(group, version, rest[0]); k != nil {
+		if k = customResource(group, version, rest[0]); k != nil && s.servesCustom(k) {
 			req.version = version
+		} else {
+			k = nil
 		}
 	}
 	if k == nil || (namespaced && !k.Namespaced) {

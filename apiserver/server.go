@@ -153,7 +153,7 @@ type Server struct {
 	pages *pagingSnapshots
 	disc  *discoveryDocs
 	// discGen is the generation of the custom kinds disc lists.
-	discGen uint64
+	discGen [2]uint64
 	// openapi builds the OpenAPI documents the first time they are asked
 	// for (6 ms and 4 MB, which most servers in tests never need).
 	openapi func() (*openAPIDocs, error)

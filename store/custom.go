@@ -23,9 +23,16 @@ import (
 
 var crdKind = api.KindOf(&api.CustomResourceDefinition{})
 
-// customKindOf finds the registered kind of a custom resource.
-func customKindOf(u *unstructured.Unstructured) (*api.Kind, error) {
+// customKindOf finds the registered kind of a custom resource whose CRD
+// this store holds (the kinds are the process's, and a process may run
+// more than one store).
+func (tx *Txn) customKindOf(u *unstructured.Unstructured) (*api.Kind, error) {
 	k := api.KindOf(u)
+	if k != nil {
+		if _, err := tx.Get(crdKind, "", k.CRD.Name); err != nil {
+			k = nil
+		}
+	}
 	if k == nil {
 		gvk := u.GroupVersionKind()
 		return nil, fmt.Errorf("%w: no CustomResourceDefinition serves kind %s in %s", ErrInvalid, gvk.Kind, gvk.GroupVersion())

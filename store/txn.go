@@ -48,9 +48,9 @@ func (tx *Txn) timestamp() metav1.Time {
 
 func (tx *Txn) resourceVersion() string { return fmt.Sprint(tx.rev) }
 
-func kindOf(obj api.Object) (*api.Kind, error) {
+func (tx *Txn) kindOf(obj api.Object) (*api.Kind, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return customKindOf(u)
+		return tx.customKindOf(u)
 	}
 	k := api.KindOf(obj)
 	if k == nil {
@@ -78,7 +78,7 @@ const generateNameAttempts = 8
 // Create stores a new object. It assigns uid (unless set), name from
 // generateName, creationTimestamp, resourceVersion and generation 1.
 func (tx *Txn) Create(obj api.Object) (api.Object, error) {
-	k, err := kindOf(obj)
+	k, err := tx.kindOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (tx *Txn) Create(obj api.Object) (api.Object, error) {
 // deleted deletes it, unless it is a pod in its grace period: that one
 // goes when deleted again with grace 0.
 func (tx *Txn) Update(obj api.Object) (api.Object, error) {
-	k, err := kindOf(obj)
+	k, err := tx.kindOf(obj)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/controlplane"
-	"github.com/berth-dev/berth/reconcile/apply"
 )
 
 // newDiffSourceCommand is `berth diff source NAME`: what the next sync of
@@ -79,7 +78,7 @@ func runDiffSource(cmd *cobra.Command, g *globalOptions, name string) error {
 	if rev.Err != nil {
 		return failed(fmt.Errorf("read source %s: %w", name, rev.Err))
 	}
-	desired, errs := apply.Prepare(name, rev.Objects, rev.Errors, nil)
+	desired, errs := controlplane.PrepareRevision(name, rev.Objects, rev.Errors)
 	if len(errs) > 0 {
 		for _, e := range errs {
 			fmt.Fprintf(stderr, "error: %s\n", e.Error())
@@ -119,7 +118,7 @@ func runDiffSource(cmd *cobra.Command, g *globalOptions, name string) error {
 		}
 	}
 	for _, live := range owned[name] {
-		key := apply.KeyOf(live)
+		key := controlplane.KeyOf(live)
 		if wanted[key.String()] || live.GetAnnotations()[api.AnnotationPrune] == api.PruneDisabled {
 			continue
 		}

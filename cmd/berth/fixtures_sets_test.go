@@ -134,3 +134,12 @@ func fixtureHPAs() []api.Object {
 	}
 	return []api.Object{web, fresh}
 }
+
+// fixtureCRDs: a definition of widgets, as kubectl lists it.
+func fixtureCRDs() []api.Object {
+	crd := &api.CustomResourceDefinition{ObjectMeta: meta("", "widgets.example.com", 5*day, nil)}
+	crd.Spec.Group = "example.com"
+	crd.Spec.Scope = "Namespaced"
+	crd.Spec.Names.Plural, crd.Spec.Names.Kind = "widgets", "Widget"
+	return []api.Object{crd}
+}

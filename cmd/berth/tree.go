@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/reconcile/health"
+	"github.com/berth-dev/berth/controlplane"
 )
 
 // newTreeCommand is `berth tree source NAME`: the objects a source owns,
@@ -75,7 +75,7 @@ func ownedObjects(ctx context.Context, c apiClient) (map[string][]api.Object, er
 			if d := api.ApplyRank(api.KindOf(a)) - api.ApplyRank(api.KindOf(b)); d != 0 {
 				return d
 			}
-			return strings.Compare(health.Name(a), health.Name(b))
+			return strings.Compare(controlplane.HealthName(a), controlplane.HealthName(b))
 		})
 	}
 	return out, nil
@@ -83,8 +83,8 @@ func ownedObjects(ctx context.Context, c apiClient) (map[string][]api.Object, er
 
 // printTree prints an object and, for a Source, what it owns below it.
 func printTree(out io.Writer, obj api.Object, owned map[string][]api.Object, indent string, seen map[string]bool) {
-	st, msg := health.Of(obj)
-	line := fmt.Sprintf("%s  %s", health.Name(obj), st)
+	st, msg := controlplane.HealthOf(obj)
+	line := fmt.Sprintf("%s  %s", controlplane.HealthName(obj), st)
 	if msg != "" {
 		line += "  " + msg
 	}

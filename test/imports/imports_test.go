@@ -32,8 +32,11 @@ var allowed = map[string][]string{
 	"agent":     {"api", "client", "source"},
 	"ingress":   {"api", "store", "client"},
 	"ui":        {"api", "client"},
+	// plan runs the applier, the controllers' reconciles and the
+	// scheduler core on a fork of the store.
+	"plan": {"api", "store", "reconcile", "sched"},
 	"controlplane": {"api", "store", "source", "reconcile", "sched", "dns", "apiserver", "client",
-		"ingress", "ui"},
+		"ingress", "ui", "plan"},
 	// sim runs a control plane and hollow agents in one process.
 	"sim": {"api", "store", "client", "agent", "controlplane"},
 	// cmd reaches the server side through controlplane; apiserver only
@@ -41,7 +44,7 @@ var allowed = map[string][]string{
 	"cmd": {"api", "client", "agent", "controlplane", "sim", "table", "apiserver"},
 	// test holds the end-to-end tests, which drive everything.
 	"test": {"api", "testtool", "store", "source", "client", "table", "dns", "sched", "reconcile", "apiserver",
-		"agent", "ingress", "ui", "controlplane", "sim", "cmd"},
+		"agent", "ingress", "ui", "plan", "controlplane", "sim", "cmd"},
 }
 
 func room(pkg string) string {

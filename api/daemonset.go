@@ -1,6 +1,9 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -140,6 +143,20 @@ type ControllerRevision struct {
 	// Revision numbers the revisions of one owner in the order they were
 	// rolled out.
 	Revision int64 `json:"revision"`
+}
+
+// Template reads the pod template back out of the revision's data: what
+// the controllers compare pods with and what a rollback puts back.
+func (r *ControllerRevision) Template() (*PodTemplateSpec, error) {
+	var d struct {
+		Spec struct {
+			Template PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(r.Data.Raw, &d); err != nil {
+		return nil, fmt.Errorf("controllerrevision %s/%s: data: %w", r.Namespace, r.Name, err)
+	}
+	return &d.Spec.Template, nil
 }
 
 // LabelControllerRevisionHashKey is the label a ControllerRevision carries

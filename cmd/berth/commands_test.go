@@ -108,7 +108,7 @@ func TestCommandsGolden(t *testing.T) {
 		{"top-name-and-selector", []string{"top", "pod", "web", "-l", "app=web"}, exitUsage},
 		{"top-node-containers", []string{"top", "node", "--containers"}, exitUsage},
 		{"reconcile-unknown", []string{"reconcile", "foo", "bar"}, exitUsage},
-		{"rollout-unknown", []string{"rollout", "restart", "deploy/web"}, exitUsage},
+		{"rollout-unknown", []string{"rollout", "pause", "deploy/web"}, exitUsage},
 		{"rollout-undo-missing", []string{"rollout", "undo", "deploy/nosuch"}, exitFailure},
 	}
 	for _, tt := range tests {

@@ -6,14 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -21,10 +17,15 @@ import (
 func newRolloutCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Follow or undo the rollout of a Deployment",
-		Args:  cobra.NoArgs,
+		Short: "Follow, restart, list or undo the rollout of a Deployment, StatefulSet or DaemonSet",
+		Long: `Rollout manages the rollouts of the workloads that roll out a pod
+template: Deployments (deploy), StatefulSets (sts) and DaemonSets (ds), as
+kubectl rollout does. A Deployment's revisions are its ReplicaSets; a
+StatefulSet's and a DaemonSet's are their ControllerRevisions.`,
+		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newRolloutStatusCommand(g), newRolloutUndoCommand(g))
+	cmd.AddCommand(newRolloutStatusCommand(g), newRolloutHistoryCommand(g),
+		newRolloutUndoCommand(g), newRolloutRestartCommand(g))
 	return cmd
 }
 
@@ -37,21 +38,24 @@ type rolloutStatusOptions struct {
 func newRolloutStatusCommand(g *globalOptions) *cobra.Command {
 	o := &rolloutStatusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status deploy/NAME",
-		Short: "Wait for a Deployment's rollout to finish",
-		Long: `Status prints the progress of a Deployment's rollout, as kubectl rollout
-status does, until every replica runs the current template and is
-available. It exits 0 once the rollout is done and 1 when it failed (its
-progress deadline passed) or --timeout ran out first.`,
+		Use:   "status (deploy|sts|ds)/NAME",
+		Short: "Wait for a rollout to finish",
+		Long: `Status prints the progress of a rollout, as kubectl rollout status does,
+until every replica runs the current template and is available (for a
+StatefulSet with a partition: every pod from the partition up). It exits
+0 once the rollout is done and 1 when it failed (a Deployment's progress
+deadline passed; a StatefulSet or DaemonSet that updates OnDelete has no
+rollout to follow) or --timeout ran out first.`,
 		Example: `  berth rollout status deploy/web
-  berth rollout status deployment web --timeout 2m`,
+  berth rollout status statefulset db --timeout 2m
+  berth rollout status ds/logs`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := deploymentArg(args)
+			ref, err := rolloutArg(args)
 			if err != nil {
 				return err
 			}
-			return runRolloutStatus(cmd, g, o, name)
+			return runRolloutStatus(cmd, g, o, ref)
 		},
 	}
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", true, "wait for the rollout to finish; false prints the status once")
@@ -59,38 +63,47 @@ progress deadline passed) or --timeout ran out first.`,
 	return cmd
 }
 
-// rolloutUndoOptions are the flags of `berth rollout undo`.
-type rolloutUndoOptions struct {
-	toRevision int64
-}
-
-func newRolloutUndoCommand(g *globalOptions) *cobra.Command {
-	o := &rolloutUndoOptions{}
-	cmd := &cobra.Command{
-		Use:   "undo deploy/NAME",
-		Short: "Roll a Deployment back to an earlier template",
-		Long: `Undo puts back the pod template of the Deployment's previous revision (or
-of --to-revision), read from the ReplicaSet that ran it; the Deployment
-then rolls it out as any change. A Deployment applied from a source gets
-its template back from the source at the next sync: undo in git there.`,
-		Example: `  berth rollout undo deploy/web
-  berth rollout undo deploy/web --to-revision 3`,
+func newRolloutRestartCommand(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart (deploy|sts|ds)/NAME",
+		Short: "Replace every pod of a workload by a rollout",
+		Long: `Restart sets the annotation kubectl.kubernetes.io/restartedAt on the pod
+template to the time now, as kubectl rollout restart does: the template
+changed, the workload rolls it out as any change, within its update
+strategy, and it is a revision of its own.`,
+		Example: `  berth rollout restart deploy/web
+  berth rollout restart sts/db`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := deploymentArg(args)
+			ref, err := rolloutArg(args)
 			if err != nil {
 				return err
 			}
-			return runRolloutUndo(cmd, g, o, name)
+			return runRolloutRestart(cmd, g, ref, time.Now())
 		},
 	}
-	cmd.Flags().Int64Var(&o.toRevision, "to-revision", 0, "the revision to roll back to (0: the previous one)")
-	return cmd
 }
 
-// deploymentArg reads "deploy/NAME" or "deployment NAME": rollout knows
-// Deployments only.
-func deploymentArg(args []string) (string, error) {
+// rolloutRef is the workload a rollout command names.
+type rolloutRef struct {
+	kind *api.Kind
+	name string
+}
+
+// String is kubectl's name of the object: deployment.apps/web.
+func (r rolloutRef) String() string {
+	return r.kind.Singular + "." + r.kind.GVK.Group + "/" + r.name
+}
+
+// rolloutKinds are the kinds that roll out a pod template.
+var rolloutKinds = map[*api.Kind]bool{
+	api.KindOf(&api.Deployment{}):  true,
+	api.KindOf(&api.StatefulSet{}): true,
+	api.KindOf(&api.DaemonSet{}):   true,
+}
+
+// rolloutArg reads "KIND/NAME" or "KIND NAME" of a kind that rolls out.
+func rolloutArg(args []string) (rolloutRef, error) {
 	kind, name := "", ""
 	switch {
 	case len(args) == 2:
@@ -98,28 +111,40 @@ func deploymentArg(args []string) (string, error) {
 	case strings.Contains(args[0], "/"):
 		kind, name, _ = strings.Cut(args[0], "/")
 	default:
-		return "", usageErrorf("want deploy/NAME or deployment NAME, got %q", args[0])
+		return rolloutRef{}, usageErrorf("want KIND/NAME or KIND NAME (deploy, sts or ds), got %q", args[0])
 	}
 	k, err := lookupKind(kind)
 	if err != nil {
-		return "", usageErrorf("%v", err)
+		return rolloutRef{}, usageErrorf("%v", err)
 	}
-	if k != api.KindOf(&api.Deployment{}) {
-		return "", usageErrorf("rollout knows deployments only, not %s", k.Resource)
+	if !rolloutKinds[k] {
+		return rolloutRef{}, usageErrorf("rollout knows deployments, statefulsets and daemonsets, not %s", k.Resource)
 	}
 	if name == "" {
-		return "", usageErrorf("no deployment name in %q", strings.Join(args, " "))
+		return rolloutRef{}, usageErrorf("no %s name in %q", k.Singular, strings.Join(args, " "))
 	}
-	return name, nil
+	return rolloutRef{kind: k, name: name}, nil
 }
 
 // errRolloutFailed is a rollout that will not finish by itself.
 var errRolloutFailed = errors.New("rollout failed")
 
-// rolloutStatus reads a Deployment's progress as kubectl does: the message
-// to print, whether the rollout is done, and errRolloutFailed (wrapped)
-// when its progress deadline passed.
-func rolloutStatus(d *api.Deployment) (string, bool, error) {
+// rolloutStatus reads a workload's progress as kubectl's status viewers
+// do: the message to print, whether the rollout is done, and
+// errRolloutFailed (wrapped) when there is nothing more to wait for.
+func rolloutStatus(obj api.Object) (string, bool, error) {
+	switch o := obj.(type) {
+	case *api.Deployment:
+		return deploymentRolloutStatus(o)
+	case *api.StatefulSet:
+		return statefulSetRolloutStatus(o)
+	case *api.DaemonSet:
+		return daemonSetRolloutStatus(o)
+	}
+	return "", false, fmt.Errorf("%w: %T does not roll out", errRolloutFailed, obj)
+}
+
+func deploymentRolloutStatus(d *api.Deployment) (string, bool, error) {
 	if d.Generation > d.Status.ObservedGeneration {
 		return "Waiting for deployment spec update to be observed...", false, nil
 	}
@@ -144,11 +169,60 @@ func rolloutStatus(d *api.Deployment) (string, bool, error) {
 	return fmt.Sprintf("deployment %q successfully rolled out", d.Name), true, nil
 }
 
+// statefulSetRolloutStatus follows kubectl: every replica ready, then
+// with a partition the pods from it up updated, without one the update
+// revision become the current one.
+func statefulSetRolloutStatus(s *api.StatefulSet) (string, bool, error) {
+	if s.Spec.UpdateStrategy.Type != api.RollingUpdateStatefulSetStrategyType {
+		return "", false, fmt.Errorf("%w: rollout status is only available for %s strategy type", errRolloutFailed, api.RollingUpdateStatefulSetStrategyType)
+	}
+	st := s.Status
+	if st.ObservedGeneration == 0 || s.Generation > st.ObservedGeneration {
+		return "Waiting for statefulset spec update to be observed...", false, nil
+	}
+	want := int32(1)
+	if s.Spec.Replicas != nil {
+		want = *s.Spec.Replicas
+	}
+	if st.ReadyReplicas < want {
+		return fmt.Sprintf("Waiting for %d pods to be ready...", want-st.ReadyReplicas), false, nil
+	}
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		if ru.Partition != nil && st.UpdatedReplicas < want-*ru.Partition {
+			return fmt.Sprintf("Waiting for partitioned roll out to finish: %d out of %d new pods have been updated...", st.UpdatedReplicas, want-*ru.Partition), false, nil
+		}
+		return fmt.Sprintf("partitioned roll out complete: %d new pods have been updated...", st.UpdatedReplicas), true, nil
+	}
+	if st.UpdateRevision != st.CurrentRevision {
+		return fmt.Sprintf("waiting for statefulset rolling update to complete %d pods at revision %s...", st.UpdatedReplicas, st.UpdateRevision), false, nil
+	}
+	return fmt.Sprintf("statefulset rolling update complete %d pods at revision %s...", st.CurrentReplicas, st.CurrentRevision), true, nil
+}
+
+// daemonSetRolloutStatus follows kubectl: every node that should run the
+// pod runs the current template, and it is available.
+func daemonSetRolloutStatus(d *api.DaemonSet) (string, bool, error) {
+	if d.Spec.UpdateStrategy.Type != api.RollingUpdateDaemonSetStrategyType {
+		return "", false, fmt.Errorf("%w: rollout status is only available for %s strategy type", errRolloutFailed, api.RollingUpdateDaemonSetStrategyType)
+	}
+	st := d.Status
+	if d.Generation > st.ObservedGeneration {
+		return "Waiting for daemon set spec update to be observed...", false, nil
+	}
+	switch {
+	case st.UpdatedNumberScheduled < st.DesiredNumberScheduled:
+		return fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d out of %d new pods have been updated...", d.Name, st.UpdatedNumberScheduled, st.DesiredNumberScheduled), false, nil
+	case st.NumberAvailable < st.DesiredNumberScheduled:
+		return fmt.Sprintf("Waiting for daemon set %q rollout to finish: %d of %d updated pods are available...", d.Name, st.NumberAvailable, st.DesiredNumberScheduled), false, nil
+	}
+	return fmt.Sprintf("daemon set %q successfully rolled out", d.Name), true, nil
+}
+
 // reasonProgressDeadlineExceeded is the Progressing reason of a stuck
 // rollout, as the deployment controller writes it.
 const reasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 
-func runRolloutStatus(cmd *cobra.Command, g *globalOptions, o *rolloutStatusOptions, name string) error {
+func runRolloutStatus(cmd *cobra.Command, g *globalOptions, o *rolloutStatusOptions, ref rolloutRef) error {
 	if o.timeout < 0 {
 		return usageErrorf("--timeout must not be negative")
 	}
@@ -162,10 +236,10 @@ func runRolloutStatus(cmd *cobra.Command, g *globalOptions, o *rolloutStatusOpti
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	err = followRollout(ctx, c, g.namespace, name, o.watch, cmd.OutOrStdout())
+	err = followRollout(ctx, c, g.namespace, ref, o.watch, cmd.OutOrStdout())
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return failed(fmt.Errorf("timed out after %s waiting for deployment %q to roll out", o.timeout, name))
+		return failed(fmt.Errorf("timed out after %s waiting for %s %q to roll out", o.timeout, ref.kind.Singular, ref.name))
 	case err != nil:
 		return failed(err)
 	}
@@ -174,17 +248,16 @@ func runRolloutStatus(cmd *cobra.Command, g *globalOptions, o *rolloutStatusOpti
 
 // followRollout prints each new status message until the rollout is done
 // (or once, without watch).
-func followRollout(ctx context.Context, c apiClient, ns, name string, watch bool, out io.Writer) error {
-	k := api.KindOf(&api.Deployment{})
+func followRollout(ctx context.Context, c apiClient, ns string, ref rolloutRef, watch bool, out io.Writer) error {
 	last := ""
 	for {
-		obj, err := c.Get(ctx, k, ns, name)
+		obj, err := c.Get(ctx, ref.kind, ns, ref.name)
 		if err != nil {
 			return err
 		}
 		rv := obj.GetResourceVersion()
 		for {
-			msg, done, err := rolloutStatus(obj.(*api.Deployment))
+			msg, done, err := rolloutStatus(obj)
 			if err != nil {
 				return err
 			}
@@ -195,7 +268,7 @@ func followRollout(ctx context.Context, c apiClient, ns, name string, watch bool
 			if done || !watch {
 				return nil
 			}
-			next, nextRV, err := nextDeployment(ctx, c, k, ns, name, rv)
+			next, nextRV, err := nextVersion(ctx, c, ref, ns, rv)
 			if err != nil {
 				return err
 			}
@@ -207,10 +280,10 @@ func followRollout(ctx context.Context, c apiClient, ns, name string, watch bool
 	}
 }
 
-// nextDeployment waits for the next change of the Deployment after rv; nil
-// when the watch ended cleanly.
-func nextDeployment(ctx context.Context, c apiClient, k *api.Kind, ns, name, rv string) (api.Object, string, error) {
-	w, err := c.Watch(ctx, k, ns, listOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
+// nextVersion waits for the next change of the object after rv; nil when
+// the watch ended cleanly.
+func nextVersion(ctx context.Context, c apiClient, ref rolloutRef, ns, rv string) (api.Object, string, error) {
+	w, err := c.Watch(ctx, ref.kind, ns, listOptions{FieldSelector: "metadata.name=" + ref.name, ResourceVersion: rv})
 	if err != nil {
 		return nil, "", err
 	}
@@ -225,128 +298,64 @@ func nextDeployment(ctx context.Context, c apiClient, k *api.Kind, ns, name, rv 
 		}
 		switch ev.Type {
 		case watchDeleted:
-			return nil, "", fmt.Errorf("deployment %q was deleted", name)
+			return nil, "", fmt.Errorf("%s %q was deleted", ref.kind.Singular, ref.name)
 		case watchAdded, watchModified:
 			return ev.Object, ev.Object.GetResourceVersion(), nil
 		}
 	}
 }
 
-func runRolloutUndo(cmd *cobra.Command, g *globalOptions, o *rolloutUndoOptions, name string) error {
-	if o.toRevision < 0 {
-		return usageErrorf("--to-revision must not be negative")
-	}
+// annotationRestartedAt is the template annotation kubectl rollout restart
+// sets.
+const annotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
+
+func runRolloutRestart(cmd *cobra.Command, g *globalOptions, ref rolloutRef, now time.Time) error {
 	c, err := connectAPI(g)
 	if err != nil {
 		return failed(err)
 	}
 	ctx := cmd.Context()
-	dk, rsk := api.KindOf(&api.Deployment{}), api.KindOf(&api.ReplicaSet{})
-	obj, err := c.Get(ctx, dk, g.namespace, name)
+	obj, err := c.Get(ctx, ref.kind, g.namespace, ref.name)
 	if err != nil {
 		return failed(err)
 	}
-	d := obj.(*api.Deployment)
-	objs, _, err := c.List(ctx, rsk, g.namespace, listOptions{})
+	if d, ok := obj.(*api.Deployment); ok && d.Spec.Paused {
+		return failed(fmt.Errorf("can't restart paused deployment (run rollout resume first)"))
+	}
+	// A merge patch of the one annotation: nothing else the workload
+	// holds is read and written back, so no write in between is undone.
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{annotationRestartedAt: now.Format(time.RFC3339)}},
+	}}})
 	if err != nil {
 		return failed(err)
 	}
-	var owned []*api.ReplicaSet
-	for _, o := range objs {
-		if ref := metav1.GetControllerOf(o); ref != nil && ref.UID == d.UID {
-			owned = append(owned, o.(*api.ReplicaSet))
-		}
-	}
-	target, rev, err := rollbackTarget(d, owned, o.toRevision)
-	if err != nil {
+	if _, err := c.Patch(ctx, ref.kind, g.namespace, ref.name, patch); err != nil {
 		return failed(err)
 	}
-	tmpl := rollbackTemplate(d, target)
-	if tmpl == nil {
-		fmt.Fprintf(cmd.OutOrStdout(), "deployment.apps/%s skipped rollback (current template already matches revision %d)\n", name, rev)
-		return nil
-	}
-	// A merge patch of the whole template and of the annotations that go
-	// with it, guarded by the resourceVersion read, so that a change in
-	// between is not silently undone.
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": d.ResourceVersion, "annotations": rollbackAnnotations(d, target)},
-		"spec":     map[string]any{"template": tmpl},
-	})
-	if err != nil {
-		return failed(err)
-	}
-	if _, err := c.Patch(ctx, dk, g.namespace, name, patch); err != nil {
-		return failed(err)
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "deployment.apps/%s rolled back\n", name)
-	if src := d.Annotations[api.AnnotationSource]; src != "" && src != string(api.SourceTypeAPI) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: deployment.apps/%s is applied from source %s: its next sync puts back the template the source holds; undo the change there to keep this one\n", name, src)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s restarted\n", ref)
+	warnSourced(cmd, ref, obj, "make the change")
+	return nil
+}
+
+// podTemplateOf is the pod template a workload rolls out, to read or
+// change in place.
+func podTemplateOf(obj api.Object) *api.PodTemplateSpec {
+	switch o := obj.(type) {
+	case *api.Deployment:
+		return &o.Spec.Template
+	case *api.StatefulSet:
+		return &o.Spec.Template
+	case *api.DaemonSet:
+		return &o.Spec.Template
 	}
 	return nil
 }
 
-// rollbackTarget picks the ReplicaSet to go back to: that of revision
-// toRevision, or of the newest revision before the current one when it is
-// 0, and its revision.
-func rollbackTarget(d *api.Deployment, rss []*api.ReplicaSet, toRevision int64) (*api.ReplicaSet, int64, error) {
-	type entry struct {
-		rev int64
-		rs  *api.ReplicaSet
+// warnSourced warns that a change to a workload a source applies lasts
+// only until the source's next sync.
+func warnSourced(cmd *cobra.Command, ref rolloutRef, obj api.Object, what string) {
+	if src := obj.GetAnnotations()[api.AnnotationSource]; src != "" && src != string(api.SourceTypeAPI) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "Warning: %s is applied from source %s: its next sync puts back the template the source holds; %s there to keep this one\n", ref, src, what)
 	}
-	var hist []entry
-	for _, rs := range rss {
-		n, err := strconv.ParseInt(rs.Annotations[api.AnnotationDeploymentRevision], 10, 64)
-		if err != nil || n <= 0 {
-			continue
-		}
-		hist = append(hist, entry{n, rs})
-	}
-	sort.Slice(hist, func(i, j int) bool { return hist[i].rev > hist[j].rev })
-	switch {
-	case toRevision > 0:
-		for i := range hist {
-			if hist[i].rev == toRevision {
-				return hist[i].rs, hist[i].rev, nil
-			}
-		}
-		return nil, 0, fmt.Errorf("unable to find the specified revision %d of deployment %q", toRevision, d.Name)
-	case len(hist) < 2:
-		return nil, 0, fmt.Errorf("no rollout history found for deployment %q", d.Name)
-	}
-	return hist[1].rs, hist[1].rev, nil
-}
-
-// rollbackTemplate is the template of the ReplicaSet to go back to, or nil
-// when the Deployment runs that template already.
-func rollbackTemplate(d *api.Deployment, target *api.ReplicaSet) *api.PodTemplateSpec {
-	tmpl := target.Spec.Template.DeepCopy()
-	delete(tmpl.Labels, api.LabelPodTemplateHash)
-	if len(tmpl.Labels) == 0 {
-		tmpl.Labels = nil
-	}
-	if equality.Semantic.DeepEqual(tmpl, &d.Spec.Template) {
-		return nil
-	}
-	return tmpl
-}
-
-// rollbackAnnotations is the merge patch of the Deployment's annotations
-// for a rollback to target, as kubectl's: the Deployment keeps its own
-// (api.DeploymentOwnAnnotation) and takes the others from the ReplicaSet,
-// where the controller copied them, its change-cause among them; one the
-// ReplicaSet lacks is removed.
-func rollbackAnnotations(d *api.Deployment, target *api.ReplicaSet) map[string]any {
-	patch := map[string]any{}
-	for k := range d.Annotations {
-		if !api.DeploymentOwnAnnotation(k) {
-			patch[k] = nil
-		}
-	}
-	for k, v := range target.Annotations {
-		if !api.DeploymentOwnAnnotation(k) {
-			patch[k] = v
-		}
-	}
-	return patch
 }

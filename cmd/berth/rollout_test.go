@@ -49,68 +49,149 @@ func TestRolloutStatus(t *testing.T) {
 	}
 }
 
-func replicaSet(rev int64, image string) *api.ReplicaSet {
-	rs := &api.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", rev)}}
-	if rev > 0 {
-		rs.Annotations = map[string]string{api.AnnotationDeploymentRevision: fmt.Sprint(rev)}
+func statefulSet(gen, observed int64, replicas int32, partition *int32, st api.StatefulSetStatus) *api.StatefulSet {
+	s := &api.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Generation: gen}}
+	s.Spec.Replicas = &replicas
+	s.Spec.UpdateStrategy.Type = api.RollingUpdateStatefulSetStrategyType
+	if partition != nil {
+		s.Spec.UpdateStrategy.RollingUpdate = &api.RollingUpdateStatefulSetStrategy{Partition: partition}
 	}
-	rs.Spec.Template.Labels = map[string]string{"app": "web", api.LabelPodTemplateHash: fmt.Sprint(rev)}
-	rs.Spec.Template.Spec.Containers = []api.Container{{Name: "c", Image: image}}
-	return rs
+	s.Status = st
+	s.Status.ObservedGeneration = observed
+	return s
 }
 
-func TestRollbackTemplate(t *testing.T) {
-	d := deployment(3, 3, 1, api.DeploymentStatus{})
-	d.Spec.Template = *replicaSet(3, "v3").Spec.Template.DeepCopy()
-	delete(d.Spec.Template.Labels, api.LabelPodTemplateHash)
-	rss := []*api.ReplicaSet{replicaSet(1, "v1"), replicaSet(3, "v3"), replicaSet(2, "v2"), replicaSet(0, "stray")}
-	template := func(toRevision int64) (*api.PodTemplateSpec, int64, error) {
-		target, rev, err := rollbackTarget(d, rss, toRevision)
-		if err != nil {
-			return nil, 0, err
-		}
-		return rollbackTemplate(d, target), rev, nil
-	}
+func daemonSet(gen, observed int64, st api.DaemonSetStatus) *api.DaemonSet {
+	d := &api.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "logs", Generation: gen}}
+	d.Spec.UpdateStrategy.Type = api.RollingUpdateDaemonSetStrategyType
+	d.Status = st
+	d.Status.ObservedGeneration = observed
+	return d
+}
 
-	tmpl, rev, err := template(0)
-	if err != nil || rev != 2 || tmpl == nil || tmpl.Spec.Containers[0].Image != "v2" {
-		t.Fatalf("previous: %v %d %+v", err, rev, tmpl)
+// TestRolloutStatusOfSets: StatefulSets and DaemonSets read as kubectl's
+// status viewers read them.
+func TestRolloutStatusOfSets(t *testing.T) {
+	one := int32(1)
+	onDelete := statefulSet(1, 1, 3, nil, api.StatefulSetStatus{})
+	onDelete.Spec.UpdateStrategy.Type = api.OnDeleteStatefulSetStrategyType
+	dsOnDelete := daemonSet(1, 1, api.DaemonSetStatus{})
+	dsOnDelete.Spec.UpdateStrategy.Type = api.OnDeleteDaemonSetStrategyType
+	for _, tc := range []struct {
+		name string
+		obj  api.Object
+		msg  string
+		done bool
+		fail bool
+	}{
+		{"sts not observed", statefulSet(2, 1, 3, nil, api.StatefulSetStatus{}), "Waiting for statefulset spec update to be observed...", false, false},
+		{"sts never observed", statefulSet(1, 0, 3, nil, api.StatefulSetStatus{}), "Waiting for statefulset spec update to be observed...", false, false},
+		{"sts not ready", statefulSet(2, 2, 3, nil, api.StatefulSetStatus{ReadyReplicas: 1}), "Waiting for 2 pods to be ready...", false, false},
+		{"sts updating", statefulSet(2, 2, 3, nil, api.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 1, CurrentRevision: "db-1", UpdateRevision: "db-2"}),
+			"waiting for statefulset rolling update to complete 1 pods at revision db-2...", false, false},
+		{"sts done", statefulSet(2, 2, 3, nil, api.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 3, CurrentReplicas: 3, CurrentRevision: "db-2", UpdateRevision: "db-2"}),
+			"statefulset rolling update complete 3 pods at revision db-2...", true, false},
+		{"sts partitioned", statefulSet(2, 2, 3, &one, api.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 1}),
+			"Waiting for partitioned roll out to finish: 1 out of 2 new pods have been updated...", false, false},
+		{"sts partition done", statefulSet(2, 2, 3, &one, api.StatefulSetStatus{ReadyReplicas: 3, UpdatedReplicas: 2}),
+			"partitioned roll out complete: 2 new pods have been updated...", true, false},
+		{"sts on delete", onDelete, "", false, true},
+		{"ds not observed", daemonSet(2, 1, api.DaemonSetStatus{}), "Waiting for daemon set spec update to be observed...", false, false},
+		{"ds updating", daemonSet(2, 2, api.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 1}),
+			`Waiting for daemon set "logs" rollout to finish: 1 out of 3 new pods have been updated...`, false, false},
+		{"ds unavailable", daemonSet(2, 2, api.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberAvailable: 2}),
+			`Waiting for daemon set "logs" rollout to finish: 2 of 3 updated pods are available...`, false, false},
+		{"ds done", daemonSet(2, 2, api.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberAvailable: 3}),
+			`daemon set "logs" successfully rolled out`, true, false},
+		{"ds no nodes", daemonSet(1, 1, api.DaemonSetStatus{}), `daemon set "logs" successfully rolled out`, true, false},
+		{"ds on delete", dsOnDelete, "", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msg, done, err := rolloutStatus(tc.obj)
+			if (err != nil) != tc.fail || (err != nil && !errors.Is(err, errRolloutFailed)) {
+				t.Fatalf("err = %v, want failure %v", err, tc.fail)
+			}
+			if msg != tc.msg || done != tc.done {
+				t.Errorf("got (%q, %v), want (%q, %v)", msg, done, tc.msg, tc.done)
+			}
+		})
 	}
-	if _, ok := tmpl.Labels[api.LabelPodTemplateHash]; ok || tmpl.Labels["app"] != "web" {
-		t.Errorf("labels %v: want the template's own, without the hash", tmpl.Labels)
+}
+
+func revision(n int64, image string) rolloutRevision {
+	r := rolloutRevision{number: n, template: &api.PodTemplateSpec{}}
+	r.template.Labels = map[string]string{"app": "web"}
+	r.template.Spec.Containers = []api.Container{{Name: "c", Image: image}}
+	return r
+}
+
+func TestRollbackTarget(t *testing.T) {
+	ref := rolloutRef{kind: api.KindOf(&api.StatefulSet{}), name: "db"}
+	hist := []rolloutRevision{revision(3, "v3"), revision(2, "v2"), revision(1, "v1")}
+	if r, err := rollbackTarget(ref, hist, 0); err != nil || r.number != 2 {
+		t.Errorf("previous: %v %d", err, r.number)
 	}
-	if tmpl, rev, err := template(1); err != nil || rev != 1 || tmpl.Spec.Containers[0].Image != "v1" {
-		t.Errorf("to revision 1: %v %d %+v", err, rev, tmpl)
+	if r, err := rollbackTarget(ref, hist, 1); err != nil || r.template.Spec.Containers[0].Image != "v1" {
+		t.Errorf("to revision 1: %v %+v", err, r)
 	}
-	if tmpl, rev, err := template(3); err != nil || rev != 3 || tmpl != nil {
-		t.Errorf("to the current revision: %v %d %+v, want a skip", err, rev, tmpl)
-	}
-	if _, _, err := template(9); err == nil || !strings.Contains(err.Error(), "revision 9") {
+	if _, err := rollbackTarget(ref, hist, 9); err == nil || err.Error() != "unable to find the specified revision 9 of statefulset.apps/db" {
 		t.Errorf("unknown revision: %v", err)
 	}
-	if _, _, err := rollbackTarget(d, rss[1:2], 0); err == nil || !strings.Contains(err.Error(), "no rollout history") {
+	if _, err := rollbackTarget(ref, hist[:1], 0); err == nil || !strings.Contains(err.Error(), "no rollout history") {
 		t.Errorf("one revision: %v", err)
+	}
+}
+
+// TestPrintRolloutHistory: kubectl's table, oldest first, and one
+// revision's template.
+func TestPrintRolloutHistory(t *testing.T) {
+	ref := rolloutRef{kind: api.KindOf(&api.DaemonSet{}), name: "logs"}
+	hist := []rolloutRevision{revision(3, "v3"), revision(1, "v1")}
+	hist[0].annotations = map[string]string{annotationChangeCause: "set image v3"}
+	var b strings.Builder
+	if err := printRolloutHistory(&b, ref, hist, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := "daemonset.apps/logs\nREVISION  CHANGE-CAUSE\n1         <none>\n3         set image v3\n"
+	if b.String() != want {
+		t.Errorf("history:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	if err := printRolloutHistory(&b, ref, hist, 3); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "daemonset.apps/logs with revision #3\nPod Template:\n") || !strings.Contains(b.String(), "v3") {
+		t.Errorf("revision 3:\n%s", b.String())
+	}
+	if err := printRolloutHistory(&b, ref, hist, 2); err == nil {
+		t.Error("revision 2 printed")
 	}
 }
 
 // TestRollbackAnnotations: the Deployment keeps its own annotations and
 // takes the others from the ReplicaSet it goes back to, as kubectl's undo.
 func TestRollbackAnnotations(t *testing.T) {
-	d := deployment(3, 3, 1, api.DeploymentStatus{})
-	d.Annotations = map[string]string{
+	own := map[string]string{
 		api.AnnotationDeploymentRevision: "3",
 		api.AnnotationLastAppliedConfig:  "{}",
 		api.AnnotationSource:             "api",
-		"kubernetes.io/change-cause":     "set image v3",
+		annotationChangeCause:            "set image v3",
 		"team":                           "web",
 	}
-	target := replicaSet(1, "v1")
-	target.Annotations["kubernetes.io/change-cause"] = "create v1"
-	target.Annotations[api.AnnotationDesiredReplicas] = "1"
-	got := rollbackAnnotations(d, target)
-	want := map[string]any{"kubernetes.io/change-cause": "create v1", "team": nil}
+	target := map[string]string{
+		api.AnnotationDeploymentRevision: "1",
+		annotationChangeCause:            "create v1",
+		api.AnnotationDesiredReplicas:    "1",
+	}
+	got := rollbackAnnotations(own, target)
+	want := map[string]string{
+		api.AnnotationDeploymentRevision: "3",
+		api.AnnotationLastAppliedConfig:  "{}",
+		api.AnnotationSource:             "api",
+		annotationChangeCause:            "create v1",
+	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("annotations patch %v, want %v", got, want)
+		t.Errorf("annotations %v, want %v", got, want)
 	}
 }
 
@@ -216,5 +297,123 @@ func TestRolloutUndoWarnsUnderASource(t *testing.T) {
 	r := berth("rollout", "undo", "deploy/web")
 	if r.code != exitOK || !strings.Contains(r.stderr, "Warning: deployment.apps/web is applied from source site") {
 		t.Errorf("undo under a source: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// setManifest is a StatefulSet or DaemonSet of no pods (no node runs
+// them here) whose template carries value.
+func setManifest(kind, value string) string {
+	replicas := ""
+	if kind == "StatefulSet" {
+		replicas = "  replicas: 0\n  serviceName: db\n"
+	}
+	return `apiVersion: apps/v1
+kind: ` + kind + `
+metadata:
+  name: db
+spec:
+` + replicas + `  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      containers:
+      - name: db
+        image: db
+        env:
+        - {name: VERSION, value: "` + value + `"}
+`
+}
+
+// TestRolloutOfSets: berth rollout status, history, restart and undo
+// follow a StatefulSet's and a DaemonSet's ControllerRevisions.
+func TestRolloutOfSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	kubeconfig := startSourcedControlPlane(t)
+	dir := t.TempDir()
+	berth := func(args ...string) result {
+		t.Helper()
+		return runBerth(t, "", append(args, "--kubeconfig", kubeconfig)...)
+	}
+	for _, tc := range []struct{ kind, ref, done string }{
+		{"StatefulSet", "sts/db", "partitioned roll out complete: 0 new pods have been updated..."},
+		{"DaemonSet", "ds/db", `daemon set "db" successfully rolled out`},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			template := func() api.PodTemplateSpec {
+				r := berth("get", tc.ref, "-o", "json")
+				var o struct {
+					Spec struct{ Template api.PodTemplateSpec }
+				}
+				if err := json.Unmarshal([]byte(r.stdout), &o); err != nil {
+					t.Fatalf("get %s: %v\n%s", tc.ref, err, r.stderr)
+				}
+				return o.Spec.Template
+			}
+			manifest := filepath.Join(dir, tc.kind+".yaml")
+			for _, v := range []string{"1", "2"} {
+				writeFile(t, manifest, setManifest(tc.kind, v))
+				if r := berth("apply", "-f", manifest); r.code != exitOK {
+					t.Fatalf("apply %s: %s", v, r.stderr)
+				}
+				if r := berth("rollout", "status", tc.ref, "--timeout", "30s"); r.code != exitOK || !strings.HasSuffix(r.stdout, tc.done+"\n") {
+					t.Fatalf("status after %s: exit %d\n%s%s", v, r.code, r.stdout, r.stderr)
+				}
+			}
+			history := func() string {
+				t.Helper()
+				var out string
+				waitReady(t, func() bool {
+					r := berth("rollout", "history", tc.ref)
+					out = r.stdout
+					return r.code == exitOK && strings.Count(out, "<none>") >= 2
+				})
+				return out
+			}
+			if h := history(); !strings.Contains(h, "REVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n") {
+				t.Errorf("history:\n%s", h)
+			}
+			r := berth("rollout", "restart", tc.ref)
+			if r.code != exitOK || !strings.HasSuffix(r.stdout, "/db restarted\n") {
+				t.Fatalf("restart: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if template().Annotations[annotationRestartedAt] == "" {
+				t.Errorf("restart set no %s", annotationRestartedAt)
+			}
+			berth("rollout", "status", tc.ref, "--timeout", "30s")
+			waitReady(t, func() bool { return strings.Contains(berth("rollout", "history", tc.ref).stdout, "\n3 ") })
+			if r := berth("rollout", "history", tc.ref, "--revision", "3"); r.code != exitOK || !strings.Contains(r.stdout, "with revision #3\nPod Template:\n") || !strings.Contains(r.stdout, annotationRestartedAt) {
+				t.Errorf("history --revision 3: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+
+			// Undo goes back to revision 2: the restart's annotation goes
+			// with it, whole.
+			if r := berth("rollout", "undo", tc.ref); r.code != exitOK || !strings.HasSuffix(r.stdout, "/db rolled back\n") {
+				t.Fatalf("undo: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if got := template(); got.Annotations[annotationRestartedAt] != "" || got.Spec.Containers[0].Env[0].Value != "2" {
+				t.Errorf("template after undo: %+v", got)
+			}
+			if r := berth("rollout", "undo", tc.ref, "--to-revision", "1"); r.code != exitOK {
+				t.Fatalf("undo to 1: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if got := template(); got.Spec.Containers[0].Env[0].Value != "1" {
+				t.Errorf("template after undo to 1: %+v", got)
+			}
+			// The revision gone back to is numbered anew.
+			waitReady(t, func() bool {
+				h := berth("rollout", "history", tc.ref).stdout
+				return strings.HasSuffix(h, "\n4         <none>\n5         <none>\n") || strings.HasSuffix(h, "4         <none>\n5         <none>\n")
+			})
+			if r := berth("rollout", "undo", tc.ref, "--to-revision", "5"); r.code != exitOK || !strings.Contains(r.stdout, "skipped rollback (current template already matches revision 5)") {
+				t.Errorf("undo to the current revision: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			if r := berth("rollout", "undo", tc.ref, "--to-revision", "99"); r.code != exitFailure || !strings.Contains(r.stderr, "revision 99") {
+				t.Errorf("undo to a missing revision: exit %d\n%s", r.code, r.stderr)
+			}
+		})
 	}
 }

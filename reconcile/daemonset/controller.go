@@ -155,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		return reconcile.Result{}, err
 	}
 	hash := rev.Labels[api.LabelControllerRevisionHashKey]
-	tpl, err := history.Template(rev)
+	tpl, err := rev.Template()
 	if err != nil {
 		return reconcile.Result{}, reconcile.Terminal(err)
 	}

@@ -38,19 +38,6 @@ func Patch(t *api.PodTemplateSpec) ([]byte, error) {
 	return json.Marshal(map[string]any{"spec": map[string]any{"template": m}})
 }
 
-// Template reads the pod template back out of a revision's data.
-func Template(r *api.ControllerRevision) (*api.PodTemplateSpec, error) {
-	var d struct {
-		Spec struct {
-			Template api.PodTemplateSpec `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(r.Data.Raw, &d); err != nil {
-		return nil, fmt.Errorf("controllerrevision %s/%s: data: %w", r.Namespace, r.Name, err)
-	}
-	return &d.Spec.Template, nil
-}
-
 // Hash is the hash of a revision's data and the owner's collision count,
 // FNV-32a rendered with rand.SafeEncodeString, as Kubernetes' HashControllerRevision.
 func Hash(data []byte, collisionCount *int32) string {

@@ -31,7 +31,7 @@ func TestPatchIsWhatKubectlApplies(t *testing.T) {
 	if m["spec"]["template"]["$patch"] != "replace" {
 		t.Fatalf("data %s", data)
 	}
-	got, err := Template(&api.ControllerRevision{Data: runtime.RawExtension{Raw: data}})
+	got, err := (&api.ControllerRevision{Data: runtime.RawExtension{Raw: data}}).Template()
 	if err != nil || got.Spec.Containers[0].Image != "v1" || got.Labels["app"] != "db" {
 		t.Fatalf("template %+v %v", got, err)
 	}

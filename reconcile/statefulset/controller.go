@@ -199,10 +199,10 @@ func (r *Reconciler) readRevisions(ctx context.Context, st *state) error {
 			st.current = rv
 		}
 	}
-	if st.updateTpl, err = history.Template(st.update); err != nil {
+	if st.updateTpl, err = st.update.Template(); err != nil {
 		return reconcile.Terminal(err)
 	}
-	if st.currentTpl, err = history.Template(st.current); err != nil {
+	if st.currentTpl, err = st.current.Template(); err != nil {
 		return reconcile.Terminal(err)
 	}
 	return nil

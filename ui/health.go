@@ -8,6 +8,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -85,6 +88,8 @@ func healthOf(obj api.Object) (Health, string) {
 			return Progressing, c.Message
 		}
 		return Degraded, c.Message
+	case *api.StatefulSet, *api.DaemonSet, *api.Job, *api.CronJob:
+		return kstatusHealth(obj)
 	case *api.EndpointSlice:
 		ready := 0
 		for _, e := range o.Endpoints {
@@ -95,6 +100,32 @@ func healthOf(obj api.Object) (Health, string) {
 		return Healthy, fmt.Sprintf("%d of %d endpoints ready", ready, len(o.Endpoints))
 	}
 	return genericHealth(obj)
+}
+
+// kstatusHealth is kstatus's verdict on a workload kind (rolled out,
+// complete, failed), as `berth tree source` and a Source's wait judge it.
+func kstatusHealth(obj api.Object) (Health, string) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return Unknown, err.Error()
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if k := api.KindOf(obj); k != nil {
+		u.SetGroupVersionKind(k.GVK)
+	}
+	res, err := status.Compute(u)
+	if err != nil {
+		return Unknown, err.Error()
+	}
+	switch res.Status {
+	case status.CurrentStatus:
+		return Healthy, res.Message
+	case status.InProgressStatus, status.TerminatingStatus:
+		return Progressing, res.Message
+	case status.FailedStatus:
+		return Degraded, res.Message
+	}
+	return Unknown, res.Message
 }
 
 // genericHealth reads status.conditions of a kind it has no rule for: a

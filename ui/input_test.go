@@ -206,6 +206,74 @@ func TestBuildTree(t *testing.T) {
 	}
 }
 
+// A StatefulSet holds its pods and the claims of its templates (owned or
+// found by name), a DaemonSet its pods, a CronJob its Jobs and their pods;
+// a claim that only looks like a set's stays out.
+func TestBuildTreeOfStatefulSetDaemonSetAndCronJob(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	meta := func(name, uid, source string, owner ...string) metav1.ObjectMeta {
+		m := metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID(uid), CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))}
+		if source != "" {
+			m.Annotations = map[string]string{api.AnnotationSource: source}
+		}
+		for _, o := range owner {
+			m.OwnerReferences = append(m.OwnerReferences, metav1.OwnerReference{UID: types.UID(o), Name: o})
+		}
+		return m
+	}
+	two := int32(2)
+	db := &api.StatefulSet{ObjectMeta: meta("db", "ss", "hello"), Spec: api.StatefulSetSpec{Replicas: &two,
+		VolumeClaimTemplates: []api.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}},
+		Status: api.StatefulSetStatus{Replicas: 2, ReadyReplicas: 1, CurrentReplicas: 2, UpdatedReplicas: 2}}
+	db.Generation, db.Status.ObservedGeneration = 1, 1
+	agent := &api.DaemonSet{ObjectMeta: meta("agent", "ds", "hello"), Status: api.DaemonSetStatus{DesiredNumberScheduled: 1, CurrentNumberScheduled: 1,
+		NumberReady: 1, UpdatedNumberScheduled: 1, NumberAvailable: 1, ObservedGeneration: 1}}
+	agent.Generation = 1
+	bound := api.PersistentVolumeClaimStatus{Phase: api.ClaimBound}
+	objs := []api.Object{
+		db,
+		&api.Pod{ObjectMeta: meta("db-0", "db0", "", "ss"), Status: api.PodStatus{Phase: api.PodRunning}},
+		&api.Pod{ObjectMeta: meta("db-1", "db1", "", "ss"), Status: api.PodStatus{Phase: api.PodPending}},
+		&api.PersistentVolumeClaim{ObjectMeta: meta("data-db-0", "c0", ""), Status: bound},
+		&api.PersistentVolumeClaim{ObjectMeta: meta("data-db-1", "c1", "", "ss"), Status: bound},
+		&api.PersistentVolumeClaim{ObjectMeta: meta("data-db-x", "cx", ""), Status: bound},
+		agent,
+		&api.Pod{ObjectMeta: meta("agent-abc", "dsp", "", "ds"), Status: api.PodStatus{Phase: api.PodRunning}},
+		&api.CronJob{ObjectMeta: meta("report", "cj", "hello"), Spec: api.CronJobSpec{Schedule: "@daily"}},
+		&api.Job{ObjectMeta: meta("report-1", "job", "", "cj"), Status: api.JobStatus{Failed: 1,
+			Conditions: []api.JobCondition{{Type: api.JobFailed, Status: api.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "<b>too many</b>"}}}},
+		&api.Pod{ObjectMeta: meta("report-1-x", "jp", "", "job"), Status: api.PodStatus{Phase: api.PodFailed}},
+	}
+	roots := buildTree("hello", objs, nil, now)
+	var got []string
+	var walk func(ns []*treeNode, depth int)
+	walk = func(ns []*treeNode, depth int) {
+		for _, n := range ns {
+			got = append(got, strings.Repeat("  ", depth)+n.Kind+" "+n.Name+" "+string(n.Health))
+			walk(n.Children, depth+1)
+		}
+	}
+	walk(roots, 0)
+	want := []string{
+		"CronJob report Healthy",
+		"  Job report-1 Degraded",
+		"    Pod report-1-x Degraded",
+		"DaemonSet agent Healthy",
+		"  Pod agent-abc Healthy",
+		"StatefulSet db Progressing",
+		"  Pod db-0 Healthy",
+		"  Pod db-1 Progressing",
+		"  PersistentVolumeClaim data-db-0 Healthy",
+		"  PersistentVolumeClaim data-db-1 Healthy",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("tree:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if msg := roots[0].Children[0].Message; !strings.Contains(msg, "Job Failed") {
+		t.Errorf("the failed Job's message %q", msg)
+	}
+}
+
 func TestFoldKeepsWhatIsNotHealthyInSight(t *testing.T) {
 	root := &treeNode{Kind: "ReplicaSet", Name: "web"}
 	for i := range 150 {

@@ -65,11 +65,14 @@ type sourceRow struct {
 	CommitAge string
 	// HeldBack is the revision read but not applied.
 	HeldBack string
+	// Suspended: spec.suspend holds the source.
+	Suspended bool
 }
 
 func newSourceRow(s *api.Source, now time.Time) sourceRow {
 	r := sourceRow{Name: s.Name, Type: string(s.Spec.Type), URL: s.Spec.URL, Ref: s.Spec.Ref,
-		Revision: s.Status.LastAppliedRevision, Attempted: s.Status.LastAttemptedRevision, Objects: s.Status.Objects, Ready: "Unknown"}
+		Revision: s.Status.LastAppliedRevision, Attempted: s.Status.LastAttemptedRevision, Objects: s.Status.Objects, Ready: "Unknown",
+		Suspended: s.Spec.Suspend}
 	r.Health, r.Message = healthOf(s)
 	if c := readyCondition(s); c != nil {
 		r.Ready, r.Reason = string(c.Status), c.Reason
@@ -381,19 +384,36 @@ func statusOf(err error) int {
 // syncSource asks for a sync now, as `berth reconcile source` does: a new
 // value of the reconcile-requested-at annotation.
 func (s *Server) syncSource(w http.ResponseWriter, r *http.Request, sess *session) {
-	name := r.PathValue("name")
 	at := s.clock.Now().UTC().Format(time.RFC3339Nano)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.AnnotationReconcileRequestedAt: at}}})
+	s.patchSource(w, r, sess, "sync", patch, "?synced="+url.QueryEscape(at))
+}
+
+// suspendSource sets or clears the Source's spec.suspend, as `berth
+// suspend|resume source` do.
+func (s *Server) suspendSource(suspend bool) func(http.ResponseWriter, *http.Request, *session) {
+	verb := map[bool]string{true: "suspend", false: "resume"}[suspend]
+	patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, suspend)
+	return func(w http.ResponseWriter, r *http.Request, sess *session) {
+		s.patchSource(w, r, sess, verb, patch, "")
+	}
+}
+
+// patchSource writes a merge patch to the Source of the path as the
+// viewer, then sends the viewer back to its page; a refusal is the API's
+// message in a page with the API's code.
+func (s *Server) patchSource(w http.ResponseWriter, r *http.Request, sess *session, verb string, patch []byte, query string) {
+	name := r.PathValue("name")
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
 	defer cancel()
 	back := Prefix + "sources/" + url.PathEscape(name)
 	if _, err := sess.client.Patch(ctx, sourceKind, "", name, patch); err != nil {
-		v := &view{Title: "Sync " + name, User: sess.user, CSRF: sess.csrf, Data: back}
-		v.apiError("sync "+name, err)
+		v := &view{Title: strings.ToUpper(verb[:1]) + verb[1:] + " " + name, User: sess.user, CSRF: sess.csrf, Data: back}
+		v.apiError(verb+" "+name, err)
 		s.render(w, "failed", statusOf(err), v)
 		return
 	}
-	http.Redirect(w, r, back+"?synced="+url.QueryEscape(at), http.StatusSeeOther)
+	http.Redirect(w, r, back+query, http.StatusSeeOther)
 }
 
 type containerRow struct {

@@ -48,7 +48,7 @@ func watchesFor(path string, q url.Values) ([]watchSpec, bool) {
 		return []watchSpec{{kind: nodeKind}}, true
 	case len(parts) == 2 && parts[0] == "sources" && parts[1] != "":
 		ws := []watchSpec{{kind: sourceKind, fields: "metadata.name=" + parts[1]}}
-		for _, r := range []string{"deployments", "replicasets", "pods", "services", "endpointslices", "persistentvolumeclaims", "configmaps"} {
+		for _, r := range []string{"deployments", "statefulsets", "daemonsets", "replicasets", "cronjobs", "jobs", "pods", "services", "endpointslices", "persistentvolumeclaims", "configmaps"} {
 			ws = append(ws, watchSpec{kind: api.MustLookupResource(r), namespace: ns})
 		}
 		return append(ws, watchSpec{kind: eventKind, fields: "involvedObject.kind=Source,involvedObject.name=" + parts[1]}), true

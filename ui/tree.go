@@ -3,6 +3,7 @@ package ui
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -74,8 +75,9 @@ func (n *treeNode) Link() string { return objectLink(n.Resource, n.Namespace, n.
 
 // buildTree makes the trees of the objects source applied (those whose
 // berth.dev/source annotation names it) down through what they own by
-// owner reference: Deployment → ReplicaSet → Pod, Service →
-// EndpointSlice. drift maps an object's UID to the drift message to mark
+// owner reference: Deployment → ReplicaSet → Pod, StatefulSet → Pod,
+// DaemonSet → Pod, CronJob → Job → Pod, Service → EndpointSlice; and a
+// StatefulSet → the claims of its volumeClaimTemplates, owned or not. drift maps an object's UID to the drift message to mark
 // it with. Roots and children come sorted by kind, namespace and name.
 func buildTree(source string, objs []api.Object, drift map[types.UID]string, now time.Time) []*treeNode {
 	nodes := make(map[types.UID]*treeNode, len(objs))
@@ -88,6 +90,14 @@ func buildTree(source string, objs []api.Object, drift map[types.UID]string, now
 		nodes[o.GetUID()] = &treeNode{Kind: k.GVK.Kind, Resource: k.Resource, Namespace: o.GetNamespace(), Name: o.GetName(),
 			Health: h, Message: msg, Age: age(now, o.GetCreationTimestamp().Time), Drift: drift[o.GetUID()]}
 	}
+	// A StatefulSet's claims are owned by it only when its retention
+	// policy deletes them; the others are found by name.
+	var sets []setClaims
+	for _, o := range objs {
+		if set, ok := o.(*api.StatefulSet); ok && len(set.Spec.VolumeClaimTemplates) > 0 {
+			sets = append(sets, setClaims{set: set, node: nodes[set.UID]})
+		}
+	}
 	var roots []*treeNode
 	for _, o := range objs {
 		n := nodes[o.GetUID()]
@@ -98,10 +108,19 @@ func buildTree(source string, objs []api.Object, drift map[types.UID]string, now
 			roots = append(roots, n)
 			continue
 		}
+		placed := false
 		for _, ref := range o.GetOwnerReferences() {
 			if p := nodes[ref.UID]; p != nil && p != n {
 				p.Children = append(p.Children, n)
+				placed = true
 				break
+			}
+		}
+		if !placed {
+			if c, ok := o.(*api.PersistentVolumeClaim); ok {
+				if set := setOfClaim(c, sets); set != nil {
+					set.Children = append(set.Children, n)
+				}
 			}
 		}
 	}
@@ -129,10 +148,12 @@ func kindRank(kind string) int {
 		return 1
 	case "Pod":
 		return 2
-	case "Service", "Ingress", "EndpointSlice":
+	case "PersistentVolumeClaim":
 		return 3
+	case "Service", "Ingress", "EndpointSlice":
+		return 4
 	}
-	return 4
+	return 5
 }
 
 // treeCount is the number of objects in the trees, folded ones too.
@@ -145,4 +166,28 @@ func treeCount(ns []*treeNode) int {
 		}
 	}
 	return n
+}
+
+// setClaims is a StatefulSet with claim templates and its tree node.
+type setClaims struct {
+	set  *api.StatefulSet
+	node *treeNode
+}
+
+// setOfClaim is the node of the StatefulSet a claim was made for: one in
+// its namespace with a template T such that the claim is T-SET-ORDINAL.
+func setOfClaim(c *api.PersistentVolumeClaim, sets []setClaims) *treeNode {
+	for _, s := range sets {
+		if s.node == nil || s.set.Namespace != c.Namespace {
+			continue
+		}
+		for _, t := range s.set.Spec.VolumeClaimTemplates {
+			ord, ok := strings.CutPrefix(c.Name, t.Name+"-"+s.set.Name+"-")
+			if !ok || ord == "" || strings.TrimLeft(ord, "0123456789") != "" {
+				continue
+			}
+			return s.node
+		}
+	}
+	return nil
 }

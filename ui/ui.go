@@ -112,6 +112,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /ui/{$}", s.page(s.overview))
 	s.mux.HandleFunc("GET /ui/sources/{name}", s.page(s.sourcePage))
 	s.mux.HandleFunc("POST /ui/sources/{name}/sync", s.action(s.syncSource))
+	s.mux.HandleFunc("POST /ui/sources/{name}/suspend", s.action(s.suspendSource(true)))
+	s.mux.HandleFunc("POST /ui/sources/{name}/resume", s.action(s.suspendSource(false)))
 	s.mux.HandleFunc("GET /ui/objects/{resource}/{namespace}/{name}", s.page(s.objectPage))
 	s.mux.HandleFunc("GET /ui/nodes", s.page(s.nodesPage))
 	s.mux.HandleFunc("GET /ui/stream/{path...}", s.stream(s.changes))

@@ -176,7 +176,7 @@ func TestWithoutSessionEveryPageRedirectsAndEveryStreamIs401(t *testing.T) {
 			t.Errorf("GET %s: %s, want 401", p, resp.Status)
 		}
 	}
-	for _, p := range []string{"/ui/sources/hello/sync", "/ui/logout"} {
+	for _, p := range []string{"/ui/sources/hello/sync", "/ui/sources/hello/suspend", "/ui/sources/hello/resume", "/ui/logout"} {
 		resp, _ := b.do("POST", p, url.Values{"csrf": {"x"}})
 		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login" {
 			t.Errorf("POST %s: %s to %q, want 303 to the login page", p, resp.Status, resp.Header.Get("Location"))
@@ -391,6 +391,76 @@ func TestSyncNeedsCSRFAndAsksForASync(t *testing.T) {
 	}
 }
 
+// Suspend and resume set and clear spec.suspend as the viewer, behind
+// the session's CSRF token, and the page offers the one that applies.
+func TestSuspendAndResumeNeedCSRFAndSetSpecSuspend(t *testing.T) {
+	c := startCluster(t)
+	b := c.browser(t)
+	csrf := b.login(c.cp.Credentials().AdminToken)
+	suspended := func() *api.Source {
+		t.Helper()
+		obj, err := c.admin.Get(context.Background(), api.KindOf(&api.Source{}), "", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*api.Source)
+	}
+	_, page := b.do("GET", "/ui/sources/hello", nil)
+	if !strings.Contains(page, `id="suspend"`) || strings.Contains(page, `id="resume"`) {
+		t.Errorf("a running source's page offers no Suspend, or a Resume:\n%s", page)
+	}
+	for _, form := range []url.Values{{"csrf": {"forged"}}, {}} {
+		if resp, _ := b.do("POST", "/ui/sources/hello/suspend", form); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("suspend with csrf %q: %s, want 403", form.Get("csrf"), resp.Status)
+		}
+	}
+	if suspended().Spec.Suspend {
+		t.Fatal("a refused suspend suspended the source")
+	}
+	resp, _ := b.do("POST", "/ui/sources/hello/suspend", url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/sources/hello" {
+		t.Fatalf("suspend: %s to %q", resp.Status, resp.Header.Get("Location"))
+	}
+	testtool.WaitFor(t, 20*time.Second, "the source Suspended", func() error {
+		src := suspended()
+		if c := readyOf(src); !src.Spec.Suspend || c == nil || c.Reason != api.ReasonSuspended {
+			return fmt.Errorf("suspend %t, ready %+v", src.Spec.Suspend, c)
+		}
+		return nil
+	})
+	_, page = b.do("GET", "/ui/sources/hello", nil)
+	if !strings.Contains(page, `id="resume"`) || !strings.Contains(page, `id="suspended"`) || strings.Contains(page, `id="sync"`) {
+		t.Errorf("a suspended source's page offers no Resume, or still a Sync:\n%s", page)
+	}
+	if resp, _ := b.do("POST", "/ui/sources/hello/resume", url.Values{"csrf": {"forged"}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("resume with a forged token: %s, want 403", resp.Status)
+	}
+	resp, _ = b.do("POST", "/ui/sources/hello/resume", url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("resume: %s", resp.Status)
+	}
+	testtool.WaitFor(t, 20*time.Second, "the source Ready again", func() error {
+		src := suspended()
+		if c := readyOf(src); src.Spec.Suspend || c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("suspend %t, ready %+v", src.Spec.Suspend, c)
+		}
+		return nil
+	})
+	resp, page = b.do("POST", "/ui/sources/missing/suspend", url.Values{"csrf": {csrf}})
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(page, `class="error"`) {
+		t.Errorf("suspend of a missing source: %s\n%s", resp.Status, page)
+	}
+}
+
+func readyOf(src *api.Source) *metav1.Condition {
+	for i, c := range src.Status.Conditions {
+		if c.Type == api.SourceReady {
+			return &src.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // events reads server-sent events off a stream into a channel.
 func events(t *testing.T, b *browser, path string) (<-chan [2]string, func()) {
 	t.Helper()
@@ -551,6 +621,15 @@ func TestAViewerSeesWhatTheAPILetsThemSee(t *testing.T) {
 	resp2, page = b.do("POST", "/ui/sources/hello/sync", url.Values{"csrf": {csrf}})
 	if resp2.StatusCode != http.StatusForbidden || !strings.Contains(page, "forbidden") {
 		t.Errorf("viewer's sync: %s, want 403 with the API's message\n%s", resp2.Status, page)
+	}
+	for _, verb := range []string{"suspend", "resume"} {
+		resp2, page = b.do("POST", "/ui/sources/hello/"+verb, url.Values{"csrf": {csrf}})
+		if resp2.StatusCode != http.StatusForbidden || !strings.Contains(page, "forbidden") {
+			t.Errorf("viewer's %s: %s, want 403 with the API's message\n%s", verb, resp2.Status, page)
+		}
+	}
+	if obj, err := c.admin.Get(ctx, api.KindOf(&api.Source{}), "", "hello"); err != nil || obj.(*api.Source).Spec.Suspend {
+		t.Errorf("the viewer's refused suspend suspended the source: %v", err)
 	}
 }
 

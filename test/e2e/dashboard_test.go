@@ -24,8 +24,8 @@ const ScreenshotsEnv = "BERTH_UI_SCREENSHOTS"
 // Chromium as a user would: log in, see the hello Source Ready at its
 // commit, open its tree down to the Deployment's pod Running, watch the
 // Source turn not Ready with the broken file and field shown without a
-// reload, press Sync, follow the pod's logs, log out. Each step leaves a
-// screenshot.
+// reload, press Sync, suspend and resume the Source, follow the pod's
+// logs, log out. Each step leaves a screenshot.
 func TestDashboardInABrowser(t *testing.T) {
 	chromium := testtool.Need(t, "chromium")
 	r := newRepo(t, "fleet")
@@ -104,15 +104,35 @@ func TestDashboardInABrowser(t *testing.T) {
 	})
 	b.shot(t, "5-synced")
 
-	// 5. The pod's page and its logs, followed.
+	// 5. Suspend: spec.suspend is set, the page offers Resume and says
+	// Suspended; Resume clears it and Sync is back.
+	b.run(t, "press Suspend", chromedp.Click(chromedp.ID("suspend")), chromedp.WaitVisible(chromedp.ID("resume")))
+	b.waitJS(t, 30*time.Second, "the source Suspended", `(() => { const r = document.querySelector('dd .ready');
+	  return !!document.getElementById('suspended') && !!r && r.parentElement.textContent.includes('Suspended'); })()`)
+	suspended := func(want bool) {
+		t.Helper()
+		obj, err := admin.Get(context.Background(), api.KindOf(&api.Source{}), "", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.(*api.Source).Spec.Suspend; got != want {
+			t.Fatalf("spec.suspend is %t, want %t", got, want)
+		}
+	}
+	suspended(true)
+	b.shot(t, "6-suspended")
+	b.run(t, "press Resume", chromedp.Click(chromedp.ID("resume")), chromedp.WaitVisible(chromedp.ID("sync")))
+	suspended(false)
+
+	// 6. The pod's page and its logs, followed.
 	b.run(t, "open the pod", chromedp.Click(chromedp.CSS(`li.node[data-kind="Pod"] > a`)), chromedp.WaitVisible(chromedp.ID("log-lines")))
 	b.waitJS(t, 30*time.Second, "the pod's log", `document.getElementById('log-lines').textContent.includes('http-echo serving')`)
-	b.shot(t, "6-logs")
+	b.shot(t, "7-logs")
 
-	// 6. Log out: back to the login page, and the overview needs a login.
+	// 7. Log out: back to the login page, and the overview needs a login.
 	b.run(t, "log out", chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("token")))
 	b.run(t, "the overview again", chromedp.Navigate(s.url+"/ui/"), chromedp.WaitVisible(chromedp.ID("token")))
-	b.shot(t, "7-logged-out")
+	b.shot(t, "8-logged-out")
 	t.Logf("screenshots in %s", shots)
 }
 

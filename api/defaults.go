@@ -63,6 +63,8 @@ func Default(obj Object) {
 		defaultSubjects(o.Subjects, &o.RoleRef)
 	case *LimitRange:
 		defaultLimitRange(o)
+	case *NetworkPolicy:
+		defaultNetworkPolicy(o)
 	case *PriorityClass:
 		defaultPriorityClass(o)
 	case *HorizontalPodAutoscaler:

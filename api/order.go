@@ -23,7 +23,9 @@ var applyOrder = map[string]int{
 	"PersistentVolumeClaim": 6,
 	"Service":               7,
 	// A budget guards the pods from the first one on.
-	"PodDisruptionBudget":   7,
+	"PodDisruptionBudget": 7,
+	// Pods start behind the policies that hold for them.
+	"NetworkPolicy":         7,
 	"ReplicationController": 8,
 	"ReplicaSet":            8,
 	"Deployment":            8,

@@ -79,6 +79,8 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateConfigMap(o)...)
 	case *LimitRange:
 		errs = append(errs, validateLimitRange(o)...)
+	case *NetworkPolicy:
+		errs = append(errs, validateNetworkPolicy(o)...)
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClass(o)...)
 	case *HorizontalPodAutoscaler:

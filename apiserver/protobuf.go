@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -68,6 +69,7 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	appsv1.SchemeGroupVersion.WithKind("DaemonSet"):             func() protobufObject { return &appsv1.DaemonSet{} },
 	appsv1.SchemeGroupVersion.WithKind("ControllerRevision"):    func() protobufObject { return &appsv1.ControllerRevision{} },
 	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       func() protobufObject { return &storagev1.StorageClass{} },
+	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):   func() protobufObject { return &networkingv1.NetworkPolicy{} },
 	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   func() protobufObject { return &schedulingv1.PriorityClass{} },
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):    func() protobufObject { return &discoveryv1.EndpointSlice{} },

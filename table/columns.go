@@ -296,6 +296,12 @@ var definitions = map[string][]Column{
 			})},
 		ageColumn,
 	},
+	"NetworkPolicy": {
+		nameColumn,
+		{Name: "Pod-Selector", Type: "string", Description: "The pods of the namespace the policy holds for.",
+			cell: on(func(np *api.NetworkPolicy, _ time.Time) string { return FormatSelector(&np.Spec.PodSelector) })},
+		ageColumn,
+	},
 	"PriorityClass": {
 		nameColumn,
 		{Name: "Value", Type: "integer", Description: "The priority of the pods of the class.",

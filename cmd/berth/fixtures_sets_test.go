@@ -4,6 +4,7 @@ import (
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -142,4 +143,15 @@ func fixtureCRDs() []api.Object {
 	crd.Spec.Scope = "Namespaced"
 	crd.Spec.Names.Plural, crd.Spec.Names.Kind = "widgets", "Widget"
 	return []api.Object{crd}
+}
+
+// fixtureNetworkPolicies: one for the web pods, one that selects every
+// pod of its namespace.
+func fixtureNetworkPolicies() []api.Object {
+	web := &api.NetworkPolicy{ObjectMeta: meta("shop", "web-from-frontend", 3*day, nil)}
+	web.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	web.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+		{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "frontend"}}}}}}
+	deny := &api.NetworkPolicy{ObjectMeta: meta("shop", "deny-all", time.Hour, nil)}
+	return []api.Object{deny, web}
 }

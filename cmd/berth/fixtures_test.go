@@ -496,6 +496,7 @@ func fixtureKinds() map[string][]api.Object {
 		"limitranges":               fixtureLimitRanges(),
 		"horizontalpodautoscalers":  fixtureHPAs(),
 		"priorityclasses":           fixturePriorityClasses(),
+		"networkpolicies":           fixtureNetworkPolicies(),
 		"customresourcedefinitions": fixtureCRDs(),
 	}
 }

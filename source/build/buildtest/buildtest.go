@@ -4,6 +4,7 @@
 package buildtest
 
 import (
+	"path"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keyservice"
+	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 )
 
@@ -32,7 +34,22 @@ func AgeKey(t testing.TB) (identity []byte, recipient string) {
 // encrypted_regex for Secrets does.
 func EncryptYAML(t testing.TB, plain []byte, recipients ...string) []byte {
 	t.Helper()
-	store := sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	return Encrypt(t, "file.yaml", plain, Rules{EncryptedRegex: "^(data|stringData)$"}, recipients...)
+}
+
+// Rules are the choices of `sops --encrypt` that say which values are
+// encrypted and which the MAC covers.
+type Rules struct {
+	EncryptedRegex, UnencryptedRegex   string
+	EncryptedSuffix, UnencryptedSuffix string
+	MACOnlyEncrypted                   bool
+}
+
+// Encrypt encrypts a file for the age recipients with the SOPS library,
+// in the format SOPS picks by the file's name (YAML, JSON, or binary).
+func Encrypt(t testing.TB, name string, plain []byte, rules Rules, recipients ...string) []byte {
+	t.Helper()
+	store := storeFor(name)
 	branches, err := store.LoadPlainFile(plain)
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +65,13 @@ func EncryptYAML(t testing.TB, plain []byte, recipients ...string) []byte {
 	tree := sops.Tree{
 		Branches: branches,
 		Metadata: sops.Metadata{
-			KeyGroups:      []sops.KeyGroup{group},
-			EncryptedRegex: "^(data|stringData)$",
-			Version:        "3.13.3",
+			KeyGroups:         []sops.KeyGroup{group},
+			EncryptedRegex:    rules.EncryptedRegex,
+			UnencryptedRegex:  rules.UnencryptedRegex,
+			EncryptedSuffix:   rules.EncryptedSuffix,
+			UnencryptedSuffix: rules.UnencryptedSuffix,
+			MACOnlyEncrypted:  rules.MACOnlyEncrypted,
+			Version:           "3.13.3",
 		},
 	}
 	dataKey, errs := tree.GenerateDataKeyWithKeyServices([]keyservice.KeyServiceClient{keyservice.NewLocalClient()})
@@ -72,4 +93,20 @@ func EncryptYAML(t testing.TB, plain []byte, recipients ...string) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// store is what SOPS's stores of every format do.
+type store interface {
+	LoadPlainFile(data []byte) (sops.TreeBranches, error)
+	EmitEncryptedFile(sops.Tree) ([]byte, error)
+}
+
+func storeFor(name string) store {
+	switch path.Ext(name) {
+	case ".yaml", ".yml":
+		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	case ".json":
+		return sopsjson.NewStore(&config.JSONStoreConfig{})
+	}
+	return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
 }

@@ -681,9 +681,11 @@ func (s *sources) checkHealth(ctx context.Context, src *api.Source, r *sourceRun
 	out := apply.Outcome{Status: metav1.ConditionFalse, Reason: api.ReasonHealthCheckFailed, Message: msg,
 		Health: api.SourceDegraded, Unhealthy: unhealthy, Revision: rev}
 	if src.Spec.RollbackOnFailure {
+		if r.healthy == nil {
+			r.healthy, out.Message = s.pastHealthy(ctx, src, r, rev, out.Message)
+		}
 		switch {
 		case r.healthy == nil:
-			out.Message += "; no healthy revision to roll back to since the server started"
 		case r.healthy.ID == rev:
 			out.Message += "; it is the last healthy revision: nothing to roll back to"
 		default:
@@ -701,6 +703,34 @@ func (s *sources) checkHealth(ctx context.Context, src *api.Source, r *sourceRun
 		}
 	}
 	return next, s.applier.SetOutcome(ctx, name, out)
+}
+
+// pastHealthy reads status.lastHealthyRevision again when the server
+// has not seen a healthy revision since it started (after a restart): a
+// git source reads the commit again; other sources cannot read a past
+// revision, and the message says so.
+func (s *sources) pastHealthy(ctx context.Context, src *api.Source, r *sourceRun, failed, msg string) (*source.Revision, string) {
+	id := src.Status.LastHealthyRevision
+	if id == "" {
+		return nil, msg + "; no healthy revision to roll back to yet"
+	}
+	if id == failed {
+		return nil, msg + "; it is the last healthy revision: nothing to roll back to"
+	}
+	f, ok := r.fetcher.(source.RevisionFetcher)
+	if !ok {
+		return nil, msg + fmt.Sprintf("; the last healthy revision %s cannot be read again (only a git source reads a past revision) since the server started", id)
+	}
+	rev := f.FetchRevision(ctx, id)
+	if !rev.OK() {
+		reason := fmt.Sprint(rev.Err)
+		if rev.Err == nil {
+			reason = rev.Errors.Error()
+		}
+		return nil, msg + fmt.Sprintf("; the last healthy revision %s cannot be read again: %s", id, reason)
+	}
+	rev.Time = s.clock.Now()
+	return &rev, msg
 }
 
 // flagged reports whether a --source flag names the Source.

@@ -3,6 +3,8 @@ package controlplane
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/testtool"
 )
 
 func deploymentYAML(name string, replicas int) string {
@@ -114,5 +117,78 @@ func TestSourceHealthOrderAndRollback(t *testing.T) {
 	}
 	if n := len(src.Status.History); n < 2 || src.Status.History[0].Reason != api.ReasonRolledBack {
 		t.Errorf("history %+v", src.Status.History)
+	}
+}
+
+// gitCommit writes files into the repository dir (made on first use) and
+// commits them, returning the commit's SHA.
+func gitCommit(t *testing.T, dir string, files map[string]string) string {
+	t.Helper()
+	testtool.Need(t, "git")
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		git("init", "--quiet", "--initial-branch=main")
+	}
+	for name, content := range files {
+		write(t, filepath.Join(dir, name), content)
+	}
+	git("add", "-A")
+	git("commit", "--quiet", "-m", "change")
+	return git("rev-parse", "HEAD")
+}
+
+// TestRollbackAfterRestart: the last healthy revision outlives the
+// server. A git Source healthy at one commit, then stopped; a commit
+// whose rollout fails arrives while it is down; the server started again
+// reads the healthy commit again and rolls back to it.
+func TestRollbackAfterRestart(t *testing.T) {
+	repo, dataDir := t.TempDir(), t.TempDir()
+	good := gitCommit(t, repo, map[string]string{"web.yaml": deploymentYAML("web", 0)})
+	cp := startControlPlane(t, dataDir, StoreBolt)
+	app := &api.Source{ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: api.SourceSpec{Type: api.SourceTypeGit, URL: "file://" + repo, Ref: "main", Wait: true,
+			Timeout: &metav1.Duration{Duration: 3 * time.Second}, RollbackOnFailure: true}}
+	if _, err := cp.Store().Create(context.Background(), app); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "app healthy", func() error {
+		src := sourceObject(t, cp.Store(), "app")
+		if s, r := readyOf(src); s != "True" || src.Status.LastHealthyRevision != good {
+			return fmt.Errorf("ready %s %s, last healthy %q", s, r, src.Status.LastHealthyRevision)
+		}
+		return nil
+	})
+	cp.stop()
+
+	bad := gitCommit(t, repo, map[string]string{"web.yaml": deploymentYAML("web", 1)})
+	cp = startControlPlane(t, dataDir, StoreBolt)
+	st := cp.Store()
+	poll(t, "the failed rollout rolled back", func() error {
+		src := sourceObject(t, st, "app")
+		if s, r := readyOf(src); s != "False" || r != api.ReasonRolledBack {
+			return fmt.Errorf("ready %s %s: %v", s, r, src.Status.Conditions)
+		}
+		return nil
+	})
+	msg := meta.FindStatusCondition(sourceObject(t, st, "app").Status.Conditions, api.SourceReady).Message
+	for _, want := range []string{"Revision " + bad, "Deployment/default/web", "rolled back to revision " + good} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
+		}
+	}
+	obj, err := st.Get(api.KindOf(&api.Deployment{}), "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := obj.(*api.Deployment).Spec.Replicas; r == nil || *r != 0 {
+		t.Errorf("web has %v replicas after the rollback, want 0", r)
 	}
 }

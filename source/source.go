@@ -70,3 +70,13 @@ type Fetcher interface {
 	// Close lets go of what the fetcher keeps open between reads.
 	Close()
 }
+
+// RevisionFetcher is a Fetcher that can read a past revision again by its
+// ID, as a git source reads a commit: what lets spec.rollbackOnFailure
+// roll back to status.lastHealthyRevision after a restart, when the
+// revision is no longer in memory.
+type RevisionFetcher interface {
+	Fetcher
+	// FetchRevision reads the revision id whole.
+	FetchRevision(ctx context.Context, id string) Revision
+}

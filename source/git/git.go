@@ -131,6 +131,34 @@ func (g *Git) Fetch(ctx context.Context, have string) source.Revision {
 	return g.check(ctx, have)
 }
 
+var _ source.RevisionFetcher = (*Git)(nil)
+
+// FetchRevision reads the commit id again, from the cache when it still
+// holds it, else fetched by its SHA.
+func (g *Git) FetchRevision(ctx context.Context, id string) source.Revision {
+	if !isSHA(id) {
+		return source.Revision{ID: id, Err: fmt.Errorf("git source %q: revision %q is not a commit SHA", g.spec.Name, id)}
+	}
+	if g.cache == nil {
+		c, err := openCache(g.opts.CacheDir)
+		if err != nil {
+			return source.Revision{ID: id, Err: fmt.Errorf("git source %q: %w", g.spec.Name, err)}
+		}
+		g.cache = c
+	}
+	commit := plumbing.NewHash(id)
+	if !g.cache.hasCommit(commit) {
+		am, err := g.auth.method(ctx)
+		if err != nil {
+			return source.Revision{ID: id, Err: err}
+		}
+		if _, err := g.fetchCommit(ctx, am, commit); err != nil {
+			return source.Revision{ID: id, Err: describe(err, am != nil)}
+		}
+	}
+	return g.read(commit, "")
+}
+
 // Close closes the cache Fetch opened.
 func (g *Git) Close() {
 	if g.cache != nil {

@@ -79,12 +79,19 @@ func fieldOf[T api.Object](f func(T) string) fieldGetter {
 func podField(f func(*api.Pod) string) fieldGetter     { return fieldOf(f) }
 func eventField(f func(*api.Event) string) fieldGetter { return fieldOf(f) }
 
+// SourceField selects, in every kind, the objects a source applied: those
+// whose berth.dev/source annotation names it. The store indexes it, so a
+// list of one source's objects reads only them.
+const SourceField = "metadata.annotations." + api.AnnotationSource
+
 func getField(k *api.Kind, name string) (fieldGetter, bool) {
 	switch name {
 	case "metadata.name":
 		return api.Object.GetName, true
 	case "metadata.namespace":
 		return api.Object.GetNamespace, true
+	case SourceField:
+		return func(o api.Object) string { return o.GetAnnotations()[api.AnnotationSource] }, true
 	}
 	g, ok := selectableFields[k.GVK.Kind][name]
 	return g, ok
@@ -160,6 +167,10 @@ func parseSelection(k *api.Kind, namespace string, q url.Values) (*selection, er
 			continue
 		case eq && sel.filter.Index == "" && indexedFields[k.GVK.Kind][r.Field] != "":
 			sel.filter.Index = indexedFields[k.GVK.Kind][r.Field]
+			sel.filter.Value = r.Value
+			continue
+		case eq && sel.filter.Index == "" && r.Field == SourceField && r.Value != "":
+			sel.filter.Index = store.IndexSource
 			sel.filter.Value = r.Value
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -292,6 +293,63 @@ func treeKinds() []*api.Kind {
 	return out
 }
 
+// sourceField is the API's field selector of the objects a source
+// applied: the store indexes the berth.dev/source annotation.
+const sourceField = "metadata.annotations." + api.AnnotationSource
+
+// maxChildNamespaces bounds the namespaces a source's page lists the
+// children of its objects in one by one; beyond, it lists all at once.
+const maxChildNamespaces = 8
+
+// childKinds are the kinds controllers make for the objects a source
+// applied: ReplicaSets, Pods, Jobs, ControllerRevisions, EndpointSlices,
+// a StatefulSet's claims.
+func childKinds() []*api.Kind {
+	var out []*api.Kind
+	for _, r := range []string{"replicasets", "pods", "jobs", "controllerrevisions", "endpointslices", "persistentvolumeclaims"} {
+		if k, ok := api.LookupResource(r); ok && k.Resource == r {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// kindList is one list's answer.
+type kindList struct {
+	kind *api.Kind
+	objs []api.Object
+	rv   string
+	err  error
+}
+
+// listKinds lists kinds, each in the namespaces spaces gives ("" is
+// all), eight lists at a time; a cluster-scoped kind is listed once.
+func listKinds(ctx context.Context, c *client.Client, kinds []*api.Kind, spaces func(*api.Kind) []string, opts client.ListOptions) []kindList {
+	var jobs []kindList
+	var nss []string
+	for _, k := range kinds {
+		if !k.Namespaced {
+			jobs, nss = append(jobs, kindList{kind: k}), append(nss, "")
+			continue
+		}
+		for _, ns := range spaces(k) {
+			jobs, nss = append(jobs, kindList{kind: k}), append(nss, ns)
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			j := &jobs[i]
+			j.objs, j.rv, j.err = c.List(ctx, j.kind, nss[i], opts)
+		})
+	}
+	wg.Wait()
+	return jobs
+}
+
 func (s *Server) sourcePage(ctx context.Context, sess *session, r *http.Request, v *view) (string, int) {
 	name := r.PathValue("name")
 	d := &sourceData{Namespace: r.URL.Query().Get("namespace")}
@@ -308,47 +366,61 @@ func (s *Server) sourcePage(ctx context.Context, sess *session, r *http.Request,
 	d.Source, d.Spec, d.Conditions = newSourceRow(src, now), src.Spec, src.Status.Conditions
 	d.Spec.Options = nil // may hold credentials
 
-	kinds := treeKinds()
-	lists := make([][]api.Object, len(kinds))
-	errs := make([]error, len(kinds))
-	rvs := make([]string, len(kinds))
-	var evs []api.Object
-	var evErr error
+	var evs, drifts []api.Object
+	var evErr, driftErr error
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, k := range kinds {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ns := d.Namespace
-			if !k.Namespaced {
-				ns = ""
-			}
-			lists[i], rvs[i], errs[i] = c.List(ctx, k, ns, client.ListOptions{})
-		})
-	}
-	var drifts []api.Object
-	var driftErr error
 	wg.Go(func() {
 		evs, _, evErr = c.List(ctx, eventKind, "", client.ListOptions{FieldSelector: "involvedObject.kind=" + sourceKind.GVK.Kind + ",involvedObject.name=" + name})
 	})
 	wg.Go(func() {
 		drifts, _, driftErr = c.List(ctx, eventKind, d.Namespace, client.ListOptions{FieldSelector: "reason=" + driftReason})
 	})
+	// The objects the source applied, by the store's index of the
+	// source annotation; then, in their namespaces only, the kinds that
+	// controllers make for them.
+	kinds := treeKinds()
+	roots := listKinds(ctx, c, kinds, func(*api.Kind) []string { return []string{d.Namespace} },
+		client.ListOptions{FieldSelector: sourceField + "=" + name})
+	namespaces := map[string]bool{}
+	for _, l := range roots {
+		for _, o := range l.objs {
+			if o.GetNamespace() != "" {
+				namespaces[o.GetNamespace()] = true
+			}
+		}
+	}
+	spaces := slices.Sorted(maps.Keys(namespaces))
+	if d.Namespace != "" || len(spaces) > maxChildNamespaces {
+		spaces = []string{d.Namespace}
+	}
+	var owned []kindList
+	wg.Go(func() {
+		if len(namespaces) > 0 || d.Namespace != "" {
+			owned = listKinds(ctx, c, childKinds(), func(*api.Kind) []string { return spaces }, client.ListOptions{})
+		}
+	})
 	wg.Wait()
 	var all []api.Object
-	for i, k := range kinds {
-		if errs[i] != nil {
-			if client.IsForbidden(errs[i]) {
-				d.Unlisted = append(d.Unlisted, k.Resource)
+	seen := map[types.UID]bool{}
+	unlisted := map[string]bool{}
+	for _, l := range slices.Concat(roots, owned) {
+		if l.err != nil {
+			if client.IsForbidden(l.err) {
+				unlisted[l.kind.Resource] = true
 			} else {
-				v.apiError(k.Resource, errs[i])
+				v.apiError(l.kind.Resource, l.err)
 			}
 			continue
 		}
-		v.seen(rvs[i])
-		all = append(all, lists[i]...)
+		v.seen(l.rv)
+		for _, o := range l.objs {
+			if !seen[o.GetUID()] {
+				seen[o.GetUID()] = true
+				all = append(all, o)
+			}
+		}
 	}
+	d.Unlisted = slices.Sorted(maps.Keys(unlisted))
 	drift := map[types.UID]string{}
 	for _, o := range drifts {
 		if e := o.(*api.Event); e.InvolvedObject.UID != "" {

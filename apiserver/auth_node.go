@@ -48,8 +48,21 @@ func (p *Policy) authorizeNode(id *Identity, a Attributes) error {
 		return p.nodeRuleEvent(id, a)
 	case "leases.coordination.k8s.io":
 		return nodeRuleLease(id, a)
+	case "services", "endpointslices.discovery.k8s.io", "namespaces", "networkpolicies.networking.k8s.io":
+		return nodeRuleProxy(id, a)
 	}
 	return Forbidden(id, a, "")
+}
+
+// nodeRuleProxy: the node's service proxy reads Services, their
+// EndpointSlices, Namespaces and NetworkPolicies, as kube-proxy and a
+// NetworkPolicy agent do with the node-proxier's rights; nothing of
+// them is written, and no subresource is read.
+func nodeRuleProxy(id *Identity, a Attributes) error {
+	if a.Subresource != "" || !isRead(a.Verb) {
+		return Forbidden(id, a, "")
+	}
+	return nil
 }
 
 // nodeRuleLease: a node reads and writes its own Lease in kube-node-lease
@@ -148,6 +161,12 @@ func (p *Policy) nodeRulePod(id *Identity, a Attributes) error {
 	}
 	switch a.Verb {
 	case VerbList, VerbWatch:
+		// Every pod, as Kubernetes' node authorizer lets a kubelet read
+		// them: the service proxy enforces NetworkPolicy, whose peers
+		// are pods of any node, by their addresses and labels.
+		if a.Subresource == "" {
+			return nil
+		}
 		if a.FieldSelector != nil {
 			if v, ok := a.FieldSelector.RequiresExactMatch(nodeRuleFieldNodeName); ok && v == id.Node {
 				return nil

@@ -174,11 +174,12 @@ func TestAuthzPolicy(t *testing.T) {
 		{"node gets an unbound pod", n1, apiserver.Attributes{Verb: "get", Kind: k("pods"), Namespace: "default", Name: "pending"}, false},
 		{"node lists its pods by field selector", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), FieldSelector: sel("spec.nodeName=n1")}, true},
 		{"node watches its pods in a namespace", n1, apiserver.Attributes{Verb: "watch", Kind: k("pods"), Namespace: "default", FieldSelector: sel("spec.nodeName=n1,status.phase=Running")}, true},
-		{"node lists pods without selector", n1, apiserver.Attributes{Verb: "list", Kind: k("pods")}, false},
-		{"node lists pods with an empty selector", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), FieldSelector: fields.Everything()}, false},
-		{"node watches another node's pods", n1, apiserver.Attributes{Verb: "watch", Kind: k("pods"), FieldSelector: sel("spec.nodeName=n2")}, false},
-		{"node lists pods not on it", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), FieldSelector: sel("spec.nodeName!=n1")}, false},
-		{"node lists unbound pods", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), FieldSelector: sel("spec.nodeName=")}, false},
+		{"node lists pods without selector", n1, apiserver.Attributes{Verb: "list", Kind: k("pods")}, true},
+		{"node lists pods with an empty selector", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), FieldSelector: fields.Everything()}, true},
+		{"node watches another node's pods", n1, apiserver.Attributes{Verb: "watch", Kind: k("pods"), FieldSelector: sel("spec.nodeName=n2")}, true},
+		{"node lists pods not on it", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), FieldSelector: sel("spec.nodeName!=n1")}, true},
+		{"node lists unbound pods", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), FieldSelector: sel("spec.nodeName=")}, true},
+		{"node lists pods' logs", n1, apiserver.Attributes{Verb: "list", Kind: k("pods"), Subresource: "log"}, false},
 		{"node updates its pod's status", n1, apiserver.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "status",
 			Old: old("pods", "default", "web"), Object: authzPodEdit(t, st, "default", "web", func(p *api.Pod) { p.Status.Phase = api.PodRunning })}, true},
 		{"node patches its pod's status", n1, apiserver.Attributes{Verb: "patch", Kind: k("pods"), Namespace: "default", Name: "web", Subresource: "status",
@@ -242,12 +243,17 @@ func TestAuthzPolicy(t *testing.T) {
 
 		// Node: nothing else.
 		{"node reads a deployment", n1, apiserver.Attributes{Verb: "get", Kind: k("deployments"), Namespace: "default", Name: "web"}, false},
-		{"node lists services", n1, apiserver.Attributes{Verb: "list", Kind: k("services")}, false},
-		// Its pods reach services by DNS, which the control plane serves:
-		// a node reads neither Endpoints nor EndpointSlices.
+		// Its service proxy reads Services, EndpointSlices, Namespaces and
+		// NetworkPolicies, and writes none of them.
+		{"node lists services", n1, apiserver.Attributes{Verb: "list", Kind: k("services")}, true},
+		{"node updates a service", n1, apiserver.Attributes{Verb: "update", Kind: k("services"), Namespace: "default", Name: "web"}, false},
+		{"node writes a service's status", n1, apiserver.Attributes{Verb: "update", Kind: k("services"), Namespace: "default", Name: "web", Subresource: "status"}, false},
 		{"node lists endpoints", n1, apiserver.Attributes{Verb: "list", Kind: k("endpoints"), Namespace: "default"}, false},
-		{"node lists endpointslices", n1, apiserver.Attributes{Verb: "list", Kind: k("endpointslices"), Namespace: "default"}, false},
-		{"node gets an endpointslice", n1, apiserver.Attributes{Verb: "get", Kind: k("endpointslices"), Namespace: "default", Name: "web-abcde"}, false},
+		{"node lists endpointslices", n1, apiserver.Attributes{Verb: "list", Kind: k("endpointslices"), Namespace: "default"}, true},
+		{"node gets an endpointslice", n1, apiserver.Attributes{Verb: "get", Kind: k("endpointslices"), Namespace: "default", Name: "web-abcde"}, true},
+		{"node watches namespaces", n1, apiserver.Attributes{Verb: "watch", Kind: k("namespaces")}, true},
+		{"node watches networkpolicies", n1, apiserver.Attributes{Verb: "watch", Kind: k("networkpolicies")}, true},
+		{"node deletes a networkpolicy", n1, apiserver.Attributes{Verb: "delete", Kind: k("networkpolicies"), Namespace: "default", Name: "deny"}, false},
 		{"node creates a namespace", n1, apiserver.Attributes{Verb: "create", Kind: k("namespaces"), Name: "x"}, false},
 		{"node non-resource request", n1, apiserver.Attributes{Verb: "get"}, false},
 

@@ -160,3 +160,39 @@ func TestProxyFollowsTheAPI(t *testing.T) {
 	c.setReady(t, 1, 3, vip, false)
 	c.setReady(t, 1, 3, vip, true)
 }
+
+// TestProxyFollowsPolicies: the proxy reads Pods, Namespaces and
+// NetworkPolicies through the API: a policy that selects a pod of the
+// node isolates it, and its deletion opens it again.
+func TestProxyFollowsPolicies(t *testing.T) {
+	c := startCluster(t, 1, 1)
+	ctx := context.Background()
+	pod := policyPodOf("default", "web", "node-1", "198.18.7.10", map[string]string{"app": "web"})
+	np := policyOf("default", "deny", map[string]string{"app": "web"}, nil)
+	addr := netip.MustParseAddr("198.18.7.10")
+	wait := func(what string, want func(*Ruleset) bool, write func(tx *store.Txn) error) {
+		t.Helper()
+		c.mu.Lock()
+		c.want = want
+		c.mu.Unlock()
+		if _, err := c.store.Txn(ctx, write); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-c.hit:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the rules never showed %s", what)
+		}
+	}
+	wait("the pod isolated", func(rs *Ruleset) bool { _, ok := rs.PolicyIngress[addr]; return ok }, func(tx *store.Txn) error {
+		if _, err := tx.Create(pod); err != nil {
+			return err
+		}
+		_, err := tx.Create(np)
+		return err
+	})
+	wait("the pod open again", func(rs *Ruleset) bool { return len(rs.PolicyIngress) == 0 && len(rs.PolicyChains) == 0 }, func(tx *store.Txn) error {
+		_, err := tx.Delete(api.MustLookupResource("networkpolicies"), "default", "deny", store.DeleteOptions{})
+		return err
+	})
+}

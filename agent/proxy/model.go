@@ -22,6 +22,12 @@ type Input struct {
 	NodeName string
 	Services []*api.Service
 	Slices   []*api.EndpointSlice
+	// Pods, Namespaces and Policies make the NetworkPolicy rules: the
+	// policies hold for the pods of NodeName and select their peers
+	// among all pods.
+	Pods       []*api.Pod
+	Namespaces []*api.Namespace
+	Policies   []*api.NetworkPolicy
 }
 
 // Proto is a transport protocol number, as the IP header carries it.
@@ -92,6 +98,15 @@ type Ruleset struct {
 	// endpoint to send to: the proxy rejects their connections.
 	NoEndpoints          map[VIP]struct{}
 	NoEndpointsNodePorts map[NodePort]struct{}
+
+	// PolicyChains are the NetworkPolicy chains of the node's pods;
+	// PolicyIngress and PolicyEgress map a pod's address to its chain
+	// for connections to it and from it; PolicySets are the peers'
+	// addresses the chains' rules look up.
+	PolicyChains  map[string]PolicyChain
+	PolicyIngress map[netip.Addr]string
+	PolicyEgress  map[netip.Addr]string
+	PolicySets    map[string][]AddrRange
 }
 
 // Chain names: nftables allows 256 bytes; a hash keeps them unique and
@@ -114,12 +129,15 @@ type endpoint struct {
 }
 
 // Build is the proxy's pure core: the rules Services and EndpointSlices
-// make on a node, as kube-proxy makes them. Only IPv4 is served.
+// make on a node, as kube-proxy makes them, and the NetworkPolicy rules
+// of its pods. Only IPv4 is served.
 func Build(in Input) *Ruleset {
 	rs := &Ruleset{
 		Services: map[string]ServiceChain{}, Endpoints: map[string]EndpointChain{},
 		IPs: map[VIP]string{}, NodePorts: map[NodePort]string{},
 		NoEndpoints: map[VIP]struct{}{}, NoEndpointsNodePorts: map[NodePort]struct{}{},
+		PolicyChains: map[string]PolicyChain{}, PolicyIngress: map[netip.Addr]string{}, PolicyEgress: map[netip.Addr]string{},
+		PolicySets: map[string][]AddrRange{},
 	}
 	slicesBySvc := map[string][]*api.EndpointSlice{}
 	for _, s := range in.Slices {
@@ -133,6 +151,7 @@ func Build(in Input) *Ruleset {
 	for _, svc := range in.Services {
 		buildService(rs, in.NodeName, svc, slicesBySvc[svc.Namespace+"/"+svc.Name])
 	}
+	buildPolicies(rs, in)
 	return rs
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"syscall"
 
@@ -33,6 +34,12 @@ const (
 	chainEndpointsCheck   = "endpoints-check"
 	chainMarkMasq         = "mark-for-masquerade"
 	chainReject           = "reject-chain"
+	// NetworkPolicy: the verdict maps from a pod's address to its chain,
+	// and the base chains that look them up.
+	mapPolicyIngress   = "policy-ingress"
+	mapPolicyEgress    = "policy-egress"
+	chainPolicyForward = "policy-forward"
+	chainPolicyInput   = "policy-input"
 )
 
 // rtnLocal is the fib address type of a local address (RTN_LOCAL).
@@ -134,6 +141,46 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 	// name by ID as well.
 	setIDs := map[string]uint32{}
 	var delSets []string
+	// NetworkPolicy peer sets, before the rules that look them up: new
+	// ones made, changed ones emptied and filled again.
+	for _, name := range slices.Sorted(maps.Keys(rs.PolicySets)) {
+		ranges := rs.PolicySets[name]
+		prev, ok := old.PolicySets[name]
+		if ok && slices.Equal(prev, ranges) {
+			continue
+		}
+		set := policySet(name)
+		if !ok {
+			set.ID = s.nextID()
+			if err := c.AddSet(set, nil); err != nil {
+				return full, fmt.Errorf("nftables: set %s: %w", name, err)
+			}
+			setIDs[name] = set.ID
+		} else {
+			c.FlushSet(set)
+		}
+		for part := range slices.Chunk(intervalElements(ranges), elementsPerMessage) {
+			if err := c.SetAddElements(set, part); err != nil {
+				return full, fmt.Errorf("nftables: set %s: %w", name, err)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(rs.PolicyChains)) {
+		pc := rs.PolicyChains[name]
+		prev, ok := old.PolicyChains[name]
+		if ok && samePolicyChain(prev, pc) {
+			continue
+		}
+		ch := &nftables.Chain{Name: name, Table: table}
+		if !ok {
+			c.AddChain(ch)
+		} else {
+			c.FlushChain(ch)
+		}
+		for _, r := range policyRules(pc, setIDs) {
+			c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: r})
+		}
+	}
 	// New and changed endpoint chains, then service chains, which jump to them.
 	for _, name := range slices.Sorted(maps.Keys(rs.Endpoints)) {
 		ep := rs.Endpoints[name]
@@ -191,6 +238,20 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 	if err := syncMap(c, fixedMap(mapNoEndpointNodePort, portKeyType), old.NoEndpointsNodePorts, rs.NoEndpointsNodePorts, portKey, reject); err != nil {
 		return full, err
 	}
+	jump := func(chain string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictJump, Chain: chain} }
+	if err := syncMap(c, policyMap(mapPolicyIngress), old.PolicyIngress, rs.PolicyIngress, addrKey, jump); err != nil {
+		return full, err
+	}
+	if err := syncMap(c, policyMap(mapPolicyEgress), old.PolicyEgress, rs.PolicyEgress, addrKey, jump); err != nil {
+		return full, err
+	}
+	for name := range old.PolicyChains {
+		if _, ok := rs.PolicyChains[name]; !ok {
+			ch := &nftables.Chain{Name: name, Table: table}
+			c.FlushChain(ch)
+			c.DelChain(ch)
+		}
+	}
 	// Chains gone: service chains first, then the endpoint chains they
 	// jumped to, each flushed before it is deleted.
 	for name := range old.Services {
@@ -211,6 +272,11 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 		}
 	}
 	// Sets last: no rule names them any more.
+	for name := range old.PolicySets {
+		if _, ok := rs.PolicySets[name]; !ok {
+			delSets = append(delSets, name)
+		}
+	}
 	for _, name := range delSets {
 		c.DelSet(&nftables.Set{Table: table, Name: name})
 	}
@@ -332,10 +398,42 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 			return fmt.Errorf("nftables: map %s: %w", m.Name, err)
 		}
 	}
+	for _, m := range []*nftables.Set{policyMap(mapPolicyIngress), policyMap(mapPolicyEgress)} {
+		m.ID = s.nextID()
+		if err := c.AddSet(m, nil); err != nil {
+			return fmt.Errorf("nftables: map %s: %w", m.Name, err)
+		}
+	}
 	rule := func(ch *nftables.Chain, exprs ...expr.Any) {
 		c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: exprs})
 	}
 	jump := func(to string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictJump, Chain: to} }
+	// NetworkPolicy: the packets of connections already let through
+	// pass; a new one goes through the chain of its destination pod,
+	// if policies isolate it for ingress, then of its source pod, if
+	// for egress. Connections to the node itself pass through the
+	// source's chain alone; those the node opens pass.
+	established := []expr.Any{
+		&expr.Ct{Register: reg1, Key: expr.CtKeySTATE},
+		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED), Xor: binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Verdict{Kind: expr.VerdictAccept},
+	}
+	lookupAddr := func(offset uint32, m string) []expr.Any {
+		return []expr.Any{&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4}, vmap(m)}
+	}
+	for _, h := range []struct {
+		name string
+		hook *nftables.ChainHook
+	}{{chainPolicyForward, nftables.ChainHookForward}, {chainPolicyInput, nftables.ChainHookInput}} {
+		ch := c.AddChain(&nftables.Chain{Name: h.name, Table: table, Type: nftables.ChainTypeFilter, Hooknum: h.hook, Priority: nftables.ChainPriorityFilter})
+		rule(ch, established...)
+		if h.name == chainPolicyForward {
+			rule(ch, lookupAddr(16, mapPolicyIngress)...)
+		}
+		rule(ch, lookupAddr(12, mapPolicyEgress)...)
+	}
 
 	services := c.AddChain(&nftables.Chain{Name: chainServices, Table: table})
 	rule(services, append(loadVIP(), vmap(mapServiceIPs))...)
@@ -445,4 +543,71 @@ func endpointRules(name string, ep EndpointChain, setIDs map[string]uint32) [][]
 		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg32, Specified: true},
 	})
 	return rules
+}
+
+func policyMap(name string) *nftables.Set {
+	return &nftables.Set{Table: table, Name: name, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict}
+}
+
+func policySet(name string) *nftables.Set {
+	return &nftables.Set{Table: table, Name: name, KeyType: nftables.TypeIPAddr, Interval: true}
+}
+
+func addrKey(a netip.Addr) []byte { b := a.As4(); return b[:] }
+
+// intervalElements are an interval set's elements for ranges: each
+// range's first address, and the address after its last flagged as
+// the end (none for a range to the last address).
+func intervalElements(ranges []AddrRange) []nftables.SetElement {
+	out := make([]nftables.SetElement, 0, 2*len(ranges))
+	for _, r := range ranges {
+		out = append(out, nftables.SetElement{Key: addrKey(r.First)})
+		if next := r.Last.Next(); next.IsValid() {
+			out = append(out, nftables.SetElement{Key: addrKey(next), IntervalEnd: true})
+		}
+	}
+	return out
+}
+
+// policyRules are a NetworkPolicy chain's rules: each rule of pc returns
+// (lets the connection on) when its peer and port match; what none
+// matches is dropped.
+func policyRules(pc PolicyChain, setIDs map[string]uint32) [][]expr.Any {
+	var offset uint32 = 12 // the source address
+	if pc.Egress {
+		offset = 16 // the destination address
+	}
+	var out [][]expr.Any
+	ret := func() expr.Any { return &expr.Verdict{Kind: expr.VerdictReturn} }
+	for _, r := range pc.Rules {
+		peer := func() []expr.Any {
+			if r.Set == "" {
+				return nil
+			}
+			return []expr.Any{
+				&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+				&expr.Lookup{SourceRegister: reg1, SetName: r.Set, SetID: setIDs[r.Set]},
+			}
+		}
+		if len(r.Ports) == 0 {
+			out = append(out, append(peer(), ret()))
+			continue
+		}
+		for _, p := range r.Ports {
+			e := append(peer(),
+				&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+				&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{byte(p.Proto)}})
+			if p.First != 0 {
+				e = append(e, &expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2})
+				if p.First == p.Last {
+					e = append(e, &expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.BigEndian.PutUint16(p.First)})
+				} else {
+					e = append(e, &expr.Range{Op: expr.CmpOpEq, Register: reg1,
+						FromData: binaryutil.BigEndian.PutUint16(p.First), ToData: binaryutil.BigEndian.PutUint16(p.Last)})
+				}
+			}
+			out = append(out, append(e, ret()))
+		}
+	}
+	return append(out, []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}})
 }

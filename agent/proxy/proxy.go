@@ -42,12 +42,16 @@ type Options struct {
 }
 
 // Proxy keeps the node's service rules in step with the Services and
-// EndpointSlices of the API.
+// EndpointSlices of the API, and its pods' NetworkPolicy rules with the
+// Pods, Namespaces and NetworkPolicies.
 type Proxy struct {
-	opts     Options
-	services *client.Informer
-	slices   *client.Informer
-	changed  chan struct{}
+	opts       Options
+	services   *client.Informer
+	slices     *client.Informer
+	pods       *client.Informer
+	namespaces *client.Informer
+	policies   *client.Informer
+	changed    chan struct{}
 }
 
 // New makes a proxy; Run runs it.
@@ -74,6 +78,9 @@ func New(opts Options) *Proxy {
 	io := client.InformerOptions{Clock: opts.Clock, Logger: opts.Logger}
 	p.services = client.NewInformer(opts.Client, api.MustLookupResource("services"), io, poke)
 	p.slices = client.NewInformer(opts.Client, api.MustLookupResource("endpointslices"), io, poke)
+	p.pods = client.NewInformer(opts.Client, api.MustLookupResource("pods"), io, poke)
+	p.namespaces = client.NewInformer(opts.Client, api.MustLookupResource("namespaces"), io, poke)
+	p.policies = client.NewInformer(opts.Client, api.MustLookupResource("networkpolicies"), io, poke)
 	return p
 }
 
@@ -83,16 +90,18 @@ func New(opts Options) *Proxy {
 func (p *Proxy) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 2)
-	for _, inf := range []*client.Informer{p.services, p.slices} {
+	informers := []*client.Informer{p.services, p.slices, p.pods, p.namespaces, p.policies}
+	errs := make(chan error, len(informers))
+	for _, inf := range informers {
 		go func() { errs <- inf.Run(ctx) }()
 	}
 	defer func() {
 		cancel()
-		<-errs
-		<-errs
+		for range informers {
+			<-errs
+		}
 	}()
-	for _, inf := range []*client.Informer{p.services, p.slices} {
+	for _, inf := range informers {
 		if err := inf.WaitForSync(ctx); err != nil {
 			return err
 		}
@@ -135,6 +144,15 @@ func (p *Proxy) SyncOnce() error {
 	}
 	for _, o := range p.slices.List() {
 		in.Slices = append(in.Slices, o.(*api.EndpointSlice))
+	}
+	for _, o := range p.pods.List() {
+		in.Pods = append(in.Pods, o.(*api.Pod))
+	}
+	for _, o := range p.namespaces.List() {
+		in.Namespaces = append(in.Namespaces, o.(*api.Namespace))
+	}
+	for _, o := range p.policies.List() {
+		in.Policies = append(in.Policies, o.(*api.NetworkPolicy))
 	}
 	rs := Build(in)
 	full, err := p.opts.Syncer.Sync(rs)

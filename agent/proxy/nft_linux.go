@@ -117,10 +117,8 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("nftables: %w", err)
 	}
-	if s.applied != nil {
-		if _, err := c.ListTableOfFamily(Table, nftables.TableFamilyIPv4); err != nil {
-			s.applied = nil
-		}
+	if s.applied != nil && !s.intact(c) {
+		s.applied = nil
 	}
 	old := s.applied
 	full = old == nil
@@ -285,6 +283,23 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 	}
 	s.applied = rs
 	return full, nil
+}
+
+// intact tells whether the table is there with its fixed rules: `nft
+// delete table` or `nft flush ruleset` remove it, `nft flush table` and
+// `nft flush chain` empty its chains, and either way the next sync
+// writes it whole.
+func (s *Syncer) intact(c *nftables.Conn) bool {
+	if _, err := c.ListTableOfFamily(Table, nftables.TableFamilyIPv4); err != nil {
+		return false
+	}
+	for _, name := range []string{"nat-prerouting", chainServices, chainPolicyForward} {
+		rules, err := c.GetRules(table, &nftables.Chain{Name: name, Table: table})
+		if err != nil || len(rules) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Cleanup deletes the table.

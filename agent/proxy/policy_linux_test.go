@@ -38,7 +38,8 @@ func podInNode(t *testing.T, ip string, node *netNS, suffix, podIP, gw string) *
 // policy selects it; then none does, until a policy lets front's pods
 // in on web's named port; back's stays out. An egress policy then
 // keeps front's client from web but to an ipBlock that excepts it.
-// Each change is one incremental transaction; Cleanup leaves nothing.
+// Each change is one incremental transaction; the table's rules
+// flushed by hand are written whole again; Cleanup leaves nothing.
 func TestNetworkPolicyInNetNS(t *testing.T) {
 	testtool.NeedRoot(t, "network namespaces and nftables")
 	ip := testtool.Need(t, "ip")
@@ -123,16 +124,27 @@ func TestNetworkPolicyInNetNS(t *testing.T) {
 	sync(false, deny, fromFront)
 	reach(front, 8080, true)
 
+	// The table's rules flushed by hand (nft flush table ip berth-proxy):
+	// everything passes until the next sync writes the table whole.
+	c, err := nftables.New(nftables.WithNetNSFd(int(node.h)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.FlushTable(&nftables.Table{Name: Table, Family: nftables.TableFamilyIPv4})
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	reach(back, 8080, true)
+	sync(true, deny, fromFront)
+	reach(back, 8080, false)
+	reach(front, 8080, true)
+
 	// Policies gone: open again.
 	sync(false)
 	reach(back, 8080, true)
 	reach(back, 9090, true)
 
 	if err := s.Cleanup(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := nftables.New(nftables.WithNetNSFd(int(node.h)))
-	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ListTableOfFamily(Table, nftables.TableFamilyIPv4); err == nil {

@@ -91,6 +91,29 @@ func withConstraints(i int, p *api.Pod) {
 	}}
 }
 
+// BenchmarkScheduleCoreHostSpread is BenchmarkScheduleCoreZones with the
+// constraints berth sim --spread gives: every fourth pod spread by
+// hostname (maxSkew 1, DoNotSchedule) with a preferred anti-affinity to
+// its ReplicaSet's pods by zone.
+func BenchmarkScheduleCoreHostSpread(b *testing.B) { benchScheduleCore(b, true, withHostSpread) }
+
+func withHostSpread(i int, p *api.Pod) {
+	if i%4 != 0 {
+		return
+	}
+	rs := p.OwnerReferences[0].Name
+	p.Labels = map[string]string{"app": "web", "rs": rs}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"rs": rs}}
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: api.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: sel,
+	}}
+	p.Spec.Affinity = &api.Affinity{PodAntiAffinity: &api.PodAntiAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+			Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: sel, TopologyKey: api.LabelTopologyZone},
+		}},
+	}}
+}
+
 func benchScheduleCore(b *testing.B, zones bool, change ...func(int, *api.Pod)) {
 	pod := func(i, owners int) *api.Pod {
 		p := benchPod(i, owners)

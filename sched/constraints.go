@@ -147,34 +147,82 @@ func hasAllKeys(node *NodeInfo, cs []spreadConstraint) bool {
 type spreadCounts struct {
 	counts  map[string]int64
 	minimum int64
+	// domains is how many domains there are, for minDomains.
+	domains int
+	// perNode: the topology key is kubernetes.io/hostname, whose value
+	// is the node's own name, so each node is a domain of its own. counts
+	// stays empty: the filter counts the one node it looks at, and only
+	// the minimum is kept.
+	perNode bool
 }
 
-// spreadCounts is kube-scheduler's PodTopologySpread PreFilter.
+// spreadCounts is kube-scheduler's PodTopologySpread PreFilter. For a
+// constraint by hostname it keeps the minimum alone, and once every
+// constraint is by hostname, needs no domain count (minDomains 1) and has
+// found a node with none of its pods, it stops: no node can do better, so
+// a pod spread by hostname over many nodes reads a few of them, not all.
 func (ns *Nodes) spreadCounts(pod *PodInfo, out []spreadCounts) []spreadCounts {
 	hard := pod.spreadRules.hard
+	reuse := out[:cap(out)]
 	out = out[:0]
-	for range hard {
-		out = append(out, spreadCounts{counts: map[string]int64{}})
+	early := true
+	for i := range hard {
+		st := spreadCounts{minimum: math.MaxInt32, perNode: hard[i].topologyKey == api.LabelHostname}
+		if i < len(reuse) && reuse[i].counts != nil {
+			st.counts = reuse[i].counts
+			clear(st.counts)
+		} else {
+			st.counts = map[string]int64{}
+		}
+		out = append(out, st)
+		early = early && st.perNode && hard[i].minDomains <= 1
 	}
 	for _, n := range ns.list {
 		if !hasAllKeys(n, hard) {
 			continue
 		}
+		zero := true
 		for i := range hard {
-			c := &hard[i]
+			c, st := &hard[i], &out[i]
 			if !c.includes(pod, n) {
+				zero = false
 				continue
 			}
-			out[i].counts[n.labels[c.topologyKey]] += c.count(pod.Namespace, n)
+			if st.perNode {
+				k := c.count(pod.Namespace, n)
+				st.minimum = min(st.minimum, k)
+				st.domains++
+				zero = zero && st.minimum == 0
+				continue
+			}
+			st.counts[n.labels[c.topologyKey]] += c.count(pod.Namespace, n)
+		}
+		if early && zero {
+			break
 		}
 	}
 	for i := range out {
-		out[i].minimum = math.MaxInt32
+		if out[i].perNode {
+			continue
+		}
+		out[i].domains = len(out[i].counts)
 		for _, c := range out[i].counts {
 			out[i].minimum = min(out[i].minimum, c)
 		}
 	}
 	return out
+}
+
+// domainCount is the pods c selects in node's domain, from the cycle's
+// counts st.
+func (st *spreadCounts) domainCount(pod *PodInfo, c *spreadConstraint, node *NodeInfo, value string) int64 {
+	if !st.perNode {
+		return st.counts[value]
+	}
+	if !hasAllKeys(node, pod.spreadRules.hard) || !c.includes(pod, node) {
+		return 0 // not counted, as the PreFilter would not have
+	}
+	return c.count(pod.Namespace, node)
 }
 
 // podTopologySpreadFilter is kube-scheduler's PodTopologySpread filter: a
@@ -202,14 +250,14 @@ func (podTopologySpreadFilter) Filter(pod *PodInfo, node *NodeInfo) *Status {
 		}
 		st := &pod.spreadState[i]
 		minimum := st.minimum
-		if len(st.counts) < c.minDomains {
+		if st.domains < c.minDomains {
 			minimum = 0
 		}
 		var self int64
 		if c.self {
 			self = 1
 		}
-		if st.counts[value]+self-minimum > c.maxSkew {
+		if st.domainCount(pod, c, node, value)+self-minimum > c.maxSkew {
 			return statusSpread
 		}
 	}

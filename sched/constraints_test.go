@@ -119,6 +119,28 @@ func TestPodTopologySpreadFilter(t *testing.T) {
 			web("p", podLabels("rev", "2"), spreadBy(zoneKey, 1, hard, matchLabelKeys("rev"))), []string{skew, ""}},
 		{"by hostname", cluster(on(makeNode("a"), webs("a", 1)...), on(makeNode("b"))),
 			web("p", spreadBy(api.LabelHostname, 1, hard)), []string{skew, ""}},
+		// By hostname each node is a domain and the filter counts the node
+		// it looks at; the counting stops at the first empty node, which
+		// must not change what any node is told.
+		{"by hostname, the empty node first", cluster(on(makeNode("b")), on(makeNode("a"), webs("a", 1)...), on(makeNode("c"), webs("c", 2)...)),
+			web("p", spreadBy(api.LabelHostname, 1, hard)), []string{"", skew, skew}},
+		{"by hostname, all at one", cluster(on(makeNode("a"), webs("a", 1)...), on(makeNode("b"), webs("b", 1)...)),
+			web("p", spreadBy(api.LabelHostname, 1, hard)), []string{"", ""}},
+		{"by hostname, minDomains above the nodes", cluster(on(makeNode("a"), webs("a", 1)...), on(makeNode("b"), webs("b", 1)...)),
+			web("p", spreadBy(api.LabelHostname, 1, hard, minDomains(3))), []string{skew, skew}},
+		{"by hostname, minDomains met", cluster(on(makeNode("a"), webs("a", 1)...), on(makeNode("b"), webs("b", 1)...)),
+			web("p", spreadBy(api.LabelHostname, 1, hard, minDomains(2))), []string{"", ""}},
+		// The empty node b is outside the pod's node affinity: not a
+		// domain, so the minimum is a's 1.
+		{"by hostname, nodeAffinityPolicy Honor", cluster(
+			on(makeNode("b")), on(makeNode("a", nodeLabels("disk", "ssd")), webs("a", 1)...), on(makeNode("c", nodeLabels("disk", "ssd")), webs("c", 2)...)),
+			web("p", selector("disk", "ssd"), spreadBy(api.LabelHostname, 1, hard)), []string{affin, "", skew}},
+		{"by hostname, nodeTaintsPolicy Honor", cluster(
+			on(makeNode("b", dedicated)), on(makeNode("a"), webs("a", 1)...), on(makeNode("c"), webs("c", 2)...)),
+			web("p", spreadBy(api.LabelHostname, 1, hard, taintsPolicy(corev1.NodeInclusionPolicyHonor))), []string{tainted, "", skew}},
+		{"by hostname and zone", cluster(
+			on(makeNode("a", zoned("z1"))), on(makeNode("b", zoned("z1")), webs("b", 1)...), on(makeNode("c", zoned("z2")), webs("c", 1)...)),
+			web("p", spreadBy(api.LabelHostname, 1, hard), spreadBy(zoneKey, 1, hard)), []string{"", skew, skew}},
 		{"ScheduleAnyway does not filter", cluster(on(makeNode("a", zoned("z1")), webs("a", 3)...), on(makeNode("c", zoned("z2"))), on(makeNode("d"))),
 			web("p", spreadBy(zoneKey, 1, corev1.ScheduleAnyway)), []string{"", "", ""}},
 	}

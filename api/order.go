@@ -8,7 +8,9 @@ var applyOrder = map[string]int{
 	"Namespace":    0,
 	"StorageClass": 1,
 	// A pod's priority is resolved from its class when it is created.
-	"PriorityClass":    1,
+	"PriorityClass": 1,
+	// An Ingress is given the default class when it is created.
+	"IngressClass":     1,
 	"PersistentVolume": 2,
 	"ServiceAccount":   3,
 	// What a workload's service account may do holds from its start.

@@ -121,7 +121,7 @@ var (
 	// AutoscalingV2 serves HorizontalPodAutoscaler.
 	AutoscalingV2 = schema.GroupVersion{Group: "autoscaling", Version: "v2"}
 	BerthV1       = schema.GroupVersion{Group: "berth.dev", Version: "v1"}
-	// NetworkingV1 serves NetworkPolicy.
+	// NetworkingV1 serves NetworkPolicy, Ingress and IngressClass.
 	NetworkingV1 = schema.GroupVersion{Group: "networking.k8s.io", Version: "v1"}
 	// SchedulingV1 serves PriorityClass.
 	SchedulingV1 = schema.GroupVersion{Group: "scheduling.k8s.io", Version: "v1"}
@@ -155,6 +155,8 @@ func init() {
 	register(&EndpointSlice{}, DiscoveryV1, "endpointslices", "endpointslice", true, false)
 	register(&PodDisruptionBudget{}, PolicyV1, "poddisruptionbudgets", "poddisruptionbudget", true, true, "pdb")
 	register(&NetworkPolicy{}, NetworkingV1, "networkpolicies", "networkpolicy", true, false, "netpol")
+	register(&Ingress{}, NetworkingV1, "ingresses", "ingress", true, true, "ing")
+	register(&IngressClass{}, NetworkingV1, "ingressclasses", "ingressclass", false, false)
 	register(&Job{}, BatchV1, "jobs", "job", true, true)
 	register(&CronJob{}, BatchV1, "cronjobs", "cronjob", true, true, "cj")
 	register(&HorizontalPodAutoscaler{}, AutoscalingV2, "horizontalpodautoscalers", "horizontalpodautoscaler", true, true, "hpa")

@@ -83,6 +83,10 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateNetworkPolicy(o)...)
 	case *PriorityClass:
 		errs = append(errs, validatePriorityClass(o)...)
+	case *Ingress:
+		errs = append(errs, validateIngress(o)...)
+	case *IngressClass:
+		errs = append(errs, validateIngressClass(o)...)
 	case *HorizontalPodAutoscaler:
 		errs = append(errs, validateHPASpec(&o.Spec, spec)...)
 	case *ResourceQuota:

@@ -70,6 +70,8 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	appsv1.SchemeGroupVersion.WithKind("ControllerRevision"):    func() protobufObject { return &appsv1.ControllerRevision{} },
 	storagev1.SchemeGroupVersion.WithKind("StorageClass"):       func() protobufObject { return &storagev1.StorageClass{} },
 	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):   func() protobufObject { return &networkingv1.NetworkPolicy{} },
+	networkingv1.SchemeGroupVersion.WithKind("Ingress"):         func() protobufObject { return &networkingv1.Ingress{} },
+	networkingv1.SchemeGroupVersion.WithKind("IngressClass"):    func() protobufObject { return &networkingv1.IngressClass{} },
 	schedulingv1.SchemeGroupVersion.WithKind("PriorityClass"):   func() protobufObject { return &schedulingv1.PriorityClass{} },
 	coordinationv1.SchemeGroupVersion.WithKind("Lease"):         func() protobufObject { return &coordinationv1.Lease{} },
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):    func() protobufObject { return &discoveryv1.EndpointSlice{} },

@@ -55,6 +55,25 @@ type DNSConfig struct {
 	RecursionNetworks []netip.Prefix
 }
 
+// IngressConfig configures the built-in Ingress proxy (--ingress,
+// --ingress-listen).
+type IngressConfig struct {
+	// HTTPListen and HTTPSListen are the proxy's addresses; empty serves
+	// none on that scheme.
+	HTTPListen, HTTPSListen string
+	// Optional runs the server without the proxy, with a warning, when
+	// its addresses cannot be bound: the defaults, :80 and :443, need
+	// root or CAP_NET_BIND_SERVICE, and a server started without either
+	// still runs.
+	Optional bool
+}
+
+// Default addresses of the Ingress proxy.
+const (
+	DefaultIngressHTTPListen  = ":80"
+	DefaultIngressHTTPSListen = ":443"
+)
+
 // options are the DNS server's options for this config.
 func (c DNSConfig) options() dns.Options {
 	return dns.Options{Zone: c.Zone, Listen: c.Listen, Upstream: c.Upstream, MetricsListen: c.MetricsListen, HealthListen: c.HealthListen,

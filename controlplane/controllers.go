@@ -17,6 +17,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/gc"
 	"github.com/berth-dev/berth/reconcile/hpa"
+	ingressctl "github.com/berth-dev/berth/reconcile/ingress"
 	"github.com/berth-dev/berth/reconcile/job"
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/reconcile/node"
@@ -47,6 +48,9 @@ type Deps struct {
 	Scheduler *sched.Scheduler
 	// Sources fetches and applies the Source objects.
 	Sources *sources
+	// IngressAddresses are the addresses the Ingress proxy is served
+	// on, for the status of the Ingresses it serves.
+	IngressAddresses func() []string
 	// Metrics is the pods' resource usage, as metrics.k8s.io serves it,
 	// for the HorizontalPodAutoscaler controller.
 	Metrics hpa.MetricsSource
@@ -90,6 +94,13 @@ var controllerInits = []namedInit{
 	}},
 	{servicelb.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return servicelb.NewController(d.Store, servicelb.Options{Clock: d.Clock, Logger: d.Log}), nil
+	}},
+	{ingressctl.Name, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
+		if d.Config.Ingress == nil {
+			return nil, nil
+		}
+		return ingressctl.NewController(d.Store, ingressctl.Options{Addresses: d.IngressAddresses, Clock: d.Clock, Logger: d.Log,
+			Events: d.Recorder(ingressctl.EventComponent)}), nil
 	}},
 	{workload.ReplicaSetName, func(_ context.Context, d Deps) (*reconcile.Controller, error) {
 		return workload.NewReplicaSetController(d.Store, workload.Options{Clock: d.Clock, Logger: d.Log,

@@ -25,9 +25,11 @@ import (
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/apiserver/rbac"
 	"github.com/berth-dev/berth/dns"
+	"github.com/berth-dev/berth/ingress"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/event"
+	ingressctl "github.com/berth-dev/berth/reconcile/ingress"
 	"github.com/berth-dev/berth/reconcile/job"
 	"github.com/berth-dev/berth/reconcile/limitrange"
 	"github.com/berth-dev/berth/reconcile/namespace"
@@ -110,6 +112,8 @@ type Config struct {
 	WebhookSecretFile string
 	// DNS configures the cluster DNS server; nil runs none.
 	DNS *DNSConfig
+	// Ingress configures the built-in Ingress proxy; nil runs none.
+	Ingress *IngressConfig
 	// NodeMonitorPeriod, NodeMonitorGracePeriod and PodEvictionTimeout time
 	// the node lifecycle controller (--node-monitor-period, 5s;
 	// --node-monitor-grace-period, 40s; --pod-eviction-timeout, 5s); zero
@@ -163,6 +167,8 @@ type Server struct {
 	sources  *sources
 	hookKey  []byte
 	dns      *dns.Server
+	// ingress is the Ingress proxy, nil when it is off.
+	ingress *ingress.Server
 	// informers are the one list and watch of each kind that the
 	// controllers, the scheduler and DNS share; Run runs them.
 	informers *informer.Factory
@@ -265,7 +271,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, priority.Admit, limitrange.Admit, quota.Admit, job.Admit, svcAlloc.Admit}}); err != nil {
+	if st, err = store.New(backend, store.Options{Clock: cfg.Clock, Logger: cfg.Logger, Admit: []store.AdmitFunc{namespace.Admit, volume.AdmitDefaultClass, volume.AdmitProtection, volume.AdmitResize, priority.Admit, ingressctl.Admit, limitrange.Admit, quota.Admit, job.Admit, svcAlloc.Admit}}); err != nil {
 		return nil, damagedStoreAdvice(err, cfg.DataDir)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: st, creds: creds, backend: backend, ctrlMetrics: reconcile.NewMetrics(), etcd: eb, leading: make(chan struct{}), svcAlloc: svcAlloc,
@@ -289,7 +295,8 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated, Informers: s.informers,
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
-	deps := Deps{Config: cfg, Store: st, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: s.scheduler, Sources: s.sources}
+	deps := Deps{Config: cfg, Store: st, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: s.scheduler, Sources: s.sources,
+		IngressAddresses: s.ingressAddresses}
 	if s.containers != nil {
 		deps.Metrics = s.containers
 	}
@@ -314,6 +321,12 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		s.dns = d
 		undo.push(func() { d.Close() })
+	}
+	if err := s.setupIngress(); err != nil {
+		return nil, err
+	}
+	if s.ingress != nil {
+		undo.push(s.ingress.Close)
 	}
 	l, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -481,6 +494,12 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	if err := priority.Bootstrap(ctx, s.store); err != nil {
 		return err
 	}
+	// The berth IngressClass, the default one, where the proxy runs.
+	if s.cfg.Ingress != nil {
+		if err := ingressctl.Bootstrap(ctx, s.store); err != nil {
+			return err
+		}
+	}
 	// The default ClusterRoles and bindings, reconciled at every start
 	// as kube-apiserver does.
 	return rbac.Bootstrap(ctx, s.store)
@@ -640,6 +659,13 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Go(func() {
 			if err := s.dns.Run(runCtx); err != nil {
 				s.log.Error("dns server stopped", "err", err)
+			}
+		})
+	}
+	if s.ingress != nil {
+		wg.Go(func() {
+			if err := s.ingress.Run(runCtx); err != nil {
+				s.log.Error("ingress proxy stopped", "err", err)
 			}
 		})
 	}

@@ -497,6 +497,8 @@ func fixtureKinds() map[string][]api.Object {
 		"horizontalpodautoscalers":  fixtureHPAs(),
 		"priorityclasses":           fixturePriorityClasses(),
 		"networkpolicies":           fixtureNetworkPolicies(),
+		"ingresses":                 fixtureIngresses(),
+		"ingressclasses":            fixtureIngressClasses(),
 		"customresourcedefinitions": fixtureCRDs(),
 	}
 }

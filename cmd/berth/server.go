@@ -35,6 +35,8 @@ type serverOptions struct {
 	webhookSecretFile string
 	tokenAuthFile     string
 	dns               controlplane.DNSConfig
+	ingress           bool
+	ingressListen     []string
 	dnsRecursion      []string
 
 	nodeMonitorPeriod        time.Duration
@@ -119,6 +121,10 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 			if err != nil {
 				return usageErrorf("--source: %v", err)
 			}
+			ingressConfig, err := o.ingressConfig(cmd.Flags().Changed("ingress-listen"))
+			if err != nil {
+				return err
+			}
 			cfg := controlplane.Config{
 				DataDir:           o.dataDir,
 				Listen:            o.listen,
@@ -133,6 +139,7 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 				WebhookSecretFile: o.webhookSecretFile,
 				TokenAuthFile:     o.tokenAuthFile,
 				DNS:               &o.dns,
+				Ingress:           ingressConfig,
 
 				NodeMonitorPeriod:           o.nodeMonitorPeriod,
 				NodeMonitorGracePeriod:      o.nodeMonitorGracePeriod,
@@ -211,6 +218,8 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	f.StringVar(&o.dns.MetricsListen, "dns-metrics-listen", controlplane.DefaultDNSMetricsListen, "address of the DNS server's Prometheus /metrics")
 	f.StringVar(&o.dns.HealthListen, "dns-health-listen", controlplane.DefaultDNSHealthListen, "address of the DNS server's /healthz")
 	f.StringVar(&o.dns.Zone, "cluster-domain", controlplane.DefaultClusterDomain, "the cluster domain DNS answers for")
+	f.BoolVar(&o.ingress, "ingress", true, "serve Ingresses of the berth class (the default IngressClass) with the built-in HTTP and HTTPS reverse proxy")
+	f.StringSliceVar(&o.ingressListen, "ingress-listen", []string{controlplane.DefaultIngressHTTPListen, controlplane.DefaultIngressHTTPSListen}, "the Ingress proxy's HTTP and HTTPS addresses, HTTP,HTTPS (an empty one serves none); the defaults need root or CAP_NET_BIND_SERVICE, and without them the server runs with the proxy off and a warning")
 	f.DurationVar(&o.nodeMonitorPeriod, "node-monitor-period", controlplane.DefaultNodeMonitorPeriod, "how often node heartbeats are checked")
 	f.DurationVar(&o.nodeMonitorGracePeriod, "node-monitor-grace-period", controlplane.DefaultNodeMonitorGracePeriod, "no heartbeat for this long: node Ready=Unknown, taint node.kubernetes.io/unreachable")
 	f.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", controlplane.DefaultPodEvictionTimeout, "this long after a node is tainted unreachable or not-ready, its pods are deleted and recreated elsewhere by their controllers")
@@ -232,6 +241,26 @@ scheduler, sources and nodes, named berth_*) without a token.`,
 	_ = f.MarkHidden("memprofile")
 	o.agentFlags.register(f, "agent-listen", "address of the embedded agent's HTTPS log server (default <node-ip>:10250)")
 	return cmd
+}
+
+// ingressConfig is the Ingress flags as the control plane takes them;
+// addresses left at their defaults are optional.
+func (o *serverOptions) ingressConfig(changed bool) (*controlplane.IngressConfig, error) {
+	if !o.ingress {
+		return nil, nil
+	}
+	if len(o.ingressListen) != 2 {
+		return nil, usageErrorf("--ingress-listen: want HTTP,HTTPS addresses (an empty one serves none), got %q", strings.Join(o.ingressListen, ","))
+	}
+	for _, a := range o.ingressListen {
+		if a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, usageErrorf("--ingress-listen %q: %v", a, err)
+		}
+	}
+	return &controlplane.IngressConfig{HTTPListen: o.ingressListen[0], HTTPSListen: o.ingressListen[1], Optional: !changed}, nil
 }
 
 // etcdConfig is the etcd flags as the control plane takes them: the

@@ -77,6 +77,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.HorizontalPodAutoscaler":                         schema_githubcom_berth_dev_berth_api_HorizontalPodAutoscaler(ref),
 		"github.com/berth-dev/berth/api.HostIP":                                          schema_githubcom_berth_dev_berth_api_HostIP(ref),
 		"github.com/berth-dev/berth/api.HostPathVolumeSource":                            schema_githubcom_berth_dev_berth_api_HostPathVolumeSource(ref),
+		"github.com/berth-dev/berth/api.Ingress":                                         schema_githubcom_berth_dev_berth_api_Ingress(ref),
+		"github.com/berth-dev/berth/api.IngressClass":                                    schema_githubcom_berth_dev_berth_api_IngressClass(ref),
 		"github.com/berth-dev/berth/api.Job":                                             schema_githubcom_berth_dev_berth_api_Job(ref),
 		"github.com/berth-dev/berth/api.JobCondition":                                    schema_githubcom_berth_dev_berth_api_JobCondition(ref),
 		"github.com/berth-dev/berth/api.JobSpec":                                         schema_githubcom_berth_dev_berth_api_JobSpec(ref),
@@ -3860,6 +3862,99 @@ func schema_githubcom_berth_dev_berth_api_HostPathVolumeSource(ref common.Refere
 				Required: []string{"path"},
 			},
 		},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_Ingress(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Ingress is a networking.k8s.io/v1 Ingress: HTTP and HTTPS routes, by host and path, from outside the cluster to Services. berth's built-in reverse proxy serves the Ingresses of its class (berth, the default class). The spec and status are Kubernetes' own types.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec holds the rules, the default backend and the TLS Secrets.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(networkingv1.IngressSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status holds the addresses the Ingress is served on.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(networkingv1.IngressStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			networkingv1.IngressSpec{}.OpenAPIModelName(), networkingv1.IngressStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_IngressClass(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "IngressClass is a networking.k8s.io/v1 IngressClass: which controller serves the Ingresses that name it. The class marked with the is-default-class annotation is given to Ingresses that name none.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, namespace, labels, annotations and owner references, and what the server sets (uid, resourceVersion, generation, creationTimestamp, managedFields).",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec names the controller and its parameters.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(networkingv1.IngressClassSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			networkingv1.IngressClassSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 

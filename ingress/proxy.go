@@ -1,0 +1,225 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// maxTries bounds the endpoints an idempotent request is tried on.
+const maxTries = 3
+
+// Proxy is the reverse proxy: an http.Handler over the current table.
+type Proxy struct {
+	table     atomic.Pointer[Table]
+	rr        atomic.Uint64
+	transport http.RoundTripper
+	proxy     *httputil.ReverseProxy
+	metrics   *Metrics
+	log       *slog.Logger
+	clock     clock.PassiveClock
+}
+
+// routeKey carries the matched route from ServeHTTP to the transport.
+type routeKey struct{}
+
+// NewProxy returns a proxy with an empty table: every request answers
+// 404 until SetTable.
+func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
+	if log == nil {
+		log = slog.Default()
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	p := &Proxy{metrics: m, log: log, clock: clk}
+	p.table.Store(Build(Objects{}))
+	p.transport = &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: 0,
+	}
+	p.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetXForwarded()
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = "backend" // the transport picks the endpoint
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:    roundTripper(p.roundTrip),
+		ErrorHandler: p.proxyError,
+		// Stream at once: server-sent events and long polls.
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return p
+}
+
+// SetTable swaps a new table in; requests in flight finish on the one
+// they matched, connections stay open.
+func (p *Proxy) SetTable(t *Table) { p.table.Store(t) }
+
+// Table is the table in use.
+func (p *Proxy) Table() *Table { return p.table.Load() }
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// ServeHTTP routes one request and writes its access log line.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := p.clock.Now()
+	rw := &recorder{ResponseWriter: w}
+	route := p.table.Load().Match(r.Host, r.URL.Path, r.TLS != nil)
+	st := &state{route: route}
+	switch {
+	case route == nil:
+		http.Error(rw, "404 page not found: no Ingress rule matches", http.StatusNotFound)
+	case route.Unavailable != "":
+		http.Error(rw, "503 service unavailable: "+route.Unavailable, http.StatusServiceUnavailable)
+	case len(route.Backend.Addrs) == 0:
+		http.Error(rw, "503 service unavailable: no ready endpoints for "+route.Backend.Name, http.StatusServiceUnavailable)
+	default:
+		p.proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), routeKey{}, st)))
+	}
+	elapsed := p.clock.Since(start)
+	status := rw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	ing, backend := "", ""
+	if route != nil {
+		ing = route.Namespace + "/" + route.Ingress
+		if route.Backend != nil {
+			backend = route.Backend.Name
+		}
+	}
+	p.metrics.observe(route, status, elapsed)
+	p.log.Info("ingress request", "remote", r.RemoteAddr, "host", r.Host, "method", r.Method, "uri", r.RequestURI,
+		"proto", r.Proto, "status", status, "bytes", rw.bytes, "duration", elapsed, "ingress", ing, "backend", backend,
+		"upstream", st.upstream, "tries", st.tries)
+}
+
+// state is what one request's trip through the transport records.
+type state struct {
+	route    *Route
+	upstream string
+	tries    int
+}
+
+// idempotent tells whether a request may be sent again after a failed
+// try: a method RFC 9110 calls idempotent, with no body to replay or
+// one that can be had again.
+func idempotent(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+	default:
+		return false
+	}
+	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil
+}
+
+// roundTrip sends the request to one endpoint of the route's backend,
+// round robin; an idempotent request that fails before any response is
+// tried on the next endpoints.
+func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
+	st, _ := r.Context().Value(routeKey{}).(*state)
+	if st == nil || st.route == nil || st.route.Backend == nil {
+		return nil, errors.New("ingress: no route")
+	}
+	addrs := st.route.Backend.Addrs
+	tries := 1
+	if idempotent(r) {
+		tries = min(maxTries, len(addrs))
+	}
+	start := int(p.rr.Add(1))
+	var err error
+	for i := 0; i < tries; i++ {
+		addr := addrs[(start+i)%len(addrs)]
+		out := r
+		if i > 0 {
+			out = r.Clone(r.Context())
+			if r.GetBody != nil {
+				if out.Body, err = r.GetBody(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		out.URL.Host = addr
+		st.upstream, st.tries = addr, i+1
+		var resp *http.Response
+		resp, err = p.transport.RoundTrip(out)
+		if err == nil {
+			return resp, nil
+		}
+		p.metrics.upstreamError(st.route)
+		if r.Context().Err() != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+// proxyError answers a request no endpoint could take: 502, or 504 when
+// it timed out.
+func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusBadGateway
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		status = http.StatusGatewayTimeout
+	}
+	if errors.Is(err, context.Canceled) {
+		// The client went away; nginx's 499.
+		status = 499
+	}
+	p.log.Debug("ingress upstream error", "uri", r.RequestURI, "err", err)
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": upstream unreachable\n")
+}
+
+// recorder notes the status and size of an answer, for the access log
+// and the metrics; it passes Flush and Hijack (WebSockets) through.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush passes through, for the reverse proxy's immediate flushes.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

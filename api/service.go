@@ -94,7 +94,9 @@ type ServiceSpec struct {
 	// LoadBalancerIP is checked and kept, and otherwise unused (deprecated
 	// in Kubernetes too).
 	LoadBalancerIP string `json:"loadBalancerIP,omitempty"`
-	// LoadBalancerSourceRanges is checked and kept, and otherwise unused.
+	// LoadBalancerSourceRanges are the client ranges a LoadBalancer
+	// service's load-balancer addresses take connections from: the
+	// nodes' proxies drop the others. Empty takes every client.
 	// +listType=atomic
 	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
 	// ExternalTrafficPolicy is Cluster (the default for NodePort and

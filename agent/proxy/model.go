@@ -107,6 +107,10 @@ type Ruleset struct {
 	PolicyIngress map[netip.Addr]string
 	PolicyEgress  map[netip.Addr]string
 	PolicySets    map[string][]AddrRange
+	// Firewalls map a load-balancer address of a Service with
+	// loadBalancerSourceRanges to the chain (in PolicyChains, its
+	// ranges in PolicySets) that drops connections from elsewhere.
+	Firewalls map[VIP]string
 }
 
 // Chain names: nftables allows 256 bytes; a hash keeps them unique and
@@ -137,7 +141,7 @@ func Build(in Input) *Ruleset {
 		IPs: map[VIP]string{}, NodePorts: map[NodePort]string{},
 		NoEndpoints: map[VIP]struct{}{}, NoEndpointsNodePorts: map[NodePort]struct{}{},
 		PolicyChains: map[string]PolicyChain{}, PolicyIngress: map[netip.Addr]string{}, PolicyEgress: map[netip.Addr]string{},
-		PolicySets: map[string][]AddrRange{},
+		PolicySets: map[string][]AddrRange{}, Firewalls: map[VIP]string{},
 	}
 	slicesBySvc := map[string][]*api.EndpointSlice{}
 	for _, s := range in.Slices {
@@ -169,7 +173,7 @@ func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.E
 	if len(vips) == 0 {
 		return // headless: nothing to proxy
 	}
-	var external []netip.Addr
+	var external, lbAddrs []netip.Addr
 	for _, s := range spec.ExternalIPs {
 		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
 			external = append(external, a)
@@ -179,9 +183,11 @@ func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.E
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
 			if a, err := netip.ParseAddr(ing.IP); err == nil && a.Is4() {
 				external = append(external, a)
+				lbAddrs = append(lbAddrs, a)
 			}
 		}
 	}
+	firewall := firewallOf(rs, svc, lbAddrs)
 	var affinity time.Duration
 	if spec.SessionAffinity == corev1.ServiceAffinityClientIP {
 		affinity = 10800 * time.Second
@@ -231,6 +237,11 @@ func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.E
 			// Local keeps the client's address: the endpoint is on this
 			// node, so its answer comes back through it.
 			rs.Services[extChain] = ServiceChain{Endpoints: chains(ext), Masquerade: !externalLocal, Affinity: affinity}
+		}
+		for _, a := range lbAddrs {
+			if firewall != "" {
+				rs.Firewalls[VIP{a, proto, uint16(port.Port)}] = firewall
+			}
 		}
 		for _, a := range external {
 			k := VIP{a, proto, uint16(port.Port)}
@@ -316,4 +327,25 @@ func usable(all []endpoint, node string, local bool) []endpoint {
 		return ready
 	}
 	return terminating
+}
+
+// firewallOf is the chain that keeps a LoadBalancer Service's addresses
+// to the clients of its loadBalancerSourceRanges, as kube-proxy's
+// firewall chains do; "" when it names none, and all may connect.
+func firewallOf(rs *Ruleset, svc *api.Service, lbAddrs []netip.Addr) string {
+	if len(svc.Spec.LoadBalancerSourceRanges) == 0 || len(lbAddrs) == 0 {
+		return ""
+	}
+	var ranges []AddrRange
+	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil && p.Addr().Is4() {
+			ranges = append(ranges, prefixRange(p))
+		}
+	}
+	key := svc.Namespace + "/" + svc.Name
+	set := chainName("fw-sources", key)
+	rs.PolicySets[set] = mergeRanges(ranges)
+	chain := chainName("firewall", key)
+	rs.PolicyChains[chain] = PolicyChain{Rules: []PolicyRule{{Set: set}}}
+	return chain
 }

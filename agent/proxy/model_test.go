@@ -141,3 +141,32 @@ func TestBuildLoadBalancerAndAffinity(t *testing.T) {
 		t.Errorf("headless: %v", rs.IPs)
 	}
 }
+
+// TestLoadBalancerSourceRanges: a LoadBalancer's addresses, and only
+// they, go through a firewall chain that lets in its IPv4 source
+// ranges; without ranges there is none.
+func TestLoadBalancerSourceRanges(t *testing.T) {
+	lb := func(ranges ...string) *api.Service {
+		return svcOf(api.ServiceTypeLoadBalancer, func(s *api.Service) {
+			s.Spec.LoadBalancerSourceRanges = ranges
+			s.Spec.ExternalIPs = []string{"198.18.5.5"}
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.0.1"}, {IP: "198.18.0.2"}}
+		})
+	}
+	a := ep{"198.18.0.11", "n1", true, true, false}
+	rs := buildOne(lb("198.18.9.0/24", " 198.18.8.0/24", "fd00::/64"), a)
+	if len(rs.Firewalls) != 2 {
+		t.Fatalf("firewalls %v, want the two load-balancer addresses", rs.Firewalls)
+	}
+	chain := rs.Firewalls[VIP{netip.MustParseAddr("198.18.0.1"), ProtoTCP, 80}]
+	fw, ok := rs.PolicyChains[chain]
+	if !ok || fw.Egress || len(fw.Rules) != 1 || len(fw.Rules[0].Ports) != 0 {
+		t.Fatalf("firewall chain %q: %+v", chain, fw)
+	}
+	if got := setRanges(rs, fw.Rules[0].Set); !slices.Equal(got, []string{"198.18.8.0-198.18.9.255"}) {
+		t.Fatalf("source ranges %v", got)
+	}
+	if rs := buildOne(lb(), a); len(rs.Firewalls) != 0 || len(rs.PolicyChains) != 0 {
+		t.Fatalf("without ranges: %v %v", rs.Firewalls, rs.PolicyChains)
+	}
+}

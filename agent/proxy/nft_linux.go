@@ -40,6 +40,9 @@ const (
 	mapPolicyEgress    = "policy-egress"
 	chainPolicyForward = "policy-forward"
 	chainPolicyInput   = "policy-input"
+	// loadBalancerSourceRanges: the verdict map from a load-balancer
+	// address, protocol and port to its firewall chain.
+	mapFirewallIPs = "firewall-ips"
 )
 
 // rtnLocal is the fib address type of a local address (RTN_LOCAL).
@@ -243,6 +246,9 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 	if err := syncMap(c, policyMap(mapPolicyEgress), old.PolicyEgress, rs.PolicyEgress, addrKey, jump); err != nil {
 		return full, err
 	}
+	if err := syncMap(c, fixedMap(mapFirewallIPs, vipKeyType), old.Firewalls, rs.Firewalls, vipKey, jump); err != nil {
+		return full, err
+	}
 	for name := range old.PolicyChains {
 		if _, ok := rs.PolicyChains[name]; !ok {
 			ch := &nftables.Chain{Name: name, Table: table}
@@ -407,6 +413,7 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 	for _, m := range []*nftables.Set{
 		fixedMap(mapServiceIPs, vipKeyType), fixedMap(mapServiceNodePorts, portKeyType),
 		fixedMap(mapNoEndpointServices, vipKeyType), fixedMap(mapNoEndpointNodePort, portKeyType),
+		fixedMap(mapFirewallIPs, vipKeyType),
 	} {
 		m.ID = s.nextID()
 		if err := c.AddSet(m, nil); err != nil {
@@ -469,6 +476,16 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 	rule(reject, &expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}) // ICMP port unreachable
 
 	dstnat := nftables.ChainPriorityNATDest
+	// Before the DNAT, while the destination is still the load-balancer
+	// address: connections from outside its source ranges are dropped.
+	preDNAT := nftables.ChainPriority(*dstnat - 10)
+	for _, h := range []struct {
+		name string
+		hook *nftables.ChainHook
+	}{{"filter-prerouting-pre-dnat", nftables.ChainHookPrerouting}, {"filter-output-pre-dnat", nftables.ChainHookOutput}} {
+		ch := c.AddChain(&nftables.Chain{Name: h.name, Table: table, Type: nftables.ChainTypeFilter, Hooknum: h.hook, Priority: &preDNAT})
+		rule(ch, append(loadVIP(), vmap(mapFirewallIPs))...)
+	}
 	for _, h := range []struct {
 		name string
 		hook *nftables.ChainHook

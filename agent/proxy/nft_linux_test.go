@@ -158,8 +158,9 @@ func testSlice(ready map[string]bool) *api.EndpointSlice {
 // ClusterIP balances over three endpoints and stops sending to one that
 // turns unready; a NodePort answers on the node's address from another
 // namespace; rules flushed by hand come back; ClientIP affinity keeps a
-// client on one endpoint; a service without endpoints refuses; Cleanup
-// leaves nothing.
+// client on one endpoint; a LoadBalancer keeps to its
+// loadBalancerSourceRanges; a service without endpoints refuses;
+// Cleanup leaves nothing.
 func TestProxyInNetNS(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for network namespaces and nftables")
@@ -237,6 +238,31 @@ func TestProxyInNetNS(t *testing.T) {
 	sync(false, sticky, all)
 	if seen := spread(t, node, url, 20); len(seen) != 1 {
 		t.Fatalf("with ClientIP affinity: %v", seen)
+	}
+	// A LoadBalancer on the node's address takes the client while its
+	// address is in loadBalancerSourceRanges, and drops it once not.
+	lb := testService(api.ServiceTypeLoadBalancer)
+	lb.Spec.Ports[0].NodePort = 30081
+	lb.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: nodeLink}}
+	lb.Spec.LoadBalancerSourceRanges = []string{"198.18.9.0/24", clientIP + "/32"}
+	sync(false, lb, all)
+	lbURL := "http://" + nodeLink + ":80/"
+	if seen := spread(t, client, lbURL, 10); len(seen) == 0 {
+		t.Fatalf("the load balancer reached %v", seen)
+	}
+	lb.Spec.LoadBalancerSourceRanges = []string{"198.18.9.0/24"}
+	sync(false, lb, all)
+	if body, err := get(client, lbURL); err == nil {
+		t.Fatalf("a client outside loadBalancerSourceRanges reached %q", body)
+	}
+	// Its node port is not the load balancer's: the ranges leave it be.
+	if _, err := get(client, "http://"+nodeLink+":30081/"); err != nil {
+		t.Fatalf("the node port of a load balancer with source ranges: %v", err)
+	}
+	lb.Spec.LoadBalancerSourceRanges = nil
+	sync(false, lb, all)
+	if _, err := get(client, lbURL); err != nil {
+		t.Fatalf("without source ranges: %v", err)
 	}
 	// No endpoint: the connection is refused at once.
 	sync(false, testService(api.ServiceTypeNodePort), nil)

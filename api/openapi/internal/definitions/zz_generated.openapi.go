@@ -9489,7 +9489,7 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "LoadBalancerSourceRanges is checked and kept, and otherwise unused.",
+							Description: "LoadBalancerSourceRanges are the client ranges a LoadBalancer service's load-balancer addresses take connections from: the nodes' proxies drop the others. Empty takes every client.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -50,6 +50,9 @@ func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		// The client's Accept-Encoding goes through as it is; answers are
+		// passed on as encoded, never decoded here.
+		DisableCompression:    true,
 		ResponseHeaderTimeout: 0,
 	}
 	p.proxy = &httputil.ReverseProxy{
@@ -61,8 +64,10 @@ func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
 		},
 		Transport:    roundTripper(p.roundTrip),
 		ErrorHandler: p.proxyError,
-		// Stream at once: server-sent events and long polls.
-		FlushInterval: -1,
+		// 0: answers of known length are written whole; the reverse
+		// proxy flushes those without a length, and server-sent
+		// events, at each write.
+		FlushInterval: 0,
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	return p

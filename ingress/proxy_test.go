@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,14 +31,20 @@ import (
 
 // env is a store, its informers and a running proxy on loopback.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	store *store.Store
 	srv   *Server
 	reg   *prometheus.Registry
 	log   *lockedWriter
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newBenchEnv(t) }
+
+// quiet makes the proxy's access log go nowhere, formatted still.
+func (e *env) quiet() { e.log.discard.Store(true) }
+
+// newBenchEnv is newEnv for tests and benchmarks alike.
+func newBenchEnv(t testing.TB) *env {
 	t.Helper()
 	st, err := store.New(store.Memory{}, store.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -76,11 +83,15 @@ func newEnv(t *testing.T) *env {
 }
 
 type lockedWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	discard atomic.Bool
 }
 
 func (w *lockedWriter) Write(p []byte) (int, error) {
+	if w.discard.Load() {
+		return len(p), nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.Write(p)
@@ -103,7 +114,7 @@ func (e *env) put(obj api.Object) {
 }
 
 // backend is a real HTTP server on loopback that names itself.
-func backend(t *testing.T, name string) (*httptest.Server, int32) {
+func backend(t testing.TB, name string) (*httptest.Server, int32) {
 	t.Helper()
 	up := websocket.Upgrader{}
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -20,6 +20,14 @@ func Default(obj Object) {
 	switch o := obj.(type) {
 	case *CustomResourceDefinition:
 		defaultCRD(o)
+	case *ValidatingWebhookConfiguration:
+		defaultValidatingWebhookConfiguration(o)
+	case *MutatingWebhookConfiguration:
+		defaultMutatingWebhookConfiguration(o)
+	case *ValidatingAdmissionPolicy:
+		defaultValidatingAdmissionPolicy(o)
+	case *ValidatingAdmissionPolicyBinding:
+		defaultValidatingAdmissionPolicyBinding(o)
 	case *Namespace:
 		defaultNamespace(o)
 	case *Pod:

@@ -114,6 +114,14 @@ func Validate(obj Object) field.ErrorList {
 		errs = append(errs, validateBinding(o.RoleRef, o.Subjects, false)...)
 	case *CustomResourceDefinition:
 		errs = append(errs, validateCRDSpec(o)...)
+	case *ValidatingWebhookConfiguration:
+		errs = append(errs, validateValidatingWebhookConfiguration(o)...)
+	case *MutatingWebhookConfiguration:
+		errs = append(errs, validateMutatingWebhookConfiguration(o)...)
+	case *ValidatingAdmissionPolicy:
+		errs = append(errs, validateValidatingAdmissionPolicy(o)...)
+	case *ValidatingAdmissionPolicyBinding:
+		errs = append(errs, validateValidatingAdmissionPolicyBinding(o)...)
 	}
 	return errs
 }

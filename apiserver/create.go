@@ -56,6 +56,12 @@ func (s *Server) create(r *http.Request, req *resourceRequest, obj api.Object) (
 		if err := validate(k, obj, nil); err != nil {
 			return nil, err
 		}
+		if obj, err = s.mutate(r, req, obj, nil, validate); err != nil {
+			return nil, err
+		}
+		if err := s.validateAdmission(r, req, obj, nil, nil); err != nil {
+			return nil, err
+		}
 		if err := s.admit(ctx, req, obj, nil); err != nil {
 			return nil, err
 		}

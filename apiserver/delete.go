@@ -58,6 +58,12 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 // deleteObject deletes the object req names, which the caller read as
 // old and was allowed to delete, through admission and with opts.
 func (s *Server) deleteObject(r *http.Request, req *resourceRequest, opts *metav1.DeleteOptions, old api.Object) (api.Object, error) {
+	if _, err := s.mutate(r, req, nil, old, nil); err != nil {
+		return nil, err
+	}
+	if err := s.validateAdmission(r, req, nil, old, opts); err != nil {
+		return nil, err
+	}
 	if err := s.admit(r.Context(), req, nil, old); err != nil {
 		return nil, err
 	}

@@ -129,7 +129,7 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups.Groups {
 		gnames = append(gnames, g.Name+"/"+g.PreferredVersion.Version)
 	}
-	if got := strings.Join(gnames, " "); got != "apps/v1 storage.k8s.io/v1 scheduling.k8s.io/v1 coordination.k8s.io/v1 discovery.k8s.io/v1 policy/v1 networking.k8s.io/v1 batch/v1 autoscaling/v2 berth.dev/v1 rbac.authorization.k8s.io/v1 apiextensions.k8s.io/v1 authentication.k8s.io/v1 authorization.k8s.io/v1 metrics.k8s.io/v1beta1" {
+	if got := strings.Join(gnames, " "); got != "apps/v1 storage.k8s.io/v1 scheduling.k8s.io/v1 coordination.k8s.io/v1 discovery.k8s.io/v1 policy/v1 networking.k8s.io/v1 batch/v1 autoscaling/v2 berth.dev/v1 rbac.authorization.k8s.io/v1 admissionregistration.k8s.io/v1 apiextensions.k8s.io/v1 authentication.k8s.io/v1 authorization.k8s.io/v1 metrics.k8s.io/v1beta1" {
 		t.Fatalf("groups %q", got)
 	}
 	// The reviews kubectl auth sends are there, to be created only.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -86,6 +87,18 @@ var protobufKinds = map[schema.GroupVersionKind]func() protobufObject{
 	rbacv1.SchemeGroupVersion.WithKind("ClusterRole"):                    func() protobufObject { return &rbacv1.ClusterRole{} },
 	rbacv1.SchemeGroupVersion.WithKind("RoleBinding"):                    func() protobufObject { return &rbacv1.RoleBinding{} },
 	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):             func() protobufObject { return &rbacv1.ClusterRoleBinding{} },
+	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingWebhookConfiguration"): func() protobufObject {
+		return &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	},
+	admissionregistrationv1.SchemeGroupVersion.WithKind("MutatingWebhookConfiguration"): func() protobufObject {
+		return &admissionregistrationv1.MutatingWebhookConfiguration{}
+	},
+	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicy"): func() protobufObject {
+		return &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	},
+	admissionregistrationv1.SchemeGroupVersion.WithKind("ValidatingAdmissionPolicyBinding"): func() protobufObject {
+		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	},
 	// kubectl drain evicts pods this way.
 	policyv1.SchemeGroupVersion.WithKind("Eviction"):      func() protobufObject { return &policyv1.Eviction{} },
 	policyv1beta1.SchemeGroupVersion.WithKind("Eviction"): func() protobufObject { return &policyv1beta1.Eviction{} },

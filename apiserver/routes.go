@@ -31,6 +31,8 @@ type resourceRequest struct {
 	// proxyDepth is, for the proxy subresource, how many segments of the
 	// path lead up to and include "proxy": the rest is the pod's path.
 	proxyDepth int
+	// header is the answer's header, which admission's warnings go to.
+	header http.Header
 }
 
 // namespaceSubresources are the subresources of a namespace, which a path
@@ -171,6 +173,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.id, _ = IdentityFromContext(r.Context())
+	req.header = w.Header()
 	custom := !builtinSubresources[req.subresource]
 	if req.verb, err = requestVerb(r, req, custom); err != nil {
 		WriteError(w, err)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/admission"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -160,6 +161,8 @@ type Server struct {
 	// openapiV2 builds the OpenAPI v2 document likewise (40 ms, most of
 	// it gnostic reading the JSON into the Document it marshals).
 	openapiV2 func() (*openAPIV2Doc, error)
+	// webhooks calls the admission webhooks the cluster configures.
+	webhooks *admission.Webhooks
 	// fieldManagers serve server-side apply.
 	fieldManagers fieldManagers
 	// resources finds a kind by "group/version/resource" ("/v1/pods").
@@ -255,6 +258,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	if s.webhooks, err = admission.NewWebhooks(cfg.Store, cfg.Logger); err != nil {
+		return nil, err
+	}
 	if _, err = s.discovery(); err != nil {
 		return nil, err
 	}

@@ -111,6 +111,12 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 		if err := validateFn(k, obj, old); err != nil {
 			return nil, err
 		}
+		if obj, err = s.mutate(r, req, obj, old, validateFn); err != nil {
+			return nil, err
+		}
+		if err := s.validateAdmission(r, req, obj, old, nil); err != nil {
+			return nil, err
+		}
 		if err := s.admit(ctx, req, obj, old); err != nil {
 			return nil, err
 		}

@@ -61,7 +61,8 @@ func main() {
 // prune drops the definitions of Kubernetes' own API types
 // (k8s.io/api/...) that none of berth's definitions refers to, directly or
 // not: berth holds a few of them as field types, and openapi-gen makes
-// them all.
+// them all. The kinds berth serves as Kubernetes' own types (the
+// admission kinds) are kept with what they refer to.
 func prune(defs map[string]definition) {
 	const theirs = "io.k8s.api."
 	keep := map[string]bool{}
@@ -81,6 +82,9 @@ func prune(defs map[string]definition) {
 		if !strings.HasPrefix(name, theirs) {
 			walk(name)
 		}
+	}
+	for _, k := range api.Kinds() {
+		walk(openapi.TypeModelName(reflect.TypeOf(k.New()).Elem()))
 	}
 	for name := range defs {
 		if !keep[name] {

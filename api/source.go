@@ -3,6 +3,7 @@ package api
 import (
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -82,7 +83,52 @@ type SourceSpec struct {
 	// is, the plan's findings as its errors, and the revision applied
 	// before stays live.
 	Gate SourceGate `json:"gate,omitempty"`
+	// Helm says how a chart is rendered: the chart in the source's path,
+	// or, for a Source of type helm, the chart named here in the chart
+	// repository at spec.url.
+	Helm *SourceHelm `json:"helm,omitempty"`
 }
+
+// SourceHelm is a Source's Helm release: its name and namespace, its
+// values, and for a chart repository the chart and version.
+type SourceHelm struct {
+	// ReleaseName is .Release.Name; the Source's name when empty.
+	ReleaseName string `json:"releaseName,omitempty"`
+	// TargetNamespace is .Release.Namespace; "default" when empty.
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+	// Chart is the chart's name in the chart repository (type helm).
+	Chart string `json:"chart,omitempty"`
+	// Version is the chart's version, or a semver range (">=1.2 <2");
+	// the newest version when empty (type helm).
+	Version string `json:"version,omitempty"`
+	// ValuesFrom are ConfigMaps and Secrets whose keys hold values, merged
+	// in order over the chart's values.yaml, read at each sync.
+	// +listType=atomic
+	ValuesFrom []SourceValuesReference `json:"valuesFrom,omitempty"`
+	// Values are merged last, over ValuesFrom.
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// SourceValuesReference names values in a ConfigMap or Secret, as Flux's
+// HelmRelease valuesFrom does.
+type SourceValuesReference struct {
+	// Kind is ConfigMap or Secret.
+	Kind string `json:"kind"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// Namespace is the object's namespace; berth-system when empty.
+	Namespace string `json:"namespace,omitempty"`
+	// ValuesKey is the key holding the values; "values.yaml" when empty.
+	ValuesKey string `json:"valuesKey,omitempty"`
+	// TargetPath, when set, puts the key's whole content (as a string) at
+	// this dotted path of the values instead of merging it as YAML.
+	TargetPath string `json:"targetPath,omitempty"`
+	// Optional lets the object or key be missing.
+	Optional bool `json:"optional,omitempty"`
+}
+
+// SourceTypeHelm is a chart repository: spec.url serves index.yaml.
+const SourceTypeHelm SourceType = "helm"
 
 // SourceGate names the check a Source's revisions must pass.
 type SourceGate string
@@ -165,7 +211,43 @@ type SourceStatus struct {
 	// MaxSourceHistory.
 	// +listType=atomic
 	History []SourceSync `json:"history,omitempty"`
+	// Helm is the history of the Source's Helm release, newest first, as
+	// `helm history` shows it: a revision for each change of chart
+	// version or values that was applied.
+	// +listType=atomic
+	Helm []SourceHelmRelease `json:"helm,omitempty"`
 }
+
+// SourceHelmRelease is one revision of a Source's Helm release.
+type SourceHelmRelease struct {
+	// Revision counts from 1.
+	Revision int64 `json:"revision"`
+	// Chart is the chart's name-version, as `helm list` shows it.
+	Chart string `json:"chart"`
+	// AppVersion is the chart's appVersion.
+	AppVersion string `json:"appVersion,omitempty"`
+	// Status is deployed, superseded or failed.
+	Status string `json:"status"`
+	// Updated is when the revision was applied.
+	Updated metav1.Time `json:"updated"`
+	// Description says what happened (Install complete, Upgrade complete,
+	// Rollback to 2).
+	Description string `json:"description,omitempty"`
+	// Digest identifies the rendered release: chart version and values.
+	Digest string `json:"digest,omitempty"`
+	// SourceRevision is the source's revision it was rendered from.
+	SourceRevision string `json:"sourceRevision,omitempty"`
+}
+
+// MaxHelmHistory bounds status.helm, as helm's --history-max does.
+const MaxHelmHistory = 10
+
+// Helm release statuses, as helm names them.
+const (
+	HelmDeployed   = "deployed"
+	HelmSuperseded = "superseded"
+	HelmFailed     = "failed"
+)
 
 // SourceSync is one sync of a source, as `berth describe source` lists
 // them.

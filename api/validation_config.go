@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -160,7 +161,7 @@ func validateLeaseSpec(spec *LeaseSpec, path *field.Path) field.ErrorList {
 
 // sourceTypes are the kinds of Source objects; SourceTypeAPI names an
 // owner, never a Source.
-var sourceTypes = []SourceType{SourceTypeGit, SourceTypeDir, SourceTypeHTTP}
+var sourceTypes = []SourceType{SourceTypeGit, SourceTypeDir, SourceTypeHTTP, SourceTypeHelm}
 
 // gitSchemes are the URL schemes go-git can fetch from, with or without
 // the "git+" prefix the --source flag uses.
@@ -177,6 +178,11 @@ func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
 		}
 	case SourceTypeHTTP:
 		errs = append(errs, validateHTTPURL(spec.URL, up)...)
+	case SourceTypeHelm:
+		errs = append(errs, validateHTTPURL(spec.URL, up)...)
+		if spec.Helm == nil || spec.Helm.Chart == "" {
+			errs = append(errs, field.Required(p.Child("helm", "chart"), "the chart's name in the chart repository"))
+		}
 	case SourceTypeDir:
 		if spec.URL == "" {
 			errs = append(errs, field.Required(up, "the directory to read"))
@@ -229,6 +235,9 @@ func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
 		if d.SecretRef.Name == "" {
 			errs = append(errs, field.Required(dp.Child("secretRef", "name"), "the Secret holding the age identities"))
 		}
+	}
+	if h := spec.Helm; h != nil {
+		errs = append(errs, validateSourceHelm(spec.Type, h, p.Child("helm"))...)
 	}
 	if spec.RollbackOnFailure && !spec.Wait {
 		errs = append(errs, field.Invalid(p.Child("rollbackOnFailure"), true, "needs spec.wait: a rollback follows a failed health check"))
@@ -297,4 +306,43 @@ func validateHTTPURL(raw string, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, raw, "must name a host")}
 	}
 	return nil
+}
+
+// validateSourceHelm checks spec.helm: valuesFrom names ConfigMaps and
+// Secrets, values is a map, chart and version belong to a chart
+// repository.
+func validateSourceHelm(t SourceType, h *SourceHelm, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if t != SourceTypeHelm {
+		if h.Chart != "" {
+			errs = append(errs, field.Forbidden(p.Child("chart"), "only a Source of type helm names a chart; others render the chart in their path"))
+		}
+		if h.Version != "" {
+			errs = append(errs, field.Forbidden(p.Child("version"), "only a Source of type helm picks a chart version"))
+		}
+	}
+	if h.TargetNamespace != "" {
+		for _, msg := range validation.IsDNS1123Label(h.TargetNamespace) {
+			errs = append(errs, field.Invalid(p.Child("targetNamespace"), h.TargetNamespace, msg))
+		}
+	}
+	for i, v := range h.ValuesFrom {
+		vp := p.Child("valuesFrom").Index(i)
+		if v.Kind != "ConfigMap" && v.Kind != "Secret" {
+			errs = append(errs, field.NotSupported(vp.Child("kind"), v.Kind, []string{"ConfigMap", "Secret"}))
+		}
+		if v.Name == "" {
+			errs = append(errs, field.Required(vp.Child("name"), ""))
+		}
+		if v.TargetPath != "" && strings.Contains("."+v.TargetPath+".", "..") {
+			errs = append(errs, field.Invalid(vp.Child("targetPath"), v.TargetPath, "a dotted path of keys, as helm --set takes"))
+		}
+	}
+	if h.Values != nil && len(h.Values.Raw) > 0 {
+		var m map[string]any
+		if err := json.Unmarshal(h.Values.Raw, &m); err != nil {
+			errs = append(errs, field.Invalid(p.Child("values"), string(h.Values.Raw), "must be a map of values"))
+		}
+	}
+	return errs
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/source/dir"
 	"github.com/berth-dev/berth/source/git"
+	"github.com/berth-dev/berth/source/helmrepo"
 	sourcehttp "github.com/berth-dev/berth/source/http"
 	"github.com/berth-dev/berth/store"
 )
@@ -114,6 +115,9 @@ type sourceRun struct {
 	// healthy is the last revision whose objects all became healthy,
 	// whole: what spec.rollbackOnFailure applies again.
 	healthy *source.Revision
+	// buildDigest identifies the key and values the fetcher was made
+	// with (buildDigest).
+	buildDigest string
 }
 
 // newSources checks the --source flags; a bad one stops the server before
@@ -160,6 +164,8 @@ func (s *sources) newFetcher(spec source.Spec, onChange func()) (source.Fetcher,
 		return git.New(spec, git.Options{Clock: s.clock, Logger: s.log, CacheDir: filepath.Join(s.dataDir, SourcesDir, spec.Name)})
 	case source.TypeHTTP:
 		return sourcehttp.New(spec, sourcehttp.Options{Clock: s.clock, Logger: s.log})
+	case source.TypeHelm:
+		return helmrepo.New(spec, helmrepo.Options{Logger: s.log})
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", spec.Name, spec.Type)
 }
@@ -224,8 +230,15 @@ func objectSpec(spec source.Spec) api.SourceSpec {
 
 // fetchSpec is the source.Spec of a Source object: what its fetcher reads.
 func (s *sources) fetchSpec(ctx context.Context, name string, spec api.SourceSpec) (source.Spec, error) {
-	return FetchSpec(ctx, name, spec, func(_ context.Context, ns, secret string) (map[string][]byte, error) {
-		obj, err := s.store.Get(api.KindOf(&api.Secret{}), ns, secret)
+	return FetchSpec(ctx, name, spec, func(_ context.Context, kind, ns, name string) (map[string][]byte, error) {
+		if kind == "ConfigMap" {
+			obj, err := s.store.Get(api.KindOf(&api.ConfigMap{}), ns, name)
+			if err != nil {
+				return nil, err
+			}
+			return ConfigMapData(obj.(*api.ConfigMap)), nil
+		}
+		obj, err := s.store.Get(api.KindOf(&api.Secret{}), ns, name)
 		if err != nil {
 			return nil, err
 		}
@@ -233,12 +246,27 @@ func (s *sources) fetchSpec(ctx context.Context, name string, spec api.SourceSpe
 	})
 }
 
+// ConfigMapData is a ConfigMap's data and binaryData as one map.
+func ConfigMapData(cm *api.ConfigMap) map[string][]byte {
+	out := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
+	for k, v := range cm.BinaryData {
+		out[k] = v
+	}
+	for k, v := range cm.Data {
+		out[k] = []byte(v)
+	}
+	return out
+}
+
 // FetchSpec is the source.Spec of a Source object's spec: what a fetcher
-// reads, with the type's default interval. secret reads the data of the
-// Secret spec.secretRef names (the server reads its store, the CLI the
-// API). The age identities of spec.decryption are read now, into
-// memory; an error names the Secret.
-func FetchSpec(ctx context.Context, name string, spec api.SourceSpec, secret func(ctx context.Context, namespace, name string) (map[string][]byte, error)) (source.Spec, error) {
+// reads, with the type's default interval. get reads the Secrets and
+// ConfigMaps the spec names. The age identities of spec.decryption and
+// the values of spec.helm.valuesFrom are read now, into memory; an error
+// names the object.
+func FetchSpec(ctx context.Context, name string, spec api.SourceSpec, get ObjectData) (source.Spec, error) {
+	secret := func(ctx context.Context, ns, name string) (map[string][]byte, error) {
+		return get(ctx, "Secret", ns, name)
+	}
 	out := source.Spec{
 		Name:    name,
 		Type:    string(spec.Type),
@@ -281,6 +309,11 @@ func FetchSpec(ctx context.Context, name string, spec api.SourceSpec, secret fun
 			out.Build.AgeKey = append(append(out.Build.AgeKey, data[k]...), '\n')
 		}
 	}
+	if h := spec.Helm; h != nil {
+		if err := helmBuild(ctx, &out, h, get); err != nil {
+			return out, err
+		}
+	}
 	return out, nil
 }
 
@@ -295,6 +328,8 @@ func NewFetcher(spec source.Spec, cacheDir string, log *slog.Logger) (source.Fet
 		return git.New(spec, git.Options{Logger: log, CacheDir: cacheDir})
 	case source.TypeHTTP:
 		return sourcehttp.New(spec, sourcehttp.Options{Logger: log})
+	case source.TypeHelm:
+		return helmrepo.New(spec, helmrepo.Options{Logger: log})
 	}
 	return nil, fmt.Errorf("source %q: unknown type %q", spec.Name, spec.Type)
 }
@@ -548,13 +583,13 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 		}
 		return reconcile.Result{}, err
 	}
-	if r.fetcher == nil || !equality.Semantic.DeepEqual(r.spec, src.Spec) {
+	if digest := buildDigest(spec); r.fetcher == nil || !equality.Semantic.DeepEqual(r.spec, src.Spec) || digest != r.buildDigest {
 		s.closeFetcher(r)
 		f, err := s.newFetcher(spec, func() { s.hint(key) })
 		if err != nil {
 			return reconcile.Result{}, reconcile.Terminal(s.setCondition(ctx, src, metav1.ConditionFalse, api.ReasonFetchFailed, err.Error()))
 		}
-		r.fetcher, r.spec, r.have, r.due = f, *src.Spec.DeepCopy(), "", time.Time{}
+		r.fetcher, r.spec, r.have, r.due, r.buildDigest = f, *src.Spec.DeepCopy(), "", time.Time{}, digest
 	}
 	request := src.Annotations[api.AnnotationReconcileRequestedAt]
 	if request == src.Status.LastHandledReconcileAt {
@@ -612,6 +647,13 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 	}
 	r.have = rev.ID
 	r.due = now.Add(s.jittered(spec.Interval))
+	if res.Ready && rev.Chart != nil {
+		if err := s.recordHelm(ctx, key, func(h []api.SourceHelmRelease) []api.SourceHelmRelease {
+			return helmHistory(h, rev.Chart, rev.ID, metav1.NewTime(end))
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if res.Ready && src.Spec.Wait {
 		timeout := api.DefaultSourceTimeout
 		if t := src.Spec.Timeout; t != nil {
@@ -677,6 +719,12 @@ func (s *sources) checkHealth(ctx context.Context, src *api.Source, r *sourceRun
 	}
 	msg := fmt.Sprintf("Revision %s applied, but %d of %d objects did not become healthy %s: %s",
 		rev, len(report.Unhealthy), report.Total, why, report.Summary(maxUnhealthyNamed))
+	if r.applied != nil && r.applied.Chart != nil {
+		digest := r.applied.Chart.Digest
+		if err := s.recordHelm(ctx, name, func(h []api.SourceHelmRelease) []api.SourceHelmRelease { return helmFailed(h, digest) }); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	r.waiting, r.applied = "", nil
 	out := apply.Outcome{Status: metav1.ConditionFalse, Reason: api.ReasonHealthCheckFailed, Message: msg,
 		Health: api.SourceDegraded, Unhealthy: unhealthy, Revision: rev}
@@ -698,6 +746,14 @@ func (s *sources) checkHealth(ctx context.Context, src *api.Source, r *sourceRun
 				out.Message += fmt.Sprintf("; rolling back to revision %s failed: %s", r.healthy.ID, res.Message)
 			} else {
 				out.Reason = api.ReasonRolledBack
+				if c := r.healthy.Chart; c != nil {
+					id := r.healthy.ID
+					if err := s.recordHelm(ctx, name, func(h []api.SourceHelmRelease) []api.SourceHelmRelease {
+						return helmHistory(h, c, id, metav1.NewTime(s.clock.Now()))
+					}); err != nil {
+						return reconcile.Result{}, err
+					}
+				}
 				out.Message += fmt.Sprintf("; rolled back to revision %s (spec.rollbackOnFailure), which stays until a new revision comes", r.healthy.ID)
 			}
 		}
@@ -731,6 +787,11 @@ func (s *sources) pastHealthy(ctx context.Context, src *api.Source, r *sourceRun
 	}
 	rev.Time = s.clock.Now()
 	return &rev, msg
+}
+
+// recordHelm changes the history of a Source's Helm release.
+func (s *sources) recordHelm(ctx context.Context, name string, change func([]api.SourceHelmRelease) []api.SourceHelmRelease) error {
+	return s.applier.SetHelmHistory(ctx, name, change)
 }
 
 // flagged reports whether a --source flag names the Source.

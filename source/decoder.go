@@ -50,6 +50,7 @@ type Decoder struct {
 	KeyFile, ValuesFile string
 
 	files map[fileKey]decodedFile // the last revision's files
+	chart *Chart                  // the chart the last Decode rendered
 	once  bool                    // keep nothing, so copy nothing
 }
 
@@ -75,8 +76,9 @@ func (d *Decoder) Has(name, sum string) bool {
 
 // Revision decodes contents into a revision with the given ID.
 func (d *Decoder) Revision(c Contents, id string) Revision {
+	d.chart = nil
 	objs, errs := d.Decode(c)
-	return Revision{ID: id, Objects: objs, Errors: errs}
+	return Revision{ID: id, Objects: objs, Errors: errs, Chart: d.chart}
 }
 
 // NewDecoder is the Decoder of a source: its build options from the
@@ -140,6 +142,7 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 		for i, f := range built {
 			c.Files[i] = File{Name: f.Name, Data: f.Data}
 		}
+		d.chart = chartOf(tree, built)
 	}
 	files := sortedFiles(c.Files)
 	keys := make([]fileKey, len(files))

@@ -32,6 +32,9 @@ type Revision struct {
 	// Commit describes a git revision's commit; nil for other sources,
 	// and when the revision is one the receiver already has.
 	Commit *api.SourceCommit
+	// Chart describes the Helm chart the revision rendered; nil when it
+	// rendered none.
+	Chart *Chart
 }
 
 // OK reports whether the revision can be applied: it was read and every

@@ -22,6 +22,9 @@ const (
 	TypeGit  = "git"
 	TypeDir  = "dir"
 	TypeHTTP = "http"
+	// TypeHelm is a chart repository (index.yaml over HTTP); only Source
+	// objects name one, with the chart in their spec.helm.
+	TypeHelm = "helm"
 )
 
 // Default poll periods (SPEC §3). A dir source is watched; its interval is
@@ -96,6 +99,10 @@ type Spec struct {
 	// decryption-key-file= and helm-values-file= options, read at each
 	// revision, add to it; helm-release= and helm-namespace= set it.
 	Build build.Options
+	// Chart and ChartVersion pick the chart of a chart repository
+	// (TypeHelm): its name, and a version or semver range ("" is the
+	// newest).
+	Chart, ChartVersion string
 }
 
 // Keys of the map Spec.Credentials returns.

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
 )
 
@@ -54,10 +55,21 @@ func runDiffSource(cmd *cobra.Command, g *globalOptions, name string) error {
 		return reportedFailure()
 	}
 	src := obj.(*api.Source)
-	spec, err := controlplane.FetchSpec(ctx, name, src.Spec, func(ctx context.Context, ns, secret string) (map[string][]byte, error) {
-		obj, err := c.Get(ctx, api.KindOf(&api.Secret{}), ns, secret)
-		if err != nil {
+	spec, err := controlplane.FetchSpec(ctx, name, src.Spec, func(ctx context.Context, kind, ns, name string) (map[string][]byte, error) {
+		var obj api.Object
+		var err error
+		if kind == "ConfigMap" {
+			obj, err = c.Get(ctx, api.KindOf(&api.ConfigMap{}), ns, name)
+		} else {
+			obj, err = c.Get(ctx, api.KindOf(&api.Secret{}), ns, name)
+		}
+		switch {
+		case client.IsNotFound(err):
+			return nil, fmt.Errorf("%w: %v", controlplane.ErrNotFound, err)
+		case err != nil:
 			return nil, err
+		case kind == "ConfigMap":
+			return controlplane.ConfigMapData(obj.(*api.ConfigMap)), nil
 		}
 		return obj.(*api.Secret).Data, nil
 	})

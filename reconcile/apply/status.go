@@ -183,6 +183,30 @@ func (a *Applier) SetOutcome(ctx context.Context, name string, o Outcome) error 
 	return nil
 }
 
+// SetHelmHistory changes status.helm, the history of a Source's Helm
+// release, in its own transaction; nothing is written when change keeps
+// it.
+func (a *Applier) SetHelmHistory(ctx context.Context, name string, change func([]api.SourceHelmRelease) []api.SourceHelmRelease) error {
+	_, err := a.store.Txn(ctx, func(tx *store.Txn) error {
+		src, err := getSource(tx, name)
+		if err != nil {
+			return err
+		}
+		next := change(src.Status.Helm)
+		if equality.Semantic.DeepEqual(next, src.Status.Helm) {
+			return nil
+		}
+		s := src.DeepCopy()
+		s.Status.Helm = next
+		_, err = tx.Update(s)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write status of source %s: %w", name, err)
+	}
+	return nil
+}
+
 // Forget drops what the applier keeps of a source that was deleted.
 func (a *Applier) Forget(name string) {
 	a.mu.Lock()

@@ -177,10 +177,13 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.Source":                                          schema_githubcom_berth_dev_berth_api_Source(ref),
 		"github.com/berth-dev/berth/api.SourceCommit":                                    schema_githubcom_berth_dev_berth_api_SourceCommit(ref),
 		"github.com/berth-dev/berth/api.SourceDecryption":                                schema_githubcom_berth_dev_berth_api_SourceDecryption(ref),
+		"github.com/berth-dev/berth/api.SourceHelm":                                      schema_githubcom_berth_dev_berth_api_SourceHelm(ref),
+		"github.com/berth-dev/berth/api.SourceHelmRelease":                               schema_githubcom_berth_dev_berth_api_SourceHelmRelease(ref),
 		"github.com/berth-dev/berth/api.SourceSecretRef":                                 schema_githubcom_berth_dev_berth_api_SourceSecretRef(ref),
 		"github.com/berth-dev/berth/api.SourceSpec":                                      schema_githubcom_berth_dev_berth_api_SourceSpec(ref),
 		"github.com/berth-dev/berth/api.SourceStatus":                                    schema_githubcom_berth_dev_berth_api_SourceStatus(ref),
 		"github.com/berth-dev/berth/api.SourceSync":                                      schema_githubcom_berth_dev_berth_api_SourceSync(ref),
+		"github.com/berth-dev/berth/api.SourceValuesReference":                           schema_githubcom_berth_dev_berth_api_SourceValuesReference(ref),
 		"github.com/berth-dev/berth/api.StatefulSet":                                     schema_githubcom_berth_dev_berth_api_StatefulSet(ref),
 		"github.com/berth-dev/berth/api.StatefulSetCondition":                            schema_githubcom_berth_dev_berth_api_StatefulSetCondition(ref),
 		"github.com/berth-dev/berth/api.StatefulSetOrdinals":                             schema_githubcom_berth_dev_berth_api_StatefulSetOrdinals(ref),
@@ -9748,6 +9751,147 @@ func schema_githubcom_berth_dev_berth_api_SourceDecryption(ref common.ReferenceC
 	}
 }
 
+func schema_githubcom_berth_dev_berth_api_SourceHelm(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceHelm is a Source's Helm release: its name and namespace, its values, and for a chart repository the chart and version.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"releaseName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ReleaseName is .Release.Name; the Source's name when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetNamespace is .Release.Namespace; \"default\" when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Chart is the chart's name in the chart repository (type helm).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Version is the chart's version, or a semver range (\">=1.2 <2\"); the newest version when empty (type helm).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"valuesFrom": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ValuesFrom are ConfigMaps and Secrets whose keys hold values, merged in order over the chart's values.yaml, read at each sync.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.SourceValuesReference"),
+									},
+								},
+							},
+						},
+					},
+					"values": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Values are merged last, over ValuesFrom.",
+							Ref:         ref(apiextensionsv1.JSON{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.SourceValuesReference", apiextensionsv1.JSON{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_SourceHelmRelease(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceHelmRelease is one revision of a Source's Helm release.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Revision counts from 1.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Chart is the chart's name-version, as `helm list` shows it.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"appVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AppVersion is the chart's appVersion.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is deployed, superseded or failed.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"updated": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Updated is when the revision was applied.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"description": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Description says what happened (Install complete, Upgrade complete, Rollback to 2).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Digest identifies the rendered release: chart version and values.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"sourceRevision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceRevision is the source's revision it was rendered from.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"revision", "chart", "status", "updated"},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_githubcom_berth_dev_berth_api_SourceSecretRef(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -9907,12 +10051,18 @@ func schema_githubcom_berth_dev_berth_api_SourceSpec(ref common.ReferenceCallbac
 							Format:      "",
 						},
 					},
+					"helm": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Helm says how a chart is rendered: the chart in the source's path, or, for a Source of type helm, the chart named here in the chart repository at spec.url.",
+							Ref:         ref("github.com/berth-dev/berth/api.SourceHelm"),
+						},
+					},
 				},
 				Required: []string{"type", "url"},
 			},
 		},
 		Dependencies: []string{
-			"github.com/berth-dev/berth/api.SourceDecryption", "github.com/berth-dev/berth/api.SourceSecretRef", metav1.Duration{}.OpenAPIModelName()},
+			"github.com/berth-dev/berth/api.SourceDecryption", "github.com/berth-dev/berth/api.SourceHelm", "github.com/berth-dev/berth/api.SourceSecretRef", metav1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -10048,11 +10198,29 @@ func schema_githubcom_berth_dev_berth_api_SourceStatus(ref common.ReferenceCallb
 							},
 						},
 					},
+					"helm": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Helm is the history of the Source's Helm release, newest first, as `helm history` shows it: a revision for each change of chart version or values that was applied.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref("github.com/berth-dev/berth/api.SourceHelmRelease"),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			"github.com/berth-dev/berth/api.SourceCommit", "github.com/berth-dev/berth/api.SourceSync", metav1.Condition{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+			"github.com/berth-dev/berth/api.SourceCommit", "github.com/berth-dev/berth/api.SourceHelmRelease", "github.com/berth-dev/berth/api.SourceSync", metav1.Condition{}.OpenAPIModelName(), metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -10103,6 +10271,64 @@ func schema_githubcom_berth_dev_berth_api_SourceSync(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			metav1.Duration{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_SourceValuesReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceValuesReference names values in a ConfigMap or Secret, as Flux's HelmRelease valuesFrom does.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is ConfigMap or Secret.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the object's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the object's namespace; berth-system when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"valuesKey": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ValuesKey is the key holding the values; \"values.yaml\" when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"targetPath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetPath, when set, puts the key's whole content (as a string) at this dotted path of the values instead of merging it as YAML.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"optional": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Optional lets the object or key be missing.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "name"},
+			},
+		},
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api/fuzzer"
 )
@@ -59,7 +61,8 @@ func TestPodRoundTripAPI(t *testing.T) {
 }
 
 // TestPodTemplateRoundTripAPI does the same for the pod templates of
-// Deployments and ReplicaSets.
+// every workload kind: Deployments, ReplicaSets, StatefulSets,
+// DaemonSets, Jobs and CronJobs.
 func TestPodTemplateRoundTripAPI(t *testing.T) {
 	e := newEnv(t)
 	for seed := range int64(apiRoundTrips) {
@@ -78,6 +81,9 @@ func TestPodTemplateRoundTripAPI(t *testing.T) {
 			obj  any
 			tmpl func(any) *corev1.PodTemplateSpec
 		}
+		// A Job's and a CronJob's pods must not restart Always.
+		batchTmpl := *tmpl.DeepCopy()
+		batchTmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 		workloads := []workload{
 			{"/apis/apps/v1/namespaces/default/deployments", &appsv1.Deployment{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
@@ -89,6 +95,39 @@ func TestPodTemplateRoundTripAPI(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: name},
 				Spec:       appsv1.ReplicaSetSpec{Selector: sel, Template: tmpl},
 			}, func(o any) *corev1.PodTemplateSpec { return &o.(*appsv1.ReplicaSet).Spec.Template }},
+			{"/apis/apps/v1/namespaces/default/statefulsets", &appsv1.StatefulSet{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec:       appsv1.StatefulSetSpec{Selector: sel, Template: tmpl},
+			}, func(o any) *corev1.PodTemplateSpec { return &o.(*appsv1.StatefulSet).Spec.Template }},
+			{"/apis/apps/v1/namespaces/default/daemonsets", &appsv1.DaemonSet{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec:       appsv1.DaemonSetSpec{Selector: sel, Template: tmpl},
+			}, func(o any) *corev1.PodTemplateSpec { return &o.(*appsv1.DaemonSet).Spec.Template }},
+			{"/apis/batch/v1/namespaces/default/cronjobs", &batchv1.CronJob{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "CronJob"},
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: batchv1.CronJobSpec{Schedule: "@hourly", JobTemplate: batchv1.JobTemplateSpec{
+					Spec: batchv1.JobSpec{Template: batchTmpl},
+				}},
+			}, func(o any) *corev1.PodTemplateSpec { return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template }},
+			{"/apis/batch/v1/namespaces/default/jobs", &batchv1.Job{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+				ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec:       batchv1.JobSpec{Template: batchTmpl, Suspend: ptr.To(true)},
+			}, func(o any) *corev1.PodTemplateSpec {
+				// The selector the store makes adds its labels to the
+				// template, as Kubernetes' does: left out here.
+				t := &o.(*batchv1.Job).Spec.Template
+				for _, k := range []string{"batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid", "job-name"} {
+					delete(t.Labels, k)
+				}
+				if len(t.Labels) == 0 {
+					t.Labels = nil
+				}
+				return t
+			}},
 		}
 		for _, o := range workloads {
 			data, err := json.Marshal(o.obj)
@@ -118,6 +157,14 @@ func newLike(o any) any {
 	switch o.(type) {
 	case *appsv1.Deployment:
 		return &appsv1.Deployment{}
+	case *appsv1.StatefulSet:
+		return &appsv1.StatefulSet{}
+	case *appsv1.DaemonSet:
+		return &appsv1.DaemonSet{}
+	case *batchv1.Job:
+		return &batchv1.Job{}
+	case *batchv1.CronJob:
+		return &batchv1.CronJob{}
 	default:
 		return &appsv1.ReplicaSet{}
 	}

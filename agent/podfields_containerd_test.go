@@ -179,7 +179,8 @@ func TestContainerdSecurityContext(t *testing.T) {
 				SeccompProfile:     &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []api.Container{
-				{Name: "user", Image: image, VolumeMounts: []api.VolumeMount{{Name: "data", MountPath: "/data"}},
+				{Name: "user", Image: image, VolumeMounts: []api.VolumeMount{{Name: "data", MountPath: "/data"},
+					{Name: "conf", MountPath: "/conf", ReadOnly: true}, {Name: "claim", MountPath: "/claim"}},
 					SecurityContext: &api.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}},
 				{Name: "root", Image: image, SecurityContext: &api.SecurityContext{
 					RunAsUser: new(int64(0)), ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
@@ -187,9 +188,23 @@ func TestContainerdSecurityContext(t *testing.T) {
 				}},
 				{Name: "priv", Image: image, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(0)), Privileged: &yes}},
 			},
-			Volumes: []api.Volume{{Name: "data", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}}},
+			Volumes: []api.Volume{{Name: "data", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}},
+				{Name: "conf", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{
+					LocalObjectReference: api.LocalObjectReference{Name: "conf"}, DefaultMode: new(int32(0o400))}}},
+				{Name: "claim", VolumeSource: api.VolumeSource{PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}}},
 		},
 	}
+	// The claim's directory holds a file of root's, as a volume written
+	// before the pod.
+	claim := filepath.Join(env.Dir, "claim")
+	if err := os.MkdirAll(claim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(claim, "old"), []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refs := &fakeRefs{configMaps: map[string]*api.ConfigMap{"default/conf": {Data: map[string]string{"k": "v"}}},
+		claims: map[string]string{"default/claim": claim}}
 	nonRoot := &api.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "nonroot", Namespace: "default", UID: "uid-nonroot"},
 		Spec: api.PodSpec{
@@ -201,7 +216,7 @@ func TestContainerdSecurityContext(t *testing.T) {
 			},
 		},
 	}
-	cm := startCRIManager(t, ctx, env, nil, nil, secure, nonRoot)
+	cm := startCRIManager(t, ctx, env, refs, nil, secure, nonRoot)
 	cm.running(t, secure.UID, "user", "root", "priv")
 
 	if got := cm.exec(t, ctx, secure.UID, "user", "id", "-u"); got != "1000" {
@@ -215,6 +230,14 @@ func TestContainerdSecurityContext(t *testing.T) {
 	}
 	if got := cm.exec(t, ctx, secure.UID, "user", "sh", "-c", "echo x > /data/f && busybox stat -c %g /data/f"); got != "2000" {
 		t.Errorf("a file made in the emptyDir has group %s, want fsGroup 2000", got)
+	}
+	// fsGroup on the other volumes: the ConfigMap's key of mode 0400 is
+	// the group's to read; the claim's file of root's the group's to write.
+	if got := cm.exec(t, ctx, secure.UID, "user", "sh", "-c", "cat /conf/k; busybox stat -c %g /conf/k"); got != "v2000" {
+		t.Errorf("the ConfigMap key through fsGroup: %q, want v and group 2000", got)
+	}
+	if got := cm.exec(t, ctx, secure.UID, "user", "sh", "-c", "echo new >> /claim/old && cat /claim/old && echo y > /claim/n && busybox stat -c %g /claim/n"); got != "old\nnew\n2000" {
+		t.Errorf("the claim through fsGroup: %q", got)
 	}
 	if got := cm.procStatus(t, ctx, secure.UID, "user", "Seccomp"); got != "0" {
 		t.Errorf("user: Seccomp %s, want 0 (its own Unconfined over the pod's RuntimeDefault)", got)

@@ -1,11 +1,6 @@
 package agent
 
 import (
-	"fmt"
-	"io/fs"
-	"os"
-	"syscall"
-
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
@@ -83,23 +78,4 @@ func podSeccomp(pod *api.Pod) string {
 		return string(sc.SeccompProfile.Type)
 	}
 	return ""
-}
-
-// setGroupOwnership gives an emptyDir to a pod's fsGroup as the kubelet
-// does when it sets a volume up: the group owns it, may write in it, and
-// what is made in it inherits the group (setgid). The volume starts
-// empty, so its root is all there is to change.
-func setGroupOwnership(dir string, gid int64) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	const mode = sharedDirMode | fs.ModeSetgid
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int64(st.Gid) == gid && fi.Mode()&(fs.ModePerm|fs.ModeSetgid) == mode {
-		return nil
-	}
-	if err := os.Lchown(dir, -1, int(gid)); err != nil {
-		return fmt.Errorf("give %s to group %d: %w", dir, gid, err)
-	}
-	return os.Chmod(dir, mode)
 }

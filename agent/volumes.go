@@ -80,7 +80,7 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 		if err != nil {
 			return "", configErrorf("persistentVolumeClaim %s/%s: %v", pod.Namespace, v.PersistentVolumeClaim.ClaimName, err)
 		}
-		return p, nil
+		return p, claimOwnership(dataDir, pod, v.Name, p, v.PersistentVolumeClaim.ReadOnly)
 	case v.ConfigMap != nil:
 		src := v.ConfigMap
 		var data map[string][]byte
@@ -97,7 +97,7 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 				data[k] = b
 			}
 		}
-		return own, project(own, data, src.Items, src.DefaultMode, "ConfigMap "+pod.Namespace+"/"+src.Name)
+		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, "ConfigMap "+pod.Namespace+"/"+src.Name)
 	case v.Secret != nil:
 		src := v.Secret
 		var data map[string][]byte
@@ -112,7 +112,7 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 				data[k] = []byte(str)
 			}
 		}
-		return own, project(own, data, src.Items, src.DefaultMode, "Secret "+pod.Namespace+"/"+src.SecretName)
+		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, "Secret "+pod.Namespace+"/"+src.SecretName)
 	}
 	return "", errors.New("no volume source")
 }

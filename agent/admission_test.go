@@ -49,6 +49,14 @@ func TestUnsupportedFields(t *testing.T) {
 		{"a Localhost seccomp profile nowhere", pod(func(p *api.Pod) {
 			p.Spec.Containers[0].SecurityContext = &api.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}}
 		}), []runtime.Feature{runtime.FeatureSeccomp}, []string{"spec.containers[0].securityContext.seccompProfile"}},
+		{"hostAliases and sysctls on exec", pod(func(p *api.Pod) {
+			p.Spec.HostAliases = []corev1.HostAlias{{IP: "198.18.9.9", Hostnames: []string{"foo"}}}
+			p.Spec.SecurityContext = &api.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.tcp_syncookies", Value: "1"}}}
+		}), runtime.ExecFeatures, []string{"spec.hostAliases", "spec.securityContext.sysctls"}},
+		{"hostAliases and sysctls where honoured", pod(func(p *api.Pod) {
+			p.Spec.HostAliases = []corev1.HostAlias{{IP: "198.18.9.9", Hostnames: []string{"foo"}}}
+			p.Spec.SecurityContext = &api.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.tcp_syncookies", Value: "1"}}}
+		}), []runtime.Feature{runtime.FeatureHostAliases, runtime.FeatureSysctls}, nil},
 		{"postStart where honoured", pod(func(p *api.Pod) {
 			p.Spec.Containers[0].Lifecycle = &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"true"}}}}
 		}), []runtime.Feature{runtime.FeaturePostStart}, nil},

@@ -19,6 +19,10 @@ import (
 // as the kubelet's --resolv-conf.
 const DefaultResolvConf = "/etc/resolv.conf"
 
+// DefaultHostsFile is the node's hosts file, copied into the managed
+// /etc/hosts of a hostNetwork pod, as the kubelet does.
+const DefaultHostsFile = "/etc/hosts"
+
 // The resolver's limits the kubelet keeps a pod's resolv.conf within
 // (glibc's): what passes them is dropped.
 const (
@@ -37,17 +41,7 @@ const (
 // replace those of the same name. With no cluster DNS server known,
 // ClusterFirst is Default.
 func podDNS(pod *api.Pod, server string, node func() (*runtime.DNS, error)) (*runtime.DNS, error) {
-	cluster := false
-	switch pod.Spec.DNSPolicy {
-	case api.DNSNone:
-	case api.DNSClusterFirstWithHostNet:
-		cluster = true
-	case "", api.DNSClusterFirst:
-		cluster = !pod.Spec.HostNetwork
-	default:
-		// Default.
-	}
-	cluster = cluster && server != ""
+	cluster := wantsClusterDNS(pod) && server != ""
 	extra := pod.Spec.DNSConfig
 	var out *runtime.DNS
 	switch {
@@ -85,6 +79,30 @@ func podDNS(pod *api.Pod, server string, node func() (*runtime.DNS, error)) (*ru
 	}
 	out.Searches = fitSearches(out.Searches)
 	return out, nil
+}
+
+// wantsClusterDNS says whether pod's dnsPolicy asks for the cluster's
+// DNS server: ClusterFirst (the default) unless on the node's network,
+// ClusterFirstWithHostNet.
+func wantsClusterDNS(pod *api.Pod) bool {
+	switch pod.Spec.DNSPolicy {
+	case api.DNSClusterFirstWithHostNet:
+		return true
+	case "", api.DNSClusterFirst:
+		return !pod.Spec.HostNetwork
+	}
+	return false
+}
+
+// ReasonMissingClusterDNS is the reason of the Warning event of a pod that
+// asks for the cluster's DNS server on a node that knows none, the
+// kubelet's.
+const ReasonMissingClusterDNS = "MissingClusterDNS"
+
+// missingClusterDNS is the message of that event, the kubelet's.
+func missingClusterDNS(pod *api.Pod) string {
+	return fmt.Sprintf("pod: %q. node has no cluster DNS server configured and cannot create Pod using %q policy. Falling back to %q policy.",
+		podRef(pod), api.DNSClusterFirst, api.DNSDefault)
 }
 
 // omitDuplicates keeps the first of each string.

@@ -27,7 +27,7 @@ const (
 // an unreachable server fails it, not the status; sleep; tcpSocket does
 // nothing. The message of a failure names the hook, container and pod.
 func (w *podWorker) runHook(ctx context.Context, pod *api.Pod, c *api.Container, id runtime.ID, h *api.LifecycleHandler) (string, error) {
-	podName := fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+	podName := podRef(pod)
 	switch {
 	case h.Exec != nil:
 		out, code, err := w.m.o.Runtime.Exec(ctx, id, h.Exec.Command)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/berth-dev/berth/api"
@@ -100,4 +101,9 @@ func (w *podWorker) podEvent(pod *api.Pod, eventType, reason, message string) {
 	if e := w.m.o.Events; e != nil && pod != nil {
 		e.PodEvent(pod, eventType, reason, message)
 	}
+}
+
+// podRef names a pod in messages as the kubelet does: NAME_NAMESPACE(UID).
+func podRef(pod *api.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -583,5 +584,88 @@ func TestContainerdLifecycleHooks(t *testing.T) {
 	})
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the pod took %s to stop: its hanging preStop hook was not cut at its 3s grace", d)
+	}
+}
+
+// TestContainerdHostsAndSysctls runs, on a real containerd, a pod with
+// hostAliases and safe sysctls, as the kubelet does: its /etc/hosts is
+// the managed file, naming the pod's own address with its subdomain's
+// name and the aliases; the sysctls are set in its sandbox; a container
+// that mounts a volume at /etc/hosts keeps it; and a pod that asks for an
+// unsafe sysctl is refused with the kubelet's reason and message. The
+// node knows no cluster DNS server: a ClusterFirst pod is warned of it.
+func TestContainerdHostsAndSysctls(t *testing.T) {
+	critest.Need(t)
+	if !critest.InNetns(t) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := critest.Start(t, ctx)
+	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	refs := &fakeRefs{configMaps: map[string]*api.ConfigMap{"default/hosts": {Data: map[string]string{"hosts": "198.18.9.1 own\n"}}}}
+	pod := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "aliases", Namespace: "default", UID: "uid-aliases"},
+		Spec: api.PodSpec{
+			TerminationGracePeriodSeconds: new(int64(1)),
+			Subdomain:                     "sub",
+			HostAliases:                   []corev1.HostAlias{{IP: "198.18.9.9", Hostnames: []string{"foo.local", "bar.local"}}},
+			SecurityContext: &api.PodSecurityContext{Sysctls: []corev1.Sysctl{
+				{Name: "net.ipv4.ip_local_port_range", Value: "20000 30000"}, {Name: "kernel/shm_rmid_forced", Value: "1"}}},
+			Containers: []api.Container{
+				{Name: "c", Image: image},
+				{Name: "own", Image: image, VolumeMounts: []api.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}},
+			},
+			Volumes: []api.Volume{{Name: "hosts", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "hosts"}}}}},
+		},
+	}
+	unsafe := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "unsafe", Namespace: "default", UID: "uid-unsafe"},
+		Spec: api.PodSpec{
+			TerminationGracePeriodSeconds: new(int64(1)),
+			SecurityContext:               &api.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}},
+			Containers:                    []api.Container{{Name: "c", Image: image}},
+		},
+	}
+	cm := startCRIManager(t, ctx, env, refs, nil, pod, unsafe)
+	st := cm.running(t, pod.UID, "c", "own")
+	hosts := cm.exec(t, ctx, pod.UID, "c", "cat", "/etc/hosts")
+	for _, want := range []string{"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n",
+		"\n" + st.PodIP + "\taliases.sub.default.svc.cluster.local\taliases\n",
+		"\n# Entries added by HostAliases.\n198.18.9.9\tfoo.local\tbar.local"} {
+		if st.PodIP == "" || !strings.Contains(hosts, want) {
+			t.Errorf("/etc/hosts lacks %q (pod IP %q):\n%s", want, st.PodIP, hosts)
+		}
+	}
+	if got := cm.exec(t, ctx, pod.UID, "own", "cat", "/etc/hosts"); got != "198.18.9.1 own" {
+		t.Errorf("the container's own /etc/hosts: %q", got)
+	}
+	if got := strings.Join(strings.Fields(cm.exec(t, ctx, pod.UID, "c", "cat", "/proc/sys/net/ipv4/ip_local_port_range")), " "); got != "20000 30000" {
+		t.Errorf("net.ipv4.ip_local_port_range %q, want the pod's 20000 30000", got)
+	}
+	if got := cm.exec(t, ctx, pod.UID, "c", "cat", "/proc/sys/kernel/shm_rmid_forced"); got != "1" {
+		t.Errorf("kernel.shm_rmid_forced %q, want the pod's 1", got)
+	}
+
+	// The node knows no cluster DNS server here (no NameServer): the
+	// ClusterFirst pod got the node's resolv.conf, and a warning, once.
+	missing := `Warning MissingClusterDNS pod: "aliases_default(uid-aliases)". node has no cluster DNS server configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.`
+	if n := strings.Count(strings.Join(cm.ev.all(), "\n"), missing); n != 1 {
+		t.Errorf("%d MissingClusterDNS events, want 1, in:\n%s", n, strings.Join(cm.ev.all(), "\n"))
+	}
+
+	want := `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`
+	testtool.WaitFor(t, 30*time.Second, "the unsafe sysctl refused", func() error {
+		st, _ := cm.rep.last(unsafe.UID)
+		if st.Phase != api.PodFailed || st.Reason != ReasonSysctlForbidden || st.Message != want {
+			return fmt.Errorf("status %s %s %q", st.Phase, st.Reason, st.Message)
+		}
+		return nil
+	})
+	if evs := strings.Join(cm.ev.all(), "\n"); !strings.Contains(evs, `Warning SysctlForbidden forbidden sysctl: "kernel.msgmax" not allowlisted`) {
+		t.Errorf("no SysctlForbidden event in:\n%s", evs)
+	}
+	if runs, err := cm.rt.List(ctx); err != nil || slices.ContainsFunc(runs, func(r runtime.Status) bool { return r.ID.PodUID == string(unsafe.UID) }) {
+		t.Errorf("the refused pod runs: %v, %v", runs, err)
 	}
 }

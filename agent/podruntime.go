@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -161,7 +162,13 @@ func (w *podWorker) mounts(pod *api.Pod, c *api.Container) ([]runtime.Mount, err
 // sandboxSpec is the pod's sandbox: its host name, its resolv.conf and the
 // host ports of its containers.
 func (w *podWorker) sandboxSpec(pod *api.Pod) (*runtime.Pod, error) {
-	dns, err := podDNS(pod, w.m.nameServer(), func() (*runtime.DNS, error) { return readResolvConf(cmp.Or(w.m.o.ResolvConf, DefaultResolvConf)) })
+	server := w.m.nameServer()
+	if server == "" && wantsClusterDNS(pod) && !w.dnsWarned {
+		// The kubelet's: the pod gets the node's resolv.conf, and says so.
+		w.dnsWarned = true
+		w.podEvent(pod, api.EventTypeWarning, ReasonMissingClusterDNS, missingClusterDNS(pod))
+	}
+	dns, err := podDNS(pod, server, func() (*runtime.DNS, error) { return readResolvConf(cmp.Or(w.m.o.ResolvConf, DefaultResolvConf)) })
 	if err != nil {
 		return nil, err
 	}
@@ -174,9 +181,25 @@ func (w *podWorker) sandboxSpec(pod *api.Pod) (*runtime.Pod, error) {
 		Privileged:  podPrivileged(pod),
 		Seccomp:     podSeccomp(pod),
 		HostNetwork: pod.Spec.HostNetwork,
+		Sysctls:     podSysctls(pod),
+		Hosts:       &runtime.Hosts{Path: filepath.Join(podDir(w.m.o.DataDir, string(pod.UID)), "etc-hosts")},
 	}
 	if pod.Spec.Hostname != "" {
 		p.Hostname = pod.Spec.Hostname
+	}
+	if pod.Spec.Subdomain != "" {
+		p.Hosts.Domain = pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + clusterDomain
+	}
+	for _, a := range pod.Spec.HostAliases {
+		p.Hosts.Aliases = append(p.Hosts.Aliases, runtime.HostAlias{IP: a.IP, Hostnames: a.Hostnames})
+	}
+	if pod.Spec.HostNetwork {
+		// The kubelet's: a pod of the node's network sees the node's file.
+		b, err := os.ReadFile(cmp.Or(w.m.o.HostsFile, DefaultHostsFile))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("hosts file: %w", err)
+		}
+		p.Hosts.NodeHosts = b
 	}
 	for _, c := range append(append([]api.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		for _, pt := range c.Ports {

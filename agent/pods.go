@@ -40,6 +40,9 @@ type PodManagerOptions struct {
 	// a pod and whose search domains ClusterFirst adds
 	// (DefaultResolvConf when empty), as the kubelet's --resolv-conf.
 	ResolvConf string
+	// HostsFile is the node's hosts file, which hostNetwork pods under a
+	// CRI runtime see (DefaultHostsFile when empty).
+	HostsFile string
 	// MemoryCapacity is the node's memory, for the oom_score_adj of
 	// Burstable containers.
 	MemoryCapacity int64

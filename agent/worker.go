@@ -57,6 +57,8 @@ type podWorker struct {
 	containers      map[string]*containerRuntimeState
 	last            *api.PodStatus // the status reported last
 	refused         string         // why the pod was refused at admission
+	refusedReason   string         // the reason of that refusal
+	dnsWarned       bool           // MissingClusterDNS was said of the pod
 	volumes         map[string]string
 	volumesAt       time.Time
 	volumesErr      error
@@ -286,12 +288,17 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 
 	if !pod.Finished() && len(runs) == 0 && w.refused == "" {
 		if fields := unsupported(pod, w.m.features()); len(fields) > 0 {
-			w.refused = refusal(w.m.o.NodeName, w.m.runtimeName(), fields)
+			w.refused, w.refusedReason = refusal(w.m.o.NodeName, w.m.runtimeName(), fields), ReasonUnsupported
 			w.podEvent(pod, api.EventTypeWarning, ReasonUnsupported, w.refused)
+		} else if msg := forbiddenSysctl(pod); msg != "" {
+			// The kubelet's rejection: the event says why, the status
+			// that the pod was rejected for it.
+			w.refused, w.refusedReason = "Pod was rejected: "+msg, ReasonSysctlForbidden
+			w.podEvent(pod, api.EventTypeWarning, ReasonSysctlForbidden, msg)
 		}
 	}
 	if w.refused != "" {
-		st := api.PodStatus{Phase: api.PodFailed, Reason: ReasonUnsupported, Message: w.refused, QOSClass: pod.Status.QOSClass}
+		st := api.PodStatus{Phase: api.PodFailed, Reason: w.refusedReason, Message: w.refused, QOSClass: pod.Status.QOSClass}
 		if !w.report(ctx, pod, st) {
 			return clk.Now().Add(retryAfterError), false
 		}
@@ -393,7 +400,7 @@ func (w *podWorker) views(pod *api.Pod, runs map[string][]runtime.Status) (init,
 		case exited(cur) && willRestart(policy, cur.ExitCode) && cs.seenExit == cur.ID.Attempt && now.Before(cs.restartAt):
 			v.waiting = &api.ContainerStateWaiting{
 				Reason:  reasonCrashLoopBackOff,
-				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", cs.backOff, c.Name, pod.Name, pod.Namespace, pod.UID),
+				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", cs.backOff, c.Name, podRef(pod)),
 			}
 		}
 		if cur != nil && cur.State == runtime.StateRunning && cs.hasRun && cs.run == cur.ID {

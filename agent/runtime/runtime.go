@@ -184,6 +184,10 @@ type Pod struct {
 	// HostNetwork runs the sandbox in the node's network namespace: no
 	// address of its own, the node's host name, no ports mapped.
 	HostNetwork bool
+	// Hosts, when set, is the pod's managed /etc/hosts.
+	Hosts *Hosts
+	// Sysctls are the pod's namespaced sysctls, set in its sandbox.
+	Sysctls map[string]string
 }
 
 // DNS is a pod's resolv.conf.

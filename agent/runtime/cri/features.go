@@ -10,7 +10,9 @@ import "github.com/berth-dev/berth/agent/runtime"
 // capabilities, privileged, a read-only root, no_new_privs, the
 // RuntimeDefault seccomp filter); hostNetwork, a sandbox in the node's
 // network namespace; dnsConfig, added to the sandbox's resolv.conf;
-// imagePullSecrets, the credentials of pulls; postStart hooks. A pod that sets another
+// imagePullSecrets, the credentials of pulls; postStart hooks;
+// hostAliases, in the pod's managed /etc/hosts; sysctls, the sandbox's
+// (the agent refuses those the kubelet does not allow). A pod that sets another
 // runtime.Feature is refused by the agent.
 func (r *Runtime) Features() []runtime.Feature {
 	return []runtime.Feature{
@@ -19,6 +21,6 @@ func (r *Runtime) Features() []runtime.Feature {
 		runtime.FeatureCapabilities, runtime.FeaturePrivileged, runtime.FeatureReadOnlyRoot,
 		runtime.FeatureNoNewPrivs, runtime.FeatureSeccomp,
 		runtime.FeatureHostNetwork, runtime.FeatureDNSConfig, runtime.FeaturePullSecrets,
-		runtime.FeaturePostStart,
+		runtime.FeaturePostStart, runtime.FeatureHostAliases, runtime.FeatureSysctls,
 	}
 }

@@ -1,9 +1,11 @@
 package cri
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,6 +32,9 @@ func (r *Runtime) Start(ctx context.Context, c *runtime.Container) (runtime.Stat
 		return fail, err
 	}
 	cfg := containerConfig(c)
+	if err := addHosts(cfg, c.Pod, sb.ips); err != nil {
+		return fail, fmt.Errorf("cri: container %s: %w", c.ID, err)
+	}
 	criID, err := r.rs.CreateContainer(ctx, sb.id, cfg, sb.config)
 	if err != nil {
 		return fail, fmt.Errorf("cri: create container %s: %w", c.ID, err)
@@ -193,6 +198,9 @@ func sandboxConfig(p *runtime.Pod, attempt uint32) *runtimeapi.PodSandboxConfig 
 	sc := cfg.Linux.SecurityContext
 	sc.Privileged = p.Privileged
 	sc.Seccomp = seccompProfile(p.Seccomp, false)
+	if len(p.Sysctls) > 0 {
+		cfg.Linux.Sysctls = p.Sysctls
+	}
 	if p.DNS != nil {
 		cfg.DnsConfig = &runtimeapi.DNSConfig{Servers: p.DNS.Servers, Searches: p.DNS.Searches, Options: p.DNS.Options}
 	}
@@ -369,3 +377,35 @@ func (r *Runtime) RemoveAll(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// addHosts writes the pod's managed /etc/hosts, now that its sandbox has
+// its addresses, and mounts it into the container, as the kubelet does
+// for a pod with an address (its own, or the node's); a container that
+// mounts a volume at /etc/hosts keeps it. The file is rewritten only when
+// its content changes (a new sandbox's address), so the containers that
+// mount it already see the same file.
+func addHosts(cfg *runtimeapi.ContainerConfig, p *runtime.Pod, ips []string) error {
+	if p.Hosts == nil || (!p.HostNetwork && len(ips) == 0) {
+		return nil
+	}
+	for _, m := range cfg.Mounts {
+		if filepath.Clean(m.ContainerPath) == etcHosts {
+			return nil
+		}
+	}
+	b := p.Hosts.Content(p.HostNetwork, p.Hostname, ips)
+	if old, err := os.ReadFile(p.Hosts.Path); err != nil || !bytes.Equal(old, b) {
+		tmp := p.Hosts.Path + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, p.Hosts.Path); err != nil {
+			return err
+		}
+	}
+	cfg.Mounts = append(cfg.Mounts, &runtimeapi.Mount{HostPath: p.Hosts.Path, ContainerPath: etcHosts})
+	return nil
+}
+
+// etcHosts is where containers read their hosts file.
+const etcHosts = "/etc/hosts"

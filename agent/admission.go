@@ -112,12 +112,6 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 				vf := e.ValueFrom
 				never(vf != nil && (vf.ResourceFieldRef != nil || vf.FileKeyRef != nil), fmt.Sprintf("%senv[%d].valueFrom", p, j))
 			}
-			for _, pr := range []struct {
-				name string
-				p    *api.Probe
-			}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}} {
-				never(pr.p != nil && pr.p.GRPC != nil, p+pr.name+".grpc")
-			}
 		}
 	}
 	for i := range s.Volumes {

@@ -66,6 +66,8 @@ func Run(ctx context.Context, h api.ProbeHandler, target Target) (Result, string
 		return runHTTP(ctx, h.HTTPGet, target)
 	case h.TCPSocket != nil:
 		return runTCP(ctx, h.TCPSocket, target)
+	case h.GRPC != nil:
+		return runGRPC(ctx, h.GRPC, target)
 	}
 	return Unknown, "probe has no handler"
 }

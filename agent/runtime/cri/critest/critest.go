@@ -215,7 +215,14 @@ type Registry struct {
 
 // StartRegistry serves go-containerregistry's registry on 127.0.0.1.
 func StartRegistry(t testing.TB) *Registry {
-	return startRegistry(t, registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	return StartRegistryOn(t, "127.0.0.1")
+}
+
+// StartRegistryOn serves go-containerregistry's registry on a free port
+// of ip: an address of the test's network namespace that containerds in
+// other namespaces of the test reach.
+func StartRegistryOn(t testing.TB, ip string) *Registry {
+	return startRegistry(t, ip, registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 }
 
 // StartAuthRegistry serves go-containerregistry's registry on 127.0.0.1,
@@ -223,7 +230,7 @@ func StartRegistry(t testing.TB) *Registry {
 // request; Push gives them.
 func StartAuthRegistry(t testing.TB, user, password string) *Registry {
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	r := startRegistry(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	r := startRegistry(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="critest"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -235,9 +242,9 @@ func StartAuthRegistry(t testing.TB, user, password string) *Registry {
 	return r
 }
 
-func startRegistry(t testing.TB, h http.Handler) *Registry {
+func startRegistry(t testing.TB, ip string, h http.Handler) *Registry {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,4 +132,25 @@ func TestContainerdRunsDeployments(t *testing.T) {
 			t.Fatalf("GET %s's pod after the restart: %q, %v", app, body, err)
 		}
 	}
+
+	// A rolling update with maxSurge (the default 25%: one pod more) on
+	// this one node: the new pod listens on the same containerPort beside
+	// the old one, on an address of its own, and the rollout completes.
+	web2 := reg.Push(t, "web:2", critest.BusyboxImage(t, critest.ImageConfig{
+		Entrypoint: []string{"/bin/sh", "-c", `echo "version 2"; exec httpd -f -p "$0" -h /www`},
+		Cmd:        []string{"80"},
+	}))
+	s.kubectl(t, "set", "image", "deployment/web-a", "web="+web2)
+	waitFor(t, 120*time.Second, "web-a rolled out", func() error {
+		out, err := s.kubectlErr(t, "get", "pods", "-l", "app=web-a", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.spec.containers[0].image} {.status.containerStatuses[0].ready} {.status.podIP}{"\n"}{end}`)
+		f := strings.Fields(out)
+		if err != nil || len(f) != 4 || f[0] == pods["web-a"] || f[1] != web2 || f[2] != "true" {
+			return fmt.Errorf("pods of web-a: %q, %v", out, err)
+		}
+		if body, err := httpGet("http://" + f[3] + ":8080/index.html"); err != nil || body != "hello from an image\n" {
+			return fmt.Errorf("GET the new pod: %q, %v", body, err)
+		}
+		return nil
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
@@ -115,8 +117,28 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 		}
 	}
 	for i := range s.Volumes {
-		if kind := storedVolumeKind(&s.Volumes[i].VolumeSource); kind != "" {
+		v := &s.Volumes[i].VolumeSource
+		if kind := storedVolumeKind(v); kind != "" {
 			out = append(out, fmt.Sprintf("spec.volumes[%d].%s", i, kind))
+		}
+		downward := func(p string, items []corev1.DownwardAPIVolumeFile) {
+			for j, it := range items {
+				never(it.ResourceFieldRef != nil, fmt.Sprintf("%s.items[%d].resourceFieldRef", p, j))
+			}
+		}
+		if v.DownwardAPI != nil {
+			downward(fmt.Sprintf("spec.volumes[%d].downwardAPI", i), v.DownwardAPI.Items)
+		}
+		if v.Projected != nil {
+			for j, src := range v.Projected.Sources {
+				p := fmt.Sprintf("spec.volumes[%d].projected.sources[%d]", i, j)
+				never(src.ServiceAccountToken != nil, p+".serviceAccountToken")
+				never(src.ClusterTrustBundle != nil, p+".clusterTrustBundle")
+				never(src.PodCertificate != nil, p+".podCertificate")
+				if src.DownwardAPI != nil {
+					downward(p+".downwardAPI", src.DownwardAPI.Items)
+				}
+			}
 		}
 	}
 	return out
@@ -129,7 +151,7 @@ func storedVolumeKind(v *api.VolumeSource) string {
 		name string
 		set  bool
 	}{
-		{"projected", v.Projected != nil}, {"downwardAPI", v.DownwardAPI != nil}, {"ephemeral", v.Ephemeral != nil},
+		{"ephemeral", v.Ephemeral != nil},
 		{"csi", v.CSI != nil}, {"nfs", v.NFS != nil}, {"image", v.Image != nil}, {"iscsi", v.ISCSI != nil},
 		{"fc", v.FC != nil}, {"gitRepo", v.GitRepo != nil}, {"gcePersistentDisk", v.GCEPersistentDisk != nil},
 		{"awsElasticBlockStore", v.AWSElasticBlockStore != nil}, {"glusterfs", v.Glusterfs != nil}, {"rbd", v.RBD != nil},

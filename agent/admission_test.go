@@ -28,9 +28,13 @@ func TestUnsupportedFields(t *testing.T) {
 		{"plain pod", pod(func(*api.Pod) {}), nil, nil},
 		{"host network on exec", pod(func(p *api.Pod) { p.Spec.HostNetwork = true }), runtime.ExecFeatures, nil},
 		{"host network without", pod(func(p *api.Pod) { p.Spec.HostNetwork = true }), nil, []string{"spec.hostNetwork"}},
-		{"projected volume", pod(func(p *api.Pod) {
-			p.Spec.Volumes = []api.Volume{{Name: "v", VolumeSource: api.VolumeSource{Projected: &corev1.ProjectedVolumeSource{}}}}
-		}), runtime.ExecFeatures, []string{"spec.volumes[0].projected"}},
+		{"projected and downwardAPI volumes", pod(func(p *api.Pod) {
+			p.Spec.Volumes = []api.Volume{{Name: "v", VolumeSource: api.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{}}, {ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "t"}}}}}},
+				{Name: "d", VolumeSource: api.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "n", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}, {Path: "c", ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}}}}},
+				{Name: "e", VolumeSource: api.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}
+		}), runtime.ExecFeatures, []string{"spec.volumes[0].projected.sources[1].serviceAccountToken", "spec.volumes[1].downwardAPI.items[1].resourceFieldRef", "spec.volumes[2].ephemeral"}},
 		{"postStart and read-only root", pod(func(p *api.Pod) {
 			c := &p.Spec.Containers[0]
 			c.Lifecycle = &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"true"}}}}
@@ -74,9 +78,9 @@ func TestUnsupportedFields(t *testing.T) {
 func TestRefusedPod(t *testing.T) {
 	h, ev := newEventHarness(t)
 	pod := workerPod("u1", "web", api.RestartPolicyAlways, "app")
-	pod.Spec.Volumes = []api.Volume{{Name: "info", VolumeSource: api.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{}}}}
+	pod.Spec.Volumes = []api.Volume{{Name: "info", VolumeSource: api.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}
 	h.m.Sync(pod)
-	const msg = "Pod was rejected: node n1 (runtime exec) cannot honour spec.volumes[0].downwardAPI (see docs/runtimes.md)"
+	const msg = "Pod was rejected: node n1 (runtime exec) cannot honour spec.volumes[0].ephemeral (see docs/runtimes.md)"
 	h.waitStatus("u1", "refused", func(st api.PodStatus) error {
 		if st.Phase != api.PodFailed || st.Reason != ReasonUnsupported || st.Message != msg {
 			return fmt.Errorf("phase %s, reason %q, message %q", st.Phase, st.Reason, st.Message)

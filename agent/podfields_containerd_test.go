@@ -605,7 +605,7 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
 	refs := &fakeRefs{configMaps: map[string]*api.ConfigMap{"default/hosts": {Data: map[string]string{"hosts": "198.18.9.1 own\n"}}}}
 	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "aliases", Namespace: "default", UID: "uid-aliases"},
+		ObjectMeta: metav1.ObjectMeta{Name: "aliases", Namespace: "default", UID: "uid-aliases", Labels: map[string]string{"app": "shop"}},
 		Spec: api.PodSpec{
 			TerminationGracePeriodSeconds: new(int64(1)),
 			Subdomain:                     "sub",
@@ -613,10 +613,12 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 			SecurityContext: &api.PodSecurityContext{Sysctls: []corev1.Sysctl{
 				{Name: "net.ipv4.ip_local_port_range", Value: "20000 30000"}, {Name: "kernel/shm_rmid_forced", Value: "1"}}},
 			Containers: []api.Container{
-				{Name: "c", Image: image},
+				{Name: "c", Image: image, VolumeMounts: []api.VolumeMount{{Name: "info", MountPath: "/etc/podinfo"}}},
 				{Name: "own", Image: image, VolumeMounts: []api.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}},
 			},
-			Volumes: []api.Volume{{Name: "hosts", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "hosts"}}}}},
+			Volumes: []api.Volume{{Name: "hosts", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "hosts"}}}},
+				{Name: "info", VolumeSource: api.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}}},
 		},
 	}
 	unsafe := &api.Pod{
@@ -636,6 +638,9 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 		if st.PodIP == "" || !strings.Contains(hosts, want) {
 			t.Errorf("/etc/hosts lacks %q (pod IP %q):\n%s", want, st.PodIP, hosts)
 		}
+	}
+	if got := cm.exec(t, ctx, pod.UID, "c", "cat", "/etc/podinfo/labels"); got != `app="shop"` {
+		t.Errorf("the downwardAPI volume's labels: %q", got)
 	}
 	if got := cm.exec(t, ctx, pod.UID, "own", "cat", "/etc/hosts"); got != "198.18.9.1 own" {
 		t.Errorf("the container's own /etc/hosts: %q", got)

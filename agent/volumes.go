@@ -113,6 +113,21 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 			}
 		}
 		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, "Secret "+pod.Namespace+"/"+src.SecretName)
+	case v.DownwardAPI != nil:
+		f := &fileSet{}
+		if err := downwardFiles(f, pod, v.DownwardAPI.Items); err != nil {
+			return "", err
+		}
+		return own, projectOwned(pod, own, f.data, f.items, v.DownwardAPI.DefaultMode, "downwardAPI volume "+v.Name)
+	case v.Projected != nil:
+		f, err := projectedFiles(ctx, refs, pod, v.Projected)
+		if err != nil {
+			return "", err
+		}
+		if f.data == nil {
+			f.data = map[string][]byte{} // nothing to project, not absent
+		}
+		return own, projectOwned(pod, own, f.data, f.items, v.Projected.DefaultMode, "projected volume "+v.Name)
 	}
 	return "", errors.New("no volume source")
 }

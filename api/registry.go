@@ -167,6 +167,8 @@ func init() {
 	register(&ClusterRoleBinding{}, RBACV1, "clusterrolebindings", "clusterrolebinding", false, false)
 	register(&ValidatingWebhookConfiguration{}, AdmissionRegistrationV1, "validatingwebhookconfigurations", "validatingwebhookconfiguration", false, false)
 	register(&MutatingWebhookConfiguration{}, AdmissionRegistrationV1, "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", false, false)
+	register(&ValidatingAdmissionPolicy{}, AdmissionRegistrationV1, "validatingadmissionpolicies", "validatingadmissionpolicy", false, true)
+	register(&ValidatingAdmissionPolicyBinding{}, AdmissionRegistrationV1, "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", false, false)
 	register(&CustomResourceDefinition{}, ApiextensionsV1, "customresourcedefinitions", "customresourcedefinition", false, true, "crd", "crds")
 	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &StatefulSet{}, &DaemonSet{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &HorizontalPodAutoscaler{}, &Source{}} {
 		KindOf(obj).Generation = true

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/admission"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -93,6 +94,9 @@ func validate(k *api.Kind, obj, old api.Object) error {
 	}
 	if k.Custom {
 		errs = append(errs, validateCustom(k, obj, old)...)
+	}
+	if p, ok := obj.(*api.ValidatingAdmissionPolicy); ok && len(errs) == 0 {
+		errs = append(errs, admission.CheckPolicy(p)...)
 	}
 	if len(errs) > 0 {
 		return invalid(k, obj.GetName(), errs)

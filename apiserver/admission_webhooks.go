@@ -76,10 +76,17 @@ func (s *Server) mutate(r *http.Request, req *resourceRequest, obj, old api.Obje
 	return out, nil
 }
 
-// validateAdmission sends a write to the validating webhooks.
+// validateAdmission evaluates a write against the validating admission
+// policies, then sends it to the validating webhooks, as Kubernetes
+// orders its plugins.
 func (s *Server) validateAdmission(r *http.Request, req *resourceRequest, obj, old api.Object, opts runtime.Object) error {
 	areq := s.admissionRequest(r, req, obj, old, opts)
-	warnings, err := s.webhooks.Validate(r.Context(), areq)
+	warnings, err := s.policies.Validate(r.Context(), areq)
+	req.warn(warnings)
+	if err != nil {
+		return err
+	}
+	warnings, err = s.webhooks.Validate(r.Context(), areq)
 	req.warn(warnings)
 	return err
 }

@@ -163,6 +163,8 @@ type Server struct {
 	openapiV2 func() (*openAPIV2Doc, error)
 	// webhooks calls the admission webhooks the cluster configures.
 	webhooks *admission.Webhooks
+	// policies evaluates the ValidatingAdmissionPolicies.
+	policies *admission.Policies
 	// fieldManagers serve server-side apply.
 	fieldManagers fieldManagers
 	// resources finds a kind by "group/version/resource" ("/v1/pods").
@@ -261,6 +263,7 @@ func New(cfg Config) (*Server, error) {
 	if s.webhooks, err = admission.NewWebhooks(cfg.Store, cfg.Logger); err != nil {
 		return nil, err
 	}
+	s.policies = admission.NewPolicies(cfg.Store, cfg.Logger)
 	if _, err = s.discovery(); err != nil {
 		return nil, err
 	}

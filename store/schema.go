@@ -29,9 +29,10 @@ const (
 	// IndexClaim finds the PersistentVolume whose claimRef names a claim
 	// ("namespace/name").
 	IndexClaim = "claim"
-	// IndexOrphan finds the pods of a namespace (the value) that have no
-	// controller, which a ReplicaSet may adopt, without scanning every pod
-	// of the namespace on each sync. Controlled pods are not in it.
+	// IndexOrphan finds the pods (or ReplicaSets) of a namespace (the
+	// value) that have no controller, which a ReplicaSet (or Deployment)
+	// may adopt, without scanning every pod (or ReplicaSet) of the
+	// namespace on each sync. Controlled objects are not in it.
 	IndexOrphan = "orphan"
 	// IndexService finds the EndpointSlices of a service ("namespace/name",
 	// by their kubernetes.io/service-name label) without scanning the
@@ -46,13 +47,14 @@ const (
 
 // tableIndexes lists, per kind, the indexes beyond id, uid, owner and source.
 var tableIndexes = map[string]map[string]*memdb.IndexSchema{
+	"ReplicaSet": {
+		IndexOrphan: orphanIndex(),
+	},
 	"Pod": {
 		IndexNode: {Name: IndexNode, Indexer: singleIndex(func(o api.Object) (string, bool) {
 			return o.(*api.Pod).Spec.NodeName, true
 		})},
-		IndexOrphan: {Name: IndexOrphan, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
-			return o.GetNamespace(), api.ControllerOf(o) == nil
-		})},
+		IndexOrphan: orphanIndex(),
 	},
 	"Service": {
 		IndexClusterIP: {Name: IndexClusterIP, AllowMissing: true, Indexer: multiIndex(func(o api.Object) []string {
@@ -116,6 +118,14 @@ func idOf(o api.Object) string {
 		return customPrefix(gvk.Group, gvk.Kind) + objectKey(o.GetNamespace(), o.GetName())
 	}
 	return objectKey(o.GetNamespace(), o.GetName())
+}
+
+// orphanIndex indexes an object without a controller under its
+// namespace.
+func orphanIndex() *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: IndexOrphan, AllowMissing: true, Indexer: singleIndex(func(o api.Object) (string, bool) {
+		return o.GetNamespace(), api.ControllerOf(o) == nil
+	})}
 }
 
 // objectKey is the primary key of an object in its table.

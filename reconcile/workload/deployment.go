@@ -531,7 +531,9 @@ func (r *DeploymentReconciler) claimReplicaSets(ctx context.Context, d *api.Depl
 	if err != nil {
 		return nil, fmt.Errorf("list replicasets of deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	matching, _, err := r.store.List(replicaSetKind, store.Filter{Namespace: d.Namespace, Labels: sel})
+	// Only orphans are adopted: the index keeps this from reading every
+	// ReplicaSet of the namespace on each sync.
+	matching, _, err := r.store.List(replicaSetKind, store.Filter{Namespace: d.Namespace, Index: store.IndexOrphan, Value: d.Namespace, Labels: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list replicasets matching deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}

@@ -45,6 +45,8 @@ var handledSubresources = map[string]subresourceDoc{
 	"portforward":       {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: []string{VerbCreate, VerbGet}},
 	SubresourceEviction: {gvk: evictionGVK, verbs: []string{VerbCreate}},
 	SubresourceToken:    {gvk: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, verbs: []string{VerbCreate}},
+	// sources/diff: one object live against what its source declares.
+	"diff": {verbs: []string{VerbGet}},
 }
 
 // handledDoc is the discovery entry of subresource sub of kind k.

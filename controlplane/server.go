@@ -593,6 +593,7 @@ func (s *Server) buildAPI() error {
 		return err
 	}
 	a.HandleSubresource(api.MustLookupResource("serviceaccounts"), apiserver.SubresourceToken, apiserver.TokenRequestHandler(s.store, signer))
+	a.HandleSubresource(api.KindOf(&api.Source{}), SubresourceDiff, s.sources.serveDiff(authz))
 	a.HandlePublic(apiserver.JWKSPath, apiserver.JWKSHandler(signer))
 	a.HandlePublic(apiserver.OIDCDiscoveryPath, apiserver.OIDCDiscoveryHandler(signer))
 	issue, err := s.setupNodeTLS(a)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -510,6 +511,23 @@ type objectData struct {
 	Conditions []condition
 	Events     []eventRow
 	Pod        *podData
+	// Diff compares the object live with what its source declares.
+	Diff *diffData
+}
+
+// diffData is an object live against what the revision its source last
+// applied declares (sources/diff).
+type diffData struct {
+	Revision string
+	// Lines of the unified diff; none when live agrees.
+	Lines []diffLine
+	// Error is why there is no diff: not allowed, not known.
+	Error string
+}
+
+type diffLine struct {
+	Class string
+	Text  string
 }
 
 type podData struct {
@@ -562,7 +580,55 @@ func (s *Server) objectPage(ctx context.Context, sess *session, r *http.Request,
 	if p, ok := obj.(*api.Pod); ok {
 		d.Pod = newPodData(p)
 	}
+	if d.Source != "" && d.Source != string(api.SourceTypeAPI) {
+		d.Diff = sourceDiff(ctx, c, d.Source, k, ns, name)
+	}
 	return "object", http.StatusOK
+}
+
+// maxDiffBytes bounds the diff a page shows.
+const maxDiffBytes = 1 << 20
+
+// sourceDiff reads, as the viewer, the object live against what its
+// source declares: the API's sources/diff, the applier's own comparison.
+func sourceDiff(ctx context.Context, c *client.Client, src string, k *api.Kind, ns, name string) *diffData {
+	q := url.Values{"resource": {k.Resource}, "name": {name}}
+	if ns != "" {
+		q.Set("namespace", ns)
+	}
+	d := &diffData{}
+	resp, err := c.Do(ctx, http.MethodGet, "/apis/"+api.BerthV1.String()+"/sources/"+url.PathEscape(src)+"/diff", q, nil, "")
+	if err != nil {
+		d.Error = errorText(err)
+		return d
+	}
+	defer resp.Body.Close()
+	d.Revision = resp.Header.Get("Berth-Revision")
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDiffBytes+1))
+	if err != nil {
+		d.Error = "read the diff: " + err.Error()
+		return d
+	}
+	text := string(body)
+	if len(body) > maxDiffBytes {
+		text = text[:maxDiffBytes] + "\n… (cut at 1 MiB)"
+	}
+	for l := range strings.Lines(text) {
+		l = strings.TrimRight(l, "\n")
+		class := ""
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			class = "d-file"
+		case strings.HasPrefix(l, "@@"):
+			class = "d-hunk"
+		case strings.HasPrefix(l, "+"):
+			class = "d-add"
+		case strings.HasPrefix(l, "-"):
+			class = "d-del"
+		}
+		d.Lines = append(d.Lines, diffLine{class, l})
+	}
+	return d
 }
 
 func newPodData(p *api.Pod) *podData {

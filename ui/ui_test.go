@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -459,6 +460,61 @@ func readyOf(src *api.Source) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// An object's page shows it live against what its source declares: in
+// sync, or the diff the API's sources/diff gives (here a claim grown
+// outside the source, which a correction cannot shrink back); a viewer
+// not allowed to read the diff is told so.
+func TestObjectPageDiffsLiveAgainstTheSource(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	// A class that lets claims grow, and a volume for the claim to bind.
+	claim := "---\napiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: manual\nprovisioner: kubernetes.io/no-provisioner\nallowVolumeExpansion: true\n" +
+		"---\napiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: disk\nspec:\n  capacity:\n    storage: 5Gi\n  accessModes: [ReadWriteOnce]\n" +
+		"  storageClassName: manual\n  hostPath:\n    path: /tmp/berth-ui-disk\n" +
+		"---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: default\nspec:\n" +
+		"  accessModes: [ReadWriteOnce]\n  storageClassName: manual\n  resources:\n    requests:\n      storage: 1Gi\n"
+	if err := os.WriteFile(filepath.Join(c.dir, "claim.yaml"), []byte(claim), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pvcs := api.KindOf(&api.PersistentVolumeClaim{})
+	testtool.WaitFor(t, 60*time.Second, "the claim bound", func() error {
+		obj, err := c.admin.Get(ctx, pvcs, "default", "data")
+		if err != nil {
+			return err
+		}
+		if ph := obj.(*api.PersistentVolumeClaim).Status.Phase; ph != api.ClaimBound {
+			return fmt.Errorf("claim %s", ph)
+		}
+		return nil
+	})
+	b := c.browser(t)
+	b.login(c.cp.Credentials().AdminToken)
+	_, page := b.do("GET", "/ui/objects/configmaps/default/settings", nil)
+	if !strings.Contains(page, `id="in-sync"`) || strings.Contains(page, `class="diff"`) {
+		t.Errorf("a ConfigMap as its source declares it is not shown in sync:\n%s", page)
+	}
+	// Grown straight in the store: the API would ask the StorageClass.
+	obj, err := c.cp.Store().Get(pvcs, "default", "data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := obj.DeepCopyObject().(*api.PersistentVolumeClaim)
+	grown.Spec.Resources.Requests[api.ResourceStorage] = resource.MustParse("2Gi")
+	if _, err := c.cp.Store().Update(ctx, grown); err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 30*time.Second, "the claim's diff", func() error {
+		_, page = b.do("GET", "/ui/objects/persistentvolumeclaims/default/data", nil)
+		for _, want := range []string{`<pre class="diff"`, `<span class="d-del">-      storage: 2Gi</span>`, `<span class="d-add">&#43;      storage: 1Gi</span>`, "&#43;&#43;&#43; source@"} {
+			if !strings.Contains(page, want) {
+				return fmt.Errorf("no %q in:\n%s", want, page)
+			}
+		}
+		return nil
+	})
+	checkPage(t, "claim", page)
 }
 
 // events reads server-sent events off a stream into a channel.

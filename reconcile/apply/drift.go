@@ -171,3 +171,28 @@ func parseDriftKey(s string) (string, Key, bool) {
 	}
 	return parts[0], Key{Kind: k, Namespace: parts[2], Name: parts[3]}, true
 }
+
+// Declared is what the revision a source last applied declares for one
+// object, as a drift correction would write it over live (or, live nil,
+// recreate it), and that revision. ok is false for an object the source
+// did not apply since this process started: the applier keeps what a
+// source applied in memory only.
+func (a *Applier) Declared(name string, key Key, live api.Object) (_ api.Object, revision string, ok bool) {
+	a.mu.Lock()
+	st := a.sources[name]
+	a.mu.Unlock()
+	if st == nil {
+		return nil, "", false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	decoded := st.applied[key]
+	if decoded == nil {
+		return nil, "", false
+	}
+	want := prepared(name, decoded)
+	if live == nil {
+		return want, st.revision, true
+	}
+	return merge(want, live, want), st.revision, true
+}

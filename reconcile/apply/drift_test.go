@@ -142,3 +142,36 @@ func TestDriftKeys(t *testing.T) {
 		t.Error("unknown kind parsed")
 	}
 }
+
+// Declared is the last applied revision's object merged over live: what a
+// correction would write, so a diff of live against it is the drift.
+func TestDeclaredIsWhatACorrectionWrites(t *testing.T) {
+	f := newFixture(t)
+	f.mustApply(decode(t, "r1", "web.yaml", deployment("web", 2)))
+	live := f.get("Deployment", "default", "web").DeepCopyObject().(*api.Deployment)
+	key := KeyOf(live)
+	five := int32(5)
+	live.Spec.Replicas = &five
+	live.Labels["added"] = "outside" // kept: the source does not declare it
+	want, rev, ok := f.applier.Declared("fleet", key, live)
+	if !ok || rev != "r1" {
+		t.Fatalf("declared: ok %t, revision %q", ok, rev)
+	}
+	d := want.(*api.Deployment)
+	if *d.Spec.Replicas != 2 || d.UID != live.UID || d.ResourceVersion != live.ResourceVersion {
+		t.Errorf("declared replicas %d uid %q rv %q, want 2 and live's", *d.Spec.Replicas, d.UID, d.ResourceVersion)
+	}
+	if got := changedFields(live, want); strings.Join(got, ",") != "spec.replicas" {
+		t.Errorf("fields a correction changes: %v", got)
+	}
+	if gone, _, ok := f.applier.Declared("fleet", key, nil); !ok || gone.GetUID() != "" || gone.GetAnnotations()[api.AnnotationSource] != "fleet" {
+		t.Errorf("declared for a deleted object: %v %+v", ok, gone)
+	}
+	if _, _, ok := f.applier.Declared("other", key, live); ok {
+		t.Error("another source declares fleet's object")
+	}
+	key.Name = "missing"
+	if _, _, ok := f.applier.Declared("fleet", key, nil); ok {
+		t.Error("fleet declares an object it never applied")
+	}
+}

@@ -154,7 +154,9 @@ func hasCap(t *testing.T, capEff string, bit uint) bool {
 
 // TestContainerdSecurityContext runs a pod's securityContext on a real
 // containerd as the kubelet does: the pod's user, group, fsGroup (the
-// emptyDir's group, inherited by what is made in it) and
+// emptyDir's group, inherited by what is made in it; a ConfigMap's key of
+// mode 0400 readable through it, and its update seen in the running
+// container; a claim's files writable through it) and
 // supplementalGroups; a container's own user, capabilities added and
 // dropped, read-only root, no_new_privs; the pod's RuntimeDefault seccomp
 // filter, and a container's Unconfined over it; a privileged container;
@@ -237,6 +239,19 @@ func TestContainerdSecurityContext(t *testing.T) {
 	if got := cm.exec(t, ctx, secure.UID, "user", "sh", "-c", "cat /conf/k; busybox stat -c %g /conf/k"); got != "v2000" {
 		t.Errorf("the ConfigMap key through fsGroup: %q, want v and group 2000", got)
 	}
+	// The ConfigMap changes: the running container reads the new value in
+	// its mounted volume at the next refresh of the pod's volumes (every
+	// minute, as the kubelet's sync), as the kubelet updates it.
+	refs.mu.Lock()
+	refs.configMaps["default/conf"] = &api.ConfigMap{Data: map[string]string{"k": "v2"}}
+	refs.mu.Unlock()
+	testtool.WaitFor(t, 2*volumeRefresh, "the ConfigMap's update in the container", func() error {
+		out, code, err := cm.rt.Exec(ctx, runtime.ID{PodUID: string(secure.UID), Name: "user"}, []string{"cat", "/conf/k"})
+		if err != nil || code != 0 || string(out) != "v2" {
+			return fmt.Errorf("%q, exit %d, %v", out, code, err)
+		}
+		return nil
+	})
 	if got := cm.exec(t, ctx, secure.UID, "user", "sh", "-c", "echo new >> /claim/old && cat /claim/old && echo y > /claim/n && busybox stat -c %g /claim/n"); got != "old\nnew\n2000" {
 		t.Errorf("the claim through fsGroup: %q", got)
 	}

@@ -76,6 +76,7 @@ func describeSource(w *describeWriter, obj api.Object, _ *describeContext) {
 		w.write(level0, "Last Healthy Revision:\t%s\n", s.Status.LastHealthyRevision)
 	}
 	describeSourceHistory(w, s.Status.History)
+	describeHelmHistory(w, s.Status.Helm)
 	if len(s.Status.Conditions) == 0 {
 		w.write(level0, "Conditions:\t%s\n", table.None)
 		return
@@ -95,6 +96,20 @@ func describeSource(w *describeWriter, obj api.Object, _ *describeContext) {
 		for _, line := range strings.Split(msg, "\n") {
 			w.write(level1, "%s\n", line)
 		}
+	}
+}
+
+// describeHelmHistory lists the revisions of a Source's Helm release,
+// newest first, in `helm history`'s columns.
+func describeHelmHistory(w *describeWriter, history []api.SourceHelmRelease) {
+	if len(history) == 0 {
+		return
+	}
+	w.write(level0, "Helm Release:\n")
+	w.write(level1, "Revision\tUpdated\tStatus\tChart\tApp Version\tDescription\n")
+	w.write(level1, "--------\t-------\t------\t-----\t-----------\t-----------\n")
+	for _, h := range history {
+		w.write(level1, "%d\t%s\t%s\t%s\t%s\t%s\n", h.Revision, formatTime(h.Updated), h.Status, h.Chart, orNone(h.AppVersion), h.Description)
 	}
 }
 

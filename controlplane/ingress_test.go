@@ -85,3 +85,23 @@ func TestKubectlIngress(t *testing.T) {
 		return nil
 	})
 }
+
+// TestIngressOptional: a proxy left at the default addresses that cannot
+// bind them is left off and the server runs; one asked for explicitly
+// must bind.
+func TestIngressOptional(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	s := cptest.Start(t, controlplane.Config{Ingress: &controlplane.IngressConfig{HTTPListen: taken.Addr().String(), Optional: true}})
+	if s.Ingress() != nil {
+		t.Error("a proxy that could not bind its address runs")
+	}
+	_, err = controlplane.New(context.Background(), controlplane.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Store: controlplane.StoreMemory,
+		Ingress: &controlplane.IngressConfig{HTTPListen: taken.Addr().String()}})
+	if err == nil || !strings.Contains(err.Error(), "ingress: listen") {
+		t.Errorf("an explicit address in use: %v", err)
+	}
+}

@@ -22,7 +22,8 @@ const ScreenshotsEnv = "BERTH_UI_SCREENSHOTS"
 
 // TestDashboardInABrowser drives the dashboard in a real headless
 // Chromium as a user would: log in, see the hello Source Ready at its
-// commit, open its tree down to the Deployment's pod Running, watch the
+// commit, open its tree down to the Deployment's pod Running, see a
+// change made outside the source reverted and marked, watch the
 // Source turn not Ready with the broken file and field shown without a
 // reload, press Sync, suspend and resume the Source, follow the pod's
 // logs, log out. Each step leaves a screenshot.
@@ -71,6 +72,22 @@ func TestDashboardInABrowser(t *testing.T) {
 		  return !!p && p.querySelector('.msg') !== null && p.querySelector('.msg').textContent === 'Running'; })()`)
 	b.shot(t, "3-tree")
 
+	// Drift: the Deployment scaled outside the source is reverted, and
+	// the tree marks it without a reload; its page diffs it live
+	// against the source, in sync again.
+	if _, err := admin.Patch(context.Background(), api.KindOf(&api.Deployment{}), "default", "hello", []byte(`{"spec":{"replicas":3}}`)); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS(t, 60*time.Second, "the Deployment marked drift reverted, with a link to its diff",
+		`(() => { const d = document.querySelector('li.node[data-kind="Deployment"] > .drift'); const a = document.querySelector('li.node[data-kind="Deployment"] > a.diff');
+		  return !!d && d.title.includes('spec.replicas') && !!a && a.getAttribute('href') === '/ui/objects/deployments/default/hello#diff'; })()`)
+	b.shot(t, "3b-drift")
+	// Navigated, not clicked: the live page may swap the link meanwhile.
+	b.run(t, "open the Deployment's diff", chromedp.Navigate(s.url+"/ui/objects/deployments/default/hello#diff"), chromedp.WaitVisible(chromedp.ID("diff")))
+	b.waitJS(t, 30*time.Second, "the Deployment in sync with the source", `!!document.getElementById('in-sync')`)
+	b.shot(t, "3c-diff")
+	b.run(t, "back to the source", chromedp.Navigate(s.url+"/ui/sources/hello"), chromedp.WaitVisible(chromedp.ID("sync")))
+
 	// 3. A broken manifest in git: the page turns not Ready by itself,
 	// naming the file and the field.
 	b.run(t, "mark the page", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
@@ -106,23 +123,26 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	// 5. Suspend: spec.suspend is set, the page offers Resume and says
 	// Suspended; Resume clears it and Sync is back.
-	b.run(t, "press Suspend", chromedp.Click(chromedp.ID("suspend")), chromedp.WaitVisible(chromedp.ID("resume")))
-	b.waitJS(t, 30*time.Second, "the source Suspended", `(() => { const r = document.querySelector('dd .ready');
-	  return !!document.getElementById('suspended') && !!r && r.parentElement.textContent.includes('Suspended'); })()`)
-	suspended := func(want bool) {
-		t.Helper()
+	b.run(t, "press Suspend", chromedp.Click(chromedp.ID("suspend")), chromedp.WaitVisible(chromedp.ID("resume")), chromedp.WaitVisible(chromedp.ID("suspended")))
+	waitFor(t, 60*time.Second, "the source Suspended", func() error {
 		obj, err := admin.Get(context.Background(), api.KindOf(&api.Source{}), "", "hello")
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if got := obj.(*api.Source).Spec.Suspend; got != want {
-			t.Fatalf("spec.suspend is %t, want %t", got, want)
+		src := obj.(*api.Source)
+		for _, c := range src.Status.Conditions {
+			if c.Type == api.SourceReady && c.Reason == api.ReasonSuspended && src.Spec.Suspend {
+				return nil
+			}
 		}
-	}
-	suspended(true)
+		return fmt.Errorf("suspend %t, conditions %+v", src.Spec.Suspend, src.Status.Conditions)
+	})
+	b.waitJS(t, 60*time.Second, "the page saying Suspended", `document.body.innerText.includes('Suspended (spec.suspend)')`)
 	b.shot(t, "6-suspended")
 	b.run(t, "press Resume", chromedp.Click(chromedp.ID("resume")), chromedp.WaitVisible(chromedp.ID("sync")))
-	suspended(false)
+	if obj, err := admin.Get(context.Background(), api.KindOf(&api.Source{}), "", "hello"); err != nil || obj.(*api.Source).Spec.Suspend {
+		t.Fatalf("resumed source: %v, still suspended", err)
+	}
 
 	// 6. The pod's page and its logs, followed.
 	b.run(t, "open the pod", chromedp.Click(chromedp.CSS(`li.node[data-kind="Pod"] > a`)), chromedp.WaitVisible(chromedp.ID("log-lines")))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/event"
+	ingressctl "github.com/berth-dev/berth/reconcile/ingress"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/informer"
@@ -35,8 +36,14 @@ func TestControllerTable(t *testing.T) {
 	}
 	deps := Deps{Store: st, Informers: informer.NewFactory(st, nil, nil), Events: event.NewWriter(st, event.Options{}),
 		Scheduler: sched.New(st, sched.Options{}), Sources: srcs}
-	for _, cidr := range []string{"", DefaultClusterCIDR} {
-		deps.Config.ClusterCIDR = cidr
+	// Two rows are optional: node IPAM runs with a cluster CIDR, the
+	// Ingress controller with the Ingress proxy.
+	for _, tc := range []struct {
+		cidr    string
+		ingress *IngressConfig
+	}{{"", nil}, {DefaultClusterCIDR, &IngressConfig{}}} {
+		cidr := tc.cidr
+		deps.Config.ClusterCIDR, deps.Config.Ingress = tc.cidr, tc.ingress
 		cs, err := buildControllers(context.Background(), controllerInits, deps)
 		if err != nil {
 			t.Fatal(err)
@@ -47,7 +54,10 @@ func TestControllerTable(t *testing.T) {
 		}
 		var want []string
 		for _, row := range controllerInits {
-			if row.name != "node-ipam-controller" || cidr != "" {
+			switch {
+			case row.name == "node-ipam-controller" && cidr == "":
+			case row.name == ingressctl.Name && tc.ingress == nil:
+			default:
 				want = append(want, row.name)
 			}
 		}

@@ -161,6 +161,7 @@ func init() {
 	register(&CronJob{}, BatchV1, "cronjobs", "cronjob", true, true, "cj")
 	register(&HorizontalPodAutoscaler{}, AutoscalingV2, "horizontalpodautoscalers", "horizontalpodautoscaler", true, true, "hpa")
 	register(&Source{}, BerthV1, "sources", "source", false, true, "src")
+	register(&Alert{}, BerthV1, "alerts", "alert", false, true)
 	register(&Role{}, RBACV1, "roles", "role", true, false)
 	register(&ClusterRole{}, RBACV1, "clusterroles", "clusterrole", false, false)
 	register(&RoleBinding{}, RBACV1, "rolebindings", "rolebinding", true, false)
@@ -170,7 +171,7 @@ func init() {
 	register(&ValidatingAdmissionPolicy{}, AdmissionRegistrationV1, "validatingadmissionpolicies", "validatingadmissionpolicy", false, true)
 	register(&ValidatingAdmissionPolicyBinding{}, AdmissionRegistrationV1, "validatingadmissionpolicybindings", "validatingadmissionpolicybinding", false, false)
 	register(&CustomResourceDefinition{}, ApiextensionsV1, "customresourcedefinitions", "customresourcedefinition", false, true, "crd", "crds")
-	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &StatefulSet{}, &DaemonSet{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &HorizontalPodAutoscaler{}, &Source{}} {
+	for _, obj := range []Object{&Pod{}, &ReplicationController{}, &ReplicaSet{}, &Deployment{}, &StatefulSet{}, &DaemonSet{}, &PodDisruptionBudget{}, &Job{}, &CronJob{}, &HorizontalPodAutoscaler{}, &Source{}, &Alert{}} {
 		KindOf(obj).Generation = true
 	}
 	// In the order kubectl lists them.

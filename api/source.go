@@ -138,7 +138,7 @@ const SourceGatePlan SourceGate = "plan"
 
 // SourceSecretRef names the Secret a source reads its credentials from.
 type SourceSecretRef struct {
-	// Namespace of the Secret; "berth-system" when empty.
+	// Namespace of the Secret; kube-system when empty.
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the Secret.
 	Name string `json:"name"`

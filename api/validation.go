@@ -104,6 +104,8 @@ func Validate(obj Object) field.ErrorList {
 	case *Source:
 		errs = append(errs, validateSourceSpec(&o.Spec, spec)...)
 		errs = append(errs, validateSourceOrder(o, spec)...)
+	case *Alert:
+		errs = append(errs, validateAlertSpec(&o.Spec, spec)...)
 	case *Role:
 		errs = append(errs, validatePolicyRules(o.Rules, true, field.NewPath("rules"))...)
 	case *ClusterRole:

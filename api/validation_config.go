@@ -208,18 +208,7 @@ func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
 	}
 	if r := spec.SecretRef; r != nil {
 		rp := p.Child("secretRef")
-		if r.Name == "" {
-			errs = append(errs, field.Required(rp.Child("name"), "the Secret holding the credentials"))
-		} else {
-			for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
-				errs = append(errs, field.Invalid(rp.Child("name"), r.Name, msg))
-			}
-		}
-		if r.Namespace != "" {
-			for _, msg := range validation.IsDNS1123Label(r.Namespace) {
-				errs = append(errs, field.Invalid(rp.Child("namespace"), r.Namespace, msg))
-			}
-		}
+		errs = append(errs, validateSecretRef(r, "the Secret holding the credentials", rp)...)
 		if spec.Type != SourceTypeGit {
 			errs = append(errs, field.Forbidden(rp, "only git sources take credentials from a Secret"))
 		}
@@ -241,6 +230,25 @@ func validateSourceSpec(spec *SourceSpec, p *field.Path) field.ErrorList {
 	}
 	if spec.RollbackOnFailure && !spec.Wait {
 		errs = append(errs, field.Invalid(p.Child("rollbackOnFailure"), true, "needs spec.wait: a rollback follows a failed health check"))
+	}
+	return errs
+}
+
+// validateSecretRef checks a reference to a Secret: a name (what says
+// what it holds) and, when given, a namespace.
+func validateSecretRef(r *SourceSecretRef, what string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if r.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), what))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(r.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), r.Name, msg))
+		}
+	}
+	if r.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(r.Namespace) {
+			errs = append(errs, field.Invalid(p.Child("namespace"), r.Namespace, msg))
+		}
 	}
 	return errs
 }

@@ -757,6 +757,7 @@ func (s *Server) Leading() <-chan struct{} { return s.leading }
 func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
 	defer s.leadingOnce.Do(func() { close(s.leading) })
 	wg.Go(func() { s.events.Run(ctx) })
+	wg.Go(func() { s.sources.notify.Run(ctx) })
 	wg.Go(func() { s.runKubernetesService(ctx) })
 	for _, c := range s.controllers {
 		wg.Go(func() {

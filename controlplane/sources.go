@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/reconcile/health"
+	"github.com/berth-dev/berth/reconcile/notify"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/source/dir"
@@ -82,6 +83,9 @@ type sources struct {
 	rand *rand.Rand
 	// ctrl is the controller, once built.
 	ctrl *reconcile.Controller
+	// notify sends what the syncs do to the Alerts that ask, beside the
+	// syncs: Publish never waits.
+	notify *notify.Dispatcher
 }
 
 // sourceRun is what the controller keeps of one Source between syncs.
@@ -125,7 +129,7 @@ type sourceRun struct {
 func newSources(specs []source.Spec, st *store.Store, dataDir string, clk clock.WithTicker, log *slog.Logger, events *event.Recorder) (*sources, error) {
 	s := &sources{
 		store:   st,
-		applier: apply.New(st, apply.Options{Clock: clk, Logger: log, Events: events}),
+		notify:  notify.New(st, notify.Options{Clock: clk, Logger: log}),
 		clock:   clk,
 		log:     log,
 		dataDir: dataDir,
@@ -137,6 +141,7 @@ func newSources(specs []source.Spec, st *store.Store, dataDir string, clk clock.
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 17),
 		}, []string{"name"}),
 	}
+	s.applier = apply.New(st, apply.Options{Clock: clk, Logger: log, Events: events, OnDrift: s.drifted})
 	seed := uint64(clk.Now().UnixNano())
 	s.rand = rand.New(rand.NewPCG(seed, seed>>1^0x9e3779b97f4a7c15))
 	if err := source.CheckNames(specs); err != nil {
@@ -625,6 +630,9 @@ func (s *sources) reconcile(ctx context.Context, key string) (reconcile.Result, 
 	}
 	res, err := s.applier.Apply(ctx, key, rev, apply.ApplyOptions{Request: request, Wait: src.Spec.Wait})
 	end := s.clock.Now()
+	if err == nil {
+		s.notifySync(src, &res, end)
+	}
 	s.syncDuration.WithLabelValues(key).Observe(end.Sub(now).Seconds())
 	s.mu.Lock()
 	r.synced = true
@@ -696,11 +704,15 @@ func (s *sources) checkHealth(ctx context.Context, src *api.Source, r *sourceRun
 	switch {
 	case report.Healthy():
 		r.waiting, r.healthy, r.applied = "", r.applied, nil
-		return next, s.applier.SetOutcome(ctx, name, apply.Outcome{
-			Status: metav1.ConditionTrue, Reason: api.ReasonSucceeded,
-			Message: fmt.Sprintf("Applied revision %s: %d objects healthy", rev, report.Total),
-			Health:  api.SourceHealthy, Unhealthy: []string{}, HealthyRevision: rev, Revision: rev,
-		})
+		msg := fmt.Sprintf("Applied revision %s: %d objects healthy", rev, report.Total)
+		if err := s.applier.SetOutcome(ctx, name, apply.Outcome{
+			Status: metav1.ConditionTrue, Reason: api.ReasonSucceeded, Message: msg,
+			Health: api.SourceHealthy, Unhealthy: []string{}, HealthyRevision: rev, Revision: rev,
+		}); err != nil {
+			return next, err
+		}
+		s.notify.Publish(notify.SourceEvent(src, api.AlertEventHealthy, rev, api.ReasonSucceeded, msg, now))
+		return next, nil
 	case now.Before(r.deadline) && !report.Failed():
 		err := s.applier.SetOutcome(ctx, name, apply.Outcome{
 			Status: metav1.ConditionUnknown, Reason: api.ReasonProgressing,
@@ -758,7 +770,40 @@ func (s *sources) checkHealth(ctx context.Context, src *api.Source, r *sourceRun
 			}
 		}
 	}
-	return next, s.applier.SetOutcome(ctx, name, out)
+	if err := s.applier.SetOutcome(ctx, name, out); err != nil {
+		return next, err
+	}
+	s.notify.Publish(notify.SourceEvent(src, api.AlertEventFailed, rev, out.Reason, out.Message, now))
+	return next, nil
+}
+
+// notifySync publishes the outcome of an apply of src: a revision
+// applied (pending when a health check follows) or a sync that failed,
+// when it is news, as the Source's events are (a poll that ends as the
+// one before sends nothing).
+func (s *sources) notifySync(src *api.Source, res *apply.Result, at time.Time) {
+	_, reason, msg, ok := apply.SyncEvent(src, res)
+	if !ok {
+		return
+	}
+	typ := api.AlertEventFailed
+	if res.Ready {
+		typ = api.AlertEventApplied
+	}
+	ev := notify.SourceEvent(src, typ, res.Revision, cmp.Or(res.Reason, reason), msg, at)
+	ev.Pending = res.Ready && src.Spec.Wait
+	s.notify.Publish(ev)
+}
+
+// drifted publishes a drift correction of the drift controller.
+func (s *sources) drifted(name string, key apply.Key, message string) {
+	obj, err := s.store.Get(sourceKind, "", name)
+	if err != nil {
+		return
+	}
+	src := obj.(*api.Source)
+	s.notify.Publish(notify.SourceEvent(src, api.AlertEventDriftCorrected, src.Status.LastAppliedRevision,
+		apply.ReasonDriftCorrected, message, s.clock.Now()))
 }
 
 // pastHealthy reads status.lastHealthyRevision again when the server

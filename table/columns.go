@@ -444,6 +444,36 @@ var definitions = map[string][]Column{
 		{Name: "URL", Type: "string", Priority: 1, Description: "Where the source reads from.",
 			cell: on(func(s *api.Source, _ time.Time) string { return s.Spec.URL })},
 	},
+	"Alert": {
+		nameColumn,
+		{Name: "Provider", Type: "string", Description: "generic, slack, github, gitlab or gitea.",
+			cell: on(func(a *api.Alert, _ time.Time) string { return string(a.Spec.Provider.Type) })},
+		{Name: "Sources", Type: "string", Description: "The Sources whose events are sent, and the label selector.",
+			cell: on(func(a *api.Alert, _ time.Time) string { return AlertSources(a) })},
+		{Name: "Events", Type: "string", Description: "The event types sent; every one when empty.",
+			cell: on(func(a *api.Alert, _ time.Time) string {
+				ev := strings.Join(a.Spec.Events, ",")
+				if a.Spec.Severity == api.AlertSeverityError {
+					ev = strings.TrimPrefix(ev+",severity=error", ",")
+				}
+				return ev
+			})},
+		{Name: "Sent", Type: "integer", Description: "Events delivered since the server started.",
+			cell: on(func(a *api.Alert, _ time.Time) string { return fmt.Sprint(a.Status.Sent) })},
+		{Name: "Failed", Type: "integer", Description: "Events given up on after their retries.",
+			cell: on(func(a *api.Alert, _ time.Time) string { return fmt.Sprint(a.Status.Failed) })},
+		{Name: "Last Sent", Type: "string", Description: "Time since an event was last delivered.",
+			cell: on(func(a *api.Alert, now time.Time) string {
+				if a.Status.LastSentTime == nil {
+					return ""
+				}
+				return Age(*a.Status.LastSentTime, now)
+			})},
+		{Name: "Last Error", Type: "string", Priority: 1, Description: "The last failure to deliver.",
+			cell: on(func(a *api.Alert, _ time.Time) string { return a.Status.LastError })},
+		{Name: "Suspended", Type: "boolean", Priority: 1, Description: "Whether sending is stopped.",
+			cell: on(func(a *api.Alert, _ time.Time) string { return fmt.Sprint(a.Spec.Suspend) })},
+	},
 }
 
 // replicaColumns are the columns ReplicaSets and ReplicationControllers

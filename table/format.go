@@ -406,3 +406,16 @@ func budgetCount(v *intstr.IntOrString) string {
 	}
 	return v.String()
 }
+
+// AlertSources is an Alert's selection of Sources on one line: the names
+// (or "*"), then the label selector.
+func AlertSources(a *api.Alert) string {
+	out := strings.Join(a.Spec.Sources, ",")
+	if sel := a.Spec.SourceSelector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err == nil {
+			out = strings.TrimPrefix(out+","+s.String(), ",")
+		}
+	}
+	return out
+}

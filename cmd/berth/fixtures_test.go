@@ -429,6 +429,24 @@ func fixtureSources() []api.Object {
 	return []api.Object{fleet, local, fresh}
 }
 
+// fixtureAlerts are a commit status Alert that delivers, and a chat
+// Alert of failures whose receiver is down.
+func fixtureAlerts() []api.Object {
+	commits := &api.Alert{ObjectMeta: meta("", "commits", 3*day, nil), Spec: api.AlertSpec{
+		Provider: api.AlertProvider{Type: api.AlertGitHub, SecretRef: &api.SourceSecretRef{Name: "github-token"}},
+		Sources:  []string{"fleet"}, Events: []string{api.AlertEventApplied, api.AlertEventFailed, api.AlertEventHealthy},
+	}}
+	commits.Status = api.AlertStatus{Sent: 12, LastSentTime: agoPtr(40 * time.Second)}
+	chat := &api.Alert{ObjectMeta: meta("", "chat", day, nil), Spec: api.AlertSpec{
+		Provider: api.AlertProvider{Type: api.AlertSlack, SecretRef: &api.SourceSecretRef{Name: "slack-url"}},
+		Sources:  []string{"*"}, Severity: api.AlertSeverityError,
+		SourceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}},
+	}}
+	chat.Status = api.AlertStatus{Sent: 1, Failed: 2, LastSentTime: agoPtr(5 * time.Hour), LastErrorTime: agoPtr(time.Minute),
+		LastError: "slack provider: POST https://hooks.example.com/…: 503 Service Unavailable: "}
+	return []api.Object{commits, chat}
+}
+
 // fixtureLeases are two nodes' heartbeats and a lease nobody holds.
 func fixtureLeases() []api.Object {
 	lease := func(name string, holder *string) *api.Lease {
@@ -492,6 +510,7 @@ func fixtureKinds() map[string][]api.Object {
 		"resourcequotas":                    quotas,
 		"events":                            fixtureEvents(),
 		"sources":                           fixtureSources(),
+		"alerts":                            fixtureAlerts(),
 		"leases":                            fixtureLeases(),
 		"poddisruptionbudgets":              fixtureBudgets(),
 		"jobs":                              fixtureJobs(),

@@ -29,6 +29,10 @@ type Options struct {
 	// Events records drift corrections and adoptions; nil: a writer of
 	// the applier's own (tests).
 	Events *event.Recorder
+	// OnDrift, when set, is told of each drift correction once it has
+	// committed, with the source, the object and the event's message. It
+	// must not block (the notifications queue it).
+	OnDrift func(source string, key Key, message string)
 }
 
 // Applier applies the revisions of sources to a store, one transaction
@@ -44,6 +48,8 @@ type Applier struct {
 	// events records drift corrections and adoptions in the transaction
 	// that made them.
 	events *event.Recorder
+	// onDrift is Options.OnDrift.
+	onDrift func(source string, key Key, message string)
 }
 
 // sourceState is what the applier keeps per source. mu serialises the
@@ -78,7 +84,7 @@ func New(s *store.Store, opts Options) *Applier {
 		opts.Events = event.NewWriter(s, event.Options{Clock: opts.Clock, Logger: opts.Logger}).Recorder(EventComponent, "")
 	}
 	return &Applier{store: s, clock: opts.Clock, log: opts.Logger, sources: map[string]*sourceState{},
-		events: opts.Events}
+		events: opts.Events, onDrift: opts.OnDrift}
 }
 
 func (a *Applier) state(name string) *sourceState {

@@ -30,6 +30,7 @@ func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, erro
 		return false, nil
 	}
 	corrected := false
+	var message string
 	rev, err := a.store.Txn(ctx, func(tx *store.Txn) error {
 		live, err := tx.Get(key.Kind, key.Namespace, key.Name)
 		switch {
@@ -42,8 +43,8 @@ func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, erro
 				return err
 			}
 			corrected = true
-			return a.recordEvent(tx, stored, ReasonDriftCorrected,
-				fmt.Sprintf("Source %s recreated %s, which was deleted outside it", name, key))
+			message = fmt.Sprintf("Source %s recreated %s, which was deleted outside it", name, key)
+			return a.recordEvent(tx, stored, ReasonDriftCorrected, message)
 		case err != nil:
 			return err
 		case live.GetDeletionTimestamp() != nil, live.GetResourceVersion() == st.seen[key]:
@@ -68,7 +69,8 @@ func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, erro
 			return err
 		}
 		corrected = true
-		return a.recordEvent(tx, stored, ReasonDriftCorrected, driftMessage(name, key, fields))
+		message = driftMessage(name, key, fields)
+		return a.recordEvent(tx, stored, ReasonDriftCorrected, message)
 	})
 	if err != nil {
 		return false, fmt.Errorf("correct drift of %s (source %s): %w", key, name, err)
@@ -76,6 +78,9 @@ func (a *Applier) Correct(ctx context.Context, name string, key Key) (bool, erro
 	if corrected {
 		st.seen[key] = fmt.Sprint(rev)
 		a.log.Info("reverted a change made outside the source", "source", name, "object", key.String())
+		if a.onDrift != nil {
+			a.onDrift(name, key, message)
+		}
 	}
 	return corrected, nil
 }

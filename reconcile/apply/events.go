@@ -51,6 +51,12 @@ var eventReasons = map[string]string{
 // names; the Ready condition lists every one.
 const maxEventErrors = 3
 
+// SyncEvent is syncEvent, for those who tell of a sync elsewhere (the
+// notifications): whether the outcome res of a sync of old is news.
+func SyncEvent(old *api.Source, res *Result) (eventType, reason, message string, ok bool) {
+	return syncEvent(old, res)
+}
+
 // syncEvent is the event a sync's outcome (res) earns on its Source, as
 // the Source was before the sync (old): a revision applied that was not
 // applied and Ready before, or a failure that is not the one the Ready

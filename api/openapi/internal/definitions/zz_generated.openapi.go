@@ -24,6 +24,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 	return map[string]common.OpenAPIDefinition{
 		"github.com/berth-dev/berth/api.Affinity":                                        schema_githubcom_berth_dev_berth_api_Affinity(ref),
 		"github.com/berth-dev/berth/api.AggregationRule":                                 schema_githubcom_berth_dev_berth_api_AggregationRule(ref),
+		"github.com/berth-dev/berth/api.Alert":                                           schema_githubcom_berth_dev_berth_api_Alert(ref),
+		"github.com/berth-dev/berth/api.AlertProvider":                                   schema_githubcom_berth_dev_berth_api_AlertProvider(ref),
+		"github.com/berth-dev/berth/api.AlertSpec":                                       schema_githubcom_berth_dev_berth_api_AlertSpec(ref),
+		"github.com/berth-dev/berth/api.AlertStatus":                                     schema_githubcom_berth_dev_berth_api_AlertStatus(ref),
 		"github.com/berth-dev/berth/api.BoundObjectReference":                            schema_githubcom_berth_dev_berth_api_BoundObjectReference(ref),
 		"github.com/berth-dev/berth/api.ClusterRole":                                     schema_githubcom_berth_dev_berth_api_ClusterRole(ref),
 		"github.com/berth-dev/berth/api.ClusterRoleBinding":                              schema_githubcom_berth_dev_berth_api_ClusterRoleBinding(ref),
@@ -699,6 +703,236 @@ func schema_githubcom_berth_dev_berth_api_AggregationRule(ref common.ReferenceCa
 		},
 		Dependencies: []string{
 			metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_Alert(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Alert sends what the syncs of Sources do (a revision applied, a sync failed, objects healthy, drift corrected) to a receiver: a webhook, a chat channel or a forge's commit statuses. Sending happens beside the syncs, never in their way.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata: name, labels, annotations, and what the server sets.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says where events go and which ones.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.AlertSpec"),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status says how sending went.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.AlertStatus"),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.AlertSpec", "github.com/berth-dev/berth/api.AlertStatus", metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_AlertProvider(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AlertProvider is the receiver of an Alert.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type is generic, slack, github, gitlab or gitea.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"address": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Address is the webhook URL (generic, slack) or the forge's API base URL (github: https://api.github.com, gitlab: https://gitlab.com, gitea: the server's URL), the default of the forge when empty. The Secret's \"address\" key overrides it.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"repository": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Repository is the forge's owner/name (GitLab: the project path) a commit status goes to; taken from the Source's git URL when empty.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"context": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Context names the commit status (\"berth/<source>\" when empty).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SecretRef names the Secret holding \"token\" (the forge's token, the generic webhook's HMAC key) and, optionally, \"address\".",
+							Ref:         ref("github.com/berth-dev/berth/api.SourceSecretRef"),
+						},
+					},
+				},
+				Required: []string{"type"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.SourceSecretRef"},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_AlertSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AlertSpec says where an Alert sends and what.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"provider": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Provider is the receiver.",
+							Default:     map[string]interface{}{},
+							Ref:         ref("github.com/berth-dev/berth/api.AlertProvider"),
+						},
+					},
+					"sources": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Sources names the Sources whose events are sent; \"*\" is every Source.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"sourceSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "SourceSelector selects Sources by their labels, besides Sources.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"events": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Events are the event types sent (applied, failed, healthy, driftCorrected); every one when empty.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"severity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Severity is info (every event, the default) or error (failures only).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"suspend": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Suspend stops sending; events meanwhile are not kept.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"provider"},
+			},
+		},
+		Dependencies: []string{
+			"github.com/berth-dev/berth/api.AlertProvider", metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_githubcom_berth_dev_berth_api_AlertStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AlertStatus is how an Alert's sending went.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"sent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Sent counts the events delivered since the server started.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed counts the events given up on after their retries.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lastSentTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastSentTime is when an event was last delivered.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"lastError": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastError is the last failure to deliver, with the receiver's answer; cleared by the next delivery.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"lastErrorTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastErrorTime is when LastError happened.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			metav1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -9901,7 +10135,7 @@ func schema_githubcom_berth_dev_berth_api_SourceSecretRef(ref common.ReferenceCa
 				Properties: map[string]spec.Schema{
 					"namespace": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Namespace of the Secret; \"berth-system\" when empty.",
+							Description: "Namespace of the Secret; kube-system when empty.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

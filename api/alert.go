@@ -70,10 +70,13 @@ const (
 	AlertEventFailed         = "failed"
 	AlertEventHealthy        = "healthy"
 	AlertEventDriftCorrected = "driftCorrected"
+	// AlertEventPlanned: a branch pushed that is not the Source's (a pull
+	// request) was planned; severity error when it would not fit.
+	AlertEventPlanned = "planned"
 )
 
 // AlertEventTypes are the event types an Alert may select.
-var AlertEventTypes = []string{AlertEventApplied, AlertEventFailed, AlertEventHealthy, AlertEventDriftCorrected}
+var AlertEventTypes = []string{AlertEventApplied, AlertEventFailed, AlertEventHealthy, AlertEventDriftCorrected, AlertEventPlanned}
 
 // Alert severities: info selects every event, error only failures.
 const (
@@ -92,7 +95,7 @@ type AlertSpec struct {
 	// SourceSelector selects Sources by their labels, besides Sources.
 	SourceSelector *metav1.LabelSelector `json:"sourceSelector,omitempty"`
 	// Events are the event types sent (applied, failed, healthy,
-	// driftCorrected); every one when empty.
+	// driftCorrected, planned); every one when empty.
 	// +listType=set
 	Events []string `json:"events,omitempty"`
 	// Severity is info (every event, the default) or error (failures
@@ -114,7 +117,8 @@ type AlertProvider struct {
 	// Repository is the forge's owner/name (GitLab: the project path) a
 	// commit status goes to; taken from the Source's git URL when empty.
 	Repository string `json:"repository,omitempty"`
-	// Context names the commit status ("berth/<source>" when empty).
+	// Context names the commit status ("berth/<source>" when empty); the
+	// status of a branch's plan is named Context + "/plan".
 	Context string `json:"context,omitempty"`
 	// SecretRef names the Secret holding "token" (the forge's token, the
 	// generic webhook's HMAC key) and, optionally, "address".

@@ -166,7 +166,9 @@ type Server struct {
 	listener net.Listener
 	sources  *sources
 	hookKey  []byte
-	dns      *dns.Server
+	// branchPlans plans the branches webhooks name that no Source syncs.
+	branchPlans *branchPlans
+	dns         *dns.Server
 	// ingress is the Ingress proxy, nil when it is off.
 	ingress *ingress.Server
 	// informers are the one list and watch of each kind that the
@@ -606,9 +608,12 @@ func (s *Server) buildAPI() error {
 	}), false)
 	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
 	a.Handle(api.StorePath, storeInfoHandler{store: s.store}, true)
-	a.Handle(api.PlanPath, &planHandler{store: s.store, sources: s.sources, dataDir: s.cfg.DataDir,
-		sched: s.sources.sched}, true)
-	a.Handle(HooksPath, newWebhook(s.hookKey, s.sources.Trigger, s.log, s.cfg.Clock), false)
+	planner := &planHandler{store: s.store, sources: s.sources, dataDir: s.cfg.DataDir, sched: s.sources.sched}
+	a.Handle(api.PlanPath, planner, true)
+	hook := newWebhook(s.hookKey, s.sources.Trigger, s.log, s.cfg.Clock)
+	s.branchPlans = &branchPlans{handler: planner, notify: s.sources.notify, clock: s.cfg.Clock, log: s.log}
+	hook.plans = s.branchPlans
+	a.Handle(HooksPath, hook, false)
 	s.api = a
 	return nil
 }
@@ -758,6 +763,7 @@ func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
 	defer s.leadingOnce.Do(func() { close(s.leading) })
 	wg.Go(func() { s.events.Run(ctx) })
 	wg.Go(func() { s.sources.notify.Run(ctx) })
+	wg.Go(func() { s.branchPlans.Run(ctx) })
 	wg.Go(func() { s.runKubernetesService(ctx) })
 	for _, c := range s.controllers {
 		wg.Go(func() {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -68,6 +69,9 @@ type webhook struct {
 	trigger func(name string) bool
 	log     *slog.Logger
 	limit   *peerLimiter
+	// plans plans a pushed branch that is not the Source's; nil: every
+	// webhook is a trigger.
+	plans *branchPlans
 }
 
 func newWebhook(secret []byte, trigger func(string) bool, log *slog.Logger, clk clock.PassiveClock) *webhook {
@@ -98,7 +102,8 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"too many bad webhook signatures from this address: retry later", retryAfter(wait)))
 		return
 	}
-	ok, err := h.authentic(w, r)
+	peek := &peekBuffer{max: maxPushPeek}
+	ok, err := h.authentic(w, r, peek)
 	if err != nil {
 		apiserver.WriteError(w, err)
 		return
@@ -112,19 +117,59 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"bad or missing webhook signature: send "+HeaderHubSignature256+": sha256=<hex HMAC-SHA256 of the body> or "+HeaderGitlabToken))
 		return
 	}
-	if name == "" || strings.Contains(name, "/") || !h.trigger(name) {
+	if name == "" || strings.Contains(name, "/") {
+		apiserver.WriteError(w, apierrors.NewNotFound(schema.GroupResource{Group: "berth.dev", Resource: "sources"}, name))
+		return
+	}
+	if msg, ok := h.plans.request(name, peek.Bytes()); ok {
+		h.log.Info("webhook: "+msg, "source", name)
+		accepted(w, msg)
+		return
+	}
+	if !h.trigger(name) {
 		apiserver.WriteError(w, apierrors.NewNotFound(schema.GroupResource{Group: "berth.dev", Resource: "sources"}, name))
 		return
 	}
 	h.log.Info("webhook: sync triggered", "source", name)
+	accepted(w, fmt.Sprintf("sync of source %s triggered", name))
+}
+
+// accepted answers 202 with a Status saying what was done.
+func accepted(w http.ResponseWriter, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Code:     http.StatusAccepted,
-		Message:  fmt.Sprintf("sync of source %s triggered", name),
+		Message:  msg,
 	})
+}
+
+// peekBuffer keeps the first max bytes written to it and counts the
+// rest, so that a body streamed through the HMAC can be read for its
+// branch without being held whole.
+type peekBuffer struct {
+	buf []byte
+	max int
+	cut bool
+}
+
+func (p *peekBuffer) Write(b []byte) (int, error) {
+	room := p.max - len(p.buf)
+	if len(b) > room {
+		p.cut = true
+	}
+	p.buf = append(p.buf, b[:min(max(room, 0), len(b))]...)
+	return len(b), nil
+}
+
+// Bytes is what was kept; nil when the body was cut short.
+func (p *peekBuffer) Bytes() []byte {
+	if p.cut {
+		return nil
+	}
+	return p.buf
 }
 
 // authentic checks the request's credentials against the secret. What
@@ -133,7 +178,7 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // token, costs no reading: only a well-formed signature has the body
 // (up to MaxWebhookBody) streamed through the HMAC. The error is the
 // body's (too large, cut short).
-func (h *webhook) authentic(w http.ResponseWriter, r *http.Request) (bool, error) {
+func (h *webhook) authentic(w http.ResponseWriter, r *http.Request, peek *peekBuffer) (bool, error) {
 	if sig := r.Header.Get(HeaderHubSignature256); sig != "" {
 		hexSum, ok := strings.CutPrefix(sig, "sha256=")
 		if !ok {
@@ -144,13 +189,16 @@ func (h *webhook) authentic(w http.ResponseWriter, r *http.Request) (bool, error
 			return false, nil
 		}
 		mac := hmac.New(sha256.New, h.secret)
-		if err := apiserver.CopyBody(w, r, mac, MaxWebhookBody); err != nil {
+		if err := apiserver.CopyBody(w, r, io.MultiWriter(mac, peek), MaxWebhookBody); err != nil {
 			return false, err
 		}
 		return hmac.Equal(want, mac.Sum(nil)), nil
 	}
 	if token := r.Header.Get(HeaderGitlabToken); token != "" {
-		return hmac.Equal([]byte(token), h.secret), nil
+		if !hmac.Equal([]byte(token), h.secret) {
+			return false, nil
+		}
+		return true, apiserver.CopyBody(w, r, peek, MaxWebhookBody)
 	}
 	return false, nil
 }

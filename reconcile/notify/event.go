@@ -34,9 +34,8 @@ type Event struct {
 	// Pending marks a revision applied whose health check follows
 	// (spec.wait): a commit status says pending, not success.
 	Pending bool `json:"pending,omitempty"`
-	// Context, when set, names the commit status instead of
-	// "berth/<source>" (a plan of a branch).
-	Context string `json:"context,omitempty"`
+	// Branch is the branch a "planned" event planned.
+	Branch string `json:"branch,omitempty"`
 
 	labels map[string]string
 }

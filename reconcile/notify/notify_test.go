@@ -385,3 +385,25 @@ func TestNoCommitStatusForAnythingButACommit(t *testing.T) {
 		t.Errorf("status %+v", a.Status)
 	}
 }
+
+// TestPlannedStatus: a branch's plan is a status of its own, named
+// after the Alert's context with "/plan", failure when it does not fit.
+func TestPlannedStatus(t *testing.T) {
+	f := start(t, Options{})
+	rcv := newReceiver(t)
+	f.create(t, secret("forge", map[string]string{"token": "tok"}),
+		alert("commits", api.AlertProvider{Type: api.AlertGitea, Address: rcv.URL, Context: "ci/berth", SecretRef: &api.SourceSecretRef{Name: "forge"}}, "*"))
+	fits := SourceEvent(fleet(), api.AlertEventPlanned, sha, "PlanFits", "fits", t0)
+	fails := SourceEvent(fleet(), api.AlertEventPlanned, sha, "PlanFailed", "does not fit", t0)
+	fails.Severity = api.AlertSeverityError
+	f.d.Publish(fits)
+	eventually(t, "the first status", func() bool { return len(rcv.requests()) == 1 })
+	f.d.Publish(fails)
+	eventually(t, "two statuses", func() bool { return len(rcv.requests()) == 2 })
+	for i, want := range []string{`"state":"success"`, `"state":"failure"`} {
+		body := string(rcv.requests()[i].body)
+		if !strings.Contains(body, want) || !strings.Contains(body, `"context":"ci/berth/plan"`) {
+			t.Errorf("status %d: %s", i, body)
+		}
+	}
+}

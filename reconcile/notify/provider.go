@@ -38,7 +38,7 @@ const (
 // commitState is the commit status of an event.
 func commitState(ev Event) string {
 	switch {
-	case ev.Type == api.AlertEventFailed:
+	case ev.Type == api.AlertEventFailed, ev.Severity == api.AlertSeverityError:
 		return stateFailure
 	case ev.Pending:
 		return statePending
@@ -94,10 +94,11 @@ func request(a *api.Alert, secret map[string][]byte, ev Event) (*http.Request, e
 		return nil, fmt.Errorf("no repository for the commit status: the Source's URL %q names none; set spec.provider.repository", ev.URL)
 	}
 	name := p.Context
-	if ev.Context != "" {
-		name = ev.Context
-	} else if name == "" {
+	if name == "" {
 		name = "berth/" + ev.Source
+	}
+	if ev.Type == api.AlertEventPlanned {
+		name += "/plan"
 	}
 	desc := ev.Message
 	if len(desc) > maxDescription {
@@ -171,6 +172,9 @@ func slackMessage(ev Event) map[string]any {
 		color = "warning"
 	}
 	text := fmt.Sprintf("source/%s: %s", ev.Source, ev.Type)
+	if ev.Branch != "" {
+		text += " branch " + ev.Branch
+	}
 	if ev.Revision != "" {
 		text += " " + shortRevision(ev.Revision)
 	}

@@ -787,7 +787,7 @@ func schema_githubcom_berth_dev_berth_api_AlertProvider(ref common.ReferenceCall
 					},
 					"context": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Context names the commit status (\"berth/<source>\" when empty).",
+							Description: "Context names the commit status (\"berth/<source>\" when empty); the status of a branch's plan is named Context + \"/plan\".",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -853,7 +853,7 @@ func schema_githubcom_berth_dev_berth_api_AlertSpec(ref common.ReferenceCallback
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "Events are the event types sent (applied, failed, healthy, driftCorrected); every one when empty.",
+							Description: "Events are the event types sent (applied, failed, healthy, driftCorrected, planned); every one when empty.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

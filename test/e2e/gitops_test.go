@@ -75,7 +75,18 @@ func (r *repo) commitAndPush(msg string) string {
 // hook posts a signed webhook for a source and returns the status code.
 func (s *server) hook(t *testing.T, secret, name string, sign bool) int {
 	t.Helper()
-	body := []byte(`{"ref":"refs/heads/main"}`)
+	return s.post(t, secret, name, `{"ref":"refs/heads/main"}`, sign)
+}
+
+// hookBody posts a signed webhook with the given body.
+func (s *server) hookBody(t *testing.T, secret, name, body string) int {
+	t.Helper()
+	return s.post(t, secret, name, body, true)
+}
+
+func (s *server) post(t *testing.T, secret, name, payload string, sign bool) int {
+	t.Helper()
+	body := []byte(payload)
 	req, err := http.NewRequest(http.MethodPost, s.url+"/hooks/"+name, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

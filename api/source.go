@@ -116,7 +116,7 @@ type SourceValuesReference struct {
 	Kind string `json:"kind"`
 	// Name is the object's name.
 	Name string `json:"name"`
-	// Namespace is the object's namespace; berth-system when empty.
+	// Namespace is the object's namespace; kube-system when empty.
 	Namespace string `json:"namespace,omitempty"`
 	// ValuesKey is the key holding the values; "values.yaml" when empty.
 	ValuesKey string `json:"valuesKey,omitempty"`

@@ -10533,7 +10533,7 @@ func schema_githubcom_berth_dev_berth_api_SourceValuesReference(ref common.Refer
 					},
 					"namespace": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Namespace is the object's namespace; berth-system when empty.",
+							Description: "Namespace is the object's namespace; kube-system when empty.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

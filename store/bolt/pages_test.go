@@ -142,21 +142,47 @@ func TestDamagedFreelistRefused(t *testing.T) {
 }
 
 // bucketValue is the offset in data, a store file, of the value of a
-// bucket in the root page: its root page id, then, for a bucket that fits
-// in its parent's leaf, the page it carries inline.
+// top-level bucket: its root page id, then, for a bucket that fits in its
+// parent's leaf, the page it carries inline. The root tree is walked down
+// from the meta page, through branch pages once there are buckets enough
+// to split it.
 func bucketValue(t *testing.T, data []byte, bucket string) int {
 	t.Helper()
 	ps := int(binary.LittleEndian.Uint32(data[pageHeaderSize+8:]))
-	root := int(binary.LittleEndian.Uint64(data[pageHeaderSize+16:]))
-	p := data[root*ps : (root+1)*ps]
-	for i := range int(binary.LittleEndian.Uint16(p[10:])) {
-		off := pageHeaderSize + i*elementSize
-		pos, ksize := int(binary.LittleEndian.Uint32(p[off+4:])), int(binary.LittleEndian.Uint32(p[off+8:]))
-		if string(p[off+pos:off+pos+ksize]) == bucket {
-			return root*ps + off + pos + ksize
+	id := int(binary.LittleEndian.Uint64(data[pageHeaderSize+16:]))
+	for {
+		p := data[id*ps : (id+1)*ps]
+		flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+		if flags == branchPageFlag {
+			// A branch element: pos, ksize, then the child's page id. The
+			// child to follow is the last whose first key is not above the
+			// bucket's name.
+			next := -1
+			for i := range count {
+				off := pageHeaderSize + i*elementSize
+				pos, ksize := int(binary.LittleEndian.Uint32(p[off:])), int(binary.LittleEndian.Uint32(p[off+4:]))
+				if i > 0 && string(p[off+pos:off+pos+ksize]) > bucket {
+					break
+				}
+				next = int(binary.LittleEndian.Uint64(p[off+8:]))
+			}
+			if next < 0 {
+				break
+			}
+			id = next
+			continue
 		}
+		// A leaf element: flags, pos, ksize, vsize; the value follows the key.
+		for i := range count {
+			off := pageHeaderSize + i*elementSize
+			pos, ksize := int(binary.LittleEndian.Uint32(p[off+4:])), int(binary.LittleEndian.Uint32(p[off+8:]))
+			if string(p[off+pos:off+pos+ksize]) == bucket {
+				return id*ps + off + pos + ksize
+			}
+		}
+		break
 	}
-	t.Fatalf("no bucket %s in the root page", bucket)
+	t.Fatalf("no bucket %s in the root tree", bucket)
 	return 0
 }
 

@@ -172,12 +172,7 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 		if ok && samePolicyChain(prev, pc) {
 			continue
 		}
-		ch := &nftables.Chain{Name: name, Table: table}
-		if !ok {
-			c.AddChain(ch)
-		} else {
-			c.FlushChain(ch)
-		}
+		ch := resetChain(c, table, name, ok)
 		for _, r := range policyRules(pc, setIDs) {
 			c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: r})
 		}
@@ -189,12 +184,7 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 		if ok && prev == ep {
 			continue
 		}
-		ch := &nftables.Chain{Name: name, Table: table}
-		if !ok {
-			c.AddChain(ch)
-		} else {
-			c.FlushChain(ch)
-		}
+		ch := resetChain(c, table, name, ok)
 		if ep.Affinity > 0 && (!ok || prev.Affinity == 0) {
 			set := affinitySet(name, s.nextID())
 			if err := c.AddSet(set, nil); err != nil {
@@ -215,12 +205,7 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 		if ok && sameService(prev, sc) {
 			continue
 		}
-		ch := &nftables.Chain{Name: name, Table: table}
-		if !ok {
-			c.AddChain(ch)
-		} else {
-			c.FlushChain(ch)
-		}
+		ch := resetChain(c, table, name, ok)
 		if err := s.serviceRules(c, ch, sc, rs.Endpoints, setIDs); err != nil {
 			return full, err
 		}
@@ -642,4 +627,16 @@ func policyRules(pc PolicyChain, setIDs map[string]uint32) [][]expr.Any {
 		}
 	}
 	return append(out, []expr.Any{&expr.Verdict{Kind: expr.VerdictDrop}})
+}
+
+// resetChain is the chain name of table, added when it did not exist and
+// flushed when it did, ready for its rules to be written again.
+func resetChain(c *nftables.Conn, table *nftables.Table, name string, existed bool) *nftables.Chain {
+	ch := &nftables.Chain{Name: name, Table: table}
+	if existed {
+		c.FlushChain(ch)
+	} else {
+		c.AddChain(ch)
+	}
+	return ch
 }

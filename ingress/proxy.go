@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,7 +43,7 @@ func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
 		clk = clock.RealClock{}
 	}
 	p := &Proxy{metrics: m, log: log, clock: clk}
-	p.table.Store(Build(Objects{}))
+	p.SetTable(Build(Objects{}))
 	p.transport = &http.Transport{
 		Proxy:                 nil,
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -54,6 +55,9 @@ func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
 		// passed on as encoded, never decoded here.
 		DisableCompression:    true,
 		ResponseHeaderTimeout: 0,
+		// Backends are spoken to in HTTP/1.1 (a custom dialer and no
+		// TLS: the transport never tries HTTP/2 on them).
+		ForceAttemptHTTP2: false,
 	}
 	p.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -69,16 +73,29 @@ func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
 		// events, at each write.
 		FlushInterval: 0,
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		// A copy buffer from a pool, not 32 KiB made for each answer.
+		BufferPool: bufferPool{},
 	}
 	return p
 }
 
 // SetTable swaps a new table in; requests in flight finish on the one
 // they matched, connections stay open.
-func (p *Proxy) SetTable(t *Table) { p.table.Store(t) }
+func (p *Proxy) SetTable(t *Table) {
+	p.metrics.resolve(t)
+	p.table.Store(t)
+}
 
 // Table is the table in use.
 func (p *Proxy) Table() *Table { return p.table.Load() }
+
+// copyBuffers are the reverse proxy's buffers for copying answers.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+type bufferPool struct{}
+
+func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
 
 type roundTripper func(*http.Request) (*http.Response, error)
 
@@ -87,9 +104,9 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // ServeHTTP routes one request and writes its access log line.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := p.clock.Now()
-	rw := &recorder{ResponseWriter: w}
 	route := p.table.Load().Match(r.Host, r.URL.Path, r.TLS != nil)
-	st := &state{route: route}
+	st := &state{route: route, rec: recorder{ResponseWriter: w}}
+	rw := &st.rec
 	switch {
 	case route == nil:
 		http.Error(rw, "404 page not found: no Ingress rule matches", http.StatusNotFound)
@@ -105,22 +122,28 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
+	p.metrics.seriesOf(route).observe(status, elapsed)
+	if !p.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
 	ing, backend := "", ""
 	if route != nil {
-		ing = route.Namespace + "/" + route.Ingress
+		ing = route.ref
 		if route.Backend != nil {
 			backend = route.Backend.Name
 		}
 	}
-	p.metrics.observe(route, status, elapsed)
-	p.log.Info("ingress request", "remote", r.RemoteAddr, "host", r.Host, "method", r.Method, "uri", r.RequestURI,
-		"proto", r.Proto, "status", status, "bytes", rw.bytes, "duration", elapsed, "ingress", ing, "backend", backend,
-		"upstream", st.upstream, "tries", st.tries)
+	p.log.LogAttrs(r.Context(), slog.LevelInfo, "ingress request",
+		slog.String("remote", r.RemoteAddr), slog.String("host", r.Host), slog.String("method", r.Method),
+		slog.String("uri", r.RequestURI), slog.String("proto", r.Proto), slog.Int("status", status),
+		slog.Int64("bytes", rw.bytes), slog.Duration("duration", elapsed), slog.String("ingress", ing),
+		slog.String("backend", backend), slog.String("upstream", st.upstream), slog.Int("tries", st.tries))
 }
 
-// state is what one request's trip through the transport records.
+// state is what one request's trip through the proxy records.
 type state struct {
 	route    *Route
+	rec      recorder
 	upstream string
 	tries    int
 }
@@ -170,7 +193,7 @@ func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
 		if err == nil {
 			return resp, nil
 		}
-		p.metrics.upstreamError(st.route)
+		p.metrics.seriesOf(st.route).upstreamError()
 		if r.Context().Err() != nil {
 			break
 		}

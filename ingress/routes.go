@@ -79,6 +79,10 @@ type Route struct {
 	// created orders conflicting routes: the oldest Ingress wins.
 	created int64
 	uid     string
+	// ref is "namespace/ingress", for the access log.
+	ref string
+	// series are the route's metrics, set when its table is put in use.
+	series *series
 }
 
 // Backend is one Service port and the addresses behind it.
@@ -129,7 +133,7 @@ func Build(objs Objects) *Table {
 		}
 		b.add(ing)
 	}
-	for _, h := range b.allHosts() {
+	for _, h := range b.t.hosts() {
 		slices.SortStableFunc(h.prefix, func(a, c *Route) int { return len(c.Path) - len(a.Path) })
 	}
 	return b.t
@@ -143,20 +147,6 @@ type builder struct {
 	backends map[string]*Backend
 }
 
-func (b *builder) allHosts() []*hostRoutes {
-	var out []*hostRoutes
-	for _, h := range b.t.exact {
-		out = append(out, h)
-	}
-	for _, h := range b.t.wildcard {
-		out = append(out, h)
-	}
-	if b.t.any != nil {
-		out = append(out, b.t.any)
-	}
-	return out
-}
-
 func (b *builder) problem(ing *api.Ingress, reason, format string, args ...any) string {
 	msg := fmt.Sprintf(format, args...)
 	b.t.Problems = append(b.t.Problems, Problem{Namespace: ing.Namespace, Ingress: ing.Name, Reason: reason, Message: msg})
@@ -165,8 +155,9 @@ func (b *builder) problem(ing *api.Ingress, reason, format string, args ...any) 
 
 func (b *builder) add(ing *api.Ingress) {
 	created := ing.CreationTimestamp.Unix()
+	ref := ing.Namespace + "/" + ing.Name
 	if ing.Spec.DefaultBackend != nil && b.t.fallback == nil {
-		r := &Route{Namespace: ing.Namespace, Ingress: ing.Name, Path: "/", PathType: networkingv1.PathTypePrefix, created: created}
+		r := &Route{Namespace: ing.Namespace, Ingress: ing.Name, Path: "/", PathType: networkingv1.PathTypePrefix, created: created, ref: ref}
 		r.Backend, r.Unavailable = b.backend(ing, ing.Spec.DefaultBackend)
 		b.t.fallback = r
 	}
@@ -180,7 +171,7 @@ func (b *builder) add(ing *api.Ingress) {
 			if p.PathType != nil {
 				pt = *p.PathType
 			}
-			r := &Route{Namespace: ing.Namespace, Ingress: ing.Name, Host: rule.Host, Path: p.Path, PathType: pt, created: created}
+			r := &Route{Namespace: ing.Namespace, Ingress: ing.Name, Host: rule.Host, Path: p.Path, PathType: pt, created: created, ref: ref}
 			if r.Path == "" {
 				r.Path = "/"
 			}
@@ -376,12 +367,43 @@ func (t *Table) Match(host, path string, tlsConn bool) *Route {
 		if r := h.match(path); r != nil {
 			if tlsConn && h.insecure != "" {
 				return &Route{Namespace: r.Namespace, Ingress: r.Ingress, Host: r.Host, Path: r.Path, PathType: r.PathType,
-					Backend: r.Backend, Unavailable: h.insecure}
+					Backend: r.Backend, Unavailable: h.insecure, ref: r.ref, series: r.series}
 			}
 			return r
 		}
 	}
 	return t.fallback
+}
+
+// hosts are the routes of every host, the wildcard ones and those
+// without a host.
+func (t *Table) hosts() []*hostRoutes {
+	out := make([]*hostRoutes, 0, len(t.exact)+len(t.wildcard)+1)
+	for _, h := range t.exact {
+		out = append(out, h)
+	}
+	for _, h := range t.wildcard {
+		out = append(out, h)
+	}
+	if t.any != nil {
+		out = append(out, t.any)
+	}
+	return out
+}
+
+// eachRoute calls f with every route of the table.
+func (t *Table) eachRoute(f func(*Route)) {
+	for _, h := range t.hosts() {
+		for _, r := range h.exact {
+			f(r)
+		}
+		for _, r := range h.prefix {
+			f(r)
+		}
+	}
+	if t.fallback != nil {
+		f(t.fallback)
+	}
 }
 
 func (h *hostRoutes) match(path string) *Route {

@@ -301,7 +301,7 @@ func TestRolloutUndoWarnsUnderASource(t *testing.T) {
 }
 
 // setManifest is a StatefulSet or DaemonSet of no pods (no node runs
-// them here) whose template carries value.
+// them here) whose template and change-cause carry value.
 func setManifest(kind, value string) string {
 	replicas := ""
 	if kind == "StatefulSet" {
@@ -311,6 +311,7 @@ func setManifest(kind, value string) string {
 kind: ` + kind + `
 metadata:
   name: db
+  annotations: {kubernetes.io/change-cause: "version ` + value + `"}
 spec:
 ` + replicas + `  selector:
     matchLabels: {app: db}
@@ -369,11 +370,12 @@ func TestRolloutOfSets(t *testing.T) {
 				waitReady(t, func() bool {
 					r := berth("rollout", "history", tc.ref)
 					out = r.stdout
-					return r.code == exitOK && strings.Count(out, "<none>") >= 2
+					return r.code == exitOK && strings.Contains(out, "version 2")
 				})
 				return out
 			}
-			if h := history(); !strings.Contains(h, "REVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n") {
+			// Each revision keeps the change-cause of its template.
+			if h := history(); !strings.Contains(h, "REVISION  CHANGE-CAUSE\n1         version 1\n2         version 2\n") {
 				t.Errorf("history:\n%s", h)
 			}
 			r := berth("rollout", "restart", tc.ref)
@@ -406,7 +408,7 @@ func TestRolloutOfSets(t *testing.T) {
 			// The revision gone back to is numbered anew.
 			waitReady(t, func() bool {
 				h := berth("rollout", "history", tc.ref).stdout
-				return strings.HasSuffix(h, "\n4         <none>\n5         <none>\n") || strings.HasSuffix(h, "4         <none>\n5         <none>\n")
+				return strings.HasSuffix(h, "\n4         version 2\n5         version 1\n")
 			})
 			if r := berth("rollout", "undo", tc.ref, "--to-revision", "5"); r.code != exitOK || !strings.Contains(r.stdout, "skipped rollback (current template already matches revision 5)") {
 				t.Errorf("undo to the current revision: exit %d\n%s%s", r.code, r.stdout, r.stderr)

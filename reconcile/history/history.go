@@ -76,7 +76,11 @@ func Owned(s *store.Store, owner api.Object) ([]*api.ControllerRevision, error) 
 // oldest first, making it the newest if it is not (a rollback), or
 // creating it. A name taken by other data raises *collisionCount, which
 // the caller writes to the owner's status, and the name is tried again.
-// labels are the revision's labels (the owner's selector's).
+// labels are the revision's labels (the owner's selector's). A new
+// revision takes the owner's annotations (Annotations), its
+// kubernetes.io/change-cause among them, as Kubernetes' StatefulSet and
+// DaemonSet controllers copy them; one gone back to keeps those it was
+// made with, as there.
 func Ensure(ctx context.Context, s *store.Store, owner api.Object, gvk schema.GroupVersionKind, labels map[string]string,
 	data []byte, revs []*api.ControllerRevision, collisionCount *int32) (*api.ControllerRevision, error) {
 	next := int64(1)
@@ -112,6 +116,7 @@ func Ensure(ctx context.Context, s *store.Store, owner api.Object, gvk schema.Gr
 				Namespace:       owner.GetNamespace(),
 				Name:            revisionName(owner.GetName(), hash),
 				Labels:          maps.Clone(labels),
+				Annotations:     Annotations(owner.GetAnnotations()),
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, gvk)},
 			},
 			Data:     runtime.RawExtension{Raw: data},
@@ -137,6 +142,26 @@ func Ensure(ctx context.Context, s *store.Store, owner api.Object, gvk schema.Gr
 		*collisionCount++
 	}
 	return nil, fmt.Errorf("controllerrevision of %s/%s: no free name after 100 collisions", owner.GetNamespace(), owner.GetName())
+}
+
+// Annotations are those of an owner's annotations that its revisions
+// take: all but the owner's own (api.DeploymentOwnAnnotation: its last
+// applied configuration, berth's source and prune marks, which on a
+// revision would make it the source's to prune), nil for none. So
+// kubectl rollout history shows each revision's change-cause, as it does
+// for a Deployment's ReplicaSets.
+func Annotations(owner map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range owner {
+		if api.DeploymentOwnAnnotation(k) {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // revisionName is OWNER-HASH, cut so that it stays a valid name.

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,5 +85,53 @@ func TestEnsureCollision(t *testing.T) {
 	}
 	if revs, _ = Owned(s, owner); len(revs) != 1 || revs[0].Name != r2.Name {
 		t.Fatalf("after trim %v", revs)
+	}
+}
+
+// TestEnsureAnnotations: a new revision takes the owner's change-cause
+// and other annotations, not its own (last applied configuration, source
+// and prune marks); one gone back to keeps those it was made with.
+func TestEnsureAnnotations(t *testing.T) {
+	s, err := store.New(store.Memory{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	owner, err := s.Create(ctx, &api.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db", Annotations: map[string]string{
+		"kubernetes.io/change-cause":    "v1",
+		"team":                          "storage",
+		api.AnnotationLastAppliedConfig: "{}",
+		api.AnnotationSource:            "site",
+		api.AnnotationPrune:             "true",
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := api.KindOf(owner).GVK
+	var collisions int32
+	data1, _ := Patch(template("v1"))
+	r1, err := Ensure(ctx, s, owner, gvk, nil, data1, nil, &collisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"kubernetes.io/change-cause": "v1", "team": "storage"}; !maps.Equal(r1.Annotations, want) {
+		t.Fatalf("annotations %v, want %v", r1.Annotations, want)
+	}
+	owner.SetAnnotations(map[string]string{"kubernetes.io/change-cause": "v2"})
+	revs, _ := Owned(s, owner)
+	data2, _ := Patch(template("v2"))
+	r2, err := Ensure(ctx, s, owner, gvk, nil, data2, revs, &collisions)
+	if err != nil || r2.Annotations["kubernetes.io/change-cause"] != "v2" {
+		t.Fatalf("second revision %v %v", r2, err)
+	}
+	owner.SetAnnotations(nil)
+	revs, _ = Owned(s, owner)
+	back, err := Ensure(ctx, s, owner, gvk, nil, data1, revs, &collisions)
+	if err != nil || back.Name != r1.Name || back.Revision != 3 || back.Annotations["kubernetes.io/change-cause"] != "v1" {
+		t.Fatalf("back to the first: %v %v", back, err)
+	}
+	if Annotations(map[string]string{api.AnnotationSource: "site"}) != nil {
+		t.Error("no annotation to copy gives a map")
 	}
 }

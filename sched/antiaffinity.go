@@ -42,6 +42,10 @@ type affinityTerm struct {
 	// exact: the selector is required's one label and nothing else, so a
 	// node with a pod of that label has a pod the term selects.
 	exact bool
+	// setKey is the selectorKey of a term of one namespace and no
+	// namespaceSelector, whose pods the Nodes count per domain
+	// (podCount); empty for the others.
+	setKey string
 }
 
 // ruledOut reports whether no pod on the node can match the term, from
@@ -148,6 +152,7 @@ func compileAffinityTerm(pod *api.Pod, t podAffinityTerm) affinityTerm {
 	term.key = termKey(sel, ns, t.topologyKey) + "\x00" + nsKey
 	if len(ns) == 1 && term.nsSelector == nil {
 		term.required, term.exact = requiredLabels(sel, ns[0])
+		term.setKey = selectorKey(sel)
 	}
 	return term
 }

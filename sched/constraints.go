@@ -36,6 +36,9 @@ type spreadConstraint struct {
 	// the one label of required.
 	required []podLabel
 	exact    bool
+	// setKey is the selector's selectorKey, for the Nodes' count of the
+	// pods it selects (podCount).
+	setKey string
 }
 
 // spreadRules are a pod's own constraints: DoNotSchedule ones filter,
@@ -73,6 +76,7 @@ func compileSpreadRules(pod *api.Pod) *spreadRules {
 			honorTaints:   c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
 		}
 		sc.required, sc.exact = requiredLabels(sel, pod.Namespace)
+		sc.setKey = selectorKey(sel)
 		if c.MinDomains != nil {
 			sc.minDomains = int(*c.MinDomains)
 		}
@@ -130,6 +134,23 @@ func (c *spreadConstraint) count(namespace string, node *NodeInfo) int64 {
 	return n
 }
 
+// everywhere reports whether c counts the pods on every listed node for
+// pod: its inclusion policies leave none out, and every listed node has
+// the topology key of each of cs (a node without one is left out). Such
+// a constraint reads the Nodes' counts per domain (podCount) rather than
+// every node's pods.
+func (c *spreadConstraint) everywhere(pod *PodInfo, all *Nodes, cs []spreadConstraint) bool {
+	if c.honorTaints || (c.honorAffinity && !pod.nodeSelector.empty()) {
+		return false
+	}
+	for i := range cs {
+		if !all.everyNodeHas(cs[i].topologyKey) {
+			return false
+		}
+	}
+	return true
+}
+
 // hasAllKeys reports whether node has the topology label of every
 // constraint.
 func hasAllKeys(node *NodeInfo, cs []spreadConstraint) bool {
@@ -154,6 +175,12 @@ type spreadCounts struct {
 	// stays empty: the filter counts the one node it looks at, and only
 	// the minimum is kept.
 	perNode bool
+	// indexed: the counts come from the Nodes' (countedSpread), counts
+	// then being theirs, not to be changed; counted is the Nodes' count
+	// of the pods the constraint selects, nil for a selector that counts
+	// none.
+	indexed bool
+	counted *podCount
 }
 
 // spreadCounts is kube-scheduler's PodTopologySpread PreFilter. For a
@@ -161,21 +188,34 @@ type spreadCounts struct {
 // constraint is by hostname, needs no domain count (minDomains 1) and has
 // found a node with none of its pods, it stops: no node can do better, so
 // a pod spread by hostname over many nodes reads a few of them, not all.
+//
+// A constraint whose pods the Nodes count (spreadConstraint.counted)
+// reads the counts per domain instead, as does one that counts no pod:
+// no node is read.
 func (ns *Nodes) spreadCounts(pod *PodInfo, out []spreadCounts) []spreadCounts {
 	hard := pod.spreadRules.hard
 	reuse := out[:cap(out)]
 	out = out[:0]
-	early := true
+	early, walk := true, false
 	for i := range hard {
-		st := spreadCounts{minimum: math.MaxInt32, perNode: hard[i].topologyKey == api.LabelHostname}
-		if i < len(reuse) && reuse[i].counts != nil {
+		c := &hard[i]
+		st := spreadCounts{minimum: math.MaxInt32, perNode: c.topologyKey == api.LabelHostname}
+		if c.everywhere(pod, ns, hard) {
+			out = append(out, ns.countedSpread(pod, c, st))
+			continue
+		}
+		walk = true
+		if i < len(reuse) && reuse[i].counts != nil && !reuse[i].indexed {
 			st.counts = reuse[i].counts
 			clear(st.counts)
 		} else {
 			st.counts = map[string]int64{}
 		}
 		out = append(out, st)
-		early = early && st.perNode && hard[i].minDomains <= 1
+		early = early && st.perNode && c.minDomains <= 1
+	}
+	if !walk {
+		return out
 	}
 	for _, n := range ns.list {
 		if !hasAllKeys(n, hard) {
@@ -184,6 +224,9 @@ func (ns *Nodes) spreadCounts(pod *PodInfo, out []spreadCounts) []spreadCounts {
 		zero := true
 		for i := range hard {
 			c, st := &hard[i], &out[i]
+			if st.indexed {
+				continue
+			}
 			if !c.includes(pod, n) {
 				zero = false
 				continue
@@ -202,7 +245,7 @@ func (ns *Nodes) spreadCounts(pod *PodInfo, out []spreadCounts) []spreadCounts {
 		}
 	}
 	for i := range out {
-		if out[i].perNode {
+		if out[i].perNode || out[i].indexed {
 			continue
 		}
 		out[i].domains = len(out[i].counts)
@@ -213,9 +256,41 @@ func (ns *Nodes) spreadCounts(pod *PodInfo, out []spreadCounts) []spreadCounts {
 	return out
 }
 
+// countedSpread fills st, the counts of a constraint that counts on
+// every listed node, from the Nodes' counts: the domains are the
+// topology key's values on the listed nodes.
+func (ns *Nodes) countedSpread(pod *PodInfo, c *spreadConstraint, st spreadCounts) spreadCounts {
+	st.indexed = true
+	if _, st.domains = ns.keyCount(c.topologyKey); st.domains == 0 {
+		return st
+	}
+	if c.countsNone {
+		st.minimum = 0
+		return st
+	}
+	pc := ns.podCount(pod.Namespace, c.selector, c.setKey, false)
+	st.counted = pc
+	if st.perNode {
+		st.minimum = pc.hostMinimum(ns.hostNodes)
+		return st
+	}
+	st.counts = pc.key(ns, c.topologyKey)
+	if len(st.counts) < st.domains {
+		st.minimum = 0 // a domain holds none
+		return st
+	}
+	for _, k := range st.counts {
+		st.minimum = min(st.minimum, k)
+	}
+	return st
+}
+
 // domainCount is the pods c selects in node's domain, from the cycle's
 // counts st.
 func (st *spreadCounts) domainCount(pod *PodInfo, c *spreadConstraint, node *NodeInfo, value string) int64 {
+	if st.counted != nil && st.perNode {
+		return st.counted.at(node)
+	}
 	if !st.perNode {
 		return st.counts[value]
 	}
@@ -241,14 +316,26 @@ func (podTopologySpreadFilter) SkipFilter(pod *PodInfo) bool {
 func (podTopologySpreadFilter) Filter(pod *PodInfo, node *NodeInfo) *Status {
 	for i := range pod.spreadRules.hard {
 		c := &pod.spreadRules.hard[i]
-		value, ok := node.labels[c.topologyKey]
-		if !ok {
-			return statusSpreadLabel
+		var st *spreadCounts
+		if i < len(pod.spreadState) {
+			st = &pod.spreadState[i]
 		}
-		if i >= len(pod.spreadState) {
+		var value string
+		if st != nil && st.perNode && st.counted != nil {
+			// The count is the node's: its hostname is not read.
+			if node.flags&flagHostname == 0 {
+				return statusSpreadLabel
+			}
+		} else {
+			v, ok := node.labels[c.topologyKey]
+			if !ok {
+				return statusSpreadLabel
+			}
+			value = v
+		}
+		if st == nil {
 			continue // no cycle state: a single-node explanation
 		}
-		st := &pod.spreadState[i]
 		minimum := st.minimum
 		if st.domains < c.minDomains {
 			minimum = 0
@@ -306,14 +393,37 @@ func normalizeSpreadRules(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 		}
 		weights[i] = math.Log(float64(size + 2))
 	}
+	// A constraint that counts on every listed node reads the Nodes'
+	// counts of its pods; the others count them over every node.
+	indexed := make([]*podCount, len(soft))
+	walk := false
 	if all := pod.cycleNodes; all != nil {
+		for i := range soft {
+			c := &soft[i]
+			switch {
+			case !c.everywhere(pod, all, soft):
+				walk = walk || c.topologyKey != api.LabelHostname
+			case c.countsNone:
+			default:
+				indexed[i] = all.podCount(pod.Namespace, c.selector, c.setKey, false)
+				if c.topologyKey == api.LabelHostname {
+					continue
+				}
+				values := indexed[i].key(all, c.topologyKey)
+				for v := range domains[i] {
+					domains[i][v] = values[v]
+				}
+			}
+		}
+	}
+	if all := pod.cycleNodes; all != nil && walk {
 		for _, n := range all.list {
 			if !hasAllKeys(n, soft) {
 				continue
 			}
 			for i := range soft {
 				c := &soft[i]
-				if c.topologyKey == api.LabelHostname || !c.includes(pod, n) {
+				if c.topologyKey == api.LabelHostname || indexed[i] != nil || !c.includes(pod, n) {
 					continue
 				}
 				v := n.labels[c.topologyKey]
@@ -332,9 +442,12 @@ func normalizeSpreadRules(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 		for i := range soft {
 			c := &soft[i]
 			var cnt int64
-			if c.topologyKey == api.LabelHostname {
+			switch {
+			case c.topologyKey == api.LabelHostname && indexed[i] != nil:
+				cnt = indexed[i].at(n)
+			case c.topologyKey == api.LabelHostname:
 				cnt = c.count(pod.Namespace, n)
-			} else {
+			default:
 				cnt = domains[i][n.labels[c.topologyKey]]
 			}
 			raw += float64(cnt)*weights[i] + float64(c.maxSkew-1)

@@ -203,6 +203,16 @@ func (interPodScore) Score(pod *PodInfo, node *NodeInfo) int64 {
 			s += values[v]
 		}
 	}
+	for i := range d.counted {
+		t := &d.counted[i]
+		if t.values == nil {
+			if node.flags&flagHostname != 0 {
+				s += t.weight * t.counter.at(node)
+			}
+		} else if v, ok := node.labels[t.key]; ok {
+			s += t.weight * t.values[v]
+		}
+	}
 	return s
 }
 
@@ -210,9 +220,38 @@ func (interPodScore) Score(pod *PodInfo, node *NodeInfo) int64 {
 // for kubernetes.io/hostname (a node's hostname is its own), by key and
 // value for the other keys.
 type domainScores struct {
-	host  []int64
-	other map[string]map[string]int64
-	any   bool
+	host    []int64
+	other   map[string]map[string]int64
+	counted []countedTerm
+	any     bool
+}
+
+// countedTerm is a term whose pods are counted per node and domain (a
+// domainCounter): a node's score adds the weight times the count in its
+// domain, read when the node is scored.
+type countedTerm struct {
+	weight int64
+	key    string
+	// values are the counts by value of key, nil for the hostname.
+	values  map[string]int64
+	counter *domainCounter
+}
+
+// addCounted adds the term of weight over the pods dc counts by key.
+func (d *domainScores) addCounted(ns *Nodes, dc *domainCounter, key string, weight int64) {
+	if weight == 0 {
+		return
+	}
+	t := countedTerm{weight: weight, key: key, counter: dc}
+	if key == api.LabelHostname {
+		if dc.hostsWith == 0 {
+			return
+		}
+	} else if t.values = dc.key(ns, key); len(t.values) == 0 {
+		return
+	}
+	d.counted = append(d.counted, t)
+	d.any = true
 }
 
 func (d *domainScores) add(n *NodeInfo, key string, w int64) {
@@ -269,34 +308,50 @@ func (ns *Nodes) interPodScores(pod *PodInfo) *domainScores {
 	if own == nil && ns.scoringPods == 0 {
 		return nil
 	}
-	d := &domainScores{host: ns.hostScores[:0]}
-	d.host = append(d.host, make([]int64, ns.slots)...)
-	ns.hostScores = d.host
+	d := &domainScores{}
 	if own != nil {
+		// A term of the pod's own namespace reads the counts of the pods
+		// its selector selects; one of other namespaces counts them on
+		// every node.
+		var walk []weightedTerm
+		for _, side := range []struct {
+			terms []weightedTerm
+			sign  int64
+		}{{own.preferredAffinity, 1}, {own.preferredAnti, -1}} {
+			terms, sign := side.terms, side.sign
+			for i := range terms {
+				t := &terms[i]
+				if t.setKey == "" {
+					walk = append(walk, weightedTerm{t.affinityTerm, sign * t.weight})
+					continue
+				}
+				pc := ns.podCount(t.namespaces[0], t.selector, t.setKey, true)
+				d.addCounted(ns, &pc.domainCounter, t.topologyKey, sign*t.weight)
+			}
+		}
+		if len(walk) > 0 {
+			d.host = append(ns.hostScores[:0], make([]int64, ns.slots)...)
+			ns.hostScores = d.host
+		}
 		for _, n := range ns.list {
+			if len(walk) == 0 {
+				break
+			}
 			if len(n.labels) == 0 || len(n.pods) == 0 {
 				continue
 			}
-			for i := range own.preferredAffinity {
-				t := &own.preferredAffinity[i]
+			for i := range walk {
+				t := &walk[i]
 				d.add(n, t.topologyKey, t.weight*t.count(n, ns.namespaces))
-			}
-			for i := range own.preferredAnti {
-				t := &own.preferredAnti[i]
-				d.add(n, t.topologyKey, -t.weight*t.count(n, ns.namespaces))
 			}
 		}
 	}
 	// The placed pods' terms that score are few distinct ones, each
-	// matched once against the pod, each knowing the nodes of its pods.
+	// matched once against the pod, each counting its pods per node and
+	// domain.
 	for _, pt := range ns.scoreTerms {
-		if !pt.term.matches(&pod.podFacts, ns.namespaces) {
-			continue
-		}
-		for n, c := range pt.nodes {
-			if n.node != nil {
-				d.add(n, pt.term.topologyKey, pt.weight*int64(c))
-			}
+		if pt.term.matches(&pod.podFacts, ns.namespaces) {
+			d.addCounted(ns, &pt.domainCounter, pt.term.topologyKey, pt.weight)
 		}
 	}
 	// With no term that adds to a domain every node would score alike:
@@ -327,12 +382,13 @@ func (t *affinityTerm) count(n *NodeInfo, ns map[string]map[string]string) int64
 
 // placedScoreTerm is one distinct term of placed pods that scores: its
 // signed weight (the preferred term's weight, negative for
-// anti-affinity; hardPodAffinityWeight for a required affinity term) and
-// how many pods hold it on each node.
+// anti-affinity; hardPodAffinityWeight for a required affinity term),
+// how many pods hold it, and how many on each node and in each domain.
 type placedScoreTerm struct {
+	domainCounter
 	term   affinityTerm
 	weight int64
-	nodes  map[*NodeInfo]int32
+	pods   int
 }
 
 // eachScoreTerm calls fn with the key, signed weight and term of each of
@@ -365,16 +421,12 @@ func (ns *Nodes) countScoreTerms(p *placedPod, n *NodeInfo, d int32) {
 			if ns.scoreTerms == nil {
 				ns.scoreTerms = map[string]*placedScoreTerm{}
 			}
-			pt = &placedScoreTerm{term: *term, weight: weight, nodes: map[*NodeInfo]int32{}}
+			pt = &placedScoreTerm{term: *term, weight: weight}
 			ns.scoreTerms[key] = pt
 		}
-		if c := pt.nodes[n] + d; c > 0 {
-			pt.nodes[n] = c
-		} else {
-			delete(pt.nodes, n)
-			if len(pt.nodes) == 0 {
-				delete(ns.scoreTerms, key)
-			}
+		pt.add(ns, n, d)
+		if pt.pods += int(d); pt.pods <= 0 {
+			delete(ns.scoreTerms, key)
 		}
 	})
 }

@@ -60,6 +60,20 @@ type Nodes struct {
 	priorities map[int32]int32
 	// budgets are the PodDisruptionBudgets, by namespace/name.
 	budgets map[string]*api.PodDisruptionBudget
+	// podCounts count the pods that the selectors of the spread
+	// constraints and inter-pod terms of the pods scheduled lately
+	// select, per node and per domain (see domainCounter); nsCounts are
+	// the same by namespace, and uses numbers the asks for one, for
+	// dropping the one asked for least recently.
+	podCounts map[podSetKey]*podCount
+	nsCounts  map[string][]*podCount
+	uses      uint64
+	// hostNodes counts the listed nodes with the hostname label;
+	// keyDomains the listed nodes by the value of each topology key a
+	// cycle has asked for, and keyNodes those with the key.
+	hostNodes  int
+	keyDomains map[string]map[string]int32
+	keyNodes   map[string]int
 }
 
 // SetBudget records a PodDisruptionBudget; nil forgets the one of key.
@@ -154,11 +168,13 @@ func (ns *Nodes) Set(node *api.Node) (*NodeInfo, bool) {
 		n = ns.alloc(node.Name)
 	}
 	added := n.node == nil
+	oldLabels, oldHostname := n.labels, n.flags&flagHostname != 0
 	n.setNode(node)
 	if added {
 		ns.list = append(ns.list, n)
 	}
 	ns.setZone(n, node)
+	ns.relist(n, !added, oldLabels, oldHostname)
 	return n, added
 }
 
@@ -169,8 +185,10 @@ func (ns *Nodes) Remove(name string) {
 	if n == nil || n.node == nil {
 		return
 	}
+	oldLabels, oldHostname := n.labels, n.flags&flagHostname != 0
 	n.node = nil
 	ns.setZone(n, nil)
+	ns.relist(n, true, oldLabels, oldHostname)
 	ns.list = slices.DeleteFunc(ns.list, func(x *NodeInfo) bool { return x == n })
 	ns.release(n)
 }
@@ -183,6 +201,7 @@ func (ns *Nodes) AddPod(name string, p *placedPod) *NodeInfo {
 		n = ns.alloc(name)
 	}
 	n.addPod(p)
+	ns.countPod(n, p, 1)
 	ns.countPriority(p.Priority, 1)
 	if p.Owner != 0 && !p.Terminating {
 		ns.count(p.Owner, n, 1)
@@ -224,6 +243,7 @@ func (ns *Nodes) RemovePod(n *NodeInfo, p *placedPod) bool {
 	if !n.removePod(p) {
 		return false
 	}
+	ns.countPod(n, p, -1)
 	ns.countPriority(p.Priority, -1)
 	if p.interPodTerms.scores() {
 		ns.scoringPods--

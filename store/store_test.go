@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -204,6 +205,50 @@ func TestGenerationCountedForSomeKinds(t *testing.T) {
 	}
 	if p.GetGeneration() != 2 {
 		t.Fatalf("pod marked for deletion has generation %d, want 2", p.GetGeneration())
+	}
+}
+
+// TestUpdateComparesSemantically: an update whose spec and status differ
+// only in the spelling of a quantity or the zone of a time writes nothing;
+// a status change writes without a new generation, a spec change with one.
+func TestUpdateComparesSemantically(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	p := pod("default", "web", "")
+	p.Spec.Containers[0].Resources.Requests = api.ResourceList{api.ResourceCPU: resource.MustParse("1")}
+	started := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	p.Status.StartTime = &started
+	obj, err := s.Create(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := obj.DeepCopyObject().(*api.Pod)
+	same.Spec.Containers[0].Resources.Requests[api.ResourceCPU] = resource.MustParse("1000m")
+	elsewhere := metav1.NewTime(started.In(time.FixedZone("east", 3600)))
+	same.Status.StartTime = &elsewhere
+	got, err := s.Update(ctx, same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetResourceVersion() != obj.GetResourceVersion() {
+		t.Fatalf("an update equal but for spelling wrote resourceVersion %s over %s", got.GetResourceVersion(), obj.GetResourceVersion())
+	}
+	status := obj.DeepCopyObject().(*api.Pod)
+	status.Status.Phase = api.PodRunning
+	if got, err = s.Update(ctx, status); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetResourceVersion() == obj.GetResourceVersion() || got.GetGeneration() != obj.GetGeneration() {
+		t.Fatalf("status update: resourceVersion %s (was %s), generation %d (was %d)",
+			got.GetResourceVersion(), obj.GetResourceVersion(), got.GetGeneration(), obj.GetGeneration())
+	}
+	spec := got.DeepCopyObject().(*api.Pod)
+	spec.Spec.Containers[0].Resources.Requests[api.ResourceCPU] = resource.MustParse("2")
+	if got, err = s.Update(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetGeneration() != obj.GetGeneration()+1 {
+		t.Fatalf("spec update: generation %d, want %d", got.GetGeneration(), obj.GetGeneration()+1)
 	}
 }
 

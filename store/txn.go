@@ -362,7 +362,12 @@ func specDiffers(ov, nv reflect.Value) bool {
 // semanticEqual is Kubernetes' semantic equality (quantities by value,
 // times by instant), tried after the standard library's cheaper identical
 // test: values copied from one another, the common case, are identical.
+// Fields are compared through their addresses: Interface on a struct
+// field boxes a copy of it, a pod's whole spec for every update.
 func semanticEqual(a, b reflect.Value) bool {
+	if a.CanAddr() && b.CanAddr() {
+		a, b = a.Addr(), b.Addr()
+	}
 	x, y := a.Interface(), b.Interface()
 	return reflect.DeepEqual(x, y) || equality.Semantic.DeepEqual(x, y)
 }

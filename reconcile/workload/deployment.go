@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/dump"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/clock"
@@ -46,12 +48,58 @@ func PodTemplateHash(t *api.PodTemplateSpec, collisionCount *int32) string {
 	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
+// templateHashes remembers each Deployment's PodTemplateHash for the
+// generation it was computed at: the hash dumps the whole template, which
+// costs more than the rest of a sync that finds nothing to do, and the
+// template changes only with a new generation (the store counts the
+// spec's changes), the collision count only with a status write.
+type templateHashes struct {
+	mu sync.Mutex
+	m  map[string]templateHash
+}
+
+type templateHash struct {
+	uid        types.UID
+	generation int64
+	collisions int32
+	hash       string
+}
+
+// of returns the hash of the template of d, filed under key.
+func (h *templateHashes) of(key string, d *api.Deployment) string {
+	want := templateHash{uid: d.UID, generation: d.Generation, collisions: -1}
+	if d.Status.CollisionCount != nil {
+		want.collisions = *d.Status.CollisionCount
+	}
+	h.mu.Lock()
+	got, ok := h.m[key]
+	h.mu.Unlock()
+	if want.generation > 0 && ok && got.uid == want.uid && got.generation == want.generation && got.collisions == want.collisions {
+		return got.hash
+	}
+	want.hash = PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	h.mu.Lock()
+	if h.m == nil {
+		h.m = map[string]templateHash{}
+	}
+	h.m[key] = want
+	h.mu.Unlock()
+	return want.hash
+}
+
+func (h *templateHashes) forget(key string) {
+	h.mu.Lock()
+	delete(h.m, key)
+	h.mu.Unlock()
+}
+
 // DeploymentReconciler rolls one Deployment, named by its key, out through
 // its ReplicaSets and reports the rollout in its status.
 type DeploymentReconciler struct {
 	store  *store.Store
 	clock  clock.PassiveClock
 	events EventRecorder
+	hashes templateHashes
 }
 
 // NewDeploymentReconciler returns the Reconciler alone, for tests and for
@@ -136,6 +184,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (recon
 	namespace, name := reconcile.SplitKey(key)
 	obj, err := r.store.Get(deploymentKind, namespace, name)
 	if store.IsNotFound(err) {
+		r.hashes.forget(key)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -154,7 +203,7 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (recon
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	hash := PodTemplateHash(&d.Spec.Template, d.Status.CollisionCount)
+	hash := r.hashes.of(key, d)
 	var newRS *api.ReplicaSet
 	var old []*api.ReplicaSet
 	for _, rs := range rsList {

@@ -149,6 +149,44 @@ func TestPodTemplateHash(t *testing.T) {
 	}
 }
 
+// TestTemplateHashesFollowTheGeneration: a Deployment's hash is computed
+// again when its generation, collision count or UID moves, and only then.
+func TestTemplateHashesFollowTheGeneration(t *testing.T) {
+	var h templateHashes
+	d := deployment("web", 1)
+	d.UID, d.Generation = "u1", 1
+	want := PodTemplateHash(&d.Spec.Template, nil)
+	if got := h.of("default/web", d); got != want {
+		t.Fatalf("hash %s, want %s", got, want)
+	}
+	// The same generation is the same template: the stored hash is used.
+	unchanged := d.DeepCopy()
+	unchanged.Spec.Template.Spec.Containers[0].Image = "web:cached"
+	if got := h.of("default/web", unchanged); got != want {
+		t.Fatalf("hash of the same generation %s, want the stored %s", got, want)
+	}
+	one := int32(1)
+	for _, tc := range []struct {
+		name   string
+		change func(d *api.Deployment)
+	}{
+		{"new generation", func(d *api.Deployment) { d.Generation = 2; d.Spec.Template.Spec.Containers[0].Image = "web:2" }},
+		{"collision", func(d *api.Deployment) { d.Status.CollisionCount = &one }},
+		{"recreated", func(d *api.Deployment) { d.UID = "u2"; d.Spec.Template.Spec.Containers[0].Image = "web:3" }},
+	} {
+		c := d.DeepCopy()
+		tc.change(c)
+		if got, want := h.of("default/web", c), PodTemplateHash(&c.Spec.Template, c.Status.CollisionCount); got != want {
+			t.Errorf("%s: hash %s, want %s", tc.name, got, want)
+		}
+		h.of("default/web", d)
+	}
+	h.forget("default/web")
+	if _, ok := h.m["default/web"]; ok {
+		t.Error("a forgotten Deployment's hash is kept")
+	}
+}
+
 // TestDeploymentRollingUpdate follows a Deployment of 4 (maxSurge 1,
 // maxUnavailable 1) from creation through a template change to
 // completion, checking each step's writes.

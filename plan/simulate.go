@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -71,11 +70,14 @@ func simulate(ctx context.Context, live, fork *store.Store, base uint64, clk *cl
 		return nil, fmt.Errorf("plan: load the scheduler: %w", err)
 	}
 	sim := &simulation{sched: s, pending: map[types.UID]pendingPod{}}
+	// The Deployment reconciler waits for no watch event, and keeps the
+	// hashes of its Deployments' templates from round to round.
+	deployments := workload.NewDeploymentReconciler(fork, clk)
 	kinds := []struct {
 		kind *api.Kind
 		make func() reconciler
 	}{
-		{deploymentKind, func() reconciler { return workload.NewDeploymentReconciler(fork, clk) }},
+		{deploymentKind, func() reconciler { return deployments }},
 		{replicaSetKind, func() reconciler { return workload.NewReplicaSetReconciler(fork, clk) }},
 		{statefulSetKind, func() reconciler { return statefulset.NewReconciler(fork, clk, nil) }},
 		{daemonSetKind, func() reconciler { return daemonset.NewReconciler(fork, clk, nil) }},
@@ -191,10 +193,7 @@ func (sim *simulation) place(ctx context.Context, fork *store.Store, clk *clockt
 			continue
 		}
 		delete(sim.pending, p.UID)
-		b := p.DeepCopyObject().(*api.Pod)
-		b.Spec.NodeName = node
-		running(b, metav1.NewTime(clk.Now().Add(-24*time.Hour)))
-		bound = append(bound, b)
+		bound = append(bound, boundTo(p, node, metav1.NewTime(clk.Now().Add(-24*time.Hour))))
 	}
 	if len(bound) == 0 {
 		return nil
@@ -211,17 +210,27 @@ func (sim *simulation) place(ctx context.Context, fork *store.Store, clk *clockt
 	return err
 }
 
-// running marks a pod as its node's agent would once its containers run
-// and pass their probes.
-func running(p *api.Pod, since metav1.Time) {
-	p.Status.Phase = api.PodRunning
-	p.Status.StartTime = &since
-	p.Status.Conditions = slices.DeleteFunc(p.Status.Conditions, func(c api.PodCondition) bool {
-		return c.Type == api.PodScheduled || c.Type == api.PodReady || c.Type == api.ContainersReady
-	})
-	for _, t := range []api.PodConditionType{api.PodScheduled, api.ContainersReady, api.PodReady} {
-		p.Status.Conditions = append(p.Status.Conditions, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: since})
+// boundTo is p bound to node and running, as the scheduler and the node's
+// agent would make it once its containers run and pass their probes. It
+// is a shallow copy: the stored pod's labels, owners and containers are
+// shared, not copied (stored objects are never changed in place), so
+// that thousands of planned pods cost their status, not their spec.
+func boundTo(p *api.Pod, node string, since metav1.Time) *api.Pod {
+	b := &api.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta, Spec: p.Spec, Status: p.Status}
+	b.Spec.NodeName = node
+	b.Status.Phase = api.PodRunning
+	b.Status.StartTime = &since
+	conds := make([]api.PodCondition, 0, len(p.Status.Conditions)+3)
+	for _, c := range p.Status.Conditions {
+		if c.Type != api.PodScheduled && c.Type != api.PodReady && c.Type != api.ContainersReady {
+			conds = append(conds, c)
+		}
 	}
+	for _, t := range []api.PodConditionType{api.PodScheduled, api.ContainersReady, api.PodReady} {
+		conds = append(conds, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: since})
+	}
+	b.Status.Conditions = conds
+	return b
 }
 
 // count sums the pods the change makes and removes, comparing the fork

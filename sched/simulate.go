@@ -53,7 +53,8 @@ func NewSimulation(snap *store.Snapshot, opts FrameworkOptions) (*Simulation, er
 // its queue pops them: higher priority first, then older first.
 func Pending(snap *store.Snapshot) ([]*api.Pod, error) {
 	var out []*api.Pod
-	err := snap.Each(podKind, store.Filter{}, func(obj api.Object) bool {
+	// The node index's empty value holds the pods not bound yet.
+	err := snap.Each(podKind, store.Filter{Index: store.IndexNode}, func(obj api.Object) bool {
 		if pod := obj.(*api.Pod); ours(pod) {
 			out = append(out, pod)
 		}

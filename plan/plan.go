@@ -103,9 +103,17 @@ func Run(ctx context.Context, live *store.Store, objs []*api.Decoded, decodeErrs
 	if rep.Rollouts, err = rollouts(snap, staged.Steps, sim); err != nil {
 		return nil, err
 	}
+	if planned != nil {
+		planned()
+	}
 	rep.Nodes, rep.Total = capacity(sim.sched.Nodes())
 	return rep, nil
 }
+
+// planned, when set (by the benchmark), is called at the end of a plan
+// that ran its simulation, while its fork still holds everything it wrote:
+// the moment the plan holds the most memory that is not garbage.
+var planned func()
 
 func errorLines(errs api.ErrorList) []string {
 	out := make([]string, 0, len(errs))

@@ -20,27 +20,27 @@ type nodeAffinity struct{}
 
 func (nodeAffinity) Name() string { return "NodeAffinity" }
 
-func (nodeAffinity) SkipFilter(pod *PodInfo) bool { return pod.nodeSelector.empty() }
+func (nodeAffinity) SkipFilter(_ *CycleState, pod *PodInfo) bool { return pod.nodeSelector.empty() }
 
-func (nodeAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (nodeAffinity) Filter(_ *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	if pod.nodeSelector.matches(node) {
 		return nil
 	}
 	return statusNodeAffinity
 }
 
-func (a nodeAffinity) filterNodes(pod *PodInfo, nodes []*NodeInfo, status []*Status) {
+func (a nodeAffinity) filterNodes(_ *CycleState, pod *PodInfo, nodes []*NodeInfo, status []*Status) {
 	for k, n := range nodes {
 		if status[k] == nil {
-			status[k] = a.Filter(pod, n)
+			status[k] = a.Filter(nil, pod, n)
 		}
 	}
 }
 
-func (nodeAffinity) SkipScore(pod *PodInfo) bool { return len(pod.preferred) == 0 }
+func (nodeAffinity) SkipScore(_ *CycleState, pod *PodInfo) bool { return len(pod.preferred) == 0 }
 
 // Score sums the weights of the preferred terms the node matches.
-func (nodeAffinity) Score(pod *PodInfo, node *NodeInfo) int64 {
+func (nodeAffinity) Score(_ *CycleState, pod *PodInfo, node *NodeInfo) int64 {
 	var sum int64
 	for i := range pod.preferred {
 		if pod.preferred[i].term.matches(node) {
@@ -50,7 +50,7 @@ func (nodeAffinity) Score(pod *PodInfo, node *NodeInfo) int64 {
 	return sum
 }
 
-func (nodeAffinity) Normalize(_ *PodInfo, _ []*NodeInfo, scores []int64) {
+func (nodeAffinity) Normalize(_ *CycleState, _ *PodInfo, _ []*NodeInfo, scores []int64) {
 	normalizeScores(scores, false)
 }
 

@@ -55,8 +55,8 @@ func TestNodeAffinityFilter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPodInfo(tt.pod)
 			var st *Status
-			if !(nodeAffinity{}).SkipFilter(p) {
-				st = nodeAffinity{}.Filter(p, NewNodeInfo(node))
+			if !(nodeAffinity{}).SkipFilter(nil, p) {
+				st = nodeAffinity{}.Filter(nil, p, NewNodeInfo(node))
 			}
 			if got := reasonsOf(st); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
@@ -85,17 +85,17 @@ func TestNodeAffinityScore(t *testing.T) {
 	p := NewPodInfo(makePod("p", prefer))
 	got := make([]int64, len(nodes))
 	for i, n := range nodes {
-		got[i] = nodeAffinity{}.Score(p, n)
+		got[i] = nodeAffinity{}.Score(nil, p, n)
 	}
 	if want := []int64{15, 10, 5, 0}; !slices.Equal(got, want) {
 		t.Fatalf("raw scores %v, want %v", got, want)
 	}
-	nodeAffinity{}.Normalize(p, nodes, got)
+	nodeAffinity{}.Normalize(nil, p, nodes, got)
 	// 100*10/15 = 66, 100*5/15 = 33
 	if want := []int64{100, 66, 33, 0}; !slices.Equal(got, want) {
 		t.Errorf("normalised %v, want %v", got, want)
 	}
-	if !(nodeAffinity{}).SkipScore(NewPodInfo(makePod("q"))) {
+	if !(nodeAffinity{}).SkipScore(nil, NewPodInfo(makePod("q"))) {
 		t.Error("a pod without preferred terms should skip the score")
 	}
 }

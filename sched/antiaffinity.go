@@ -205,16 +205,54 @@ func (interPodAffinity) Name() string { return "InterPodAffinity" }
 // gate: a pod without terms of its own, that no placed pod's term by
 // another key than the hostname repels, can only be turned away by pods
 // with anti-affinity already on the node.
-func (interPodAffinity) gate(pod *PodInfo) nodeFlags {
-	if len(pod.antiAffinity) > 0 || len(pod.affinity) > 0 || (pod.interPod != nil && len(pod.interPod.existingAnti) > 0) {
+func (interPodAffinity) gate(state *CycleState, pod *PodInfo) nodeFlags {
+	if len(pod.antiAffinity) > 0 || len(pod.affinity) > 0 {
+		return 0
+	}
+	if c, _ := state.Read(interPodFilterKey).(*interPodCycle); c != nil && c.counts != nil && len(c.counts.existingAnti) > 0 {
 		return 0
 	}
 	return flagAntiPods
 }
 
-func (interPodAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
-	st := pod.interPod
-	if len(pod.affinity) > 0 && !satisfiesAffinity(pod, st, node) {
+// interPodFilterKey keeps what PreFilter finds, an *interPodCycle.
+var interPodFilterKey = NewStateKey("InterPodAffinity/filter")
+
+// interPodCycle is the filter's state for a cycle: the terms of placed
+// pods that select the pod (see Nodes.antiTermsMatching) and the counts
+// per domain for the terms by other keys than the hostname (nil when the
+// node alone decides).
+type interPodCycle struct {
+	antiMatched []antiMatch
+	counts      *interPodState
+}
+
+// PreFilter finds, once for the cycle, the placed pods' terms that select
+// the pod and the counts per domain, as kube-scheduler's PreFilter does.
+// Outside a cycle nothing is found and Filter reads the node's own pods.
+func (interPodAffinity) PreFilter(state *CycleState, pod *PodInfo) error {
+	all := state.Nodes()
+	if all == nil {
+		return nil
+	}
+	c, _ := state.Reuse(interPodFilterKey).(*interPodCycle)
+	if c == nil {
+		c = &interPodCycle{}
+	}
+	c.antiMatched = all.antiTermsMatching(pod, c.antiMatched[:0])
+	c.counts = all.interPodState(pod, c.antiMatched)
+	state.Write(interPodFilterKey, c)
+	return nil
+}
+
+func (interPodAffinity) Filter(state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
+	cycle, _ := state.Read(interPodFilterKey).(*interPodCycle)
+	var st *interPodState
+	if cycle != nil {
+		st = cycle.counts
+	}
+	nsLabels := state.namespaces()
+	if len(pod.affinity) > 0 && !satisfiesAffinity(pod, st, node, nsLabels) {
 		return statusAffinity
 	}
 	for i := range pod.antiAffinity {
@@ -238,7 +276,7 @@ func (interPodAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 			return statusAntiAffinity
 		}
 		for _, other := range node.pods {
-			if t.matches(&other.podFacts, pod.nsLabels) {
+			if t.matches(&other.podFacts, nsLabels) {
 				return statusAntiAffinity
 			}
 		}
@@ -252,11 +290,11 @@ func (interPodAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 			}
 		}
 	}
-	if pod.antiPrepared {
+	if cycle != nil {
 		// The terms of placed pods that select this pod were found once
 		// for the cycle (Nodes.antiTermsMatching), as kube-scheduler's
 		// PreFilter does: a node only needs to say whether it holds one.
-		for _, m := range pod.antiMatched {
+		for _, m := range cycle.antiMatched {
 			if node.antiTermPods[m.key] == 0 {
 				continue
 			}
@@ -272,7 +310,7 @@ func (interPodAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 			if _, ok := node.labels[t.topologyKey]; !ok {
 				continue
 			}
-			if t.matches(&pod.podFacts, pod.nsLabels) {
+			if t.matches(&pod.podFacts, nsLabels) {
 				return statusExistingAntiAffinity
 			}
 		}
@@ -286,7 +324,7 @@ func (interPodAffinity) Filter(pod *PodInfo, node *NodeInfo) *Status {
 // matches its own terms, so that the first of a group that wants to be
 // together can be placed. Without the cycle's counts (a single-node
 // explanation) the node's own pods are the domain.
-func satisfiesAffinity(pod *PodInfo, st *interPodState, node *NodeInfo) bool {
+func satisfiesAffinity(pod *PodInfo, st *interPodState, node *NodeInfo, ns map[string]map[string]string) bool {
 	exist := true
 	for i := range pod.affinity {
 		t := &pod.affinity[i]
@@ -300,7 +338,7 @@ func satisfiesAffinity(pod *PodInfo, st *interPodState, node *NodeInfo) bool {
 			}
 			continue
 		}
-		if !nodeHasAllMatching(pod, node) {
+		if !nodeHasAllMatching(pod, node, ns) {
 			exist = false
 		}
 	}
@@ -309,14 +347,14 @@ func satisfiesAffinity(pod *PodInfo, st *interPodState, node *NodeInfo) bool {
 	}
 	none := st != nil && len(st.affinityCounts) == 0
 	if st == nil {
-		none = !nodeHasAllMatching(pod, node)
+		none = !nodeHasAllMatching(pod, node, ns)
 	}
-	return none && matchesAllTerms(pod.affinity, &pod.podFacts, pod.nsLabels)
+	return none && matchesAllTerms(pod.affinity, &pod.podFacts, ns)
 }
 
-func nodeHasAllMatching(pod *PodInfo, node *NodeInfo) bool {
+func nodeHasAllMatching(pod *PodInfo, node *NodeInfo, ns map[string]map[string]string) bool {
 	for _, other := range node.pods {
-		if matchesAllTerms(pod.affinity, &other.podFacts, pod.nsLabels) {
+		if matchesAllTerms(pod.affinity, &other.podFacts, ns) {
 			return true
 		}
 	}

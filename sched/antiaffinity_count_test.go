@@ -46,10 +46,10 @@ func TestAntiAffinityLabelCounts(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.change()
-		if got := reasonsOf(interPodAffinity{}.Filter(loner, n)); got != s.loner {
+		if got := reasonsOf(interPodAffinity{}.Filter(nil, loner, n)); got != s.loner {
 			t.Errorf("%s: app=web term: %q, want %q", s.name, got, s.loner)
 		}
-		if got := reasonsOf(interPodAffinity{}.Filter(notDBInfo, n)); got != s.notDB {
+		if got := reasonsOf(interPodAffinity{}.Filter(nil, notDBInfo, n)); got != s.notDB {
 			t.Errorf("%s: app notin (db) term: %q, want %q", s.name, got, s.notDB)
 		}
 		if len(n.labelPods) != s.counted {
@@ -75,12 +75,12 @@ func TestAntiAffinityTwoLabelsReadsPods(t *testing.T) {
 	if term := info.antiAffinity[0]; len(term.required) != 2 || term.exact {
 		t.Fatalf("term %+v", term)
 	}
-	if got := reasonsOf(interPodAffinity{}.Filter(info, n)); got != "" {
+	if got := reasonsOf(interPodAffinity{}.Filter(nil, info, n)); got != "" {
 		t.Errorf("got %q, want the node accepted", got)
 	}
 	both := NewPodInfo(makePod("c", podLabels("app", "web"), podLabels("tier", "front"))).placed()
 	n.addPod(both)
-	if got := reasonsOf(interPodAffinity{}.Filter(info, n)); got != "[node(s) didn't match pod anti-affinity rules]" {
+	if got := reasonsOf(interPodAffinity{}.Filter(nil, info, n)); got != "[node(s) didn't match pod anti-affinity rules]" {
 		t.Errorf("got %q with a pod of both labels", got)
 	}
 }

@@ -34,7 +34,7 @@ func TestPodAntiAffinity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := reasonsOf(interPodAffinity{}.Filter(NewPodInfo(tt.pod), tt.node)); got != tt.want {
+			if got := reasonsOf(interPodAffinity{}.Filter(nil, NewPodInfo(tt.pod), tt.node)); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -104,15 +104,18 @@ func TestAntiAffinityMatchedOncePerCycle(t *testing.T) {
 			pod := NewPodInfo(randomPod(fmt.Sprintf("r%d-in%d", round, j)))
 			var each []string
 			for k, n := range ns.List() {
-				got := reasonsOf(interPodAffinity{}.Filter(pod, n))
-				if uncounted := reasonsOf(interPodAffinity{}.Filter(pod, plain.List()[k])); got != uncounted {
+				got := reasonsOf(interPodAffinity{}.Filter(nil, pod, n))
+				if uncounted := reasonsOf(interPodAffinity{}.Filter(nil, pod, plain.List()[k])); got != uncounted {
 					t.Fatalf("round %d, pod %d, node %s: %q with label counts, %q without", round, j, n.name, got, uncounted)
 				}
 				each = append(each, got)
 			}
-			pod.antiMatched, pod.antiPrepared = ns.antiTermsMatching(pod, nil), true
+			state := NewCycleState(ns)
+			if err := (interPodAffinity{}).PreFilter(state, pod); err != nil {
+				t.Fatal(err)
+			}
 			for k, n := range ns.List() {
-				got := reasonsOf(interPodAffinity{}.Filter(pod, n))
+				got := reasonsOf(interPodAffinity{}.Filter(state, pod, n))
 				if got != each[k] {
 					t.Fatalf("round %d, pod %d, node %s: %q matched once per cycle, %q pod by pod", round, j, n.name, got, each[k])
 				}

@@ -12,11 +12,11 @@ type balancedAllocation struct{}
 
 func (balancedAllocation) Name() string { return "NodeResourcesBalancedAllocation" }
 
-func (balancedAllocation) SkipScore(pod *PodInfo) bool {
+func (balancedAllocation) SkipScore(_ *CycleState, pod *PodInfo) bool {
 	return pod.Requests.MilliCPU == 0 && pod.Requests.Memory == 0
 }
 
-func (balancedAllocation) Score(pod *PodInfo, node *NodeInfo) int64 {
+func (balancedAllocation) Score(_ *CycleState, pod *PodInfo, node *NodeInfo) int64 {
 	cpu, mem := node.Requested.MilliCPU+pod.Requests.MilliCPU, node.Requested.Memory+pod.Requests.Memory
 	if s, ok := node.memo.balanced.get(cpu, mem); ok {
 		return s
@@ -44,7 +44,7 @@ func computeBalanced(node *NodeInfo, cpu, mem int64) int64 {
 	return score
 }
 
-func (balancedAllocation) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64) {
+func (balancedAllocation) scoreNodes(_ *CycleState, pod *PodInfo, nodes []*NodeInfo, out []int64) {
 	for k, n := range nodes {
 		cpu, mem := n.Requested.MilliCPU+pod.Requests.MilliCPU, n.Requested.Memory+pod.Requests.Memory
 		if s, ok := n.memo.balanced.get(cpu, mem); ok {

@@ -27,12 +27,12 @@ func TestBalancedAllocation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := (balancedAllocation{}).Score(NewPodInfo(tt.pod), tt.node); got != tt.want {
+			if got := (balancedAllocation{}).Score(nil, NewPodInfo(tt.pod), tt.node); got != tt.want {
 				t.Errorf("got %d, want %d", got, tt.want)
 			}
 		})
 	}
-	if !(balancedAllocation{}).SkipScore(NewPodInfo(makePod("p"))) {
+	if !(balancedAllocation{}).SkipScore(nil, NewPodInfo(makePod("p"))) {
 		t.Error("a pod that requests nothing should skip BalancedAllocation")
 	}
 }

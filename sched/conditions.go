@@ -15,9 +15,9 @@ type nodeUnschedulable struct{}
 
 func (nodeUnschedulable) Name() string { return "NodeUnschedulable" }
 
-func (nodeUnschedulable) gate(*PodInfo) nodeFlags { return flagUnschedulable }
+func (nodeUnschedulable) gate(*CycleState, *PodInfo) nodeFlags { return flagUnschedulable }
 
-func (nodeUnschedulable) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (nodeUnschedulable) Filter(_ *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	if node.flags&flagUnschedulable == 0 || pod.toleratesTaint(&unschedulableTaint) {
 		return nil
 	}
@@ -29,9 +29,9 @@ type nodeName struct{}
 
 func (nodeName) Name() string { return "NodeName" }
 
-func (nodeName) SkipFilter(pod *PodInfo) bool { return pod.Pod.Spec.NodeName == "" }
+func (nodeName) SkipFilter(_ *CycleState, pod *PodInfo) bool { return pod.Pod.Spec.NodeName == "" }
 
-func (nodeName) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (nodeName) Filter(_ *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	if node.name == pod.Pod.Spec.NodeName {
 		return nil
 	}
@@ -49,9 +49,9 @@ type nodeConditions struct{}
 
 func (nodeConditions) Name() string { return "NodeConditions" }
 
-func (nodeConditions) gate(*PodInfo) nodeFlags { return flagConditionTaints }
+func (nodeConditions) gate(*CycleState, *PodInfo) nodeFlags { return flagConditionTaints }
 
-func (nodeConditions) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (nodeConditions) Filter(_ *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	for i := range node.conditionTaints {
 		if !pod.toleratesTaint(&node.conditionTaints[i].taint) {
 			return node.conditionTaints[i].status

@@ -309,16 +309,45 @@ type podTopologySpreadFilter struct{}
 
 func (podTopologySpreadFilter) Name() string { return "PodTopologySpread" }
 
-func (podTopologySpreadFilter) SkipFilter(pod *PodInfo) bool {
+// spreadFilterKey keeps the cycle's counts for the pod's DoNotSchedule
+// constraints, a *spreadFilterState.
+var spreadFilterKey = NewStateKey("PodTopologySpread/filter")
+
+// spreadFilterState holds one spreadCounts per DoNotSchedule constraint,
+// in the order of the pod's spreadRules.hard.
+type spreadFilterState struct{ counts []spreadCounts }
+
+// PreFilter counts the pods each DoNotSchedule constraint selects per
+// domain, once for the cycle. Outside a cycle nothing is counted and the
+// filter checks the topology labels alone.
+func (podTopologySpreadFilter) PreFilter(state *CycleState, pod *PodInfo) error {
+	all := state.Nodes()
+	if all == nil || pod.spreadRules == nil || len(pod.spreadRules.hard) == 0 {
+		return nil
+	}
+	st, _ := state.Reuse(spreadFilterKey).(*spreadFilterState)
+	if st == nil {
+		st = &spreadFilterState{}
+	}
+	st.counts = all.spreadCounts(pod, st.counts)
+	state.Write(spreadFilterKey, st)
+	return nil
+}
+
+func (podTopologySpreadFilter) SkipFilter(_ *CycleState, pod *PodInfo) bool {
 	return pod.spreadRules == nil || len(pod.spreadRules.hard) == 0
 }
 
-func (podTopologySpreadFilter) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (podTopologySpreadFilter) Filter(state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
+	var counts []spreadCounts
+	if st, _ := state.Read(spreadFilterKey).(*spreadFilterState); st != nil {
+		counts = st.counts
+	}
 	for i := range pod.spreadRules.hard {
 		c := &pod.spreadRules.hard[i]
 		var st *spreadCounts
-		if i < len(pod.spreadState) {
-			st = &pod.spreadState[i]
+		if i < len(counts) {
+			st = &counts[i]
 		}
 		var value string
 		if st != nil && st.perNode && st.counted != nil {
@@ -358,7 +387,7 @@ func (podTopologySpreadFilter) Filter(pod *PodInfo, node *NodeInfo) *Status {
 // policies admit; on the node itself for kubernetes.io/hostname) ×
 // log(domains among the nodes scored + 2) + maxSkew − 1, rounded; then
 // the fewest pods map to 100 as for the default constraints.
-func normalizeSpreadRules(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
+func normalizeSpreadRules(state *CycleState, pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 	soft := pod.spreadRules.soft
 	const ignored = -1
 	domains := make([]map[string]int64, len(soft))
@@ -397,7 +426,7 @@ func normalizeSpreadRules(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 	// counts of its pods; the others count them over every node.
 	indexed := make([]*podCount, len(soft))
 	walk := false
-	if all := pod.cycleNodes; all != nil {
+	if all := state.Nodes(); all != nil {
 		for i := range soft {
 			c := &soft[i]
 			switch {
@@ -416,7 +445,7 @@ func normalizeSpreadRules(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 			}
 		}
 	}
-	if all := pod.cycleNodes; all != nil && walk {
+	if all := state.Nodes(); all != nil && walk {
 		for _, n := range all.list {
 			if !hasAllKeys(n, soft) {
 				continue

@@ -182,13 +182,13 @@ func TestPodTopologySpreadRulesScore(t *testing.T) {
 	pod := makePod("p", podLabels("app", "web"), selector("disk", "ssd"),
 		spreadBy(zoneKey, 1, corev1.ScheduleAnyway), spreadBy(api.LabelHostname, 2, corev1.ScheduleAnyway))
 	info := NewPodInfo(pod)
-	info.cycleNodes = nodes
-	if (podTopologySpread{}).SkipScore(info) {
+	state := NewCycleState(nodes)
+	if (podTopologySpread{}).SkipScore(state, info) {
 		t.Fatal("skipped")
 	}
 	scored := nodes.List()[:4] // e is not feasible
 	got := make([]int64, len(scored))
-	podTopologySpread{}.Normalize(info, scored, got)
+	podTopologySpread{}.Normalize(state, info, scored, got)
 	// Zones among a, b, c: 2, weight ln 4; nodes 3, weight ln 5. e's zone
 	// is not among the scored nodes' zones, and it is outside the pod's
 	// node affinity anyway.
@@ -197,7 +197,7 @@ func TestPodTopologySpreadRulesScore(t *testing.T) {
 	if want := []int64{12, 25, 100, 0}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if !(podTopologySpread{}).SkipScore(NewPodInfo(makePod("q", ownedBy("rs"), spreadBy(zoneKey, 1, corev1.DoNotSchedule)))) {
+	if !(podTopologySpread{}).SkipScore(nil, NewPodInfo(makePod("q", ownedBy("rs"), spreadBy(zoneKey, 1, corev1.DoNotSchedule)))) {
 		t.Error("a pod with DoNotSchedule constraints alone should skip spread scoring, default constraints included")
 	}
 }

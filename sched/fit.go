@@ -41,7 +41,7 @@ func (resourcesFit) Name() string { return "NodeResourcesFit" }
 // or a positive request above what is left (a request of 0 always fits,
 // even on an over-committed node: request > max(left, 0)). Kept small
 // enough for the compiler to inline it into filterNodes.
-func (resourcesFit) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (resourcesFit) Filter(_ *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	a, used, req := &node.Allocatable, &node.Requested, &pod.Requests
 	var lack int
 	if used.Pods >= a.Pods {
@@ -59,10 +59,10 @@ func (resourcesFit) Filter(pod *PodInfo, node *NodeInfo) *Status {
 	return fitStatuses[lack]
 }
 
-func (r resourcesFit) filterNodes(pod *PodInfo, nodes []*NodeInfo, status []*Status) {
+func (r resourcesFit) filterNodes(_ *CycleState, pod *PodInfo, nodes []*NodeInfo, status []*Status) {
 	for k, n := range nodes {
 		if status[k] == nil {
-			status[k] = r.Filter(pod, n)
+			status[k] = r.Filter(nil, pod, n)
 		}
 	}
 }
@@ -83,11 +83,11 @@ type leastAllocated struct{}
 
 func (leastAllocated) Name() string { return "NodeResourcesFit" }
 
-func (leastAllocated) Score(pod *PodInfo, node *NodeInfo) int64 {
+func (leastAllocated) Score(_ *CycleState, pod *PodInfo, node *NodeInfo) int64 {
 	return allocationScore(pod, node, false)
 }
 
-func (leastAllocated) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64) {
+func (leastAllocated) scoreNodes(_ *CycleState, pod *PodInfo, nodes []*NodeInfo, out []int64) {
 	scoreAllocations(pod, nodes, out, false)
 }
 
@@ -97,11 +97,11 @@ type mostAllocated struct{}
 
 func (mostAllocated) Name() string { return "NodeResourcesFit" }
 
-func (mostAllocated) Score(pod *PodInfo, node *NodeInfo) int64 {
+func (mostAllocated) Score(_ *CycleState, pod *PodInfo, node *NodeInfo) int64 {
 	return allocationScore(pod, node, true)
 }
 
-func (mostAllocated) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64) {
+func (mostAllocated) scoreNodes(_ *CycleState, pod *PodInfo, nodes []*NodeInfo, out []int64) {
 	scoreAllocations(pod, nodes, out, true)
 }
 

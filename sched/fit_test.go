@@ -74,7 +74,7 @@ func TestResourcesFitFilter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := reasonsOf(resourcesFit{}.Filter(NewPodInfo(tt.pod), tt.node)); got != tt.want {
+			if got := reasonsOf(resourcesFit{}.Filter(nil, NewPodInfo(tt.pod), tt.node)); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -106,10 +106,10 @@ func TestAllocationScores(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPodInfo(tt.pod)
-			if got := (leastAllocated{}).Score(p, tt.node); got != tt.least {
+			if got := (leastAllocated{}).Score(nil, p, tt.node); got != tt.least {
 				t.Errorf("LeastAllocated = %d, want %d", got, tt.least)
 			}
-			if got := (mostAllocated{}).Score(p, tt.node); got != tt.most {
+			if got := (mostAllocated{}).Score(nil, p, tt.node); got != tt.most {
 				t.Errorf("MostAllocated = %d, want %d", got, tt.most)
 			}
 		})

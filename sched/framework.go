@@ -10,17 +10,35 @@ const MaxNodeScore int64 = 100
 
 // FilterPlugin rejects the nodes a pod cannot run on. Filter returns nil
 // for a node that passes, else a Status whose reasons are constants, so a
-// user can be told why each node was rejected.
+// user can be told why each node was rejected. state is the attempt's
+// CycleState, where the plugin's PreFilter left what it found.
 type FilterPlugin interface {
 	Name() string
-	Filter(pod *PodInfo, node *NodeInfo) *Status
+	Filter(state *CycleState, pod *PodInfo, node *NodeInfo) *Status
+}
+
+// PreFilterPlugin is a filter that computes something once per attempt,
+// over every node of the cycle (state.Nodes()), before any node is
+// filtered, and keeps it in state under its own key. Outside a cycle
+// (Framework.Filter) state.Nodes() is nil and the plugin's Filter must
+// decide from the node alone. An error ends the attempt; a
+// *PodUnschedulableError makes it unschedulable with its message.
+type PreFilterPlugin interface {
+	PreFilter(state *CycleState, pod *PodInfo) error
 }
 
 // ScorePlugin ranks the nodes that passed the filters, 0 to MaxNodeScore
 // (after normalising, for plugins that normalise).
 type ScorePlugin interface {
 	Name() string
-	Score(pod *PodInfo, node *NodeInfo) int64
+	Score(state *CycleState, pod *PodInfo, node *NodeInfo) int64
+}
+
+// PreScorePlugin is a score plugin that computes something once per
+// attempt, after filtering and before any node is scored, over the nodes
+// that passed, and keeps it in state under its own key.
+type PreScorePlugin interface {
+	PreScore(state *CycleState, pod *PodInfo, nodes []*NodeInfo)
 }
 
 // ScoreNormalizer is a score plugin whose raw scores only mean something
@@ -28,21 +46,21 @@ type ScorePlugin interface {
 // weights); Normalize maps them onto 0..MaxNodeScore over the nodes being
 // scored, in place.
 type ScoreNormalizer interface {
-	Normalize(pod *PodInfo, nodes []*NodeInfo, scores []int64)
+	Normalize(state *CycleState, pod *PodInfo, nodes []*NodeInfo, scores []int64)
 }
 
 // FilterSkipper is a filter that cannot reject some pods anywhere, as
 // kube-scheduler's PreFilter returns Skip: the framework leaves it out of
 // the per-node loop for such a pod, which keeps the common pod's cycle
-// short.
+// short. It is asked after every PreFilter has run.
 type FilterSkipper interface {
-	SkipFilter(pod *PodInfo) bool
+	SkipFilter(state *CycleState, pod *PodInfo) bool
 }
 
 // ScoreSkipper is a score plugin that would give every node the same
 // score for some pods, as kube-scheduler's PreScore returns Skip.
 type ScoreSkipper interface {
-	SkipScore(pod *PodInfo) bool
+	SkipScore(state *CycleState, pod *PodInfo) bool
 }
 
 // gated is implemented by the built-in plugins that can only reject a node
@@ -51,7 +69,7 @@ type ScoreSkipper interface {
 // The framework then skips the call for every other node, which on a large
 // cluster is most of them.
 type gated interface {
-	gate(pod *PodInfo) nodeFlags
+	gate(state *CycleState, pod *PodInfo) nodeFlags
 }
 
 // batchFilter is implemented by the built-in filters that look at every
@@ -60,7 +78,7 @@ type gated interface {
 // it rejects among those no earlier filter rejected, and must agree with
 // Filter node by node.
 type batchFilter interface {
-	filterNodes(pod *PodInfo, nodes []*NodeInfo, status []*Status)
+	filterNodes(state *CycleState, pod *PodInfo, nodes []*NodeInfo, status []*Status)
 }
 
 // batchScorer is implemented by the built-in score plugins that run on
@@ -68,7 +86,7 @@ type batchFilter interface {
 // keeps tight, instead of one interface call per node. It must give what
 // Score gives node by node.
 type batchScorer interface {
-	scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64)
+	scoreNodes(state *CycleState, pod *PodInfo, nodes []*NodeInfo, out []int64)
 }
 
 // FrameworkOptions tune the scheduling core. The zero value is
@@ -92,8 +110,8 @@ type FrameworkOptions struct {
 // not safe for concurrent use: one scheduling loop owns it.
 type Framework struct {
 	filters    []FilterPlugin
+	preFilters []PreFilterPlugin
 	scores     []weightedScore
-	volumes    VolumeFilter
 	percentage int32
 	rng        *rand.Rand
 	// next is where the next cycle starts looking, so successive pods are
@@ -108,12 +126,9 @@ type Framework struct {
 	feasible      []*NodeInfo
 	failed        []*Status
 	raw, sum      []int64
-	// antiMatched, zoneCounts and zoneSeen are the buffers of the pod's
-	// fields of those names, kept across cycles.
-	antiMatched []antiMatch
-	zoneCounts  []int32
-	zoneSeen    []bool
-	spreadState []spreadCounts
+	// state is the attempt's CycleState, made anew (keeping its buffers)
+	// for each attempt.
+	state CycleState
 }
 
 // filterChunk is how many nodes are filtered together: enough to keep the
@@ -139,7 +154,6 @@ type activeFilter struct {
 // scores with kube-scheduler's default weights.
 func NewFramework(opts FrameworkOptions) *Framework {
 	f := &Framework{
-		volumes:    opts.Volumes,
 		percentage: opts.PercentageOfNodesToScore,
 		rng:        rand.New(rand.NewPCG(uint64(opts.Seed), 0x6265727468)),
 	}
@@ -150,7 +164,7 @@ func NewFramework(opts FrameworkOptions) *Framework {
 	f.AddFilter(nodeAffinity{})
 	f.AddFilter(nodePorts{})
 	f.AddFilter(resourcesFit{})
-	f.AddFilter(volumeBinding{})
+	f.AddFilter(volumeBinding{hook: opts.Volumes})
 	f.AddFilter(podTopologySpreadFilter{})
 	f.AddFilter(interPodAffinity{})
 
@@ -163,8 +177,14 @@ func NewFramework(opts FrameworkOptions) *Framework {
 	return f
 }
 
-// AddFilter appends a filter to the chain.
-func (f *Framework) AddFilter(p FilterPlugin) { f.filters = append(f.filters, p) }
+// AddFilter appends a filter to the chain, and its PreFilter if it has
+// one.
+func (f *Framework) AddFilter(p FilterPlugin) {
+	f.filters = append(f.filters, p)
+	if pre, ok := p.(PreFilterPlugin); ok {
+		f.preFilters = append(f.preFilters, pre)
+	}
+}
 
 // AddScore adds a score plugin with a weight.
 func (f *Framework) AddScore(p ScorePlugin, weight int64) {
@@ -198,8 +218,8 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 	if n == 0 {
 		return Result{}, &FitError{}
 	}
-	err := f.begin(pod, all)
-	defer f.end(pod)
+	state, err := f.begin(pod, all)
+	defer f.end()
 	if err != nil {
 		var pre *PodUnschedulableError
 		if errors.As(err, &pre) {
@@ -228,7 +248,7 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 			chunk[c] = nodes[i]
 		}
 		clear(status)
-		f.filterChunk(pod, chunk, status)
+		f.filterChunk(state, pod, chunk, status)
 		for c, node := range chunk {
 			evaluated++
 			if status[c] != nil {
@@ -260,85 +280,60 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 		res.Node = feasible[0].name
 		return res, nil
 	}
-	if pod.Owner != 0 && pod.spreadRules == nil {
-		// Zone counts only for a pod that is scored: one with node
-		// affinity counts the nodes it accepts.
-		pod.zoneCounts = all.zoneCounts(pod, f.zoneCounts)
-		if pod.zoneCounts != nil {
-			f.zoneCounts = pod.zoneCounts
-			pod.zoneSeen = append(f.zoneSeen[:0], make([]bool, len(pod.zoneCounts))...)
-			f.zoneSeen = pod.zoneSeen
-		}
-	}
-	res.Node = f.selectHost(feasible, f.score(pod, feasible))
+	res.Node = f.selectHost(feasible, f.score(state, pod, feasible))
 	return res, nil
 }
 
-// begin computes the pod's state for a cycle over all, as
-// kube-scheduler's PreFilter plugins do, and chooses the plugins that
-// have something to say about it.
-func (f *Framework) begin(pod *PodInfo, all *Nodes) error {
-	if len(pod.antiAffinity) > 0 || pod.interPodTerms != nil || pod.spreadRules != nil {
+// begin starts an attempt for pod over all: a fresh CycleState, the
+// PreFilter plugins' state in it (kube-scheduler's PreFilter), and the
+// plugins that have something to say about the pod. Every begin is
+// followed by an end.
+func (f *Framework) begin(pod *PodInfo, all *Nodes) (*CycleState, error) {
+	if all != nil && (len(pod.antiAffinity) > 0 || pod.interPodTerms != nil || pod.spreadRules != nil) {
 		all.countPodLabels()
 	}
-	if pod.spreadRules == nil {
-		pod.spread = all.ownerCounts(pod.Owner)
-	} else if len(pod.spreadRules.hard) > 0 {
-		pod.spreadState = all.spreadCounts(pod, f.spreadState)
+	state := &f.state
+	state.reset(all)
+	for _, p := range f.preFilters {
+		if err := p.PreFilter(state, pod); err != nil {
+			return state, err
+		}
 	}
-	pod.cycleNodes, pod.nsLabels = all, all.namespaces
-	pod.antiMatched, pod.antiPrepared = all.antiTermsMatching(pod, f.antiMatched[:0]), true
-	pod.interPod = all.interPodState(pod)
-	return f.prepare(pod)
+	f.prepare(state, pod)
+	return state, nil
 }
 
-// end clears the cycle's state, which the cache must not keep alive with
-// the PodInfo, and keeps its buffers for the next cycle.
-func (f *Framework) end(pod *PodInfo) {
-	f.antiMatched = pod.antiMatched[:0]
-	if pod.spreadState != nil {
-		f.spreadState = pod.spreadState
-	}
-	pod.spread, pod.volumes, pod.antiMatched, pod.antiPrepared = nil, nil, nil, false
-	pod.zoneCounts, pod.zoneSeen = nil, nil
-	pod.cycleNodes, pod.nsLabels, pod.interPod, pod.interPodScores, pod.spreadState = nil, nil, nil, nil, nil
-}
+// end closes the attempt: the state lets go of what it found, which
+// neither the cache nor the next attempt may see, and keeps its buffers.
+func (f *Framework) end() { f.state.reset(nil) }
 
 // Explain runs the filters for pod on every node of all, as a scheduling
 // cycle would, and returns each node's status (nil where it passes), in
 // the order of all.List().
 func (f *Framework) Explain(pod *PodInfo, all *Nodes) ([]*Status, error) {
-	err := f.begin(pod, all)
-	defer f.end(pod)
+	state, err := f.begin(pod, all)
+	defer f.end()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Status, len(all.list))
 	for i, n := range all.list {
-		out[i] = f.filter(pod, n)
+		out[i] = f.filter(state, pod, n)
 	}
 	return out, nil
 }
 
-// prepare computes the per-pod state of the hooks and chooses the plugins
-// that have something to say about the pod.
-func (f *Framework) prepare(pod *PodInfo) error {
-	pod.volumes = nil
-	if f.volumes != nil {
-		vf, err := f.volumes.ForPod(pod.Pod)
-		if err != nil {
-			return err
-		}
-		pod.volumes = vf
-	}
+// prepare chooses the plugins that have something to say about the pod,
+// once its PreFilters have run.
+func (f *Framework) prepare(state *CycleState, pod *PodInfo) {
 	f.activeFilters = f.activeFilters[:0]
 	for _, p := range f.filters {
-		if s, ok := p.(FilterSkipper); ok && s.SkipFilter(pod) {
+		if s, ok := p.(FilterSkipper); ok && s.SkipFilter(state, pod) {
 			continue
 		}
 		a := activeFilter{plugin: p}
 		if g, ok := p.(gated); ok {
-			a.gate = g.gate(pod)
+			a.gate = g.gate(state, pod)
 		}
 		if b, ok := p.(batchFilter); ok && a.gate == 0 {
 			a.batch = b
@@ -347,22 +342,21 @@ func (f *Framework) prepare(pod *PodInfo) error {
 	}
 	f.activeScores = f.activeScores[:0]
 	for _, ws := range f.scores {
-		if s, ok := ws.plugin.(ScoreSkipper); ok && s.SkipScore(pod) {
+		if s, ok := ws.plugin.(ScoreSkipper); ok && s.SkipScore(state, pod) {
 			continue
 		}
 		ws.gate = 0
 		if g, ok := ws.plugin.(gated); ok {
-			ws.gate = g.gate(pod)
+			ws.gate = g.gate(state, pod)
 		}
 		f.activeScores = append(f.activeScores, ws)
 	}
-	return nil
 }
 
 // filterChunk runs the active filters over a run of nodes, in order: each
 // node keeps the status of the first filter that rejects it. A gated filter
 // is called only for the nodes with the features it looks at.
-func (f *Framework) filterChunk(pod *PodInfo, nodes []*NodeInfo, status []*Status) {
+func (f *Framework) filterChunk(state *CycleState, pod *PodInfo, nodes []*NodeInfo, status []*Status) {
 	var flags nodeFlags // what any node of the chunk has
 	for _, node := range nodes {
 		flags |= node.flags
@@ -371,14 +365,14 @@ func (f *Framework) filterChunk(pod *PodInfo, nodes []*NodeInfo, status []*Statu
 		a := &f.activeFilters[i]
 		switch {
 		case a.batch != nil:
-			a.batch.filterNodes(pod, nodes, status)
+			a.batch.filterNodes(state, pod, nodes, status)
 			continue
 		case a.gate != 0 && flags&a.gate == 0:
 			continue
 		}
 		for k, node := range nodes {
 			if status[k] == nil && (a.gate == 0 || node.flags&a.gate != 0) {
-				status[k] = a.plugin.Filter(pod, node)
+				status[k] = a.plugin.Filter(state, pod, node)
 			}
 		}
 	}
@@ -386,31 +380,34 @@ func (f *Framework) filterChunk(pod *PodInfo, nodes []*NodeInfo, status []*Statu
 
 // filter runs the active filters on one node in order, as filterChunk
 // does for many.
-func (f *Framework) filter(pod *PodInfo, node *NodeInfo) *Status {
+func (f *Framework) filter(state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	for i := range f.activeFilters {
 		a := &f.activeFilters[i]
 		if a.gate != 0 && node.flags&a.gate == 0 {
 			continue
 		}
-		if st := a.plugin.Filter(pod, node); st != nil {
+		if st := a.plugin.Filter(state, pod, node); st != nil {
 			return st
 		}
 	}
 	return nil
 }
 
-// Filter runs every filter on one node and returns the first rejection;
-// tests and explanations use it to ask why a node was or was not chosen.
+// Filter runs every filter on one node, outside a cycle, and returns the
+// first rejection; tests and explanations use it to ask why a node was or
+// was not chosen.
 func (f *Framework) Filter(pod *PodInfo, node *NodeInfo) *Status {
-	if err := f.prepare(pod); err != nil {
+	state, err := f.begin(pod, nil)
+	defer f.end()
+	if err != nil {
 		return NewStatus("VolumeBinding", err.Error())
 	}
-	return f.filter(pod, node)
+	return f.filter(state, pod, node)
 }
 
 // score runs each active score plugin over the feasible nodes, normalises
 // its scores and returns the weighted sum per node.
-func (f *Framework) score(pod *PodInfo, nodes []*NodeInfo) []int64 {
+func (f *Framework) score(state *CycleState, pod *PodInfo, nodes []*NodeInfo) []int64 {
 	m := len(nodes)
 	if cap(f.sum) < m {
 		f.sum, f.raw = make([]int64, m), make([]int64, m)
@@ -418,18 +415,23 @@ func (f *Framework) score(pod *PodInfo, nodes []*NodeInfo) []int64 {
 	total, raw := f.sum[:m], f.raw[:m]
 	clear(total)
 	for _, ws := range f.activeScores {
+		if p, ok := ws.plugin.(PreScorePlugin); ok {
+			p.PreScore(state, pod, nodes)
+		}
+	}
+	for _, ws := range f.activeScores {
 		if bs, ok := ws.plugin.(batchScorer); ok {
-			bs.scoreNodes(pod, nodes, raw)
+			bs.scoreNodes(state, pod, nodes, raw)
 		} else {
 			for k, node := range nodes {
 				raw[k] = 0
 				if ws.gate == 0 || node.flags&ws.gate != 0 {
-					raw[k] = ws.plugin.Score(pod, node)
+					raw[k] = ws.plugin.Score(state, pod, node)
 				}
 			}
 		}
 		if ws.normalizer != nil {
-			ws.normalizer.Normalize(pod, nodes, raw)
+			ws.normalizer.Normalize(state, pod, nodes, raw)
 		}
 		w, total := ws.weight, total[:len(raw)]
 		for k, s := range raw {
@@ -496,3 +498,39 @@ func NumFeasibleNodesToFind(percentage int32, numAllNodes int) int {
 	}
 	return num
 }
+
+// The optional interfaces each built-in plugin implements, checked when
+// the package compiles: a plugin whose method no longer matches would
+// otherwise drop out of its gate, skip, batch or pre-pass silently.
+var (
+	_ gated           = nodeUnschedulable{}
+	_ gated           = nodeConditions{}
+	_ gated           = nodePorts{}
+	_ gated           = taintToleration{}
+	_ gated           = interPodAffinity{}
+	_ FilterSkipper   = nodeName{}
+	_ FilterSkipper   = nodeAffinity{}
+	_ FilterSkipper   = nodePorts{}
+	_ FilterSkipper   = volumeBinding{}
+	_ FilterSkipper   = podTopologySpreadFilter{}
+	_ PreFilterPlugin = volumeBinding{}
+	_ PreFilterPlugin = podTopologySpreadFilter{}
+	_ PreFilterPlugin = interPodAffinity{}
+	_ batchFilter     = nodeAffinity{}
+	_ batchFilter     = resourcesFit{}
+	_ ScoreSkipper    = nodeAffinity{}
+	_ ScoreSkipper    = balancedAllocation{}
+	_ ScoreSkipper    = podTopologySpread{}
+	_ ScoreSkipper    = interPodScore{}
+	_ PreScorePlugin  = podTopologySpread{}
+	_ PreScorePlugin  = interPodScore{}
+	_ ScoreNormalizer = nodeAffinity{}
+	_ ScoreNormalizer = taintToleration{}
+	_ ScoreNormalizer = podTopologySpread{}
+	_ ScoreNormalizer = interPodScore{}
+	_ batchScorer     = leastAllocated{}
+	_ batchScorer     = mostAllocated{}
+	_ batchScorer     = balancedAllocation{}
+	_ batchScorer     = podTopologySpread{}
+	_ batchScorer     = interPodScore{}
+)

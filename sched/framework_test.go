@@ -249,9 +249,9 @@ func TestBatchPluginsAgree(t *testing.T) {
 			p := NewPodInfo(pod)
 			batch := make([]*Status, len(nodes))
 			batch[0] = statusNodeName // already rejected: left alone
-			pl.(batchFilter).filterNodes(p, nodes, batch)
+			pl.(batchFilter).filterNodes(nil, p, nodes, batch)
 			for k, n := range nodes[1:] {
-				if one := pl.Filter(p, n); one != batch[k+1] {
+				if one := pl.Filter(nil, p, n); one != batch[k+1] {
 					t.Errorf("%T on %s: Filter %v, batch %v", pl, n.Name(), one, batch[k+1])
 				}
 			}
@@ -263,11 +263,14 @@ func TestBatchPluginsAgree(t *testing.T) {
 	for _, pod := range []*api.Pod{makePod("new", ownedBy("rs1"), requests("300m", "200Mi")), makePod("bare")} {
 		for _, pl := range []ScorePlugin{leastAllocated{}, mostAllocated{}, balancedAllocation{}, podTopologySpread{}} {
 			p := NewPodInfo(pod)
-			p.spread = ns.ownerCounts(p.Owner)
+			state := NewCycleState(ns)
+			if pre, ok := pl.(PreScorePlugin); ok {
+				pre.PreScore(state, p, nodes)
+			}
 			batch := make([]int64, len(nodes))
-			pl.(batchScorer).scoreNodes(p, nodes, batch)
+			pl.(batchScorer).scoreNodes(state, p, nodes, batch)
 			for k, n := range nodes {
-				if one := pl.Score(p, n); one != batch[k] {
+				if one := pl.Score(state, p, n); one != batch[k] {
 					t.Errorf("%T on %s: Score %d, batch %d", pl, n.Name(), one, batch[k])
 				}
 			}

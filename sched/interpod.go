@@ -78,7 +78,7 @@ type interPodState struct {
 // interPodState computes the cycle's state for pod, nil when the pod and
 // the placed pods' terms that select it need nothing beyond the node
 // itself (the common case, and the fast path).
-func (ns *Nodes) interPodState(pod *PodInfo) *interPodState {
+func (ns *Nodes) interPodState(pod *PodInfo, antiMatched []antiMatch) *interPodState {
 	var farAnti []*affinityTerm
 	for i := range pod.antiAffinity {
 		if pod.antiAffinity[i].topologyKey != api.LabelHostname {
@@ -86,7 +86,7 @@ func (ns *Nodes) interPodState(pod *PodInfo) *interPodState {
 		}
 	}
 	var farMatched []antiMatch
-	for _, m := range pod.antiMatched {
+	for _, m := range antiMatched {
 		if m.topologyKey != api.LabelHostname {
 			farMatched = append(farMatched, m)
 		}
@@ -169,28 +169,38 @@ type interPodScore struct{}
 
 func (interPodScore) Name() string { return "InterPodAffinity" }
 
+// interPodScoreKey keeps the scores per domain PreScore finds, a
+// *domainScores.
+var interPodScoreKey = NewStateKey("InterPodAffinity/score")
+
 // SkipScore: nothing scores unless the pod has preferred terms or a
 // placed pod has terms that score.
-func (interPodScore) SkipScore(pod *PodInfo) bool {
+func (interPodScore) SkipScore(state *CycleState, pod *PodInfo) bool {
 	if pod.interPodTerms != nil && len(pod.interPodTerms.preferredAffinity)+len(pod.interPodTerms.preferredAnti) > 0 {
 		return false
 	}
-	return pod.cycleNodes == nil || pod.cycleNodes.scoringPods == 0
+	all := state.Nodes()
+	return all == nil || all.scoringPods == 0
 }
 
-// scoreNodes finds the scores per domain once, for the nodes that passed
-// the filters, and reads each node's.
-func (p interPodScore) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64) {
-	if pod.interPodScores == nil && pod.cycleNodes != nil {
-		pod.interPodScores = pod.cycleNodes.interPodScores(pod)
+// PreScore finds the scores per domain once, for the nodes that passed
+// the filters; Score reads each node's.
+func (interPodScore) PreScore(state *CycleState, pod *PodInfo, _ []*NodeInfo) {
+	if all := state.Nodes(); all != nil {
+		if d := all.interPodScores(pod); d != nil {
+			state.Write(interPodScoreKey, d)
+		}
 	}
+}
+
+func (p interPodScore) scoreNodes(state *CycleState, pod *PodInfo, nodes []*NodeInfo, out []int64) {
 	for k, n := range nodes {
-		out[k] = p.Score(pod, n)
+		out[k] = p.Score(state, pod, n)
 	}
 }
 
-func (interPodScore) Score(pod *PodInfo, node *NodeInfo) int64 {
-	d := pod.interPodScores
+func (interPodScore) Score(state *CycleState, _ *PodInfo, node *NodeInfo) int64 {
+	d, _ := state.Read(interPodScoreKey).(*domainScores)
 	if d == nil {
 		return 0
 	}
@@ -281,7 +291,7 @@ func (d *domainScores) add(n *NodeInfo, key string, w int64) {
 	d.any = true
 }
 
-func (interPodScore) Normalize(_ *PodInfo, _ []*NodeInfo, scores []int64) {
+func (interPodScore) Normalize(_ *CycleState, _ *PodInfo, _ []*NodeInfo, scores []int64) {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, s := range scores {
 		lo, hi = min(lo, s), max(hi, s)

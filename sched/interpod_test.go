@@ -188,24 +188,24 @@ func TestInterPodAffinityScore(t *testing.T) {
 		preferAffinity(10, coreTerm(zoneKey, "app", "web")),
 		preferAntiAffinity(5, coreTerm(api.LabelHostname, "app", "web")))
 	info := NewPodInfo(pod)
-	info.cycleNodes = nodes
-	if (interPodScore{}).SkipScore(info) {
+	state := NewCycleState(nodes)
+	if (interPodScore{}).SkipScore(state, info) {
 		t.Fatal("skipped")
 	}
 	got := make([]int64, len(nodes.List()))
-	interPodScore{}.scoreNodes(info, nodes.List(), got)
+	interPodScore{}.PreScore(state, info, nodes.List())
+	interPodScore{}.scoreNodes(state, info, nodes.List(), got)
 	// a: 10 - 5 = 5; b: 10 + 1 = 11; c: -7; d: 0.
 	if want := []int64{5, 11, -7, 0}; !slices.Equal(got, want) {
 		t.Fatalf("raw %v, want %v", got, want)
 	}
-	interPodScore{}.Normalize(info, nodes.List(), got)
+	interPodScore{}.Normalize(state, info, nodes.List(), got)
 	// (s + 7) / 18 × 100, floored.
 	if want := []int64{66, 100, 0, 38}; !slices.Equal(got, want) {
 		t.Fatalf("normalised %v, want %v", got, want)
 	}
 	plain := NewPodInfo(makePod("q"))
-	plain.cycleNodes = NewNodes(makeNode("a"))
-	if !(interPodScore{}).SkipScore(plain) {
+	if !(interPodScore{}).SkipScore(NewCycleState(NewNodes(makeNode("a"))), plain) {
 		t.Error("a plain pod among pods without scoring terms should skip the score")
 	}
 }

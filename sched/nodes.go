@@ -387,12 +387,12 @@ func (ns *Nodes) setZone(n *NodeInfo, node *api.Node) {
 	n.zone = id
 }
 
-// zoneCounts counts the pods of the pod's owner (pod.spread) by zone
-// into out, indexed by zone number, as kube-scheduler's spreading counts
+// zoneCounts counts the pods of the pod's owner (column, its
+// ownerCounts) by zone into out, indexed by zone number, as kube-scheduler's spreading counts
 // them: on every node with a Node object whose labels the pod's required
 // node affinity and node selector accept (its nodeAffinityPolicy,
 // Honor). It returns nil when no node has a zone label.
-func (ns *Nodes) zoneCounts(pod *PodInfo, out []int32) []int32 {
+func (ns *Nodes) zoneCounts(pod *PodInfo, column, out []int32) []int32 {
 	if ns.zoned == 0 {
 		return nil
 	}
@@ -404,7 +404,7 @@ func (ns *Nodes) zoneCounts(pod *PodInfo, out []int32) []int32 {
 		}
 		return out
 	}
-	for i, c := range pod.spread {
+	for i, c := range column {
 		if c == 0 {
 			continue
 		}

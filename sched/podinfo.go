@@ -32,9 +32,10 @@ type HostPort struct {
 // same says whether two ports are the same port of one network.
 func (p HostPort) same(o HostPort) bool { return p.Protocol == o.Protocol && p.Port == o.Port }
 
-// PodInfo is a pod with everything the plugins ask of it computed once per
-// scheduling attempt: requests as Kubernetes sums them, host ports, owner,
-// compiled selectors.
+// PodInfo is a pod with everything the plugins ask of it computed once,
+// when the pod enters the queue: requests as Kubernetes sums them, host
+// ports, owner, compiled selectors. It holds only what outlives an
+// attempt; what an attempt finds over the nodes is in its CycleState.
 type PodInfo struct {
 	// Pod is the pod being scheduled.
 	Pod *api.Pod
@@ -49,36 +50,10 @@ type PodInfo struct {
 	preferred               []preferredTerm
 	tolerations             []api.Toleration
 	toleratesMemoryPressure bool
-	// volumes is the volume hook's test for this attempt, nil if the
-	// pod's volumes constrain nothing; spread is the column of the pod's
-	// owner in the Nodes being scheduled over.
-	volumes func(*NodeInfo) *Status
-	spread  []int32
-	// zoneCounts are the owner's pods by zone number, nil while no node
-	// has a zone (see Nodes.zoneCounts); zoneSeen is scratch for counting
-	// the zones of the nodes scored.
-	zoneCounts []int32
-	zoneSeen   []bool
-	// antiMatched are the terms of placed pods that select this pod, found
-	// once per attempt when antiPrepared (see Nodes.antiTermsMatching).
-	antiMatched  []antiMatch
-	antiPrepared bool
 	// affinity are the pod's required affinity terms (of interPodTerms).
 	affinity []affinityTerm
-	// nsLabels are the labels of the namespaces, by name, for the terms'
-	// namespaceSelectors; interPod and interPodScores are the cycle's
-	// inter-pod affinity state (nil when the node alone decides) and its
-	// scores per domain (nil when nothing scores).
-	nsLabels       map[string]map[string]string
-	interPod       *interPodState
-	interPodScores *domainScores
-	// spreadRules are the pod's own topology spread constraints, and
-	// spreadState the cycle's counts for its DoNotSchedule ones.
+	// spreadRules are the pod's own topology spread constraints.
 	spreadRules *spreadRules
-	spreadState []spreadCounts
-	// cycleNodes are the Nodes of the cycle, for the scores that count
-	// over every node.
-	cycleNodes *Nodes
 }
 
 // podFacts are what placing a pod adds to its node, so that taking it off
@@ -115,8 +90,8 @@ type podFacts struct {
 }
 
 // placedPod is a pod the cache counts on a node. It keeps the pod's facts
-// alone, not its PodInfo (a third of whose size is the attempt's) nor the
-// object: a cluster of 100,000 pods keeps one each.
+// alone, not its PodInfo (with its compiled selectors) nor the object: a
+// cluster of 100,000 pods keeps one each.
 type placedPod struct {
 	podFacts
 	node *NodeInfo

@@ -7,11 +7,11 @@ type nodePorts struct{}
 
 func (nodePorts) Name() string { return "NodePorts" }
 
-func (nodePorts) SkipFilter(pod *PodInfo) bool { return len(pod.Ports) == 0 }
+func (nodePorts) SkipFilter(_ *CycleState, pod *PodInfo) bool { return len(pod.Ports) == 0 }
 
-func (nodePorts) gate(*PodInfo) nodeFlags { return flagPorts }
+func (nodePorts) gate(*CycleState, *PodInfo) nodeFlags { return flagPorts }
 
-func (nodePorts) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (nodePorts) Filter(_ *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	for _, want := range pod.Ports {
 		if want.ContainerOnly && node.podNetwork {
 			continue

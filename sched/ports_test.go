@@ -25,7 +25,7 @@ func TestNodePorts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := reasonsOf(nodePorts{}.Filter(NewPodInfo(tt.pod), node)); got != tt.want {
+			if got := reasonsOf(nodePorts{}.Filter(nil, NewPodInfo(tt.pod), node)); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -35,12 +35,12 @@ func TestNodePorts(t *testing.T) {
 	n2 := placed(makeNode("n2"))
 	n2.addPod(hp)
 	for _, p := range []int32{7000, 7001} {
-		if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: p}))), n2); st == nil {
+		if st := (nodePorts{}).Filter(nil, NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: p}))), n2); st == nil {
 			t.Errorf("port %d free beside a pod taking 7000 and 7001", p)
 		}
 	}
 	n2.removePod(hp)
-	if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: 7000, HostPort: 7001}))), n2); st != nil {
+	if st := (nodePorts{}).Filter(nil, NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: 7000, HostPort: 7001}))), n2); st != nil {
 		t.Errorf("ports still taken after the pod left: %v", st)
 	}
 	// Taking the pod off frees its port.
@@ -48,10 +48,10 @@ func TestNodePorts(t *testing.T) {
 	a := NewPodInfo(makePod("a", ports(http))).placed()
 	n.addPod(a)
 	n.removePod(a)
-	if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(http))), n); st != nil {
+	if st := (nodePorts{}).Filter(nil, NewPodInfo(makePod("p", ports(http))), n); st != nil {
 		t.Errorf("port still taken after the pod left: %v", st)
 	}
-	if !(nodePorts{}).SkipFilter(NewPodInfo(makePod("p"))) {
+	if !(nodePorts{}).SkipFilter(nil, NewPodInfo(makePod("p"))) {
 		t.Error("a pod without ports should skip NodePorts")
 	}
 }
@@ -76,14 +76,14 @@ func TestNodePortsOnAPodNetwork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := reasonsOf(nodePorts{}.Filter(NewPodInfo(makePod("p", ports(tt.port))), node)); got != tt.want {
+			if got := reasonsOf(nodePorts{}.Filter(nil, NewPodInfo(makePod("p", ports(tt.port))), node)); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
 	exec := makeNode("e")
 	exec.Status.NodeInfo.ContainerRuntimeVersion = "exec://berth"
-	if st := (nodePorts{}).Filter(NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: 8080}))), placed(exec, makePod("a", ports(api.ContainerPort{ContainerPort: 8080})))); st == nil {
+	if st := (nodePorts{}).Filter(nil, NewPodInfo(makePod("p", ports(api.ContainerPort{ContainerPort: 8080}))), placed(exec, makePod("a", ports(api.ContainerPort{ContainerPort: 8080})))); st == nil {
 		t.Error("the exec runtime's node shared a containerPort")
 	}
 }

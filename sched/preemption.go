@@ -153,12 +153,12 @@ func notEligible(msg string) string { return "preemption: " + strings.TrimSuffix
 
 // fits runs the filters for pod on node as a cycle over all would.
 func (f *Framework) fits(pod *PodInfo, all *Nodes, node *NodeInfo) *Status {
-	err := f.begin(pod, all)
-	defer f.end(pod)
+	state, err := f.begin(pod, all)
+	defer f.end()
 	if err != nil {
 		return NewStatus("VolumeBinding", err.Error())
 	}
-	return f.filter(pod, node)
+	return f.filter(state, pod, node)
 }
 
 // selectVictims is kube-scheduler's SelectVictimsOnNode, on all itself:

@@ -19,28 +19,68 @@ type podTopologySpread struct{}
 
 func (podTopologySpread) Name() string { return "PodTopologySpread" }
 
+// spreadScoreKey keeps what PreScore finds, a *spreadScoreState.
+var spreadScoreKey = NewStateKey("PodTopologySpread/score")
+
+// spreadScoreState is the cycle's counts of the pod's owner: its column
+// in Nodes (pods by node index), and by zone once nodes have zones
+// (zoneSeen is scratch for counting the zones of the nodes scored).
+type spreadScoreState struct {
+	column     []int32
+	zoneCounts []int32
+	zoneSeen   []bool
+}
+
 // SkipScore: a pod with constraints of its own is scored by its
 // ScheduleAnyway ones alone (normalizeSpreadRules); one without is spread
 // with its controller's other pods.
-func (podTopologySpread) SkipScore(pod *PodInfo) bool {
+func (podTopologySpread) SkipScore(_ *CycleState, pod *PodInfo) bool {
 	if pod.spreadRules != nil {
 		return len(pod.spreadRules.soft) == 0
 	}
 	return pod.Owner == 0
 }
 
+// PreScore reads the owner's column and counts its pods by zone, for a
+// pod spread by the default constraints.
+func (podTopologySpread) PreScore(state *CycleState, pod *PodInfo, _ []*NodeInfo) {
+	all := state.Nodes()
+	if all == nil || pod.spreadRules != nil {
+		return
+	}
+	st, _ := state.Reuse(spreadScoreKey).(*spreadScoreState)
+	if st == nil {
+		st = &spreadScoreState{}
+	}
+	st.column = all.ownerCounts(pod.Owner)
+	// Zone counts only for a pod that is scored: one with node affinity
+	// counts the nodes it accepts.
+	st.zoneCounts = all.zoneCounts(pod, st.column, st.zoneCounts)
+	if st.zoneCounts != nil {
+		st.zoneSeen = append(st.zoneSeen[:0], make([]bool, len(st.zoneCounts))...)
+	}
+	state.Write(spreadScoreKey, st)
+}
+
 // Score counts the owner's running pods on the node, from the owner's
 // column in Nodes; Normalize weighs the counts by the number of nodes
 // scored.
-func (podTopologySpread) Score(pod *PodInfo, node *NodeInfo) int64 {
-	if i := int(node.index); i < len(pod.spread) {
-		return int64(pod.spread[i])
+func (podTopologySpread) Score(state *CycleState, _ *PodInfo, node *NodeInfo) int64 {
+	st, _ := state.Read(spreadScoreKey).(*spreadScoreState)
+	if st == nil {
+		return 0
+	}
+	if i := int(node.index); i < len(st.column) {
+		return int64(st.column[i])
 	}
 	return 0
 }
 
-func (podTopologySpread) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64) {
-	col := pod.spread
+func (podTopologySpread) scoreNodes(state *CycleState, _ *PodInfo, nodes []*NodeInfo, out []int64) {
+	var col []int32
+	if st, _ := state.Read(spreadScoreKey).(*spreadScoreState); st != nil {
+		col = st.column
+	}
 	for k, n := range nodes {
 		var c int64
 		if i := int(n.index); i < len(col) {
@@ -57,13 +97,13 @@ func (podTopologySpread) scoreNodes(pod *PodInfo, nodes []*NodeInfo, out []int64
 // counts are small numbers repeated over hundreds of nodes, so each small
 // count is weighed, rounded and mapped once. Once nodes have zones, the
 // zone's term joins each score (normalizeZones).
-func (podTopologySpread) Normalize(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
+func (podTopologySpread) Normalize(state *CycleState, pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 	if pod.spreadRules != nil {
-		normalizeSpreadRules(pod, nodes, scores)
+		normalizeSpreadRules(state, pod, nodes, scores)
 		return
 	}
-	if pod.zoneCounts != nil {
-		normalizeZones(pod, nodes, scores)
+	if st, _ := state.Read(spreadScoreKey).(*spreadScoreState); st != nil && st.zoneCounts != nil {
+		normalizeZones(st, nodes, scores)
 		return
 	}
 	const unlabelled = -1
@@ -118,8 +158,8 @@ func (podTopologySpread) Normalize(pod *PodInfo, nodes []*NodeInfo, scores []int
 // zone are of the pods on the nodes the pod's node affinity accepts
 // (Nodes.zoneCounts). Then 100 × (max + min − score) / max, all 100 when
 // every score is 0.
-func normalizeZones(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
-	seen := pod.zoneSeen // all false: the framework sizes it for the cycle
+func normalizeZones(st *spreadScoreState, nodes []*NodeInfo, scores []int64) {
+	seen := st.zoneSeen // all false: PreScore sizes it for the cycle
 	zones := 0
 	for _, n := range nodes {
 		if !seen[n.zone] {
@@ -136,7 +176,7 @@ func normalizeZones(pod *PodInfo, nodes []*NodeInfo, scores []int64) {
 			raw += float64(scores[j])*hostWeight + float64(spreadMaxSkew-1)
 		}
 		if n.flags&flagZone != 0 {
-			raw += float64(pod.zoneCounts[n.zone])*zoneWeight + float64(zoneMaxSkew-1)
+			raw += float64(st.zoneCounts[n.zone])*zoneWeight + float64(zoneMaxSkew-1)
 		}
 		scores[j] = int64(math.Round(raw))
 		lowest, highest = min(lowest, scores[j]), max(highest, scores[j])

@@ -57,26 +57,27 @@ func TestPodTopologySpread(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPodInfo(owned("new"))
-			p.spread = tt.nodes.ownerCounts(p.Owner)
 			nodes := tt.nodes.List()
-			if got := spreadScores(p, nodes); !slices.Equal(got, tt.want) {
+			if got := spreadScores(tt.nodes, p, nodes); !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}
-	if !(podTopologySpread{}).SkipScore(NewPodInfo(makePod("bare"))) {
+	if !(podTopologySpread{}).SkipScore(nil, NewPodInfo(makePod("bare"))) {
 		t.Error("a pod without a controller should skip spreading")
 	}
 }
 
-// spreadScores scores the nodes for p and normalises the scores, as the
-// framework does.
-func spreadScores(p *PodInfo, nodes []*NodeInfo) []int64 {
+// spreadScores scores the nodes of all for p and normalises the scores,
+// as the framework does: PreScore, Score each node, Normalize.
+func spreadScores(all *Nodes, p *PodInfo, nodes []*NodeInfo) []int64 {
+	state := NewCycleState(all)
+	podTopologySpread{}.PreScore(state, p, nodes)
 	got := make([]int64, len(nodes))
 	for i, n := range nodes {
-		got[i] = podTopologySpread{}.Score(p, n)
+		got[i] = podTopologySpread{}.Score(state, p, n)
 	}
-	podTopologySpread{}.Normalize(p, nodes, got)
+	podTopologySpread{}.Normalize(state, p, nodes, got)
 	return got
 }
 
@@ -120,8 +121,7 @@ func TestPodTopologySpreadLargeCounts(t *testing.T) {
 	}
 	ns := cluster(nps...)
 	p := NewPodInfo(makePod("new", ownedBy("rs1")))
-	p.spread = ns.ownerCounts(p.Owner)
-	got := spreadScores(p, ns.List())
+	got := spreadScores(ns, p, ns.List())
 	// ln 6 = 1.7918: raw 2, round(112.88+2) = 115, round(114.67+2) = 117,
 	// round(358.35+2) = 360; 100*(362-raw)/360
 	if want := []int64{100, 68, 68, 0}; !slices.Equal(got, want) {
@@ -202,17 +202,14 @@ func TestPodTopologySpreadZones(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPodInfo(tt.pod)
-			p.spread = tt.nodes.ownerCounts(p.Owner)
-			p.zoneCounts = tt.nodes.zoneCounts(p, nil)
-			if p.zoneCounts == nil {
+			if tt.nodes.zoneCounts(p, tt.nodes.ownerCounts(p.Owner), nil) == nil {
 				t.Fatal("no zone counts with zoned nodes")
 			}
-			p.zoneSeen = make([]bool, len(p.zoneCounts))
 			var nodes []*NodeInfo
 			for _, i := range tt.scored {
 				nodes = append(nodes, tt.nodes.List()[i])
 			}
-			if got := spreadScores(p, nodes); !slices.Equal(got, tt.want) {
+			if got := spreadScores(tt.nodes, p, nodes); !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -228,27 +225,27 @@ func TestZoneCountsFollowNodes(t *testing.T) {
 		on(makeNode("b"), makePod("b1", ownedBy("rs1")), makePod("b2", ownedBy("rs1"))),
 	)
 	p := NewPodInfo(makePod("new", ownedBy("rs1")))
-	p.spread = ns.ownerCounts(p.Owner)
-	if got := ns.zoneCounts(p, nil); got != nil {
+	zoneCounts := func() []int32 { return ns.zoneCounts(p, ns.ownerCounts(p.Owner), nil) }
+	if got := zoneCounts(); got != nil {
 		t.Fatalf("zone counts %v without zones", got)
 	}
 	ns.Set(makeNode("a", nodeLabels(api.LabelTopologyZone, "z1")))
 	ns.Set(makeNode("b", nodeLabels(api.LabelTopologyZone, "z1")))
 	z1 := ns.zoneIDs["z1"]
-	if got := ns.zoneCounts(p, nil); got[z1] != 3 {
+	if got := zoneCounts(); got[z1] != 3 {
 		t.Fatalf("z1 counts %v, want 3", got)
 	}
 	ns.Set(makeNode("b", nodeLabels(api.LabelTopologyZone, "z2")))
-	got := ns.zoneCounts(p, nil)
+	got := zoneCounts()
 	if z2 := ns.zoneIDs["z2"]; got[z1] != 1 || got[z2] != 2 {
 		t.Fatalf("counts %v after b moved to z2", got)
 	}
 	ns.Set(makeNode("b"))
-	if got := ns.zoneCounts(p, nil); got[z1] != 1 || ns.zoned != 1 {
+	if got := zoneCounts(); got[z1] != 1 || ns.zoned != 1 {
 		t.Fatalf("counts %v, zoned nodes %d after b lost its zone", got, ns.zoned)
 	}
 	ns.Remove("a")
-	if got := ns.zoneCounts(p, nil); got != nil || ns.zoned != 0 {
+	if got := zoneCounts(); got != nil || ns.zoned != 0 {
 		t.Fatalf("counts %v, zoned nodes %d after a went", got, ns.zoned)
 	}
 }
@@ -297,8 +294,8 @@ func TestZoneSumsAgreeWithNodes(t *testing.T) {
 		}
 		for owner := range 3 {
 			p := NewPodInfo(makePod("new", ownedBy(fmt.Sprint("rs", owner))))
-			p.spread = ns.ownerCounts(p.Owner)
-			got := ns.zoneCounts(p, nil)
+			column := ns.ownerCounts(p.Owner)
+			got := ns.zoneCounts(p, column, nil)
 			if got == nil {
 				continue
 			}
@@ -307,8 +304,8 @@ func TestZoneSumsAgreeWithNodes(t *testing.T) {
 			// number zoneIDs gives it), 0 for none or an empty one; a node
 			// without a Node object (n8) in none.
 			for _, n := range ns.List() {
-				if int(n.index) < len(p.spread) {
-					want[ns.zoneIDs[n.Node().Labels[api.LabelTopologyZone]]] += p.spread[n.index]
+				if int(n.index) < len(column) {
+					want[ns.zoneIDs[n.Node().Labels[api.LabelTopologyZone]]] += column[n.index]
 				}
 			}
 			if !slices.Equal(got, want) {

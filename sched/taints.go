@@ -11,11 +11,11 @@ func (taintToleration) Name() string { return "TaintToleration" }
 
 // gate serves both the filter and the score: a node without NoSchedule
 // taints passes, and one without PreferNoSchedule taints scores 0 raw.
-func (taintToleration) gate(*PodInfo) nodeFlags { return flagTaints | flagPreferTaints }
+func (taintToleration) gate(*CycleState, *PodInfo) nodeFlags { return flagTaints | flagPreferTaints }
 
 // Filter rejects the node for its first untolerated taint, in the node's
 // order, as kube-scheduler does.
-func (taintToleration) Filter(pod *PodInfo, node *NodeInfo) *Status {
+func (taintToleration) Filter(_ *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	for i := range node.taints {
 		if !pod.toleratesTaint(&node.taints[i].taint) {
 			return node.taints[i].status
@@ -26,7 +26,7 @@ func (taintToleration) Filter(pod *PodInfo, node *NodeInfo) *Status {
 
 // Score counts the PreferNoSchedule taints the pod does not tolerate;
 // Normalize turns the counts around so the fewest scores highest.
-func (taintToleration) Score(pod *PodInfo, node *NodeInfo) int64 {
+func (taintToleration) Score(_ *CycleState, pod *PodInfo, node *NodeInfo) int64 {
 	var n int64
 	for i := range node.preferTaints {
 		if !pod.toleratesTaint(&node.preferTaints[i]) {
@@ -36,7 +36,7 @@ func (taintToleration) Score(pod *PodInfo, node *NodeInfo) int64 {
 	return n
 }
 
-func (taintToleration) Normalize(_ *PodInfo, _ []*NodeInfo, scores []int64) {
+func (taintToleration) Normalize(_ *CycleState, _ *PodInfo, _ []*NodeInfo, scores []int64) {
 	normalizeScores(scores, true)
 }
 

@@ -31,7 +31,7 @@ func TestTaintTolerationFilter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPodInfo(makePod("p", tolerate(tt.tols...)))
-			if got := reasonsOf(taintToleration{}.Filter(p, NewNodeInfo(tt.node))); got != tt.want {
+			if got := reasonsOf(taintToleration{}.Filter(nil, p, NewNodeInfo(tt.node))); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -62,9 +62,9 @@ func TestTaintTolerationScore(t *testing.T) {
 			p := NewPodInfo(makePod("p", tolerate(tt.tols...)))
 			got := make([]int64, len(nodes))
 			for i, n := range nodes {
-				got[i] = taintToleration{}.Score(p, n)
+				got[i] = taintToleration{}.Score(nil, p, n)
 			}
-			taintToleration{}.Normalize(p, nodes, got)
+			taintToleration{}.Normalize(nil, p, nodes, got)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}

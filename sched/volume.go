@@ -34,11 +34,38 @@ type VolumeAssumer interface {
 // node outside a bound volume's node affinity.
 var StatusVolumeNodeAffinityConflict = newUnresolvable("VolumeBinding", ReasonVolumeNodeAffinityConflict)
 
-// volumeBinding runs the VolumeFilter's per-pod test.
-type volumeBinding struct{}
+// volumeBinding runs the VolumeFilter's per-pod test: its PreFilter asks
+// the hook once per attempt, its Filter runs the answer on each node.
+type volumeBinding struct{ hook VolumeFilter }
+
+// volumeKey keeps the attempt's node test, a nodeVolumes.
+var volumeKey = NewStateKey("VolumeBinding")
+
+// nodeVolumes is a VolumeFilter's answer for one pod.
+type nodeVolumes func(*NodeInfo) *Status
 
 func (volumeBinding) Name() string { return "VolumeBinding" }
 
-func (volumeBinding) SkipFilter(pod *PodInfo) bool { return pod.volumes == nil }
+func (v volumeBinding) PreFilter(state *CycleState, pod *PodInfo) error {
+	if v.hook == nil {
+		return nil
+	}
+	test, err := v.hook.ForPod(pod.Pod)
+	if err != nil || test == nil {
+		return err
+	}
+	state.Write(volumeKey, nodeVolumes(test))
+	return nil
+}
 
-func (volumeBinding) Filter(pod *PodInfo, node *NodeInfo) *Status { return pod.volumes(node) }
+func (volumeBinding) SkipFilter(state *CycleState, _ *PodInfo) bool {
+	return state.Read(volumeKey) == nil
+}
+
+func (volumeBinding) Filter(state *CycleState, _ *PodInfo, node *NodeInfo) *Status {
+	test, _ := state.Read(volumeKey).(nodeVolumes)
+	if test == nil {
+		return nil
+	}
+	return test(node)
+}

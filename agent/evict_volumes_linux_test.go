@@ -78,7 +78,7 @@ func TestEvictionDoneThoughVolumesStay(t *testing.T) {
 	}
 	release()
 	testtool.WaitFor(t, 5*time.Second, "the evicted pod's volumes removed", func() error {
-		clk.Step(retryAfterError)
+		clk.Step(errorBackOffInitial)
 		if _, err := os.Stat(filepath.Join(podDir(dir, "u1"), "volumes")); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("volumes: %v", err)
 		}

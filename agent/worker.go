@@ -16,13 +16,10 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// Timing of a worker's retries.
+// Timing of a worker.
 const (
 	// defaultGrace is a pod's termination grace when it sets none.
 	defaultGrace = 30 * time.Second
-	// retryAfterError is how soon a worker tries again after the runtime
-	// or the reporter failed.
-	retryAfterError = 5 * time.Second
 	// volumeRefresh is how often ConfigMap and Secret volumes are
 	// rewritten from their objects.
 	volumeRefresh = time.Minute
@@ -30,7 +27,8 @@ const (
 
 // podWorker converges one pod. Sync, Forget, Evict and the runtime's exits
 // only wake it; each sync reads the runtime's runs and the latest pod and
-// acts from there (level-triggered).
+// acts from there (level-triggered), in the phase that what it was told
+// has led it to (workerTransitions).
 type podWorker struct {
 	m    *PodManager
 	uid  types.UID
@@ -46,7 +44,10 @@ type podWorker struct {
 	// Guarded by m.mu.
 	running bool
 
-	mu        sync.Mutex // guards the fields below
+	// What the worker was told, guarded by mu: the latest pod, that it
+	// is forgotten, that it is evicted (with evictMsg; the worker closes
+	// evictDone once the pod is stopped and reported).
+	mu        sync.Mutex
 	pod       *api.Pod
 	ips       []string
 	forget    bool
@@ -54,20 +55,24 @@ type podWorker struct {
 	evictDone chan struct{}
 
 	// Owned by the worker goroutine.
-	containers      map[string]*containerRuntimeState
-	last            *api.PodStatus // the status reported last
-	refused         string         // why the pod was refused at admission
-	refusedReason   string         // the reason of that refusal
-	dnsWarned       bool           // MissingClusterDNS was said of the pod
-	volumes         map[string]string
-	volumesAt       time.Time
-	volumesErr      error
-	volumeBackOff   time.Duration
-	volumesRetry    time.Time
-	terminatedSent  bool
-	evictionHandled bool
-	// volumesRemoved: an evicted pod's volumes are gone.
-	volumesRemoved bool
+	phase workerPhase
+	// retry is the back-off after a sync that failed; failed says the
+	// current sync did.
+	retry         errorBackOff
+	failed        bool
+	containers    map[string]*containerRuntimeState
+	last          *api.PodStatus // the status reported last
+	refused       string         // why the pod was refused at admission
+	refusedReason string         // the reason of that refusal
+	dnsWarned     bool           // MissingClusterDNS was said of the pod
+	volumes       map[string]string
+	volumesAt     time.Time
+	volumesErr    error
+	volumeBackOff time.Duration
+	volumesRetry  time.Time
+	// terminatedSent: the pod's deletion is done (PodTerminated was
+	// reported), so its deletion timestamp leads nowhere any more.
+	terminatedSent bool
 }
 
 // containerRuntimeState is what a worker remembers of a container between
@@ -116,7 +121,7 @@ type probeState struct {
 }
 
 func newPodWorker(m *PodManager, uid types.UID) *podWorker {
-	return &podWorker{m: m, uid: uid, wake: make(chan struct{}, 1), containers: map[string]*containerRuntimeState{}}
+	return &podWorker{m: m, uid: uid, wake: make(chan struct{}, 1), containers: map[string]*containerRuntimeState{}, retry: newErrorBackOff(m.o.Clock)}
 }
 
 func (w *podWorker) poke() {
@@ -186,9 +191,13 @@ func (w *podWorker) currentPod() *api.Pod {
 func (w *podWorker) run(ctx context.Context) {
 	clk := w.m.o.Clock
 	for {
+		w.failed = false
 		next, done := w.sync(ctx)
 		if done || ctx.Err() != nil {
 			return
+		}
+		if !w.failed {
+			w.retry.reset()
 		}
 		var timerC <-chan time.Time
 		if !next.IsZero() {
@@ -231,6 +240,47 @@ func (w *podWorker) log(pod *api.Pod) *slogger {
 	return &slogger{w: w, pod: pod}
 }
 
+// backOff marks the sync as failed and says when to try again.
+func (w *podWorker) backOff() time.Time {
+	w.failed = true
+	return w.retry.next()
+}
+
+// advance moves the worker through the events of what it was told, in
+// order: a forgotten pod is cleaned up whatever else holds; an eviction
+// that waits, then a deletion not yet done, stop the pod; a pod runs.
+func (w *podWorker) advance(pod *api.Pod, forget bool, evictDone chan struct{}) {
+	if forget {
+		w.fire(eventForget)
+	}
+	if evictDone != nil && !isClosed(evictDone) {
+		w.fire(eventEvict)
+	}
+	if pod != nil && pod.DeletionTimestamp != nil && !w.terminatedSent {
+		w.fire(eventDelete)
+	}
+	if pod != nil {
+		w.fire(eventPod)
+	}
+}
+
+// fire moves the worker on by e, if e leads anywhere from its phase.
+func (w *podWorker) fire(e workerEvent) {
+	if next, ok := transition(w.phase, e); ok {
+		w.phase = next
+	}
+}
+
+// isClosed says whether ch, which only the worker closes, is closed.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // sync converges the pod once and says when to look again (zero: only
 // when woken) and whether the worker is done for good.
 func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
@@ -240,10 +290,15 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	clk := w.m.o.Clock
 	rt := w.m.o.Runtime
 
+	w.advance(pod, forget, evictDone)
+	if w.phase == phaseWaiting {
+		return time.Time{}, false // Forget or Sync will tell
+	}
+
 	all, err := rt.List(ctx)
 	if err != nil {
 		w.log(pod).err("list runtime", err)
-		return clk.Now().Add(retryAfterError), false
+		return w.backOff(), false
 	}
 	var mine []runtime.Status
 	for _, r := range all {
@@ -253,13 +308,11 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	}
 	runs := groupRuns(mine)
 
-	if forget || pod == nil {
-		if pod == nil && !forget {
-			return time.Time{}, false // Forget or Sync will tell
-		}
+	switch w.phase {
+	case phaseCleaning:
 		if err := w.stopAll(ctx, pod, runs, podGrace(pod)); err != nil {
 			w.log(pod).err("stop forgotten pod", err)
-			return clk.Now().Add(retryAfterError), false
+			return w.backOff(), false
 		}
 		var errs []error
 		for _, rs := range runs {
@@ -277,30 +330,41 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		errs = append(errs, w.m.removePodFiles(w.uid))
 		if err := errors.Join(errs...); err != nil {
 			w.log(pod).err("clean up forgotten pod", err)
-			return clk.Now().Add(retryAfterError), false
+			return w.backOff(), false
 		}
+		w.fire(eventCleaned)
 		return time.Time{}, true
+	case phaseTerminating:
+		next, stopped := w.terminate(ctx, pod, runs, evictMsg, evictDone)
+		if stopped {
+			w.fire(eventStopped)
+		}
+		return next, false
+	case phaseTerminated:
+		// Stopped and reported: only a resend is left to do.
+		if w.resend.Load() && w.last != nil && !w.report(ctx, pod, *w.last) {
+			return w.backOff(), false
+		}
+		return time.Time{}, false
 	}
 
-	if pod.DeletionTimestamp != nil || evictMsg != "" {
-		return w.terminate(ctx, pod, runs, evictMsg, evictDone), false
-	}
-
-	if !pod.Finished() && len(runs) == 0 && w.refused == "" {
+	if w.phase == phaseRunning && !pod.Finished() && len(runs) == 0 {
 		if fields := unsupported(pod, w.m.features()); len(fields) > 0 {
 			w.refused, w.refusedReason = refusal(w.m.o.NodeName, w.m.runtimeName(), fields), ReasonUnsupported
 			w.podEvent(pod, api.EventTypeWarning, ReasonUnsupported, w.refused)
+			w.fire(eventRefuse)
 		} else if msg := forbiddenSysctl(pod); msg != "" {
 			// The kubelet's rejection: the event says why, the status
 			// that the pod was rejected for it.
 			w.refused, w.refusedReason = "Pod was rejected: "+msg, ReasonSysctlForbidden
 			w.podEvent(pod, api.EventTypeWarning, ReasonSysctlForbidden, msg)
+			w.fire(eventRefuse)
 		}
 	}
-	if w.refused != "" {
+	if w.phase == phaseRefused {
 		st := api.PodStatus{Phase: api.PodFailed, Reason: w.refusedReason, Message: w.refused, QOSClass: pod.Status.QOSClass}
 		if !w.report(ctx, pod, st) {
-			return clk.Now().Add(retryAfterError), false
+			return w.backOff(), false
 		}
 		return time.Time{}, false
 	}
@@ -339,7 +403,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	init, main = w.views(pod, runs)
 	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil && !pod.Spec.HostNetwork, podIPs: w.podIPs(), now: clk.Now(), init: init, main: main})
 	if !w.report(ctx, pod, st) {
-		next = wakeAt(next, clk.Now().Add(retryAfterError))
+		next = wakeAt(next, w.backOff())
 	}
 	return next, false
 }

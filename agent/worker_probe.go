@@ -116,7 +116,7 @@ func (w *podWorker) kill(ctx context.Context, pod *api.Pod, cs *containerRuntime
 	cs.ready = false
 	if err := w.stopRun(ctx, pod, id, grace); err != nil {
 		w.log(pod).err("kill container", err)
-		return w.m.o.Clock.Now().Add(retryAfterError)
+		return w.backOff()
 	}
 	return w.m.o.Clock.Now()
 }

@@ -31,8 +31,9 @@ func podGrace(pod *api.Pod) time.Duration {
 // limit cannot wait for the pod's own.
 const EvictionGrace = time.Second
 
-// terminate stops a pod being deleted or evicted and reports its end.
-func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, evictMsg string, evictDone chan struct{}) time.Time {
+// terminate stops a pod being deleted or evicted and reports its end:
+// stopped says that all of it is done, else it says when to try again.
+func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, evictMsg string, evictDone chan struct{}) (next time.Time, stopped bool) {
 	clk := w.m.o.Clock
 	grace := podGrace(pod)
 	if evictMsg != "" {
@@ -40,12 +41,12 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 	}
 	if err := w.stopAll(ctx, pod, runs, grace); err != nil {
 		w.log(pod).err("stop pod", err)
-		return clk.Now().Add(retryAfterError)
+		return w.backOff(), false
 	}
 	all, err := w.m.o.Runtime.List(ctx)
 	if err != nil {
 		w.log(pod).err("list runtime", err)
-		return clk.Now().Add(retryAfterError)
+		return w.backOff(), false
 	}
 	var mine []runtime.Status
 	for _, r := range all {
@@ -67,38 +68,35 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 		w.podIPs()
 		if err := pr.StopPod(ctx, string(w.uid)); err != nil {
 			w.log(pod).err("stop pod sandbox", err)
-			return clk.Now().Add(retryAfterError)
+			return w.backOff(), false
 		}
 	}
 	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil && !pod.Spec.HostNetwork, podIPs: w.knownIPs(), now: clk.Now(),
 		init: init, main: main, evicted: evictMsg, terminated: true})
 	if !w.report(ctx, pod, st) {
-		return clk.Now().Add(retryAfterError)
+		return w.backOff(), false
 	}
 	// An evicted pod's volumes that cannot be removed yet are tried
 	// again later: the eviction is done (stopped and reported), and the
 	// eviction manager that waits for it must go on.
-	var next time.Time
-	if evictMsg != "" && !w.volumesRemoved {
+	stopped = true
+	if evictMsg != "" {
 		if err := w.m.removePodVolumes(w.uid); err != nil {
 			w.log(pod).err("remove the evicted pod's volumes", err)
-			next = clk.Now().Add(retryAfterError)
-		} else {
-			w.volumesRemoved = true
+			next, stopped = w.backOff(), false
 		}
 	}
-	if evictDone != nil && !w.evictionHandled {
-		w.evictionHandled = true
+	if evictDone != nil && !isClosed(evictDone) {
 		close(evictDone)
 	}
 	if pod.DeletionTimestamp != nil && !w.terminatedSent {
 		if err := w.m.o.Reporter.PodTerminated(ctx, pod); err != nil {
 			w.log(pod).err("report pod terminated", err)
-			return clk.Now().Add(retryAfterError)
+			return w.backOff(), false
 		}
 		w.terminatedSent = true
 	}
-	return next
+	return next, stopped
 }
 
 // stopAll stops every running container of the pod in parallel, each

@@ -598,7 +598,7 @@ func TestReportRetriedAfterFailure(t *testing.T) {
 	h.rep.mu.Unlock()
 	h.m.Sync(workerPod("u1", "web", api.RestartPolicyAlways, "app"))
 	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
-	h.step(retryAfterError)
+	h.step(errorBackOffInitial)
 	h.waitStatus("u1", "reported after the failure", func(st api.PodStatus) error {
 		if st.Phase != api.PodRunning {
 			return fmt.Errorf("phase %s", st.Phase)
@@ -639,7 +639,7 @@ func TestResendStatus(t *testing.T) {
 		}
 		return nil
 	})
-	h.step(retryAfterError)
+	h.step(errorBackOffInitial)
 	if got := h.rep.count("u1"); got != n+1 {
 		t.Errorf("%d reports after a resend that failed once, want 1", got-n)
 	}

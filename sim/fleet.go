@@ -113,7 +113,7 @@ func StartFleet(ctx context.Context, o FleetOptions) (*Fleet, error) {
 				readyCh <- ctx.Err()
 				return
 			}
-			if err := a.start(ctx); err != nil {
+			if err := startRetrying(ctx, o.Clock, a.start); err != nil {
 				<-sem
 				readyCh <- err
 				return
@@ -259,6 +259,28 @@ func ServeFleet(ctx context.Context, o FleetOptions, in io.Reader, out io.Writer
 		case <-ctx.Done():
 			f.Stop()
 			return writeUsage()
+		}
+	}
+}
+
+// startRetryDelay is how long an agent whose join or registration timed
+// out waits before it tries again.
+const startRetryDelay = time.Second
+
+// startRetrying runs start until it succeeds, fails for another reason
+// than a request that timed out, or ctx ends. A machine too busy to
+// answer every agent within the client's timeout slows the run down
+// rather than ending it, as a node agent keeps trying to register.
+func startRetrying(ctx context.Context, clk clock.Clock, start func(context.Context) error) error {
+	for {
+		err := start(ctx)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		select {
+		case <-clk.After(startRetryDelay):
+		case <-ctx.Done():
+			return err
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/controlplane"
@@ -273,5 +275,49 @@ func TestResultJSONKeepsZeroCPU(t *testing.T) {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("JSON line lacks %s: %s", want, data)
 		}
+	}
+}
+
+// TestStartRetrying: an agent whose join or registration timed out tries
+// again after startRetryDelay, on the fleet's clock; another error, or
+// the run ending, ends it.
+func TestStartRetrying(t *testing.T) {
+	t.Parallel()
+	clk := testingclock.NewFakeClock(time.Now())
+	calls := 0
+	timedOut := fmt.Errorf("hollow-1: register: %w", context.DeadlineExceeded)
+	done := make(chan error, 1)
+	go func() {
+		done <- startRetrying(context.Background(), clk, func(context.Context) error {
+			if calls++; calls < 3 {
+				return timedOut
+			}
+			return nil
+		})
+	}()
+	for range 2 {
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		clk.Step(startRetryDelay)
+	}
+	if err := <-done; err != nil || calls != 3 {
+		t.Fatalf("after two timeouts: %v, %d calls", err, calls)
+	}
+
+	refused := errors.New("hollow-1: join: forbidden")
+	calls = 0
+	if err := startRetrying(context.Background(), clk, func(context.Context) error { calls++; return refused }); err != refused || calls != 1 {
+		t.Errorf("a refusal: %v after %d calls", err, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if err := startRetrying(ctx, clk, func(context.Context) error { return timedOut }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the run ending: %v", err)
 	}
 }

@@ -5,23 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
-	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
-	apiextensionsvalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/crd"
 )
 
 // Custom resources are served from the kinds their CRDs register (see
@@ -29,71 +20,17 @@ import (
 // built-in kinds, with their objects generic. What the CRD adds is here:
 // each version's structural schema, which prunes unknown fields,
 // defaults and validates (OpenAPI v3 and CEL rules, with
-// apiextensions-apiserver's own code), and the version a client asked
+// apiextensions-apiserver's own code, package api/crd), and the version a client asked
 // for, which every answer is given in (conversion None: only apiVersion
 // differs).
 
-// customVersion is what a served version of a CRD checks objects with.
-type customVersion struct {
-	structural *structuralschema.Structural
-	validator  apiextensionsvalidation.SchemaValidator
-	cel        *cel.Validator
-	def        *apiextensionsv1.CustomResourceDefinitionVersion
-}
-
-// customSchemas caches the versions of each custom kind; a CRD that
-// changes registers a new kind, so an entry never goes stale.
-var customSchemas sync.Map // *api.Kind → map[string]*customVersion (or error)
-
 // customVersionOf returns the checks of version v of a custom kind.
-func customVersionOf(k *api.Kind, v string) (*customVersion, error) {
-	if cached, ok := customSchemas.Load(k); ok {
-		return pickVersion(k, cached, v)
-	}
-	built, err := buildCustomVersions(k.CRD)
-	var entry any = built
-	if err != nil {
-		entry = err
-	}
-	cached, _ := customSchemas.LoadOrStore(k, entry)
-	return pickVersion(k, cached, v)
-}
-
-func pickVersion(k *api.Kind, cached any, v string) (*customVersion, error) {
-	if err, ok := cached.(error); ok {
-		return nil, err
-	}
-	cv := cached.(map[string]*customVersion)[v]
-	if cv == nil {
+func customVersionOf(k *api.Kind, v string) (*crd.Version, error) {
+	cv, err := crd.VersionOf(k, v)
+	if err == nil && cv == nil {
 		return nil, notFoundPath()
 	}
-	return cv, nil
-}
-
-func buildCustomVersions(crd *api.CustomResourceDefinition) (map[string]*customVersion, error) {
-	in, err := api.ToInternalCRD(crd)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*customVersion{}
-	for i, v := range crd.Spec.Versions {
-		cv := &customVersion{def: &crd.Spec.Versions[i]}
-		var props *apiextensionsinternal.JSONSchemaProps
-		if in.Spec.Versions[i].Schema != nil {
-			props = in.Spec.Versions[i].Schema.OpenAPIV3Schema
-		}
-		if props != nil {
-			if cv.structural, err = structuralschema.NewStructural(props); err != nil {
-				return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
-			}
-			if cv.validator, _, err = apiextensionsvalidation.NewSchemaValidator(props); err != nil {
-				return nil, fmt.Errorf("%s version %s: %w", crd.Name, v.Name, err)
-			}
-			cv.cel = cel.NewValidator(cv.structural, true, celconfig.PerCallLimit)
-		}
-		out[v.Name] = cv
-	}
-	return out, nil
+	return cv, err
 }
 
 // customResource looks up a custom kind served at group/version/resource.
@@ -130,12 +67,7 @@ func pruneAndDefault(k *api.Kind, u *unstructured.Unstructured) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	if cv.structural == nil {
-		return nil, nil
-	}
-	unknown := pruning.PruneWithOptions(u.Object, cv.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-	defaulting.Default(u.Object, cv.structural)
-	return unknown, nil
+	return cv.PruneAndDefault(u.Object), nil
 }
 
 // validateCustom checks a custom object against its version's schema and
@@ -149,20 +81,11 @@ func validateCustom(k *api.Kind, obj, old api.Object) field.ErrorList {
 	if err != nil {
 		return field.ErrorList{field.Invalid(field.NewPath("apiVersion"), u.GetAPIVersion(), err.Error())}
 	}
-	if cv.validator == nil {
-		return nil
-	}
-	errs := apiextensionsvalidation.ValidateCustomResource(nil, u.Object, cv.validator)
-	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, cv.structural, u.Object)...)
-	var oldObj any
+	var oldObj map[string]any
 	if o, ok := old.(*unstructured.Unstructured); ok {
 		oldObj = o.Object
 	}
-	if cv.cel != nil {
-		celErrs, _ := cv.cel.Validate(context.Background(), nil, cv.structural, u.Object, oldObj, celconfig.RuntimeCELCostBudget)
-		errs = append(errs, celErrs...)
-	}
-	return errs
+	return cv.Validate(context.Background(), u.Object, oldObj)
 }
 
 // served returns obj in the version the request named: a custom object

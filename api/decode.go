@@ -42,6 +42,11 @@ type DecodeOptions struct {
 	// is. The API does not: it validates per verb, after its own defaults
 	// and admission, which the decoder cannot stand in for.
 	ValidateRest bool
+	// Kinds resolves a kind the registry does not know before it is an
+	// error: `berth validate` gives an UncheckedKind for the kinds of
+	// groups berth does not serve, custom resources whose CRD the tree
+	// may hold. Such a document decodes as a generic object.
+	Kinds func(schema.GroupVersionKind) *Kind
 }
 
 // Decoded is one object of a stream together with where it came from, so
@@ -67,8 +72,39 @@ type Decoded struct {
 	// "spec.foo"`, `duplicate field "metadata.name"`.
 	Warnings []string
 
-	pos positions
+	// kind is the kind the decoder resolved.
+	kind *Kind
+	pos  positions
 }
+
+// Kind is the kind the object was decoded as: an UncheckedKind for a
+// document DecodeOptions.Kinds resolved.
+func (d *Decoded) Kind() *Kind {
+	if d.kind != nil {
+		return d.kind
+	}
+	return KindOf(d.Object)
+}
+
+// UncheckedKind is the kind of custom resources whose CRD is not at hand:
+// decoded as generic objects, neither defaulted nor validated, until the
+// caller finds their CRD (DefaultAndValidateAs).
+func UncheckedKind(gvk schema.GroupVersionKind) *Kind {
+	return &Kind{GVK: gvk, Custom: true, typ: unstructuredType}
+}
+
+// DefaultAndValidateAs is DefaultAndValidate of a custom resource as an
+// object of k, a kind the registry need not hold (CustomKindOf of a CRD
+// found beside it): its metadata defaulted and validated for the CRD's
+// scope. The CRD's schema is package crd's to check.
+func (d *Decoded) DefaultAndValidateAs(k *Kind) ErrorList {
+	defaultAs(d.Object, k)
+	return d.Errors(validateAs(d.Object, k))
+}
+
+// ErrorAt places a message about the field at path (relative to the
+// object) in the object's file.
+func (d *Decoded) ErrorAt(path, msg string) *Error { return d.errorAt(path, msg) }
 
 // DecodeStream decodes every object of a YAML or JSON stream: YAML
 // documents separated by "---" lines, one JSON object, or JSON objects one
@@ -158,7 +194,7 @@ func (d *Decoded) errorAt(path, msg string) *Error {
 		Message: msg,
 	}
 	if d.Object != nil {
-		if k := KindOf(d.Object); k != nil {
+		if k := d.Kind(); k != nil {
 			e.Kind = k.GVK.Kind
 		}
 		e.Namespace = d.Object.GetNamespace()
@@ -803,6 +839,13 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 		return
 	}
 	kind, kindProblems := resolveKind(h.apiVersion, h.kind)
+	if kind == nil && s.opts.Kinds != nil && h.kind != "" {
+		if gv, err := schema.ParseGroupVersion(h.apiVersion); err == nil && h.apiVersion != "" {
+			if k := s.opts.Kinds(gv.WithKind(h.kind)); k != nil {
+				kind, kindProblems = k, nil
+			}
+		}
+	}
 	for _, p := range kindProblems {
 		problem(p.path, p.message)
 	}
@@ -819,7 +862,7 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 			problem("", err.Error())
 			return
 		}
-		d.Object = obj
+		d.Object, d.kind = obj, kind
 		s.objs = append(s.objs, d)
 		return
 	}
@@ -886,7 +929,7 @@ func (s *streamDecoder) object(data []byte, pos positions, doc, docLine int, pre
 	// Kind and apiVersion are set by the registry, whatever spelling of
 	// them the document used.
 	obj.GetObjectKind().SetGroupVersionKind(kind.GVK)
-	d.Object = obj
+	d.Object, d.kind = obj, kind
 	d.Warnings = warnings
 	s.objs = append(s.objs, d)
 }

@@ -36,7 +36,7 @@ func duplicates(objs []*Decoded, defaulted bool) ErrorList {
 		if d.Object == nil {
 			continue
 		}
-		k := KindOf(d.Object)
+		k := d.Kind()
 		if k == nil {
 			continue
 		}

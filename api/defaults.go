@@ -13,8 +13,11 @@ import (
 // never have to guess, and an object reads the same whether it came from a
 // source, the API or a controller. It changes obj in place; applying it
 // twice changes nothing the second time.
-func Default(obj Object) {
-	if k := KindOf(obj); k != nil && k.Namespaced && obj.GetNamespace() == "" {
+func Default(obj Object) { defaultAs(obj, KindOf(obj)) }
+
+// defaultAs is Default of an object of kind k (see validateAs).
+func defaultAs(obj Object, k *Kind) {
+	if k != nil && k.Namespaced && obj.GetNamespace() == "" {
 		obj.SetNamespace(NamespaceDefault)
 	}
 	switch o := obj.(type) {

@@ -21,8 +21,11 @@ import (
 // the scheduler or an agent cannot act on is ever stored. It returns every
 // error with its field path. Run it after Default: it expects defaulted
 // fields (a namespace, a restart policy) to be set.
-func Validate(obj Object) field.ErrorList {
-	k := KindOf(obj)
+func Validate(obj Object) field.ErrorList { return validateAs(obj, KindOf(obj)) }
+
+// validateAs is Validate of an object of kind k, which the registry may
+// not hold: a custom resource checked with its CRD from the same tree.
+func validateAs(obj Object, k *Kind) field.ErrorList {
 	if k == nil {
 		return field.ErrorList{field.InternalError(nil, fmt.Errorf("%T is not a registered kind", obj))}
 	}

@@ -69,6 +69,7 @@ func TestValidateGolden(t *testing.T) {
 	}{
 		{"good", []string{"validate", "-f", "testdata/validate/good"}, "", exitOK},
 		{"bad", []string{"validate", "-f", "testdata/validate/bad"}, "", exitUsage},
+		{"custom", []string{"validate", "-f", "testdata/validate/custom"}, "", exitUsage},
 		{"files-and-stdin", []string{"validate", "-f", "testdata/validate/good/app.yaml", "-f", "-", "-f", "testdata/validate/bad/pod.json"}, stdinManifest, exitUsage},
 	}
 	for _, tt := range tests {
@@ -121,6 +122,8 @@ func TestValidateExitCodes(t *testing.T) {
 		{"nothing to validate", []string{"validate", "-f", empty}, exitUsage, "no manifests"},
 		{"json logs", []string{"-v", "--log-format", "json", "validate", "-f", "testdata/validate/good/config.json"}, exitOK, `"msg":"validating"`},
 		{"text logs", []string{"--verbose", "validate", "-f", "testdata/validate/good/config.json"}, exitOK, "msg=validating"},
+		{"custom resource without its CRD", []string{"validate", "-f", "testdata/validate/custom/crd.yaml", "-f", "testdata/validate/custom/certificate.yaml"},
+			exitOK, "Certificate cert-manager.io/v1 not checked: no CustomResourceDefinition for it in the tree\n1 object in 2 files valid, 1 custom resource not checked"},
 		{"file of any name", []string{"validate", "-f", "testdata/validate/good/README.md"}, exitUsage, "1 error in 1 of 1 file"},
 	}
 	for _, tt := range tests {

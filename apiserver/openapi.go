@@ -1,8 +1,6 @@
 package apiserver
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -38,6 +36,8 @@ import (
 type openAPIDocs struct {
 	root []byte
 	gvs  map[string][]byte // "api/v1", "apis/apps/v1"
+	// rootPaths are the root's entries, by group version.
+	rootPaths map[string]map[string]string
 }
 
 // openAPIDefinition is a schema of api/openapi and the model names of
@@ -165,8 +165,7 @@ func newOpenAPIDocs(version string) (*openAPIDocs, error) {
 		}
 		kinds[gv] = append(kinds[gv], k)
 	}
-	o := &openAPIDocs{gvs: map[string][]byte{}}
-	root := map[string]map[string]map[string]string{"paths": {}}
+	o := &openAPIDocs{gvs: map[string][]byte{}, rootPaths: map[string]map[string]string{}}
 	for _, gv := range order {
 		schemas, err := defs.schemasOf(kinds[gv])
 		if err != nil {
@@ -183,10 +182,9 @@ func newOpenAPIDocs(version string) (*openAPIDocs, error) {
 			return nil, err
 		}
 		o.gvs[gv] = b
-		sum := sha256.Sum256(b)
-		root["paths"][gv] = map[string]string{"serverRelativeURL": "/openapi/v3/" + gv + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:16]))}
+		o.rootPaths[gv] = openAPIRootEntry(gv, b)
 	}
-	o.root, err = json.Marshal(root)
+	o.root, err = json.Marshal(map[string]any{"paths": o.rootPaths})
 	return o, err
 }
 
@@ -196,7 +194,7 @@ func (s *Server) serveOpenAPIV3(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, methodNotAllowed(nil, r.Method))
 		return
 	}
-	docs, err := s.openapi()
+	docs, err := s.openAPIV3Docs()
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -28,9 +28,20 @@ const (
 	mediaOpenAPIV2ProtobufDeprecated = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 )
 
-// openAPIV2Doc is the v2 document, as JSON and as protobuf.
+// openAPIV2Doc is the v2 document, as JSON and as protobuf, and what it
+// was encoded from.
 type openAPIV2Doc struct {
 	json, protobuf []byte
+	source         openAPIV2Source
+}
+
+// openAPIV2Source is the v2 document before it is encoded: the custom
+// kinds' definitions and paths are added to the built-in ones.
+type openAPIV2Source struct {
+	Swagger     string                    `json:"swagger"`
+	Info        map[string]string         `json:"info"`
+	Paths       map[string]any            `json:"paths"`
+	Definitions map[string]map[string]any `json:"definitions"`
 }
 
 // openAPIV3RefPrefix starts every reference in api/openapi's schemas,
@@ -91,12 +102,6 @@ func openAPIV2Refs(s map[string]any) error {
 
 // newOpenAPIV2Doc builds the v2 document of a server of this version.
 func newOpenAPIV2Doc(version string) (*openAPIV2Doc, error) {
-	type doc struct {
-		Swagger     string                    `json:"swagger"`
-		Info        map[string]string         `json:"info"`
-		Paths       map[string]openAPIPath    `json:"paths"`
-		Definitions map[string]map[string]any `json:"definitions"`
-	}
 	defs, err := readOpenAPIDefinitions()
 	if err != nil {
 		return nil, err
@@ -105,18 +110,27 @@ func newOpenAPIV2Doc(version string) (*openAPIV2Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := doc{
+	d := openAPIV2Source{
 		Swagger:     "2.0",
 		Info:        map[string]string{"title": "berth", "version": version},
-		Paths:       openAPIPaths(api.Kinds(), openAPIParam{Name: "fieldValidation", In: "query", Type: "string", UniqueItems: true}),
+		Paths:       map[string]any{},
 		Definitions: map[string]map[string]any{},
+	}
+	for p, item := range openAPIPaths(api.Kinds(), openAPIParam{Name: "fieldValidation", In: "query", Type: "string", UniqueItems: true}) {
+		d.Paths[p] = item
 	}
 	for model, raw := range schemas {
 		if d.Definitions[model], err = openAPIV2Schema(raw); err != nil {
 			return nil, fmt.Errorf("openapi v2: %s: %w", model, err)
 		}
 	}
-	o := &openAPIV2Doc{}
+	return encodeOpenAPIV2(d)
+}
+
+// encodeOpenAPIV2 encodes a v2 document as JSON and as protobuf.
+func encodeOpenAPIV2(d openAPIV2Source) (*openAPIV2Doc, error) {
+	o := &openAPIV2Doc{source: d}
+	var err error
 	if o.json, err = json.Marshal(d); err != nil {
 		return nil, err
 	}
@@ -152,7 +166,7 @@ func (s *Server) serveOpenAPIV2(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, methodNotAllowed(nil, r.Method))
 		return
 	}
-	doc, err := s.openapiV2()
+	doc, err := s.openAPIV2Document()
 	if err != nil {
 		WriteError(w, err)
 		return

@@ -161,6 +161,10 @@ type Server struct {
 	// openapiV2 builds the OpenAPI v2 document likewise (40 ms, most of
 	// it gnostic reading the JSON into the Document it marshals).
 	openapiV2 func() (*openAPIV2Doc, error)
+	// openapiCustom are the documents with the custom kinds' schemas
+	// added (openapi_custom.go).
+	openapiCustomMu sync.Mutex
+	openapiCustom   customOpenAPI
 	// webhooks calls the admission webhooks the cluster configures.
 	webhooks *admission.Webhooks
 	// policies evaluates the ValidatingAdmissionPolicies.

@@ -18,7 +18,8 @@ import (
 // (short name and category too), objects applied are defaulted, shown
 // with the CRD's printer columns, refused with the field named when they
 // break the schema or a CEL rule, scaled through the scale subresource,
-// read in a second version, and still there after the server restarts on
+// explained by kubectl explain from the published schema, read in a
+// second version, and still there after the server restarts on
 // its bolt store; deleting the CRD deletes them.
 func TestCustomResources(t *testing.T) {
 	testtool.Need(t, "kubectl")
@@ -74,6 +75,14 @@ func TestCustomResources(t *testing.T) {
 		t.Fatalf("field selector: %q", out)
 	}
 
+	// kubectl explain reads the CRD's schema from /openapi/v3.
+	if out := kc("explain", "widgets.spec"); !containsAll(out, "size\t<string> -required-", "replicas\t<integer>", "How big the widget is.") {
+		t.Fatalf("kubectl explain widgets.spec:\n%s", out)
+	}
+	if out := kc("explain", "widget.spec.size"); !containsAll(out, "KIND:       Widget", "VERSION:    v1", "FIELD: size <string>", "ENUM:", "How big the widget is.") {
+		t.Fatalf("kubectl explain widget.spec.size:\n%s", out)
+	}
+
 	// Refusals name the field.
 	for _, c := range []struct{ spec, want string }{
 		{"  size: medium", "spec.size"},
@@ -123,3 +132,13 @@ func TestCustomResources(t *testing.T) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// containsAll reports whether s holds every one of subs.
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

@@ -376,9 +376,17 @@ func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, er
 // subresource, then hands the request over.
 func (s *Server) serveCustomSubresource(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	h := s.subresourceHandler(req.kind, req.subresource)
-	if obj, ok := s.authorizedObject(w, r, req); ok {
-		h(w, r, obj)
+	obj, ok := s.authorizedObject(w, r, req)
+	if !ok {
+		return
 	}
+	if connectSubresources[req.subresource] {
+		if err := s.admitConnect(r, req); err != nil {
+			WriteError(w, err)
+			return
+		}
+	}
+	h(w, r, obj)
 }
 
 // authorizedObject is the object a subresource request names, once the

@@ -35,10 +35,13 @@ type Request struct {
 	Version                      string
 	Namespace, Name, Subresource string
 	// Object is the new object (nil for a delete or a connect), OldObject
-	// the stored one (nil for a create).
+	// the stored one (nil for a create and a connect).
 	Object, OldObject api.Object
-	// Options are the request's CreateOptions, UpdateOptions,
-	// DeleteOptions or connect options (PodExecOptions, …); may be nil.
+	// Options are the request's CreateOptions, UpdateOptions or
+	// DeleteOptions (may be nil); of a connect, its options
+	// (PodExecOptions, …), with their kind set, which are what the
+	// webhooks and policies are sent as the object, as Kubernetes sends
+	// them.
 	Options runtime.Object
 	User    user.Info
 	DryRun  bool
@@ -80,6 +83,15 @@ func (r *Request) gvk() schema.GroupVersionKind {
 // AdmissionReview builder take it, the objects in version v of the kind.
 // Only a call needs the objects: matching leaves them out.
 func (r *Request) attributes(v string, objects bool) k8sadmission.Attributes {
+	if r.Operation == Connect {
+		gvr := r.Kind.GVK.GroupVersion().WithResource(r.Kind.Resource)
+		var obj runtime.Object
+		if objects {
+			obj = r.Options
+		}
+		return k8sadmission.NewAttributesRecord(obj, nil, r.Options.GetObjectKind().GroupVersionKind(), r.Namespace, r.Name,
+			gvr, r.Subresource, r.Operation, nil, false, r.User)
+	}
 	gvk := r.gvk()
 	gvk.Version = v
 	gvr := gvk.GroupVersion().WithResource(r.Kind.Resource)

@@ -23,7 +23,7 @@ func newToolboxCommand(g *globalOptions) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 	}
-	cmd.AddCommand(newHTTPEchoCommand(g))
+	cmd.AddCommand(newHTTPEchoCommand(g), newWebhookCommand(g))
 	return cmd
 }
 
@@ -57,7 +57,7 @@ system's resolver.`,
 			if upstream != "" {
 				h = echoHandler(g.logger, text, upstreamClient(upstream, dnsServer))
 			}
-			if err := serveEcho(cmd.Context(), g.logger, ln, h); err != nil {
+			if err := serveEcho(cmd.Context(), g.logger, "http-echo", ln, h); err != nil {
 				return failed(fmt.Errorf("http-echo: %w", err))
 			}
 			return nil
@@ -142,22 +142,22 @@ func echoHandler(log *slog.Logger, text string, upstream fetchFunc) http.Handler
 }
 
 // serveEcho serves on ln until ctx ends, then lets in-flight requests
-// finish.
-func serveEcho(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler) error {
+// finish; name is the program's, for its log.
+func serveEcho(ctx context.Context, log *slog.Logger, name string, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("http-echo serving", "addr", ln.Addr().String())
+	log.Info(name+" serving", "addr", ln.Addr().String())
 
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("http-echo shutting down", "addr", ln.Addr().String())
+	log.Info(name+" shutting down", "addr", ln.Addr().String())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), echoShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)

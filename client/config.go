@@ -22,6 +22,11 @@ type Config struct {
 	Server string
 	// Token is the bearer token sent with every request.
 	Token string
+	// CertData and KeyData are the PEM of a client certificate and its
+	// key, which authenticate the client on the TLS handshake: a user
+	// of `berth token create-user`, or one the cluster's CA signed. A
+	// Token, when set too, is what the server goes by.
+	CertData, KeyData []byte
 	// CAData is the PEM of the CA that signed the server's certificate;
 	// empty trusts the system roots.
 	CAData []byte

@@ -261,6 +261,8 @@ func (a *clientAPI) restConfig() *rest.Config {
 		UserAgent:   a.cfg.UserAgent,
 		TLSClientConfig: rest.TLSClientConfig{
 			CAData:   a.cfg.CAData,
+			CertData: a.cfg.CertData,
+			KeyData:  a.cfg.KeyData,
 			Insecure: a.cfg.InsecureSkipTLSVerify,
 		},
 	}

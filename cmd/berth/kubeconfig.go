@@ -133,8 +133,19 @@ func loadKubeconfig(c kubeconfigChoice) (*client.Config, error) {
 		}
 		cfg.CAData = ca
 	}
-	if cfg.Token == "" && (len(rc.CertData) > 0 || rc.CertFile != "" || rc.ExecProvider != nil || rc.AuthProvider != nil) {
-		return nil, fmt.Errorf("kubeconfig %s: the current context's user authenticates with a client certificate or a plugin; berth authenticates with a token only (token or tokenFile)", c)
+	cfg.CertData, cfg.KeyData = rc.CertData, rc.KeyData
+	if len(cfg.CertData) == 0 && rc.CertFile != "" {
+		if cfg.CertData, err = os.ReadFile(rc.CertFile); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: client-certificate: %w", c, err)
+		}
+	}
+	if len(cfg.KeyData) == 0 && rc.KeyFile != "" {
+		if cfg.KeyData, err = os.ReadFile(rc.KeyFile); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: client-key: %w", c, err)
+		}
+	}
+	if cfg.Token == "" && len(cfg.CertData) == 0 && (rc.ExecProvider != nil || rc.AuthProvider != nil) {
+		return nil, fmt.Errorf("kubeconfig %s: the current context's user authenticates with a plugin; berth authenticates with a token or a client certificate", c)
 	}
 	if ns, _, err := cc.Namespace(); err == nil {
 		cfg.Namespace = ns

@@ -66,15 +66,39 @@ contexts:
 	if _, err := loadKubeconfig(g.kubeconfigFiles()); err == nil || !strings.Contains(err.Error(), missing) {
 		t.Errorf("missing --kubeconfig: %v", err)
 	}
-	// A user with a client certificate only is refused, not sent unnamed.
+	// A user with a client certificate is the certificate and its key,
+	// from the file's data or from files it names.
 	g.kubeconfig = write("cert/config", `apiVersion: v1
 kind: Config
 current-context: c
 clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
-users: [{name: u, user: {client-certificate-data: Zm9v, client-key-data: Zm9v}}]
+users: [{name: u, user: {client-certificate-data: Y2VydA==, client-key-data: a2V5}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 `)
-	if _, err := loadKubeconfig(g.kubeconfigFiles()); err == nil || !strings.Contains(err.Error(), "token only") {
-		t.Errorf("client certificate: %v", err)
+	if cfg, err := loadKubeconfig(g.kubeconfigFiles()); err != nil || string(cfg.CertData) != "cert" || string(cfg.KeyData) != "key" || cfg.Token != "" {
+		t.Errorf("client certificate data: %v %+v", err, cfg)
+	}
+	write("certfiles/tls.crt", "cert from a file")
+	write("certfiles/tls.key", "key from a file")
+	g.kubeconfig = write("certfiles/config", `apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {client-certificate: tls.crt, client-key: tls.key}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+`)
+	if cfg, err := loadKubeconfig(g.kubeconfigFiles()); err != nil || string(cfg.CertData) != "cert from a file" || string(cfg.KeyData) != "key from a file" {
+		t.Errorf("client certificate files: %v %+v", err, cfg)
+	}
+	// A user of a plugin only is refused, not sent unnamed.
+	g.kubeconfig = write("exec/config", `apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: credential-helper}}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+`)
+	if _, err := loadKubeconfig(g.kubeconfigFiles()); err == nil || !strings.Contains(err.Error(), "plugin") {
+		t.Errorf("exec plugin: %v", err)
 	}
 }

@@ -53,6 +53,14 @@ func TestRBACUsersAndServiceAccounts(t *testing.T) {
 		return err
 	})
 	refused(`User "jane" cannot list resource "configmaps" in API group "" in the namespace "team-b"`, asJane("get", "configmaps", "-n", "team-b")...)
+	// berth's own CLI authenticates with jane's client certificate too.
+	if out, stderr, code := run(t, "--kubeconfig", jane, "get", "configmaps", "-n", "team-a"); code != 0 || !strings.Contains(out, "app") {
+		t.Errorf("berth get as jane in team-a: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, stderr, code := run(t, "--kubeconfig", jane, "get", "configmaps", "-n", "team-b"); code == 0 ||
+		!strings.Contains(stderr, `User "jane" cannot list resource "configmaps" in API group "" in the namespace "team-b"`) {
+		t.Errorf("berth get as jane in team-b: exit %d\n%s", code, stderr)
+	}
 	refused(`User "jane" cannot list resource "configmaps" in API group "" at the cluster scope`, asJane("get", "configmaps", "-A")...)
 	refused(`User "jane" cannot patch resource "configmaps" in API group "" in the namespace "team-a"`,
 		asJane("label", "configmap", "app", "x=y", "-n", "team-a")...)

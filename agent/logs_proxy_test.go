@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -175,7 +176,7 @@ func (f *proxyFixture) createPod(t *testing.T, name, node string, containers ...
 }
 
 // proxyLogs asks the API server for a pod's log; the error is the client's
-// *client.StatusError for an answer that is not 200.
+// *apierrors.StatusError for an answer that is not 200.
 func proxyLogs(ctx context.Context, c *client.Client, pod string, query url.Values) (string, error) {
 	resp, err := c.Do(ctx, http.MethodGet, "/api/v1/namespaces/default/pods/"+pod+"/log", query, nil, "")
 	if err != nil {
@@ -228,8 +229,8 @@ func TestLogProxy(t *testing.T) {
 				}
 				return
 			}
-			var se *client.StatusError
-			if !errors.As(err, &se) || se.Status.Code != int32(tc.code) || !strings.Contains(se.Status.Message, tc.message) {
+			var se *apierrors.StatusError
+			if !errors.As(err, &se) || se.ErrStatus.Code != int32(tc.code) || !strings.Contains(se.ErrStatus.Message, tc.message) {
 				t.Errorf("got %q, %v; want a %d Status containing %q", body, err, tc.code, tc.message)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -603,9 +604,9 @@ func TestNamespaceLifecycle(t *testing.T) {
 		t.Fatalf("deleted namespace: %+v", ns)
 	}
 	_, err = e.client.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "gone", Name: "c"}})
-	var se *client.StatusError
+	var se *apierrors.StatusError
 	if !client.IsForbidden(err) || !strings.Contains(err.Error(), `configmaps "c" is forbidden: unable to create new content in namespace gone because it is being terminated`) ||
-		!errors.As(err, &se) || se.Status.Details == nil || len(se.Status.Details.Causes) != 1 || se.Status.Details.Causes[0].Type != "NamespaceTerminating" {
+		!errors.As(err, &se) || se.ErrStatus.Details == nil || len(se.ErrStatus.Details.Causes) != 1 || se.ErrStatus.Details.Causes[0].Type != "NamespaceTerminating" {
 		t.Fatalf("create in terminating namespace: %v", err)
 	}
 	// A write to the namespace cannot drop its spec.finalizers…

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
@@ -184,7 +185,7 @@ type request struct {
 // Do sends a request to path (with query and body, nil for none) and
 // returns the response, its body unread, for paths this package does not
 // wrap (logs, node join). A status of 300 or more is returned as a
-// *StatusError, the body closed. The caller closes the body of a
+// *apierrors.StatusError, the body closed. The caller closes the body of a
 // successful response; ctx bounds the whole exchange. The body is a byte
 // slice, not a reader, because a request that meets a closing connection
 // is sent again.
@@ -252,12 +253,12 @@ func (c *Client) withinBudget(ctx context.Context, start time.Time, d time.Durat
 // was sent): only a read is sent again; a create may have been made, and
 // must not be made twice.
 func retryAfter(err error, r *request) (time.Duration, bool) {
-	var se *StatusError
+	var se *apierrors.StatusError
 	if !errors.As(err, &se) {
 		return 0, false
 	}
 	read := r.method == http.MethodGet || r.method == http.MethodHead || r.method == http.MethodOptions
-	switch se.Status.Code {
+	switch se.ErrStatus.Code {
 	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		if !read && !r.create && r.method != http.MethodPut && r.method != http.MethodDelete {
 			return 0, false
@@ -270,10 +271,10 @@ func retryAfter(err error, r *request) (time.Duration, bool) {
 		return 0, false
 	}
 	var d time.Duration
-	if se.Status.Details != nil && se.Status.Details.RetryAfterSeconds > 0 {
-		d = time.Duration(se.Status.Details.RetryAfterSeconds) * time.Second
+	if se.ErrStatus.Details != nil && se.ErrStatus.Details.RetryAfterSeconds > 0 {
+		d = time.Duration(se.ErrStatus.Details.RetryAfterSeconds) * time.Second
 	}
-	if d == 0 && se.Status.Code != http.StatusGatewayTimeout {
+	if d == 0 && se.ErrStatus.Code != http.StatusGatewayTimeout {
 		return 0, false
 	}
 	return d, true
@@ -388,7 +389,7 @@ func statusFromResponse(resp *http.Response) error {
 		}
 		st.Details.RetryAfterSeconds = int32(min(secs, 3600))
 	}
-	return &StatusError{Status: st}
+	return statusError(st)
 }
 
 // call sends a request that is not a stream and decodes its answer into

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -118,8 +119,8 @@ func TestClientVerbsAndErrors(t *testing.T) {
 	}
 
 	_, err = c.Get(ctx, cmKind, "default", "missing")
-	var se *client.StatusError
-	if !errors.As(err, &se) || !client.IsNotFound(err) || se.Status.Reason != metav1.StatusReasonNotFound || !strings.Contains(err.Error(), `"missing" not found`) {
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || !client.IsNotFound(err) || se.ErrStatus.Reason != metav1.StatusReasonNotFound || !strings.Contains(err.Error(), `"missing" not found`) {
 		t.Fatalf("not found: %v", err)
 	}
 	_, err = c.Create(ctx, &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bad"}})

@@ -6,37 +6,39 @@ import (
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// StatusError is an error the server answered with a Status: its code,
-// reason and message, and for 422 every field error in Details.Causes.
-type StatusError struct {
-	Status metav1.Status
-}
+// An error the server answered with a Status is apimachinery's
+// *apierrors.StatusError (its code, reason and message, and for 422 every
+// field error in Details.Causes), the error client-go returns, so that
+// callers read it with apierrors as they would client-go's.
 
-func (e *StatusError) Error() string {
-	if e.Status.Message != "" {
-		return e.Status.Message
+// statusError makes st the error of a request, giving it a message when
+// the server sent none.
+func statusError(st metav1.Status) error {
+	if st.Message == "" {
+		st.Message = fmt.Sprintf("the server answered %d %s", st.Code, st.Reason)
 	}
-	return fmt.Sprintf("the server answered %d %s", e.Status.Code, e.Status.Reason)
+	return &apierrors.StatusError{ErrStatus: st}
 }
 
 // Code returns the HTTP status of an error from the server, 0 for other
 // errors.
 func Code(err error) int {
-	var se *StatusError
+	var se apierrors.APIStatus
 	if errors.As(err, &se) {
-		return int(se.Status.Code)
+		return int(se.Status().Code)
 	}
 	return 0
 }
 
 // Reason returns the Status reason of an error from the server.
 func Reason(err error) metav1.StatusReason {
-	var se *StatusError
+	var se apierrors.APIStatus
 	if errors.As(err, &se) {
-		return se.Status.Reason
+		return se.Status().Reason
 	}
 	return ""
 }
@@ -91,11 +93,11 @@ func IsNamespaceTerminating(err error) bool {
 
 // hasCause: err is a Status whose details give a cause of type t.
 func hasCause(err error, t metav1.CauseType) bool {
-	var se *StatusError
-	if !errors.As(err, &se) || se.Status.Details == nil {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) || se.Status().Details == nil {
 		return false
 	}
-	for _, c := range se.Status.Details.Causes {
+	for _, c := range se.Status().Details.Causes {
 		if c.Type == t {
 			return true
 		}

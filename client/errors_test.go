@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/client"
@@ -18,7 +19,7 @@ func TestIsNamespaceTerminating(t *testing.T) {
 		if causes != nil {
 			st.Details = &metav1.StatusDetails{Causes: causes}
 		}
-		return fmt.Errorf("create event: %w", &client.StatusError{Status: st})
+		return fmt.Errorf("create event: %w", &apierrors.StatusError{ErrStatus: st})
 	}
 	for _, tc := range []struct {
 		name string

@@ -126,7 +126,7 @@ func (w *Watcher) decode() {
 			if err := json.Unmarshal(raw.Object, &st); err != nil {
 				w.err = err
 			} else {
-				w.err = &StatusError{Status: st}
+				w.err = statusError(st)
 			}
 			return
 		case Added, Modified, Deleted, Bookmark:
@@ -153,7 +153,7 @@ func (w *Watcher) stopped() <-chan struct{} { return w.ctx.Done() }
 
 // Next returns the next event. It blocks until one comes, ctx ends, or the
 // watch ends: ErrWatchClosed when the server closed it cleanly, a
-// *StatusError for an ERROR event (IsGone for a compacted revision), or
+// *apierrors.StatusError for an ERROR event (IsGone for a compacted revision), or
 // the stream's error.
 func (w *Watcher) Next(ctx context.Context) (Event, error) {
 	select {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/client"
@@ -177,9 +178,9 @@ func (v *view) seen(rv string) {
 
 // errorText is an API error as a viewer reads it: the Status message.
 func errorText(err error) string {
-	var se *client.StatusError
-	if errors.As(err, &se) && se.Status.Message != "" {
-		return se.Status.Message
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && se.Status().Message != "" {
+		return se.Status().Message
 	}
 	return err.Error()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
@@ -29,8 +28,8 @@ var connectAPI = func(g *globalOptions) (apiClient, error) {
 }
 
 // clientAPI is apiClient over client.Client. It passes the kind and
-// namespace where the client reads them from the object, and turns the
-// client's Status errors into apimachinery's, which the commands read.
+// namespace where the client reads them from the object; the client's
+// errors are apimachinery's Status errors, which the commands read.
 type clientAPI struct {
 	c *client.Client
 	// cfg is what c was made from: exec speaks WebSocket, through
@@ -38,24 +37,12 @@ type clientAPI struct {
 	cfg *client.Config
 }
 
-// apiError makes an error the server answered an *apierrors.StatusError
-// (apierrors.APIStatus), keeping every other error as it is.
-func apiError(err error) error {
-	var se *client.StatusError
-	if errors.As(err, &se) {
-		return &apierrors.StatusError{ErrStatus: se.Status}
-	}
-	return err
-}
-
 func (a *clientAPI) Get(ctx context.Context, k *api.Kind, ns, name string) (api.Object, error) {
-	obj, err := a.c.Get(ctx, k, ns, name)
-	return obj, apiError(err)
+	return a.c.Get(ctx, k, ns, name)
 }
 
 func (a *clientAPI) List(ctx context.Context, k *api.Kind, ns string, opts listOptions) ([]api.Object, string, error) {
-	objs, rv, err := a.c.List(ctx, k, ns, client.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
-	return objs, rv, apiError(err)
+	return a.c.List(ctx, k, ns, client.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
 }
 
 func (a *clientAPI) Watch(ctx context.Context, k *api.Kind, ns string, opts listOptions) (watcher, error) {
@@ -64,7 +51,7 @@ func (a *clientAPI) Watch(ctx context.Context, k *api.Kind, ns string, opts list
 		ResourceVersion: opts.ResourceVersion,
 	})
 	if err != nil {
-		return nil, apiError(err)
+		return nil, err
 	}
 	return clientWatcher{w}, nil
 }
@@ -81,18 +68,15 @@ func inNamespace(k *api.Kind, ns string, obj api.Object) api.Object {
 }
 
 func (a *clientAPI) Create(ctx context.Context, k *api.Kind, ns string, obj api.Object) (api.Object, error) {
-	out, err := a.c.Create(ctx, inNamespace(k, ns, obj))
-	return out, apiError(err)
+	return a.c.Create(ctx, inNamespace(k, ns, obj))
 }
 
 func (a *clientAPI) Update(ctx context.Context, k *api.Kind, ns string, obj api.Object) (api.Object, error) {
-	out, err := a.c.Update(ctx, inNamespace(k, ns, obj))
-	return out, apiError(err)
+	return a.c.Update(ctx, inNamespace(k, ns, obj))
 }
 
 func (a *clientAPI) Patch(ctx context.Context, k *api.Kind, ns, name string, patch []byte) (api.Object, error) {
-	out, err := a.c.Patch(ctx, k, ns, name, patch)
-	return out, apiError(err)
+	return a.c.Patch(ctx, k, ns, name, patch)
 }
 
 func (a *clientAPI) Delete(ctx context.Context, k *api.Kind, ns, name string, opts deleteOptions) error {
@@ -102,7 +86,7 @@ func (a *clientAPI) Delete(ctx context.Context, k *api.Kind, ns, name string, op
 		o.PropagationPolicy = &p
 	}
 	_, err := a.c.Delete(ctx, k, ns, name, o)
-	return apiError(err)
+	return err
 }
 
 // clientWatcher is watcher over client.Watcher.
@@ -116,7 +100,7 @@ func (cw clientWatcher) Next(ctx context.Context) (watchEvent, error) {
 	case errors.Is(err, client.ErrWatchClosed):
 		return watchEvent{}, errWatchClosed
 	case err != nil:
-		return watchEvent{}, apiError(err)
+		return watchEvent{}, err
 	}
 	return watchEvent{Type: string(ev.Type), Object: ev.Object}, nil
 }

@@ -492,7 +492,7 @@ func (a *clientAPI) PodLogs(ctx context.Context, ns, name string, opts api.PodLo
 	}
 	resp, err := a.c.Do(ctx, http.MethodGet, client.ResourcePath(pods, ns, name, "log"), q, nil, "")
 	if err != nil {
-		return nil, apiError(err)
+		return nil, err
 	}
 	return resp.Body, nil
 }

@@ -132,7 +132,7 @@ func runPlan(cmd *cobra.Command, g *globalOptions, o *planOptions, q url.Values,
 	}
 	resp, err := ca.c.Do(cmd.Context(), http.MethodPost, api.PlanPath, q, body, "application/yaml")
 	if err != nil {
-		fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(apiError(err)))
+		fmt.Fprintln(cmd.ErrOrStderr(), errorMessage(err))
 		return reportedFailure()
 	}
 	defer resp.Body.Close()

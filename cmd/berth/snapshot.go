@@ -24,7 +24,7 @@ type snapshotReader interface {
 func (a *clientAPI) StoreSnapshot(ctx context.Context) (io.ReadCloser, error) {
 	resp, err := a.c.Do(ctx, http.MethodGet, controlplane.SnapshotPath, nil, nil, "")
 	if err != nil {
-		return nil, apiError(err)
+		return nil, err
 	}
 	return resp.Body, nil
 }

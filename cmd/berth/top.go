@@ -234,7 +234,7 @@ func printPodUsage(w io.Writer, items []usageItem, allNamespaces, containers, no
 func (a *clientAPI) ResourceMetrics(ctx context.Context, path string, q url.Values) ([]usageItem, error) {
 	resp, err := a.c.Do(ctx, http.MethodGet, "/apis/metrics.k8s.io/v1beta1"+path, q, nil, "")
 	if err != nil {
-		return nil, apiError(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var doc struct {

@@ -68,20 +68,6 @@ func runController(t *testing.T, r Reconciler, opts Options) (*Controller, *cloc
 	return c, clk, logs
 }
 
-// waitDelayed waits until key waits in c's queue, then returns how long it
-// waits for.
-func waitDelayed(t *testing.T, c *Controller, clk *clocktesting.FakeClock, key string) time.Duration {
-	t.Helper()
-	var at time.Time
-	eventually(t, key+" to be requeued", func() bool {
-		var ok bool
-		at, ok = delayedAt(c.queue, key)
-		return ok
-	})
-	settled(t, c.queue)
-	return at.Sub(clk.Now())
-}
-
 func TestControllerRetriesWithBackoff(t *testing.T) {
 	const key = "ns/web"
 	var n calls
@@ -94,10 +80,7 @@ func TestControllerRetriesWithBackoff(t *testing.T) {
 
 	c.Enqueue(key)
 	for i, want := range []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
-		if got := waitDelayed(t, c, clk, key); got != want {
-			t.Fatalf("retry %d: back-off = %v, want %v", i+1, got, want)
-		}
-		clk.Step(want)
+		fireAt(t, clk, queueTimers, want)
 		eventually(t, fmt.Sprintf("call %d", i+2), func() bool { return n.get(key) == i+2 })
 	}
 
@@ -114,7 +97,7 @@ func TestControllerRetriesWithBackoff(t *testing.T) {
 func TestControllerDropsTerminalErrors(t *testing.T) {
 	const key = "ns/web"
 	var n calls
-	c, _, logs := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
+	c, clk, logs := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
 		n.inc(key)
 		return Result{}, fmt.Errorf("deployment %s: %w", key, Terminal(errors.New("spec.replicas: must not be negative")))
 	}), Options{})
@@ -126,7 +109,7 @@ func TestControllerDropsTerminalErrors(t *testing.T) {
 	if got, want := c.Stats(), (Stats{Reconciles: 1, Errors: 1, Terminal: 1}); got != want {
 		t.Errorf("Stats() = %+v, want %+v", got, want)
 	}
-	if _, ok := delayedAt(c.queue, key); ok {
+	if n := clk.Waiters(); n != queueTimers {
 		t.Error("key with a terminal error was requeued")
 	}
 	if got := c.queue.Len(); got != 0 {
@@ -149,13 +132,10 @@ func TestControllerRecoversPanics(t *testing.T) {
 	}), Options{})
 
 	c.Enqueue(key)
-	if got, want := waitDelayed(t, c, clk, key), DefaultBaseDelay; got != want {
-		t.Fatalf("back-off after panic = %v, want %v", got, want)
-	}
+	fireAt(t, clk, queueTimers, DefaultBaseDelay)
 	if got := logs.String(); !strings.Contains(got, "reconcile panicked") || !strings.Contains(got, "key=web") {
 		t.Errorf("panic not logged with its key:\n%s", got)
 	}
-	clk.Step(DefaultBaseDelay)
 	want := Stats{Reconciles: 2, Errors: 1, Requeues: 1}
 	eventually(t, "retry after panic", func() bool { return c.Stats() == want })
 }
@@ -165,19 +145,17 @@ func TestControllerRequeueAfter(t *testing.T) {
 	var n calls
 	c, clk, _ := runController(t, ReconcilerFunc(func(ctx context.Context, key string) (Result, error) {
 		if n.inc(key) == 1 {
-			return Result{RequeueAfter: time.Minute}, nil
+			return Result{RequeueAfter: 5 * time.Second}, nil
 		}
 		return Result{}, nil
 	}), Options{})
 
 	c.Enqueue(key)
-	if got := waitDelayed(t, c, clk, key); got != time.Minute {
-		t.Fatalf("requeued after %v, want 1m", got)
-	}
+	waiters(t, clk, queueTimers+1)
 	if got := c.queue.NumRequeues(key); got != 0 {
 		t.Errorf("NumRequeues = %d, want 0: RequeueAfter is not a failure", got)
 	}
-	clk.Step(time.Minute)
+	fireAt(t, clk, queueTimers, 5*time.Second)
 	want := Stats{Reconciles: 2, Requeues: 1}
 	eventually(t, "requeued reconcile", func() bool { return c.Stats() == want })
 }
@@ -189,12 +167,9 @@ func TestControllerEnqueueAfter(t *testing.T) {
 		return Result{}, nil
 	}), Options{})
 
-	c.EnqueueAfter("a", time.Hour)
-	c.EnqueueAfter("a", time.Minute)
-	if got := waitDelayed(t, c, clk, "a"); got != time.Minute {
-		t.Fatalf("waits %v, want 1m", got)
-	}
-	clk.Step(time.Minute)
+	c.EnqueueAfter("a", 9*time.Second)
+	c.EnqueueAfter("a", 3*time.Second)
+	fireAt(t, clk, queueTimers, 3*time.Second) // the earlier time wins
 	eventually(t, "a to be reconciled", func() bool { return n.get("a") == 1 })
 }
 
@@ -215,9 +190,7 @@ func TestControllerResync(t *testing.T) {
 		eventually(t, fmt.Sprintf("resync round %d", round), func() bool {
 			return n.get("ns/a") == round && n.get("ns/b") == round
 		})
-		if !clk.HasWaiters() {
-			t.Fatal("no resync ticker on the clock")
-		}
+		waiters(t, clk, queueTimers+1) // the resync ticker
 		clk.Step(time.Minute)
 	}
 	eventually(t, "round 4", func() bool { return c.Stats().Reconciles == 8 })
@@ -324,7 +297,7 @@ func TestControllerConflictsAreNotErrors(t *testing.T) {
 	}), Options{})
 	c.Enqueue("ns/web")
 	for i := 2; i <= 3; i++ {
-		clk.Step(waitDelayed(t, c, clk, "ns/web"))
+		fireAt(t, clk, queueTimers, DefaultBaseDelay<<(i-2))
 		eventually(t, fmt.Sprintf("call %d", i), func() bool { return n.get("ns/web") == i })
 	}
 	got := logs.String()

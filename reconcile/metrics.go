@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,7 +12,8 @@ import (
 // that an operator can see a controller falling behind or failing. One
 // Metrics serves every controller of a process: Instrument each before it
 // runs, and register the Metrics once. Depth, unfinished work and the
-// longest running processor are read from the queues at scrape time; the
+// longest running processor are read from the queues at scrape time (the
+// work queue updates the last two every half second on its clock); the
 // rest costs a counter or a histogram observation per key.
 type Metrics struct {
 	adds, retries               *prometheus.CounterVec
@@ -140,8 +140,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for name, q := range m.queues {
 		g := q.gauges()
 		ch <- prometheus.MustNewConstMetric(m.depth, prometheus.GaugeValue, float64(g.depth), name)
-		ch <- prometheus.MustNewConstMetric(m.unfinished, prometheus.GaugeValue, g.unfinished.Seconds(), name)
-		ch <- prometheus.MustNewConstMetric(m.longest, prometheus.GaugeValue, g.longest.Seconds(), name)
+		ch <- prometheus.MustNewConstMetric(m.unfinished, prometheus.GaugeValue, g.unfinished, name)
+		ch <- prometheus.MustNewConstMetric(m.longest, prometheus.GaugeValue, g.longest, name)
 	}
 }
 
@@ -166,30 +166,11 @@ func (m *controllerMetrics) observe(res Result, err error) {
 // queueGauges are what a queue reports at scrape time.
 type queueGauges struct {
 	depth               int
-	unfinished, longest time.Duration
+	unfinished, longest float64 // seconds
 }
 
 // instrument makes q report to qm from now on.
-func (q *Queue) instrument(qm *queueMetrics) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.metrics = qm
-}
+func (q *Queue) instrument(qm *queueMetrics) { q.metrics.bound.Store(qm) }
 
-// gauges reads the queue's depth and how long its workers have held the
-// keys they hold.
-func (q *Queue) gauges() queueGauges {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	g := queueGauges{depth: len(q.ready)}
-	now := q.clock.Now()
-	for _, started := range q.processing {
-		if started.IsZero() {
-			continue // taken before the queue was instrumented
-		}
-		d := now.Sub(started)
-		g.unfinished += d
-		g.longest = max(g.longest, d)
-	}
-	return g
-}
+// gauges reads the queue's depth and how long its workers hold keys.
+func (q *Queue) gauges() queueGauges { return q.metrics.gauges() }

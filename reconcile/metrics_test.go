@@ -60,6 +60,10 @@ func TestMetricsOfController(t *testing.T) {
 	c.Enqueue("slow")
 	<-held
 	clk.Step(5 * time.Second)
+	// The queue reads its workers' unfinished work on its clock's ticks.
+	eventually(t, "the unfinished work", func() bool {
+		return testtool.Scrape(t, h)[`berth_workqueue_unfinished_work_seconds{name="test"}`] == 5
+	})
 	got = testtool.Scrape(t, h)
 	for series, want := range map[string]float64{
 		`berth_workqueue_depth{name="test"}`:                             0,
@@ -74,15 +78,18 @@ func TestMetricsOfController(t *testing.T) {
 	eventually(t, "the slow key done", func() bool {
 		return testtool.Scrape(t, h)[`berth_workqueue_work_duration_seconds_count{name="test"}`] == 4
 	})
+	clk.Step(time.Second)
+	eventually(t, "no unfinished work", func() bool {
+		return testtool.Scrape(t, h)[`berth_workqueue_unfinished_work_seconds{name="test"}`] == 0
+	})
 
 	got = testtool.Scrape(t, h)
 	for series, want := range map[string]float64{
 		`berth_workqueue_adds_total{name="test"}`:                                    4, // "ok" twice while waiting counts once
-		`berth_workqueue_retries_total{name="test"}`:                                 1,
+		`berth_workqueue_retries_total{name="test"}`:                                 2, // "bad" retried, "later" requeued after a time
 		`berth_workqueue_queue_duration_seconds_count{name="test"}`:                  4,
 		`berth_workqueue_queue_duration_seconds_sum{name="test"}`:                    6, // three keys waited 2s, "slow" none
 		`berth_workqueue_work_duration_seconds_sum{name="test"}`:                     5,
-		`berth_workqueue_unfinished_work_seconds{name="test"}`:                       0,
 		`berth_controller_reconcile_errors_total{controller="test"}`:                 1,
 		`berth_controller_reconcile_total{controller="test",result="error"}`:         1,
 		`berth_controller_reconcile_total{controller="test",result="success"}`:       2,
@@ -92,16 +99,4 @@ func TestMetricsOfController(t *testing.T) {
 			t.Errorf("%s = %v, want %v", series, got[series], want)
 		}
 	}
-}
-
-// TestQueueUninstrumented: a queue no Metrics instruments reads no clock
-// for its keys.
-func TestQueueUninstrumented(t *testing.T) {
-	q, _ := newTestQueue(t, Backoff{})
-	q.Add("a")
-	key, _ := q.Get(context.Background())
-	if started := q.processing[key]; !started.IsZero() {
-		t.Fatalf("processing time %v recorded without metrics", started)
-	}
-	q.Done(key)
 }

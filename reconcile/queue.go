@@ -1,12 +1,13 @@
 package reconcile
 
 import (
-	"container/heap"
 	"context"
-	"sync"
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
@@ -43,374 +44,160 @@ func (b Backoff) withDefaults() Backoff {
 	return b
 }
 
-// Queue is a work queue of object keys. It exists so that controllers are
-// level-triggered: however many times a key is added before a worker gets to
-// it, the worker sees it once and reads the current state; and a key is never
-// handed to two workers at once, so reconciles of one object never race.
-//
-// A key added while it is being processed is marked dirty and queued again
-// when the worker calls Done. Delays (AddAfter, AddRateLimited) run on the
-// injected clock. NewQueue starts one goroutine that ShutDown stops, so every
-// Queue must be shut down.
-type Queue struct {
-	clock   clock.Clock
-	backoff Backoff
-
-	mu    sync.Mutex
-	cond  *sync.Cond // signalled when ready grows or on shutdown; L is &mu
-	ready []string   // keys to hand out, in order
-	// dirty holds the keys that need processing: in ready, or to go back
-	// there on Done. With metrics, the value is when the key was added.
-	dirty     map[string]time.Time
-	dirtyPeak int // the most keys dirty has held since it was made
-	// processing holds the keys held by a worker; with metrics, the value
-	// is when the worker got the key.
-	processing map[string]time.Time
-	failures   map[string]*failure // per-key back-off, until Forget
-	metrics    *queueMetrics       // nil: not instrumented
-	delayed    delayHeap           // keys waiting for a time, earliest first
-	delayedBy  map[string]*delayedKey
-	seq        uint64    // orders delayed keys with equal ready times
-	armedFor   time.Time // ready time the delay loop's timer was last set for; zero if none
-	shutdown   bool
-
-	wake chan struct{} // pokes the delay loop when the earliest delayed key changes
-	stop chan struct{} // closed by ShutDown
-	done chan struct{} // closed when the delay loop has returned
+// RateLimiter is client-go's per-item exponential failure limiter with b's
+// bounds, spread by b's randomization factor when it has one.
+func (b Backoff) RateLimiter() workqueue.TypedRateLimiter[string] {
+	b = b.withDefaults()
+	l := workqueue.NewTypedItemExponentialFailureRateLimiter[string](b.Base, b.Max)
+	if b.RandomizationFactor <= 0 {
+		return l
+	}
+	return &jittered{TypedRateLimiter: l, factor: b.RandomizationFactor}
 }
 
-type failure struct {
-	backoff  *backoff.ExponentialBackOff
-	requeues int
+// jittered spreads the delays of a limiter over [d*(1-f), d*(1+f)].
+type jittered struct {
+	workqueue.TypedRateLimiter[string]
+	factor float64
+}
+
+func (j *jittered) When(key string) time.Duration {
+	d := float64(j.TypedRateLimiter.When(key))
+	return time.Duration(math.Round(d * (1 + j.factor*(2*rand.Float64()-1))))
+}
+
+// Queue is a work queue of object keys: client-go's rate-limiting work
+// queue, the one kube-controller-manager's controllers share. It exists so
+// that controllers are level-triggered: however many times a key is added
+// before a worker gets to it, the worker sees it once and reads the current
+// state; and a key is never handed to two workers at once, so reconciles of
+// one object never race. Delays (AddAfter, AddRateLimited) run on the
+// injected clock.
+//
+// What berth adds is the context of Get and the metrics' late binding:
+// Metrics.Instrument names a queue's series after the queue is made, and
+// the depth counts from the start. Every Queue must be shut down.
+type Queue struct {
+	workqueue.TypedRateLimitingInterface[string]
+	metrics *queueSink
 }
 
 // NewQueue returns an empty queue whose delays run on clk (clock.RealClock{}
 // if nil) and whose retries back off as b says. Call ShutDown to release it.
-func NewQueue(clk clock.Clock, b Backoff) *Queue {
+func NewQueue(clk clock.WithTicker, b Backoff) *Queue {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	q := &Queue{
-		clock:      clk,
-		backoff:    b.withDefaults(),
-		dirty:      make(map[string]time.Time),
-		processing: make(map[string]time.Time),
-		failures:   make(map[string]*failure),
-		delayedBy:  make(map[string]*delayedKey),
-		wake:       make(chan struct{}, 1),
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
-	}
-	q.cond = sync.NewCond(&q.mu)
-	go q.runDelays()
-	return q
-}
-
-// Add queues key unless it is already waiting to be handed out. Adding a key
-// that a worker holds makes the worker's pass stale, so the key is handed out
-// again once the worker calls Done. Add after ShutDown does nothing.
-func (q *Queue) Add(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.addLocked(key)
-}
-
-func (q *Queue) addLocked(key string) {
-	if q.shutdown {
-		return
-	}
-	if _, ok := q.dirty[key]; ok {
-		return
-	}
-	var now time.Time
-	if q.metrics != nil {
-		q.metrics.adds.Inc()
-		now = q.clock.Now()
-	}
-	q.dirty[key] = now
-	q.dirtyPeak = max(q.dirtyPeak, len(q.dirty))
-	if _, ok := q.processing[key]; ok {
-		return
-	}
-	q.ready = append(q.ready, key)
-	q.cond.Signal()
+	sink := &queueSink{}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(b.RateLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{
+		// The name only turns the metrics on; the series are named when
+		// the queue is instrumented.
+		Name:            "queue",
+		MetricsProvider: sink,
+		Clock:           clk,
+	})
+	return &Queue{TypedRateLimitingInterface: q, metrics: sink}
 }
 
 // Get blocks until a key is ready and hands it to the caller, who must call
 // Done(key) when finished with it. It returns shutdown true, and no key, once
-// the queue is shut down or ctx is done: a worker should then return. Keys
-// still queued at shutdown are dropped; a level-triggered controller lists
-// them again when it starts.
+// the queue is shut down or ctx is done: a worker should then return. The
+// queue's owner shuts it down when ctx is done, which wakes a Get that
+// waits. Keys still queued then are dropped, not handed out with a done
+// context; a level-triggered controller lists them again when it starts.
 func (q *Queue) Get(ctx context.Context) (key string, shutdown bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.ready) == 0 && !q.shutdown {
-		// Wake the waiters when ctx is done. Taking mu first makes sure the
-		// Broadcast cannot fall between our check of ctx and our Wait.
-		stop := context.AfterFunc(ctx, func() {
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			q.cond.Broadcast()
-		})
-		defer stop()
-	}
-	for len(q.ready) == 0 && !q.shutdown && ctx.Err() == nil {
-		q.cond.Wait()
-	}
-	if q.shutdown || ctx.Err() != nil {
-		if len(q.ready) > 0 {
-			// We may have consumed the Signal meant for a key; pass it on.
-			q.cond.Signal()
-		}
+	if ctx.Err() != nil {
 		return "", true
 	}
-	key = q.ready[0]
-	q.ready[0] = ""
-	q.ready = q.ready[1:]
-	var now time.Time
-	if q.metrics != nil {
-		now = q.clock.Now()
-		if added := q.dirty[key]; !added.IsZero() { // zero: added before instrumenting
-			q.metrics.queueDuration.Observe(now.Sub(added).Seconds())
-		}
+	key, shutdown = q.TypedRateLimitingInterface.Get()
+	if shutdown {
+		return "", true
 	}
-	q.processing[key] = now
-	delete(q.dirty, key)
-	if len(q.ready) == 0 {
-		q.release()
+	if ctx.Err() != nil {
+		q.Done(key)
+		return "", true
 	}
 	return key, false
 }
 
-// shrinkAbove is the size past which a drained queue lets go of its storage.
-const shrinkAbove = 1024
+// queueSink is the workqueue.MetricsProvider of one queue. client-go asks
+// for the queue's metrics when the queue is made, before Instrument names
+// them, so the sink counts depth and the unfinished work itself (read at
+// scrape time) and passes the rest to the series bound later; what happens
+// before that is not counted, as with a queue instrumented late.
+type queueSink struct {
+	bound      atomic.Pointer[queueMetrics]
+	depth      atomic.Int64
+	unfinished atomic.Uint64 // float64 bits, seconds
+	longest    atomic.Uint64 // float64 bits, seconds
+}
 
-// release drops the storage of an empty queue that once held many keys: a
-// Go map keeps its buckets and a slice its array after they empty, so one
-// burst (a source's first sync queues every object) would otherwise stay
-// allocated for the process's life.
-func (q *Queue) release() {
-	q.ready = nil // what is left of its array is only the unused tail
-	if len(q.dirty) == 0 && q.dirtyPeak > shrinkAbove {
-		q.dirty, q.dirtyPeak = make(map[string]time.Time), 0
+func (s *queueSink) NewDepthMetric(string) workqueue.GaugeMetric     { return depthGauge{s} }
+func (s *queueSink) NewAddsMetric(string) workqueue.CounterMetric    { return boundCounter{s, false} }
+func (s *queueSink) NewRetriesMetric(string) workqueue.CounterMetric { return boundCounter{s, true} }
+func (s *queueSink) NewLatencyMetric(string) workqueue.HistogramMetric {
+	return boundHistogram{s, false}
+}
+func (s *queueSink) NewWorkDurationMetric(string) workqueue.HistogramMetric {
+	return boundHistogram{s, true}
+}
+
+func (s *queueSink) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return floatGauge{&s.unfinished}
+}
+
+func (s *queueSink) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return floatGauge{&s.longest}
+}
+
+// gauges reads the queue's depth and how long its workers have held the
+// keys they hold, as client-go last computed it.
+func (s *queueSink) gauges() queueGauges {
+	return queueGauges{
+		depth:      max(0, int(s.depth.Load())),
+		unfinished: math.Float64frombits(s.unfinished.Load()),
+		longest:    math.Float64frombits(s.longest.Load()),
 	}
 }
 
-// Done releases a key handed out by Get, so it can be handed out again; if it
-// was added while held, it is queued now.
-func (q *Queue) Done(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	started, ok := q.processing[key]
-	if !ok {
-		return
-	}
-	if q.metrics != nil && !started.IsZero() {
-		q.metrics.workDuration.Observe(q.clock.Since(started).Seconds())
-	}
-	delete(q.processing, key)
-	if _, ok := q.dirty[key]; ok {
-		q.ready = append(q.ready, key)
-		q.cond.Signal()
-	}
+type depthGauge struct{ s *queueSink }
+
+func (g depthGauge) Inc() { g.s.depth.Add(1) }
+func (g depthGauge) Dec() { g.s.depth.Add(-1) }
+
+type floatGauge struct{ v *atomic.Uint64 }
+
+func (g floatGauge) Set(v float64) { g.v.Store(math.Float64bits(v)) }
+
+// boundCounter is adds_total, or retries_total when retries is set.
+type boundCounter struct {
+	s       *queueSink
+	retries bool
 }
 
-// Forget resets key's back-off, so that after a success the next failure is
-// retried quickly again. It does not remove the key from the queue.
-func (q *Queue) Forget(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.failures, key)
-}
-
-// AddRateLimited queues key after its next back-off delay: the base delay
-// after the first failure, doubling with each further one up to the maximum,
-// until Forget. It is how a worker retries a key that failed without hammering
-// whatever made it fail.
-func (q *Queue) AddRateLimited(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.shutdown {
-		return
-	}
-	f := q.failures[key]
-	if f == nil {
-		f = &failure{backoff: backoff.NewExponentialBackOff(
-			backoff.WithInitialInterval(q.backoff.Base),
-			backoff.WithMaxInterval(q.backoff.Max),
-			backoff.WithMultiplier(2),
-			backoff.WithRandomizationFactor(q.backoff.RandomizationFactor),
-			backoff.WithMaxElapsedTime(0), // never give up: Terminal is how to stop
-			backoff.WithClockProvider(q.clock),
-		)}
-		q.failures[key] = f
-	}
-	f.requeues++
-	if q.metrics != nil {
-		q.metrics.retries.Inc()
-	}
-	q.addAfterLocked(key, f.backoff.NextBackOff())
-}
-
-// NumRequeues reports how many times key has been rate-limited since it was
-// last forgotten, so a worker can log how long a key has been failing.
-func (q *Queue) NumRequeues(key string) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if f := q.failures[key]; f != nil {
-		return f.requeues
-	}
-	return 0
-}
-
-// AddAfter queues key once d has passed on the queue's clock, for objects that
-// must be looked at again later (a pending timeout, a periodic check). A key
-// waits at most once: if it is already waiting, the earlier time wins. A
-// non-positive d is Add.
-func (q *Queue) AddAfter(key string, d time.Duration) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.addAfterLocked(key, d)
-}
-
-func (q *Queue) addAfterLocked(key string, d time.Duration) {
-	if q.shutdown {
-		return
-	}
-	if d <= 0 {
-		q.addLocked(key)
-		return
-	}
-	at := q.clock.Now().Add(d)
-	dk, ok := q.delayedBy[key]
-	switch {
-	case !ok:
-		q.seq++
-		dk = &delayedKey{key: key, at: at, seq: q.seq}
-		heap.Push(&q.delayed, dk)
-		q.delayedBy[key] = dk
-	case at.Before(dk.at):
-		dk.at = at
-		heap.Fix(&q.delayed, dk.index)
+func (c boundCounter) Inc() {
+	switch m := c.s.bound.Load(); {
+	case m == nil:
+	case c.retries:
+		m.retries.Inc()
 	default:
-		return
-	}
-	if q.delayed[0] == dk {
-		select {
-		case q.wake <- struct{}{}:
-		default: // a poke is already pending
-		}
+		m.adds.Inc()
 	}
 }
 
-// Len reports how many keys are ready to be handed out, not counting keys
-// held by workers or waiting for a delay.
-func (q *Queue) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.ready)
+// boundHistogram is queue_duration_seconds, or work_duration_seconds when
+// work is set.
+type boundHistogram struct {
+	s    *queueSink
+	work bool
 }
 
-// ShutDown makes Get return shutdown to every worker and stops the queue's
-// goroutine, waiting for it. Later Adds are ignored. It is safe to call more
-// than once.
-func (q *Queue) ShutDown() {
-	q.mu.Lock()
-	if !q.shutdown {
-		q.shutdown = true
-		q.cond.Broadcast()
-		close(q.stop)
+func (h boundHistogram) Observe(v float64) {
+	switch m := h.s.bound.Load(); {
+	case m == nil:
+	case h.work:
+		m.workDuration.Observe(v)
+	default:
+		m.queueDuration.Observe(v)
 	}
-	q.mu.Unlock()
-	<-q.done
-}
-
-// runDelays moves delayed keys into the queue as their time comes. It keeps
-// one timer, for the earliest key, and is poked when that key changes.
-func (q *Queue) runDelays() {
-	defer close(q.done)
-	var timer clock.Timer
-	for {
-		q.mu.Lock()
-		now := q.clock.Now()
-		for len(q.delayed) > 0 && !q.delayed[0].at.After(now) {
-			dk := heap.Pop(&q.delayed).(*delayedKey)
-			delete(q.delayedBy, dk.key)
-			q.addLocked(dk.key)
-		}
-		// Reset the timer only when the earliest time has moved: the clock
-		// read and the new timer then always belong to the same change.
-		switch {
-		case len(q.delayed) == 0:
-			if timer != nil {
-				timer.Stop()
-				timer = nil
-			}
-			q.armedFor = time.Time{}
-		case timer == nil || !q.delayed[0].at.Equal(q.armedFor):
-			if timer != nil {
-				timer.Stop()
-			}
-			q.armedFor = q.delayed[0].at
-			timer = q.clock.NewTimer(q.armedFor.Sub(now))
-		}
-		var fired <-chan time.Time
-		if timer != nil {
-			fired = timer.C()
-		}
-		q.mu.Unlock()
-
-		select {
-		case <-q.stop:
-			if timer != nil {
-				timer.Stop()
-			}
-			return
-		case <-q.wake:
-		case <-fired:
-			timer = nil
-		}
-	}
-}
-
-// delayedKey is a key waiting in the delay heap.
-type delayedKey struct {
-	key   string
-	at    time.Time
-	seq   uint64 // keeps keys with the same time in the order they were added
-	index int    // position in the heap, for heap.Fix
-}
-
-// delayHeap is a min-heap of delayed keys by ready time; it implements
-// heap.Interface.
-type delayHeap []*delayedKey
-
-func (h delayHeap) Len() int { return len(h) }
-
-func (h delayHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
-	}
-	return h[i].seq < h[j].seq
-}
-
-func (h delayHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index = i
-	h[j].index = j
-}
-
-func (h *delayHeap) Push(x any) {
-	dk := x.(*delayedKey)
-	dk.index = len(*h)
-	*h = append(*h, dk)
-}
-
-func (h *delayHeap) Pop() any {
-	old := *h
-	n := len(old)
-	dk := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	return dk
 }

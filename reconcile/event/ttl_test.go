@@ -55,9 +55,10 @@ func TestTTLControllerOnAFakeClock(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.Run(ctx, 1) })
 	defer func() { cancel(); wg.Wait() }()
-	// The first pass finds nothing due and waits for the event's expiry.
+	// The first pass finds nothing due and waits for the event's expiry:
+	// a timer beside the work queue's two tickers.
 	testtool.WaitFor(t, 5*time.Second, "the first pass", func() error {
-		if c.Stats().Reconciles == 0 || !clk.HasWaiters() {
+		if c.Stats().Reconciles == 0 || clk.Waiters() != 3 {
 			return fmt.Errorf("not yet")
 		}
 		return nil

@@ -259,8 +259,11 @@ func TestFailingReceiverRetriesWithBackoffAndBlocksNoOne(t *testing.T) {
 	f.d.Publish(SourceEvent(fleet(), api.AlertEventApplied, sha, api.ReasonSucceeded, "applied", t0))
 	eventually(t, "the first attempt", func() bool { return len(down.requests()) == 1 })
 	eventually(t, "the healthy receiver", func() bool { return len(up.requests()) == 1 })
+	// Each of the three alerts' queues keeps two tickers on the clock; the
+	// retry is a timer beside them.
+	const lanes = 3 * 2
 	eventually(t, "the retry's timer", func() bool {
-		return strings.Contains(f.alert(t, "down").Status.LastError, "503") && f.clock.HasWaiters()
+		return strings.Contains(f.alert(t, "down").Status.LastError, "503") && f.clock.Waiters() == lanes+1
 	})
 	f.clock.Step(999 * time.Millisecond)
 	if n := len(down.requests()); n != 1 {
@@ -268,7 +271,7 @@ func TestFailingReceiverRetriesWithBackoffAndBlocksNoOne(t *testing.T) {
 	}
 	f.clock.Step(time.Millisecond)
 	eventually(t, "the second attempt", func() bool { return len(down.requests()) == 2 })
-	eventually(t, "the second retry's timer", func() bool { return f.clock.HasWaiters() })
+	eventually(t, "the second retry's timer", func() bool { return f.clock.Waiters() == lanes+1 })
 	f.clock.Step(1999 * time.Millisecond)
 	if n := len(down.requests()); n != 2 {
 		t.Fatalf("%d attempts before the second back-off passed", n)
@@ -299,7 +302,9 @@ func TestGivesUp(t *testing.T) {
 	eventually(t, "the missing Secret", func() bool {
 		return strings.Contains(f.alert(t, "nosecret").Status.LastError, "Secret kube-system/missing (spec.provider.secretRef)")
 	})
-	eventually(t, "the retry", func() bool { return len(flaky.requests()) == 1 && f.clock.HasWaiters() })
+	// Three alerts' queues with two tickers each, and the retries' timers
+	// of flaky and nosecret.
+	eventually(t, "the retry", func() bool { return len(flaky.requests()) == 1 && f.clock.Waiters() == 3*2+2 })
 	f.clock.Step(time.Second)
 	eventually(t, "flaky given up after 2 attempts", func() bool { return f.alert(t, "flaky").Status.Failed == 1 })
 	if n := len(flaky.requests()); n != 2 {

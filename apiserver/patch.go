@@ -6,20 +6,20 @@ import (
 	"net/http"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/patch"
 )
 
 // PATCH takes four body types:
 //
 //   - application/merge-patch+json: RFC 7386 JSON merge patch;
 //   - application/strategic-merge-patch+json, what kubectl apply, edit,
-//     label and set image send: berth has no per-field patch strategies
-//     in its types, so it applies a merge patch that also knows
-//     Kubernetes' merge keys for the lists kubectl patches (containers,
-//     volumes, env and ports by name or port, and so on) and its
-//     directives ($patch, $setElementOrder, $retainKeys,
-//     $deleteFromPrimitiveList); see strategic.go;
+//     label and set image send: merged by the patch strategies of
+//     Kubernetes' own Go type of the kind (containers, volumes, env by
+//     name, ports by containerPort, and so on), with its directives;
 //   - application/json-patch+json: RFC 6902 JSON patch;
 //   - application/apply-patch+yaml: server-side apply (see apply.go).
+//
+// Package patch applies the first three as kube-apiserver does.
 //
 // The patched document is decoded like a PUT body (strictly, unless
 // fieldValidation says Warn or Ignore), and then takes the update path.
@@ -30,11 +30,15 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 	var apply func(doc, patch []byte) ([]byte, error)
 	switch ct {
 	case mediaMergePatch:
-		apply = mergePatch
+		apply = patch.Merge
 	case mediaStrategicPatch:
-		apply = strategicMergePatch
+		var err error
+		if apply, err = strategicPatchOf(req); err != nil {
+			WriteError(w, err)
+			return
+		}
 	case mediaJSONPatch:
-		apply = jsonPatch
+		apply = patch.JSON
 	case mediaApplyPatch:
 		s.serveApply(w, r, req)
 		return
@@ -47,23 +51,23 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 		WriteError(w, err)
 		return
 	}
-	patch, err := s.readBody(w, r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		WriteError(w, err)
 		return
 	}
-	if len(bytes.TrimSpace(patch)) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		WriteError(w, badRequest("the patch is empty"))
 		return
 	}
-	conditional := patchSetsResourceVersion(ct, patch)
+	conditional := patchSetsResourceVersion(ct, body)
 	var warnings []string // of the last attempt
 	out, err := s.update(r, req, conditional, func(old api.Object) (api.Object, error) {
 		doc, err := json.Marshal(old)
 		if err != nil {
 			return nil, err
 		}
-		patched, err := apply(doc, patch)
+		patched, err := apply(doc, body)
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +92,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, req *resourc
 // patchSetsResourceVersion reports whether a merge or strategic patch sets
 // metadata.resourceVersion, which makes it conditional (409 when stale),
 // as in Kubernetes; a JSON patch is conditional through a "test" on it.
-func patchSetsResourceVersion(ct string, patch []byte) bool {
+func patchSetsResourceVersion(ct string, body []byte) bool {
 	if ct == mediaJSONPatch {
 		return false
 	}
@@ -97,56 +101,20 @@ func patchSetsResourceVersion(ct string, patch []byte) bool {
 			ResourceVersion *string `json:"resourceVersion"`
 		} `json:"metadata"`
 	}
-	return json.Unmarshal(patch, &p) == nil && p.Metadata.ResourceVersion != nil && *p.Metadata.ResourceVersion != ""
+	return json.Unmarshal(body, &p) == nil && p.Metadata.ResourceVersion != nil && *p.Metadata.ResourceVersion != ""
 }
 
-// decodeJSON parses JSON keeping numbers exact (int64 fields survive).
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
+// strategicPatchOf is the strategic merge patch of the path's kind, with
+// the patch strategies of Kubernetes' type of the kind. A custom resource
+// has none: kube-apiserver answers its strategic patch 415, and so does
+// berth.
+func strategicPatchOf(req *resourceRequest) (func(doc, body []byte) ([]byte, error), error) {
+	if req.kind.Custom {
+		return nil, unsupportedMediaType(mediaStrategicPatch, mediaMergePatch, mediaJSONPatch, mediaApplyPatch)
 	}
-	if dec.More() {
-		return nil, errTrailingData
-	}
-	return v, nil
-}
-
-// mergePatch applies an RFC 7386 JSON merge patch to doc.
-func mergePatch(doc, patch []byte) ([]byte, error) {
-	p, err := decodeJSON(patch)
-	if err != nil {
-		return nil, badRequest("the merge patch is not valid JSON: %v", err)
-	}
-	if _, ok := p.(map[string]any); !ok {
-		return nil, badRequest("a merge patch must be a JSON object")
-	}
-	d, err := decodeJSON(doc)
+	meta, err := patch.SchemaOf(req.kind.GVK, req.kind.New())
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(mergeValue(d, p))
-}
-
-// mergeValue merges patch into target (RFC 7386 §2): objects merge key by
-// key, null deletes, anything else replaces.
-func mergeValue(target, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	tm, ok := target.(map[string]any)
-	if !ok {
-		tm = map[string]any{}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(tm, k)
-			continue
-		}
-		tm[k] = mergeValue(tm[k], v)
-	}
-	return tm
+	return func(doc, body []byte) ([]byte, error) { return patch.Strategic(doc, body, meta) }, nil
 }

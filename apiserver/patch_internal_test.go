@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"testing"
@@ -9,117 +8,6 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
 )
-
-func canonical(t *testing.T, s string) string {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("%q: %v", s, err)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func TestMergePatchRFC7386(t *testing.T) {
-	// The examples of RFC 7386 appendix A.
-	for _, tc := range []struct{ doc, patch, want string }{
-		{`{"a":"b"}`, `{"a":"c"}`, `{"a":"c"}`},
-		{`{"a":"b"}`, `{"b":"c"}`, `{"a":"b","b":"c"}`},
-		{`{"a":"b"}`, `{"a":null}`, `{}`},
-		{`{"a":"b","b":"c"}`, `{"a":null}`, `{"b":"c"}`},
-		{`{"a":["b"]}`, `{"a":"c"}`, `{"a":"c"}`},
-		{`{"a":"c"}`, `{"a":["b"]}`, `{"a":["b"]}`},
-		{`{"a":{"b":"c"}}`, `{"a":{"b":"d","c":null}}`, `{"a":{"b":"d"}}`},
-		{`{"a":[{"b":"c"}]}`, `{"a":[1]}`, `{"a":[1]}`},
-		{`{"e":null}`, `{"a":1}`, `{"a":1,"e":null}`},
-		{`{}`, `{"a":{"bb":{"ccc":null}}}`, `{"a":{"bb":{}}}`},
-		{`{"n":12345678901234567}`, `{"m":1}`, `{"m":1,"n":12345678901234567}`},
-	} {
-		got, err := mergePatch([]byte(tc.doc), []byte(tc.patch))
-		if err != nil {
-			t.Fatalf("%s + %s: %v", tc.doc, tc.patch, err)
-		}
-		if string(got) != canonical(t, tc.want) && !(tc.doc == `{"n":12345678901234567}` && string(got) == `{"m":1,"n":12345678901234567}`) {
-			t.Errorf("%s + %s = %s, want %s", tc.doc, tc.patch, got, tc.want)
-		}
-	}
-	for _, bad := range []string{`[`, `[1]`, `"x"`, `{} {}`} {
-		if _, err := mergePatch([]byte(`{}`), []byte(bad)); err == nil {
-			t.Errorf("patch %s accepted", bad)
-		}
-	}
-}
-
-func TestStrategicMergePatch(t *testing.T) {
-	doc := `{"spec":{"containers":[{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http"}]},{"name":"b","image":"b:1"}],
-		"tolerations":[{"key":"x"}]},"metadata":{"finalizers":["f1"],"labels":{"l":"1"}}}`
-	for _, tc := range []struct{ name, patch, want string }{
-		{"merge by name", `{"spec":{"containers":[{"name":"b","image":"b:2"}]}}`,
-			`{"spec":{"containers":[{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http"}]},{"name":"b","image":"b:2"}],"tolerations":[{"key":"x"}]},"metadata":{"finalizers":["f1"],"labels":{"l":"1"}}}`},
-		{"append and reorder", `{"spec":{"$setElementOrder/containers":[{"name":"c"},{"name":"a"},{"name":"b"}],"containers":[{"name":"c","image":"c:1"}]}}`,
-			`{"spec":{"containers":[{"name":"c","image":"c:1"},{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http"}]},{"name":"b","image":"b:1"}],"tolerations":[{"key":"x"}]},"metadata":{"finalizers":["f1"],"labels":{"l":"1"}}}`},
-		{"delete item", `{"spec":{"containers":[{"name":"a","$patch":"delete"}]}}`,
-			`{"spec":{"containers":[{"name":"b","image":"b:1"}],"tolerations":[{"key":"x"}]},"metadata":{"finalizers":["f1"],"labels":{"l":"1"}}}`},
-		{"nested ports by containerPort", `{"spec":{"containers":[{"name":"a","ports":[{"containerPort":80,"protocol":"TCP"}]}]}}`,
-			`{"spec":{"containers":[{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http","protocol":"TCP"}]},{"name":"b","image":"b:1"}],"tolerations":[{"key":"x"}]},"metadata":{"finalizers":["f1"],"labels":{"l":"1"}}}`},
-		{"unkeyed list replaced", `{"spec":{"tolerations":[{"key":"y"}]}}`,
-			`{"spec":{"containers":[{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http"}]},{"name":"b","image":"b:1"}],"tolerations":[{"key":"y"}]},"metadata":{"finalizers":["f1"],"labels":{"l":"1"}}}`},
-		{"finalizers merged, then removed", `{"metadata":{"finalizers":["f2"],"$deleteFromPrimitiveList/finalizers":["f1"]}}`,
-			`{"spec":{"containers":[{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http"}]},{"name":"b","image":"b:1"}],"tolerations":[{"key":"x"}]},"metadata":{"finalizers":["f2"],"labels":{"l":"1"}}}`},
-		{"replace a map", `{"metadata":{"labels":{"$patch":"replace","m":"2"}}}`,
-			`{"spec":{"containers":[{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http"}]},{"name":"b","image":"b:1"}],"tolerations":[{"key":"x"}]},"metadata":{"finalizers":["f1"],"labels":{"m":"2"}}}`},
-		{"retain keys", `{"spec":{"$retainKeys":["containers"]}}`,
-			`{"spec":{"containers":[{"name":"a","image":"a:1","ports":[{"containerPort":80,"name":"http"}]},{"name":"b","image":"b:1"}]},"metadata":{"finalizers":["f1"],"labels":{"l":"1"}}}`},
-	} {
-		got, err := strategicMergePatch([]byte(doc), []byte(tc.patch))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if string(got) != canonical(t, tc.want) {
-			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, canonical(t, tc.want))
-		}
-	}
-	if _, err := strategicMergePatch([]byte(doc), []byte(`{"$nope":1}`)); err == nil {
-		t.Error("unknown directive accepted")
-	}
-}
-
-func TestJSONPatchRFC6902(t *testing.T) {
-	doc := `{"foo":["bar","baz"],"obj":{"a":1}}`
-	for _, tc := range []struct{ patch, want string }{
-		{`[{"op":"add","path":"/foo/1","value":"qux"}]`, `{"foo":["bar","qux","baz"],"obj":{"a":1}}`},
-		{`[{"op":"add","path":"/foo/-","value":"end"}]`, `{"foo":["bar","baz","end"],"obj":{"a":1}}`},
-		{`[{"op":"remove","path":"/foo/0"}]`, `{"foo":["baz"],"obj":{"a":1}}`},
-		{`[{"op":"replace","path":"/obj/a","value":2}]`, `{"foo":["bar","baz"],"obj":{"a":2}}`},
-		{`[{"op":"move","from":"/obj/a","path":"/b"}]`, `{"b":1,"foo":["bar","baz"],"obj":{}}`},
-		{`[{"op":"copy","from":"/foo","path":"/obj/f"}]`, `{"foo":["bar","baz"],"obj":{"a":1,"f":["bar","baz"]}}`},
-		{`[{"op":"add","path":"/obj/a~1b","value":true}]`, `{"foo":["bar","baz"],"obj":{"a":1,"a/b":true}}`},
-		{`[{"op":"test","path":"/obj/a","value":1}]`, doc},
-	} {
-		got, err := jsonPatch([]byte(doc), []byte(tc.patch))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.patch, err)
-		}
-		if string(got) != canonical(t, tc.want) {
-			t.Errorf("%s: got %s, want %s", tc.patch, got, tc.want)
-		}
-	}
-	for _, bad := range []string{
-		`[{"op":"remove","path":"/nope"}]`,
-		`[{"op":"replace","path":"/nope","value":1}]`,
-		`[{"op":"add","path":"/foo/5","value":1}]`,
-		`[{"op":"add","path":"/foo/01","value":1}]`,
-		`[{"op":"add","path":"nope","value":1}]`,
-		`[{"op":"jump","path":"/foo"}]`,
-		`[{"op":"add","path":"/x"}]`,
-		`[{"op":"test","path":"/obj/a","value":2}]`,
-		`{}`,
-	} {
-		if _, err := jsonPatch([]byte(doc), []byte(bad)); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
-	}
-}
 
 func TestParseSelectionUsesIndexes(t *testing.T) {
 	pods, _ := api.LookupResource("pods")

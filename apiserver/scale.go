@@ -9,14 +9,19 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/patch"
 )
 
 // The scale subresource (autoscaling/v1 Scale) of Deployments, ReplicaSets,
 // StatefulSets and ReplicationControllers is what `kubectl scale` reads and patches. A
 // write to it changes spec.replicas and nothing else, through the same
 // admission chain as any update.
+
+// scaleGVK is the kind of a scale subresource.
+var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
 
 // scaleObject is autoscaling/v1 Scale.
 type scaleObject struct {
@@ -111,11 +116,17 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 	if req.verb == VerbPatch {
 		switch ct := contentType(r); ct {
 		case mediaMergePatch:
-			apply = mergePatch
+			apply = patch.Merge
 		case mediaStrategicPatch:
-			apply = strategicMergePatch
+			apply = func(doc, body []byte) ([]byte, error) {
+				meta, err := patch.SchemaOf(scaleGVK, &scaleObject{})
+				if err != nil {
+					return nil, err
+				}
+				return patch.Strategic(doc, body, meta)
+			}
 		case mediaJSONPatch:
-			apply = jsonPatch
+			apply = patch.JSON
 		default:
 			WriteError(w, unsupportedMediaType(ct, mediaMergePatch, mediaStrategicPatch, mediaJSONPatch))
 			return

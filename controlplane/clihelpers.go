@@ -4,8 +4,8 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/health"
 	"github.com/berth-dev/berth/reconcile/apply"
-	"github.com/berth-dev/berth/reconcile/health"
 )
 
 // The command line reaches the applier's and the health checks' pure

@@ -20,12 +20,12 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/health"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/plan"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/reconcile/event"
-	"github.com/berth-dev/berth/reconcile/health"
 	"github.com/berth-dev/berth/reconcile/notify"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/health"
 )
 
 // Health is a dashboard's verdict on an object, as Argo CD's health:
@@ -105,27 +104,16 @@ func healthOf(obj api.Object) (Health, string) {
 // kstatusHealth is kstatus's verdict on a workload kind (rolled out,
 // complete, failed), as `berth tree source` and a Source's wait judge it.
 func kstatusHealth(obj api.Object) (Health, string) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return Unknown, err.Error()
-	}
-	u := &unstructured.Unstructured{Object: m}
-	if k := api.KindOf(obj); k != nil {
-		u.SetGroupVersionKind(k.GVK)
-	}
-	res, err := status.Compute(u)
-	if err != nil {
-		return Unknown, err.Error()
-	}
-	switch res.Status {
+	st, msg := health.Of(obj)
+	switch st {
 	case status.CurrentStatus:
-		return Healthy, res.Message
+		return Healthy, msg
 	case status.InProgressStatus, status.TerminatingStatus:
-		return Progressing, res.Message
+		return Progressing, msg
 	case status.FailedStatus:
-		return Degraded, res.Message
+		return Degraded, msg
 	}
-	return Unknown, res.Message
+	return Unknown, msg
 }
 
 // genericHealth reads status.conditions of a kind it has no rule for: a

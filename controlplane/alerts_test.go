@@ -10,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,48 +19,6 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/testtool"
 )
-
-// gitRepo is a bare repository and a clone to commit in, made by the git
-// program.
-type gitRepo struct {
-	t          *testing.T
-	bare, work string
-}
-
-func newGitRepo(t *testing.T) *gitRepo {
-	t.Helper()
-	testtool.Need(t, "git")
-	dir := t.TempDir()
-	r := &gitRepo{t: t, bare: filepath.Join(dir, "fleet.git"), work: filepath.Join(dir, "work")}
-	r.git(dir, "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
-	r.git(dir, "init", "--quiet", "--initial-branch=main", r.work)
-	r.git(r.work, "remote", "add", "origin", r.bare)
-	return r
-}
-
-func (r *gitRepo) git(dir string, args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// commit writes files in the clone, commits and pushes them to branch,
-// and returns the commit.
-func (r *gitRepo) commit(branch string, files map[string]string) string {
-	r.t.Helper()
-	for name, content := range files {
-		write(r.t, filepath.Join(r.work, name), content)
-	}
-	r.git(r.work, "add", "-A")
-	r.git(r.work, "commit", "--quiet", "--allow-empty", "-m", "change")
-	r.git(r.work, "push", "--quiet", "origin", "HEAD:refs/heads/"+branch)
-	return r.git(r.work, "rev-parse", "HEAD")
-}
 
 // hookReceiver records what an httptest server is sent.
 type hookReceiver struct {
@@ -116,8 +72,8 @@ func (h *hookReceiver) statuses(t *testing.T) []string {
 // applied (success), a broken commit (failure), and a drift correction
 // (webhook only); a receiver that never answers delays none of it.
 func TestAlertsOfAGitSource(t *testing.T) {
-	repo := newGitRepo(t)
-	sha1 := repo.commit("main", map[string]string{"app.yaml": cm("app", "1")})
+	repo := testtool.NewGitRepo(t, "fleet")
+	sha1 := repo.Commit("main", map[string]string{"app.yaml": cm("app", "1")})
 	cp := startControlPlane(t, t.TempDir(), StoreMemory)
 	st := cp.Store()
 	ctx := context.Background()
@@ -140,7 +96,7 @@ func TestAlertsOfAGitSource(t *testing.T) {
 			Provider: api.AlertProvider{Type: api.AlertGeneric, Address: hook.URL, SecretRef: &api.SourceSecretRef{Name: "hook"}}}},
 		&api.Alert{ObjectMeta: metav1.ObjectMeta{Name: "commits"}, Spec: api.AlertSpec{Sources: []string{"*"},
 			Provider: api.AlertProvider{Type: api.AlertGitHub, Address: forge.URL, Repository: "ops/fleet", SecretRef: &api.SourceSecretRef{Name: "forge"}}}},
-		&api.Source{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: api.SourceSpec{Type: api.SourceTypeGit, URL: "file://" + repo.bare, Ref: "main"}},
+		&api.Source{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: api.SourceSpec{Type: api.SourceTypeGit, URL: repo.URL(), Ref: "main"}},
 	}
 	for _, o := range objs {
 		if _, err := st.Create(ctx, o); err != nil {
@@ -157,7 +113,7 @@ func TestAlertsOfAGitSource(t *testing.T) {
 		t.Errorf("Authorization %q", got)
 	}
 
-	sha2 := repo.commit("main", map[string]string{"app.yaml": cm("app", "2") + "imagee: x\n"})
+	sha2 := repo.Commit("main", map[string]string{"app.yaml": cm("app", "2") + "imagee: x\n"})
 	cp.sources.Trigger("fleet")
 	poll(t, "the broken commit's status", func() error {
 		if got := forge.statuses(t); len(got) != 2 || got[1] != "/repos/ops/fleet/statuses/ "+sha2+" failure berth/fleet" {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/testtool"
 )
 
 func TestPushedBranch(t *testing.T) {
@@ -51,8 +52,8 @@ func FuzzPushedBranch(f *testing.F) {
 // a Deployment no node can hold, success for one that fits. The Source's
 // own branch still syncs.
 func TestWebhookPlansAPullRequestsBranch(t *testing.T) {
-	repo := newGitRepo(t)
-	base := repo.commit("main", map[string]string{"app.yaml": cm("app", "1")})
+	repo := testtool.NewGitRepo(t, "fleet")
+	base := repo.Commit("main", map[string]string{"app.yaml": cm("app", "1")})
 	secretFile := filepath.Join(t.TempDir(), "hook")
 	write(t, secretFile, "s3cret\n")
 	cp := runControlPlane(t, Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", Store: StoreMemory,
@@ -72,7 +73,7 @@ func TestWebhookPlansAPullRequestsBranch(t *testing.T) {
 		&api.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: api.NamespaceSystem, Name: "forge"}, Data: map[string][]byte{"token": []byte("glpat")}},
 		&api.Alert{ObjectMeta: metav1.ObjectMeta{Name: "plans"}, Spec: api.AlertSpec{Sources: []string{"fleet"}, Events: []string{api.AlertEventPlanned},
 			Provider: api.AlertProvider{Type: api.AlertGitLab, Address: forge.URL, Repository: "ops/fleet", SecretRef: &api.SourceSecretRef{Name: "forge"}}}},
-		&api.Source{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: api.SourceSpec{Type: api.SourceTypeGit, URL: "file://" + repo.bare, Ref: "main"}},
+		&api.Source{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}, Spec: api.SourceSpec{Type: api.SourceTypeGit, URL: repo.URL(), Ref: "main"}},
 	} {
 		if _, err := st.Create(ctx, o); err != nil {
 			t.Fatal(err)
@@ -108,8 +109,8 @@ func TestWebhookPlansAPullRequestsBranch(t *testing.T) {
 		return buf.String()
 	}
 
-	repo.git(repo.work, "checkout", "--quiet", "-b", "big")
-	big := repo.commit("big", map[string]string{"web.yaml": gatedDeployment("64")})
+	repo.Git(repo.Work, "checkout", "--quiet", "-b", "big")
+	big := repo.Commit("big", map[string]string{"web.yaml": gatedDeployment("64")})
 	if got := hook(fmt.Sprintf(`{"ref":"refs/heads/big","after":%q,"repository":{"default_branch":"main"}}`, big)); !strings.Contains(got, "plan of branch big of source fleet queued") {
 		t.Fatalf("answer %s", got)
 	}
@@ -131,8 +132,8 @@ func TestWebhookPlansAPullRequestsBranch(t *testing.T) {
 		t.Fatal("the planned branch was applied")
 	}
 
-	repo.git(repo.work, "checkout", "--quiet", "-b", "small", "main")
-	small := repo.commit("small", map[string]string{"web.yaml": gatedDeployment("1")})
+	repo.Git(repo.Work, "checkout", "--quiet", "-b", "small", "main")
+	small := repo.Commit("small", map[string]string{"web.yaml": gatedDeployment("1")})
 	// A pull request event, as GitHub and Gitea send it.
 	hook(fmt.Sprintf(`{"action":"synchronize","pull_request":{"head":{"ref":"small","sha":%q}},"repository":{"default_branch":"main"}}`, small))
 	poll(t, "the fitting plan's status", func() error {
@@ -151,8 +152,8 @@ func TestWebhookPlansAPullRequestsBranch(t *testing.T) {
 	}
 
 	// The Source's own branch: a sync, as before.
-	repo.git(repo.work, "checkout", "--quiet", "main")
-	next := repo.commit("main", map[string]string{"app.yaml": cm("app", "2")})
+	repo.Git(repo.Work, "checkout", "--quiet", "main")
+	next := repo.Commit("main", map[string]string{"app.yaml": cm("app", "2")})
 	if got := hook(`{"ref":"refs/heads/main","after":"` + next + `"}`); !strings.Contains(got, "sync of source fleet triggered") {
 		t.Fatalf("answer %s", got)
 	}

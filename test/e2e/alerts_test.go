@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/testtool"
 )
 
 // TestAlertsAndBranchPlans runs the binary with a git source and an
@@ -23,9 +25,9 @@ import (
 // receiver as a signed "applied" event, a push to another branch as a
 // "planned" one, and berth get alerts counts them.
 func TestAlertsAndBranchPlans(t *testing.T) {
-	r := newRepo(t, "fleet")
-	r.write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"0\"\n")
-	first := r.commitAndPush("first")
+	r := testtool.NewGitRepo(t, "fleet")
+	r.Write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"0\"\n")
+	first := r.Push("main", "first")
 
 	var mu sync.Mutex
 	var got []map[string]any
@@ -59,7 +61,7 @@ func TestAlertsAndBranchPlans(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "--source", "git+file://"+r.bare+"?ref=main&interval=1h", "--webhook-secret-file", secretFile)
+	s := startServer(t, "--source", "git+file://"+r.Bare+"?ref=main&interval=1h", "--webhook-secret-file", secretFile)
 	waitFor(t, 30*time.Second, "the first revision", func() error {
 		if out, _, _ := s.berth(t, "get", "sources"); !strings.Contains(out, first[:12]) {
 			return fmt.Errorf("get sources:\n%s", out)
@@ -86,8 +88,8 @@ spec:
 	}
 	s.mustBerth(t, "apply", "-f", manifest)
 
-	r.write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"1\"\n")
-	second := r.commitAndPush("second")
+	r.Write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"1\"\n")
+	second := r.Push("main", "second")
 	if code := s.hook(t, secret, "fleet", true); code != http.StatusAccepted {
 		t.Fatalf("webhook: %d", code)
 	}
@@ -98,12 +100,12 @@ spec:
 		return nil
 	})
 
-	r.git(r.work, "checkout", "--quiet", "-b", "feature")
-	r.write("apps/more.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n")
-	r.git(r.work, "add", "-A")
-	r.git(r.work, "commit", "--quiet", "-m", "more")
-	r.git(r.work, "push", "--quiet", "origin", "feature")
-	feature := r.git(r.work, "rev-parse", "HEAD")
+	r.Git(r.Work, "checkout", "--quiet", "-b", "feature")
+	r.Write("apps/more.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: more\n")
+	r.Git(r.Work, "add", "-A")
+	r.Git(r.Work, "commit", "--quiet", "-m", "more")
+	r.Git(r.Work, "push", "--quiet", "origin", "feature")
+	feature := r.Git(r.Work, "rev-parse", "HEAD")
 	if code := s.hookBody(t, secret, "fleet", `{"ref":"refs/heads/feature","after":"`+feature+`"}`); code != http.StatusAccepted {
 		t.Fatalf("webhook: %d", code)
 	}

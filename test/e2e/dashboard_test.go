@@ -29,15 +29,15 @@ const ScreenshotsEnv = "BERTH_UI_SCREENSHOTS"
 // logs, log out. Each step leaves a screenshot.
 func TestDashboardInABrowser(t *testing.T) {
 	chromium := testtool.Need(t, "chromium")
-	r := newRepo(t, "fleet")
+	r := testtool.NewGitRepo(t, "fleet")
 	hello, err := os.ReadFile("testdata/hello/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// One replica: the exec runtime's pods listen on the node's address.
-	r.write("hello/hello.yaml", strings.Replace(string(hello), "replicas: 2", "replicas: 1", 1))
-	first := r.commitAndPush("hello")
-	s := startServer(t, "--source", "git+file://"+r.bare+"?name=hello&interval=2s",
+	r.Write("hello/hello.yaml", strings.Replace(string(hello), "replicas: 2", "replicas: 1", 1))
+	first := r.Push("main", "hello")
+	s := startServer(t, "--source", "git+file://"+r.Bare+"?name=hello&interval=2s",
 		"--agent=true", "--node-name", "n1", "--node-ip", "127.0.0.11",
 		"--agent-listen", fmt.Sprintf("127.0.0.11:%d", freePort(t, "127.0.0.11")),
 		"--node-status-update-frequency", "1s")
@@ -94,8 +94,8 @@ func TestDashboardInABrowser(t *testing.T) {
 		_, err := chromedp.Evaluate[bool](`(window.berthNoReload = true)`)(ctx, tg)
 		return err
 	}))
-	r.write("hello/broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata: [1, 2]\n")
-	r.commitAndPush("a broken manifest")
+	r.Write("hello/broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata: [1, 2]\n")
+	r.Push("main", "a broken manifest")
 	b.waitJS(t, 60*time.Second, "the source not Ready, naming hello/broken.yaml and data",
 		`(() => { const r = document.querySelector('.ready'); const m = document.querySelector('pre.condition');
 		  return !!r && r.textContent === 'False' && !!m && m.textContent.includes('hello/broken.yaml') && m.textContent.includes('data'); })()`)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // readyDeployment is a Deployment of 3 pods under the exec runtime whose
@@ -51,14 +52,14 @@ func TestGitOpsPushToReady(t *testing.T) {
 	if os.Getenv("BERTH_E2E_MEASURE") == "" {
 		t.Skip("a measurement of 20 rollouts: set BERTH_E2E_MEASURE=1 to run it")
 	}
-	r := newRepo(t, "fleet")
-	r.write("web.yaml", readyDeployment(0))
-	first := r.commitAndPush("0")
+	r := testtool.NewGitRepo(t, "fleet")
+	r.Write("web.yaml", readyDeployment(0))
+	first := r.Push("main", "0")
 	secretFile := filepath.Join(t.TempDir(), "hook-secret")
 	if err := os.WriteFile(secretFile, []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "--source", "git+file://"+r.bare+"?interval=1h", "--webhook-secret-file", secretFile)
+	s := startServer(t, "--source", "git+file://"+r.Bare+"?interval=1h", "--webhook-secret-file", secretFile)
 	startAgent(t, s, "n1", "127.0.0.93")
 	c := s.client(t)
 	ctx := context.Background()
@@ -79,12 +80,12 @@ func TestGitOpsPushToReady(t *testing.T) {
 	const pushes = 20
 	var fromPush []time.Duration
 	for i := 1; i <= pushes; i++ {
-		r.write("web.yaml", readyDeployment(i))
-		r.git(r.work, "add", "-A")
-		r.git(r.work, "commit", "--quiet", "-m", fmt.Sprint(i))
-		sha := r.git(r.work, "rev-parse", "HEAD")
+		r.Write("web.yaml", readyDeployment(i))
+		r.Git(r.Work, "add", "-A")
+		r.Git(r.Work, "commit", "--quiet", "-m", fmt.Sprint(i))
+		sha := r.Git(r.Work, "rev-parse", "HEAD")
 		start := time.Now()
-		r.git(r.work, "push", "--quiet", "origin", "main")
+		r.Git(r.Work, "push", "--quiet", "origin", "main")
 		if code := s.hook(t, "s3cret", "fleet", true); code != http.StatusAccepted {
 			t.Fatalf("webhook: %d", code)
 		}
@@ -118,13 +119,13 @@ func TestHundredSources(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	repos := make([]*repo, n)
+	repos := make([]*testtool.GitRepo, n)
 	args := []string{"--webhook-secret-file", secretFile}
 	for i := range repos {
-		repos[i] = newRepo(t, fmt.Sprintf("app%03d", i))
-		repos[i].write("config.yaml", cmYAML(fmt.Sprintf("app%03d", i), "0"))
-		repos[i].commitAndPush("0")
-		args = append(args, "--source", "git+file://"+repos[i].bare+"?interval=10m")
+		repos[i] = testtool.NewGitRepo(t, fmt.Sprintf("app%03d", i))
+		repos[i].Write("config.yaml", cmYAML(fmt.Sprintf("app%03d", i), "0"))
+		repos[i].Push("main", "0")
+		args = append(args, "--source", "git+file://"+repos[i].Bare+"?interval=10m")
 	}
 	s := startServer(t, args...)
 	c := s.client(t)
@@ -151,7 +152,7 @@ func TestHundredSources(t *testing.T) {
 	}
 	heads := make([]string, n)
 	for i, r := range repos {
-		heads[i] = r.git(r.work, "rev-parse", "HEAD")
+		heads[i] = r.Git(r.Work, "rev-parse", "HEAD")
 	}
 	atHead := func(src *api.Source, i int) bool {
 		c := meta.FindStatusCondition(src.Status.Conditions, api.SourceReady)
@@ -173,8 +174,8 @@ func TestHundredSources(t *testing.T) {
 	restSpan := time.Since(rest)
 
 	for i, r := range repos {
-		r.write("config.yaml", cmYAML(fmt.Sprintf("app%03d", i), "1"))
-		heads[i] = r.commitAndPush("1")
+		r.Write("config.yaml", cmYAML(fmt.Sprintf("app%03d", i), "1"))
+		heads[i] = r.Push("main", "1")
 	}
 	push := time.Now()
 	for i := range repos {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,56 +20,6 @@ import (
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/testtool"
 )
-
-// repo is a bare git repository and a working clone that pushes to it.
-type repo struct {
-	t    *testing.T
-	bare string
-	work string
-}
-
-func newRepo(t *testing.T, name string) *repo {
-	t.Helper()
-	testtool.Need(t, "git")
-	dir := t.TempDir()
-	r := &repo{t: t, bare: filepath.Join(dir, name+".git"), work: filepath.Join(dir, "work")}
-	r.git(dir, "init", "--quiet", "--bare", "--initial-branch=main", r.bare)
-	r.git(dir, "init", "--quiet", "--initial-branch=main", r.work)
-	r.git(r.work, "remote", "add", "origin", r.bare)
-	return r
-}
-
-func (r *repo) git(dir string, args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func (r *repo) write(name, content string) {
-	r.t.Helper()
-	p := filepath.Join(r.work, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// commitAndPush commits everything in the clone, pushes, and returns the
-// commit's SHA.
-func (r *repo) commitAndPush(msg string) string {
-	r.t.Helper()
-	r.git(r.work, "add", "-A")
-	r.git(r.work, "commit", "--quiet", "--allow-empty", "-m", msg)
-	r.git(r.work, "push", "--quiet", "origin", "main")
-	return r.git(r.work, "rev-parse", "HEAD")
-}
 
 // hook posts a signed webhook for a source and returns the status code.
 func (s *server) hook(t *testing.T, secret, name string, sign bool) int {
@@ -145,21 +94,21 @@ func (s *server) client(t *testing.T) *client.Client {
 }
 
 func TestGitOps(t *testing.T) {
-	r := newRepo(t, "fleet")
+	r := testtool.NewGitRepo(t, "fleet")
 	hello, err := os.ReadFile("testdata/hello/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.write("apps/hello.yaml", string(hello))
-	r.write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"0\"\n")
-	first := r.commitAndPush("hello")
+	r.Write("apps/hello.yaml", string(hello))
+	r.Write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"0\"\n")
+	first := r.Push("main", "hello")
 
 	secret := "webhook-s3cret"
 	secretFile := filepath.Join(t.TempDir(), "hook-secret")
 	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "--source", "git+file://"+r.bare+"?interval=1h", "--webhook-secret-file", secretFile)
+	s := startServer(t, "--source", "git+file://"+r.Bare+"?interval=1h", "--webhook-secret-file", secretFile)
 	c := s.client(t)
 
 	waitFor(t, 30*time.Second, "the first revision", func() error {
@@ -187,8 +136,8 @@ func TestGitOps(t *testing.T) {
 	}
 
 	// A push and a signed webhook apply the change.
-	r.write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"1\"\n")
-	second := r.commitAndPush("n=1")
+	r.Write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"1\"\n")
+	second := r.Push("main", "n=1")
 	if code := s.hook(t, secret, "fleet", false); code != http.StatusUnauthorized {
 		t.Errorf("unsigned webhook: %d", code)
 	}
@@ -237,9 +186,9 @@ func TestGitOps(t *testing.T) {
 	}
 
 	// A broken manifest: nothing changes, Ready=False names the file.
-	r.write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"2\"\n")
-	r.write("apps/broken.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: broken\nspec:\n  replicaz: 2\n")
-	broken := r.commitAndPush("broken")
+	r.Write("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"2\"\n")
+	r.Write("apps/broken.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: broken\nspec:\n  replicaz: 2\n")
+	broken := r.Push("main", "broken")
 	if code := s.hook(t, secret, "fleet", true); code != http.StatusAccepted {
 		t.Fatalf("webhook: %d", code)
 	}
@@ -275,8 +224,8 @@ func TestGitOps(t *testing.T) {
 	}
 
 	// Deleting every file is held back by the prune guard...
-	r.git(r.work, "rm", "-r", "--quiet", "apps")
-	empty := r.commitAndPush("delete everything")
+	r.Git(r.Work, "rm", "-r", "--quiet", "apps")
+	empty := r.Push("main", "delete everything")
 	if code := s.hook(t, secret, "fleet", true); code != http.StatusAccepted {
 		t.Fatalf("webhook: %d", code)
 	}
@@ -310,14 +259,14 @@ func TestGitOpsWebhookLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures 20 pushes")
 	}
-	r := newRepo(t, "fleet")
-	r.write("config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"0\"\n")
-	first := r.commitAndPush("0")
+	r := testtool.NewGitRepo(t, "fleet")
+	r.Write("config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"0\"\n")
+	first := r.Push("main", "0")
 	secretFile := filepath.Join(t.TempDir(), "hook-secret")
 	if err := os.WriteFile(secretFile, []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, "--source", "git+file://"+r.bare+"?interval=1h", "--webhook-secret-file", secretFile)
+	s := startServer(t, "--source", "git+file://"+r.Bare+"?interval=1h", "--webhook-secret-file", secretFile)
 	c := s.client(t)
 	waitFor(t, 30*time.Second, "the first revision", func() error {
 		if got := s.source(t, c, "fleet").Status.LastAppliedRevision; got != first {
@@ -328,12 +277,12 @@ func TestGitOpsWebhookLatency(t *testing.T) {
 	const pushes = 20
 	var fromPush, fromHook []time.Duration
 	for i := 1; i <= pushes; i++ {
-		r.write("config.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"%d\"\n", i))
-		r.git(r.work, "add", "-A")
-		r.git(r.work, "commit", "--quiet", "-m", fmt.Sprint(i))
-		sha := r.git(r.work, "rev-parse", "HEAD")
+		r.Write("config.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"%d\"\n", i))
+		r.Git(r.Work, "add", "-A")
+		r.Git(r.Work, "commit", "--quiet", "-m", fmt.Sprint(i))
+		sha := r.Git(r.Work, "rev-parse", "HEAD")
 		start := time.Now()
-		r.git(r.work, "push", "--quiet", "origin", "main")
+		r.Git(r.Work, "push", "--quiet", "origin", "main")
 		hooked := time.Now()
 		if code := s.hook(t, "s3cret", "fleet", true); code != http.StatusAccepted {
 			t.Fatalf("webhook: %d", code)

@@ -7,18 +7,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-dev/berth/testtool"
 )
 
 // TestSourceObjectsCLI drives a Source made through the API, with the
 // binary: apply it, reconcile it with progress, suspend it, diff the
 // commit it holds back, resume it, and read its tree and history.
 func TestSourceObjectsCLI(t *testing.T) {
-	r := newRepo(t, "fleet")
+	r := testtool.NewGitRepo(t, "fleet")
 	settings := func(n int) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  count: \"%d\"\n", n)
 	}
-	r.write("apps/config.yaml", settings(0))
-	r.write("apps/web.yaml", `apiVersion: apps/v1
+	r.Write("apps/config.yaml", settings(0))
+	r.Write("apps/web.yaml", `apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
@@ -35,7 +37,7 @@ spec:
         image: busybox
         command: ["sleep", "3600"]
 `)
-	first := r.commitAndPush("first")
+	first := r.Push("main", "first")
 	s := startServer(t, "--agent=false")
 
 	manifest := filepath.Join(t.TempDir(), "source.yaml")
@@ -50,7 +52,7 @@ spec:
   interval: 1h
   wait: true
   timeout: 1m
-`, r.bare)
+`, r.Bare)
 	if err := os.WriteFile(manifest, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +82,8 @@ spec:
 		}
 		return nil
 	})
-	r.write("apps/config.yaml", settings(1))
-	second := r.commitAndPush("count 1")
+	r.Write("apps/config.yaml", settings(1))
+	second := r.Push("main", "count 1")
 	if _, stderr, code := s.berth(t, "reconcile", "source", "fleet"); code == 0 || !strings.Contains(stderr, "suspended") {
 		t.Errorf("reconcile of a suspended source: exit %d, %s", code, stderr)
 	}

@@ -56,21 +56,21 @@ func digA(t *testing.T, s *server, name string) []string {
 // pushed to a git repository, a server with a webhook and its own agent,
 // a second agent, and then the life of the application through git.
 func TestTheWholeStory(t *testing.T) {
-	r := newRepo(t, "fleet")
+	r := testtool.NewGitRepo(t, "fleet")
 	hello, err := os.ReadFile("testdata/hello/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.write("hello/hello.yaml", string(hello))
-	r.write("hello/README.md", "the hello example\n")
-	first := r.commitAndPush("hello")
+	r.Write("hello/hello.yaml", string(hello))
+	r.Write("hello/README.md", "the hello example\n")
+	first := r.Push("main", "hello")
 
 	secret := "story-s3cret"
 	secretFile := filepath.Join(t.TempDir(), "hook-secret")
 	if err := os.WriteFile(secretFile, []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serverArgs := []string{"--source", "git+file://" + r.bare + "?interval=1h", "--webhook-secret-file", secretFile,
+	serverArgs := []string{"--source", "git+file://" + r.Bare + "?interval=1h", "--webhook-secret-file", secretFile,
 		"--agent=true", "--node-name", "n1", "--node-ip", "127.0.0.11",
 		"--agent-listen", fmt.Sprintf("127.0.0.11:%d", freePort(t, "127.0.0.11")),
 		"--node-status-update-frequency", "1s"}
@@ -114,8 +114,8 @@ func TestTheWholeStory(t *testing.T) {
 	if changed == string(hello) {
 		t.Fatal("the example no longer has the lines this test edits")
 	}
-	r.write("hello/hello.yaml", changed)
-	second := r.commitAndPush("one replica, a new greeting")
+	r.Write("hello/hello.yaml", changed)
+	second := r.Push("main", "one replica, a new greeting")
 	if code := s.hook(t, secret, "fleet", true); code != http.StatusAccepted {
 		t.Fatalf("webhook: %d", code)
 	}
@@ -144,8 +144,8 @@ func TestTheWholeStory(t *testing.T) {
 
 	// A broken manifest: the last good revision keeps serving, and the
 	// source names the file.
-	r.write("hello/broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata: [1, 2]\n")
-	r.commitAndPush("a broken manifest")
+	r.Write("hello/broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata: [1, 2]\n")
+	r.Push("main", "a broken manifest")
 	s.hook(t, secret, "fleet", true)
 	waitFor(t, 20*time.Second, "the source to report the broken file", func() error {
 		out, _, _ := s.berth(t, "get", "sources")
@@ -162,8 +162,8 @@ func TestTheWholeStory(t *testing.T) {
 			t.Errorf("the last good revision stopped serving: %v", err)
 		}
 	}
-	r.git(r.work, "rm", "--quiet", "hello/broken.yaml")
-	r.commitAndPush("fix it")
+	r.Git(r.Work, "rm", "--quiet", "hello/broken.yaml")
+	r.Push("main", "fix it")
 	s.hook(t, secret, "fleet", true)
 	waitFor(t, 20*time.Second, "the source Ready again", func() error {
 		if st, reason, msg := readyCondition(s.source(t, c, "fleet")); st != "True" {
@@ -192,8 +192,8 @@ func TestTheWholeStory(t *testing.T) {
 	})
 
 	// The files go: the prune guard holds the revision back until allowed.
-	r.git(r.work, "rm", "--quiet", "hello/hello.yaml")
-	r.commitAndPush("remove hello")
+	r.Git(r.Work, "rm", "--quiet", "hello/hello.yaml")
+	r.Push("main", "remove hello")
 	s.hook(t, secret, "fleet", true)
 	waitFor(t, 20*time.Second, "the prune guard", func() error {
 		if _, reason, msg := readyCondition(s.source(t, c, "fleet")); reason != "PruneGuard" {

@@ -115,7 +115,7 @@ func searchableDataDir(t *testing.T) string {
 // token file.
 func setUpPodFiles(t *testing.T, dataDir string, refs RefResolver, pod *api.Pod, now time.Time) (map[string]string, string) {
 	t.Helper()
-	paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
+	paths, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs}, pod)
 	if err != nil {
 		t.Fatal(err)
 	}

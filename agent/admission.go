@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
@@ -112,7 +110,7 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 			}
 			for j, e := range c.Env {
 				vf := e.ValueFrom
-				never(vf != nil && (vf.ResourceFieldRef != nil || vf.FileKeyRef != nil), fmt.Sprintf("%senv[%d].valueFrom", p, j))
+				never(vf != nil && vf.FileKeyRef != nil, fmt.Sprintf("%senv[%d].valueFrom.fileKeyRef", p, j))
 			}
 		}
 	}
@@ -121,23 +119,12 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 		if kind := storedVolumeKind(v); kind != "" {
 			out = append(out, fmt.Sprintf("spec.volumes[%d].%s", i, kind))
 		}
-		downward := func(p string, items []corev1.DownwardAPIVolumeFile) {
-			for j, it := range items {
-				never(it.ResourceFieldRef != nil, fmt.Sprintf("%s.items[%d].resourceFieldRef", p, j))
-			}
-		}
-		if v.DownwardAPI != nil {
-			downward(fmt.Sprintf("spec.volumes[%d].downwardAPI", i), v.DownwardAPI.Items)
-		}
 		if v.Projected != nil {
 			for j, src := range v.Projected.Sources {
 				p := fmt.Sprintf("spec.volumes[%d].projected.sources[%d]", i, j)
 				never(src.ServiceAccountToken != nil, p+".serviceAccountToken")
 				never(src.ClusterTrustBundle != nil, p+".clusterTrustBundle")
 				never(src.PodCertificate != nil, p+".podCertificate")
-				if src.DownwardAPI != nil {
-					downward(p+".downwardAPI", src.DownwardAPI.Items)
-				}
 			}
 		}
 	}

@@ -105,6 +105,10 @@ type Config struct {
 	// CNIConfDir is where the pods' CNI network is written: for
 	// RuntimeContainerd under its directory, else /etc/cni/net.d.
 	CNIConfDir string
+	// AllowedUnsafeSysctls are the sysctls (or patterns ending in *)
+	// pods may set beyond the safe ones, as the kubelet's
+	// --allowed-unsafe-sysctls.
+	AllowedUnsafeSysctls []string
 	// Version is reported on the Node.
 	Version string
 	// HeartbeatPeriod is how often the node's Lease is renewed (default
@@ -266,19 +270,21 @@ func New(cfg Config) (*Agent, error) {
 	mem := capacity[api.ResourceMemory]
 	a.podEvents = newAPIPodEvents(cfg.NodeName, a.connectedClient, a.log)
 	a.pods, err = NewPodManager(PodManagerOptions{
-		NodeName:       cfg.NodeName,
-		NodeIP:         cfg.NodeIP,
-		Runtime:        rt,
-		RuntimeName:    cfg.Runtime,
-		DataDir:        cfg.DataDir,
-		MemoryCapacity: mem.Value(),
-		Reporter:       reporter{a},
-		Refs:           refs{a},
-		Server:         cfg.Server,
-		CAData:         cfg.CAData,
-		Events:         a.podEvents,
-		Clock:          cfg.Clock,
-		Logger:         a.log,
+		NodeName:             cfg.NodeName,
+		NodeIP:               cfg.NodeIP,
+		Runtime:              rt,
+		RuntimeName:          cfg.Runtime,
+		DataDir:              cfg.DataDir,
+		MemoryCapacity:       mem.Value(),
+		Allocatable:          Allocatable(capacity, thresholds),
+		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
+		Reporter:             reporter{a},
+		Refs:                 refs{a},
+		Server:               cfg.Server,
+		CAData:               cfg.CAData,
+		Events:               a.podEvents,
+		Clock:                cfg.Clock,
+		Logger:               a.log,
 	})
 	if err != nil {
 		a.closeRuntime()
@@ -475,6 +481,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Labels:             a.cfg.Labels,
 		Taints:             a.cfg.Taints,
 		Capacity:           a.capacity,
+		Allocatable:        Allocatable(a.capacity, a.thresholds),
 		Port:               int32(port),
 		Capabilities:       a.rt.Capabilities(),
 		Version:            a.cfg.Version,

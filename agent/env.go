@@ -131,6 +131,9 @@ type envSource struct {
 	images bool
 	// podIP is the pod's own address, when it has one (status.podIP).
 	podIP string
+	// allocatable is the node's allocatable: what a resourceFieldRef
+	// reads for a limit its container does not set.
+	allocatable api.ResourceList
 	// apiServer is where the API server is, as KEY=VALUE (apiServerEnv):
 	// first in the environment, so that the container's own variables of
 	// the same names win and $(VAR) can name them, as in Kubernetes.
@@ -192,7 +195,7 @@ func containerEnv(ctx context.Context, src envSource, c *api.Container) ([]strin
 			set(e.Name, expandVars(e.Value, vars))
 			continue
 		}
-		v, ok, err := envValueFrom(ctx, src, e)
+		v, ok, err := envValueFrom(ctx, src, c, e)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -232,9 +235,15 @@ func volumeEnvName(volume string) string {
 	return "BERTH_VOLUME_" + strings.ReplaceAll(strings.ToUpper(volume), "-", "_")
 }
 
-func envValueFrom(ctx context.Context, src envSource, e api.EnvVar) (string, bool, error) {
+func envValueFrom(ctx context.Context, src envSource, c *api.Container, e api.EnvVar) (string, bool, error) {
 	vf, p := e.ValueFrom, src.pod
 	switch {
+	case vf.ResourceFieldRef != nil:
+		v, err := containerResourceValue(p, c, vf.ResourceFieldRef, src.allocatable)
+		if err != nil {
+			return "", false, configErrorf("env %s: %v", e.Name, err)
+		}
+		return v, true, nil
 	case vf.FieldRef != nil:
 		switch vf.FieldRef.FieldPath {
 		case "metadata.name":

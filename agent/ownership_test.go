@@ -141,7 +141,7 @@ func TestVolumesFollowFSGroup(t *testing.T) {
 		},
 	}
 	dataDir := t.TempDir()
-	paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
+	paths, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs}, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestVolumesFollowFSGroup(t *testing.T) {
 	refs.configMaps["default/conf"] = &api.ConfigMap{Data: map[string]string{"k": "v", "k2": "w"}}
 	refs.mu.Unlock()
 	os.Chown(filepath.Join(claim, "f"), 0, 0)
-	if _, err := setUpVolumes(context.Background(), dataDir, refs, pod); err != nil {
+	if _, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs}, pod); err != nil {
 		t.Fatal(err)
 	}
 	if got := ownedBy(t, filepath.Join(paths["conf"], "k2")); got != (owned{gid, 0o644}) {

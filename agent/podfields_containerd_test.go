@@ -626,7 +626,8 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 			Subdomain:                     "sub",
 			HostAliases:                   []corev1.HostAlias{{IP: "198.18.9.9", Hostnames: []string{"foo.local", "bar.local"}}},
 			SecurityContext: &api.PodSecurityContext{Sysctls: []corev1.Sysctl{
-				{Name: "net.ipv4.ip_local_port_range", Value: "20000 30000"}, {Name: "kernel/shm_rmid_forced", Value: "1"}}},
+				{Name: "net.ipv4.ip_local_port_range", Value: "20000 30000"}, {Name: "kernel/shm_rmid_forced", Value: "1"},
+				{Name: "kernel.msgmax", Value: "65536"}}},
 			Containers: []api.Container{
 				{Name: "c", Image: image, VolumeMounts: []api.VolumeMount{{Name: "info", MountPath: "/etc/podinfo"}}},
 				{Name: "own", Image: image, VolumeMounts: []api.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}},
@@ -640,11 +641,12 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "unsafe", Namespace: "default", UID: "uid-unsafe"},
 		Spec: api.PodSpec{
 			TerminationGracePeriodSeconds: new(int64(1)),
-			SecurityContext:               &api.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.msgmax", Value: "65536"}}},
+			SecurityContext:               &api.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.sem", Value: "250 32000 32 128"}}},
 			Containers:                    []api.Container{{Name: "c", Image: image}},
 		},
 	}
-	cm := startCRIManager(t, ctx, env, refs, nil, pod, unsafe)
+	allow := func(o *PodManagerOptions) { o.AllowedUnsafeSysctls = []string{"kernel.msg*"} }
+	cm := startCRIManager(t, ctx, env, refs, allow, pod, unsafe)
 	st := cm.running(t, pod.UID, "c", "own")
 	hosts := cm.exec(t, ctx, pod.UID, "c", "cat", "/etc/hosts")
 	for _, want := range []string{"# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n",
@@ -666,6 +668,9 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 	if got := cm.exec(t, ctx, pod.UID, "c", "cat", "/proc/sys/kernel/shm_rmid_forced"); got != "1" {
 		t.Errorf("kernel.shm_rmid_forced %q, want the pod's 1", got)
 	}
+	if got := cm.exec(t, ctx, pod.UID, "c", "cat", "/proc/sys/kernel/msgmax"); got != "65536" {
+		t.Errorf("kernel.msgmax %q, want the pod's 65536 (allowed by kernel.msg*)", got)
+	}
 
 	// The node knows no cluster DNS server here (no NameServer): the
 	// ClusterFirst pod got the node's resolv.conf, and a warning, once.
@@ -674,7 +679,7 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 		t.Errorf("%d MissingClusterDNS events, want 1, in:\n%s", n, strings.Join(cm.ev.all(), "\n"))
 	}
 
-	want := `Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted`
+	want := `Pod was rejected: forbidden sysctl: "kernel.sem" not allowlisted`
 	testtool.WaitFor(t, 30*time.Second, "the unsafe sysctl refused", func() error {
 		st, _ := cm.rep.last(unsafe.UID)
 		if st.Phase != api.PodFailed || st.Reason != ReasonSysctlForbidden || st.Message != want {
@@ -682,7 +687,7 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 		}
 		return nil
 	})
-	if evs := strings.Join(cm.ev.all(), "\n"); !strings.Contains(evs, `Warning SysctlForbidden forbidden sysctl: "kernel.msgmax" not allowlisted`) {
+	if evs := strings.Join(cm.ev.all(), "\n"); !strings.Contains(evs, `Warning SysctlForbidden forbidden sysctl: "kernel.sem" not allowlisted`) {
 		t.Errorf("no SysctlForbidden event in:\n%s", evs)
 	}
 	if runs, err := cm.rt.List(ctx); err != nil || slices.ContainsFunc(runs, func(r runtime.Status) bool { return r.ID.PodUID == string(unsafe.UID) }) {

@@ -43,6 +43,13 @@ type PodManagerOptions struct {
 	// HostsFile is the node's hosts file, which hostNetwork pods under a
 	// CRI runtime see (DefaultHostsFile when empty).
 	HostsFile string
+	// Allocatable is the node's allocatable, what the downward API's
+	// resourceFieldRef reads for a limit a container does not set.
+	Allocatable api.ResourceList
+	// AllowedUnsafeSysctls are the sysctls, or patterns ending in *, pods
+	// may set beyond the safe ones (SafeSysctls), as the kubelet's
+	// --allowed-unsafe-sysctls.
+	AllowedUnsafeSysctls []string
 	// MemoryCapacity is the node's memory, for the oom_score_adj of
 	// Burstable containers.
 	MemoryCapacity int64
@@ -105,6 +112,8 @@ type PodManager struct {
 	// apiServer is the API server's address for the containers
 	// (apiServerEnv).
 	apiServer []string
+	// sysctls are the sysctls pods may set.
+	sysctls *sysctlAllowlist
 
 	mu      sync.Mutex
 	ctx     context.Context // set by Run; nil before
@@ -133,11 +142,15 @@ func NewPodManager(o PodManagerOptions) (*PodManager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod manager: %w", err)
 	}
+	sysctls, err := newSysctlAllowlist(o.AllowedUnsafeSysctls)
+	if err != nil {
+		return nil, fmt.Errorf("pod manager: allowed unsafe sysctls: %w", err)
+	}
 	path, err := podPath(o.DataDir)
 	if err != nil {
 		o.Logger.Warn("pods' PATH: no link to this agent's berth; a pod's shell may run another berth found first", "err", err)
 	}
-	return &PodManager{o: o, path: path, apiServer: apiServer, workers: map[types.UID]*podWorker{}}, nil
+	return &PodManager{o: o, path: path, apiServer: apiServer, sysctls: sysctls, workers: map[types.UID]*podWorker{}}, nil
 }
 
 // Run adopts what the runtime already runs (runs of a pod later Sync'd

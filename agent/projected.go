@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,13 +38,19 @@ func (f *fileSet) add(path string, b []byte, mode *int32) {
 
 // downwardFiles adds the downwardAPI items' files: the pod's fields, as
 // the kubelet writes them (labels and annotations as sorted key="value"
-// lines).
-func downwardFiles(f *fileSet, pod *api.Pod, items []corev1.DownwardAPIVolumeFile) error {
+// lines), and its containers' requests and limits (resourceFieldValue).
+func downwardFiles(f *fileSet, pod *api.Pod, items []corev1.DownwardAPIVolumeFile, allocatable api.ResourceList) error {
 	for _, it := range items {
-		if it.ResourceFieldRef != nil || it.FieldRef == nil {
-			return configErrorf("downwardAPI %s: only fieldRef items are supported", it.Path)
+		var v string
+		var err error
+		switch {
+		case it.FieldRef != nil:
+			v, err = podFieldValue(pod, it.FieldRef.FieldPath)
+		case it.ResourceFieldRef != nil:
+			v, err = containerResourceValue(pod, nil, it.ResourceFieldRef, allocatable)
+		default:
+			err = errors.New("neither fieldRef nor resourceFieldRef")
 		}
-		v, err := podFieldValue(pod, it.FieldRef.FieldPath)
 		if err != nil {
 			return configErrorf("downwardAPI %s: %v", it.Path, err)
 		}
@@ -112,7 +119,8 @@ func keyFiles(f *fileSet, data map[string][]byte, items []corev1.KeyToPath, opti
 }
 
 // projectedFiles gathers a projected volume's sources into one set.
-func projectedFiles(ctx context.Context, refs RefResolver, pod *api.Pod, src *corev1.ProjectedVolumeSource) (*fileSet, error) {
+func projectedFiles(ctx context.Context, env volumeEnv, pod *api.Pod, dir string, src *corev1.ProjectedVolumeSource) (*fileSet, error) {
+	refs := env.refs
 	f := &fileSet{}
 	for i, s := range src.Sources {
 		switch {
@@ -148,7 +156,7 @@ func projectedFiles(ctx context.Context, refs RefResolver, pod *api.Pod, src *co
 				return nil, err
 			}
 		case s.DownwardAPI != nil:
-			if err := downwardFiles(f, pod, s.DownwardAPI.Items); err != nil {
+			if err := downwardFiles(f, pod, s.DownwardAPI.Items, env.allocatable); err != nil {
 				return nil, err
 			}
 		default:

@@ -44,7 +44,7 @@ func TestDownwardAndProjectedVolumes(t *testing.T) {
 	}
 	api.Default(pod)
 	dataDir := t.TempDir()
-	paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
+	paths, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs}, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestDownwardAndProjectedVolumes(t *testing.T) {
 	}
 
 	pod.Labels["tier"] = "db"
-	if _, err := setUpVolumes(context.Background(), dataDir, refs, pod); err != nil {
+	if _, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs}, pod); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(paths["info"], "meta/labels")); string(b) != "app=\"shop\"\ntier=\"db\"" {

@@ -17,7 +17,7 @@ func TestEmptyDirInMemory(t *testing.T) {
 	size := resource.MustParse("8Mi")
 	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "u-mem"}}
 	pod.Spec.Volumes = []api.Volume{{Name: "scratch", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{Medium: api.StorageMediumMemory, SizeLimit: &size}}}}
-	paths, err := setUpVolumes(context.Background(), dataDir, nil, pod)
+	paths, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir}, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestEmptyDirInMemory(t *testing.T) {
 	}
 	t.Cleanup(func() { unmountUnder(filepath.Dir(dir)) })
 	// Set up again (an agent restart): the mount is found, not stacked.
-	if _, err := setUpVolumes(context.Background(), dataDir, nil, pod); err != nil {
+	if _, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir}, pod); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 16<<20), 0o644); err == nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -28,16 +29,28 @@ func podVolumeDir(dataDir, uid, name string) string {
 	return filepath.Join(podDir(dataDir, uid), "volumes", name)
 }
 
+// volumeEnv is what a pod's volumes are made from, beyond the pod.
+type volumeEnv struct {
+	dataDir string
+	refs    RefResolver
+	// allocatable is the node's allocatable: what a resourceFieldRef
+	// reads for a limit its container does not set.
+	allocatable api.ResourceList
+	// now is when the volumes are set up: a projected token is asked for
+	// again once it has lived 80% of its life.
+	now time.Time
+}
+
 // setUpVolumes makes every volume of pod ready on the host and returns its
 // host path by volume name. It is idempotent: a worker calls it on each
 // sync, so ConfigMap and Secret contents follow their objects.
-func setUpVolumes(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod) (map[string]string, error) {
-	if err := ensurePodDir(dataDir, pod); err != nil {
+func setUpVolumes(ctx context.Context, env volumeEnv, pod *api.Pod) (map[string]string, error) {
+	if err := ensurePodDir(env.dataDir, pod); err != nil {
 		return nil, err
 	}
 	paths := make(map[string]string, len(pod.Spec.Volumes))
 	for _, v := range pod.Spec.Volumes {
-		p, err := setUpVolume(ctx, dataDir, refs, pod, v)
+		p, err := setUpVolume(ctx, env, pod, v)
 		if err != nil {
 			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
@@ -46,7 +59,8 @@ func setUpVolumes(ctx context.Context, dataDir string, refs RefResolver, pod *ap
 	return paths, nil
 }
 
-func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api.Pod, v api.Volume) (string, error) {
+func setUpVolume(ctx context.Context, env volumeEnv, pod *api.Pod, v api.Volume) (string, error) {
+	dataDir, refs := env.dataDir, env.refs
 	own := podVolumeDir(dataDir, string(pod.UID), v.Name)
 	switch {
 	case v.EmptyDir != nil:
@@ -115,12 +129,12 @@ func setUpVolume(ctx context.Context, dataDir string, refs RefResolver, pod *api
 		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, "Secret "+pod.Namespace+"/"+src.SecretName)
 	case v.DownwardAPI != nil:
 		f := &fileSet{}
-		if err := downwardFiles(f, pod, v.DownwardAPI.Items); err != nil {
+		if err := downwardFiles(f, pod, v.DownwardAPI.Items, env.allocatable); err != nil {
 			return "", err
 		}
 		return own, projectOwned(pod, own, f.data, f.items, v.DownwardAPI.DefaultMode, "downwardAPI volume "+v.Name)
 	case v.Projected != nil:
-		f, err := projectedFiles(ctx, refs, pod, v.Projected)
+		f, err := projectedFiles(ctx, env, pod, own, v.Projected)
 		if err != nil {
 			return "", err
 		}

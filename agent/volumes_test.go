@@ -28,7 +28,7 @@ func TestSetUpVolumes(t *testing.T) {
 		{Name: "creds", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "creds", DefaultMode: &mode}}},
 		{Name: "data", VolumeSource: api.VolumeSource{PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 	}
-	paths, err := setUpVolumes(context.Background(), dataDir, refs, pod)
+	paths, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs}, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestSetUpVolumes(t *testing.T) {
 	refs.mu.Lock()
 	refs.secrets["shop/creds"] = &api.Secret{Data: map[string][]byte{"token": []byte("t")}}
 	refs.mu.Unlock()
-	if _, err := setUpVolumes(context.Background(), dataDir, refs, pod); err != nil {
+	if _, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs}, pod); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(own("creds"), "password")); !errors.Is(err, os.ErrNotExist) {
@@ -123,18 +123,18 @@ func TestHostPathTypes(t *testing.T) {
 func TestVolumeErrors(t *testing.T) {
 	pod := envPod()
 	pod.Spec.Volumes = []api.Volume{{Name: "cfg", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "missing"}}}}}
-	_, err := setUpVolumes(context.Background(), t.TempDir(), testRefs(), pod)
+	_, err := setUpVolumes(context.Background(), volumeEnv{dataDir: t.TempDir(), refs: testRefs()}, pod)
 	var ce *configError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `volume cfg: configmap "shop/missing" not found`) {
 		t.Errorf("missing configMap: %v", err)
 	}
 	yes := true
 	pod.Spec.Volumes[0].ConfigMap.Optional = &yes
-	if _, err := setUpVolumes(context.Background(), t.TempDir(), testRefs(), pod); err != nil {
+	if _, err := setUpVolumes(context.Background(), volumeEnv{dataDir: t.TempDir(), refs: testRefs()}, pod); err != nil {
 		t.Errorf("optional missing configMap: %v", err)
 	}
 	pod.Spec.Volumes = []api.Volume{{Name: "d", VolumeSource: api.VolumeSource{PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
-	if _, err := setUpVolumes(context.Background(), t.TempDir(), nil, pod); err == nil || !strings.Contains(err.Error(), "standalone") {
+	if _, err := setUpVolumes(context.Background(), volumeEnv{dataDir: t.TempDir()}, pod); err == nil || !strings.Contains(err.Error(), "standalone") {
 		t.Errorf("claim without API: %v", err)
 	}
 }

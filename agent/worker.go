@@ -353,7 +353,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 			w.refused, w.refusedReason = refusal(w.m.o.NodeName, w.m.runtimeName(), fields), ReasonUnsupported
 			w.podEvent(pod, api.EventTypeWarning, ReasonUnsupported, w.refused)
 			w.fire(eventRefuse)
-		} else if msg := forbiddenSysctl(pod); msg != "" {
+		} else if msg := w.m.sysctls.forbidden(pod); msg != "" {
 			// The kubelet's rejection: the event says why, the status
 			// that the pod was rejected for it.
 			w.refused, w.refusedReason = "Pod was rejected: "+msg, ReasonSysctlForbidden
@@ -500,7 +500,7 @@ func (w *podWorker) ensureVolumes(ctx context.Context, pod *api.Pod) time.Time {
 	if w.volumes == nil && now.Before(w.volumesRetry) {
 		return w.volumesRetry
 	}
-	paths, err := setUpVolumes(ctx, w.m.o.DataDir, w.m.o.Refs, pod)
+	paths, err := setUpVolumes(ctx, volumeEnv{dataDir: w.m.o.DataDir, refs: w.m.o.Refs, allocatable: w.m.o.Allocatable, now: now}, pod)
 	if err == nil {
 		err = setUpServiceAccountToken(ctx, w.m.o.DataDir, w.m.o.Refs, w.m.o.CAData, pod, now)
 	}
@@ -631,7 +631,7 @@ func (w *podWorker) start(ctx context.Context, pod *api.Pod, c *api.Container, c
 
 // resolve turns c into what the runtime starts.
 func (w *podWorker) resolve(ctx context.Context, pod *api.Pod, c *api.Container, attempt int) (*runtime.Container, error) {
-	src := envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod), path: w.m.path, apiServer: w.m.apiServer}
+	src := envSource{pod: pod, nodeIP: w.m.o.NodeIP, refs: w.m.o.Refs, volumes: w.volumes, tokenFile: serviceAccountTokenFile(w.m.o.DataDir, pod), path: w.m.path, apiServer: w.m.apiServer, allocatable: w.m.o.Allocatable}
 	pr := w.m.podRuntime()
 	if pr != nil {
 		// The image has its own PATH, and the volumes and token are

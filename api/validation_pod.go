@@ -188,9 +188,7 @@ func validateEnv(env []EnvVar, p *field.Path) field.ErrorList {
 		}
 		if rf := vf.ResourceFieldRef; rf != nil {
 			set++
-			if rf.Resource == "" {
-				errs = append(errs, field.Required(vp.Child("resourceFieldRef", "resource"), ""))
-			}
+			errs = append(errs, validateResourceFieldSelector(rf, vp.Child("resourceFieldRef"), false)...)
 		}
 		if fk := vf.FileKeyRef; fk != nil {
 			set++

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -539,8 +540,50 @@ func validateDownwardAPIFile(f *corev1.DownwardAPIVolumeFile, p *field.Path) fie
 		errs = append(errs, field.Invalid(p, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
 	case f.FieldRef == nil && f.ResourceFieldRef == nil:
 		errs = append(errs, field.Required(p, "one of fieldRef and resourceFieldRef is required"))
+	case f.ResourceFieldRef != nil:
+		errs = append(errs, validateResourceFieldSelector(f.ResourceFieldRef, p.Child("resourceFieldRef"), true)...)
 	}
 	return append(errs, validateFileMode(f.Mode, p.Child("mode"))...)
+}
+
+// downwardResources are what a resourceFieldRef may read, besides huge
+// pages (requests.hugepages-<size>, limits.hugepages-<size>).
+var downwardResources = []string{"limits.cpu", "limits.ephemeral-storage", "limits.memory", "requests.cpu", "requests.ephemeral-storage", "requests.memory"}
+
+// byteDivisors are the divisors of memory, ephemeral storage and huge
+// pages, Kubernetes'.
+var byteDivisors = sets.New("1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei")
+
+// validateResourceFieldSelector checks a resourceFieldRef as Kubernetes
+// does: a resource of the downward API, a divisor of its unit, and in a
+// volume the container it reads (an env var's defaults to its own).
+func validateResourceFieldSelector(fs *corev1.ResourceFieldSelector, p *field.Path, volume bool) field.ErrorList {
+	var errs field.ErrorList
+	if volume && fs.ContainerName == "" {
+		errs = append(errs, field.Required(p.Child("containerName"), ""))
+	}
+	_, name, _ := strings.Cut(fs.Resource, ".")
+	hugePages := (strings.HasPrefix(fs.Resource, "limits.") || strings.HasPrefix(fs.Resource, "requests.")) && strings.HasPrefix(name, corev1.ResourceHugePagesPrefix)
+	switch {
+	case fs.Resource == "":
+		errs = append(errs, field.Required(p.Child("resource"), ""))
+	case !slices.Contains(downwardResources, fs.Resource) && !hugePages:
+		errs = append(errs, field.NotSupported(p.Child("resource"), fs.Resource, downwardResources))
+	}
+	if fs.Divisor.IsZero() {
+		return errs
+	}
+	switch d := fs.Divisor.String(); {
+	case name == "cpu" && d != "1m" && d != "1":
+		errs = append(errs, field.Invalid(p.Child("divisor"), fs.Resource, "only divisor's values 1m and 1 are supported with the cpu resource"))
+	case name == "memory" && !byteDivisors.Has(d):
+		errs = append(errs, field.Invalid(p.Child("divisor"), fs.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource"))
+	case name == "ephemeral-storage" && !byteDivisors.Has(d):
+		errs = append(errs, field.Invalid(p.Child("divisor"), fs.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the local ephemeral storage resource"))
+	case hugePages && !byteDivisors.Has(d):
+		errs = append(errs, field.Invalid(p.Child("divisor"), fs.Resource, "only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, 1Gi, 1Ti, 1Pi, 1Ei are supported with the hugepages resource"))
+	}
+	return errs
 }
 
 // isNilPointer reports whether v holds a nil pointer.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,6 +28,23 @@ func TestValidatePodFields(t *testing.T) {
 			c.Lifecycle = &Lifecycle{PostStart: &LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}}}
 			c.SecurityContext = &SecurityContext{AllowPrivilegeEscalation: new(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 		}, nil},
+		{"resourceFieldRef in env and a volume", func(o *Pod) {
+			o.Spec.Containers[0].Env = []EnvVar{
+				{Name: "CPU", ValueFrom: &EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}},
+				{Name: "HP", ValueFrom: &EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "requests.hugepages-2Mi", Divisor: resource.MustParse("1Mi")}}}}
+			o.Spec.Volumes = []Volume{{Name: "r", VolumeSource: VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "c", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}}}}}}
+		}, nil},
+		{"bad resourceFieldRefs", func(o *Pod) {
+			o.Spec.Containers[0].Env = []EnvVar{
+				{Name: "CPU", ValueFrom: &EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1Mi")}}},
+				{Name: "PODS", ValueFrom: &EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.pods"}}}}
+			o.Spec.Volumes = []Volume{{Name: "r", VolumeSource: VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "mem", ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("2Mi")}}}}}}}
+		}, []string{c0 + `.env[0].valueFrom.resourceFieldRef.divisor: Invalid value: "limits.cpu": only divisor's values 1m and 1 are supported with the cpu resource`,
+			c0 + `.env[1].valueFrom.resourceFieldRef.resource: Unsupported value: "limits.pods"`,
+			"spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName: Required value",
+			`spec.volumes[0].downwardAPI.items[0].resourceFieldRef.divisor: Invalid value: "limits.memory": only divisor's values 1, 1k`}},
 		{"unknown dnsPolicy", func(o *Pod) { o.Spec.DNSPolicy = "Cluster" }, []string{`spec.dnsPolicy: Unsupported value: "Cluster"`}},
 		{"dnsPolicy None without dnsConfig", func(o *Pod) { o.Spec.DNSPolicy = DNSNone },
 			[]string{"spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"}},

@@ -16,25 +16,26 @@ import (
 
 // agentFlags are the node flags `berth agent` and `berth server` share.
 type agentFlags struct {
-	nodeName     string
-	nodeIP       string
-	nodeLabels   string
-	nodeTaints   string
-	capacity     string
-	listen       string
-	evictionHard string
-	runtime      string
-	podNetwork   string
-	serviceProxy string
-	clusterDNS   string
-	criEndpoint  string
-	pauseImage   string
-	podCIDR      string
-	cniConfDir   string
-	registries   string
-	heartbeat    time.Duration
-	report       time.Duration
-	housekeeping time.Duration
+	nodeName      string
+	nodeIP        string
+	nodeLabels    string
+	nodeTaints    string
+	capacity      string
+	listen        string
+	evictionHard  string
+	runtime       string
+	podNetwork    string
+	serviceProxy  string
+	clusterDNS    string
+	criEndpoint   string
+	pauseImage    string
+	podCIDR       string
+	cniConfDir    string
+	registries    string
+	unsafeSysctls []string
+	heartbeat     time.Duration
+	report        time.Duration
+	housekeeping  time.Duration
 	// Image garbage collection under a CRI runtime.
 	imageGCHigh, imageGCLow int
 	imageMinAge             time.Duration
@@ -62,6 +63,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.podNetwork, "pod-network", "", "how the node reaches the other nodes' pods: host-gw (a route to each node's podCIDR via its InternalIP, IP forwarding, masquerade of pod traffic leaving the cluster, the node-local DNS forwarder on the pod gateway's port 53) or none; default host-gw unless --runtime is exec")
 	f.StringVar(&o.serviceProxy, "service-proxy", "", "how the node serves Services' virtual IPs, node ports and load-balancer addresses: nftables (the berth-proxy table, as kube-proxy's nftables mode) or none; default nftables where --pod-network is host-gw")
 	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
+	f.StringSliceVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated sysctls, or patterns ending in * (kernel.shm*, net.*), pods may set beyond the safe ones; each must be one a pod's network or IPC namespace holds; a pod setting any other is refused (SysctlForbidden)")
 	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
 	f.DurationVar(&o.housekeeping, "housekeeping-interval", agent.DefaultEvictionPeriod, "how often the agent checks --eviction-hard and each pod's ephemeral-storage limits and emptyDir sizeLimits, evicting a pod over them")
 	f.DurationVar(&o.report, "node-status-report-frequency", agent.DefaultStatusReportPeriod, "how often the agent writes its Node's status when nothing in it changed (a change is written at once)")
@@ -71,6 +73,7 @@ type flagSet interface {
 	StringVar(p *string, name, value, usage string)
 	IntVar(p *int, name string, value int, usage string)
 	DurationVar(p *time.Duration, name string, value time.Duration, usage string)
+	StringSliceVar(p *[]string, name string, value []string, usage string)
 }
 
 // config turns the flags into an agent configuration.
@@ -92,6 +95,7 @@ func (o *agentFlags) config() (agent.Config, error) {
 		ClusterDNS:                  o.clusterDNS,
 		CNIConfDir:                  o.cniConfDir,
 		Registries:                  o.registries,
+		AllowedUnsafeSysctls:        o.unsafeSysctls,
 		Version:                     version,
 		HeartbeatPeriod:             o.heartbeat,
 		StatusReportPeriod:          o.report,
@@ -121,6 +125,9 @@ func (o *agentFlags) config() (agent.Config, error) {
 	}
 	if o.housekeeping <= 0 {
 		return cfg, usageErrorf("--housekeeping-interval must be positive")
+	}
+	if err := agent.CheckAllowedUnsafeSysctls(o.unsafeSysctls); err != nil {
+		return cfg, usageErrorf("--allowed-unsafe-sysctls: %v", err)
 	}
 	if _, err := agent.ParseThresholds(o.evictionHard); err != nil {
 		return cfg, usageErrorf("--eviction-hard: %v", err)

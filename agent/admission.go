@@ -122,7 +122,6 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 		if v.Projected != nil {
 			for j, src := range v.Projected.Sources {
 				p := fmt.Sprintf("spec.volumes[%d].projected.sources[%d]", i, j)
-				never(src.ServiceAccountToken != nil, p+".serviceAccountToken")
 				never(src.ClusterTrustBundle != nil, p+".clusterTrustBundle")
 				never(src.PodCertificate != nil, p+".podCertificate")
 			}

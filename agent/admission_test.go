@@ -34,7 +34,7 @@ func TestUnsupportedFields(t *testing.T) {
 				{Name: "d", VolumeSource: api.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 					{Path: "n", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}, {Path: "c", ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}}}}},
 				{Name: "e", VolumeSource: api.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}}}
-		}), runtime.ExecFeatures, []string{"spec.volumes[0].projected.sources[1].serviceAccountToken", "spec.volumes[2].ephemeral"}},
+		}), runtime.ExecFeatures, []string{"spec.volumes[2].ephemeral"}},
 		{"postStart and read-only root", pod(func(p *api.Pod) {
 			c := &p.Spec.Containers[0]
 			c.Lifecycle = &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"true"}}}}

@@ -1017,15 +1017,15 @@ func (r refs) ServiceAccount(ctx context.Context, namespace, name string) (*api.
 }
 
 // ServiceAccountToken asks for a token of the pod's service account,
-// bound to the pod, for an hour; the agent rotates it well before then.
-func (r refs) ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, error) {
+// bound to the pod; the agent rotates it well before it expires.
+func (r refs) ServiceAccountToken(ctx context.Context, pod *api.Pod, audiences []string, expirationSeconds int64) (string, error) {
 	c, err := r.client()
 	if err != nil {
 		return "", err
 	}
-	ttl := int64(time.Hour / time.Second)
 	body, err := json.Marshal(api.TokenRequest{Spec: api.TokenRequestSpec{
-		ExpirationSeconds: &ttl,
+		Audiences:         audiences,
+		ExpirationSeconds: &expirationSeconds,
 		BoundObjectRef:    &api.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: string(pod.UID)},
 	}})
 	if err != nil {

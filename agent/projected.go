@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -159,9 +161,44 @@ func projectedFiles(ctx context.Context, env volumeEnv, pod *api.Pod, dir string
 			if err := downwardFiles(f, pod, s.DownwardAPI.Items, env.allocatable); err != nil {
 				return nil, err
 			}
+		case s.ServiceAccountToken != nil:
+			tok, err := projectedToken(ctx, env, pod, filepath.Join(dir, s.ServiceAccountToken.Path), s.ServiceAccountToken)
+			if err != nil {
+				return nil, err
+			}
+			f.add(s.ServiceAccountToken.Path, tok, nil)
 		default:
-			return nil, configErrorf("projected source %d: only configMap, secret and downwardAPI are supported", i)
+			return nil, configErrorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken are supported", i)
 		}
 	}
 	return f, nil
+}
+
+// projectedToken is a projected serviceAccountToken's content: the token
+// at path while it has lived less than 80% of its life, else a new one the
+// API server issues for the pod, its audience and expirationSeconds, as
+// the kubelet's token manager rotates them.
+func projectedToken(ctx context.Context, env volumeEnv, pod *api.Pod, path string, src *corev1.ServiceAccountTokenProjection) ([]byte, error) {
+	if tokenFresh(path, env.now) {
+		if b, err := os.ReadFile(path); err == nil {
+			return b, nil
+		}
+	}
+	ti, ok := env.refs.(TokenIssuer)
+	if !ok || isStatic(pod) {
+		return nil, configErrorf("serviceAccountToken %s: no API server issues tokens for this pod (a static pod, or a standalone agent)", src.Path)
+	}
+	var audiences []string
+	if src.Audience != "" {
+		audiences = []string{src.Audience}
+	}
+	seconds := int64(defaultTokenSeconds)
+	if src.ExpirationSeconds != nil {
+		seconds = *src.ExpirationSeconds
+	}
+	tok, err := ti.ServiceAccountToken(ctx, pod, audiences, seconds)
+	if err != nil {
+		return nil, fmt.Errorf("serviceAccountToken %s: service account %s/%s: %w", src.Path, pod.Namespace, pod.Spec.ServiceAccountName, err)
+	}
+	return []byte(tok), nil
 }

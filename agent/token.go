@@ -25,9 +25,16 @@ const EnvServiceAccountTokenFile = "BERTH_SERVICEACCOUNT_TOKEN_FILE"
 // a pod, and reads a service account (whether its pods get a token). The
 // agent's RefResolver implements it when it has a server.
 type TokenIssuer interface {
-	ServiceAccountToken(ctx context.Context, pod *api.Pod) (string, error)
+	// ServiceAccountToken is a token of pod's service account bound to
+	// the pod, for audiences (none: the API server's), valid for
+	// expirationSeconds (or less, as the server allows).
+	ServiceAccountToken(ctx context.Context, pod *api.Pod, audiences []string, expirationSeconds int64) (string, error)
 	ServiceAccount(ctx context.Context, namespace, name string) (*api.ServiceAccount, error)
 }
+
+// defaultTokenSeconds is how long a token the agent asks for lives, the
+// default of a projected serviceAccountToken: an hour.
+const defaultTokenSeconds = 3600
 
 // serviceAccountDir holds a pod's token, its namespace and the CA, as the
 // kubelet's projected service-account volume does.
@@ -85,7 +92,7 @@ func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResol
 			}
 		}
 		var err error
-		if tok, err = ti.ServiceAccountToken(ctx, pod); err != nil {
+		if tok, err = ti.ServiceAccountToken(ctx, pod, nil, defaultTokenSeconds); err != nil {
 			return fmt.Errorf("service account %s/%s token: %w", pod.Namespace, pod.Spec.ServiceAccountName, err)
 		}
 	}

@@ -3,12 +3,16 @@ package agent
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -33,11 +37,12 @@ func (r *issuingRefs) ServiceAccount(_ context.Context, ns, name string) (*api.S
 	return &api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, nil
 }
 
-func (r *issuingRefs) ServiceAccountToken(_ context.Context, pod *api.Pod) (string, error) {
+func (r *issuingRefs) ServiceAccountToken(_ context.Context, pod *api.Pod, audiences []string, seconds int64) (string, error) {
 	r.issued++
 	iat := r.now().Unix()
-	payload := fmt.Sprintf(`{"sub":"system:serviceaccount:%s:%s","iat":%d,"exp":%d,"n":%d}`,
-		pod.Namespace, pod.Spec.ServiceAccountName, iat, iat+3600, r.issued)
+	aud, _ := json.Marshal(audiences)
+	payload := fmt.Sprintf(`{"sub":"system:serviceaccount:%s:%s","aud":%s,"iat":%d,"exp":%d,"n":%d}`,
+		pod.Namespace, pod.Spec.ServiceAccountName, aud, iat, iat+seconds, r.issued)
 	return "e30." + base64.RawURLEncoding.EncodeToString([]byte(payload)) + ".sig", nil
 }
 
@@ -181,5 +186,88 @@ func TestServiceAccountCA(t *testing.T) {
 	}
 	if refs.issued != 1 {
 		t.Errorf("%d tokens issued: the CA's change must not renew the token", refs.issued)
+	}
+}
+
+// TestProjectedServiceAccountToken writes a projected serviceAccountToken
+// at its path with its audience and lifetime, keeps it until it has lived
+// 80% of that, then asks for a new one, as the kubelet's token manager
+// does; beside it the volume's other sources. A static pod gets none: no
+// API server issues it one.
+func TestProjectedServiceAccountToken(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := now
+	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return at }}
+	ten := int64(600)
+	pod := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u-projected"},
+		Spec: api.PodSpec{ServiceAccountName: "builder", Volumes: []api.Volume{{Name: "vault", VolumeSource: api.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: &ten, Path: "tokens/vault"}},
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "api"}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+		}}}}}},
+	}
+	api.Default(pod)
+	dataDir := t.TempDir()
+	claims := func(path string) map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(string(b), ".")
+		payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+		var m map[string]any
+		if err := json.Unmarshal(payload, &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return m
+	}
+	setUp := func() string {
+		t.Helper()
+		paths, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs, now: at}, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return paths["vault"]
+	}
+	dir := setUp()
+	vault, apiTok := claims(filepath.Join(dir, "tokens/vault")), claims(filepath.Join(dir, "api"))
+	if aud, _ := json.Marshal(vault["aud"]); string(aud) != `["vault"]` || vault["exp"].(float64)-vault["iat"].(float64) != 600 ||
+		vault["sub"] != "system:serviceaccount:default:builder" {
+		t.Errorf("the vault token: %v", vault)
+	}
+	if apiTok["aud"] != nil || apiTok["exp"].(float64)-apiTok["iat"].(float64) != 3600 {
+		t.Errorf("the API token (no audience, an hour): %v", apiTok)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "name")); string(b) != "web" {
+		t.Errorf("the downwardAPI source beside the tokens: %q", b)
+	}
+	if refs.issued != 2 {
+		t.Fatalf("%d tokens issued, want 2", refs.issued)
+	}
+	// 80% of ten minutes is eight: until then both stay; past it the
+	// vault token is renewed and the hour-long one kept.
+	for _, tc := range []struct {
+		after  time.Duration
+		issued int
+	}{{time.Minute, 2}, {7*time.Minute + 59*time.Second, 2}, {8*time.Minute + time.Second, 3}, {12 * time.Minute, 3}, {17 * time.Minute, 4}, {49 * time.Minute, 6}} {
+		at = now.Add(tc.after)
+		setUp()
+		if refs.issued != tc.issued {
+			t.Errorf("after %v: %d tokens issued, want %d", tc.after, refs.issued, tc.issued)
+		}
+	}
+	if n := claims(filepath.Join(dir, "tokens/vault"))["n"].(float64); n != 5 {
+		t.Errorf("the vault token on disk is the %vth issued, want the 5th (the 6th is the API token)", n)
+	}
+
+	static := pod.DeepCopy()
+	static.UID = "u-static"
+	static.Annotations = map[string]string{AnnotationConfigSource: ConfigSourceFile}
+	_, err := setUpVolumes(context.Background(), volumeEnv{dataDir: dataDir, refs: refs, now: at}, static)
+	var ce *configError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "serviceAccountToken tokens/vault: no API server issues tokens for this pod") {
+		t.Errorf("a static pod's projected token: %v", err)
 	}
 }

@@ -172,6 +172,17 @@ func (s *Signer) stamped(sub string, aud []string, ttl time.Duration) jwt.Regist
 // is not positive) and only while both objects exist with the UIDs they
 // have now. pod may be nil for a token bound to the service account alone.
 func (s *Signer) IssueServiceAccountToken(sa *api.ServiceAccount, pod *api.Pod, ttl time.Duration) (string, error) {
+	return s.IssueAudienceToken(sa, pod, nil, ttl)
+}
+
+// IssueAudienceToken is IssueServiceAccountToken for audiences, the
+// TokenRequest's spec.audiences: a token for another service (a
+// projected serviceAccountToken's audience) that this API server does
+// not take. None is the API server's own.
+func (s *Signer) IssueAudienceToken(sa *api.ServiceAccount, pod *api.Pod, audiences []string, ttl time.Duration) (string, error) {
+	if len(audiences) == 0 {
+		audiences = s.apiAudiences()
+	}
 	if sa == nil || sa.Name == "" || sa.Namespace == "" || sa.UID == "" {
 		return "", errors.New("issue service-account token: the service account needs a namespace, name and uid")
 	}
@@ -190,7 +201,7 @@ func (s *Signer) IssueServiceAccountToken(sa *api.ServiceAccount, pod *api.Pod, 
 		kc.Pod = &ObjectRef{Name: pod.Name, UID: string(pod.UID)}
 	}
 	return s.Sign(&Claims{
-		RegisteredClaims: s.stamped(ServiceAccountUserName(sa.Namespace, sa.Name), s.apiAudiences(), ttl),
+		RegisteredClaims: s.stamped(ServiceAccountUserName(sa.Namespace, sa.Name), audiences, ttl),
 		Kubernetes:       kc,
 	})
 }

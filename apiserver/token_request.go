@@ -109,7 +109,16 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 				return
 			}
 		}
-		tok, err := s.IssueServiceAccountToken(sa, pod, ttl)
+		for i, a := range req.Spec.Audiences {
+			if a == "" {
+				WriteError(w, invalidTokenRequest(sa.Name, fmt.Sprintf("spec.audiences[%d]", i), a, "must not be empty"))
+				return
+			}
+		}
+		if len(req.Spec.Audiences) == 0 {
+			req.Spec.Audiences = s.apiAudiences()
+		}
+		tok, err := s.IssueAudienceToken(sa, pod, req.Spec.Audiences, ttl)
 		if err != nil {
 			WriteError(w, apierrors.NewBadRequest(err.Error()))
 			return

@@ -51,6 +51,30 @@ func TestTokenRequest(t *testing.T) {
 		t.Errorf("service account read in its namespace: %v", err)
 	}
 
+	// A token for another audience (a projected serviceAccountToken's)
+	// says so, and the API server does not take it.
+	code, body = request(n1, `{"spec":{"audiences":["vault"],"boundObjectRef":{"kind":"Pod","apiVersion":"v1","name":"web","uid":"`+string(pod.UID)+`"}}}`)
+	var vault api.TokenRequest
+	if err := json.Unmarshal(body, &vault); err != nil || code != http.StatusCreated || vault.Status.Token == "" {
+		t.Fatalf("token for audience vault: %d %s", code, body)
+	}
+	if len(vault.Spec.Audiences) != 1 || vault.Spec.Audiences[0] != "vault" {
+		t.Errorf("audiences of the answer: %q, want [vault]", vault.Spec.Audiences)
+	}
+	if claims, err := e.signer.Verify(vault.Status.Token, "vault"); err != nil || claims.Kubernetes == nil || claims.Kubernetes.Pod == nil || claims.Kubernetes.Pod.Name != "web" {
+		t.Errorf("the vault token's claims: %+v, %v", claims, err)
+	}
+	if id, err := apiserver.NewAuthenticator(e.store, adminToken, e.signer).Authenticate(t.Context(), vault.Status.Token); err == nil {
+		t.Errorf("a token for vault authenticates to the API server as %+v", id)
+	}
+	if len(tr.Spec.Audiences) == 0 {
+		t.Errorf("a request with no audiences is answered with none, want the API server's")
+	}
+	code, body = request(adminToken, `{"spec":{"audiences":[""]}}`)
+	if st := status(t, code, body, http.StatusUnprocessableEntity); !strings.Contains(st.Message, "spec.audiences[0]") {
+		t.Errorf("empty audience: %s", st.Message)
+	}
+
 	// kubectl create token sends its TokenRequest as protobuf.
 	pbReq := protobufBody(t, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(900))}}, "authentication.k8s.io/v1", "TokenRequest")
 	code, _, body = e.do("POST", "/api/v1/namespaces/default/serviceaccounts/default/token", adminToken, "application/vnd.kubernetes.protobuf", "", bytes.NewReader(pbReq))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,14 @@ func FuzzTokenRequest(f *testing.F) {
 		}
 		if left := got.Status.ExpirationTimestamp.Sub(e.signer.Clock.Now()); left < 10*time.Minute-time.Second || left > apiserver.DefaultServiceAccountTokenTTL+time.Second {
 			t.Fatalf("%q: expires in %v", body, left)
+		}
+		// A token for audiences of the request's own is for them, and
+		// the API server takes it only among them.
+		if aud := sent.Spec.Audiences; len(aud) > 0 && !slices.Contains(aud, e.signer.Issuer) && !slices.ContainsFunc(e.signer.APIAudiences, func(a string) bool { return slices.Contains(aud, a) }) {
+			if _, err := e.signer.Verify(got.Status.Token, aud[0]); err != nil {
+				t.Fatalf("%q: token not for audience %q: %v", body, aud[0], err)
+			}
+			return
 		}
 		id, err := authn.Authenticate(t.Context(), got.Status.Token)
 		if err != nil || id.Name != "system:serviceaccount:default:default" {

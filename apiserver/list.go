@@ -29,6 +29,14 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req *resourceR
 		WriteError(w, err)
 		return
 	}
+	if r.URL.Query().Get("resourceVersion") == "" {
+		// The most recent object, as Kubernetes' quorum read: through
+		// any control plane, what every write acknowledged before made.
+		if err := s.store.Sync(r.Context()); err != nil {
+			WriteError(w, err)
+			return
+		}
+	}
 	obj, err := s.store.Get(req.kind, req.namespace, req.name)
 	if err != nil {
 		// Whoever may not read the object learns nothing of whether it
@@ -163,6 +171,12 @@ func (s *Server) listSnapshot(ctx context.Context, q url.Values) (*store.Snapsho
 	}
 	if err := s.waitForRevision(ctx, rv); err != nil {
 		return nil, err
+	}
+	if q.Get("resourceVersion") == "" {
+		// The most recent objects, as a read of one (serveGet).
+		if err := s.store.Sync(ctx); err != nil {
+			return nil, err
+		}
 	}
 	snap := s.store.Snapshot()
 	if exact && snap.Revision() != rv {

@@ -148,6 +148,12 @@ func storeError(err error) *apierrors.StatusError {
 		se := apierrors.NewServiceUnavailable(err.Error())
 		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
 		return se
+	case errors.Is(err, store.ErrNotCurrent):
+		// A read through a control plane that could not confirm its
+		// copy holds every acknowledged write: nothing was read.
+		se := apierrors.NewServiceUnavailable(err.Error())
+		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		return se
 	case errors.Is(err, store.ErrClosed):
 		return apierrors.NewServiceUnavailable("the store is closed: the server is shutting down")
 	case errors.Is(err, store.ErrNotLeader):

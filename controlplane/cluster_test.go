@@ -267,3 +267,69 @@ func TestClusterCredentialsGainTheNodeCA(t *testing.T) {
 		t.Fatalf("etcd holds no node CA: %v", err)
 	}
 }
+
+// A leader deposed while it runs (its election key gone, as when its
+// lease ran out while it was frozen) steps down without stopping: its
+// leader metric is 0, it serves on as a follower of the new leader, and
+// a write through it reaches the new leader.
+func TestDeposedLeaderStepsDownAndFollows(t *testing.T) {
+	ep := etcdtest.Start(t)
+	first := startClusterMember(t, ep, "127.0.0.1", t.TempDir())
+	poll(t, "the first control plane leads", func() error { return leads(first) })
+	second := startClusterMember(t, ep, "127.0.0.2", t.TempDir())
+	ctx := context.Background()
+	via := adminClient(t, first)
+	if _, err := via.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "before"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Delete(ctx, "/berth/leader", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the second control plane leads", func() error { return leads(second) })
+	// A read through the old leader confirms its lead first, and learns
+	// that it lost: it steps down, rather than answer from what it held.
+	poll(t, "the old leader steps down", func() error {
+		_, _ = via.Get(ctx, cmKind, "default", "before")
+		if !first.Store().Following() {
+			return errors.New("still leads")
+		}
+		return nil
+	})
+	if got := scrapeServer(t, first)["berth_leader_election_master_status"]; got != 0 {
+		t.Errorf("the deposed leader's berth_leader_election_master_status = %v, want 0", got)
+	}
+	poll(t, "a write through the old leader reaches the new one", func() error {
+		_, err := via.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}})
+		return err
+	})
+	if _, err := second.Store().Get(cmKind, "default", "after"); err != nil {
+		t.Fatalf("the new leader does not hold the write sent through the old one: %v", err)
+	}
+	for _, name := range []string{"before", "after"} {
+		if _, err := via.Get(ctx, cmKind, "default", name); err != nil {
+			t.Errorf("read through the old leader: %v", err)
+		}
+	}
+	select {
+	case <-first.done:
+		t.Fatal("the deposed control plane stopped")
+	default:
+	}
+
+	// The second stops: the first, following, is elected again and
+	// runs its controllers anew.
+	second.stop()
+	poll(t, "the first control plane leads again", func() error { return leads(first) })
+	if _, err := via.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "again"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scrapeServer(t, first)["berth_leader_election_master_status"]; got != 1 {
+		t.Errorf("the leader's berth_leader_election_master_status = %v, want 1", got)
+	}
+}

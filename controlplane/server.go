@@ -174,7 +174,10 @@ type Server struct {
 	// informers are the one list and watch of each kind that the
 	// controllers, the scheduler and DNS share; Run runs them.
 	informers *informer.Factory
-	// controllers run with the server, each until Run's context ends.
+	// controllers and scheduler run while the server leads, each until
+	// it ends; each runs once, so a server that leads again after it
+	// stepped down builds them anew. leaderMu guards them for /metrics.
+	leaderMu    sync.Mutex
 	controllers []*reconcile.Controller
 	scheduler   *sched.Scheduler
 	// events writes the events of the controllers and the scheduler.
@@ -295,20 +298,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.buildAPI(); err != nil {
 		return nil, err
 	}
-	s.scheduler = sched.New(st, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated, Informers: s.informers,
-		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(st)})
-	deps := Deps{Config: cfg, Store: st, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: s.scheduler, Sources: s.sources,
-		IngressAddresses: s.ingressAddresses}
-	if s.containers != nil {
-		deps.Metrics = s.containers
-	}
-	if s.controllers, err = buildControllers(ctx, controllerInits, deps); err != nil {
+	if err := s.buildLeader(ctx); err != nil {
 		return nil, err
 	}
-	for _, c := range s.controllers {
-		s.ctrlMetrics.Instrument(c)
-	}
-	if err := s.registry.Register(s.scheduler.Collector()); err != nil {
+	if err := s.registry.Register(schedulerCollector{s}); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	if cfg.DNS != nil {
@@ -679,13 +672,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.store.Replicated() {
 		wg.Go(func() { s.etcd.ObserveLeader(runCtx, s.forward.setLeader) })
 		wg.Go(func() {
-			if err := s.lead(runCtx); err != nil {
-				if runCtx.Err() == nil {
-					leadErr <- err
-				}
-				return
+			if err := s.leadTerms(runCtx); err != nil && runCtx.Err() == nil {
+				leadErr <- err
 			}
-			s.runLeader(runCtx, &wg)
 		})
 	} else {
 		s.runLeader(runCtx, &wg)
@@ -698,12 +687,6 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("shutting down", "reason", err)
 	case err = <-leadErr:
 		s.log.Error("shutting down", "reason", err)
-	case <-s.store.Lost():
-		// As kube-controller-manager does: a control plane that lost
-		// the election stops, and starts again (systemd restarts it) as
-		// a follower of the new leader, from what the store holds.
-		err = ErrLeadershipLost
-		s.log.Error("shutting down: leadership lost; start berth server again and it follows the new leader")
 	}
 	stop()
 	wg.Wait()
@@ -733,9 +716,84 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// ErrLeadershipLost ends Run when this control plane led an etcd store
-// and another took over.
-var ErrLeadershipLost = errors.New("this control plane's leadership of the cluster was lost")
+// leadTerms campaigns for the leadership of an etcd store, leads until
+// it is lost, then steps down and campaigns again, until ctx ends. A
+// deposed leader does not exit, as kube-controller-manager does: it stops
+// its controllers, its scheduler and its sources, forgets what it wrote
+// that etcd did not take, and goes on serving as a follower of the new
+// leader, sending writes on to it; its leader metric is 0 from the moment
+// it knows.
+func (s *Server) leadTerms(ctx context.Context) error {
+	for term := 1; ; term++ {
+		if term > 1 {
+			// Each runs once: a new term gets its own.
+			if err := s.buildLeader(ctx); err != nil {
+				return err
+			}
+		}
+		if err := s.lead(ctx); err != nil {
+			return err
+		}
+		lost := s.store.Lost()
+		termCtx, end := context.WithCancel(ctx)
+		var running sync.WaitGroup
+		s.runLeader(termCtx, &running)
+		select {
+		case <-lost:
+			s.log.Warn("stepping down: leadership lost; following the new leader")
+		case <-ctx.Done():
+		}
+		end()
+		running.Wait()
+		s.sources.closeAll()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := s.store.StepDown(); err != nil {
+			return fmt.Errorf("step down: %w", err)
+		}
+	}
+}
+
+// buildLeader makes what only the leader runs: the scheduler and the
+// controllers, instrumented in /metrics.
+func (s *Server) buildLeader(ctx context.Context) error {
+	cfg := s.cfg
+	sc := sched.New(s.store, sched.Options{Clock: cfg.Clock, Logger: cfg.Logger, MostAllocated: cfg.MostAllocated, Informers: s.informers,
+		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(s.store)})
+	deps := Deps{Config: cfg, Store: s.store, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: sc, Sources: s.sources,
+		IngressAddresses: s.ingressAddresses}
+	if s.containers != nil {
+		deps.Metrics = s.containers
+	}
+	cs, err := buildControllers(ctx, controllerInits, deps)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		s.ctrlMetrics.Instrument(c)
+	}
+	s.leaderMu.Lock()
+	s.scheduler, s.controllers = sc, cs
+	s.leaderMu.Unlock()
+	return nil
+}
+
+// schedulerCollector serves the metrics of the server's scheduler of the
+// moment, which a new term replaces.
+type schedulerCollector struct{ s *Server }
+
+func (c schedulerCollector) current() prometheus.Collector {
+	c.s.leaderMu.Lock()
+	defer c.s.leaderMu.Unlock()
+	return c.s.scheduler.Collector()
+}
+
+// Describe implements prometheus.Collector.
+func (c schedulerCollector) Describe(ch chan<- *prometheus.Desc) { c.current().Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (c schedulerCollector) Collect(ch chan<- prometheus.Metric) { c.current().Collect(ch) }
 
 // lead campaigns for the leadership of an etcd store, and once elected
 // and caught up, makes what a store must hold from the start and the
@@ -761,11 +819,14 @@ func (s *Server) Leading() <-chan struct{} { return s.leading }
 // sources, the event writer, the controllers and the scheduler.
 func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
 	defer s.leadingOnce.Do(func() { close(s.leading) })
+	s.leaderMu.Lock()
+	controllers, scheduler := s.controllers, s.scheduler
+	s.leaderMu.Unlock()
 	wg.Go(func() { s.events.Run(ctx) })
 	wg.Go(func() { s.sources.notify.Run(ctx) })
 	wg.Go(func() { s.branchPlans.Run(ctx) })
 	wg.Go(func() { s.runKubernetesService(ctx) })
-	for _, c := range s.controllers {
+	for _, c := range controllers {
 		wg.Go(func() {
 			if err := c.Run(ctx, 2); err != nil {
 				s.log.Error("controller stopped", "controller", c.Name(), "err", err)
@@ -773,7 +834,7 @@ func (s *Server) runLeader(ctx context.Context, wg *sync.WaitGroup) {
 		})
 	}
 	wg.Go(func() {
-		if err := s.scheduler.Run(ctx); err != nil {
+		if err := scheduler.Run(ctx); err != nil {
 			s.log.Error("scheduler stopped", "err", err)
 		}
 	})

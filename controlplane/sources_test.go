@@ -2,7 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,6 +27,8 @@ import (
 type running struct {
 	*Server
 	stop func()
+	// done is closed once Run has returned.
+	done chan struct{}
 }
 
 func startControlPlane(t *testing.T, dataDir, storeKind string, specs ...source.Spec) *running {
@@ -52,12 +53,13 @@ func runControlPlane(t *testing.T, cfg Config) *running {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	r := &running{Server: s, done: make(chan struct{})}
 	wg.Go(func() {
-		if err := s.Run(ctx); err != nil && !errors.Is(err, ErrLeadershipLost) {
+		defer close(r.done)
+		if err := s.Run(ctx); err != nil {
 			t.Errorf("run: %v", err)
 		}
 	})
-	r := &running{Server: s}
 	var once sync.Once
 	r.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
 	t.Cleanup(r.stop)

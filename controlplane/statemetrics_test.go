@@ -179,4 +179,11 @@ func TestLeaderMetricTurnsZeroOnceDeposed(t *testing.T) {
 	if got := leading(st); got != 0 {
 		t.Fatalf("the deposed leader's leader metric: %v, want 0", got)
 	}
+	// It steps down, and follows: still 0.
+	if err := st.StepDown(); err != nil {
+		t.Fatal(err)
+	}
+	if got := leading(st); got != 0 || !st.Following() {
+		t.Fatalf("the leader metric after stepping down: %v (following %v), want 0", got, st.Following())
+	}
 }

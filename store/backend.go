@@ -60,6 +60,18 @@ type Replicated interface {
 	Lost() <-chan struct{}
 }
 
+// ReadIndexer is a Replicated backend that can say how far the cluster's
+// commits have gone, asked of the backend's quorum, so that a read
+// through any control plane sees every write acknowledged before it
+// began (see Store.Sync).
+type ReadIndexer interface {
+	// ReadIndex returns the revision of the newest commit the backend
+	// holds. With leading (the store takes writes), it confirms instead
+	// that this store still leads, so that its own tables hold every
+	// commit, and returns 0, or ErrNotLeader once another leads.
+	ReadIndex(ctx context.Context, leading bool) (uint64, error)
+}
+
 // ErrResync is what Replicated.Follow returns when it lost track of the
 // commits (their history was compacted): the follower must Load again.
 var ErrResync = errors.New("the backend's history moved past this follower; load again")

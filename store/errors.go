@@ -35,6 +35,11 @@ var (
 	// it came after or read from, was not made durable (the backend
 	// refused it, or leadership was lost). Trying again is safe.
 	ErrNotCommitted = errors.New("not committed")
+	// ErrNotCurrent: a read that must see every write acknowledged
+	// before it (see Store.Sync) could not learn how far the cluster's
+	// commits have gone, or this store did not reach them in time.
+	// Nothing was read; trying again is safe.
+	ErrNotCurrent = errors.New("cannot confirm that this control plane's copy is current")
 )
 
 // ObjectError says which object an error is about.

@@ -18,16 +18,74 @@ import (
 // and a goroutine it owns applies the leader's commits as r delivers
 // them, until Lead or Close.
 func (s *Store) startFollowing(r Replicated) {
-	ctx, cancel := context.WithCancel(context.Background())
-	s.replica = r
 	s.following = true
 	s.followed.Store(true)
+	s.replica = r
+	s.goFollow(false)
+}
+
+// goFollow starts the goroutine that follows the leader's commits, after
+// loading the backend again when reload is set. The caller holds writeMu
+// or owns the store alone.
+func (s *Store) goFollow(reload bool) {
+	ctx, cancel := context.WithCancel(context.Background())
 	s.stopFollow = cancel
 	s.followDone = make(chan struct{})
 	go func() {
 		defer close(s.followDone)
+		if reload && s.resyncRetrying(ctx) != nil {
+			return
+		}
 		s.follow(ctx)
 	}()
+}
+
+// StepDown makes a store that led, and whose leadership of its
+// replicated backend was lost (Lost is closed), a follower again,
+// without a restart: from the call on it takes no writes (ErrNotLeader,
+// which the API sends on to the new leader); once the commits under way
+// have been answered (they fail, the election refusing them), its tables
+// go back to the last durable revision, forgetting what the backend never
+// took, and it loads the backend again and follows the new leader's
+// commits from there, as a follower that just started. Lead may then
+// campaign again.
+func (s *Store) StepDown() error {
+	if s.replica == nil {
+		return errors.New("store: only a store over a replicated backend steps down")
+	}
+	s.writeMu.Lock()
+	if s.closed {
+		s.writeMu.Unlock()
+		return ErrClosed
+	}
+	if s.following {
+		s.writeMu.Unlock()
+		return nil
+	}
+	s.following = true
+	s.followed.Store(true)
+	// Every batch before this one is answered before it is.
+	b := &batch{rev: s.rev, barrier: true, done: make(chan error, 1)}
+	s.commits <- b
+	s.writeMu.Unlock()
+	<-b.done
+
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	v := s.view.Load()
+	if s.rev != v.rev {
+		s.opts.Logger.Warn("store: forgetting the commits the backend did not take", "from", v.rev+1, "to", s.rev)
+	}
+	s.db, s.rev = v.db.Snapshot(), v.rev
+	s.failed.Store(nil)
+	err := errors.New("stepped down; loading the new leader's state")
+	s.behind.Store(&err)
+	s.goFollow(true)
+	s.opts.Logger.Info("store follows again", "revision", s.rev)
+	return nil
 }
 
 // follow applies the leader's commits until ctx ends. When the backend
@@ -316,4 +374,69 @@ func (s *Store) Lost() <-chan struct{} {
 		return nil
 	}
 	return s.replica.Lost()
+}
+
+// syncWait bounds how long Sync waits for a follower to apply the
+// commits the backend holds.
+const syncWait = 3 * time.Second
+
+// Sync waits until readers of the store see every write acknowledged
+// before it was called, by whichever control plane: a read after it is
+// linearizable, as Kubernetes' quorum read from etcd is. A store of its
+// own leads for good and returns at once. Over a replicated backend, a
+// leader confirms that it still leads (a deposed one that does not know
+// it yet would answer from what it held) and a follower waits to have
+// applied the newest commit the backend holds. ErrNotLeader or
+// ErrNotCurrent say that nothing should be answered from the store yet.
+func (s *Store) Sync(ctx context.Context) error {
+	ri, ok := s.replica.(ReadIndexer)
+	if !ok {
+		return nil
+	}
+	leading := !s.Following()
+	rev, err := ri.ReadIndex(ctx, leading)
+	if err != nil {
+		if errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ErrNotCurrent, err)
+	}
+	if leading {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.after(syncWait):
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := s.WaitRevision(wctx, rev); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return fmt.Errorf("%w: revision %d not applied within %s (at %d)", ErrNotCurrent, rev, syncWait, s.Revision())
+	}
+	return nil
+}
+
+// confirmLead makes sure a leader still leads before it answers from its
+// tables a transaction that wrote nothing (a 409, a 404, a conflict, an
+// unchanged object): a deposed leader that does not know it yet would
+// answer from what it held, which the new leader may have changed. A
+// write needs no such check: its commit is fenced on the election.
+func (s *Store) confirmLead(ctx context.Context) error {
+	ri, ok := s.replica.(ReadIndexer)
+	if !ok {
+		return nil
+	}
+	if _, err := ri.ReadIndex(ctx, true); err != nil {
+		if errors.Is(err, ErrNotLeader) {
+			return err
+		}
+		return fmt.Errorf("%w: cannot confirm this control plane still leads: %w", ErrNotCommitted, err)
+	}
+	return nil
 }

@@ -343,6 +343,9 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 		if werr := s.awaitBarrier(ctx, b); werr != nil {
 			return rev, werr
 		}
+		if werr := s.confirmLead(ctx); werr != nil {
+			return rev, werr
+		}
 		if b != nil {
 			s.refreshCurrent(err)
 		}
@@ -402,6 +405,9 @@ func (s *Store) DryRun(ctx context.Context, fn func(tx *Txn) error) (uint64, err
 	b := s.barrier()
 	s.writeMu.Unlock()
 	if werr := s.awaitBarrier(ctx, b); werr != nil {
+		return tx.rev, werr
+	}
+	if werr := s.confirmLead(ctx); werr != nil {
 		return tx.rev, werr
 	}
 	if b != nil {

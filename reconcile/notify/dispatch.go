@@ -187,7 +187,7 @@ func (d *Dispatcher) startLocked(l *lane) {
 }
 
 // Run starts the workers and stops them, waiting for them, when ctx
-// ends.
+// ends, dropping what they had not sent. It may run again after.
 func (d *Dispatcher) Run(ctx context.Context) {
 	d.mu.Lock()
 	d.ctx = ctx
@@ -202,6 +202,12 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 	d.mu.Unlock()
 	d.wg.Wait()
+	// What was queued is the next leader's to send: a control plane
+	// that leads again starts with lanes of its own.
+	d.mu.Lock()
+	d.ctx = nil
+	d.lanes = map[string]*lane{}
+	d.mu.Unlock()
 }
 
 // work delivers the events of one Alert, one at a time: a failure that

@@ -156,11 +156,10 @@ type Backend struct {
 	applied   uint64
 	asm       *assembler
 
-	// lead is this control plane's leadership, nil when it has none;
-	// lost is closed once leadership is lost.
-	lead     atomic.Pointer[leadership]
-	lost     chan struct{}
-	lostOnce sync.Once
+	// lead is this control plane's leadership, nil when it has none.
+	lead atomic.Pointer[leadership]
+	// never is Lost before the first leadership is won: it never closes.
+	never chan struct{}
 
 	// The log's growth since the last checkpoint; kick wakes the
 	// checkpointer.
@@ -225,7 +224,7 @@ func Open(ctx context.Context, opts Options) (*Backend, error) {
 		prefix: opts.Prefix,
 		log:    opts.Logger,
 		asm:    newAssembler(opts.Prefix),
-		lost:   make(chan struct{}),
+		never:  make(chan struct{}),
 		kick:   make(chan struct{}, 1),
 	}
 	if err := b.checkFormat(ctx); err != nil {
@@ -540,7 +539,7 @@ func (b *Backend) Commit(rev uint64, ops []store.Op) error {
 	size := 0
 	for i, p := range parts {
 		if err := b.put(l, logKey(b.prefix, rev, i), p); err != nil {
-			b.loseLeadership(err)
+			b.loseLeadership(l, err)
 			return err
 		}
 		size += len(p)
@@ -613,15 +612,26 @@ func (b *Backend) fenced(l *leadership, ops ...clientv3.Op) error {
 	}
 }
 
-// Lost is closed once this control plane's leadership is lost: its lease
-// expired, a commit could not be written, or another holds the election.
-func (b *Backend) Lost() <-chan struct{} { return b.lost }
+// Lost is closed once the leadership this control plane won last is
+// lost: its lease expired, a commit could not be written, or another
+// holds the election. Before any is won it never closes; once one is
+// lost, Campaign may win another, with a Lost of its own.
+func (b *Backend) Lost() <-chan struct{} {
+	b.stopMu.Lock()
+	defer b.stopMu.Unlock()
+	if b.won == nil {
+		return b.never
+	}
+	return b.won.lost
+}
 
-func (b *Backend) loseLeadership(err error) {
-	b.lostOnce.Do(func() {
-		b.lead.Store(nil)
+// loseLeadership ends l, once: its commits fail from then on, and its
+// Lost is closed.
+func (b *Backend) loseLeadership(l *leadership, err error) {
+	l.lostOnce.Do(func() {
+		b.lead.CompareAndSwap(l, nil)
 		b.log.Error("store: leadership lost", "err", err)
-		close(b.lost)
+		close(l.lost)
 	})
 }
 

@@ -22,6 +22,9 @@ type leadership struct {
 	election *concurrency.Election
 	fence    clientv3.Cmp
 	resigned sync.Once
+	// lost is closed once the leadership is lost (see Backend.Lost).
+	lost     chan struct{}
+	lostOnce sync.Once
 }
 
 // Campaign blocks until this control plane is elected, announcing value,
@@ -33,6 +36,16 @@ func (b *Backend) Campaign(ctx context.Context, value string) (uint64, error) {
 	if b.lead.Load() != nil {
 		return 0, errors.New("etcd: already the leader")
 	}
+	// A leadership lost before: its background work ends before
+	// another may begin.
+	b.stopMu.Lock()
+	stop := b.stop
+	b.stop = nil
+	b.stopMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	b.wg.Wait()
 	var l *leadership
 	retry := 100 * time.Millisecond
 	for l == nil {
@@ -67,8 +80,8 @@ func (b *Backend) Campaign(ctx context.Context, value string) (uint64, error) {
 	b.wg.Go(func() {
 		select {
 		case <-session.Done():
-			b.loseLeadership(errors.New("etcd: the election lease expired"))
-		case <-b.lost:
+			b.loseLeadership(l, errors.New("etcd: the election lease expired"))
+		case <-l.lost:
 			// A commit or checkpoint etcd refused while the lease
 			// may still hold: another control plane need not wait
 			// for it to run out.
@@ -188,7 +201,7 @@ wait:
 	}
 	// Campaign ends once the keys before this one are gone, whether or
 	// not this one is still there: it is gone when its lease expired.
-	l := &leadership{session: session, election: e, fence: clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev())}
+	l := &leadership{session: session, election: e, fence: clientv3.Compare(clientv3.CreateRevision(e.Key()), "=", e.Rev()), lost: make(chan struct{})}
 	rctx, rcancel := context.WithTimeout(ctx, requestTimeout)
 	defer rcancel()
 	resp, err := b.cli.Txn(rctx).If(l.fence).Commit()
@@ -243,7 +256,7 @@ func (b *Backend) checkpointLoop(ctx context.Context, l *leadership) {
 		if err := b.Checkpoint(ctx); err != nil && ctx.Err() == nil {
 			b.log.Warn("store: checkpoint failed; the log keeps growing until the next", "err", err)
 			if errors.Is(err, errElectionRefused) {
-				b.loseLeadership(err)
+				b.loseLeadership(l, err)
 				return
 			}
 		}
@@ -404,4 +417,51 @@ func (b *Backend) ObserveLeader(ctx context.Context, fn func(string)) {
 		}
 		cancel()
 	}
+}
+
+// ReadIndex (store.ReadIndexer) asks etcd, under the renew deadline, how
+// far the commits have gone: the revision of the newest commit in the
+// log, or of the checkpoint when the log after it is empty. With
+// leading, it checks instead that this control plane's election key is
+// still the leader's, as every commit does; one that no longer is loses
+// its leadership here, without waiting for its next write.
+func (b *Backend) ReadIndex(ctx context.Context, leading bool) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.RenewDeadline)
+	defer cancel()
+	if leading {
+		l := b.lead.Load()
+		if l == nil {
+			return 0, errLeadershipLost
+		}
+		resp, err := b.cli.Txn(ctx).If(l.fence).Commit()
+		if err != nil {
+			return 0, fmt.Errorf("etcd: confirm the lead: %w", err)
+		}
+		if !resp.Succeeded {
+			b.loseLeadership(l, errElectionRefused)
+			return 0, errLeadershipLost
+		}
+		return 0, nil
+	}
+	resp, err := b.cli.Txn(ctx).Then(
+		clientv3.OpGet(b.prefix+checkpointKey),
+		clientv3.OpGet(b.prefix+logDir, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend), clientv3.WithLimit(1)),
+	).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("etcd: read how far the log goes: %w", err)
+	}
+	var rev uint64
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+		if rev, err = strconv.ParseUint(string(kvs[0].Value), 10, 64); err != nil {
+			return 0, fmt.Errorf("etcd: %s%s: %w", b.prefix, checkpointKey, err)
+		}
+	}
+	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) == 1 {
+		last, _, err := parseLogKey(b.prefix, string(kvs[0].Key))
+		if err != nil {
+			return 0, fmt.Errorf("etcd: %w", err)
+		}
+		rev = max(rev, last)
+	}
+	return rev, nil
 }

@@ -103,6 +103,13 @@ func newCluster(t *testing.T, common []string) *cluster {
 	return c
 }
 
+// leadsNow says whether a server's output says last that it leads:
+// "leading the cluster" after any "stepping down".
+func leadsNow(out string) bool {
+	lead := strings.LastIndex(out, "leading the cluster")
+	return lead >= 0 && lead > strings.LastIndex(out, "stepping down")
+}
+
 // leader is the server that leads: the one whose last word on it is
 // "leading the cluster", among those running.
 func (c *cluster) leader(t *testing.T) *server {
@@ -115,7 +122,7 @@ func (c *cluster) leader(t *testing.T) *server {
 				continue
 			default:
 			}
-			if strings.Contains(s.Output(), "leading the cluster") {
+			if leadsNow(s.Output()) {
 				lead = s
 				return nil
 			}
@@ -131,19 +138,17 @@ func (s *server) signal(sig syscall.Signal) {
 }
 
 // recover brings back the server a fault took out: a frozen one is let
-// go on, and one that stopped (or, deposed, exits) is started again on
-// its data dir and address, as systemd would.
+// go on (deposed, it steps down and follows), and one that stopped is
+// started again on its data dir and address, as systemd would.
 func (c *cluster) recover(t *testing.T, s *server, sig syscall.Signal) {
 	t.Helper()
 	if sig == syscall.SIGSTOP {
 		s.signal(syscall.SIGCONT)
+		return
 	}
 	select {
 	case <-s.done:
 	case <-time.After(30 * time.Second):
-		if sig == syscall.SIGSTOP {
-			return // it went on as a follower
-		}
 		t.Fatalf("the server did not stop after %s", sig)
 	}
 	back := startServerIn(t, s.dataDir, append(c.common, "--listen", strings.TrimPrefix(s.url, "https://"))...)

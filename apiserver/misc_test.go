@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 
@@ -101,6 +102,25 @@ func TestTableResponses(t *testing.T) {
 			t.Errorf("%s: columns %q, want %q", tc.path, got, tc.columns)
 		}
 	}
+	// An Ingress not served yet has an empty ADDRESS cell, as in
+	// Kubernetes' Table (kubectl prints nothing there), not <none>.
+	e.mustCreate(&api.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "shop"},
+		Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+			Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}})
+	code, _, body = e.do("GET", "/apis/networking.k8s.io/v1/namespaces/default/ingresses", adminToken, "", tableAccept, nil)
+	tbl = metav1.Table{}
+	if err := json.Unmarshal(body, &tbl); err != nil || code != http.StatusOK || len(tbl.Rows) != 1 {
+		t.Fatalf("ingress table: %d %v %s", code, err, body)
+	}
+	var cells []string
+	for _, c := range tbl.Rows[0].Cells {
+		cells = append(cells, fmt.Sprint(c))
+	}
+	// NAME CLASS HOSTS ADDRESS PORTS AGE
+	if got := strings.Join(cells[:5], "|"); got != "shop|<none>|*||80" {
+		t.Errorf("ingress row %q, want shop|<none>|*||80", got)
+	}
+
 	// An Accept the server cannot meet is a 406.
 	code, _, body = e.do("GET", "/api/v1/namespaces/default/pods", adminToken, "", "application/vnd.kubernetes.protobuf", nil)
 	status(t, code, body, http.StatusNotAcceptable)

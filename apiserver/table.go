@@ -73,7 +73,7 @@ func (t *tabler) row(obj api.Object) metav1.TableRow {
 	cells := make([]any, len(t.cols))
 	now := t.now()
 	for i, c := range t.cols {
-		v := c.Cell(obj, now)
+		v := c.APICell(obj, now)
 		cells[i] = v
 		if c.Type == "integer" {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {

@@ -308,7 +308,7 @@ var definitions = map[string][]Column{
 			cell: on(func(ing *api.Ingress, _ time.Time) string { return ingressClass(ing) })},
 		{Name: "Hosts", Type: "string", Description: "The hosts the rules match, * for any.",
 			cell: on(func(ing *api.Ingress, _ time.Time) string { return ingressHosts(ing) })},
-		{Name: "Address", Type: "string", Description: "The addresses the Ingress is served on.",
+		{Name: "Address", Type: "string", Description: "The addresses the Ingress is served on.", Blank: true,
 			cell: on(func(ing *api.Ingress, _ time.Time) string { return ingressAddress(ing) })},
 		{Name: "Ports", Type: "string", Description: "80, and 443 with TLS.",
 			cell: on(func(ing *api.Ingress, _ time.Time) string { return ingressPorts(ing) })},

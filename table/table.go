@@ -30,6 +30,10 @@ type Column struct {
 	Priority int32
 	// Description says what the column holds, for Table responses.
 	Description string
+	// Blank marks a column whose empty cell Kubernetes' own Table
+	// leaves empty (kubectl then prints nothing there): the API's
+	// Tables do the same, berth's own tables still print None.
+	Blank bool
 
 	cell func(obj api.Object, now time.Time) string
 }
@@ -48,6 +52,15 @@ func (c Column) Cell(obj api.Object, now time.Time) string {
 		return None
 	}
 	return s
+}
+
+// APICell is the cell as the API's Tables carry it: Cell, except that a
+// Blank column's empty cell stays empty, as in Kubernetes' Tables.
+func (c Column) APICell(obj api.Object, now time.Time) string {
+	if c.Blank && c.cell != nil {
+		return c.cell(obj, now)
+	}
+	return c.Cell(obj, now)
 }
 
 // Definitions returns every column of a kind, wide ones included, in

@@ -184,6 +184,15 @@ func (r *related) context(ctx context.Context, k *api.Kind, obj api.Object) desc
 		objs, _, err = r.c.List(ctx, k, obj.GetName(), listOptions{})
 		r.note(err)
 		dc.limitRanges = typed[*api.LimitRange](objs)
+	case "Ingress":
+		k, _ := api.KindNamed("Service")
+		objs, _, err := r.c.List(ctx, k, ns, listOptions{})
+		r.note(err)
+		dc.services = typed[*api.Service](objs)
+		k, _ = api.KindNamed("EndpointSlice")
+		objs, _, err = r.c.List(ctx, k, ns, listOptions{})
+		r.note(err)
+		dc.endpointSlices = typed[*api.EndpointSlice](objs)
 	case "Service":
 		k, _ := api.KindNamed("Endpoints")
 		ep, err := r.c.Get(ctx, k, ns, obj.GetName())

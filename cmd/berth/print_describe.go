@@ -29,6 +29,10 @@ type describeContext struct {
 	replicaSets []*api.ReplicaSet
 	// endpoints is the Endpoints object of a Service, nil when none.
 	endpoints *api.Endpoints
+	// services and endpointSlices are those of an Ingress's namespace,
+	// for its backends.
+	services       []*api.Service
+	endpointSlices []*api.EndpointSlice
 	// quotas are the ResourceQuotas of a described Namespace.
 	quotas []*api.ResourceQuota
 	// limitRanges are the LimitRanges of a described Namespace.
@@ -52,6 +56,7 @@ var describers = map[string]describer{
 	"ReplicaSet":              describeReplicaSet,
 	"ReplicationController":   describeReplicationController,
 	"Service":                 describeService,
+	"Ingress":                 describeIngress,
 	"PersistentVolumeClaim":   describePVC,
 	"PersistentVolume":        describePV,
 	"Source":                  describeSource,

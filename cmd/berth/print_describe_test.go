@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -25,6 +26,14 @@ func TestDescribeGolden(t *testing.T) {
 	rss := typed[*api.ReplicaSet](fixtureReplicaSets())
 	endpoints := typed[*api.Endpoints](fixtureEndpoints())
 	_, _, _, quotas := fixtureConfig()
+	ingressContext := describeContext{
+		services:       typed[*api.Service](fixtureServices()),
+		endpointSlices: typed[*api.EndpointSlice](fixtureEndpointSlices()),
+		events: []*api.Event{{ObjectMeta: meta("default", "shop.1", time.Minute, nil), Type: api.EventTypeWarning,
+			Reason: "ServiceNotFound", Message: "service default/api not found",
+			InvolvedObject: api.ObjectReference{Kind: "Ingress", Namespace: "default", Name: "shop", UID: "uid-default-shop"},
+			Source:         api.EventSource{Component: "ingress-controller"}, FirstTimestamp: ago(time.Minute), LastTimestamp: ago(time.Minute), Count: 1}},
+	}
 	tests := []struct {
 		name     string
 		resource string
@@ -47,6 +56,8 @@ func TestDescribeGolden(t *testing.T) {
 		{"statefulset-on-delete", "statefulsets", "cache", describeContext{}},
 		{"daemonset", "daemonsets", "logs", describeContext{}},
 		{"service", "services", "web", describeContext{endpoints: endpoints[0]}},
+		{"ingress", "ingresses", "shop", ingressContext},
+		{"ingress-default-backend", "ingresses", "legacy", ingressContext},
 		{"service-headless", "services", "dns", describeContext{}},
 		{"service-externalname", "services", "payments", describeContext{}},
 		{"pvc", "persistentvolumeclaims", "data", describeContext{pods: pods}},

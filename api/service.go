@@ -3,6 +3,7 @@ package api
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -254,6 +255,26 @@ func ServiceNodePorts(svc *Service) []string {
 			if !slices.Contains(out, k) {
 				out = append(out, k)
 			}
+		}
+	}
+	return out
+}
+
+// AnnotationLoadBalancerSourceRanges is the older form of
+// spec.loadBalancerSourceRanges: comma-separated ranges, read only when
+// the field is empty, as Kubernetes reads it.
+const AnnotationLoadBalancerSourceRanges = "service.beta.kubernetes.io/load-balancer-source-ranges"
+
+// LoadBalancerSourceRanges are the client ranges of a Service: the
+// field, else the annotation's ranges; none takes every client.
+func LoadBalancerSourceRanges(svc *Service) []string {
+	if len(svc.Spec.LoadBalancerSourceRanges) > 0 {
+		return svc.Spec.LoadBalancerSourceRanges
+	}
+	var out []string
+	for _, r := range strings.Split(svc.Annotations[AnnotationLoadBalancerSourceRanges], ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
 		}
 	}
 	return out

@@ -52,6 +52,7 @@ func validateAs(obj Object, k *Kind) field.ErrorList {
 		errs = append(errs, validatePodSpec(&o.Spec, spec, podRestartPolicies)...)
 	case *Service:
 		errs = append(errs, validateServiceSpec(&o.Spec, spec)...)
+		errs = append(errs, validateSourceRangesAnnotation(o)...)
 	case *Endpoints:
 		errs = append(errs, validateEndpoints(o)...)
 	case *EndpointSlice:

@@ -211,6 +211,23 @@ func validateServiceTraffic(spec *ServiceSpec, p *field.Path) field.ErrorList {
 	return errs
 }
 
+// validateSourceRangesAnnotation checks the annotation form of
+// loadBalancerSourceRanges where it is read (a LoadBalancer Service
+// without the field), with Kubernetes' message.
+func validateSourceRangesAnnotation(svc *Service) field.ErrorList {
+	v, ok := svc.Annotations[AnnotationLoadBalancerSourceRanges]
+	if !ok || svc.Spec.Type != ServiceTypeLoadBalancer || len(svc.Spec.LoadBalancerSourceRanges) > 0 {
+		return nil
+	}
+	for _, r := range LoadBalancerSourceRanges(svc) {
+		if _, err := netip.ParsePrefix(r); err != nil {
+			return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations").Key(AnnotationLoadBalancerSourceRanges), v,
+				"must be a list of IP ranges. For example, 10.240.0.0/24,10.250.0.0/24 ")}
+		}
+	}
+	return nil
+}
+
 func validateServicePorts(ports []ServicePort, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	names := sets.New[string]()

@@ -483,6 +483,18 @@ func TestValidateService(t *testing.T) {
 	}, []validationCase[*Service]{
 		{"type", func(o *Service) { o.Spec.Type = "Magic" }, []string{`spec.type: Unsupported value: "Magic"`}},
 		{"load balancer", func(o *Service) { o.Spec.Type = ServiceTypeLoadBalancer }, nil},
+		{"source ranges annotation", func(o *Service) {
+			o.Spec.Type = ServiceTypeLoadBalancer
+			o.Annotations = map[string]string{AnnotationLoadBalancerSourceRanges: "198.18.0.0/24, 198.19.0.0/16"}
+		}, nil},
+		{"bad source ranges annotation", func(o *Service) {
+			o.Spec.Type = ServiceTypeLoadBalancer
+			o.Annotations = map[string]string{AnnotationLoadBalancerSourceRanges: "198.18.0.0/24,nowhere"}
+		}, []string{`metadata.annotations[service.beta.kubernetes.io/load-balancer-source-ranges]: Invalid value: "198.18.0.0/24,nowhere": must be a list of IP ranges`}},
+		{"source ranges annotation under the field", func(o *Service) {
+			o.Spec.Type, o.Spec.LoadBalancerSourceRanges = ServiceTypeLoadBalancer, []string{"198.18.0.0/24"}
+			o.Annotations = map[string]string{AnnotationLoadBalancerSourceRanges: "nowhere"}
+		}, nil},
 		{"node port", func(o *Service) { o.Spec.Type, o.Spec.Ports[0].NodePort = ServiceTypeNodePort, 30080 }, nil},
 		{"node port on a ClusterIP", func(o *Service) { o.Spec.Ports[0].NodePort = 30080 }, []string{"spec.ports[0].nodePort: Forbidden"}},
 		{"node port number", func(o *Service) { o.Spec.Type, o.Spec.Ports[0].NodePort = ServiceTypeNodePort, 70000 }, []string{"spec.ports[0].nodePort: Invalid value: 70000"}},

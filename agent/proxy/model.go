@@ -330,14 +330,16 @@ func usable(all []endpoint, node string, local bool) []endpoint {
 }
 
 // firewallOf is the chain that keeps a LoadBalancer Service's addresses
-// to the clients of its loadBalancerSourceRanges, as kube-proxy's
-// firewall chains do; "" when it names none, and all may connect.
+// to the clients of its loadBalancerSourceRanges (or, without them, of
+// its load-balancer-source-ranges annotation), as kube-proxy's firewall
+// chains do; "" when it names none, and all may connect.
 func firewallOf(rs *Ruleset, svc *api.Service, lbAddrs []netip.Addr) string {
-	if len(svc.Spec.LoadBalancerSourceRanges) == 0 || len(lbAddrs) == 0 {
+	sources := api.LoadBalancerSourceRanges(svc)
+	if len(sources) == 0 || len(lbAddrs) == 0 {
 		return ""
 	}
 	var ranges []AddrRange
-	for _, r := range svc.Spec.LoadBalancerSourceRanges {
+	for _, r := range sources {
 		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil && p.Addr().Is4() {
 			ranges = append(ranges, prefixRange(p))
 		}

@@ -169,4 +169,18 @@ func TestLoadBalancerSourceRanges(t *testing.T) {
 	if rs := buildOne(lb(), a); len(rs.Firewalls) != 0 || len(rs.PolicyChains) != 0 {
 		t.Fatalf("without ranges: %v %v", rs.Firewalls, rs.PolicyChains)
 	}
+	// The annotation form, read when the field is empty and ignored
+	// when it is not.
+	annotated := func(s *api.Service, v string) *api.Service {
+		s.Annotations = map[string]string{api.AnnotationLoadBalancerSourceRanges: v}
+		return s
+	}
+	rs = buildOne(annotated(lb(), "198.18.7.0/24, 198.18.6.0/24"), a)
+	if got := setRanges(rs, rs.PolicyChains[rs.Firewalls[VIP{netip.MustParseAddr("198.18.0.1"), ProtoTCP, 80}]].Rules[0].Set); !slices.Equal(got, []string{"198.18.6.0-198.18.7.255"}) {
+		t.Fatalf("annotation's ranges %v", got)
+	}
+	rs = buildOne(annotated(lb("198.18.9.0/24"), "198.18.7.0/24"), a)
+	if got := setRanges(rs, rs.PolicyChains[rs.Firewalls[VIP{netip.MustParseAddr("198.18.0.1"), ProtoTCP, 80}]].Rules[0].Set); !slices.Equal(got, []string{"198.18.9.0-198.18.9.255"}) {
+		t.Fatalf("field and annotation: %v, want the field's", got)
+	}
 }

@@ -184,3 +184,42 @@ func TestLoadBalancerSourceRanges(t *testing.T) {
 		t.Fatalf("field and annotation: %v, want the field's", got)
 	}
 }
+
+// TestDualStackProxiedOnIPv4: a dual-stack Service (IPv6 cluster IP,
+// load-balancer address and external IP besides its IPv4 ones) with an
+// IPv6 EndpointSlice beside its IPv4 one is proxied on its IPv4
+// addresses to its IPv4 endpoints; nothing of IPv6 reaches the IPv4
+// table.
+func TestDualStackProxiedOnIPv4(t *testing.T) {
+	svc := svcOf(api.ServiceTypeLoadBalancer, func(s *api.Service) {
+		pol := corev1.IPFamilyPolicyRequireDualStack
+		s.Spec.IPFamilyPolicy = &pol
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+		s.Spec.ClusterIPs = []string{"198.19.0.10", "fd00:43::10"}
+		s.Spec.ExternalIPs = []string{"fd00:1::5"}
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.0.1"}, {IP: "fd00:1::1"}}
+	})
+	name, port, proto := "http", int32(8080), api.ProtocolTCP
+	ready := true
+	slice := func(name0 string, typ api.AddressType, addr string) *api.EndpointSlice {
+		return &api.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name0, Labels: map[string]string{api.LabelServiceName: "web"}},
+			AddressType: typ, Ports: []api.EndpointSlicePort{{Name: &name, Port: &port, Protocol: &proto}},
+			Endpoints: []api.Endpoint{{Addresses: []string{addr}, Conditions: api.EndpointConditions{Ready: &ready}}}}
+	}
+	rs := Build(Input{NodeName: "n1", Services: []*api.Service{svc},
+		Slices: []*api.EndpointSlice{slice("web-v4", api.AddressTypeIPv4, "198.18.0.11"), slice("web-v6", api.AddressTypeIPv6, "fd00::11")}})
+	var vips []string
+	for v := range rs.IPs {
+		vips = append(vips, v.Addr.String())
+		if !v.Addr.Is4() {
+			t.Errorf("IPv6 address %s in the IPv4 table", v.Addr)
+		}
+	}
+	slices.Sort(vips)
+	if want := []string{"198.18.0.1", "198.19.0.10"}; !slices.Equal(vips, want) {
+		t.Errorf("addresses %v, want %v", vips, want)
+	}
+	if got := addrs(rs, rs.IPs[vip80]); !slices.Equal(got, []string{"198.18.0.11"}) {
+		t.Errorf("endpoints %v, want the IPv4 one alone", got)
+	}
+}

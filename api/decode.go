@@ -19,6 +19,7 @@ import (
 // DecodeOptions changes what the decoder accepts for one kind of caller.
 //
 // +kubebuilder:object:generate=false
+// +k8s:openapi-gen=false
 type DecodeOptions struct {
 	// DropStatus removes `status` from every object before it is decoded.
 	// Manifests from sources and `berth validate` describe desired state: a
@@ -54,6 +55,7 @@ type DecodeOptions struct {
 // name the file, document, line and field.
 //
 // +kubebuilder:object:generate=false
+// +k8s:openapi-gen=false
 type Decoded struct {
 	// Object is the decoded object, of the Go type its kind registered.
 	Object Object

@@ -53,8 +53,6 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		"github.com/berth-dev/berth/api.DaemonSetSpec":                                   schema_githubcom_berth_dev_berth_api_DaemonSetSpec(ref),
 		"github.com/berth-dev/berth/api.DaemonSetStatus":                                 schema_githubcom_berth_dev_berth_api_DaemonSetStatus(ref),
 		"github.com/berth-dev/berth/api.DaemonSetUpdateStrategy":                         schema_githubcom_berth_dev_berth_api_DaemonSetUpdateStrategy(ref),
-		"github.com/berth-dev/berth/api.DecodeOptions":                                   schema_githubcom_berth_dev_berth_api_DecodeOptions(ref),
-		"github.com/berth-dev/berth/api.Decoded":                                         schema_githubcom_berth_dev_berth_api_Decoded(ref),
 		"github.com/berth-dev/berth/api.Deployment":                                      schema_githubcom_berth_dev_berth_api_Deployment(ref),
 		"github.com/berth-dev/berth/api.DeploymentSpec":                                  schema_githubcom_berth_dev_berth_api_DeploymentSpec(ref),
 		"github.com/berth-dev/berth/api.DeploymentStatus":                                schema_githubcom_berth_dev_berth_api_DeploymentStatus(ref),
@@ -2481,117 +2479,6 @@ func schema_githubcom_berth_dev_berth_api_DaemonSetUpdateStrategy(ref common.Ref
 		},
 		Dependencies: []string{
 			"github.com/berth-dev/berth/api.RollingUpdateDaemonSet"},
-	}
-}
-
-func schema_githubcom_berth_dev_berth_api_DecodeOptions(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "DecodeOptions changes what the decoder accepts for one kind of caller.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"DropStatus": {
-						SchemaProps: spec.SchemaProps{
-							Description: "DropStatus removes `status` from every object before it is decoded. Manifests from sources and `berth validate` describe desired state: a status copied from `kubectl get -o yaml` must neither fail them nor overwrite what controllers observed. The API keeps it (status subresource writes need it).",
-							Default:     false,
-							Type:        []string{"boolean"},
-							Format:      "",
-						},
-					},
-					"FieldValidation": {
-						SchemaProps: spec.SchemaProps{
-							Description: "FieldValidation is what unknown and duplicate fields are, as the API's fieldValidation parameter names it: errors with Strict (also the zero value, what sources and `berth validate` use), warnings on the object with Warn, nothing with Ignore. An unknown field is then dropped and of a duplicate the last value kept, as Kubernetes does. Values of the wrong type and unknown kinds are errors whatever it is.",
-							Default:     "",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"ValidateRest": {
-						SchemaProps: spec.SchemaProps{
-							Description: "ValidateRest also validates a document that has values of the wrong type (and no other decode error): the values that decoded are defaulted and validated, and their errors reported with the decode errors (see validateRest), so that the user sees every error of the document in one go. Sources and the CLI set it: they default and validate every object as it is. The API does not: it validates per verb, after its own defaults and admission, which the decoder cannot stand in for.",
-							Default:     false,
-							Type:        []string{"boolean"},
-							Format:      "",
-						},
-					},
-				},
-				Required: []string{"DropStatus", "FieldValidation", "ValidateRest"},
-			},
-		},
-	}
-}
-
-func schema_githubcom_berth_dev_berth_api_Decoded(ref common.ReferenceCallback) common.OpenAPIDefinition {
-	return common.OpenAPIDefinition{
-		Schema: spec.Schema{
-			SchemaProps: spec.SchemaProps{
-				Description: "Decoded is one object of a stream together with where it came from, so that errors found later (validation, duplicates, ownership) can still name the file, document, line and field.",
-				Type:        []string{"object"},
-				Properties: map[string]spec.Schema{
-					"Object": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Object is the decoded object, of the Go type its kind registered.",
-						},
-					},
-					"File": {
-						SchemaProps: spec.SchemaProps{
-							Description: "File is the name the stream was decoded under.",
-							Default:     "",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"Doc": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Doc is the 0-based index of the object's document in File, counting only documents that hold something.",
-							Default:     0,
-							Type:        []string{"integer"},
-							Format:      "int32",
-						},
-					},
-					"Line": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Line is the line of File where the object starts, 0 when unknown.",
-							Default:     0,
-							Type:        []string{"integer"},
-							Format:      "int32",
-						},
-					},
-					"Field": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Field is the path of the object inside its document: empty when the document is the object, \"items[2]\" for an item of a List.",
-							Default:     "",
-							Type:        []string{"string"},
-							Format:      "",
-						},
-					},
-					"Warnings": {
-						SchemaProps: spec.SchemaProps{
-							Description: "Warnings are the unknown and duplicate fields the decoder let pass with metav1.FieldValidationWarn, in Kubernetes' words: `unknown field \"spec.foo\"`, `duplicate field \"metadata.name\"`.",
-							Type:        []string{"array"},
-							Items: &spec.SchemaOrArray{
-								Schema: &spec.Schema{
-									SchemaProps: spec.SchemaProps{
-										Type:   []string{"string"},
-										Format: "",
-									},
-								},
-							},
-						},
-					},
-					"pos": {
-						SchemaProps: spec.SchemaProps{
-							Default: map[string]interface{}{},
-							Ref:     ref("github.com/berth-dev/berth/api.positions"),
-						},
-					},
-				},
-				Required: []string{"Object", "File", "Doc", "Line", "Field", "Warnings", "pos"},
-			},
-		},
-		Dependencies: []string{
-			"github.com/berth-dev/berth/api.positions"},
 	}
 }
 

@@ -100,6 +100,41 @@ func TestContainerdRunsDeployments(t *testing.T) {
 		t.Errorf("through kubectl port-forward: %q, %v; stderr %s", body, err, stderr.String())
 	}
 
+	// kubectl attach -i goes through containerd's streaming server too:
+	// a line sent to a container of stdin: true, tty: false comes back.
+	s.applyText(t, `apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: reader
+    image: `+web+`
+    stdin: true
+    tty: false
+    command: [sh, -c, 'while read line; do echo "read $line"; done']
+`)
+	s.kubectl(t, "wait", "--for=condition=Ready", "pod/reader", "--timeout=120s")
+	attach := s.command(t, "kubectl", "attach", "-i", "reader")
+	in, err := attach.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attached testtool.Buffer
+	attach.Stdout, attach.Stderr = &attached, &attached
+	if err := attach.Start(); err != nil {
+		t.Fatal(err)
+	}
+	testtool.SayUntil(t, time.Minute, in, "hello through containerd\n", &attached, "read hello through containerd")
+	in.Close()
+	if err := attach.Wait(); err != nil {
+		t.Errorf("kubectl attach -i: %v\n%s", err, attached.String())
+	}
+	if phase := s.kubectl(t, "get", "pod", "reader", "-o", "jsonpath={.status.phase}"); phase != "Running" {
+		t.Errorf("the reader pod is %s after kubectl attach, want Running", phase)
+	}
+	s.kubectl(t, "delete", "pod", "reader", "--timeout=60s")
+
 	// A restart of the server, its agent and containerd: the pods run on.
 	s.stop(syscall.SIGTERM, 30*time.Second)
 	s = startServerIn(t, dataDir, args...)

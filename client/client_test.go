@@ -71,7 +71,27 @@ users: [{name: u, user: {tokenFile: token}}]
 	if cfg.Token != "file-token" || string(cfg.CAData) != ca {
 		t.Fatalf("file kubeconfig: %+v", cfg)
 	}
+	// A user of `berth token create-user`: a client certificate and its
+	// key, here as files relative to the kubeconfig.
+	for name, body := range map[string]string{"user.crt": "cert-pem", "user.key": "key-pem"} {
+		write(name, body)
+	}
+	cert := write("cert", `current-context: c
+clusters: [{name: k, cluster: {server: "https://h:1", certificate-authority: ca.crt}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]
+users: [{name: u, user: {client-certificate: user.crt, client-key: user.key}}]
+`)
+	cfg, err = client.LoadKubeconfig(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Token != "" || string(cfg.CertData) != "cert-pem" || string(cfg.KeyData) != "key-pem" {
+		t.Fatalf("client-certificate kubeconfig: %+v", cfg)
+	}
 	for name, body := range map[string]string{
+		"plugin user": `{current-context: c, clusters: [{name: k, cluster: {server: "https://h:1"}}],
+  contexts: [{name: c, context: {cluster: k, user: u}}],
+  users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: login, interactiveMode: Never}}}]}`,
 		"no context":      `clusters: []`,
 		"missing cluster": `{current-context: c, contexts: [{name: c, context: {cluster: k, user: u}}]}`,
 		"bad yaml":        `: : :`,

@@ -1,16 +1,15 @@
 package client
 
 import (
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/yaml"
 )
 
 // Config says where the API is and how to prove who we are.
@@ -50,116 +49,66 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// kubeconfig is the part of kubectl's config file berth reads.
-type kubeconfig struct {
-	CurrentContext string `json:"current-context"`
-	Clusters       []struct {
-		Name    string `json:"name"`
-		Cluster struct {
-			Server                   string `json:"server"`
-			CertificateAuthority     string `json:"certificate-authority"`
-			CertificateAuthorityData string `json:"certificate-authority-data"`
-			InsecureSkipTLSVerify    bool   `json:"insecure-skip-tls-verify"`
-		} `json:"cluster"`
-	} `json:"clusters"`
-	Users []struct {
-		Name string `json:"name"`
-		User struct {
-			Token     string `json:"token"`
-			TokenFile string `json:"tokenFile"`
-		} `json:"user"`
-	} `json:"users"`
-	Contexts []struct {
-		Name    string `json:"name"`
-		Context struct {
-			Cluster   string `json:"cluster"`
-			User      string `json:"user"`
-			Namespace string `json:"namespace"`
-		} `json:"context"`
-	} `json:"contexts"`
-}
-
 // LoadKubeconfig reads a kubeconfig in kubectl's format (the one `berth
-// server` writes as admin.kubeconfig): the current context's cluster
-// (server, certificate-authority-data or certificate-authority) and user
-// (token or tokenFile). Relative file paths are relative to the
-// kubeconfig, as kubectl reads them.
+// server` writes as admin.kubeconfig) with client-go's loader, as kubectl
+// reads it: relative file paths are relative to the kubeconfig.
 func LoadKubeconfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	cfg, err := FromKubeconfig(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: path}, &clientcmd.ConfigOverrides{}))
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	var kc kubeconfig
-	if err := yaml.Unmarshal(data, &kc); err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	ctxName := kc.CurrentContext
-	if ctxName == "" && len(kc.Contexts) == 1 {
-		ctxName = kc.Contexts[0].Name
+	return cfg, nil
+}
+
+// FromKubeconfig turns the current context of a kubeconfig that client-go
+// loaded (one file, or $KUBECONFIG's list merged) into a Config: the
+// cluster's server and CA (certificate-authority-data or
+// certificate-authority), the user's token (token or tokenFile) or client
+// certificate (client-certificate(-data) and client-key(-data)), and the
+// context's namespace. A user with only a plugin is refused rather than
+// sent unnamed: berth's client speaks no plugin.
+func FromKubeconfig(cc clientcmd.ClientConfig) (*Config, error) {
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, err
 	}
-	if ctxName == "" {
-		return nil, fmt.Errorf("kubeconfig %s: no current-context", path)
+	cfg := &Config{
+		Server:                rc.Host,
+		Token:                 strings.TrimSpace(rc.BearerToken),
+		CAData:                rc.CAData,
+		InsecureSkipTLSVerify: rc.Insecure,
 	}
-	cfg := &Config{}
-	found := false
-	var clusterName, userName string
-	for _, c := range kc.Contexts {
-		if c.Name == ctxName {
-			clusterName, userName, cfg.Namespace = c.Context.Cluster, c.Context.User, c.Context.Namespace
-			found = true
+	if cfg.Token == "" && rc.BearerTokenFile != "" {
+		tok, err := os.ReadFile(rc.BearerTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("tokenFile: %w", err)
+		}
+		cfg.Token = strings.TrimSpace(string(tok))
+	}
+	if len(cfg.CAData) == 0 && rc.CAFile != "" {
+		ca, err := os.ReadFile(rc.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("certificate-authority: %w", err)
+		}
+		cfg.CAData = ca
+	}
+	cfg.CertData, cfg.KeyData = rc.CertData, rc.KeyData
+	if len(cfg.CertData) == 0 && rc.CertFile != "" {
+		if cfg.CertData, err = os.ReadFile(rc.CertFile); err != nil {
+			return nil, fmt.Errorf("client-certificate: %w", err)
 		}
 	}
-	if !found {
-		return nil, fmt.Errorf("kubeconfig %s: context %q not found", path, ctxName)
-	}
-	dir := filepath.Dir(path)
-	resolve := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(dir, p)
-	}
-	found = false
-	for _, c := range kc.Clusters {
-		if c.Name != clusterName {
-			continue
-		}
-		found = true
-		cfg.Server = c.Cluster.Server
-		cfg.InsecureSkipTLSVerify = c.Cluster.InsecureSkipTLSVerify
-		switch {
-		case c.Cluster.CertificateAuthorityData != "":
-			ca, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.Cluster.CertificateAuthorityData))
-			if err != nil {
-				return nil, fmt.Errorf("kubeconfig %s: cluster %q: certificate-authority-data: %w", path, clusterName, err)
-			}
-			cfg.CAData = ca
-		case c.Cluster.CertificateAuthority != "":
-			ca, err := os.ReadFile(resolve(c.Cluster.CertificateAuthority))
-			if err != nil {
-				return nil, fmt.Errorf("kubeconfig %s: cluster %q: %w", path, clusterName, err)
-			}
-			cfg.CAData = ca
+	if len(cfg.KeyData) == 0 && rc.KeyFile != "" {
+		if cfg.KeyData, err = os.ReadFile(rc.KeyFile); err != nil {
+			return nil, fmt.Errorf("client-key: %w", err)
 		}
 	}
-	if !found {
-		return nil, fmt.Errorf("kubeconfig %s: cluster %q not found", path, clusterName)
+	if cfg.Token == "" && len(cfg.CertData) == 0 && (rc.ExecProvider != nil || rc.AuthProvider != nil) {
+		return nil, errors.New("the current context's user authenticates with a plugin; berth authenticates with a token or a client certificate")
 	}
-	for _, u := range kc.Users {
-		if u.Name != userName {
-			continue
-		}
-		cfg.Token = u.User.Token
-		if cfg.Token == "" && u.User.TokenFile != "" {
-			tok, err := os.ReadFile(resolve(u.User.TokenFile))
-			if err != nil {
-				return nil, fmt.Errorf("kubeconfig %s: user %q: %w", path, userName, err)
-			}
-			cfg.Token = strings.TrimSpace(string(tok))
-		}
-	}
-	if cfg.Server == "" {
-		return nil, fmt.Errorf("kubeconfig %s: cluster %q has no server", path, clusterName)
+	if ns, _, err := cc.Namespace(); err == nil {
+		cfg.Namespace = ns
 	}
 	return cfg, nil
 }

@@ -90,7 +90,7 @@ func TestKubeconfigAdminFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, user, err := read.Current()
+	cluster, user, err := controlplane.KubeconfigCurrent(read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestKubeconfigRewrittenOnlyWhenChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cl, u, _ := k.Current(); cl.Server != "https://b:6443" || u.Token != "t2" {
+	if cl, u, err := controlplane.KubeconfigCurrent(k); err != nil || cl.Server != "https://b:6443" || u.Token != "t2" {
 		t.Errorf("after change: %+v %+v", cl, u)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
@@ -148,12 +148,12 @@ func TestKubeconfigWithoutCA(t *testing.T) {
 func TestKubeconfigCurrentErrors(t *testing.T) {
 	k := controlplane.NewKubeconfig("https://a", nil, "t")
 	k.CurrentContext = "other"
-	if _, _, err := k.Current(); err == nil {
+	if _, _, err := controlplane.KubeconfigCurrent(k); err == nil {
 		t.Error("missing context accepted")
 	}
 	k = controlplane.NewKubeconfig("https://a", nil, "t")
-	k.Users = nil
-	if _, _, err := k.Current(); err == nil {
+	clear(k.AuthInfos)
+	if _, _, err := controlplane.KubeconfigCurrent(k); err == nil {
 		t.Error("missing user accepted")
 	}
 }

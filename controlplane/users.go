@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/validation/path"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // MaxUserCertLifetime bounds a user certificate: a client certificate
@@ -23,7 +24,7 @@ const MaxUserCertLifetime = 365 * 24 * time.Hour
 // Kubernetes reads them) and returns a kubeconfig that uses it against
 // the server of the data dir's admin.kubeconfig. RBAC decides what the
 // user may do; the group system:masters makes an admin.
-func UserKubeconfig(dataDir, name string, groups []string, ttl time.Duration, now time.Time) (*Kubeconfig, error) {
+func UserKubeconfig(dataDir, name string, groups []string, ttl time.Duration, now time.Time) (*clientcmdapi.Config, error) {
 	if name == "" {
 		return nil, errors.New("create-user: a user name is needed")
 	}
@@ -50,7 +51,7 @@ func UserKubeconfig(dataDir, name string, groups []string, ttl time.Duration, no
 	if err != nil {
 		return nil, fmt.Errorf("create-user: %w", err)
 	}
-	cluster, _, err := admin.Current()
+	cluster, _, err := KubeconfigCurrent(admin)
 	if err != nil {
 		return nil, fmt.Errorf("create-user: %s: %w", paths.AdminKubeconfig, err)
 	}
@@ -82,14 +83,13 @@ func UserKubeconfig(dataDir, name string, groups []string, ttl time.Duration, no
 	if err != nil {
 		return nil, err
 	}
-	k := NewKubeconfig(cluster.Server, caPEM, "")
-	k.Users[0].Name = name
-	k.Users[0].User = KubeconfigUser{
+	k := clientcmdapi.NewConfig()
+	k.Clusters[KubeconfigName] = &clientcmdapi.Cluster{Server: cluster.Server, CertificateAuthorityData: caPEM}
+	k.AuthInfos[name] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
 		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: keyDER}),
 	}
-	k.Contexts[0].Name = name + "@" + KubeconfigName
-	k.Contexts[0].Context.User = name
-	k.CurrentContext = k.Contexts[0].Name
+	k.CurrentContext = name + "@" + KubeconfigName
+	k.Contexts[k.CurrentContext] = &clientcmdapi.Context{Cluster: KubeconfigName, AuthInfo: name}
 	return k, nil
 }

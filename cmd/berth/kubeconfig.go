@@ -101,8 +101,7 @@ func loadKubeconfig(c kubeconfigChoice) (*client.Config, error) {
 	} else {
 		rules.Precedence = c.files
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	rc, err := cc.ClientConfig()
+	cfg, err := client.FromKubeconfig(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}))
 	if err != nil {
 		if c.from == "the default" && errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("no kubeconfig: none given (--kubeconfig, $%s, $%s), no %s and no %s; start `berth server` or name the server's admin.kubeconfig",
@@ -112,43 +111,6 @@ func loadKubeconfig(c kubeconfigChoice) (*client.Config, error) {
 			return nil, fmt.Errorf("kubeconfig %s (from %s): no configuration in it", c, c.from)
 		}
 		return nil, fmt.Errorf("kubeconfig %s (from %s): %w", c, c.from, err)
-	}
-	cfg := &client.Config{
-		Server:                rc.Host,
-		Token:                 strings.TrimSpace(rc.BearerToken),
-		CAData:                rc.CAData,
-		InsecureSkipTLSVerify: rc.Insecure,
-	}
-	if cfg.Token == "" && rc.BearerTokenFile != "" {
-		tok, err := os.ReadFile(rc.BearerTokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: tokenFile: %w", c, err)
-		}
-		cfg.Token = strings.TrimSpace(string(tok))
-	}
-	if len(cfg.CAData) == 0 && rc.CAFile != "" {
-		ca, err := os.ReadFile(rc.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: certificate-authority: %w", c, err)
-		}
-		cfg.CAData = ca
-	}
-	cfg.CertData, cfg.KeyData = rc.CertData, rc.KeyData
-	if len(cfg.CertData) == 0 && rc.CertFile != "" {
-		if cfg.CertData, err = os.ReadFile(rc.CertFile); err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: client-certificate: %w", c, err)
-		}
-	}
-	if len(cfg.KeyData) == 0 && rc.KeyFile != "" {
-		if cfg.KeyData, err = os.ReadFile(rc.KeyFile); err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: client-key: %w", c, err)
-		}
-	}
-	if cfg.Token == "" && len(cfg.CertData) == 0 && (rc.ExecProvider != nil || rc.AuthProvider != nil) {
-		return nil, fmt.Errorf("kubeconfig %s: the current context's user authenticates with a plugin; berth authenticates with a token or a client certificate", c)
-	}
-	if ns, _, err := cc.Namespace(); err == nil {
-		cfg.Namespace = ns
 	}
 	return cfg, nil
 }

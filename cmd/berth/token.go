@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/berth-dev/berth/controlplane"
 )
@@ -47,7 +47,7 @@ revoked: remove the user's bindings to take its rights away.`,
 			if err != nil {
 				return err
 			}
-			data, err := yaml.Marshal(k)
+			data, err := clientcmd.Write(*k)
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,6 @@ func (a *Agent) runServiceProxy(ctx context.Context, c *client.Client) error {
 		Clock: a.cfg.Clock, Logger: a.log}).Run(ctx)
 }
 
-// CleanupServiceProxy removes the service proxy's nftables table, as
+// CleanupServiceProxy removes the service proxy's nftables tables, as
 // `berth agent --cleanup` does.
 func CleanupServiceProxy() error { return proxy.NewSyncer(-1).Cleanup() }

@@ -98,7 +98,8 @@ func startCluster(tb testing.TB, services, endpoints int) *cluster {
 	return c
 }
 
-func (c *cluster) synced(rs *Ruleset, done time.Time) {
+func (c *cluster) synced(rules []*Ruleset, done time.Time) {
+	rs := rules[0] // IPv4's
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.want != nil && c.want(rs) {

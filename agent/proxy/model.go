@@ -17,6 +17,10 @@ import (
 
 // Input is what the proxy's rules are made from.
 type Input struct {
+	// Family is the address family the rules are for, IPv4 when empty:
+	// a node serves each family from a table of its own, as kube-proxy
+	// runs a proxier per family.
+	Family corev1.IPFamily
 	// NodeName is this node: traffic policy Local keeps to the endpoints
 	// whose nodeName it is.
 	NodeName string
@@ -85,8 +89,11 @@ type EndpointChain struct {
 	Affinity time.Duration
 }
 
-// Ruleset is the proxy's whole state, in the shape of its nftables table.
+// Ruleset is the proxy's whole state for one address family, in the
+// shape of its nftables table.
 type Ruleset struct {
+	// Family is IPv4 or IPv6: every address below is of it.
+	Family    corev1.IPFamily
 	Services  map[string]ServiceChain
 	Endpoints map[string]EndpointChain
 	// IPs maps virtual IPs, load-balancer addresses and external IPs to
@@ -134,9 +141,11 @@ type endpoint struct {
 
 // Build is the proxy's pure core: the rules Services and EndpointSlices
 // make on a node, as kube-proxy makes them, and the NetworkPolicy rules
-// of its pods. Only IPv4 is served.
+// of its pods, for the addresses of one family: a dual-stack Service
+// is in the Ruleset of each.
 func Build(in Input) *Ruleset {
-	rs := &Ruleset{
+	fam := familyOf(in.Family)
+	rs := &Ruleset{Family: fam,
 		Services: map[string]ServiceChain{}, Endpoints: map[string]EndpointChain{},
 		IPs: map[VIP]string{}, NodePorts: map[NodePort]string{},
 		NoEndpoints: map[VIP]struct{}{}, NoEndpointsNodePorts: map[NodePort]struct{}{},
@@ -146,7 +155,7 @@ func Build(in Input) *Ruleset {
 	slicesBySvc := map[string][]*api.EndpointSlice{}
 	for _, s := range in.Slices {
 		name := s.Labels[api.LabelServiceName]
-		if name == "" || s.AddressType != api.AddressTypeIPv4 {
+		if name == "" || string(s.AddressType) != string(fam) {
 			continue
 		}
 		k := s.Namespace + "/" + name
@@ -159,6 +168,28 @@ func Build(in Input) *Ruleset {
 	return rs
 }
 
+// familyOf is f, IPv4 when empty.
+func familyOf(f corev1.IPFamily) corev1.IPFamily {
+	if f == "" {
+		return corev1.IPv4Protocol
+	}
+	return f
+}
+
+// parseIn is s as an address of family f; false for another family's
+// (an IPv4-mapped IPv6 address is neither's) or no address.
+func parseIn(f corev1.IPFamily, s string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(s)
+	return a, err == nil && inFamily(f, a)
+}
+
+func inFamily(f corev1.IPFamily, a netip.Addr) bool {
+	if f == corev1.IPv6Protocol {
+		return a.Is6() && !a.Is4In6() && a.Zone() == ""
+	}
+	return a.Is4()
+}
+
 func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.EndpointSlice) {
 	spec := &svc.Spec
 	if spec.Type == api.ServiceTypeExternalName {
@@ -166,7 +197,7 @@ func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.E
 	}
 	var vips []netip.Addr
 	for _, s := range api.ServiceClusterIPs(svc) {
-		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+		if a, ok := parseIn(rs.Family, s); ok {
 			vips = append(vips, a)
 		}
 	}
@@ -175,13 +206,13 @@ func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.E
 	}
 	var external, lbAddrs []netip.Addr
 	for _, s := range spec.ExternalIPs {
-		if a, err := netip.ParseAddr(s); err == nil && a.Is4() {
+		if a, ok := parseIn(rs.Family, s); ok {
 			external = append(external, a)
 		}
 	}
 	if spec.Type == api.ServiceTypeLoadBalancer && spec.LoadBalancerClass == nil {
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
-			if a, err := netip.ParseAddr(ing.IP); err == nil && a.Is4() {
+			if a, ok := parseIn(rs.Family, ing.IP); ok {
 				external = append(external, a)
 				lbAddrs = append(lbAddrs, a)
 			}
@@ -200,7 +231,7 @@ func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.E
 	for _, port := range spec.Ports {
 		proto := protoOf(port.Protocol)
 		id := fmt.Sprintf("%s/%s/%s/%d", svc.Namespace, svc.Name, strings.ToLower(string(cmp.Or(port.Protocol, api.ProtocolTCP))), port.Port)
-		all := endpointsOf(svcSlices, port)
+		all := endpointsOf(rs.Family, svcSlices, port)
 		// Endpoint chains are shared by the paths that pick them.
 		chains := func(eps []endpoint) []string {
 			var out []string
@@ -264,7 +295,7 @@ func buildService(rs *Ruleset, node string, svc *api.Service, svcSlices []*api.E
 
 // endpointsOf lists the endpoints of slices that serve port, once each,
 // sorted.
-func endpointsOf(svcSlices []*api.EndpointSlice, port api.ServicePort) []endpoint {
+func endpointsOf(fam corev1.IPFamily, svcSlices []*api.EndpointSlice, port api.ServicePort) []endpoint {
 	var out []endpoint
 	for _, s := range svcSlices {
 		var target int32
@@ -288,8 +319,8 @@ func endpointsOf(svcSlices []*api.EndpointSlice, port api.ServicePort) []endpoin
 			if len(e.Addresses) == 0 {
 				continue
 			}
-			a, err := netip.ParseAddr(e.Addresses[0])
-			if err != nil || !a.Is4() {
+			a, ok := parseIn(fam, e.Addresses[0])
+			if !ok {
 				continue
 			}
 			c := e.Conditions
@@ -340,7 +371,7 @@ func firewallOf(rs *Ruleset, svc *api.Service, lbAddrs []netip.Addr) string {
 	}
 	var ranges []AddrRange
 	for _, r := range sources {
-		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil && p.Addr().Is4() {
+		if p, ok := parsePrefixIn(rs.Family, strings.TrimSpace(r)); ok {
 			ranges = append(ranges, prefixRange(p))
 		}
 	}

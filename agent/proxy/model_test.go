@@ -3,10 +3,12 @@ package proxy
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -185,18 +187,20 @@ func TestLoadBalancerSourceRanges(t *testing.T) {
 	}
 }
 
-// TestDualStackProxiedOnIPv4: a dual-stack Service (IPv6 cluster IP,
+// TestDualStackEachFamily: a dual-stack Service (an IPv6 cluster IP,
 // load-balancer address and external IP besides its IPv4 ones) with an
-// IPv6 EndpointSlice beside its IPv4 one is proxied on its IPv4
-// addresses to its IPv4 endpoints; nothing of IPv6 reaches the IPv4
-// table.
-func TestDualStackProxiedOnIPv4(t *testing.T) {
+// IPv6 EndpointSlice beside its IPv4 one is proxied in each family's
+// Ruleset on that family's addresses to that family's endpoints;
+// neither holds an address of the other. Its loadBalancerSourceRanges
+// and a NetworkPolicy's ipBlocks and pod addresses split the same way.
+func TestDualStackEachFamily(t *testing.T) {
 	svc := svcOf(api.ServiceTypeLoadBalancer, func(s *api.Service) {
 		pol := corev1.IPFamilyPolicyRequireDualStack
 		s.Spec.IPFamilyPolicy = &pol
 		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
 		s.Spec.ClusterIPs = []string{"198.19.0.10", "fd00:43::10"}
-		s.Spec.ExternalIPs = []string{"fd00:1::5"}
+		s.Spec.ExternalIPs = []string{"fd00:1::5", "::ffff:198.18.0.9"}
+		s.Spec.LoadBalancerSourceRanges = []string{"198.18.9.0/24", "fd00:9::/64"}
 		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.18.0.1"}, {IP: "fd00:1::1"}}
 	})
 	name, port, proto := "http", int32(8080), api.ProtocolTCP
@@ -206,20 +210,63 @@ func TestDualStackProxiedOnIPv4(t *testing.T) {
 			AddressType: typ, Ports: []api.EndpointSlicePort{{Name: &name, Port: &port, Protocol: &proto}},
 			Endpoints: []api.Endpoint{{Addresses: []string{addr}, Conditions: api.EndpointConditions{Ready: &ready}}}}
 	}
-	rs := Build(Input{NodeName: "n1", Services: []*api.Service{svc},
-		Slices: []*api.EndpointSlice{slice("web-v4", api.AddressTypeIPv4, "198.18.0.11"), slice("web-v6", api.AddressTypeIPv6, "fd00::11")}})
-	var vips []string
-	for v := range rs.IPs {
-		vips = append(vips, v.Addr.String())
-		if !v.Addr.Is4() {
-			t.Errorf("IPv6 address %s in the IPv4 table", v.Addr)
+	pod := policyPodOf("default", "web", "n1", "198.18.7.10", map[string]string{"app": "web"})
+	pod.Status.PodIPs = []api.PodIP{{IP: "198.18.7.10"}, {IP: "fd00:7::10"}}
+	np := policyOf("default", "from-block", map[string]string{"app": "web"}, func(s *networkingv1.NetworkPolicySpec) {
+		s.Ingress = []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: "198.18.8.0/24"}},
+			{IPBlock: &networkingv1.IPBlock{CIDR: "fd00:8::/64", Except: []string{"fd00:8::/65"}}},
+		}}}
+	})
+	in := Input{NodeName: "n1", Services: []*api.Service{svc},
+		Slices: []*api.EndpointSlice{slice("web-v4", api.AddressTypeIPv4, "198.18.0.11"), slice("web-v6", api.AddressTypeIPv6, "fd00::11")},
+		Pods:   []*api.Pod{pod}, Policies: []*api.NetworkPolicy{np}}
+	for _, tc := range []struct {
+		family                 corev1.IPFamily
+		addrs, endpoints, pods []string
+		vip                    string
+		sources, blocks        []AddrRange
+	}{
+		{"", []string{"198.18.0.1", "198.19.0.10"}, []string{"198.18.0.11"}, []string{"198.18.7.10"}, "198.19.0.10",
+			[]AddrRange{{netip.MustParseAddr("198.18.9.0"), netip.MustParseAddr("198.18.9.255")}},
+			[]AddrRange{{netip.MustParseAddr("198.18.8.0"), netip.MustParseAddr("198.18.8.255")}}},
+		{corev1.IPv6Protocol, []string{"fd00:1::1", "fd00:1::5", "fd00:43::10"}, []string{"fd00::11"}, []string{"fd00:7::10"}, "fd00:43::10",
+			[]AddrRange{{netip.MustParseAddr("fd00:9::"), netip.MustParseAddr("fd00:9::ffff:ffff:ffff:ffff")}},
+			[]AddrRange{{netip.MustParseAddr("fd00:8::8000:0:0:0"), netip.MustParseAddr("fd00:8::ffff:ffff:ffff:ffff")}}},
+	} {
+		in.Family = tc.family
+		rs := Build(in)
+		if want := familyOf(tc.family); rs.Family != want {
+			t.Errorf("Ruleset of %q: family %s, want %s", tc.family, rs.Family, want)
 		}
-	}
-	slices.Sort(vips)
-	if want := []string{"198.18.0.1", "198.19.0.10"}; !slices.Equal(vips, want) {
-		t.Errorf("addresses %v, want %v", vips, want)
-	}
-	if got := addrs(rs, rs.IPs[vip80]); !slices.Equal(got, []string{"198.18.0.11"}) {
-		t.Errorf("endpoints %v, want the IPv4 one alone", got)
+		var got []string
+		for v := range rs.IPs {
+			got = append(got, v.Addr.String())
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.addrs) {
+			t.Errorf("%s: addresses %v, want %v", rs.Family, got, tc.addrs)
+		}
+		if got := addrs(rs, rs.IPs[VIP{netip.MustParseAddr(tc.vip), ProtoTCP, 80}]); !slices.Equal(got, tc.endpoints) {
+			t.Errorf("%s: endpoints %v, want %v", rs.Family, got, tc.endpoints)
+		}
+		got = nil
+		for a := range rs.PolicyIngress {
+			got = append(got, a.String())
+		}
+		if !slices.Equal(got, tc.pods) {
+			t.Errorf("%s: isolated pod addresses %v, want %v", rs.Family, got, tc.pods)
+		}
+		var sources, blocks []AddrRange
+		for name, set := range rs.PolicySets {
+			if strings.HasPrefix(name, "fw-sources") {
+				sources = set
+			} else {
+				blocks = set
+			}
+		}
+		if !slices.Equal(sources, tc.sources) || !slices.Equal(blocks, tc.blocks) {
+			t.Errorf("%s: source ranges %v, ipBlocks %v; want %v, %v", rs.Family, sources, blocks, tc.sources, tc.blocks)
+		}
 	}
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
 )
 
-// Table is the proxy's nftables table (family ip). The proxy owns it
-// whole: it makes it, changes it, and on Cleanup deletes it; it touches
-// no other.
+// Table is the name of the proxy's nftables tables, one of family ip
+// and one of family ip6. The proxy owns them whole: it makes them,
+// changes them, and on Cleanup deletes them; it touches no other.
 const Table = "berth-proxy"
 
 // masqMark is the packet mark of connections to masquerade, kube-proxy's.
@@ -48,14 +49,15 @@ const (
 // rtnLocal is the fib address type of a local address (RTN_LOCAL).
 const rtnLocal = 2
 
-// Syncer writes Rulesets into the table, each in one nftables
-// transaction, changing only what differs from the last one written.
+// Syncer writes Rulesets into the tables, those of one sync in one
+// nftables transaction, changing only what differs from the last ones
+// written.
 type Syncer struct {
 	// conn opens a connection in the namespace the rules belong in.
 	conn func() (*nftables.Conn, error)
-	// applied is what the table holds; nil when that is unknown, and the
-	// next Sync writes the table whole.
-	applied *Ruleset
+	// applied is what each family's table holds; missing when that is
+	// unknown, and the next Sync writes the table whole.
+	applied map[corev1.IPFamily]*Ruleset
 	// setID numbers the sets of one transaction.
 	setID uint32
 }
@@ -63,7 +65,7 @@ type Syncer struct {
 // NewSyncer writes in the network namespace whose handle is nsFD; a
 // negative nsFD is the process's own.
 func NewSyncer(nsFD int) *Syncer {
-	return &Syncer{conn: func() (*nftables.Conn, error) {
+	return &Syncer{applied: map[corev1.IPFamily]*Ruleset{}, conn: func() (*nftables.Conn, error) {
 		opts := []nftables.ConnOption{nftables.WithSockOptions(bigSendBuffer)}
 		if nsFD >= 0 {
 			opts = append(opts, nftables.WithNetNSFd(nsFD))
@@ -99,33 +101,94 @@ func bigSendBuffer(c *netlink.Conn) error {
 	return serr
 }
 
-var table = &nftables.Table{Name: Table, Family: nftables.TableFamilyIPv4}
+// family is what differs between the ip and the ip6 table: the
+// addresses' length, type and place in the header, the registers a
+// concatenation after an address starts at, and the NAT and ICMP
+// numbers.
+type family struct {
+	ip    corev1.IPFamily
+	table *nftables.Table
+	// addrType and vipKeyType are the key types of an address and of
+	// address . protocol . port.
+	addrType, vipKeyType nftables.SetDatatype
+	// addrLen is an address's length; saddr and daddr are the offsets
+	// of the source and destination in the network header.
+	addrLen, saddr, daddr uint32
+	// afterAddr is the first 32-bit register after an address loaded
+	// into NFT_REG_1.
+	afterAddr uint32
+	natFamily uint32
+	// portUnreachable is the ICMP (ICMPv6) code of port unreachable.
+	portUnreachable uint8
+}
+
+var (
+	familyIPv4 = &family{ip: corev1.IPv4Protocol,
+		table:    &nftables.Table{Name: Table, Family: nftables.TableFamilyIPv4},
+		addrType: nftables.TypeIPAddr, vipKeyType: nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService),
+		addrLen: 4, saddr: 12, daddr: 16, afterAddr: reg32, natFamily: unix.NFPROTO_IPV4, portUnreachable: 3}
+	familyIPv6 = &family{ip: corev1.IPv6Protocol,
+		table:    &nftables.Table{Name: Table, Family: nftables.TableFamilyIPv6},
+		addrType: nftables.TypeIP6Addr, vipKeyType: nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetProto, nftables.TypeInetService),
+		addrLen: 16, saddr: 8, daddr: 24, afterAddr: reg32 + 3, natFamily: unix.NFPROTO_IPV6, portUnreachable: 4}
+)
+
+// families are the tables, the ip one first.
+var families = []*family{familyIPv4, familyIPv6}
+
+func familyTable(f corev1.IPFamily) *family {
+	if familyOf(f) == corev1.IPv6Protocol {
+		return familyIPv6
+	}
+	return familyIPv4
+}
 
 func (s *Syncer) nextID() uint32 { s.setID++; return s.setID }
 
-var (
-	vipKeyType  = nftables.MustConcatSetType(nftables.TypeIPAddr, nftables.TypeInetProto, nftables.TypeInetService)
-	portKeyType = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
-)
+var portKeyType = nftables.MustConcatSetType(nftables.TypeInetProto, nftables.TypeInetService)
 
-func fixedMap(name string, key nftables.SetDatatype) *nftables.Set {
-	return &nftables.Set{Table: table, Name: name, IsMap: true, Concatenation: true, KeyType: key, DataType: nftables.TypeVerdict}
+func (f *family) fixedMap(name string, key nftables.SetDatatype) *nftables.Set {
+	return &nftables.Set{Table: f.table, Name: name, IsMap: true, Concatenation: true, KeyType: key, DataType: nftables.TypeVerdict}
 }
 
-// Sync makes the table hold rs. It writes the table whole when it does
-// not know what it holds or finds it gone (flushed by hand), and else
-// only the chains and map elements that changed.
-func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
+// Sync makes the tables hold rss, one Ruleset per family, in one
+// transaction. It writes a family's table whole when it does not know
+// what it holds or finds it gone (flushed by hand), and else only the
+// chains and map elements that changed; full tells whether any was
+// written whole. A family with no Ruleset in rss is left as it is.
+func (s *Syncer) Sync(rss ...*Ruleset) (full bool, err error) {
 	c, err := s.conn()
 	if err != nil {
 		return false, fmt.Errorf("nftables: %w", err)
 	}
-	if s.applied != nil && !s.intact(c) {
-		s.applied = nil
+	for _, rs := range rss {
+		f := familyTable(rs.Family)
+		old := s.applied[f.ip]
+		if old != nil && !f.intact(c) {
+			old = nil
+		}
+		delete(s.applied, f.ip) // unknown until the transaction is in
+		if old == nil {
+			full = true
+		}
+		if err := s.write(c, f, old, rs); err != nil {
+			return full, err
+		}
 	}
-	old := s.applied
-	full = old == nil
-	if full {
+	if err := c.Flush(); err != nil {
+		return full, fmt.Errorf("nftables: table %s (written whole: %v): %w", Table, full, err)
+	}
+	for _, rs := range rss {
+		s.applied[familyTable(rs.Family).ip] = rs
+	}
+	return full, nil
+}
+
+// write adds to c's batch what makes f's table hold rs, from old; from
+// nothing, the table replaced whole, when old is nil.
+func (s *Syncer) write(c *nftables.Conn, f *family, old, rs *Ruleset) error {
+	table := f.table
+	if old == nil {
 		// Added, deleted and added again in the one transaction: a table
 		// of unknown content (an earlier agent's) is replaced whole with
 		// no moment between, or, when there was none, made.
@@ -133,11 +196,10 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 		c.AddTable(table)
 		c.DelTable(table)
 		c.AddTable(table)
-		if err := s.addFixed(c); err != nil {
-			return full, err
+		if err := s.addFixed(c, f); err != nil {
+			return err
 		}
 	}
-	s.applied = nil // unknown until the transaction is in
 	// setIDs are the affinity sets made in this transaction, which rules
 	// name by ID as well.
 	setIDs := map[string]uint32{}
@@ -150,19 +212,19 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 		if ok && slices.Equal(prev, ranges) {
 			continue
 		}
-		set := policySet(name)
+		set := f.policySet(name)
 		if !ok {
 			set.ID = s.nextID()
 			if err := c.AddSet(set, nil); err != nil {
-				return full, fmt.Errorf("nftables: set %s: %w", name, err)
+				return fmt.Errorf("nftables: set %s: %w", name, err)
 			}
 			setIDs[name] = set.ID
 		} else {
 			c.FlushSet(set)
 		}
-		for part := range slices.Chunk(intervalElements(ranges), elementsPerMessage) {
+		for part := range slices.Chunk(f.intervalElements(ranges), elementsPerMessage) {
 			if err := c.SetAddElements(set, part); err != nil {
-				return full, fmt.Errorf("nftables: set %s: %w", name, err)
+				return fmt.Errorf("nftables: set %s: %w", name, err)
 			}
 		}
 	}
@@ -173,7 +235,7 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 			continue
 		}
 		ch := resetChain(c, table, name, ok)
-		for _, r := range policyRules(pc, setIDs) {
+		for _, r := range f.policyRules(pc, setIDs) {
 			c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: r})
 		}
 	}
@@ -186,16 +248,16 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 		}
 		ch := resetChain(c, table, name, ok)
 		if ep.Affinity > 0 && (!ok || prev.Affinity == 0) {
-			set := affinitySet(name, s.nextID())
+			set := f.affinitySet(name, s.nextID())
 			if err := c.AddSet(set, nil); err != nil {
-				return full, fmt.Errorf("nftables: affinity set of %s: %w", name, err)
+				return fmt.Errorf("nftables: affinity set of %s: %w", name, err)
 			}
 			setIDs[set.Name] = set.ID
 		}
 		if ok && prev.Affinity > 0 && ep.Affinity == 0 {
 			delSets = append(delSets, affinityName(name))
 		}
-		for _, r := range endpointRules(name, ep, setIDs) {
+		for _, r := range f.endpointRules(name, ep, setIDs) {
 			c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: r})
 		}
 	}
@@ -206,33 +268,33 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 			continue
 		}
 		ch := resetChain(c, table, name, ok)
-		if err := s.serviceRules(c, ch, sc, rs.Endpoints, setIDs); err != nil {
-			return full, err
+		if err := f.serviceRules(c, ch, sc, rs.Endpoints, setIDs); err != nil {
+			return err
 		}
 	}
 	// Map elements.
-	if err := syncMap(c, fixedMap(mapServiceIPs, vipKeyType), old.IPs, rs.IPs, vipKey, gotoVerdict); err != nil {
-		return full, err
+	if err := syncMap(c, f.fixedMap(mapServiceIPs, f.vipKeyType), old.IPs, rs.IPs, f.vipKey, gotoVerdict); err != nil {
+		return err
 	}
-	if err := syncMap(c, fixedMap(mapServiceNodePorts, portKeyType), old.NodePorts, rs.NodePorts, portKey, gotoVerdict); err != nil {
-		return full, err
+	if err := syncMap(c, f.fixedMap(mapServiceNodePorts, portKeyType), old.NodePorts, rs.NodePorts, portKey, gotoVerdict); err != nil {
+		return err
 	}
 	reject := func(struct{}) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictGoto, Chain: chainReject} }
-	if err := syncMap(c, fixedMap(mapNoEndpointServices, vipKeyType), old.NoEndpoints, rs.NoEndpoints, vipKey, reject); err != nil {
-		return full, err
+	if err := syncMap(c, f.fixedMap(mapNoEndpointServices, f.vipKeyType), old.NoEndpoints, rs.NoEndpoints, f.vipKey, reject); err != nil {
+		return err
 	}
-	if err := syncMap(c, fixedMap(mapNoEndpointNodePort, portKeyType), old.NoEndpointsNodePorts, rs.NoEndpointsNodePorts, portKey, reject); err != nil {
-		return full, err
+	if err := syncMap(c, f.fixedMap(mapNoEndpointNodePort, portKeyType), old.NoEndpointsNodePorts, rs.NoEndpointsNodePorts, portKey, reject); err != nil {
+		return err
 	}
 	jump := func(chain string) *expr.Verdict { return &expr.Verdict{Kind: expr.VerdictJump, Chain: chain} }
-	if err := syncMap(c, policyMap(mapPolicyIngress), old.PolicyIngress, rs.PolicyIngress, addrKey, jump); err != nil {
-		return full, err
+	if err := syncMap(c, f.policyMap(mapPolicyIngress), old.PolicyIngress, rs.PolicyIngress, f.addrKey, jump); err != nil {
+		return err
 	}
-	if err := syncMap(c, policyMap(mapPolicyEgress), old.PolicyEgress, rs.PolicyEgress, addrKey, jump); err != nil {
-		return full, err
+	if err := syncMap(c, f.policyMap(mapPolicyEgress), old.PolicyEgress, rs.PolicyEgress, f.addrKey, jump); err != nil {
+		return err
 	}
-	if err := syncMap(c, fixedMap(mapFirewallIPs, vipKeyType), old.Firewalls, rs.Firewalls, vipKey, jump); err != nil {
-		return full, err
+	if err := syncMap(c, f.fixedMap(mapFirewallIPs, f.vipKeyType), old.Firewalls, rs.Firewalls, f.vipKey, jump); err != nil {
+		return err
 	}
 	for name := range old.PolicyChains {
 		if _, ok := rs.PolicyChains[name]; !ok {
@@ -269,23 +331,19 @@ func (s *Syncer) Sync(rs *Ruleset) (full bool, err error) {
 	for _, name := range delSets {
 		c.DelSet(&nftables.Set{Table: table, Name: name})
 	}
-	if err := c.Flush(); err != nil {
-		return full, fmt.Errorf("nftables: table %s (written whole: %v): %w", Table, full, err)
-	}
-	s.applied = rs
-	return full, nil
+	return nil
 }
 
 // intact tells whether the table is there with its fixed rules: `nft
 // delete table` or `nft flush ruleset` remove it, `nft flush table` and
 // `nft flush chain` empty its chains, and either way the next sync
 // writes it whole.
-func (s *Syncer) intact(c *nftables.Conn) bool {
-	if _, err := c.ListTableOfFamily(Table, nftables.TableFamilyIPv4); err != nil {
+func (f *family) intact(c *nftables.Conn) bool {
+	if _, err := c.ListTableOfFamily(Table, f.table.Family); err != nil {
 		return false
 	}
 	for _, name := range []string{"nat-prerouting", chainServices, chainPolicyForward} {
-		rules, err := c.GetRules(table, &nftables.Chain{Name: name, Table: table})
+		rules, err := c.GetRules(f.table, &nftables.Chain{Name: name, Table: f.table})
 		if err != nil || len(rules) == 0 {
 			return false
 		}
@@ -293,18 +351,23 @@ func (s *Syncer) intact(c *nftables.Conn) bool {
 	return true
 }
 
-// Cleanup deletes the table.
+// Cleanup deletes the tables, each in a transaction of its own: one
+// that is not there (a node without IPv6, or a table deleted by hand)
+// leaves the other to go.
 func (s *Syncer) Cleanup() error {
-	c, err := s.conn()
-	if err != nil {
-		return fmt.Errorf("nftables: %w", err)
+	var errs []error
+	for _, f := range families {
+		c, err := s.conn()
+		if err != nil {
+			return fmt.Errorf("nftables: %w", err)
+		}
+		c.DelTable(f.table)
+		delete(s.applied, f.ip)
+		if err := c.Flush(); err != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EAFNOSUPPORT) {
+			errs = append(errs, fmt.Errorf("nftables: delete table %s of %s: %w", Table, f.ip, err))
+		}
 	}
-	c.DelTable(table)
-	s.applied = nil
-	if err := c.Flush(); err != nil && !errors.Is(err, syscall.ENOENT) {
-		return fmt.Errorf("nftables: delete table %s: %w", Table, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func sameService(a, b ServiceChain) bool {
@@ -350,9 +413,8 @@ const elementsPerMessage = 200
 
 // vipKey is the key of an address . protocol . port: each field padded
 // to four bytes, as nftables lays out concatenations.
-func vipKey(v VIP) []byte {
-	a := v.Addr.As4()
-	return []byte{a[0], a[1], a[2], a[3], byte(v.Proto), 0, 0, 0, byte(v.Port >> 8), byte(v.Port), 0, 0}
+func (f *family) vipKey(v VIP) []byte {
+	return append(f.addrKey(v.Addr), byte(v.Proto), 0, 0, 0, byte(v.Port>>8), byte(v.Port), 0, 0)
 }
 
 func portKey(p NodePort) []byte {
@@ -361,23 +423,30 @@ func portKey(p NodePort) []byte {
 
 func affinityName(chain string) string { return "affinity-" + chain[:min(len(chain), 200)] }
 
-func affinitySet(chain string, id uint32) *nftables.Set {
-	return &nftables.Set{Table: table, ID: id, Name: affinityName(chain), KeyType: nftables.TypeIPAddr, HasTimeout: true, Dynamic: true}
+func (f *family) affinitySet(chain string, id uint32) *nftables.Set {
+	return &nftables.Set{Table: f.table, ID: id, Name: affinityName(chain), KeyType: f.addrType, HasTimeout: true, Dynamic: true}
 }
 
 // The registers of a lookup of daddr . l4proto . dport: NFT_REG_1 holds
-// the first field, the 32-bit registers after it the rest.
+// the first field (an IPv6 address fills its four 32-bit words), the
+// 32-bit registers after it the rest.
 const (
 	reg1  = 1
 	reg32 = 9 // NFT_REG32_01, the one after NFT_REG_1's first word
 )
 
-func loadVIP() []expr.Any {
+func (f *family) loadVIP() []expr.Any {
 	return []expr.Any{
-		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg32},
-		&expr.Payload{DestRegister: reg32 + 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+		f.loadAddr(f.daddr),
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: f.afterAddr},
+		&expr.Payload{DestRegister: f.afterAddr + 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 	}
+}
+
+// loadAddr loads the address at offset of the network header (saddr or
+// daddr) into NFT_REG_1.
+func (f *family) loadAddr(offset uint32) *expr.Payload {
+	return &expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: f.addrLen}
 }
 
 func loadNodePort() []expr.Any {
@@ -394,18 +463,19 @@ func vmap(name string) *expr.Lookup {
 }
 
 // addFixed adds the maps and chains every table has.
-func (s *Syncer) addFixed(c *nftables.Conn) error {
+func (s *Syncer) addFixed(c *nftables.Conn, f *family) error {
+	table := f.table
 	for _, m := range []*nftables.Set{
-		fixedMap(mapServiceIPs, vipKeyType), fixedMap(mapServiceNodePorts, portKeyType),
-		fixedMap(mapNoEndpointServices, vipKeyType), fixedMap(mapNoEndpointNodePort, portKeyType),
-		fixedMap(mapFirewallIPs, vipKeyType),
+		f.fixedMap(mapServiceIPs, f.vipKeyType), f.fixedMap(mapServiceNodePorts, portKeyType),
+		f.fixedMap(mapNoEndpointServices, f.vipKeyType), f.fixedMap(mapNoEndpointNodePort, portKeyType),
+		f.fixedMap(mapFirewallIPs, f.vipKeyType),
 	} {
 		m.ID = s.nextID()
 		if err := c.AddSet(m, nil); err != nil {
 			return fmt.Errorf("nftables: map %s: %w", m.Name, err)
 		}
 	}
-	for _, m := range []*nftables.Set{policyMap(mapPolicyIngress), policyMap(mapPolicyEgress)} {
+	for _, m := range []*nftables.Set{f.policyMap(mapPolicyIngress), f.policyMap(mapPolicyEgress)} {
 		m.ID = s.nextID()
 		if err := c.AddSet(m, nil); err != nil {
 			return fmt.Errorf("nftables: map %s: %w", m.Name, err)
@@ -428,7 +498,7 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	}
 	lookupAddr := func(offset uint32, m string) []expr.Any {
-		return []expr.Any{&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4}, vmap(m)}
+		return []expr.Any{f.loadAddr(offset), vmap(m)}
 	}
 	for _, h := range []struct {
 		name string
@@ -437,17 +507,17 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 		ch := c.AddChain(&nftables.Chain{Name: h.name, Table: table, Type: nftables.ChainTypeFilter, Hooknum: h.hook, Priority: nftables.ChainPriorityFilter})
 		rule(ch, established...)
 		if h.name == chainPolicyForward {
-			rule(ch, lookupAddr(16, mapPolicyIngress)...)
+			rule(ch, lookupAddr(f.daddr, mapPolicyIngress)...)
 		}
-		rule(ch, lookupAddr(12, mapPolicyEgress)...)
+		rule(ch, lookupAddr(f.saddr, mapPolicyEgress)...)
 	}
 
 	services := c.AddChain(&nftables.Chain{Name: chainServices, Table: table})
-	rule(services, append(loadVIP(), vmap(mapServiceIPs))...)
+	rule(services, append(f.loadVIP(), vmap(mapServiceIPs))...)
 	rule(services, append(loadNodePort(), vmap(mapServiceNodePorts))...)
 
 	check := c.AddChain(&nftables.Chain{Name: chainEndpointsCheck, Table: table})
-	rule(check, append(loadVIP(), vmap(mapNoEndpointServices))...)
+	rule(check, append(f.loadVIP(), vmap(mapNoEndpointServices))...)
 	rule(check, append(loadNodePort(), vmap(mapNoEndpointNodePort))...)
 
 	mark := c.AddChain(&nftables.Chain{Name: chainMarkMasq, Table: table})
@@ -458,7 +528,7 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: reg1})
 
 	reject := c.AddChain(&nftables.Chain{Name: chainReject, Table: table})
-	rule(reject, &expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: 3}) // ICMP port unreachable
+	rule(reject, &expr.Reject{Type: unix.NFT_REJECT_ICMP_UNREACH, Code: f.portUnreachable})
 
 	dstnat := nftables.ChainPriorityNATDest
 	// Before the DNAT, while the destination is still the load-balancer
@@ -469,7 +539,7 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 		hook *nftables.ChainHook
 	}{{"filter-prerouting-pre-dnat", nftables.ChainHookPrerouting}, {"filter-output-pre-dnat", nftables.ChainHookOutput}} {
 		ch := c.AddChain(&nftables.Chain{Name: h.name, Table: table, Type: nftables.ChainTypeFilter, Hooknum: h.hook, Priority: &preDNAT})
-		rule(ch, append(loadVIP(), vmap(mapFirewallIPs))...)
+		rule(ch, append(f.loadVIP(), vmap(mapFirewallIPs))...)
 	}
 	for _, h := range []struct {
 		name string
@@ -506,8 +576,8 @@ func (s *Syncer) addFixed(c *nftables.Conn) error {
 // else one at random, as kube-proxy's service chains do (with a rule
 // per endpoint here, where kube-proxy looks numgen up in an anonymous
 // verdict map).
-func (s *Syncer) serviceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceChain, eps map[string]EndpointChain, setIDs map[string]uint32) error {
-	rule := func(exprs ...expr.Any) { c.AddRule(&nftables.Rule{Table: table, Chain: ch, Exprs: exprs}) }
+func (f *family) serviceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceChain, eps map[string]EndpointChain, setIDs map[string]uint32) error {
+	rule := func(exprs ...expr.Any) { c.AddRule(&nftables.Rule{Table: f.table, Chain: ch, Exprs: exprs}) }
 	if sc.Masquerade {
 		rule(&expr.Verdict{Kind: expr.VerdictJump, Chain: chainMarkMasq})
 	}
@@ -516,7 +586,7 @@ func (s *Syncer) serviceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceCh
 			if eps[ep].Affinity == 0 {
 				continue
 			}
-			rule(&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			rule(f.loadAddr(f.saddr),
 				&expr.Lookup{SourceRegister: reg1, SetName: affinityName(ep), SetID: setIDs[affinityName(ep)]},
 				&expr.Verdict{Kind: expr.VerdictGoto, Chain: ep})
 		}
@@ -539,48 +609,56 @@ func (s *Syncer) serviceRules(c *nftables.Conn, ch *nftables.Chain, sc ServiceCh
 // endpointRules send a connection to one endpoint: one from the
 // endpoint itself (hairpin) is masqueraded so that the answer comes back
 // through the node; the client is recorded for affinity.
-func endpointRules(name string, ep EndpointChain, setIDs map[string]uint32) [][]expr.Any {
-	a := ep.Addr.As4()
+func (f *family) endpointRules(name string, ep EndpointChain, setIDs map[string]uint32) [][]expr.Any {
+	a := f.addrKey(ep.Addr)
 	rules := [][]expr.Any{{
-		&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: a[:]},
+		f.loadAddr(f.saddr),
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: a},
 		&expr.Verdict{Kind: expr.VerdictJump, Chain: chainMarkMasq},
 	}}
 	if ep.Affinity > 0 {
 		rules = append(rules, []expr.Any{
-			&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			f.loadAddr(f.saddr),
 			&expr.Dynset{SrcRegKey: reg1, SetName: affinityName(name), SetID: setIDs[affinityName(name)], Operation: unix.NFT_DYNSET_OP_UPDATE, Timeout: ep.Affinity},
 		})
 	}
 	rules = append(rules, []expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{byte(ep.Proto)}},
-		&expr.Immediate{Register: reg1, Data: a[:]},
-		&expr.Immediate{Register: reg32, Data: binaryutil.BigEndian.PutUint16(ep.Port)},
-		&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1, RegProtoMin: reg32, Specified: true},
+		&expr.Immediate{Register: reg1, Data: a},
+		&expr.Immediate{Register: f.afterAddr, Data: binaryutil.BigEndian.PutUint16(ep.Port)},
+		&expr.NAT{Type: expr.NATTypeDestNAT, Family: f.natFamily, RegAddrMin: reg1, RegProtoMin: f.afterAddr, Specified: true},
 	})
 	return rules
 }
 
-func policyMap(name string) *nftables.Set {
-	return &nftables.Set{Table: table, Name: name, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict}
+func (f *family) policyMap(name string) *nftables.Set {
+	return &nftables.Set{Table: f.table, Name: name, IsMap: true, KeyType: f.addrType, DataType: nftables.TypeVerdict}
 }
 
-func policySet(name string) *nftables.Set {
-	return &nftables.Set{Table: table, Name: name, KeyType: nftables.TypeIPAddr, Interval: true}
+func (f *family) policySet(name string) *nftables.Set {
+	return &nftables.Set{Table: f.table, Name: name, KeyType: f.addrType, Interval: true}
 }
 
-func addrKey(a netip.Addr) []byte { b := a.As4(); return b[:] }
+// addrKey is a's bytes, 4 in the ip table and 16 in the ip6 one.
+func (f *family) addrKey(a netip.Addr) []byte {
+	if f.addrLen == 4 {
+		b := a.As4()
+		return b[:]
+	}
+	b := a.As16()
+	return b[:]
+}
 
 // intervalElements are an interval set's elements for ranges: each
 // range's first address, and the address after its last flagged as
 // the end (none for a range to the last address).
-func intervalElements(ranges []AddrRange) []nftables.SetElement {
+func (f *family) intervalElements(ranges []AddrRange) []nftables.SetElement {
 	out := make([]nftables.SetElement, 0, 2*len(ranges))
 	for _, r := range ranges {
-		out = append(out, nftables.SetElement{Key: addrKey(r.First)})
+		out = append(out, nftables.SetElement{Key: f.addrKey(r.First)})
 		if next := r.Last.Next(); next.IsValid() {
-			out = append(out, nftables.SetElement{Key: addrKey(next), IntervalEnd: true})
+			out = append(out, nftables.SetElement{Key: f.addrKey(next), IntervalEnd: true})
 		}
 	}
 	return out
@@ -589,10 +667,10 @@ func intervalElements(ranges []AddrRange) []nftables.SetElement {
 // policyRules are a NetworkPolicy chain's rules: each rule of pc returns
 // (lets the connection on) when its peer and port match; what none
 // matches is dropped.
-func policyRules(pc PolicyChain, setIDs map[string]uint32) [][]expr.Any {
-	var offset uint32 = 12 // the source address
+func (f *family) policyRules(pc PolicyChain, setIDs map[string]uint32) [][]expr.Any {
+	offset := f.saddr
 	if pc.Egress {
-		offset = 16 // the destination address
+		offset = f.daddr
 	}
 	var out [][]expr.Any
 	ret := func() expr.Any { return &expr.Verdict{Kind: expr.VerdictReturn} }
@@ -602,7 +680,7 @@ func policyRules(pc PolicyChain, setIDs map[string]uint32) [][]expr.Any {
 				return nil
 			}
 			return []expr.Any{
-				&expr.Payload{DestRegister: reg1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+				f.loadAddr(offset),
 				&expr.Lookup{SourceRegister: reg1, SetName: r.Set, SetID: setIDs[r.Set]},
 			}
 		}

@@ -4,7 +4,7 @@ package proxy
 
 import "errors"
 
-// Table is the proxy's nftables table; nftables is Linux's alone.
+// Table is the proxy's nftables tables' name; nftables is Linux's alone.
 const Table = "berth-proxy"
 
 // Syncer cannot write rules here.
@@ -16,7 +16,7 @@ func NewSyncer(int) *Syncer { return &Syncer{} }
 var errUnsupported = errors.New("the service proxy needs Linux nftables")
 
 // Sync refuses.
-func (s *Syncer) Sync(*Ruleset) (bool, error) { return false, errUnsupported }
+func (s *Syncer) Sync(...*Ruleset) (bool, error) { return false, errUnsupported }
 
 // Cleanup has nothing to remove.
 func (s *Syncer) Cleanup() error { return nil }

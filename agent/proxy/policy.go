@@ -17,7 +17,8 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// AddrRange is the IPv4 addresses from First to Last, both included.
+// AddrRange is the addresses from First to Last, both included, both of
+// one family.
 type AddrRange struct{ First, Last netip.Addr }
 
 // PortRange is a protocol and its ports First to Last; First 0 is every
@@ -58,10 +59,10 @@ type policyPod struct {
 	addrs []netip.Addr
 }
 
-// podAddrs are a pod's IPv4 addresses, nil for a pod NetworkPolicy does
-// not apply to: one on the node's network, without an address yet, or
-// that has finished.
-func podAddrs(p *api.Pod) []netip.Addr {
+// podAddrs are a pod's addresses of family fam, nil for a pod
+// NetworkPolicy does not apply to: one on the node's network, without an
+// address yet, or that has finished.
+func podAddrs(fam corev1.IPFamily, p *api.Pod) []netip.Addr {
 	if p.Spec.HostNetwork || p.Status.Phase == api.PodSucceeded || p.Status.Phase == api.PodFailed {
 		return nil
 	}
@@ -71,7 +72,7 @@ func podAddrs(p *api.Pod) []netip.Addr {
 	}
 	var out []netip.Addr
 	for _, s := range ips {
-		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && !slices.Contains(out, a) {
+		if a, ok := parseIn(fam, s); ok && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
@@ -126,33 +127,37 @@ func (v *policyView) peers(ns string, peer networkingv1.NetworkPolicyPeer) []pol
 	return out
 }
 
-// blockRanges are an ipBlock's addresses: its cidr less its excepts.
-func blockRanges(b *networkingv1.IPBlock) []AddrRange {
-	cidr, err := netip.ParsePrefix(b.CIDR)
-	if err != nil || !cidr.Addr().Is4() {
+// blockRanges are an ipBlock's addresses of family fam: its cidr less
+// its excepts; none for a cidr of the other family.
+func blockRanges(fam corev1.IPFamily, b *networkingv1.IPBlock) []AddrRange {
+	cidr, ok := parsePrefixIn(fam, b.CIDR)
+	if !ok {
 		return nil
 	}
 	ranges := []AddrRange{prefixRange(cidr)}
 	for _, e := range b.Except {
-		ex, err := netip.ParsePrefix(e)
-		if err != nil || !ex.Addr().Is4() {
-			continue
+		if ex, ok := parsePrefixIn(fam, e); ok {
+			ranges = subtractRange(ranges, prefixRange(ex))
 		}
-		ranges = subtractRange(ranges, prefixRange(ex))
 	}
 	return ranges
 }
 
-func prefixRange(p netip.Prefix) AddrRange {
-	p = p.Masked()
-	first := p.Addr().As4()
-	n := uint32(first[0])<<24 | uint32(first[1])<<16 | uint32(first[2])<<8 | uint32(first[3])
-	last := n | uint32(uint64(1)<<(32-p.Bits())-1)
-	return AddrRange{p.Addr(), addrOf(last)}
+// parsePrefixIn is s as a prefix of family f.
+func parsePrefixIn(f corev1.IPFamily, s string) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(s)
+	return p, err == nil && inFamily(f, p.Addr())
 }
 
-func addrOf(n uint32) netip.Addr {
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+// prefixRange is p's first to last address, of either family.
+func prefixRange(p netip.Prefix) AddrRange {
+	p = p.Masked()
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	last, _ := netip.AddrFromSlice(b)
+	return AddrRange{p.Addr(), last}
 }
 
 // subtractRange takes cut out of sorted, disjoint ranges.
@@ -285,7 +290,7 @@ func buildPolicies(rs *Ruleset, in Input) {
 		v.nsLabels[ns.Name] = l
 	}
 	for _, p := range in.Pods {
-		if addrs := podAddrs(p); len(addrs) > 0 {
+		if addrs := podAddrs(rs.Family, p); len(addrs) > 0 {
 			v.pods = append(v.pods, policyPod{pod: p, addrs: addrs})
 		}
 	}
@@ -354,7 +359,7 @@ func (v *policyView) peerSet(rs *Ruleset, np *api.NetworkPolicy, key string, pee
 	var ranges []AddrRange
 	for _, peer := range peers {
 		if peer.IPBlock != nil {
-			ranges = append(ranges, blockRanges(peer.IPBlock)...)
+			ranges = append(ranges, blockRanges(rs.Family, peer.IPBlock)...)
 			continue
 		}
 		ranges = append(ranges, addrRanges(v.peers(np.Namespace, peer))...)

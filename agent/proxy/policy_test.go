@@ -206,7 +206,7 @@ func TestMergeAndSubtractRanges(t *testing.T) {
 	if want := []AddrRange{r("10.0.0.1", "10.0.0.5"), r("10.0.0.9", "10.0.0.9")}; !slices.Equal(got, want) {
 		t.Errorf("merge: %v, want %v", got, want)
 	}
-	got = blockRanges(&networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"0.0.0.0/8", "255.255.255.255/32"}})
+	got = blockRanges(corev1.IPv4Protocol, &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"0.0.0.0/8", "255.255.255.255/32"}})
 	if want := []AddrRange{r("1.0.0.0", "255.255.255.254")}; !slices.Equal(got, want) {
 		t.Errorf("block: %v, want %v", got, want)
 	}

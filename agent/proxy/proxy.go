@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
@@ -32,13 +34,17 @@ type Options struct {
 	NodeName string
 	// Syncer writes the rules; NewSyncer(-1) for this machine's.
 	Syncer *Syncer
+	// Families are the address families served, each from a table of
+	// its own; DefaultFamilies when empty.
+	Families []corev1.IPFamily
 	// CheckPeriod and MinSyncPeriod: see the defaults.
 	CheckPeriod, MinSyncPeriod time.Duration
 	Clock                      clock.WithTicker
 	Logger                     *slog.Logger
-	// Synced, when set, is told each Ruleset written and when its
-	// transaction was in, for tests and measurements.
-	Synced func(rs *Ruleset, done time.Time)
+	// Synced, when set, is told the Rulesets written, one per family
+	// in the order of Families, and when their transaction was in, for
+	// tests and measurements.
+	Synced func(rules []*Ruleset, done time.Time)
 }
 
 // Proxy keeps the node's service rules in step with the Services and
@@ -67,6 +73,9 @@ func New(opts Options) *Proxy {
 	}
 	if opts.MinSyncPeriod <= 0 {
 		opts.MinSyncPeriod = DefaultMinSyncPeriod
+	}
+	if len(opts.Families) == 0 {
+		opts.Families = DefaultFamilies()
 	}
 	p := &Proxy{opts: opts, changed: make(chan struct{}, 1)}
 	poke := func(client.Event) {
@@ -136,7 +145,18 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 }
 
-// SyncOnce writes the rules of what the informers hold.
+// DefaultFamilies are IPv4, and IPv6 too where the kernel has it (a
+// kernel booted with ipv6.disable=1 has no /proc/net/if_inet6, and no
+// ip6 nftables family).
+func DefaultFamilies() []corev1.IPFamily {
+	if _, err := os.Stat("/proc/net/if_inet6"); err != nil {
+		return []corev1.IPFamily{corev1.IPv4Protocol}
+	}
+	return []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+}
+
+// SyncOnce writes the rules of what the informers hold, every family's
+// in one transaction.
 func (p *Proxy) SyncOnce() error {
 	in := Input{NodeName: p.opts.NodeName}
 	for _, o := range p.services.List() {
@@ -154,13 +174,17 @@ func (p *Proxy) SyncOnce() error {
 	for _, o := range p.policies.List() {
 		in.Policies = append(in.Policies, o.(*api.NetworkPolicy))
 	}
-	rs := Build(in)
-	full, err := p.opts.Syncer.Sync(rs)
+	rules := make([]*Ruleset, 0, len(p.opts.Families))
+	for _, f := range p.opts.Families {
+		in.Family = f
+		rules = append(rules, Build(in))
+	}
+	full, err := p.opts.Syncer.Sync(rules...)
 	if err != nil {
 		return fmt.Errorf("service proxy: %w", err)
 	}
 	if p.opts.Synced != nil {
-		p.opts.Synced(rs, p.opts.Clock.Now())
+		p.opts.Synced(rules, p.opts.Clock.Now())
 	}
 	if full {
 		p.opts.Logger.Info("service proxy: wrote the nftables table whole", "table", Table, "services", len(in.Services))

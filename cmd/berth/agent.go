@@ -61,7 +61,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.registries, "registries", "", "registries.yaml (k3s's format: mirrors with their endpoints, plain http:// among them, and each registry's auth and tls) written into the config of the containerd of --runtime containerd")
 	f.StringVar(&o.podCIDR, "pod-cidr", "", "pods' network of this node under --runtime containerd or cri while its Node has no spec.podCIDR (the Node's wins); the bridge "+cri.BridgeName+" takes its first address")
 	f.StringVar(&o.podNetwork, "pod-network", "", "how the node reaches the other nodes' pods: host-gw (a route to each node's podCIDR via its InternalIP, IP forwarding, masquerade of pod traffic leaving the cluster, the node-local DNS forwarder on the pod gateway's port 53) or none; default host-gw unless --runtime is exec")
-	f.StringVar(&o.serviceProxy, "service-proxy", "", "how the node serves Services' virtual IPs, node ports and load-balancer addresses: nftables (the berth-proxy table, as kube-proxy's nftables mode) or none; default nftables where --pod-network is host-gw")
+	f.StringVar(&o.serviceProxy, "service-proxy", "", "how the node serves Services' virtual IPs, node ports and load-balancer addresses: nftables (the ip and ip6 berth-proxy tables, as kube-proxy's nftables mode) or none; default nftables where --pod-network is host-gw")
 	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
 	f.StringSliceVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated sysctls, or patterns ending in * (kernel.shm*, net.*), pods may set beyond the safe ones; each must be one a pod's network or IPC namespace holds; a pod setting any other is refused (SysctlForbidden)")
 	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
@@ -267,7 +267,7 @@ GOGC is set in the environment.`,
 	f.StringVar(&o.dataDir, "data-dir", defaultAgentDataDir(), "pod directories, logs and volumes")
 	f.StringVar(&o.manifestDir, "manifest-dir", "", "static pods: every *.yaml, *.yml, *.json in this directory (not recursive, dotfiles skipped)")
 	f.StringVar(&o.manifestURL, "manifest-url", "", "static pods from this URL, polled")
-	f.BoolVar(&o.cleanup, "cleanup", false, "remove the service proxy's nftables table (berth-proxy) and exit; a stopping agent leaves it, so that Services keep routing until the agent is back")
+	f.BoolVar(&o.cleanup, "cleanup", false, "remove the service proxy's nftables tables (ip and ip6 berth-proxy) and exit; a stopping agent leaves them, so that Services keep routing until the agent is back")
 	return cmd
 }
 

@@ -77,10 +77,11 @@ func backendProcess(t *testing.T, name string) (*exec.Cmd, int32) {
 // TestBackendKilledBeforeItsEndpointGoes: a backend process is killed
 // (SIGKILL) under load while its endpoint is still in the
 // EndpointSlice, as when a node or pod dies before the endpoint
-// controller notices. Every GET, HEAD, OPTIONS and body-less DELETE is
-// still answered 200: those that meet the dead endpoint (refused, or
-// reset on a kept-alive connection) are tried on the live one. POSTs,
-// never sent twice, may fail.
+// controller notices. Every GET, HEAD, OPTIONS, DELETE and PUT, with a
+// body or without, is still answered 200: those that meet the dead
+// endpoint (refused, or reset on a kept-alive connection) are tried on
+// the live one, their bodies kept for it. POSTs, never sent twice, may
+// fail.
 func TestBackendKilledBeforeItsEndpointGoes(t *testing.T) {
 	e := newEnv(t)
 	e.quiet()
@@ -95,7 +96,10 @@ func TestBackendKilledBeforeItsEndpointGoes(t *testing.T) {
 		return r != nil && r.Backend != nil && len(r.Backend.Addrs) == 2
 	})
 
-	methods := []string{http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodDelete}
+	requests := []struct{ method, body string }{
+		{http.MethodGet, ""}, {http.MethodHead, ""}, {http.MethodOptions, ""}, {http.MethodDelete, ""},
+		{http.MethodPut, strings.Repeat("put ", 2048)}, {http.MethodDelete, `{"gracePeriodSeconds":0}`},
+	}
 	var total, failed, toDoomed atomic.Int64
 	var firstErr atomic.Value
 	ctx, stop := context.WithCancel(context.Background())
@@ -103,7 +107,12 @@ func TestBackendKilledBeforeItsEndpointGoes(t *testing.T) {
 	for i := range 4 {
 		wg.Go(func() {
 			for n := i; ctx.Err() == nil; n++ {
-				req, _ := http.NewRequest(methods[n%len(methods)], "http://a.test/", nil)
+				r := requests[n%len(requests)]
+				var reqBody io.Reader
+				if r.body != "" {
+					reqBody = strings.NewReader(r.body)
+				}
+				req, _ := http.NewRequest(r.method, "http://a.test/", reqBody)
 				resp, err := c.Do(req)
 				total.Add(1)
 				if err != nil {

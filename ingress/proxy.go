@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +20,13 @@ import (
 
 // maxTries bounds the endpoints an idempotent request is tried on.
 const maxTries = 3
+
+// MaxRetryBody bounds the request body kept in memory so that an
+// idempotent request (a PUT, a DELETE with a body) can be sent again to
+// another endpoint, as nginx buffers a request body for
+// proxy_next_upstream: a longer body is streamed to the first endpoint
+// alone, and its request is not tried again.
+const MaxRetryBody = 64 << 10
 
 // Proxy is the reverse proxy: an http.Handler over the current table.
 type Proxy struct {
@@ -115,6 +124,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(route.Backend.Addrs) == 0:
 		http.Error(rw, "503 service unavailable: no ready endpoints for "+route.Backend.Name, http.StatusServiceUnavailable)
 	default:
+		if len(route.Backend.Addrs) > 1 {
+			if err := bufferBody(r); err != nil {
+				http.Error(rw, "400 bad request: reading the request body: "+err.Error(), http.StatusBadRequest)
+				break
+			}
+		}
 		p.proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), routeKey{}, st)))
 	}
 	elapsed := p.clock.Since(start)
@@ -148,16 +163,63 @@ type state struct {
 	tries    int
 }
 
-// idempotent tells whether a request may be sent again after a failed
-// try: a method RFC 9110 calls idempotent, with no body to replay or
-// one that can be had again.
-func idempotent(r *http.Request) bool {
-	switch r.Method {
+// idempotentMethod tells whether RFC 9110 calls method idempotent; a
+// POST or PATCH is never sent twice.
+func idempotentMethod(method string) bool {
+	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-	default:
-		return false
+		return true
 	}
-	return r.Body == nil || r.Body == http.NoBody || r.GetBody != nil
+	return false
+}
+
+// idempotent tells whether a request may be sent again after a failed
+// try: an idempotent method, with no body to replay or one that can be
+// had again.
+func idempotent(r *http.Request) bool {
+	return idempotentMethod(r.Method) && (r.Body == nil || r.Body == http.NoBody || r.GetBody != nil)
+}
+
+// bufferBody reads the body of an idempotent request into memory, when
+// it is at most MaxRetryBody long, and gives the request a GetBody that
+// replays it. A longer one is left to stream: what was read of it goes
+// first, the rest after, and the request is tried once. An error is the
+// client's: its body could not be read.
+func bufferBody(r *http.Request) error {
+	if !idempotentMethod(r.Method) || r.Body == nil || r.Body == http.NoBody || r.GetBody != nil || r.ContentLength > MaxRetryBody {
+		return nil
+	}
+	size := MaxRetryBody + 1
+	if r.ContentLength >= 0 {
+		size = int(r.ContentLength) + 1 // the +1 sees the end
+	}
+	buf := make([]byte, 0, min(size, 4<<10))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(cap(buf), size-len(buf)))
+		}
+		n, err := r.Body.Read(buf[len(buf):min(cap(buf), size)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			body := r.Body
+			_ = body.Close()
+			// Sent with its length now known, as nginx sends a body it
+			// buffered.
+			r.ContentLength, r.TransferEncoding = int64(len(buf)), nil
+			r.Body = io.NopCloser(bytes.NewReader(buf))
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Longer than MaxRetryBody: sent once, as it comes.
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(buf), r.Body), r.Body}
+	return nil
 }
 
 // roundTrip sends the request to one endpoint of the route's backend,

@@ -445,6 +445,10 @@ func (t *Table) Certificate(serverName string) *tls.Certificate {
 }
 
 func stripPort(host string) string {
+	// Most Hosts have no port: no split, and no error made to say so.
+	if !strings.Contains(host, ":") {
+		return host
+	}
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		return strings.Trim(h, "[]")
 	}

@@ -1,14 +1,18 @@
 // Command wrkbench measures a small HTTP backend reached directly,
-// through berth's Ingress proxy and through nginx as a reverse proxy
-// with upstream keep-alive, side by side in one run, with wrk as the
-// client: each is its own process, as an operator would run them.
+// through a ClusterIP of berth's service proxy (nftables), through
+// berth's Ingress proxy and through nginx as a reverse proxy with
+// upstream keep-alive, side by side in one run, with wrk as the client:
+// each is its own process, as an operator would run them.
 // docs/benchmarks.md records its figures:
 //
-//	go run ./ingress/testdata/wrkbench -run
+//	nice -n -10 go run ./ingress/testdata/wrkbench -run
 //
 // It needs wrk and nginx on the PATH (Debian packages wrk and nginx).
 // The backend and the Ingress proxy are this same program run again
-// with -role backend and -role ingress.
+// with -role backend and -role ingress. As root it runs everything in
+// a network namespace of its own (addresses of 198.18.0.0/15), where
+// berth's service proxy DNATs the ClusterIP 198.19.0.10:80 to the
+// backend; otherwise on loopback, without the ClusterIP.
 package main
 
 import (
@@ -36,7 +40,9 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/berth-dev/berth/agent/proxy"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/ingress"
 	"github.com/berth-dev/berth/store"
@@ -58,9 +64,11 @@ func main() {
 		conns      = flag.Int("c", 16, "wrk: keep-alive connections")
 		threads    = flag.Int("t", 2, "wrk: threads")
 		logs       = flag.Bool("logs", true, "access logs on, to a file, for both proxies (berth's in its log format, nginx's combined)")
-		only       = flag.String("only", "", "measure only these targets (comma-separated: direct,berth,nginx,before)")
+		only       = flag.String("only", "", "measure only these targets (comma-separated: direct,cluster,berth,nginx,before)")
 		before     = flag.String("before", "", "another build of this program: its Ingress proxy is measured too, as target before (the code before a change)")
 		procs      = flag.Int("ingress-procs", 0, "GOMAXPROCS of the Ingress proxy's process (0: Go's default, the CPUs)")
+		netns      = flag.Bool("netns", os.Geteuid() == 0, "run in a network namespace of its own and measure a ClusterIP too (needs root)")
+		inNetNS    = flag.Bool("in-netns", false, "internal: -run inside the namespace -netns made")
 	)
 	flag.Parse()
 	var err error
@@ -74,8 +82,12 @@ func main() {
 			flag.Usage()
 			os.Exit(2)
 		}
+		if *netns && !*inNetNS {
+			err = inNamespace()
+			break
+		}
 		err = measure(bench{rounds: *rounds, seconds: *seconds, conns: *conns, threads: *threads, logs: *logs,
-			cpuprofile: *cpuprofile, only: *only, procs: *procs, before: *before})
+			cpuprofile: *cpuprofile, only: *only, procs: *procs, before: *before, netns: *inNetNS})
 	default:
 		err = fmt.Errorf("unknown role %q", *role)
 	}
@@ -195,6 +207,82 @@ type bench struct {
 	logs                            bool
 	cpuprofile, only, before        string
 	procs                           int
+	// netns: measure() runs in the namespace inNamespace made, and
+	// measures the ClusterIP too.
+	netns bool
+}
+
+// The namespace's addresses: the node's (every server listens on it),
+// and the ClusterIP, routed out of a veth link so that the service
+// proxy's DNAT takes it.
+const (
+	nodeAddr    = "198.18.0.1"
+	clusterIP   = "198.19.0.10"
+	serviceCIDR = "198.19.0.0/16"
+)
+
+// inNamespace makes a network namespace, runs this program with its
+// arguments inside it (ip netns exec), and deletes it.
+func inNamespace() error {
+	ns := fmt.Sprintf("wrkbench-%d", os.Getpid())
+	ip := func(args ...string) error {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := ip("netns", "add", ns); err != nil {
+		return err
+	}
+	defer func() { _ = ip("netns", "del", ns) }()
+	for _, args := range [][]string{
+		{"-n", ns, "link", "set", "lo", "up"},
+		{"-n", ns, "link", "add", "node0", "type", "veth", "peer", "name", "node1"},
+		{"-n", ns, "addr", "add", nodeAddr + "/24", "dev", "node0"},
+		{"-n", ns, "link", "set", "node0", "up"},
+		{"-n", ns, "link", "set", "node1", "up"},
+		{"-n", ns, "route", "add", serviceCIDR, "dev", "node0"},
+	} {
+		if err := ip(args...); err != nil {
+			return err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, self, "-in-netns"}, os.Args[1:]...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}
+
+// serveClusterIP writes berth's service proxy rules for a Service of
+// clusterIP, port 80, whose one endpoint is the backend, as an agent
+// writes them: in this namespace's ip berth-proxy table.
+func serveClusterIP(backend string) (cleanup func(), err error) {
+	bhost, bport, err := net.SplitHostPort(backend)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(bport)
+	if err != nil {
+		return nil, err
+	}
+	svc := &api.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: api.ServiceSpec{ClusterIP: clusterIP, ClusterIPs: []string{clusterIP},
+			Ports: []api.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(int32(port))}}}}
+	api.Default(svc)
+	es := &api.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{api.LabelServiceName: "web"}},
+		AddressType: api.AddressTypeIPv4,
+		Ports:       []api.EndpointSlicePort{{Name: ptr("http"), Port: ptr(int32(port)), Protocol: ptr(api.ProtocolTCP)}},
+		Endpoints:   []api.Endpoint{{Addresses: []string{bhost}, NodeName: ptr("bench"), Conditions: api.EndpointConditions{Ready: ptr(true)}}},
+	}
+	s := proxy.NewSyncer(-1)
+	if _, err := s.Sync(proxy.Build(proxy.Input{NodeName: "bench", Services: []*api.Service{svc}, Slices: []*api.EndpointSlice{es}})); err != nil {
+		return nil, err
+	}
+	return func() { _ = s.Cleanup() }, nil
 }
 
 // target is one address wrk measures, and the processes that serve it.
@@ -227,10 +315,14 @@ func measure(b bench) error {
 	if err != nil {
 		return err
 	}
-	backendAddr := "127.0.0.1:" + ports[0]
-	berthAddr := "127.0.0.1:" + ports[1]
-	nginxAddr := "127.0.0.1:" + ports[2]
-	beforeAddr := "127.0.0.1:" + ports[3]
+	at := "127.0.0.1"
+	if b.netns {
+		at = nodeAddr
+	}
+	backendAddr := net.JoinHostPort(at, ports[0])
+	berthAddr := net.JoinHostPort(at, ports[1])
+	nginxAddr := net.JoinHostPort(at, ports[2])
+	beforeAddr := net.JoinHostPort(at, ports[3])
 
 	var procs []*exec.Cmd
 	defer func() {
@@ -275,11 +367,19 @@ func measure(b bench) error {
 	if err != nil {
 		return err
 	}
-	targets := []*target{
-		{name: "direct", url: "http://" + backendAddr + "/", procs: []int{backendPid}},
-		{name: "berth", url: "http://" + berthAddr + "/", procs: []int{berthPid}},
-		{name: "nginx", url: "http://" + nginxAddr + "/", procs: []int{nginxPid}},
+	targets := []*target{{name: "direct", url: "http://" + backendAddr + "/", procs: []int{backendPid}}}
+	if b.netns {
+		cleanup, err := serveClusterIP(backendAddr)
+		if err != nil {
+			return fmt.Errorf("service proxy: %w", err)
+		}
+		defer cleanup()
+		// The kernel DNATs it: no process of its own, CPU/req 0.
+		targets = append(targets, &target{name: "cluster", url: "http://" + clusterIP + ":80/"})
 	}
+	targets = append(targets,
+		&target{name: "berth", url: "http://" + berthAddr + "/", procs: []int{berthPid}},
+		&target{name: "nginx", url: "http://" + nginxAddr + "/", procs: []int{nginxPid}})
 	if b.before != "" {
 		args := []string{"-role", "ingress", "-listen", beforeAddr, "-backend", backendAddr}
 		if b.logs {

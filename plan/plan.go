@@ -45,7 +45,10 @@ func Run(ctx context.Context, live *store.Store, objs []*api.Decoded, decodeErrs
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	fork := live.Fork(store.Options{Clock: clk, Logger: quiet})
 	defer fork.Close()
-	rep := &Report{Revision: opts.Revision, StoreRevision: fork.Revision(), Changes: []Change{}}
+	// The fork as it was forked, which its writes do not change: what
+	// the plan's pods are counted against.
+	before := fork.Snapshot()
+	rep := &Report{Revision: opts.Revision, StoreRevision: before.Revision(), Changes: []Change{}}
 	defer func() {
 		rep.Fits = len(rep.Failures()) == 0
 		rep.Elapsed = time.Since(started).Round(time.Millisecond).String()
@@ -86,7 +89,7 @@ func Run(ctx context.Context, live *store.Store, objs []*api.Decoded, decodeErrs
 		rep.Changes = append(rep.Changes, Change{Action: string(s.Action), Object: s.Key.String(), Fields: s.Fields})
 	}
 
-	sim, err := simulate(ctx, live, fork, rep.StoreRevision, clk, opts.Scheduler)
+	sim, err := simulate(ctx, before, fork, clk, opts.Scheduler)
 	if err != nil {
 		return nil, err
 	}

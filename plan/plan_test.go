@@ -152,14 +152,14 @@ func settle(t *testing.T, s *store.Store, docs ...string) {
 		t.Fatal(errs)
 	}
 	a := apply.New(s, apply.Options{})
-	base := s.Revision()
+	before := s.Snapshot()
 	if _, err := s.Txn(ctx, func(tx *store.Txn) error {
 		_, _, err := a.Stage(tx, "api", desired, false)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := simulate(ctx, s, s, base, clocktesting.NewFakeClock(now), sched.FrameworkOptions{}); err != nil {
+	if _, err := simulate(ctx, before, s, clocktesting.NewFakeClock(now), sched.FrameworkOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -60,11 +60,13 @@ type reconciler interface {
 
 // simulate runs rounds on the fork: each reconciles every workload changed
 // since the fork (Deployments, then ReplicaSets, StatefulSets, DaemonSets
-// and Jobs; changed: written after revision base), deletes at once the pods they are deleting, places the
-// pending pods with the scheduler's core and binds them, running and
-// ready, so that a rollout moves on to its next step. It stops when a
-// round writes no pod, or when ctx ends.
-func simulate(ctx context.Context, live, fork *store.Store, base uint64, clk *clocktesting.FakeClock, opts sched.FrameworkOptions) (*simulation, error) {
+// and Jobs; changed: written after before, the fork as it was forked),
+// deletes at once the pods they are deleting, places the pending pods
+// with the scheduler's core and binds them, running and ready, so that a
+// rollout moves on to its next step. It stops when a round writes no pod,
+// or when ctx ends.
+func simulate(ctx context.Context, before *store.Snapshot, fork *store.Store, clk *clocktesting.FakeClock, opts sched.FrameworkOptions) (*simulation, error) {
+	base := before.Revision()
 	s, err := sched.NewSimulation(fork.Snapshot(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("plan: load the scheduler: %w", err)
@@ -119,7 +121,7 @@ func simulate(ctx context.Context, live, fork *store.Store, base uint64, clk *cl
 			still = 0
 		}
 	}
-	if err := sim.count(live, fork); err != nil {
+	if err := sim.count(before, fork); err != nil {
 		return nil, err
 	}
 	return sim, nil
@@ -234,26 +236,31 @@ func boundTo(p *api.Pod, node string, since metav1.Time) *api.Pod {
 }
 
 // count sums the pods the change makes and removes, comparing the fork
-// with the live store.
-func (sim *simulation) count(live, fork *store.Store) error {
-	liveSnap, forkSnap := live.Snapshot(), fork.Snapshot()
-	was := map[types.UID]bool{}
-	if err := liveSnap.Each(podKind, store.Filter{}, func(obj api.Object) bool {
-		was[obj.GetUID()] = true
+// with itself as it was forked (before): a pod not written since is one
+// it had; one written since is kept when before has it under its name and
+// UID, and created when not.
+func (sim *simulation) count(before *store.Snapshot, fork *store.Store) error {
+	forkSnap := fork.Snapshot()
+	was := 0
+	if err := before.Each(podKind, store.Filter{}, func(api.Object) bool {
+		was++
 		return true
 	}); err != nil {
 		return err
 	}
 	kept := 0
+	changed := changedSince(before.Revision())
 	err := forkSnap.Each(podKind, store.Filter{}, func(obj api.Object) bool {
-		if was[obj.GetUID()] {
+		if !changed(obj) {
+			kept++
+		} else if old, err := before.Get(podKind, obj.GetNamespace(), obj.GetName()); err == nil && old.GetUID() == obj.GetUID() {
 			kept++
 		} else {
 			sim.counts.Created++
 		}
 		return true
 	})
-	sim.counts.Deleted = len(was) - kept
+	sim.counts.Deleted = was - kept
 	sim.counts.Unplaced = len(sim.pending)
 	sim.workloadOf = map[string]string{}
 	for _, p := range sim.pending {

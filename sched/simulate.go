@@ -84,6 +84,13 @@ func priorityOf(p *api.Pod) int32 {
 // reasons.
 func (s *Simulation) Place(pod *api.Pod) (string, error) {
 	res, err := s.cache.schedule(s.fw, NewPodInfo(pod))
+	if err == nil {
+		// Nothing binds in a simulation, so nothing confirms: the pod is
+		// placed for good, and its attempt (the PodInfo with its compiled
+		// selectors, and through it the pod as it was before placing)
+		// need not stay alive with it.
+		s.cache.pods[pod.UID].attempt = nil
+	}
 	return res.Node, err
 }
 

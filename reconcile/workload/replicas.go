@@ -164,8 +164,10 @@ func (r *ReplicaReconciler) manageReplicas(ctx context.Context, key string, v *r
 		}
 		n := min(-diff, BurstReplicas)
 		r.expectations.ExpectCreations(key, n)
+		// One copy of the template for all the batches of this sync.
+		next := podMaker(v, r.kind.kind)
 		created, err := slowStartBatch(n, 1, func(batch int) (int, error) {
-			return r.createPods(ctx, v, batch)
+			return r.createPods(ctx, v, next, batch)
 		})
 		for range n - created {
 			r.expectations.CreationObserved(key)
@@ -309,16 +311,15 @@ func slowStartBatch(count, initial int, fn func(n int) (int, error)) (int, error
 	return successes, nil
 }
 
-// createPods creates n pods of v's template in one store transaction: a
-// slow-start batch of 256 pods is one commit rather than 256. When that
-// transaction fails, nothing of it was written, and the pods are created
-// again one at a time, stopping at the first failure, so that a batch
-// that crosses a quota creates the pods that fit and the error names the
-// one that does not. It returns how many pods it created.
-func (r *ReplicaReconciler) createPods(ctx context.Context, v *replicated, n int) (int, error) {
+// createPods creates n pods made by next (a podMaker of v) in one store
+// transaction: a slow-start batch of 256 pods is one commit rather than
+// 256. When that transaction fails, nothing of it was written, and the
+// pods are created again one at a time, stopping at the first failure, so
+// that a batch that crosses a quota creates the pods that fit and the
+// error names the one that does not. It returns how many pods it created.
+func (r *ReplicaReconciler) createPods(ctx context.Context, v *replicated, next func() *api.Pod, n int) (int, error) {
 	if n > 1 {
 		names := make([]string, 0, n)
-		next := podMaker(v, r.kind.kind)
 		_, err := r.store.Txn(ctx, func(tx *store.Txn) error {
 			names = names[:0]
 			for range n {
@@ -342,7 +343,7 @@ func (r *ReplicaReconciler) createPods(ctx context.Context, v *replicated, n int
 		}
 	}
 	for i := range n {
-		p, err := r.store.Create(ctx, newPod(v, r.kind.kind))
+		p, err := r.store.Create(ctx, next())
 		if err != nil {
 			return i, err
 		}
@@ -351,12 +352,13 @@ func (r *ReplicaReconciler) createPods(ctx context.Context, v *replicated, n int
 	return n, nil
 }
 
-// podMaker returns a maker of pods of v's template, for a batch: the
-// template is copied and defaulted once, and every pod made shares that
-// copy's spec, labels and annotations, with metadata of its own. Sharing
-// is safe because stored objects are never changed (every writer copies
-// first), and it makes a pod of a batch of 256 cost a few hundred bytes
-// rather than a copy of the whole template, in the store's memory too.
+// podMaker returns a maker of pods of v's template, for the batches of a
+// sync: the template is copied and defaulted once, and every pod made
+// shares that copy's spec, labels and annotations, with metadata of its
+// own. Sharing is safe because stored objects are never changed (every
+// writer copies first, admission too), and it makes a pod cost a few
+// hundred bytes rather than a copy of the whole template, in the store's
+// memory too.
 func podMaker(v *replicated, k *api.Kind) func() *api.Pod {
 	proto := newPod(v, k)
 	return func() *api.Pod {

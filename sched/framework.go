@@ -289,7 +289,7 @@ func (f *Framework) Schedule(pod *PodInfo, all *Nodes) (Result, error) {
 // plugins that have something to say about the pod. Every begin is
 // followed by an end.
 func (f *Framework) begin(pod *PodInfo, all *Nodes) (*CycleState, error) {
-	if all != nil && (len(pod.antiAffinity) > 0 || pod.interPodTerms != nil || pod.spreadRules != nil) {
+	if all != nil && pod.readsPlacedPods() {
 		all.countPodLabels()
 	}
 	state := &f.state

@@ -275,12 +275,34 @@ func conditionTaintKeys(node *api.Node) []string {
 	return keys
 }
 
+// addSums adds what a pod takes of the node: its requests and ports.
+func (n *NodeInfo) addSums(f *podFacts) {
+	n.Requested.add(f.Requests)
+	n.NonZeroCPU += f.NonZeroCPU
+	n.NonZeroMemory += f.NonZeroMemory
+	n.ports = append(n.ports, f.Ports...)
+	n.setFlag(flagPorts, len(n.ports) > 0)
+}
+
+// subSums takes back what addSums added.
+func (n *NodeInfo) subSums(f *podFacts) {
+	n.Requested.sub(f.Requests)
+	n.NonZeroCPU -= f.NonZeroCPU
+	n.NonZeroMemory -= f.NonZeroMemory
+	for _, hp := range f.Ports {
+		for i, used := range n.ports {
+			if used == hp {
+				n.ports = append(n.ports[:i], n.ports[i+1:]...)
+				break
+			}
+		}
+	}
+	n.setFlag(flagPorts, len(n.ports) > 0)
+}
+
 // addPod adds a pod's requests and ports to the node's.
 func (n *NodeInfo) addPod(p *placedPod) {
-	n.Requested.add(p.Requests)
-	n.NonZeroCPU += p.NonZeroCPU
-	n.NonZeroMemory += p.NonZeroMemory
-	n.ports = append(n.ports, p.Ports...)
+	n.addSums(&p.podFacts)
 	n.pods = append(n.pods, p)
 	n.countLabels(p, 1)
 	if len(p.antiAffinity) > 0 {
@@ -298,7 +320,6 @@ func (n *NodeInfo) addPod(p *placedPod) {
 	if p.Terminating {
 		n.terminating++
 	}
-	n.setFlag(flagPorts, len(n.ports) > 0)
 	n.setFlag(flagAntiPods, len(n.antiPods) > 0)
 	n.setFlag(flagScoringPods, n.scoringPods > 0)
 }
@@ -322,24 +343,13 @@ func (n *NodeInfo) removePod(p *placedPod) bool {
 			}
 		}
 	}
-	n.Requested.sub(p.Requests)
-	n.NonZeroCPU -= p.NonZeroCPU
-	n.NonZeroMemory -= p.NonZeroMemory
-	for _, hp := range p.Ports {
-		for i, used := range n.ports {
-			if used == hp {
-				n.ports = append(n.ports[:i], n.ports[i+1:]...)
-				break
-			}
-		}
-	}
+	n.subSums(&p.podFacts)
 	if p.interPodTerms.scores() {
 		n.scoringPods--
 	}
 	if p.Terminating {
 		n.terminating--
 	}
-	n.setFlag(flagPorts, len(n.ports) > 0)
 	n.setFlag(flagAntiPods, len(n.antiPods) > 0)
 	n.setFlag(flagScoringPods, n.scoringPods > 0)
 	return true

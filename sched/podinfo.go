@@ -165,6 +165,13 @@ func controllerOf(pod *api.Pod) uint64 {
 	return 0
 }
 
+// readsPlacedPods says whether scheduling the pod reads the placed pods
+// one by one (their labels, for its anti-affinity, affinity or spread
+// constraints), not only what they take of each node.
+func (p *PodInfo) readsPlacedPods() bool {
+	return len(p.antiAffinity) > 0 || p.interPodTerms != nil || p.spreadRules != nil
+}
+
 // placed is what the cache keeps of the pod once it is placed.
 func (p *PodInfo) placed() *placedPod { return &placedPod{podFacts: p.podFacts} }
 

@@ -180,6 +180,8 @@ func (sim *simulation) place(ctx context.Context, fork *store.Store, clk *clockt
 		return err
 	}
 	var bound []*api.Pod
+	since := metav1.NewTime(clk.Now().Add(-24 * time.Hour))
+	running := runningConditions(&since)
 	for _, p := range pending {
 		if ctx.Err() != nil {
 			break
@@ -195,7 +197,7 @@ func (sim *simulation) place(ctx context.Context, fork *store.Store, clk *clockt
 			continue
 		}
 		delete(sim.pending, p.UID)
-		bound = append(bound, boundTo(p, node, metav1.NewTime(clk.Now().Add(-24*time.Hour))))
+		bound = append(bound, boundTo(p, node, &since, running))
 	}
 	if len(bound) == 0 {
 		return nil
@@ -213,26 +215,39 @@ func (sim *simulation) place(ctx context.Context, fork *store.Store, clk *clockt
 }
 
 // boundTo is p bound to node and running, as the scheduler and the node's
-// agent would make it once its containers run and pass their probes. It
-// is a shallow copy: the stored pod's labels, owners and containers are
-// shared, not copied (stored objects are never changed in place), so
-// that thousands of planned pods cost their status, not their spec.
-func boundTo(p *api.Pod, node string, since metav1.Time) *api.Pod {
+// agent would make it once its containers run and pass their probes:
+// started at since, with the conditions of running (runningConditions)
+// after its own others. It is a shallow copy: the stored pod's labels,
+// owners and containers are shared, not copied (stored objects are never
+// changed in place), and so are since and running, so that thousands of
+// planned pods cost a struct each, not their spec and status.
+func boundTo(p *api.Pod, node string, since *metav1.Time, running []api.PodCondition) *api.Pod {
 	b := &api.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta, Spec: p.Spec, Status: p.Status}
 	b.Spec.NodeName = node
 	b.Status.Phase = api.PodRunning
-	b.Status.StartTime = &since
-	conds := make([]api.PodCondition, 0, len(p.Status.Conditions)+3)
+	b.Status.StartTime = since
+	var conds []api.PodCondition
 	for _, c := range p.Status.Conditions {
 		if c.Type != api.PodScheduled && c.Type != api.PodReady && c.Type != api.ContainersReady {
 			conds = append(conds, c)
 		}
 	}
-	for _, t := range []api.PodConditionType{api.PodScheduled, api.ContainersReady, api.PodReady} {
-		conds = append(conds, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: since})
+	if conds == nil {
+		b.Status.Conditions = running
+	} else {
+		b.Status.Conditions = append(conds, running...)
 	}
-	b.Status.Conditions = conds
 	return b
+}
+
+// runningConditions are the conditions of a pod scheduled, ready and
+// running since since.
+func runningConditions(since *metav1.Time) []api.PodCondition {
+	conds := make([]api.PodCondition, 0, 3)
+	for _, t := range []api.PodConditionType{api.PodScheduled, api.ContainersReady, api.PodReady} {
+		conds = append(conds, api.PodCondition{Type: t, Status: api.ConditionTrue, LastTransitionTime: *since})
+	}
+	return conds
 }
 
 // count sums the pods the change makes and removes, comparing the fork

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -212,9 +213,14 @@ func (r *DeploymentReconciler) writeStatus(ctx context.Context, d *api.Deploymen
 	if !setRevision && equality.Semantic.DeepEqual(d.Status, st) {
 		return nil
 	}
-	c := d.DeepCopy()
+	// A shallow copy: it shares the stored Deployment's metadata and spec,
+	// which nothing changes in place (stored objects are never changed),
+	// so that a status write costs a struct, not a copy of the template.
+	c := new(api.Deployment)
+	*c = *d
 	c.Status = st
 	if setRevision {
+		c.Annotations = maps.Clone(d.Annotations)
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}

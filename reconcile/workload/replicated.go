@@ -42,7 +42,11 @@ type replicatedKind struct {
 	// countsTerminating says whether the status counts the pods being
 	// deleted.
 	countsTerminating bool
-	// withStatus returns a copy of obj carrying st and conditions.
+	// withStatus returns a copy of obj carrying st and conditions. The
+	// copy is shallow: it shares the stored object's metadata and spec,
+	// template included, which nothing changes in place (stored objects
+	// are never changed; every writer copies what it changes), so that a
+	// status write costs a struct, not a copy of the template.
 	withStatus func(obj api.Object, st replicaStatus, conditions []api.WorkloadCondition) api.Object
 }
 
@@ -85,7 +89,8 @@ var replicaSets = &replicatedKind{
 		}, nil
 	},
 	withStatus: func(obj api.Object, st replicaStatus, conditions []api.WorkloadCondition) api.Object {
-		rs := obj.(*api.ReplicaSet).DeepCopy()
+		rs := new(api.ReplicaSet)
+		*rs = *obj.(*api.ReplicaSet)
 		rs.Status.TerminatingReplicas = st.TerminatingReplicas
 		rs.Status.Conditions = conditions
 		rs.Status.Replicas, rs.Status.FullyLabeledReplicas = st.Replicas, st.FullyLabeledReplicas
@@ -118,7 +123,8 @@ var replicationControllers = &replicatedKind{
 		}, nil
 	},
 	withStatus: func(obj api.Object, st replicaStatus, conditions []api.WorkloadCondition) api.Object {
-		rc := obj.(*api.ReplicationController).DeepCopy()
+		rc := new(api.ReplicationController)
+		*rc = *obj.(*api.ReplicationController)
 		rc.Status.Conditions = conditions
 		rc.Status.Replicas, rc.Status.FullyLabeledReplicas = st.Replicas, st.FullyLabeledReplicas
 		rc.Status.ReadyReplicas, rc.Status.AvailableReplicas = st.ReadyReplicas, st.AvailableReplicas

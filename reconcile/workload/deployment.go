@@ -515,8 +515,12 @@ func (r *DeploymentReconciler) updateNewReplicaSet(ctx context.Context, d *api.D
 // for in its annotations, which ProportionalScale reads; and records a
 // change of them on the Deployment d.
 func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs *api.ReplicaSet, replicas, surge int32) (*api.ReplicaSet, error) {
-	c := rs.DeepCopy()
+	// A shallow copy with annotations of its own: the template is
+	// shared with the stored version, which nothing changes in place.
+	c := new(api.ReplicaSet)
+	*c = *rs
 	c.Spec.Replicas = &replicas
+	c.Annotations = maps.Clone(rs.Annotations)
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}

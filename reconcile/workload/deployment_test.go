@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/namespace"
@@ -690,4 +692,49 @@ func mapsEqual(a, b map[string]int32) bool {
 		}
 	}
 	return true
+}
+
+// Status writes and scaling copy the object's struct and share its spec
+// and metadata with the version they replace: that version, which
+// readers may still hold, is left exactly as it was.
+func TestWritesLeaveReplacedVersions(t *testing.T) {
+	d := deployment("web", 3)
+	d.Annotations = map[string]string{"team": "web"}
+	f := newDeployFixture(t, d)
+	type held struct {
+		obj  api.Object
+		copy api.Object
+	}
+	var versions []held
+	hold := func() {
+		versions = append(versions, held{f.deployment(), f.deployment().DeepCopy()})
+		for _, rs := range f.replicaSets() {
+			versions = append(versions, held{rs, rs.DeepCopy()})
+		}
+	}
+	rs := NewReplicaSetReconciler(f.s, f.clk)
+	for range 4 {
+		hold()
+		f.sync()
+		hold()
+		for name := range f.replicaSets() {
+			if _, err := rs.Reconcile(f.ctx, "default/"+name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hold()
+	f.update(func(d *api.Deployment) { d.Spec.Replicas = ptr.To[int32](5) })
+	f.sync()
+	if got := f.deployment().Annotations[AnnotationRevision]; got != "1" {
+		t.Fatalf("revision %q, want 1: the test does not reach the revision's write", got)
+	}
+	if got := f.sizes(); len(got) != 1 || got[keys(got)[0]] != 5 {
+		t.Fatalf("replica sets %v, want one of 5: the test does not reach the scaling", got)
+	}
+	for _, v := range versions {
+		if !equality.Semantic.DeepEqual(v.obj, v.copy) {
+			t.Errorf("%T %s at %s changed after it was replaced", v.obj, v.obj.GetName(), v.obj.GetResourceVersion())
+		}
+	}
 }

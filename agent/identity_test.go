@@ -18,7 +18,7 @@ import (
 
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/testtool"
 )
@@ -296,7 +296,7 @@ func credentialBoundTo(file string, uid types.UID) error {
 	if err != nil {
 		return err
 	}
-	var c apiserver.Claims
+	var c auth.Claims
 	if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimSpace(string(b)), &c); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver/admission"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -25,12 +26,12 @@ var namespaceKind = api.KindOf(&api.Namespace{})
 
 // attributes describes a request to the authorizer and the admission
 // plugins.
-func (req *resourceRequest) attributes(obj, old api.Object, sel fields.Selector) Attributes {
+func (req *resourceRequest) attributes(obj, old api.Object, sel fields.Selector) auth.Attributes {
 	name := req.name
 	if name == "" && obj != nil {
 		name = obj.GetName() // a create
 	}
-	return Attributes{
+	return auth.Attributes{
 		Verb:          req.verb,
 		Kind:          req.kind,
 		Namespace:     req.namespace,
@@ -55,7 +56,7 @@ func (s *Server) authorizeSelection(ctx context.Context, req *resourceRequest, s
 	return s.authorizeAttrs(ctx, req, attrs)
 }
 
-func (s *Server) authorizeAttrs(ctx context.Context, req *resourceRequest, a Attributes) error {
+func (s *Server) authorizeAttrs(ctx context.Context, req *resourceRequest, a auth.Attributes) error {
 	if err := s.cfg.Authorizer.Authorize(ctx, req.id, a); err != nil {
 		return forbidden(req.kind, req.name, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -209,7 +210,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		obj, err := apply(live)
 		if err == nil {
 			creq := *req
-			creq.verb = VerbCreate
+			creq.verb = auth.VerbCreate
 			obj, err = s.create(r, &creq, obj)
 		}
 		if err == nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // FuzzAuthenticate feeds arbitrary bearer tokens to the authenticator over
@@ -32,9 +32,9 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("%q: no identity and no error", token)
 		case err != nil && id != nil:
 			t.Fatalf("%q: identity %+v and error %v", token, id, err)
-		case err != nil && !errors.Is(err, apiserver.ErrUnauthenticated):
+		case err != nil && !errors.Is(err, auth.ErrUnauthenticated):
 			t.Fatalf("%q: error %v is not ErrUnauthenticated", token, err)
-		case id != nil && id.Kind == apiserver.IdentityAdmin && token != authTestAdminToken:
+		case id != nil && id.Kind == auth.IdentityAdmin && token != authTestAdminToken:
 			t.Fatalf("%q passed for the admin token", token)
 		}
 	})

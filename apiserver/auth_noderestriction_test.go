@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -51,8 +51,8 @@ func TestAuthzNodeMirrorPodReferences(t *testing.T) {
 	// One that runs as its namespace's default service account.
 	authTestCreate(t, st, nrMirror(t, st, "kube2", "plain", "n1"))
 
-	p := apiserver.NewAuthorizer(st)
-	n1 := apiserver.NodeIdentity("n1")
+	p := auth.NewAuthorizer(st)
+	n1 := auth.NodeIdentity("n1")
 	k := func(r string) *api.Kind { return authzKind(t, r) }
 	mirror := func(ns string, edit func(*api.Pod)) *api.Pod {
 		m := nrMirror(t, st, ns, "static", "n1")
@@ -62,8 +62,8 @@ func TestAuthzNodeMirrorPodReferences(t *testing.T) {
 		return m
 	}
 	ref := api.LocalObjectReference{Name: "kube-admin"}
-	create := func(ns string, edit func(*api.Pod)) apiserver.Attributes {
-		return apiserver.Attributes{Verb: "create", Kind: k("pods"), Namespace: ns, Object: mirror(ns, edit)}
+	create := func(ns string, edit func(*api.Pod)) auth.Attributes {
+		return auth.Attributes{Verb: "create", Kind: k("pods"), Namespace: ns, Object: mirror(ns, edit)}
 	}
 	cases := []nrCase{
 		{"plain mirror pod", create("kube", nil), true, ""},
@@ -99,22 +99,22 @@ func TestAuthzNodeMirrorPodReferences(t *testing.T) {
 		}), false, "blockOwnerDeletion"},
 		// Nodes create and delete mirror pods; they change none (a spec
 		// change is a new mirror), so none gains a reference later.
-		{"node updates its mirror pod", apiserver.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "static-n1",
+		{"node updates its mirror pod", auth.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "static-n1",
 			Old: authzGet(t, st, "pods", "default", "static-n1"), Object: authzPodEdit(t, st, "default", "static-n1", func(p *api.Pod) {
 				p.Spec.Volumes = []api.Volume{{Name: "s", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "sec2"}}}}
 			})}, false, ""},
-		{"node writes its mirror pod's status", apiserver.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "static-n1", Subresource: "status",
+		{"node writes its mirror pod's status", auth.Attributes{Verb: "update", Kind: k("pods"), Namespace: "default", Name: "static-n1", Subresource: "status",
 			Old: authzGet(t, st, "pods", "default", "static-n1"), Object: authzGet(t, st, "pods", "default", "static-n1")}, true, ""},
 
 		// What the stored mirror pod names stays out of reach.
-		{"secret a mirror pod names", apiserver.Attributes{Verb: "get", Kind: k("secrets"), Namespace: "kube", Name: "kube-admin"}, false, ""},
-		{"configmap a mirror pod names", apiserver.Attributes{Verb: "get", Kind: k("configmaps"), Namespace: "kube", Name: "kube-cfg"}, false, ""},
-		{"claim a mirror pod names", apiserver.Attributes{Verb: "get", Kind: k("persistentvolumeclaims"), Namespace: "kube", Name: "kube-data"}, false, ""},
-		{"volume of a claim a mirror pod names", apiserver.Attributes{Verb: "get", Kind: k("persistentvolumes"), Name: "pv-kube"}, false, ""},
-		{"service account a mirror pod runs as", apiserver.Attributes{Verb: "get", Kind: k("serviceaccounts"), Namespace: "kube", Name: "admin"}, false, ""},
-		{"token of a service account a mirror pod runs as", apiserver.Attributes{Verb: "create", Kind: k("serviceaccounts"), Namespace: "kube", Name: "admin", Subresource: "token"}, false, ""},
-		{"token of the default service account of a mirror pod's namespace", apiserver.Attributes{Verb: "create", Kind: k("serviceaccounts"), Namespace: "kube2", Name: "default", Subresource: "token"}, false, ""},
-		{"default service account of a mirror pod's namespace", apiserver.Attributes{Verb: "get", Kind: k("serviceaccounts"), Namespace: "kube2", Name: "default"}, false, ""},
+		{"secret a mirror pod names", auth.Attributes{Verb: "get", Kind: k("secrets"), Namespace: "kube", Name: "kube-admin"}, false, ""},
+		{"configmap a mirror pod names", auth.Attributes{Verb: "get", Kind: k("configmaps"), Namespace: "kube", Name: "kube-cfg"}, false, ""},
+		{"claim a mirror pod names", auth.Attributes{Verb: "get", Kind: k("persistentvolumeclaims"), Namespace: "kube", Name: "kube-data"}, false, ""},
+		{"volume of a claim a mirror pod names", auth.Attributes{Verb: "get", Kind: k("persistentvolumes"), Name: "pv-kube"}, false, ""},
+		{"service account a mirror pod runs as", auth.Attributes{Verb: "get", Kind: k("serviceaccounts"), Namespace: "kube", Name: "admin"}, false, ""},
+		{"token of a service account a mirror pod runs as", auth.Attributes{Verb: "create", Kind: k("serviceaccounts"), Namespace: "kube", Name: "admin", Subresource: "token"}, false, ""},
+		{"token of the default service account of a mirror pod's namespace", auth.Attributes{Verb: "create", Kind: k("serviceaccounts"), Namespace: "kube2", Name: "default", Subresource: "token"}, false, ""},
+		{"default service account of a mirror pod's namespace", auth.Attributes{Verb: "get", Kind: k("serviceaccounts"), Namespace: "kube2", Name: "default"}, false, ""},
 	}
 	nrCheck(t, p, n1, cases)
 }
@@ -129,8 +129,8 @@ func TestAuthzNodeRestrictionNodeWrites(t *testing.T) {
 		"node-restriction.kubernetes.io/pci": "true", "node-role.kubernetes.io/gpu": "", "disk": "hdd",
 	}}, Spec: api.NodeSpec{Taints: []api.Taint{{Key: "dedicated", Value: "db", Effect: api.TaintEffectNoSchedule}}}}
 	authTestCreate(t, st, tainted)
-	p := apiserver.NewAuthorizer(st)
-	n3 := apiserver.NodeIdentity("n3")
+	p := auth.NewAuthorizer(st)
+	n3 := auth.NodeIdentity("n3")
 	nodes := authzKind(t, "nodes")
 	stored := authzGet(t, st, "nodes", "", "n3").(*api.Node)
 	edit := func(f func(*api.Node)) *api.Node {
@@ -138,13 +138,13 @@ func TestAuthzNodeRestrictionNodeWrites(t *testing.T) {
 		f(n)
 		return n
 	}
-	create := func(f func(*api.Node)) apiserver.Attributes {
+	create := func(f func(*api.Node)) auth.Attributes {
 		n := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n3"}}
 		f(n)
-		return apiserver.Attributes{Verb: "create", Kind: nodes, Object: n}
+		return auth.Attributes{Verb: "create", Kind: nodes, Object: n}
 	}
-	update := func(verb string, f func(*api.Node)) apiserver.Attributes {
-		return apiserver.Attributes{Verb: verb, Kind: nodes, Name: "n3", Old: stored, Object: edit(f)}
+	update := func(verb string, f func(*api.Node)) auth.Attributes {
+		return auth.Attributes{Verb: verb, Kind: nodes, Name: "n3", Old: stored, Object: edit(f)}
 	}
 	cases := []nrCase{
 		{"create with taints and the kubelet's labels", create(func(n *api.Node) {
@@ -170,13 +170,13 @@ func TestAuthzNodeRestrictionNodeWrites(t *testing.T) {
 		{"add a role", update("patch", func(n *api.Node) { n.Labels["node-role.kubernetes.io/control-plane"] = "" }), false, "node-role.kubernetes.io/control-plane"},
 		{"remove a role", update("update", func(n *api.Node) { delete(n.Labels, "node-role.kubernetes.io/gpu") }), false, "node-role.kubernetes.io/gpu"},
 		{"set an unknown kubernetes.io label", update("update", func(n *api.Node) { n.Labels["kubernetes.io/trusted"] = "yes" }), false, "kubernetes.io/trusted"},
-		{"update without Old filled", apiserver.Attributes{Verb: "update", Kind: nodes, Name: "n3", Object: edit(func(n *api.Node) { n.Spec.Taints = nil })}, false, "taints"},
+		{"update without Old filled", auth.Attributes{Verb: "update", Kind: nodes, Name: "n3", Object: edit(func(n *api.Node) { n.Spec.Taints = nil })}, false, "taints"},
 		// A status write keeps the stored metadata and spec.
-		{"status write", apiserver.Attributes{Verb: "update", Kind: nodes, Name: "n3", Subresource: "status", Old: stored, Object: stored}, true, ""},
+		{"status write", auth.Attributes{Verb: "update", Kind: nodes, Name: "n3", Subresource: "status", Old: stored, Object: stored}, true, ""},
 	}
 	nrCheck(t, p, n3, cases)
 	// The admin sets what it likes.
-	admin := apiserver.AdminIdentity()
+	admin := auth.AdminIdentity()
 	if err := p.Authorize(context.Background(), admin, update("update", func(n *api.Node) {
 		n.Spec.Taints = nil
 		n.Labels["node-role.kubernetes.io/control-plane"] = ""
@@ -189,12 +189,12 @@ func TestAuthzNodeRestrictionNodeWrites(t *testing.T) {
 // the refusal says.
 type nrCase struct {
 	name  string
-	a     apiserver.Attributes
+	a     auth.Attributes
 	allow bool
 	why   string
 }
 
-func nrCheck(t *testing.T, p apiserver.Authorizer, id *apiserver.Identity, cases []nrCase) {
+func nrCheck(t *testing.T, p auth.Authorizer, id *auth.Identity, cases []nrCase) {
 	t.Helper()
 	for _, c := range cases {
 		err := p.Authorize(context.Background(), id, c.a)
@@ -204,7 +204,7 @@ func nrCheck(t *testing.T, p apiserver.Authorizer, id *apiserver.Identity, cases
 			}
 			continue
 		}
-		if !errors.Is(err, apiserver.ErrForbidden) {
+		if !errors.Is(err, auth.ErrForbidden) {
 			t.Errorf("%s: Authorize = %v, want forbidden", c.name, err)
 			continue
 		}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // TestAuthzNodeReclaimsItsVolumes: a node follows, through the label
@@ -25,8 +25,8 @@ func TestAuthzNodeReclaimsItsVolumes(t *testing.T) {
 		}})
 	}
 	authTestCreate(t, st, &api.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-free"}})
-	p := apiserver.NewAuthorizer(st)
-	n1 := apiserver.NodeIdentity("n1")
+	p := auth.NewAuthorizer(st)
+	n1 := auth.NodeIdentity("n1")
 	k := authzKind(t, "persistentvolumes")
 	get := func(name string) *api.PersistentVolume {
 		return authzGet(t, st, "persistentvolumes", "", name).DeepCopyObject().(*api.PersistentVolume)
@@ -46,34 +46,34 @@ func TestAuthzNodeReclaimsItsVolumes(t *testing.T) {
 	done := func(pv *api.PersistentVolume) { pv.Finalizers = nil }
 	cases := []struct {
 		name  string
-		a     apiserver.Attributes
+		a     auth.Attributes
 		allow bool
 	}{
-		{"list its own", apiserver.Attributes{Verb: "list", Kind: k, LabelSelector: sel(api.LabelReclaimNode + "=n1")}, true},
-		{"watch its own", apiserver.Attributes{Verb: "watch", Kind: k, LabelSelector: sel(api.LabelReclaimNode + "=n1")}, true},
-		{"list another node's", apiserver.Attributes{Verb: "list", Kind: k, LabelSelector: sel(api.LabelReclaimNode + "=n2")}, false},
-		{"list with a set selector", apiserver.Attributes{Verb: "list", Kind: k, LabelSelector: sel(api.LabelReclaimNode + " in (n1,n2)")}, false},
-		{"list every volume", apiserver.Attributes{Verb: "list", Kind: k}, false},
-		{"remove its finalizer", apiserver.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", done), Old: get("pv-n1")}, true},
-		{"remove its finalizer, old looked up", apiserver.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", done)}, true},
-		{"annotate it", apiserver.Attributes{Verb: "patch", Kind: k, Name: "pv-n1", Object: edit("pv-n1", func(pv *api.PersistentVolume) {
+		{"list its own", auth.Attributes{Verb: "list", Kind: k, LabelSelector: sel(api.LabelReclaimNode + "=n1")}, true},
+		{"watch its own", auth.Attributes{Verb: "watch", Kind: k, LabelSelector: sel(api.LabelReclaimNode + "=n1")}, true},
+		{"list another node's", auth.Attributes{Verb: "list", Kind: k, LabelSelector: sel(api.LabelReclaimNode + "=n2")}, false},
+		{"list with a set selector", auth.Attributes{Verb: "list", Kind: k, LabelSelector: sel(api.LabelReclaimNode + " in (n1,n2)")}, false},
+		{"list every volume", auth.Attributes{Verb: "list", Kind: k}, false},
+		{"remove its finalizer", auth.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", done), Old: get("pv-n1")}, true},
+		{"remove its finalizer, old looked up", auth.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", done)}, true},
+		{"annotate it", auth.Attributes{Verb: "patch", Kind: k, Name: "pv-n1", Object: edit("pv-n1", func(pv *api.PersistentVolume) {
 			pv.Annotations = map[string]string{api.AnnotationRecycled: "uid"}
 		}), Old: get("pv-n1")}, true},
-		{"change its spec", apiserver.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", func(pv *api.PersistentVolume) {
+		{"change its spec", auth.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", func(pv *api.PersistentVolume) {
 			pv.Spec.ClaimRef = &api.ObjectReference{Namespace: "default", Name: "mine"}
 		}), Old: get("pv-n1")}, false},
-		{"hand it to another node", apiserver.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", func(pv *api.PersistentVolume) {
+		{"hand it to another node", auth.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Object: edit("pv-n1", func(pv *api.PersistentVolume) {
 			pv.Labels[api.LabelReclaimNode] = "n2"
 		}), Old: get("pv-n1")}, false},
-		{"take another node's", apiserver.Attributes{Verb: "update", Kind: k, Name: "pv-n2", Object: edit("pv-n2", func(pv *api.PersistentVolume) {
+		{"take another node's", auth.Attributes{Verb: "update", Kind: k, Name: "pv-n2", Object: edit("pv-n2", func(pv *api.PersistentVolume) {
 			pv.Labels[api.LabelReclaimNode] = "n1"
 			pv.Finalizers = nil
 		}), Old: get("pv-n2")}, false},
-		{"claim an unmarked one", apiserver.Attributes{Verb: "update", Kind: k, Name: "pv-free", Object: edit("pv-free", func(pv *api.PersistentVolume) {
+		{"claim an unmarked one", auth.Attributes{Verb: "update", Kind: k, Name: "pv-free", Object: edit("pv-free", func(pv *api.PersistentVolume) {
 			pv.Labels = map[string]string{api.LabelReclaimNode: "n1"}
 		}), Old: get("pv-free")}, false},
-		{"its status", apiserver.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Subresource: "status", Object: get("pv-n1"), Old: get("pv-n1")}, false},
-		{"delete it", apiserver.Attributes{Verb: "delete", Kind: k, Name: "pv-n1", Old: get("pv-n1")}, false},
+		{"its status", auth.Attributes{Verb: "update", Kind: k, Name: "pv-n1", Subresource: "status", Object: get("pv-n1"), Old: get("pv-n1")}, false},
+		{"delete it", auth.Attributes{Verb: "delete", Kind: k, Name: "pv-n1", Old: get("pv-n1")}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -69,8 +70,8 @@ func newAuthTestPod(ns, name, node, sa string) *api.Pod {
 type authTestSetup struct {
 	st     *store.Store
 	clk    *clocktesting.FakePassiveClock
-	signer *apiserver.Signer
-	authn  *apiserver.TokenAuthenticator
+	signer *auth.Signer
+	authn  *auth.TokenAuthenticator
 	sa     *api.ServiceAccount
 	pod    *api.Pod
 	token  string
@@ -80,7 +81,7 @@ func newAuthTestSetup(t testing.TB) *authTestSetup {
 	t.Helper()
 	signer, clk := tokenTestSigner(t)
 	st := authTestStore(t, clk)
-	s := &authTestSetup{st: st, clk: clk, signer: signer, authn: apiserver.NewAuthenticator(st, authTestAdminToken, signer)}
+	s := &authTestSetup{st: st, clk: clk, signer: signer, authn: auth.NewAuthenticator(st, authTestAdminToken, signer)}
 	s.sa = authTestCreate(t, st, newAuthTestSA("default", "runner"))
 	s.pod = authTestCreate(t, st, newAuthTestPod("default", "web", "n1", "runner"))
 	tok, err := signer.IssueServiceAccountToken(s.sa, s.pod, time.Hour)
@@ -91,7 +92,7 @@ func newAuthTestSetup(t testing.TB) *authTestSetup {
 	return s
 }
 
-func authTestWantIdentity(t *testing.T, a apiserver.Authenticator, token string, want apiserver.Identity) {
+func authTestWantIdentity(t *testing.T, a auth.Authenticator, token string, want auth.Identity) {
 	t.Helper()
 	id, err := a.Authenticate(context.Background(), token)
 	if err != nil {
@@ -105,31 +106,31 @@ func authTestWantIdentity(t *testing.T, a apiserver.Authenticator, token string,
 	}
 }
 
-func authTestWantUnauthenticated(t *testing.T, a apiserver.Authenticator, token, why string) {
+func authTestWantUnauthenticated(t *testing.T, a auth.Authenticator, token, why string) {
 	t.Helper()
 	id, err := a.Authenticate(context.Background(), token)
-	if !errors.Is(err, apiserver.ErrUnauthenticated) || id != nil {
+	if !errors.Is(err, auth.ErrUnauthenticated) || id != nil {
 		t.Fatalf("%s: Authenticate = %+v, %v; want ErrUnauthenticated", why, id, err)
 	}
 }
 
 func TestAuthAdminToken(t *testing.T) {
 	s := newAuthTestSetup(t)
-	authTestWantIdentity(t, s.authn, authTestAdminToken, apiserver.Identity{Name: "admin", Kind: apiserver.IdentityAdmin})
+	authTestWantIdentity(t, s.authn, authTestAdminToken, auth.Identity{Name: "admin", Kind: auth.IdentityAdmin})
 	authTestWantUnauthenticated(t, s.authn, authTestAdminToken[:len(authTestAdminToken)-1], "admin token prefix")
 	authTestWantUnauthenticated(t, s.authn, authTestAdminToken+"0", "admin token plus a byte")
 	authTestWantUnauthenticated(t, s.authn, strings.ToUpper(authTestAdminToken), "admin token in upper case")
 	authTestWantUnauthenticated(t, s.authn, "", "empty token")
 
 	// No admin token configured: nothing passes for it, not even "".
-	none := apiserver.NewAuthenticator(s.st, "", s.signer)
+	none := auth.NewAuthenticator(s.st, "", s.signer)
 	authTestWantUnauthenticated(t, none, "", "empty token, no admin token")
 	authTestWantUnauthenticated(t, none, authTestAdminToken, "admin token when none is configured")
 }
 
 func TestAuthServiceAccountTokenBoundToPod(t *testing.T) {
 	s := newAuthTestSetup(t)
-	want := apiserver.Identity{Name: "system:serviceaccount:default:runner", Kind: apiserver.IdentityServiceAccount, Namespace: "default"}
+	want := auth.Identity{Name: "system:serviceaccount:default:runner", Kind: auth.IdentityServiceAccount, Namespace: "default"}
 	authTestWantIdentity(t, s.authn, s.token, want)
 
 	// Deleted gracefully: the token works until the grace period ends.
@@ -159,7 +160,7 @@ func TestAuthServiceAccountTokenRevokedWithServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	authTestWantIdentity(t, s.authn, unbound, apiserver.Identity{Name: "system:serviceaccount:default:runner", Kind: apiserver.IdentityServiceAccount, Namespace: "default"})
+	authTestWantIdentity(t, s.authn, unbound, auth.Identity{Name: "system:serviceaccount:default:runner", Kind: auth.IdentityServiceAccount, Namespace: "default"})
 
 	authTestDelete(t, s.st, "serviceaccounts", "default", "runner")
 	authTestWantUnauthenticated(t, s.authn, s.token, "service account deleted (bound token)")
@@ -182,7 +183,7 @@ func TestAuthNodeCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	authTestWantIdentity(t, s.authn, cred, apiserver.Identity{Name: "system:node:n1", Kind: apiserver.IdentityNode, Node: "n1"})
+	authTestWantIdentity(t, s.authn, cred, auth.Identity{Name: "system:node:n1", Kind: auth.IdentityNode, Node: "n1"})
 
 	other, _ := tokenTestSigner(t)
 	foreign, err := other.IssueNodeCredential("n1")
@@ -201,29 +202,29 @@ func TestAuthRejectsCrossedTokens(t *testing.T) {
 	reg := func(sub string, aud ...string) jwt.RegisteredClaims {
 		return jwt.RegisteredClaims{Subject: sub, Audience: aud, IssuedAt: now, NotBefore: now, ExpiresAt: exp}
 	}
-	saClaims := &apiserver.KubernetesClaims{
+	saClaims := &auth.KubernetesClaims{
 		Namespace:      "default",
-		ServiceAccount: &apiserver.ObjectRef{Name: "runner", UID: string(s.sa.UID)},
+		ServiceAccount: &auth.ObjectRef{Name: "runner", UID: string(s.sa.UID)},
 	}
-	cases := map[string]*apiserver.Claims{
-		"node subject, API audience":       {RegisteredClaims: reg("system:node:n1", apiserver.DefaultIssuer)},
+	cases := map[string]*auth.Claims{
+		"node subject, API audience":       {RegisteredClaims: reg("system:node:n1", auth.DefaultIssuer)},
 		"node subject, no audience":        {RegisteredClaims: reg("system:node:n1")},
-		"node subject, empty node":         {RegisteredClaims: reg("system:node:", apiserver.NodeAudience)},
-		"node subject with sa claims":      {RegisteredClaims: reg("system:node:n1", apiserver.NodeAudience), Kubernetes: saClaims},
-		"sa subject, node audience":        {RegisteredClaims: reg("system:serviceaccount:default:runner", apiserver.NodeAudience), Kubernetes: saClaims},
-		"sa subject, no kubernetes claims": {RegisteredClaims: reg("system:serviceaccount:default:runner", apiserver.DefaultIssuer)},
-		"sa subject names another sa":      {RegisteredClaims: reg("system:serviceaccount:default:admin", apiserver.DefaultIssuer), Kubernetes: saClaims},
-		"sa subject in another namespace":  {RegisteredClaims: reg("system:serviceaccount:kube:runner", apiserver.DefaultIssuer), Kubernetes: saClaims},
-		"sa subject malformed":             {RegisteredClaims: reg("system:serviceaccount:default", apiserver.DefaultIssuer), Kubernetes: saClaims},
-		"sa subject with extra colon":      {RegisteredClaims: reg("system:serviceaccount:default:runner:x", apiserver.DefaultIssuer), Kubernetes: saClaims},
-		"sa with wrong uid": {RegisteredClaims: reg("system:serviceaccount:default:runner", apiserver.DefaultIssuer),
-			Kubernetes: &apiserver.KubernetesClaims{Namespace: "default", ServiceAccount: &apiserver.ObjectRef{Name: "runner", UID: "nope"}}},
-		"sa bound to missing pod": {RegisteredClaims: reg("system:serviceaccount:default:runner", apiserver.DefaultIssuer),
-			Kubernetes: &apiserver.KubernetesClaims{Namespace: "default", ServiceAccount: saClaims.ServiceAccount, Pod: &apiserver.ObjectRef{Name: "ghost", UID: "x"}}},
-		"admin subject": {RegisteredClaims: reg("admin", apiserver.DefaultIssuer, apiserver.NodeAudience)},
-		"no expiry":     {RegisteredClaims: jwt.RegisteredClaims{Subject: "system:node:n1", Audience: []string{apiserver.NodeAudience}, IssuedAt: now}},
+		"node subject, empty node":         {RegisteredClaims: reg("system:node:", auth.NodeAudience)},
+		"node subject with sa claims":      {RegisteredClaims: reg("system:node:n1", auth.NodeAudience), Kubernetes: saClaims},
+		"sa subject, node audience":        {RegisteredClaims: reg("system:serviceaccount:default:runner", auth.NodeAudience), Kubernetes: saClaims},
+		"sa subject, no kubernetes claims": {RegisteredClaims: reg("system:serviceaccount:default:runner", auth.DefaultIssuer)},
+		"sa subject names another sa":      {RegisteredClaims: reg("system:serviceaccount:default:admin", auth.DefaultIssuer), Kubernetes: saClaims},
+		"sa subject in another namespace":  {RegisteredClaims: reg("system:serviceaccount:kube:runner", auth.DefaultIssuer), Kubernetes: saClaims},
+		"sa subject malformed":             {RegisteredClaims: reg("system:serviceaccount:default", auth.DefaultIssuer), Kubernetes: saClaims},
+		"sa subject with extra colon":      {RegisteredClaims: reg("system:serviceaccount:default:runner:x", auth.DefaultIssuer), Kubernetes: saClaims},
+		"sa with wrong uid": {RegisteredClaims: reg("system:serviceaccount:default:runner", auth.DefaultIssuer),
+			Kubernetes: &auth.KubernetesClaims{Namespace: "default", ServiceAccount: &auth.ObjectRef{Name: "runner", UID: "nope"}}},
+		"sa bound to missing pod": {RegisteredClaims: reg("system:serviceaccount:default:runner", auth.DefaultIssuer),
+			Kubernetes: &auth.KubernetesClaims{Namespace: "default", ServiceAccount: saClaims.ServiceAccount, Pod: &auth.ObjectRef{Name: "ghost", UID: "x"}}},
+		"admin subject": {RegisteredClaims: reg("admin", auth.DefaultIssuer, auth.NodeAudience)},
+		"no expiry":     {RegisteredClaims: jwt.RegisteredClaims{Subject: "system:node:n1", Audience: []string{auth.NodeAudience}, IssuedAt: now}},
 		"wrong issuer (node)": {RegisteredClaims: func() jwt.RegisteredClaims {
-			r := reg("system:node:n1", apiserver.NodeAudience)
+			r := reg("system:node:n1", auth.NodeAudience)
 			r.Issuer = "https://x"
 			return r
 		}()},
@@ -236,11 +237,11 @@ func TestAuthRejectsCrossedTokens(t *testing.T) {
 		authTestWantUnauthenticated(t, s.authn, tok, name)
 	}
 	// The control: the same recipe with matching claims passes.
-	tok, err := s.signer.Sign(&apiserver.Claims{RegisteredClaims: reg("system:serviceaccount:default:runner", apiserver.DefaultIssuer), Kubernetes: saClaims})
+	tok, err := s.signer.Sign(&auth.Claims{RegisteredClaims: reg("system:serviceaccount:default:runner", auth.DefaultIssuer), Kubernetes: saClaims})
 	if err != nil {
 		t.Fatal(err)
 	}
-	authTestWantIdentity(t, s.authn, tok, apiserver.Identity{Name: "system:serviceaccount:default:runner", Kind: apiserver.IdentityServiceAccount, Namespace: "default"})
+	authTestWantIdentity(t, s.authn, tok, auth.Identity{Name: "system:serviceaccount:default:runner", Kind: auth.IdentityServiceAccount, Namespace: "default"})
 }
 
 func TestAuthGarbageAndJoinToken(t *testing.T) {
@@ -258,11 +259,11 @@ func TestAuthGarbageAndJoinToken(t *testing.T) {
 
 func TestAuthWithoutSignerOrStore(t *testing.T) {
 	s := newAuthTestSetup(t)
-	noSigner := apiserver.NewAuthenticator(s.st, authTestAdminToken, nil)
+	noSigner := auth.NewAuthenticator(s.st, authTestAdminToken, nil)
 	authTestWantUnauthenticated(t, noSigner, s.token, "JWT with no signer")
-	authTestWantIdentity(t, noSigner, authTestAdminToken, *apiserver.AdminIdentity())
+	authTestWantIdentity(t, noSigner, authTestAdminToken, *auth.AdminIdentity())
 
-	noStore := apiserver.NewAuthenticator(nil, authTestAdminToken, s.signer)
+	noStore := auth.NewAuthenticator(nil, authTestAdminToken, s.signer)
 	authTestWantUnauthenticated(t, noStore, s.token, "service-account token with no store")
 	cred, _ := s.signer.IssueNodeCredential("n2")
 	authTestWantUnauthenticated(t, noStore, cred, "node credential with no store")
@@ -284,7 +285,7 @@ func TestAuthBearerToken(t *testing.T) {
 		if header != "" {
 			r.Header.Set("Authorization", header)
 		}
-		got, ok := apiserver.BearerToken(r)
+		got, ok := auth.BearerToken(r)
 		if got != want || ok != (want != "") {
 			t.Errorf("BearerToken(%q) = %q, %v; want %q", header, got, ok, want)
 		}
@@ -301,7 +302,7 @@ func TestAuthCachedTokenStillExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := apiserver.Identity{Name: "system:node:n1", Kind: apiserver.IdentityNode, Node: "n1"}
+	want := auth.Identity{Name: "system:node:n1", Kind: auth.IdentityNode, Node: "n1"}
 	authTestWantIdentity(t, s.authn, cred, want)
 	authTestWantIdentity(t, s.authn, cred, want)
 	s.clk.SetTime(tokenTestEpoch.Add(time.Hour + time.Second))
@@ -313,7 +314,7 @@ func TestAuthCachedTokenStillExpires(t *testing.T) {
 // signature is cached.
 func TestAuthCachedServiceAccountTokenRevoked(t *testing.T) {
 	s := newAuthTestSetup(t)
-	authTestWantIdentity(t, s.authn, s.token, apiserver.Identity{Name: "system:serviceaccount:default:runner", Kind: apiserver.IdentityServiceAccount, Namespace: "default"})
+	authTestWantIdentity(t, s.authn, s.token, auth.Identity{Name: "system:serviceaccount:default:runner", Kind: auth.IdentityServiceAccount, Namespace: "default"})
 	podKind, _ := api.LookupResource("pods")
 	zero := int64(0)
 	if _, err := s.st.Delete(context.Background(), podKind, s.pod.Namespace, s.pod.Name, store.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {

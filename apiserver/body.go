@@ -11,6 +11,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // presizeLimit bounds the buffer a body's declared length reserves.
@@ -185,7 +186,7 @@ func (req *resourceRequest) ignoresStatus() bool {
 	if req.subresource != "" {
 		return false
 	}
-	if req.verb == VerbCreate {
+	if req.verb == auth.VerbCreate {
 		return req.kind.GVK.Kind != "Node"
 	}
 	return true

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // Discovery tells kubectl and client-go which resources exist: the legacy
@@ -39,14 +40,14 @@ type subresourceDoc struct {
 // each with its discovery entry. A handler for a subresource not here is
 // refused, so discovery lists every subresource served.
 var handledSubresources = map[string]subresourceDoc{
-	"log":               {verbs: []string{VerbGet}},
-	"exec":              {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: []string{VerbCreate, VerbGet}},
-	"attach":            {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, verbs: []string{VerbCreate, VerbGet}},
-	"portforward":       {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: []string{VerbCreate, VerbGet}},
-	SubresourceEviction: {gvk: evictionGVK, verbs: []string{VerbCreate}},
-	SubresourceToken:    {gvk: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, verbs: []string{VerbCreate}},
+	"log":                    {verbs: []string{auth.VerbGet}},
+	"exec":                   {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, verbs: []string{auth.VerbCreate, auth.VerbGet}},
+	"attach":                 {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodAttachOptions"}, verbs: []string{auth.VerbCreate, auth.VerbGet}},
+	"portforward":            {gvk: schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, verbs: []string{auth.VerbCreate, auth.VerbGet}},
+	auth.SubresourceEviction: {gvk: evictionGVK, verbs: []string{auth.VerbCreate}},
+	auth.SubresourceToken:    {gvk: schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, verbs: []string{auth.VerbCreate}},
 	// sources/diff: one object live against what its source declares.
-	"diff": {verbs: []string{VerbGet}},
+	"diff": {verbs: []string{auth.VerbGet}},
 }
 
 // handledDoc is the discovery entry of subresource sub of kind k.

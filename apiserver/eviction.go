@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -20,9 +21,6 @@ import (
 // and the pod's deletion are one store transaction: a budget that moved
 // meanwhile (another eviction, the disruption controller) is read in its
 // new state, never spent twice.
-
-// SubresourceEviction is a pod's eviction subresource.
-const SubresourceEviction = "eviction"
 
 // MaxDisruptedPods bounds a budget's disruptedPods: past it, evictions the
 // disruption controller has not yet seen through are too many, and more
@@ -75,8 +73,8 @@ func (s *Server) serveEviction(w http.ResponseWriter, r *http.Request, obj api.O
 		WriteError(w, err)
 		return
 	}
-	req := &resourceRequest{kind: podKind, namespace: pod.Namespace, name: pod.Name, verb: VerbDelete}
-	req.id, _ = IdentityFromContext(r.Context())
+	req := &resourceRequest{kind: podKind, namespace: pod.Namespace, name: pod.Name, verb: auth.VerbDelete}
+	req.id, _ = auth.IdentityFromContext(r.Context())
 	if err := s.admit(r.Context(), req, nil, pod); err != nil {
 		WriteError(w, err)
 		return

@@ -24,6 +24,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/reconcile/namespace"
 	"github.com/berth-dev/berth/store"
@@ -40,25 +41,25 @@ const (
 // anything, the reader only read.
 type testAuth struct{}
 
-func (testAuth) Authenticate(_ context.Context, token string) (*apiserver.Identity, error) {
+func (testAuth) Authenticate(_ context.Context, token string) (*auth.Identity, error) {
 	switch token {
 	case adminToken:
-		return &apiserver.Identity{Name: "admin", Kind: apiserver.IdentityAdmin}, nil
+		return &auth.Identity{Name: "admin", Kind: auth.IdentityAdmin}, nil
 	case readerToken:
-		return &apiserver.Identity{Name: "system:serviceaccount:default:reader", Kind: apiserver.IdentityServiceAccount, Namespace: "default"}, nil
+		return &auth.Identity{Name: "system:serviceaccount:default:reader", Kind: auth.IdentityServiceAccount, Namespace: "default"}, nil
 	}
-	return nil, fmt.Errorf("%w: unknown token", apiserver.ErrUnauthenticated)
+	return nil, fmt.Errorf("%w: unknown token", auth.ErrUnauthenticated)
 }
 
-func (testAuth) Authorize(_ context.Context, id *apiserver.Identity, a apiserver.Attributes) error {
-	if id.Kind == apiserver.IdentityAdmin {
+func (testAuth) Authorize(_ context.Context, id *auth.Identity, a auth.Attributes) error {
+	if id.Kind == auth.IdentityAdmin {
 		return nil
 	}
 	switch a.Verb {
-	case apiserver.VerbGet, apiserver.VerbList, apiserver.VerbWatch:
+	case auth.VerbGet, auth.VerbList, auth.VerbWatch:
 		return nil
 	}
-	return apiserver.Forbidden(id, a, "the test reader only reads")
+	return auth.Forbidden(id, a, "the test reader only reads")
 }
 
 // env is a real API server over a real memory store, served over TLS with
@@ -70,7 +71,7 @@ type env struct {
 	ts     *httptest.Server
 	client *client.Client
 	caPEM  []byte
-	signer *apiserver.Signer
+	signer *auth.Signer
 }
 
 // setup is what options change before newEnv starts the server.
@@ -138,17 +139,17 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	su.cfg.Store = st
-	var signer *apiserver.Signer
+	var signer *auth.Signer
 	if su.realAuth {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if signer, err = apiserver.NewSigner(key); err != nil {
+		if signer, err = auth.NewSigner(key); err != nil {
 			t.Fatal(err)
 		}
-		su.cfg.Authenticator = apiserver.NewAuthenticator(st, adminToken, signer)
-		su.cfg.Authorizer = apiserver.NewAuthorizer(st)
+		su.cfg.Authenticator = auth.NewAuthenticator(st, adminToken, signer)
+		su.cfg.Authorizer = auth.NewAuthorizer(st)
 	}
 	srv, err := apiserver.New(su.cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/client"
 )
 
@@ -23,14 +24,14 @@ type holdingAuth struct {
 	held    atomic.Int64
 }
 
-func (h *holdingAuth) Authenticate(ctx context.Context, token string) (*apiserver.Identity, error) {
+func (h *holdingAuth) Authenticate(ctx context.Context, token string) (*auth.Identity, error) {
 	if token == nodeToken {
-		return &apiserver.Identity{Name: "system:node:n1", Kind: apiserver.IdentityNode, Node: "n1"}, nil
+		return &auth.Identity{Name: "system:node:n1", Kind: auth.IdentityNode, Node: "n1"}, nil
 	}
 	return h.testAuth.Authenticate(ctx, token)
 }
 
-func (h *holdingAuth) Authorize(ctx context.Context, id *apiserver.Identity, a apiserver.Attributes) error {
+func (h *holdingAuth) Authorize(ctx context.Context, id *auth.Identity, a auth.Attributes) error {
 	if a.Name == "slow" {
 		h.held.Add(1)
 		<-h.release

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // TestDecodeJSONObject checks the one-pass decoder of JSON bodies against
@@ -27,28 +28,28 @@ func TestDecodeJSONObject(t *testing.T) {
 		wantErr     bool // from the general decoder
 		wantBodyErr bool // from decodeBody, when the general decoder succeeds
 	}{
-		{name: "status update", kind: pods, subresource: "status", verb: VerbUpdate, body: pod, wantFast: true},
-		{name: "object update drops status", kind: pods, verb: VerbUpdate, body: pod, wantFast: true},
-		{name: "create drops status", kind: pods, verb: VerbCreate, body: pod, wantFast: true},
-		{name: "node create keeps status", kind: nodes, verb: VerbCreate,
+		{name: "status update", kind: pods, subresource: "status", verb: auth.VerbUpdate, body: pod, wantFast: true},
+		{name: "object update drops status", kind: pods, verb: auth.VerbUpdate, body: pod, wantFast: true},
+		{name: "create drops status", kind: pods, verb: auth.VerbCreate, body: pod, wantFast: true},
+		{name: "node create keeps status", kind: nodes, verb: auth.VerbCreate,
 			body: `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"},"status":{"capacity":{"cpu":"4"}}}`, wantFast: true},
-		{name: "repeated label", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "repeated label", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"a":"1","a":"2"}}}`, wantErr: true},
-		{name: "repeated field", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "repeated field", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"metadata":{"name":"q"}}`, wantErr: true},
-		{name: "unknown field", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "unknown field", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeNam":"n"}}`, wantErr: true},
-		{name: "unknown field in a dropped status", kind: pods, verb: VerbUpdate,
+		{name: "unknown field in a dropped status", kind: pods, verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"status":{"bogus":1}}`},
-		{name: "no type meta", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "no type meta", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"metadata":{"name":"p"}}`},
-		{name: "another kind", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "another kind", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"p"}}`, wantBodyErr: true},
-		{name: "wrong type", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "wrong type", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":7}}`, wantErr: true},
-		{name: "two objects", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "two objects", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}} {"apiVersion":"v1","kind":"Pod","metadata":{"name":"q"}}`, wantErr: true},
-		{name: "managed fields", kind: pods, subresource: "status", verb: VerbUpdate,
+		{name: "managed fields", kind: pods, subresource: "status", verb: auth.VerbUpdate,
 			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[{"manager":"m","fieldsType":"FieldsV1","fieldsV1":{"f:a":{},"f:a":{}}}]}}`, wantErr: true},
 	}
 	for _, tt := range tests {

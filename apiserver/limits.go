@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // inflightLimiter caps the requests one identity may have in flight, so
@@ -91,11 +93,11 @@ func (s seats) give() {
 // identity still holds. Watches and streams (logs, exec, proxy) take
 // none either: they last, and are not counted by Kubernetes' limits.
 func (s *Server) seatsFor(req *resourceRequest) (seats, string) {
-	if req.id != nil && req.id.Kind == IdentityNode {
+	if req.id != nil && req.id.Kind == auth.IdentityNode {
 		return nil, ""
 	}
 	switch req.verb {
-	case VerbGet, VerbList:
+	case auth.VerbGet, auth.VerbList:
 		return s.readSeats, "read"
 	}
 	return s.writeSeats, "mutating"
@@ -142,11 +144,11 @@ func (b *byteBudget) give(n int64) { b.sem.Release(n) }
 // have none, as they take no seat (see seatsFor): a node's heartbeat
 // never waits for users' reads to drain.
 func (s *Server) budgetFor(req *resourceRequest) *byteBudget {
-	if req.id != nil && req.id.Kind == IdentityNode {
+	if req.id != nil && req.id.Kind == auth.IdentityNode {
 		return nil
 	}
 	switch req.verb {
-	case VerbGet, VerbList:
+	case auth.VerbGet, auth.VerbList:
 		return s.readBytes
 	}
 	return s.writeBytes
@@ -292,15 +294,15 @@ func recordOf(r *http.Request) *requestRecord {
 func verbOfMethod(method string) string {
 	switch method {
 	case http.MethodGet, http.MethodHead:
-		return VerbGet
+		return auth.VerbGet
 	case http.MethodPost:
-		return VerbCreate
+		return auth.VerbCreate
 	case http.MethodPut:
-		return VerbUpdate
+		return auth.VerbUpdate
 	case http.MethodPatch:
-		return VerbPatch
+		return auth.VerbPatch
 	case http.MethodDelete:
-		return VerbDelete
+		return auth.VerbDelete
 	}
 	return strings.ToLower(method)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/table"
 )
@@ -291,8 +292,8 @@ type blockingAdmission struct {
 	release chan struct{}
 }
 
-func (b *blockingAdmission) Admit(ctx context.Context, a apiserver.Attributes, _ *apiserver.Identity) error {
-	if a.Verb != apiserver.VerbCreate || a.Kind.Resource != "configmaps" {
+func (b *blockingAdmission) Admit(ctx context.Context, a auth.Attributes, _ *auth.Identity) error {
+	if a.Verb != auth.VerbCreate || a.Kind.Resource != "configmaps" {
 		return nil
 	}
 	b.entered <- struct{}{}
@@ -346,8 +347,8 @@ func TestInflightCapPerIdentity(t *testing.T) {
 }
 
 func TestAdmissionRefusal(t *testing.T) {
-	quota := apiserver.AdmissionFunc(func(_ context.Context, a apiserver.Attributes, _ *apiserver.Identity) error {
-		if a.Verb == apiserver.VerbCreate && a.Kind.Resource == "configmaps" {
+	quota := apiserver.AdmissionFunc(func(_ context.Context, a auth.Attributes, _ *auth.Identity) error {
+		if a.Verb == auth.VerbCreate && a.Kind.Resource == "configmaps" {
 			return errors.New(`exceeded quota: compute, requested: configmaps=1, used: configmaps=2, limited: configmaps=2`)
 		}
 		return nil
@@ -365,9 +366,9 @@ func TestExtraRoutesAndPanics(t *testing.T) {
 		w.WriteHeader(http.StatusAccepted)
 	}), false)
 	e.server.Handle("/boom", http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("kaboom") }), true)
-	var seen *apiserver.Identity
+	var seen *auth.Identity
 	e.server.HandleSubresource(podKind, "log", func(w http.ResponseWriter, r *http.Request, obj api.Object) {
-		seen, _ = apiserver.IdentityFromContext(r.Context())
+		seen, _ = auth.IdentityFromContext(r.Context())
 		fmt.Fprintf(w, "logs of %s\n", obj.GetName())
 	})
 	if code, _, _ := e.do("POST", "/hooks/fleet", "", "", "", nil); code != http.StatusAccepted {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // The proxy subresources pass a request on to a pod's or a service's HTTP
@@ -41,7 +42,7 @@ const (
 
 // proxyVerbs are the verbs discovery lists for the proxy subresources,
 // those Kubernetes lists.
-var proxyVerbs = []string{VerbCreate, VerbDelete, VerbGet, VerbPatch, VerbUpdate}
+var proxyVerbs = []string{auth.VerbCreate, auth.VerbDelete, auth.VerbGet, auth.VerbPatch, auth.VerbUpdate}
 
 var (
 	proxyPodKind       = api.MustLookupResource("pods")
@@ -61,15 +62,15 @@ func proxyOptionsKind(k *api.Kind) string { return k.GVK.Kind + "ProxyOptions" }
 func proxyVerb(r *http.Request, k *api.Kind) (string, error) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
-		return VerbGet, nil
+		return auth.VerbGet, nil
 	case http.MethodPost:
-		return VerbCreate, nil
+		return auth.VerbCreate, nil
 	case http.MethodPut:
-		return VerbUpdate, nil
+		return auth.VerbUpdate, nil
 	case http.MethodPatch:
-		return VerbPatch, nil
+		return auth.VerbPatch, nil
 	case http.MethodDelete:
-		return VerbDelete, nil
+		return auth.VerbDelete, nil
 	}
 	return "", methodNotAllowed(k, r.Method)
 }

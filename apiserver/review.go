@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/apiserver/rbac"
 )
 
@@ -52,7 +53,7 @@ func (s *Server) serveAccessReview(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	id, _ := IdentityFromContext(r.Context())
+	id, _ := auth.IdentityFromContext(r.Context())
 	allowed, reason := s.accessReview(r, id, &review.Spec)
 	review.TypeMeta = metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectAccessReview"}
 	review.Status = authorizationv1.SubjectAccessReviewStatus{Allowed: allowed, Denied: !allowed, Reason: reason}
@@ -60,7 +61,7 @@ func (s *Server) serveAccessReview(w http.ResponseWriter, r *http.Request) {
 }
 
 // accessReview decides a review's question with the authorizer.
-func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorizationv1.SelfSubjectAccessReviewSpec) (bool, string) {
+func (s *Server) accessReview(r *http.Request, id *auth.Identity, spec *authorizationv1.SelfSubjectAccessReviewSpec) (bool, string) {
 	if id.Privileged() {
 		return true, ""
 	}
@@ -72,7 +73,7 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 			return false, "the review names neither a resource nor a path"
 		}
 		na := spec.NonResourceAttributes
-		if _, public := slices.BinarySearch(s.publicPaths(), na.Path); public && na.Verb == VerbGet {
+		if _, public := slices.BinarySearch(s.publicPaths(), na.Path); public && na.Verb == auth.VerbGet {
 			return true, ""
 		}
 		return s.reviewRBAC(r, id, authorizer.AttributesRecord{User: id.UserInfo(), Verb: na.Verb, Path: na.Path})
@@ -87,7 +88,7 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 	if ra.Group == MetricsGroupVersion.Group && ra.Subresource == "" {
 		kind = MetricsKind(ra.Resource)
 	}
-	if id.Kind != IdentityNode {
+	if id.Kind != auth.IdentityNode {
 		// RBAC answers any resource, one berth does not serve and
 		// wildcards included, as Kubernetes' does.
 		a := authorizer.AttributesRecord{User: id.UserInfo(), Verb: ra.Verb, Namespace: ra.Namespace, APIGroup: ra.Group,
@@ -100,12 +101,12 @@ func (s *Server) accessReview(r *http.Request, id *Identity, spec *authorization
 	if kind == nil || ra.Verb == "*" || ra.Resource == "*" || ra.Group == "*" {
 		return false, fmt.Sprintf("a node's permissions are decided object by object, on the resources berth serves; not on %q in group %q", ra.Resource, ra.Group)
 	}
-	a := Attributes{Verb: ra.Verb, Kind: kind, Namespace: ra.Namespace, Name: ra.Name, Subresource: ra.Subresource}
+	a := auth.Attributes{Verb: ra.Verb, Kind: kind, Namespace: ra.Namespace, Name: ra.Name, Subresource: ra.Subresource}
 	if !kind.Namespaced {
 		a.Namespace = ""
 	}
 	if err := s.cfg.Authorizer.Authorize(r.Context(), id, a); err != nil {
-		if fe, ok := err.(*ForbiddenError); ok && fe.Reason != "" {
+		if fe, ok := err.(*auth.ForbiddenError); ok && fe.Reason != "" {
 			return false, fe.Reason
 		}
 		return false, err.Error()
@@ -120,7 +121,7 @@ type RBACAuthorizer interface {
 }
 
 // reviewRBAC asks the chain's RBAC authorizer.
-func (s *Server) reviewRBAC(r *http.Request, _ *Identity, a authorizer.AttributesRecord) (bool, string) {
+func (s *Server) reviewRBAC(r *http.Request, _ *auth.Identity, a authorizer.AttributesRecord) (bool, string) {
 	ra, ok := s.cfg.Authorizer.(RBACAuthorizer)
 	if !ok {
 		return false, "the authorizer has no RBAC"
@@ -139,7 +140,7 @@ func (s *Server) reviewRBAC(r *http.Request, _ *Identity, a authorizer.Attribute
 // namespace as rules, for `kubectl auth can-i --list`. incomplete says the
 // rules leave out what is decided object by object, and why.
 type RulesLister interface {
-	RulesFor(id *Identity, namespace string) (rules []authorizationv1.ResourceRule, nonResource []authorizationv1.NonResourceRule, incomplete string)
+	RulesFor(id *auth.Identity, namespace string) (rules []authorizationv1.ResourceRule, nonResource []authorizationv1.NonResourceRule, incomplete string)
 }
 
 // serveRulesReview answers a SelfSubjectRulesReview: what the caller may
@@ -150,7 +151,7 @@ func (s *Server) serveRulesReview(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	id, _ := IdentityFromContext(r.Context())
+	id, _ := auth.IdentityFromContext(r.Context())
 	review.TypeMeta = metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectRulesReview"}
 	st := authorizationv1.SubjectRulesReviewStatus{}
 	if id.Privileged() {
@@ -167,7 +168,7 @@ func (s *Server) serveRulesReview(w http.ResponseWriter, r *http.Request) {
 		}
 		st.ResourceRules = rules
 		// The paths served without a token are open to every caller.
-		st.NonResourceRules = append(nonRes, authorizationv1.NonResourceRule{Verbs: []string{VerbGet}, NonResourceURLs: slices.Clone(s.publicPaths())})
+		st.NonResourceRules = append(nonRes, authorizationv1.NonResourceRule{Verbs: []string{auth.VerbGet}, NonResourceURLs: slices.Clone(s.publicPaths())})
 		st.Incomplete, st.EvaluationError = incomplete != "", incomplete
 	}
 	review.Status = st
@@ -184,8 +185,8 @@ func (s *Server) serveSubjectAccessReview(w http.ResponseWriter, r *http.Request
 		WriteError(w, err)
 		return
 	}
-	caller, _ := IdentityFromContext(r.Context())
-	if err := s.cfg.Authorizer.Authorize(r.Context(), caller, Attributes{Verb: VerbCreate, Kind: subjectAccessReviewKind}); err != nil {
+	caller, _ := auth.IdentityFromContext(r.Context())
+	if err := s.cfg.Authorizer.Authorize(r.Context(), caller, auth.Attributes{Verb: auth.VerbCreate, Kind: subjectAccessReviewKind}); err != nil {
 		WriteError(w, forbidden(subjectAccessReviewKind, "", err))
 		return
 	}
@@ -213,8 +214,8 @@ func (s *Server) serveLocalSubjectAccessReview(w http.ResponseWriter, r *http.Re
 		WriteError(w, err)
 		return
 	}
-	caller, _ := IdentityFromContext(r.Context())
-	if err := s.cfg.Authorizer.Authorize(r.Context(), caller, Attributes{Verb: VerbCreate, Kind: localSubjectAccessReviewKind, Namespace: namespace}); err != nil {
+	caller, _ := auth.IdentityFromContext(r.Context())
+	if err := s.cfg.Authorizer.Authorize(r.Context(), caller, auth.Attributes{Verb: auth.VerbCreate, Kind: localSubjectAccessReviewKind, Namespace: namespace}); err != nil {
 		WriteError(w, forbidden(localSubjectAccessReviewKind, "", err))
 		return
 	}
@@ -270,13 +271,13 @@ var subjectAccessReviewKind = &api.Kind{GVK: authorizationv1.SchemeGroupVersion.
 
 // reviewedIdentity is the identity a SubjectAccessReview names: a node
 // or a service account by its user name, or a user with its groups.
-func reviewedIdentity(name string, groups []string) *Identity {
-	if node, ok := strings.CutPrefix(name, NodeUserPrefix); ok && slices.Contains(groups, GroupNodes) {
-		return NodeIdentity(node)
+func reviewedIdentity(name string, groups []string) *auth.Identity {
+	if node, ok := strings.CutPrefix(name, auth.NodeUserPrefix); ok && slices.Contains(groups, auth.GroupNodes) {
+		return auth.NodeIdentity(node)
 	}
-	id := UserIdentity(name, groups)
-	if ns, _, ok := splitServiceAccountUserName(name); ok && id.Kind == IdentityUser {
-		id.Kind, id.Namespace = IdentityServiceAccount, ns
+	id := auth.UserIdentity(name, groups)
+	if ns, _, ok := auth.SplitServiceAccountUserName(name); ok && id.Kind == auth.IdentityUser {
+		id.Kind, id.Namespace = auth.IdentityServiceAccount, ns
 	}
 	return id
 }
@@ -288,7 +289,7 @@ func (s *Server) serveSelfReview(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	id, ok := IdentityFromContext(r.Context())
+	id, ok := auth.IdentityFromContext(r.Context())
 	if !ok {
 		WriteError(w, apierrors.NewUnauthorized("Unauthorized"))
 		return

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // resourceRequest is a request for a resource, as its path and method name
@@ -24,7 +25,7 @@ type resourceRequest struct {
 	name        string
 	subresource string
 	verb        string
-	id          *Identity
+	id          *auth.Identity
 	// applied marks a server-side apply, whose write carries the
 	// managedFields the field manager made.
 	applied bool
@@ -163,7 +164,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ns, ok := localReviewNamespace(segs); ok {
-		recordOf(r).verb, recordOf(r).resource = VerbCreate, localSubjectAccessReviewKind.Resource
+		recordOf(r).verb, recordOf(r).resource = auth.VerbCreate, localSubjectAccessReviewKind.Resource
 		s.serveLocalSubjectAccessReview(w, r, ns)
 		return
 	}
@@ -172,7 +173,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, err)
 		return
 	}
-	req.id, _ = IdentityFromContext(r.Context())
+	req.id, _ = auth.IdentityFromContext(r.Context())
 	req.header = w.Header()
 	custom := !builtinSubresources[req.subresource]
 	if req.verb, err = requestVerb(r, req, custom); err != nil {
@@ -189,12 +190,12 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		s.serveProxy(w, r, req)
 		return
 	}
-	if custom && req.subresource != SubresourceEviction {
+	if custom && req.subresource != auth.SubresourceEviction {
 		rec.long = true // log streams may last
 		s.serveCustomSubresource(w, r, req)
 		return
 	}
-	if req.verb == VerbWatch {
+	if req.verb == auth.VerbWatch {
 		rec.long = true
 		s.serveWatch(w, r, req)
 		return
@@ -225,19 +226,19 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch req.verb {
-	case VerbGet:
+	case auth.VerbGet:
 		s.serveGet(w, r, req)
-	case VerbList:
+	case auth.VerbList:
 		s.serveList(w, r, req)
-	case VerbCreate:
+	case auth.VerbCreate:
 		s.serveCreate(w, r, req)
-	case VerbUpdate:
+	case auth.VerbUpdate:
 		s.serveUpdate(w, r, req)
-	case VerbPatch:
+	case auth.VerbPatch:
 		s.servePatch(w, r, req)
-	case VerbDelete:
+	case auth.VerbDelete:
 		s.serveDelete(w, r, req)
-	case VerbDeleteCollection:
+	case auth.VerbDeleteCollection:
 		s.serveDeleteCollection(w, r, req)
 	}
 }
@@ -332,41 +333,41 @@ func requestVerb(r *http.Request, req *resourceRequest, custom bool) (string, er
 				// for is to run something: Kubernetes authorizes it as
 				// create, so that who may read pods may not exec or
 				// attach.
-				return VerbCreate, nil
+				return auth.VerbCreate, nil
 			}
-			return VerbGet, nil
+			return auth.VerbGet, nil
 		case http.MethodPost:
-			return VerbCreate, nil
+			return auth.VerbCreate, nil
 		}
 		return "", methodNotAllowed(req.kind, r.Method)
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		if w := r.URL.Query().Get("watch"); (w == "true" || w == "1") && req.subresource == "" {
-			return VerbWatch, nil
+			return auth.VerbWatch, nil
 		}
 		if named {
-			return VerbGet, nil
+			return auth.VerbGet, nil
 		}
-		return VerbList, nil
+		return auth.VerbList, nil
 	case http.MethodPost:
 		if !named && req.subresource == "" && (req.namespace != "" || !req.kind.Namespaced) {
-			return VerbCreate, nil
+			return auth.VerbCreate, nil
 		}
 	case http.MethodPut:
 		if named {
-			return VerbUpdate, nil
+			return auth.VerbUpdate, nil
 		}
 	case http.MethodPatch:
 		if named {
-			return VerbPatch, nil
+			return auth.VerbPatch, nil
 		}
 	case http.MethodDelete:
 		switch {
 		case named && req.subresource == "":
-			return VerbDelete, nil
+			return auth.VerbDelete, nil
 		case !named && req.subresource == "" && (req.namespace != "" || !req.kind.Namespaced) && takesDeleteCollection(req.kind):
-			return VerbDeleteCollection, nil
+			return auth.VerbDeleteCollection, nil
 		}
 	}
 	return "", methodNotAllowed(req.kind, r.Method)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/apiserver/patch"
 )
 
@@ -96,7 +97,7 @@ func scaleOf(obj api.Object) *scaleObject {
 
 // serveScale answers GET, PUT and PATCH on …/{name}/scale.
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
-	if req.verb == VerbGet {
+	if req.verb == auth.VerbGet {
 		obj, err := s.store.Get(req.kind, req.namespace, req.name)
 		if err != nil {
 			if authErr := s.authorize(r, req, nil, nil); authErr != nil {
@@ -113,7 +114,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourc
 		return
 	}
 	var apply func(doc, patch []byte) ([]byte, error)
-	if req.verb == VerbPatch {
+	if req.verb == auth.VerbPatch {
 		switch ct := contentType(r); ct {
 		case mediaMergePatch:
 			apply = patch.Merge

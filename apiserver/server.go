@@ -21,6 +21,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver/admission"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -67,14 +68,14 @@ type ReadyCheck struct {
 // controller and the mirror-pod guard use. A refusal that is not already a
 // Status is answered 403 with its message.
 type AdmissionPlugin interface {
-	Admit(ctx context.Context, a Attributes, id *Identity) error
+	Admit(ctx context.Context, a auth.Attributes, id *auth.Identity) error
 }
 
 // AdmissionFunc adapts a function to AdmissionPlugin.
-type AdmissionFunc func(ctx context.Context, a Attributes, id *Identity) error
+type AdmissionFunc func(ctx context.Context, a auth.Attributes, id *auth.Identity) error
 
 // Admit calls f.
-func (f AdmissionFunc) Admit(ctx context.Context, a Attributes, id *Identity) error {
+func (f AdmissionFunc) Admit(ctx context.Context, a auth.Attributes, id *auth.Identity) error {
 	return f(ctx, a, id)
 }
 
@@ -82,8 +83,8 @@ func (f AdmissionFunc) Admit(ctx context.Context, a Attributes, id *Identity) er
 // required; the rest have defaults.
 type Config struct {
 	Store         *store.Store
-	Authenticator Authenticator
-	Authorizer    Authorizer
+	Authenticator auth.Authenticator
+	Authorizer    auth.Authorizer
 	// Admission runs, in order, on every create, update, patch and delete.
 	Admission   []AdmissionPlugin
 	Version     VersionInfo
@@ -258,7 +259,7 @@ func New(cfg Config) (*Server, error) {
 	for _, k := range api.Kinds() {
 		s.resources[k.GVK.Group+"/"+k.GVK.Version+"/"+k.Resource] = k
 	}
-	s.subresources[subresourceKey{podKind, SubresourceEviction}] = s.serveEviction
+	s.subresources[subresourceKey{podKind, auth.SubresourceEviction}] = s.serveEviction
 	m, err := newMetrics(cfg.Registry, cfg.Store, cfg.Version)
 	if err != nil {
 		return nil, err
@@ -507,27 +508,18 @@ func (s *Server) shutdownServer(ctx context.Context, srv *http.Server) error {
 // shuttingDown reports whether Shutdown has begun.
 func (s *Server) shuttingDown() bool { return s.stopCtx.Err() != nil }
 
-type identityKey struct{}
-
-// IdentityFromContext returns the identity that authenticated the request
-// whose context ctx is.
-func IdentityFromContext(ctx context.Context) (*Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(*Identity)
-	return id, ok && id != nil
-}
-
 // authenticate answers 401 unless the request bears a token the
 // Authenticator accepts.
 func (s *Server) authenticate(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := BearerToken(r)
+		tok, ok := auth.BearerToken(r)
 		var (
-			id  *Identity
+			id  *auth.Identity
 			err error
 		)
 		if ok {
 			id, err = s.cfg.Authenticator.Authenticate(r.Context(), tok)
-		} else if id, err = CertificateIdentity(r); id != nil || err != nil {
+		} else if id, err = auth.CertificateIdentity(r); id != nil || err != nil {
 			// A client certificate the handshake verified against the
 			// cluster CA stands for a bearer token.
 			ok = true
@@ -543,7 +535,7 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			return
 		}
 		switch {
-		case err != nil && errors.Is(err, ErrUnauthenticated):
+		case err != nil && errors.Is(err, auth.ErrUnauthenticated):
 			WriteError(w, unauthorized("invalid bearer token"))
 			s.log.Debug("authentication failed", "path", r.URL.Path, "err", err)
 			return
@@ -554,11 +546,11 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			WriteError(w, unauthorized("invalid bearer token"))
 			return
 		}
-		if id, err = impersonate(r.Context(), s.cfg.Authorizer, id, r.Header); err != nil {
+		if id, err = auth.Impersonate(r.Context(), s.cfg.Authorizer, id, r.Header); err != nil {
 			WriteError(w, err)
 			return
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+		h.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -39,12 +40,12 @@ func WriteError(w http.ResponseWriter, err error) {
 func StatusOf(err error) metav1.Status {
 	var st metav1.Status
 	var apiStatus apierrors.APIStatus
-	var forbidden *ForbiddenError
+	var forbidden *auth.ForbiddenError
 	switch {
 	case errors.As(err, &apiStatus):
 		st = apiStatus.Status()
 	case errors.As(err, &forbidden):
-		st = forbiddenStatus(forbidden).Status()
+		st = auth.ForbiddenStatus(forbidden).Status()
 	default:
 		st = storeError(err).Status()
 	}
@@ -70,26 +71,11 @@ func writeStatus(w http.ResponseWriter, st *metav1.Status) {
 	_ = json.NewEncoder(w).Encode(st)
 }
 
-// forbiddenStatus keeps the authorizer's message whole: it already names
-// the user, verb and resource as Kubernetes' RBAC messages do.
-func forbiddenStatus(e *ForbiddenError) *apierrors.StatusError {
-	st := &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusForbidden,
-		Reason:  metav1.StatusReasonForbidden,
-		Message: e.Error(),
-	}}
-	if e.Kind != nil {
-		st.ErrStatus.Details = &metav1.StatusDetails{Name: e.Name, Group: e.Kind.GVK.Group, Kind: e.Kind.Resource}
-	}
-	return st
-}
-
 // forbidden wraps an authorizer or admission refusal that is not yet a
 // Status as a 403 naming the resource.
 func forbidden(k *api.Kind, name string, err error) error {
 	var apiStatus apierrors.APIStatus
-	var fe *ForbiddenError
+	var fe *auth.ForbiddenError
 	if errors.As(err, &apiStatus) || errors.As(err, &fe) {
 		return err
 	}

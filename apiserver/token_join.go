@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -37,7 +38,7 @@ type JoinConfig struct {
 	// empty, no join is accepted.
 	JoinToken string
 	// Signer issues node credentials.
-	Signer *Signer
+	Signer *auth.Signer
 	// Issue, when not nil, signs a serving certificate for the addresses
 	// a join names.
 	Issue ServingCertIssuer
@@ -46,7 +47,7 @@ type JoinConfig struct {
 	// with the join token.
 	Store *store.Store
 	// Authenticator checks a node's own credential, which renews it.
-	Authenticator Authenticator
+	Authenticator auth.Authenticator
 }
 
 // JoinHandler serves JoinPath. It takes two credentials: the join token,
@@ -67,14 +68,14 @@ func JoinHandler(cfg JoinConfig) http.Handler {
 			writeAuthStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "join takes POST")
 			return
 		}
-		tok, ok := BearerToken(r)
+		tok, ok := auth.BearerToken(r)
 		got := sha256.Sum256([]byte(tok))
 		// Comparing digests keeps the comparison constant-time even in the
 		// token's length; an empty join token is never accepted.
 		byJoinToken := ok && cfg.JoinToken != "" && subtle.ConstantTimeCompare(got[:], want[:]) == 1
-		var renewer *Identity
+		var renewer *auth.Identity
 		if ok && !byJoinToken && cfg.Authenticator != nil {
-			if id, err := cfg.Authenticator.Authenticate(r.Context(), tok); err == nil && id.Kind == IdentityNode {
+			if id, err := cfg.Authenticator.Authenticate(r.Context(), tok); err == nil && id.Kind == auth.IdentityNode {
 				renewer = id
 			}
 		}
@@ -108,7 +109,7 @@ func JoinHandler(cfg JoinConfig) http.Handler {
 			default:
 				uid = node.GetUID()
 				if renewer == nil {
-					if until, live := nodeLive(snap, req.NodeName, s.now()); live {
+					if until, live := nodeLive(snap, req.NodeName, s.Now()); live {
 						writeAuthStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
 							"join: node %q is live (its Lease runs until %s): the join token does not join it again; "+
 								"its agent renews its credential with that credential; if the machine is gone, "+
@@ -175,7 +176,10 @@ func nodeLive(snap *store.Snapshot, node string, now time.Time) (time.Time, bool
 	return until, now.Before(until)
 }
 
-var authLeaseKind = api.KindOf(&api.Lease{})
+var (
+	authLeaseKind = api.KindOf(&api.Lease{})
+	authNodeKind  = api.KindOf(&api.Node{})
+)
 
 // writeAuthStatus answers with a Kubernetes Status through WriteError, as
 // every other error of the API.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 const joinTestToken = "4f1d0c0b7a1e4e2f9a6b3c5d7e9f1a2b4f1d0c0b7a1e4e2f9a6b3c5d7e9f1a2b"
@@ -63,10 +64,10 @@ func TestJoinIssuesNodeCredential(t *testing.T) {
 	if err := json.Unmarshal(body, &jr); err != nil || jr.Token == "" {
 		t.Fatalf("join response %s: %v", body, err)
 	}
-	authTestWantIdentity(t, s.authn, jr.Token, apiserver.Identity{Name: "system:node:n1", Kind: apiserver.IdentityNode, Node: "n1"})
+	authTestWantIdentity(t, s.authn, jr.Token, auth.Identity{Name: "system:node:n1", Kind: auth.IdentityNode, Node: "n1"})
 
 	// The join token itself is no credential for the API.
-	authTestWantUnauthenticated(t, apiserver.NewAuthenticator(s.st, authTestAdminToken, s.signer), joinTestToken, "join token")
+	authTestWantUnauthenticated(t, auth.NewAuthenticator(s.st, authTestAdminToken, s.signer), joinTestToken, "join token")
 }
 
 func TestJoinRejects(t *testing.T) {
@@ -165,19 +166,19 @@ func TestJoinBindsNodeCredential(t *testing.T) {
 	s := newAuthTestSetup(t)
 	srv := httptest.NewServer(joinTestHandler(s, joinTestToken))
 	defer srv.Close()
-	n1 := apiserver.Identity{Name: "system:node:n1", Kind: apiserver.IdentityNode, Node: "n1"}
+	n1 := auth.Identity{Name: "system:node:n1", Kind: auth.IdentityNode, Node: "n1"}
 
 	// The first join, before the Node exists: the credential registers it.
 	code, first, body := joinTestAs(t, srv.URL, joinTestToken, "n1")
 	if code != http.StatusOK {
 		t.Fatalf("first join: %d %s", code, body)
 	}
-	var c apiserver.Claims
+	var c auth.Claims
 	if _, _, err := jwt.NewParser().ParseUnverified(first, &c); err != nil {
 		t.Fatal(err)
 	}
-	if life := c.ExpiresAt.Sub(c.IssuedAt.Time); life != apiserver.DefaultNodeCredentialTTL || life > 31*24*time.Hour {
-		t.Errorf("credential lives %s, want %s", life, apiserver.DefaultNodeCredentialTTL)
+	if life := c.ExpiresAt.Sub(c.IssuedAt.Time); life != auth.DefaultNodeCredentialTTL || life > 31*24*time.Hour {
+		t.Errorf("credential lives %s, want %s", life, auth.DefaultNodeCredentialTTL)
 	}
 	node := authTestCreate(t, s.st, &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 	authTestWantIdentity(t, s.authn, first, n1)
@@ -202,7 +203,7 @@ func TestJoinBindsNodeCredential(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("renewal: %d %s", code, body)
 	}
-	c = apiserver.Claims{}
+	c = auth.Claims{}
 	if _, _, err := jwt.NewParser().ParseUnverified(bound, &c); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -36,7 +37,7 @@ func invalidTokenRequest(name, path string, value any, msg string) error {
 // token for the service account, bound to a pod when the request names
 // one (the agent asks for each pod it runs). The server has authorized
 // "create serviceaccounts/token" before it is called.
-func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
+func TokenRequestHandler(st *store.Store, s *auth.Signer) SubresourceHandler {
 	return func(w http.ResponseWriter, r *http.Request, obj api.Object) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
@@ -53,7 +54,7 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 			WriteError(w, err)
 			return
 		}
-		ttl := DefaultServiceAccountTokenTTL
+		ttl := auth.DefaultServiceAccountTokenTTL
 		if e := req.Spec.ExpirationSeconds; e != nil {
 			// Compared in seconds: a large value would overflow a Duration.
 			if *e < int64(minTokenTTL/time.Second) {
@@ -61,10 +62,10 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 					fmt.Sprintf("may not specify a duration less than %d seconds", int(minTokenTTL.Seconds()))))
 				return
 			}
-			ttl = time.Duration(min(*e, int64(DefaultServiceAccountTokenTTL/time.Second))) * time.Second
+			ttl = time.Duration(min(*e, int64(auth.DefaultServiceAccountTokenTTL/time.Second))) * time.Second
 		}
 		var pod *api.Pod
-		id, _ := IdentityFromContext(r.Context())
+		id, _ := auth.IdentityFromContext(r.Context())
 		byNode := id != nil && id.Node != ""
 		// A node asks only for tokens bound to one of its pods, by uid, as
 		// Kubernetes' NodeRestriction has it: an unbound token would
@@ -98,7 +99,7 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 			}
 			// A mirror pod runs nothing the control plane gave the node:
 			// the node wrote it, and it gets no token.
-			if byNode && IsMirrorPod(pod) {
+			if byNode && auth.IsMirrorPod(pod) {
 				WriteError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts/token"}, sa.Name,
 					fmt.Errorf("node %q may not ask for tokens bound to mirror pod %s", id.Node, ref.Name)))
 				return
@@ -116,7 +117,7 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 			}
 		}
 		if len(req.Spec.Audiences) == 0 {
-			req.Spec.Audiences = s.apiAudiences()
+			req.Spec.Audiences = s.Audiences()
 		}
 		tok, err := s.IssueAudienceToken(sa, pod, req.Spec.Audiences, ttl)
 		if err != nil {
@@ -125,7 +126,7 @@ func TokenRequestHandler(st *store.Store, s *Signer) SubresourceHandler {
 		}
 		req.TypeMeta = tokenRequestTypeMeta
 		req.Name, req.Namespace = sa.Name, sa.Namespace
-		req.Status = api.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(s.now().Add(ttl).Truncate(time.Second))}
+		req.Status = api.TokenRequestStatus{Token: tok, ExpirationTimestamp: metav1.NewTime(s.Now().Add(ttl).Truncate(time.Second))}
 		writeJSON(w, http.StatusCreated, &req)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // FuzzTokenRequest posts arbitrary TokenRequest bodies, as the admin and
@@ -24,7 +25,7 @@ import (
 // within the bounds and authenticates as the service account.
 func FuzzTokenRequest(f *testing.F) {
 	e := newEnv(f, withRealAuth())
-	e.server.HandleSubresource(kind("serviceaccounts"), apiserver.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
+	e.server.HandleSubresource(kind("serviceaccounts"), auth.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
 	e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
 	pod := e.mustCreate(testPod("default", "web", "n1", nil)).(*api.Pod)
 	e.mustCreate(testPod("default", "other", "n2", nil))
@@ -32,7 +33,7 @@ func FuzzTokenRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	authn := apiserver.NewAuthenticator(e.store, adminToken, e.signer)
+	authn := auth.NewAuthenticator(e.store, adminToken, e.signer)
 	tokens := []string{adminToken, n1}
 
 	for _, seed := range []string{
@@ -95,7 +96,7 @@ func FuzzTokenRequest(f *testing.F) {
 		if err := json.Unmarshal(out, &got); err != nil || got.Status.Token == "" || got.Name != "default" || got.Namespace != "default" {
 			t.Fatalf("%q: answer %s: %v", body, out, err)
 		}
-		if left := got.Status.ExpirationTimestamp.Sub(e.signer.Clock.Now()); left < 10*time.Minute-time.Second || left > apiserver.DefaultServiceAccountTokenTTL+time.Second {
+		if left := got.Status.ExpirationTimestamp.Sub(e.signer.Clock.Now()); left < 10*time.Minute-time.Second || left > auth.DefaultServiceAccountTokenTTL+time.Second {
 			t.Fatalf("%q: expires in %v", body, left)
 		}
 		// A token for audiences of the request's own is for them, and

@@ -12,12 +12,13 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 func TestTokenRequest(t *testing.T) {
 	e := newEnv(t, withRealAuth())
 	saKind := kind("serviceaccounts")
-	e.server.HandleSubresource(saKind, apiserver.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
+	e.server.HandleSubresource(saKind, auth.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
 	e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
 	pod := e.mustCreate(testPod("default", "web", "n1", nil)).(*api.Pod)
 	e.mustCreate(testPod("default", "other", "n2", nil))
@@ -42,7 +43,7 @@ func TestTokenRequest(t *testing.T) {
 		t.Errorf("expires in %v, want 20m", left)
 	}
 	// The token is the service account's identity: it reads its namespace.
-	id, err := apiserver.NewAuthenticator(e.store, adminToken, e.signer).Authenticate(t.Context(), tr.Status.Token)
+	id, err := auth.NewAuthenticator(e.store, adminToken, e.signer).Authenticate(t.Context(), tr.Status.Token)
 	if err != nil || id.Name != "system:serviceaccount:default:default" {
 		t.Fatalf("issued token authenticates as %+v: %v", id, err)
 	}
@@ -64,7 +65,7 @@ func TestTokenRequest(t *testing.T) {
 	if claims, err := e.signer.Verify(vault.Status.Token, "vault"); err != nil || claims.Kubernetes == nil || claims.Kubernetes.Pod == nil || claims.Kubernetes.Pod.Name != "web" {
 		t.Errorf("the vault token's claims: %+v, %v", claims, err)
 	}
-	if id, err := apiserver.NewAuthenticator(e.store, adminToken, e.signer).Authenticate(t.Context(), vault.Status.Token); err == nil {
+	if id, err := auth.NewAuthenticator(e.store, adminToken, e.signer).Authenticate(t.Context(), vault.Status.Token); err == nil {
 		t.Errorf("a token for vault authenticates to the API server as %+v", id)
 	}
 	if len(tr.Spec.Audiences) == 0 {
@@ -113,7 +114,7 @@ func TestTokenRequest(t *testing.T) {
 // the node.
 func TestTokenRequestByNode(t *testing.T) {
 	e := newEnv(t, withRealAuth())
-	e.server.HandleSubresource(kind("serviceaccounts"), apiserver.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
+	e.server.HandleSubresource(kind("serviceaccounts"), auth.SubresourceToken, apiserver.TokenRequestHandler(e.store, e.signer))
 	e.mustCreate(&api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "default"}})
 	pod := e.mustCreate(testPod("default", "web", "n1", nil)).(*api.Pod)
 	mirror := testPod("default", "static", "n1", nil)

@@ -21,18 +21,19 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 var tokenTestEpoch = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // tokenTestSigner returns a signer over a fresh key, on a fake clock.
-func tokenTestSigner(t testing.TB) (*apiserver.Signer, *clocktesting.FakePassiveClock) {
+func tokenTestSigner(t testing.TB) (*auth.Signer, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := apiserver.NewSigner(key)
+	s, err := auth.NewSigner(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func tokenTestSigner(t testing.TB) (*apiserver.Signer, *clocktesting.FakePassive
 
 // tokenTestKeyOf is unreachable from outside the package on purpose; tests
 // that need a second signer over the same key make both from one key.
-func tokenTestKeyOf(t testing.TB, s *apiserver.Signer) *ecdsa.PrivateKey {
+func tokenTestKeyOf(t testing.TB, s *auth.Signer) *ecdsa.PrivateKey {
 	t.Helper()
 	k, ok := tokenTestKeys[s]
 	if !ok {
@@ -53,7 +54,7 @@ func tokenTestKeyOf(t testing.TB, s *apiserver.Signer) *ecdsa.PrivateKey {
 	return k
 }
 
-var tokenTestKeys = map[*apiserver.Signer]*ecdsa.PrivateKey{}
+var tokenTestKeys = map[*auth.Signer]*ecdsa.PrivateKey{}
 
 func tokenTestSA(ns, name string) *api.ServiceAccount {
 	return &api.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("sa-uid-" + name)}}
@@ -72,22 +73,22 @@ func TestTokenServiceAccountRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Verify(tok, apiserver.DefaultIssuer)
+	c, err := s.Verify(tok, auth.DefaultIssuer)
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	if c.Subject != "system:serviceaccount:default:runner" || c.Issuer != apiserver.DefaultIssuer {
+	if c.Subject != "system:serviceaccount:default:runner" || c.Issuer != auth.DefaultIssuer {
 		t.Errorf("sub %q iss %q", c.Subject, c.Issuer)
 	}
-	if got := c.ExpiresAt.Sub(c.IssuedAt.Time); got != apiserver.DefaultServiceAccountTokenTTL {
-		t.Errorf("lifetime %v, want %v", got, apiserver.DefaultServiceAccountTokenTTL)
+	if got := c.ExpiresAt.Sub(c.IssuedAt.Time); got != auth.DefaultServiceAccountTokenTTL {
+		t.Errorf("lifetime %v, want %v", got, auth.DefaultServiceAccountTokenTTL)
 	}
 	if !c.NotBefore.Equal(tokenTestEpoch) || !c.IssuedAt.Equal(tokenTestEpoch) {
 		t.Errorf("nbf %v iat %v, want %v", c.NotBefore, c.IssuedAt, tokenTestEpoch)
 	}
 	k := c.Kubernetes
-	if k == nil || k.Namespace != "default" || k.ServiceAccount == nil || *k.ServiceAccount != (apiserver.ObjectRef{Name: "runner", UID: "sa-uid-runner"}) ||
-		k.Pod == nil || *k.Pod != (apiserver.ObjectRef{Name: "web", UID: "pod-uid-web"}) {
+	if k == nil || k.Namespace != "default" || k.ServiceAccount == nil || *k.ServiceAccount != (auth.ObjectRef{Name: "runner", UID: "sa-uid-runner"}) ||
+		k.Pod == nil || *k.Pod != (auth.ObjectRef{Name: "web", UID: "pod-uid-web"}) {
 		t.Errorf("kubernetes.io claims = %+v", k)
 	}
 
@@ -160,7 +161,7 @@ func TestTokenExpiryOnFakeClock(t *testing.T) {
 	}
 	clk.SetTime(tokenTestEpoch.Add(time.Hour + time.Second))
 	_, err = s.Verify(tok, "")
-	if !errors.Is(err, jwt.ErrTokenExpired) || !errors.Is(err, apiserver.ErrInvalidToken) {
+	if !errors.Is(err, jwt.ErrTokenExpired) || !errors.Is(err, auth.ErrInvalidToken) {
 		t.Fatalf("after expiry: %v", err)
 	}
 	clk.SetTime(tokenTestEpoch.Add(-time.Minute))
@@ -175,18 +176,18 @@ func TestTokenNodeCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Verify(tok, apiserver.NodeAudience)
+	c, err := s.Verify(tok, auth.NodeAudience)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Subject != "system:node:n1" || c.Kubernetes != nil {
 		t.Errorf("claims %+v", c)
 	}
-	if _, err := s.Verify(tok, apiserver.DefaultIssuer); !errors.Is(err, jwt.ErrTokenInvalidAudience) {
+	if _, err := s.Verify(tok, auth.DefaultIssuer); !errors.Is(err, jwt.ErrTokenInvalidAudience) {
 		t.Errorf("node credential with API audience: %v", err)
 	}
-	clk.SetTime(tokenTestEpoch.Add(apiserver.DefaultNodeCredentialTTL - time.Hour))
-	if _, err := s.Verify(tok, apiserver.NodeAudience); err != nil {
+	clk.SetTime(tokenTestEpoch.Add(auth.DefaultNodeCredentialTTL - time.Hour))
+	if _, err := s.Verify(tok, auth.NodeAudience); err != nil {
 		t.Errorf("node credential within its lifetime: %v", err)
 	}
 	if _, err := s.IssueNodeCredential(""); err == nil {
@@ -210,7 +211,7 @@ func TestTokenRejects(t *testing.T) {
 
 	// Another key, claiming this signer's kid.
 	forgedKid := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.RegisteredClaims{
-		Issuer: apiserver.DefaultIssuer, Subject: "system:serviceaccount:default:runner",
+		Issuer: auth.DefaultIssuer, Subject: "system:serviceaccount:default:runner",
 		ExpiresAt: jwt.NewNumericDate(tokenTestEpoch.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(tokenTestEpoch),
 	})
 	forgedKid.Header["kid"] = s.KeyID()
@@ -221,7 +222,7 @@ func TestTokenRejects(t *testing.T) {
 	}
 
 	// alg "none" with the right kid.
-	none := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.RegisteredClaims{Issuer: apiserver.DefaultIssuer, Subject: "system:serviceaccount:default:runner"})
+	none := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.RegisteredClaims{Issuer: auth.DefaultIssuer, Subject: "system:serviceaccount:default:runner"})
 	none.Header["kid"] = s.KeyID()
 	noneTok, err := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
 	if err != nil {
@@ -230,7 +231,7 @@ func TestTokenRejects(t *testing.T) {
 
 	// HS256 keyed with the public key's bytes (algorithm confusion).
 	pub, _ := s.PublicKey().Bytes()
-	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Issuer: apiserver.DefaultIssuer})
+	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Issuer: auth.DefaultIssuer})
 	hs.Header["kid"] = s.KeyID()
 	hsTok, err := hs.SignedString(pub)
 	if err != nil {
@@ -247,7 +248,7 @@ func TestTokenRejects(t *testing.T) {
 	tamperedSig := parts[0] + "." + parts[1] + "." + base64.RawURLEncoding.EncodeToString(sig)
 
 	// The same key under another issuer name.
-	otherIssuer, err := apiserver.NewSigner(tokenTestKeyOf(t, s))
+	otherIssuer, err := auth.NewSigner(tokenTestKeyOf(t, s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestTokenRejects(t *testing.T) {
 
 	cases := map[string]struct {
 		tok string
-		v   *apiserver.Signer
+		v   *auth.Signer
 		aud string
 	}{
 		"another key":          {fromOther, s, ""},
@@ -272,7 +273,7 @@ func TestTokenRejects(t *testing.T) {
 		"other issuer expects": {good, otherIssuer, ""},
 	}
 	for name, tc := range cases {
-		if _, err := tc.v.Verify(tc.tok, tc.aud); !errors.Is(err, apiserver.ErrInvalidToken) {
+		if _, err := tc.v.Verify(tc.tok, tc.aud); !errors.Is(err, auth.ErrInvalidToken) {
 			t.Errorf("%s: Verify = %v, want ErrInvalidToken", name, err)
 		}
 	}
@@ -286,10 +287,10 @@ func TestTokenNewSignerRejectsOtherCurves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := apiserver.NewSigner(key); err == nil {
+	if _, err := auth.NewSigner(key); err == nil {
 		t.Error("accepted a P-384 key")
 	}
-	if _, err := apiserver.NewSigner(nil); err == nil {
+	if _, err := auth.NewSigner(nil); err == nil {
 		t.Error("accepted no key")
 	}
 }
@@ -301,7 +302,7 @@ func TestTokenJWKSVerifiesToken(t *testing.T) {
 	srv := httptest.NewServer(apiserver.JWKSHandler(s))
 	defer srv.Close()
 
-	resp, err := http.Get(srv.URL + apiserver.JWKSPath)
+	resp, err := http.Get(srv.URL + auth.JWKSPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +310,7 @@ func TestTokenJWKSVerifiesToken(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/jwk-set+json" {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	var set apiserver.JSONWebKeySet
+	var set auth.JSONWebKeySet
 	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestTokenJWKSVerifiesToken(t *testing.T) {
 		t.Fatalf("token does not verify with the JWKS key: %v", err)
 	}
 
-	post, err := http.Post(srv.URL+apiserver.JWKSPath, "application/json", nil)
+	post, err := http.Post(srv.URL+auth.JWKSPath, "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,12 +359,12 @@ func TestTokenJWKSVerifiesToken(t *testing.T) {
 func TestTokenJWKRejectsBadKeys(t *testing.T) {
 	s, _ := tokenTestSigner(t)
 	good := s.JWKS().Keys[0]
-	for name, mutate := range map[string]func(k *apiserver.JSONWebKey){
-		"rsa":       func(k *apiserver.JSONWebKey) { k.Kty = "RSA" },
-		"p384":      func(k *apiserver.JSONWebKey) { k.Crv = "P-384" },
-		"short x":   func(k *apiserver.JSONWebKey) { k.X = k.X[:10] },
-		"bad b64":   func(k *apiserver.JSONWebKey) { k.Y = "!!" },
-		"off curve": func(k *apiserver.JSONWebKey) { k.X, k.Y = k.Y, k.X },
+	for name, mutate := range map[string]func(k *auth.JSONWebKey){
+		"rsa":       func(k *auth.JSONWebKey) { k.Kty = "RSA" },
+		"p384":      func(k *auth.JSONWebKey) { k.Crv = "P-384" },
+		"short x":   func(k *auth.JSONWebKey) { k.X = k.X[:10] },
+		"bad b64":   func(k *auth.JSONWebKey) { k.Y = "!!" },
+		"off curve": func(k *auth.JSONWebKey) { k.X, k.Y = k.Y, k.X },
 	} {
 		k := good
 		mutate(&k)
@@ -376,12 +377,12 @@ func TestTokenJWKRejectsBadKeys(t *testing.T) {
 func TestTokenOIDCDiscovery(t *testing.T) {
 	s, _ := tokenTestSigner(t)
 	rec := httptest.NewRecorder()
-	apiserver.OIDCDiscoveryHandler(s).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, apiserver.OIDCDiscoveryPath, nil))
-	var doc apiserver.OIDCDiscovery
+	apiserver.OIDCDiscoveryHandler(s).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, auth.OIDCDiscoveryPath, nil))
+	var doc auth.OIDCDiscovery
 	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.Issuer != apiserver.DefaultIssuer || doc.JWKSURI != apiserver.DefaultIssuer+apiserver.JWKSPath ||
+	if doc.Issuer != auth.DefaultIssuer || doc.JWKSURI != auth.DefaultIssuer+auth.JWKSPath ||
 		len(doc.SigningAlgorithms) != 1 || doc.SigningAlgorithms[0] != "ES256" {
 		t.Errorf("discovery %+v", doc)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/testtool"
@@ -27,14 +28,14 @@ const token = "admin-token"
 
 type adminOnly struct{}
 
-func (adminOnly) Authenticate(_ context.Context, tok string) (*apiserver.Identity, error) {
+func (adminOnly) Authenticate(_ context.Context, tok string) (*auth.Identity, error) {
 	if tok == token {
-		return &apiserver.Identity{Name: "admin", Kind: apiserver.IdentityAdmin}, nil
+		return &auth.Identity{Name: "admin", Kind: auth.IdentityAdmin}, nil
 	}
-	return nil, apiserver.ErrUnauthenticated
+	return nil, auth.ErrUnauthenticated
 }
 
-func (adminOnly) Authorize(context.Context, *apiserver.Identity, apiserver.Attributes) error {
+func (adminOnly) Authorize(context.Context, *auth.Identity, auth.Attributes) error {
 	return nil
 }
 

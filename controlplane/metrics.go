@@ -21,6 +21,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/reconcile/hpa"
 	"github.com/berth-dev/berth/store"
 )
@@ -70,7 +71,7 @@ type (
 // listed (with a label selector) or named, from the resource metrics every
 // node's agent samples. Reading them is authorized as reading the nodes
 // or pods they are about.
-func (p *ContainerProxy) registerMetrics(a *apiserver.Server, authz apiserver.Authorizer) {
+func (p *ContainerProxy) registerMetrics(a *apiserver.Server, authz auth.Authorizer) {
 	m := &metricsAPI{proxy: p, authz: authz}
 	for _, route := range []struct {
 		pattern string
@@ -88,7 +89,7 @@ func (p *ContainerProxy) registerMetrics(a *apiserver.Server, authz apiserver.Au
 
 type metricsAPI struct {
 	proxy *ContainerProxy
-	authz apiserver.Authorizer
+	authz auth.Authorizer
 }
 
 func (m *metricsAPI) handler(pods bool) http.Handler {
@@ -99,15 +100,15 @@ func (m *metricsAPI) handler(pods bool) http.Handler {
 			gr.Resource = "pods"
 		}
 		k := apiserver.MetricsKind(gr.Resource)
-		verb := apiserver.VerbList
+		verb := auth.VerbList
 		if name != "" {
-			verb = apiserver.VerbGet
+			verb = auth.VerbGet
 		}
-		id, _ := apiserver.IdentityFromContext(r.Context())
-		if err := m.authz.Authorize(r.Context(), id, apiserver.Attributes{Verb: verb, Kind: k, Namespace: ns, Name: name}); err != nil {
+		id, _ := auth.IdentityFromContext(r.Context())
+		if err := m.authz.Authorize(r.Context(), id, auth.Attributes{Verb: verb, Kind: k, Namespace: ns, Name: name}); err != nil {
 			// A refusal names the metrics resource, as Kubernetes'; any
 			// other failure (the store, say) is what it is, not a 403.
-			var fe *apiserver.ForbiddenError
+			var fe *auth.ForbiddenError
 			if errors.As(err, &fe) {
 				err = apierrors.NewForbidden(gr, name, err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/plan"
 	"github.com/berth-dev/berth/sched"
 	"github.com/berth-dev/berth/source"
@@ -47,9 +48,9 @@ func (h *planHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("a plan is asked for with POST, not %s", r.Method)))
 		return
 	}
-	id, _ := apiserver.IdentityFromContext(r.Context())
-	if id == nil || id.Kind != apiserver.IdentityAdmin {
-		apiserver.WriteError(w, apiserver.Forbidden(id, apiserver.Attributes{Verb: "create"}, "only the admin may plan: a plan reads every namespace and node"))
+	id, _ := auth.IdentityFromContext(r.Context())
+	if id == nil || id.Kind != auth.IdentityAdmin {
+		apiserver.WriteError(w, auth.Forbidden(id, auth.Attributes{Verb: "create"}, "only the admin may plan: a plan reads every namespace and node"))
 		return
 	}
 	q := r.URL.Query()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/apiserver/rbac"
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/ingress"
@@ -532,7 +533,7 @@ func (s *Server) setupSources(ctx context.Context) error {
 }
 
 func (s *Server) buildAPI() error {
-	signer, err := apiserver.NewSigner(s.creds.SigningKey)
+	signer, err := auth.NewSigner(s.creds.SigningKey)
 	if err != nil {
 		return err
 	}
@@ -541,7 +542,7 @@ func (s *Server) buildAPI() error {
 		return err
 	}
 	s.registry = registry
-	authz := apiserver.NewAuthorizer(s.store)
+	authz := auth.NewAuthorizer(s.store)
 	checks := []apiserver.ReadyCheck{{Name: "store", Check: s.store.Err}, {Name: "sources", Check: s.sources.Ready}}
 	var forward func(*http.Request) http.Handler
 	if s.store.Replicated() {
@@ -549,13 +550,13 @@ func (s *Server) buildAPI() error {
 		forward = s.forward.route
 		checks = append(checks, apiserver.ReadyCheck{Name: "leader", Check: s.forward.known})
 	}
-	authn := apiserver.NewAuthenticator(s.store, s.creds.AdminToken, signer)
+	authn := auth.NewAuthenticator(s.store, s.creds.AdminToken, signer)
 	if f := s.cfg.TokenAuthFile; f != "" {
 		file, err := os.Open(f)
 		if err != nil {
 			return fmt.Errorf("--token-auth-file: %w", err)
 		}
-		users, err := apiserver.ReadTokenFile(f, file)
+		users, err := auth.ReadTokenFile(f, file)
 		file.Close()
 		if err != nil {
 			return err
@@ -575,8 +576,8 @@ func (s *Server) buildAPI() error {
 		MaxMutatingRequestsInflight: s.cfg.MaxMutatingRequestsInflight,
 		MaxBytesInflight:            s.cfg.MaxBytesInflight,
 		Admission: []apiserver.AdmissionPlugin{
-			apiserver.AdmissionFunc(func(ctx context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
-				return apiserver.MirrorPodGuard(ctx, id, a)
+			apiserver.AdmissionFunc(func(ctx context.Context, a auth.Attributes, id *auth.Identity) error {
+				return auth.MirrorPodGuard(ctx, id, a)
 			}),
 			apiserver.AdmissionFunc(s.sources.guard),
 			apiserver.AdmissionFunc(authz.EscalationGuard),
@@ -587,10 +588,10 @@ func (s *Server) buildAPI() error {
 	if err != nil {
 		return err
 	}
-	a.HandleSubresource(api.MustLookupResource("serviceaccounts"), apiserver.SubresourceToken, apiserver.TokenRequestHandler(s.store, signer))
+	a.HandleSubresource(api.MustLookupResource("serviceaccounts"), auth.SubresourceToken, apiserver.TokenRequestHandler(s.store, signer))
 	a.HandleSubresource(api.KindOf(&api.Source{}), SubresourceDiff, s.sources.serveDiff(authz))
-	a.HandlePublic(apiserver.JWKSPath, apiserver.JWKSHandler(signer))
-	a.HandlePublic(apiserver.OIDCDiscoveryPath, apiserver.OIDCDiscoveryHandler(signer))
+	a.HandlePublic(auth.JWKSPath, apiserver.JWKSHandler(signer))
+	a.HandlePublic(auth.OIDCDiscoveryPath, apiserver.OIDCDiscoveryHandler(signer))
 	issue, err := s.setupNodeTLS(a)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store/bolt"
 	"github.com/berth-dev/berth/store/etcd"
 )
@@ -48,9 +49,9 @@ func (h *snapshotHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}})
 		return
 	}
-	id, _ := apiserver.IdentityFromContext(r.Context())
-	if id == nil || id.Kind != apiserver.IdentityAdmin {
-		apiserver.WriteError(w, apiserver.Forbidden(id, apiserver.Attributes{Verb: apiserver.VerbGet}, "only the admin may take a snapshot of the store"))
+	id, _ := auth.IdentityFromContext(r.Context())
+	if id == nil || id.Kind != auth.IdentityAdmin {
+		apiserver.WriteError(w, auth.Forbidden(id, auth.Attributes{Verb: auth.VerbGet}, "only the admin may take a snapshot of the store"))
 		return
 	}
 	snap, ok := h.backend.(snapshotter)

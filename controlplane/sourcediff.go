@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/store"
 )
@@ -29,7 +30,7 @@ const SubresourceDiff = "diff"
 // in the Berth-Revision header. The server has authorized "get
 // sources/diff" on the Source; the caller must also be allowed to get the
 // object. A Secret's values are shown as their sizes and digests.
-func (s *sources) serveDiff(authz apiserver.Authorizer) apiserver.SubresourceHandler {
+func (s *sources) serveDiff(authz auth.Authorizer) apiserver.SubresourceHandler {
 	return func(w http.ResponseWriter, r *http.Request, obj api.Object) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", "GET")
@@ -51,8 +52,8 @@ func (s *sources) serveDiff(authz apiserver.Authorizer) apiserver.SubresourceHan
 			apiserver.WriteError(w, apierrors.NewBadRequest(fmt.Sprintf("sources/diff: namespace %q: %s are %snamespaced", ns, resource, map[bool]string{true: "", false: "not "}[k.Namespaced])))
 			return
 		}
-		id, _ := apiserver.IdentityFromContext(r.Context())
-		if err := authz.Authorize(r.Context(), id, apiserver.Attributes{Verb: apiserver.VerbGet, Kind: k, Namespace: ns, Name: name}); err != nil {
+		id, _ := auth.IdentityFromContext(r.Context())
+		if err := authz.Authorize(r.Context(), id, auth.Attributes{Verb: auth.VerbGet, Kind: k, Namespace: ns, Name: name}); err != nil {
 			apiserver.WriteError(w, apierrors.NewForbidden(schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}, name, err))
 			return
 		}

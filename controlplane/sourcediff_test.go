@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/reconcile/apply"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
@@ -25,18 +26,18 @@ import (
 // sources/diff, and nothing else.
 type diffAuth struct{}
 
-func (diffAuth) Authenticate(_ context.Context, token string) (*apiserver.Identity, error) {
+func (diffAuth) Authenticate(_ context.Context, token string) (*auth.Identity, error) {
 	switch token {
 	case "admin":
-		return &apiserver.Identity{Name: "admin", Kind: apiserver.IdentityAdmin}, nil
+		return &auth.Identity{Name: "admin", Kind: auth.IdentityAdmin}, nil
 	case "viewer":
-		return &apiserver.Identity{Name: "viewer", Kind: apiserver.IdentityServiceAccount, Namespace: "default"}, nil
+		return &auth.Identity{Name: "viewer", Kind: auth.IdentityServiceAccount, Namespace: "default"}, nil
 	}
-	return nil, fmt.Errorf("%w: unknown token", apiserver.ErrUnauthenticated)
+	return nil, fmt.Errorf("%w: unknown token", auth.ErrUnauthenticated)
 }
 
-func (diffAuth) Authorize(_ context.Context, id *apiserver.Identity, a apiserver.Attributes) error {
-	if id.Kind == apiserver.IdentityAdmin || a.Kind != nil && a.Kind.Resource == "sources" && a.Verb == apiserver.VerbGet {
+func (diffAuth) Authorize(_ context.Context, id *auth.Identity, a auth.Attributes) error {
+	if id.Kind == auth.IdentityAdmin || a.Kind != nil && a.Kind.Resource == "sources" && a.Verb == auth.VerbGet {
 		return nil
 	}
 	return errors.New("not allowed")

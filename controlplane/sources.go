@@ -21,7 +21,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/api/health"
-	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/plan"
 	"github.com/berth-dev/berth/reconcile"
 	"github.com/berth-dev/berth/reconcile/apply"
@@ -994,12 +994,12 @@ func findCycle(start string, next func(string) []string) string {
 // would close a cycle is refused, naming it. Anything else is the
 // operator's to create, change and delete; a flag's part of the spec of
 // a Source a flag made is put back at the next start.
-func (s *sources) guard(_ context.Context, a apiserver.Attributes, id *apiserver.Identity) error {
+func (s *sources) guard(_ context.Context, a auth.Attributes, id *auth.Identity) error {
 	if a.Kind != sourceKind || a.Subresource != "" {
 		return nil
 	}
 	switch a.Verb {
-	case apiserver.VerbCreate, apiserver.VerbUpdate, apiserver.VerbPatch:
+	case auth.VerbCreate, auth.VerbUpdate, auth.VerbPatch:
 	default:
 		return nil
 	}
@@ -1018,7 +1018,7 @@ func (s *sources) guard(_ context.Context, a apiserver.Attributes, id *apiserver
 		return obj.(*api.Source).Spec.DependsOn
 	}
 	if cycle := findCycle(src.Name, next); cycle != "" {
-		return apiserver.Forbidden(id, a, "spec.dependsOn would make a cycle: "+cycle)
+		return auth.Forbidden(id, a, "spec.dependsOn would make a cycle: "+cycle)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
 )
@@ -162,7 +163,7 @@ func (h storeInfoHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}})
 		return
 	}
-	if id, _ := apiserver.IdentityFromContext(r.Context()); id == nil {
+	if id, _ := auth.IdentityFromContext(r.Context()); id == nil {
 		apiserver.WriteError(w, apierrors.NewUnauthorized("a credential is needed to read the store's identity"))
 		return
 	}

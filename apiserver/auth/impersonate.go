@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"context"
@@ -36,13 +36,13 @@ var (
 // VerbImpersonate is the verb impersonation is authorized with.
 const VerbImpersonate = "impersonate"
 
-// impersonate applies kubectl --as and --as-group as Kubernetes does: the
+// Impersonate applies kubectl --as and --as-group as Kubernetes does: the
 // caller needs the impersonate verb on the user (or the service account)
 // and on each group, UID and extra it asks for; the admin has it on all.
 // The new identity is the user with exactly the groups asked for, and
 // system:authenticated; a service account or a node asked for without
 // groups gets its own. A request that asks for none is id's own.
-func impersonate(ctx context.Context, authz Authorizer, id *Identity, h http.Header) (*Identity, error) {
+func Impersonate(ctx context.Context, authz Authorizer, id *Identity, h http.Header) (*Identity, error) {
 	name := h.Get(headerImpersonateUser)
 	groups := h.Values(headerImpersonateGroup)
 	uids := h.Values(headerImpersonateUID)
@@ -64,13 +64,13 @@ func impersonate(ctx context.Context, authz Authorizer, id *Identity, h http.Hea
 		if err := authz.Authorize(ctx, id, a); err != nil {
 			var fe *ForbiddenError
 			if errors.As(err, &fe) {
-				return forbiddenStatus(fe)
+				return ForbiddenStatus(fe)
 			}
 			return err
 		}
 		return nil
 	}
-	ns, sa, isSA := splitServiceAccountUserName(name)
+	ns, sa, isSA := SplitServiceAccountUserName(name)
 	if strings.HasPrefix(name, ServiceAccountUserPrefix) && !isSA {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot impersonate %q: a service account is system:serviceaccount:NAMESPACE:NAME", name))
 	}

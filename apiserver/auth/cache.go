@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"crypto/sha256"

@@ -1,11 +1,11 @@
-package apiserver_test
+package auth_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 )
 
 // FuzzReadTokenFile reads arbitrary token files: it never panics, an
@@ -24,7 +24,7 @@ func FuzzReadTokenFile(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data string) {
-		users, err := apiserver.ReadTokenFile("tokens.csv", strings.NewReader(data))
+		users, err := auth.ReadTokenFile("tokens.csv", strings.NewReader(data))
 		if err != nil {
 			if !strings.Contains(err.Error(), "tokens.csv") {
 				t.Fatalf("error without the file: %v", err)
@@ -32,10 +32,10 @@ func FuzzReadTokenFile(f *testing.F) {
 			return
 		}
 		for _, id := range users {
-			if id.Name == "" || !slices.Contains(id.Groups, apiserver.GroupAuthenticated) {
+			if id.Name == "" || !slices.Contains(id.Groups, auth.GroupAuthenticated) {
 				t.Fatalf("user %+v", id)
 			}
-			if slices.Contains(id.Groups, apiserver.GroupMasters) != (id.Kind == apiserver.IdentityAdmin) {
+			if slices.Contains(id.Groups, auth.GroupMasters) != (id.Kind == auth.IdentityAdmin) {
 				t.Fatalf("system:masters and the admin kind disagree: %+v", id)
 			}
 		}
@@ -45,16 +45,16 @@ func FuzzReadTokenFile(f *testing.F) {
 // TestReadTokenFile: kube-apiserver's format, groups quoted, errors by
 // line.
 func TestReadTokenFile(t *testing.T) {
-	users, err := apiserver.ReadTokenFile("f", strings.NewReader("# x\nt1,alice,1\nt2,bob,2,\"qa, auditors\"\n"))
+	users, err := auth.ReadTokenFile("f", strings.NewReader("# x\nt1,alice,1\nt2,bob,2,\"qa, auditors\"\n"))
 	if err != nil || len(users) != 2 {
 		t.Fatalf("%v %v", users, err)
 	}
 	for _, id := range users {
-		if id.Name == "bob" && !slices.Equal(id.Groups, []string{"qa", "auditors", apiserver.GroupAuthenticated}) {
+		if id.Name == "bob" && !slices.Equal(id.Groups, []string{"qa", "auditors", auth.GroupAuthenticated}) {
 			t.Errorf("bob: %+v", id)
 		}
 	}
-	if _, err := apiserver.ReadTokenFile("f", strings.NewReader("t1,a,1\nt1,b,2\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, err := auth.ReadTokenFile("f", strings.NewReader("t1,a,1\nt1,b,2\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("a token twice: %v", err)
 	}
 }

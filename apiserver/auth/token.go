@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"crypto/ecdsa"
@@ -125,14 +125,18 @@ func (s *Signer) KeyID() string { return s.kid }
 // PublicKey is the key that verifies issued tokens.
 func (s *Signer) PublicKey() *ecdsa.PublicKey { return &s.key.PublicKey }
 
-func (s *Signer) now() time.Time {
+// Now is the signer's clock's time, at which tokens are stamped and
+// checked.
+func (s *Signer) Now() time.Time {
 	if s.Clock == nil {
 		return time.Now()
 	}
 	return s.Clock.Now()
 }
 
-func (s *Signer) apiAudiences() []string {
+// Audiences are the audiences service-account tokens are issued for by
+// default and accepted with: APIAudiences, or the Issuer alone.
+func (s *Signer) Audiences() []string {
 	if len(s.APIAudiences) > 0 {
 		return s.APIAudiences
 	}
@@ -156,7 +160,7 @@ func (s *Signer) Sign(c *Claims) (string, error) {
 
 // stamped returns registered claims for a token living ttl from now.
 func (s *Signer) stamped(sub string, aud []string, ttl time.Duration) jwt.RegisteredClaims {
-	now := s.now()
+	now := s.Now()
 	return jwt.RegisteredClaims{
 		Issuer:    s.Issuer,
 		Subject:   sub,
@@ -181,7 +185,7 @@ func (s *Signer) IssueServiceAccountToken(sa *api.ServiceAccount, pod *api.Pod, 
 // not take. None is the API server's own.
 func (s *Signer) IssueAudienceToken(sa *api.ServiceAccount, pod *api.Pod, audiences []string, ttl time.Duration) (string, error) {
 	if len(audiences) == 0 {
-		audiences = s.apiAudiences()
+		audiences = s.Audiences()
 	}
 	if sa == nil || sa.Name == "" || sa.Namespace == "" || sa.UID == "" {
 		return "", errors.New("issue service-account token: the service account needs a namespace, name and uid")
@@ -239,7 +243,7 @@ func (s *Signer) Verify(token, audience string) (*Claims, error) {
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}),
 		jwt.WithIssuer(s.Issuer),
-		jwt.WithTimeFunc(s.now),
+		jwt.WithTimeFunc(s.Now),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 	}
@@ -272,8 +276,8 @@ func ServiceAccountUserName(namespace, name string) string {
 	return ServiceAccountUserPrefix + namespace + ":" + name
 }
 
-// splitServiceAccountUserName parses system:serviceaccount:<ns>:<name>.
-func splitServiceAccountUserName(user string) (namespace, name string, ok bool) {
+// SplitServiceAccountUserName parses system:serviceaccount:<ns>:<name>.
+func SplitServiceAccountUserName(user string) (namespace, name string, ok bool) {
 	rest, ok := strings.CutPrefix(user, ServiceAccountUserPrefix)
 	if !ok {
 		return "", "", false

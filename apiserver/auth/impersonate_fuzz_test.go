@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func FuzzImpersonate(f *testing.F) {
 		if group != "" {
 			h.Set(headerImpersonateGroup, group)
 		}
-		got, err := impersonate(context.Background(), authz, id, h)
+		got, err := Impersonate(context.Background(), authz, id, h)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) {
 				t.Fatalf("%q/%q: %v is neither 400 nor 403", user, group, err)

@@ -1,13 +1,15 @@
-package apiserver
+package auth
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/berth-dev/berth/api"
@@ -92,6 +94,21 @@ func (e *ForbiddenError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrForbidden) true.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
+// ForbiddenStatus is the Status of a refusal. It keeps the authorizer's message whole: it already names
+// the user, verb and resource as Kubernetes' RBAC messages do.
+func ForbiddenStatus(e *ForbiddenError) *apierrors.StatusError {
+	st := &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusForbidden,
+		Reason:  metav1.StatusReasonForbidden,
+		Message: e.Error(),
+	}}
+	if e.Kind != nil {
+		st.ErrStatus.Details = &metav1.StatusDetails{Name: e.Name, Group: e.Kind.GVK.Group, Kind: e.Kind.Resource}
+	}
+	return st
+}
 
 // Policy is berth's authorization chain, Kubernetes' default one: the
 // Node authorizer for nodes (a node reaches what running its pods needs,

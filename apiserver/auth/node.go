@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"context"
@@ -29,6 +29,8 @@ const (
 	SubresourceStatus = "status"
 	SubresourceLog    = "log"
 	SubresourceToken  = "token"
+	// SubresourceEviction is pods/eviction, which kubectl drain posts.
+	SubresourceEviction = "eviction"
 )
 
 func (p *Policy) authorizeNode(id *Identity, a Attributes) error {

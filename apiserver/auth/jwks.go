@@ -1,14 +1,10 @@
-package apiserver
+package auth
 
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"net/http"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 )
 
@@ -103,37 +99,4 @@ func (s *Signer) Discovery() OIDCDiscovery {
 		SubjectTypes:      []string{"public"},
 		SigningAlgorithms: []string{"ES256"},
 	}
-}
-
-// JWKSHandler serves the signer's JWKS document (GET JWKSPath).
-func JWKSHandler(s *Signer) http.Handler {
-	return discoveryDocHandler("application/jwk-set+json", func() any { return s.JWKS() })
-}
-
-// OIDCDiscoveryHandler serves the OpenID provider configuration (GET
-// OIDCDiscoveryPath).
-func OIDCDiscoveryHandler(s *Signer) http.Handler {
-	return discoveryDocHandler("application/json", func() any { return s.Discovery() })
-}
-
-func discoveryDocHandler(contentType string, doc func() any) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			writeAuthStatus(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "only GET is allowed")
-			return
-		}
-		body, err := json.Marshal(doc())
-		if err != nil {
-			writeAuthStatus(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
-			return
-		}
-		w.Header().Set("Content-Type", contentType)
-		// The key changes only when the data dir does; let verifiers cache.
-		w.Header().Set("Cache-Control", "public, max-age=3600")
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(body)
-		}
-	})
 }

@@ -1,4 +1,4 @@
-package apiserver
+package auth
 
 import (
 	"context"
@@ -208,7 +208,7 @@ func (a *TokenAuthenticator) Authenticate(ctx context.Context, token string) (*I
 	if a.signer == nil || strings.Count(token, ".") != 2 {
 		return nil, fmt.Errorf("%w: invalid bearer token", ErrUnauthenticated)
 	}
-	c, ok := a.verified.get(got, a.signer.now())
+	c, ok := a.verified.get(got, a.signer.Now())
 	if !ok {
 		var err error
 		if c, err = a.signer.Verify(token, ""); err != nil {
@@ -287,16 +287,16 @@ const unboundNodeWindow = 10 * time.Minute
 // account, and the pod it is bound to, exist with the UIDs in the token and
 // are not past their deletion time: deleting either revokes the token.
 func (a *TokenAuthenticator) serviceAccount(c *Claims) (*Identity, error) {
-	ns, name, ok := splitServiceAccountUserName(c.Subject)
+	ns, name, ok := SplitServiceAccountUserName(c.Subject)
 	kc := c.Kubernetes
-	if !ok || !c.hasAudience(a.signer.apiAudiences()...) || kc == nil || kc.ServiceAccount == nil ||
+	if !ok || !c.hasAudience(a.signer.Audiences()...) || kc == nil || kc.ServiceAccount == nil ||
 		kc.Namespace != ns || kc.ServiceAccount.Name != name || kc.ServiceAccount.UID == "" {
 		return nil, fmt.Errorf("%w: %s: not a service-account token", ErrUnauthenticated, c.Subject)
 	}
 	if a.store == nil {
 		return nil, fmt.Errorf("%w: %s: no store to check the token against", ErrUnauthenticated, c.Subject)
 	}
-	now := a.signer.now()
+	now := a.signer.Now()
 	snap := a.store.Snapshot()
 	if err := boundObjectLive(snap, authSAKind, ns, kc.ServiceAccount, now); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrUnauthenticated, c.Subject, err)
@@ -332,4 +332,19 @@ func boundObjectLive(snap *store.Snapshot, k *api.Kind, ns string, ref *ObjectRe
 		return fmt.Errorf("%s %s/%s the token is bound to is being deleted", k.Singular, ns, ref.Name)
 	}
 	return nil
+}
+
+type identityKey struct{}
+
+// WithIdentity returns a copy of ctx that carries id, the identity that
+// authenticated the request (IdentityFromContext reads it).
+func WithIdentity(ctx context.Context, id *Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFromContext returns the identity that authenticated the request
+// whose context ctx is.
+func IdentityFromContext(ctx context.Context) (*Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(*Identity)
+	return id, ok && id != nil
 }

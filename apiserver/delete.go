@@ -35,7 +35,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, req *resour
 		WriteError(w, err)
 		return
 	}
-	old, err := s.store.Get(req.kind, req.namespace, req.name)
+	old, err := s.store.GetForWrite(r.Context(), req.kind, req.namespace, req.name)
 	if err != nil {
 		if authErr := s.authorize(r, req, nil, nil); authErr != nil {
 			err = authErr

@@ -53,7 +53,7 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 	for attempt := 1; ; attempt++ {
 		old := current
 		if old == nil {
-			if old, err = s.store.Get(k, req.namespace, req.name); err != nil {
+			if old, err = s.store.GetForWrite(ctx, k, req.namespace, req.name); err != nil {
 				if authErr := s.authorize(r, req, nil, nil); authErr != nil {
 					return nil, authErr
 				}

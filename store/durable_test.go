@@ -113,6 +113,15 @@ func TestAnswersWaitForWhatTheyRead(t *testing.T) {
 					_, err := s.DryRun(ctx, func(tx *Txn) error { _, err := tx.Create(cm("x", "1")); return err })
 					return err
 				}, ErrAlreadyExists},
+				// An update or a delete reads its object first, from the
+				// tables a write would find: not a 404 from the snapshot.
+				{"read x for a write", func() error {
+					obj, err := s.GetForWrite(ctx, cmKind, "default", "x")
+					if err == nil && obj.GetName() != "x" {
+						return fmt.Errorf("read %s", obj.GetName())
+					}
+					return err
+				}, nil},
 				{"delete a with the old resourceVersion as precondition", func() error {
 					_, err := s.Delete(ctx, cmKind, "default", "a", DeleteOptions{Preconditions: &Preconditions{ResourceVersion: oldRV}})
 					return err

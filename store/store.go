@@ -276,6 +276,29 @@ func (s *Store) Get(k *api.Kind, namespace, name string) (api.Object, error) {
 	return s.Snapshot().Get(k, namespace, name)
 }
 
+// GetForWrite reads an object for a write that reads it before its
+// transaction (an update or a delete, to authorize and admit it). An
+// object found is read again, and checked, by the write's own
+// transaction. NotFound is the write's answer, so it is read as a
+// transaction that writes nothing reads (see Txn): from the tables the
+// next write would find, once every commit they hold is durable and, on
+// a replicated store, once this control plane is confirmed to lead. A
+// snapshot alone could answer 404 for an object another control plane
+// reads already: a deposed leader's, or one not yet holding its own
+// newest commit.
+func (s *Store) GetForWrite(ctx context.Context, k *api.Kind, namespace, name string) (api.Object, error) {
+	obj, err := s.Get(k, namespace, name)
+	if !IsNotFound(err) {
+		return obj, err
+	}
+	_, err = s.DryRun(ctx, func(tx *Txn) error {
+		var err error
+		obj, err = tx.Get(k, namespace, name)
+		return err
+	})
+	return obj, err
+}
+
 // List reads the objects of a kind that match a filter from a fresh
 // snapshot, and the revision it was taken at.
 func (s *Store) List(k *api.Kind, f Filter) ([]api.Object, uint64, error) {

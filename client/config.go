@@ -66,15 +66,20 @@ func LoadKubeconfig(path string) (*Config, error) {
 // cluster's server and CA (certificate-authority-data or
 // certificate-authority), the user's token (token or tokenFile) or client
 // certificate (client-certificate(-data) and client-key(-data)), and the
-// context's namespace. A user with only a plugin is refused rather than
+// context's namespace; the servers of the cluster's ServersExtension
+// follow its server. A user with only a plugin is refused rather than
 // sent unnamed: berth's client speaks no plugin.
 func FromKubeconfig(cc clientcmd.ClientConfig) (*Config, error) {
 	rc, err := cc.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
+	servers, err := kubeconfigServers(cc)
+	if err != nil {
+		return nil, err
+	}
 	cfg := &Config{
-		Server:                rc.Host,
+		Server:                JoinServers(rc.Host, servers),
 		Token:                 strings.TrimSpace(rc.BearerToken),
 		CAData:                rc.CAData,
 		InsecureSkipTLSVerify: rc.Insecure,

@@ -2,13 +2,17 @@ package controlplane
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/berth-dev/berth/client"
 )
 
 // KubeconfigName is the name of the cluster, user and context berth
@@ -32,7 +36,11 @@ func NewKubeconfig(server string, caPEM []byte, token string) *clientcmdapi.Conf
 // left alone, so restarts do not touch it. The admin.kubeconfig and agent
 // configs are both written with it.
 func WriteKubeconfig(path, server string, caPEM []byte, token string) error {
-	data, err := clientcmd.Write(*NewKubeconfig(server, caPEM, token))
+	return writeKubeconfig(path, NewKubeconfig(server, caPEM, token))
+}
+
+func writeKubeconfig(path string, k *clientcmdapi.Config) error {
+	data, err := clientcmd.Write(*k)
 	if err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
@@ -43,6 +51,21 @@ func WriteKubeconfig(path, server string, caPEM []byte, token string) error {
 		return fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
 	return writeFileAtomic(path, data, 0o600)
+}
+
+// SetServers lists further servers of the cluster for berth in the
+// cluster's extension (client.ServersExtension), none when servers is
+// empty; kubectl goes on using its Server alone.
+func SetServers(c *clientcmdapi.Cluster, servers []string) {
+	delete(c.Extensions, client.ServersExtension)
+	if len(servers) == 0 {
+		return
+	}
+	raw, _ := json.Marshal(client.ServerList{Servers: servers}) // strings always marshal
+	if c.Extensions == nil {
+		c.Extensions = map[string]runtime.Object{}
+	}
+	c.Extensions[client.ServersExtension] = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
 }
 
 // ReadKubeconfig parses a kubeconfig file with client-go's loader.

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
 )
 
@@ -219,5 +221,52 @@ func TestKubeconfigKubectlConnects(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || string(bytes.TrimSpace(out)) != `{"hello":"berth"}` {
 		t.Fatalf("kubectl get --raw: %v\n%s", err, out)
+	}
+}
+
+// TestKubeconfigServersKubectlAndBerth: an admin.kubeconfig naming a
+// load balancer and listing this server for berth (the ServersExtension)
+// is one kubectl reads, keeping the one URL and the extension, and berth's
+// client reads as the balancer then the server.
+func TestKubeconfigServersKubectlAndBerth(t *testing.T) {
+	opts, _ := pkiTestOptions()
+	opts.ServerURL = "https://berth.example.com:6443"
+	opts.Servers = []string{"https://10.1.2.3:6443"}
+	c := pkiTestEnsure(t, t.TempDir(), opts)
+	cfg, err := client.LoadKubeconfig(c.Paths.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://berth.example.com:6443,https://10.1.2.3:6443"; cfg.Server != want {
+		t.Errorf("berth's servers %q, want %q", cfg.Server, want)
+	}
+
+	kubectl := kubeconfigTestKubectl(t)
+	cmd := exec.Command(kubectl, "config", "view", "--kubeconfig", c.Paths.AdminKubeconfig, "--raw", "-o", "json")
+	cmd.Env = append(os.Environ(), "KUBECONFIG=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl config view: %v\n%s", err, out)
+	}
+	var k struct {
+		Clusters []struct {
+			Cluster struct {
+				Server     string `json:"server"`
+				Extensions []struct {
+					Name      string         `json:"name"`
+					Extension map[string]any `json:"extension"`
+				} `json:"extensions"`
+			} `json:"cluster"`
+		} `json:"clusters"`
+	}
+	if err := json.Unmarshal(out, &k); err != nil {
+		t.Fatalf("kubectl output: %v\n%s", err, out)
+	}
+	if len(k.Clusters) != 1 || k.Clusters[0].Cluster.Server != opts.ServerURL {
+		t.Fatalf("kubectl reads the clusters %s", out)
+	}
+	ext := k.Clusters[0].Cluster.Extensions
+	if len(ext) != 1 || ext[0].Name != client.ServersExtension || fmt.Sprint(ext[0].Extension["servers"]) != "[https://10.1.2.3:6443]" {
+		t.Errorf("kubectl reads the extensions %+v", ext)
 	}
 }

@@ -64,6 +64,9 @@ type PKIOptions struct {
 	// ServerURL is the API URL written into admin.kubeconfig; by default
 	// https://<listen host, or 127.0.0.1 when unspecified>:<listen port>.
 	ServerURL string
+	// Servers are further URLs admin.kubeconfig lists for berth (see
+	// client.ServersExtension), tried after ServerURL.
+	Servers []string
 	// Hostname goes into the certificate; defaults to os.Hostname().
 	Hostname string
 	// ExtraSANs are further DNS names or IP addresses the certificate must
@@ -168,7 +171,9 @@ func EnsureCredentials(dataDir string, opts PKIOptions) (*Credentials, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteKubeconfig(p.AdminKubeconfig, serverURL, ca.pem, adminToken); err != nil {
+	admin := NewKubeconfig(serverURL, ca.pem, adminToken)
+	SetServers(admin.Clusters[KubeconfigName], opts.Servers)
+	if err := writeKubeconfig(p.AdminKubeconfig, admin); err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()

@@ -228,7 +228,12 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	ensure := func() (*Credentials, error) {
-		return EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, ExtraSANs: servingAddresses(cfg, interfaceAddrs), Clock: cfg.Clock})
+		server, servers, err := adminServers(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, ServerURL: server, Servers: servers,
+			ExtraSANs: servingAddresses(cfg, interfaceAddrs), Clock: cfg.Clock})
 	}
 	// undo closes, newest first, what New opened when a later step fails.
 	var undo cleanups
@@ -368,6 +373,34 @@ func advertiseURL(cfg Config, addr net.Addr, addrs func() []string) string {
 		}
 	}
 	return "https://" + net.JoinHostPort(strings.Trim(host, "[]"), port)
+}
+
+// adminServers are the server admin.kubeconfig names and the further
+// servers it lists for berth. One of several servers on an etcd given a
+// --tls-san names the first, at the listen port: the stable address of
+// the cluster (a load balancer's, or a DNS name of every server), which
+// kubectl, taking one URL, needs, and which each server then writes
+// alike; and lists itself after it, so that berth on this machine
+// reaches its own server when that address does not answer. Otherwise
+// (one server, or no name given) it names this server alone (""; see
+// PKIOptions.ServerURL).
+func adminServers(cfg Config) (string, []string, error) {
+	if !strings.HasPrefix(cfg.Store, StoreEtcdScheme) || len(cfg.TLSSANs) == 0 {
+		return "", nil, nil
+	}
+	listen := cfg.Listen
+	if listen == "" {
+		listen = ":6443"
+	}
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", nil, fmt.Errorf("listen address %q: %w", listen, err)
+	}
+	local, err := defaultServerURL(listen)
+	if err != nil {
+		return "", nil, err
+	}
+	return "https://" + net.JoinHostPort(strings.Trim(cfg.TLSSANs[0], "[]"), port), []string{local}, nil
 }
 
 // Check finds what is wrong with the flags behind cfg without touching

@@ -86,3 +86,28 @@ func TestServerCertificateCoversTLSSANs(t *testing.T) {
 		t.Error("the certificate covers a name nobody gave")
 	}
 }
+
+// TestAdminServers: one of several servers given a --tls-san names it in
+// admin.kubeconfig, at the listen port, and lists itself after it; a
+// server of its own, or one given no name, names itself alone.
+func TestAdminServers(t *testing.T) {
+	const etcd = "etcd://127.0.0.1:2379"
+	for _, tc := range []struct {
+		store, listen string
+		sans          []string
+		server        string
+		servers       []string
+	}{
+		{etcd, "", []string{"berth.example.test", "192.0.2.1"}, "https://berth.example.test:6443", []string{"https://127.0.0.1:6443"}},
+		{etcd, "10.0.0.5:7443", []string{"2001:db8::5"}, "https://[2001:db8::5]:7443", []string{"https://10.0.0.5:7443"}},
+		{etcd, "[::]:6443", []string{"[2001:db8::5]"}, "https://[2001:db8::5]:6443", []string{"https://127.0.0.1:6443"}},
+		{etcd, ":6443", nil, "", nil},
+		{StoreMemory, ":6443", []string{"berth.example.test"}, "", nil},
+		{"", ":6443", []string{"berth.example.test"}, "", nil},
+	} {
+		server, servers, err := adminServers(Config{Store: tc.store, Listen: tc.listen, TLSSANs: tc.sans})
+		if err != nil || server != tc.server || !slices.Equal(servers, tc.servers) {
+			t.Errorf("%s %q %v: %q %v %v, want %q %v", tc.store, tc.listen, tc.sans, server, servers, err, tc.server, tc.servers)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func UserKubeconfig(dataDir, name string, groups []string, ttl time.Duration, no
 		return nil, err
 	}
 	k := clientcmdapi.NewConfig()
-	k.Clusters[KubeconfigName] = &clientcmdapi.Cluster{Server: cluster.Server, CertificateAuthorityData: caPEM}
+	k.Clusters[KubeconfigName] = &clientcmdapi.Cluster{Server: cluster.Server, CertificateAuthorityData: caPEM, Extensions: cluster.Extensions}
 	k.AuthInfos[name] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
 		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: keyDER}),

@@ -12,7 +12,8 @@ import (
 
 // connectAPI builds the client of the control plane that the kubeconfig
 // names (kubeconfigFiles: the flag, $BERTH_KUBECONFIG, $KUBECONFIG, the
-// server's admin.kubeconfig, ~/.kube/config). It is a variable so that tests of the commands'
+// server's admin.kubeconfig, ~/.kube/config), or --server, bounded by
+// --request-timeout. It is a variable so that tests of the commands'
 // argument handling can put a fake in its place.
 var connectAPI = func(g *globalOptions) (apiClient, error) {
 	cfg, err := loadKubeconfig(g.kubeconfigFiles())
@@ -20,6 +21,10 @@ var connectAPI = func(g *globalOptions) (apiClient, error) {
 		return nil, err
 	}
 	cfg.UserAgent = "berth/" + version
+	if g.server != "" {
+		cfg.Server = g.server
+	}
+	cfg.Timeout = g.requestTimeout.client()
 	c, err := client.New(cfg)
 	if err != nil {
 		return nil, err

@@ -253,10 +253,11 @@ func (s *terminalSizes) stop() {
 
 // restConfig is the client's server and credentials as Kubernetes' own
 // client takes them: exec and port-forward speak their streaming
-// protocols through it.
+// protocols through it, to the one server the client sends to now (its
+// Config.Server may list several).
 func (a *clientAPI) restConfig() *rest.Config {
 	return &rest.Config{
-		Host:        a.cfg.Server,
+		Host:        a.c.Server(),
 		BearerToken: a.cfg.Token,
 		UserAgent:   a.cfg.UserAgent,
 		TLSClientConfig: rest.TLSClientConfig{
@@ -270,7 +271,7 @@ func (a *clientAPI) restConfig() *rest.Config {
 
 // podURL is the URL of a pod's subresource on the client's server.
 func (a *clientAPI) podURL(ns, name, sub string) string {
-	return strings.TrimSuffix(a.cfg.Server, "/") + client.ResourcePath(api.KindOf(&api.Pod{}), ns, name, sub)
+	return strings.TrimSuffix(a.c.Server(), "/") + client.ResourcePath(api.KindOf(&api.Pod{}), ns, name, sub)
 }
 
 // connectPod connects to the API and finds the pod a command names, as

@@ -7,15 +7,23 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/berth-dev/berth/client"
 )
 
 // globalOptions are the flags every command takes (SPEC §1) and what the
 // root command sets up from them before a command runs.
 type globalOptions struct {
 	kubeconfig string
-	namespace  string
-	verbose    bool
-	logFormat  string
+	// server, when set, is the URL (or the comma-separated URLs) of the
+	// cluster's servers in place of the kubeconfig's.
+	server string
+	// requestTimeout bounds a request and its tries on other servers
+	// (--request-timeout); 0 is none.
+	requestTimeout requestTimeout
+	namespace      string
+	verbose        bool
+	logFormat      string
 
 	logger *slog.Logger
 	// started is set when a command's RunE begins: cobra checks flags,
@@ -52,6 +60,9 @@ manifests into running workloads on a fleet of machines.
 
 	f := root.PersistentFlags()
 	f.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (default $"+envKubeconfig+", else $"+envKubectlConfig+", else <data dir>/"+kubeconfigFileName+" if it exists, else ~/.kube/config)")
+	f.StringVar(&g.server, "server", "", "URL of the cluster's server, or the URLs of its servers separated by commas (tried in turn), in place of the kubeconfig's; the credentials are still the kubeconfig's")
+	g.requestTimeout = requestTimeout(client.DefaultTimeout)
+	f.Var(&g.requestTimeout, "request-timeout", "how long a request may take, with its tries again on a 503 or 429 and on the other servers; a duration (10s, 1m) or seconds, 0 for no limit")
 	f.StringVarP(&g.namespace, "namespace", "n", "default", "namespace of the objects")
 	f.BoolVarP(&g.verbose, "verbose", "v", false, "log debug messages")
 	f.StringVar(&g.logFormat, "log-format", "text", "format of the logs on stderr: text or json")

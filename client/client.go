@@ -196,6 +196,9 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	start := c.clock.Now()
 	backoff := minBackoff
+	// refused counts the control planes that answered 503 in a row:
+	// the Retry-After is waited out once each has.
+	refused := 0
 	for {
 		resp, err := c.sendAny(ctx, r)
 		if err == nil {
@@ -205,18 +208,33 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 		if !ok || c.once {
 			return nil, err
 		}
-		if wait <= 0 {
-			wait = backoff
+		if len(c.bases) > 1 && Code(err) == http.StatusServiceUnavailable {
+			refused++
+		} else {
+			refused = 0
 		}
-		backoff = min(2*backoff, maxBackoff)
+		if refused > 0 && refused < len(c.bases) {
+			// Another control plane may know a leader this one does
+			// not (a leader that resigned as it stops answers 503
+			// to what it still gets): it is asked at once. A 429
+			// (too many requests) is waited out.
+			wait = 0
+		} else {
+			refused = 0
+			if wait <= 0 {
+				wait = backoff
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
 		if !c.withinBudget(ctx, start, wait) {
 			return nil, err
 		}
 		if len(c.bases) > 1 {
-			// Another control plane may know a leader this one
-			// does not yet.
 			at := c.current.Load()
 			c.current.CompareAndSwap(at, (at+1)%int32(len(c.bases)))
+		}
+		if wait == 0 {
+			continue
 		}
 		select {
 		case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -384,5 +385,57 @@ func TestClientRetriesWithinItsTimeout(t *testing.T) {
 	}
 	if n := h.count(http.MethodPost); n != 1 {
 		t.Fatalf("the create was sent %d times within a timeout shorter than its Retry-After", n)
+	}
+}
+
+// A 503 from one of several control planes sends the request to the
+// next at once (it may know the leader the first does not); the
+// Retry-After is waited out once every one has answered 503.
+func TestClientAsksTheNextServerAtOnceOnServiceUnavailable(t *testing.T) {
+	refusing503 := func(n int) *server {
+		h := &refusing{code: http.StatusServiceUnavailable, n: map[string]int{http.MethodPost: n}, tries: map[string]int{}}
+		return newServer(t, 0, func(next http.Handler) http.Handler {
+			h.next = next
+			return h
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		refuse []int // the creates each server refuses
+		waited time.Duration
+	}{
+		{"the next server answers", []int{1, 0}, 0},
+		{"every server refuses once", []int{1, 1, 1}, time.Second},
+		{"one server refuses twice", []int{2}, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var urls []string
+			var pool []byte
+			for _, n := range tc.refuse {
+				s := refusing503(n)
+				urls = append(urls, s.ts.URL)
+				pool = append(pool, s.caPEM...)
+			}
+			tr, err := client.NewTransport(&client.Config{CAData: pool})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(tr.CloseIdleConnections)
+			fc := clocktesting.NewFakeClock(time.Now())
+			c, err := client.New(&client.Config{Server: strings.Join(urls, ","), Token: token, Transport: tr, Clock: fc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go stepWhileWaiting(fc, done)
+			defer close(done)
+			start := fc.Now()
+			if _, err := c.Create(context.Background(), configMap("a")); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if waited := fc.Since(start); waited != tc.waited {
+				t.Errorf("the client waited %s on its clock, want %s", waited, tc.waited)
+			}
+		})
 	}
 }

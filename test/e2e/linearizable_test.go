@@ -120,7 +120,9 @@ func TestLinearizable(t *testing.T) {
 	t.Logf("%d operations over %d faults (%d of unknown outcome, %d not carried out), load %s",
 		len(ops), faults, unknown, h.refused.Load(), loadAverage())
 	model := kvModel.ToModel()
+	checking := time.Now()
 	res, info := porcupine.CheckOperationsVerbose(model, ops, 3*time.Minute)
+	t.Logf("porcupine's check: %s in %s", res, time.Since(checking).Round(time.Millisecond))
 	switch res {
 	case porcupine.Ok:
 	case porcupine.Illegal:

@@ -22,18 +22,13 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // closedURL is an https URL of a loopback port nothing listens on.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "https://" + addr
+	return "https://" + testtool.ClosedAddr(t)
 }
 
 func TestClientMovesToTheNextServer(t *testing.T) {

@@ -29,3 +29,16 @@ func LoopbackPair(t testing.TB) (net.PacketConn, net.Listener) {
 		}
 	}
 }
+
+// ClosedAddr is a loopback address (host:port) nothing listens on now:
+// a server that is down, whose dial is refused at once.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,19 +9,13 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/testtool"
 )
 
-// closedURL is an https URL on loopback where nothing listens: a server
-// that is down.
+// closedURL is an https URL of a loopback port nothing listens on.
 func closedURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "https://" + addr
+	return "https://" + testtool.ClosedAddr(t)
 }
 
 // TestServerListFromKubeconfigAndFlag: berth reaches a live server past a

@@ -184,27 +184,49 @@ func ensurePodDir(dataDir string, pod *api.Pod) error {
 	return nil
 }
 
-// tokenAccess is the owner (-1: the agent) and mode of a pod's token, as
-// the kubelet projects it: the user all its containers run as, 0600;
+// tokenAccess is the owner and mode of a pod's token, as the kubelet
+// projects it: the user all its containers run as, 0600; else, with an
+// fsGroup, the agent's, 0600, which the group then reads (fsGroupMode);
 // else 0644, its defaultMode 420, which the pod's gate keeps to the pod's
 // own users. A pod that runs as the agent alone needs no more than 0600.
-func tokenAccess(pod *api.Pod) (owner int, mode fs.FileMode) {
+func tokenAccess(pod *api.Pod) (fileOwner, fs.FileMode) {
+	owner := fileOwner{uid: -1, gid: -1}
+	if gid, _ := podFSGroup(pod); gid != nil {
+		owner.gid = int(*gid)
+	}
 	if u := fsUser(pod); u != nil {
-		return int(*u), 0o600
+		owner.uid = int(*u)
+		return owner, owner.fsGroupMode(0o600)
 	}
-	if len(podUsers(pod, os.Getuid())) == 0 {
-		return -1, 0o600
+	if owner.gid >= 0 || len(podUsers(pod, os.Getuid())) == 0 {
+		return owner, owner.fsGroupMode(0o600)
 	}
-	return -1, 0o644
+	return owner, 0o644
 }
 
-// setOwner gives path to owner, unless owner is -1 (the agent keeps it).
-func setOwner(path string, owner int) error {
-	if owner < 0 {
+// fileOwner is the user and group a file the agent writes for a pod is
+// given, -1 for the agent's own; gid is the pod's fsGroup.
+type fileOwner struct{ uid, gid int }
+
+// agentOwned is a file the agent keeps as its own.
+var agentOwned = fileOwner{uid: -1, gid: -1}
+
+// fsGroupMode is mode with the read bits the kubelet's SetVolumeOwnership
+// gives a read-only volume's files when the pod has an fsGroup.
+func (o fileOwner) fsGroupMode(mode fs.FileMode) fs.FileMode {
+	if o.gid < 0 {
+		return mode
+	}
+	return mode | fsGroupRO
+}
+
+// set gives path to o, unless o is the agent's.
+func (o fileOwner) set(path string) error {
+	if o == agentOwned {
 		return nil
 	}
-	if err := os.Lchown(path, owner, -1); err != nil {
-		return fmt.Errorf("give %s to user %d: %w", path, owner, err)
+	if err := os.Lchown(path, o.uid, o.gid); err != nil {
+		return fmt.Errorf("give %s to user %d group %d: %w", path, o.uid, o.gid, err)
 	}
 	return nil
 }

@@ -118,15 +118,40 @@ func needsOwnershipChange(dir string, gid int64, readOnly bool) bool {
 	return fi.Mode().Perm()&want != want || fi.Mode()&fs.ModeSetgid == 0
 }
 
+// projectOwners is who the files project writes are given to: the pod's
+// fsGroup (-1: none), which may read every one, and the users of some
+// files by path (the projected token's, FsUser in the kubelet).
+type projectOwners struct {
+	gid   int
+	users map[string]int
+}
+
+// of is the owner of the file at path in the volume.
+func (o projectOwners) of(path string) fileOwner {
+	uid, ok := o.users[path]
+	if !ok {
+		uid = -1
+	}
+	return fileOwner{uid: uid, gid: o.gid}
+}
+
 // projectOwned is project, then the volume given to the pod's fsGroup,
-// read-only, as the kubelet gives its ConfigMap and Secret volumes at
-// every set-up (whatever the fsGroupChangePolicy): keys written since
-// are the group's too.
-func projectOwned(pod *api.Pod, dir string, data map[string][]byte, items []api.KeyToPath, defaultMode *int32, what string) error {
-	if err := project(dir, data, items, defaultMode, what); err != nil {
+// read-only, as the kubelet gives its ConfigMap, Secret and projected
+// volumes at every set-up (whatever the fsGroupChangePolicy): each file
+// is the group's, with its read bits, before it takes its path, as the
+// kubelet's AtomicWriter sets ownership before it swaps the new files
+// in, so a reader of the group never finds a key it may not read. users
+// gives files to users of their own (a projected token's).
+func projectOwned(pod *api.Pod, dir string, data map[string][]byte, items []api.KeyToPath, defaultMode *int32, users map[string]int, what string) error {
+	owners := projectOwners{gid: -1, users: users}
+	gid, _ := podFSGroup(pod)
+	if gid != nil {
+		owners.gid = int(*gid)
+	}
+	if err := project(dir, data, items, defaultMode, owners, what); err != nil {
 		return err
 	}
-	if gid, _ := podFSGroup(pod); gid != nil {
+	if gid != nil {
 		return setVolumeOwnership(dir, *gid, true, corev1.FSGroupChangeAlways)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,5 +169,96 @@ func TestVolumesFollowFSGroup(t *testing.T) {
 	}
 	if got := ownedBy(t, filepath.Join(claim, "f")); got.gid != 0 {
 		t.Errorf("the claim was walked again at a sync: f has group %d", got.gid)
+	}
+}
+
+// TestTokensFollowUserAndFSGroup projects a pod's tokens (the
+// service-account directory's and a projected volume's serviceAccountToken)
+// and a projected ConfigMap key as the kubelet does for its user and
+// fsGroup: a token of the user every container runs as, 0600, read by
+// the fsGroup too (0640); of root with the group's read bit when the
+// containers' users differ and there is an fsGroup; else the volume's
+// defaultMode. Every file of the pod is the fsGroup's.
+func TestTokensFollowUserAndFSGroup(t *testing.T) {
+	testtool.NeedRoot(t, "give files to other users")
+	const user, other, group = 1000, 1001, 2000
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	refs := &issuingRefs{fakeRefs: testRefs(), now: func() time.Time { return now }}
+	refs.configMaps["shop/conf"] = &api.ConfigMap{Data: map[string]string{"k": "v"}}
+	type file struct {
+		uid, gid uint32
+		mode     fs.FileMode
+	}
+	for _, tt := range []struct {
+		name    string
+		users   []*int64
+		fsGroup *int64
+		// the service-account directory's token, the projected one, and
+		// the projected ConfigMap key
+		sa, projected, key file
+	}{
+		{"one user and fsGroup", []*int64{uid(user), uid(user)}, uid(group),
+			file{user, group, 0o640}, file{user, group, 0o640}, file{0, group, 0o644}},
+		{"two users and fsGroup", []*int64{uid(user), uid(other)}, uid(group),
+			file{0, group, 0o640}, file{0, group, 0o640}, file{0, group, 0o644}},
+		{"one user", []*int64{uid(user), uid(user)}, nil,
+			file{user, 0, 0o600}, file{user, 0, 0o600}, file{0, 0, 0o644}},
+		{"two users", []*int64{uid(user), uid(other)}, nil,
+			file{0, 0, 0o644}, file{0, 0, 0o644}, file{0, 0, 0o644}},
+		{"as the agent", []*int64{nil, nil}, nil,
+			file{0, 0, 0o600}, file{0, 0, 0o644}, file{0, 0, 0o644}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dataDir := t.TempDir()
+			pod := userPod("tok", tt.users...)
+			if tt.fsGroup != nil {
+				pod.Spec.SecurityContext = &api.PodSecurityContext{FSGroup: tt.fsGroup}
+			}
+			pod.Spec.Volumes = []api.Volume{{Name: "api", VolumeSource: api.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+				DefaultMode: new(int32(0o644)),
+				Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", Audience: "vault"}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}},
+				},
+			}}}}
+			// Twice: the second sync keeps the token, and its access.
+			var paths map[string]string
+			var token string
+			for i := range 2 {
+				var err error
+				env := volumeEnv{dataDir: dataDir, refs: refs, now: now.Add(time.Duration(i) * time.Minute)}
+				if paths, err = setUpVolumes(context.Background(), env, pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := setUpServiceAccountToken(context.Background(), dataDir, refs, []byte("ca"), pod, env.now); err != nil {
+					t.Fatal(err)
+				}
+				token = serviceAccountTokenFile(dataDir, pod)
+			}
+			if refs.issued%2 != 0 {
+				t.Errorf("%d tokens issued for two tokens over two syncs", refs.issued)
+			}
+			for path, want := range map[string]file{
+				token:                                tt.sa,
+				filepath.Join(paths["api"], "token"): tt.projected,
+				filepath.Join(paths["api"], "k"):     tt.key,
+			} {
+				fi, err := os.Lstat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				if got := (file{st.Uid, st.Gid, fi.Mode().Perm()}); got != want {
+					t.Errorf("%s: %d:%d %v, want %d:%d %v", filepath.Base(path), got.uid, got.gid, got.mode, want.uid, want.gid, want.mode)
+				}
+			}
+			if tt.fsGroup != nil {
+				for _, f := range []string{"namespace", "ca.crt"} {
+					if got := ownedBy(t, filepath.Join(filepath.Dir(token), f)); got != (owned{group, 0o644}) {
+						t.Errorf("%s: group %d mode %v, want the fsGroup's, 0644", f, got.gid, got.mode)
+					}
+				}
+			}
+		})
 	}
 }

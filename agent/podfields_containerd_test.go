@@ -694,3 +694,90 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 		t.Errorf("the refused pod runs: %v, %v", runs, err)
 	}
 }
+
+// TestContainerdNonRootReadsItsTokens runs pods as other users than root
+// on a real containerd, each reading its service account's token, a
+// projected serviceAccountToken, a projected ConfigMap key and a Secret
+// key of mode 0400, as the kubelet lets them: a pod whose containers all
+// run as user 1000 owns its tokens (0600); in a pod of users 1000 and
+// 1001 with fsGroup 2000 both read every file through the group (the
+// tokens 0640, the Secret key 0440, all the group's).
+func TestContainerdNonRootReadsItsTokens(t *testing.T) {
+	critest.Need(t)
+	if !critest.InNetns(t) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := critest.Start(t, ctx)
+	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	mounts := []api.VolumeMount{{Name: "api", MountPath: "/var/run/secrets/tokens", ReadOnly: true},
+		{Name: "creds", MountPath: "/creds", ReadOnly: true}}
+	volumes := []api.Volume{
+		{Name: "api", VolumeSource: api.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: new(int32(0o644)),
+			Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "vault-token", Audience: "vault"}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}},
+			},
+		}}},
+		{Name: "creds", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "creds", DefaultMode: new(int32(0o400))}}},
+	}
+	alone := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "alone", Namespace: "default", UID: "uid-alone"},
+		Spec: api.PodSpec{
+			TerminationGracePeriodSeconds: new(int64(1)),
+			ServiceAccountName:            "default",
+			SecurityContext:               &api.PodSecurityContext{RunAsUser: new(int64(1000))},
+			Containers:                    []api.Container{{Name: "app", Image: image, VolumeMounts: mounts[:1]}},
+			Volumes:                       volumes[:1],
+		},
+	}
+	group := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "group", Namespace: "default", UID: "uid-group"},
+		Spec: api.PodSpec{
+			TerminationGracePeriodSeconds: new(int64(1)),
+			ServiceAccountName:            "default",
+			SecurityContext:               &api.PodSecurityContext{RunAsUser: new(int64(1000)), FSGroup: new(int64(2000))},
+			Containers: []api.Container{
+				{Name: "app", Image: image, VolumeMounts: mounts},
+				{Name: "sidecar", Image: image, VolumeMounts: mounts, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(1001))}},
+			},
+			Volumes: volumes,
+		},
+	}
+	refs := &issuingRefs{fakeRefs: &fakeRefs{
+		configMaps: map[string]*api.ConfigMap{"default/conf": {Data: map[string]string{"k": "v"}}},
+		secrets:    map[string]*api.Secret{"default/creds": {Data: map[string][]byte{"pw": []byte("s3cret")}}},
+	}, now: time.Now}
+	cm := startCRIManager(t, ctx, env, nil, func(o *PodManagerOptions) { o.Refs, o.CAData = refs, []byte("ca\n") }, alone, group)
+	cm.running(t, alone.UID, "app")
+	cm.running(t, group.UID, "app", "sidecar")
+
+	const sa = "/var/run/secrets/kubernetes.io/serviceaccount/"
+	for _, tt := range []struct {
+		pod       *api.Pod
+		container string
+		files     []string
+		// want is `id -u` then the owner, group and mode of each file
+		want string
+	}{
+		{alone, "app", []string{sa + "token", sa + "ca.crt", "/var/run/secrets/tokens/vault-token", "/var/run/secrets/tokens/k"},
+			"1000 1000:0 600 0:0 644 1000:0 600 0:0 644"},
+		{group, "app", []string{sa + "token", sa + "namespace", "/var/run/secrets/tokens/vault-token", "/creds/pw"},
+			"1000 0:2000 640 0:2000 644 0:2000 640 0:2000 440"},
+		{group, "sidecar", []string{sa + "token", "/var/run/secrets/tokens/vault-token", "/var/run/secrets/tokens/k", "/creds/pw"},
+			"1001 0:2000 640 0:2000 640 0:2000 644 0:2000 440"},
+	} {
+		// Each file is read whole by the container's user, then its
+		// owner and mode.
+		script := `id -u; for f; do cat "$f" > /dev/null || exit 1; busybox stat -c '%u:%g %a' "$f"; done`
+		got := strings.Join(strings.Fields(cm.exec(t, ctx, tt.pod.UID, tt.container, append([]string{"sh", "-c", script, "sh"}, tt.files...)...)), " ")
+		if got != tt.want {
+			t.Errorf("%s/%s: %q, want %q", tt.pod.Name, tt.container, got, tt.want)
+		}
+	}
+	if tok := cm.exec(t, ctx, group.UID, "sidecar", "cat", sa+"token"); !strings.HasPrefix(tok, "e30.") {
+		t.Errorf("the sidecar's token: %q", tok)
+	}
+}

@@ -20,6 +20,9 @@ import (
 type fileSet struct {
 	data  map[string][]byte
 	items []api.KeyToPath
+	// users are the owners of files (by path) that are not the agent's:
+	// a projected token's, when the pod's containers all run as one user.
+	users map[string]int
 }
 
 func (f *fileSet) add(path string, b []byte, mode *int32) {
@@ -167,6 +170,7 @@ func projectedFiles(ctx context.Context, env volumeEnv, pod *api.Pod, dir string
 				return nil, err
 			}
 			f.add(s.ServiceAccountToken.Path, tok, nil)
+			projectedTokenAccess(f, pod, s.ServiceAccountToken.Path)
 		default:
 			return nil, configErrorf("projected source %d: only configMap, secret, downwardAPI and serviceAccountToken are supported", i)
 		}
@@ -201,4 +205,24 @@ func projectedToken(ctx context.Context, env volumeEnv, pod *api.Pod, path strin
 		return nil, fmt.Errorf("serviceAccountToken %s: service account %s/%s: %w", src.Path, pod.Namespace, pod.Spec.ServiceAccountName, err)
 	}
 	return []byte(tok), nil
+}
+
+// projectedTokenAccess sets the mode and owner of a projected token as
+// the kubelet's projected volume does: when the pod's containers all run
+// as one user (FsUser) or it has an fsGroup, the token is 0600 and that
+// user's (the group then reads it, as it does every file of the volume);
+// else it has the volume's defaultMode.
+func projectedTokenAccess(f *fileSet, pod *api.Pod, path string) {
+	u := fsUser(pod)
+	if gid, _ := podFSGroup(pod); u == nil && gid == nil {
+		return
+	}
+	mode := int32(0o600)
+	f.add(path, f.data[path], &mode)
+	if u != nil {
+		if f.users == nil {
+			f.users = map[string]int{}
+		}
+		f.users[path] = int(*u)
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/berth-dev/berth/api"
 )
 
@@ -115,9 +117,26 @@ func setUpServiceAccountToken(ctx context.Context, dataDir string, refs RefResol
 	if tok == "" {
 		// Kept: its owner and mode are set again, for a token an
 		// older agent wrote.
-		return errors.Join(os.Chmod(path, mode), setOwner(path, owner))
+		err := errors.Join(os.Chmod(path, mode), owner.set(path))
+		return errors.Join(err, serviceAccountGroup(pod, dir))
 	}
-	return writeFileAtomicAs(path, []byte(tok), mode, owner)
+	if err := writeFileAtomicAs(path, []byte(tok), mode, owner); err != nil {
+		return err
+	}
+	return serviceAccountGroup(pod, dir)
+}
+
+// serviceAccountGroup gives the service-account directory to the pod's
+// fsGroup, read-only, as the kubelet's SetVolumeOwnership does to the
+// projected volume that holds a pod's token: namespace and ca.crt too,
+// and the directory, which is setgid so what is written next is the
+// group's from the start.
+func serviceAccountGroup(pod *api.Pod, dir string) error {
+	gid, _ := podFSGroup(pod)
+	if gid == nil {
+		return nil
+	}
+	return setVolumeOwnership(dir, *gid, true, corev1.FSGroupChangeAlways)
 }
 
 // tokenFresh reports whether the token at path has lived less than 80% of

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,9 @@ import (
 // counter so that a rotation is visible.
 type issuingRefs struct {
 	*fakeRefs
-	now    func() time.Time
+	now func() time.Time
+	// mu guards issued: the workers of several pods ask at once.
+	mu     sync.Mutex
 	issued int
 	// accounts are the service accounts by namespace/name; one not there
 	// is found with no automountServiceAccountToken.
@@ -38,11 +41,14 @@ func (r *issuingRefs) ServiceAccount(_ context.Context, ns, name string) (*api.S
 }
 
 func (r *issuingRefs) ServiceAccountToken(_ context.Context, pod *api.Pod, audiences []string, seconds int64) (string, error) {
+	r.mu.Lock()
 	r.issued++
+	n := r.issued
+	r.mu.Unlock()
 	iat := r.now().Unix()
 	aud, _ := json.Marshal(audiences)
 	payload := fmt.Sprintf(`{"sub":"system:serviceaccount:%s:%s","aud":%s,"iat":%d,"exp":%d,"n":%d}`,
-		pod.Namespace, pod.Spec.ServiceAccountName, aud, iat, iat+seconds, r.issued)
+		pod.Namespace, pod.Spec.ServiceAccountName, aud, iat, iat+seconds, n)
 	return "e30." + base64.RawURLEncoding.EncodeToString([]byte(payload)) + ".sig", nil
 }
 

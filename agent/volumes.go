@@ -111,7 +111,7 @@ func setUpVolume(ctx context.Context, env volumeEnv, pod *api.Pod, v api.Volume)
 				data[k] = b
 			}
 		}
-		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, "ConfigMap "+pod.Namespace+"/"+src.Name)
+		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, nil, "ConfigMap "+pod.Namespace+"/"+src.Name)
 	case v.Secret != nil:
 		src := v.Secret
 		var data map[string][]byte
@@ -126,13 +126,13 @@ func setUpVolume(ctx context.Context, env volumeEnv, pod *api.Pod, v api.Volume)
 				data[k] = []byte(str)
 			}
 		}
-		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, "Secret "+pod.Namespace+"/"+src.SecretName)
+		return own, projectOwned(pod, own, data, src.Items, src.DefaultMode, nil, "Secret "+pod.Namespace+"/"+src.SecretName)
 	case v.DownwardAPI != nil:
 		f := &fileSet{}
 		if err := downwardFiles(f, pod, v.DownwardAPI.Items, env.allocatable); err != nil {
 			return "", err
 		}
-		return own, projectOwned(pod, own, f.data, f.items, v.DownwardAPI.DefaultMode, "downwardAPI volume "+v.Name)
+		return own, projectOwned(pod, own, f.data, f.items, v.DownwardAPI.DefaultMode, nil, "downwardAPI volume "+v.Name)
 	case v.Projected != nil:
 		f, err := projectedFiles(ctx, env, pod, own, v.Projected)
 		if err != nil {
@@ -141,7 +141,7 @@ func setUpVolume(ctx context.Context, env volumeEnv, pod *api.Pod, v api.Volume)
 		if f.data == nil {
 			f.data = map[string][]byte{} // nothing to project, not absent
 		}
-		return own, projectOwned(pod, own, f.data, f.items, v.Projected.DefaultMode, "projected volume "+v.Name)
+		return own, projectOwned(pod, own, f.data, f.items, v.Projected.DefaultMode, f.users, "projected volume "+v.Name)
 	}
 	return "", errors.New("no volume source")
 }
@@ -201,8 +201,9 @@ func checkHostPath(h *api.HostPathVolumeSource) error {
 }
 
 // project writes data's keys (or only items, at their paths) as files in
-// dir, and removes files it wrote before that are no longer wanted.
-func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultMode *int32, what string) error {
+// dir, each given to owners before it takes its path, and removes files
+// it wrote before that are no longer wanted.
+func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultMode *int32, owners projectOwners, what string) error {
 	mode := fs.FileMode(defaultVolumeMode)
 	if defaultMode != nil {
 		mode = fs.FileMode(*defaultMode) & fs.ModePerm
@@ -248,7 +249,8 @@ func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultM
 		if err := ensureDirsBelow(dir, filepath.Dir(p), projectedDirMode); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(p, files[n].content, files[n].mode); err != nil {
+		owner := owners.of(n)
+		if err := writeFileAtomicAs(p, files[n].content, owner.fsGroupMode(files[n].mode), owner); err != nil {
 			return err
 		}
 	}
@@ -267,20 +269,20 @@ func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultM
 
 // writeFileAtomic replaces path so a reader never sees half a file.
 func writeFileAtomic(path string, b []byte, mode fs.FileMode) error {
-	return writeFileAtomicAs(path, b, mode, -1)
+	return writeFileAtomicAs(path, b, mode, agentOwned)
 }
 
-// writeFileAtomicAs is writeFileAtomic of a file owner has (-1: the
-// agent), given to owner before it takes path's place: a reader who may
-// read the old file may read the new one at every moment.
-func writeFileAtomicAs(path string, b []byte, mode fs.FileMode, owner int) error {
+// writeFileAtomicAs is writeFileAtomic of a file given to owner before it
+// takes path's place: a reader who may read the old file may read the
+// new one at every moment.
+func writeFileAtomicAs(path string, b []byte, mode fs.FileMode, owner fileOwner) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
 	if err != nil {
 		return err
 	}
 	_, werr := tmp.Write(b)
 	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode), setOwner(tmp.Name(), owner)); err != nil {
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), mode), owner.set(tmp.Name())); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -781,3 +781,53 @@ func TestContainerdNonRootReadsItsTokens(t *testing.T) {
 		t.Errorf("the sidecar's token: %q", tok)
 	}
 }
+
+// TestContainerdHostPort runs two pods listening on the same
+// containerPort with a hostPort each on a real containerd and its CNI
+// network: the portmap plugin forwards each node port to its own pod,
+// from the node and from inside the other pod (through the bridge).
+func TestContainerdHostPort(t *testing.T) {
+	critest.Need(t)
+	if !critest.InNetns(t) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := critest.Start(t, ctx)
+	image := env.Registry.Push(t, "web:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"/bin/sh", "-c",
+		`mkdir -p /tmp/www && echo "$HOSTNAME" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www`}}))
+	mk := func(name string, hostPort int32) *api.Pod {
+		return &api.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+			Spec: api.PodSpec{
+				TerminationGracePeriodSeconds: new(int64(1)),
+				Containers: []api.Container{{Name: "web", Image: image,
+					Ports: []api.ContainerPort{{ContainerPort: 8080, HostPort: hostPort, Protocol: api.ProtocolTCP}}}},
+			},
+		}
+	}
+	a, b := mk("web-a", 18081), mk("web-b", 18082)
+	cm := startCRIManager(t, ctx, env, nil, nil, a, b)
+	cm.running(t, a.UID, "web")
+	cm.running(t, b.UID, "web")
+	// The node's address on the pods' bridge: the podCIDR's gateway.
+	const node = "198.18.7.1"
+	for port, want := range map[int]string{18081: "web-a", 18082: "web-b"} {
+		url := fmt.Sprintf("http://%s:%d/index.html", node, port)
+		testtool.WaitFor(t, 30*time.Second, "hostPort "+strconv.Itoa(port)+" from the node", func() error {
+			resp, err := http.Get(url)
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := strings.TrimSpace(string(body)); got != want {
+				return fmt.Errorf("%s answered %q, want %s", url, got, want)
+			}
+			return nil
+		})
+	}
+	if got := cm.exec(t, ctx, b.UID, "web", "wget", "-q", "-O", "-", "http://"+node+":18081/index.html"); got != "web-a" {
+		t.Errorf("hostPort 18081 from inside web-b: %q, want web-a", got)
+	}
+}

@@ -784,8 +784,9 @@ func TestContainerdNonRootReadsItsTokens(t *testing.T) {
 
 // TestContainerdHostPort runs two pods listening on the same
 // containerPort with a hostPort each on a real containerd and its CNI
-// network: the portmap plugin forwards each node port to its own pod,
-// from the node and from inside the other pod (through the bridge).
+// network: each turns ready by a tcpSocket probe of its own address, and
+// the portmap plugin forwards each node port to its own pod, from the
+// node and from inside the other pod (through the bridge).
 func TestContainerdHostPort(t *testing.T) {
 	critest.Need(t)
 	if !critest.InNetns(t) {
@@ -802,14 +803,25 @@ func TestContainerdHostPort(t *testing.T) {
 			Spec: api.PodSpec{
 				TerminationGracePeriodSeconds: new(int64(1)),
 				Containers: []api.Container{{Name: "web", Image: image,
-					Ports: []api.ContainerPort{{ContainerPort: 8080, HostPort: hostPort, Protocol: api.ProtocolTCP}}}},
+					Ports: []api.ContainerPort{{ContainerPort: 8080, HostPort: hostPort, Protocol: api.ProtocolTCP}},
+					// Dialled at the pod's own address: nothing of the
+					// node's listens on 8080.
+					ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{TCPSocket: &api.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+				}},
 			},
 		}
 	}
 	a, b := mk("web-a", 18081), mk("web-b", 18082)
 	cm := startCRIManager(t, ctx, env, nil, nil, a, b)
-	cm.running(t, a.UID, "web")
-	cm.running(t, b.UID, "web")
+	for _, p := range []*api.Pod{a, b} {
+		testtool.WaitFor(t, time.Minute, p.Name+" ready by its tcpSocket probe", func() error {
+			st, _ := cm.rep.last(p.UID)
+			if len(st.ContainerStatuses) != 1 || !st.ContainerStatuses[0].Ready || st.PodIP == "" || st.PodIP == "127.0.0.1" {
+				return fmt.Errorf("status %+v", st)
+			}
+			return nil
+		})
+	}
 	// The node's address on the pods' bridge: the podCIDR's gateway.
 	const node = "198.18.7.1"
 	for port, want := range map[int]string{18081: "web-a", 18082: "web-b"} {

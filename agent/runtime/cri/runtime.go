@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,6 +69,23 @@ type Runtime struct {
 	pods map[string]*sandbox
 	// podLocks serialise the making of a pod's sandbox.
 	podLocks map[string]*sync.Mutex
+
+	// lister is held by the one List call that lists for a round;
+	// nextList is the round the List calls made meanwhile wait for
+	// (under mu).
+	lister   chan struct{}
+	nextList *listRound
+}
+
+// listRound is one ListContainers shared by every List call made before
+// it began: each pod worker lists at each of its syncs, and 100 pods
+// starting at once would otherwise ask the runtime for every container
+// 100 times over, as the kubelet avoids with one relist for its pod
+// workers (PLEG).
+type listRound struct {
+	done chan struct{}
+	out  []runtime.Status
+	err  error
 }
 
 type run struct {
@@ -136,6 +154,7 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		byCRI:    map[string]*run{},
 		pods:     map[string]*sandbox{},
 		podLocks: map[string]*sync.Mutex{},
+		lister:   make(chan struct{}, 1),
 		scheme:   "cri",
 	}
 	if v, err := rs.Version(ctx, "v1"); err == nil {
@@ -200,8 +219,50 @@ func (r *Runtime) watch(ctx context.Context) {
 }
 
 // List implements runtime.Runtime from ListContainers: every container
-// berth made, found again after a restart of the agent.
+// berth made, found again after a restart of the agent. Calls made while
+// a listing is under way share the next one, which begins after them all
+// and so sees what each of them did before it called.
 func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
+	for {
+		r.mu.Lock()
+		round := r.nextList
+		if round == nil {
+			round = &listRound{done: make(chan struct{})}
+			r.nextList = round
+		}
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-round.done:
+		case r.lister <- struct{}{}:
+			r.mu.Lock()
+			if r.nextList == round {
+				// This call lists for the round: calls from now on wait
+				// for the next one.
+				r.nextList = nil
+				r.mu.Unlock()
+				round.out, round.err = r.list(ctx)
+				close(round.done)
+			} else {
+				r.mu.Unlock()
+			}
+			<-r.lister
+			<-round.done
+		}
+		// A round that failed only because the call that listed for it
+		// gave up is not this call's failure: it lists again.
+		if round.err != nil && ctx.Err() == nil && (errors.Is(round.err, context.Canceled) || errors.Is(round.err, context.DeadlineExceeded)) {
+			continue
+		}
+		// Each call's own slice: callers may append to it.
+		return slices.Clone(round.out), round.err
+	}
+}
+
+// list is one ListContainers, and a ContainerStatus of each container
+// that changed since it was last read.
+func (r *Runtime) list(ctx context.Context) ([]runtime.Status, error) {
 	cs, err := r.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: map[string]string{labelManaged: "true"}})
 	if err != nil {
 		return nil, fmt.Errorf("cri: list containers: %w", err)

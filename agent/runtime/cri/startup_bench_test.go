@@ -2,9 +2,12 @@ package cri_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +67,74 @@ func BenchmarkCRIStartup100(b *testing.B) {
 		}
 		if err == nil {
 			err = timed("StartContainer", func() error { return rs.StartContainer(ctx, cid) })
+		}
+		return err
+	})
+}
+
+// BenchmarkCrictlStartup100 starts the same 100 pods as
+// BenchmarkCRIStartup100 with cri-tools' crictl, the runtime's own
+// command-line client (`crictl runp`, `create`, `start`, a process each),
+// all at once: the runtime's figure as its own tools see it, each call
+// paying for a crictl process too. It needs crictl on PATH.
+//
+//	go test -run '^$' -bench CrictlStartup100 -benchtime 1x ./agent/runtime/cri/
+func BenchmarkCrictlStartup100(b *testing.B) {
+	crictl, err := exec.LookPath("crictl")
+	if err != nil {
+		b.Skip("no crictl on PATH")
+	}
+	env, image, ok := startupEnv(b)
+	if !ok {
+		return
+	}
+	dir := b.TempDir()
+	endpoint := env.Containerd.Endpoint()
+	run := func(args ...string) (string, error) {
+		// crictl's --timeout bounds each call: a sandbox takes far
+		// longer than its default 2s when 100 start at once.
+		cmd := exec.Command(crictl, append([]string{"--runtime-endpoint", endpoint, "--image-endpoint", endpoint, "--timeout", "10m"}, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("crictl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+		}
+		return strings.TrimSpace(string(out)), nil
+	}
+	writeJSON := func(name string, v any) string {
+		b2, err := json.Marshal(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b2, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return path
+	}
+	ctrConfig := writeJSON("container.json", &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "sleep"},
+		Image:    &runtimeapi.ImageSpec{Image: image},
+		Command:  []string{"sleep", "100000"},
+		LogPath:  "sleep/0.log",
+		Labels:   map[string]string{"dev.berth.managed": "true"},
+	})
+	startPods(b, "crictl", func(i int, timed timer) error {
+		uid := fmt.Sprintf("bench-uid-%03d", i)
+		podConfig := writeJSON(uid+".json", &runtimeapi.PodSandboxConfig{
+			Metadata:     &runtimeapi.PodSandboxMetadata{Name: fmt.Sprintf("bench-%03d", i), Uid: uid, Namespace: "default"},
+			Hostname:     fmt.Sprintf("bench-%03d", i),
+			LogDirectory: env.Dir + "/logs/" + uid,
+			Labels:       map[string]string{"dev.berth.managed": "true", "io.kubernetes.pod.uid": uid},
+		})
+		var sid, cid string
+		err := timed("RunPodSandbox", func() (err error) { sid, err = run("runp", podConfig); return })
+		if err == nil {
+			err = timed("CreateContainer", func() (err error) { cid, err = run("create", "--no-pull", sid, ctrConfig, podConfig); return })
+		}
+		if err == nil {
+			err = timed("StartContainer", func() (err error) { _, err = run("start", cid); return })
 		}
 		return err
 	})

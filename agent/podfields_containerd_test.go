@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -841,5 +842,43 @@ func TestContainerdHostPort(t *testing.T) {
 	}
 	if got := cm.exec(t, ctx, b.UID, "web", "wget", "-q", "-O", "-", "http://"+node+":18081/index.html"); got != "web-a" {
 		t.Errorf("hostPort 18081 from inside web-b: %q, want web-a", got)
+	}
+}
+
+// TestContainerdMemoryEmptyDir mounts emptyDirs of medium Memory into a
+// pod on a real containerd: each is a tmpfs inside the container, sized
+// by the pod's memory limit, or by its sizeLimit where that is less, as
+// the kubelet sizes them.
+func TestContainerdMemoryEmptyDir(t *testing.T) {
+	critest.Need(t)
+	if !critest.InNetns(t) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env := critest.Start(t, ctx)
+	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	small := resource.MustParse("1Mi")
+	pod := &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "tmpfs", Namespace: "default", UID: "uid-tmpfs"},
+		Spec: api.PodSpec{
+			TerminationGracePeriodSeconds: new(int64(1)),
+			Containers: []api.Container{{Name: "c", Image: image,
+				Resources:    api.ResourceRequirements{Limits: api.ResourceList{api.ResourceMemory: resource.MustParse("64Mi")}},
+				VolumeMounts: []api.VolumeMount{{Name: "pod-sized", MountPath: "/pod-sized"}, {Name: "small", MountPath: "/small"}}}},
+			Volumes: []api.Volume{
+				{Name: "pod-sized", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{Medium: api.StorageMediumMemory}}},
+				{Name: "small", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{Medium: api.StorageMediumMemory, SizeLimit: &small}}},
+			},
+		},
+	}
+	cm := startCRIManager(t, ctx, env, nil, func(o *PodManagerOptions) {
+		o.Allocatable = api.ResourceList{api.ResourceMemory: resource.MustParse("1Gi")}
+	}, pod)
+	cm.running(t, pod.UID, "c")
+	// The file system type and size in KiB of each mount point.
+	got := cm.exec(t, ctx, pod.UID, "c", "sh", "-c", `for d in /pod-sized /small; do busybox stat -f -c '%T' $d; df -k $d | tail -1 | awk '{print $2}'; done`)
+	if got := strings.Fields(got); !slices.Equal(got, []string{"tmpfs", "65536", "tmpfs", "1024"}) {
+		t.Errorf("the memory volumes: %q, want tmpfs of 65536 KiB (the pod's limit) and 1024 (its sizeLimit)", got)
 	}
 }

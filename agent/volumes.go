@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/berth-dev/berth/api"
 )
 
@@ -68,10 +70,7 @@ func setUpVolume(ctx context.Context, env volumeEnv, pod *api.Pod, v api.Volume)
 			return "", err
 		}
 		if v.EmptyDir.Medium == api.StorageMediumMemory {
-			var size int64
-			if l := v.EmptyDir.SizeLimit; l != nil {
-				size = l.Value()
-			}
+			size := memoryVolumeSize(pod, v.EmptyDir.SizeLimit, env.allocatable)
 			// Where the agent may not mount (no CAP_SYS_ADMIN), the volume
 			// is a plain directory: the pod runs, on disk.
 			if err := mountTmpfs(own, size); err != nil {
@@ -144,6 +143,37 @@ func setUpVolume(ctx context.Context, env volumeEnv, pod *api.Pod, v api.Volume)
 		return own, projectOwned(pod, own, f.data, f.items, v.Projected.DefaultMode, f.users, "projected volume "+v.Name)
 	}
 	return "", errors.New("no volume source")
+}
+
+// memoryVolumeSize is the size of an emptyDir of medium Memory, as the
+// kubelet sizes its tmpfs: the node's allocatable memory, less when every
+// container of the pod has a memory limit and their sum (the pod's limit)
+// is less, and less still when the volume's sizeLimit is; 0 (the kernel's
+// default, half the machine's memory) when none is known. A pod cannot
+// use more memory than that, so neither can its tmpfs.
+func memoryVolumeSize(pod *api.Pod, sizeLimit *resource.Quantity, allocatable api.ResourceList) int64 {
+	var size int64
+	if m, ok := allocatable[api.ResourceMemory]; ok && m.Sign() > 0 {
+		size = m.Value()
+	}
+	smaller := func(q resource.Quantity) {
+		if q.Sign() > 0 && (size == 0 || q.Value() < size) {
+			size = q.Value()
+		}
+	}
+	limited := true
+	for _, c := range allContainers(pod) {
+		if l, ok := c.Resources.Limits[api.ResourceMemory]; !ok || l.IsZero() {
+			limited = false
+		}
+	}
+	if limited {
+		smaller(api.PodLimits(&pod.Spec)[api.ResourceMemory])
+	}
+	if sizeLimit != nil {
+		smaller(*sizeLimit)
+	}
+	return size
 }
 
 // checkHostPath creates or checks a hostPath by its type.

@@ -3,11 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/berth-dev/berth/api"
 )
@@ -136,5 +139,56 @@ func TestVolumeErrors(t *testing.T) {
 	pod.Spec.Volumes = []api.Volume{{Name: "d", VolumeSource: api.VolumeSource{PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}}
 	if _, err := setUpVolumes(context.Background(), volumeEnv{dataDir: t.TempDir()}, pod); err == nil || !strings.Contains(err.Error(), "standalone") {
 		t.Errorf("claim without API: %v", err)
+	}
+}
+
+// TestMemoryVolumeSize sizes an emptyDir of medium Memory as the kubelet
+// does: the least of the node's allocatable memory, the pod's memory
+// limit (only when every container, init ones too, has one) and the
+// volume's sizeLimit.
+func TestMemoryVolumeSize(t *testing.T) {
+	const mi = 1 << 20
+	q := resource.MustParse
+	limited := func(limits ...string) *api.Pod {
+		p := &api.Pod{}
+		for i, l := range limits {
+			c := api.Container{Name: fmt.Sprint("c", i)}
+			if l != "" {
+				c.Resources.Limits = api.ResourceList{api.ResourceMemory: q(l)}
+			}
+			p.Spec.Containers = append(p.Spec.Containers, c)
+		}
+		return p
+	}
+	withInit := limited("64Mi")
+	withInit.Spec.InitContainers = []api.Container{{Name: "init"}}
+	node := api.ResourceList{api.ResourceMemory: q("1Gi")}
+	for _, tt := range []struct {
+		name        string
+		pod         *api.Pod
+		sizeLimit   string
+		allocatable api.ResourceList
+		want        int64
+	}{
+		{"nothing known: the kernel's default", limited(""), "", nil, 0},
+		{"the node's allocatable", limited(""), "", node, 1024 * mi},
+		{"the pod's limit, the sum of its containers'", limited("64Mi", "32Mi"), "", node, 96 * mi},
+		{"a container without a limit: the node's", limited("64Mi", ""), "", node, 1024 * mi},
+		{"an init container without a limit: the node's", withInit, "", node, 1024 * mi},
+		{"a sizeLimit below the pod's limit", limited("64Mi"), "8Mi", node, 8 * mi},
+		{"a sizeLimit above the pod's limit", limited("64Mi"), "128Mi", node, 64 * mi},
+		{"a sizeLimit alone", limited(""), "8Mi", nil, 8 * mi},
+		{"a pod's limit above the node's allocatable", limited("2Gi"), "", node, 1024 * mi},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var sl *resource.Quantity
+			if tt.sizeLimit != "" {
+				l := q(tt.sizeLimit)
+				sl = &l
+			}
+			if got := memoryVolumeSize(tt.pod, sl, tt.allocatable); got != tt.want {
+				t.Errorf("%d, want %d", got, tt.want)
+			}
+		})
 	}
 }

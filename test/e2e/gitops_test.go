@@ -80,7 +80,7 @@ func readyCondition(src *api.Source) (string, string, string) {
 	return "", "", ""
 }
 
-func (s *server) client(t *testing.T) *client.Client {
+func (s *server) client(t testing.TB) *client.Client {
 	t.Helper()
 	cfg, err := client.LoadKubeconfig(s.kubeconfig)
 	if err != nil {

@@ -95,13 +95,36 @@ func UncheckedKind(gvk schema.GroupVersionKind) *Kind {
 	return &Kind{GVK: gvk, Custom: true, typ: unstructuredType}
 }
 
+// UncheckedCustomKind resolves, for DecodeOptions.Kinds, a kind of a
+// group berth does not serve as a custom resource to check once its CRD
+// is found (an UncheckedKind). Groups of Kubernetes' own (k8s.io) and
+// berth's are not: a kind there that berth does not serve stays an
+// error, as does a kind of no group.
+func UncheckedCustomKind(gvk schema.GroupVersionKind) *Kind {
+	g := gvk.Group
+	if !strings.Contains(g, ".") || g == "k8s.io" || strings.HasSuffix(g, ".k8s.io") {
+		return nil
+	}
+	if slices.ContainsFunc(kinds, func(k *Kind) bool { return k.GVK.Group == g }) {
+		return nil
+	}
+	return UncheckedKind(gvk)
+}
+
 // DefaultAndValidateAs is DefaultAndValidate of a custom resource as an
 // object of k, a kind the registry need not hold (CustomKindOf of a CRD
 // found beside it): its metadata defaulted and validated for the CRD's
 // scope. The CRD's schema is package crd's to check.
 func (d *Decoded) DefaultAndValidateAs(k *Kind) ErrorList {
-	defaultAs(d.Object, k)
-	return d.Errors(validateAs(d.Object, k))
+	return d.DefaultAndValidateObjectAs(d.Object, k)
+}
+
+// DefaultAndValidateObjectAs is DefaultAndValidateAs of obj, a copy of
+// the decoded object that the caller may change (the decoded one is
+// shared with a source's decode cache); the errors are placed in d's file.
+func (d *Decoded) DefaultAndValidateObjectAs(obj Object, k *Kind) ErrorList {
+	defaultAs(obj, k)
+	return d.Errors(validateAs(obj, k))
 }
 
 // ErrorAt places a message about the field at path (relative to the

@@ -5,8 +5,10 @@ package api
 // ServiceAccounts, ConfigMaps, Secrets, PVCs, Services and PodDisruptionBudgets, workloads, then
 // the rest.
 var applyOrder = map[string]int{
-	"Namespace":    0,
-	"StorageClass": 1,
+	"Namespace": 0,
+	// Before the custom resources of its kind (unranked, so last).
+	"CustomResourceDefinition": 0,
+	"StorageClass":             1,
 	// A pod's priority is resolved from its class when it is created.
 	"PriorityClass": 1,
 	// An Ingress is given the default class when it is created.

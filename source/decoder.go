@@ -181,7 +181,7 @@ func (d *Decoder) Decode(c Contents) ([]*api.Decoded, api.ErrorList) {
 			}
 			data = plain
 		}
-		objs, errs := api.DecodeStream(files[i].Name, data, api.DecodeOptions{DropStatus: true, ValidateRest: true})
+		objs, errs := api.DecodeStream(files[i].Name, data, api.DecodeOptions{DropStatus: true, ValidateRest: true, Kinds: api.UncheckedCustomKind})
 		results[i] = decodedFile{objs: objs, errs: errs}
 	})
 

@@ -55,7 +55,7 @@ func runValidate(cmd *cobra.Command, g *globalOptions, paths []string) error {
 	var objs []*api.Decoded
 	errs := problems
 	for _, f := range files {
-		decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true, ValidateRest: true, Kinds: uncheckedKinds})
+		decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true, ValidateRest: true, Kinds: api.UncheckedCustomKind})
 		errs = append(errs, derrs...)
 		objs = append(objs, decoded...)
 	}

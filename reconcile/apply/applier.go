@@ -22,7 +22,9 @@ import (
 
 // Options tune an Applier. The zero value is usable.
 type Options struct {
-	// Clock stamps sync times and events; the real clock when nil.
+	// Clock stamps sync times and events; the real clock when nil. When
+	// it is a clock.Clock it also times the wait for the CRDs a revision
+	// applies first (EstablishTimeout); otherwise the real clock does.
 	Clock clock.PassiveClock
 	// Logger receives what the applier does; slog.Default() when nil.
 	Logger *slog.Logger
@@ -41,6 +43,8 @@ type Options struct {
 type Applier struct {
 	store *store.Store
 	clock clock.PassiveClock
+	// waits times the wait for CRDs to be Established.
+	waits clock.Clock
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -83,7 +87,11 @@ func New(s *store.Store, opts Options) *Applier {
 	if opts.Events == nil {
 		opts.Events = event.NewWriter(s, event.Options{Clock: opts.Clock, Logger: opts.Logger}).Recorder(EventComponent, "")
 	}
-	return &Applier{store: s, clock: opts.Clock, log: opts.Logger, sources: map[string]*sourceState{},
+	waits, ok := opts.Clock.(clock.Clock)
+	if !ok {
+		waits = clock.RealClock{}
+	}
+	return &Applier{store: s, clock: opts.Clock, waits: waits, log: opts.Logger, sources: map[string]*sourceState{},
 		events: opts.Events, onDrift: opts.OnDrift}
 }
 
@@ -167,6 +175,16 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 		return res, a.writeStatus(ctx, name, st, &res, opts)
 	}
 
+	// The CRDs whose kinds the revision's objects need go in first.
+	var first Counts
+	var firstRev uint64
+	if crds := unestablished(name, desired); len(crds) > 0 {
+		var err error
+		if first, firstRev, err = a.establish(ctx, name, rev.ID, st, crds, desired); err != nil {
+			return a.failed(ctx, name, st, res, opts, err)
+		}
+	}
+
 	var plan *Plan
 	storeRev, err := a.store.Txn(ctx, func(tx *store.Txn) error {
 		src, err := getSource(tx, name)
@@ -192,26 +210,19 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 		if err := a.execute(tx, name, plan); err != nil {
 			return err
 		}
+		plan.Counts = plan.Counts.after(first)
 		res.Ready, res.Reason, res.Counts = true, api.ReasonSucceeded, plan.Counts
 		res.Message = appliedMessage(rev.ID, plan.Counts)
 		return a.updateStatus(tx, src, &res, opts, len(desired))
 	})
-	var rej *rejected
-	switch {
-	case errors.As(err, &rej):
-		res.Reason, res.Errors, res.Message = rej.reason, rej.errs, rej.message
-		return res, a.writeStatus(ctx, name, st, &res, opts)
-	case store.IsForbidden(err):
-		// Admission (a quota) refused an object: the revision cannot go in
-		// until the quota or the revision changes; say so on the Source.
-		res.Reason = api.ReasonForbidden
-		res.Message = fmt.Sprintf("revision %s refused: %v; still at revision %s", rev.ID, err, orNone(st.revision))
-		return res, a.writeStatus(ctx, name, st, &res, opts)
-	case err != nil:
-		return Result{Revision: rev.ID}, fmt.Errorf("apply revision %s of source %s: %w", rev.ID, name, err)
+	if err != nil {
+		return a.failed(ctx, name, st, res, opts, err)
 	}
-	if plan.Counts.Created+plan.Counts.Updated+plan.Counts.Pruned > 0 {
+	switch {
+	case plan.Counts.Created+plan.Counts.Updated+plan.Counts.Pruned > first.Created+first.Updated:
 		res.StoreRevision = storeRev
+	case first.Created+first.Updated > 0:
+		res.StoreRevision = firstRev
 	}
 	applied := make(map[Key]*api.Decoded, len(desired))
 	for _, d := range desired {
@@ -234,6 +245,25 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	a.log.Info("applied revision", "source", name, "revision", rev.ID, "created", plan.Counts.Created,
 		"updated", plan.Counts.Updated, "pruned", plan.Counts.Pruned, "unchanged", plan.Counts.Unchanged)
 	return res, nil
+}
+
+// failed ends an Apply whose writes failed: a revision rejected, or
+// refused by admission, changes the Source status only; any other error
+// is the store's.
+func (a *Applier) failed(ctx context.Context, name string, st *sourceState, res Result, opts ApplyOptions, err error) (Result, error) {
+	var rej *rejected
+	switch {
+	case errors.As(err, &rej):
+		res.Reason, res.Errors, res.Message = rej.reason, rej.errs, rej.message
+		return res, a.writeStatus(ctx, name, st, &res, opts)
+	case store.IsForbidden(err):
+		// Admission (a quota) refused an object: the revision cannot go in
+		// until the quota or the revision changes; say so on the Source.
+		res.Reason = api.ReasonForbidden
+		res.Message = fmt.Sprintf("revision %s refused: %v; still at revision %s", res.Revision, err, orNone(st.revision))
+		return res, a.writeStatus(ctx, name, st, &res, opts)
+	}
+	return Result{Revision: res.Revision}, fmt.Errorf("apply revision %s of source %s: %w", res.Revision, name, err)
 }
 
 // readInput reads what the plan needs from the transaction: the source's

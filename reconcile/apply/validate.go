@@ -1,13 +1,16 @@
 package apply
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/crd"
 )
 
 // Desired is one object a revision declares, ready to be written: a copy
@@ -53,6 +56,7 @@ var sourceKind = api.KindOf(&api.Source{})
 // Same.
 func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, previous map[Key]*api.Decoded) ([]*Desired, api.ErrorList) {
 	errs := append(api.ErrorList(nil), decodeErrs...)
+	custom := revisionCRDs(objs)
 	out := make([]*Desired, 0, len(objs))
 	kept := make([]*api.Decoded, 0, len(objs))
 	for _, d := range objs {
@@ -61,6 +65,14 @@ func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, p
 		}
 		kept = append(kept, d)
 		k := api.KindOf(d.Object)
+		var def *crd.Definition
+		if u, ok := d.Object.(*unstructured.Unstructured); ok {
+			if def = custom.definition(u); def == nil {
+				errs = append(errs, noDefinition(d, u))
+				continue
+			}
+			k = def.Kind
+		}
 		key := decodedKey(k, d)
 		prev := previous[key]
 		if prev == d {
@@ -69,7 +81,17 @@ func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, p
 		}
 		obj := d.Object.DeepCopyObject().(api.Object)
 		stripServerFields(obj)
-		api.Default(obj)
+		if def != nil {
+			// As the API server checks a create of it: its schema's
+			// defaults and rules, with the CRD the revision holds
+			// when it holds one.
+			if e := def.Check(context.Background(), d, obj.(*unstructured.Unstructured)); len(e) > 0 {
+				errs = append(errs, e...)
+				continue
+			}
+		} else {
+			api.Default(obj)
+		}
 		if owner, ok := obj.GetAnnotations()[api.AnnotationSource]; ok && owner != sourceName {
 			errs = append(errs, d.Errors(field.ErrorList{field.Invalid(
 				field.NewPath("metadata", "annotations").Key(api.AnnotationSource), owner,
@@ -82,7 +104,7 @@ func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, p
 		// its errors name the manifest's own fields (a Secret's
 		// stringData), then it takes its stored form.
 		same := prev != nil && reflect.DeepEqual(prev.Object, d.Object)
-		if !same {
+		if !same && def == nil {
 			if e := d.Errors(api.Validate(obj)); len(e) > 0 {
 				errs = append(errs, e...)
 				continue
@@ -115,7 +137,7 @@ func decodedKey(k *api.Kind, d *api.Decoded) Key {
 func prepared(sourceName string, d *api.Decoded) api.Object {
 	obj := d.Object.DeepCopyObject().(api.Object)
 	stripServerFields(obj)
-	api.Default(obj)
+	defaultObject(obj)
 	markSource(obj, sourceName)
 	api.MergeStringData(obj)
 	return obj

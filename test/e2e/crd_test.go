@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -141,4 +143,74 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestCustomResourcesFromGit applies, from a git source, one revision
+// holding a Flux-style CRD and objects of its kind: the CRD goes in
+// first, the objects once it is Established, defaulted by its schema and
+// shown by kubectl with its printer columns. A later commit with an
+// object that breaks the CRD's CEL rule is held back, naming the file and
+// field, while the objects of the first stay.
+func TestCustomResourcesFromGit(t *testing.T) {
+	t.Parallel()
+	testtool.Need(t, "kubectl")
+	crd, err := os.ReadFile("testdata/crd-releases.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := func(name, spec string) string {
+		return fmt.Sprintf("apiVersion: delivery.example.com/v1\nkind: Release\nmetadata:\n  name: %s\nspec:\n%s\n", name, spec)
+	}
+	r := testtool.NewGitRepo(t, "fleet")
+	r.Write("crds/releases.yaml", string(crd))
+	r.Write("apps/releases.yaml", release("podinfo", "  url: https://example.com/podinfo")+"---\n"+release("web", "  url: https://example.com/web\n  interval: 1m"))
+	first := r.Push("main", "releases")
+
+	secretFile := filepath.Join(t.TempDir(), "hook-secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "--source", "git+file://"+r.Bare+"?interval=1h", "--webhook-secret-file", secretFile)
+	c := s.client(t)
+	waitFor(t, 30*time.Second, "the first revision", func() error {
+		if src := s.source(t, c, "fleet"); src.Status.LastAppliedRevision != first {
+			_, reason, msg := readyCondition(src)
+			return fmt.Errorf("applied %q: %s: %s", src.Status.LastAppliedRevision, reason, msg)
+		}
+		return nil
+	})
+	if out := s.kubectl(t, "get", "crd", "releases.delivery.example.com", "-o", `jsonpath={.status.conditions[?(@.type=="Established")].status}`); out != "True" {
+		t.Fatalf("the CRD is not Established: %q", out)
+	}
+	s.kubectl(t, "patch", "release", "web", "--subresource=status", "--type=merge", "-p", `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+	out := s.kubectl(t, "get", "releases")
+	if !containsAll(out, "NAME", "URL", "INTERVAL", "READY", "AGE") ||
+		!regexpMatch(`podinfo\s+https://example.com/podinfo\s+10m\s+<none>\s`, out) ||
+		!regexpMatch(`web\s+https://example.com/web\s+1m\s+True\s`, out) {
+		t.Fatalf("kubectl get releases: want the printer columns, the schema's default interval and the status:\n%s", out)
+	}
+
+	// An object that breaks the CEL rule holds its revision back.
+	r.Write("apps/releases.yaml", release("podinfo", "  url: https://example.com/podinfo")+"---\n"+release("web", "  url: http://example.com/web"))
+	bad := r.Push("main", "plain http")
+	if code := s.hook(t, "s3cret", "fleet", true); code != http.StatusAccepted {
+		t.Fatalf("webhook: %d", code)
+	}
+	waitFor(t, 30*time.Second, "the invalid revision to be held back", func() error {
+		src := s.source(t, c, "fleet")
+		status, reason, msg := readyCondition(src)
+		if src.Status.LastAttemptedRevision != bad || status != "False" {
+			return fmt.Errorf("attempted %s: %s %s: %s", src.Status.LastAttemptedRevision, status, reason, msg)
+		}
+		if reason != api.ReasonInvalidRevision || !containsAll(msg, "apps/releases.yaml", "doc 1", "spec", "url must be an https URL", "still at revision "+first) {
+			t.Fatalf("Ready=False %s: %s", reason, msg)
+		}
+		if src.Status.LastAppliedRevision != first {
+			t.Fatalf("applied %s, want %s still", src.Status.LastAppliedRevision, first)
+		}
+		return nil
+	})
+	if out := s.kubectl(t, "get", "release", "web", "-o", "jsonpath={.spec.url}"); out != "https://example.com/web" {
+		t.Fatalf("web after the held-back revision: url %q", out)
+	}
 }

@@ -128,8 +128,13 @@ type Config struct {
 	// plane that follows another's store sends writes to the leader.
 	// It returns nil for the requests served here.
 	Forward func(*http.Request) http.Handler
-	Logger  *slog.Logger
-	Clock   clock.WithTickerAndDelayedExecution
+	// ProxyClientName is the common name of the client certificate (signed
+	// by the cluster CA) of another control plane that passes requests on:
+	// from it alone the X-Remote-User and X-Remote-Group headers name the
+	// user (see PassCertificateUser). Empty: from nobody.
+	ProxyClientName string
+	Logger          *slog.Logger
+	Clock           clock.WithTickerAndDelayedExecution
 }
 
 // Server is berth's API server. Build it with New, serve Handler (or call
@@ -517,12 +522,23 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			id  *auth.Identity
 			err error
 		)
-		if ok {
+		proxy := s.fromProxy(r)
+		switch {
+		case proxy && r.Header.Get(HeaderRemoteUser) != "":
+			// Another control plane passes on a request of the user
+			// it names (auth_requestheader.go).
+			id, ok = proxiedIdentity(r.Header), true
+		case ok:
 			id, err = s.cfg.Authenticator.Authenticate(r.Context(), tok)
-		} else if id, err = auth.CertificateIdentity(r); id != nil || err != nil {
-			// A client certificate the handshake verified against the
-			// cluster CA stands for a bearer token.
-			ok = true
+		case proxy:
+			// The proxy's certificate is no user's: a request it
+			// passes on names the user or bears the user's token.
+		default:
+			if id, err = auth.CertificateIdentity(r); id != nil || err != nil {
+				// A client certificate the handshake verified
+				// against the cluster CA stands for a bearer token.
+				ok = true
+			}
 		}
 		if (!ok || err != nil || id == nil) && r.ProtoMajor == 2 {
 			// An HTTP/2 connection is costly to keep and easy to abuse

@@ -112,18 +112,24 @@ const forwardedHeader = "Berth-Forwarded-By"
 
 type targetKey struct{}
 
-func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Logger, clk clock.WithDelayedExecution) *forwarder {
+// newForwarder's transport presents cert, the control planes' client
+// certificate (CN api.APIServerClientName), with which the leader
+// believes the user a forwarded request names (see
+// apiserver.PassCertificateUser): a user of a client certificate keeps
+// their identity and groups, and RBAC on the leader judges them.
+func newForwarder(st *store.Store, self string, ca *x509.CertPool, cert tls.Certificate, log *slog.Logger, clk clock.WithDelayedExecution) *forwarder {
 	f := &forwarder{store: st, self: self, log: log, clock: clk}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(pr.In.Context().Value(targetKey{}).(*forwarding).leader)
 			pr.SetXForwarded()
 			pr.Out.Header.Set(forwardedHeader, f.self)
+			apiserver.PassCertificateUser(pr.In, pr.Out.Header)
 		},
 		Transport: untilAnswered{&http.Transport{
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			TLSHandshakeTimeout:   10 * time.Second,
-			TLSClientConfig:       &tls.Config{RootCAs: ca, MinVersion: tls.VersionTLS12},
+			TLSClientConfig:       &tls.Config{RootCAs: ca, Certificates: certificates(cert), MinVersion: tls.VersionTLS12},
 			ForceAttemptHTTP2:     true,
 			ResponseHeaderTimeout: time.Minute,
 			IdleConnTimeout:       90 * time.Second,
@@ -152,6 +158,15 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, log *slog.Log
 		},
 	}
 	return f
+}
+
+// certificates is the list of a TLS client's one certificate, empty when
+// there is none.
+func certificates(cert tls.Certificate) []tls.Certificate {
+	if len(cert.Certificate) == 0 {
+		return nil
+	}
+	return []tls.Certificate{cert}
 }
 
 // route is the API server's Forward: the writes of a follower go to the

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
@@ -64,7 +65,7 @@ func followerAPI(t *testing.T, ep string, hits *atomic.Int32) (*forwarder, *http
 	t.Cleanup(ts.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(ts.Certificate())
-	f = newForwarder(st, ts.URL, pool, quiet, clock.RealClock{})
+	f = newForwarder(st, ts.URL, pool, tls.Certificate{}, quiet, clock.RealClock{})
 	return f, ts
 }
 
@@ -111,7 +112,7 @@ func forwarderOn(t *testing.T, clk clock.WithDelayedExecution, handler http.Hand
 	t.Cleanup(leaderAPI.Close)
 	pool := x509.NewCertPool()
 	pool.AddCert(leaderAPI.Certificate())
-	f := newForwarder(st, "https://self.test:6443", pool, quiet, clk)
+	f := newForwarder(st, "https://self.test:6443", pool, tls.Certificate{}, quiet, clk)
 	f.setLeader(leaderAPI.URL)
 	return f, st
 }

@@ -579,7 +579,11 @@ func (s *Server) buildAPI() error {
 	checks := []apiserver.ReadyCheck{{Name: "store", Check: s.store.Err}, {Name: "sources", Check: s.sources.Ready}}
 	var forward func(*http.Request) http.Handler
 	if s.store.Replicated() {
-		s.forward = newForwarder(s.store, "", s.creds.CAPool, s.log, s.cfg.Clock)
+		proxyCert, err := EnsureAPIServerClientCert(s.creds, s.cfg.Clock)
+		if err != nil {
+			return err
+		}
+		s.forward = newForwarder(s.store, "", s.creds.CAPool, proxyCert, s.log, s.cfg.Clock)
 		forward = s.forward.route
 		checks = append(checks, apiserver.ReadyCheck{Name: "leader", Check: s.forward.known})
 	}
@@ -604,6 +608,9 @@ func (s *Server) buildAPI() error {
 		Version:       s.cfg.Version,
 		ReadyChecks:   checks,
 		Forward:       forward,
+		// Another control plane passes on writes with the client
+		// certificate it also presents to agents.
+		ProxyClientName: api.APIServerClientName,
 
 		MaxRequestsInflight:         s.cfg.MaxRequestsInflight,
 		MaxMutatingRequestsInflight: s.cfg.MaxMutatingRequestsInflight,

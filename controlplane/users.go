@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/berth-dev/berth/api"
 )
 
 // MaxUserCertLifetime bounds a user certificate: a client certificate
@@ -30,6 +32,11 @@ func UserKubeconfig(dataDir, name string, groups []string, ttl time.Duration, no
 	}
 	for _, msg := range path.IsValidPathSegmentName(name) {
 		return nil, fmt.Errorf("create-user: user name %q: %s", name, msg)
+	}
+	if name == api.APIServerClientName {
+		// The control planes' own name: a certificate for it may name
+		// any user to another control plane.
+		return nil, fmt.Errorf("create-user: user name %q is the control planes' own", name)
 	}
 	if ttl <= 0 || ttl > MaxUserCertLifetime {
 		return nil, fmt.Errorf("create-user: --ttl %s: want more than 0 and at most %s", ttl, MaxUserCertLifetime)

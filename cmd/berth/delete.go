@@ -109,7 +109,7 @@ func runDelete(cmd *cobra.Command, g *globalOptions, o *deleteFlags, args []stri
 		return usageErrorf("you must name what to delete: KIND NAME, KIND/NAME, KIND -l SELECTOR, KIND --all or -f FILE")
 	default:
 		var err error
-		if reqs, err = parseResourceArgs(args); err != nil {
+		if reqs, err = resourceArgs(cmd.Context(), g, args); err != nil {
 			return err
 		}
 		for _, r := range reqs {

@@ -46,7 +46,7 @@ with it, as kubectl does.`,
 }
 
 func runDescribe(cmd *cobra.Command, g *globalOptions, o *describeOptions, args []string) error {
-	reqs, err := parseResourceArgs(args)
+	reqs, err := resourceArgs(cmd.Context(), g, args)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ the exit status is then 1.`,
 }
 
 func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) error {
-	reqs, err := parseResourceArgs(args)
+	reqs, err := resourceArgs(cmd.Context(), g, args)
 	if err != nil {
 		return err
 	}

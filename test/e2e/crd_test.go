@@ -190,6 +190,26 @@ func TestCustomResourcesFromGit(t *testing.T) {
 		t.Fatalf("kubectl get releases: want the printer columns, the schema's default interval and the status:\n%s", out)
 	}
 
+	// berth get knows the kind from the server's CRDs, by every name, and
+	// prints the CRD's printer columns as kubectl does.
+	for _, name := range []string{"releases", "release", "rel", "Release", "releases.delivery.example.com"} {
+		out := s.mustBerth(t, "get", name)
+		if !containsAll(out, "NAME", "URL", "INTERVAL", "READY", "AGE") ||
+			!regexpMatch(`podinfo\s+https://example.com/podinfo\s+10m\s+<none>\s`, out) ||
+			!regexpMatch(`web\s+https://example.com/web\s+1m\s+True\s`, out) {
+			t.Fatalf("berth get %s:\n%s", name, out)
+		}
+	}
+	if out := s.mustBerth(t, "get", "rel", "web", "-o", "json"); !containsAll(out, `"apiVersion": "delivery.example.com/v1"`, `"kind": "Release"`, `"url": "https://example.com/web"`) {
+		t.Fatalf("berth get rel web -o json:\n%s", out)
+	}
+	if out := s.mustBerth(t, "get", "release/podinfo", "-o", "yaml"); !containsAll(out, "kind: Release", "interval: 10m") {
+		t.Fatalf("berth get release/podinfo -o yaml:\n%s", out)
+	}
+	if out := s.mustBerth(t, "get", "releases", "-o", "wide", "-A"); !containsAll(out, "NAMESPACE", "URL", "READY") || !strings.Contains(out, "default ") {
+		t.Fatalf("berth get releases -o wide -A:\n%s", out)
+	}
+
 	// An object that breaks the CEL rule holds its revision back.
 	r.Write("apps/releases.yaml", release("podinfo", "  url: https://example.com/podinfo")+"---\n"+release("web", "  url: http://example.com/web"))
 	bad := r.Push("main", "plain http")

@@ -146,7 +146,35 @@ func startServerIn(t testing.TB, dataDir string, extra ...string) *server {
 		kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"),
 	}
 	s.waitReady(t)
+	// Registered after the process's own cleanup, so it runs first,
+	// while the server still answers.
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.logState(t)
+		}
+	})
 	return s
+}
+
+// logState logs what a failed test's cluster looked like: its pods,
+// events, and the last lines each pod's containers wrote.
+func (s *server) logState(t testing.TB) {
+	t.Helper()
+	logged := func(args ...string) string {
+		out, stderr, _ := s.berth(t, args...)
+		t.Logf("berth %s:\n%s%s", strings.Join(args, " "), out, stderr)
+		return out
+	}
+	logged("get", "nodes,pods", "-A", "-o", "wide")
+	logged("get", "events", "-A")
+	out, _, _ := s.berth(t, "get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace} {.metadata.name}{\"\\n\"}{end}")
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		ns, name, ok := strings.Cut(line, " ")
+		if !ok || i == 20 {
+			break
+		}
+		logged("logs", "-n", ns, name, "--all-containers", "--prefix", "--tail", "20")
+	}
 }
 
 // serverArgs is the command line of `berth server` on free loopback ports

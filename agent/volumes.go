@@ -147,10 +147,11 @@ func setUpVolume(ctx context.Context, env volumeEnv, pod *api.Pod, v api.Volume)
 
 // memoryVolumeSize is the size of an emptyDir of medium Memory, as the
 // kubelet sizes its tmpfs: the node's allocatable memory, less when every
-// container of the pod has a memory limit and their sum (the pod's limit)
-// is less, and less still when the volume's sizeLimit is; 0 (the kernel's
-// default, half the machine's memory) when none is known. A pod cannot
-// use more memory than that, so neither can its tmpfs.
+// container of the pod has a memory limit and the pod's limit (their sum,
+// plus the pod's overhead, as its cgroup is sized) is less, and less
+// still when the volume's sizeLimit is; 0 (the kernel's default, half the
+// machine's memory) when none is known. A pod cannot use more memory than
+// that, so neither can its tmpfs.
 func memoryVolumeSize(pod *api.Pod, sizeLimit *resource.Quantity, allocatable api.ResourceList) int64 {
 	var size int64
 	if m, ok := allocatable[api.ResourceMemory]; ok && m.Sign() > 0 {
@@ -168,7 +169,14 @@ func memoryVolumeSize(pod *api.Pod, sizeLimit *resource.Quantity, allocatable ap
 		}
 	}
 	if limited {
-		smaller(api.PodLimits(&pod.Spec)[api.ResourceMemory])
+		// The kubelet's ResourceConfigForPod: PodLimits with the overhead
+		// a RuntimeClass adds (spec.overhead), which the pod's cgroup
+		// holds too.
+		limit := api.PodLimits(&pod.Spec)[api.ResourceMemory]
+		if o, ok := pod.Spec.Overhead[api.ResourceMemory]; ok {
+			limit.Add(o)
+		}
+		smaller(limit)
 	}
 	if sizeLimit != nil {
 		smaller(*sizeLimit)

@@ -144,8 +144,8 @@ func TestVolumeErrors(t *testing.T) {
 
 // TestMemoryVolumeSize sizes an emptyDir of medium Memory as the kubelet
 // does: the least of the node's allocatable memory, the pod's memory
-// limit (only when every container, init ones too, has one) and the
-// volume's sizeLimit.
+// limit (only when every container, init ones too, has one; with the
+// pod's overhead) and the volume's sizeLimit.
 func TestMemoryVolumeSize(t *testing.T) {
 	const mi = 1 << 20
 	q := resource.MustParse
@@ -162,6 +162,10 @@ func TestMemoryVolumeSize(t *testing.T) {
 	}
 	withInit := limited("64Mi")
 	withInit.Spec.InitContainers = []api.Container{{Name: "init"}}
+	withOverhead := limited("64Mi", "32Mi")
+	withOverhead.Spec.Overhead = api.ResourceList{api.ResourceMemory: q("16Mi"), api.ResourceCPU: q("250m")}
+	unlimitedOverhead := limited("64Mi", "")
+	unlimitedOverhead.Spec.Overhead = api.ResourceList{api.ResourceMemory: q("16Mi")}
 	node := api.ResourceList{api.ResourceMemory: q("1Gi")}
 	for _, tt := range []struct {
 		name        string
@@ -179,6 +183,9 @@ func TestMemoryVolumeSize(t *testing.T) {
 		{"a sizeLimit above the pod's limit", limited("64Mi"), "128Mi", node, 64 * mi},
 		{"a sizeLimit alone", limited(""), "8Mi", nil, 8 * mi},
 		{"a pod's limit above the node's allocatable", limited("2Gi"), "", node, 1024 * mi},
+		{"the pod's limit with its overhead", withOverhead, "", node, 112 * mi},
+		{"a sizeLimit between the containers' sum and the overhead's", withOverhead, "100Mi", node, 100 * mi},
+		{"an overhead without every container limited: the node's", unlimitedOverhead, "", node, 1024 * mi},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var sl *resource.Quantity

@@ -32,6 +32,7 @@ const MaxRetryBody = 64 << 10
 type Proxy struct {
 	table     atomic.Pointer[Table]
 	rr        atomic.Uint64
+	up        *upstream
 	transport http.RoundTripper
 	proxy     *httputil.ReverseProxy
 	metrics   *Metrics
@@ -51,7 +52,7 @@ func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	p := &Proxy{metrics: m, log: log, clock: clk}
+	p := &Proxy{metrics: m, log: log, clock: clk, up: newUpstream(clk)}
 	p.SetTable(Build(Objects{}))
 	p.transport = &http.Transport{
 		Proxy:                 nil,
@@ -93,6 +94,23 @@ func NewProxy(m *Metrics, log *slog.Logger, clk clock.PassiveClock) *Proxy {
 func (p *Proxy) SetTable(t *Table) {
 	p.metrics.resolve(t)
 	p.table.Store(t)
+	keep := map[string]bool{}
+	t.eachRoute(func(r *Route) {
+		if r.Backend != nil {
+			for _, a := range r.Backend.Addrs {
+				keep[a] = true
+			}
+		}
+	})
+	p.up.retain(keep)
+}
+
+// CloseIdle closes the idle connections to endpoints.
+func (p *Proxy) CloseIdle() {
+	p.up.closeIdle()
+	if t, ok := p.transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
 }
 
 // Table is the table in use.
@@ -116,6 +134,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route := p.table.Load().Match(r.Host, r.URL.Path, r.TLS != nil)
 	st := &state{route: route, rec: recorder{ResponseWriter: w}}
 	rw := &st.rec
+	aborted := false
 	switch {
 	case route == nil:
 		http.Error(rw, "404 page not found: no Ingress rule matches", http.StatusNotFound)
@@ -130,7 +149,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
+		if direct(r) {
+			aborted = p.forward(rw, r, st)
+			break
+		}
 		p.proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), routeKey{}, st)))
+	}
+	if aborted {
+		// Logged and counted first; then the client's connection is cut,
+		// as httputil.ReverseProxy cuts it, so that it sees the answer
+		// is not whole.
+		defer panic(http.ErrAbortHandler)
 	}
 	elapsed := p.clock.Since(start)
 	status := rw.status
@@ -289,7 +318,9 @@ type recorder struct {
 }
 
 func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
+	// An informational answer goes before the final one, which is
+	// the one logged.
+	if r.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		r.status = code
 	}
 	r.ResponseWriter.WriteHeader(code)

@@ -164,6 +164,7 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, hs := range servers {
 		_ = hs.Shutdown(shutdownCtx)
 	}
+	s.proxy.CloseIdle()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("ingress: %w", serveErr)
 	}

@@ -1,0 +1,308 @@
+package ingress
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// direct tells whether upstream takes r: an HTTP request with its body
+// in hand (none, or buffered for a retry), that does not ask to switch
+// protocols or to be told to continue. The others (WebSockets, streamed
+// bodies) go through httputil.ReverseProxy.
+func direct(r *http.Request) bool {
+	if r.Method == http.MethodConnect || len(r.Header["Upgrade"]) > 0 || len(r.Header["Expect"]) > 0 {
+		return false
+	}
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return true
+	}
+	return r.GetBody != nil && r.ContentLength > 0
+}
+
+// forward sends r to the route's endpoints over upstream and writes the
+// answer, as httputil.ReverseProxy with the proxy's Rewrite would: round
+// robin, an idempotent request tried on the next endpoints when one
+// fails before answering. It says whether the answer was cut short
+// after its header went out, which the caller turns into an aborted
+// connection once the request is logged.
+func (p *Proxy) forward(w *recorder, r *http.Request, st *state) (aborted bool) {
+	addrs := st.route.Backend.Addrs
+	tries := 1
+	if idempotent(r) {
+		tries = min(maxTries, len(addrs))
+	}
+	start := int(p.rr.Add(1))
+	var err error
+	for i := range tries {
+		addr := addrs[(start+i)%len(addrs)]
+		st.upstream, st.tries = addr, i+1
+		var c *upConn
+		if c, err = p.up.send(r.Context(), addr, r, idempotent(r)); err == nil {
+			var resp *http.Response
+			if resp, err = p.readFinal(w, c, r); err == nil {
+				return p.respond(w, c, resp)
+			}
+			p.up.release(c, false)
+		}
+		p.metrics.seriesOf(st.route).upstreamError()
+		if r.Context().Err() != nil {
+			err = fmt.Errorf("%w: %w", r.Context().Err(), err)
+			break
+		}
+	}
+	p.proxyError(w, r, err)
+	return false
+}
+
+// readFinal reads the answer, passing informational (1xx) ones on to
+// the client as they come.
+func (p *Proxy) readFinal(w *recorder, c *upConn, r *http.Request) (*http.Response, error) {
+	for n := 0; ; n++ {
+		resp, err := c.readResponse(r)
+		if err != nil {
+			return nil, err
+		}
+		code := resp.StatusCode
+		if code == http.StatusSwitchingProtocols {
+			return nil, errors.New("ingress: upstream switched protocols unasked")
+		}
+		if code >= 200 {
+			return resp, nil
+		}
+		if n == max1xx {
+			return nil, errors.New("ingress: too many 1xx answers from upstream")
+		}
+		h := w.Header()
+		copyHeader(h, resp.Header)
+		w.WriteHeader(code)
+		clear(h)
+	}
+}
+
+// respond writes the answer's header and copies its body, flushing at
+// each write when it has no length or is an event stream, and hands the
+// connection back.
+func (p *Proxy) respond(w *recorder, c *upConn, resp *http.Response) (aborted bool) {
+	removeHopByHop(resp.Header)
+	h := w.Header()
+	for k, vv := range resp.Header {
+		h[k] = vv
+	}
+	announced := len(resp.Trailer)
+	if announced > 0 {
+		keys := make([]string, 0, announced)
+		for k := range resp.Trailer {
+			keys = append(keys, k)
+		}
+		h.Add("Trailer", strings.Join(keys, ", "))
+	}
+	w.WriteHeader(resp.StatusCode)
+	if err := copyBody(w, resp.Body, streamed(resp)); err != nil {
+		p.up.release(c, false)
+		return true
+	}
+	_ = resp.Body.Close() // at its end already: this reads the trailer in
+	p.up.release(c, !resp.Close)
+	if len(resp.Trailer) > 0 {
+		// Chunked, so that the trailer can follow.
+		w.Flush()
+	}
+	if len(resp.Trailer) == announced {
+		copyHeader(h, resp.Trailer)
+		return false
+	}
+	for k, vv := range resp.Trailer {
+		for _, v := range vv {
+			h.Add(http.TrailerPrefix+k, v)
+		}
+	}
+	return false
+}
+
+// streamed tells whether an answer is passed on as it comes, as
+// httputil.ReverseProxy does: server-sent events and answers without a
+// length.
+func streamed(resp *http.Response) bool {
+	if resp.ContentLength == -1 {
+		return true
+	}
+	// The media type alone, without mime.ParseMediaType's map of
+	// parameters for every answer.
+	ct := resp.Header.Get("Content-Type")
+	const sse = "text/event-stream"
+	if len(ct) < len(sse) || !strings.EqualFold(ct[:len(sse)], sse) {
+		return false
+	}
+	rest := strings.TrimLeft(ct[len(sse):], " \t")
+	return rest == "" || rest[0] == ';'
+}
+
+// copyBody copies an answer's body to the client through a pooled
+// buffer. An error is the endpoint's or the client's: either way the
+// answer is cut.
+func copyBody(w *recorder, body io.Reader, flush bool) error {
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			if flush {
+				w.Flush()
+			}
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, vv := range src {
+		for _, v := range vv {
+			dst.Add(k, v)
+		}
+	}
+}
+
+// hopHeaders are the hop-by-hop headers (RFC 9110 section 7.6.1) that
+// a proxy does not pass on, as httputil.ReverseProxy lists them.
+func hopHeader(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// removeHopByHop removes the hop-by-hop headers and those the
+// Connection header names.
+func removeHopByHop(h http.Header) {
+	for _, f := range h["Connection"] {
+		for sf := range strings.SplitSeq(f, ",") {
+			if sf = textproto.TrimString(sf); sf != "" {
+				h.Del(sf)
+			}
+		}
+	}
+	for k := range h {
+		if hopHeader(k) {
+			delete(h, k)
+		}
+	}
+}
+
+// writeRequest writes r as the proxy passes it on: its method, path and
+// query (the query cleaned of what cannot be parsed), its Host, its
+// headers less the hop-by-hop ones and the client's forwarding headers,
+// X-Forwarded-For, -Host and -Proto as httputil.ProxyRequest's
+// SetXForwarded sets them, and its body of known length.
+func writeRequest(bw *bufio.Writer, r *http.Request) error {
+	u := r.URL
+	if q := cleanQueryParams(u.RawQuery); q != u.RawQuery {
+		u2 := *u
+		u2.RawQuery = q
+		u = &u2
+	}
+	bw.WriteString(r.Method)
+	bw.WriteByte(' ')
+	bw.WriteString(u.RequestURI())
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(r.Host)
+	bw.WriteString("\r\n")
+	conn := r.Header["Connection"]
+	for k, vv := range r.Header {
+		switch {
+		case hopHeader(k), k == "Host", k == "Content-Length",
+			k == "Forwarded", k == "X-Forwarded-For", k == "X-Forwarded-Host", k == "X-Forwarded-Proto":
+			continue
+		case len(conn) > 0 && httpguts.HeaderValuesContainsToken(conn, k):
+			continue
+		}
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(v)
+			bw.WriteString("\r\n")
+		}
+	}
+	if httpguts.HeaderValuesContainsToken(r.Header["Te"], "trailers") {
+		bw.WriteString("Te: trailers\r\n")
+	}
+	if clientIP, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		bw.WriteString("X-Forwarded-For: ")
+		bw.WriteString(clientIP)
+		bw.WriteString("\r\n")
+	}
+	bw.WriteString("X-Forwarded-Host: ")
+	bw.WriteString(r.Host)
+	if r.TLS == nil {
+		bw.WriteString("\r\nX-Forwarded-Proto: http\r\n")
+	} else {
+		bw.WriteString("\r\nX-Forwarded-Proto: https\r\n")
+	}
+	var body io.ReadCloser
+	switch {
+	case r.ContentLength > 0 && r.GetBody != nil:
+		var err error
+		if body, err = r.GetBody(); err != nil {
+			return err
+		}
+		defer body.Close()
+		fallthrough
+	case r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch:
+		// As http.Transport sends a length, 0 too, for these methods.
+		bw.WriteString("Content-Length: ")
+		bw.WriteString(strconv.FormatInt(max(r.ContentLength, 0), 10))
+		bw.WriteString("\r\n")
+	}
+	_, err := bw.WriteString("\r\n")
+	if err == nil && body != nil {
+		_, err = io.Copy(bw, body)
+	}
+	return err
+}
+
+// cleanQueryParams drops what url.ParseQuery cannot parse from a query,
+// as httputil.ReverseProxy does before a Rewrite.
+func cleanQueryParams(s string) string {
+	reencode := func(s string) string {
+		v, _ := url.ParseQuery(s)
+		return v.Encode()
+	}
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case ';':
+			return reencode(s)
+		case '%':
+			if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
+				return reencode(s)
+			}
+			i += 3
+		default:
+			i++
+		}
+	}
+	return s
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}

@@ -255,14 +255,28 @@ func (r *DeploymentReconciler) Reconcile(ctx context.Context, key string) (recon
 // whether it wrote anything.
 func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, hash string, newRS *api.ReplicaSet, old []*api.ReplicaSet, surge, unavailable int32) (*api.ReplicaSet, bool, error) {
 	revision := maxRevision(old) + 1
+	replicas := replicasOf(d.Spec.Replicas)
+	recreate := d.Spec.Strategy.Type == api.RecreateDeploymentStrategyType
 	progressed := false
-	if newRS == nil {
-		created, err := r.createReplicaSet(ctx, d, hash, revision)
+	switch {
+	case newRS == nil && recreate && oldPodsLeft(old):
+		// Kubernetes' rolloutRecreate creates the new ReplicaSet only
+		// once no old pod is left, so that nothing runs beside them.
+	case newRS == nil:
+		// Created at the size the strategy gives it now, in one write, as
+		// Kubernetes' getNewReplicaSet (NewRSNewReplicas): replicas, or
+		// as many as maxSurge allows beside the old ReplicaSets.
+		size := replicas
+		if !recreate {
+			in, _ := rollingOf(replicas, surge, unavailable, RSCounts{}, old)
+			size = newRSReplicas(in)
+		}
+		created, err := r.createReplicaSet(ctx, d, hash, revision, size, surge)
 		if err != nil {
 			return nil, false, err
 		}
 		newRS, progressed = created, true
-	} else if revisionOf(newRS) < revision || newRS.Spec.MinReadySeconds != d.Spec.MinReadySeconds || !annotationsCopied(d, newRS) {
+	case revisionOf(newRS) < revision || newRS.Spec.MinReadySeconds != d.Spec.MinReadySeconds || !annotationsCopied(d, newRS):
 		// Rolled back to an older template, minReadySeconds changed, or
 		// the Deployment was annotated.
 		updated, err := r.updateNewReplicaSet(ctx, d, newRS, max(revision, revisionOf(newRS)))
@@ -271,19 +285,11 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 		}
 		newRS = updated
 	}
-	replicas := replicasOf(d.Spec.Replicas)
 	var target map[*api.ReplicaSet]int32
-	if d.Spec.Strategy.Type == api.RecreateDeploymentStrategyType {
+	if recreate {
 		target = recreateStep(replicas, newRS, old)
 	} else {
-		in := Rollout{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, New: countsOf(newRS)}
-		byName := map[string]*api.ReplicaSet{}
-		for _, rs := range old {
-			if replicasOf(rs.Spec.Replicas) > 0 || rs.Status.Replicas > 0 {
-				in.Old = append(in.Old, countsOf(rs))
-			}
-			byName[rs.Name] = rs
-		}
+		in, byName := rollingOf(replicas, surge, unavailable, countsOf(newRS), old)
 		step := RollingStep(in)
 		target = map[*api.ReplicaSet]int32{newRS: step.NewReplicas}
 		for name, n := range step.Old {
@@ -306,6 +312,21 @@ func (r *DeploymentReconciler) rollout(ctx context.Context, d *api.Deployment, h
 		}
 	}
 	return newRS, progressed, errors.Join(errs...)
+}
+
+// rollingOf is the state of a rolling update RollingStep starts from, the
+// old ReplicaSets that have or are asked for pods in it, and every old
+// ReplicaSet by name.
+func rollingOf(replicas, surge, unavailable int32, newRS RSCounts, old []*api.ReplicaSet) (Rollout, map[string]*api.ReplicaSet) {
+	in := Rollout{Replicas: replicas, MaxSurge: surge, MaxUnavailable: unavailable, New: newRS}
+	byName := make(map[string]*api.ReplicaSet, len(old))
+	for _, rs := range old {
+		if replicasOf(rs.Spec.Replicas) > 0 || rs.Status.Replicas > 0 {
+			in.Old = append(in.Old, countsOf(rs))
+		}
+		byName[rs.Name] = rs
+	}
+	return in, byName
 }
 
 // scaleProportionally scales the ReplicaSets to the Deployment's replicas
@@ -375,15 +396,19 @@ func scaledFor(rs *api.ReplicaSet, d *api.Deployment, surge int32) bool {
 // Kubernetes' oldPodsRunning.
 func recreateStep(replicas int32, newRS *api.ReplicaSet, old []*api.ReplicaSet) map[*api.ReplicaSet]int32 {
 	target := map[*api.ReplicaSet]int32{}
-	running := false
 	for _, rs := range old {
 		target[rs] = 0
-		running = running || oldPodsRunning(rs)
 	}
-	if !running {
+	if newRS != nil && !oldPodsLeft(old) {
 		target[newRS] = replicas
 	}
 	return target
+}
+
+// oldPodsLeft reports whether any old ReplicaSet may still have a pod
+// that has not ended.
+func oldPodsLeft(old []*api.ReplicaSet) bool {
+	return slices.ContainsFunc(old, oldPodsRunning)
 }
 
 // oldPodsRunning reports whether an old ReplicaSet may still have a pod
@@ -414,17 +439,18 @@ func maxRevision(rss []*api.ReplicaSet) int64 {
 	return m
 }
 
-// createReplicaSet creates the ReplicaSet of the Deployment's template,
-// with no replicas yet: the strategy scales it.
-func (r *DeploymentReconciler) createReplicaSet(ctx context.Context, d *api.Deployment, hash string, revision int64) (*api.ReplicaSet, error) {
+// createReplicaSet creates the ReplicaSet of the Deployment's template
+// with replicas, and the Deployment's replicas and surge they were given
+// for in its annotations, as scale writes them.
+func (r *DeploymentReconciler) createReplicaSet(ctx context.Context, d *api.Deployment, hash string, revision int64, replicas, surge int32) (*api.ReplicaSet, error) {
 	template := d.Spec.Template.DeepCopy()
 	template.Labels = withLabel(template.Labels, LabelPodTemplateHash, hash)
 	selector := d.Spec.Selector.DeepCopy()
 	selector.MatchLabels = withLabel(selector.MatchLabels, LabelPodTemplateHash, hash)
-	zero := int32(0)
 	annotations := map[string]string{}
 	copyAnnotations(d, annotations)
 	annotations[AnnotationRevision] = strconv.FormatInt(revision, 10)
+	scaledAnnotations(annotations, d, surge)
 	rs := &api.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       d.Namespace,
@@ -433,11 +459,15 @@ func (r *DeploymentReconciler) createReplicaSet(ctx context.Context, d *api.Depl
 			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, deploymentKind.GVK)},
 		},
-		Spec: api.ReplicaSetSpec{Replicas: &zero, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: *template},
+		Spec: api.ReplicaSetSpec{Replicas: &replicas, MinReadySeconds: d.Spec.MinReadySeconds, Selector: selector, Template: *template},
 	}
 	api.Default(rs)
 	obj, err := r.store.Create(ctx, rs)
 	if err == nil {
+		if replicas > 0 {
+			r.events.Event(d, api.EventTypeNormal, ReasonScalingReplicaSet,
+				fmt.Sprintf("Scaled up replica set %s to %d from 0", rs.Name, replicas))
+		}
 		return obj.(*api.ReplicaSet), nil
 	}
 	if !store.IsAlreadyExists(err) {
@@ -524,9 +554,7 @@ func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs 
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	desired := replicasOf(d.Spec.Replicas)
-	c.Annotations[api.AnnotationDesiredReplicas] = strconv.Itoa(int(desired))
-	c.Annotations[api.AnnotationMaxReplicas] = strconv.Itoa(int(desired + surge))
+	scaledAnnotations(c.Annotations, d, surge)
 	obj, err := r.store.Update(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("scale replicaset %s/%s to %d: %w", rs.Namespace, rs.Name, replicas, err)
@@ -540,6 +568,15 @@ func (r *DeploymentReconciler) scale(ctx context.Context, d *api.Deployment, rs 
 			fmt.Sprintf("Scaled %s replica set %s to %d from %d", dir, rs.Name, replicas, from))
 	}
 	return obj.(*api.ReplicaSet), nil
+}
+
+// scaledAnnotations records in a ReplicaSet's annotations the
+// Deployment's replicas and surge its size was given for, which
+// ProportionalScale reads, as Kubernetes' SetReplicasAnnotations.
+func scaledAnnotations(a map[string]string, d *api.Deployment, surge int32) {
+	desired := replicasOf(d.Spec.Replicas)
+	a[api.AnnotationDesiredReplicas] = strconv.Itoa(int(desired))
+	a[api.AnnotationMaxReplicas] = strconv.Itoa(int(desired + surge))
 }
 
 // cleanup deletes the oldest ReplicaSets scaled to zero beyond

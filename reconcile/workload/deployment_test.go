@@ -2,8 +2,11 @@ package workload
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,22 +249,27 @@ func TestDeploymentRollingUpdate(t *testing.T) {
 		t.Error("a sync with nothing to do wrote the deployment")
 	}
 
-	// Change the image: surge one new pod and take one old one down at once
-	// is not allowed — first the surge, then the scale-down.
+	// Change the image: the new ReplicaSet is created at the surge (one
+	// pod), and in the same sync one old pod may go (maxUnavailable 1),
+	// as Kubernetes' rolloutRolling; the next sync surges into the room
+	// that left, and then nothing moves until new pods are available.
 	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
 	tmpl = f.deployment().Spec.Template
 	rs2 := "web-" + PodTemplateHash(&tmpl, nil)
 	f.sync()
-	if want := map[string]int32{rs1: 4, rs2: 1}; !mapsEqual(f.sizes(), want) {
+	if want := map[string]int32{rs1: 3, rs2: 1}; !mapsEqual(f.sizes(), want) {
 		t.Fatalf("after the template change %v, want %v", f.sizes(), want)
 	}
 	if r := f.replicaSets()[rs2].Annotations[AnnotationRevision]; r != "2" {
 		t.Errorf("new revision %q, want 2", r)
 	}
 	f.sync()
-	// The new pod is not available yet; one old may go (maxUnavailable 1).
-	if want := map[string]int32{rs1: 3, rs2: 1}; !mapsEqual(f.sizes(), want) {
-		t.Fatalf("second step %v, want %v", f.sizes(), want)
+	if want := map[string]int32{rs1: 3, rs2: 2}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("second sync %v, want %v", f.sizes(), want)
+	}
+	f.sync()
+	if want := map[string]int32{rs1: 3, rs2: 2}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("third sync, no new pod available %v, want %v", f.sizes(), want)
 	}
 	for range 10 {
 		f.settle()
@@ -290,17 +298,22 @@ func TestDeploymentRecreate(t *testing.T) {
 	f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
 	rs2 := "web-" + PodTemplateHash(&f.deployment().Spec.Template, nil)
 	f.sync()
-	if want := map[string]int32{rs1: 0, rs2: 0}; !mapsEqual(f.sizes(), want) {
+	// The new ReplicaSet waits, not created, as Kubernetes'
+	// rolloutRecreate, until the old pods are gone.
+	if want := map[string]int32{rs1: 0}; !mapsEqual(f.sizes(), want) {
 		t.Fatalf("recreate first step %v, want %v (old down, new waits)", f.sizes(), want)
 	}
 	f.sync()
-	if want := map[string]int32{rs1: 0, rs2: 0}; !mapsEqual(f.sizes(), want) {
-		t.Fatalf("new scaled up while old pods still run: %v", f.sizes())
+	if want := map[string]int32{rs1: 0}; !mapsEqual(f.sizes(), want) {
+		t.Fatalf("new made while old pods still run: %v", f.sizes())
 	}
 	f.settle() // the old pods are gone
 	f.sync()
 	if want := map[string]int32{rs1: 0, rs2: 3}; !mapsEqual(f.sizes(), want) {
 		t.Fatalf("recreate second step %v, want %v", f.sizes(), want)
+	}
+	if r := f.replicaSets()[rs2].Annotations[AnnotationRevision]; r != "2" {
+		t.Errorf("new revision %q, want 2", r)
 	}
 }
 
@@ -337,7 +350,7 @@ func TestDeploymentRecreateWaitsForTerminatingPods(t *testing.T) {
 	if n := len(podsOf(t, s, rs1, true)); n != 2 {
 		t.Fatalf("%d old pods terminating, want 2", n)
 	}
-	if want := map[string]int32{rs1: 0, rs2: 0}; !mapsEqual(f.sizes(), want) {
+	if want := map[string]int32{rs1: 0}; !mapsEqual(f.sizes(), want) {
 		t.Fatalf("while the old pods terminate: %v, want %v", f.sizes(), want)
 	}
 
@@ -736,5 +749,95 @@ func TestWritesLeaveReplacedVersions(t *testing.T) {
 		if !equality.Semantic.DeepEqual(v.obj, v.copy) {
 			t.Errorf("%T %s at %s changed after it was replaced", v.obj, v.obj.GetName(), v.obj.GetResourceVersion())
 		}
+	}
+}
+
+// replicaSetWrites lists the writes of ReplicaSets after revision from,
+// as the store's change log holds them: type, name and spec.replicas.
+func (f *deployFixture) replicaSetWrites(from uint64) []string {
+	f.t.Helper()
+	to := f.s.Revision()
+	w, err := f.s.Watch(f.ctx, store.WatchOptions{Kind: replicaSetKind, Revision: from})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer w.Stop()
+	var out []string
+	waitFor(f.t, "the change log up to the last write", func() bool {
+		for {
+			if rev, ok := w.Bookmark(); ok {
+				return rev >= to
+			}
+			// An event is queued: Next does not wait.
+			e, err := w.Next(f.ctx)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			rs := e.Object.(*api.ReplicaSet)
+			out = append(out, fmt.Sprintf("%s %s %d", e.Type, rs.Name, replicasOf(rs.Spec.Replicas)))
+		}
+	})
+	return out
+}
+
+// TestDeploymentCreatesReplicaSetsAtSize counts the writes of
+// ReplicaSets in the store's change log: a new ReplicaSet is created at
+// the size the strategy gives it, in one write, as Kubernetes'
+// getNewReplicaSet creates it, not at zero and scaled after. A new
+// Deployment's at spec.replicas; a rolling update's at what maxSurge
+// allows (none without surge), with the old one scaled down in the same
+// sync as far as maxUnavailable allows; Recreate's once the old pods are
+// gone, at spec.replicas.
+func TestDeploymentCreatesReplicaSetsAtSize(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		strategy api.DeploymentStrategy
+		// created is the first sync's writes; changed, the writes of the
+		// syncs after the template's change, the pods settled between.
+		created string
+		changed []string
+	}{
+		{"rolling update with surge", rollingUpdate(1, 1), "ADDED web-1 4",
+			[]string{"ADDED web-2 1, MODIFIED web-1 3"}},
+		{"rolling update without surge", rollingUpdate(0, 1), "ADDED web-1 4",
+			[]string{"ADDED web-2 0, MODIFIED web-1 3"}},
+		{"recreate", api.DeploymentStrategy{Type: api.RecreateDeploymentStrategyType}, "ADDED web-1 4",
+			[]string{"MODIFIED web-1 0", "ADDED web-2 4"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := deployment("web", 4)
+			d.Spec.Strategy = tt.strategy
+			f := newDeployFixture(t, d)
+			// names replaces the template hashes in writes by the
+			// template's number.
+			names := strings.NewReplacer("web-"+PodTemplateHash(&f.deployment().Spec.Template, nil), "web-1")
+			from := f.s.Revision()
+			f.sync()
+			if got := names.Replace(strings.Join(f.replicaSetWrites(from), ", ")); got != tt.created {
+				t.Fatalf("a new Deployment's writes %q, want %q", got, tt.created)
+			}
+			rs := f.replicaSets()["web-"+PodTemplateHash(&f.deployment().Spec.Template, nil)]
+			surge := "4"
+			if tt.strategy.Type == api.RollingUpdateDeploymentStrategyType {
+				surge = strconv.Itoa(4 + tt.strategy.RollingUpdate.MaxSurge.IntValue())
+			}
+			if a := rs.Annotations; a[api.AnnotationDesiredReplicas] != "4" || a[api.AnnotationMaxReplicas] != surge || a[AnnotationRevision] != "1" {
+				t.Errorf("annotations %v, want desired 4, max %s, revision 1", a, surge)
+			}
+			f.settle()
+			f.sync()
+
+			f.update(func(d *api.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "web:2" })
+			names = strings.NewReplacer("web-"+PodTemplateHash(&d.Spec.Template, nil), "web-1",
+				"web-"+PodTemplateHash(&f.deployment().Spec.Template, nil), "web-2")
+			for i, want := range tt.changed {
+				from := f.s.Revision()
+				f.sync()
+				if got := names.Replace(strings.Join(f.replicaSetWrites(from), ", ")); got != want {
+					t.Fatalf("sync %d after the change: writes %q, want %q", i+1, got, want)
+				}
+				f.settle()
+			}
+		})
 	}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,27 +27,13 @@ import (
 // NOT_SERVING restarts its container.
 func TestContainerdGRPCProbes(t *testing.T) {
 	critest.Need(t)
-	testtool.Need(t, "go")
 	if !critest.InNetns(t) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env := critest.Start(t, ctx)
-	bin := filepath.Join(env.Dir, "grpchealth")
-	build := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, "./testdata/grpchealth")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the health server: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	image := env.Registry.Push(t, "grpchealth:1", critest.BusyboxImage(t, critest.ImageConfig{
-		Entrypoint: []string{"/grpchealth"},
-		Files:      map[string][]byte{"/grpchealth": prog},
-	}))
+	image := env.Registry.Push(t, "grpchealth:1", critest.ProgramImage(t, ctx, "./testdata/grpchealth"))
 	grpcProbe := func(port int32, service string, failures int32) *api.Probe {
 		p := &api.Probe{ProbeHandler: api.ProbeHandler{GRPC: &corev1.GRPCAction{Port: port}}, PeriodSeconds: 1, FailureThreshold: failures}
 		if service != "" {

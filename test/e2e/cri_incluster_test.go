@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,20 +38,7 @@ func TestCRIRuntimeInClusterClient(t *testing.T) {
 	defer cancel()
 	env := critest.Start(t, ctx)
 
-	client := filepath.Join(env.Dir, "incluster")
-	build := exec.CommandContext(ctx, "go", "build", "-o", client, "./testdata/incluster")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the in-cluster client: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	image := env.Registry.Push(t, "incluster:1", critest.BusyboxImage(t, critest.ImageConfig{
-		Entrypoint: []string{"/incluster"},
-		Files:      map[string][]byte{"/incluster": prog},
-	}))
+	image := env.Registry.Push(t, "incluster:1", critest.ProgramImage(t, ctx, "./testdata/incluster"))
 
 	dataDir := critest.TempDir(t)
 	s := startServerIn(t, dataDir, "--agent=true", "--runtime", "cri", "--container-runtime-endpoint", env.Containerd.Endpoint(),

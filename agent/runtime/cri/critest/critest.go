@@ -425,3 +425,24 @@ func CgroupCPU() (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// ProgramImage builds the Go package pkg (a path as `go build` takes it,
+// relative to the test's directory) into a static program and returns a
+// BusyboxImage whose entrypoint it is, at /NAME for the package's last
+// element: a server or client a test runs in a pod where busybox has
+// none.
+func ProgramImage(t testing.TB, ctx context.Context, pkg string) v1.Image {
+	t.Helper()
+	name := filepath.Base(pkg)
+	bin := filepath.Join(TempDir(t), name)
+	build := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, pkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	prog, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return BusyboxImage(t, ImageConfig{Entrypoint: []string{"/" + name}, Files: map[string][]byte{"/" + name: prog}})
+}

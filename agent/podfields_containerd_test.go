@@ -91,6 +91,37 @@ func startCRIManager(t *testing.T, ctx context.Context, env *critest.Env, refs *
 	return cm
 }
 
+// startContainerd opens a containerd test: it skips t without the tools,
+// runs it again in a network namespace of its own (ok is false in the
+// parent, which returns) and there starts containerd and its registry,
+// with ctx ending with the test or after 3 minutes.
+func startContainerd(t *testing.T) (ctx context.Context, env *critest.Env, ok bool) {
+	t.Helper()
+	critest.Need(t)
+	if !critest.InNetns(t) {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, critest.Start(t, ctx), true
+}
+
+// sleeper pushes the image most of these tests run, busybox sleeping for
+// an hour, and returns its reference.
+func sleeper(t *testing.T, env *critest.Env) string {
+	t.Helper()
+	return env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+}
+
+// criPod is the pod name of namespace default, of UID uid-NAME, with spec
+// and, unless spec has its own, a grace period of a second.
+func criPod(name string, spec api.PodSpec) *api.Pod {
+	if spec.TerminationGracePeriodSeconds == nil {
+		spec.TerminationGracePeriodSeconds = new(int64(1))
+	}
+	return &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)}, Spec: spec}
+}
+
 // running waits for every named container of the pod to run.
 func (cm *criManager) running(t *testing.T, uid types.UID, names ...string) api.PodStatus {
 	t.Helper()
@@ -164,40 +195,33 @@ func hasCap(t *testing.T, capEff string, bit uint) bool {
 // and runAsNonRoot refusing a root image with Kubernetes' message while
 // a container of the same pod with a user of its own starts.
 func TestContainerdSecurityContext(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
-	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	image := sleeper(t, env)
 	yes, no := true, false
-	secure := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "secure", Namespace: "default", UID: "uid-secure"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			SecurityContext: &api.PodSecurityContext{
-				RunAsUser: new(int64(1000)), RunAsGroup: new(int64(3000)), FSGroup: new(int64(2000)),
-				SupplementalGroups: []int64{4000},
-				SeccompProfile:     &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []api.Container{
-				{Name: "user", Image: image, VolumeMounts: []api.VolumeMount{{Name: "data", MountPath: "/data"},
-					{Name: "conf", MountPath: "/conf", ReadOnly: true}, {Name: "claim", MountPath: "/claim"}},
-					SecurityContext: &api.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}},
-				{Name: "root", Image: image, SecurityContext: &api.SecurityContext{
-					RunAsUser: new(int64(0)), ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
-					Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}, Drop: []corev1.Capability{"CHOWN"}},
-				}},
-				{Name: "priv", Image: image, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(0)), Privileged: &yes}},
-			},
-			Volumes: []api.Volume{{Name: "data", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}},
-				{Name: "conf", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{
-					LocalObjectReference: api.LocalObjectReference{Name: "conf"}, DefaultMode: new(int32(0o400))}}},
-				{Name: "claim", VolumeSource: api.VolumeSource{PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}}},
+	secure := criPod("secure", api.PodSpec{
+		SecurityContext: &api.PodSecurityContext{
+			RunAsUser: new(int64(1000)), RunAsGroup: new(int64(3000)), FSGroup: new(int64(2000)),
+			SupplementalGroups: []int64{4000},
+			SeccompProfile:     &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-	}
+		Containers: []api.Container{
+			{Name: "user", Image: image, VolumeMounts: []api.VolumeMount{{Name: "data", MountPath: "/data"},
+				{Name: "conf", MountPath: "/conf", ReadOnly: true}, {Name: "claim", MountPath: "/claim"}},
+				SecurityContext: &api.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}},
+			{Name: "root", Image: image, SecurityContext: &api.SecurityContext{
+				RunAsUser: new(int64(0)), ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
+				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}, Drop: []corev1.Capability{"CHOWN"}},
+			}},
+			{Name: "priv", Image: image, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(0)), Privileged: &yes}},
+		},
+		Volumes: []api.Volume{{Name: "data", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{}}},
+			{Name: "conf", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{
+				LocalObjectReference: api.LocalObjectReference{Name: "conf"}, DefaultMode: new(int32(0o400))}}},
+			{Name: "claim", VolumeSource: api.VolumeSource{PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "claim"}}}},
+	})
 	// The claim's directory holds a file of root's, as a volume written
 	// before the pod.
 	claim := filepath.Join(env.Dir, "claim")
@@ -209,17 +233,13 @@ func TestContainerdSecurityContext(t *testing.T) {
 	}
 	refs := &fakeRefs{configMaps: map[string]*api.ConfigMap{"default/conf": {Data: map[string]string{"k": "v"}}},
 		claims: map[string]string{"default/claim": claim}}
-	nonRoot := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "nonroot", Namespace: "default", UID: "uid-nonroot"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			SecurityContext:               &api.PodSecurityContext{RunAsNonRoot: &yes},
-			Containers: []api.Container{
-				{Name: "root-image", Image: image},
-				{Name: "own-user", Image: image, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(1000))}},
-			},
+	nonRoot := criPod("nonroot", api.PodSpec{
+		SecurityContext: &api.PodSecurityContext{RunAsNonRoot: &yes},
+		Containers: []api.Container{
+			{Name: "root-image", Image: image},
+			{Name: "own-user", Image: image, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(1000))}},
 		},
-	}
+	})
 	cm := startCRIManager(t, ctx, env, refs, nil, secure, nonRoot)
 	cm.running(t, secure.UID, "user", "root", "priv")
 
@@ -325,26 +345,19 @@ func containsAll(have []string, want ...string) bool {
 // its host name is the node's, and with dnsPolicy ClusterFirst it asks
 // the node's name servers, not the cluster's.
 func TestContainerdHostNetwork(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
 	web := env.Registry.Push(t, "web:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"httpd", "-f", "-p", "127.0.0.1:18080", "-h", "/www"}}))
-	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hostnet", Namespace: "default", UID: "uid-hostnet"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			HostNetwork:                   true,
-			Containers: []api.Container{{
-				Name: "web", Image: web,
-				Ports:          []api.ContainerPort{{ContainerPort: 18080}},
-				ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{HTTPGet: &api.HTTPGetAction{Path: "/index.html", Port: intstr.FromInt32(18080)}}, PeriodSeconds: 1},
-			}},
-		},
-	}
+	pod := criPod("hostnet", api.PodSpec{
+		HostNetwork: true,
+		Containers: []api.Container{{
+			Name: "web", Image: web,
+			Ports:          []api.ContainerPort{{ContainerPort: 18080}},
+			ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{HTTPGet: &api.HTTPGetAction{Path: "/index.html", Port: intstr.FromInt32(18080)}}, PeriodSeconds: 1},
+		}},
+	})
 	api.Default(pod)
 	cm := startCRIManager(t, ctx, env, nil, func(o *PodManagerOptions) { o.NameServer = "198.18.7.1" }, pod)
 	testtool.WaitFor(t, time.Minute, "the pod ready on the node's address", func() error {
@@ -384,27 +397,20 @@ func TestContainerdHostNetwork(t *testing.T) {
 // option of its own over ndots:5), Default from the node's resolv.conf
 // with the pod's additions, and None with only the pod's.
 func TestContainerdDNSConfig(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
-	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	image := sleeper(t, env)
 	resolv := env.Dir + "/node-resolv.conf"
 	if err := os.WriteFile(resolv, []byte("nameserver 192.0.2.53\nsearch corp.example\noptions edns0\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	two := "2"
 	mk := func(name string, policy api.DNSPolicy, cfg *api.PodDNSConfig) *api.Pod {
-		return &api.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name)},
-			Spec: api.PodSpec{
-				TerminationGracePeriodSeconds: new(int64(1)), DNSPolicy: policy, DNSConfig: cfg,
-				Containers: []api.Container{{Name: "c", Image: image}},
-			},
-		}
+		p := criPod(name, api.PodSpec{DNSPolicy: policy, DNSConfig: cfg, Containers: []api.Container{{Name: "c", Image: image}}})
+		p.Namespace = "shop"
+		return p
 	}
 	cluster := mk("cluster", api.DNSClusterFirst, &api.PodDNSConfig{Nameservers: []string{"198.18.9.9"}, Searches: []string{"extra.example"},
 		Options: []api.PodDNSConfigOption{{Name: "ndots", Value: &two}, {Name: "rotate"}}})
@@ -432,13 +438,10 @@ func TestContainerdDNSConfig(t *testing.T) {
 // Secret among them reported in an event; a pod without them, or with a
 // wrong password, waits with ErrImagePull.
 func TestContainerdImagePullSecrets(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
 	private := critest.StartAuthRegistry(t, "robot", "s3cret")
 	private.WriteHosts(t, filepath.Join(env.Dir, "containerd", "certs.d"))
 	image := private.Push(t, "private/app:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
@@ -450,13 +453,7 @@ func TestContainerdImagePullSecrets(t *testing.T) {
 		"default/wrong":   dockerConfigSecret("default", "wrong", cfg("robot", "guess")),
 	}}
 	mk := func(name string, secrets ...string) *api.Pod {
-		p := &api.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
-			Spec: api.PodSpec{
-				TerminationGracePeriodSeconds: new(int64(1)),
-				Containers:                    []api.Container{{Name: "c", Image: image}},
-			},
-		}
+		p := criPod(name, api.PodSpec{Containers: []api.Container{{Name: "c", Image: image}}})
 		for _, s := range secrets {
 			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, api.LocalObjectReference{Name: s})
 		}
@@ -493,14 +490,11 @@ func TestContainerdImagePullSecrets(t *testing.T) {
 // when it hangs; a failing postStart kills the container with the
 // kubelet's FailedPostStartHook event.
 func TestContainerdLifecycleHooks(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
-	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	image := sleeper(t, env)
 
 	var cm *criManager
 	hits := make(chan string, 16)
@@ -528,26 +522,19 @@ func TestContainerdLifecycleHooks(t *testing.T) {
 	get := func(path string) *api.LifecycleHandler {
 		return &api.LifecycleHandler{HTTPGet: &api.HTTPGetAction{Host: "127.0.0.1", Port: intstr.FromInt(port), Path: path}}
 	}
-	hooks := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hooks", Namespace: "default", UID: "uid-hooks"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(3)),
-			Containers: []api.Container{
-				{Name: "exec-hook", Image: image, Lifecycle: &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"sh", "-c", "echo hooked > /tmp/poststart"}}}}},
-				{Name: "http-hooks", Image: image, Lifecycle: &api.Lifecycle{PostStart: get("/poststart"), PreStop: get("/prestop")}},
-			},
+	hooks := criPod("hooks", api.PodSpec{
+		TerminationGracePeriodSeconds: new(int64(3)),
+		Containers: []api.Container{
+			{Name: "exec-hook", Image: image, Lifecycle: &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"sh", "-c", "echo hooked > /tmp/poststart"}}}}},
+			{Name: "http-hooks", Image: image, Lifecycle: &api.Lifecycle{PostStart: get("/poststart"), PreStop: get("/prestop")}},
 		},
-	}
-	failing := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "failing", Namespace: "default", UID: "uid-failing"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			RestartPolicy:                 api.RestartPolicyNever,
-			Containers: []api.Container{
-				{Name: "bad", Image: image, Lifecycle: &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"sh", "-c", "echo no; exit 3"}}}}},
-			},
+	})
+	failing := criPod("failing", api.PodSpec{
+		RestartPolicy: api.RestartPolicyNever,
+		Containers: []api.Container{
+			{Name: "bad", Image: image, Lifecycle: &api.Lifecycle{PostStart: &api.LifecycleHandler{Exec: &api.ExecAction{Command: []string{"sh", "-c", "echo no; exit 3"}}}}},
 		},
-	}
+	})
 	cm = startCRIManager(t, ctx, env, nil, nil, hooks, failing)
 	cm.running(t, hooks.UID, "exec-hook", "http-hooks")
 	if got := cm.exec(t, ctx, hooks.UID, "exec-hook", "cat", "/tmp/poststart"); got != "hooked" {
@@ -611,41 +598,31 @@ func TestContainerdLifecycleHooks(t *testing.T) {
 // unsafe sysctl is refused with the kubelet's reason and message. The
 // node knows no cluster DNS server: a ClusterFirst pod is warned of it.
 func TestContainerdHostsAndSysctls(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
-	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	image := sleeper(t, env)
 	refs := &fakeRefs{configMaps: map[string]*api.ConfigMap{"default/hosts": {Data: map[string]string{"hosts": "198.18.9.1 own\n"}}}}
-	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "aliases", Namespace: "default", UID: "uid-aliases", Labels: map[string]string{"app": "shop"}},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			Subdomain:                     "sub",
-			HostAliases:                   []corev1.HostAlias{{IP: "198.18.9.9", Hostnames: []string{"foo.local", "bar.local"}}},
-			SecurityContext: &api.PodSecurityContext{Sysctls: []corev1.Sysctl{
-				{Name: "net.ipv4.ip_local_port_range", Value: "20000 30000"}, {Name: "kernel/shm_rmid_forced", Value: "1"},
-				{Name: "kernel.msgmax", Value: "65536"}}},
-			Containers: []api.Container{
-				{Name: "c", Image: image, VolumeMounts: []api.VolumeMount{{Name: "info", MountPath: "/etc/podinfo"}}},
-				{Name: "own", Image: image, VolumeMounts: []api.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}},
-			},
-			Volumes: []api.Volume{{Name: "hosts", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "hosts"}}}},
-				{Name: "info", VolumeSource: api.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
-					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}}},
+	pod := criPod("aliases", api.PodSpec{
+		Subdomain:   "sub",
+		HostAliases: []corev1.HostAlias{{IP: "198.18.9.9", Hostnames: []string{"foo.local", "bar.local"}}},
+		SecurityContext: &api.PodSecurityContext{Sysctls: []corev1.Sysctl{
+			{Name: "net.ipv4.ip_local_port_range", Value: "20000 30000"}, {Name: "kernel/shm_rmid_forced", Value: "1"},
+			{Name: "kernel.msgmax", Value: "65536"}}},
+		Containers: []api.Container{
+			{Name: "c", Image: image, VolumeMounts: []api.VolumeMount{{Name: "info", MountPath: "/etc/podinfo"}}},
+			{Name: "own", Image: image, VolumeMounts: []api.VolumeMount{{Name: "hosts", MountPath: "/etc/hosts", SubPath: "hosts"}}},
 		},
-	}
-	unsafe := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "unsafe", Namespace: "default", UID: "uid-unsafe"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			SecurityContext:               &api.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.sem", Value: "250 32000 32 128"}}},
-			Containers:                    []api.Container{{Name: "c", Image: image}},
-		},
-	}
+		Volumes: []api.Volume{{Name: "hosts", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "hosts"}}}},
+			{Name: "info", VolumeSource: api.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
+				{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}}},
+	})
+	pod.Labels = map[string]string{"app": "shop"}
+	unsafe := criPod("unsafe", api.PodSpec{
+		SecurityContext: &api.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "kernel.sem", Value: "250 32000 32 128"}}},
+		Containers:      []api.Container{{Name: "c", Image: image}},
+	})
 	allow := func(o *PodManagerOptions) { o.AllowedUnsafeSysctls = []string{"kernel.msg*"} }
 	cm := startCRIManager(t, ctx, env, refs, allow, pod, unsafe)
 	st := cm.running(t, pod.UID, "c", "own")
@@ -704,14 +681,11 @@ func TestContainerdHostsAndSysctls(t *testing.T) {
 // 1001 with fsGroup 2000 both read every file through the group (the
 // tokens 0640, the Secret key 0440, all the group's).
 func TestContainerdNonRootReadsItsTokens(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
-	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	image := sleeper(t, env)
 	mounts := []api.VolumeMount{{Name: "api", MountPath: "/var/run/secrets/tokens", ReadOnly: true},
 		{Name: "creds", MountPath: "/creds", ReadOnly: true}}
 	volumes := []api.Volume{
@@ -724,29 +698,21 @@ func TestContainerdNonRootReadsItsTokens(t *testing.T) {
 		}}},
 		{Name: "creds", VolumeSource: api.VolumeSource{Secret: &api.SecretVolumeSource{SecretName: "creds", DefaultMode: new(int32(0o400))}}},
 	}
-	alone := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "alone", Namespace: "default", UID: "uid-alone"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			ServiceAccountName:            "default",
-			SecurityContext:               &api.PodSecurityContext{RunAsUser: new(int64(1000))},
-			Containers:                    []api.Container{{Name: "app", Image: image, VolumeMounts: mounts[:1]}},
-			Volumes:                       volumes[:1],
+	alone := criPod("alone", api.PodSpec{
+		ServiceAccountName: "default",
+		SecurityContext:    &api.PodSecurityContext{RunAsUser: new(int64(1000))},
+		Containers:         []api.Container{{Name: "app", Image: image, VolumeMounts: mounts[:1]}},
+		Volumes:            volumes[:1],
+	})
+	group := criPod("group", api.PodSpec{
+		ServiceAccountName: "default",
+		SecurityContext:    &api.PodSecurityContext{RunAsUser: new(int64(1000)), FSGroup: new(int64(2000))},
+		Containers: []api.Container{
+			{Name: "app", Image: image, VolumeMounts: mounts},
+			{Name: "sidecar", Image: image, VolumeMounts: mounts, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(1001))}},
 		},
-	}
-	group := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "group", Namespace: "default", UID: "uid-group"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			ServiceAccountName:            "default",
-			SecurityContext:               &api.PodSecurityContext{RunAsUser: new(int64(1000)), FSGroup: new(int64(2000))},
-			Containers: []api.Container{
-				{Name: "app", Image: image, VolumeMounts: mounts},
-				{Name: "sidecar", Image: image, VolumeMounts: mounts, SecurityContext: &api.SecurityContext{RunAsUser: new(int64(1001))}},
-			},
-			Volumes: volumes,
-		},
-	}
+		Volumes: volumes,
+	})
 	refs := &issuingRefs{fakeRefs: &fakeRefs{
 		configMaps: map[string]*api.ConfigMap{"default/conf": {Data: map[string]string{"k": "v"}}},
 		secrets:    map[string]*api.Secret{"default/creds": {Data: map[string][]byte{"pw": []byte("s3cret")}}},
@@ -789,28 +755,21 @@ func TestContainerdNonRootReadsItsTokens(t *testing.T) {
 // the portmap plugin forwards each node port to its own pod, from the
 // node and from inside the other pod (through the bridge).
 func TestContainerdHostPort(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
 	image := env.Registry.Push(t, "web:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"/bin/sh", "-c",
 		`mkdir -p /tmp/www && echo "$HOSTNAME" > /tmp/www/index.html && exec httpd -f -p 8080 -h /tmp/www`}}))
 	mk := func(name string, hostPort int32) *api.Pod {
-		return &api.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
-			Spec: api.PodSpec{
-				TerminationGracePeriodSeconds: new(int64(1)),
-				Containers: []api.Container{{Name: "web", Image: image,
-					Ports: []api.ContainerPort{{ContainerPort: 8080, HostPort: hostPort, Protocol: api.ProtocolTCP}},
-					// Dialled at the pod's own address: nothing of the
-					// node's listens on 8080.
-					ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{TCPSocket: &api.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-				}},
-			},
-		}
+		return criPod(name, api.PodSpec{
+			Containers: []api.Container{{Name: "web", Image: image,
+				Ports: []api.ContainerPort{{ContainerPort: 8080, HostPort: hostPort, Protocol: api.ProtocolTCP}},
+				// Dialled at the pod's own address: nothing of the
+				// node's listens on 8080.
+				ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{TCPSocket: &api.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+			}},
+		})
 	}
 	a, b := mk("web-a", 18081), mk("web-b", 18082)
 	cm := startCRIManager(t, ctx, env, nil, nil, a, b)
@@ -850,28 +809,21 @@ func TestContainerdHostPort(t *testing.T) {
 // by the pod's memory limit, or by its sizeLimit where that is less, as
 // the kubelet sizes them.
 func TestContainerdMemoryEmptyDir(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
-	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"sleep", "3600"}}))
+	image := sleeper(t, env)
 	small := resource.MustParse("1Mi")
-	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "tmpfs", Namespace: "default", UID: "uid-tmpfs"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			Containers: []api.Container{{Name: "c", Image: image,
-				Resources:    api.ResourceRequirements{Limits: api.ResourceList{api.ResourceMemory: resource.MustParse("64Mi")}},
-				VolumeMounts: []api.VolumeMount{{Name: "pod-sized", MountPath: "/pod-sized"}, {Name: "small", MountPath: "/small"}}}},
-			Volumes: []api.Volume{
-				{Name: "pod-sized", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{Medium: api.StorageMediumMemory}}},
-				{Name: "small", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{Medium: api.StorageMediumMemory, SizeLimit: &small}}},
-			},
+	pod := criPod("tmpfs", api.PodSpec{
+		Containers: []api.Container{{Name: "c", Image: image,
+			Resources:    api.ResourceRequirements{Limits: api.ResourceList{api.ResourceMemory: resource.MustParse("64Mi")}},
+			VolumeMounts: []api.VolumeMount{{Name: "pod-sized", MountPath: "/pod-sized"}, {Name: "small", MountPath: "/small"}}}},
+		Volumes: []api.Volume{
+			{Name: "pod-sized", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{Medium: api.StorageMediumMemory}}},
+			{Name: "small", VolumeSource: api.VolumeSource{EmptyDir: &api.EmptyDirVolumeSource{Medium: api.StorageMediumMemory, SizeLimit: &small}}},
 		},
-	}
+	})
 	cm := startCRIManager(t, ctx, env, nil, func(o *PodManagerOptions) {
 		o.Allocatable = api.ResourceList{api.ResourceMemory: resource.MustParse("1Gi")}
 	}, pod)

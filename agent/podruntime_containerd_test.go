@@ -33,13 +33,10 @@ import (
 // takes the running pod over without starting it again; a forgotten pod's
 // sandbox is removed.
 func TestPodsRunImagesOnContainerd(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
 	dir, reg, cd := env.Dir, env.Registry, env.Containerd
 	web := reg.Push(t, "web:1", critest.BusyboxImage(t, critest.ImageConfig{
 		Entrypoint: []string{"/bin/sh", "-c", `echo "serving $(cat /config/greeting) as $NAME"; exec httpd -f -p "$0" -h /www`},
@@ -49,21 +46,17 @@ func TestPodsRunImagesOnContainerd(t *testing.T) {
 	refs := &fakeRefs{configMaps: map[string]*api.ConfigMap{
 		"default/web": {Data: map[string]string{"greeting": "hello"}},
 	}}
-	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			Containers: []api.Container{{
-				Name: "web", Image: web, Args: []string{"$(PORT)"},
-				Env:          []api.EnvVar{{Name: "PORT", Value: "8080"}, {Name: "NAME", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-				VolumeMounts: []api.VolumeMount{{Name: "config", MountPath: "/config", ReadOnly: true}},
-				// Probed at the pod's own address: nothing listens on
-				// the node's.
-				ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{HTTPGet: &api.HTTPGetAction{Path: "/index.html", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-			}},
-			Volumes: []api.Volume{{Name: "config", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "web"}}}}},
-		},
-	}
+	pod := criPod("web", api.PodSpec{
+		Containers: []api.Container{{
+			Name: "web", Image: web, Args: []string{"$(PORT)"},
+			Env:          []api.EnvVar{{Name: "PORT", Value: "8080"}, {Name: "NAME", ValueFrom: &api.EnvVarSource{FieldRef: &api.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+			VolumeMounts: []api.VolumeMount{{Name: "config", MountPath: "/config", ReadOnly: true}},
+			// Probed at the pod's own address: nothing listens on
+			// the node's.
+			ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{HTTPGet: &api.HTTPGetAction{Path: "/index.html", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+		}},
+		Volumes: []api.Volume{{Name: "config", VolumeSource: api.VolumeSource{ConfigMap: &api.ConfigMapVolumeSource{LocalObjectReference: api.LocalObjectReference{Name: "web"}}}}},
+	})
 	missing := &api.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "missing", Namespace: "default", UID: "uid-missing"},
 		Spec:       api.PodSpec{Containers: []api.Container{{Name: "c", Image: reg.Host + "/nothing:1"}}},
@@ -226,13 +219,10 @@ func TestPodsRunImagesOnContainerd(t *testing.T) {
 // its own), its log's tail with FallbackToLogsOnError, and OOMKilled
 // (exit 137) for a container the OOM killer ended.
 func TestContainerdStatuses(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
 	image := env.Registry.Push(t, "sh:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"/bin/sh", "-c"}}))
 	pod := &api.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "ends", Namespace: "default", UID: "uid-ends"},
@@ -317,25 +307,18 @@ func TestContainerdStatuses(t *testing.T) {
 // same run (same container ID, no restart, nothing started twice), the
 // pod Running and ready throughout.
 func TestContainerdKilledUnderRunningPods(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
 	web := env.Registry.Push(t, "web:1", critest.BusyboxImage(t, critest.ImageConfig{Entrypoint: []string{"httpd", "-f", "-p", "8080", "-h", "/www"}}))
-	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			Containers: []api.Container{{
-				Name: "web", Image: web,
-				ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{HTTPGet: &api.HTTPGetAction{Path: "/index.html", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-				LivenessProbe:  &api.Probe{ProbeHandler: api.ProbeHandler{Exec: &api.ExecAction{Command: []string{"cat", "/www/index.html"}}}, PeriodSeconds: 1, FailureThreshold: 30},
-			}},
-		},
-	}
+	pod := criPod("web", api.PodSpec{
+		Containers: []api.Container{{
+			Name: "web", Image: web,
+			ReadinessProbe: &api.Probe{ProbeHandler: api.ProbeHandler{HTTPGet: &api.HTTPGetAction{Path: "/index.html", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+			LivenessProbe:  &api.Probe{ProbeHandler: api.ProbeHandler{Exec: &api.ExecAction{Command: []string{"cat", "/www/index.html"}}}, PeriodSeconds: 1, FailureThreshold: 30},
+		}},
+	})
 	rt, err := cri.New(ctx, cri.Options{Endpoint: env.Containerd.Endpoint(), PollPeriod: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/agent/runtime/cri/critest"
 	"github.com/berth-dev/berth/api"
@@ -26,13 +24,10 @@ import (
 // startup probe passed, a liveness probe of a service that is
 // NOT_SERVING restarts its container.
 func TestContainerdGRPCProbes(t *testing.T) {
-	critest.Need(t)
-	if !critest.InNetns(t) {
+	ctx, env, ok := startContainerd(t)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	env := critest.Start(t, ctx)
 	image := env.Registry.Push(t, "grpchealth:1", critest.ProgramImage(t, ctx, "./testdata/grpchealth"))
 	grpcProbe := func(port int32, service string, failures int32) *api.Probe {
 		p := &api.Probe{ProbeHandler: api.ProbeHandler{GRPC: &corev1.GRPCAction{Port: port}}, PeriodSeconds: 1, FailureThreshold: failures}
@@ -41,19 +36,15 @@ func TestContainerdGRPCProbes(t *testing.T) {
 		}
 		return p
 	}
-	pod := &api.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "grpc", Namespace: "default", UID: "uid-grpc"},
-		Spec: api.PodSpec{
-			TerminationGracePeriodSeconds: new(int64(1)),
-			Containers: []api.Container{
-				{Name: "server", Image: image, Args: []string{"9090"}, ReadinessProbe: grpcProbe(9090, "", 1)},
-				// Its startup probe holds the liveness probe back until the
-				// server listens, so that the liveness probe's first failure
-				// is the service's NOT_SERVING, not a refused connection.
-				{Name: "sick", Image: image, Args: []string{"9091"}, StartupProbe: grpcProbe(9091, "", 60), LivenessProbe: grpcProbe(9091, "down", 1)},
-			},
+	pod := criPod("grpc", api.PodSpec{
+		Containers: []api.Container{
+			{Name: "server", Image: image, Args: []string{"9090"}, ReadinessProbe: grpcProbe(9090, "", 1)},
+			// Its startup probe holds the liveness probe back until the
+			// server listens, so that the liveness probe's first failure
+			// is the service's NOT_SERVING, not a refused connection.
+			{Name: "sick", Image: image, Args: []string{"9091"}, StartupProbe: grpcProbe(9091, "", 60), LivenessProbe: grpcProbe(9091, "down", 1)},
 		},
-	}
+	})
 	api.Default(pod)
 	cm := startCRIManager(t, ctx, env, nil, nil, pod)
 

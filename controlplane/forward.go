@@ -1,11 +1,13 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,8 +41,12 @@ type forwarder struct {
 	leader atomic.Pointer[leaderTarget]
 	proxy  *httputil.ReverseProxy
 	log    *slog.Logger
-	// clock times forwardTimeout.
+	// clock times forwardTimeout and leaderWait.
 	clock clock.WithDelayedExecution
+	// changed is closed, and replaced, at each change of the leader or
+	// of this control plane's role: it wakes the writes held for one.
+	mu      sync.Mutex
+	changed chan struct{}
 }
 
 // leaderTarget is a leader the forwarder sends to; gone ends once
@@ -69,6 +76,26 @@ const forwardTimeout = 3 * time.Second
 // to answer within forwardTimeout.
 var errForwardTimeout = fmt.Errorf("no answer within %s", forwardTimeout)
 
+// leaderWait bounds how long a follower holds a write it can send to no
+// leader (none is known, the one named is this control plane catching
+// up, the leader could not be reached or answered that it no longer
+// leads) for one that can take it, and sends it on the moment there is:
+// a failover then costs a client the election, not the Retry-After of
+// the 503 it would have had at once. It is that Retry-After, one second,
+// so a client waits no longer than a 503 would have made it wait; after
+// it the write is answered 503 as before.
+const leaderWait = time.Second
+
+// connectTimeout bounds the dial and TLS handshake of a connection to
+// the leader. Connections are kept (HTTP/2), so one is made rarely; a
+// leader that does not finish a handshake within it is frozen or cut
+// off, and the write, never sent, is held for the next leader.
+const connectTimeout = time.Second
+
+// maxForwardTries bounds how often one write is sent on, each time to a
+// new leader after the one before never had it.
+const maxForwardTries = 3
+
 // forwarding is a request on its way to leader; answered says that the
 // leader answered, after which a change of leader no longer ends the
 // request: the write was made, and its answer is passed on whole.
@@ -79,7 +106,18 @@ type forwarding struct {
 	// from then on any of it may have reached the leader, which may
 	// make the write, so a missing answer is an unknown outcome.
 	sent atomic.Bool
+	// mayRetry says whether a write the leader never had may be held
+	// for another leader rather than answered; again is then set, with
+	// why, and nothing is written.
+	mayRetry func() bool
+	again    bool
+	why      error
 }
+
+// errLeaderRefused is a forwarded write the leader answered 503 with a
+// Retry-After: it did not carry it out (it no longer leads, or is
+// catching up), and another leader may.
+var errLeaderRefused = errors.New("the leader answered that it cannot take writes now")
 
 // untilAnswered is the forwarder's transport: it tells each forwarding
 // once its leader's answer is in.
@@ -118,7 +156,7 @@ type targetKey struct{}
 // apiserver.PassCertificateUser): a user of a client certificate keeps
 // their identity and groups, and RBAC on the leader judges them.
 func newForwarder(st *store.Store, self string, ca *x509.CertPool, cert tls.Certificate, log *slog.Logger, clk clock.WithDelayedExecution) *forwarder {
-	f := &forwarder{store: st, self: self, log: log, clock: clk}
+	f := &forwarder{store: st, self: self, log: log, clock: clk, changed: make(chan struct{})}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(pr.In.Context().Value(targetKey{}).(*forwarding).leader)
@@ -127,8 +165,8 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, cert tls.Cert
 			apiserver.PassCertificateUser(pr.In, pr.Out.Header)
 		},
 		Transport: untilAnswered{&http.Transport{
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSHandshakeTimeout:   10 * time.Second,
+			DialContext:           (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   connectTimeout,
 			TLSClientConfig:       &tls.Config{RootCAs: ca, Certificates: certificates(cert), MinVersion: tls.VersionTLS12},
 			ForceAttemptHTTP2:     true,
 			ResponseHeaderTimeout: time.Minute,
@@ -139,13 +177,29 @@ func newForwarder(st *store.Store, self string, ca *x509.CertPool, cert tls.Cert
 			// rather than queue on it.
 			HTTP2: &http.HTTP2Config{SendPingTimeout: time.Second, PingTimeout: time.Second},
 		}},
-		FlushInterval:  -1,
-		ModifyResponse: f.caughtUp,
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			fw := resp.Request.Context().Value(targetKey{}).(*forwarding)
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "" && fw.mayRetry() {
+				fw.again, fw.why = true, errLeaderRefused
+				return errLeaderRefused
+			}
+			return f.caughtUp(resp)
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if cause := context.Cause(r.Context()); errors.Is(cause, errLeaderChanged) || errors.Is(cause, errForwardTimeout) {
 				err = cause
 			}
 			fw := r.Context().Value(targetKey{}).(*forwarding)
+			if fw.again {
+				return // refused by the leader, held for the next
+			}
+			if !fw.sent.Load() && fw.mayRetry() {
+				// The leader never had the write: it waits for
+				// the next.
+				fw.again, fw.why = true, err
+				return
+			}
 			if fw.sent.Load() {
 				// The leader has the write and did not answer:
 				// it may have made it, so the client must not
@@ -170,30 +224,142 @@ func certificates(cert tls.Certificate) []tls.Certificate {
 }
 
 // route is the API server's Forward: the writes of a follower go to the
-// leader, everything else is served here.
+// leader, everything else is served here. A write no leader can take yet
+// is held (see leaderWait); one held until this control plane leads is
+// served here.
 func (f *forwarder) route(r *http.Request) http.Handler {
 	if !forwardable(r) || !f.store.Following() {
 		return nil
 	}
-	return f
+	// Held while it cannot be sent on: no leader is known, the one
+	// named is this control plane still catching up, or r came from
+	// another follower that took this one for the leader.
+	deadline := f.clock.Now().Add(leaderWait)
+	f.hold(r, deadline, func() bool { return !f.store.Following() || f.sendable(r) })
+	if !f.store.Following() {
+		return nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.forward(w, r, deadline) })
 }
 
-func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	target := f.leader.Load()
-	switch {
-	case target == nil:
-		apiserver.WriteError(w, unavailable("no control plane leads the cluster yet; try again"))
-		return
-	case target.url.String() == f.self:
-		apiserver.WriteError(w, unavailable("this control plane was just elected leader and is catching up; try again"))
-		return
-	case r.Header.Get(forwardedHeader) != "":
-		// Two control planes that each take the other for the
-		// leader, for as long as one has not yet seen it change,
-		// would send the request round between them.
-		apiserver.WriteError(w, unavailable(fmt.Sprintf("%s took this control plane for the leader, and it follows another; try again", r.Header.Get(forwardedHeader))))
-		return
+// changes is closed at the next change of the leader or of this control
+// plane's role.
+func (f *forwarder) changes() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+// wake wakes the writes held for a leader: the leader changed, or this
+// control plane began to lead or stopped.
+func (f *forwarder) wake() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// sendable says whether r can be sent on now: to a leader that is
+// another control plane, and r did not come from one.
+func (f *forwarder) sendable(r *http.Request) bool {
+	t := f.leader.Load()
+	return t != nil && t.url.String() != f.self && r.Header.Get(forwardedHeader) == ""
+}
+
+// hold waits, until deadline or until r is done, for ready (checked at
+// each change of the leader or of this control plane's role), and says
+// whether it is.
+func (f *forwarder) hold(r *http.Request, deadline time.Time, ready func() bool) bool {
+	var timer clock.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		changed := f.changes()
+		if ready() {
+			return true
+		}
+		d := deadline.Sub(f.clock.Now())
+		if d <= 0 {
+			return false
+		}
+		if timer == nil {
+			timer = f.clock.NewTimer(d)
+		}
+		select {
+		case <-changed:
+		case <-timer.C():
+		case <-r.Context().Done():
+			return false
+		}
 	}
+}
+
+// ServeHTTP sends a write on to the leader, as route does once it holds
+// no more.
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.forward(w, r, f.clock.Now().Add(leaderWait))
+}
+
+// forward sends r on to the leader. A write the leader never had (it
+// could not be reached, or answered 503 with a Retry-After) is held until
+// deadline for another leader, and sent on to it, so that it is held
+// across a change of leader rather than answered 503 in the middle of it.
+// Its body is read first, for each try to send.
+func (f *forwarder) forward(w http.ResponseWriter, r *http.Request, deadline time.Time) {
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		var buf bytes.Buffer
+		if err := apiserver.CopyBody(w, r, &buf, apiserver.DefaultMaxBodyBytes); err != nil {
+			apiserver.WriteError(w, err)
+			return
+		}
+		body = buf.Bytes()
+	}
+	var (
+		last *leaderTarget // the leader that never had the write
+		why  error
+	)
+	for try := 1; ; try++ {
+		target := f.leader.Load()
+		switch {
+		case last != nil && (target == last || target == nil || target.url.String() == f.self):
+			// Held until the deadline, and no other leader to
+			// send to.
+			apiserver.WriteError(w, unavailable(fmt.Sprintf("the leader %s cannot be reached: %v", last.url, why)))
+			return
+		case target == nil:
+			apiserver.WriteError(w, unavailable("no control plane leads the cluster yet; try again"))
+			return
+		case target.url.String() == f.self:
+			apiserver.WriteError(w, unavailable("this control plane was just elected leader and is catching up; try again"))
+			return
+		case r.Header.Get(forwardedHeader) != "":
+			// Two control planes that each take the other for the
+			// leader, for as long as one has not yet seen it change,
+			// would send the request round between them.
+			apiserver.WriteError(w, unavailable(fmt.Sprintf("%s took this control plane for the leader, and it follows another; try again", r.Header.Get(forwardedHeader))))
+			return
+		}
+		fw := f.send(w, r, target, body, func() bool {
+			return try < maxForwardTries && (f.leader.Load() != target || f.clock.Now().Before(deadline))
+		})
+		if !fw.again || r.Context().Err() != nil {
+			return
+		}
+		last, why = target, fw.why
+		f.log.Debug("holding a write the leader never had for the next leader", "leader", target.url, "err", why)
+		f.hold(r, deadline, func() bool {
+			next := f.leader.Load()
+			return next != nil && next != last
+		})
+	}
+}
+
+// send is one try of forward, to target.
+func (f *forwarder) send(w http.ResponseWriter, r *http.Request, target *leaderTarget, body []byte, mayRetry func() bool) *forwarding {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	changed := context.AfterFunc(target.gone, func() { cancel(errLeaderChanged) })
@@ -203,7 +369,15 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return changed()
 	}
 	defer answered()
-	f.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, &forwarding{leader: target.url, answered: answered})))
+	fw := &forwarding{leader: target.url, answered: answered, mayRetry: mayRetry}
+	out := r.WithContext(context.WithValue(ctx, targetKey{}, fw))
+	if body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+	}
+	f.proxy.ServeHTTP(w, out)
+	return fw
 }
 
 // caughtUp holds the leader's answer to a write until this control
@@ -249,6 +423,7 @@ func (f *forwarder) setLeader(v string) {
 	if old != nil {
 		old.goneBy()
 	}
+	f.wake()
 }
 
 // known says whether a leader is known: the "leader" check of /readyz.

@@ -793,6 +793,7 @@ func (s *Server) leadTerms(ctx context.Context) error {
 		if err := s.store.StepDown(); err != nil {
 			return fmt.Errorf("step down: %w", err)
 		}
+		s.forward.wake()
 	}
 }
 
@@ -844,6 +845,9 @@ func (s *Server) lead(ctx context.Context) error {
 	if err := s.store.Lead(ctx, s.advertise); err != nil {
 		return err
 	}
+	// The writes held for a leader that is this control plane are
+	// served here now.
+	s.forward.wake()
 	s.log.Info("leading the cluster", "advertise", s.advertise, "revision", s.store.Revision())
 	if err := s.bootstrap(ctx); err != nil {
 		return err

@@ -33,8 +33,12 @@ const DefaultTimeout = 30 * time.Second
 type Client struct {
 	// bases are the control planes' URLs; current indexes the one the
 	// client sends to, shared with the clients WithTimeout makes.
-	bases     []*url.URL
-	current   *atomic.Int32
+	bases   []*url.URL
+	current *atomic.Int32
+	// failed holds, for each of bases, when it last gave no answer
+	// (unix nanoseconds on clock, 0 for not since it last answered),
+	// also shared: the client moves on past it (see next).
+	failed    []atomic.Int64
 	token     string
 	http      *http.Client
 	timeout   time.Duration
@@ -53,7 +57,7 @@ func New(cfg *Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{bases: bases, current: new(atomic.Int32), token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent, clock: cfg.Clock}
+	c := &Client{bases: bases, current: new(atomic.Int32), failed: make([]atomic.Int64, len(bases)), token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent, clock: cfg.Clock}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}
@@ -231,7 +235,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 		}
 		if len(c.bases) > 1 {
 			at := c.current.Load()
-			c.current.CompareAndSwap(at, (at+1)%int32(len(c.bases)))
+			c.current.CompareAndSwap(at, c.next(at))
 		}
 		if wait == 0 {
 			continue
@@ -306,25 +310,58 @@ func (c *Client) sendAny(ctx context.Context, r *request) (*http.Response, error
 	at := c.current.Load()
 	for tried := 1; ; tried++ {
 		resp, err := c.sendTo(ctx, c.bases[at], r)
-		if err == nil {
-			return resp, nil
+		var answer *apierrors.StatusError
+		if (err == nil || errors.As(err, &answer)) && c.failed[at].Load() != 0 {
+			c.failed[at].Store(0)
 		}
-		next := (at + 1) % int32(len(c.bases))
+		if err == nil || len(c.bases) == 1 {
+			return resp, err
+		}
 		if tried < len(c.bases) && ctx.Err() == nil && unreachable(err, r.method) {
+			c.failed[at].Store(c.clock.Now().UnixNano())
+			next := c.next(at)
 			c.current.CompareAndSwap(at, next)
 			at = next
 			continue
 		}
-		if len(c.bases) > 1 && errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, context.DeadlineExceeded) {
 			// No answer in time: the control plane may be stopped or
 			// cut off with its connections open, which no dial or
 			// lost connection tells for a while. The request may have
 			// been made, so it is not sent again, but the next one
 			// goes to the next control plane.
-			c.current.CompareAndSwap(at, next)
+			c.failed[at].Store(c.clock.Now().UnixNano())
+			c.current.CompareAndSwap(at, c.next(at))
+		} else if unreachable(err, r.method) {
+			c.failed[at].Store(c.clock.Now().UnixNano())
 		}
 		return nil, err
 	}
+}
+
+// failedFor is how long the client moves on past a control plane that
+// gave no answer (it could not be reached, or let a request run out of
+// time) while another has not failed so: past a dead or frozen leader's
+// lease (4s by default) and the election after it, so that requests
+// sent round the servers during a failover do not come back to the one
+// that failed, each to wait out its timeout again, as a k3s agent's load
+// balancer sets a failed server aside. A control plane that answers is
+// taken back at once.
+const failedFor = 15 * time.Second
+
+// next is the control plane to move on to after at: the next in the list
+// that has not failed within failedFor, or the next one when every other
+// has.
+func (c *Client) next(at int32) int32 {
+	n := int32(len(c.bases))
+	now := c.clock.Now()
+	for i := int32(1); i < n; i++ {
+		j := (at + i) % n
+		if f := c.failed[j].Load(); f == 0 || now.Sub(time.Unix(0, f)) >= failedFor {
+			return j
+		}
+	}
+	return (at + 1) % n
 }
 
 // unreachable tells an error that says the server was not reached, or

@@ -434,3 +434,84 @@ func TestClientAsksTheNextServerAtOnceOnServiceUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// refusingCreates answers the next creates, as many as it is told, 503
+// with a Retry-After (no leader yet), and hands the rest to next.
+type refusingCreates struct {
+	n    atomic.Int32
+	next http.Handler
+}
+
+func (h *refusingCreates) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && h.n.Add(-1) >= 0 {
+		se := apierrors.NewServiceUnavailable("no control plane leads the cluster yet; try again")
+		se.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+		apiserver.WriteError(w, se)
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// A server that gave no answer (frozen: it takes connections and never
+// shakes hands) is set aside: a request the others refuse with 503 goes
+// round them rather than back to it, where it would wait out its time
+// again, as requests sent round during a failover otherwise do.
+func TestClientSetsAsideAServerThatGaveNoAnswer(t *testing.T) {
+	refusingServer := func() (*server, *refusingCreates) {
+		h := &refusingCreates{}
+		return newServer(t, 0, func(next http.Handler) http.Handler {
+			h.next = next
+			return h
+		}), h
+	}
+	a, aRefuses := refusingServer()
+	b, bRefuses := refusingServer()
+	frozen, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { frozen.Close() })
+	tr, err := client.NewTransport(&client.Config{CAData: append(append([]byte(nil), a.caPEM...), b.caPEM...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	fc := clocktesting.NewFakeClock(time.Now())
+	// a, then the frozen one, then b: after a refuses, the frozen one
+	// comes next.
+	c, err := client.New(&client.Config{Server: a.ts.URL + ",https://" + frozen.Addr().String() + "," + b.ts.URL, Token: token, Transport: tr, Clock: fc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createWithin := func(d time.Duration, name string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		_, err := c.Create(ctx, configMap(name))
+		return err
+	}
+	aRefuses.n.Store(1)
+	if err := createWithin(500*time.Millisecond, "lost"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a create refused by a, then sent to the frozen server: %v, want no answer in time", err)
+	}
+	if c.Server() != b.ts.URL {
+		t.Fatalf("the client sends to %s after the frozen server, want %s", c.Server(), b.ts.URL)
+	}
+	// b refuses, then a: the frozen server is next after a, and passed
+	// over for b.
+	aRefuses.n.Store(1)
+	bRefuses.n.Store(1)
+	if err := createWithin(10*time.Second, "made"); err != nil {
+		t.Fatalf("a create refused by b and a: %v, want it made by b", err)
+	}
+	if _, err := b.store.Get(cmKind, "default", "made"); err != nil {
+		t.Fatalf("b does not hold the create: %v", err)
+	}
+	// Set aside for a while only: past it, the frozen server is tried
+	// again in its turn.
+	fc.Step(15 * time.Second)
+	aRefuses.n.Store(1)
+	bRefuses.n.Store(1)
+	if err := createWithin(500*time.Millisecond, "late"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a create refused by b, then a, then sent to the frozen server again: %v, want no answer in time", err)
+	}
+}

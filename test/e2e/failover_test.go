@@ -144,6 +144,14 @@ func (c *cluster) recover(t *testing.T, s *server, sig syscall.Signal) {
 	t.Helper()
 	if sig == syscall.SIGSTOP {
 		s.signal(syscall.SIGCONT)
+		// Deposed while frozen, it says so once it runs again: until
+		// then it would be taken for the leader.
+		waitFor(t, 30*time.Second, "the server let go to step down", func() error {
+			if leadsNow(s.Output()) {
+				return errors.New("it still says it leads")
+			}
+			return nil
+		})
 		return
 	}
 	select {

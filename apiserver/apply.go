@@ -201,7 +201,15 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, req *resourc
 		return obj, err
 	}
 	req.applied = true
-	if _, err := s.store.Get(req.kind, req.namespace, req.name); store.IsNotFound(err) && req.subresource == "" {
+	// Read as an update or a delete reads: a NotFound from the tables
+	// the write would find, durable, and on a control plane that still
+	// leads, not from a snapshot that may lag them.
+	_, err = s.store.GetForWrite(r.Context(), req.kind, req.namespace, req.name)
+	if err != nil && !store.IsNotFound(err) {
+		WriteError(w, err)
+		return
+	}
+	if store.IsNotFound(err) && req.subresource == "" {
 		// An apply of an object that does not exist creates it, and
 		// needs the right to.
 		live := req.kind.New()

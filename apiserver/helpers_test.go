@@ -174,7 +174,10 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		ts.Close()
 		st.Close()
 	})
-	e.mustCreate(&api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	if !st.Following() {
+		// A follower's backend holds what it holds.
+		e.mustCreate(&api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	}
 	return e
 }
 

@@ -21,6 +21,18 @@ import (
 // Kubernetes' watch cache does.
 const futureRevisionWait = 3 * time.Second
 
+// readLatest makes a read without a resourceVersion see the most recent
+// objects, as Kubernetes' quorum read: through any control plane, what
+// every write acknowledged before it made (store.Sync). A read at a
+// resourceVersion (0 too) is served from the store's copy, as from
+// Kubernetes' watch cache.
+func (s *Server) readLatest(ctx context.Context, q url.Values) error {
+	if q.Get("resourceVersion") != "" {
+		return nil
+	}
+	return s.store.Sync(ctx)
+}
+
 // serveGet answers one object, or its status subresource (the same
 // object, as in Kubernetes).
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
@@ -29,13 +41,9 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, req *resourceR
 		WriteError(w, err)
 		return
 	}
-	if r.URL.Query().Get("resourceVersion") == "" {
-		// The most recent object, as Kubernetes' quorum read: through
-		// any control plane, what every write acknowledged before made.
-		if err := s.store.Sync(r.Context()); err != nil {
-			WriteError(w, err)
-			return
-		}
+	if err := s.readLatest(r.Context(), r.URL.Query()); err != nil {
+		WriteError(w, err)
+		return
 	}
 	obj, err := s.store.Get(req.kind, req.namespace, req.name)
 	if err != nil {
@@ -172,11 +180,8 @@ func (s *Server) listSnapshot(ctx context.Context, q url.Values) (*store.Snapsho
 	if err := s.waitForRevision(ctx, rv); err != nil {
 		return nil, err
 	}
-	if q.Get("resourceVersion") == "" {
-		// The most recent objects, as a read of one (serveGet).
-		if err := s.store.Sync(ctx); err != nil {
-			return nil, err
-		}
+	if err := s.readLatest(ctx, q); err != nil {
+		return nil, err
 	}
 	snap := s.store.Snapshot()
 	if exact && snap.Revision() != rv {

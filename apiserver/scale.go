@@ -98,6 +98,10 @@ func scaleOf(obj api.Object) *scaleObject {
 // serveScale answers GET, PUT and PATCH on …/{name}/scale.
 func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, req *resourceRequest) {
 	if req.verb == auth.VerbGet {
+		if err := s.readLatest(r.Context(), r.URL.Query()); err != nil {
+			WriteError(w, err)
+			return
+		}
 		obj, err := s.store.Get(req.kind, req.namespace, req.name)
 		if err != nil {
 			if authErr := s.authorize(r, req, nil, nil); authErr != nil {

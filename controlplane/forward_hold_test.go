@@ -17,7 +17,6 @@ import (
 
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/store"
-	"github.com/berth-dev/berth/store/etcd"
 	"github.com/berth-dev/berth/store/etcd/etcdtest"
 	"github.com/berth-dev/berth/testtool"
 )
@@ -60,6 +59,21 @@ func leaders(t *testing.T, st *store.Store, clk *clocktesting.FakeClock, log *sl
 	return newForwarder(st, "https://self.test:6443", pool, tls.Certificate{}, log, clk), urls
 }
 
+// holdingForwarder is leaders over a store of its own, on a fake clock,
+// with a channel closed once the forwarder holds a write for the next
+// leader.
+func holdingForwarder(t *testing.T, handlers ...http.HandlerFunc) (*forwarder, []string, <-chan struct{}) {
+	t.Helper()
+	st, err := store.New(store.Memory{}, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	holding := &said{msg: "holding a write the leader never had for the next leader", once: make(chan struct{})}
+	f, urls := leaders(t, st, clocktesting.NewFakeClock(time.Now()), slog.New(holding), handlers...)
+	return f, urls, holding.once
+}
+
 // made answers a write 201 with the body it got.
 func made(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -72,23 +86,12 @@ func made(w http.ResponseWriter, r *http.Request) {
 // leader is announced: the client waits for the election, not for the
 // Retry-After of a 503.
 func TestWriteHeldUntilALeaderIsKnown(t *testing.T) {
-	ep := etcdtest.Start(t)
-	quiet := slog.New(slog.DiscardHandler)
-	b, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{ep}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.New(b, store.Options{Logger: quiet})
-	if err != nil {
-		b.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := followingStore(t, etcdtest.Start(t))
 	if !st.Following() {
 		t.Fatal("the store over etcd does not follow")
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	f, urls := leaders(t, st, clk, quiet, made)
+	f, urls := leaders(t, st, clk, slog.New(slog.DiscardHandler), made)
 	serve := func() (*httptest.ResponseRecorder, <-chan struct{}) {
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/configmaps", strings.NewReader(`{"n":1}`))
 		rec := httptest.NewRecorder()
@@ -136,21 +139,14 @@ func TestWriteHeldUntilALeaderIsKnown(t *testing.T) {
 // and sends it, body and all, to the next leader, rather than pass the
 // 503 on while another leader is being announced.
 func TestWriteTheLeaderRefusedGoesToTheNext(t *testing.T) {
-	st, err := store.New(store.Memory{}, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	holding := &said{msg: "holding a write the leader never had for the next leader", once: make(chan struct{})}
-	clk := clocktesting.NewFakeClock(time.Now())
-	f, urls := leaders(t, st, clk, slog.New(holding),
+	f, urls, holding := holdingForwarder(t,
 		func(w http.ResponseWriter, r *http.Request) {
 			apiserver.WriteError(w, unavailable("this control plane resigned the lead as it stops"))
 		},
 		made)
 	f.setLeader(urls[0])
 	rec, done := forwardCreate(context.Background(), f)
-	<-holding.once
+	<-holding
 	select {
 	case <-done:
 		t.Fatalf("answered %d %q before another leader came", rec.Code, rec.Body.String())
@@ -166,17 +162,10 @@ func TestWriteTheLeaderRefusedGoesToTheNext(t *testing.T) {
 // A write that could not reach the leader (it died) is held and sent to
 // the leader elected after it.
 func TestWriteThatNeverReachedTheLeaderGoesToTheNext(t *testing.T) {
-	st, err := store.New(store.Memory{}, store.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	holding := &said{msg: "holding a write the leader never had for the next leader", once: make(chan struct{})}
-	clk := clocktesting.NewFakeClock(time.Now())
-	f, urls := leaders(t, st, clk, slog.New(holding), made)
-	f.setLeader("https://" + testtool.ClosedAddr(t))
+	f, urls, holding := holdingForwarder(t, made)
+	f.setLeader(testtool.ClosedURL(t))
 	rec, done := forwardCreate(context.Background(), f)
-	<-holding.once
+	<-holding
 	f.setLeader(urls[0])
 	<-done
 	if rec.Code != http.StatusCreated || rec.Body.String() != "{}" {

@@ -38,16 +38,7 @@ const maxHops = 8
 func followerAPI(t *testing.T, ep string, hits *atomic.Int32) (*forwarder, *httptest.Server) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	b, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{ep}, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.New(b, store.Options{Logger: quiet})
-	if err != nil {
-		b.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := followingStore(t, ep)
 	var f *forwarder
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hits.Add(1) > maxHops {
@@ -67,6 +58,24 @@ func followerAPI(t *testing.T, ep string, hits *atomic.Int32) (*forwarder, *http
 	pool.AddCert(ts.Certificate())
 	f = newForwarder(st, ts.URL, pool, tls.Certificate{}, quiet, clock.RealClock{})
 	return f, ts
+}
+
+// followingStore is a store over the etcd at ep, which follows: no
+// control plane leads it.
+func followingStore(t *testing.T, ep string) *store.Store {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	b, err := etcd.Open(context.Background(), etcd.Options{Endpoints: []string{ep}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(b, store.Options{Logger: quiet})
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // Two followers that each take the other for the leader, as they may for

@@ -25,15 +25,9 @@ import (
 	"github.com/berth-dev/berth/testtool"
 )
 
-// closedURL is an https URL of a loopback port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	return "https://" + testtool.ClosedAddr(t)
-}
-
 func TestClientMovesToTheNextServer(t *testing.T) {
 	s := newServer(t, 0, nil)
-	down := closedURL(t)
+	down := testtool.ClosedURL(t)
 	tr, err := client.NewTransport(&client.Config{CAData: s.caPEM})
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +202,7 @@ func TestClientMovesOnFromAServerThatNeverShakesHands(t *testing.T) {
 // next server, a create included, as past a dial refused.
 func TestClientMovesOnFromADialThatTimesOut(t *testing.T) {
 	s := newServer(t, 0, nil)
-	off := closedURL(t)
+	off := testtool.ClosedURL(t)
 	tr, err := client.NewTransport(&client.Config{CAData: s.caPEM})
 	if err != nil {
 		t.Fatal(err)

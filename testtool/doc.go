@@ -4,5 +4,6 @@
 // holds small helpers many packages' tests share: a Buffer safe to write
 // from other goroutines, WaitFor and SayUntil, which poll rather than
 // sleep, Scrape, which reads a /metrics handler, StallProxy, a TCP
-// proxy that stops passing bytes as a frozen server does, and FillDisk.
+// proxy that stops passing bytes as a frozen server does, FillDisk, and
+// WriteKubeconfig.
 package testtool

@@ -42,3 +42,9 @@ func ClosedAddr(t testing.TB) string {
 	l.Close()
 	return addr
 }
+
+// ClosedURL is an https URL of ClosedAddr: a server that is down.
+func ClosedURL(t testing.TB) string {
+	t.Helper()
+	return "https://" + ClosedAddr(t)
+}

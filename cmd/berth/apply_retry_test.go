@@ -8,12 +8,11 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // A control plane that answers a write 503 (leadership changing hands)
@@ -47,25 +46,7 @@ func TestApplyRidesThroughServiceUnavailable(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(front.Close)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-current-context: c
-clusters:
-- name: c
-  cluster:
-    server: %s
-    insecure-skip-tls-verify: true
-users:
-- name: u
-  user:
-    token: %s
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-`, front.URL, cfg.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := testtool.WriteKubeconfig(t, testtool.Kubeconfig{Server: front.URL, Token: cfg.Token})
 	berth := func(args ...string) result {
 		t.Helper()
 		return runBerth(t, "", append(args, "--kubeconfig", kubeconfig)...)

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +8,6 @@ import (
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/testtool"
 )
-
-// closedURL is an https URL of a loopback port nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	return "https://" + testtool.ClosedAddr(t)
-}
 
 // TestServerListFromKubeconfigAndFlag: berth reaches a live server past a
 // dead one, whether the kubeconfig's cluster lists the servers in
@@ -30,29 +21,8 @@ func TestServerListFromKubeconfigAndFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := closedURL(t)
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-current-context: c
-clusters:
-- name: c
-  cluster:
-    server: %s
-    insecure-skip-tls-verify: true
-    extensions:
-    - name: berth.dev/servers
-      extension:
-        servers: [%s]
-users:
-- name: u
-  user: {token: %s}
-contexts:
-- name: c
-  context: {cluster: c, user: u}
-`, dead, cfg.Server, cfg.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dead := testtool.ClosedURL(t)
+	kubeconfig := testtool.WriteKubeconfig(t, testtool.Kubeconfig{Server: dead, Servers: []string{cfg.Server}, Token: cfg.Token})
 	waitReady(t, func() bool {
 		return runBerth(t, "", "get", "ns", "default", "--kubeconfig", kubeconfig).code == exitOK
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/store/etcd/etcdtest"
+	"github.com/berth-dev/berth/testtool"
 )
 
 // TestOneAddressForSeveralServers gives the three servers of one etcd a
@@ -64,28 +65,8 @@ func TestOneAddressForSeveralServers(t *testing.T) {
 	if lead != c.servers[0] {
 		t.Fatalf("%s leads, not the first server", lead.url)
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-current-context: c
-clusters:
-- name: c
-  cluster:
-    server: %s
-    certificate-authority: %s
-    extensions:
-    - name: berth.dev/servers
-      extension:
-        servers: [%s]
-users:
-- name: u
-  user: {token: %s}
-contexts:
-- name: c
-  context: {cluster: c, user: u, namespace: default}
-`, urls[0], filepath.Join(second.dataDir, "tls", "ca.crt"), strings.Join(urls[1:], ", "), cfg.Token), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := testtool.WriteKubeconfig(t, testtool.Kubeconfig{Server: urls[0], Servers: urls[1:], CAFile: filepath.Join(second.dataDir, "tls", "ca.crt"),
+		Token: cfg.Token, Namespace: "default"})
 	a := startAgent(t, second, "lb-node", "127.0.0.41", "--server", strings.Join(urls, ","))
 	cm := func(name string) string {
 		p := filepath.Join(t.TempDir(), name+".yaml")

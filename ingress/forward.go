@@ -37,11 +37,7 @@ func direct(r *http.Request) bool {
 // connection once the request is logged.
 func (p *Proxy) forward(w *recorder, r *http.Request, st *state) (aborted bool) {
 	addrs := st.route.Backend.Addrs
-	tries := 1
-	if idempotent(r) {
-		tries = min(maxTries, len(addrs))
-	}
-	start := int(p.rr.Add(1))
+	start, tries := p.attempts(r, len(addrs))
 	var err error
 	for i := range tries {
 		addr := addrs[(start+i)%len(addrs)]

@@ -251,6 +251,17 @@ func bufferBody(r *http.Request) error {
 	return nil
 }
 
+// attempts is where a request to n endpoints starts in the round robin
+// and how many it may try: one, or for an idempotent request up to
+// maxTries of them, each on the next endpoint.
+func (p *Proxy) attempts(r *http.Request, n int) (start, tries int) {
+	tries = 1
+	if idempotent(r) {
+		tries = min(maxTries, n)
+	}
+	return int(p.rr.Add(1)), tries
+}
+
 // roundTrip sends the request to one endpoint of the route's backend,
 // round robin; an idempotent request that fails before any response is
 // tried on the next endpoints.
@@ -260,11 +271,7 @@ func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("ingress: no route")
 	}
 	addrs := st.route.Backend.Addrs
-	tries := 1
-	if idempotent(r) {
-		tries = min(maxTries, len(addrs))
-	}
-	start := int(p.rr.Add(1))
+	start, tries := p.attempts(r, len(addrs))
 	var err error
 	for i := 0; i < tries; i++ {
 		addr := addrs[(start+i)%len(addrs)]

@@ -288,7 +288,21 @@ func TestDeposedLeaderStepsDownAndFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	if _, err := cli.Delete(ctx, "/berth/leader", clientv3.WithPrefix()); err != nil {
+	// Only the first's election key goes, as when its lease runs out: the
+	// second, campaigning behind it, is elected. (Deleting the second's
+	// too would leave the two to race to campaign again.)
+	var keys *clientv3.GetResponse
+	poll(t, "both control planes campaigning", func() error {
+		keys, err = cli.Get(ctx, "/berth/leader/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err != nil {
+			return err
+		}
+		if len(keys.Kvs) != 2 {
+			return errors.New("the second is not campaigning yet")
+		}
+		return nil
+	})
+	if _, err := cli.Delete(ctx, string(keys.Kvs[0].Key)); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the second control plane leads", func() error { return leads(second) })

@@ -95,8 +95,8 @@ func TestListCallsShareARound(t *testing.T) {
 	testtool.WaitFor(t, 10*time.Second, "the later calls waiting", func() error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.nextList == nil {
-			return errors.New("no round pending")
+		if r.nextList == nil || r.nextList.joined != later {
+			return errors.New("not all in the next round")
 		}
 		return nil
 	})

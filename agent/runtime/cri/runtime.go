@@ -84,8 +84,10 @@ type Runtime struct {
 // workers (PLEG).
 type listRound struct {
 	done chan struct{}
-	out  []runtime.Status
-	err  error
+	// joined counts the calls sharing the round (under Runtime.mu).
+	joined int
+	out    []runtime.Status
+	err    error
 }
 
 type run struct {
@@ -230,6 +232,7 @@ func (r *Runtime) List(ctx context.Context) ([]runtime.Status, error) {
 			round = &listRound{done: make(chan struct{})}
 			r.nextList = round
 		}
+		round.joined++
 		r.mu.Unlock()
 		select {
 		case <-ctx.Done():

@@ -78,7 +78,7 @@ func (h *planHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rev source.Revision
 	switch {
 	case len(body) > 0:
-		rev.Objects, rev.Errors = api.DecodeStream(planDocument, body, api.DecodeOptions{DropStatus: true})
+		rev.Objects, rev.Errors = api.DecodeStream(planDocument, body, api.DecodeOptions{DropStatus: true, Kinds: api.UncheckedCustomKind})
 	case opts.Source != "":
 		rev, err = h.fetch(ctx, opts.Source, q.Get("ref"))
 		if err != nil {

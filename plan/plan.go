@@ -64,16 +64,27 @@ func Run(ctx context.Context, live *store.Store, objs []*api.Decoded, decodeErrs
 		return rep, nil
 	}
 	applier := apply.New(fork, apply.Options{Clock: clk, Logger: quiet})
-	var (
-		staged  *apply.Plan
-		refused []apply.Refusal
-	)
-	if _, err := fork.Txn(ctx, func(tx *store.Txn) error {
-		var err error
-		staged, refused, err = applier.Stage(tx, name, desired, opts.Source != "")
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("plan: stage the revision: %w", err)
+	// The CRDs the revision's objects need go in first, as the applier
+	// applies them; the fork serves their kinds, the process does not.
+	first, refused, err := applier.StageCRDs(ctx, name, desired)
+	if err != nil {
+		return nil, fmt.Errorf("plan: stage the revision's CustomResourceDefinitions: %w", err)
+	}
+	var staged *apply.Plan
+	if first == nil || len(first.Errors) == 0 {
+		if _, err := fork.Txn(ctx, func(tx *store.Txn) error {
+			var (
+				err  error
+				more []apply.Refusal
+			)
+			staged, more, err = applier.Stage(tx, name, desired, opts.Source != "")
+			refused = append(refused, more...)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("plan: stage the revision: %w", err)
+		}
+	} else {
+		staged = first
 	}
 	if len(staged.Errors) > 0 {
 		rep.Errors = errorLines(staged.Errors)
@@ -82,7 +93,11 @@ func Run(ctx context.Context, live *store.Store, objs []*api.Decoded, decodeErrs
 	for _, r := range refused {
 		rep.Refusals = append(rep.Refusals, Finding{Object: r.Key.String(), Message: r.Err.Error()})
 	}
-	for _, s := range staged.Steps {
+	var steps []apply.Step
+	if first != nil {
+		steps = append(steps, first.Steps...)
+	}
+	for _, s := range append(steps, staged.Steps...) {
 		if s.Action == apply.ActionUnchanged {
 			continue
 		}

@@ -64,7 +64,7 @@ func node(name, cpu, memory string) *api.Node {
 
 func decode(t testing.TB, docs ...string) []*api.Decoded {
 	t.Helper()
-	objs, errs := api.DecodeStream("plan.yaml", []byte(strings.Join(docs, "\n---\n")), api.DecodeOptions{DropStatus: true})
+	objs, errs := api.DecodeStream("plan.yaml", []byte(strings.Join(docs, "\n---\n")), api.DecodeOptions{DropStatus: true, Kinds: api.UncheckedCustomKind})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -23,11 +23,11 @@ import (
 
 var crdKind = api.KindOf(&api.CustomResourceDefinition{})
 
-// customKindOf finds the registered kind of a custom resource whose CRD
-// this store holds (the kinds are the process's, and a process may run
+// customKindOf finds the kind this store serves for a custom resource
+// whose CRD it holds (the kinds are the process's, and a process may run
 // more than one store).
 func (tx *Txn) customKindOf(u *unstructured.Unstructured) (*api.Kind, error) {
-	k := api.KindOf(u)
+	k := tx.store.customKindFor(u.GroupVersionKind())
 	if k != nil {
 		if _, err := tx.Get(crdKind, "", k.CRD.Name); err != nil {
 			k = nil
@@ -40,11 +40,11 @@ func (tx *Txn) customKindOf(u *unstructured.Unstructured) (*api.Kind, error) {
 	return k, nil
 }
 
-// current returns the registered kind of k's resource, so that the
-// events of a write carry the kind watchers watch: a custom kind that
+// current returns the kind this store serves for k's resource, so that
+// the events of a write carry the kind watchers watch: a custom kind that
 // changed is replaced. ok is false when its CRD is gone.
-func current(k *api.Kind) (*api.Kind, bool) {
-	cur := k.Current()
+func (tx *Txn) current(k *api.Kind) (*api.Kind, bool) {
+	cur := tx.store.CurrentKind(k)
 	return cur, cur != nil
 }
 
@@ -145,7 +145,7 @@ func namesAccepted(crd *api.CustomResourceDefinition) bool {
 // crdRemoved deletes the objects of a CRD that goes, in its transaction,
 // finalizers or not: nothing could serve them any more.
 func (tx *Txn) crdRemoved(crd *api.CustomResourceDefinition) error {
-	k, ok := api.CustomKind(k8sschema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural})
+	k, ok := tx.store.CustomKind(k8sschema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural})
 	if !ok {
 		return nil
 	}

@@ -175,3 +175,100 @@ func established(crd *api.CustomResourceDefinition) bool {
 	}
 	return n == 2
 }
+
+// A fork serves the kinds of the CRDs written to it, and only it: the
+// process does not learn them, a CRD the fork changes leaves the
+// process's kind (and so the live objects' checks) as it was, and one the
+// fork deletes is gone from the fork alone.
+func TestForkServesItsOwnCustomKinds(t *testing.T) {
+	ctx := context.Background()
+	live, err := store.New(store.Memory{}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	const (
+		newGroup  = "fork-new.example.com"
+		liveGroup = "fork-live.example.com"
+	)
+	if _, err := live.Create(ctx, testCRD(liveGroup)); err != nil {
+		t.Fatal(err)
+	}
+	liveGR := schema.GroupResource{Group: liveGroup, Resource: "gadgets"}
+	liveKind, ok := api.CustomKind(liveGR)
+	if !ok {
+		t.Fatal("the live CRD's kind is not registered")
+	}
+	if _, err := live.Create(ctx, gadget(liveGroup, "default", "kept", 1)); err != nil {
+		t.Fatal(err)
+	}
+
+	fork := live.Fork(store.Options{})
+	defer fork.Close()
+	newGR := schema.GroupResource{Group: newGroup, Resource: "gadgets"}
+	if _, err := fork.Create(ctx, testCRD(newGroup)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fork.CustomKind(newGR); !ok {
+		t.Fatal("the fork does not serve the kind of the CRD written to it")
+	}
+	if _, err := fork.Create(ctx, gadget(newGroup, "default", "g", 1)); err != nil {
+		t.Fatalf("create an object of the fork's CRD in the fork: %v", err)
+	}
+	if _, ok := api.CustomKind(newGR); ok {
+		t.Fatal("a CRD written to a fork registered its kind for the whole process")
+	}
+	if _, ok := live.CustomKind(newGR); ok {
+		t.Fatal("the live store serves the kind of a fork's CRD")
+	}
+	if _, err := live.Create(ctx, gadget(newGroup, "default", "g", 1)); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("create in the live store of a kind only a fork serves: %v, want ErrInvalid", err)
+	}
+
+	// A changed CRD: the fork serves the new kind, the process the old.
+	changed := testCRD(liveGroup)
+	cur, err := fork.Get(api.KindOf(changed), "", changed.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.ResourceVersion = cur.GetResourceVersion()
+	changed.Spec.Versions[0].Served = false
+	changed.Spec.Versions = append(changed.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: "v2", Served: true, Schema: changed.Spec.Versions[0].Schema,
+	})
+	changed.Spec.Versions[0].Storage, changed.Spec.Versions[1].Storage = false, true
+	if _, err := fork.Update(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := fork.CustomKind(liveGR); !ok || k == liveKind || k.GVK.Version != "v2" {
+		t.Fatalf("the fork's kind of its changed CRD: %v, %v", k, ok)
+	}
+	if k, ok := api.CustomKind(liveGR); !ok || k != liveKind {
+		t.Fatalf("a CRD changed in a fork changed the process's kind: %v", k)
+	}
+	select {
+	case <-liveKind.Replaced():
+		t.Fatal("a CRD changed in a fork ended the watches of the process's kind")
+	default:
+	}
+	if _, err := live.Get(liveKind, "default", "kept"); err != nil {
+		t.Fatalf("the live object: %v", err)
+	}
+
+	// A deleted CRD goes from the fork alone.
+	if _, err := fork.Delete(ctx, api.KindOf(changed), "", changed.Name, store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fork.CustomKind(liveGR); ok {
+		t.Fatal("the fork still serves the kind of a CRD it deleted")
+	}
+	if _, err := fork.Get(liveKind, "default", "kept"); !store.IsNotFound(err) {
+		t.Fatalf("an object of a CRD the fork deleted, in the fork: %v", err)
+	}
+	if k, ok := live.CustomKind(liveGR); !ok || k != liveKind {
+		t.Fatalf("a CRD deleted in a fork went from the process: %v", k)
+	}
+	if _, err := live.Get(liveKind, "default", "kept"); err != nil {
+		t.Fatalf("the live object, after its CRD went from a fork: %v", err)
+	}
+}

@@ -39,6 +39,7 @@ func (s *Store) Fork(opts Options) *Store {
 		advanced:  make(chan struct{}),
 		uid:       s.uid,
 		forked:    true,
+		kinds:     s.kinds.copyKinds(),
 	}
 	f.view.Store(&view{db: f.db.Snapshot(), rev: v.rev})
 	f.hub = newHub(v.rev, opts.History, opts.WatcherQueue)

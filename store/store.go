@@ -101,6 +101,9 @@ type Store struct {
 
 	// forked: the store is a Fork, whose writes are seen as they commit.
 	forked bool
+	// kinds are a fork's own custom kinds (see forkKinds); nil for a real
+	// store, whose kinds are the process's.
+	kinds *forkKinds
 }
 
 type view struct {
@@ -377,6 +380,9 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 	tx.txn.Commit()
 	s.rev = tx.rev
 	s.touch(tx.ops, tx.rev)
+	// A fork's CRDs are its own: it serves their kinds, the process does
+	// not.
+	s.syncKinds(tx.ops)
 	if s.forked {
 		// Nothing to make durable: seen at once, without a trip through
 		// the commit loop, which a plan's thousands of writes would wait
@@ -387,9 +393,6 @@ func (s *Store) Txn(ctx context.Context, fn func(tx *Txn) error) (uint64, error)
 		s.writeMu.Unlock()
 		return tx.rev, nil
 	}
-	// A fork's CRDs are its own: the kinds registered are the real
-	// stores'.
-	syncCustomKinds(tx.ops)
 	b := &batch{
 		rev:    tx.rev,
 		ops:    tx.ops,

@@ -195,7 +195,7 @@ func (tx *Txn) Update(obj api.Object) (api.Object, error) {
 // are gone or it is deleted again with grace 0. Delete returns the object
 // as it last stood.
 func (tx *Txn) Delete(k *api.Kind, namespace, name string, opts DeleteOptions) (api.Object, error) {
-	cur, ok := current(k)
+	cur, ok := tx.current(k)
 	if !ok {
 		return nil, objectError(ErrNotFound, k, namespace, name, "")
 	}

@@ -178,7 +178,7 @@ func (a *Applier) Apply(ctx context.Context, name string, rev source.Revision, o
 	// The CRDs whose kinds the revision's objects need go in first.
 	var first Counts
 	var firstRev uint64
-	if crds := unestablished(name, desired); len(crds) > 0 {
+	if crds := a.unestablished(name, desired); len(crds) > 0 {
 		var err error
 		if first, firstRev, err = a.establish(ctx, name, rev.ID, st, crds, desired); err != nil {
 			return a.failed(ctx, name, st, res, opts, err)

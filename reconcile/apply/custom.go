@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -97,12 +98,12 @@ const EstablishTimeout = 30 * time.Second
 const establishPoll = 100 * time.Millisecond
 
 // unestablished returns the CRDs of desired that define the kind of a
-// desired custom resource that is not served yet (Prepare gave it a kind
-// of the revision's CRD, not the registered one).
-func unestablished(name string, desired []*Desired) []*Desired {
+// desired custom resource that the store does not serve yet (Prepare
+// gave it a kind of the revision's CRD, not the registered one).
+func (a *Applier) unestablished(name string, desired []*Desired) []*Desired {
 	pending := map[schema.GroupKind]bool{}
 	for _, d := range desired {
-		if k := d.Key.Kind; k.Custom && k.Current() != k {
+		if k := d.Key.Kind; k.Custom && a.store.CurrentKind(k) != k {
 			pending[k.GVK.GroupKind()] = true
 		}
 	}
@@ -154,14 +155,20 @@ func (a *Applier) establish(ctx context.Context, name, revision string, st *sour
 		}
 		a.log.Info("applied a CustomResourceDefinition before the objects of its kind", "source", name, "revision", revision, "crd", c.Name)
 	}
+	a.served(desired)
+	return counts, rev, nil
+}
+
+// served gives the desired custom resources the kinds the store serves
+// once their CRDs are in.
+func (a *Applier) served(desired []*Desired) {
 	for _, d := range desired {
-		if k := d.Key.Kind; k.Custom && k.Current() != k {
-			if cur := k.Current(); cur != nil {
+		if k := d.Key.Kind; k.Custom {
+			if cur := a.store.CurrentKind(k); cur != nil {
 				d.Key.Kind = cur
 			}
 		}
 	}
-	return counts, rev, nil
 }
 
 // after adds to the counts of a revision's plan what applying its CRDs
@@ -197,7 +204,8 @@ func (a *Applier) waitEstablished(ctx context.Context, want *api.CustomResourceD
 		if !established {
 			return false
 		}
-		if crd.Installed(want) == nil {
+		if k, ok := a.store.CustomKind(schema.GroupResource{Group: want.Spec.Group, Resource: want.Spec.Names.Plural}); !ok ||
+			k.CRD.Name != want.Name || !equality.Semantic.DeepEqual(k.CRD.Spec, want.Spec) {
 			why = "Established, but its kind is not served yet"
 			return false
 		}

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"context"
 	"errors"
 
 	"github.com/berth-dev/berth/store"
@@ -50,5 +51,36 @@ func (a *Applier) Stage(tx *store.Txn, name string, desired []*Desired, prune bo
 		}
 	}
 	plan.Steps = kept
+	return plan, refused, nil
+}
+
+// StageCRDs does for a plan what Apply does before a revision's objects:
+// the CRDs whose kinds the desired custom resources need, and that the
+// store does not serve yet (or serves with another spec), are staged in
+// a transaction of their own (nothing pruned), and the custom resources
+// get the kinds the store then serves, so that the revision's Stage can
+// write them. A fork serves the kinds of the CRDs written to it itself,
+// at its commit, where a real store waits for nobody either: Apply's
+// wait for Established has nothing to wait for here. The plan is nil
+// when no CRD goes first.
+func (a *Applier) StageCRDs(ctx context.Context, name string, desired []*Desired) (*Plan, []Refusal, error) {
+	crds := a.unestablished(name, desired)
+	if len(crds) == 0 {
+		return nil, nil, nil
+	}
+	var (
+		plan    *Plan
+		refused []Refusal
+	)
+	if _, err := a.store.Txn(ctx, func(tx *store.Txn) error {
+		var err error
+		plan, refused, err = a.Stage(tx, name, crds, false)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	if len(plan.Errors) == 0 {
+		a.served(desired)
+	}
 	return plan, refused, nil
 }

@@ -187,6 +187,10 @@ func (c *Client) write(ctx context.Context, method string, obj api.Object, subre
 	if err != nil {
 		return nil, err
 	}
+	return c.writeAs(ctx, k, method, obj, subresource)
+}
+
+func (c *Client) writeAs(ctx context.Context, k *api.Kind, method string, obj api.Object, subresource string) (api.Object, error) {
 	body, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
@@ -219,6 +223,21 @@ func (c *Client) createIn(ctx context.Context, k *api.Kind, namespace string, ob
 		return nil, err
 	}
 	return c.object(ctx, k, &request{method: http.MethodPost, path: ResourcePath(k, namespace, "", ""), body: body, contentType: "application/json", create: true})
+}
+
+// CreateAs is Create of an object of kind k, which the process need not
+// have registered: a custom resource of a CRD the caller read from a
+// manifest, say, which the server serves once the CRD is in.
+func (c *Client) CreateAs(ctx context.Context, k *api.Kind, obj api.Object) (api.Object, error) {
+	if k.Namespaced && obj.GetNamespace() == "" {
+		return c.createIn(ctx, k, api.NamespaceDefault, obj)
+	}
+	return c.writeAs(ctx, k, http.MethodPost, obj, "")
+}
+
+// UpdateAs is Update of an object of kind k (see CreateAs).
+func (c *Client) UpdateAs(ctx context.Context, k *api.Kind, obj api.Object) (api.Object, error) {
+	return c.writeAs(ctx, k, http.MethodPut, obj, "")
 }
 
 // Update replaces an object's spec and metadata (its status is kept); with

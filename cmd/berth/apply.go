@@ -64,14 +64,14 @@ func runApply(cmd *cobra.Command, g *globalOptions, paths []string) error {
 		return failed(err)
 	}
 	sort.SliceStable(objs, func(i, j int) bool {
-		return api.ApplyRank(api.KindOf(objs[i].Object)) < api.ApplyRank(api.KindOf(objs[j].Object))
+		return api.ApplyRank(objs[i].kind) < api.ApplyRank(objs[j].kind)
 	})
 	failures := 0
 	for _, d := range objs {
-		k := api.KindOf(d.Object)
+		k := d.kind
 		result, err := applyObject(cmd.Context(), c, k, d.Object)
 		if err != nil {
-			fmt.Fprintln(stderr, applyErrorMessage(err, d))
+			fmt.Fprintln(stderr, applyErrorMessage(err, d.Decoded))
 			failures++
 			continue
 		}
@@ -85,10 +85,11 @@ func runApply(cmd *cobra.Command, g *globalOptions, paths []string) error {
 
 // readForAPI reads, decodes and checks the manifests -f names for apply
 // (validate true: defaulted and validated as a source would) or delete
-// (only decoded). Objects without a namespace go to -n's; an object whose
-// namespace differs from an explicit -n is an error, as in kubectl. Every
-// error is printed before anything is sent to the server.
-func readForAPI(cmd *cobra.Command, g *globalOptions, paths []string, validate bool) ([]*api.Decoded, error) {
+// (only decoded), each with the kind it is sent as (see manifest).
+// Objects without a namespace go to -n's; an object whose namespace
+// differs from an explicit -n is an error, as in kubectl. Every error is
+// printed before anything is sent to the server.
+func readForAPI(cmd *cobra.Command, g *globalOptions, paths []string, validate bool) ([]manifest, error) {
 	files, problems, err := readManifests(paths, cmd.InOrStdin())
 	if err != nil {
 		return nil, err
@@ -97,23 +98,10 @@ func readForAPI(cmd *cobra.Command, g *globalOptions, paths []string, validate b
 		return nil, usageErrorf("no manifests (*.yaml, *.yml, *.json) found in %v", paths)
 	}
 	explicit := cmd.Flags().Changed("namespace")
-	prepare := func(d *api.Decoded) api.ErrorList {
-		return placeInNamespace(d, g.namespace, explicit)
+	prepare := func(m manifest) api.ErrorList {
+		return placeInNamespace(m, g.namespace, explicit)
 	}
-	var objs []*api.Decoded
-	var errs api.ErrorList
-	if validate {
-		objs, errs = decodeManifests(files, prepare)
-	} else {
-		for _, f := range files {
-			decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true})
-			errs = append(errs, derrs...)
-			for _, d := range decoded {
-				errs = append(errs, prepare(d)...)
-			}
-			objs = append(objs, decoded...)
-		}
-	}
+	objs, errs := decodeManifests(files, validate, prepare, learnServedKinds(cmd.Context(), g))
 	errs = append(problems, errs...)
 	errs.Sort()
 	stderr := cmd.ErrOrStderr()
@@ -133,8 +121,8 @@ func readForAPI(cmd *cobra.Command, g *globalOptions, paths []string, validate b
 // placeInNamespace puts a namespaced object that names no namespace in
 // the -n one, and refuses one that names another namespace than an
 // explicit -n.
-func placeInNamespace(d *api.Decoded, namespace string, explicit bool) api.ErrorList {
-	k := api.KindOf(d.Object)
+func placeInNamespace(m manifest, namespace string, explicit bool) api.ErrorList {
+	d, k := m.Decoded, m.kind
 	if k == nil || !k.Namespaced {
 		return nil
 	}

@@ -73,11 +73,11 @@ func inNamespace(k *api.Kind, ns string, obj api.Object) api.Object {
 }
 
 func (a *clientAPI) Create(ctx context.Context, k *api.Kind, ns string, obj api.Object) (api.Object, error) {
-	return a.c.Create(ctx, inNamespace(k, ns, obj))
+	return a.c.CreateAs(ctx, k, inNamespace(k, ns, obj))
 }
 
 func (a *clientAPI) Update(ctx context.Context, k *api.Kind, ns string, obj api.Object) (api.Object, error) {
-	return a.c.Update(ctx, inNamespace(k, ns, obj))
+	return a.c.UpdateAs(ctx, k, inNamespace(k, ns, obj))
 }
 
 func (a *clientAPI) Patch(ctx context.Context, k *api.Kind, ns, name string, patch []byte) (api.Object, error) {

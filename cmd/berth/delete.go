@@ -103,7 +103,7 @@ func runDelete(cmd *cobra.Command, g *globalOptions, o *deleteFlags, args []stri
 			return err
 		}
 		for _, d := range objs {
-			targets = append(targets, deleteTarget{kind: api.KindOf(d.Object), namespace: d.Object.GetNamespace(), name: d.Object.GetName()})
+			targets = append(targets, deleteTarget{kind: d.kind, namespace: d.Object.GetNamespace(), name: d.Object.GetName()})
 		}
 	case len(args) == 0:
 		return usageErrorf("you must name what to delete: KIND NAME, KIND/NAME, KIND -l SELECTOR, KIND --all or -f FILE")

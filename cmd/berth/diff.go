@@ -70,11 +70,11 @@ func runDiff(cmd *cobra.Command, g *globalOptions, paths []string) error {
 		return failed(err)
 	}
 	sort.SliceStable(objs, func(i, j int) bool {
-		return api.ApplyRank(api.KindOf(objs[i].Object)) < api.ApplyRank(api.KindOf(objs[j].Object))
+		return api.ApplyRank(objs[i].kind) < api.ApplyRank(objs[j].kind)
 	})
 	failures, differ := 0, 0
 	for _, d := range objs {
-		k := api.KindOf(d.Object)
+		k := d.kind
 		ns, name := d.Object.GetNamespace(), d.Object.GetName()
 		live, err := c.Get(cmd.Context(), k, ns, name)
 		switch {

@@ -147,25 +147,43 @@ func fileProblem(p string, err error) *api.Error {
 	return &api.Error{File: p, Doc: -1, Message: "cannot read: " + err.Error()}
 }
 
-// decodeManifests decodes, defaults and validates every object of the
-// files, as a source does with a revision, and reports duplicates.
-// prepare, when set, sees each object before it is defaulted (apply puts
-// objects without a namespace in -n's) and may report errors about it.
-func decodeManifests(files []manifestFile, prepare func(*api.Decoded) api.ErrorList) ([]*api.Decoded, api.ErrorList) {
-	var objs []*api.Decoded
+// decodeManifests decodes every object of the files and, with validate,
+// defaults and validates each as a source does with a revision (custom
+// resources against the CRDs among the files, or those the server
+// serves), and reports duplicates. prepare, when set, sees each object
+// before it is defaulted (apply puts objects without a namespace in -n's)
+// and may report errors about it. learn, called at most once and only
+// when a custom resource's CRD is not among the files, makes the server's
+// custom kinds known.
+func decodeManifests(files []manifestFile, validate bool, prepare func(manifest) api.ErrorList, learn func()) ([]manifest, api.ErrorList) {
+	var decoded []*api.Decoded
 	var errs api.ErrorList
 	for _, f := range files {
-		decoded, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true, ValidateRest: true})
+		objs, derrs := api.DecodeStream(f.name, f.data, api.DecodeOptions{DropStatus: true, ValidateRest: validate, Kinds: api.UncheckedCustomKind})
 		errs = append(errs, derrs...)
-		for _, d := range decoded {
-			if prepare != nil {
-				errs = append(errs, prepare(d)...)
-			}
-			errs = append(errs, d.DefaultAndValidate()...)
-		}
-		objs = append(objs, decoded...)
+		decoded = append(decoded, objs...)
 	}
-	errs = append(errs, api.Duplicates(objs)...)
+	kinds := manifestKindsOf(decoded, learn)
+	out := make([]manifest, 0, len(decoded))
+	for _, d := range decoded {
+		m := manifest{Decoded: d, kind: kinds.of(d)}
+		if m.kind == nil {
+			errs = append(errs, noCustomKind(d))
+			continue
+		}
+		if prepare != nil {
+			errs = append(errs, prepare(m)...)
+		}
+		out = append(out, m)
+	}
+	if validate {
+		verrs, unchecked := validateObjects(decoded)
+		errs = append(errs, verrs...)
+		for _, u := range unchecked {
+			errs = append(errs, checkServed(u)...)
+		}
+		errs = append(errs, api.Duplicates(decoded)...)
+	}
 	errs.Sort()
-	return objs, errs
+	return out, errs
 }

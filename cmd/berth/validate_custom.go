@@ -37,6 +37,10 @@ func (u uncheckedObject) String() string {
 	return fmt.Sprintf("%s: %s %s not checked: %s", u.d.Location(), gvk.Kind, gvk.GroupVersion(), u.why)
 }
 
+// notInTree is why a custom resource whose CRD the tree does not hold is
+// not checked.
+const notInTree = "no CustomResourceDefinition for it in the tree"
+
 // validateObjects defaults and validates decoded objects, the custom
 // resources among them against the CRDs among them, and returns the
 // errors and the custom resources it could not check.
@@ -45,7 +49,7 @@ func validateObjects(objs []*api.Decoded) (api.ErrorList, []uncheckedObject) {
 	crds := map[schema.GroupKind]*treeCRD{}
 	var custom []*api.Decoded
 	for _, d := range objs {
-		if k := d.Kind(); k != nil && k.Custom && k.CRD == nil {
+		if _, ok := d.Object.(*unstructured.Unstructured); ok {
 			custom = append(custom, d)
 			continue
 		}
@@ -69,7 +73,7 @@ func validateObjects(objs []*api.Decoded) (api.ErrorList, []uncheckedObject) {
 		t := crds[gvk.GroupKind()]
 		switch {
 		case t == nil:
-			unchecked = append(unchecked, uncheckedObject{d, "no CustomResourceDefinition for it in the tree"})
+			unchecked = append(unchecked, uncheckedObject{d, notInTree})
 		case t.invalid != "":
 			unchecked = append(unchecked, uncheckedObject{d, t.invalid})
 		default:

@@ -234,3 +234,59 @@ func TestCustomResourcesFromGit(t *testing.T) {
 		t.Fatalf("web after the held-back revision: url %q", out)
 	}
 }
+
+// TestPlanAndDiffOfACRDTree: berth plan and berth diff of a tree holding a
+// CRD and objects of its kind, before the CRD is applied, as a user
+// reviews a chart's crds/ and templates: the plan creates the CRD, then
+// the objects (defaulted by the tree's schema); an object that breaks the
+// CRD's CEL rule is refused naming its field; once applied, nothing is
+// left to change, and the server still serves no kind it did not have
+// while only plans ran.
+func TestPlanAndDiffOfACRDTree(t *testing.T) {
+	t.Parallel()
+	crd, err := os.ReadFile("testdata/crd-releases.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := func(name, url string) string {
+		return fmt.Sprintf("apiVersion: delivery.example.com/v1\nkind: Release\nmetadata:\n  name: %s\nspec:\n  url: %s\n", name, url)
+	}
+	write("crd.yaml", string(crd))
+	write("releases.yaml", release("podinfo", "https://example.com/podinfo"))
+	s := startServer(t)
+
+	out, stderr, code := s.berth(t, "plan", "-f", dir)
+	if code != 0 || !containsAll(out, "create  CustomResourceDefinition/releases.delivery.example.com", "create  Release/default/podinfo", "Result: fits") {
+		t.Fatalf("berth plan: exit %d\n%s\nstderr: %s", code, out, stderr)
+	}
+	out, stderr, code = s.berth(t, "diff", "-f", dir)
+	if code != 1 || !containsAll(out, "+++ merged/release.delivery.example.com/default/podinfo", "+  url: https://example.com/podinfo", "+  interval: 10m") {
+		t.Fatalf("berth diff: exit %d\n%s\nstderr: %s", code, out, stderr)
+	}
+	if _, stderr, code := s.berth(t, "get", "releases"); code == 0 || !strings.Contains(stderr, "releases") {
+		t.Fatalf("berth get releases after a plan and a diff: exit %d, stderr %q: the server serves the kind of a CRD only planned", code, stderr)
+	}
+
+	write("releases.yaml", release("podinfo", "http://example.com/podinfo"))
+	for _, cmd := range []string{"plan", "diff"} {
+		if _, stderr, code := s.berth(t, cmd, "-f", dir); code != 2 || !containsAll(stderr, "releases.yaml", "spec", "url must be an https URL", "nothing was sent") {
+			t.Fatalf("berth %s of a release its CEL rule refuses: exit %d\nstderr: %s", cmd, code, stderr)
+		}
+	}
+
+	write("releases.yaml", release("podinfo", "https://example.com/podinfo"))
+	s.mustBerth(t, "apply", "-f", dir)
+	if out, stderr, code := s.berth(t, "diff", "-f", dir); code != 0 || out != "" {
+		t.Fatalf("berth diff after apply: exit %d\n%s\nstderr: %s", code, out, stderr)
+	}
+	if out := s.kubectl(t, "get", "release", "podinfo", "-o", "jsonpath={.spec.interval}"); out != "10m" {
+		t.Fatalf("the applied release: interval %q", out)
+	}
+}

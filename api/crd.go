@@ -60,8 +60,12 @@ func StorageVersion(crd *CustomResourceDefinition) string {
 	return ""
 }
 
-// CRDVersion returns the version named v of a CRD, or nil.
+// CRDVersion returns the version named v of a CRD, or nil (nil too for
+// no CRD, as a DiscoveredKind has).
 func CRDVersion(crd *CustomResourceDefinition, v string) *apiextensionsv1.CustomResourceDefinitionVersion {
+	if crd == nil {
+		return nil
+	}
 	for i := range crd.Spec.Versions {
 		if crd.Spec.Versions[i].Name == v {
 			return &crd.Spec.Versions[i]
@@ -102,6 +106,30 @@ func CustomKindOf(crd *CustomResourceDefinition) *Kind {
 	return k
 }
 
+// DiscoveredKind is the kind of a custom resource as API discovery
+// describes it, for a client that may read its objects but not its CRD:
+// r as a version of group lists it, served in versions, preferred (the
+// one a client asks for) first. It has no CRD, so no schema and no
+// printer columns.
+func DiscoveredKind(group string, versions []string, r metav1.APIResource) *Kind {
+	singular := r.SingularName
+	if singular == "" {
+		singular = strings.ToLower(r.Kind)
+	}
+	return &Kind{
+		GVK:        schema.GroupVersionKind{Group: group, Version: versions[0], Kind: r.Kind},
+		Resource:   r.Name,
+		Singular:   singular,
+		ShortNames: slices.Clone(r.ShortNames),
+		Namespaced: r.Namespaced,
+		Categories: slices.Clone(r.Categories),
+		Generation: true,
+		Custom:     true,
+		Versions:   slices.Clone(versions),
+		typ:        unstructuredType,
+	}
+}
+
 // sameKind reports whether two custom kinds are the same in every field
 // a reader sees (its CRD's spec among them), so that a CRD's status
 // update keeps its kind.
@@ -109,7 +137,8 @@ func sameKind(a, b *Kind) bool {
 	return a.GVK == b.GVK && a.Resource == b.Resource && a.Singular == b.Singular &&
 		slices.Equal(a.ShortNames, b.ShortNames) && a.Namespaced == b.Namespaced &&
 		a.HasStatus == b.HasStatus && slices.Equal(a.Categories, b.Categories) &&
-		slices.Equal(a.Versions, b.Versions) && equality.Semantic.DeepEqual(a.CRD.Spec, b.CRD.Spec)
+		slices.Equal(a.Versions, b.Versions) && (a.CRD == nil) == (b.CRD == nil) &&
+		(a.CRD == nil || equality.Semantic.DeepEqual(a.CRD.Spec, b.CRD.Spec))
 }
 
 // customKinds are the kinds CustomResourceDefinitions define, kept by the

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -111,3 +112,11 @@ func (cw clientWatcher) Next(ctx context.Context) (watchEvent, error) {
 }
 
 func (cw clientWatcher) Stop() { cw.w.Stop() }
+
+func (a *clientAPI) ServerGroups(ctx context.Context) (*metav1.APIGroupList, error) {
+	return a.c.ServerGroups(ctx)
+}
+
+func (a *clientAPI) ServerResources(ctx context.Context, gv schema.GroupVersion) (*metav1.APIResourceList, error) {
+	return a.c.ServerResources(ctx, gv)
+}

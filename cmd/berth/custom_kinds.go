@@ -2,37 +2,119 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
 )
 
 // The CLI knows berth's built-in kinds by heart; custom resources it
-// learns from the server, as kubectl learns them by discovery: when a
-// command names a kind it does not know, it reads the server's
-// CustomResourceDefinitions and knows, for the rest of the command, the
-// kind of each that is Established, by plural, singular, short names and
-// kind, with its printer columns for the table.
+// learns from the server as kubectl does, by API discovery (/apis), which
+// every user may read: when a command names a kind it does not know, it
+// reads the groups berth does not serve built in and the resources of
+// each of their versions, and knows, for the rest of the command, each
+// by plural, singular, short names, kind and plural.group. A user who
+// may also list the CustomResourceDefinitions gets each kind with its
+// CRD (its printer columns for the table); one who may not, as one with
+// rights on a custom resource alone, gets the kind discovery describes,
+// shown with its name and age.
 
 var crdKind = api.KindOf(&api.CustomResourceDefinition{})
 
-// learnCustomKinds registers the kinds of the Established CRDs the server
-// holds.
+// discoverer is a client that reads API discovery.
+type discoverer interface {
+	ServerGroups(ctx context.Context) (*metav1.APIGroupList, error)
+	ServerResources(ctx context.Context, gv schema.GroupVersion) (*metav1.APIResourceList, error)
+}
+
+// learnCustomKinds registers the custom kinds the server serves: those
+// of the Established CRDs the caller may list, then those discovery
+// describes that no such CRD defines.
 func learnCustomKinds(ctx context.Context, c apiClient) error {
-	objs, _, err := c.List(ctx, crdKind, "", listOptions{})
-	if err != nil {
-		return err
-	}
+	objs, _, listErr := c.List(ctx, crdKind, "", listOptions{})
+	known := map[schema.GroupResource]bool{}
 	for _, o := range objs {
 		crd, ok := o.(*api.CustomResourceDefinition)
 		if !ok || !established(crd) || api.StorageVersion(crd) == "" {
 			continue
 		}
-		api.SetCustomKind(api.CustomKindOf(crd))
+		k := api.SetCustomKind(api.CustomKindOf(crd))
+		known[k.GroupResource()] = true
+	}
+	d, ok := c.(discoverer)
+	if !ok {
+		return listErr
+	}
+	return discoverCustomKinds(ctx, d, known)
+}
+
+// discoverCustomKinds registers the resources of the groups berth does
+// not serve built in, but those in known.
+func discoverCustomKinds(ctx context.Context, d discoverer, known map[schema.GroupResource]bool) error {
+	groups, err := d.ServerGroups(ctx)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups.Groups {
+		if builtinGroup(g.Name) || len(g.Versions) == 0 {
+			continue
+		}
+		// Each resource with the versions that serve it, the preferred
+		// one first.
+		versions := map[string][]string{}
+		found := map[string]metav1.APIResource{}
+		var order []string
+		gvs := slices.Clone(g.Versions)
+		slices.SortStableFunc(gvs, func(a, b metav1.GroupVersionForDiscovery) int {
+			return cmpBool(b.Version == g.PreferredVersion.Version, a.Version == g.PreferredVersion.Version)
+		})
+		for _, v := range gvs {
+			list, err := d.ServerResources(ctx, schema.GroupVersion{Group: g.Name, Version: v.Version})
+			if err != nil {
+				return err
+			}
+			for _, r := range list.APIResources {
+				if strings.Contains(r.Name, "/") || known[schema.GroupResource{Group: g.Name, Resource: r.Name}] {
+					continue // a subresource, or a kind its CRD gave
+				}
+				if _, ok := found[r.Name]; !ok {
+					found[r.Name] = r
+					order = append(order, r.Name)
+				}
+				versions[r.Name] = append(versions[r.Name], v.Version)
+			}
+		}
+		for _, name := range order {
+			api.SetCustomKind(api.DiscoveredKind(g.Name, versions[name], found[name]))
+		}
 	}
 	return nil
+}
+
+// builtinGroup reports whether berth serves group built in: discovery of
+// its resources teaches the CLI nothing.
+func builtinGroup(group string) bool {
+	for _, k := range api.Kinds() {
+		if k.GVK.Group == group {
+			return true
+		}
+	}
+	return false
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 func established(crd *api.CustomResourceDefinition) bool {

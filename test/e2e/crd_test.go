@@ -290,3 +290,62 @@ func TestPlanAndDiffOfACRDTree(t *testing.T) {
 		t.Fatalf("the applied release: interval %q", out)
 	}
 }
+
+// TestGetCustomResourceWithRightsOnItAlone: a user whose Role grants
+// reading releases, and nothing on CustomResourceDefinitions, gets them
+// with berth get by every name discovery gives (the kind is learned from
+// /apis, as kubectl learns it), shown with their name and age since the
+// CRD's printer columns are not the user's to read.
+func TestGetCustomResourceWithRightsOnItAlone(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	dir := t.TempDir()
+	rbac := filepath.Join(dir, "rbac.yaml")
+	if err := os.WriteFile(rbac, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: release-reader, namespace: default}
+rules:
+- apiGroups: [delivery.example.com]
+  resources: [releases]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: jane-reads-releases, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: release-reader}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: jane}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	release := filepath.Join(dir, "release.yaml")
+	if err := os.WriteFile(release, []byte("apiVersion: delivery.example.com/v1\nkind: Release\nmetadata: {name: podinfo}\nspec: {url: https://example.com/podinfo}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.mustBerth(t, "apply", "-f", "testdata/crd-releases.yaml", "-f", release, "-f", rbac)
+
+	jane := filepath.Join(dir, "jane.kubeconfig")
+	if _, stderr, code := run(t, "token", "create-user", "jane", "--ttl", "1h", "--data-dir", s.dataDir, "-o", jane); code != 0 {
+		t.Fatalf("berth token create-user: %d %s", code, stderr)
+	}
+	asJane := func(args ...string) (string, string, int) {
+		t.Helper()
+		return run(t, append([]string{"--kubeconfig", jane}, args...)...)
+	}
+	if _, stderr, code := asJane("get", "crd"); code == 0 || !strings.Contains(stderr, `cannot list resource "customresourcedefinitions"`) {
+		t.Fatalf("berth get crd as jane: exit %d, %s: jane must not read CRDs for this test", code, stderr)
+	}
+	for _, name := range []string{"releases", "release", "rel", "Release", "releases.delivery.example.com"} {
+		out, stderr, code := asJane("get", name)
+		if code != 0 || !regexpMatch(`^NAME\s+AGE\npodinfo\s+\S+\n$`, out) {
+			t.Fatalf("berth get %s as jane: exit %d\n%s\nstderr: %s", name, code, out, stderr)
+		}
+	}
+	if out, stderr, code := asJane("get", "rel", "podinfo", "-o", "jsonpath={.spec.interval}"); code != 0 || out != "10m" {
+		t.Fatalf("berth get rel podinfo as jane: exit %d, %q, %s", code, out, stderr)
+	}
+	if _, stderr, code := asJane("get", "releases", "-n", "kube-system"); code == 0 ||
+		!strings.Contains(stderr, `cannot list resource "releases" in API group "delivery.example.com" in the namespace "kube-system"`) {
+		t.Fatalf("berth get releases -n kube-system as jane: exit %d, %s", code, stderr)
+	}
+}

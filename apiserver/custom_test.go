@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
@@ -182,4 +184,93 @@ var customFuzzRequests = []struct{ method, path, ct string }{
 	{http.MethodPatch, "/apis/GROUP/v1/namespaces/default/widgets/w", "application/json-patch+json"},
 	{http.MethodPatch, "/apis/GROUP/v1/namespaces/default/widgets/w", "application/apply-patch+yaml"},
 	{http.MethodPatch, "/apis/GROUP/v1/namespaces/default/widgets/w/scale", "application/merge-patch+json"},
+}
+
+// TestCustomResourceVersions holds a CRD of two versions (conversion
+// None) to Kubernetes' behaviour: an object created in one version is
+// stored in the storage version, and read, listed and watched in any
+// served version with only its apiVersion changed; a CRD asking for
+// webhook conversion is refused, naming the field.
+func TestCustomResourceVersions(t *testing.T) {
+	e := newEnv(t)
+	const group = "versions-test.example.com"
+	withCRD(t, e.store, widgetCRD(t, group))
+	ns := "/namespaces/default/widgets"
+	at := func(v string) string { return "/apis/" + group + "/" + v + ns }
+	code, _, data := e.do("POST", at("v1beta1"), adminToken, "application/json", "",
+		strings.NewReader(`{"apiVersion":"`+group+`/v1beta1","kind":"Widget","metadata":{"name":"old"},"spec":{"size":"small"}}`))
+	if code != http.StatusCreated || !strings.Contains(string(data), `"apiVersion":"`+group+`/v1beta1"`) {
+		t.Fatalf("create at v1beta1: %d %s", code, data)
+	}
+
+	k, ok := api.CustomKind(schema.GroupResource{Group: group, Resource: "widgets"})
+	if !ok {
+		t.Fatal("the kind is not registered")
+	}
+	stored, err := e.store.Get(k, "default", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stored.GetObjectKind().GroupVersionKind().Version; got != "v1" {
+		t.Fatalf("stored in %s, want the storage version v1", got)
+	}
+
+	for _, v := range []string{"v1", "v1beta1"} {
+		code, _, data := e.do("GET", at(v)+"/old", adminToken, "", "", nil)
+		var obj map[string]any
+		_ = json.Unmarshal(data, &obj)
+		if code != http.StatusOK || obj["apiVersion"] != group+"/"+v || obj["kind"] != "Widget" {
+			t.Fatalf("get at %s: %d %s", v, code, data)
+		}
+		code, _, data = e.do("GET", at(v), adminToken, "", "", nil)
+		var list struct {
+			APIVersion string           `json:"apiVersion"`
+			Kind       string           `json:"kind"`
+			Items      []map[string]any `json:"items"`
+		}
+		_ = json.Unmarshal(data, &list)
+		if code != http.StatusOK || list.APIVersion != group+"/"+v || list.Kind != "WidgetList" || len(list.Items) != 1 ||
+			list.Items[0]["apiVersion"] != group+"/"+v {
+			t.Fatalf("list at %s: %d %s", v, code, data)
+		}
+	}
+
+	// A watch at v1beta1 sees an object written at v1 in v1beta1.
+	req, _ := http.NewRequest("GET", e.ts.URL+at("v1beta1")+"?watch=true&resourceVersion="+stored.GetResourceVersion(), nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := e.ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if code, _, data := e.do("POST", at("v1"), adminToken, "application/json", "",
+		strings.NewReader(`{"apiVersion":"`+group+`/v1","kind":"Widget","metadata":{"name":"new"},"spec":{"size":"large"}}`)); code != http.StatusCreated {
+		t.Fatalf("create at v1: %d %s", code, data)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var event string
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"name":"new"`) {
+			event = sc.Text()
+			break
+		}
+	}
+	if !strings.Contains(event, `"apiVersion":"`+group+`/v1beta1"`) {
+		t.Fatalf("watch at v1beta1: %q", event)
+	}
+
+	// Webhook conversion is refused.
+	hooked := widgetCRD(t, "webhook-test.example.com")
+	hooked.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: ptrTo("https://convert.example.com/convert")},
+			ConversionReviewVersions: []string{"v1"},
+		},
+	}
+	body, _ := json.Marshal(hooked)
+	code, _, data = e.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", adminToken, "application/json", "", strings.NewReader(string(body)))
+	if code != http.StatusUnprocessableEntity || !strings.Contains(string(data), `spec.conversion.strategy: Unsupported value: \"Webhook\": supported values: \"None\"`) {
+		t.Fatalf("a CRD with webhook conversion: %d %s", code, data)
+	}
 }

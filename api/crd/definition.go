@@ -52,6 +52,31 @@ func NewDefinition(c *api.CustomResourceDefinition, at string) *Definition {
 	return def
 }
 
+// Definitions collects the CRDs among decoded objects (a revision, a
+// tree of manifests) by the group and kind they define, each a defaulted
+// copy (a decoded object may be shared with a decode cache). A CRD that
+// is invalid is left out: its own validation says why, and its objects
+// are not checked against it.
+func Definitions(objs []*api.Decoded) map[schema.GroupKind]*Definition {
+	var out map[schema.GroupKind]*Definition
+	for _, d := range objs {
+		c, ok := d.Object.(*api.CustomResourceDefinition)
+		if !ok {
+			continue
+		}
+		c = c.DeepCopy()
+		api.Default(c)
+		if len(api.Validate(c)) > 0 {
+			continue
+		}
+		if out == nil {
+			out = map[schema.GroupKind]*Definition{}
+		}
+		out[schema.GroupKind{Group: c.Spec.Group, Kind: c.Spec.Names.Kind}] = NewDefinition(c, d.Location())
+	}
+	return out
+}
+
 // Installed returns the kind registered for c's resource when its CRD has
 // c's spec, nil otherwise: objects of c can then be written now, without
 // c being applied first.

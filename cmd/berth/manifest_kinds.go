@@ -34,17 +34,8 @@ type manifestKinds map[schema.GroupKind]*api.Kind
 // the server's kinds are known.
 func manifestKindsOf(objs []*api.Decoded, learn func()) manifestKinds {
 	kinds := manifestKinds{}
-	for _, d := range objs {
-		c, ok := d.Object.(*api.CustomResourceDefinition)
-		if !ok {
-			continue
-		}
-		c = c.DeepCopy()
-		api.Default(c)
-		if len(api.Validate(c)) > 0 || api.StorageVersion(c) == "" {
-			continue // validation says why; its objects are not checked
-		}
-		kinds[schema.GroupKind{Group: c.Spec.Group, Kind: c.Spec.Names.Kind}] = crd.NewDefinition(c, d.Location()).Kind
+	for gk, def := range crd.Definitions(objs) {
+		kinds[gk] = def.Kind
 	}
 	for _, d := range objs {
 		if u, ok := d.Object.(*unstructured.Unstructured); ok && kinds[u.GroupVersionKind().GroupKind()] == nil && learn != nil {

@@ -29,33 +29,9 @@ import (
 
 var crdKind = api.KindOf(&api.CustomResourceDefinition{})
 
-// customKinds are the CRDs of a revision, by the group and kind they
-// define.
+// customKinds are the valid CRDs of a revision, by the group and kind
+// they define (crd.Definitions).
 type customKinds map[schema.GroupKind]*crd.Definition
-
-// revisionCRDs collects the CRDs among a revision's objects, each a
-// defaulted copy (the decoded object is shared with the decode cache).
-// A CRD that is invalid is left out: Prepare refuses it, and its objects
-// are not checked against it.
-func revisionCRDs(objs []*api.Decoded) customKinds {
-	var out customKinds
-	for _, d := range objs {
-		c, ok := d.Object.(*api.CustomResourceDefinition)
-		if !ok {
-			continue
-		}
-		c = c.DeepCopy()
-		api.Default(c)
-		if len(api.Validate(c)) > 0 {
-			continue
-		}
-		if out == nil {
-			out = customKinds{}
-		}
-		out[schema.GroupKind{Group: c.Spec.Group, Kind: c.Spec.Names.Kind}] = crd.NewDefinition(c, d.Location())
-	}
-	return out
-}
 
 // definition finds what checks a custom resource: its CRD in the
 // revision, else the installed one; nil when there is neither.

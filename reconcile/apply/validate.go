@@ -56,7 +56,7 @@ var sourceKind = api.KindOf(&api.Source{})
 // Same.
 func Prepare(sourceName string, objs []*api.Decoded, decodeErrs api.ErrorList, previous map[Key]*api.Decoded) ([]*Desired, api.ErrorList) {
 	errs := append(api.ErrorList(nil), decodeErrs...)
-	custom := revisionCRDs(objs)
+	custom := customKinds(crd.Definitions(objs))
 	out := make([]*Desired, 0, len(objs))
 	kept := make([]*api.Decoded, 0, len(objs))
 	for _, d := range objs {

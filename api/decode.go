@@ -101,14 +101,20 @@ func UncheckedKind(gvk schema.GroupVersionKind) *Kind {
 // berth's are not: a kind there that berth does not serve stays an
 // error, as does a kind of no group.
 func UncheckedCustomKind(gvk schema.GroupVersionKind) *Kind {
-	g := gvk.Group
-	if !strings.Contains(g, ".") || g == "k8s.io" || strings.HasSuffix(g, ".k8s.io") {
-		return nil
-	}
-	if slices.ContainsFunc(kinds, func(k *Kind) bool { return k.GVK.Group == g }) {
+	if !CustomGroup(gvk.Group) {
 		return nil
 	}
 	return UncheckedKind(gvk)
+}
+
+// CustomGroup reports whether a group may hold custom resources: not a
+// group of Kubernetes' own (k8s.io), nor one berth serves built in, nor
+// no group.
+func CustomGroup(g string) bool {
+	if !strings.Contains(g, ".") || g == "k8s.io" || strings.HasSuffix(g, ".k8s.io") {
+		return false
+	}
+	return !slices.ContainsFunc(kinds, func(k *Kind) bool { return k.GVK.Group == g })
 }
 
 // DefaultAndValidateAs is DefaultAndValidate of a custom resource as an

@@ -48,6 +48,9 @@ var crdKind = api.KindOf(&api.CustomResourceDefinition{})
 // custom kind: the kinds are the process's, and a process may run more
 // than one store (tests, simulations).
 func (s *Server) servesCustom(k *api.Kind) bool {
+	if k.CRD == nil {
+		return false // a kind a client learned by discovery
+	}
 	_, err := s.store.Get(crdKind, "", k.CRD.Name)
 	return err == nil
 }

@@ -28,6 +28,9 @@ var crdKind = api.KindOf(&api.CustomResourceDefinition{})
 // more than one store).
 func (tx *Txn) customKindOf(u *unstructured.Unstructured) (*api.Kind, error) {
 	k := tx.store.customKindFor(u.GroupVersionKind())
+	if k != nil && k.CRD == nil {
+		k = nil // a kind a client learned by discovery
+	}
 	if k != nil {
 		if _, err := tx.Get(crdKind, "", k.CRD.Name); err != nil {
 			k = nil

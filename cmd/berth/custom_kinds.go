@@ -52,15 +52,15 @@ func learnCustomKinds(ctx context.Context, c apiClient) error {
 	return discoverCustomKinds(ctx, d, known)
 }
 
-// discoverCustomKinds registers the resources of the groups berth does
-// not serve built in, but those in known.
+// discoverCustomKinds registers the resources of the groups that may
+// hold custom resources (api.CustomGroup), but those in known.
 func discoverCustomKinds(ctx context.Context, d discoverer, known map[schema.GroupResource]bool) error {
 	groups, err := d.ServerGroups(ctx)
 	if err != nil {
 		return err
 	}
 	for _, g := range groups.Groups {
-		if builtinGroup(g.Name) || len(g.Versions) == 0 {
+		if !api.CustomGroup(g.Name) || len(g.Versions) == 0 {
 			continue
 		}
 		// Each resource with the versions that serve it, the preferred
@@ -89,21 +89,14 @@ func discoverCustomKinds(ctx context.Context, d discoverer, known map[schema.Gro
 			}
 		}
 		for _, name := range order {
-			api.SetCustomKind(api.DiscoveredKind(g.Name, versions[name], found[name]))
+			// A kind the process knows already is kept: the one a CRD
+			// gave, with its schema and columns.
+			if _, ok := api.CustomKind(schema.GroupResource{Group: g.Name, Resource: name}); !ok {
+				api.SetCustomKind(api.DiscoveredKind(g.Name, versions[name], found[name]))
+			}
 		}
 	}
 	return nil
-}
-
-// builtinGroup reports whether berth serves group built in: discovery of
-// its resources teaches the CLI nothing.
-func builtinGroup(group string) bool {
-	for _, k := range api.Kinds() {
-		if k.GVK.Group == group {
-			return true
-		}
-	}
-	return false
 }
 
 // cmpBool orders false before true.

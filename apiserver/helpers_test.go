@@ -257,10 +257,11 @@ func status(t testing.TB, code int, body []byte, want int) metav1.Status {
 	return st
 }
 
-// eventually polls cond until it holds or 10s pass.
+// eventually polls cond until it holds or 30s pass: a race build
+// serving 16 MiB answers on two loaded cores takes more than 10s.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	testtool.WaitFor(t, 10*time.Second, what, func() error {
+	testtool.WaitFor(t, 30*time.Second, what, func() error {
 		if !cond() {
 			return errors.New("condition not met")
 		}

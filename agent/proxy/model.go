@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -144,14 +145,57 @@ type endpoint struct {
 // of its pods, for the addresses of one family: a dual-stack Service
 // is in the Ruleset of each.
 func Build(in Input) *Ruleset {
-	fam := familyOf(in.Family)
-	rs := &Ruleset{Family: fam,
-		Services: map[string]ServiceChain{}, Endpoints: map[string]EndpointChain{},
-		IPs: map[VIP]string{}, NodePorts: map[NodePort]string{},
-		NoEndpoints: map[VIP]struct{}{}, NoEndpointsNodePorts: map[NodePort]struct{}{},
-		PolicyChains: map[string]PolicyChain{}, PolicyIngress: map[netip.Addr]string{}, PolicyEgress: map[netip.Addr]string{},
-		PolicySets: map[string][]AddrRange{}, Firewalls: map[VIP]string{},
+	return new(Builder).Build(in)
+}
+
+// Builder is Build with a memory of the rules each Service made: a
+// Service whose object and EndpointSlices are the very ones of the last
+// call (an informer hands out the same object until it changes) keeps
+// its rules, so that a sync after one endpoint turned ready builds that
+// Service's alone, not every Service's. Its result is Build's.
+type Builder struct {
+	family corev1.IPFamily
+	node   string
+	last   map[string]*builtService
+	// made is the last Ruleset, whose sizes the next one's maps start
+	// at: filling maps of ten thousand chains as they grow cost more
+	// than making the one Service's rules that changed.
+	made *Ruleset
+}
+
+// builtService is one Service's rules and what they were made from.
+type builtService struct {
+	svc    *api.Service
+	slices []*api.EndpointSlice
+	rules  *Ruleset
+}
+
+// newRuleset is an empty Ruleset whose maps have room for like's
+// entries (none when like is nil).
+func newRuleset(fam corev1.IPFamily, like *Ruleset) *Ruleset {
+	if like == nil {
+		like = &Ruleset{}
 	}
+	return &Ruleset{Family: fam,
+		Services: make(map[string]ServiceChain, len(like.Services)), Endpoints: make(map[string]EndpointChain, len(like.Endpoints)),
+		IPs: make(map[VIP]string, len(like.IPs)), NodePorts: make(map[NodePort]string, len(like.NodePorts)),
+		NoEndpoints:          make(map[VIP]struct{}, len(like.NoEndpoints)),
+		NoEndpointsNodePorts: make(map[NodePort]struct{}, len(like.NoEndpointsNodePorts)),
+		PolicyChains:         make(map[string]PolicyChain, len(like.PolicyChains)),
+		PolicyIngress:        make(map[netip.Addr]string, len(like.PolicyIngress)),
+		PolicyEgress:         make(map[netip.Addr]string, len(like.PolicyEgress)),
+		PolicySets:           make(map[string][]AddrRange, len(like.PolicySets)), Firewalls: make(map[VIP]string, len(like.Firewalls)),
+	}
+}
+
+// Build is the Ruleset of in, remade only for the Services that changed
+// since the last call.
+func (b *Builder) Build(in Input) *Ruleset {
+	fam := familyOf(in.Family)
+	if b.family != fam || b.node != in.NodeName {
+		b.family, b.node, b.last, b.made = fam, in.NodeName, nil, nil
+	}
+	rs := newRuleset(fam, b.made)
 	slicesBySvc := map[string][]*api.EndpointSlice{}
 	for _, s := range in.Slices {
 		name := s.Labels[api.LabelServiceName]
@@ -161,11 +205,37 @@ func Build(in Input) *Ruleset {
 		k := s.Namespace + "/" + name
 		slicesBySvc[k] = append(slicesBySvc[k], s)
 	}
+	next := make(map[string]*builtService, len(in.Services))
 	for _, svc := range in.Services {
-		buildService(rs, in.NodeName, svc, slicesBySvc[svc.Namespace+"/"+svc.Name])
+		k := svc.Namespace + "/" + svc.Name
+		svcSlices := slicesBySvc[k]
+		// In a stable order, for the comparison with the last call's.
+		slices.SortFunc(svcSlices, func(a, b *api.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
+		built := b.last[k]
+		if built == nil || built.svc != svc || !slices.Equal(built.slices, svcSlices) {
+			built = &builtService{svc: svc, slices: svcSlices, rules: newRuleset(fam, nil)}
+			buildService(built.rules, in.NodeName, svc, svcSlices)
+		}
+		next[k] = built
+		built.rules.addTo(rs)
 	}
+	b.last = next
 	buildPolicies(rs, in)
+	b.made = rs
 	return rs
+}
+
+// addTo adds one Service's rules to rs.
+func (part *Ruleset) addTo(rs *Ruleset) {
+	maps.Copy(rs.Services, part.Services)
+	maps.Copy(rs.Endpoints, part.Endpoints)
+	maps.Copy(rs.IPs, part.IPs)
+	maps.Copy(rs.NodePorts, part.NodePorts)
+	maps.Copy(rs.NoEndpoints, part.NoEndpoints)
+	maps.Copy(rs.NoEndpointsNodePorts, part.NoEndpointsNodePorts)
+	maps.Copy(rs.PolicyChains, part.PolicyChains)
+	maps.Copy(rs.PolicySets, part.PolicySets)
+	maps.Copy(rs.Firewalls, part.Firewalls)
 }
 
 // familyOf is f, IPv4 when empty.

@@ -58,6 +58,8 @@ type Proxy struct {
 	namespaces *client.Informer
 	policies   *client.Informer
 	changed    chan struct{}
+	// builders remember each family's rules per Service between syncs.
+	builders map[corev1.IPFamily]*Builder
 }
 
 // New makes a proxy; Run runs it.
@@ -77,7 +79,7 @@ func New(opts Options) *Proxy {
 	if len(opts.Families) == 0 {
 		opts.Families = DefaultFamilies()
 	}
-	p := &Proxy{opts: opts, changed: make(chan struct{}, 1)}
+	p := &Proxy{opts: opts, changed: make(chan struct{}, 1), builders: map[corev1.IPFamily]*Builder{}}
 	poke := func(client.Event) {
 		select {
 		case p.changed <- struct{}{}:
@@ -156,7 +158,9 @@ func DefaultFamilies() []corev1.IPFamily {
 }
 
 // SyncOnce writes the rules of what the informers hold, every family's
-// in one transaction.
+// in one transaction: the rules of the Services that changed since the
+// last sync are made again, and the chains and map elements that
+// changed are written. It is not safe to call concurrently.
 func (p *Proxy) SyncOnce() error {
 	in := Input{NodeName: p.opts.NodeName}
 	for _, o := range p.services.List() {
@@ -177,7 +181,12 @@ func (p *Proxy) SyncOnce() error {
 	rules := make([]*Ruleset, 0, len(p.opts.Families))
 	for _, f := range p.opts.Families {
 		in.Family = f
-		rules = append(rules, Build(in))
+		b := p.builders[f]
+		if b == nil {
+			b = new(Builder)
+			p.builders[f] = b
+		}
+		rules = append(rules, b.Build(in))
 	}
 	full, err := p.opts.Syncer.Sync(rules...)
 	if err != nil {

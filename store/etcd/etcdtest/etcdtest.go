@@ -17,17 +17,25 @@ import (
 // URL. It does not fsync: a test's data is thrown away.
 func Start(t testing.TB) string {
 	t.Helper()
-	return start(t, false)
+	return start(t, false, "127.0.0.1")
+}
+
+// StartOn is Start listening on host, an address of this machine (or of
+// the network namespace the test runs in), for servers that reach etcd
+// from network namespaces of their own.
+func StartOn(t testing.TB, host string) string {
+	t.Helper()
+	return start(t, false, host)
 }
 
 // StartDurable is Start with etcd fsyncing its log as a real member does,
 // for benchmarks of what a commit costs.
 func StartDurable(t testing.TB) string {
 	t.Helper()
-	return start(t, true)
+	return start(t, true, "127.0.0.1")
 }
 
-func start(t testing.TB, fsync bool) string {
+func start(t testing.TB, fsync bool, host string) string {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name = "berth-test"
@@ -38,7 +46,7 @@ func start(t testing.TB, fsync bool) string {
 	cfg.LogLevel = "error"
 	cfg.LogOutputs = []string{logFile}
 	cfg.UnsafeNoFsync = !fsync
-	client, peer := freeURL(t), freeURL(t)
+	client, peer := freeURL(t, host), freeURL(t, host)
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.Name + "=" + peer.String()
@@ -65,10 +73,10 @@ func start(t testing.TB, fsync bool) string {
 	return client.String()
 }
 
-// freeURL is an http URL on a loopback port nothing listens on now.
-func freeURL(t testing.TB) url.URL {
+// freeURL is an http URL on a port of host nothing listens on now.
+func freeURL(t testing.TB, host string) url.URL {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

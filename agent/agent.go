@@ -464,6 +464,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	}
 	c, err := client.New(&client.Config{
 		Server:                a.cfg.Server,
+		Spread:                true,
 		Token:                 joined.Token,
 		CAData:                a.cfg.CAData,
 		InsecureSkipTLSVerify: a.cfg.InsecureSkipTLSVerify,
@@ -594,6 +595,7 @@ func (a *Agent) join(ctx context.Context) (api.JoinResponse, error) {
 func (a *Agent) joinWith(ctx context.Context, tok, what string) (api.JoinResponse, error) {
 	jc, err := client.New(&client.Config{
 		Server:                a.cfg.Server,
+		Spread:                true,
 		Token:                 tok,
 		CAData:                a.cfg.CAData,
 		InsecureSkipTLSVerify: a.cfg.InsecureSkipTLSVerify,

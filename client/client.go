@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -58,6 +59,9 @@ func New(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{bases: bases, current: new(atomic.Int32), failed: make([]atomic.Int64, len(bases)), token: cfg.Token, timeout: cfg.Timeout, userAgent: cfg.UserAgent, clock: cfg.Clock}
+	if cfg.Spread && len(bases) > 1 {
+		c.current.Store(int32(rand.IntN(len(bases))))
+	}
 	if c.clock == nil {
 		c.clock = clock.RealClock{}
 	}

@@ -19,6 +19,11 @@ type Config struct {
 	// the client sends to one of them and moves on to the next when it
 	// cannot reach it, or a request there ran out of time unanswered.
 	Server string
+	// Spread starts the client at a server of Server's list chosen at
+	// random rather than the first, so that the many clients given one
+	// list (a cluster's agents) spread over the control planes, as k3s's
+	// agents shuffle theirs; each still moves on when one fails.
+	Spread bool
 	// Token is the bearer token sent with every request.
 	Token string
 	// CertData and KeyData are the PEM of a client certificate and its

@@ -3,6 +3,7 @@ package client_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/berth-dev/berth/client"
@@ -89,4 +90,30 @@ func FuzzDecodeServerList(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Clients given one list of servers with Spread start at servers chosen
+// at random, so that a cluster's agents do not all talk to the first;
+// without it every one starts at the first, as kubectl would.
+func TestSpreadClientsStartAcrossTheServers(t *testing.T) {
+	servers := []string{"https://10.0.0.5:6443", "https://10.0.0.6:6443", "https://10.0.0.7:6443"}
+	count := func(spread bool) map[string]int {
+		n := map[string]int{}
+		for range 100 {
+			c, err := client.New(&client.Config{Server: strings.Join(servers, ","), Spread: spread})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n[c.Server()]++
+		}
+		return n
+	}
+	// 100 clients leave one of three servers out with a chance of
+	// 3·(2/3)^100, about 10^-17.
+	if n := count(true); len(n) != len(servers) {
+		t.Errorf("100 spread clients started at %v, want each of the 3 servers", n)
+	}
+	if n := count(false); n[servers[0]] != 100 {
+		t.Errorf("100 clients without Spread started at %v, want the first server only", n)
+	}
 }

@@ -188,6 +188,8 @@ type request struct {
 	// create: a POST that makes an object, which a 503 or 429 (not
 	// made) may send again: at worst it then meets itself, AlreadyExists.
 	create bool
+	// accept is the Accept header, application/json when empty.
+	accept string
 }
 
 // Do sends a request to path (with query and body, nil for none) and
@@ -405,7 +407,11 @@ func (c *Client) sendTo(ctx context.Context, base *url.URL, r *request) (*http.R
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	req.Header.Set("Accept", "application/json")
+	accept := r.accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", c.userAgent)
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)

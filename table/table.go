@@ -80,7 +80,12 @@ func Definitions(k *api.Kind) []Column {
 // Columns returns the columns a table of the kind shows: the priority 0
 // ones, and with wide the priority 1 ones as well.
 func Columns(k *api.Kind, wide bool) []Column {
-	all := Definitions(k)
+	return shown(Definitions(k), wide)
+}
+
+// shown are the columns of all a table shows: the priority 0 ones, and
+// with wide every one.
+func shown(all []Column, wide bool) []Column {
 	if wide {
 		return all
 	}

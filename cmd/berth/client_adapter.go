@@ -51,6 +51,10 @@ func (a *clientAPI) List(ctx context.Context, k *api.Kind, ns string, opts listO
 	return a.c.List(ctx, k, ns, client.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
 }
 
+func (a *clientAPI) Table(ctx context.Context, k *api.Kind, ns, name string, opts listOptions) (*metav1.Table, error) {
+	return a.c.Table(ctx, k, ns, name, client.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector})
+}
+
 func (a *clientAPI) Watch(ctx context.Context, k *api.Kind, ns string, opts listOptions) (watcher, error) {
 	w, err := a.c.Watch(ctx, k, ns, client.WatchOptions{
 		ListOptions:     client.ListOptions{LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector},

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/berth-dev/berth/api"
@@ -134,7 +137,14 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) 
 	found := 0
 	for _, r := range reqs {
 		ns := namespaceFor(r.kind, g.namespace, o.allNamespaces)
-		objs, errs := fetch(ctx, c, r, ns, opts)
+		var objs []api.Object
+		var errs []error
+		var served *servedTable
+		if t, ok := c.(serverTables); ok && servedColumns(r.kind, output) {
+			objs, served, errs = fetchTable(ctx, t, r, ns, opts)
+		} else {
+			objs, errs = fetch(ctx, c, r, ns, opts)
+		}
 		for _, e := range errs {
 			fmt.Fprintln(stderr, errorMessage(e))
 			failures++
@@ -145,7 +155,7 @@ func runGet(cmd *cobra.Command, g *globalOptions, o *getOptions, args []string) 
 				return failed(err)
 			}
 		}
-		groups = append(groups, kindObjects{kind: r.kind, objs: objs})
+		groups = append(groups, kindObjects{kind: r.kind, objs: objs, served: served})
 	}
 	popts := printOptions{output: output, table: topts, single: len(reqs) == 1 && named == 1}
 	document := output.document()
@@ -209,6 +219,63 @@ func fetch(ctx context.Context, c apiClient, r resourceRequest, ns string, opts 
 		objs = append(objs, obj)
 	}
 	return objs, errs
+}
+
+// serverTables is an apiClient that reads the server's Tables.
+type serverTables interface {
+	Table(ctx context.Context, k *api.Kind, ns, name string, opts listOptions) (*metav1.Table, error)
+}
+
+// servedColumns says whether get prints a table of kind k from the
+// server's Tables, as kubectl prints every kind: a custom kind known
+// from discovery alone, whose CustomResourceDefinition, and so its
+// printer columns, the caller may not read. berth computes the columns
+// of the other kinds itself, the same the server would send.
+func servedColumns(k *api.Kind, output outputFormat) bool {
+	return k.Custom && k.CRD == nil && (output.name == outputTable || output.name == outputWide)
+}
+
+// fetchTable is fetch through the server's Tables: the objects, and the
+// columns and cells to print them with.
+func fetchTable(ctx context.Context, c serverTables, r resourceRequest, ns string, opts listOptions) ([]api.Object, *servedTable, []error) {
+	served := &servedTable{rows: map[types.UID][]any{}}
+	var objs []api.Object
+	var errs []error
+	add := func(t *metav1.Table) error {
+		if served.defs == nil && len(t.ColumnDefinitions) > 0 {
+			served.defs = t.ColumnDefinitions
+		}
+		for _, row := range t.Rows {
+			obj := r.kind.New()
+			if err := json.Unmarshal(row.Object.Raw, obj); err != nil {
+				return fmt.Errorf("the server's table of %s: a row's object: %w", r.kind.Resource, err)
+			}
+			obj.GetObjectKind().SetGroupVersionKind(r.kind.GVK)
+			served.rows[obj.GetUID()] = row.Cells
+			objs = append(objs, obj)
+		}
+		return nil
+	}
+	if len(r.names) == 0 {
+		t, err := c.Table(ctx, r.kind, ns, "", opts)
+		if err == nil {
+			err = add(t)
+		}
+		if err != nil {
+			return nil, nil, []error{err}
+		}
+		return objs, served, nil
+	}
+	for _, name := range r.names {
+		t, err := c.Table(ctx, r.kind, ns, name, opts)
+		if err == nil {
+			err = add(t)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return objs, served, errs
 }
 
 // noResourcesMessage is what kubectl says when a list is empty.

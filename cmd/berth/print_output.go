@@ -9,9 +9,12 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/table"
 )
 
 // Output formats of `get -o` that take nothing more.
@@ -98,6 +101,16 @@ func parseOutput(s string) (outputFormat, error) {
 type kindObjects struct {
 	kind *api.Kind
 	objs []api.Object
+	// served is the server's Table of objs, for a kind whose columns
+	// berth cannot compute (see servedColumns); nil for the others.
+	served *servedTable
+}
+
+// servedTable is what a table prints from the server's Tables: their
+// column definitions, and each row's cells by its object's UID.
+type servedTable struct {
+	defs []metav1.TableColumnDefinition
+	rows map[types.UID][]any
 }
 
 // printOptions say how `get` prints what it fetched.
@@ -167,7 +180,11 @@ func printObjects(w io.Writer, groups []kindObjects, opts printOptions, now time
 			}
 		}
 		first = false
-		if err := printTable(w, g.kind, g.objs, topts, now); err != nil {
+		p := newTablePrinter(w, g.kind, topts)
+		if g.served != nil {
+			p.cols = table.Served(g.served.defs, g.served.rows, topts.wide)
+		}
+		if err := p.print(g.objs, now); err != nil {
 			return err
 		}
 	}

@@ -294,8 +294,9 @@ func TestPlanAndDiffOfACRDTree(t *testing.T) {
 // TestGetCustomResourceWithRightsOnItAlone: a user whose Role grants
 // reading releases, and nothing on CustomResourceDefinitions, gets them
 // with berth get by every name discovery gives (the kind is learned from
-// /apis, as kubectl learns it), shown with their name and age since the
-// CRD's printer columns are not the user's to read.
+// /apis, as kubectl learns it), shown with the CRD's printer columns
+// from the server's Table, as kubectl shows them, though the CRD is not
+// the user's to read.
 func TestGetCustomResourceWithRightsOnItAlone(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
@@ -337,7 +338,7 @@ subjects:
 	}
 	for _, name := range []string{"releases", "release", "rel", "Release", "releases.delivery.example.com"} {
 		out, stderr, code := asJane("get", name)
-		if code != 0 || !regexpMatch(`^NAME\s+AGE\npodinfo\s+\S+\n$`, out) {
+		if code != 0 || !regexpMatch(`^NAME\s+URL\s+INTERVAL\s+READY\s+AGE\npodinfo\s+https://example.com/podinfo\s+10m\s+<none>\s+\S+\n$`, out) {
 			t.Fatalf("berth get %s as jane: exit %d\n%s\nstderr: %s", name, code, out, stderr)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/controlplane/cptest"
+	"github.com/berth-dev/berth/controlplane/pki"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -32,7 +33,7 @@ import (
 // an admin client and a way to join nodes.
 type cluster struct {
 	admin *client.Client
-	paths controlplane.CredentialPaths
+	paths pki.Paths
 	url   string
 }
 

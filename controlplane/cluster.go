@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berth-dev/berth/controlplane/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -21,7 +22,7 @@ import (
 // signs each one's serving certificate and every agent's, the admin and
 // node tokens, the key that signs service-account tokens and node
 // credentials, and the node CA that signs agents' serving certificates
-// (which every control plane's container proxy must trust). Anyone who reads them is the cluster's admin, as anyone
+// (which every control plane's agent proxy must trust). Anyone who reads them is the cluster's admin, as anyone
 // who reads a Kubernetes cluster's etcd is: give etcd client
 // certificates (--etcd-certfile) and keep it to the control planes.
 type clusterSecrets struct {
@@ -43,7 +44,7 @@ type secretFile struct {
 }
 
 // files pairs each secret with its file in the data dir.
-func (cs *clusterSecrets) files(p CredentialPaths) []secretFile {
+func (cs *clusterSecrets) files(p pki.Paths) []secretFile {
 	return []secretFile{
 		{p.CACert, &cs.CACert}, {p.CAKey, &cs.CAKey},
 		{p.AdminToken, &cs.AdminToken}, {p.NodeToken, &cs.NodeToken},
@@ -53,7 +54,7 @@ func (cs *clusterSecrets) files(p CredentialPaths) []secretFile {
 }
 
 // readSecrets reads the shared credentials from a data dir.
-func readSecrets(p CredentialPaths) (*clusterSecrets, error) {
+func readSecrets(p pki.Paths) (*clusterSecrets, error) {
 	cs := &clusterSecrets{}
 	for _, f := range cs.files(p) {
 		data, err := os.ReadFile(f.path)
@@ -67,8 +68,8 @@ func readSecrets(p CredentialPaths) (*clusterSecrets, error) {
 
 // install writes the shared credentials into a data dir that lacks them,
 // and refuses one that holds others: it belongs to another cluster.
-func (cs *clusterSecrets) install(p CredentialPaths, key string) error {
-	if err := ensurePrivateDir(p.TLSDir); err != nil {
+func (cs *clusterSecrets) install(p pki.Paths, key string) error {
+	if err := pki.EnsurePrivateDir(p.TLSDir); err != nil {
 		return err
 	}
 	for _, f := range cs.files(p) {
@@ -82,7 +83,7 @@ func (cs *clusterSecrets) install(p CredentialPaths, key string) error {
 				return fmt.Errorf("credentials: %s is not the cluster's (etcd %s): this data dir belongs to another cluster or another --etcd-prefix; move its credentials (tls/ca.*, admin-token, node-token, sa.key) away to join this one", f.path, key)
 			}
 		case errors.Is(err, fs.ErrNotExist):
-			if err := writeFileAtomic(f.path, *f.data, 0o600); err != nil {
+			if err := pki.WriteFileAtomic(f.path, *f.data, 0o600); err != nil {
 				return fmt.Errorf("credentials: %w", err)
 			}
 		default:
@@ -101,11 +102,11 @@ func (cs *clusterSecrets) install(p CredentialPaths, key string) error {
 // cluster (ClusterFile) when etcd holds none at key: a wrong --store or
 // --etcd-prefix would start an empty cluster under that one's
 // credentials, whose agents would stop every pod it does not hold.
-func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p CredentialPaths, log *slog.Logger, ensure func() (*Credentials, error)) (*Credentials, error) {
+func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p pki.Paths, log *slog.Logger, ensure func() (*pki.Credentials, error)) (*pki.Credentials, error) {
 	served := filepath.Join(p.Dir, ClusterFile)
 	cluster := strings.Join(cli.Endpoints(), ",") + " " + key
-	record := func(creds *Credentials) (*Credentials, error) {
-		if err := writeFileAtomic(served, []byte(cluster+"\n"), 0o600); err != nil {
+	record := func(creds *pki.Credentials) (*pki.Credentials, error) {
+		if err := pki.WriteFileAtomic(served, []byte(cluster+"\n"), 0o600); err != nil {
 			return nil, fmt.Errorf("credentials: %w", err)
 		}
 		return creds, nil
@@ -198,7 +199,7 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p C
 // key if they are still at revision rev. When another control plane
 // changed them first, the node CA made here is removed (false): the
 // caller reads the cluster's again and takes theirs.
-func addNodeCA(ctx context.Context, cli *clientv3.Client, key string, rev int64, cs *clusterSecrets, p CredentialPaths) (bool, error) {
+func addNodeCA(ctx context.Context, cli *clientv3.Client, key string, rev int64, cs *clusterSecrets, p pki.Paths) (bool, error) {
 	var err error
 	if cs.NodeCACert, err = os.ReadFile(p.NodeCACert); err != nil {
 		return false, fmt.Errorf("credentials: %w", err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/controlplane/pki"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/etcd/etcdtest"
@@ -224,12 +225,12 @@ func TestClusterCredentialsGainTheNodeCA(t *testing.T) {
 	defer cli.Close()
 	ctx := context.Background()
 	const key = "/berth-test/bootstrap"
-	opts := PKIOptions{Listen: "127.0.0.1:0", Hostname: "h"}
+	opts := pki.Options{Listen: "127.0.0.1:0", Hostname: "h"}
 	older := t.TempDir()
-	if _, err := EnsureCredentials(older, opts); err != nil {
+	if _, err := pki.EnsureCredentials(older, opts); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := readSecrets(PathsIn(older))
+	cs, err := readSecrets(pki.PathsIn(older))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,10 +242,10 @@ func TestClusterCredentialsGainTheNodeCA(t *testing.T) {
 	if _, err := cli.Put(ctx, key, string(data)); err != nil {
 		t.Fatal(err)
 	}
-	share := func() *Credentials {
+	share := func() *pki.Credentials {
 		dir := t.TempDir()
-		creds, err := shareCredentials(ctx, cli, key, PathsIn(dir), slog.New(slog.DiscardHandler), func() (*Credentials, error) {
-			return EnsureCredentials(dir, opts)
+		creds, err := shareCredentials(ctx, cli, key, pki.PathsIn(dir), slog.New(slog.DiscardHandler), func() (*pki.Credentials, error) {
+			return pki.EnsureCredentials(dir, opts)
 		})
 		if err != nil {
 			t.Fatal(err)

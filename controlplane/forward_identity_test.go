@@ -18,6 +18,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/controlplane/pki"
 	"github.com/berth-dev/berth/store/etcd/etcdtest"
 )
 
@@ -66,11 +67,11 @@ func TestForwardedWriteKeepsTheUser(t *testing.T) {
 	// Users of client certificates the cluster CA signed, and of tokens.
 	certUser := func(name, group string) *client.Client {
 		t.Helper()
-		kc, err := UserKubeconfig(leader.Credentials().Paths.Dir, name, []string{group}, time.Hour, time.Now())
+		kc, err := pki.UserKubeconfig(leader.Credentials().Paths.Dir, name, []string{group}, time.Hour, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, user, err := KubeconfigCurrent(kc)
+		_, user, err := pki.KubeconfigCurrent(kc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,11 +131,11 @@ func TestForwardedWriteKeepsTheUser(t *testing.T) {
 	// A client's own request headers name nobody, on either server: with
 	// no credentials the request is unauthenticated, and with vera's
 	// certificate it is vera's.
-	kc, err := UserKubeconfig(leader.Credentials().Paths.Dir, "vera", []string{"readers"}, time.Hour, time.Now())
+	kc, err := pki.UserKubeconfig(leader.Credentials().Paths.Dir, "vera", []string{"readers"}, time.Hour, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, vera, err := KubeconfigCurrent(kc)
+	_, vera, err := pki.KubeconfigCurrent(kc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestForwardedWriteKeepsTheUser(t *testing.T) {
 
 	// The control planes' certificate is nobody's: without a user named,
 	// the leader refuses it.
-	proxyCert, err := EnsureAPIServerClientCert(follower.Credentials(), nil)
+	proxyCert, err := pki.EnsureAPIServerClientCert(follower.Credentials(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

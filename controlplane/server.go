@@ -25,6 +25,8 @@ import (
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/apiserver/rbac"
+	"github.com/berth-dev/berth/controlplane/agentproxy"
+	"github.com/berth-dev/berth/controlplane/pki"
 	"github.com/berth-dev/berth/dns"
 	"github.com/berth-dev/berth/ingress"
 	"github.com/berth-dev/berth/reconcile"
@@ -162,7 +164,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	store    *store.Store
-	creds    *Credentials
+	creds    *pki.Credentials
 	api      *apiserver.Server
 	listener net.Listener
 	sources  *sources
@@ -191,10 +193,10 @@ type Server struct {
 	dbSize func() (int64, error)
 	// backend is the store's durable backend, which SnapshotPath copies.
 	backend store.Backend
-	// containers proxies pods/log, pods/exec, pods/attach and
+	// agents proxies pods/log, pods/exec, pods/attach and
 	// pods/portforward to agents and gathers their resource metrics; Run
 	// ends its streams at shutdown.
-	containers *ContainerProxy
+	agents *agentproxy.Proxy
 	// etcd is the backend of an etcd store, nil for the others; forward
 	// sends a follower's writes to the leader, and advertise is the URL
 	// this control plane announces when it leads.
@@ -227,12 +229,12 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	ensure := func() (*Credentials, error) {
+	ensure := func() (*pki.Credentials, error) {
 		server, servers, err := adminServers(cfg)
 		if err != nil {
 			return nil, err
 		}
-		return EnsureCredentials(cfg.DataDir, PKIOptions{Listen: cfg.Listen, ServerURL: server, Servers: servers,
+		return pki.EnsureCredentials(cfg.DataDir, pki.Options{Listen: cfg.Listen, ServerURL: server, Servers: servers,
 			ExtraSANs: servingAddresses(cfg, interfaceAddrs), Clock: cfg.Clock})
 	}
 	// undo closes, newest first, what New opened when a later step fails.
@@ -243,7 +245,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	var (
-		creds   *Credentials
+		creds   *pki.Credentials
 		backend store.Backend
 		eb      *etcd.Backend
 		st      *store.Store
@@ -264,7 +266,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 		backend = eb
-		if creds, err = shareCredentials(ctx, eb.Client(), eb.Prefix()+etcd.BootstrapKey, PathsIn(cfg.DataDir), cfg.Logger, ensure); err != nil {
+		if creds, err = shareCredentials(ctx, eb.Client(), eb.Prefix()+etcd.BootstrapKey, pki.PathsIn(cfg.DataDir), cfg.Logger, ensure); err != nil {
 			return nil, err
 		}
 	} else {
@@ -383,7 +385,7 @@ func advertiseURL(cfg Config, addr net.Addr, addrs func() []string) string {
 // alike; and lists itself after it, so that berth on this machine
 // reaches its own server when that address does not answer. Otherwise
 // (one server, or no name given) it names this server alone (""; see
-// PKIOptions.ServerURL).
+// pki.Options.ServerURL).
 func adminServers(cfg Config) (string, []string, error) {
 	if !strings.HasPrefix(cfg.Store, StoreEtcdScheme) || len(cfg.TLSSANs) == 0 {
 		return "", nil, nil
@@ -396,7 +398,7 @@ func adminServers(cfg Config) (string, []string, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("listen address %q: %w", listen, err)
 	}
-	local, err := defaultServerURL(listen)
+	local, err := pki.DefaultServerURL(listen)
 	if err != nil {
 		return "", nil, err
 	}
@@ -577,13 +579,21 @@ func (s *Server) buildAPI() error {
 	s.registry = registry
 	authz := auth.NewAuthorizer(s.store)
 	checks := []apiserver.ReadyCheck{{Name: "store", Check: s.store.Err}, {Name: "sources", Check: s.sources.Ready}}
+	// The certificate this control plane presents to agents and, over
+	// etcd, to the other control planes it forwards writes to.
+	clientCert, err := pki.EnsureAPIServerClientCert(s.creds, s.cfg.Clock)
+	if err != nil {
+		return err
+	}
+	// Agents' serving certificates come from the node CA alone, which
+	// signs them at join.
+	issuer, err := pki.NewNodeCertIssuer(s.creds, s.cfg.Clock)
+	if err != nil {
+		return err
+	}
 	var forward func(*http.Request) http.Handler
 	if s.store.Replicated() {
-		proxyCert, err := EnsureAPIServerClientCert(s.creds, s.cfg.Clock)
-		if err != nil {
-			return err
-		}
-		s.forward = newForwarder(s.store, "", s.creds.CAPool, proxyCert, s.log, s.cfg.Clock)
+		s.forward = newForwarder(s.store, "", s.creds.CAPool, clientCert, s.log, s.cfg.Clock)
 		forward = s.forward.route
 		checks = append(checks, apiserver.ReadyCheck{Name: "leader", Check: s.forward.known})
 	}
@@ -632,13 +642,12 @@ func (s *Server) buildAPI() error {
 	a.HandleSubresource(api.KindOf(&api.Source{}), SubresourceDiff, s.sources.serveDiff(authz))
 	a.HandlePublic(auth.JWKSPath, apiserver.JWKSHandler(signer))
 	a.HandlePublic(auth.OIDCDiscoveryPath, apiserver.OIDCDiscoveryHandler(signer))
-	issue, err := s.setupNodeTLS(a)
-	if err != nil {
+	s.agents = agentproxy.New(s.store, s.creds.NodeCAPool, clientCert, s.log)
+	if err := s.agents.Register(a, authz); err != nil {
 		return err
 	}
-	s.containers.registerMetrics(a, authz)
 	a.Handle(apiserver.JoinPath, apiserver.JoinHandler(apiserver.JoinConfig{
-		JoinToken: s.creds.NodeToken, Signer: signer, Issue: issue, Store: s.store, Authenticator: authn,
+		JoinToken: s.creds.NodeToken, Signer: signer, Issue: issuer.Issue, Store: s.store, Authenticator: authn,
 	}), false)
 	a.Handle(SnapshotPath, &snapshotHandler{backend: s.backend}, true)
 	a.Handle(api.StorePath, storeInfoHandler{store: s.store}, true)
@@ -659,7 +668,7 @@ func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 // the listen host when the server listens on one address, loopback when
 // it listens on every address.
 func (s *Server) LocalURL() string {
-	u, _ := defaultServerURL(s.Addr().String()) // a bound address always splits
+	u, _ := pki.DefaultServerURL(s.Addr().String()) // a bound address always splits
 	return u
 }
 
@@ -674,7 +683,7 @@ func (s *Server) API() *apiserver.Server { return s.api }
 func (s *Server) UI() *ui.Server { return s.ui }
 
 // Credentials are the server's credentials.
-func (s *Server) Credentials() *Credentials { return s.creds }
+func (s *Server) Credentials() *pki.Credentials { return s.creds }
 
 // Run serves until ctx is done, then shuts the API down gracefully (ending
 // watches) and closes the store.
@@ -741,7 +750,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.etcd.Resign()
 	}
 	s.informers.Wait()
-	s.containers.Close()
+	s.agents.Close()
 	if s.ui != nil {
 		s.ui.Close()
 	}
@@ -805,8 +814,8 @@ func (s *Server) buildLeader(ctx context.Context) error {
 		Events: s.events.Recorder(api.DefaultSchedulerName, ""), Volumes: volume.NewFilter(s.store)})
 	deps := Deps{Config: cfg, Store: s.store, Informers: s.informers, Clock: cfg.Clock, Log: cfg.Logger, Events: s.events, Scheduler: sc, Sources: s.sources,
 		IngressAddresses: s.ingressAddresses}
-	if s.containers != nil {
-		deps.Metrics = s.containers
+	if s.agents != nil {
+		deps.Metrics = s.agents
 	}
 	cs, err := buildControllers(ctx, controllerInits, deps)
 	if err != nil {

@@ -84,7 +84,7 @@ func (m *stateMetrics) Collect(ch chan<- prometheus.Metric) {
 
 func (m *stateMetrics) collectNodes(ch chan<- prometheus.Metric, snap *store.Snapshot) {
 	count := map[api.ConditionStatus]int{api.ConditionTrue: 0, api.ConditionFalse: 0, api.ConditionUnknown: 0}
-	err := snap.Each(nodeKind, store.Filter{}, func(o api.Object) bool {
+	err := snap.Each(api.KindOf(&api.Node{}), store.Filter{}, func(o api.Object) bool {
 		ready := api.ConditionUnknown
 		for _, c := range o.(*api.Node).Status.Conditions {
 			if c.Type == api.NodeReady {

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/controlplane/cptest"
+	"github.com/berth-dev/berth/controlplane/pki"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -89,7 +90,7 @@ func startLogsCluster(t *testing.T) (string, *logsAgent) {
 	creds := s.Credentials()
 	server := "https://" + s.Addr().String()
 	kubeconfig := filepath.Join(dir, "test.kubeconfig")
-	if err := controlplane.WriteKubeconfig(kubeconfig, server, creds.CAPEM, creds.AdminToken); err != nil {
+	if err := pki.WriteKubeconfig(kubeconfig, server, creds.CAPEM, creds.AdminToken); err != nil {
 		t.Fatal(err)
 	}
 

@@ -15,6 +15,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/pki"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
 )
@@ -79,7 +80,7 @@ func TestSnapshotSaveStream(t *testing.T) {
 			dir := t.TempDir()
 			kc := filepath.Join(dir, "kubeconfig")
 			ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-			if err := controlplane.WriteKubeconfig(kc, srv.URL, ca, "tok"); err != nil {
+			if err := pki.WriteKubeconfig(kc, srv.URL, ca, "tok"); err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "snap", "berth.db")

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/pki"
 )
 
 func newTokenCommand() *cobra.Command {
@@ -43,7 +43,7 @@ revoked: remove the user's bindings to take its rights away.`,
   kubectl --kubeconfig jane.kubeconfig get pods -n shop`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := controlplane.UserKubeconfig(dataDir, args[0], groups, ttl, time.Now())
+			k, err := pki.UserKubeconfig(dataDir, args[0], groups, ttl, time.Now())
 			if err != nil {
 				return err
 			}

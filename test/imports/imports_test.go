@@ -58,6 +58,12 @@ var narrower = map[string][]string{
 	"apiserver/admission": {"api", "store"},
 	// PATCH bodies applied to JSON: nothing of ours.
 	"apiserver/patch": {},
+	// The control plane's credentials: files and certificates, and the
+	// kubeconfigs that name the client's servers.
+	"controlplane/pki": {"api", "client"},
+	// The API's requests that only an agent answers: the API server's
+	// handlers, the store's pods and nodes, the HPA's usage interface.
+	"controlplane/agentproxy": {"api", "store", "apiserver", "reconcile/hpa"},
 }
 
 // under reports whether the package at path rel is dir or inside it.

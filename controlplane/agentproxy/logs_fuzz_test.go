@@ -1,4 +1,4 @@
-package controlplane
+package agentproxy
 
 import (
 	"net/url"
@@ -31,7 +31,7 @@ func FuzzPodLogQuery(f *testing.F) {
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
-	proxy := &ContainerProxy{store: storeWithNode(f)}
+	proxy := &Proxy{store: storeWithNode(f)}
 
 	one := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
 	one.Spec.NodeName = "n1"

@@ -1,4 +1,4 @@
-package controlplane_test
+package pki_test
 
 import (
 	"crypto/ecdsa"
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/pki"
 )
 
 func TestPKISecretsTokensAreRandomHex(t *testing.T) {
@@ -32,7 +32,7 @@ func TestPKISecretsTokensAreRandomHex(t *testing.T) {
 
 func TestPKISecretsOperatorTokensAreKept(t *testing.T) {
 	dir := t.TempDir()
-	p := controlplane.PathsIn(dir)
+	p := pki.PathsIn(dir)
 	if err := os.WriteFile(p.NodeToken, []byte("  my-cluster-secret\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +49,12 @@ func TestPKISecretsOperatorTokensAreKept(t *testing.T) {
 
 func TestPKISecretsEmptyTokenFileIsAnError(t *testing.T) {
 	dir := t.TempDir()
-	p := controlplane.PathsIn(dir)
+	p := pki.PathsIn(dir)
 	if err := os.WriteFile(p.AdminToken, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	opts, _ := pkiTestOptions()
-	if _, err := controlplane.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "admin-token") {
+	if _, err := pki.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "admin-token") {
 		t.Fatalf("empty admin-token: %v", err)
 	}
 }
@@ -94,7 +94,7 @@ func TestPKISecretsSigningKeyFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	pkiTestWrite(t, controlplane.PathsIn(dir).SAKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	pkiTestWrite(t, pki.PathsIn(dir).SAKey, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
 	opts, _ := pkiTestOptions()
 	c := pkiTestEnsure(t, dir, opts)
 	if !c.SigningKey.Equal(key) {
@@ -105,14 +105,14 @@ func TestPKISecretsSigningKeyFormats(t *testing.T) {
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	der, _ = x509.MarshalPKCS8PrivateKey(p384)
 	dir = t.TempDir()
-	pkiTestWrite(t, controlplane.PathsIn(dir).SAKey, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
-	if _, err := controlplane.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "P-256") {
+	pkiTestWrite(t, pki.PathsIn(dir).SAKey, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	if _, err := pki.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "P-256") {
 		t.Errorf("P-384 signing key: %v", err)
 	}
 
 	dir = t.TempDir()
-	pkiTestWrite(t, controlplane.PathsIn(dir).SAKey, []byte("not pem"))
-	if _, err := controlplane.EnsureCredentials(dir, opts); err == nil {
+	pkiTestWrite(t, pki.PathsIn(dir).SAKey, []byte("not pem"))
+	if _, err := pki.EnsureCredentials(dir, opts); err == nil {
 		t.Error("garbage signing key accepted")
 	}
 }
@@ -138,7 +138,7 @@ func TestPKISecretsSigningKeyOnDiskMatches(t *testing.T) {
 }
 
 func TestPKISecretsNoDataDir(t *testing.T) {
-	if _, err := controlplane.EnsureCredentials("", controlplane.PKIOptions{}); err == nil {
+	if _, err := pki.EnsureCredentials("", pki.Options{}); err == nil {
 		t.Error("empty data dir accepted")
 	}
 }

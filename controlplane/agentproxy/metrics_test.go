@@ -1,4 +1,4 @@
-package controlplane
+package agentproxy
 
 import (
 	"encoding/json"

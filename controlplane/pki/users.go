@@ -1,4 +1,4 @@
-package controlplane
+package pki
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package controlplane
+package agentproxy
 
 import (
 	"crypto/tls"
@@ -97,7 +97,7 @@ func fuzzStreamQuery(f *testing.F, seeds []string, parse func(*api.Pod, url.Valu
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
-	proxy := &ContainerProxy{store: storeWithNode(f)}
+	proxy := &Proxy{store: storeWithNode(f)}
 	one, multi := execTestPods()
 	f.Fuzz(func(t *testing.T, raw string, several bool) {
 		pod, names := one, []string{"app"}
@@ -203,7 +203,7 @@ func TestServeExecPassesSPDYOn(t *testing.T) {
 	}
 	gone := l.Addr().(*net.TCPAddr)
 	l.Close()
-	p := NewContainerProxy(storeWithNodeAt(t, gone.IP.String(), gone.Port), x509.NewCertPool(), tls.Certificate{}, nil)
+	p := New(storeWithNodeAt(t, gone.IP.String(), gone.Port), x509.NewCertPool(), tls.Certificate{}, nil)
 	defer p.Close()
 	one, _ := execTestPods()
 	unbound := one.DeepCopy()

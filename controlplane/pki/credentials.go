@@ -1,4 +1,4 @@
-package controlplane
+package pki
 
 import (
 	"crypto/ecdsa"
@@ -18,10 +18,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// CredentialPaths are where the server keeps its credentials in the data
+// Paths are where the server keeps its credentials in the data
 // dir (SPEC §2). Users and scripts read some of them: admin.kubeconfig for
 // kubectl, node-token and tls/ca.crt for joining agents.
-type CredentialPaths struct {
+type Paths struct {
 	Dir             string
 	TLSDir          string
 	CACert          string
@@ -37,9 +37,9 @@ type CredentialPaths struct {
 }
 
 // PathsIn returns the credential paths of a data dir.
-func PathsIn(dataDir string) CredentialPaths {
+func PathsIn(dataDir string) Paths {
 	tlsDir := filepath.Join(dataDir, "tls")
-	return CredentialPaths{
+	return Paths{
 		Dir:             dataDir,
 		TLSDir:          tlsDir,
 		CACert:          filepath.Join(tlsDir, "ca.crt"),
@@ -55,9 +55,9 @@ func PathsIn(dataDir string) CredentialPaths {
 	}
 }
 
-// PKIOptions say what the serving certificate and admin kubeconfig must
+// Options say what the serving certificate and admin kubeconfig must
 // fit. The zero value suits a server listening on :6443 on this machine.
-type PKIOptions struct {
+type Options struct {
 	// Listen is the --listen address (default ":6443"). A specific host in
 	// it goes into the certificate and the kubeconfig.
 	Listen string
@@ -79,7 +79,7 @@ type PKIOptions struct {
 // Credentials are what EnsureCredentials found or created: everything the
 // API server needs to serve TLS, authenticate and sign tokens.
 type Credentials struct {
-	Paths CredentialPaths
+	Paths Paths
 	// CACert and CAPEM are the cluster CA, which agents and kubeconfigs
 	// trust; CAPool holds it for TLS clients.
 	CACert *x509.Certificate
@@ -114,7 +114,7 @@ type Credentials struct {
 // serving certificate near expiry or missing a wanted name (reissued under
 // the same CA) and a kubeconfig whose server, CA or token changed.
 // Secrets are written atomically with mode 0600 in directories of 0700.
-func EnsureCredentials(dataDir string, opts PKIOptions) (*Credentials, error) {
+func EnsureCredentials(dataDir string, opts Options) (*Credentials, error) {
 	if dataDir == "" {
 		return nil, errors.New("credentials: no data dir")
 	}
@@ -129,7 +129,7 @@ func EnsureCredentials(dataDir string, opts PKIOptions) (*Credentials, error) {
 	}
 	serverURL := opts.ServerURL
 	if serverURL == "" {
-		u, err := defaultServerURL(opts.Listen)
+		u, err := DefaultServerURL(opts.Listen)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +140,7 @@ func EnsureCredentials(dataDir string, opts PKIOptions) (*Credentials, error) {
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("credentials: %w", err)
 	}
-	if err := ensurePrivateDir(p.TLSDir); err != nil {
+	if err := EnsurePrivateDir(p.TLSDir); err != nil {
 		return nil, err
 	}
 	now := opts.Clock.Now()
@@ -197,9 +197,9 @@ func EnsureCredentials(dataDir string, opts PKIOptions) (*Credentials, error) {
 	}, nil
 }
 
-// defaultServerURL turns a listen address into the URL a client on this
+// DefaultServerURL turns a listen address into the URL a client on this
 // machine dials: an unspecified host becomes the loopback address.
-func defaultServerURL(listen string) (string, error) {
+func DefaultServerURL(listen string) (string, error) {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return "", fmt.Errorf("credentials: listen address %q: %w", listen, err)
@@ -235,7 +235,7 @@ func ensureToken(path string) (string, error) {
 		return "", fmt.Errorf("credentials: token: %w", err)
 	}
 	tok := hex.EncodeToString(buf)
-	if err := writeFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := WriteFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	return tok, nil
@@ -259,8 +259,8 @@ func ensureSigningKey(path string) (*ecdsa.PrivateKey, error) {
 	return key, nil
 }
 
-// ensurePrivateDir creates dir with mode 0700, or narrows it to 0700.
-func ensurePrivateDir(dir string) error {
+// EnsurePrivateDir creates dir with mode 0700, or narrows it to 0700.
+func EnsurePrivateDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("credentials: %w", err)
 	}
@@ -283,10 +283,10 @@ func tightenMode(path string, mode fs.FileMode) error {
 	return nil
 }
 
-// writeFileAtomic replaces path with data: a temporary file in the same
+// WriteFileAtomic replaces path with data: a temporary file in the same
 // directory is written, synced and renamed over it, and the directory is
 // synced, so a crash leaves the old file or the new one, never a torn one.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -1,4 +1,4 @@
-package controlplane
+package agentproxy
 
 import (
 	"context"
@@ -71,7 +71,7 @@ type (
 // listed (with a label selector) or named, from the resource metrics every
 // node's agent samples. Reading them is authorized as reading the nodes
 // or pods they are about.
-func (p *ContainerProxy) registerMetrics(a *apiserver.Server, authz auth.Authorizer) {
+func (p *Proxy) registerMetrics(a *apiserver.Server, authz auth.Authorizer) {
 	m := &metricsAPI{proxy: p, authz: authz}
 	for _, route := range []struct {
 		pattern string
@@ -88,7 +88,7 @@ func (p *ContainerProxy) registerMetrics(a *apiserver.Server, authz auth.Authori
 }
 
 type metricsAPI struct {
-	proxy *ContainerProxy
+	proxy *Proxy
 	authz auth.Authorizer
 }
 
@@ -218,7 +218,7 @@ func nodesNamed(snap *store.Snapshot, names ...string) ([]*api.Node, error) {
 
 // sampleAgents asks the nodes' agents for their resource metrics at once
 // and returns those that answered in time, by node name.
-func (p *ContainerProxy) sampleAgents(ctx context.Context, nodes []*api.Node) map[string]nodeSample {
+func (p *Proxy) sampleAgents(ctx context.Context, nodes []*api.Node) map[string]nodeSample {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	out := map[string]nodeSample{}
@@ -239,7 +239,7 @@ func (p *ContainerProxy) sampleAgents(ctx context.Context, nodes []*api.Node) ma
 }
 
 // agentMetrics fetches one agent's resource metrics.
-func (p *ContainerProxy) agentMetrics(ctx context.Context, node *api.Node) (api.ResourceMetrics, error) {
+func (p *Proxy) agentMetrics(ctx context.Context, node *api.Node) (api.ResourceMetrics, error) {
 	var m api.ResourceMetrics
 	addr, err := agentAddress(node)
 	if err != nil {
@@ -341,7 +341,7 @@ func nonNil[T any](items []T) []T {
 // PodUsage is what the HorizontalPodAutoscaler controller reads: the
 // same samples metrics.k8s.io answers kubectl top with, of the pods of a
 // namespace that sel selects, by pod name.
-func (p *ContainerProxy) PodUsage(ctx context.Context, namespace string, sel labels.Selector) (map[string]hpa.PodUsage, error) {
+func (p *Proxy) PodUsage(ctx context.Context, namespace string, sel labels.Selector) (map[string]hpa.PodUsage, error) {
 	snap := p.store.Snapshot()
 	nodes, err := nodesToSample(snap, true, namespace, "")
 	if err != nil {

@@ -1,4 +1,4 @@
-package controlplane
+package pki
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func writeKubeconfig(path string, k *clientcmdapi.Config) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return WriteFileAtomic(path, data, 0o600)
 }
 
 // SetServers lists further servers of the cluster for berth in the

@@ -1,4 +1,4 @@
-package controlplane
+package agentproxy
 
 import (
 	"net/http"
@@ -69,7 +69,7 @@ func TestParsePodLogQuery(t *testing.T) {
 func TestAgentURL(t *testing.T) {
 	pod := &api.Pod{}
 	pod.Namespace, pod.Name = "default", "web"
-	p := &ContainerProxy{}
+	p := &Proxy{}
 	_, err := p.agentURL(pod, api.ContainerLogsPath, "app", nil)
 	if se, ok := err.(*apierrors.StatusError); !ok || se.ErrStatus.Code != http.StatusBadRequest || se.ErrStatus.Message != "pod web does not have a host assigned" {
 		t.Errorf("unbound pod: %v", err)

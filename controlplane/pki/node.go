@@ -1,4 +1,4 @@
-package controlplane
+package pki
 
 import (
 	"crypto/rand"
@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/apiserver"
 )
 
 // Files of the API server's client certificate in the data dir's tls/.
@@ -81,8 +80,8 @@ func loadCA(certPath, keyPath string, cert *x509.Certificate) (*certAuthority, e
 	return &certAuthority{cert: cert, pem: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: cert.Raw}), key: key}, nil
 }
 
-// Issue is an apiserver.ServingCertIssuer: it signs, with a new EC key
-// made here and returned once, a certificate for node (CN
+// Issue is the API server's ServingCertIssuer: it signs, with a new EC
+// key made here and returned once, a certificate for node (CN
 // system:node:<node>) valid as a TLS server for its addresses: IP
 // addresses, and of DNS names only the node's own (see nodeSANs).
 func (i *NodeCertIssuer) Issue(node string, addresses []string) (certPEM, keyPEM []byte, err error) {
@@ -103,9 +102,6 @@ func (i *NodeCertIssuer) Issue(node string, addresses []string) (certPEM, keyPEM
 	}
 	return cert, key, nil
 }
-
-// ServingCertIssuer is Issue as the join handler takes it.
-func (i *NodeCertIssuer) ServingCertIssuer() apiserver.ServingCertIssuer { return i.Issue }
 
 // nodeSANs checks the addresses of a join: at most maxNodeAddresses, each
 // a unicast IP address or the node's own name (a node is entitled to no
@@ -199,10 +195,10 @@ func EnsureAPIServerClientCert(creds *Credentials, clk clock.PassiveClock) (tls.
 	}
 	// Key first, as for the serving certificate: a crash in between leaves
 	// a pair that does not match, which the next start replaces.
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, err
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, err
 	}
 	return loadClientCert(certPath, keyPath, creds.CAPool, now)

@@ -1,4 +1,4 @@
-package controlplane
+package pki
 
 import (
 	"bytes"
@@ -192,7 +192,7 @@ func ensureCA(certPath, keyPath, name string, now time.Time) (*certAuthority, er
 		return nil, fmt.Errorf("create CA certificate: %w", err)
 	}
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return &certAuthority{cert: cert, pem: certPEM, key: key}, nil
@@ -201,7 +201,7 @@ func ensureCA(certPath, keyPath, name string, now time.Time) (*certAuthority, er
 // ensureServingCert returns the serving certificate, reusing the one on
 // disk while it chains to the CA, matches its key, covers every wanted
 // name and is not about to expire; otherwise it issues a new one.
-func ensureServingCert(p CredentialPaths, ca *certAuthority, want SANs, now time.Time) (tls.Certificate, error) {
+func ensureServingCert(p Paths, ca *certAuthority, want SANs, now time.Time) (tls.Certificate, error) {
 	if cert, ok := loadServingCert(p, ca, want, now); ok {
 		return cert, nil
 	}
@@ -237,13 +237,13 @@ func ensureServingCert(p CredentialPaths, ca *certAuthority, want SANs, now time
 		return tls.Certificate{}, err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
-	if err := writeFileAtomic(p.ServerCert, certPEM, 0o644); err != nil {
+	if err := WriteFileAtomic(p.ServerCert, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, err
 	}
 	return loadKeyPair(p)
 }
 
-func loadServingCert(p CredentialPaths, ca *certAuthority, want SANs, now time.Time) (tls.Certificate, bool) {
+func loadServingCert(p Paths, ca *certAuthority, want SANs, now time.Time) (tls.Certificate, bool) {
 	if err := tightenMode(p.ServerKey, 0o600); err != nil {
 		return tls.Certificate{}, false
 	}
@@ -261,7 +261,7 @@ func loadServingCert(p CredentialPaths, ca *certAuthority, want SANs, now time.T
 	return cert, true
 }
 
-func loadKeyPair(p CredentialPaths) (tls.Certificate, error) {
+func loadKeyPair(p Paths) (tls.Certificate, error) {
 	cert, err := tls.LoadX509KeyPair(p.ServerCert, p.ServerKey)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("load serving certificate: %w", err)
@@ -296,7 +296,7 @@ func writePrivateKey(path string, key *ecdsa.PrivateKey) error {
 	if err != nil {
 		return fmt.Errorf("encode key %s: %w", path, err)
 	}
-	return writeFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der}), 0o600)
+	return WriteFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der}), 0o600)
 }
 
 // loadPrivateKey reads an ECDSA P-256 key in PKCS #8 or SEC 1 PEM, and

@@ -1,4 +1,4 @@
-package controlplane_test
+package pki_test
 
 import (
 	"bytes"
@@ -19,17 +19,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-dev/berth/controlplane/pki"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/berth-dev/berth/controlplane"
 )
 
 // pkiTestOptions is a server listening on one address with a few extra
 // names, on a fake clock set to now (x509 verification elsewhere in the
 // test, such as the TLS handshake, uses the real time).
-func pkiTestOptions() (controlplane.PKIOptions, *clocktesting.FakePassiveClock) {
+func pkiTestOptions() (pki.Options, *clocktesting.FakePassiveClock) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	return controlplane.PKIOptions{
+	return pki.Options{
 		Listen:    "10.1.2.3:6443",
 		Hostname:  "Berth-Host",
 		ExtraSANs: []string{"berth.example.com", "192.0.2.10", "[2001:db8::1]"},
@@ -40,9 +39,9 @@ func pkiTestOptions() (controlplane.PKIOptions, *clocktesting.FakePassiveClock) 
 // pkiTestSANs are the names pkiTestOptions must yield.
 var pkiTestSANs = []string{"10.1.2.3", "localhost", "127.0.0.1", "::1", "berth-host", "berth.example.com", "192.0.2.10", "2001:db8::1"}
 
-func pkiTestEnsure(t *testing.T, dir string, opts controlplane.PKIOptions) *controlplane.Credentials {
+func pkiTestEnsure(t *testing.T, dir string, opts pki.Options) *pki.Credentials {
 	t.Helper()
-	c, err := controlplane.EnsureCredentials(dir, opts)
+	c, err := pki.EnsureCredentials(dir, opts)
 	if err != nil {
 		t.Fatalf("EnsureCredentials: %v", err)
 	}
@@ -229,7 +228,7 @@ func TestPKIRenewsServingCertNearExpiry(t *testing.T) {
 	first := pkiTestEnsure(t, dir, opts)
 	before := pkiTestFiles(t, dir)
 
-	clk.SetTime(clk.Now().Add(controlplane.ServingCertLifetime - controlplane.ServingCertRenewBefore + time.Hour))
+	clk.SetTime(clk.Now().Add(pki.ServingCertLifetime - pki.ServingCertRenewBefore + time.Hour))
 	second := pkiTestEnsure(t, dir, opts)
 	after := pkiTestFiles(t, dir)
 	for _, name := range []string{"tls/ca.crt", "tls/ca.key", "admin-token", "node-token", "sa.key", "admin.kubeconfig"} {
@@ -269,21 +268,21 @@ func TestPKIReissuesForNewNames(t *testing.T) {
 }
 
 func TestPKIRepairsServingPair(t *testing.T) {
-	for name, damage := range map[string]func(t *testing.T, p controlplane.CredentialPaths){
-		"garbage certificate": func(t *testing.T, p controlplane.CredentialPaths) {
+	for name, damage := range map[string]func(t *testing.T, p pki.Paths){
+		"garbage certificate": func(t *testing.T, p pki.Paths) {
 			pkiTestWrite(t, p.ServerCert, []byte("garbage"))
 		},
-		"key of another pair": func(t *testing.T, p controlplane.CredentialPaths) {
+		"key of another pair": func(t *testing.T, p pki.Paths) {
 			k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 			der, _ := x509.MarshalPKCS8PrivateKey(k)
 			pkiTestWrite(t, p.ServerKey, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 		},
-		"missing key": func(t *testing.T, p controlplane.CredentialPaths) {
+		"missing key": func(t *testing.T, p pki.Paths) {
 			if err := os.Remove(p.ServerKey); err != nil {
 				t.Fatal(err)
 			}
 		},
-		"CA certificate in place of the serving one": func(t *testing.T, p controlplane.CredentialPaths) {
+		"CA certificate in place of the serving one": func(t *testing.T, p pki.Paths) {
 			ca, _ := os.ReadFile(p.CACert)
 			pkiTestWrite(t, p.ServerCert, ca)
 		},
@@ -318,7 +317,7 @@ func TestPKICAKeyLossIsAnError(t *testing.T) {
 	if err := os.Remove(first.Paths.CAKey); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controlplane.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "ca.key") {
+	if _, err := pki.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "ca.key") {
 		t.Fatalf("CA certificate without key: %v", err)
 	}
 }
@@ -348,8 +347,8 @@ func TestPKIExpiredCAIsAnError(t *testing.T) {
 	dir := t.TempDir()
 	opts, clk := pkiTestOptions()
 	pkiTestEnsure(t, dir, opts)
-	clk.SetTime(clk.Now().Add(controlplane.CALifetime + time.Hour))
-	if _, err := controlplane.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "expired") {
+	clk.SetTime(clk.Now().Add(pki.CALifetime + time.Hour))
+	if _, err := pki.EnsureCredentials(dir, opts); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired CA: %v", err)
 	}
 }
@@ -381,7 +380,7 @@ func TestPKIDefaultServerURL(t *testing.T) {
 	}
 	opts, _ := pkiTestOptions()
 	opts.Listen = "no-port"
-	if _, err := controlplane.EnsureCredentials(t.TempDir(), opts); err == nil {
+	if _, err := pki.EnsureCredentials(t.TempDir(), opts); err == nil {
 		t.Error("accepted a listen address without a port")
 	}
 }

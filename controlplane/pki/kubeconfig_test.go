@@ -1,4 +1,4 @@
-package controlplane_test
+package pki_test
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-dev/berth/client"
-	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/pki"
 )
 
 // kubeconfigTestFile is the shape of a kubeconfig as kubectl documents it,
@@ -88,11 +88,11 @@ func TestKubeconfigAdminFile(t *testing.T) {
 	}
 	k.check(t, "https://10.1.2.3:6443", c.CAPEM, c.AdminToken)
 
-	read, err := controlplane.ReadKubeconfig(c.Paths.AdminKubeconfig)
+	read, err := pki.ReadKubeconfig(c.Paths.AdminKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, user, err := controlplane.KubeconfigCurrent(read)
+	cluster, user, err := pki.KubeconfigCurrent(read)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestKubeconfigAdminFile(t *testing.T) {
 
 func TestKubeconfigRewrittenOnlyWhenChanged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent", "kubeconfig")
-	if err := controlplane.WriteKubeconfig(path, "https://a:6443", []byte("CA"), "t1"); err != nil {
+	if err := pki.WriteKubeconfig(path, "https://a:6443", []byte("CA"), "t1"); err != nil {
 		t.Fatal(err)
 	}
 	if got := pkiTestMode(t, path); got != 0o600 {
@@ -113,21 +113,21 @@ func TestKubeconfigRewrittenOnlyWhenChanged(t *testing.T) {
 		t.Errorf("dir mode %v", got)
 	}
 	st1, _ := os.Stat(path)
-	if err := controlplane.WriteKubeconfig(path, "https://a:6443", []byte("CA"), "t1"); err != nil {
+	if err := pki.WriteKubeconfig(path, "https://a:6443", []byte("CA"), "t1"); err != nil {
 		t.Fatal(err)
 	}
 	st2, _ := os.Stat(path)
 	if !os.SameFile(st1, st2) {
 		t.Error("same content rewritten")
 	}
-	if err := controlplane.WriteKubeconfig(path, "https://b:6443", []byte("CA"), "t2"); err != nil {
+	if err := pki.WriteKubeconfig(path, "https://b:6443", []byte("CA"), "t2"); err != nil {
 		t.Fatal(err)
 	}
-	k, err := controlplane.ReadKubeconfig(path)
+	k, err := pki.ReadKubeconfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cl, u, err := controlplane.KubeconfigCurrent(k); err != nil || cl.Server != "https://b:6443" || u.Token != "t2" {
+	if cl, u, err := pki.KubeconfigCurrent(k); err != nil || cl.Server != "https://b:6443" || u.Token != "t2" {
 		t.Errorf("after change: %+v %+v", cl, u)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
@@ -138,7 +138,7 @@ func TestKubeconfigRewrittenOnlyWhenChanged(t *testing.T) {
 
 func TestKubeconfigWithoutCA(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := controlplane.WriteKubeconfig(path, "https://a:6443", nil, "t"); err != nil {
+	if err := pki.WriteKubeconfig(path, "https://a:6443", nil, "t"); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
@@ -148,14 +148,14 @@ func TestKubeconfigWithoutCA(t *testing.T) {
 }
 
 func TestKubeconfigCurrentErrors(t *testing.T) {
-	k := controlplane.NewKubeconfig("https://a", nil, "t")
+	k := pki.NewKubeconfig("https://a", nil, "t")
 	k.CurrentContext = "other"
-	if _, _, err := controlplane.KubeconfigCurrent(k); err == nil {
+	if _, _, err := pki.KubeconfigCurrent(k); err == nil {
 		t.Error("missing context accepted")
 	}
-	k = controlplane.NewKubeconfig("https://a", nil, "t")
+	k = pki.NewKubeconfig("https://a", nil, "t")
 	clear(k.AuthInfos)
-	if _, _, err := controlplane.KubeconfigCurrent(k); err == nil {
+	if _, _, err := pki.KubeconfigCurrent(k); err == nil {
 		t.Error("missing user accepted")
 	}
 }
@@ -211,7 +211,7 @@ func TestKubeconfigKubectlConnects(t *testing.T) {
 	defer srv.Close()
 
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := controlplane.WriteKubeconfig(path, srv.URL, c.CAPEM, c.AdminToken); err != nil {
+	if err := pki.WriteKubeconfig(path, srv.URL, c.CAPEM, c.AdminToken); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

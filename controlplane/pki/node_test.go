@@ -1,4 +1,4 @@
-package controlplane_test
+package pki_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/controlplane"
+	"github.com/berth-dev/berth/controlplane/pki"
 )
 
 func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
@@ -34,7 +34,7 @@ func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
 func TestNodeCertIssuer(t *testing.T) {
 	opts, clk := pkiTestOptions()
 	creds := pkiTestEnsure(t, t.TempDir(), opts)
-	issuer, err := controlplane.NewNodeCertIssuer(creds, clk)
+	issuer, err := pki.NewNodeCertIssuer(creds, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestNodeCertIssuer(t *testing.T) {
 func TestNodeCertIssuerRefusals(t *testing.T) {
 	opts, clk := pkiTestOptions()
 	creds := pkiTestEnsure(t, t.TempDir(), opts)
-	issuer, err := controlplane.NewNodeCertIssuer(creds, clk)
+	issuer, err := pki.NewNodeCertIssuer(creds, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestAPIServerClientCert(t *testing.T) {
 	dir := t.TempDir()
 	opts, clk := pkiTestOptions()
 	creds := pkiTestEnsure(t, dir, opts)
-	first, err := controlplane.EnsureAPIServerClientCert(creds, clk)
+	first, err := pki.EnsureAPIServerClientCert(creds, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestAPIServerClientCert(t *testing.T) {
 
 	// A restart reuses it.
 	creds = pkiTestEnsure(t, dir, opts)
-	second, err := controlplane.EnsureAPIServerClientCert(creds, clk)
+	second, err := pki.EnsureAPIServerClientCert(creds, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,10 +150,10 @@ func TestAPIServerClientCert(t *testing.T) {
 	}
 
 	// Near its expiry it is replaced, under the same CA.
-	later := clocktesting.NewFakePassiveClock(clk.Now().Add(controlplane.ServingCertLifetime - controlplane.ServingCertRenewBefore + time.Hour))
+	later := clocktesting.NewFakePassiveClock(clk.Now().Add(pki.ServingCertLifetime - pki.ServingCertRenewBefore + time.Hour))
 	opts.Clock = later
 	creds = pkiTestEnsure(t, dir, opts)
-	renewed, err := controlplane.EnsureAPIServerClientCert(creds, later)
+	renewed, err := pki.EnsureAPIServerClientCert(creds, later)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestAPIServerClientCert(t *testing.T) {
 	}
 	opts.Clock = clk
 	creds = pkiTestEnsure(t, dir, opts)
-	newCA, err := controlplane.EnsureAPIServerClientCert(creds, clk)
+	newCA, err := pki.EnsureAPIServerClientCert(creds, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestAPIServerClientCert(t *testing.T) {
 func TestNodeCertIssuerServerNamedNode(t *testing.T) {
 	opts, clk := pkiTestOptions()
 	creds := pkiTestEnsure(t, t.TempDir(), opts)
-	issuer, err := controlplane.NewNodeCertIssuer(creds, clk)
+	issuer, err := pki.NewNodeCertIssuer(creds, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestNodeCAOfAnOlderDataDir(t *testing.T) {
 	opts, _ := pkiTestOptions()
 	dir := t.TempDir()
 	first := pkiTestEnsure(t, dir, opts)
-	p := controlplane.PathsIn(dir)
+	p := pki.PathsIn(dir)
 	for _, f := range []string{p.NodeCACert, p.NodeCAKey} {
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)

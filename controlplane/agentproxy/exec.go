@@ -1,4 +1,4 @@
-package controlplane
+package agentproxy
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func streamRequest(pod *api.Pod, container string, query url.Values) (podStreamR
 // closes it. The user's credentials stay here: the agent sees
 // the API server's client certificate, and the API server has already
 // authorized the user to create pods/exec.
-func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj api.Object) {
+func (p *Proxy) ServeExec(w http.ResponseWriter, r *http.Request, obj api.Object) {
 	p.serveStream(w, r, obj, "exec", parsePodExecQuery, api.ContainerExecPath, "cannot exec into a container in a completed pod")
 }
 
@@ -69,14 +69,14 @@ func (p *ContainerProxy) ServeExec(w http.ResponseWriter, r *http.Request, obj a
 // attach, kubectl run -i): as ServeExec, it passes the request's upgrade
 // on to the agent of the pod's node, which connects it to the container's
 // own process.
-func (p *ContainerProxy) ServeAttach(w http.ResponseWriter, r *http.Request, obj api.Object) {
+func (p *Proxy) ServeAttach(w http.ResponseWriter, r *http.Request, obj api.Object) {
 	p.serveStream(w, r, obj, "attach", parsePodAttachQuery, api.ContainerAttachPath, "cannot attach a container in a completed pod")
 }
 
 // serveStream serves pods/exec or pods/attach (sub): the query read by
 // parse, a completed pod refused with completed (kubectl's words) and
 // its phase, and the upgrade passed on to the agent's path.
-func (p *ContainerProxy) serveStream(w http.ResponseWriter, r *http.Request, obj api.Object, sub string,
+func (p *Proxy) serveStream(w http.ResponseWriter, r *http.Request, obj api.Object, sub string,
 	parse func(*api.Pod, url.Values) (podStreamRequest, error), path, completed string) {
 	pod, ok := connectPod(w, obj, sub)
 	if !ok {
@@ -103,7 +103,7 @@ func (p *ContainerProxy) serveStream(w http.ResponseWriter, r *http.Request, obj
 // pods/portforward: as ServeExec, it passes the request's upgrade on to
 // the agent of the pod's node, which forwards the connections kubectl
 // port-forward tunnels in it to the pod's ports.
-func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request, obj api.Object) {
+func (p *Proxy) ServePortForward(w http.ResponseWriter, r *http.Request, obj api.Object) {
 	pod, ok := connectPod(w, obj, "portforward")
 	if !ok {
 		return
@@ -135,7 +135,7 @@ func (p *ContainerProxy) ServePortForward(w http.ResponseWriter, r *http.Request
 // and the cause both times; one that is reached speaks SPDY for exec and
 // attach, as the kubelet does, and answers port-forward's with what it
 // speaks instead.
-func (p *ContainerProxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, pod *api.Pod, target *url.URL) {
+func (p *Proxy) proxyUpgrade(w http.ResponseWriter, r *http.Request, pod *api.Pod, target *url.URL) {
 	// The session ends when the server shuts down, as a followed log does.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

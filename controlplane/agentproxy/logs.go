@@ -1,4 +1,4 @@
-package controlplane
+package agentproxy
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
+	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -35,39 +36,13 @@ const (
 	agentErrorBodyLimit = 64 << 10
 )
 
-// setupNodeTLS gives the API server what it needs to talk to agents: a
-// signer of the serving certificates agents get at join (returned, for the
-// join handler), and a client certificate with which it fetches logs from
-// them through the pods/log subresource it registers on a.
-func (s *Server) setupNodeTLS(a *apiserver.Server) (apiserver.ServingCertIssuer, error) {
-	issuer, err := NewNodeCertIssuer(s.creds, s.cfg.Clock)
-	if err != nil {
-		return nil, err
-	}
-	clientCert, err := EnsureAPIServerClientCert(s.creds, s.cfg.Clock)
-	if err != nil {
-		return nil, err
-	}
-	pods, ok := api.LookupResource("pods")
-	if !ok {
-		return nil, errors.New("container proxy: no pods kind")
-	}
-	// Agents' serving certificates come from the node CA alone.
-	s.containers = NewContainerProxy(s.store, s.creds.NodeCAPool, clientCert, s.log)
-	a.HandleSubresource(pods, "log", s.containers.Serve)
-	a.HandleSubresource(pods, "exec", s.containers.ServeExec)
-	a.HandleSubresource(pods, "attach", s.containers.ServeAttach)
-	a.HandleSubresource(pods, "portforward", s.containers.ServePortForward)
-	return issuer.ServingCertIssuer(), nil
-}
-
-// ContainerProxy serves pods/log, pods/exec, pods/attach, pods/portforward
+// Proxy serves pods/log, pods/exec, pods/attach, pods/portforward
 // and the resource metrics of metrics.k8s.io: it finds the node a pod is
 // bound to and reaches that node's agent (for the metrics, every agent
 // needed), over TLS verified against the node CA, presenting the API
 // server's client certificate. One transport serves every request, so
 // connections to agents are kept.
-type ContainerProxy struct {
+type Proxy struct {
 	store  *store.Store
 	client *http.Client
 	log    *slog.Logger
@@ -77,9 +52,9 @@ type ContainerProxy struct {
 	close  context.CancelFunc
 }
 
-// NewContainerProxy makes the proxy; roots verify agents, clientCert is what the
+// New makes the proxy; roots verify agents, clientCert is what the
 // API server presents to them (CN api.APIServerClientName).
-func NewContainerProxy(st *store.Store, roots *x509.CertPool, clientCert tls.Certificate, log *slog.Logger) *ContainerProxy {
+func New(st *store.Store, roots *x509.CertPool, clientCert tls.Certificate, log *slog.Logger) *Proxy {
 	tr := &http.Transport{
 		DialContext: (&net.Dialer{Timeout: agentDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig: &tls.Config{
@@ -97,12 +72,28 @@ func NewContainerProxy(st *store.Store, roots *x509.CertPool, clientCert tls.Cer
 		log = slog.New(slog.DiscardHandler)
 	}
 	closed, closeFn := context.WithCancel(context.Background())
-	return &ContainerProxy{store: st, client: &http.Client{Transport: tr}, log: log, closed: closed, close: closeFn}
+	return &Proxy{store: st, client: &http.Client{Transport: tr}, log: log, closed: closed, close: closeFn}
+}
+
+// Register serves, on a, the pods' log, exec, attach and portforward
+// subresources and metrics.k8s.io (see registerMetrics), whose readers
+// authz authorizes.
+func (p *Proxy) Register(a *apiserver.Server, authz auth.Authorizer) error {
+	pods, ok := api.LookupResource("pods")
+	if !ok {
+		return errors.New("agent proxy: no pods kind")
+	}
+	a.HandleSubresource(pods, "log", p.Serve)
+	a.HandleSubresource(pods, "exec", p.ServeExec)
+	a.HandleSubresource(pods, "attach", p.ServeAttach)
+	a.HandleSubresource(pods, "portforward", p.ServePortForward)
+	p.registerMetrics(a, authz)
+	return nil
 }
 
 // Close ends the streams in flight (each ends as if the log had) and
 // drops idle connections to agents. Requests after it are still served.
-func (p *ContainerProxy) Close() {
+func (p *Proxy) Close() {
 	p.close()
 	p.client.CloseIdleConnections()
 }
@@ -114,7 +105,7 @@ type podLogRequest struct {
 }
 
 // Serve is an apiserver.SubresourceHandler for pods/log.
-func (p *ContainerProxy) Serve(w http.ResponseWriter, r *http.Request, obj api.Object) {
+func (p *Proxy) Serve(w http.ResponseWriter, r *http.Request, obj api.Object) {
 	pod, ok := connectPod(w, obj, "log")
 	if !ok {
 		return
@@ -219,7 +210,7 @@ func logContainer(pod *api.Pod, name string) (string, error) {
 // agentURL is where the pod's node serves prefix (api.ContainerLogsPath,
 // api.ContainerExecPath or api.ContainerAttachPath) for the container,
 // with query.
-func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query url.Values) (*url.URL, error) {
+func (p *Proxy) agentURL(pod *api.Pod, prefix, container string, query url.Values) (*url.URL, error) {
 	addr, err := p.nodeAgent(pod)
 	if err != nil {
 		return nil, err
@@ -233,7 +224,7 @@ func (p *ContainerProxy) agentURL(pod *api.Pod, prefix, container string, query 
 }
 
 // nodeAgent is the address of the agent of the pod's node.
-func (p *ContainerProxy) nodeAgent(pod *api.Pod) (string, error) {
+func (p *Proxy) nodeAgent(pod *api.Pod) (string, error) {
 	nodeName := pod.Spec.NodeName
 	if nodeName == "" {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))

@@ -59,7 +59,6 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 		never(sc.WindowsOptions != nil, "spec.securityContext.windowsOptions")
 	}
 	never(s.ActiveDeadlineSeconds != nil, "spec.activeDeadlineSeconds")
-	never(len(s.ReadinessGates) > 0, "spec.readinessGates")
 	never(s.RuntimeClassName != nil, "spec.runtimeClassName")
 	never(s.OS != nil && s.OS.Name != "linux", "spec.os")
 	never(s.HostUsers != nil && !*s.HostUsers, "spec.hostUsers")

@@ -937,10 +937,37 @@ func (r reporter) ReportStatus(ctx context.Context, pod *api.Pod, status api.Pod
 	if c == nil {
 		return ErrNotConnected
 	}
+	// The agent owns a bound pod's status but for the conditions others
+	// write (a readiness gate's, DisruptionTarget), which it keeps as it
+	// saw them. It writes at the revision it saw, so that a condition
+	// written since is not lost: on a conflict it reads the pod again and
+	// keeps that one's, as the kubelet reads the pod before each patch.
 	p := pod.DeepCopy()
 	p.Status = status
-	// The agent owns a bound pod's status: write it unconditionally rather
-	// than lose it to a conflict with a spec or label change.
+	for range 3 {
+		_, err := c.UpdateStatus(ctx, p)
+		if !client.IsConflict(err) {
+			if client.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+		o, err := c.Get(ctx, api.KindOf(pod), pod.Namespace, pod.Name)
+		if client.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		latest := o.(*api.Pod)
+		if latest.UID != pod.UID {
+			return nil // another pod of the name: this one is gone
+		}
+		p = latest.DeepCopy()
+		p.Status = status
+		p.Status.Conditions = withOthersConditions(status.Conditions, latest.Status.Conditions)
+	}
+	// Written over and over meanwhile: this status goes in whole.
 	p.ResourceVersion = ""
 	_, err := c.UpdateStatus(ctx, p)
 	if client.IsNotFound(err) {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ func containerID(s *runtime.Status) string {
 const (
 	reasonContainersNotInitialized = "ContainersNotInitialized"
 	reasonContainersNotReady       = "ContainersNotReady"
+	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 	reasonPodCompleted             = "PodCompleted"
 	reasonCompleted                = "Completed"
 	reasonError                    = "Error"
@@ -243,6 +245,11 @@ func podStatus(in statusInput) api.PodStatus {
 	}
 	podReady := ready
 	podReady.Type = api.PodReady
+	if podReady.Status == api.ConditionTrue {
+		if msg := unreadyGates(p); msg != "" {
+			podReady.Status, podReady.Reason, podReady.Message = api.ConditionFalse, reasonReadinessGatesNotReady, msg
+		}
+	}
 	for _, c := range []api.PodCondition{scheduled, initialized, ready, podReady} {
 		c.LastTransitionTime = metaTime(in.now)
 		for _, old := range in.prev.Conditions {
@@ -252,7 +259,54 @@ func podStatus(in statusInput) api.PodStatus {
 		}
 		st.Conditions = append(st.Conditions, c)
 	}
+	// The conditions others own (a readiness gate's, DisruptionTarget)
+	// are kept as the API has them, as the kubelet keeps them.
+	st.Conditions = withOthersConditions(st.Conditions, p.Status.Conditions)
 	return st
+}
+
+// withOthersConditions is own, the conditions the agent owns, followed by
+// those of from that others own.
+func withOthersConditions(own, from []api.PodCondition) []api.PodCondition {
+	out := make([]api.PodCondition, 0, len(own)+len(from))
+	for _, c := range own {
+		if nodeCondition(c.Type) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range from {
+		if !nodeCondition(c.Type) {
+			out = append(out, *c.DeepCopy())
+		}
+	}
+	return out
+}
+
+// nodeCondition says whether the node's agent owns a pod condition of
+// type t, as the kubelet owns them (PodConditionByKubelet).
+func nodeCondition(t api.PodConditionType) bool {
+	switch t {
+	case api.PodScheduled, api.PodInitialized, api.ContainersReady, api.PodReady:
+		return true
+	}
+	return false
+}
+
+// unreadyGates says why the readiness gates of p keep it unready, in the
+// kubelet's words, or "" when each gate's condition is True.
+func unreadyGates(p *api.Pod) string {
+	var msgs []string
+	for _, g := range p.Spec.ReadinessGates {
+		t := api.PodConditionType(g.ConditionType)
+		i := slices.IndexFunc(p.Status.Conditions, func(c api.PodCondition) bool { return c.Type == t })
+		switch {
+		case i < 0:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case p.Status.Conditions[i].Status != api.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %s", g.ConditionType, p.Status.Conditions[i].Status))
+		}
+	}
+	return strings.Join(msgs, ", ")
 }
 
 // containerStatus is one container's status. initPending marks a regular

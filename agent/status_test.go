@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/agent/runtime"
@@ -148,5 +150,53 @@ func TestPodStatusKeepsTimes(t *testing.T) {
 	}
 	if cs := unready.ContainerStatuses[0]; cs.ContainerID != "berth-exec://u/a/0" || cs.Started == nil || !*cs.Started {
 		t.Errorf("container status %+v", cs)
+	}
+}
+
+// A pod with readiness gates is Ready only once each gate's condition,
+// which another party writes, is True; until then Ready says which gate
+// holds it, in the kubelet's words. The conditions others own are kept
+// as the API has them; those the agent owns are its own.
+func TestPodStatusReadinessGates(t *testing.T) {
+	pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: "example.com/dns"}}
+	main := []containerView{{spec: &api.Container{Name: "a"}, runs: []runtime.Status{{ID: rid("u", "a", 0), State: runtime.StateRunning, StartedAt: testEpoch}}, ready: true, started: true}}
+	status := func() api.PodStatus { return podStatus(statusInput{pod: pod, now: testEpoch, main: main}) }
+
+	st := status()
+	ready, containers := podCondition(st, api.PodReady), podCondition(st, api.ContainersReady)
+	if containers.Status != api.ConditionTrue || ready.Status != api.ConditionFalse || ready.Reason != "ReadinessGatesNotReady" ||
+		ready.Message != `corresponding condition of pod readiness gate "example.com/lb" does not exist., corresponding condition of pod readiness gate "example.com/dns" does not exist.` {
+		t.Fatalf("no gate's condition: ContainersReady %+v, Ready %+v", containers, ready)
+	}
+
+	pod.Status.Conditions = []api.PodCondition{
+		{Type: api.PodReady, Status: api.ConditionTrue}, // the agent's own: not kept
+		{Type: "example.com/lb", Status: api.ConditionTrue, Reason: "Registered"},
+		{Type: "example.com/dns", Status: api.ConditionFalse},
+		{Type: api.PodDisruptionTarget, Status: api.ConditionTrue, Reason: "EvictionByEvictionAPI"},
+	}
+	st = status()
+	if ready := podCondition(st, api.PodReady); ready.Status != api.ConditionFalse || ready.Message != `the status of pod readiness gate "example.com/dns" is not "True", but False` {
+		t.Fatalf("one gate False: Ready %+v", ready)
+	}
+	var types []string
+	for _, c := range st.Conditions {
+		types = append(types, string(c.Type))
+	}
+	if want := []string{"PodScheduled", "Initialized", "ContainersReady", "Ready", "example.com/lb", "example.com/dns", "DisruptionTarget"}; !slices.Equal(types, want) {
+		t.Fatalf("conditions %q, want %q", types, want)
+	}
+	if lb := podCondition(st, "example.com/lb"); lb.Reason != "Registered" {
+		t.Errorf("the gate's condition was not kept as written: %+v", lb)
+	}
+
+	pod.Status.Conditions[2].Status = api.ConditionTrue
+	if ready := podCondition(status(), api.PodReady); ready.Status != api.ConditionTrue || ready.Reason != "" {
+		t.Errorf("every gate True: Ready %+v", ready)
+	}
+	main[0].ready = false
+	if ready := podCondition(status(), api.PodReady); ready.Status != api.ConditionFalse || ready.Reason != "ContainersNotReady" {
+		t.Errorf("gates True, a container unready: Ready %+v", ready)
 	}
 }

@@ -58,7 +58,6 @@ func unsupported(pod *api.Pod, has []runtime.Feature) []string {
 		need(runtime.FeatureRunAsNonRoot, sc.RunAsNonRoot != nil && *sc.RunAsNonRoot, "spec.securityContext.runAsNonRoot")
 		never(sc.WindowsOptions != nil, "spec.securityContext.windowsOptions")
 	}
-	never(s.ActiveDeadlineSeconds != nil, "spec.activeDeadlineSeconds")
 	never(s.RuntimeClassName != nil, "spec.runtimeClassName")
 	never(s.OS != nil && s.OS.Name != "linux", "spec.os")
 	never(s.HostUsers != nil && !*s.HostUsers, "spec.hostUsers")

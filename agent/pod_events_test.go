@@ -201,3 +201,45 @@ func TestAPIPodEventsNeverBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A pod that runs past its activeDeadlineSeconds, counted from the start
+// the agent reported, is stopped with its own grace and marked Failed
+// with reason DeadlineExceeded, a Warning event saying so, and is not
+// started again.
+func TestActiveDeadlineSeconds(t *testing.T) {
+	h, ev := newEventHarness(t)
+	pod := workerPod("u1", "job", api.RestartPolicyAlways, "app")
+	deadline := int64(60)
+	pod.Spec.ActiveDeadlineSeconds = &deadline
+	h.m.Sync(pod)
+	app := h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
+	h.waitStatus("u1", "Running", func(st api.PodStatus) error {
+		if st.Phase != api.PodRunning || st.StartTime == nil {
+			return fmt.Errorf("phase %s, startTime %v", st.Phase, st.StartTime)
+		}
+		return nil
+	})
+	h.step(59 * time.Second)
+	h.settle()
+	if st, _ := h.rt.run(app.ID); st.State != runtime.StateRunning {
+		t.Fatalf("stopped %s before its deadline", st.State)
+	}
+	h.step(time.Second)
+	h.waitStatus("u1", "Failed, DeadlineExceeded", func(st api.PodStatus) error {
+		if st.Phase != api.PodFailed || st.Reason != "DeadlineExceeded" || st.Message != "Pod was active on the node longer than the specified deadline" {
+			return fmt.Errorf("phase %s, reason %q, message %q", st.Phase, st.Reason, st.Message)
+		}
+		return nil
+	})
+	if st, _ := h.rt.run(app.ID); st.State != runtime.StateExited || st.Signal == 9 {
+		t.Errorf("the container: %s, signal %d; want it stopped by SIGTERM within its grace", st.State, st.Signal)
+	}
+	if !slices.Contains(ev.all(), "Warning DeadlineExceeded Pod was active on the node longer than the specified deadline") {
+		t.Errorf("events %q", ev.all())
+	}
+	h.step(time.Hour)
+	h.step(0)
+	if n := len(h.rt.startsOf("u1")); n != 1 {
+		t.Errorf("%d starts: a pod past its deadline was started again", n)
+	}
+}

@@ -294,7 +294,7 @@ func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) e
 	w := m.workers[uid]
 	var done <-chan struct{}
 	if w != nil && w.hasPod() {
-		done = w.setEvict(message, func(pod *api.Pod) {
+		done = w.setEvict(ReasonEvicted, message, func(pod *api.Pod) {
 			if m.o.Events != nil {
 				m.o.Events.PodEvent(pod, api.EventTypeWarning, ReasonEvicted, message)
 			}

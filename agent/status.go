@@ -80,8 +80,9 @@ type statusInput struct {
 	now        time.Time
 	init       []containerView
 	main       []containerView
-	// evicted is the eviction message once the pod was evicted.
-	evicted string
+	// endReason and endMessage say why the pod was stopped for good, once
+	// it was evicted or ran past its activeDeadlineSeconds.
+	endReason, endMessage string
 	// terminated: the pod is being deleted (or evicted) and every
 	// container has stopped; it will not run again.
 	terminated bool
@@ -135,7 +136,7 @@ func initState(policy api.RestartPolicy, init, main []containerView) (done, fail
 
 // podPhase is the pod's phase from its containers, as the kubelet reckons it.
 func podPhase(in statusInput) api.PodPhase {
-	if in.evicted != "" {
+	if in.endReason != "" {
 		return api.PodFailed
 	}
 	policy := in.pod.Spec.RestartPolicy
@@ -200,8 +201,8 @@ func podStatus(in statusInput) api.PodStatus {
 			st.PodIP = in.podIPs[0]
 		}
 	}
-	if in.evicted != "" {
-		st.Reason, st.Message = ReasonEvicted, in.evicted
+	if in.endReason != "" {
+		st.Reason, st.Message = in.endReason, in.endMessage
 	}
 	if in.prev.StartTime != nil {
 		st.StartTime = in.prev.StartTime.DeepCopy()

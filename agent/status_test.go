@@ -80,7 +80,11 @@ func TestPodStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}, Spec: api.PodSpec{RestartPolicy: tt.policy}}
-			st := podStatus(statusInput{pod: pod, nodeIP: "10.1.1.1", now: t0.Add(time.Hour), init: tt.init, main: tt.main, evicted: tt.evicted, terminated: tt.terminated})
+			in := statusInput{pod: pod, nodeIP: "10.1.1.1", now: t0.Add(time.Hour), init: tt.init, main: tt.main, terminated: tt.terminated}
+			if tt.evicted != "" {
+				in.endReason, in.endMessage = ReasonEvicted, tt.evicted
+			}
+			st := podStatus(in)
 			if st.Phase != tt.want.phase {
 				t.Errorf("phase %s, want %s", st.Phase, tt.want.phase)
 			}

@@ -45,14 +45,16 @@ type podWorker struct {
 	running bool
 
 	// What the worker was told, guarded by mu: the latest pod, that it
-	// is forgotten, that it is evicted (with evictMsg; the worker closes
-	// evictDone once the pod is stopped and reported).
-	mu        sync.Mutex
-	pod       *api.Pod
-	ips       []string
-	forget    bool
-	evictMsg  string
-	evictDone chan struct{}
+	// is forgotten, that it is evicted or ran past its
+	// activeDeadlineSeconds (with evictReason and evictMsg; the worker
+	// closes evictDone once the pod is stopped and reported).
+	mu          sync.Mutex
+	pod         *api.Pod
+	ips         []string
+	forget      bool
+	evictReason string
+	evictMsg    string
+	evictDone   chan struct{}
 
 	// Owned by the worker goroutine.
 	phase workerPhase
@@ -145,15 +147,16 @@ func (w *podWorker) setForget() {
 	w.poke()
 }
 
-// setEvict has the worker evict its pod with msg (a pod is evicted once,
-// with the first message). For the first, it calls announce with the pod
-// before the worker can see the eviction, so that what announce records
-// comes before the worker's own events of it (Killing).
-func (w *podWorker) setEvict(msg string, announce func(*api.Pod)) (done <-chan struct{}) {
+// setEvict has the worker stop its pod for good and mark it Failed with
+// reason and msg (ReasonEvicted, or ReasonDeadlineExceeded): once, with
+// the first reason. For the first, it calls announce with the pod before
+// the worker can see it, so that what announce records comes before the
+// worker's own events of it (Killing).
+func (w *podWorker) setEvict(reason, msg string, announce func(*api.Pod)) (done <-chan struct{}) {
 	w.mu.Lock()
 	if w.evictDone == nil {
 		announce(w.pod)
-		w.evictMsg = msg
+		w.evictReason, w.evictMsg = reason, msg
 		w.evictDone = make(chan struct{})
 	}
 	done = w.evictDone
@@ -285,7 +288,7 @@ func isClosed(ch chan struct{}) bool {
 // when woken) and whether the worker is done for good.
 func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 	w.mu.Lock()
-	pod, forget, evictMsg, evictDone := w.pod, w.forget, w.evictMsg, w.evictDone
+	pod, forget, evictReason, evictMsg, evictDone := w.pod, w.forget, w.evictReason, w.evictMsg, w.evictDone
 	w.mu.Unlock()
 	clk := w.m.o.Clock
 	rt := w.m.o.Runtime
@@ -335,7 +338,7 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		w.fire(eventCleaned)
 		return time.Time{}, true
 	case phaseTerminating:
-		next, stopped := w.terminate(ctx, pod, runs, evictMsg, evictDone)
+		next, stopped := w.terminate(ctx, pod, runs, evictReason, evictMsg, evictDone)
 		if stopped {
 			w.fire(eventStopped)
 		}
@@ -371,6 +374,17 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 
 	var next time.Time
 	terminal := pod.Finished()
+	if !terminal {
+		if deadline, ok := w.activeDeadline(pod); ok {
+			if !clk.Now().Before(deadline) {
+				w.setEvict(ReasonDeadlineExceeded, messageDeadlineExceeded, func(pod *api.Pod) {
+					w.podEvent(pod, api.EventTypeWarning, ReasonDeadlineExceeded, messageDeadlineExceeded)
+				})
+				return time.Time{}, false // woken: it stops the pod
+			}
+			next = deadline
+		}
+	}
 	init, main := w.views(pod, runs)
 	initDone, initFailed := initState(pod.Spec.RestartPolicy, init, main)
 	if !terminal && !initFailed && w.podFinished(pod, main) {
@@ -406,6 +420,28 @@ func (w *podWorker) sync(ctx context.Context) (time.Time, bool) {
 		next = wakeAt(next, w.backOff())
 	}
 	return next, false
+}
+
+// Why a pod that ran past its spec.activeDeadlineSeconds ended, as the
+// kubelet says it.
+const (
+	ReasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
+// activeDeadline is when the pod must have ended, its
+// activeDeadlineSeconds after the start the agent reported for it, as the
+// kubelet's activeDeadlineHandler counts it.
+func (w *podWorker) activeDeadline(pod *api.Pod) (time.Time, bool) {
+	secs := pod.Spec.ActiveDeadlineSeconds
+	if secs == nil {
+		return time.Time{}, false
+	}
+	start := w.prevStatus(pod).StartTime
+	if start == nil {
+		return time.Time{}, false // not started: the first status starts the count
+	}
+	return start.Add(time.Duration(*secs) * time.Second), true
 }
 
 // podFinished says whether every container has ended for good, so nothing

@@ -33,10 +33,10 @@ const EvictionGrace = time.Second
 
 // terminate stops a pod being deleted or evicted and reports its end:
 // stopped says that all of it is done, else it says when to try again.
-func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, evictMsg string, evictDone chan struct{}) (next time.Time, stopped bool) {
+func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, evictReason, evictMsg string, evictDone chan struct{}) (next time.Time, stopped bool) {
 	clk := w.m.o.Clock
 	grace := podGrace(pod)
-	if evictMsg != "" {
+	if evictReason == ReasonEvicted {
 		grace = min(grace, EvictionGrace)
 	}
 	if err := w.stopAll(ctx, pod, runs, grace); err != nil {
@@ -72,7 +72,7 @@ func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string
 		}
 	}
 	st := podStatus(statusInput{pod: pod, prev: w.prevStatus(pod), nodeIP: w.m.o.NodeIP, ownNetwork: w.m.podRuntime() != nil && !pod.Spec.HostNetwork, podIPs: w.knownIPs(), now: clk.Now(),
-		init: init, main: main, evicted: evictMsg, terminated: true})
+		init: init, main: main, endReason: evictReason, endMessage: evictMsg, terminated: true})
 	if !w.report(ctx, pod, st) {
 		return w.backOff(), false
 	}

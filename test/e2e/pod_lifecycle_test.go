@@ -89,3 +89,39 @@ spec:
 		return nil
 	})
 }
+
+// TestActiveDeadlineSeconds: a pod still running at its
+// activeDeadlineSeconds is stopped and Failed with reason
+// DeadlineExceeded, as the kubelet ends it.
+func TestActiveDeadlineSeconds(t *testing.T) {
+	t.Parallel()
+	const ip = "127.0.0.25"
+	s := startServer(t)
+	startAgent(t, s, "deadline-node", ip)
+	port := freePort(t, ip)
+	s.applyText(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: bounded, namespace: default}
+spec:
+  nodeName: deadline-node
+  activeDeadlineSeconds: 2
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: echo
+    image: berth
+    command: [%[1]q, toolbox, http-echo, --listen, "%[2]s:%[3]d", --text, bounded]
+`, bin, ip, port))
+	waitFor(t, 60*time.Second, "the pod Failed past its deadline", func() error {
+		out, stderr, code := s.berth(t, "get", "pod", "bounded", "-o", "jsonpath={.status.phase} {.status.reason} {.status.containerStatuses[0].state.terminated.reason}")
+		if code != 0 {
+			return fmt.Errorf("berth get pod bounded: %s", stderr)
+		}
+		if out != "Failed DeadlineExceeded Error" && out != "Failed DeadlineExceeded Completed" {
+			return fmt.Errorf("phase, reason, container's end: %q", out)
+		}
+		return nil
+	})
+	if _, err := httpGet(fmt.Sprintf("http://%s:%d/", ip, port)); err == nil {
+		t.Error("the pod past its deadline still answers")
+	}
+}

@@ -40,7 +40,7 @@ func (cfg Config) checkServiceProxy() error {
 
 // runServiceProxy keeps the node's Service rules until ctx ends.
 func (a *Agent) runServiceProxy(ctx context.Context, c *client.Client) error {
-	return proxy.New(proxy.Options{Client: c, NodeName: a.cfg.NodeName, Syncer: proxy.NewSyncer(-1),
+	return proxy.New(proxy.Options{Client: c, NodeName: a.cfg.NodeName, Syncer: proxy.NewSyncer(-1), HealthCheckAddress: a.cfg.NodeIP,
 		Clock: a.cfg.Clock, Logger: a.log}).Run(ctx)
 }
 

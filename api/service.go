@@ -105,7 +105,11 @@ type ServiceSpec struct {
 	// to a node port or load-balancer address goes only to endpoints on
 	// the node it reached, keeping the client's address.
 	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
-	// HealthCheckNodePort is checked and kept, and otherwise unused.
+	// HealthCheckNodePort is the node port, from the node port range,
+	// on which each node answers an external load balancer whether it
+	// has a ready endpoint of the Service (200) or none (503): allocated
+	// for a LoadBalancer Service of externalTrafficPolicy Local unless
+	// given, and only for one.
 	HealthCheckNodePort int32 `json:"healthCheckNodePort,omitempty"`
 	// AllocateLoadBalancerNodePorts: a LoadBalancer service gets node
 	// ports unless this is false.
@@ -249,15 +253,24 @@ func ServiceClusterIPs(svc *Service) []string {
 // Kubernetes.
 func ServiceNodePorts(svc *Service) []string {
 	var out []string
-	for _, p := range svc.Spec.Ports {
-		if p.NodePort != 0 {
-			k := strconv.Itoa(int(p.NodePort))
-			if !slices.Contains(out, k) {
-				out = append(out, k)
-			}
+	add := func(port int32) {
+		if k := strconv.Itoa(int(port)); port != 0 && !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
+	for _, p := range svc.Spec.Ports {
+		add(p.NodePort)
+	}
+	add(svc.Spec.HealthCheckNodePort)
 	return out
+}
+
+// NeedsHealthCheckNodePort says whether a Service has a health check node
+// port: a LoadBalancer whose external traffic keeps to the endpoints of
+// the node it reaches (externalTrafficPolicy Local), as Kubernetes gives
+// it one.
+func NeedsHealthCheckNodePort(svc *Service) bool {
+	return svc.Spec.Type == ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 }
 
 // AnnotationLoadBalancerSourceRanges is the older form of

@@ -41,6 +41,10 @@ type Options struct {
 	CheckPeriod, MinSyncPeriod time.Duration
 	Clock                      clock.WithTicker
 	Logger                     *slog.Logger
+	// HealthCheckAddress is the node address on which the health check
+	// node ports of the LoadBalancer Services of externalTrafficPolicy
+	// Local are served (see HealthChecks); none are when it is empty.
+	HealthCheckAddress string
 	// Synced, when set, is told the Rulesets written, one per family
 	// in the order of Families, and when their transaction was in, for
 	// tests and measurements.
@@ -60,6 +64,8 @@ type Proxy struct {
 	changed    chan struct{}
 	// builders remember each family's rules per Service between syncs.
 	builders map[corev1.IPFamily]*Builder
+	// health serves the health check node ports; nil for none.
+	health *HealthChecks
 }
 
 // New makes a proxy; Run runs it.
@@ -80,6 +86,9 @@ func New(opts Options) *Proxy {
 		opts.Families = DefaultFamilies()
 	}
 	p := &Proxy{opts: opts, changed: make(chan struct{}, 1), builders: map[corev1.IPFamily]*Builder{}}
+	if opts.HealthCheckAddress != "" {
+		p.health = NewHealthChecks(opts.HealthCheckAddress, opts.Logger)
+	}
 	poke := func(client.Event) {
 		select {
 		case p.changed <- struct{}{}:
@@ -101,6 +110,9 @@ func New(opts Options) *Proxy {
 func (p *Proxy) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if p.health != nil {
+		defer p.health.Close()
+	}
 	informers := []*client.Informer{p.services, p.slices, p.pods, p.namespaces, p.policies}
 	errs := make(chan error, len(informers))
 	for _, inf := range informers {
@@ -191,6 +203,13 @@ func (p *Proxy) SyncOnce() error {
 	full, err := p.opts.Syncer.Sync(rules...)
 	if err != nil {
 		return fmt.Errorf("service proxy: %w", err)
+	}
+	if p.health != nil {
+		// A port that cannot be opened (another program holds it) is
+		// said, and tried again at the next sync; the rules stand.
+		if err := p.health.Sync(healthCheckPorts(p.opts.NodeName, in.Services, in.Slices)); err != nil {
+			p.opts.Logger.Error("service proxy: health check node ports", "err", err)
+		}
 	}
 	if p.opts.Synced != nil {
 		p.opts.Synced(rules, p.opts.Clock.Now())

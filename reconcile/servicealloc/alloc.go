@@ -229,25 +229,70 @@ func (a *Allocator) allocatePorts(tx *store.Txn, svc, prev *api.Service) field.E
 			errs = append(errs, field.Invalid(np, port.NodePort, "provided port is already allocated"))
 		}
 	}
-	if len(errs) > 0 || !allocate {
+	if len(errs) > 0 {
 		return errs
 	}
-	for i := range spec.Ports {
-		port := &spec.Ports[i]
-		if port.NodePort != 0 {
-			continue
+	if allocate {
+		for i := range spec.Ports {
+			port := &spec.Ports[i]
+			if port.NodePort != 0 {
+				continue
+			}
+			if n, ok := byPort[port.Port]; ok {
+				port.NodePort = n
+				continue
+			}
+			n, ok := a.freePort(tx, svc, mine)
+			if !ok {
+				return field.ErrorList{field.InternalError(field.NewPath("spec", "ports").Index(i).Child("nodePort"), fmt.Errorf("failed to allocate a nodePort: range %s is full", a.ports))}
+			}
+			port.NodePort, byPort[port.Port] = n, n
+			mine = append(mine, n)
 		}
-		if n, ok := byPort[port.Port]; ok {
-			port.NodePort = n
-			continue
-		}
-		n, ok := a.freePort(tx, svc, mine)
-		if !ok {
-			return field.ErrorList{field.InternalError(field.NewPath("spec", "ports").Index(i).Child("nodePort"), fmt.Errorf("failed to allocate a nodePort: range %s is full", a.ports))}
-		}
-		port.NodePort, byPort[port.Port] = n, n
-		mine = append(mine, n)
 	}
+	return a.allocateHealthCheckPort(tx, svc, prev, held, mine)
+}
+
+// allocateHealthCheckPort gives a LoadBalancer Service of
+// externalTrafficPolicy Local its healthCheckNodePort, from the node
+// port range as Kubernetes does: the one it asks for if free, the one it
+// held if it asks for none, else a free one. A Service that no longer
+// needs one (its type or policy changed) lets it go; one that never did
+// may not ask for one.
+func (a *Allocator) allocateHealthCheckPort(tx *store.Txn, svc, prev *api.Service, held []string, mine []int32) field.ErrorList {
+	spec := &svc.Spec
+	p := field.NewPath("spec", "healthCheckNodePort")
+	if !api.NeedsHealthCheckNodePort(svc) {
+		switch {
+		case spec.HealthCheckNodePort == 0:
+		case prev != nil && prev.Spec.HealthCheckNodePort == spec.HealthCheckNodePort:
+			spec.HealthCheckNodePort = 0
+		default:
+			return field.ErrorList{field.Invalid(p, spec.HealthCheckNodePort, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'")}
+		}
+		return nil
+	}
+	if spec.HealthCheckNodePort == 0 && prev != nil && api.NeedsHealthCheckNodePort(prev) {
+		spec.HealthCheckNodePort = prev.Spec.HealthCheckNodePort
+	}
+	if n := spec.HealthCheckNodePort; n != 0 {
+		key := strconv.Itoa(int(n))
+		switch {
+		case slices.Contains(mine, n):
+			return field.ErrorList{field.Invalid(p, n, "provided port is already allocated")}
+		case slices.Contains(held, key):
+		case !a.ports.contains(n):
+			return field.ErrorList{field.Invalid(p, n, fmt.Sprintf("provided port is not in the valid range. The range of valid ports is %s", a.ports))}
+		case heldByOther(tx, store.IndexNodePort, key, svc):
+			return field.ErrorList{field.Invalid(p, n, "provided port is already allocated")}
+		}
+		return nil
+	}
+	n, ok := a.freePort(tx, svc, mine)
+	if !ok {
+		return field.ErrorList{field.InternalError(p, fmt.Errorf("failed to allocate a healthCheckNodePort: range %s is full", a.ports))}
+	}
+	spec.HealthCheckNodePort = n
 	return nil
 }
 

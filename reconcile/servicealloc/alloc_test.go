@@ -361,3 +361,67 @@ func TestLeaderChange(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// A LoadBalancer Service of externalTrafficPolicy Local gets a
+// healthCheckNodePort from the node port range, as Kubernetes gives it:
+// kept across updates that name none, refused when taken (by another
+// Service's node port or its own) or out of range or on a Service that
+// has no use for it, and let go when the policy turns Cluster, free for
+// another Service to take.
+func TestHealthCheckNodePort(t *testing.T) {
+	a := newAllocator(t, "198.18.0.0/24", "30000-30009")
+	s := newStore(t, store.Memory{}, a)
+	ctx := context.Background()
+	local := func(s *api.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
+	lb, err := create(t, s, service("lb", api.ServiceTypeLoadBalancer, local))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := lb.Spec.HealthCheckNodePort
+	if hc < 30000 || hc > 30009 || hc == lb.Spec.Ports[0].NodePort {
+		t.Fatalf("healthCheckNodePort %d, node port %d: want another port of the range", hc, lb.Spec.Ports[0].NodePort)
+	}
+	if _, err := create(t, s, service("cluster", api.ServiceTypeLoadBalancer)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(api.KindOf(&api.Service{}), "default", "cluster"); got.(*api.Service).Spec.HealthCheckNodePort != 0 {
+		t.Errorf("a Cluster policy LoadBalancer got a healthCheckNodePort")
+	}
+
+	refused := []struct {
+		name, want string
+		mutate     func(*api.Service)
+	}{
+		{"taken", "spec.healthCheckNodePort: Invalid value: " + fmt.Sprint(hc) + ": provided port is already allocated",
+			func(s *api.Service) { local(s); s.Spec.HealthCheckNodePort = hc }},
+		{"own", "provided port is already allocated",
+			func(s *api.Service) { local(s); s.Spec.Ports[0].NodePort = 30000; s.Spec.HealthCheckNodePort = 30000 }},
+		{"outside", "provided port is not in the valid range. The range of valid ports is 30000-30009",
+			func(s *api.Service) { local(s); s.Spec.HealthCheckNodePort = 31000 }},
+		{"unused", "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+			func(s *api.Service) { s.Spec.HealthCheckNodePort = 30009 }},
+	}
+	for _, r := range refused {
+		if _, err := create(t, s, service(r.name, api.ServiceTypeLoadBalancer, r.mutate)); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%s: %v, want %q", r.name, err, r.want)
+		}
+	}
+
+	// An update that names none keeps it.
+	next := lb.DeepCopy()
+	next.Spec.HealthCheckNodePort = 0
+	next.Labels = map[string]string{"v": "2"}
+	out, err := s.Update(ctx, next)
+	if err != nil || out.(*api.Service).Spec.HealthCheckNodePort != hc {
+		t.Fatalf("an update naming none: %v, port %d, want %d", err, out.(*api.Service).Spec.HealthCheckNodePort, hc)
+	}
+	// Cluster policy: let go, and another takes it.
+	next = out.(*api.Service).DeepCopy()
+	next.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	if out, err = s.Update(ctx, next); err != nil || out.(*api.Service).Spec.HealthCheckNodePort != 0 {
+		t.Fatalf("turned Cluster: %v, port %d, want 0", err, out.(*api.Service).Spec.HealthCheckNodePort)
+	}
+	if got, err := create(t, s, service("taker", api.ServiceTypeLoadBalancer, func(s *api.Service) { local(s); s.Spec.HealthCheckNodePort = hc })); err != nil || got.Spec.HealthCheckNodePort != hc {
+		t.Fatalf("taking the port let go: %v, %v", got, err)
+	}
+}

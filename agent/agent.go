@@ -26,6 +26,7 @@ import (
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/agent/runtime/exec"
+	"github.com/berth-dev/berth/agent/server"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
@@ -859,13 +860,13 @@ func (a *Agent) serveLogs(ctx context.Context) error {
 	if len(a.cfg.CAData) > 0 && !pool.AppendCertsFromPEM(a.cfg.CAData) {
 		return errors.New("logs: the CA file holds no certificate")
 	}
-	tlsCfg, err := containerServerTLS(pool)
+	tlsCfg, err := server.ClientAuthConfig(pool)
 	if err != nil {
 		return err
 	}
 	tlsCfg.GetCertificate = a.serving.get
 	srv := &http.Server{
-		Handler: NewContainerServer(ContainerServerOptions{
+		Handler: server.New(server.Options{
 			Runtime: a.rt, Lookup: a.pods.ContainerRun, ClientCAs: pool, Logger: a.log,
 			Clock: a.cfg.Clock, Metrics: a.metrics.Latest, PodAddresses: a.pods.PodAddresses, PortForward: a.pods.PodPortForward,
 		}),

@@ -2,6 +2,6 @@
 // heartbeats its Node, runs the pods bound to it (and its static pods)
 // through a container runtime, probes them, reports their status, evicts
 // under pressure and serves the API server their logs, exec, attach and
-// port-forward. It talks to the control plane only through the API,
+// port-forward (agent/server). It talks to the control plane only through the API,
 // in-process or not.
 package agent

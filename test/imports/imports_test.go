@@ -58,6 +58,9 @@ var narrower = map[string][]string{
 	"apiserver/admission": {"api", "store"},
 	// PATCH bodies applied to JSON: nothing of ours.
 	"apiserver/patch": {},
+	// The agent's server for the API server: the runtime's streams and
+	// logs, the pods known only through its options' lookups.
+	"agent/server": {"api", "agent/runtime"},
 	// The control plane's credentials: files and certificates, and the
 	// kubeconfigs that name the client's servers.
 	"controlplane/pki": {"api", "client"},

@@ -1,4 +1,4 @@
-package agent
+package server
 
 import (
 	"context"
@@ -27,14 +27,14 @@ import (
 // here), 400 otherwise.
 type LogLookup func(namespace, pod, container string, previous bool) (runtime.ID, error)
 
-// ContainerServerOptions configure NewContainerServer.
-type ContainerServerOptions struct {
+// Options configure New.
+type Options struct {
 	// Runtime reads the logs and runs the commands.
 	Runtime runtime.Runtime
 	// Lookup turns a pod and container into a run.
 	Lookup LogLookup
 	// ClientCAs verify the client certificate of a request even when the
-	// TLS configuration did not (ContainerServerTLSConfig does); nil trusts the
+	// TLS configuration did not (TLSConfig does); nil trusts the
 	// chains the TLS handshake verified.
 	ClientCAs *x509.CertPool
 	// Logger records requests that failed after the answer began.
@@ -55,7 +55,7 @@ type ContainerServerOptions struct {
 	PortForward func(ctx context.Context, namespace, name string) (runtime.PortForwardSession, error)
 }
 
-// NewContainerServer serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
+// New serves GET api.ContainerLogsPath/{namespace}/{pod}/{container}
 // (a container's log), GET api.ContainerExecPath/{namespace}/{pod}/{container}
 // (a command run in it, kubectl exec), GET
 // api.ContainerAttachPath/{namespace}/{pod}/{container} (its own
@@ -64,7 +64,7 @@ type ContainerServerOptions struct {
 // api.APIServerClientName (401 without one, 403 for another name), so
 // that a node or a user holding a certificate of the cluster CA cannot
 // read logs, run commands or attach past the API server's authorization.
-func NewContainerServer(o ContainerServerOptions) http.Handler {
+func New(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -88,15 +88,15 @@ func NewContainerServer(o ContainerServerOptions) http.Handler {
 	return s.authenticate(mux)
 }
 
-// ContainerServerTLSConfig is the TLS configuration of the container server: the
+// TLSConfig is the TLS configuration of the container server: the
 // node's serving certificate and key (PEM, from its join) and a client
 // certificate required and verified against clientCAs.
-func ContainerServerTLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) (*tls.Config, error) {
+func TLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) (*tls.Config, error) {
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("container server certificate: %w", err)
 	}
-	cfg, err := containerServerTLS(clientCAs)
+	cfg, err := ClientAuthConfig(clientCAs)
 	if err != nil {
 		return nil, err
 	}
@@ -104,10 +104,10 @@ func ContainerServerTLSConfig(certPEM, keyPEM []byte, clientCAs *x509.CertPool) 
 	return cfg, nil
 }
 
-// containerServerTLS is the container server's TLS configuration without its
+// ClientAuthConfig is the container server's TLS configuration without its
 // certificate: client certificates required and verified against
 // clientCAs.
-func containerServerTLS(clientCAs *x509.CertPool) (*tls.Config, error) {
+func ClientAuthConfig(clientCAs *x509.CertPool) (*tls.Config, error) {
 	if clientCAs == nil {
 		return nil, errors.New("container server: no CA to verify clients with")
 	}
@@ -119,7 +119,7 @@ func containerServerTLS(clientCAs *x509.CertPool) (*tls.Config, error) {
 }
 
 type containerServer struct {
-	opts ContainerServerOptions
+	opts Options
 }
 
 // authenticate lets through requests of the API server's certificate.

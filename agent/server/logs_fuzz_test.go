@@ -1,4 +1,4 @@
-package agent
+package server
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func FuzzLogServer(f *testing.F) {
 
 	known := runtime.ID{PodUID: "uid-1", Name: "app", Attempt: 0}
 	var lookups int
-	srv := NewContainerServer(ContainerServerOptions{
+	srv := New(Options{
 		Runtime: logFuzzRuntime{id: known},
 		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
 			lookups++

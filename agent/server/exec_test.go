@@ -1,4 +1,4 @@
-package agent_test
+package server_test
 
 import (
 	"bytes"
@@ -21,9 +21,9 @@ import (
 	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/utils/clock"
 
-	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/exec"
+	"github.com/berth-dev/berth/agent/server"
 	"github.com/berth-dev/berth/api"
 	"github.com/gorilla/websocket"
 )
@@ -57,7 +57,7 @@ func serveExecRuntimeOn(t *testing.T, clk clock.Clock, argv, env []string, chang
 		_ = rt.Stop(context.Background(), id, time.Second)
 		_ = rt.Remove(context.Background(), id)
 	})
-	return startContainerServer(t, agent.ContainerServerOptions{Runtime: rt, Clock: clk,
+	return startContainerServer(t, server.Options{Runtime: rt, Clock: clk,
 		Lookup: func(ns, pod, ctr string, previous bool) (runtime.ID, error) {
 			if ns != "default" || pod != "web" {
 				return runtime.ID{}, runtime.ErrNotFound
@@ -71,16 +71,16 @@ func serveExecRuntimeOn(t *testing.T, clk clock.Clock, argv, env []string, chang
 
 // startContainerServer serves opts on a real TLS listener with the serving
 // certificate of node n1, trusting the clients of a new test CA.
-func startContainerServer(t *testing.T, opts agent.ContainerServerOptions) *logFixture {
+func startContainerServer(t *testing.T, opts server.Options) *logFixture {
 	t.Helper()
 	ca := newLogTestCA(t)
 	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
-	cfg, err := agent.ContainerServerTLSConfig(certPEM, keyPEM, ca.pool)
+	cfg, err := server.TLSConfig(certPEM, keyPEM, ca.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.ClientCAs = ca.pool
-	srv := httptest.NewUnstartedServer(agent.NewContainerServer(opts))
+	srv := httptest.NewUnstartedServer(server.New(opts))
 	srv.TLS = cfg
 	srv.StartTLS()
 	t.Cleanup(srv.Close)

@@ -1,4 +1,4 @@
-package agent_test
+package server_test
 
 import (
 	"crypto/x509"

@@ -1,4 +1,4 @@
-package agent_test
+package server_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/server"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -15,7 +15,7 @@ import (
 // others not at all.
 func TestMetricsEndpoint(t *testing.T) {
 	var latest *api.ResourceMetrics
-	f := startContainerServer(t, agent.ContainerServerOptions{
+	f := startContainerServer(t, server.Options{
 		Metrics: func() (api.ResourceMetrics, bool) {
 			if latest == nil {
 				return api.ResourceMetrics{}, false

@@ -1,4 +1,4 @@
-package agent_test
+package server_test
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 
-	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/server"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -49,7 +49,7 @@ func TestPortForward(t *testing.T) {
 	}()
 	podPort := ln.Addr().(*net.TCPAddr).Port
 
-	f := startContainerServer(t, agent.ContainerServerOptions{
+	f := startContainerServer(t, server.Options{
 		PodAddresses: func(ns, name string) ([]string, bool) {
 			return []string{"127.0.0.1"}, ns == "default" && name == "web"
 		}})

@@ -1,4 +1,4 @@
-package agent_test
+package server_test
 
 import (
 	"bufio"
@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/agent/server"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 	"github.com/berth-dev/berth/controlplane"
@@ -89,7 +89,7 @@ func startProxyFixture(t *testing.T) *proxyFixture {
 		t.Fatal(err)
 	}
 	f.node = newClient(joined.Token)
-	tlsConfig, err := agent.ContainerServerTLSConfig([]byte(joined.ServingCertificate), []byte(joined.ServingKey), creds.CAPool)
+	tlsConfig, err := server.TLSConfig([]byte(joined.ServingCertificate), []byte(joined.ServingKey), creds.CAPool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func startProxyFixture(t *testing.T) *proxyFixture {
 		t.Fatal(err)
 	}
 	srv := &http.Server{
-		Handler:   agent.NewContainerServer(agent.ContainerServerOptions{Runtime: &logEndRecorder{logFileRuntime: f.rt, ended: f.ended}, Lookup: lookup, ClientCAs: creds.CAPool}),
+		Handler:   server.New(server.Options{Runtime: &logEndRecorder{logFileRuntime: f.rt, ended: f.ended}, Lookup: lookup, ClientCAs: creds.CAPool}),
 		TLSConfig: tlsConfig,
 	}
 	served := make(chan error, 1)

@@ -1,4 +1,4 @@
-package agent_test
+package server_test
 
 import (
 	"bufio"
@@ -25,8 +25,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/runtime"
+	"github.com/berth-dev/berth/agent/server"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -276,11 +276,11 @@ func newLogFixture(t *testing.T) *logFixture {
 		return cur, nil
 	}
 	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
-	cfg, err := agent.ContainerServerTLSConfig(certPEM, keyPEM, ca.pool)
+	cfg, err := server.TLSConfig(certPEM, keyPEM, ca.pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(agent.NewContainerServer(agent.ContainerServerOptions{Runtime: rt, Lookup: lookup, ClientCAs: ca.pool}))
+	srv := httptest.NewUnstartedServer(server.New(server.Options{Runtime: rt, Lookup: lookup, ClientCAs: ca.pool}))
 	srv.TLS = cfg
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -397,7 +397,7 @@ func TestLogServerRefusesOthers(t *testing.T) {
 // whose TLS configuration asks for no client certificate.
 func TestLogServerWithoutTLS(t *testing.T) {
 	ca := newLogTestCA(t)
-	h := agent.NewContainerServer(agent.ContainerServerOptions{Runtime: newLogFileRuntime(t), ClientCAs: ca.pool,
+	h := server.New(server.Options{Runtime: newLogFileRuntime(t), ClientCAs: ca.pool,
 		Lookup: func(string, string, string, bool) (runtime.ID, error) { return runtime.ID{}, errors.New("unexpected") }})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, api.ContainerLogsPath+"/default/web/app", nil))
@@ -465,7 +465,7 @@ func TestLogServerFollowClientGone(t *testing.T) {
 	f := newLogFixture(t)
 	ended := make(chan error, 1)
 	rt := &logEndRecorder{logFileRuntime: f.rt, ended: ended}
-	srv := httptest.NewUnstartedServer(agent.NewContainerServer(agent.ContainerServerOptions{Runtime: rt,
+	srv := httptest.NewUnstartedServer(server.New(server.Options{Runtime: rt,
 		Lookup: func(string, string, string, bool) (runtime.ID, error) { return f.current, nil }}))
 	srv.TLS = f.srv.TLS
 	srv.StartTLS()
@@ -506,10 +506,10 @@ func (e *logEndRecorder) Logs(ctx context.Context, id runtime.ID, opts runtime.L
 func TestLogServerTLSConfigErrors(t *testing.T) {
 	ca := newLogTestCA(t)
 	certPEM, keyPEM := ca.issue(t, "system:node:n1", x509.ExtKeyUsageServerAuth)
-	if _, err := agent.ContainerServerTLSConfig(certPEM, bytes.Repeat([]byte("x"), 10), ca.pool); err == nil {
+	if _, err := server.TLSConfig(certPEM, bytes.Repeat([]byte("x"), 10), ca.pool); err == nil {
 		t.Error("a bad key was accepted")
 	}
-	if _, err := agent.ContainerServerTLSConfig(certPEM, keyPEM, nil); err == nil {
+	if _, err := server.TLSConfig(certPEM, keyPEM, nil); err == nil {
 		t.Error("no client CA was accepted")
 	}
 }

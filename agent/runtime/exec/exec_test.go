@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	osexec "os/exec"
@@ -188,6 +189,26 @@ func TestExitedNeverBlocksWhenFull(t *testing.T) {
 		case <-time.After(waitLong):
 			t.Fatalf("exit %d never delivered", i)
 		}
+	}
+}
+
+// TestStartNeedsShimMain: a binary that never called ShimMain cannot be
+// its containers' shim; a start there is refused at once, naming why, and
+// leaves nothing behind, rather than running the binary again as itself.
+func TestStartNeedsShimMain(t *testing.T) {
+	shimMainCalled.Store(false)
+	t.Cleanup(func() { shimMainCalled.Store(true) })
+	r := newRuntime(t, t.TempDir())
+	id := runtime.ID{PodUID: "pod-no-shim", Name: "c"}
+	_, err := r.Start(context.Background(), &runtime.Container{ID: id, Argv: []string{"/bin/true"}})
+	if !errors.Is(err, errNoShimMain) {
+		t.Fatalf("start: %v, want %v", err, errNoShimMain)
+	}
+	if _, err := os.Stat(runDir(r.root, id)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("run dir after a refused start: %v", err)
+	}
+	if runs, err := r.List(context.Background()); err != nil || len(runs) != 0 {
+		t.Errorf("runs after a refused start: %v, %v", runs, err)
 	}
 }
 

@@ -156,6 +156,9 @@ func (r *Runtime) Start(ctx context.Context, c *runtime.Container) (runtime.Stat
 	if err := validate(c); err != nil {
 		return runtime.Status{}, fmt.Errorf("start %s: %w", c.ID, err)
 	}
+	if !shimMainCalled.Load() {
+		return runtime.Status{}, fmt.Errorf("start %s: %w", c.ID, errNoShimMain)
+	}
 	// Once the shim is started the wait for it is short and bounded, so ctx
 	// is only checked before anything is made.
 	if err := ctx.Err(); err != nil {

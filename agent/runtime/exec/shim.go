@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,7 @@ const drainTimeout = 5 * time.Second
 // containers, calls it first thing in main, so the runtime can start
 // /proc/self/exe as the shim of a container.
 func ShimMain() {
+	shimMainCalled.Store(true)
 	dir := os.Getenv(ShimEnv)
 	if dir == "" {
 		return
@@ -58,6 +60,15 @@ func ShimMain() {
 	}
 	os.Exit(0)
 }
+
+// shimMainCalled is whether this binary called ShimMain, and so can be
+// the shim Start runs as /proc/self/exe.
+var shimMainCalled atomic.Bool
+
+// errNoShimMain refuses a start in a binary that cannot be its shim: it
+// would run as itself (a test binary would run its tests again, and
+// start shims of its own), and the start would wait for it to end.
+var errNoShimMain = errors.New("this binary cannot be a container's shim: its main (a test binary's TestMain) must call exec.ShimMain first")
 
 // runShim starts the container of dir, records it, waits for it and
 // records its exit.

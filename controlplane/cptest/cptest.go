@@ -4,8 +4,11 @@ package cptest
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
+	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/berth-dev/berth/controlplane"
@@ -21,24 +24,33 @@ func Start(t testing.TB, cfg controlplane.Config) *controlplane.Server {
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
-	if cfg.Listen == "" {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Listen = l.Addr().String()
-		l.Close()
-	}
 	if cfg.Store == "" {
 		cfg.Store = controlplane.StoreMemory
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s, err := controlplane.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
+	pick := cfg.Listen == ""
+	for try := 1; ; try++ {
+		if pick {
+			cfg.Listen = freeAddr(t)
+		}
+		s, err := controlplane.New(context.Background(), cfg)
+		// Another test may take the port between its pick and the
+		// server's bind (as the source port of a connection): pick again.
+		if pick && try < 5 && errors.Is(err, syscall.EADDRINUSE) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		testtool.Run(t, "control plane", s.Run)
+		return s
 	}
-	testtool.Run(t, "control plane", s.Run)
-	return s
+}
+
+// freeAddr is a loopback address with a port nothing listens on now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testtool.FreePort(t, "127.0.0.1")))
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,15 +50,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort is a port of ip that was free a moment ago (testtool.FreePort).
 func freePort(t testing.TB, ip string) int {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testtool.FreePort(t, ip)
 }
 
 // process is a berth process the test started; it is stopped at cleanup.

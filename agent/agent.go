@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/podnet"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/cri"
@@ -64,10 +65,10 @@ type Config struct {
 	ManifestDir string
 	ManifestURL string
 	// EvictionHard holds the hard eviction thresholds (default
-	// DefaultEvictionHard).
+	// eviction.DefaultHard).
 	EvictionHard string
 	// HousekeepingPeriod is how often eviction checks the node's signals
-	// and the pods' ephemeral storage (default DefaultEvictionPeriod, the
+	// and the pods' ephemeral storage (default eviction.DefaultPeriod, the
 	// kubelet's 10s).
 	HousekeepingPeriod time.Duration
 	// Runtime names the container runtime: RuntimeExec (the default),
@@ -134,7 +135,7 @@ type Agent struct {
 	metrics    *MetricsSampler
 	podEvents  *apiPodEvents
 	capacity   api.ResourceList
-	thresholds []Threshold
+	thresholds []eviction.Threshold
 	listener   net.Listener
 	// nodeID is the agent's node ID, kept in its data dir.
 	nodeID string
@@ -219,9 +220,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, errors.New("agent: standalone (no --server) needs --manifest-dir or --manifest-url")
 	}
 	if cfg.EvictionHard == "" {
-		cfg.EvictionHard = DefaultEvictionHard
+		cfg.EvictionHard = eviction.DefaultHard
 	}
-	thresholds, err := ParseThresholds(cfg.EvictionHard)
+	thresholds, err := eviction.ParseThresholds(cfg.EvictionHard)
 	if err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
 	}
@@ -535,9 +536,9 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	if due, ok := renewalTime(joined, jitter()); ok {
 		run(func(ctx context.Context) error { return a.renewAt(ctx, due) })
 	}
-	run(NewEvictionManager(EvictionOptions{
+	run(eviction.New(eviction.Options{
 		Thresholds:   a.thresholds,
-		Signals:      func() (Signals, error) { return ReadSignals(a.cfg.DataDir) },
+		Signals:      func() (eviction.Signals, error) { return ReadSignals(a.cfg.DataDir) },
 		Pods:         a.pods.Usage,
 		Storage:      a.pods.Storage,
 		Evict:        func(ctx context.Context, p *api.Pod, msg string) error { return a.pods.Evict(ctx, p.UID, msg) },

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -229,7 +230,7 @@ func MergeCapacity(detected, override api.ResourceList) api.ResourceList {
 // available off memory, nodefs.available off ephemeral-storage), as the
 // kubelet computes it, so that pods filling the node to its allocatable do
 // not at once trigger eviction. Nothing goes below zero; pods is kept.
-func Allocatable(capacity api.ResourceList, thresholds []Threshold) api.ResourceList {
+func Allocatable(capacity api.ResourceList, thresholds []eviction.Threshold) api.ResourceList {
 	out := make(api.ResourceList, len(capacity))
 	for k, v := range capacity {
 		out[k] = v.DeepCopy()
@@ -250,9 +251,9 @@ func Allocatable(capacity api.ResourceList, thresholds []Threshold) api.Resource
 	for _, t := range thresholds {
 		var name api.ResourceName
 		switch t.Signal {
-		case SignalMemoryAvailable:
+		case eviction.SignalMemoryAvailable:
 			name = api.ResourceMemory
-		case SignalNodeFSAvailable:
+		case eviction.SignalNodeFSAvailable:
 			name = api.ResourceEphemeralStorage
 		default:
 			continue
@@ -326,4 +327,21 @@ func ParseTaints(s string) ([]api.Taint, error) {
 		out = append(out, api.Taint{Key: k, Value: v, Effect: e})
 	}
 	return out, nil
+}
+
+// ReadSignals reads the machine's signals: MemAvailable and MemTotal of
+// /proc/meminfo, and the file system holding dataDir.
+func ReadSignals(dataDir string) (eviction.Signals, error) {
+	mem, err := readMeminfo()
+	if err != nil {
+		return eviction.Signals{}, fmt.Errorf("read signals: %w", err)
+	}
+	size, avail, err := statfs(dataDir)
+	if err != nil {
+		return eviction.Signals{}, fmt.Errorf("read signals: %w", err)
+	}
+	return eviction.Signals{
+		MemoryAvailable: mem["MemAvailable"], MemoryCapacity: mem["MemTotal"],
+		NodeFSAvailable: avail, NodeFSCapacity: size,
+	}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -64,15 +65,15 @@ func TestMergeCapacity(t *testing.T) {
 }
 
 func TestAllocatable(t *testing.T) {
-	def, err := ParseThresholds(DefaultEvictionHard)
+	def, err := eviction.ParseThresholds(eviction.DefaultHard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	quantities, _ := ParseThresholds("memory.available<1Gi,nodefs.available<5Gi")
+	quantities, _ := eviction.ParseThresholds("memory.available<1Gi,nodefs.available<5Gi")
 	tests := []struct {
 		name       string
 		capacity   string
-		thresholds []Threshold
+		thresholds []eviction.Threshold
 		want       string
 	}{
 		{"defaults", "cpu=4,memory=8Gi,pods=110,ephemeral-storage=100Gi", def, "cpu=3900m,memory=7992Mi,pods=110,ephemeral-storage=90Gi"},

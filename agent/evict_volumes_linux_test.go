@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/testtool"
@@ -73,7 +74,7 @@ func TestEvictionDoneThoughVolumesStay(t *testing.T) {
 	if err := h.m.Evict(ctx, "u1", "evicted"); err != nil {
 		t.Fatalf("evict with volumes that cannot be removed yet: %v", err)
 	}
-	if st, _ := h.rep.last("u1"); st.Phase != api.PodFailed || st.Reason != ReasonEvicted {
+	if st, _ := h.rep.last("u1"); st.Phase != api.PodFailed || st.Reason != eviction.ReasonEvicted {
 		t.Errorf("status phase %s reason %q", st.Phase, st.Reason)
 	}
 	release()

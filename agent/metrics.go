@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -31,7 +32,7 @@ type NodeUsage func() (cpuNanos, memoryBytes int64, err error)
 // once has no rate yet and is left out until the next sample, as
 // metrics-server leaves it out.
 type MetricsSampler struct {
-	Pods   func(ctx context.Context) []PodUsage
+	Pods   func(ctx context.Context) []eviction.PodUsage
 	Node   NodeUsage
 	Period time.Duration
 	Clock  clock.WithTicker

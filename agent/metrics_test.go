@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -18,22 +19,22 @@ import (
 func TestMetricsSampler(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	web := &api.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u1"}}
-	var pods []PodUsage
+	var pods []eviction.PodUsage
 	var nodeCPU int64
 	m := &MetricsSampler{
-		Pods:  func(context.Context) []PodUsage { return pods },
+		Pods:  func(context.Context) []eviction.PodUsage { return pods },
 		Node:  func() (int64, int64, error) { return nodeCPU, 8 << 30, nil },
 		Clock: clk,
 	}
 	ctx := context.Background()
-	pods = []PodUsage{{Pod: web, Containers: []ContainerUsage{{Name: "app", Run: "u1/app/0", CPUNanos: 1e9, MemoryBytes: 100 << 20}}}}
+	pods = []eviction.PodUsage{{Pod: web, Containers: []eviction.ContainerUsage{{Name: "app", Run: "u1/app/0", CPUNanos: 1e9, MemoryBytes: 100 << 20}}}}
 	nodeCPU = 100e9
 	m.Sample(ctx)
 	if _, ok := m.Latest(); ok {
 		t.Fatal("metrics after one sample")
 	}
 	clk.Step(10 * time.Second)
-	pods = []PodUsage{{Pod: web, Containers: []ContainerUsage{
+	pods = []eviction.PodUsage{{Pod: web, Containers: []eviction.ContainerUsage{
 		{Name: "app", Run: "u1/app/0", CPUNanos: 6e9, MemoryBytes: 120 << 20},        // 5 s of CPU in 10 s
 		{Name: "sidecar", Run: "u1/sidecar/0", CPUNanos: 1e9, MemoryBytes: 10 << 20}, // new: no rate yet
 	}}}
@@ -52,7 +53,7 @@ func TestMetricsSampler(t *testing.T) {
 	}
 
 	clk.Step(5 * time.Second)
-	pods = []PodUsage{{Pod: web, Containers: []ContainerUsage{
+	pods = []eviction.PodUsage{{Pod: web, Containers: []eviction.ContainerUsage{
 		{Name: "app", Run: "u1/app/1", CPUNanos: 1e8, MemoryBytes: 50 << 20}, // restarted: a new run
 		{Name: "sidecar", Run: "u1/sidecar/0", CPUNanos: 2e9, MemoryBytes: 10 << 20},
 	}}}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -79,7 +80,7 @@ type NodeOptions struct {
 	// --capacity).
 	Capacity api.ResourceList
 	// Allocatable is what the scheduler may use; nil is
-	// Allocatable(Capacity, the DefaultEvictionHard thresholds).
+	// Allocatable(Capacity, the eviction.DefaultHard thresholds).
 	Allocatable api.ResourceList
 	// Port is the agent's HTTPS port, which the API server proxies logs to.
 	Port int32
@@ -132,9 +133,9 @@ var pressureConditions = []struct {
 	t               api.NodeConditionType
 	reason, message string
 }{
-	{api.NodeMemoryPressure, ReasonSufficientMemory, "berth agent has sufficient memory available"},
-	{api.NodeDiskPressure, ReasonNoDiskPressure, "berth agent has no disk pressure"},
-	{api.NodePIDPressure, ReasonSufficientPID, "berth agent has sufficient PID available"},
+	{api.NodeMemoryPressure, eviction.ReasonSufficientMemory, "berth agent has sufficient memory available"},
+	{api.NodeDiskPressure, eviction.ReasonNoDiskPressure, "berth agent has no disk pressure"},
+	{api.NodePIDPressure, eviction.ReasonSufficientPID, "berth agent has sufficient PID available"},
 }
 
 // NewNodeManager returns a NodeManager; Register then Run start it.
@@ -159,7 +160,7 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 		o.Client = o.Client.WithTimeout(o.HeartbeatPeriod)
 	}
 	if o.Allocatable == nil && o.Capacity != nil {
-		t, _ := ParseThresholds(DefaultEvictionHard)
+		t, _ := eviction.ParseThresholds(eviction.DefaultHard)
 		o.Allocatable = Allocatable(o.Capacity, t)
 	}
 	n := &NodeManager{

@@ -20,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
@@ -280,9 +281,9 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	}
 
 	// A condition change is written at once, without waiting for a beat.
-	nm.SetCondition(api.NodeMemoryPressure, true, agent.ReasonInsufficientMemory, "low")
+	nm.SetCondition(api.NodeMemoryPressure, true, eviction.ReasonInsufficientMemory, "low")
 	n = waitNode("memory pressure", func(n *api.Node) error {
-		if m := condition(n, api.NodeMemoryPressure); m.Status != api.ConditionTrue || m.Reason != agent.ReasonInsufficientMemory {
+		if m := condition(n, api.NodeMemoryPressure); m.Status != api.ConditionTrue || m.Reason != eviction.ReasonInsufficientMemory {
 			return fmt.Errorf("memory pressure %+v", m)
 		}
 		return nil

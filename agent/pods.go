@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
@@ -294,9 +295,9 @@ func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) e
 	w := m.workers[uid]
 	var done <-chan struct{}
 	if w != nil && w.hasPod() {
-		done = w.setEvict(ReasonEvicted, message, func(pod *api.Pod) {
+		done = w.setEvict(eviction.ReasonEvicted, message, func(pod *api.Pod) {
 			if m.o.Events != nil {
-				m.o.Events.PodEvent(pod, api.EventTypeWarning, ReasonEvicted, message)
+				m.o.Events.PodEvent(pod, api.EventTypeWarning, eviction.ReasonEvicted, message)
 			}
 		})
 	}
@@ -314,26 +315,26 @@ func (m *PodManager) Evict(ctx context.Context, uid types.UID, message string) e
 
 // Usage lists the running pods with their working set and each running
 // container's, for eviction and the resource metrics.
-func (m *PodManager) Usage(ctx context.Context) []PodUsage {
+func (m *PodManager) Usage(ctx context.Context) []eviction.PodUsage {
 	pods, byPod, err := m.podRuns(ctx, (*podWorker).currentPod, true)
 	if err != nil {
 		m.o.Logger.Error("list runtime for usage", "err", err)
 		return nil
 	}
-	var out []PodUsage
+	var out []eviction.PodUsage
 	for _, p := range pods {
 		rs := byPod[string(p.UID)]
 		if len(rs) == 0 {
 			continue
 		}
-		u := PodUsage{Pod: p, Static: isStatic(p)}
+		u := eviction.PodUsage{Pod: p, Static: isStatic(p)}
 		for _, r := range rs {
 			s, err := m.o.Runtime.Stats(ctx, r.ID)
 			if err != nil {
 				continue // it may have just exited
 			}
 			u.MemoryBytes += s.MemoryBytes
-			u.Containers = append(u.Containers, ContainerUsage{Name: r.ID.Name, Run: r.ID.String(), MemoryBytes: s.MemoryBytes, CPUNanos: s.CPUNanos})
+			u.Containers = append(u.Containers, eviction.ContainerUsage{Name: r.ID.Name, Run: r.ID.String(), MemoryBytes: s.MemoryBytes, CPUNanos: s.CPUNanos})
 		}
 		out = append(out, u)
 	}

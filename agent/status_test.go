@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
@@ -82,7 +83,7 @@ func TestPodStatus(t *testing.T) {
 			pod := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}, Spec: api.PodSpec{RestartPolicy: tt.policy}}
 			in := statusInput{pod: pod, nodeIP: "10.1.1.1", now: t0.Add(time.Hour), init: tt.init, main: tt.main, terminated: tt.terminated}
 			if tt.evicted != "" {
-				in.endReason, in.endMessage = ReasonEvicted, tt.evicted
+				in.endReason, in.endMessage = eviction.ReasonEvicted, tt.evicted
 			}
 			st := podStatus(in)
 			if st.Phase != tt.want.phase {

@@ -148,10 +148,10 @@ func (w *podWorker) setForget() {
 }
 
 // setEvict has the worker stop its pod for good and mark it Failed with
-// reason and msg (ReasonEvicted, or ReasonDeadlineExceeded): once, with
-// the first reason. For the first, it calls announce with the pod before
-// the worker can see it, so that what announce records comes before the
-// worker's own events of it (Killing).
+// reason and msg (eviction.ReasonEvicted, or ReasonDeadlineExceeded):
+// once, with the first reason. For the first, it calls announce with the
+// pod before the worker can see it, so that what announce records comes
+// before the worker's own events of it (Killing).
 func (w *podWorker) setEvict(reason, msg string, announce func(*api.Pod)) (done <-chan struct{}) {
 	w.mu.Lock()
 	if w.evictDone == nil {

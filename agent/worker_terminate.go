@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
@@ -36,7 +37,7 @@ const EvictionGrace = time.Second
 func (w *podWorker) terminate(ctx context.Context, pod *api.Pod, runs map[string][]runtime.Status, evictReason, evictMsg string, evictDone chan struct{}) (next time.Time, stopped bool) {
 	clk := w.m.o.Clock
 	grace := podGrace(pod)
-	if evictReason == ReasonEvicted {
+	if evictReason == eviction.ReasonEvicted {
 		grace = min(grace, EvictionGrace)
 	}
 	if err := w.stopAll(ctx, pod, runs, grace); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/client"
 )
@@ -50,7 +51,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.nodeLabels, "node-labels", "", "labels of the Node, as k=v,k2=v2 (not node-role.kubernetes.io/, node-restriction.kubernetes.io/ or other kubernetes.io labels but the kubelet's)")
 	f.StringVar(&o.capacity, "capacity", "", "override what is read from the host, as cpu=N,memory=Q,pods=N")
 	f.StringVar(&o.listen, listenName, "", listenHelp)
-	f.StringVar(&o.evictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds")
+	f.StringVar(&o.evictionHard, "eviction-hard", eviction.DefaultHard, "hard eviction thresholds")
 	f.StringVar(&o.runtime, "runtime", agent.RuntimeExec, "container runtime: exec (each container's command as a host process on the node's network), containerd (images, on a containerd the agent starts from PATH with its state under the data dir, each pod on an address of its own) or cri (images, on the CRI runtime at --container-runtime-endpoint)")
 	f.StringVar(&o.criEndpoint, "container-runtime-endpoint", "", "CRI socket of --runtime cri, as unix:///run/containerd/containerd.sock")
 	f.StringVar(&o.pauseImage, "pause-image", cri.DefaultPauseImage, "sandbox (pause) image of the containerd of --runtime containerd")
@@ -65,7 +66,7 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
 	f.StringSliceVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated sysctls, or patterns ending in * (kernel.shm*, net.*), pods may set beyond the safe ones; each must be one a pod's network or IPC namespace holds; a pod setting any other is refused (SysctlForbidden)")
 	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
-	f.DurationVar(&o.housekeeping, "housekeeping-interval", agent.DefaultEvictionPeriod, "how often the agent checks --eviction-hard and each pod's ephemeral-storage limits and emptyDir sizeLimits, evicting a pod over them")
+	f.DurationVar(&o.housekeeping, "housekeeping-interval", eviction.DefaultPeriod, "how often the agent checks --eviction-hard and each pod's ephemeral-storage limits and emptyDir sizeLimits, evicting a pod over them")
 	f.DurationVar(&o.report, "node-status-report-frequency", agent.DefaultStatusReportPeriod, "how often the agent writes its Node's status when nothing in it changed (a change is written at once)")
 }
 
@@ -129,7 +130,7 @@ func (o *agentFlags) config() (agent.Config, error) {
 	if err := agent.CheckAllowedUnsafeSysctls(o.unsafeSysctls); err != nil {
 		return cfg, usageErrorf("--allowed-unsafe-sysctls: %v", err)
 	}
-	if _, err := agent.ParseThresholds(o.evictionHard); err != nil {
+	if _, err := eviction.ParseThresholds(o.evictionHard); err != nil {
 		return cfg, usageErrorf("--eviction-hard: %v", err)
 	}
 	return cfg, nil

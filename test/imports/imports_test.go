@@ -61,6 +61,9 @@ var narrower = map[string][]string{
 	// The agent's server for the API server: the runtime's streams and
 	// logs, the pods known only through its options' lookups.
 	"agent/server": {"api", "agent/runtime"},
+	// Eviction: thresholds, ranking and the loop, over the functions its
+	// options give it.
+	"agent/eviction": {"api"},
 	// The control plane's credentials: files and certificates, and the
 	// kubeconfigs that name the client's servers.
 	"controlplane/pki": {"api", "client"},

@@ -1,4 +1,4 @@
-package agent
+package eviction
 
 import "github.com/berth-dev/berth/api"
 

@@ -1,4 +1,4 @@
-package agent
+package eviction
 
 import (
 	"cmp"
@@ -24,13 +24,13 @@ const (
 	SignalNodeFSAvailable = "nodefs.available"
 )
 
-// DefaultEvictionHard is the --eviction-hard default (SPEC §7), the
+// DefaultHard is the --eviction-hard default (SPEC §7), the
 // kubelet's own defaults for the two signals berth watches.
-const DefaultEvictionHard = "memory.available<100Mi,nodefs.available<10%"
+const DefaultHard = "memory.available<100Mi,nodefs.available<10%"
 
-// DefaultEvictionPeriod is how often eviction checks the signals, and the
+// DefaultPeriod is how often eviction checks the signals, and the
 // least time between two evictions.
-const DefaultEvictionPeriod = 10 * time.Second
+const DefaultPeriod = 10 * time.Second
 
 // Eviction condition reasons, as the node lifecycle controller and
 // `berth describe node` read them.
@@ -73,7 +73,10 @@ func (t Threshold) String() string {
 // "memory.available<100Mi,nodefs.available<10%". Errors name the item.
 func ParseThresholds(s string) ([]Threshold, error) {
 	var out []Threshold
-	for item := range flagItems(s) {
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
 		signal, value, ok := strings.Cut(item, "<")
 		if !ok {
 			return nil, fmt.Errorf("eviction threshold %q: want signal<quantity or signal<percent%%", item)
@@ -112,23 +115,6 @@ func ParseThresholds(s string) ([]Threshold, error) {
 type Signals struct {
 	MemoryAvailable, MemoryCapacity int64
 	NodeFSAvailable, NodeFSCapacity int64
-}
-
-// ReadSignals reads the machine's signals: MemAvailable and MemTotal of
-// /proc/meminfo, and the file system holding dataDir.
-func ReadSignals(dataDir string) (Signals, error) {
-	mem, err := readMeminfo()
-	if err != nil {
-		return Signals{}, fmt.Errorf("read signals: %w", err)
-	}
-	size, avail, err := statfs(dataDir)
-	if err != nil {
-		return Signals{}, fmt.Errorf("read signals: %w", err)
-	}
-	return Signals{
-		MemoryAvailable: mem["MemAvailable"], MemoryCapacity: mem["MemTotal"],
-		NodeFSAvailable: avail, NodeFSCapacity: size,
-	}, nil
 }
 
 // qosClassOf is the pod's QoS class as reported, else as api.PodQOSClass
@@ -202,8 +188,8 @@ func RankForEviction(pods []PodUsage) []PodUsage {
 	return out
 }
 
-// EvictionOptions are what an EvictionManager needs.
-type EvictionOptions struct {
+// Options are what an Manager needs.
+type Options struct {
 	// Thresholds are the hard eviction thresholds (ParseThresholds).
 	Thresholds []Threshold
 	// Signals reads the signals: ReadSignals in production.
@@ -211,37 +197,37 @@ type EvictionOptions struct {
 	// Pods lists the running pods and their usage.
 	Pods func(ctx context.Context) []PodUsage
 	// Storage measures the local ephemeral storage of the running pods
-	// (PodManager.Storage); nil checks no pod's storage limits.
+	// (the agent's PodManager.Storage); nil checks no pod's storage limits.
 	Storage func(ctx context.Context) []PodStorage
 	// Evict stops a pod and marks it Failed with reason Evicted and the
 	// message.
 	Evict func(ctx context.Context, pod *api.Pod, message string) error
 	// SetCondition reports MemoryPressure and DiskPressure on the Node
-	// (NodeManager.SetCondition); nil reports nothing.
+	// (the agent's NodeManager.SetCondition); nil reports nothing.
 	SetCondition func(t api.NodeConditionType, status bool, reason, message string)
 	// Period is how often the signals and the pods' storage are checked;
 	// at most one pod is evicted per period for the node's pressure. 0 is
-	// DefaultEvictionPeriod.
+	// DefaultPeriod.
 	Period time.Duration
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 }
 
-// EvictionManager watches the node's memory and disk and, under pressure,
+// Manager watches the node's memory and disk and, under pressure,
 // reports it on the Node (so that the scheduler avoids the node) and
 // evicts pods one at a time, so that the node survives a pod that grows
 // without bound. It evicts a pod over one of its ephemeral-storage limits
 // (StorageLimitExceeded) first, as the kubelet does, and then no other pod
 // in that period.
-type EvictionManager struct {
-	o    EvictionOptions
+type Manager struct {
+	o    Options
 	last map[api.NodeConditionType]bool
 }
 
-// NewEvictionManager returns an EvictionManager; Run starts it.
-func NewEvictionManager(o EvictionOptions) *EvictionManager {
+// New returns an Manager; Run starts it.
+func New(o Options) *Manager {
 	if o.Period <= 0 {
-		o.Period = DefaultEvictionPeriod
+		o.Period = DefaultPeriod
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -249,11 +235,11 @@ func NewEvictionManager(o EvictionOptions) *EvictionManager {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &EvictionManager{o: o, last: map[api.NodeConditionType]bool{}}
+	return &Manager{o: o, last: map[api.NodeConditionType]bool{}}
 }
 
 // Run checks at once, then every period, until ctx is done.
-func (e *EvictionManager) Run(ctx context.Context) error {
+func (e *Manager) Run(ctx context.Context) error {
 	t := e.o.Clock.NewTicker(e.o.Period)
 	defer t.Stop()
 	for {
@@ -277,7 +263,7 @@ type pressure struct {
 
 // check compares the signals with the thresholds, reports the conditions
 // and evicts at most one pod.
-func (e *EvictionManager) check(ctx context.Context) error {
+func (e *Manager) check(ctx context.Context) error {
 	s, err := e.o.Signals()
 	if err != nil {
 		return fmt.Errorf("read signals: %w", err)
@@ -314,7 +300,7 @@ func (e *EvictionManager) check(ctx context.Context) error {
 		return nil
 	}
 	victim := ranked[0]
-	msg := EvictionMessage(crossed[0].resource, crossed[0].limit, crossed[0].available, victim)
+	msg := Message(crossed[0].resource, crossed[0].limit, crossed[0].available, victim)
 	e.o.Logger.Info("evicting pod", "pod", victim.Pod.Namespace+"/"+victim.Pod.Name, "message", msg)
 	if err := e.o.Evict(ctx, victim.Pod, msg); err != nil {
 		return fmt.Errorf("evict pod %s/%s: %w", victim.Pod.Namespace, victim.Pod.Name, err)
@@ -324,7 +310,7 @@ func (e *EvictionManager) check(ctx context.Context) error {
 
 // evictOverLimits evicts every pod over one of its local-storage limits,
 // static pods aside, and says whether it evicted any.
-func (e *EvictionManager) evictOverLimits(ctx context.Context) (bool, error) {
+func (e *Manager) evictOverLimits(ctx context.Context) (bool, error) {
 	if e.o.Storage == nil {
 		return false, nil
 	}
@@ -346,7 +332,7 @@ func (e *EvictionManager) evictOverLimits(ctx context.Context) (bool, error) {
 }
 
 // report sets a pressure condition when it changes.
-func (e *EvictionManager) report(t api.NodeConditionType, under bool, onReason, onMsg, offReason, offMsg string) {
+func (e *Manager) report(t api.NodeConditionType, under bool, onReason, onMsg, offReason, offMsg string) {
 	if was, ok := e.last[t]; ok && was == under {
 		return
 	}
@@ -361,10 +347,10 @@ func (e *EvictionManager) report(t api.NodeConditionType, under bool, onReason, 
 	}
 }
 
-// EvictionMessage is the evicted pod's status message, worded as the
+// Message is the evicted pod's status message, worded as the
 // kubelet's: "The node was low on resource: memory. Threshold quantity:
 // 100Mi, available: 80Mi. Container app was using 500Mi, request is 100Mi."
-func EvictionMessage(res string, limit, available int64, victim PodUsage) string {
+func Message(res string, limit, available int64, victim PodUsage) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The node was low on resource: %s. Threshold quantity: %s, available: %s.", res, bytesString(limit), bytesString(available))
 	if res != "memory" {

@@ -1,4 +1,4 @@
-package agent
+package eviction
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func TestParseThresholds(t *testing.T) {
 		want []string // Threshold.String of each
 		err  string
 	}{
-		{in: DefaultEvictionHard, want: []string{"memory.available<100Mi", "nodefs.available<10%"}},
+		{in: DefaultHard, want: []string{"memory.available<100Mi", "nodefs.available<10%"}},
 		{in: "", want: nil},
 		{in: " memory.available < 1Gi ", want: []string{"memory.available<1Gi"}},
 		{in: "memory.available<5%,nodefs.available<2Gi", want: []string{"memory.available<5%", "nodefs.available<2Gi"}},
@@ -173,25 +173,25 @@ func TestEvictionMessage(t *testing.T) {
 	mi := int64(1 << 20)
 	p := evictionPod("web", "100Mi/")
 	p.Spec.Containers[0].Name = "app"
-	got := EvictionMessage("memory", 100*mi, 80*mi, PodUsage{Pod: p, MemoryBytes: 500 * mi})
+	got := Message("memory", 100*mi, 80*mi, PodUsage{Pod: p, MemoryBytes: 500 * mi})
 	want := "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. Container app was using 500Mi, request is 100Mi."
 	if got != want {
 		t.Errorf("message\n%s\nwant\n%s", got, want)
 	}
 	two := evictionPod("two", "", "")
-	got = EvictionMessage("memory", 100*mi, 80*mi+5, PodUsage{Pod: two, MemoryBytes: 3*mi + 1500})
+	got = Message("memory", 100*mi, 80*mi+5, PodUsage{Pod: two, MemoryBytes: 3*mi + 1500})
 	want = "The node was low on resource: memory. Threshold quantity: 100Mi, available: 80Mi. Containers c0, c1 were using 3073Ki, request is 0."
 	if got != want {
 		t.Errorf("message\n%s\nwant\n%s", got, want)
 	}
-	got = EvictionMessage("ephemeral-storage", 10<<30, 1<<30, PodUsage{Pod: p})
+	got = Message("ephemeral-storage", 10<<30, 1<<30, PodUsage{Pod: p})
 	want = "The node was low on resource: ephemeral-storage. Threshold quantity: 10Gi, available: 1Gi."
 	if got != want {
 		t.Errorf("message\n%s\nwant\n%s", got, want)
 	}
 }
 
-// evictionHarness is an EvictionManager over pods and signals of the
+// evictionHarness is an Manager over pods and signals of the
 // test's, recording what it evicts and the conditions it sets.
 type evictionHarness struct {
 	mu         sync.Mutex
@@ -203,12 +203,12 @@ type evictionHarness struct {
 	conditions []string
 }
 
-func (h *evictionHarness) options(clk *clocktesting.FakeClock, thresholds string) EvictionOptions {
+func (h *evictionHarness) options(clk *clocktesting.FakeClock, thresholds string) Options {
 	th, err := ParseThresholds(thresholds)
 	if err != nil {
 		panic(err)
 	}
-	return EvictionOptions{
+	return Options{
 		Thresholds: th,
 		Signals: func() (Signals, error) {
 			h.mu.Lock()
@@ -258,7 +258,7 @@ func TestEvictionLoop(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	e := NewEvictionManager(h.options(clk, DefaultEvictionHard))
+	e := New(h.options(clk, DefaultHard))
 	go func() { done <- e.Run(ctx) }()
 	defer func() {
 		cancel()
@@ -324,7 +324,7 @@ func TestEvictionDiskPressure(t *testing.T) {
 		signals: Signals{MemoryAvailable: 1 << 30, MemoryCapacity: 1 << 32, NodeFSAvailable: 5 << 30, NodeFSCapacity: 100 << 30},
 		pods:    []PodUsage{{Pod: evictionPod("a", ""), MemoryBytes: 1}},
 	}
-	e := NewEvictionManager(h.options(clk, DefaultEvictionHard))
+	e := New(h.options(clk, DefaultHard))
 	if err := e.check(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/agent/eviction"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/agent/podnet"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/cri"
@@ -147,7 +148,7 @@ type Agent struct {
 
 	// Set once joined; nil in standalone mode.
 	client *client.Client
-	node   *NodeManager
+	node   *node.Manager
 	mirror *MirrorManager
 
 	mu     sync.Mutex
@@ -243,15 +244,15 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	nodeID, err := loadNodeID(cfg.DataDir)
+	nodeID, err := node.LoadID(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	capacity, err := DetectCapacity(cfg.DataDir)
+	capacity, err := node.DetectCapacity(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
-	capacity = MergeCapacity(capacity, cfg.Capacity)
+	capacity = node.MergeCapacity(capacity, cfg.Capacity)
 	rt, cd, err := openRuntime(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
@@ -278,7 +279,7 @@ func New(cfg Config) (*Agent, error) {
 		RuntimeName:          cfg.Runtime,
 		DataDir:              cfg.DataDir,
 		MemoryCapacity:       mem.Value(),
-		Allocatable:          Allocatable(capacity, thresholds),
+		Allocatable:          node.Allocatable(capacity, thresholds),
 		AllowedUnsafeSysctls: cfg.AllowedUnsafeSysctls,
 		Reporter:             reporter{a},
 		Refs:                 refs{a},
@@ -300,7 +301,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Server != "" {
 		// Standalone there is no one to ask for metrics.
-		a.metrics = &MetricsSampler{Pods: a.pods.Usage, Node: ReadNodeUsage, Clock: cfg.Clock}
+		a.metrics = &MetricsSampler{Pods: a.pods.Usage, Node: node.ReadNodeUsage, Clock: cfg.Clock}
 		if cfg.Listen == "" {
 			cfg.Listen = net.JoinHostPort(cfg.NodeIP, strconv.Itoa(DefaultPort))
 			a.cfg.Listen = cfg.Listen
@@ -342,7 +343,7 @@ func (a *Agent) Addr() net.Addr {
 // the server is unreachable, and running static pods meanwhile), registers
 // the Node, then runs the bound pods, the heartbeat, eviction and the log
 // server. Containers keep running after it returns: a restarted agent
-// takes them over. It ends with a *NodeClaimedError when another agent
+// takes them over. It ends with a *node.ClaimedError when another agent
 // registered the Node of its name.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.closeRuntime()
@@ -476,7 +477,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		return err
 	}
 	port, _ := strconv.Atoi(portOf(a.listener.Addr()))
-	node := NewNodeManager(NodeOptions{
+	nm := node.New(node.Options{
 		Client:             c,
 		Name:               a.cfg.NodeName,
 		IP:                 a.cfg.NodeIP,
@@ -484,7 +485,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Labels:             a.cfg.Labels,
 		Taints:             a.cfg.Taints,
 		Capacity:           a.capacity,
-		Allocatable:        Allocatable(a.capacity, a.thresholds),
+		Allocatable:        node.Allocatable(a.capacity, a.thresholds),
 		Port:               int32(port),
 		Capabilities:       a.rt.Capabilities(),
 		Version:            a.cfg.Version,
@@ -495,8 +496,8 @@ func (a *Agent) runConnected(ctx context.Context) error {
 		Logger:             a.log,
 	})
 	err = a.retry(ctx, "register node", func() error {
-		err := node.Register(ctx)
-		if IsNodeClaimed(err) {
+		err := nm.Register(ctx)
+		if node.IsClaimed(err) {
 			return backoff.Permanent(err)
 		}
 		return err
@@ -511,7 +512,7 @@ func (a *Agent) runConnected(ctx context.Context) error {
 	mirror := NewMirrorManager(c, a.cfg.NodeName, a.log)
 	mirror.Posted = func(sp *api.Pod) { a.pods.ResendStatus(sp.UID) }
 	a.mu.Lock()
-	a.client, a.node, a.mirror = c, node, mirror
+	a.client, a.node, a.mirror = c, nm, mirror
 	a.mu.Unlock()
 	a.pokePodNetwork()
 	a.markMirrorsDirty()
@@ -531,18 +532,18 @@ func (a *Agent) runConnected(ctx context.Context) error {
 			}
 		}()
 	}
-	run(node.Run)
+	run(nm.Run)
 	run(a.runMirrors)
 	if due, ok := renewalTime(joined, jitter()); ok {
 		run(func(ctx context.Context) error { return a.renewAt(ctx, due) })
 	}
 	run(eviction.New(eviction.Options{
 		Thresholds:   a.thresholds,
-		Signals:      func() (eviction.Signals, error) { return ReadSignals(a.cfg.DataDir) },
+		Signals:      func() (eviction.Signals, error) { return node.ReadSignals(a.cfg.DataDir) },
 		Pods:         a.pods.Usage,
 		Storage:      a.pods.Storage,
 		Evict:        func(ctx context.Context, p *api.Pod, msg string) error { return a.pods.Evict(ctx, p.UID, msg) },
-		SetCondition: node.SetCondition,
+		SetCondition: nm.SetCondition,
 		Period:       a.cfg.HousekeepingPeriod,
 		Clock:        a.cfg.Clock,
 		Logger:       a.log,

@@ -8,13 +8,14 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
 
 func (c *cluster) events(t *testing.T, namespace string) []*api.Event {
 	t.Helper()
-	objs, _, err := c.admin.List(context.Background(), api.KindOf(&api.Event{}), namespace, client.ListOptions{})
+	objs, _, err := c.Admin.List(context.Background(), api.KindOf(&api.Event{}), namespace, client.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,17 +28,17 @@ func (c *cluster) events(t *testing.T, namespace string) []*api.Event {
 
 func TestRecordEvent(t *testing.T) {
 	c := startCluster(t)
-	nc := c.join(t, "n1")
+	nc := c.Join(t, "n1")
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	if err := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk}).Register(ctx); err != nil {
+	if err := node.New(node.Options{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk}).Register(ctx); err != nil {
 		t.Fatal(err)
 	}
 	web := staticPod(t, "web", "nginx", "n1")
 	if err := agent.NewMirrorManager(nc, "n1", nil).Sync(ctx, []*api.Pod{web}); err != nil {
 		t.Fatal(err)
 	}
-	obj, err := c.admin.Get(ctx, api.KindOf(&api.Pod{}), "default", "web-n1")
+	obj, err := c.Admin.Get(ctx, api.KindOf(&api.Pod{}), "default", "web-n1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestRecordEvent(t *testing.T) {
 	}
 
 	// An event about the Node goes to the default namespace.
-	node := c.node(t, "n1")
+	node := c.Node(t, "n1")
 	if err := agent.RecordEvent(ctx, nc, node, api.EventTypeNormal, "NodeReady", "Node n1 status is now: NodeReady"); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestRecordEvent(t *testing.T) {
 	// An event deleted under the correlator starts again at one.
 	for _, e := range c.events(t, "default") {
 		if e.Reason == "Started" {
-			if _, err := c.admin.Delete(ctx, api.KindOf(&api.Event{}), "default", e.Name, nil); err != nil {
+			if _, err := c.Admin.Delete(ctx, api.KindOf(&api.Event{}), "default", e.Name, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

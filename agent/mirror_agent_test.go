@@ -49,9 +49,9 @@ spec:
 }
 
 func (s *staticAgent) start() (stop func()) {
-	token, ca := s.c.joinSecrets(s.t)
+	token, ca := s.c.JoinSecrets(s.t)
 	a, err := agent.New(agent.Config{
-		Server: s.c.url, JoinToken: token, CAData: ca,
+		Server: s.c.URL, JoinToken: token, CAData: ca,
 		NodeName: s.name, NodeIP: "127.0.0.1", Listen: "127.0.0.1:0",
 		DataDir: s.dataDir, ManifestDir: s.dir, Clock: s.clk, Logger: slog.New(slog.DiscardHandler),
 	})
@@ -83,7 +83,7 @@ func (s *staticAgent) mirror(what string, cond func(*api.Pod) error) *api.Pod {
 	var p *api.Pod
 	testtool.WaitFor(s.t, 30*time.Second, what, func() error {
 		s.clk.Step(5 * time.Second)
-		obj, err := s.c.admin.Get(context.Background(), api.KindOf(&api.Pod{}), "default", "sleeper-"+s.name)
+		obj, err := s.c.Admin.Get(context.Background(), api.KindOf(&api.Pod{}), "default", "sleeper-"+s.name)
 		if err != nil {
 			return err
 		}
@@ -132,14 +132,14 @@ func TestMirrorStatusAfterAgentRestart(t *testing.T) {
 	stale := first.DeepCopy()
 	stale.Status = api.PodStatus{Phase: api.PodPending}
 	stale.ResourceVersion = "" // over the status last written, whichever it was
-	if _, err := c.keptCredential(t, s.dataDir).UpdateStatus(ctx, stale); err != nil {
+	if _, err := c.KeptCredential(t, s.dataDir).UpdateStatus(ctx, stale); err != nil {
 		t.Fatal(err)
 	}
 	stop = s.start()
 	s.mirror("the mirror Running again", running)
 	stop()
 
-	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Pod{}), "default", first.Name, nil); err != nil {
+	if _, err := c.Admin.Delete(ctx, api.KindOf(&api.Pod{}), "default", first.Name, nil); err != nil {
 		t.Fatal(err)
 	}
 	s.start()
@@ -160,7 +160,7 @@ func TestDeletedMirrorPostedAgain(t *testing.T) {
 	s := newStaticAgent(t, c, "n1")
 	s.start()
 	first := s.mirror("the mirror Running", running)
-	if _, err := c.admin.Delete(context.Background(), api.KindOf(&api.Pod{}), "default", first.Name, nil); err != nil {
+	if _, err := c.Admin.Delete(context.Background(), api.KindOf(&api.Pod{}), "default", first.Name, nil); err != nil {
 		t.Fatal(err)
 	}
 	again := s.mirror("a new mirror Running", func(p *api.Pod) error {

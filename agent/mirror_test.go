@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
@@ -31,7 +32,7 @@ func staticPod(t *testing.T, name, image, node string) *api.Pod {
 // mirrors lists the pods bound to node, by name.
 func (c *cluster) pods(t *testing.T, node string) map[string]*api.Pod {
 	t.Helper()
-	objs, _, err := c.admin.List(context.Background(), api.KindOf(&api.Pod{}), "", client.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	objs, _, err := c.Admin.List(context.Background(), api.KindOf(&api.Pod{}), "", client.ListOptions{FieldSelector: "spec.nodeName=" + node})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,20 +45,20 @@ func (c *cluster) pods(t *testing.T, node string) map[string]*api.Pod {
 
 func TestMirrorPods(t *testing.T) {
 	c := startCluster(t)
-	nc := c.join(t, "n1")
+	nc := c.Join(t, "n1")
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	if err := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk}).Register(ctx); err != nil {
+	if err := node.New(node.Options{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk}).Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	nodeUID := c.node(t, "n1").UID
+	nodeUID := c.Node(t, "n1").UID
 
 	// A pod the scheduler bound to the node is none of the mirrors'
 	// business.
 	plain := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "default"}}
 	plain.Spec.NodeName = "n1"
 	plain.Spec.Containers = []api.Container{{Name: "main", Image: "busybox"}}
-	if _, err := c.admin.Create(ctx, plain); err != nil {
+	if _, err := c.Admin.Create(ctx, plain); err != nil {
 		t.Fatal(err)
 	}
 
@@ -130,7 +131,7 @@ func TestMirrorPods(t *testing.T) {
 	}
 
 	// A mirror deleted by someone else is posted again.
-	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Pod{}), "default", "db-n1", nil); err != nil {
+	if _, err := c.Admin.Delete(ctx, api.KindOf(&api.Pod{}), "default", "db-n1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Sync(ctx, []*api.Pod{db2}); err != nil {
@@ -141,7 +142,7 @@ func TestMirrorPods(t *testing.T) {
 	}
 
 	// Another node's credential cannot post mirrors for n1.
-	other := c.join(t, "n2")
+	other := c.Join(t, "n2")
 	if err := agent.NewMirrorManager(other, "n1", nil).Sync(ctx, []*api.Pod{web}); !client.IsForbidden(err) {
 		t.Errorf("node n2 posting a mirror for n1: %v, want forbidden", err)
 	}

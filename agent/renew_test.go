@@ -21,10 +21,10 @@ import (
 // keeps being renewed with the new credential.
 func TestAgentRenewsItsCredentials(t *testing.T) {
 	c := startCluster(t)
-	token, ca := c.joinSecrets(t)
+	token, ca := c.JoinSecrets(t)
 	clk := clocktesting.NewFakeClock(time.Now())
 	a, err := agent.New(agent.Config{
-		Server: c.url, JoinToken: token, CAData: ca,
+		Server: c.URL, JoinToken: token, CAData: ca,
 		NodeName: "renewing", NodeIP: "127.0.0.1", Listen: "127.0.0.1:0",
 		DataDir: t.TempDir(), Clock: clk, Logger: slog.New(slog.DiscardHandler),
 	})
@@ -49,7 +49,7 @@ func TestAgentRenewsItsCredentials(t *testing.T) {
 		return err
 	})
 	testtool.WaitFor(t, 10*time.Second, "the node registered", func() error {
-		_, err := c.admin.Get(context.Background(), api.KindOf(&api.Node{}), "", "renewing")
+		_, err := c.Admin.Get(context.Background(), api.KindOf(&api.Node{}), "", "renewing")
 		return err
 	})
 
@@ -70,7 +70,7 @@ func TestAgentRenewsItsCredentials(t *testing.T) {
 	})
 	testtool.WaitFor(t, 20*time.Second, "a heartbeat from after the renewal", func() error {
 		clk.Step(10 * time.Second)
-		hb := c.lease(t, "renewing").Spec.RenewTime.Time
+		hb := c.Lease(t, "renewing").Spec.RenewTime.Time
 		if !hb.After(jumped) {
 			return fmt.Errorf("last heartbeat %v, renewal at %v", hb, jumped)
 		}

@@ -151,18 +151,6 @@ func TestWipeDir(t *testing.T) {
 	}
 }
 
-// TestNodePublishesLocalPathRoot: the provisioner learns where a node's
-// local-path volumes go from the Node the agent registers.
-func TestNodePublishesLocalPathRoot(t *testing.T) {
-	root := localPathRoot("/var/lib/berth-agent")
-	n := NewNodeManager(NodeOptions{Name: "n1", LocalPathRoot: root})
-	node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	n.own(node)
-	if got := node.Annotations[api.AnnotationLocalPathRoot]; got != "/var/lib/berth-agent/volumes" {
-		t.Fatalf("annotation %s = %q", api.AnnotationLocalPathRoot, got)
-	}
-}
-
 // TestPodWaitsForItsClaim: a pod whose claim is not bound yet waits, says
 // why in its container's waiting reason, and starts once the claim binds,
 // on the next try of the volume back-off: half a second after the first,

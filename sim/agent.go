@@ -19,18 +19,18 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	berthagent "github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
 
 // HeartbeatInterval is how often a hollow agent renews its node's Lease,
 // as the agent does.
-const HeartbeatInterval = berthagent.DefaultHeartbeatPeriod
+const HeartbeatInterval = node.DefaultHeartbeatPeriod
 
 // StatusReportInterval is how often a hollow agent writes its Node's status
 // though nothing in it changed, as the agent does.
-const StatusReportInterval = berthagent.DefaultStatusReportPeriod
+const StatusReportInterval = node.DefaultStatusReportPeriod
 
 // Label every node carries, as in Kubernetes.
 const hostnameLabel = "kubernetes.io/hostname"
@@ -85,7 +85,7 @@ type agent struct {
 	// What the heartbeats keep, read and written by one heartbeat at a
 	// time (beating orders them): the Lease as last written, and when the
 	// status is due besides.
-	beat berthagent.Heartbeat
+	beat node.Heartbeat
 }
 
 // newAgent is the agent of node hollow-<index>, on the shared transport
@@ -115,8 +115,8 @@ func (a *agent) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.beat = berthagent.Heartbeat{
-		Lease:       berthagent.LeaseRenewer{Client: a.c, Node: a.name, Owner: func() types.UID { return a.uid }},
+	a.beat = node.Heartbeat{
+		Lease:       node.LeaseRenewer{Client: a.c, Node: a.name, Owner: func() types.UID { return a.uid }},
 		WriteStatus: a.writeStatus,
 		Period:      HeartbeatInterval, ReportPeriod: StatusReportInterval, Clock: a.sh.clock,
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/eviction"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/client"
 )
@@ -65,9 +66,9 @@ func (o *agentFlags) register(f flagSet, listenName, listenHelp string) {
 	f.StringVar(&o.serviceProxy, "service-proxy", "", "how the node serves Services' virtual IPs, node ports and load-balancer addresses: nftables (the ip and ip6 berth-proxy tables, as kube-proxy's nftables mode) or none; default nftables where --pod-network is host-gw")
 	f.StringVar(&o.clusterDNS, "cluster-dns", "", "the cluster DNS server (host:port) the node-local DNS forwarder asks (default: the server's host, port "+agent.DefaultClusterDNSPort+"; berth server's own agent asks its --dns-listen)")
 	f.StringSliceVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", nil, "comma-separated sysctls, or patterns ending in * (kernel.shm*, net.*), pods may set beyond the safe ones; each must be one a pod's network or IPC namespace holds; a pod setting any other is refused (SysctlForbidden)")
-	f.DurationVar(&o.heartbeat, "node-status-update-frequency", agent.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
+	f.DurationVar(&o.heartbeat, "node-status-update-frequency", node.DefaultHeartbeatPeriod, "how often the agent renews its node's Lease, its heartbeat; keep it well under the server's --node-monitor-grace-period")
 	f.DurationVar(&o.housekeeping, "housekeeping-interval", eviction.DefaultPeriod, "how often the agent checks --eviction-hard and each pod's ephemeral-storage limits and emptyDir sizeLimits, evicting a pod over them")
-	f.DurationVar(&o.report, "node-status-report-frequency", agent.DefaultStatusReportPeriod, "how often the agent writes its Node's status when nothing in it changed (a change is written at once)")
+	f.DurationVar(&o.report, "node-status-report-frequency", node.DefaultStatusReportPeriod, "how often the agent writes its Node's status when nothing in it changed (a change is written at once)")
 }
 
 type flagSet interface {
@@ -104,17 +105,17 @@ func (o *agentFlags) config() (agent.Config, error) {
 	}
 	var err error
 	if o.nodeLabels != "" {
-		if cfg.Labels, err = agent.ParseLabels(o.nodeLabels); err != nil {
+		if cfg.Labels, err = node.ParseLabels(o.nodeLabels); err != nil {
 			return cfg, usageErrorf("--node-labels: %v", err)
 		}
 	}
 	if o.nodeTaints != "" {
-		if cfg.Taints, err = agent.ParseTaints(o.nodeTaints); err != nil {
+		if cfg.Taints, err = node.ParseTaints(o.nodeTaints); err != nil {
 			return cfg, usageErrorf("--node-taints: %v", err)
 		}
 	}
 	if o.capacity != "" {
-		if cfg.Capacity, err = agent.ParseCapacity(o.capacity); err != nil {
+		if cfg.Capacity, err = node.ParseCapacity(o.capacity); err != nil {
 			return cfg, usageErrorf("--capacity: %v", err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/controlplane"
 	"github.com/berth-dev/berth/sim"
 )
@@ -367,7 +367,7 @@ its agents in a process of their own.`,
 	f.IntVar(&o.first, "first", 0, "number of the first node (hollow-<first>), so that several runs can share a server")
 	f.StringVar(&o.nodeCPU, "node-cpu", "32", "cpu of each node")
 	f.StringVar(&o.nodeMemory, "node-memory", "128Gi", "memory of each node")
-	f.IntVar(&o.maxPods, "max-pods", agent.DefaultMaxPods, "pods each node takes")
+	f.IntVar(&o.maxPods, "max-pods", node.DefaultMaxPods, "pods each node takes")
 	f.BoolVar(&o.mix, "mix", false, "label and taint the nodes as berth sim --mix does")
 	f.IntVar(&o.startConcurrency, "start-concurrency", 64, "agents joining and registering at once")
 	f.BoolVar(&o.exitWithStdin, "exit-with-stdin", false, "say \"ready\" on stdout, answer \"usage\" lines on stdin, and stop when stdin ends (berth sim --agents process)")

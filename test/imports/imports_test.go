@@ -61,6 +61,8 @@ var narrower = map[string][]string{
 	// The agent's server for the API server: the runtime's streams and
 	// logs, the pods known only through its options' lookups.
 	"agent/server": {"api", "agent/runtime"},
+	// The Node: registration, Lease, status; the machine's capacity.
+	"agent/node": {"api", "client", "agent/runtime", "agent/eviction"},
 	// Eviction: thresholds, ranking and the loop, over the functions its
 	// options give it.
 	"agent/eviction": {"api"},

@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // Node's status written, besides when it changes, after a renewal that
 // failed or came late (the lifecycle controller may have marked the node
 // Unknown meanwhile) and once every ReportPeriod regardless, as the
-// kubelet does. The agent's NodeManager keeps one, and so does each of
+// kubelet does. The agent's Manager keeps one, and so does each of
 // berth sim's hollow agents. It is not safe for concurrent use.
 type Heartbeat struct {
 	Lease LeaseRenewer
@@ -43,12 +43,12 @@ func (h *Heartbeat) Registered(ctx context.Context, now time.Time) error {
 // condition carries a heartbeat too, which the lifecycle controller reads
 // as well, so a node whose Lease a server will not take (a server from
 // before leases, or one whose kube-node-lease was deleted) stays alive.
-// When another agent holds the Node (a *NodeClaimedError) nothing is
+// When another agent holds the Node (a *ClaimedError) nothing is
 // written.
 func (h *Heartbeat) Beat(ctx context.Context) error {
 	now := h.Clock.Now()
 	err := h.Lease.Renew(ctx, now)
-	if IsNodeClaimed(err) {
+	if IsClaimed(err) {
 		return err
 	}
 	if due := h.renewal(now, err); !due && err == nil {

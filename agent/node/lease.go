@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"context"
@@ -22,7 +22,7 @@ var leaseKind = api.KindOf(&api.Lease{})
 // LeaseRenewer renews a node's Lease in kube-node-lease, the heartbeat the
 // node lifecycle controller reads: one small write from the copy last
 // written, read again (or made) when that copy is stale or gone. The
-// agent's NodeManager has one, and so has each of berth sim's hollow
+// agent's Manager has one, and so has each of berth sim's hollow
 // agents. It is not safe for concurrent use.
 type LeaseRenewer struct {
 	Client *client.Client
@@ -42,18 +42,18 @@ type LeaseRenewer struct {
 	// carries another agent's node ID, before the renewer makes or takes
 	// it: the Node may be gone too, or another agent's. Lost looks at the
 	// Node: it registers it again if it is gone (so that Owner returns its
-	// new UID), and returns a *NodeClaimedError if another agent holds it,
+	// new UID), and returns a *ClaimedError if another agent holds it,
 	// which Renew returns; nil says the Node is this agent's, and a Lease
 	// that names another is left from the Node before, not yet deleted with
 	// it. Nil Lost: a deleted Lease is made again, and one that names
-	// another agent is refused with a *NodeClaimedError.
+	// another agent is refused with a *ClaimedError.
 	Lost func(ctx context.Context) error
 
 	lease *api.Lease
 }
 
 // Renew renews the Lease at now, making it if there is none. It returns a
-// *NodeClaimedError, and renews nothing, when the Lease and the Node are
+// *ClaimedError, and renews nothing, when the Lease and the Node are
 // another agent's (see Lost).
 func (r *LeaseRenewer) Renew(ctx context.Context, now time.Time) error {
 	for attempt := 0; ; attempt++ {
@@ -76,7 +76,7 @@ func (r *LeaseRenewer) Renew(ctx context.Context, now time.Time) error {
 			return nil
 		}
 		r.lease = nil
-		if IsNodeClaimed(err) {
+		if IsClaimed(err) {
 			return err // it names the node
 		}
 		if !(client.IsConflict(err) || client.IsNotFound(err) || client.IsAlreadyExists(err)) || attempt >= 3 {
@@ -101,7 +101,7 @@ func (r *LeaseRenewer) readOrCreate(ctx context.Context, now time.Time) (api.Obj
 	l := obj.(*api.Lease)
 	if id := l.Annotations[AnnotationNodeID]; r.ID != "" && id != "" && id != r.ID {
 		if r.Lost == nil {
-			return nil, &NodeClaimedError{Node: r.Node, ID: id, Own: r.ID}
+			return nil, &ClaimedError{Node: r.Node, ID: id, Own: r.ID}
 		}
 		if err := r.Lost(ctx); err != nil {
 			return nil, err

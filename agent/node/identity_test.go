@@ -1,4 +1,4 @@
-package agent_test
+package node_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/client"
@@ -30,7 +31,7 @@ import (
 // deleted (its machine gone), the second agent may register it.
 func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 	c := startCluster(t)
-	token, ca := c.joinSecrets(t)
+	token, ca := c.JoinSecrets(t)
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	ctx := context.Background()
 	firstDir, secondDir := t.TempDir(), t.TempDir()
@@ -38,7 +39,7 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 	// returns Run's error, or until it ends by itself, which closes done.
 	start := func(dataDir, ip string) (stop func() error, done <-chan struct{}) {
 		a, err := agent.New(agent.Config{
-			Server: c.url, JoinToken: token, CAData: ca,
+			Server: c.URL, JoinToken: token, CAData: ca,
 			NodeName: "twin", NodeIP: ip, Listen: "127.0.0.1:0",
 			DataDir: dataDir, Clock: clk, Logger: slog.New(slog.DiscardHandler),
 		})
@@ -70,12 +71,12 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 	registered := func(id, ip string, heartbeat time.Time) {
 		t.Helper()
 		testtool.WaitFor(t, 20*time.Second, "node twin registered by "+id, func() error {
-			obj, err := c.admin.Get(ctx, api.KindOf(&api.Node{}), "", "twin")
+			obj, err := c.Admin.Get(ctx, api.KindOf(&api.Node{}), "", "twin")
 			if err != nil {
 				return err
 			}
 			n := obj.(*api.Node)
-			if got := n.Annotations[agent.AnnotationNodeID]; got != id {
+			if got := n.Annotations[node.AnnotationNodeID]; got != id {
 				return fmt.Errorf("node ID %q", got)
 			}
 			if len(n.Status.Addresses) == 0 || n.Status.Addresses[0].Address != ip {
@@ -121,7 +122,7 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 	cred := filepath.Join(firstDir, "node-credential")
 	testtool.WaitFor(t, 20*time.Second, "the credential bound to the Node", func() error {
 		clk.Step(30 * time.Second)
-		return credentialBoundTo(cred, c.node(t, "twin").UID)
+		return credentialBoundTo(cred, c.Node(t, "twin").UID)
 	})
 	if st, err := os.Stat(cred); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("node credential file: %v %v", st, err)
@@ -141,7 +142,7 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 	if err := stopFirst(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Node{}), "", "twin", nil); err != nil {
+	if _, err := c.Admin.Delete(ctx, api.KindOf(&api.Node{}), "", "twin", nil); err != nil {
 		t.Fatal(err)
 	}
 	clk.Step(time.Minute)
@@ -152,7 +153,7 @@ func TestAgentRefusesANodeAnotherAgentRegistered(t *testing.T) {
 // TestIsNodeClaimed: the refusal is found however it was wrapped or
 // joined on its way up.
 func TestIsNodeClaimed(t *testing.T) {
-	claimed := &agent.NodeClaimedError{Node: "n1", ID: "other", Own: "mine"}
+	claimed := &node.ClaimedError{Node: "n1", ID: "other", Own: "mine"}
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -163,8 +164,8 @@ func TestIsNodeClaimed(t *testing.T) {
 		{fmt.Errorf("register: %w", claimed), true},
 		{errors.Join(errors.New("renew lease: conflict"), claimed), true},
 	} {
-		if got := agent.IsNodeClaimed(tc.err); got != tc.want {
-			t.Errorf("IsNodeClaimed(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := node.IsClaimed(tc.err); got != tc.want {
+			t.Errorf("IsClaimed(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
@@ -178,28 +179,28 @@ func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	opts := agent.NodeOptions{Client: c.join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk, StatusReportPeriod: time.Hour}
-	first := agent.NewNodeManager(opts)
+	opts := node.Options{Client: c.Join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk, StatusReportPeriod: time.Hour}
+	first := node.New(opts)
 	if err := first.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Node{}), "", "n1", nil); err != nil {
+	if _, err := c.Admin.Delete(ctx, api.KindOf(&api.Node{}), "", "n1", nil); err != nil {
 		t.Fatal(err)
 	}
 	// The garbage collector deletes the Lease with its Node; the second
 	// agent makes its own.
 	testtool.WaitFor(t, 10*time.Second, "the first agent's Lease deleted", func() error {
-		_, err := c.admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1")
+		_, err := c.Admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1")
 		if client.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("lease: %v", err)
 	})
 	opts.ID, opts.IP = "second", "10.0.0.2"
-	if err := agent.NewNodeManager(opts).Register(ctx); err != nil {
+	if err := node.New(opts).Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held := c.lease(t, "n1")
+	held := c.Lease(t, "n1")
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -212,20 +213,20 @@ func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
 		default:
 		}
 		if clk.HasWaiters() && clk.Since(held.Spec.RenewTime.Time) < time.Minute {
-			clk.Step(agent.DefaultHeartbeatPeriod)
+			clk.Step(node.DefaultHeartbeatPeriod)
 		}
 		return errors.New("still running")
 	})
-	var claimed *agent.NodeClaimedError
+	var claimed *node.ClaimedError
 	if !errors.As(err, &claimed) || claimed.ID != "second" || claimed.Own != "first" {
-		t.Fatalf("Run ended with %v, want a NodeClaimedError", err)
+		t.Fatalf("Run ended with %v, want a ClaimedError", err)
 	}
-	if addr := c.node(t, "n1").Status.Addresses[0].Address; addr != "10.0.0.2" {
+	if addr := c.Node(t, "n1").Status.Addresses[0].Address; addr != "10.0.0.2" {
 		t.Errorf("node address %s, want the second agent's", addr)
 	}
 	// The first agent wrote nothing to it (a write of its own, owned by its
 	// deleted Node, would also have had it deleted as garbage).
-	if obj, err := c.admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1"); err != nil || obj.GetResourceVersion() != held.ResourceVersion {
+	if obj, err := c.Admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1"); err != nil || obj.GetResourceVersion() != held.ResourceVersion {
 		t.Errorf("the second agent's Lease was written after it was made: %v %v", obj, err)
 	}
 }
@@ -237,26 +238,26 @@ func TestNodeManagerStopsWhenAnotherAgentRegistersItsNode(t *testing.T) {
 func TestLeaseRenewerRefusesAnotherAgentsLease(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	nc := c.join(t, "n1")
+	nc := c.Join(t, "n1")
 	now := time.Now()
-	first := agent.LeaseRenewer{Client: nc, Node: "n1", ID: "first"}
+	first := node.LeaseRenewer{Client: nc, Node: "n1", ID: "first"}
 	if err := first.Renew(ctx, now); err != nil {
 		t.Fatal(err)
 	}
-	l := c.lease(t, "n1")
-	if *l.Spec.HolderIdentity != "n1" || l.Annotations[agent.AnnotationNodeID] != "first" {
-		t.Fatalf("lease held by %s, node ID %q", *l.Spec.HolderIdentity, l.Annotations[agent.AnnotationNodeID])
+	l := c.Lease(t, "n1")
+	if *l.Spec.HolderIdentity != "n1" || l.Annotations[node.AnnotationNodeID] != "first" {
+		t.Fatalf("lease held by %s, node ID %q", *l.Spec.HolderIdentity, l.Annotations[node.AnnotationNodeID])
 	}
-	second := agent.LeaseRenewer{Client: nc, Node: "n1", ID: "second"}
+	second := node.LeaseRenewer{Client: nc, Node: "n1", ID: "second"}
 	err := second.Renew(ctx, now.Add(time.Second))
-	var claimed *agent.NodeClaimedError
+	var claimed *node.ClaimedError
 	if !errors.As(err, &claimed) || claimed.ID != "first" || claimed.Own != "second" {
-		t.Fatalf("second renewer: %v, want a NodeClaimedError", err)
+		t.Fatalf("second renewer: %v, want a ClaimedError", err)
 	}
-	if got := c.lease(t, "n1"); got.ResourceVersion != l.ResourceVersion {
+	if got := c.Lease(t, "n1"); got.ResourceVersion != l.ResourceVersion {
 		t.Fatalf("the refused renewer wrote the Lease: %v", got.Annotations)
 	}
-	hollow := agent.LeaseRenewer{Client: nc, Node: "n1"}
+	hollow := node.LeaseRenewer{Client: nc, Node: "n1"}
 	if err := hollow.Renew(ctx, now.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -270,21 +271,21 @@ func TestNodeManagerTakesALeaseLeftFromTheNodeBefore(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	holder := "n1"
-	left := &api.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: api.NamespaceNodeLease, Name: "n1", Annotations: map[string]string{agent.AnnotationNodeID: "gone"}}}
+	left := &api.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: api.NamespaceNodeLease, Name: "n1", Annotations: map[string]string{node.AnnotationNodeID: "gone"}}}
 	left.Spec.HolderIdentity = &holder
-	if _, err := c.admin.Create(ctx, left); err != nil {
+	if _, err := c.Admin.Create(ctx, left); err != nil {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	nm := agent.NewNodeManager(agent.NodeOptions{Client: c.join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk})
+	nm := node.New(node.Options{Client: c.Join(t, "n1"), Name: "n1", IP: "10.0.0.1", ID: "first", Clock: clk})
 	if err := nm.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l := c.lease(t, "n1")
-	if l.Annotations[agent.AnnotationNodeID] != "first" || !l.Spec.RenewTime.Time.Equal(clk.Now()) {
-		t.Fatalf("lease of node ID %q renewed at %v, want the agent's at %v", l.Annotations[agent.AnnotationNodeID], l.Spec.RenewTime, clk.Now())
+	l := c.Lease(t, "n1")
+	if l.Annotations[node.AnnotationNodeID] != "first" || !l.Spec.RenewTime.Time.Equal(clk.Now()) {
+		t.Fatalf("lease of node ID %q renewed at %v, want the agent's at %v", l.Annotations[node.AnnotationNodeID], l.Spec.RenewTime, clk.Now())
 	}
-	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != c.node(t, "n1").UID {
+	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != c.Node(t, "n1").UID {
 		t.Fatalf("lease owners %v", l.OwnerReferences)
 	}
 }

@@ -1,4 +1,4 @@
-package agent_test
+package node_test
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,111 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/eviction"
+	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
-	"github.com/berth-dev/berth/controlplane"
-	"github.com/berth-dev/berth/controlplane/cptest"
-	"github.com/berth-dev/berth/controlplane/pki"
 	"github.com/berth-dev/berth/testtool"
 )
-
-// cluster is a real control plane (memory store) on a loopback port, with
-// an admin client and a way to join nodes.
-type cluster struct {
-	admin *client.Client
-	paths pki.Paths
-	url   string
-}
-
-func startCluster(t *testing.T) *cluster {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a control plane")
-	}
-	paths := cptest.Start(t, controlplane.Config{}).Credentials().Paths
-	cfg, err := client.LoadKubeconfig(paths.AdminKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testtool.WaitFor(t, 10*time.Second, "the API server", func() error {
-		_, err := admin.Get(context.Background(), api.KindOf(&api.Namespace{}), "", "default")
-		return err
-	})
-	return &cluster{admin: admin, paths: paths, url: cfg.Server}
-}
-
-// joinSecrets are what an agent joins with: the node token and the CA.
-func (c *cluster) joinSecrets(t *testing.T) (token string, ca []byte) {
-	t.Helper()
-	data, err := os.ReadFile(c.paths.NodeToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ca, err = os.ReadFile(c.paths.CACert); err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(data)), ca
-}
-
-// join trades the node token for the node's own client, as an agent does.
-func (c *cluster) join(t *testing.T, node string) *client.Client {
-	t.Helper()
-	token, ca := c.joinSecrets(t)
-	joiner, err := client.New(&client.Config{Server: c.url, Token: token, CAData: ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := joiner.Join(context.Background(), api.JoinRequest{NodeName: node})
-	if err != nil {
-		t.Fatalf("join: %v", err)
-	}
-	nc, err := client.New(&client.Config{Server: c.url, Token: resp.Token, CAData: ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc
-}
-
-// keptCredential is a client with the node credential an agent keeps in
-// dataDir: the join token joins no node that is live.
-func (c *cluster) keptCredential(t *testing.T, dataDir string) *client.Client {
-	t.Helper()
-	_, ca := c.joinSecrets(t)
-	tok, err := os.ReadFile(filepath.Join(dataDir, "node-credential"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := client.New(&client.Config{Server: c.url, Token: strings.TrimSpace(string(tok)), CAData: ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc
-}
-
-func (c *cluster) node(t *testing.T, name string) *api.Node {
-	t.Helper()
-	obj, err := c.admin.Get(context.Background(), api.KindOf(&api.Node{}), "", name)
-	if err != nil {
-		t.Fatalf("get node %s: %v", name, err)
-	}
-	return obj.(*api.Node)
-}
-
-func (c *cluster) lease(t *testing.T, name string) *api.Lease {
-	t.Helper()
-	obj, err := c.admin.Get(context.Background(), api.KindOf(&api.Lease{}), api.NamespaceNodeLease, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return obj.(*api.Lease)
-}
 
 // stepTicker waits until the clock has a ticker or timer waiting, moves it
 // on by d and returns the new time.
@@ -164,14 +64,14 @@ func taintKeys(n *api.Node) []string {
 
 func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	c := startCluster(t)
-	nc := c.join(t, "n1")
+	nc := c.Join(t, "n1")
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	capacity, err := agent.ParseCapacity("cpu=4,memory=8Gi,pods=110,ephemeral-storage=100Gi")
+	capacity, err := node.ParseCapacity("cpu=4,memory=8Gi,pods=110,ephemeral-storage=100Gi")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := agent.NodeOptions{
+	opts := node.Options{
 		Client: nc, Name: "n1", IP: "10.1.2.3",
 		Labels:       map[string]string{"zone": "a"},
 		Taints:       []api.Taint{{Key: "dedicated", Value: "gpu", Effect: api.TaintEffectNoSchedule}},
@@ -181,11 +81,11 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		Version:      "v1.2.3",
 		Clock:        clk,
 	}
-	nm := agent.NewNodeManager(opts)
+	nm := node.New(opts)
 	if err := nm.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n := c.node(t, "n1")
+	n := c.Node(t, "n1")
 	for k, v := range map[string]string{api.LabelHostname: "n1", api.LabelOS: "linux", "zone": "a", api.LabelArch: n.Labels[api.LabelArch]} {
 		if n.Labels[k] != v || v == "" {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
@@ -194,7 +94,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	if got := taintKeys(n); !slices.Equal(got, []string{"dedicated=gpu:NoSchedule"}) {
 		t.Errorf("taints %v", got)
 	}
-	if n.Annotations[agent.AnnotationCgroup] != "v2" || n.Annotations[agent.AnnotationMemoryLimit] != "true" || n.Annotations[agent.AnnotationCPULimit] != "false" {
+	if n.Annotations[node.AnnotationCgroup] != "v2" || n.Annotations[node.AnnotationMemoryLimit] != "true" || n.Annotations[node.AnnotationCPULimit] != "false" {
 		t.Errorf("annotations %v", n.Annotations)
 	}
 	if q := n.Status.Capacity[api.ResourceMemory]; q.Cmp(resource.MustParse("8Gi")) != 0 {
@@ -226,7 +126,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	}
 
 	// The node holds its Lease, owned by the Node.
-	lease := c.lease(t, "n1")
+	lease := c.Lease(t, "n1")
 	if h := lease.Spec.HolderIdentity; h == nil || *h != "n1" || lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.Time.Equal(t0) ||
 		lease.Spec.LeaseDurationSeconds == nil || *lease.Spec.LeaseDurationSeconds != 40 {
 		t.Errorf("lease spec %+v", lease.Spec)
@@ -261,7 +161,7 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 		t.Helper()
 		var n *api.Node
 		testtool.WaitFor(t, 10*time.Second, what, func() error {
-			n = c.node(t, "n1")
+			n = c.Node(t, "n1")
 			return cond(n)
 		})
 		return n
@@ -271,12 +171,12 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	step()
 	t1 := clk.Now()
 	testtool.WaitFor(t, 10*time.Second, "a renewal", func() error {
-		if l := c.lease(t, "n1"); !l.Spec.RenewTime.Time.Equal(t1) {
+		if l := c.Lease(t, "n1"); !l.Spec.RenewTime.Time.Equal(t1) {
 			return fmt.Errorf("renewed at %v, want %v", l.Spec.RenewTime, t1)
 		}
 		return nil
 	})
-	if got := c.node(t, "n1"); got.ResourceVersion != n.ResourceVersion {
+	if got := c.Node(t, "n1"); got.ResourceVersion != n.ResourceVersion {
 		t.Errorf("a beat wrote the Node: resourceVersion %s, was %s", got.ResourceVersion, n.ResourceVersion)
 	}
 
@@ -297,22 +197,22 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	// period) and the operator cordons it. The late beat writes the status
 	// again, Ready; the operator's settings stay.
 	testtool.WaitFor(t, 10*time.Second, "the node marked Unknown", func() error {
-		n := c.node(t, "n1")
+		n := c.Node(t, "n1")
 		for i := range n.Status.Conditions {
 			if n.Status.Conditions[i].Type == api.NodeReady {
 				n.Status.Conditions[i].Status = api.ConditionUnknown
 				n.Status.Conditions[i].Reason = "NodeStatusUnknown"
 			}
 		}
-		_, err := c.admin.UpdateStatus(ctx, n)
+		_, err := c.Admin.UpdateStatus(ctx, n)
 		return err
 	})
 	testtool.WaitFor(t, 10*time.Second, "the operator's cordon", func() error {
 		// The lifecycle controller may write the node meanwhile: read again.
-		n := c.node(t, "n1")
+		n := c.Node(t, "n1")
 		n.Spec.Unschedulable = true
 		n.Spec.Taints = append(n.Spec.Taints, api.Taint{Key: api.TaintNodeUnreachable, Effect: api.TaintEffectNoExecute}, api.Taint{Key: "ops", Value: "x", Effect: api.TaintEffectNoSchedule})
-		_, err := c.admin.Update(ctx, n)
+		_, err := c.Admin.Update(ctx, n)
 		return err
 	})
 	stepBy(30 * time.Second)
@@ -331,22 +231,22 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 	// the Node keeps the ones it has, with their timeAdded.
 	stamped := metav1.NewTime(clk.Now().Truncate(time.Second))
 	testtool.WaitFor(t, 10*time.Second, "the agent's taint stamped", func() error {
-		n := c.node(t, "n1")
+		n := c.Node(t, "n1")
 		for i := range n.Spec.Taints {
 			if n.Spec.Taints[i].Key == "dedicated" {
 				n.Spec.Taints[i].TimeAdded = &stamped
 			}
 		}
-		_, err := c.admin.Update(ctx, n)
+		_, err := c.Admin.Update(ctx, n)
 		return err
 	})
 	stop()
 	opts.Taints = append(opts.Taints, api.Taint{Key: "edge", Effect: api.TaintEffectPreferNoSchedule})
 	opts.Labels = map[string]string{"zone": "b"}
-	if err := agent.NewNodeManager(opts).Register(ctx); err != nil {
+	if err := node.New(opts).Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	n = c.node(t, "n1")
+	n = c.Node(t, "n1")
 	if !n.Spec.Unschedulable {
 		t.Error("re-registration lost spec.unschedulable")
 	}
@@ -369,10 +269,10 @@ func TestNodeRegistrationAndHeartbeat(t *testing.T) {
 // the agent is made again.
 func TestNodeStatusReportPeriod(t *testing.T) {
 	c := startCluster(t)
-	nc := c.join(t, "n1")
+	nc := c.Join(t, "n1")
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk, StatusReportPeriod: 30 * time.Second})
+	nm := node.New(node.Options{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk, StatusReportPeriod: 30 * time.Second})
 	if err := nm.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +282,7 @@ func TestNodeStatusReportPeriod(t *testing.T) {
 		t.Helper()
 		now := stepTicker(t, clk, 10*time.Second)
 		testtool.WaitFor(t, 10*time.Second, "a renewal", func() error {
-			obj, err := c.admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1")
+			obj, err := c.Admin.Get(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1")
 			if err != nil {
 				return err
 			}
@@ -393,7 +293,7 @@ func TestNodeStatusReportPeriod(t *testing.T) {
 		})
 		return now
 	}
-	heartbeat := func() time.Time { return condition(c.node(t, "n1"), api.NodeReady).LastHeartbeatTime.Time }
+	heartbeat := func() time.Time { return condition(c.Node(t, "n1"), api.NodeReady).LastHeartbeatTime.Time }
 	beat()
 	beat()
 	if hb := heartbeat(); !hb.Equal(t0) {
@@ -407,11 +307,11 @@ func TestNodeStatusReportPeriod(t *testing.T) {
 		return nil
 	})
 
-	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1", nil); err != nil {
+	if _, err := c.Admin.Delete(ctx, api.KindOf(&api.Lease{}), api.NamespaceNodeLease, "n1", nil); err != nil {
 		t.Fatal(err)
 	}
 	beat()
-	if refs := c.lease(t, "n1").OwnerReferences; len(refs) != 1 || refs[0].UID != c.node(t, "n1").UID {
+	if refs := c.Lease(t, "n1").OwnerReferences; len(refs) != 1 || refs[0].UID != c.Node(t, "n1").UID {
 		t.Errorf("new lease owners %+v", refs)
 	}
 }
@@ -424,18 +324,18 @@ func TestNodeHeartbeatWithoutLease(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
 	nsKind := api.KindOf(&api.Namespace{})
-	if _, err := c.admin.Delete(ctx, nsKind, "", api.NamespaceNodeLease, nil); err != nil {
+	if _, err := c.Admin.Delete(ctx, nsKind, "", api.NamespaceNodeLease, nil); err != nil {
 		t.Fatal(err)
 	}
 	testtool.WaitFor(t, 20*time.Second, "kube-node-lease gone", func() error {
-		if _, err := c.admin.Get(ctx, nsKind, "", api.NamespaceNodeLease); !client.IsNotFound(err) {
+		if _, err := c.Admin.Get(ctx, nsKind, "", api.NamespaceNodeLease); !client.IsNotFound(err) {
 			return fmt.Errorf("namespace: %v", err)
 		}
 		return nil
 	})
-	nc := c.join(t, "n1")
+	nc := c.Join(t, "n1")
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk})
+	nm := node.New(node.Options{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk})
 	if err := nm.Register(ctx); err != nil {
 		t.Fatalf("register without a lease: %v", err)
 	}
@@ -443,7 +343,7 @@ func TestNodeHeartbeatWithoutLease(t *testing.T) {
 	for range 2 {
 		now := stepTicker(t, clk, 10*time.Second)
 		testtool.WaitFor(t, 10*time.Second, "the status as heartbeat", func() error {
-			if hb := condition(c.node(t, "n1"), api.NodeReady).LastHeartbeatTime.Time; !hb.Equal(now) {
+			if hb := condition(c.Node(t, "n1"), api.NodeReady).LastHeartbeatTime.Time; !hb.Equal(now) {
 				return fmt.Errorf("heartbeat %v, want %v", hb, now)
 			}
 			return nil
@@ -453,15 +353,15 @@ func TestNodeHeartbeatWithoutLease(t *testing.T) {
 
 func TestNodeRegisteredAgainAfterDeletion(t *testing.T) {
 	c := startCluster(t)
-	nc := c.join(t, "n1")
+	nc := c.Join(t, "n1")
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk})
+	nm := node.New(node.Options{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk})
 	if err := nm.Register(ctx); err != nil {
 		t.Fatal(err)
 	}
-	uid := c.node(t, "n1").UID
-	if _, err := c.admin.Delete(ctx, api.KindOf(&api.Node{}), "", "n1", nil); err != nil {
+	uid := c.Node(t, "n1").UID
+	if _, err := c.Admin.Delete(ctx, api.KindOf(&api.Node{}), "", "n1", nil); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -477,7 +377,7 @@ func TestNodeRegisteredAgainAfterDeletion(t *testing.T) {
 		if clk.HasWaiters() {
 			clk.Step(10 * time.Second)
 		}
-		obj, err := c.admin.Get(ctx, api.KindOf(&api.Node{}), "", "n1")
+		obj, err := c.Admin.Get(ctx, api.KindOf(&api.Node{}), "", "n1")
 		if err != nil {
 			return err
 		}
@@ -516,8 +416,8 @@ func (r *refuseOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 // that succeeds says it once.
 func TestNodeRegisteredLoggedOnceStatusWritten(t *testing.T) {
 	c := startCluster(t)
-	token, ca := c.joinSecrets(t)
-	joiner, err := client.New(&client.Config{Server: c.url, Token: token, CAData: ca})
+	token, ca := c.JoinSecrets(t)
+	joiner, err := client.New(&client.Config{Server: c.URL, Token: token, CAData: ca})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,20 +425,20 @@ func TestNodeRegisteredLoggedOnceStatusWritten(t *testing.T) {
 	if err != nil {
 		t.Fatalf("join: %v", err)
 	}
-	tr, err := client.NewTransport(&client.Config{Server: c.url, CAData: ca})
+	tr, err := client.NewTransport(&client.Config{Server: c.URL, CAData: ca})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt := &refuseOnce{next: tr, match: func(r *http.Request) bool {
 		return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/nodes/n1/status")
 	}}
-	nc, err := client.New(&client.Config{Server: c.url, Token: resp.Token, CAData: ca, Transport: rt})
+	nc, err := client.New(&client.Config{Server: c.URL, Token: resp.Token, CAData: ca, Transport: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logged testtool.Buffer
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
-	nm := agent.NewNodeManager(agent.NodeOptions{
+	nm := node.New(node.Options{
 		Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk,
 		Logger: slog.New(slog.NewJSONHandler(&logged, nil)),
 	})
@@ -555,7 +455,7 @@ func TestNodeRegisteredLoggedOnceStatusWritten(t *testing.T) {
 	if n := strings.Count(logged.String(), `"msg":"created node"`); n != 1 {
 		t.Fatalf("created node logged %d times, want once:\n%s", n, logged.String())
 	}
-	if condition(c.node(t, "n1"), api.NodeReady).Status != api.ConditionTrue {
+	if condition(c.Node(t, "n1"), api.NodeReady).Status != api.ConditionTrue {
 		t.Error("the node is not Ready after its registration")
 	}
 }
@@ -566,8 +466,8 @@ func TestNodeRegisteredLoggedOnceStatusWritten(t *testing.T) {
 // server, long before the node's grace period runs out.
 func TestNodeHeartbeatMovesOnFromAServerThatDoesNotAnswer(t *testing.T) {
 	c := startCluster(t)
-	token, ca := c.joinSecrets(t)
-	joiner, err := client.New(&client.Config{Server: c.url, Token: token, CAData: ca})
+	token, ca := c.JoinSecrets(t)
+	joiner, err := client.New(&client.Config{Server: c.URL, Token: token, CAData: ca})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,8 +475,8 @@ func TestNodeHeartbeatMovesOnFromAServerThatDoesNotAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("join: %v", err)
 	}
-	frozen := testtool.StartStallProxy(t, strings.TrimPrefix(c.url, "https://"))
-	nc, err := client.New(&client.Config{Server: "https://" + frozen.Addr + "," + c.url, Token: resp.Token, CAData: ca})
+	frozen := testtool.StartStallProxy(t, strings.TrimPrefix(c.URL, "https://"))
+	nc, err := client.New(&client.Config{Server: "https://" + frozen.Addr + "," + c.URL, Token: resp.Token, CAData: ca})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +485,7 @@ func TestNodeHeartbeatMovesOnFromAServerThatDoesNotAnswer(t *testing.T) {
 	// one to the server that answers on a loaded machine, well short of
 	// the client's default bound.
 	period := 2 * time.Second
-	nm := agent.NewNodeManager(agent.NodeOptions{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk, HeartbeatPeriod: period})
+	nm := node.New(node.Options{Client: nc, Name: "n1", IP: "10.0.0.1", Clock: clk, HeartbeatPeriod: period})
 	ctx := context.Background()
 	if err := nm.Register(ctx); err != nil {
 		t.Fatal(err)
@@ -605,12 +505,12 @@ func TestNodeHeartbeatMovesOnFromAServerThatDoesNotAnswer(t *testing.T) {
 		if clk.HasWaiters() {
 			clk.Step(period)
 		}
-		if renewed := c.lease(t, "n1").Spec.RenewTime; renewed == nil || !renewed.After(registered) {
+		if renewed := c.Lease(t, "n1").Spec.RenewTime; renewed == nil || !renewed.After(registered) {
 			return fmt.Errorf("lease renewed at %v", renewed)
 		}
 		return nil
 	})
-	if nc.Server() != c.url {
-		t.Fatalf("the agent sends to %s, want %s", nc.Server(), c.url)
+	if nc.Server() != c.URL {
+		t.Fatalf("the agent sends to %s, want %s", nc.Server(), c.URL)
 	}
 }

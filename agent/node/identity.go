@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"crypto/rand"
@@ -19,36 +19,36 @@ const AnnotationNodeID = "berth.dev/node-id"
 // nodeIDFile holds the agent's node ID in its data dir.
 const nodeIDFile = "node-id"
 
-// NodeClaimedError is the refusal to run as a node that another agent
+// ClaimedError is the refusal to run as a node that another agent
 // registered, as k3s refuses a second node of one name: two agents on one
 // Node would each run the pods bound to it. The node ID tells a restart
 // of the same agent (same data dir), which takes its Node back, from
 // another machine given the same --node-name. It guards against a
 // mistake, not an attacker: the ID is no secret.
-type NodeClaimedError struct {
+type ClaimedError struct {
 	// Node is the Node's name; ID is the node ID it carries, Own this
 	// agent's.
 	Node, ID, Own string
 }
 
-func (e *NodeClaimedError) Error() string {
+func (e *ClaimedError) Error() string {
 	return fmt.Sprintf("node %s is registered by another agent (node ID %s; this agent's is %s): "+
 		"give this agent another --node-name, or, if the machine that registered it is gone, "+
 		"delete the Node (berth delete node %s) and start this agent again", e.Node, e.ID, e.Own, e.Node)
 }
 
-// IsNodeClaimed reports whether err is or holds a *NodeClaimedError: the
+// IsClaimed reports whether err is or holds a *ClaimedError: the
 // one refusal that ends the agent rather than being tried again.
-func IsNodeClaimed(err error) bool {
-	var claimed *NodeClaimedError
+func IsClaimed(err error) bool {
+	var claimed *ClaimedError
 	return errors.As(err, &claimed)
 }
 
-// loadNodeID reads the agent's node ID from its data dir, making one on
+// LoadID reads the agent's node ID from its data dir, making one on
 // first start. The ID is written whole to a temporary file and linked into
 // place, so that no one reads half of it and two agents starting on one
 // data dir agree on it.
-func loadNodeID(dataDir string) (string, error) {
+func LoadID(dataDir string) (string, error) {
 	path := filepath.Join(dataDir, nodeIDFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {

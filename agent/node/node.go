@@ -1,4 +1,4 @@
-package agent
+package node
 
 import (
 	"cmp"
@@ -61,13 +61,13 @@ const (
 	annotationAgentTaints = "berth.dev/agent-taints"
 )
 
-// NodeOptions are what a NodeManager needs.
-type NodeOptions struct {
+// Options are what a Manager needs.
+type Options struct {
 	// Client carries the node's own credential (after client.Join).
 	Client *client.Client
 	Name   string
 	IP     string
-	// ID is the agent's node ID (see NodeClaimedError), recorded on the
+	// ID is the agent's node ID (see ClaimedError), recorded on the
 	// Node; a Node that carries another is not taken over. Empty records
 	// and checks none.
 	ID string
@@ -100,11 +100,11 @@ type NodeOptions struct {
 	Logger *slog.Logger
 }
 
-// NodeManager registers the agent's Node, renews its Lease (the heartbeat
+// Manager registers the agent's Node, renews its Lease (the heartbeat
 // the node lifecycle controller reads) and keeps its status current: the
 // pressure conditions eviction reports, written when they change.
-type NodeManager struct {
-	o       NodeOptions
+type Manager struct {
+	o       Options
 	info    api.NodeSystemInfo
 	changed chan struct{}
 
@@ -138,8 +138,8 @@ var pressureConditions = []struct {
 	{api.NodePIDPressure, eviction.ReasonSufficientPID, "berth agent has sufficient PID available"},
 }
 
-// NewNodeManager returns a NodeManager; Register then Run start it.
-func NewNodeManager(o NodeOptions) *NodeManager {
+// New returns a Manager; Register then Run start it.
+func New(o Options) *Manager {
 	if o.HeartbeatPeriod <= 0 {
 		o.HeartbeatPeriod = DefaultHeartbeatPeriod
 	}
@@ -163,7 +163,7 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 		t, _ := eviction.ParseThresholds(eviction.DefaultHard)
 		o.Allocatable = Allocatable(o.Capacity, t)
 	}
-	n := &NodeManager{
+	n := &Manager{
 		o:          o,
 		info:       systemInfo(o.Version, o.Capabilities.Version),
 		changed:    make(chan struct{}, 1),
@@ -186,7 +186,7 @@ func NewNodeManager(o NodeOptions) *NodeManager {
 
 // SetCondition sets a pressure condition (MemoryPressure, DiskPressure,
 // PIDPressure); a change is written to the Node at once by Run.
-func (n *NodeManager) SetCondition(t api.NodeConditionType, status bool, reason, message string) {
+func (n *Manager) SetCondition(t api.NodeConditionType, status bool, reason, message string) {
 	n.mu.Lock()
 	c := condition{status, reason, message}
 	old, ok := n.conditions[t]
@@ -205,17 +205,17 @@ func (n *NodeManager) SetCondition(t api.NodeConditionType, status bool, reason,
 // that carries no node ID or this agent's: it sets the labels and taints
 // the agent owns and keeps the operator's spec.unschedulable, other labels
 // and other taints. A Node another agent registered is refused with a
-// *NodeClaimedError. It then writes the status, Ready included, and renews
+// *ClaimedError. It then writes the status, Ready included, and renews
 // the node's Lease. A Lease that cannot be renewed is logged, not an
 // error: Run writes the status in its place until it can be. (A Node taken
 // by another agent in between is the refusal again.)
-func (n *NodeManager) Register(ctx context.Context) error {
+func (n *Manager) Register(ctx context.Context) error {
 	now := n.o.Clock.Now()
 	if err := n.registerNode(ctx); err != nil {
 		return err
 	}
 	err := n.beat.Registered(ctx, now)
-	if IsNodeClaimed(err) {
+	if IsClaimed(err) {
 		return err
 	}
 	if err != nil && ctx.Err() == nil {
@@ -225,7 +225,7 @@ func (n *NodeManager) Register(ctx context.Context) error {
 }
 
 // registerNode is Register without the Lease.
-func (n *NodeManager) registerNode(ctx context.Context) error {
+func (n *Manager) registerNode(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		node, err := n.register(ctx)
 		if err == nil {
@@ -242,7 +242,7 @@ func (n *NodeManager) registerNode(ctx context.Context) error {
 		if attempt < 4 && (client.IsConflict(err) || client.IsAlreadyExists(err) || client.IsNotFound(err)) {
 			continue
 		}
-		if IsNodeClaimed(err) {
+		if IsClaimed(err) {
 			return err // it names the node
 		}
 		return fmt.Errorf("register node %s: %w", n.o.Name, err)
@@ -250,7 +250,7 @@ func (n *NodeManager) registerNode(ctx context.Context) error {
 }
 
 // register creates or updates the Node's metadata and spec.
-func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
+func (n *Manager) register(ctx context.Context) (*api.Node, error) {
 	obj, err := n.o.Client.Get(ctx, api.KindOf(&api.Node{}), "", n.o.Name)
 	if client.IsNotFound(err) {
 		node := &api.Node{ObjectMeta: metav1.ObjectMeta{Name: n.o.Name}}
@@ -284,16 +284,16 @@ func (n *NodeManager) register(ctx context.Context) (*api.Node, error) {
 	return updated.(*api.Node), nil
 }
 
-// claimed is a *NodeClaimedError when node carries another agent's node
+// claimed is a *ClaimedError when node carries another agent's node
 // ID, else nil. The update that takes a Node over names the
 // resourceVersion it read, so of two agents that read it together, one
 // writes and the other reads it again and is refused.
-func (n *NodeManager) claimed(node *api.Node) error {
+func (n *Manager) claimed(node *api.Node) error {
 	id := node.Annotations[AnnotationNodeID]
 	if n.o.ID == "" || id == "" || id == n.o.ID {
 		return nil
 	}
-	return &NodeClaimedError{Node: n.o.Name, ID: id, Own: n.o.ID}
+	return &ClaimedError{Node: n.o.Name, ID: id, Own: n.o.ID}
 }
 
 // equalMeta reports whether own changed nothing.
@@ -308,7 +308,7 @@ func equalMeta(a, b *api.Node) bool {
 // Its taints it sets only when it creates the Node (see register): as
 // Kubernetes' NodeRestriction has it, a node may not change its taints
 // afterwards, or it could shed the ones that keep workloads away.
-func (n *NodeManager) own(node *api.Node) {
+func (n *Manager) own(node *api.Node) {
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
@@ -335,7 +335,7 @@ func (n *NodeManager) own(node *api.Node) {
 
 // warnTaints says when the taints the agent was given are not the ones
 // the Node it takes over carries: only an operator changes them now.
-func (n *NodeManager) warnTaints(cur *api.Node) {
+func (n *Manager) warnTaints(cur *api.Node) {
 	for _, t := range n.o.Taints {
 		if !slices.ContainsFunc(cur.Spec.Taints, func(h api.Taint) bool {
 			return h.Key == t.Key && h.Value == t.Value && h.Effect == t.Effect
@@ -353,9 +353,9 @@ func (n *NodeManager) warnTaints(cur *api.Node) {
 // does, until ctx is done. Register must have succeeded first. A failed
 // write is logged and tried again at the next beat; a Node deleted under
 // the agent is registered again. A Node that another agent registered
-// meanwhile (after it was deleted) ends Run with a *NodeClaimedError at
+// meanwhile (after it was deleted) ends Run with a *ClaimedError at
 // the next heartbeat: the Lease names that agent too.
-func (n *NodeManager) Run(ctx context.Context) error {
+func (n *Manager) Run(ctx context.Context) error {
 	t := n.o.Clock.NewTicker(n.o.HeartbeatPeriod)
 	defer t.Stop()
 	for {
@@ -375,9 +375,9 @@ func (n *NodeManager) Run(ctx context.Context) error {
 }
 
 // failed logs the error of a write Run tries again, and returns the one
-// that ends Run: a *NodeClaimedError.
-func (n *NodeManager) failed(ctx context.Context, what string, err error) error {
-	if IsNodeClaimed(err) {
+// that ends Run: a *ClaimedError.
+func (n *Manager) failed(ctx context.Context, what string, err error) error {
+	if IsClaimed(err) {
 		return err
 	}
 	if err != nil && ctx.Err() == nil {
@@ -388,11 +388,11 @@ func (n *NodeManager) failed(ctx context.Context, what string, err error) error 
 
 // report writes the Node's status once, registering the Node again if it
 // is gone.
-func (n *NodeManager) report(ctx context.Context) error { return n.beat.Report(ctx) }
+func (n *Manager) report(ctx context.Context) error { return n.beat.Report(ctx) }
 
 // readAndWriteStatus writes the Node's status over the one stored,
 // registering the Node again if it is gone.
-func (n *NodeManager) readAndWriteStatus(ctx context.Context) error {
+func (n *Manager) readAndWriteStatus(ctx context.Context) error {
 	obj, err := n.o.Client.Get(ctx, api.KindOf(&api.Node{}), "", n.o.Name)
 	if client.IsNotFound(err) {
 		n.o.Logger.Warn("node is gone, registering again")
@@ -408,7 +408,7 @@ func (n *NodeManager) readAndWriteStatus(ctx context.Context) error {
 }
 
 // writeStatus writes the status over node's, read again on a conflict.
-func (n *NodeManager) writeStatus(ctx context.Context, node *api.Node) error {
+func (n *Manager) writeStatus(ctx context.Context, node *api.Node) error {
 	for attempt := 0; ; attempt++ {
 		next := node.DeepCopy()
 		next.Status = n.status(node.Status.Conditions, n.o.Clock.Now())
@@ -431,7 +431,7 @@ func (n *NodeManager) writeStatus(ctx context.Context, node *api.Node) error {
 // status is the Node status to write at now, given the conditions it has:
 // every condition's heartbeat is now; its transition time is kept when
 // its status has not changed.
-func (n *NodeManager) status(old []api.NodeCondition, now time.Time) api.NodeStatus {
+func (n *Manager) status(old []api.NodeCondition, now time.Time) api.NodeStatus {
 	ts := metav1.NewTime(now)
 	cond := func(t api.NodeConditionType, status bool, reason, message string) api.NodeCondition {
 		s := api.ConditionFalse

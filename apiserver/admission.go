@@ -6,11 +6,11 @@ import (
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/strategy"
 	"github.com/berth-dev/berth/apiserver/admission"
 	"github.com/berth-dev/berth/apiserver/auth"
 	"github.com/berth-dev/berth/store"
@@ -140,13 +140,13 @@ func withStatus(old, in api.Object) api.Object {
 		for key, v := range u.Object {
 			obj.Object[key] = v
 		}
-		copyStatus(obj, in)
+		strategy.CopyStatus(obj, in)
 		return obj
 	}
 	v := reflect.New(reflect.TypeOf(old).Elem())
 	v.Elem().Set(reflect.ValueOf(old).Elem())
 	obj := v.Interface().(api.Object)
-	copyStatus(obj, in)
+	strategy.CopyStatus(obj, in)
 	if p, ok := obj.(*api.Pod); ok {
 		// Every pod's agent writes the same few condition types, phases
 		// and images: the store keeps one copy of each.
@@ -180,63 +180,6 @@ type reader interface {
 
 func isNotFound(err error) bool {
 	return store.IsNotFound(err) || apierrors.IsNotFound(err)
-}
-
-// statusField returns the Status field of an object, or an invalid Value
-// for kinds without one.
-func statusField(obj api.Object) reflect.Value {
-	return reflect.ValueOf(obj).Elem().FieldByName("Status")
-}
-
-// copyStatus sets dst's status to src's.
-func copyStatus(dst, src api.Object) {
-	if du, ok := dst.(*unstructured.Unstructured); ok {
-		if st, ok := src.(*unstructured.Unstructured).Object["status"]; ok {
-			du.Object["status"] = st
-		} else {
-			delete(du.Object, "status")
-		}
-		return
-	}
-	d, s := statusField(dst), statusField(src)
-	if d.IsValid() && s.IsValid() && d.CanSet() {
-		d.Set(s)
-	}
-}
-
-// clearStatus empties an object's status.
-func clearStatus(obj api.Object) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		delete(u.Object, "status")
-		return
-	}
-	if f := statusField(obj); f.IsValid() && f.CanSet() {
-		f.Set(reflect.Zero(f.Type()))
-	}
-}
-
-// prepareForCreate drops what a client may not choose: the server's
-// metadata, and the status of kinds whose status controllers own (a Node
-// keeps the status its agent registers with, as in Kubernetes). A pod
-// starts Pending.
-func prepareForCreate(k *api.Kind, obj api.Object) {
-	obj.SetUID("")
-	obj.SetResourceVersion("")
-	obj.SetCreationTimestamp(metav1.Time{})
-	obj.SetDeletionTimestamp(nil)
-	obj.SetDeletionGracePeriodSeconds(nil)
-	obj.SetGeneration(0)
-	if !k.Namespaced {
-		obj.SetNamespace("")
-	}
-	if k.HasStatus {
-		if _, isNode := obj.(*api.Node); !isNode {
-			clearStatus(obj)
-		}
-	}
-	if pod, ok := obj.(*api.Pod); ok {
-		pod.Status.Phase = api.PodPending
-	}
 }
 
 // nameMismatch is the 400 of a body that names another object than the

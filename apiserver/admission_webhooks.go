@@ -8,6 +8,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/strategy"
 	"github.com/berth-dev/berth/apiserver/admission"
 )
 
@@ -59,7 +60,7 @@ func (s *Server) mutate(r *http.Request, req *resourceRequest, obj, old api.Obje
 			return nil, err
 		}
 		if req.kind.HasStatus && req.subresource == "" {
-			copyStatus(o, obj) // what a write to the object keeps
+			strategy.CopyStatus(o, obj) // what a write to the object keeps
 		}
 		return o, nil
 	})

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/strategy"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -44,7 +45,7 @@ func (s *Server) create(r *http.Request, req *resourceRequest, obj api.Object) (
 	if err != nil {
 		return nil, err
 	}
-	prepareForCreate(k, obj)
+	strategy.For(k).PrepareForCreate(obj)
 	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
 	for attempt := 1; ; attempt++ {
 		if generate {

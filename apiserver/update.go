@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/strategy"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -88,12 +89,7 @@ func (s *Server) update(r *http.Request, req *resourceRequest, conditional bool,
 			ns.Spec.Finalizers = in.(*api.Namespace).Spec.Finalizers
 			obj = ns
 		default:
-			if k.HasStatus {
-				copyStatus(obj, old)
-			}
-			if ns, ok := obj.(*api.Namespace); ok {
-				ns.Spec.Finalizers = old.(*api.Namespace).Spec.Finalizers
-			}
+			strategy.For(k).PrepareForUpdate(obj, old)
 		}
 		if !req.applied && len(old.GetManagedFields()) > 0 {
 			// Applied once: who sets what is recorded from then on.

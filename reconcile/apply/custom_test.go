@@ -155,3 +155,40 @@ func TestApplyCustomResourceWithoutCRD(t *testing.T) {
 		t.Fatalf("%s: %v", res.Message, res.Errors)
 	}
 }
+
+// The status of a custom resource whose CRD has a status subresource is
+// its controller's, as a built-in kind's is: writing it is no drift, and
+// the next revision keeps it.
+func TestCustomResourceStatusIsNoDrift(t *testing.T) {
+	f := newFixture(t)
+	t.Cleanup(func() { api.RemoveCustomKind(schema.GroupResource{Group: "apply.example.com", Resource: "gizmos"}) })
+	f.mustApply(decodeCustom(t, "r1", "crd.yaml", gizmoCRD, "gizmos.yaml", gizmo("a", "  size: small")))
+	k, ok := api.CustomKind(schema.GroupResource{Group: "apply.example.com", Resource: "gizmos"})
+	if !ok {
+		t.Fatal("the kind is not served")
+	}
+	obj, err := f.store.Get(k, "default", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := obj.DeepCopyObject().(*unstructured.Unstructured)
+	u.Object["status"] = map[string]any{"phase": "Ready"}
+	if _, err := f.store.Update(f.ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if corrected, err := f.applier.Correct(f.ctx, fleet, Key{Kind: k, Namespace: "default", Name: "a"}); err != nil || corrected {
+		t.Fatalf("a controller's status is no drift: corrected %v, %v", corrected, err)
+	}
+	f.mustApply(decodeCustom(t, "r2", "crd.yaml", gizmoCRD, "gizmos.yaml", gizmo("a", "  size: large")))
+	obj, err = f.store.Get(k, "default", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u = obj.(*unstructured.Unstructured)
+	if p, _, _ := unstructured.NestedString(u.Object, "status", "phase"); p != "Ready" {
+		t.Fatalf("after r2: status %v, want the controller's", u.Object["status"])
+	}
+	if s, _, _ := unstructured.NestedString(u.Object, "spec", "size"); s != "large" {
+		t.Fatalf("after r2: spec.size %q", s)
+	}
+}

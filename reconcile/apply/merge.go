@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/api/strategy"
 )
 
 // merge returns what the store should hold for an object the source
@@ -45,7 +46,11 @@ func merge(desired, live, prev api.Object) api.Object {
 	if len(desired.GetOwnerReferences()) == 0 {
 		out.SetOwnerReferences(live.GetOwnerReferences())
 	}
-	copyStatus(out, live)
+	if k := api.KindOf(out); k != nil {
+		// What a write to the object keeps, as the API server keeps it:
+		// the status, a namespace's finalizers.
+		strategy.For(k).PrepareForUpdate(out, live)
+	}
 	keepControllerFields(out, live)
 	return out
 }
@@ -70,15 +75,6 @@ func merge3(live, desired, prev map[string]string, known bool) map[string]string
 		return nil
 	}
 	return out
-}
-
-// copyStatus gives out the live object's status: a manifest never owns it.
-func copyStatus(out, live api.Object) {
-	ov := reflect.ValueOf(out).Elem().FieldByName("Status")
-	lv := reflect.ValueOf(live).Elem().FieldByName("Status")
-	if ov.IsValid() && lv.IsValid() && ov.CanSet() {
-		ov.Set(lv)
-	}
 }
 
 // keepControllerFields keeps the spec fields controllers set when the

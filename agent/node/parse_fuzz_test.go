@@ -2,11 +2,13 @@ package node
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -140,6 +142,50 @@ func FuzzParseTaints(f *testing.F) {
 			default:
 				t.Fatalf("%q: effect %q accepted", s, tn.Effect)
 			}
+		}
+	})
+}
+
+func FuzzParseThresholds(f *testing.F) {
+	for _, seed := range []string{
+		eviction.DefaultHard, "memory.available<1Gi", "nodefs.available<0%", "nodefs.available<100%", "memory.available<7%",
+		"memory.available<101%", "memory.available<NaN%", "memory.available<-1", "memory.available>1Gi", "pid.available<10",
+		"memory.available<1Gi,memory.available<2Gi", "nodefs.available<0x1p-2%", "nodefs.available<1e400%", "memory.available<1E18",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := eviction.ParseThresholds(s)
+		if err != nil {
+			checkNamesItem(t, s, "eviction threshold", err)
+			return
+		}
+		items := make([]string, len(got))
+		for i, th := range got {
+			items[i] = th.String()
+			if th.Quantity == nil && (th.Percentage < 0 || th.Percentage > 1 || math.IsNaN(th.Percentage)) {
+				t.Fatalf("%q: percentage %v accepted", s, th.Percentage)
+			}
+			for _, capacity := range []int64{0, 1 << 30, math.MaxInt64 / 2} {
+				if b := th.Bytes(capacity); b < 0 {
+					t.Fatalf("%q: %s of %d bytes is %d", s, th, capacity, b)
+				}
+			}
+		}
+		again, err := eviction.ParseThresholds(strings.Join(items, ","))
+		if err != nil || len(again) != len(got) {
+			t.Fatalf("%q: written back as %q: %v, %v", s, strings.Join(items, ","), again, err)
+		}
+		for i, th := range got {
+			a := again[i]
+			switch {
+			case a.Signal != th.Signal:
+			case th.Quantity != nil && a.Quantity != nil && a.Quantity.Cmp(*th.Quantity) == 0:
+				continue
+			case th.Quantity == nil && a.Quantity == nil && math.Abs(a.Percentage-th.Percentage) <= 1e-12:
+				continue
+			}
+			t.Fatalf("%q: %s written back as %q reads %s", s, th, items[i], a)
 		}
 	})
 }

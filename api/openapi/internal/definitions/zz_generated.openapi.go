@@ -9672,7 +9672,7 @@ func schema_githubcom_berth_dev_berth_api_ServiceSpec(ref common.ReferenceCallba
 					},
 					"healthCheckNodePort": {
 						SchemaProps: spec.SchemaProps{
-							Description: "HealthCheckNodePort is checked and kept, and otherwise unused.",
+							Description: "HealthCheckNodePort is the node port, from the node port range, on which each node answers an external load balancer whether it has a ready endpoint of the Service (200) or none (503): allocated for a LoadBalancer Service of externalTrafficPolicy Local unless given, and only for one.",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

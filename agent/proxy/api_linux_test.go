@@ -3,14 +3,18 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -56,7 +60,7 @@ func sliceOf(i, n int, ready func(j int) bool) *api.EndpointSlice {
 	return es
 }
 
-func startCluster(tb testing.TB, services, endpoints int) *cluster {
+func startCluster(tb testing.TB, services, endpoints int, options ...func(*Options)) *cluster {
 	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root for network namespaces and nftables")
@@ -93,7 +97,11 @@ func startCluster(tb testing.TB, services, endpoints int) *cluster {
 	}
 	s := NewSyncer(int(c.node.h))
 	tb.Cleanup(func() { s.Cleanup() })
-	p := New(Options{Client: cl, NodeName: "node-1", Syncer: s, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Synced: c.synced})
+	opts := Options{Client: cl, NodeName: "node-1", Syncer: s, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Synced: c.synced}
+	for _, o := range options {
+		o(&opts)
+	}
+	p := New(opts)
 	testtool.Run(tb, "service proxy", p.Run)
 	return c
 }
@@ -196,4 +204,63 @@ func TestProxyFollowsPolicies(t *testing.T) {
 		_, err := tx.Delete(api.MustLookupResource("networkpolicies"), "default", "deny", store.DeleteOptions{})
 		return err
 	})
+}
+
+// TestProxyServesHealthCheckNodePorts: a Service turned LoadBalancer of
+// externalTrafficPolicy Local through the API gets a healthCheckNodePort
+// from the control plane, and the proxy answers on it at the node's
+// address: 200 with the node's ready endpoints counted, 503 once none is
+// ready.
+func TestProxyServesHealthCheckNodePorts(t *testing.T) {
+	c := startCluster(t, 1, 2, func(o *Options) { o.HealthCheckAddress = "127.0.0.1" })
+	ctx := context.Background()
+	var hc int32
+	if _, err := c.store.Txn(ctx, func(tx *store.Txn) error {
+		o, err := tx.Get(serviceKind, "default", "s0")
+		if err != nil {
+			return err
+		}
+		svc := o.(*api.Service).DeepCopy()
+		svc.Spec.Type, svc.Spec.ExternalTrafficPolicy = api.ServiceTypeLoadBalancer, corev1.ServiceExternalTrafficPolicyLocal
+		out, err := tx.Update(svc)
+		if err == nil {
+			hc = out.(*api.Service).Spec.HealthCheckNodePort
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if hc == 0 {
+		t.Fatal("no healthCheckNodePort allocated")
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", hc)
+	hcl := &http.Client{Timeout: 2 * time.Second}
+	answers := func(code int, local string) func() error {
+		return func() error {
+			resp, err := hcl.Get(url)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != code || !strings.Contains(string(body), `"localEndpoints":`+local) {
+				return fmt.Errorf("%d %s", resp.StatusCode, body)
+			}
+			return nil
+		}
+	}
+	testtool.WaitFor(t, 30*time.Second, "200 with two local endpoints", answers(http.StatusOK, "2"))
+	if _, err := c.store.Txn(ctx, func(tx *store.Txn) error {
+		es := sliceOf(0, 2, func(int) bool { return false })
+		old, err := tx.Get(sliceKind, "default", es.Name)
+		if err != nil {
+			return err
+		}
+		es.ResourceVersion = old.GetResourceVersion()
+		_, err = tx.Update(es)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testtool.WaitFor(t, 30*time.Second, "503 once no local endpoint is ready", answers(http.StatusServiceUnavailable, "0"))
 }

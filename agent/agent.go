@@ -25,6 +25,7 @@ import (
 	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/node"
 	"github.com/berth-dev/berth/agent/podnet"
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/agent/runtime/exec"
@@ -132,7 +133,7 @@ type Agent struct {
 	rt  agentRuntime
 	// containerd is the containerd the agent runs (RuntimeContainerd).
 	containerd *cri.Containerd
-	pods       *PodManager
+	pods       *pods.Manager
 	metrics    *MetricsSampler
 	podEvents  *apiPodEvents
 	capacity   api.ResourceList
@@ -227,17 +228,17 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--eviction-hard: %w", err)
 	}
-	// Search only, for others: see access.go. Pods' directories an older
+	// Search only, for others: see pods/access.go. Pods' directories an older
 	// agent left open are shut first.
-	if err := closePodDirs(filepath.Join(cfg.DataDir, "pods")); err != nil {
+	if err := pods.ClosePodDirs(filepath.Join(cfg.DataDir, "pods")); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "pods"), localPathRoot(cfg.DataDir)} {
-		if err := ensureDir(d, DataDirMode); err != nil {
+		if err := pods.EnsureDir(d, pods.DataDirMode); err != nil {
 			return nil, fmt.Errorf("data dir: %w", err)
 		}
 	}
-	if d := unsearchableAncestor(cfg.DataDir); d != "" {
+	if d := pods.UnsearchableAncestor(cfg.DataDir); d != "" {
 		cfg.Logger.Warn("containers that run as another user (runAsUser) cannot reach their volumes and token: other users may not pass through "+d, "data-dir", cfg.DataDir)
 	}
 	storeUID, err := loadStoreUID(cfg.DataDir)
@@ -272,7 +273,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	mem := capacity[api.ResourceMemory]
 	a.podEvents = newAPIPodEvents(cfg.NodeName, a.connectedClient, a.log)
-	a.pods, err = NewPodManager(PodManagerOptions{
+	a.pods, err = pods.New(pods.Config{
 		NodeName:             cfg.NodeName,
 		NodeIP:               cfg.NodeIP,
 		Runtime:              rt,
@@ -928,17 +929,17 @@ func (r reporter) conn() (*client.Client, *MirrorManager) {
 
 func (r reporter) ReportStatus(ctx context.Context, pod *api.Pod, status api.PodStatus) error {
 	c, m := r.conn()
-	if isStatic(pod) {
+	if pods.IsStatic(pod) {
 		switch {
 		case r.a.cfg.Server == "":
 			return nil // standalone: there is no mirror
 		case m == nil:
-			return ErrNotConnected
+			return pods.ErrNotConnected
 		}
 		return m.ReportStatus(ctx, pod, status)
 	}
 	if c == nil {
-		return ErrNotConnected
+		return pods.ErrNotConnected
 	}
 	// The agent owns a bound pod's status but for the conditions others
 	// write (a readiness gate's, DisruptionTarget), which it keeps as it
@@ -968,7 +969,7 @@ func (r reporter) ReportStatus(ctx context.Context, pod *api.Pod, status api.Pod
 		}
 		p = latest.DeepCopy()
 		p.Status = status
-		p.Status.Conditions = withOthersConditions(status.Conditions, latest.Status.Conditions)
+		p.Status.Conditions = pods.WithOthersConditions(status.Conditions, latest.Status.Conditions)
 	}
 	// Written over and over meanwhile: this status goes in whole.
 	p.ResourceVersion = ""
@@ -981,7 +982,7 @@ func (r reporter) ReportStatus(ctx context.Context, pod *api.Pod, status api.Pod
 
 func (r reporter) PodTerminated(ctx context.Context, pod *api.Pod) error {
 	c, _ := r.conn()
-	if isStatic(pod) || c == nil {
+	if pods.IsStatic(pod) || c == nil {
 		return nil
 	}
 	zero := int64(0)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
@@ -55,7 +56,7 @@ func (m *MirrorManager) Sync(ctx context.Context, static []*api.Pod) error {
 	var errs []error
 	for _, sp := range static {
 		key := sp.Namespace + "/" + sp.Name
-		hash := sp.Annotations[AnnotationConfigHash]
+		hash := sp.Annotations[pods.AnnotationConfigHash]
 		cur, ok := mirrors[key]
 		delete(mirrors, key)
 		if ok && cur.Annotations[api.AnnotationMirror] == hash && cur.DeletionTimestamp == nil {
@@ -123,7 +124,7 @@ func (m *MirrorManager) mirrorOf(sp *api.Pod, nodeUID types.UID) *api.Pod {
 	for k, v := range sp.Annotations {
 		p.Annotations[k] = v
 	}
-	p.Annotations[api.AnnotationMirror] = sp.Annotations[AnnotationConfigHash]
+	p.Annotations[api.AnnotationMirror] = sp.Annotations[pods.AnnotationConfigHash]
 	controller := true
 	p.OwnerReferences = []metav1.OwnerReference{{
 		APIVersion: "v1", Kind: "Node", Name: m.node, UID: nodeUID, Controller: &controller,
@@ -143,7 +144,7 @@ func (m *MirrorManager) ReportStatus(ctx context.Context, static *api.Pod, statu
 			return fmt.Errorf("report status of mirror pod %s: %w", key, err)
 		}
 		cur := obj.(*api.Pod)
-		if cur.Annotations[api.AnnotationMirror] != static.Annotations[AnnotationConfigHash] {
+		if cur.Annotations[api.AnnotationMirror] != static.Annotations[pods.AnnotationConfigHash] {
 			return nil
 		}
 		next := cur.DeepCopy()

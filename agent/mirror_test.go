@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/node"
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
@@ -22,7 +23,7 @@ func staticPod(t *testing.T, name, image, node string) *api.Pod {
 	t.Helper()
 	m := &api.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}}}
 	m.Spec.Containers = []api.Container{{Name: "main", Image: image, Command: []string{"/bin/sleep", "100"}}}
-	p, err := agent.StaticPod(m, node, agent.ConfigSourceFile, "/etc/berth/manifests/"+name+".yaml")
+	p, err := agent.StaticPod(m, node, pods.ConfigSourceFile, "/etc/berth/manifests/"+name+".yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestMirrorPods(t *testing.T) {
 	}
 	for _, sp := range []*api.Pod{web, db} {
 		mp := got[sp.Name]
-		if mp.Annotations[api.AnnotationMirror] != string(sp.UID) || mp.Annotations[agent.AnnotationConfigHash] != string(sp.UID) {
+		if mp.Annotations[api.AnnotationMirror] != string(sp.UID) || mp.Annotations[pods.AnnotationConfigHash] != string(sp.UID) {
 			t.Errorf("%s annotations %v", sp.Name, mp.Annotations)
 		}
 		if mp.UID == sp.UID {

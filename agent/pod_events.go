@@ -2,28 +2,11 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
-
-// Reasons of the pod workers' events, as the kubelet spells them.
-const (
-	ReasonStarted   = "Started"
-	ReasonKilling   = "Killing"
-	ReasonBackOff   = "BackOff"
-	ReasonUnhealthy = "Unhealthy"
-	ReasonFailed    = "Failed"
-)
-
-// PodEvents receives what the pod workers do to a pod, so that `berth
-// describe pod` tells why it restarts. It is called from the workers and
-// must not block them.
-type PodEvents interface {
-	PodEvent(pod *api.Pod, eventType, reason, message string)
-}
 
 // podEventQueue bounds the pod events waiting for the API; past it they
 // are dropped, not waited for.
@@ -92,18 +75,4 @@ func (a *Agent) connectedClient() *client.Client {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.client
-}
-
-// podEvent hands an event about pod to the manager's Events, if any.
-func (w *podWorker) podEvent(pod *api.Pod, eventType, reason, message string) {
-	// An orphan (runs left by an earlier agent of a pod the API no longer
-	// has) has no object for an event to be about.
-	if e := w.m.o.Events; e != nil && pod != nil {
-		e.PodEvent(pod, eventType, reason, message)
-	}
-}
-
-// podRef names a pod in messages as the kubelet does: NAME_NAMESPACE(UID).
-func podRef(pod *api.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }

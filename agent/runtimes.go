@@ -145,7 +145,7 @@ func (a *Agent) writePodNetwork(podCIDR string) error {
 		return fmt.Errorf("pod network %s: %w", podCIDR, err)
 	}
 	gw, _ := podnet.Gateway(podCIDR)
-	a.pods.setNameServer(gw.String())
+	a.pods.SetNameServer(gw.String())
 	if wrote {
 		a.log.Info("pod network written", "podCIDR", podCIDR, "bridge", cri.BridgeName, "gateway", gw.String())
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
 	"github.com/berth-dev/berth/source/dir"
@@ -62,7 +63,7 @@ type StaticPods struct {
 // staticSource is one place static pods come from and what it last held.
 type staticSource struct {
 	src   source.Source
-	kind  string // ConfigSourceFile or ConfigSourceHTTP
+	kind  string // pods.ConfigSourceFile or pods.ConfigSourceHTTP
 	base  string // the directory, or "" for a URL (its file name is the URL)
 	files map[string][]*api.Pod
 	// reported holds the error last reported for each broken file.
@@ -103,7 +104,7 @@ func NewStaticPods(o StaticOptions) (*StaticPods, error) {
 		if err != nil {
 			return nil, fmt.Errorf("static pods %s: %w", o.ManifestDir, err)
 		}
-		s.sources = append(s.sources, &staticSource{src: d, kind: ConfigSourceFile, base: root})
+		s.sources = append(s.sources, &staticSource{src: d, kind: pods.ConfigSourceFile, base: root})
 	}
 	if o.ManifestURL != "" {
 		h, err := sourcehttp.New(source.Spec{Name: "static", Type: source.TypeHTTP, URL: o.ManifestURL, Interval: o.Interval},
@@ -111,7 +112,7 @@ func NewStaticPods(o StaticOptions) (*StaticPods, error) {
 		if err != nil {
 			return nil, fmt.Errorf("static pods %s: %w", o.ManifestURL, err)
 		}
-		s.sources = append(s.sources, &staticSource{src: h, kind: ConfigSourceHTTP})
+		s.sources = append(s.sources, &staticSource{src: h, kind: pods.ConfigSourceHTTP})
 	}
 	for _, src := range s.sources {
 		src.files = map[string][]*api.Pod{}
@@ -265,7 +266,7 @@ func (s *StaticPods) pods(src *staticSource, file string, objs []*api.Decoded) (
 // defaulted and validated, with a UID that hashes the node, the manifest's
 // location and the pod, so that an unchanged manifest keeps its UID across
 // agent restarts and an edited one gets a new one (the kubelet's config
-// hash). configSource is ConfigSourceFile or ConfigSourceHTTP.
+// hash). configSource is pods.ConfigSourceFile or pods.ConfigSourceHTTP.
 func StaticPod(manifest *api.Pod, node, configSource, location string) (*api.Pod, error) {
 	p := manifest.DeepCopy()
 	p.Name = p.Name + "-" + node
@@ -287,8 +288,8 @@ func StaticPod(manifest *api.Pod, node, configSource, location string) (*api.Pod
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
 	}
-	p.Annotations[AnnotationConfigSource] = configSource
-	p.Annotations[AnnotationConfigHash] = hash
+	p.Annotations[pods.AnnotationConfigSource] = configSource
+	p.Annotations[pods.AnnotationConfigHash] = hash
 	if errs := api.Validate(p); len(errs) > 0 {
 		return nil, fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, errs.ToAggregate())
 	}
@@ -309,7 +310,7 @@ func (s *StaticPods) emit() {
 			for _, p := range src.files[file] {
 				key := p.Namespace + "/" + p.Name
 				if where, dup := seen[key]; dup {
-					err := fmt.Errorf("static pods: pod %s is defined in %s and in %s; the first is kept", key, where, p.Annotations[AnnotationConfigSource]+":"+file)
+					err := fmt.Errorf("static pods: pod %s is defined in %s and in %s; the first is kept", key, where, p.Annotations[pods.AnnotationConfigSource]+":"+file)
 					s.o.OnError(err)
 					continue
 				}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/source"
 )
@@ -83,23 +84,23 @@ func FuzzStaticManifest(f *testing.F) {
 		if len(src.files["other.json"]) != 1 || src.files["other.json"][0].Name != "other-"+node {
 			t.Fatalf("the other file's pods: %v", src.files["other.json"])
 		}
-		pods := src.files["fuzz.yaml"]
+		got := src.files["fuzz.yaml"]
 		if fuzzBroken {
-			if len(pods) != 1 || pods[0].UID != good[0].UID {
-				t.Fatalf("after %v the file's last good pod is lost: %v", errs, pods)
+			if len(got) != 1 || got[0].UID != good[0].UID {
+				t.Fatalf("after %v the file's last good pod is lost: %v", errs, got)
 			}
 			return
 		}
-		for _, p := range pods {
+		for _, p := range got {
 			switch {
 			case p.Spec.NodeName != node:
 				t.Errorf("pod %s bound to %q", p.Name, p.Spec.NodeName)
 			case !strings.HasSuffix(p.Name, "-"+node):
 				t.Errorf("pod %s not named for the node", p.Name)
-			case p.UID == "" || p.Annotations[AnnotationConfigHash] != string(p.UID):
-				t.Errorf("pod %s: uid %q, hash %q", p.Name, p.UID, p.Annotations[AnnotationConfigHash])
-			case p.Annotations[AnnotationConfigSource] != ConfigSourceFile:
-				t.Errorf("pod %s: config source %q", p.Name, p.Annotations[AnnotationConfigSource])
+			case p.UID == "" || p.Annotations[pods.AnnotationConfigHash] != string(p.UID):
+				t.Errorf("pod %s: uid %q, hash %q", p.Name, p.UID, p.Annotations[pods.AnnotationConfigHash])
+			case p.Annotations[pods.AnnotationConfigSource] != pods.ConfigSourceFile:
+				t.Errorf("pod %s: config source %q", p.Name, p.Annotations[pods.AnnotationConfigSource])
 			}
 			if errs := api.Validate(p); len(errs) > 0 {
 				t.Errorf("pod %s accepted yet invalid: %v", p.Name, errs)

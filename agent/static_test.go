@@ -16,6 +16,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/testtool"
 )
@@ -158,7 +159,7 @@ func TestStaticPodsDir(t *testing.T) {
 		t.Errorf("namespaces %q %q", web.Namespace, db.Namespace)
 	}
 	for _, p := range first {
-		if p.Spec.NodeName != "n1" || p.UID == "" || p.Annotations[AnnotationConfigHash] != string(p.UID) || p.Annotations[AnnotationConfigSource] != ConfigSourceFile {
+		if p.Spec.NodeName != "n1" || p.UID == "" || p.Annotations[pods.AnnotationConfigHash] != string(p.UID) || p.Annotations[pods.AnnotationConfigSource] != pods.ConfigSourceFile {
 			t.Errorf("pod %s: node %q uid %q annotations %v", p.Name, p.Spec.NodeName, p.UID, p.Annotations)
 		}
 	}
@@ -234,7 +235,7 @@ func TestStaticPodUID(t *testing.T) {
 	m := &api.Pod{}
 	m.Name = "web"
 	m.Spec.Containers = []api.Container{{Name: "main", Image: "busybox"}}
-	a, err := StaticPod(m, "n1", ConfigSourceFile, "/etc/berth/web.yaml")
+	a, err := StaticPod(m, "n1", pods.ConfigSourceFile, "/etc/berth/web.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestStaticPodUID(t *testing.T) {
 		if tt.edit != nil {
 			tt.edit(p)
 		}
-		b, err := StaticPod(p, tt.node, ConfigSourceFile, tt.location)
+		b, err := StaticPod(p, tt.node, pods.ConfigSourceFile, tt.location)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +323,7 @@ func TestStaticPodsHTTP(t *testing.T) {
 		return got
 	}
 	first := poll("the URL's pod", []string{"edge-n1"}, nil)["edge-n1"]
-	if first.Annotations[AnnotationConfigSource] != ConfigSourceHTTP || first.Spec.NodeName != "n1" {
+	if first.Annotations[pods.AnnotationConfigSource] != pods.ConfigSourceHTTP || first.Spec.NodeName != "n1" {
 		t.Errorf("pod %+v", first.ObjectMeta)
 	}
 
@@ -416,7 +417,7 @@ func TestStaticPodRefersToNoObject(t *testing.T) {
 		m.Name, m.Namespace = "web", "kube"
 		m.Spec.Containers = []api.Container{{Name: "c", Image: "busybox"}}
 		edit(m)
-		_, err := StaticPod(m, "n1", ConfigSourceFile, "/etc/berth/web.yaml")
+		_, err := StaticPod(m, "n1", pods.ConfigSourceFile, "/etc/berth/web.yaml")
 		if err == nil || !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), "kube/web-n1") {
 			t.Errorf("%s: StaticPod = %v, want an error naming the pod and the field", field, err)
 		}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
@@ -75,7 +76,7 @@ func (a *Agent) recordStore(ctx context.Context, c *client.Client) error {
 	joined := a.joinedStore()
 	if joined == "" {
 		path := filepath.Join(a.cfg.DataDir, storeUIDFile)
-		if err := writeFileAtomic(path, []byte(info.UID+"\n"), 0o600); err != nil {
+		if err := pods.WriteFileAtomic(path, []byte(info.UID+"\n"), 0o600); err != nil {
 			return fmt.Errorf("store identity: %w", err)
 		}
 		a.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
 )
@@ -47,7 +48,7 @@ func claimDir(pv *api.PersistentVolume, node string) (string, error) {
 		if err := safeVolumeDir(dir); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
-		if err := makeSharedDir(dir); err != nil {
+		if err := pods.MakeSharedDir(dir); err != nil {
 			return "", fmt.Errorf("persistentvolume %s: %w", pv.Name, err)
 		}
 	}

@@ -1,16 +1,12 @@
 package agent
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/berth-dev/berth/agent/runtime"
 	"github.com/berth-dev/berth/api"
 )
 
@@ -149,37 +145,4 @@ func TestWipeDir(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Fatalf("after wipe: %v %v", entries, err)
 	}
-}
-
-// TestPodWaitsForItsClaim: a pod whose claim is not bound yet waits, says
-// why in its container's waiting reason, and starts once the claim binds,
-// on the next try of the volume back-off: half a second after the first,
-// not the ten of a crash (the claim of a local-path volume binds a moment
-// after its pod).
-func TestPodWaitsForItsClaim(t *testing.T) {
-	clk := testingclock.NewFakeClock(testEpoch)
-	refs := &fakeRefs{}
-	h := newHarness(t, clk, newFakeRuntime(clk), t.TempDir(), refs)
-	pod := workerPod("u1", "app", api.RestartPolicyAlways, "app")
-	pod.Spec.Volumes = []api.Volume{{Name: "data", VolumeSource: api.VolumeSource{
-		PersistentVolumeClaim: &api.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
-	h.m.Sync(pod)
-	h.waitStatus("u1", "waiting for the claim", func(st api.PodStatus) error {
-		cs, err := containerStatusOf(st, "app")
-		if err != nil {
-			return err
-		}
-		if w := cs.State.Waiting; w == nil || w.Reason != reasonCreateContainerConfigError || !strings.Contains(w.Message, "default/data is not bound") {
-			return fmt.Errorf("state %+v", cs.State)
-		}
-		return nil
-	})
-	if _, ok := h.rt.run(rid("u1", "app", 0)); ok {
-		t.Fatal("container started before its claim was bound")
-	}
-	refs.mu.Lock()
-	refs.claims = map[string]string{"default/data": t.TempDir()}
-	refs.mu.Unlock()
-	h.step(volumeBackOffInitial)
-	h.waitRun(rid("u1", "app", 0), runtime.StateRunning)
 }

@@ -197,7 +197,7 @@ type Options struct {
 	// Pods lists the running pods and their usage.
 	Pods func(ctx context.Context) []PodUsage
 	// Storage measures the local ephemeral storage of the running pods
-	// (the agent's PodManager.Storage); nil checks no pod's storage limits.
+	// (pods.Manager.Storage); nil checks no pod's storage limits.
 	Storage func(ctx context.Context) []PodStorage
 	// Evict stops a pod and marks it Failed with reason Evicted and the
 	// message.

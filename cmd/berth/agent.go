@@ -12,6 +12,7 @@ import (
 	"github.com/berth-dev/berth/agent"
 	"github.com/berth-dev/berth/agent/eviction"
 	"github.com/berth-dev/berth/agent/node"
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/agent/runtime/cri"
 	"github.com/berth-dev/berth/client"
 )
@@ -128,7 +129,7 @@ func (o *agentFlags) config() (agent.Config, error) {
 	if o.housekeeping <= 0 {
 		return cfg, usageErrorf("--housekeeping-interval must be positive")
 	}
-	if err := agent.CheckAllowedUnsafeSysctls(o.unsafeSysctls); err != nil {
+	if err := pods.CheckAllowedUnsafeSysctls(o.unsafeSysctls); err != nil {
 		return cfg, usageErrorf("--allowed-unsafe-sysctls: %v", err)
 	}
 	if _, err := eviction.ParseThresholds(o.evictionHard); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-dev/berth/agent"
+	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/controlplane"
 )
@@ -290,7 +291,7 @@ func (o *serverOptions) embeddedAgent(s *controlplane.Server, g *globalOptions, 
 	// The agent's pods that run as another user (runAsUser) pass through
 	// the server's data dir to their files. Passing through is all it
 	// allows: what the server keeps there is 0600, its tls/ 0700.
-	if err := os.Chmod(o.dataDir, agent.DataDirMode); err != nil {
+	if err := os.Chmod(o.dataDir, pods.DataDirMode); err != nil {
 		return nil, failed(fmt.Errorf("agent: data dir: %w", err))
 	}
 	a, err := agent.New(cfg)

@@ -61,6 +61,10 @@ var narrower = map[string][]string{
 	// The agent's server for the API server: the runtime's streams and
 	// logs, the pods known only through its options' lookups.
 	"agent/server": {"api", "agent/runtime"},
+	// The pods of the node: the manager and its workers, over the
+	// runtime, probes and eviction's types; the API only through the
+	// interfaces agent fills in, and never agent itself.
+	"agent/pods": {"api", "agent/runtime", "agent/probe", "agent/eviction", "agent/du"},
 	// The Node: registration, Lease, status; the machine's capacity.
 	"agent/node": {"api", "client", "agent/runtime", "agent/eviction"},
 	// Eviction: thresholds, ranking and the loop, over the functions its

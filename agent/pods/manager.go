@@ -20,7 +20,8 @@ import (
 	"github.com/berth-dev/berth/api"
 )
 
-// Config configure a Manager.
+// Config is what a Manager is given: its node, runtime and data
+// directory, and the agent's parts it reaches the API through.
 type Config struct {
 	NodeName string
 	// NodeIP is the pod IP and the host IP: under the exec runtime pods
@@ -122,7 +123,7 @@ type Manager struct {
 	wg      sync.WaitGroup
 }
 
-// New checks the options and makes a manager; Run starts it.
+// New checks the configuration and makes a manager; Run starts it.
 func New(o Config) (*Manager, error) {
 	if o.Runtime == nil {
 		return nil, errors.New("pod manager: no runtime")

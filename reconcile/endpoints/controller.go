@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
+	"github.com/berth-dev/berth/reconcile/members"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -27,10 +28,6 @@ const (
 	LabelManagedBy = "endpoints.berth.dev/managed-by"
 	ManagedBy      = "endpoints-controller"
 )
-
-// LabelHeadless marks the Endpoints of a service with clusterIP None, as
-// Kubernetes does.
-const LabelHeadless = "service.kubernetes.io/headless"
 
 var (
 	serviceKind   = api.MustLookupResource("services")
@@ -48,13 +45,13 @@ type Options struct {
 // Reconciler converges the Endpoints of one service, named by its key.
 type Reconciler struct {
 	store    *store.Store
-	services *ServiceIndex
+	services *members.Index
 }
 
 // NewReconciler returns the Reconciler alone, for tests and for callers
 // that run it under their own Controller.
 func NewReconciler(s *store.Store) *Reconciler {
-	return &Reconciler{store: s, services: NewServiceIndex()}
+	return &Reconciler{store: s, services: members.NewIndex()}
 }
 
 // NewController returns the endpoints controller, fed by watches on
@@ -105,11 +102,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		svc = obj.(*api.Service)
 	}
 	r.services.Observe(key, svc, snap.Revision())
-	if svc == nil || len(SelectorOf(svc)) == 0 {
+	if svc == nil || len(members.SelectorOf(svc)) == 0 {
 		return reconcile.Result{}, r.deleteManaged(ctx, existing)
 	}
 
-	pods, err := SelectedPods(snap, svc)
+	pods, err := members.SelectedPods(snap, svc)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("endpoints %s: %w", key, err)
 	}
@@ -131,18 +128,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 		return reconcile.Result{}, fmt.Errorf("update endpoints %s: %w", key, err)
 	}
 	return reconcile.Result{}, nil
-}
-
-// SelectedPods reads the pods a service selects from a snapshot.
-func SelectedPods(snap *store.Snapshot, svc *api.Service) ([]*api.Pod, error) {
-	var pods []*api.Pod
-	err := snap.Each(podKind, store.Filter{Namespace: svc.Namespace}, func(o api.Object) bool {
-		if pod := o.(*api.Pod); Selects(svc.Spec.Selector, pod.Labels) {
-			pods = append(pods, pod)
-		}
-		return true
-	})
-	return pods, err
 }
 
 // deleteManaged deletes Endpoints this controller wrote; any other is
@@ -168,43 +153,13 @@ func desired(svc *api.Service, subsets []api.EndpointSubset) *api.Endpoints {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       svc.Namespace,
 			Name:            svc.Name,
-			Labels:          ServiceLabels(svc, map[string]string{LabelManagedBy: ManagedBy}),
-			OwnerReferences: OwnedBy(svc),
+			Labels:          members.ServiceLabels(svc, map[string]string{LabelManagedBy: ManagedBy}),
+			OwnerReferences: members.OwnedBy(svc),
 		},
 		Subsets: subsets,
 	}
 	ep.SetGroupVersionKind(endpointsKind.GVK)
 	return ep
-}
-
-// ServiceLabels are the labels of what a controller keeps for a service,
-// as Kubernetes sets them: the service's own, the headless mark for a
-// service with clusterIP None, and the controller's marks over them.
-func ServiceLabels(svc *api.Service, marks map[string]string) map[string]string {
-	lbls := make(map[string]string, len(svc.Labels)+len(marks)+1)
-	maps.Copy(lbls, svc.Labels)
-	if svc.Spec.ClusterIP == api.ClusterIPNone {
-		lbls[LabelHeadless] = ""
-	} else {
-		delete(lbls, LabelHeadless)
-	}
-	maps.Copy(lbls, marks)
-	return lbls
-}
-
-// OwnedBy is the owner reference of what a controller keeps for a
-// service: the service controls it, and garbage collection removes it
-// with the service.
-func OwnedBy(svc *api.Service) []metav1.OwnerReference {
-	yes := true
-	return []metav1.OwnerReference{{
-		APIVersion:         "v1",
-		Kind:               "Service",
-		Name:               svc.Name,
-		UID:                svc.UID,
-		Controller:         &yes,
-		BlockOwnerDeletion: &yes,
-	}}
 }
 
 // upToDate reports whether a stored Endpoints already holds what want says.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,24 +12,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
+	"github.com/berth-dev/berth/reconcile/members"
+	"github.com/berth-dev/berth/reconcile/members/memberstest"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
 
-func newStore(t *testing.T) *store.Store {
-	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func inNamespace(ns string) endpointstest.PodOpt { return func(p *api.Pod) { p.Namespace = ns } }
-func phase(ph api.PodPhase) endpointstest.PodOpt { return func(p *api.Pod) { p.Status.Phase = ph } }
-func hostname(h string) endpointstest.PodOpt     { return func(p *api.Pod) { p.Spec.Hostname = h } }
+func inNamespace(ns string) memberstest.PodOpt { return func(p *api.Pod) { p.Namespace = ns } }
+func phase(ph api.PodPhase) memberstest.PodOpt { return func(p *api.Pod) { p.Status.Phase = ph } }
+func hostname(h string) memberstest.PodOpt     { return func(p *api.Pod) { p.Spec.Hostname = h } }
 func terminating(p *api.Pod) {
 	// A finalizer keeps the pod in the store once deleted.
 	p.Finalizers = []string{"test/hold"}
@@ -78,9 +69,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "ready and not-ready pods",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("a", "10.0.0.1"),
-				endpointstest.Pod("b", "10.0.0.2", endpointstest.NotReady),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("b", "10.0.0.2", memberstest.NotReady),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{{
@@ -92,9 +83,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod without the named port is left out of that port's subset",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort(), endpointstest.MetricsPort()),
-				endpointstest.Pod("a", "10.0.0.1"),
-				endpointstest.Pod("b", "10.0.0.2", endpointstest.NoPorts),
+				memberstest.Service("web", web, memberstest.HTTPPort(), memberstest.MetricsPort()),
+				memberstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("b", "10.0.0.2", memberstest.NoPorts),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{
@@ -105,13 +96,13 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "pods without an IP, finished, elsewhere or not selected are left out",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("a", "10.0.0.1"),
-				endpointstest.Pod("no-ip", ""),
-				endpointstest.Pod("done", "10.0.0.3", phase(api.PodSucceeded)),
-				endpointstest.Pod("failed", "10.0.0.4", phase(api.PodFailed)),
-				endpointstest.Pod("other-ns", "10.0.0.5", inNamespace("other")),
-				endpointstest.Pod("other-app", "10.0.0.6", endpointstest.Labelled("app", "db")),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("no-ip", ""),
+				memberstest.Pod("done", "10.0.0.3", phase(api.PodSucceeded)),
+				memberstest.Pod("failed", "10.0.0.4", phase(api.PodFailed)),
+				memberstest.Pod("other-ns", "10.0.0.5", inNamespace("other")),
+				memberstest.Pod("other-app", "10.0.0.6", memberstest.Labelled("app", "db")),
 			},
 			key:  "default/web",
 			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}, Ports: []api.EndpointPort{epHTTP}}},
@@ -119,9 +110,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod being deleted is left out",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("a", "10.0.0.1"),
-				endpointstest.Pod("going", "10.0.0.2", terminating),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("going", "10.0.0.2", terminating),
 			},
 			terminate: []string{"going"},
 			key:       "default/web",
@@ -131,12 +122,12 @@ func TestReconcile(t *testing.T) {
 			name: "publishNotReadyAddresses lists not-ready and terminating pods as ready",
 			objects: []api.Object{
 				func() *api.Service {
-					s := endpointstest.Service("web", web, endpointstest.HTTPPort())
+					s := memberstest.Service("web", web, memberstest.HTTPPort())
 					s.Spec.PublishNotReadyAddresses = true
 					return s
 				}(),
-				endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady),
-				endpointstest.Pod("going", "10.0.0.2", terminating),
+				memberstest.Pod("a", "10.0.0.1", memberstest.NotReady),
+				memberstest.Pod("going", "10.0.0.2", terminating),
 			},
 			terminate: []string{"going"},
 			key:       "default/web",
@@ -148,9 +139,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "pods sharing the node's IP are distinct endpoints; spec.hostname names one",
 			objects: []api.Object{
-				endpointstest.Service("web", web, api.ServicePort{Name: "http", Port: 80}),
-				endpointstest.Pod("b", "10.0.0.1"),
-				endpointstest.Pod("a", "10.0.0.1", hostname("first")),
+				memberstest.Service("web", web, api.ServicePort{Name: "http", Port: 80}),
+				memberstest.Pod("b", "10.0.0.1"),
+				memberstest.Pod("a", "10.0.0.1", hostname("first")),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{{
@@ -161,10 +152,10 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod whose name is no DNS label gets no hostname",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("web.v1", "10.0.0.1"),
-				endpointstest.Pod(longName, "10.0.0.2"),
-				endpointstest.Pod(longName+".x", "10.0.0.3", hostname("named")),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("web.v1", "10.0.0.1"),
+				memberstest.Pod(longName, "10.0.0.2"),
+				memberstest.Pod(longName+".x", "10.0.0.3", hostname("named")),
 			},
 			key: "default/web",
 			want: []api.EndpointSubset{{
@@ -180,31 +171,31 @@ func TestReconcile(t *testing.T) {
 			name: "a headless service without ports lists addresses",
 			objects: []api.Object{
 				func() *api.Service {
-					s := endpointstest.Service("web", web)
+					s := memberstest.Service("web", web)
 					s.Spec.ClusterIP = api.ClusterIPNone
 					return s
 				}(),
-				endpointstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("a", "10.0.0.1"),
 			},
 			key:  "default/web",
 			want: []api.EndpointSubset{{Addresses: []api.EndpointAddress{addr("a", "10.0.0.1")}}},
 		},
 		{
 			name:    "no pods: an Endpoints without subsets",
-			objects: []api.Object{endpointstest.Service("web", web, endpointstest.HTTPPort())},
+			objects: []api.Object{memberstest.Service("web", web, memberstest.HTTPPort())},
 			key:     "default/web",
 			want:    nil,
 		},
 		{
 			name:    "a service without a selector gets none",
-			objects: []api.Object{endpointstest.Service("web", nil, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1")},
+			objects: []api.Object{memberstest.Service("web", nil, memberstest.HTTPPort()), memberstest.Pod("a", "10.0.0.1")},
 			key:     "default/web",
 			absent:  true,
 		},
 		{
 			name: "a managed Endpoints goes when its service loses the selector",
 			objects: []api.Object{
-				endpointstest.Service("web", nil, endpointstest.HTTPPort()),
+				memberstest.Service("web", nil, memberstest.HTTPPort()),
 				managed("web", api.EndpointSubset{Addresses: []api.EndpointAddress{{IP: "10.0.0.9"}}}),
 			},
 			key:    "default/web",
@@ -219,7 +210,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "an Endpoints written by a user for a service without selector stays",
 			objects: []api.Object{
-				endpointstest.Service("web", nil, endpointstest.HTTPPort()),
+				memberstest.Service("web", nil, memberstest.HTTPPort()),
 				&api.Endpoints{
 					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
 					Subsets:    []api.EndpointSubset{{Addresses: []api.EndpointAddress{{IP: "192.0.2.1"}}}},
@@ -232,11 +223,11 @@ func TestReconcile(t *testing.T) {
 			name: "an ExternalName service gets none",
 			objects: []api.Object{
 				func() *api.Service {
-					s := endpointstest.Service("web", web)
+					s := memberstest.Service("web", web)
 					s.Spec.Type, s.Spec.ExternalName = api.ServiceTypeExternalName, "example.com"
 					return s
 				}(),
-				endpointstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("a", "10.0.0.1"),
 			},
 			key:    "default/web",
 			absent: true,
@@ -244,8 +235,8 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a stale managed Endpoints is rewritten",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("a", "10.0.0.1"),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("a", "10.0.0.1"),
 				managed("web", api.EndpointSubset{Addresses: []api.EndpointAddress{{IP: "10.0.0.9"}}}),
 			},
 			key:  "default/web",
@@ -255,7 +246,7 @@ func TestReconcile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := newStore(t)
+			s := storetest.NewMemory(t)
 			for _, o := range tt.objects {
 				if _, err := s.Create(ctx, o); err != nil {
 					t.Fatal(err)
@@ -306,9 +297,9 @@ func TestReconcile(t *testing.T) {
 
 func TestReconcileOwnershipAndLabels(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	svcObj, err := s.Create(ctx, func() *api.Service {
-		svc := endpointstest.Service("web", map[string]string{"app": "web"}, endpointstest.HTTPPort())
+		svc := memberstest.Service("web", map[string]string{"app": "web"}, memberstest.HTTPPort())
 		svc.Spec.ClusterIP = api.ClusterIPNone
 		return svc
 	}())
@@ -329,7 +320,7 @@ func TestReconcileOwnershipAndLabels(t *testing.T) {
 	if ctrl == nil || ctrl.Kind != "Service" || ctrl.Name != "web" || ctrl.UID != svc.UID {
 		t.Errorf("owner = %+v, want the service %s", ctrl, svc.UID)
 	}
-	want := map[string]string{"team": "a", LabelManagedBy: ManagedBy, LabelHeadless: ""}
+	want := map[string]string{"team": "a", LabelManagedBy: ManagedBy, members.LabelHeadless: ""}
 	if !equality.Semantic.DeepEqual(ep.Labels, want) {
 		t.Errorf("labels = %v, want %v", ep.Labels, want)
 	}
@@ -337,13 +328,13 @@ func TestReconcileOwnershipAndLabels(t *testing.T) {
 
 func TestPodKeys(t *testing.T) {
 	r := NewReconciler(nil)
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("web", map[string]string{"app": "web"})})
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("web-canary", map[string]string{"app": "web", "track": "canary"})})
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("db", map[string]string{"app": "db"})})
-	r.services.ServiceKeys(store.Event{Type: store.Added, Object: endpointstest.Service("plain", nil)})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: memberstest.Service("web", map[string]string{"app": "web"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: memberstest.Service("web-canary", map[string]string{"app": "web", "track": "canary"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: memberstest.Service("db", map[string]string{"app": "db"})})
+	r.services.ServiceKeys(store.Event{Type: store.Added, Object: memberstest.Service("plain", nil)})
 
-	canary := endpointstest.Pod("c", "10.0.0.3", func(p *api.Pod) { p.Labels = map[string]string{"app": "web", "track": "canary"} })
-	ready := endpointstest.Pod("a", "10.0.0.1")
+	canary := memberstest.Pod("c", "10.0.0.3", func(p *api.Pod) { p.Labels = map[string]string{"app": "web", "track": "canary"} })
+	ready := memberstest.Pod("a", "10.0.0.1")
 	tests := []struct {
 		name string
 		e    store.Event
@@ -351,10 +342,10 @@ func TestPodKeys(t *testing.T) {
 	}{
 		{"added", store.Event{Type: store.Added, Object: ready}, []string{"default/web"}},
 		{"selected by two", store.Event{Type: store.Added, Object: canary}, []string{"default/web", "default/web-canary"}},
-		{"relabelled: old and new services", store.Event{Type: store.Modified, Old: ready, Object: endpointstest.Pod("a", "10.0.0.1", endpointstest.Labelled("app", "db"))}, []string{"default/db", "default/web"}},
-		{"turned not ready", store.Event{Type: store.Modified, Old: ready, Object: endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady)}, []string{"default/web"}},
-		{"irrelevant status change", store.Event{Type: store.Modified, Old: ready, Object: endpointstest.Pod("a", "10.0.0.1", func(p *api.Pod) { p.Status.Message = "hi" })}, nil},
-		{"other namespace", store.Event{Type: store.Added, Object: endpointstest.Pod("a", "10.0.0.1", inNamespace("other"))}, nil},
+		{"relabelled: old and new services", store.Event{Type: store.Modified, Old: ready, Object: memberstest.Pod("a", "10.0.0.1", memberstest.Labelled("app", "db"))}, []string{"default/db", "default/web"}},
+		{"turned not ready", store.Event{Type: store.Modified, Old: ready, Object: memberstest.Pod("a", "10.0.0.1", memberstest.NotReady)}, []string{"default/web"}},
+		{"irrelevant status change", store.Event{Type: store.Modified, Old: ready, Object: memberstest.Pod("a", "10.0.0.1", func(p *api.Pod) { p.Status.Message = "hi" })}, nil},
+		{"other namespace", store.Event{Type: store.Added, Object: memberstest.Pod("a", "10.0.0.1", inNamespace("other"))}, nil},
 		{"deleted", store.Event{Type: store.Deleted, Object: ready, Old: ready}, []string{"default/web"}},
 	}
 	for _, tt := range tests {
@@ -366,65 +357,9 @@ func TestPodKeys(t *testing.T) {
 		})
 	}
 	// A deleted service is forgotten.
-	r.services.ServiceKeys(store.Event{Type: store.Deleted, Object: endpointstest.Service("web", map[string]string{"app": "web"})})
+	r.services.ServiceKeys(store.Event{Type: store.Deleted, Object: memberstest.Service("web", map[string]string{"app": "web"})})
 	if got := r.services.PodKeys(store.Event{Type: store.Added, Object: ready}); got != nil {
 		t.Errorf("after the service went: keys = %v", got)
-	}
-}
-
-// TestServiceIndexKeepsTheNewerSelector: a reconcile that read its
-// snapshot before its service changed, and observes the service after the
-// Service watch recorded the change, does not put the older selector
-// back, so a pod that only the newer one selects still finds the service.
-func TestServiceIndexKeepsTheNewerSelector(t *testing.T) {
-	ctx := t.Context()
-	s := newStore(t)
-	created, err := s.Create(ctx, endpointstest.Service("web", map[string]string{"app": "v1"}, endpointstest.HTTPPort()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := s.Watch(ctx, store.WatchOptions{Kind: serviceKind, Revision: s.Revision()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	x := NewServiceIndex()
-
-	// A reconcile takes its snapshot; the service then moves to v2 and
-	// the watch records it; the reconcile observes what it read.
-	stale := s.Snapshot()
-	moved := created.DeepCopyObject().(*api.Service)
-	moved.Spec.Selector = map[string]string{"app": "v2"}
-	if _, err := s.Update(ctx, moved); err != nil {
-		t.Fatal(err)
-	}
-	e, err := w.Next(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x.ServiceKeys(e)
-	old, err := stale.Get(serviceKind, "default", "web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	x.Observe("default/web", old.(*api.Service), stale.Revision())
-
-	v2 := store.Event{Type: store.Added, Object: endpointstest.Pod("a", "10.0.0.1", endpointstest.Labelled("app", "v2"))}
-	if got := x.PodKeys(v2); !slices.Equal(got, []string{"default/web"}) {
-		t.Errorf("a pod of v2 after the older observation: keys %v, want [default/web]", got)
-	}
-	v1 := store.Event{Type: store.Added, Object: endpointstest.Pod("b", "10.0.0.2", endpointstest.Labelled("app", "v1"))}
-	if got := x.PodKeys(v1); got != nil {
-		t.Errorf("a pod of v1 after the older observation: keys %v, want none", got)
-	}
-
-	// A newer observation is heard: the service is gone.
-	if _, err := s.Delete(ctx, serviceKind, "default", "web", store.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	x.Observe("default/web", nil, s.Snapshot().Revision())
-	if got := x.PodKeys(v2); got != nil {
-		t.Errorf("after the service went: keys %v, want none", got)
 	}
 }
 

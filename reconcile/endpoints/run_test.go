@@ -7,24 +7,25 @@ import (
 	"time"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
+	"github.com/berth-dev/berth/reconcile/members/memberstest"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 // TestControllerFollowsPods runs the controller on a real store and follows
 // a pod through not ready, ready, relabelled, and the service's deletion.
 func TestControllerFollowsPods(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 
 	// A service and a pod that exist before the controller starts.
-	if _, err := s.Create(ctx, endpointstest.Service("web", map[string]string{"app": "web"}, endpointstest.HTTPPort())); err != nil {
+	if _, err := s.Create(ctx, memberstest.Service("web", map[string]string{"app": "web"}, memberstest.HTTPPort())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Create(ctx, endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady)); err != nil {
+	if _, err := s.Create(ctx, memberstest.Pod("a", "10.0.0.1", memberstest.NotReady)); err != nil {
 		t.Fatal(err)
 	}
 	c := NewController(s, Options{})
@@ -70,7 +71,7 @@ func TestControllerFollowsPods(t *testing.T) {
 	t.Logf("pod ready → endpoints in %v", time.Since(start))
 
 	// A second pod appears ready.
-	if _, err := s.Create(ctx, endpointstest.Pod("b", "10.0.0.2")); err != nil {
+	if _, err := s.Create(ctx, memberstest.Pod("b", "10.0.0.2")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "two ready addresses", func() bool {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
-	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/reconcile/members"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -43,13 +43,13 @@ type Options struct {
 // key.
 type Reconciler struct {
 	store    *store.Store
-	services *endpoints.ServiceIndex
+	services *members.Index
 }
 
 // NewReconciler returns the Reconciler alone, for tests and for callers
 // that run it under their own Controller.
 func NewReconciler(s *store.Store) *Reconciler {
-	return &Reconciler{store: s, services: endpoints.NewServiceIndex()}
+	return &Reconciler{store: s, services: members.NewIndex()}
 }
 
 // NewController returns the endpointslice controller, fed by watches on
@@ -126,12 +126,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, key string) (reconcile.Resul
 	}
 	r.services.Observe(key, svc, snap.Revision())
 	var want []*group
-	if svc != nil && len(endpoints.SelectorOf(svc)) > 0 {
-		pods, err := endpoints.SelectedPods(snap, svc)
+	if svc != nil && len(members.SelectorOf(svc)) > 0 {
+		pods, err := members.SelectedPods(snap, svc)
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("endpointslices %s: %w", key, err)
 		}
-		want = groups(svc, endpoints.Members(svc, pods, true), zones(snap))
+		want = groups(svc, members.Of(svc, pods, true), zones(snap))
 	} else {
 		svc = nil
 	}

@@ -13,8 +13,10 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/endpoints"
-	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
+	"github.com/berth-dev/berth/reconcile/members"
+	"github.com/berth-dev/berth/reconcile/members/memberstest"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 func TestReconcile(t *testing.T) {
@@ -38,13 +40,13 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "the pods the selector matches, ready or not",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("a", "10.0.0.1"),
-				endpointstest.Pod("b", "10.0.0.2", endpointstest.NotReady),
-				endpointstest.Pod("no-ip", ""),
-				endpointstest.Pod("done", "10.0.0.3", func(p *api.Pod) { p.Status.Phase = api.PodSucceeded }),
-				endpointstest.Pod("other-ns", "10.0.0.5", inNamespace("other")),
-				endpointstest.Pod("other-app", "10.0.0.6", endpointstest.Labelled("app", "db")),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("b", "10.0.0.2", memberstest.NotReady),
+				memberstest.Pod("no-ip", ""),
+				memberstest.Pod("done", "10.0.0.3", func(p *api.Pod) { p.Status.Phase = api.PodSucceeded }),
+				memberstest.Pod("other-ns", "10.0.0.5", inNamespace("other")),
+				memberstest.Pod("other-app", "10.0.0.6", memberstest.Labelled("app", "db")),
 			},
 			svc: "web",
 			want: []row{
@@ -56,9 +58,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a terminating pod is serving but not ready",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("going", "10.0.0.1", terminating),
-				endpointstest.Pod("going-unready", "10.0.0.2", terminating, endpointstest.NotReady),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("going", "10.0.0.1", terminating),
+				memberstest.Pod("going-unready", "10.0.0.2", terminating, memberstest.NotReady),
 			},
 			terminate: []string{"going", "going-unready"},
 			svc:       "web",
@@ -71,12 +73,12 @@ func TestReconcile(t *testing.T) {
 			name: "publishNotReadyAddresses makes every endpoint ready",
 			objects: []api.Object{
 				func() *api.Service {
-					s := endpointstest.Service("web", web, endpointstest.HTTPPort())
+					s := memberstest.Service("web", web, memberstest.HTTPPort())
 					s.Spec.PublishNotReadyAddresses = true
 					return s
 				}(),
-				endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady),
-				endpointstest.Pod("going", "10.0.0.2", terminating),
+				memberstest.Pod("a", "10.0.0.1", memberstest.NotReady),
+				memberstest.Pod("going", "10.0.0.2", terminating),
 			},
 			terminate: []string{"going"},
 			svc:       "web",
@@ -89,13 +91,13 @@ func TestReconcile(t *testing.T) {
 			name: "pods whose ports resolve differently get slices of their own",
 			objects: []api.Object{
 				func() *api.Service {
-					s := endpointstest.Service("web", web, endpointstest.HTTPPort(), endpointstest.MetricsPort())
+					s := memberstest.Service("web", web, memberstest.HTTPPort(), memberstest.MetricsPort())
 					s.Spec.Ports[0].AppProtocol = ptr.To("http")
 					return s
 				}(),
-				endpointstest.Pod("a", "10.0.0.1"),
-				endpointstest.Pod("b", "10.0.0.2", endpointstest.NoPorts),
-				endpointstest.Pod("c", "10.0.0.3", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 }),
+				memberstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("b", "10.0.0.2", memberstest.NoPorts),
+				memberstest.Pod("c", "10.0.0.3", func(p *api.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 8081 }),
 			},
 			svc: "web",
 			want: []row{
@@ -108,9 +110,9 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "pods sharing their node's IP are endpoints apiece",
 			objects: []api.Object{
-				endpointstest.Service("web", web, api.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)}),
-				endpointstest.Pod("a", "10.0.0.1"),
-				endpointstest.Pod("b", "10.0.0.1"),
+				memberstest.Service("web", web, api.ServicePort{Port: 80, TargetPort: intstr.FromInt32(8080)}),
+				memberstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("b", "10.0.0.1"),
 			},
 			svc: "web",
 			want: []row{
@@ -121,11 +123,11 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a pod whose name is no DNS label gets no hostname",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("web.v1", "10.0.0.1"),
-				endpointstest.Pod(strings.Repeat("a", 70), "10.0.0.2"),
-				endpointstest.Pod("web.v2", "10.0.0.3", func(p *api.Pod) { p.Spec.Hostname = "named" }),
-				endpointstest.Pod("a", "10.0.0.4"),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("web.v1", "10.0.0.1"),
+				memberstest.Pod(strings.Repeat("a", 70), "10.0.0.2"),
+				memberstest.Pod("web.v2", "10.0.0.3", func(p *api.Pod) { p.Spec.Hostname = "named" }),
+				memberstest.Pod("a", "10.0.0.4"),
 			},
 			svc: "web",
 			want: []row{
@@ -140,28 +142,28 @@ func TestReconcile(t *testing.T) {
 			name: "a headless service without ports lists addresses",
 			objects: []api.Object{
 				func() *api.Service {
-					s := endpointstest.Service("web", web)
+					s := memberstest.Service("web", web)
 					s.Spec.ClusterIP = api.ClusterIPNone
 					return s
 				}(),
-				endpointstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("a", "10.0.0.1"),
 			},
 			svc:  "web",
 			want: []row{{Type: api.AddressTypeIPv4, Address: "10.0.0.1", Pod: "a", Ready: true, Serving: true}},
 		},
 		{
 			name:    "more than 100 endpoints are split",
-			objects: append([]api.Object{endpointstest.Service("web", web, endpointstest.HTTPPort())}, manyPods(250)...),
+			objects: append([]api.Object{memberstest.Service("web", web, memberstest.HTTPPort())}, manyPods(250)...),
 			svc:     "web",
 			slices:  []int{50, 100, 100},
 		},
 		{
 			name: "each address family has its slices",
 			objects: []api.Object{
-				endpointstest.Service("web", web, endpointstest.HTTPPort()),
-				endpointstest.Pod("v4", "10.0.0.1"),
-				endpointstest.Pod("v6", "fd00::1", endpointstest.OnNode("node-6")),
-				endpointstest.Pod("dual", "10.0.0.2", alsoIP("fd00::2")),
+				memberstest.Service("web", web, memberstest.HTTPPort()),
+				memberstest.Pod("v4", "10.0.0.1"),
+				memberstest.Pod("v6", "fd00::1", memberstest.OnNode("node-6")),
+				memberstest.Pod("dual", "10.0.0.2", alsoIP("fd00::2")),
 			},
 			svc: "web",
 			want: []row{
@@ -174,38 +176,38 @@ func TestReconcile(t *testing.T) {
 		},
 		{
 			name:    "a service with no pods keeps an empty IPv4 slice",
-			objects: []api.Object{endpointstest.Service("web", web, endpointstest.HTTPPort())},
+			objects: []api.Object{memberstest.Service("web", web, memberstest.HTTPPort())},
 			svc:     "web",
 			want:    []row{{Type: api.AddressTypeIPv4}},
 			slices:  []int{0},
 		},
 		{
 			name:    "a service without a selector gets no slices",
-			objects: []api.Object{endpointstest.Service("web", nil, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1")},
+			objects: []api.Object{memberstest.Service("web", nil, memberstest.HTTPPort()), memberstest.Pod("a", "10.0.0.1")},
 			svc:     "web",
 		},
 		{
 			name: "nor does an ExternalName service",
 			objects: []api.Object{
 				func() *api.Service {
-					s := endpointstest.Service("web", web)
+					s := memberstest.Service("web", web)
 					s.Spec.Type, s.Spec.ExternalName = api.ServiceTypeExternalName, "web.example.com"
 					return s
 				}(),
-				endpointstest.Pod("a", "10.0.0.1"),
+				memberstest.Pod("a", "10.0.0.1"),
 			},
 			svc: "web",
 		},
 		{
 			name:    "nor a service that is not there",
-			objects: []api.Object{endpointstest.Pod("a", "10.0.0.1")},
+			objects: []api.Object{memberstest.Pod("a", "10.0.0.1")},
 			svc:     "web",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := newStore(t)
+			s := storetest.NewMemory(t)
 			create(t, s, tt.objects...)
 			for _, name := range tt.terminate {
 				if _, err := s.Delete(ctx, podKind, "default", name, store.DeleteOptions{}); err != nil {
@@ -279,7 +281,7 @@ func checkMeta(t *testing.T, es *api.EndpointSlice, svc *api.Service) {
 	}
 	want := map[string]string{"team": "a", api.LabelServiceName: svc.Name, api.LabelManagedBy: ManagedBy}
 	if svc.Spec.ClusterIP == api.ClusterIPNone {
-		want[endpoints.LabelHeadless] = ""
+		want[members.LabelHeadless] = ""
 	}
 	if !equality.Semantic.DeepEqual(es.Labels, want) {
 		t.Errorf("labels %v, want %v", es.Labels, want)

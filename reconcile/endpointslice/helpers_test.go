@@ -15,24 +15,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
+	"github.com/berth-dev/berth/reconcile/members/memberstest"
 	"github.com/berth-dev/berth/store"
 )
 
-func newStore(t *testing.T) *store.Store {
-	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 var web = map[string]string{"app": "web"}
 
-func inNamespace(ns string) endpointstest.PodOpt { return func(p *api.Pod) { p.Namespace = ns } }
-func alsoIP(ip string) endpointstest.PodOpt {
+func inNamespace(ns string) memberstest.PodOpt { return func(p *api.Pod) { p.Namespace = ns } }
+func alsoIP(ip string) memberstest.PodOpt {
 	return func(p *api.Pod) {
 		p.Status.PodIPs = []api.PodIP{{IP: p.Status.PodIP}, {IP: ip}}
 	}
@@ -45,7 +35,7 @@ func terminating(p *api.Pod) { p.Finalizers = []string{"test/hold"} }
 func manyPods(n int) []api.Object {
 	var out []api.Object
 	for i := range n {
-		out = append(out, endpointstest.Pod(fmt.Sprintf("p%03d", i), fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
+		out = append(out, memberstest.Pod(fmt.Sprintf("p%03d", i), fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)))
 	}
 	return out
 }

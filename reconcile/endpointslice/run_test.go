@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
+	"github.com/berth-dev/berth/reconcile/members/memberstest"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -16,8 +17,8 @@ import (
 // someone else, and the service's deletion.
 func TestControllerFollowsPods(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	create(t, s, endpointstest.Service("web", web, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1", endpointstest.NotReady))
+	s := storetest.NewMemory(t)
+	create(t, s, memberstest.Service("web", web, memberstest.HTTPPort()), memberstest.Pod("a", "10.0.0.1", memberstest.NotReady))
 	c := NewController(s, Options{})
 	testtool.Run(t, "the controller", func(ctx context.Context) error { return c.Run(ctx, 2) })
 
@@ -39,7 +40,7 @@ func TestControllerFollowsPods(t *testing.T) {
 	})
 	updatePod(t, s, "a", func(p *api.Pod) { p.Status.Conditions[0].Status = api.ConditionTrue })
 	ready("the pod to be ready", "10.0.0.1:8080")
-	create(t, s, endpointstest.Pod("b", "10.0.0.2"))
+	create(t, s, memberstest.Pod("b", "10.0.0.2"))
 	ready("a second endpoint", "10.0.0.1:8080", "10.0.0.2:8080")
 
 	// Someone deletes the slice: it comes back.

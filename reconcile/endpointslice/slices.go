@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/reconcile/endpoints"
+	"github.com/berth-dev/berth/reconcile/members"
 )
 
 // MaxEndpointsPerSlice is how many endpoints the controller puts in one
@@ -43,9 +43,9 @@ func (g *group) key() string { return groupKey(g.addressType, g.ports) }
 // controller: a pod with none of the service's ports is left out, where
 // Kubernetes keeps it in a slice without ports, so that the slices and
 // the Endpoints hold the same pods; and an endpoint's hostname falls back
-// to its pod's name when that is a DNS label (endpoints.Hostname), for
+// to its pod's name when that is a DNS label (members.Hostname), for
 // berth's DNS.
-func groups(svc *api.Service, members []endpoints.Member, zone func(node string) string) []*group {
+func groups(svc *api.Service, members []members.Member, zone func(node string) string) []*group {
 	appProtocols := map[string]*string{}
 	for _, sp := range svc.Spec.Ports {
 		appProtocols[sp.Name] = sp.AppProtocol
@@ -105,8 +105,8 @@ func familyIPs(pod *api.Pod) map[api.AddressType]string {
 // endpoint is a member's endpoint at one of its addresses. Its hostname
 // is the Endpoints address's, under which berth's DNS publishes it: none
 // for a pod without spec.hostname whose name is no DNS label
-// (endpoints.Hostname).
-func endpoint(m endpoints.Member, ip string, zone func(string) string) api.Endpoint {
+// (members.Hostname).
+func endpoint(m members.Member, ip string, zone func(string) string) api.Endpoint {
 	ready, serving, terminating := m.Ready, m.Serving, m.Terminating
 	e := api.Endpoint{
 		Addresses:  []string{ip},
@@ -307,8 +307,8 @@ func plan(svc *api.Service, existing []*api.EndpointSlice, want []*group) writes
 			newSlice(g, nil)
 		}
 	}
-	labels := endpoints.ServiceLabels(svc, map[string]string{api.LabelServiceName: svc.Name, api.LabelManagedBy: ManagedBy})
-	owners := endpoints.OwnedBy(svc)
+	labels := members.ServiceLabels(svc, map[string]string{api.LabelServiceName: svc.Name, api.LabelManagedBy: ManagedBy})
+	owners := members.OwnedBy(svc)
 	for _, g := range want {
 		for _, s := range slots[g.key()] {
 			es := desired(s.slice, g, s.endpoints, labels, owners)

@@ -11,9 +11,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/berth-dev/berth/api"
-	"github.com/berth-dev/berth/reconcile/endpoints/endpointstest"
 	"github.com/berth-dev/berth/reconcile/gc"
+	"github.com/berth-dev/berth/reconcile/members/memberstest"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -91,8 +92,8 @@ func deleteServiceAndWait(t *testing.T, s *store.Store) {
 // room; a change of ports reuses the slices.
 func TestReconcileWritesLittle(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	create(t, s, endpointstest.Service("web", web, endpointstest.HTTPPort()))
+	s := storetest.NewMemory(t)
+	create(t, s, memberstest.Service("web", web, memberstest.HTTPPort()))
 	create(t, s, manyPods(150)...)
 	r := NewReconciler(s)
 	step := func(what string, wantCreated, wantChanged, wantDeleted int, change func()) {
@@ -109,18 +110,18 @@ func TestReconcileWritesLittle(t *testing.T) {
 	}
 	step("first", 2, 0, 0, func() {})
 	step("nothing changed", 0, 0, 0, func() {})
-	step("a pod turns not ready", 0, 1, 0, func() { updatePod(t, s, "p007", endpointstest.NotReady) })
+	step("a pod turns not ready", 0, 1, 0, func() { updatePod(t, s, "p007", memberstest.NotReady) })
 	step("a pod is written for nothing", 0, 0, 0, func() {
 		updatePod(t, s, "p007", func(p *api.Pod) { p.Status.Message = "hi" })
 	})
-	step("a pod comes", 0, 1, 0, func() { create(t, s, endpointstest.Pod("new", "10.2.0.1")) })
+	step("a pod comes", 0, 1, 0, func() { create(t, s, memberstest.Pod("new", "10.2.0.1")) })
 	step("120 pods come: a whole new slice, the rest into the one with room", 1, 1, 0, func() {
 		for i := range 120 {
-			create(t, s, endpointstest.Pod(fmt.Sprintf("q%03d", i), fmt.Sprintf("10.3.0.%d", i+1)))
+			create(t, s, memberstest.Pod(fmt.Sprintf("q%03d", i), fmt.Sprintf("10.3.0.%d", i+1)))
 		}
 	})
 	step("the ports change: every slice rewritten in place", 0, 3, 0, func() {
-		updateService(t, s, func(svc *api.Service) { svc.Spec.Ports = append(svc.Spec.Ports, endpointstest.MetricsPort()) })
+		updateService(t, s, func(svc *api.Service) { svc.Spec.Ports = append(svc.Spec.Ports, memberstest.MetricsPort()) })
 	})
 	if got := rows(managedSlices(t, s, "web")); len(got) != 271 {
 		t.Errorf("%d endpoints, want 271", len(got))
@@ -138,10 +139,10 @@ func TestReconcileWritesLittle(t *testing.T) {
 // TestReconcileZones: an endpoint carries its node's zone.
 func TestReconcileZones(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s,
 		&api.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Labels: map[string]string{api.LabelTopologyZone: "zone-a"}}},
-		endpointstest.Service("web", web, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1"), endpointstest.Pod("b", "10.0.0.2", endpointstest.OnNode("node-2")))
+		memberstest.Service("web", web, memberstest.HTTPPort()), memberstest.Pod("a", "10.0.0.1"), memberstest.Pod("b", "10.0.0.2", memberstest.OnNode("node-2")))
 	if _, err := NewReconciler(s).Reconcile(ctx, "default/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestReconcileZones(t *testing.T) {
 // without a selector, or that another controller manages, stay.
 func TestReconcileLeavesOthersSlices(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	mine := &api.EndpointSlice{
 		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "web-by-hand", Labels: map[string]string{api.LabelServiceName: "web"}},
 		AddressType: api.AddressTypeIPv4,
@@ -168,7 +169,7 @@ func TestReconcileLeavesOthersSlices(t *testing.T) {
 	}
 	theirs := mine.DeepCopy()
 	theirs.Name, theirs.Labels[api.LabelManagedBy] = "web-mesh", "mesh-controller"
-	create(t, s, endpointstest.Service("web", nil, endpointstest.HTTPPort()), mine, theirs)
+	create(t, s, memberstest.Service("web", nil, memberstest.HTTPPort()), mine, theirs)
 	r := NewReconciler(s)
 	rev := s.Revision()
 	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
@@ -195,8 +196,8 @@ func TestReconcileLeavesOthersSlices(t *testing.T) {
 // its deletion is left as it is, and its endpoints go into a live slice.
 func TestReconcileSkipsSlicesBeingDeleted(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	create(t, s, endpointstest.Service("web", web, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1"))
+	s := storetest.NewMemory(t)
+	create(t, s, memberstest.Service("web", web, memberstest.HTTPPort()), memberstest.Pod("a", "10.0.0.1"))
 	r := NewReconciler(s)
 	if _, err := r.Reconcile(ctx, "default/web"); err != nil {
 		t.Fatal(err)
@@ -235,8 +236,8 @@ func TestReconcileSkipsSlicesBeingDeleted(t *testing.T) {
 // so the garbage collector deletes them with it.
 func TestSlicesGoWithTheService(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	create(t, s, endpointstest.Service("web", web, endpointstest.HTTPPort()), endpointstest.Pod("a", "10.0.0.1"), endpointstest.Pod("b", "fd00::2"))
+	s := storetest.NewMemory(t)
+	create(t, s, memberstest.Service("web", web, memberstest.HTTPPort()), memberstest.Pod("a", "10.0.0.1"), memberstest.Pod("b", "fd00::2"))
 	if _, err := NewReconciler(s).Reconcile(ctx, "default/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -267,11 +268,11 @@ func TestWatchKeys(t *testing.T) {
 		t.Fatalf("no watch of %s", k)
 		return nil
 	}
-	p := endpointstest.Pod("a", "10.0.0.1")
+	p := memberstest.Pod("a", "10.0.0.1")
 	if got := keys(podKind, store.Event{Type: store.Added, Object: p}); got != nil {
 		t.Errorf("a pod with no service: keys %v", got)
 	}
-	keys(serviceKind, store.Event{Type: store.Added, Object: endpointstest.Service("web", web)})
+	keys(serviceKind, store.Event{Type: store.Added, Object: memberstest.Service("web", web)})
 	if got := keys(podKind, store.Event{Type: store.Added, Object: p}); !slices.Equal(got, []string{"default/web"}) {
 		t.Errorf("a selected pod: keys %v", got)
 	}

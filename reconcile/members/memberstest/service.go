@@ -1,4 +1,4 @@
-package endpointstest
+package memberstest
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

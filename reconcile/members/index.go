@@ -1,4 +1,4 @@
-package endpoints
+package members
 
 import (
 	"maps"
@@ -10,7 +10,7 @@ import (
 	"github.com/berth-dev/berth/store"
 )
 
-// ServiceIndex remembers the selector of every service, indexed by one
+// Index remembers the selector of every service, indexed by one
 // key=value pair of it, so that a pod change finds the services that select
 // the pod by looking up its labels rather than scanning every service: a
 // pod that no service selects costs a controller nothing but the lookup.
@@ -30,7 +30,7 @@ import (
 // its selector emptied) leaves no revision behind: an older observation
 // may index it again, which costs no more than reconciles of its key,
 // each of which forgets it anew.
-type ServiceIndex struct {
+type Index struct {
 	mu sync.RWMutex
 	// services maps a service key to its selector and the pair it is
 	// indexed under.
@@ -49,16 +49,16 @@ type indexed struct {
 	revision uint64
 }
 
-// NewServiceIndex returns an empty index.
-func NewServiceIndex() *ServiceIndex {
-	return &ServiceIndex{services: map[string]indexed{}, byPair: map[pair]map[string]struct{}{}}
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{services: map[string]indexed{}, byPair: map[pair]map[string]struct{}{}}
 }
 
 // Observe records the service of a key as it was at a store revision (a
 // reconcile's snapshot, a watch event); nil forgets a service that is
 // gone. What is older than the revision the index holds for the key
 // changes nothing.
-func (x *ServiceIndex) Observe(key string, svc *api.Service, revision uint64) {
+func (x *Index) Observe(key string, svc *api.Service, revision uint64) {
 	var namespace string
 	var selector map[string]string
 	if svc != nil {
@@ -69,7 +69,7 @@ func (x *ServiceIndex) Observe(key string, svc *api.Service, revision uint64) {
 
 // set records a service's selector read at a revision; an empty one
 // removes the service.
-func (x *ServiceIndex) set(namespace, key string, selector map[string]string, revision uint64) {
+func (x *Index) set(namespace, key string, selector map[string]string, revision uint64) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.services[key]; ok {
@@ -106,13 +106,13 @@ func (x *ServiceIndex) set(namespace, key string, selector map[string]string, re
 }
 
 // empty reports whether no service is indexed.
-func (x *ServiceIndex) empty() bool {
+func (x *Index) empty() bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return len(x.services) == 0
 }
 
-func (x *ServiceIndex) removeLocked(key string, old indexed) {
+func (x *Index) removeLocked(key string, old indexed) {
 	delete(x.services, key)
 	if set := x.byPair[old.at]; set != nil {
 		delete(set, key)
@@ -124,7 +124,7 @@ func (x *ServiceIndex) removeLocked(key string, old indexed) {
 
 // selecting adds to out the keys of the services in namespace whose
 // selector selects labels.
-func (x *ServiceIndex) selecting(namespace string, labels map[string]string, out map[string]struct{}) {
+func (x *Index) selecting(namespace string, labels map[string]string, out map[string]struct{}) {
 	if len(labels) == 0 {
 		return
 	}
@@ -141,7 +141,7 @@ func (x *ServiceIndex) selecting(namespace string, labels map[string]string, out
 
 // ServiceKeys is the Keys of a watch of Services: the service's own key,
 // its selector recorded (or forgotten) first, at the event's revision.
-func (x *ServiceIndex) ServiceKeys(e store.Event) []string {
+func (x *Index) ServiceKeys(e store.Event) []string {
 	key := reconcile.ObjectKey(e.Object)
 	if e.Type == store.Deleted {
 		x.Observe(key, nil, e.Revision)
@@ -155,7 +155,7 @@ func (x *ServiceIndex) ServiceKeys(e store.Event) []string {
 // select the pod before or after the change, none for a change that
 // cannot move an endpoint. A pod no service selects costs a few map
 // lookups.
-func (x *ServiceIndex) PodKeys(e store.Event) []string {
+func (x *Index) PodKeys(e store.Event) []string {
 	if x.empty() {
 		// No service selects anything: not even the change is looked at.
 		return nil

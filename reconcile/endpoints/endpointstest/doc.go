@@ -1,4 +1,0 @@
-// Package endpointstest holds the fixtures the endpoints and endpointslice
-// tests share: a service with its ports, and a ready pod that options
-// change, as store/storetest does for the store.
-package endpointstest

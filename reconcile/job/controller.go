@@ -8,7 +8,6 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile"
-	"github.com/berth-dev/berth/reconcile/workload"
 	"github.com/berth-dev/berth/store"
 )
 
@@ -66,7 +65,7 @@ type Reconciler struct {
 	store        *store.Store
 	clock        clock.PassiveClock
 	events       EventRecorder
-	expectations *workload.Expectations
+	expectations *reconcile.Expectations
 	// backoffs remember, per Job key, the failures since the last success
 	// and when the last one was, as Kubernetes' backoffRecordStore: they
 	// pace new pods, and are lost with the process, as there.
@@ -80,7 +79,7 @@ func NewReconciler(s *store.Store, c clock.PassiveClock) *Reconciler {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Reconciler{store: s, clock: c, events: noEvents{}, expectations: workload.NewExpectations(c),
+	return &Reconciler{store: s, clock: c, events: noEvents{}, expectations: reconcile.NewExpectations(c),
 		backoffs: map[string]backoffRecord{}}
 }
 

@@ -36,7 +36,7 @@ type ReplicaReconciler struct {
 	store        *store.Store
 	kind         *replicatedKind
 	clock        clock.PassiveClock
-	expectations *Expectations
+	expectations *reconcile.Expectations
 	events       EventRecorder
 }
 
@@ -57,12 +57,12 @@ func newReplicaReconciler(s *store.Store, k *replicatedKind, c clock.PassiveCloc
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &ReplicaReconciler{store: s, kind: k, clock: c, expectations: NewExpectations(c), events: noEvents{}}
+	return &ReplicaReconciler{store: s, kind: k, clock: c, expectations: reconcile.NewExpectations(c), events: noEvents{}}
 }
 
 // Expectations are the reconciler's outstanding creations and deletions;
 // the pod watch settles them.
-func (r *ReplicaReconciler) Expectations() *Expectations { return r.expectations }
+func (r *ReplicaReconciler) Expectations() *reconcile.Expectations { return r.expectations }
 
 // Reconcile converges the controller named key.
 func (r *ReplicaReconciler) Reconcile(ctx context.Context, key string) (reconcile.Result, error) {

@@ -380,7 +380,7 @@ func TestExpectationsHoldSecondSync(t *testing.T) {
 	}
 	// Expectations expire: a lost event does not stall the controller.
 	r.Expectations().ExpectCreations("default/web", 1)
-	clk.Step(ExpectationsTimeout + time.Second)
+	clk.Step(reconcile.ExpectationsTimeout + time.Second)
 	if !r.Expectations().Satisfied("default/web") {
 		t.Error("expectations did not expire")
 	}

@@ -4,7 +4,6 @@
 package imports_test
 
 import (
-	"bufio"
 	"bytes"
 	"os/exec"
 	"slices"
@@ -78,6 +77,61 @@ var narrower = map[string][]string{
 	"controlplane/agentproxy": {"api", "store", "apiserver", "reconcile/hpa"},
 }
 
+// controllers under reconcile never import one another, as
+// Kubernetes' controllers meet only in the API server: what two share is
+// a package of its own, listed here, or the runtime in reconcile itself.
+var reconcileShared = []string{"reconcile/members", "reconcile/history", "reconcile/event"}
+
+// TestControllersImportNoController fails when a controller package
+// under reconcile imports another controller's package.
+func TestControllersImportNoController(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go list of the whole module")
+	}
+	controllers := 0
+	for _, fields := range listImports(t, module+"/reconcile/...") {
+		pkg := strings.TrimPrefix(fields[0], module+"/")
+		if pkg == "reconcile" || slices.ContainsFunc(reconcileShared, func(dir string) bool { return under(pkg, dir) }) {
+			continue
+		}
+		controllers++
+		for _, imp := range fields[1:] {
+			to := strings.TrimPrefix(imp, module+"/")
+			if to == imp || !under(to, "reconcile") || to == "reconcile" || under(to, pkg) {
+				continue
+			}
+			if !slices.ContainsFunc(reconcileShared, func(dir string) bool { return under(to, dir) }) {
+				t.Errorf("%s imports the controller %s: move what they share into a package of its own", pkg, to)
+			}
+		}
+	}
+	if controllers < 10 {
+		t.Fatalf("go list gave %d controllers; the test reads nothing", controllers)
+	}
+}
+
+// listImports lists the packages of pattern with their imports (`go
+// list`, tests not counted): each is the package's path, then its
+// imports.
+func listImports(t *testing.T, pattern string) [][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pattern)
+	cmd.Dir = "../.."
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs [][]string
+	for line := range strings.Lines(string(out)) {
+		if fields := strings.Fields(line); len(fields) > 0 {
+			pkgs = append(pkgs, fields)
+		}
+	}
+	return pkgs
+}
+
 // under reports whether the package at path rel is dir or inside it.
 func under(rel, dir string) bool {
 	return rel == dir || strings.HasPrefix(rel, dir+"/")
@@ -96,23 +150,9 @@ func TestImportRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("go list of the whole module")
 	}
-	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...")
-	cmd.Dir = "../.."
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
 	packages := 0
 	narrowed := map[string]bool{}
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 0 {
-			continue
-		}
+	for _, fields := range listImports(t, module+"/...") {
 		pkg, from := fields[0], room(fields[0])
 		packages++
 		may, known := allowed[from]

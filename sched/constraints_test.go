@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 func spreadBy(key string, maxSkew int32, action corev1.UnsatisfiableConstraintAction, opts ...func(*corev1.TopologySpreadConstraint)) func(*api.Pod) {
@@ -207,7 +208,7 @@ func TestPodTopologySpreadRulesScore(t *testing.T) {
 // whose affinity term selects namespaces by label finds a pod in such a
 // namespace, and waits while the namespace lacks the label.
 func TestSpreadAndAffinityOverStore(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s,
 		makeNode("a", zoned("z1")), makeNode("b", zoned("z1")),
 		makeNode("c", zoned("z2")), makeNode("d", zoned("z2")),

@@ -13,6 +13,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/reconcile/event"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -37,7 +38,7 @@ func podEvents(t *testing.T, s *store.Store, name string) map[string][]*api.Even
 // gets one FailedScheduling per back-off, however often the cluster
 // changes in between, and Scheduled when it binds.
 func TestSchedulerRecordsEventsInTheStore(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n1"))
 	clk := testingclock.NewFakeClock(epoch)
 	w := event.NewWriter(s, event.Options{Clock: clk, Logger: slog.New(slog.DiscardHandler)})

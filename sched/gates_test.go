@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 func gates(names ...string) func(*api.Pod) {
@@ -20,7 +21,7 @@ func gates(names ...string) func(*api.Pod) {
 // A pod with scheduling gates is never tried: it says SchedulingGated in
 // Kubernetes' words until its last gate goes, and is placed then.
 func TestSchedulingGates(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n1"))
 	sc := start(t, s, Options{})
 	create(t, s, makePod("held", gates("example.com/a", "example.com/b")))

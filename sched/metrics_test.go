@@ -10,6 +10,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestMetrics(t *testing.T) {
 	epoch := time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(epoch)
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n", allocatable("1", "1Gi", 110)))
 	sc := start(t, s, Options{Clock: clk})
 	reg := prometheus.NewRegistry()

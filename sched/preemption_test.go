@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 func never(p *api.Pod) { v := api.PreemptNever; p.Spec.PreemptionPolicy = &v }
@@ -117,7 +118,7 @@ func TestPreempt(t *testing.T) {
 // deleted; the high one is nominated to the node, and bound there once
 // the low one is gone.
 func TestPreemptionOverStore(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n1", allocatable("2", "4Gi", 110)))
 	rec := &recorder{}
 	start(t, s, Options{Events: rec})

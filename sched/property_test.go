@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 // Random clusters and random pods through the real Scheduler over a real
@@ -30,7 +31,7 @@ func TestPropertyRandomClusters(t *testing.T) {
 func checkRandomCluster(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 42))
 	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	for i := range 10 + rng.IntN(30) {
 		opts := []func(*api.Node){
 			allocatable(fmt.Sprintf("%dm", 500*(1+rng.IntN(16))), fmt.Sprintf("%dMi", 512*(1+rng.IntN(32))), 3+rng.IntN(12)),

@@ -11,18 +11,9 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
-
-func newStore(t testing.TB) *store.Store {
-	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 // start runs a scheduler until the test ends (before the store closes).
 func start(t testing.TB, s *store.Store, opts Options) *Scheduler {
@@ -78,7 +69,7 @@ func boundTo(node string) func(*api.Pod) bool {
 // A pod whose selector no node matches stays Pending with kube-scheduler's
 // message; a matching node added later takes it.
 func TestPendingUntilANodeMatches(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n1"), makeNode("n2"))
 	rec := &recorder{}
 	start(t, s, Options{Events: rec})
@@ -104,7 +95,7 @@ func TestPendingUntilANodeMatches(t *testing.T) {
 
 // A pod deleted from a full node makes room for an unschedulable one.
 func TestRoomFreedByDelete(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n", allocatable("1", "1Gi", 110)))
 	start(t, s, Options{})
 	create(t, s, makePod("a", requests("1", "")))
@@ -124,7 +115,7 @@ func TestRoomFreedByDelete(t *testing.T) {
 // Pods that name their node, ask for another scheduler, or are being
 // deleted are left alone.
 func TestPodsNotOurs(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n1"), makeNode("n2"))
 	sc := start(t, s, Options{})
 	create(t, s,
@@ -165,7 +156,7 @@ func TestPodsNotOurs(t *testing.T) {
 // Retrying an unschedulable pod rewrites its condition only when the
 // message changes, and keeps the transition time while it stays False.
 func TestUnschedulableConditionWrites(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n1"))
 	// One binder writes in submission order, so a later binding proves an
 	// earlier condition was handled.
@@ -229,7 +220,7 @@ func (r *recorder) all() []string {
 // On a fake clock: a parked pod is sent back when a node is added, waits
 // out the rest of its back-off, and is bound when the clock passes it.
 func TestRequeueOnNodeAddFakeClock(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	create(t, s, makeNode("n1"))
 	clk := testingclock.NewFakeClock(epoch)
 	sc := start(t, s, Options{Clock: clk})
@@ -265,7 +256,7 @@ func TestRequeueOnNodeAddFakeClock(t *testing.T) {
 // with a cause of its own (a server shutting down), gets nil: the
 // scheduler failed at nothing. A store that closes under it is an error.
 func TestRunEndsWellWithItsCaller(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	sc := New(s, Options{})
@@ -275,7 +266,7 @@ func TestRunEndsWellWithItsCaller(t *testing.T) {
 		t.Errorf("Run after its caller ended it: %v, want nil", err)
 	}
 
-	s = newStore(t)
+	s = storetest.NewMemory(t)
 	sc = New(s, Options{})
 	go func() { done <- sc.Run(context.Background()) }()
 	s.Close()

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
 // A simulation counts the snapshot's plain bound pods without a record
@@ -28,7 +29,7 @@ func TestSimulationPlainPods(t *testing.T) {
 func checkSimulationPlainPods(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	const nodes = 12
 	for i := range nodes {
 		create(t, s, makeNode(fmt.Sprintf("node-%02d", i),

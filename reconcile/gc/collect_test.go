@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
 
@@ -22,16 +23,6 @@ var (
 	cmKind     = api.MustLookupResource("configmaps")
 	deployKind = api.MustLookupResource("deployments")
 )
-
-func newStore(t *testing.T) *store.Store {
-	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 func create(t *testing.T, s *store.Store, obj api.Object) api.Object {
 	t.Helper()
@@ -76,7 +67,7 @@ func exists(s *store.Store, k *api.Kind, name string) (api.Object, bool) {
 
 func TestBackgroundDeletesDependentsOfAGoneOwner(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	rs := create(t, s, owner("web"))
 	create(t, s, pod("a", "", refTo(rs, true)))
 	create(t, s, pod("b", "", refTo(rs, true)))
@@ -104,7 +95,7 @@ func TestBackgroundDeletesDependentsOfAGoneOwner(t *testing.T) {
 
 func TestOrphanFinalizer(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	rs := create(t, s, owner("web", FinalizerOrphan))
 	other := create(t, s, owner("other"))
 	create(t, s, pod("a", "", refTo(rs, true)))
@@ -131,7 +122,7 @@ func TestOrphanFinalizer(t *testing.T) {
 
 func TestForegroundWaitsForBlockingDependents(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	rs := create(t, s, owner("web", FinalizerForeground))
 	create(t, s, pod("unbound", "", refTo(rs, true)))
 	create(t, s, pod("running", "n1", refTo(rs, true))) // a grace period holds it
@@ -182,7 +173,7 @@ func TestForegroundWaitsForBlockingDependents(t *testing.T) {
 
 func TestDanglingReferences(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	live := create(t, s, owner("live"))
 	stale := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "live", UID: types.UID("old-uid")}
 	missing := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "nope", UID: types.UID("x")}
@@ -240,7 +231,7 @@ func runCollector(t *testing.T, s *store.Store) {
 // TestControllerCollects runs the collector: deleting an owner removes its
 // dependents, and a chain of them.
 func TestControllerCollects(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	runCollector(t, s)
 	ctx := context.Background()
 	rs := create(t, s, owner("web"))
@@ -266,7 +257,7 @@ func TestControllerCollects(t *testing.T) {
 // stopped and the ReplicaSet has gone, as kubectl delete
 // --cascade=foreground expects.
 func TestForegroundPropagates(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	runCollector(t, s)
 	ctx := context.Background()
 	deploy := create(t, s, &api.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}})

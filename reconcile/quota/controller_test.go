@@ -12,24 +12,13 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
 
-// newPlainStore is a store without the quota hook, where only the
-// controller keeps status.
-func newPlainStore(t testing.TB) *store.Store {
-	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func TestReconcileRecounts(t *testing.T) {
 	ctx := context.Background()
-	s := newPlainStore(t)
+	s := storetest.NewMemory(t)
 	r := NewReconciler(s)
 	for i := range 3 {
 		mustCreate(t, s, podIn("team", fmt.Sprint("p", i), container("main", rl("cpu", "100m"), nil)))
@@ -105,7 +94,7 @@ func TestReconcileCorrectsHookedStore(t *testing.T) {
 }
 
 func TestControllerKeepsUsed(t *testing.T) {
-	s := newPlainStore(t)
+	s := storetest.NewMemory(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := NewController(s, Options{})
 	done := make(chan error, 1)

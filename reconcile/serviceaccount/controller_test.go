@@ -10,18 +10,9 @@ import (
 
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 	"github.com/berth-dev/berth/testtool"
 )
-
-func newStore(t *testing.T) *store.Store {
-	t.Helper()
-	s, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 func createNamespace(t *testing.T, s *store.Store, name string) {
 	t.Helper()
@@ -41,7 +32,7 @@ func hasDefault(s *store.Store, ns string) error {
 
 func TestReconcile(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	r := NewReconciler(s)
 	createNamespace(t, s, "team")
 	for i := 0; i < 2; i++ { // a second pass changes nothing
@@ -73,7 +64,7 @@ func TestReconcile(t *testing.T) {
 }
 
 func TestControllerRecreatesDefault(t *testing.T) {
-	s := newStore(t)
+	s := storetest.NewMemory(t)
 	createNamespace(t, s, api.NamespaceDefault)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := NewController(s, Options{})

@@ -20,6 +20,7 @@ import (
 // that keeps crashing is restarted, counted, and its previous run's
 // output is served by `berth logs --previous`.
 func TestAgentRestartReadopts(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	a := startAgent(t, s, "n2", "127.0.0.2")
 	port := freePort(t, a.ip)
@@ -234,6 +235,7 @@ func TestServerEmbeddedAgentOnListenHost(t *testing.T) {
 // single-machine install does: its Node registers Ready, a pod runs on it,
 // and `berth logs` reaches the embedded agent.
 func TestServerEmbeddedAgent(t *testing.T) {
+	t.Parallel()
 	const ip = "127.0.0.6"
 	dataDir := t.TempDir()
 	// The embedded agent keeps its pods under <data-dir>/agent.

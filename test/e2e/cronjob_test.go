@@ -16,6 +16,7 @@ import (
 // one successful Job. kubectl create cronjob and create job --from work
 // against it.
 func TestCronJobRunsEveryMinute(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "kubectl")
 	s := startServer(t)
 	startAgent(t, s, "cron", "127.0.0.82")

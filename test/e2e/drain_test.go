@@ -48,6 +48,7 @@ func budgetIs(t testing.TB, s *server, name string, allowed, current, desired in
 // minAvailable 1 loses exactly one, the other refused as long as the
 // first one's replacement cannot run (the node is cordoned).
 func TestDrainHonoursBudget(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	startAgent(t, s, "n1", "127.0.0.35")
 	s.applyText(t, sleeperDeployment("web", 2, "v1"))

@@ -17,6 +17,7 @@ import (
 // WebSocket upgrade with SPDY and prints only the second answer, so that
 // answer must carry the cause too, not a refusal of SPDY.
 func TestKubectlExecNamesAnUnreachableAgent(t *testing.T) {
+	t.Parallel()
 	// The node must stay Ready, and its pod Running, while its agent is
 	// stopped: the API server then still sends exec to that agent.
 	s := startServer(t, "--node-monitor-grace-period", "10m")

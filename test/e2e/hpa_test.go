@@ -16,6 +16,7 @@ import (
 // top shows the same usage it reads) and back down to its minimum once
 // they idle.
 func TestHPAScalesABurningDeployment(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "kubectl")
 	s := startServer(t)
 	startAgent(t, s, "hpa", "127.0.0.91")

@@ -16,6 +16,7 @@ import (
 // Job's pods with it (background and foreground), or leaves them
 // (orphan).
 func TestJobsRunToTheirEnd(t *testing.T) {
+	t.Parallel()
 	testtool.Need(t, "kubectl")
 	s := startServer(t)
 	startAgent(t, s, "jobs", "127.0.0.81")

@@ -40,6 +40,7 @@ func readyIs(t testing.TB, s *server, app string, want int) func() error {
 // maxUnavailable (3 − 0, with the default 25%) ready pods, scales to 0 and
 // back, and goes with its ReplicaSets and pods when deleted.
 func TestRollingUpdateKeepsAvailability(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	startAgent(t, s, "n1", "127.0.0.21")
 	s.applyText(t, sleeperDeployment("app", 3, "v1"))

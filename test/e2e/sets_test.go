@@ -65,6 +65,7 @@ var firstLine = regexp.MustCompile(`first=(\d+)`)
 // and kubectl scales it and follows, restarts, lists and undoes its
 // rollout.
 func TestStatefulSetEndToEnd(t *testing.T) {
+	t.Parallel()
 	digPath := testtool.Need(t, "dig")
 	s := startServer(t)
 	startAgent(t, s, "n1", "127.0.0.81")
@@ -219,6 +220,7 @@ spec:
 // each; a third agent joining gets one, a node deleted loses its pod; a
 // restart rolls out node by node and kubectl follows and undoes it.
 func TestDaemonSetFollowsNodes(t *testing.T) {
+	t.Parallel()
 	s := startServer(t)
 	startAgent(t, s, "n1", "127.0.0.82")
 	n2 := startAgent(t, s, "n2", "127.0.0.83")

@@ -56,6 +56,7 @@ func digA(t *testing.T, s *server, name string) []string {
 // pushed to a git repository, a server with a webhook and its own agent,
 // a second agent, and then the life of the application through git.
 func TestTheWholeStory(t *testing.T) {
+	t.Parallel()
 	r := testtool.NewGitRepo(t, "fleet")
 	hello, err := os.ReadFile("testdata/hello/hello.yaml")
 	if err != nil {

@@ -16,12 +16,12 @@ import (
 
 // The IPv6 addresses of TestDualStackInNetNS, from the benchmarking
 // range 2001:2::/48 and only ever inside the namespaces it makes: the
-// node's link 2001:2:1::1 to the client 2001:2:1::2, three endpoints on
-// the node, and the IPv6 service CIDR 2001:2:43::/112.
+// node's link 2001:2:0:1::1 to the client 2001:2:0:1::2, three endpoints on
+// the node, and the IPv6 service CIDR 2001:2:0:43::/112.
 const (
-	nodeLink6 = "2001:2:1::1"
-	client6   = "2001:2:1::2"
-	vip6      = "2001:2:43::10"
+	nodeLink6 = "2001:2:0:1::1"
+	client6   = "2001:2:0:1::2"
+	vip6      = "2001:2:0:43::10"
 )
 
 var endpointIPs6 = []string{"2001:2::11", "2001:2::12", "2001:2::13"}
@@ -105,7 +105,7 @@ func TestDualStackInNetNS(t *testing.T) {
 		serveIn(t, node, "["+endpointIPs6[i]+"]:8080")
 	}
 	run(t, ip, "-n", node.name, "route", "add", "198.19.0.0/16", "via", clientIP)
-	run(t, ip, "-n", node.name, "-6", "route", "add", "2001:2:43::/112", "via", client6)
+	run(t, ip, "-n", node.name, "-6", "route", "add", "2001:2:0:43::/112", "via", client6)
 
 	s := NewSyncer(int(node.h))
 	t.Cleanup(func() { s.Cleanup() })

@@ -17,15 +17,13 @@ import (
 	"github.com/berth-dev/berth/apiserver/rbac"
 	"github.com/berth-dev/berth/reconcile/clusterroleaggregation"
 	"github.com/berth-dev/berth/store"
+	"github.com/berth-dev/berth/store/storetest"
 )
 
+// newStore is a memory store holding the namespaces the tests use.
 func newStore(t testing.TB) *store.Store {
 	t.Helper()
-	st, err := store.New(store.Memory{}, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := storetest.NewMemory(t)
 	for _, ns := range []string{"default", "ns1", "ns2"} {
 		create(t, st, &api.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}

@@ -132,7 +132,7 @@ func (x *Index) selecting(namespace string, labels map[string]string, out map[st
 	defer x.mu.RUnlock()
 	for k, v := range labels {
 		for key := range x.byPair[pair{namespace: namespace, key: k, value: v}] {
-			if Selects(x.services[key].selector, labels) {
+			if selects(x.services[key].selector, labels) {
 				out[key] = struct{}{}
 			}
 		}

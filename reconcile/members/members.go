@@ -53,7 +53,7 @@ func Of(svc *api.Service, pods []*api.Pod, includeTerminating bool) []Member {
 	publishNotReady := svc.Spec.PublishNotReadyAddresses
 	var members []Member
 	for _, pod := range pods {
-		if pod.Namespace != svc.Namespace || !Selects(svc.Spec.Selector, pod.Labels) || !inEndpoints(pod, includeTerminating) {
+		if pod.Namespace != svc.Namespace || !selects(svc.Spec.Selector, pod.Labels) || !inEndpoints(pod, includeTerminating) {
 			continue
 		}
 		serving, terminating := pod.Ready(), pod.DeletionTimestamp != nil
@@ -83,10 +83,10 @@ func Of(svc *api.Service, pods []*api.Pod, includeTerminating bool) []Member {
 	return members
 }
 
-// Selects reports whether a service selector selects a set of labels: every
+// selects reports whether a service selector selects a set of labels: every
 // key of the selector must be present with the same value. An empty
 // selector selects nothing, as for Services.
-func Selects(selector, labels map[string]string) bool {
+func selects(selector, labels map[string]string) bool {
 	if len(selector) == 0 {
 		return false
 	}
@@ -190,7 +190,7 @@ func comparePorts(a, b api.EndpointPort) int {
 func SelectedPods(snap *store.Snapshot, svc *api.Service) ([]*api.Pod, error) {
 	var pods []*api.Pod
 	err := snap.Each(podKind, store.Filter{Namespace: svc.Namespace}, func(o api.Object) bool {
-		if pod := o.(*api.Pod); Selects(svc.Spec.Selector, pod.Labels) {
+		if pod := o.(*api.Pod); selects(svc.Spec.Selector, pod.Labels) {
 			pods = append(pods, pod)
 		}
 		return true

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -29,42 +30,69 @@ func direct(r *http.Request) bool {
 	return r.GetBody != nil && r.ContentLength > 0
 }
 
-// forward sends r to the route's endpoints over upstream and writes the
-// answer, as httputil.ReverseProxy with the proxy's Rewrite would: round
-// robin, an idempotent request tried on the next endpoints when one
-// fails before answering. It says whether the answer was cut short
-// after its header went out, which the caller turns into an aborted
-// connection once the request is logged.
-func (p *Proxy) forward(w *recorder, r *http.Request, st *state) (aborted bool) {
+// replier is how forward answers the client: through net/http's
+// ResponseWriter (recorderReply) or on the front's own connection.
+type replier interface {
+	// informational passes an informational (1xx) answer on.
+	informational(resp *http.Response)
+	// answer writes the final answer, copies its body from c and hands
+	// c back; it says whether the answer was cut short after its header
+	// went out.
+	answer(c *upConn, resp *http.Response) (aborted bool)
+	// fail answers a request no endpoint answered, with status.
+	fail(status int)
+}
+
+// forward sends a request to the route's endpoints over upstream and
+// has to answer it, as httputil.ReverseProxy with the proxy's Rewrite
+// would: round robin, a request that may be sent twice (replay) tried
+// on the next endpoints when one fails before answering. write writes
+// the request; head says it is a HEAD, whose answer has no body. It
+// says whether the answer was cut short after its header went out,
+// which the caller turns into an aborted connection once the request
+// is logged.
+func (p *Proxy) forward(ctx context.Context, st *state, head, replay bool, write func(*bufio.Writer) error, to replier) (aborted bool) {
 	addrs := st.route.Backend.Addrs
-	start, tries := p.attempts(r, len(addrs))
+	start, tries := p.attempts(replay, len(addrs))
 	var err error
 	for i := range tries {
 		addr := addrs[(start+i)%len(addrs)]
 		st.upstream, st.tries = addr, i+1
 		var c *upConn
-		if c, err = p.up.send(r.Context(), addr, r, idempotent(r)); err == nil {
+		if c, err = p.up.send(ctx, addr, write, replay); err == nil {
 			var resp *http.Response
-			if resp, err = p.readFinal(w, c, r); err == nil {
-				return p.respond(w, c, resp)
+			if resp, err = readFinal(c, head, to); err == nil {
+				return to.answer(c, resp)
 			}
 			p.up.release(c, false)
 		}
 		p.metrics.seriesOf(st.route).upstreamError()
-		if r.Context().Err() != nil {
-			err = fmt.Errorf("%w: %w", r.Context().Err(), err)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ctx.Err(), err)
 			break
 		}
 	}
-	p.proxyError(w, r, err)
+	p.log.Debug("ingress upstream error", "upstream", st.upstream, "err", err)
+	to.fail(errorStatus(err))
 	return false
 }
 
+// The requests readResponse is told an answer is for: only a HEAD's
+// answer is read differently, without a body.
+var (
+	headRequest  = &http.Request{Method: http.MethodHead}
+	otherRequest = &http.Request{Method: http.MethodGet}
+)
+
 // readFinal reads the answer, passing informational (1xx) ones on to
 // the client as they come.
-func (p *Proxy) readFinal(w *recorder, c *upConn, r *http.Request) (*http.Response, error) {
+func readFinal(c *upConn, head bool, to replier) (*http.Response, error) {
+	req := otherRequest
+	if head {
+		req = headRequest
+	}
 	for n := 0; ; n++ {
-		resp, err := c.readResponse(r)
+		resp, err := c.readResponse(req)
 		if err != nil {
 			return nil, err
 		}
@@ -78,17 +106,30 @@ func (p *Proxy) readFinal(w *recorder, c *upConn, r *http.Request) (*http.Respon
 		if n == max1xx {
 			return nil, errors.New("ingress: too many 1xx answers from upstream")
 		}
-		h := w.Header()
-		copyHeader(h, resp.Header)
-		w.WriteHeader(code)
-		clear(h)
+		to.informational(resp)
 	}
 }
 
-// respond writes the answer's header and copies its body, flushing at
+// recorderReply answers through net/http's ResponseWriter.
+type recorderReply struct {
+	p *Proxy
+	w *recorder
+}
+
+func (rr recorderReply) informational(resp *http.Response) {
+	h := rr.w.Header()
+	copyHeader(h, resp.Header)
+	rr.w.WriteHeader(resp.StatusCode)
+	clear(h)
+}
+
+func (rr recorderReply) fail(status int) { writeProxyError(rr.w, status) }
+
+// answer writes the answer's header and copies its body, flushing at
 // each write when it has no length or is an event stream, and hands the
 // connection back.
-func (p *Proxy) respond(w *recorder, c *upConn, resp *http.Response) (aborted bool) {
+func (rr recorderReply) answer(c *upConn, resp *http.Response) (aborted bool) {
+	w := rr.w
 	removeHopByHop(resp.Header)
 	h := w.Header()
 	for k, vv := range resp.Header {
@@ -96,19 +137,15 @@ func (p *Proxy) respond(w *recorder, c *upConn, resp *http.Response) (aborted bo
 	}
 	announced := len(resp.Trailer)
 	if announced > 0 {
-		keys := make([]string, 0, announced)
-		for k := range resp.Trailer {
-			keys = append(keys, k)
-		}
-		h.Add("Trailer", strings.Join(keys, ", "))
+		h.Add("Trailer", trailerKeys(resp.Trailer))
 	}
 	w.WriteHeader(resp.StatusCode)
-	if err := copyBody(w, resp.Body, streamed(resp)); err != nil {
-		p.up.release(c, false)
+	if err := copyBody(responseFlusher{w}, resp.Body, streamed(resp)); err != nil {
+		rr.p.up.release(c, false)
 		return true
 	}
 	_ = resp.Body.Close() // at its end already: this reads the trailer in
-	p.up.release(c, !resp.Close)
+	rr.p.up.release(c, !resp.Close)
 	if len(resp.Trailer) > 0 {
 		// Chunked, so that the trailer can follow.
 		w.Flush()
@@ -123,6 +160,23 @@ func (p *Proxy) respond(w *recorder, c *upConn, resp *http.Response) (aborted bo
 		}
 	}
 	return false
+}
+
+// responseFlusher gives a recorder copyBody's Flush.
+type responseFlusher struct{ *recorder }
+
+func (f responseFlusher) Flush() error {
+	f.recorder.Flush()
+	return nil
+}
+
+// trailerKeys is the Trailer header announcing trailer's fields.
+func trailerKeys(trailer http.Header) string {
+	keys := make([]string, 0, len(trailer))
+	for k := range trailer {
+		keys = append(keys, k)
+	}
+	return strings.Join(keys, ", ")
 }
 
 // streamed tells whether an answer is passed on as it comes, as
@@ -143,10 +197,16 @@ func streamed(resp *http.Response) bool {
 	return rest == "" || rest[0] == ';'
 }
 
+// flushWriter is where copyBody writes.
+type flushWriter interface {
+	io.Writer
+	Flush() error
+}
+
 // copyBody copies an answer's body to the client through a pooled
 // buffer. An error is the endpoint's or the client's: either way the
 // answer is cut.
-func copyBody(w *recorder, body io.Reader, flush bool) error {
+func copyBody(w flushWriter, body io.Reader, flush bool) error {
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
 	buf := *bp
@@ -157,7 +217,9 @@ func copyBody(w *recorder, body io.Reader, flush bool) error {
 				return err
 			}
 			if flush {
-				w.Flush()
+				if err := w.Flush(); err != nil {
+					return err
+				}
 			}
 		}
 		if rerr == io.EOF {

@@ -26,7 +26,8 @@ import (
 )
 
 // proxyTo is a Proxy routing a.test/ to endpoints on loopback, served
-// by a real HTTP server; its access log is returned.
+// by the front as the Ingress proxy's HTTP listener serves it; its
+// access log is returned.
 func proxyTo(t *testing.T, clk clock.PassiveClock, ports ...int32) (*Proxy, string, *lockedWriter) {
 	t.Helper()
 	logs := &lockedWriter{}
@@ -42,8 +43,8 @@ func proxyTo(t *testing.T, clk clock.PassiveClock, ports ...int32) (*Proxy, stri
 		objs.EndpointSlices = append(objs.EndpointSlices, es)
 	}
 	p.SetTable(Build(objs))
-	front := httptest.NewServer(p)
-	t.Cleanup(func() { front.Close(); p.CloseIdle() })
+	url, _ := serveFront(t, p)
+	t.Cleanup(p.CloseIdle)
 	t.Cleanup(func() {
 		if t.Failed() {
 			logs.mu.Lock()
@@ -51,7 +52,41 @@ func proxyTo(t *testing.T, clk clock.PassiveClock, ports ...int32) (*Proxy, stri
 			logs.mu.Unlock()
 		}
 	})
-	return p, front.URL, logs
+	return p, url, logs
+}
+
+// serveFront serves p on loopback through the front, as Server.Run
+// serves its HTTP listener, until the test ends; it returns the URL and
+// the count of connections handed to net/http.
+func serveFront(t testing.TB, p *Proxy) (string, *atomic.Int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	f := newFront(p, l, protocols, nil)
+	handoffs := new(atomic.Int64)
+	f.hs.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			handoffs.Add(1)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.serve() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := f.shutdown(ctx); err != nil {
+			t.Errorf("front shutdown: %v", err)
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("front serve: %v", err)
+		}
+	})
+	return "http://" + l.Addr().String(), handoffs
 }
 
 func portOf(t testing.TB, addr net.Addr) int32 {
@@ -470,12 +505,7 @@ func FuzzWriteRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("written request does not parse: %v\n%q", err, out.String())
 		}
-		wantURI := in.URL.RequestURI()
-		if q := cleanQueryParams(in.URL.RawQuery); q != in.URL.RawQuery {
-			u := *in.URL
-			u.RawQuery = q
-			wantURI = u.RequestURI()
-		}
+		wantURI := sentURI(in)
 		if got.Method != in.Method || got.RequestURI != wantURI || got.Host != in.Host {
 			t.Fatalf("%s %s host %q, want %s %s host %q", got.Method, got.RequestURI, got.Host, in.Method, wantURI, in.Host)
 		}
@@ -503,6 +533,17 @@ func FuzzWriteRequest(f *testing.F) {
 			t.Fatalf("Content-Length %q, want %s", got.Header.Get("Content-Length"), n)
 		}
 	})
+}
+
+// sentURI is the target the proxy sends r on with: its query cleaned.
+func sentURI(r *http.Request) string {
+	q := cleanQueryParams(r.URL.RawQuery)
+	if q == r.URL.RawQuery {
+		return r.URL.RequestURI()
+	}
+	u := *r.URL
+	u.RawQuery = q
+	return u.RequestURI()
 }
 
 // TestStreamed: which answers are flushed at each write.

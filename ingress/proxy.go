@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -134,53 +135,84 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route := p.table.Load().Match(r.Host, r.URL.Path, r.TLS != nil)
 	st := &state{route: route, rec: recorder{ResponseWriter: w}}
 	rw := &st.rec
-	aborted := false
-	switch {
-	case route == nil:
-		http.Error(rw, "404 page not found: no Ingress rule matches", http.StatusNotFound)
-	case route.Unavailable != "":
-		http.Error(rw, "503 service unavailable: "+route.Unavailable, http.StatusServiceUnavailable)
-	case len(route.Backend.Addrs) == 0:
-		http.Error(rw, "503 service unavailable: no ready endpoints for "+route.Backend.Name, http.StatusServiceUnavailable)
-	default:
-		if len(route.Backend.Addrs) > 1 {
-			if err := bufferBody(r); err != nil {
-				http.Error(rw, "400 bad request: reading the request body: "+err.Error(), http.StatusBadRequest)
-				break
-			}
-		}
-		if direct(r) {
-			aborted = p.forward(rw, r, st)
-			break
-		}
-		p.proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), routeKey{}, st)))
-	}
+	aborted := p.serve(rw, r, st)
 	if aborted {
 		// Logged and counted first; then the client's connection is cut,
 		// as httputil.ReverseProxy cuts it, so that it sees the answer
 		// is not whole.
 		defer panic(http.ErrAbortHandler)
 	}
-	elapsed := p.clock.Since(start)
-	status := rw.status
+	p.record(r.Context(), st, accessEntry{remote: r.RemoteAddr, host: r.Host, method: r.Method, uri: r.RequestURI,
+		proto: r.Proto, status: rw.status, bytes: rw.bytes, elapsed: p.clock.Since(start)})
+}
+
+// serve answers r on its route: refused, through upstream, or through
+// httputil.ReverseProxy. It says whether the answer was cut short.
+func (p *Proxy) serve(rw *recorder, r *http.Request, st *state) (aborted bool) {
+	if msg, status := st.route.refusal(); status != 0 {
+		http.Error(rw, msg, status)
+		return false
+	}
+	if len(st.route.Backend.Addrs) > 1 {
+		if err := bufferBody(r); err != nil {
+			http.Error(rw, "400 bad request: reading the request body: "+err.Error(), http.StatusBadRequest)
+			return false
+		}
+	}
+	if !direct(r) {
+		p.proxy.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), routeKey{}, st)))
+		return false
+	}
+	return p.forward(r.Context(), st, r.Method == http.MethodHead, idempotent(r),
+		func(bw *bufio.Writer) error { return writeRequest(bw, r) }, recorderReply{p, rw})
+}
+
+// refusal is the answer to a request for r that no endpoint is asked
+// for: 404 without a route, 503 for one without a backend to reach;
+// status 0 for a route to forward.
+func (r *Route) refusal() (msg string, status int) {
+	switch {
+	case r == nil:
+		return "404 page not found: no Ingress rule matches", http.StatusNotFound
+	case r.Unavailable != "":
+		return "503 service unavailable: " + r.Unavailable, http.StatusServiceUnavailable
+	case len(r.Backend.Addrs) == 0:
+		return "503 service unavailable: no ready endpoints for " + r.Backend.Name, http.StatusServiceUnavailable
+	}
+	return "", 0
+}
+
+// accessEntry is what the access log says of a request besides its
+// route and endpoint.
+type accessEntry struct {
+	remote, host, method, uri, proto string
+	status                           int
+	bytes                            int64
+	elapsed                          time.Duration
+}
+
+// record counts a request in the metrics and writes its access log
+// line.
+func (p *Proxy) record(ctx context.Context, st *state, e accessEntry) {
+	status := e.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	p.metrics.seriesOf(route).observe(status, elapsed)
-	if !p.log.Enabled(r.Context(), slog.LevelInfo) {
+	p.metrics.seriesOf(st.route).observe(status, e.elapsed)
+	if !p.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	ing, backend := "", ""
-	if route != nil {
-		ing = route.ref
-		if route.Backend != nil {
-			backend = route.Backend.Name
+	if st.route != nil {
+		ing = st.route.ref
+		if st.route.Backend != nil {
+			backend = st.route.Backend.Name
 		}
 	}
-	p.log.LogAttrs(r.Context(), slog.LevelInfo, "ingress request",
-		slog.String("remote", r.RemoteAddr), slog.String("host", r.Host), slog.String("method", r.Method),
-		slog.String("uri", r.RequestURI), slog.String("proto", r.Proto), slog.Int("status", status),
-		slog.Int64("bytes", rw.bytes), slog.Duration("duration", elapsed), slog.String("ingress", ing),
+	p.log.LogAttrs(ctx, slog.LevelInfo, "ingress request",
+		slog.String("remote", e.remote), slog.String("host", e.host), slog.String("method", e.method),
+		slog.String("uri", e.uri), slog.String("proto", e.proto), slog.Int("status", status),
+		slog.Int64("bytes", e.bytes), slog.Duration("duration", e.elapsed), slog.String("ingress", ing),
 		slog.String("backend", backend), slog.String("upstream", st.upstream), slog.Int("tries", st.tries))
 }
 
@@ -252,11 +284,12 @@ func bufferBody(r *http.Request) error {
 }
 
 // attempts is where a request to n endpoints starts in the round robin
-// and how many it may try: one, or for an idempotent request up to
-// maxTries of them, each on the next endpoint.
-func (p *Proxy) attempts(r *http.Request, n int) (start, tries int) {
+// and how many it may try: one, or for one that may be sent again
+// (replay: idempotent, its body in hand) up to maxTries of them, each
+// on the next endpoint.
+func (p *Proxy) attempts(replay bool, n int) (start, tries int) {
 	tries = 1
-	if idempotent(r) {
+	if replay {
 		tries = min(maxTries, n)
 	}
 	return int(p.rr.Add(1)), tries
@@ -271,7 +304,7 @@ func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("ingress: no route")
 	}
 	addrs := st.route.Backend.Addrs
-	start, tries := p.attempts(r, len(addrs))
+	start, tries := p.attempts(idempotent(r), len(addrs))
 	var err error
 	for i := 0; i < tries; i++ {
 		addr := addrs[(start+i)%len(addrs)]
@@ -299,21 +332,33 @@ func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
 	return nil, err
 }
 
-// proxyError answers a request no endpoint could take: 502, or 504 when
-// it timed out.
+// proxyError answers a request httputil.ReverseProxy could not send.
 func (p *Proxy) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusBadGateway
+	p.log.Debug("ingress upstream error", "uri", r.RequestURI, "err", err)
+	writeProxyError(w, errorStatus(err))
+}
+
+// errorStatus is the answer to a request no endpoint could take: 502,
+// 504 when it timed out, nginx's 499 when the client went away.
+func errorStatus(err error) int {
+	if errors.Is(err, context.Canceled) {
+		return 499
+	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		status = http.StatusGatewayTimeout
+		return http.StatusGatewayTimeout
 	}
-	if errors.Is(err, context.Canceled) {
-		// The client went away; nginx's 499.
-		status = 499
-	}
-	p.log.Debug("ingress upstream error", "uri", r.RequestURI, "err", err)
+	return http.StatusBadGateway
+}
+
+// proxyErrorBody is the body of an answer with errorStatus's status.
+func proxyErrorBody(status int) string {
+	return strconv.Itoa(status) + " " + http.StatusText(status) + ": upstream unreachable\n"
+}
+
+func writeProxyError(w http.ResponseWriter, status int) {
 	w.WriteHeader(status)
-	_, _ = io.WriteString(w, strconv.Itoa(status)+" "+http.StatusText(status)+": upstream unreachable\n")
+	_, _ = io.WriteString(w, proxyErrorBody(status))
 }
 
 // recorder notes the status and size of an answer, for the access log

@@ -140,17 +140,18 @@ func (s *Server) Run(ctx context.Context) error {
 	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true)
 	errLog := slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug)
-	var servers []*http.Server
+	var shutdowns []func(context.Context) error
 	errc := make(chan error, 2)
 	if s.http != nil {
-		hs := &http.Server{Handler: s.proxy, Protocols: protocols, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog}
-		servers = append(servers, hs)
-		go func() { errc <- hs.Serve(s.http) }()
+		f := newFront(s.proxy, s.http, protocols, errLog)
+		shutdowns = append(shutdowns, f.shutdown)
+		go func() { errc <- f.serve() }()
 	}
 	if s.https != nil {
-		hs := &http.Server{Handler: s.proxy, Protocols: protocols, ReadHeaderTimeout: 30 * time.Second, ErrorLog: errLog,
+		hs := &http.Server{Handler: s.proxy, Protocols: protocols, ReadHeaderTimeout: frontHeaderTimeout,
+			IdleTimeout: frontIdleTimeout, ErrorLog: errLog,
 			TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: s.getCertificate}}
-		servers = append(servers, hs)
+		shutdowns = append(shutdowns, hs.Shutdown)
 		go func() { errc <- hs.ServeTLS(s.https, "", "") }()
 	}
 	s.cfg.Logger.Info("ingress proxy listening", "http", addrString(s.http), "https", addrString(s.https))
@@ -161,8 +162,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, hs := range servers {
-		_ = hs.Shutdown(shutdownCtx)
+	for _, shutdown := range shutdowns {
+		_ = shutdown(shutdownCtx)
 	}
 	s.proxy.CloseIdle()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

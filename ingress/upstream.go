@@ -200,20 +200,20 @@ func (u *upstream) idleCount(addr string) int {
 // aLongTimeAgo is a deadline that makes a blocked read or write return.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// send writes r to addr, over a pooled connection or a new one, and
+// send writes a request (write) to addr, over a pooled connection or a new one, and
 // waits for the first byte of the answer. A pooled connection that
 // fails before that is one the endpoint closed meanwhile: a request
 // that may be sent twice (replay) is sent again over a new connection,
 // as http.Transport does. The connection is the caller's until
 // release; a cancelled ctx aborts its reads and writes.
-func (u *upstream) send(ctx context.Context, addr string, r *http.Request, replay bool) (*upConn, error) {
+func (u *upstream) send(ctx context.Context, addr string, write func(*bufio.Writer) error, replay bool) (*upConn, error) {
 	for {
 		c, err := u.get(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
 		c.stop = context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(aLongTimeAgo) })
-		err = writeRequest(c.bw, r)
+		err = write(c.bw)
 		if err == nil {
 			err = c.bw.Flush()
 		}

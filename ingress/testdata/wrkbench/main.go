@@ -69,6 +69,7 @@ func main() {
 		procs      = flag.Int("ingress-procs", 0, "GOMAXPROCS of the Ingress proxy's process (0: Go's default, the CPUs)")
 		netns      = flag.Bool("netns", os.Geteuid() == 0, "run in a network namespace of its own and measure a ClusterIP too (needs root)")
 		inNetNS    = flag.Bool("in-netns", false, "internal: -run inside the namespace -netns made")
+		pin        = flag.Bool("pin", false, "the proxies on the second CPU, wrk and the backend on the first (taskset), as with an Ingress proxy on a node of its own")
 	)
 	flag.Parse()
 	var err error
@@ -87,7 +88,7 @@ func main() {
 			break
 		}
 		err = measure(bench{rounds: *rounds, seconds: *seconds, conns: *conns, threads: *threads, logs: *logs,
-			cpuprofile: *cpuprofile, only: *only, procs: *procs, before: *before, netns: *inNetNS})
+			cpuprofile: *cpuprofile, only: *only, procs: *procs, before: *before, netns: *inNetNS, pin: *pin})
 	default:
 		err = fmt.Errorf("unknown role %q", *role)
 	}
@@ -210,6 +211,23 @@ type bench struct {
 	// netns: measure() runs in the namespace inNamespace made, and
 	// measures the ClusterIP too.
 	netns bool
+	// pin: the proxies run on CPU 1, wrk and the backend on CPU 0.
+	pin bool
+}
+
+// The CPUs of -pin.
+const (
+	clientCPU = "0"
+	proxyCPU  = "1"
+)
+
+// command is name run on cpu when the bench pins (taskset execs it, so
+// the process keeps taskset's pid).
+func (b bench) command(cpu, name string, args ...string) *exec.Cmd {
+	if !b.pin {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("taskset", append([]string{"-c", cpu, name}, args...)...)
 }
 
 // The namespace's addresses: the node's (every server listens on it),
@@ -331,8 +349,8 @@ func measure(b bench) error {
 			_ = p.Wait()
 		}
 	}()
-	start := func(env []string, name string, args ...string) (int, error) {
-		cmd := exec.Command(name, args...)
+	start := func(cpu string, env []string, name string, args ...string) (int, error) {
+		cmd := b.command(cpu, name, args...)
 		cmd.Env = append(os.Environ(), env...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Start(); err != nil {
@@ -341,7 +359,7 @@ func measure(b bench) error {
 		procs = append(procs, cmd)
 		return cmd.Process.Pid, nil
 	}
-	backendPid, err := start(nil, self, "-role", "backend", "-listen", backendAddr)
+	backendPid, err := start(clientCPU, nil, self, "-role", "backend", "-listen", backendAddr)
 	if err != nil {
 		return err
 	}
@@ -355,7 +373,7 @@ func measure(b bench) error {
 	if b.procs > 0 {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(b.procs))
 	}
-	berthPid, err := start(env, self, ingressArgs...)
+	berthPid, err := start(proxyCPU, env, self, ingressArgs...)
 	if err != nil {
 		return err
 	}
@@ -363,7 +381,7 @@ func measure(b bench) error {
 	if err := os.WriteFile(conf, []byte(nginxConf(dir, nginxAddr, backendAddr, nginxLog, b.conns)), 0o644); err != nil {
 		return err
 	}
-	nginxPid, err := start(nil, "nginx", "-p", dir, "-c", conf, "-e", filepath.Join(dir, "nginx-error.log"))
+	nginxPid, err := start(proxyCPU, nil, "nginx", "-p", dir, "-c", conf, "-e", filepath.Join(dir, "nginx-error.log"))
 	if err != nil {
 		return err
 	}
@@ -385,7 +403,7 @@ func measure(b bench) error {
 		if b.logs {
 			args = append(args, "-access-log", filepath.Join(dir, "before.log"))
 		}
-		pid, err := start(env, b.before, args...)
+		pid, err := start(proxyCPU, env, b.before, args...)
 		if err != nil {
 			return err
 		}
@@ -407,6 +425,9 @@ func measure(b bench) error {
 	}
 	fmt.Printf("wrk -t%d -c%d -d%ds --latency -H 'Host: %s', %d rounds; load average at start: %s\n",
 		b.threads, b.conns, b.seconds, host, b.rounds, loadavg())
+	if b.pin {
+		fmt.Printf("pinned: wrk and the backend on CPU %s, the proxies on CPU %s\n", clientCPU, proxyCPU)
+	}
 	for r := range b.rounds {
 		for _, t := range targets {
 			cpu0, back0 := cpuTime(t.procs), cpuTime([]int{backendPid})
@@ -484,7 +505,7 @@ var (
 )
 
 func runWrk(b bench, url string) (rps float64, p50, p99 time.Duration, err error) {
-	out, err := exec.Command("wrk", "-t"+strconv.Itoa(b.threads), "-c"+strconv.Itoa(b.conns), "-d"+strconv.Itoa(b.seconds)+"s",
+	out, err := b.command(clientCPU, "wrk", "-t"+strconv.Itoa(b.threads), "-c"+strconv.Itoa(b.conns), "-d"+strconv.Itoa(b.seconds)+"s",
 		"--latency", "-H", "Host: "+host, url).CombinedOutput()
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("wrk: %w: %s", err, out)

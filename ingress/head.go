@@ -1,0 +1,377 @@
+package ingress
+
+import (
+	"bufio"
+	"bytes"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// request is a request's head as the front parsed it. Its strings are
+// its own; fields is the head's header lines, in the front's buffer.
+type request struct {
+	method string
+	// uri is the request target as sent, for the access log; target is
+	// what is sent on: its query cleaned as httputil.ReverseProxy cleans
+	// it, its path escaped as net/url escapes it.
+	uri, target string
+	// path is the target's path, unescaped, for routing.
+	path          string
+	host          string
+	contentLength int64
+	// close: the client asked for the connection to end after the
+	// answer. teTrailers: it takes trailers.
+	close, teTrailers bool
+	fields            []byte
+	// connection are the values of the Connection fields: the fields
+	// they name are not sent on.
+	connection [][]byte
+}
+
+// parse reads head, a request's head ending in an empty line, into r;
+// errHandOff for one the front leaves to net/http: any but HTTP/1.1, an
+// origin-form target and exactly one Host, no Transfer-Encoding,
+// Upgrade or Expect, a length of at most MaxRetryBody, every line
+// ending in CRLF, no folded lines, and nothing net/http would refuse.
+func (r *request) parse(head []byte) error {
+	*r = request{connection: r.connection[:0]}
+	eol := bytes.Index(head, crlf)
+	line := head[:eol]
+	r.fields = head[eol+2 : len(head)-2]
+	method, rest, ok := bytes.Cut(line, sp)
+	if !ok {
+		return errHandOff
+	}
+	target, proto, ok := bytes.Cut(rest, sp)
+	if !ok || string(proto) != "HTTP/1.1" || !validToken(method) {
+		return errHandOff
+	}
+	r.method = internMethod(method)
+	if r.method == http.MethodConnect || r.method == "PRI" {
+		return errHandOff
+	}
+	if err := r.parseTarget(target); err != nil {
+		return err
+	}
+	seenHost, seenLength := false, false
+	for line := range r.lines() {
+		if line[0] == ' ' || line[0] == '\t' {
+			return errHandOff // folded
+		}
+		name, value := splitField(line)
+		if name == nil || !validToken(name) || !validValue(value) {
+			return errHandOff
+		}
+		switch {
+		case fieldIs(name, "Host"):
+			if seenHost {
+				return errHandOff
+			}
+			seenHost = true
+			r.host = string(value)
+			if !httpguts.ValidHostHeader(r.host) {
+				return errHandOff
+			}
+		case fieldIs(name, "Content-Length"):
+			n, ok := parseLength(value)
+			if seenLength || !ok {
+				return errHandOff
+			}
+			seenLength = true
+			r.contentLength = int64(n)
+		case fieldIs(name, "Transfer-Encoding"), fieldIs(name, "Upgrade"), fieldIs(name, "Expect"):
+			return errHandOff
+		case fieldIs(name, "Connection"):
+			r.connection = append(r.connection, value)
+			if containsToken(value, "close") {
+				r.close = true
+			}
+		case fieldIs(name, "Te"):
+			if containsToken(value, "trailers") {
+				r.teTrailers = true
+			}
+		}
+	}
+	if !seenHost {
+		return errHandOff
+	}
+	return nil
+}
+
+// parseLength parses a Content-Length of at most MaxRetryBody.
+func parseLength(v []byte) (int64, bool) {
+	if len(v) == 0 || len(v) > 7 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n <= MaxRetryBody
+}
+
+var (
+	crlf = []byte("\r\n")
+	sp   = []byte(" ")
+)
+
+// parseTarget sets uri, target and path from an origin-form target.
+func (r *request) parseTarget(target []byte) error {
+	if len(target) == 0 || target[0] != '/' {
+		return errHandOff
+	}
+	plain := true // the path is as net/url escapes it, and unescaped
+	inQuery := false
+	for _, c := range target {
+		switch {
+		case c <= ' ' || c >= 0x7f || c == '#':
+			return errHandOff
+		case c == '?':
+			inQuery = true
+		case !inQuery && !pathByte(c):
+			plain = false
+		}
+	}
+	r.uri = string(target)
+	path, query, hasQuery := strings.Cut(r.uri, "?")
+	escaped := path
+	if plain {
+		r.path = path
+	} else {
+		u, err := url.ParseRequestURI(r.uri)
+		if err != nil {
+			return errHandOff
+		}
+		r.path, escaped = u.Path, u.EscapedPath()
+	}
+	clean := cleanQueryParams(query)
+	switch {
+	case plain && clean == query:
+		r.target = r.uri
+	case clean != "" || hasQuery && query == "":
+		r.target = escaped + "?" + clean
+	default:
+		r.target = escaped
+	}
+	return nil
+}
+
+// pathByte tells whether c stands for itself in a path as net/url
+// writes it (url.URL.EscapedPath): RFC 3986's pchar less '%', and '/'.
+func pathByte(c byte) bool {
+	if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+		return true
+	}
+	switch c {
+	case '-', '.', '_', '~', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '@', '[', ']', '/':
+		return true
+	}
+	return false
+}
+
+// lines are the header lines of r, without their CRLF.
+func (r *request) lines() iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for rest := r.fields; len(rest) > 0; {
+			i := bytes.Index(rest, crlf)
+			if !yield(rest[:i]) {
+				return
+			}
+			rest = rest[i+2:]
+		}
+	}
+}
+
+// dropped tells whether a field of the client's request is not sent
+// on: a hop-by-hop one, one its Connection names, one the proxy sets
+// itself.
+func (r *request) dropped(name []byte) bool {
+	for _, k := range [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length",
+		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		if fieldIs(name, k) {
+			return true
+		}
+	}
+	for _, v := range r.connection {
+		if containsToken(v, string(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitField splits a header line at its colon, the value trimmed of
+// blanks; name is nil without a colon.
+func splitField(line []byte) (name, value []byte) {
+	i := bytes.IndexByte(line, ':')
+	if i < 0 {
+		return nil, nil
+	}
+	return line[:i], bytes.Trim(line[i+1:], " \t")
+}
+
+// fieldIs compares a field name, as HTTP does, regardless of case.
+func fieldIs(name []byte, k string) bool {
+	if len(name) != len(k) {
+		return false
+	}
+	for i := range len(k) {
+		if lower(name[i]) != lower(k[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// containsToken tells whether a comma-separated field value has token,
+// regardless of case, as httpguts.HeaderValuesContainsToken does.
+func containsToken(value []byte, token string) bool {
+	for len(value) > 0 {
+		var t []byte
+		t, value, _ = bytes.Cut(value, []byte(","))
+		if fieldIs(bytes.Trim(t, " \t"), token) {
+			return true
+		}
+	}
+	return false
+}
+
+// validToken tells whether b is an RFC 9110 token, as net/http checks a
+// method and a field name.
+func validToken(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if !httpguts.IsTokenRune(rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// validValue tells whether b is a field value net/http takes: no
+// control bytes but tab.
+func validValue(b []byte) bool {
+	for _, c := range b {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// internMethod is method as a string, the common ones without an
+// allocation.
+func internMethod(m []byte) string {
+	for _, k := range [...]string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+		http.MethodDelete, http.MethodPatch, http.MethodOptions, http.MethodConnect, http.MethodTrace} {
+		if string(m) == k {
+			return k
+		}
+	}
+	return string(m)
+}
+
+// writeStatusLine writes an answer's status line, as net/http writes it.
+func writeStatusLine(bw *bufio.Writer, code int) {
+	bw.WriteString("HTTP/1.1 ")
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(code), 10))
+	bw.WriteByte(' ')
+	if text := http.StatusText(code); text != "" {
+		bw.WriteString(text)
+	} else {
+		bw.WriteString("status code ")
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(code), 10))
+	}
+	bw.WriteString("\r\n")
+}
+
+// newlineToSpace keeps a field value on its line, as net/http's
+// Header.Write does.
+var newlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
+
+// writeFields writes h's fields.
+func writeFields(bw *bufio.Writer, h http.Header) {
+	for k, vv := range h {
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			if strings.ContainsAny(v, "\r\n") {
+				v = newlineToSpace.Replace(v)
+			}
+			bw.WriteString(v)
+			bw.WriteString("\r\n")
+		}
+	}
+}
+
+// dateField is the Date field of the second it was made for.
+type dateField struct {
+	unix int64
+	line []byte
+}
+
+var lastDate atomic.Pointer[dateField]
+
+// writeDate writes the Date field net/http's server adds to an answer,
+// made once a second.
+func (fc *frontConn) writeDate(bw *bufio.Writer) {
+	now := fc.f.p.clock.Now()
+	d := lastDate.Load()
+	if d == nil || d.unix != now.Unix() {
+		d = &dateField{unix: now.Unix(), line: now.UTC().AppendFormat([]byte("Date: "), http.TimeFormat)}
+		d.line = append(d.line, "\r\n"...)
+		lastDate.Store(d)
+	}
+	bw.Write(d.line)
+}
+
+// chunkedWriter writes a body in HTTP/1.1 chunks.
+type chunkedWriter struct{ bw *bufio.Writer }
+
+func (w *chunkedWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w.bw.Write(strconv.AppendInt(w.bw.AvailableBuffer(), int64(len(p)), 16))
+	w.bw.WriteString("\r\n")
+	n, err := w.bw.Write(p)
+	if err == nil {
+		_, err = w.bw.WriteString("\r\n")
+	}
+	return n, err
+}
+
+func (w *chunkedWriter) Flush() error { return w.bw.Flush() }
+
+// countingWriter counts what goes through it.
+type countingWriter struct {
+	w flushWriter
+	n int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.n += int64(n)
+	return n, err
+}
+
+func (w *countingWriter) Flush() error { return w.w.Flush() }

@@ -33,12 +33,11 @@ func direct(r *http.Request) bool {
 // replier is how forward answers the client: through net/http's
 // ResponseWriter (recorderReply) or on the front's own connection.
 type replier interface {
-	// informational passes an informational (1xx) answer on.
-	informational(resp *http.Response)
-	// answer writes the final answer, copies its body from c and hands
-	// c back; it says whether the answer was cut short after its header
-	// went out.
-	answer(c *upConn, resp *http.Response) (aborted bool)
+	// relay reads the endpoint's answer from c and writes it to the
+	// client, handing c back. An error is the endpoint's, before its
+	// answer began: the caller closes c and may try the next endpoint.
+	// aborted says the answer was cut short after its header went out.
+	relay(c *upConn, head bool) (aborted bool, err error)
 	// fail answers a request no endpoint answered, with status.
 	fail(status int)
 }
@@ -60,9 +59,8 @@ func (p *Proxy) forward(ctx context.Context, st *state, head, replay bool, write
 		st.upstream, st.tries = addr, i+1
 		var c *upConn
 		if c, err = p.up.send(ctx, addr, write, replay); err == nil {
-			var resp *http.Response
-			if resp, err = readFinal(c, head, to); err == nil {
-				return to.answer(c, resp)
+			if aborted, err = to.relay(c, head); err == nil {
+				return aborted
 			}
 			p.up.release(c, false)
 		}
@@ -86,7 +84,7 @@ var (
 
 // readFinal reads the answer, passing informational (1xx) ones on to
 // the client as they come.
-func readFinal(c *upConn, head bool, to replier) (*http.Response, error) {
+func readFinal(c *upConn, head bool, informational func(*http.Response)) (*http.Response, error) {
 	req := otherRequest
 	if head {
 		req = headRequest
@@ -106,7 +104,7 @@ func readFinal(c *upConn, head bool, to replier) (*http.Response, error) {
 		if n == max1xx {
 			return nil, errors.New("ingress: too many 1xx answers from upstream")
 		}
-		to.informational(resp)
+		informational(resp)
 	}
 }
 
@@ -124,6 +122,14 @@ func (rr recorderReply) informational(resp *http.Response) {
 }
 
 func (rr recorderReply) fail(status int) { writeProxyError(rr.w, status) }
+
+func (rr recorderReply) relay(c *upConn, head bool) (aborted bool, err error) {
+	resp, err := readFinal(c, head, rr.informational)
+	if err != nil {
+		return false, err
+	}
+	return rr.answer(c, resp), nil
+}
 
 // answer writes the answer's header and copies its body, flushing at
 // each write when it has no length or is an event stream, and hands the
@@ -183,12 +189,13 @@ func trailerKeys(trailer http.Header) string {
 // httputil.ReverseProxy does: server-sent events and answers without a
 // length.
 func streamed(resp *http.Response) bool {
-	if resp.ContentLength == -1 {
-		return true
-	}
-	// The media type alone, without mime.ParseMediaType's map of
-	// parameters for every answer.
-	ct := resp.Header.Get("Content-Type")
+	return resp.ContentLength == -1 || eventStream(resp.Header.Get("Content-Type"))
+}
+
+// eventStream tells whether a Content-Type is text/event-stream: the
+// media type alone, without mime.ParseMediaType's map of parameters
+// for every answer.
+func eventStream(ct string) bool {
 	const sse = "text/event-stream"
 	if len(ct) < len(sse) || !strings.EqualFold(ct[:len(sse)], sse) {
 		return false

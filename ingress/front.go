@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -199,6 +200,7 @@ type frontConn struct {
 	req  request
 	head []byte // the head of req, copied out of br
 	body []byte // its body
+	ans  answerHead
 
 	// The answer: its status and body bytes, for the access log; close
 	// when the connection ends after it.
@@ -206,8 +208,11 @@ type frontConn struct {
 	bytes  int64
 	close  bool
 
-	write      func(*bufio.Writer) error // writeRequest, bound once
-	cancel     context.CancelFunc        // the request in flight's
+	write func(*bufio.Writer) error // writeRequest, bound once
+	// ctx is the requests' while the client is there: watchClient
+	// cancels it, and the connection ends.
+	ctx        context.Context
+	cancel     context.CancelFunc
 	watch      *time.Timer
 	watchDone  chan struct{}
 	clientGone atomic.Bool
@@ -235,6 +240,9 @@ func (fc *frontConn) serve() {
 	handedOff := false
 	defer func() {
 		fc.f.forget(fc)
+		if fc.cancel != nil {
+			fc.cancel()
+		}
 		if !handedOff {
 			_ = fc.c.Close()
 		}
@@ -279,45 +287,33 @@ func (fc *frontConn) handOff() bool {
 // is errHandOff for one the front does not take, with nothing consumed.
 func (fc *frontConn) readRequest() error {
 	_ = fc.c.SetReadDeadline(time.Now().Add(frontIdleTimeout))
-	br := fc.br
-	searched, waited := 0, false
-	var end int
-	for {
-		buf, _ := br.Peek(br.Buffered())
-		var bare bool
-		if end, bare = headEnd(buf, searched); bare {
-			return errHandOff
-		}
-		if end > 0 {
-			break
-		}
-		if len(buf) == br.Size() {
-			return errHandOff
-		}
-		searched = max(0, len(buf)-3)
-		if len(buf) > 0 && !waited {
-			// Part of a head is in: the rest is given the header timeout.
-			_ = fc.c.SetReadDeadline(time.Now().Add(frontHeaderTimeout))
-			waited = true
-		}
-		if _, err := br.Peek(len(buf) + 1); err != nil {
-			return err
-		}
+	end, ok, err := peekHead(fc.br, fc.headerDeadline)
+	if err != nil {
+		return err
 	}
-	buf, _ := br.Peek(end)
+	if !ok {
+		return errHandOff
+	}
+	buf, _ := fc.br.Peek(end)
 	fc.head = append(fc.head[:0], buf...)
 	if err := fc.req.parse(fc.head); err != nil {
 		return err
 	}
-	_, _ = br.Discard(end)
+	_, _ = fc.br.Discard(end)
 	fc.body = fc.body[:0]
 	if n := fc.req.contentLength; n > 0 {
 		fc.body = append(fc.body, make([]byte, n)...)
-		if _, err := io.ReadFull(br, fc.body); err != nil {
+		if _, err := io.ReadFull(fc.br, fc.body); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// headerDeadline gives the rest of a head, once part of it is in, the
+// header timeout.
+func (fc *frontConn) headerDeadline() {
+	_ = fc.c.SetReadDeadline(time.Now().Add(frontHeaderTimeout))
 }
 
 // headEnd is the length of the head at the start of buf, 0 when it is
@@ -349,13 +345,12 @@ func (fc *frontConn) serveRequest() {
 	if msg, status := route.refusal(); status != 0 {
 		fc.writeError(status, msg+"\n")
 	} else {
-		ctx, cancel := context.WithCancel(context.Background())
-		fc.cancel = cancel
-		fc.clientGone.Store(false)
+		if fc.ctx == nil {
+			fc.ctx, fc.cancel = context.WithCancel(context.Background())
+		}
 		fc.watch.Reset(watchAfter)
-		aborted := p.forward(ctx, &st, r.method == http.MethodHead, idempotentMethod(r.method), fc.write, fc)
+		aborted := p.forward(fc.ctx, &st, r.method == http.MethodHead, idempotentMethod(r.method), fc.write, fc)
 		fc.stopWatch()
-		cancel()
 		if aborted || fc.clientGone.Load() {
 			fc.close = true
 		}
@@ -431,6 +426,59 @@ func (fc *frontConn) writeRequest(bw *bufio.Writer) error {
 	bw.WriteString("\r\n\r\n")
 	_, err := bw.Write(fc.body)
 	return err
+}
+
+// relay passes the endpoint's answer on: as it came, less its
+// hop-by-hop fields, when its head is a plain one (answerHead), else
+// through net/http's ReadResponse.
+func (fc *frontConn) relay(c *upConn, head bool) (aborted bool, err error) {
+	c.lim.n = maxResponseHeader
+	end, ok, err := peekHead(c.br, nil)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		buf, _ := c.br.Peek(end)
+		if fc.ans.parse(buf, head) {
+			c.lim.n = math.MaxInt64
+			return fc.answerHead(c, &fc.ans), nil
+		}
+	}
+	resp, err := readFinal(c, head, fc.informational)
+	if err != nil {
+		return false, err
+	}
+	return fc.answer(c, resp), nil
+}
+
+// answerHead writes an answer parse took: its fields as they came, in
+// the connection's buffer, then its body.
+func (fc *frontConn) answerHead(c *upConn, a *answerHead) (aborted bool) {
+	up := fc.f.p.up
+	fc.status = a.status
+	bw := fc.bw
+	writeStatusLine(bw, a.status)
+	for line := range fieldLines(a.fields) {
+		if name, _ := splitField(line); !hopByHop(name, a.connection) {
+			bw.Write(line)
+			bw.WriteString("\r\n")
+		}
+	}
+	if !a.date {
+		fc.writeDate(bw)
+	}
+	fc.endHead(bw)
+	_, _ = c.br.Discard(a.size)
+	body := io.LimitedReader{R: c.br, N: a.length}
+	counted := countingWriter{w: bw}
+	err := copyBody(&counted, &body, a.stream)
+	fc.bytes = counted.n
+	if err != nil || body.N > 0 {
+		up.release(c, false)
+		return true
+	}
+	up.release(c, !a.close)
+	return bw.Flush() != nil
 }
 
 func (fc *frontConn) informational(resp *http.Response) {

@@ -268,6 +268,51 @@ func FuzzFrontRequest(f *testing.F) {
 	})
 }
 
+// FuzzAnswerHead: an answer the front passes on as it came is one
+// net/http's ReadResponse reads the same: status, length, whether the
+// endpoint ends the connection, whether it is streamed, and the fields
+// the client gets.
+func FuzzAnswerHead(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, X-A\r\nX-A: 1\r\nX-B:  2 \r\n\r\nok"), false)
+	f.Add([]byte("HTTP/1.1 204 No Content\r\nDate: x\r\nConnection: close\r\n\r\n"), false)
+	f.Add([]byte("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/event-stream\r\nKeep-Alive: 1\r\n\r\n"), true)
+	f.Fuzz(func(t *testing.T, raw []byte, isHead bool) {
+		end, bare := headEnd(raw, 0)
+		if end == 0 || bare {
+			return
+		}
+		var a answerHead
+		if !a.parse(bytes.Clone(raw[:end]), isHead) {
+			return
+		}
+		req := otherRequest
+		if isHead {
+			req = headRequest
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), req)
+		if err != nil {
+			t.Fatalf("the front passes on what ReadResponse refuses (%v):\n%q", err, raw[:end])
+		}
+		noBody := isHead || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified
+		if resp.StatusCode != a.status || resp.Close != a.close || !noBody && resp.ContentLength != a.length ||
+			a.stream != eventStream(resp.Header.Get("Content-Type")) {
+			t.Fatalf("front read %+v\nReadResponse read %d length %d close %v", a, resp.StatusCode, resp.ContentLength, resp.Close)
+		}
+		passed := http.Header{}
+		for line := range fieldLines(a.fields) {
+			if name, value := splitField(line); !hopByHop(name, a.connection) {
+				passed.Add(string(name), string(value))
+			}
+		}
+		removeHopByHop(resp.Header)
+		for k := range mergeKeys(passed, resp.Header) {
+			if g, w := strings.Join(passed[k], "\n"), strings.Join(resp.Header[k], "\n"); g != w {
+				t.Fatalf("field %s: the front passes %q on, net/http's way %q", k, g, w)
+			}
+		}
+	})
+}
+
 func mergeKeys(a, b http.Header) map[string]bool {
 	keys := map[string]bool{}
 	for k := range a {

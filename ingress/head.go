@@ -79,7 +79,7 @@ func (r *request) parse(head []byte) error {
 				return errHandOff
 			}
 		case fieldIs(name, "Content-Length"):
-			n, ok := parseLength(value)
+			n, ok := parseLength(value, MaxRetryBody)
 			if seenLength || !ok {
 				return errHandOff
 			}
@@ -104,9 +104,9 @@ func (r *request) parse(head []byte) error {
 	return nil
 }
 
-// parseLength parses a Content-Length of at most MaxRetryBody.
-func parseLength(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 7 {
+// parseLength parses a Content-Length of at most limit (below 2^62).
+func parseLength(v []byte, limit int64) (int64, bool) {
+	if len(v) == 0 || len(v) > 18 {
 		return 0, false
 	}
 	var n int64
@@ -116,7 +116,7 @@ func parseLength(v []byte) (int64, bool) {
 		}
 		n = n*10 + int64(c-'0')
 	}
-	return n, n <= MaxRetryBody
+	return n, n <= limit
 }
 
 var (
@@ -179,9 +179,13 @@ func pathByte(c byte) bool {
 }
 
 // lines are the header lines of r, without their CRLF.
-func (r *request) lines() iter.Seq[[]byte] {
+func (r *request) lines() iter.Seq[[]byte] { return fieldLines(r.fields) }
+
+// fieldLines are the lines of a head's fields, without their CRLF;
+// fields ends in CRLF.
+func fieldLines(fields []byte) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
-		for rest := r.fields; len(rest) > 0; {
+		for rest := fields; len(rest) > 0; {
 			i := bytes.Index(rest, crlf)
 			if !yield(rest[:i]) {
 				return
@@ -195,19 +199,132 @@ func (r *request) lines() iter.Seq[[]byte] {
 // on: a hop-by-hop one, one its Connection names, one the proxy sets
 // itself.
 func (r *request) dropped(name []byte) bool {
-	for _, k := range [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length",
-		"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+	for _, k := range [...]string{"Host", "Content-Length", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 		if fieldIs(name, k) {
 			return true
 		}
 	}
-	for _, v := range r.connection {
+	return hopByHop(name, r.connection)
+}
+
+// hopByHop tells whether a field is not passed on by a proxy: one of
+// RFC 9110's hop-by-hop fields, as hopHeader lists them, or one the
+// Connection fields (connection, their values) name.
+func hopByHop(name []byte, connection [][]byte) bool {
+	for _, k := range [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
+		if fieldIs(name, k) {
+			return true
+		}
+	}
+	for _, v := range connection {
 		if containsToken(v, string(name)) {
 			return true
 		}
 	}
 	return false
+}
+
+// answerHead is an endpoint's answer as the front passes it on without
+// net/http: a final one, of known length or none, whose fields go
+// through as they came, less the hop-by-hop ones.
+type answerHead struct {
+	status int
+	// size is the head's, in the connection's buffer; length the body's.
+	size   int
+	length int64
+	fields []byte
+	// close: the endpoint ends the connection after it. date: it has a
+	// Date. stream: it is server-sent events, flushed at each read.
+	close, date, stream bool
+	connection          [][]byte
+}
+
+// parse reads head, the head of an answer to a HEAD request or not,
+// into a; false for one left to net/http's ReadResponse: any but
+// HTTP/1.1, an informational one, one chunked, with a trailer, without
+// a length, or anything ReadResponse might read otherwise.
+func (a *answerHead) parse(head []byte, isHead bool) bool {
+	*a = answerHead{size: len(head), length: -1, connection: a.connection[:0]}
+	eol := bytes.Index(head, crlf)
+	line := head[:eol]
+	a.fields = head[eol+2 : len(head)-2]
+	if len(line) < 12 || string(line[:9]) != "HTTP/1.1 " || len(line) > 12 && line[12] != ' ' {
+		return false
+	}
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return false
+		}
+		a.status = a.status*10 + int(c-'0')
+	}
+	if a.status < 200 {
+		return false
+	}
+	seenType := false
+	for line := range fieldLines(a.fields) {
+		if line[0] == ' ' || line[0] == '\t' {
+			return false
+		}
+		name, value := splitField(line)
+		if name == nil || !validToken(name) || !validValue(value) {
+			return false
+		}
+		switch {
+		case fieldIs(name, "Content-Length"):
+			n, ok := parseLength(value, 1<<50)
+			if a.length >= 0 || !ok {
+				return false
+			}
+			a.length = n
+		case fieldIs(name, "Transfer-Encoding"), fieldIs(name, "Trailer"):
+			return false
+		case fieldIs(name, "Connection"):
+			a.connection = append(a.connection, value)
+			if containsToken(value, "close") {
+				a.close = true
+			}
+		case fieldIs(name, "Date"):
+			a.date = true
+		case fieldIs(name, "Content-Type"):
+			if !seenType {
+				seenType = true
+				a.stream = eventStream(string(value))
+			}
+		}
+	}
+	if isHead || a.status == http.StatusNoContent || a.status == http.StatusNotModified {
+		a.length = 0 // a length it has describes another answer's body
+		return true
+	}
+	return a.length >= 0
+}
+
+// peekHead waits until the head at the start of br is all in its
+// buffer and says how long it is; ok is false when it has a bare LF or
+// does not fit. partial is called once, when part of it is in.
+func peekHead(br *bufio.Reader, partial func()) (end int, ok bool, err error) {
+	searched := 0
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		end, bare := headEnd(buf, searched)
+		switch {
+		case bare:
+			return 0, false, nil
+		case end > 0:
+			return end, true, nil
+		case len(buf) == br.Size():
+			return 0, false, nil
+		}
+		searched = max(0, len(buf)-3)
+		if len(buf) > 0 && partial != nil {
+			partial()
+			partial = nil
+		}
+		if _, err := br.Peek(len(buf) + 1); err != nil {
+			return 0, false, err
+		}
+	}
 }
 
 // splitField splits a header line at its colon, the value trimmed of

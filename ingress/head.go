@@ -60,12 +60,8 @@ func (r *request) parse(head []byte) error {
 		return err
 	}
 	seenHost, seenLength := false, false
-	for line := range r.lines() {
-		if line[0] == ' ' || line[0] == '\t' {
-			return errHandOff // folded
-		}
-		name, value := splitField(line)
-		if name == nil || !validToken(name) || !validValue(value) {
+	for name, value := range plainFields(r.fields) {
+		if name == nil {
 			return errHandOff
 		}
 		switch {
@@ -88,10 +84,7 @@ func (r *request) parse(head []byte) error {
 		case fieldIs(name, "Transfer-Encoding"), fieldIs(name, "Upgrade"), fieldIs(name, "Expect"):
 			return errHandOff
 		case fieldIs(name, "Connection"):
-			r.connection = append(r.connection, value)
-			if containsToken(value, "close") {
-				r.close = true
-			}
+			r.close = connectionField(value, &r.connection) || r.close
 		case fieldIs(name, "Te"):
 			if containsToken(value, "trailers") {
 				r.teTrailers = true
@@ -195,6 +188,33 @@ func fieldLines(fields []byte) iter.Seq[[]byte] {
 	}
 }
 
+// plainFields are the fields of a head's field block, name and value
+// trimmed; a line folded or malformed (one net/http may read otherwise
+// or refuse) yields a nil name, and is the last.
+func plainFields(block []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func(name, value []byte) bool) {
+		for line := range fieldLines(block) {
+			var name, value []byte
+			if line[0] != ' ' && line[0] != '\t' {
+				if name, value = splitField(line); name != nil && (!validToken(name) || !validValue(value)) {
+					name = nil
+				}
+			}
+			if !yield(name, value) || name == nil {
+				return
+			}
+		}
+	}
+}
+
+// connectionField keeps a Connection field's value, whose tokens name
+// the fields not passed on, and says whether it asks for the
+// connection to close.
+func connectionField(value []byte, values *[][]byte) (close bool) {
+	*values = append(*values, value)
+	return containsToken(value, "close")
+}
+
 // dropped tells whether a field of the client's request is not sent
 // on: a hop-by-hop one, one its Connection names, one the proxy sets
 // itself.
@@ -262,12 +282,8 @@ func (a *answerHead) parse(head []byte, isHead bool) bool {
 		return false
 	}
 	seenType := false
-	for line := range fieldLines(a.fields) {
-		if line[0] == ' ' || line[0] == '\t' {
-			return false
-		}
-		name, value := splitField(line)
-		if name == nil || !validToken(name) || !validValue(value) {
+	for name, value := range plainFields(a.fields) {
+		if name == nil {
 			return false
 		}
 		switch {
@@ -280,10 +296,7 @@ func (a *answerHead) parse(head []byte, isHead bool) bool {
 		case fieldIs(name, "Transfer-Encoding"), fieldIs(name, "Trailer"):
 			return false
 		case fieldIs(name, "Connection"):
-			a.connection = append(a.connection, value)
-			if containsToken(value, "close") {
-				a.close = true
-			}
+			a.close = connectionField(value, &a.connection) || a.close
 		case fieldIs(name, "Date"):
 			a.date = true
 		case fieldIs(name, "Content-Type"):

@@ -16,8 +16,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // errRenew ends a connected run so that the next one starts with the
@@ -130,7 +130,7 @@ func loadCredential(dataDir string) (string, error) {
 // saveCredential keeps the node credential in the data dir, readable by
 // root alone.
 func saveCredential(dataDir, tok string) error {
-	if err := pods.WriteFileAtomic(filepath.Join(dataDir, credentialFile), []byte(tok+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dataDir, credentialFile), []byte(tok+"\n"), 0o600); err != nil {
 		return fmt.Errorf("node credential: %w", err)
 	}
 	return nil

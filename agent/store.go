@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/berth-dev/berth/agent/pods"
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // storeUIDFile, in the agent's data dir, records the identity of the
@@ -76,7 +76,7 @@ func (a *Agent) recordStore(ctx context.Context, c *client.Client) error {
 	joined := a.joinedStore()
 	if joined == "" {
 		path := filepath.Join(a.cfg.DataDir, storeUIDFile)
-		if err := pods.WriteFileAtomic(path, []byte(info.UID+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFile(path, []byte(info.UID+"\n"), 0o600); err != nil {
 			return fmt.Errorf("store identity: %w", err)
 		}
 		a.mu.Lock()

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berth-dev/berth/controlplane/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/berth-dev/berth/controlplane/pki"
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // clusterSecrets are the credentials every control plane of a cluster
@@ -83,7 +85,7 @@ func (cs *clusterSecrets) install(p pki.Paths, key string) error {
 				return fmt.Errorf("credentials: %s is not the cluster's (etcd %s): this data dir belongs to another cluster or another --etcd-prefix; move its credentials (tls/ca.*, admin-token, node-token, sa.key) away to join this one", f.path, key)
 			}
 		case errors.Is(err, fs.ErrNotExist):
-			if err := pki.WriteFileAtomic(f.path, *f.data, 0o600); err != nil {
+			if err := atomicfile.WriteFile(f.path, *f.data, 0o600); err != nil {
 				return fmt.Errorf("credentials: %w", err)
 			}
 		default:
@@ -106,7 +108,7 @@ func shareCredentials(ctx context.Context, cli *clientv3.Client, key string, p p
 	served := filepath.Join(p.Dir, ClusterFile)
 	cluster := strings.Join(cli.Endpoints(), ",") + " " + key
 	record := func(creds *pki.Credentials) (*pki.Credentials, error) {
-		if err := pki.WriteFileAtomic(served, []byte(cluster+"\n"), 0o600); err != nil {
+		if err := atomicfile.WriteFile(served, []byte(cluster+"\n"), 0o600); err != nil {
 			return nil, fmt.Errorf("credentials: %w", err)
 		}
 		return creds, nil

@@ -18,7 +18,7 @@ import (
 	"github.com/berth-dev/berth/api"
 	"github.com/berth-dev/berth/apiserver"
 	"github.com/berth-dev/berth/apiserver/auth"
-	"github.com/berth-dev/berth/controlplane/pki"
+	"github.com/berth-dev/berth/internal/atomicfile"
 	"github.com/berth-dev/berth/store"
 	"github.com/berth-dev/berth/store/bolt"
 )
@@ -47,7 +47,7 @@ func ReadStoreUID(dataDir string) (string, error) {
 // server does on its first start, and `berth snapshot restore` and
 // `repair` for the store they put in place.
 func RecordStoreUID(dataDir, uid string) error {
-	if err := pki.WriteFileAtomic(filepath.Join(dataDir, StoreUIDFile), []byte(uid+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dataDir, StoreUIDFile), []byte(uid+"\n"), 0o600); err != nil {
 		return fmt.Errorf("store identity: %w", err)
 	}
 	return nil

@@ -155,7 +155,7 @@ func writeFileIfChanged(path string, b []byte, mode fs.FileMode) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
 		return nil
 	}
-	return WriteFileAtomic(path, b, mode)
+	return writeFileAtomic(path, b, mode)
 }
 
 // tokenLifetime reads the iat and exp claims of a JWT without verifying

@@ -305,12 +305,14 @@ func project(dir string, data map[string][]byte, items []api.KeyToPath, defaultM
 	})
 }
 
-// WriteFileAtomic replaces path so a reader never sees half a file.
-func WriteFileAtomic(path string, b []byte, mode fs.FileMode) error {
+// writeFileAtomic replaces path so a reader never sees half a file; a
+// pod's files are made again from the API after a crash, so they are
+// not synced.
+func writeFileAtomic(path string, b []byte, mode fs.FileMode) error {
 	return writeFileAtomicAs(path, b, mode, agentOwned)
 }
 
-// writeFileAtomicAs is WriteFileAtomic of a file given to owner before it
+// writeFileAtomicAs is writeFileAtomic of a file given to owner before it
 // takes path's place: a reader who may read the old file may read the
 // new one at every moment.
 func writeFileAtomicAs(path string, b []byte, mode fs.FileMode, owner fileOwner) error {

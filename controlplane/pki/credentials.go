@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"k8s.io/utils/clock"
+
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // Paths are where the server keeps its credentials in the data
@@ -235,7 +237,7 @@ func ensureToken(path string) (string, error) {
 		return "", fmt.Errorf("credentials: token: %w", err)
 	}
 	tok := hex.EncodeToString(buf)
-	if err := WriteFileAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	return tok, nil
@@ -281,44 +283,4 @@ func tightenMode(path string, mode fs.FileMode) error {
 		return fmt.Errorf("credentials: %w", err)
 	}
 	return nil
-}
-
-// WriteFileAtomic replaces path with data: a temporary file in the same
-// directory is written, synced and renamed over it, and the directory is
-// synced, so a crash leaves the old file or the new one, never a torn one.
-func WriteFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-			err = fmt.Errorf("write %s: %w", path, err)
-		}
-	}()
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

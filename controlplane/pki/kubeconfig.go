@@ -13,6 +13,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/berth-dev/berth/client"
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // KubeconfigName is the name of the cluster, user and context berth
@@ -50,7 +51,7 @@ func writeKubeconfig(path string, k *clientcmdapi.Config) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	return WriteFileAtomic(path, data, 0o600)
+	return atomicfile.WriteFile(path, data, 0o600)
 }
 
 // SetServers lists further servers of the cluster for berth in the

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/berth-dev/berth/api"
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // Files of the API server's client certificate in the data dir's tls/.
@@ -195,10 +196,10 @@ func EnsureAPIServerClientCert(creds *Credentials, clk clock.PassiveClock) (tls.
 	}
 	// Key first, as for the serving certificate: a crash in between leaves
 	// a pair that does not match, which the next start replaces.
-	if err := WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return tls.Certificate{}, err
 	}
-	if err := WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(certPath, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, err
 	}
 	return loadClientCert(certPath, keyPath, creds.CAPool, now)

@@ -19,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/berth-dev/berth/internal/atomicfile"
 )
 
 // Certificate lifetimes. The CA outlives every agent's copy of it; the
@@ -192,7 +194,7 @@ func ensureCA(certPath, keyPath, name string, now time.Time) (*certAuthority, er
 		return nil, fmt.Errorf("create CA certificate: %w", err)
 	}
 	certPEM = pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
-	if err := WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(certPath, certPEM, 0o644); err != nil {
 		return nil, err
 	}
 	return &certAuthority{cert: cert, pem: certPEM, key: key}, nil
@@ -237,7 +239,7 @@ func ensureServingCert(p Paths, ca *certAuthority, want SANs, now time.Time) (tl
 		return tls.Certificate{}, err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der})
-	if err := WriteFileAtomic(p.ServerCert, certPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(p.ServerCert, certPEM, 0o644); err != nil {
 		return tls.Certificate{}, err
 	}
 	return loadKeyPair(p)
@@ -296,7 +298,7 @@ func writePrivateKey(path string, key *ecdsa.PrivateKey) error {
 	if err != nil {
 		return fmt.Errorf("encode key %s: %w", path, err)
 	}
-	return WriteFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der}), 0o600)
+	return atomicfile.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: pemPrivateKey, Bytes: der}), 0o600)
 }
 
 // loadPrivateKey reads an ECDSA P-256 key in PKCS #8 or SEC 1 PEM, and

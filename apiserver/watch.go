@@ -245,10 +245,9 @@ func (ws *watchStream) run(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// startWatch starts a store watch, riding out the moment between the store
-// publishing a revision and handing its events to watchers (the store
-// answers ErrFutureRevision then), and waiting a little for a revision the
-// store has not reached.
+// startWatch starts a store watch, waiting a little for a revision the
+// store has not reached yet (a follower behind the leader that a client
+// read from).
 func (s *Server) startWatch(ctx context.Context, opts store.WatchOptions) (*store.Watcher, error) {
 	deadline := s.clock.Now().Add(futureRevisionWait)
 	for {

@@ -45,7 +45,7 @@ type WatchOptions struct {
 // object that starts or stops matching the filter is seen as Added or
 // Deleted, as Kubernetes watches do.
 func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
-	return s.hub.watch(ctx, opts)
+	return s.hub.watch(ctx, opts, s.Revision())
 }
 
 // hub keeps the change log and routes events to watchers.
@@ -92,7 +92,12 @@ func (h *hub) append(e Event) {
 	h.n++
 }
 
-func (h *hub) watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+// watch starts a watcher. published is the newest revision readers
+// see: a store publishes a commit before it dispatches its events, so a
+// revision a reader was just given (a list's, a snapshot's) may not be
+// dispatched yet; the watch starts there all the same, and the events up
+// to it, still on their way, are not delivered.
+func (h *hub) watch(ctx context.Context, opts WatchOptions, published uint64) (*Watcher, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed != nil {
@@ -105,12 +110,13 @@ func (h *hub) watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
 		from = now
 	case from < h.compacted:
 		return nil, ErrGone
-	case from > now:
+	case from > max(now, published):
 		return nil, ErrFutureRevision
 	}
 	w := &Watcher{
 		hub:    h,
 		opts:   opts,
+		after:  from,
 		notify: make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
@@ -245,6 +251,10 @@ const keptQueue = 4096
 type Watcher struct {
 	hub  *hub
 	opts WatchOptions
+	// after is the revision the watch starts after: events up to it are
+	// not delivered (those of a commit published but not yet dispatched
+	// when the watch began).
+	after uint64
 
 	mu sync.Mutex
 	// queue[head:] are the events not yet delivered. The array is reused
@@ -262,6 +272,9 @@ type Watcher struct {
 // offer queues an event if it concerns the watcher. It returns false when
 // the watcher is finished and should be unregistered.
 func (w *Watcher) offer(e Event) bool {
+	if e.Revision <= w.after {
+		return true
+	}
 	e, ok := w.opts.Filter.Translate(e)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -349,7 +362,7 @@ func (w *Watcher) Bookmark() (uint64, bool) {
 	if w.head < len(w.queue) || w.err != nil {
 		return 0, false
 	}
-	return w.hub.dispatched.Load(), true
+	return max(w.hub.dispatched.Load(), w.after), true
 }
 
 // Stop ends the watch; Next then returns context.Canceled.

@@ -297,3 +297,35 @@ func TestWatchConcurrentBursts(t *testing.T) {
 	}
 	expectNone(t, w)
 }
+
+// TestWatchFromPublishedRevision: a store publishes a commit to readers
+// before it hands its events to watchers, so a watch from the revision
+// a reader was just given can arrive in between. It starts there, and
+// the events up to that revision, still on their way, are not delivered
+// (a lister has them already); a revision not yet published is still in
+// the future.
+func TestWatchFromPublishedRevision(t *testing.T) {
+	h := newHub(5, 16, 100)
+	ctx := context.Background()
+	w, err := h.watch(ctx, WatchOptions{Kind: podKind, Revision: 7}, 7)
+	if err != nil {
+		t.Fatalf("watch from the published revision 7, dispatched 5: %v", err)
+	}
+	defer w.Stop()
+	if _, err := h.watch(ctx, WatchOptions{Kind: podKind, Revision: 8}, 7); !errors.Is(err, ErrFutureRevision) {
+		t.Fatalf("revision 8, published 7: %v, want ErrFutureRevision", err)
+	}
+	var batches []*batch
+	for rev := uint64(6); rev <= 8; rev++ {
+		p := pod("default", fmt.Sprintf("p%d", rev), "")
+		batches = append(batches, &batch{rev: rev, events: []Event{{Type: Added, Revision: rev, Kind: podKind, Object: p}}})
+	}
+	h.dispatch(batches)
+	if e := next(t, w); e.Revision != 8 {
+		t.Fatalf("first event at revision %d, want 8", e.Revision)
+	}
+	expectNone(t, w)
+	if rev, ok := w.Bookmark(); !ok || rev != 8 {
+		t.Errorf("bookmark %d %v, want 8", rev, ok)
+	}
+}

@@ -264,6 +264,9 @@ func (fc *frontConn) serve() {
 			return
 		}
 		fc.serveRequest()
+		if cap(fc.body) > 16<<10 {
+			fc.body = nil // a long body's buffer is not kept while idle
+		}
 		if fc.close || fc.f.closing.Load() {
 			return
 		}

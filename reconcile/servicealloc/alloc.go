@@ -233,6 +233,16 @@ func (a *Allocator) allocatePorts(tx *store.Txn, svc, prev *api.Service) field.E
 		return errs
 	}
 	if allocate {
+		// The ports named come first, as Kubernetes allocates them: a
+		// healthCheckNodePort asked for, or held before, is not drawn
+		// for a port.
+		avoid := slices.Clone(mine)
+		if n := spec.HealthCheckNodePort; n != 0 {
+			avoid = append(avoid, n)
+		}
+		if prev != nil && prev.Spec.HealthCheckNodePort != 0 {
+			avoid = append(avoid, prev.Spec.HealthCheckNodePort)
+		}
 		for i := range spec.Ports {
 			port := &spec.Ports[i]
 			if port.NodePort != 0 {
@@ -242,12 +252,12 @@ func (a *Allocator) allocatePorts(tx *store.Txn, svc, prev *api.Service) field.E
 				port.NodePort = n
 				continue
 			}
-			n, ok := a.freePort(tx, svc, mine)
+			n, ok := a.freePort(tx, svc, avoid)
 			if !ok {
 				return field.ErrorList{field.InternalError(field.NewPath("spec", "ports").Index(i).Child("nodePort"), fmt.Errorf("failed to allocate a nodePort: range %s is full", a.ports))}
 			}
 			port.NodePort, byPort[port.Port] = n, n
-			mine = append(mine, n)
+			mine, avoid = append(mine, n), append(avoid, n)
 		}
 	}
 	return a.allocateHealthCheckPort(tx, svc, prev, held, mine)

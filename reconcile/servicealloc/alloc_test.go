@@ -425,3 +425,56 @@ func TestHealthCheckNodePort(t *testing.T) {
 		t.Fatalf("taking the port let go: %v, %v", got, err)
 	}
 }
+
+// TestHealthCheckNodePortNamedFirst: a healthCheckNodePort a Service
+// asks for is its own before its ports are drawn, and one it held is
+// kept when a port is added: no draw takes it, however the draws fall.
+// With two ports of the range free, a draw that ignored it would take it
+// half the time; twenty rounds each way.
+func TestHealthCheckNodePortNamedFirst(t *testing.T) {
+	a := newAllocator(t, "198.18.0.0/24", "30000-30009")
+	s := newStore(t, store.Memory{}, a)
+	ctx := context.Background()
+	for i := range 8 {
+		fill := service(fmt.Sprintf("fill-%d", i), api.ServiceTypeNodePort, func(s *api.Service) { s.Spec.Ports[0].NodePort = int32(30000 + i) })
+		if _, err := create(t, s, fill); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := func(s *api.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
+	svcKind := api.KindOf(&api.Service{})
+	for round := range 20 {
+		got, err := create(t, s, service("asks", api.ServiceTypeLoadBalancer, local, func(s *api.Service) { s.Spec.HealthCheckNodePort = 30009 }))
+		if err != nil || got.Spec.HealthCheckNodePort != 30009 || got.Spec.Ports[0].NodePort != 30008 {
+			t.Fatalf("round %d: %v %v, want health check port 30009 and node port 30008", round, got, err)
+		}
+		if _, err := s.Delete(ctx, svcKind, "default", "asks", store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := create(t, s, service("held", api.ServiceTypeLoadBalancer, local, func(s *api.Service) { s.Spec.Ports[0].NodePort = 30008 }))
+	if err != nil || held.Spec.HealthCheckNodePort != 30009 {
+		t.Fatalf("%v %v, want health check port 30009", held, err)
+	}
+	if _, err := s.Delete(ctx, svcKind, "default", "fill-7", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		next := held.DeepCopy()
+		next.Spec.Ports = append(next.Spec.Ports, api.ServicePort{Name: "extra", Port: 81, Protocol: api.ProtocolTCP})
+		out, err := s.Update(ctx, next)
+		if err != nil {
+			t.Fatalf("round %d: adding a port: %v", round, err)
+		}
+		if svc := out.(*api.Service); svc.Spec.HealthCheckNodePort != 30009 || svc.Spec.Ports[1].NodePort != 30007 {
+			t.Fatalf("round %d: health check port %d, new node port %d; want 30009 and 30007", round, svc.Spec.HealthCheckNodePort, svc.Spec.Ports[1].NodePort)
+		}
+		back := out.(*api.Service).DeepCopy()
+		back.Spec.Ports = back.Spec.Ports[:1]
+		o, err := s.Update(ctx, back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = o.(*api.Service)
+	}
+}

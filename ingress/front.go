@@ -75,10 +75,10 @@ func (f *front) serve() error {
 			if f.closing.Load() {
 				return http.ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Out of file descriptors and the like: wait, as
-				// net/http's server does.
+			var te interface{ Temporary() bool }
+			if errors.As(err, &te) && te.Temporary() {
+				// Out of file descriptors (EMFILE) and the like: wait,
+				// as net/http's server does, rather than stop serving.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				time.Sleep(delay)
 				continue

@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -322,4 +324,56 @@ func mergeKeys(a, b http.Header) map[string]bool {
 		keys[k] = true
 	}
 	return keys
+}
+
+// emfileListener fails its first Accept as a process out of file
+// descriptors does.
+type emfileListener struct {
+	net.Listener
+	failed bool
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestFrontRidesOutAcceptErrors: a temporary accept error (EMFILE) makes
+// the front wait and accept again, as net/http's server does, not stop.
+func TestFrontRidesOutAcceptErrors(t *testing.T) {
+	t.Parallel()
+	p, _, _ := proxyTo(t, nil, echo(t))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFront(p, &emfileListener{Listener: l}, nil, nil)
+	served := make(chan error, 1)
+	go func() { served <- f.serve() }()
+	t.Cleanup(func() { _ = f.shutdown(context.Background()); <-served })
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: a.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		select {
+		case serr := <-served:
+			served <- serr // for the cleanup
+			t.Fatalf("the front stopped serving: %v", serr)
+		default:
+		}
+		t.Fatal(err)
+	}
+	if body, _ := io.ReadAll(resp.Body); !strings.HasPrefix(string(body), "GET /x host=a.test") {
+		t.Errorf("answer %q", body)
+	}
 }

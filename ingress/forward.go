@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"strconv"
+	"slices"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -146,7 +146,11 @@ func (rr recorderReply) answer(c *upConn, resp *http.Response) (aborted bool) {
 		h.Add("Trailer", trailerKeys(resp.Trailer))
 	}
 	w.WriteHeader(resp.StatusCode)
-	if err := copyBody(responseFlusher{w}, resp.Body, streamed(resp)); err != nil {
+	var flush func() error
+	if streamed(resp) {
+		flush = func() error { w.Flush(); return nil }
+	}
+	if err := copyBody(w, resp.Body, flush); err != nil {
 		rr.p.up.release(c, false)
 		return true
 	}
@@ -166,14 +170,6 @@ func (rr recorderReply) answer(c *upConn, resp *http.Response) (aborted bool) {
 		}
 	}
 	return false
-}
-
-// responseFlusher gives a recorder copyBody's Flush.
-type responseFlusher struct{ *recorder }
-
-func (f responseFlusher) Flush() error {
-	f.recorder.Flush()
-	return nil
 }
 
 // trailerKeys is the Trailer header announcing trailer's fields.
@@ -204,16 +200,10 @@ func eventStream(ct string) bool {
 	return rest == "" || rest[0] == ';'
 }
 
-// flushWriter is where copyBody writes.
-type flushWriter interface {
-	io.Writer
-	Flush() error
-}
-
 // copyBody copies an answer's body to the client through a pooled
-// buffer. An error is the endpoint's or the client's: either way the
-// answer is cut.
-func copyBody(w flushWriter, body io.Reader, flush bool) error {
+// buffer, calling flush after each write when it is not nil. An error
+// is the endpoint's or the client's: either way the answer is cut.
+func copyBody(w io.Writer, body io.Reader, flush func() error) error {
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
 	buf := *bp
@@ -223,8 +213,8 @@ func copyBody(w flushWriter, body io.Reader, flush bool) error {
 			if _, err := w.Write(buf[:n]); err != nil {
 				return err
 			}
-			if flush {
-				if err := w.Flush(); err != nil {
+			if flush != nil {
+				if err := flush(); err != nil {
 					return err
 				}
 			}
@@ -248,14 +238,11 @@ func copyHeader(dst, src http.Header) {
 
 // hopHeaders are the hop-by-hop headers (RFC 9110 section 7.6.1) that
 // a proxy does not pass on, as httputil.ReverseProxy lists them.
-func hopHeader(k string) bool {
-	switch k {
-	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return true
-	}
-	return false
-}
+var hopHeaders = [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// hopHeader tells whether k, a canonical header key, is hop-by-hop.
+func hopHeader(k string) bool { return slices.Contains(hopHeaders[:], k) }
 
 // removeHopByHop removes the hop-by-hop headers and those the
 // Connection header names.
@@ -334,9 +321,7 @@ func writeRequest(bw *bufio.Writer, r *http.Request) error {
 		fallthrough
 	case r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch:
 		// As http.Transport sends a length, 0 too, for these methods.
-		bw.WriteString("Content-Length: ")
-		bw.WriteString(strconv.FormatInt(max(r.ContentLength, 0), 10))
-		bw.WriteString("\r\n")
+		writeLength(bw, max(r.ContentLength, 0))
 	}
 	_, err := bw.WriteString("\r\n")
 	if err == nil && body != nil {

@@ -10,7 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strconv"
+	"net/http/httputil"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -211,11 +211,10 @@ type frontConn struct {
 	write func(*bufio.Writer) error // writeRequest, bound once
 	// ctx is the requests' while the client is there: watchClient
 	// cancels it, and the connection ends.
-	ctx        context.Context
-	cancel     context.CancelFunc
-	watch      *time.Timer
-	watchDone  chan struct{}
-	clientGone atomic.Bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	watch     *time.Timer
+	watchDone chan struct{}
 }
 
 func (f *front) newConn(c net.Conn) *frontConn {
@@ -354,7 +353,7 @@ func (fc *frontConn) serveRequest() {
 		fc.watch.Reset(watchAfter)
 		aborted := p.forward(fc.ctx, &st, r.method == http.MethodHead, idempotentMethod(r.method), fc.write, fc)
 		fc.stopWatch()
-		if aborted || fc.clientGone.Load() {
+		if aborted || fc.ctx.Err() != nil { // cut short, or the client left
 			fc.close = true
 		}
 	}
@@ -369,7 +368,6 @@ func (fc *frontConn) serveRequest() {
 func (fc *frontConn) watchClient() {
 	defer func() { fc.watchDone <- struct{}{} }()
 	if waitClosed(fc.raw) {
-		fc.clientGone.Store(true)
 		fc.cancel()
 	}
 }
@@ -395,7 +393,7 @@ func (fc *frontConn) writeRequest(bw *bufio.Writer) error {
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(r.host)
 	bw.WriteString("\r\n")
-	for line := range r.lines() {
+	for line := range fieldLines(r.fields) {
 		name, value := splitField(line)
 		if r.dropped(name) {
 			continue
@@ -424,9 +422,8 @@ func (fc *frontConn) writeRequest(bw *bufio.Writer) error {
 			return err
 		}
 	}
-	bw.WriteString("Content-Length: ")
-	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(fc.body)), 10))
-	bw.WriteString("\r\n\r\n")
+	writeLength(bw, int64(len(fc.body)))
+	bw.WriteString("\r\n")
 	_, err := bw.Write(fc.body)
 	return err
 }
@@ -474,7 +471,11 @@ func (fc *frontConn) answerHead(c *upConn, a *answerHead) (aborted bool) {
 	_, _ = c.br.Discard(a.size)
 	body := io.LimitedReader{R: c.br, N: a.length}
 	counted := countingWriter{w: bw}
-	err := copyBody(&counted, &body, a.stream)
+	var flush func() error
+	if a.stream {
+		flush = bw.Flush
+	}
+	err := copyBody(&counted, &body, flush)
 	fc.bytes = counted.n
 	if err != nil || body.N > 0 {
 		up.release(c, false)
@@ -487,7 +488,7 @@ func (fc *frontConn) answerHead(c *upConn, a *answerHead) (aborted bool) {
 func (fc *frontConn) informational(resp *http.Response) {
 	bw := fc.bw
 	writeStatusLine(bw, resp.StatusCode)
-	writeFields(bw, resp.Header)
+	_ = resp.Header.Write(bw)
 	bw.WriteString("\r\n")
 	_ = bw.Flush()
 }
@@ -503,9 +504,7 @@ func (fc *frontConn) writeError(status int, body string) {
 	writeStatusLine(bw, status)
 	bw.WriteString("Content-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n")
 	fc.writeDate(bw)
-	bw.WriteString("Content-Length: ")
-	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(len(body)), 10))
-	bw.WriteString("\r\n")
+	writeLength(bw, int64(len(body)))
 	fc.endHead(bw)
 	if fc.req.method != http.MethodHead {
 		n, _ := bw.WriteString(body)
@@ -542,7 +541,7 @@ func (fc *frontConn) answer(c *upConn, resp *http.Response) (aborted bool) {
 	}
 	bw := fc.bw
 	writeStatusLine(bw, resp.StatusCode)
-	writeFields(bw, h)
+	_ = h.Write(bw)
 	if _, ok := h["Date"]; !ok {
 		fc.writeDate(bw)
 	}
@@ -555,9 +554,7 @@ func (fc *frontConn) answer(c *upConn, resp *http.Response) (aborted bool) {
 	case chunked:
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	case !noBody:
-		bw.WriteString("Content-Length: ")
-		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), resp.ContentLength, 10))
-		bw.WriteString("\r\n")
+		writeLength(bw, resp.ContentLength)
 	}
 	fc.endHead(bw)
 	if noBody {
@@ -565,12 +562,18 @@ func (fc *frontConn) answer(c *upConn, resp *http.Response) (aborted bool) {
 		up.release(c, !resp.Close)
 		return bw.Flush() != nil
 	}
-	var w flushWriter = bw
+	var w io.Writer = bw
+	var chunks io.WriteCloser
 	if chunked {
-		w = &chunkedWriter{bw: bw}
+		chunks = httputil.NewChunkedWriter(bw)
+		w = chunks
 	}
 	counted := &countingWriter{w: w}
-	if err := copyBody(counted, resp.Body, chunked && resp.ContentLength < 0 || streamed(resp)); err != nil {
+	var flush func() error
+	if streamed(resp) {
+		flush = bw.Flush
+	}
+	if err := copyBody(counted, resp.Body, flush); err != nil {
 		fc.bytes = counted.n
 		up.release(c, false)
 		return true
@@ -579,8 +582,8 @@ func (fc *frontConn) answer(c *upConn, resp *http.Response) (aborted bool) {
 	_ = resp.Body.Close() // at its end already: this reads the trailer in
 	up.release(c, !resp.Close)
 	if chunked {
-		bw.WriteString("0\r\n")
-		writeFields(bw, resp.Trailer)
+		_ = chunks.Close() // the last chunk, which the trailer follows
+		_ = resp.Trailer.Write(bw)
 		bw.WriteString("\r\n")
 	}
 	return bw.Flush() != nil

@@ -3,6 +3,7 @@ package ingress
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -80,7 +81,7 @@ func (r *request) parse(head []byte) error {
 				return errHandOff
 			}
 			seenLength = true
-			r.contentLength = int64(n)
+			r.contentLength = n
 		case fieldIs(name, "Transfer-Encoding"), fieldIs(name, "Upgrade"), fieldIs(name, "Expect"):
 			return errHandOff
 		case fieldIs(name, "Connection"):
@@ -97,19 +98,10 @@ func (r *request) parse(head []byte) error {
 	return nil
 }
 
-// parseLength parses a Content-Length of at most limit (below 2^62).
-func parseLength(v []byte, limit int64) (int64, bool) {
-	if len(v) == 0 || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, n <= limit
+// parseLength parses a Content-Length of at most limit.
+func parseLength(v []byte, limit uint64) (int64, bool) {
+	n, err := strconv.ParseUint(string(v), 10, 63)
+	return int64(n), err == nil && n <= limit
 }
 
 var (
@@ -171,9 +163,6 @@ func pathByte(c byte) bool {
 	return false
 }
 
-// lines are the header lines of r, without their CRLF.
-func (r *request) lines() iter.Seq[[]byte] { return fieldLines(r.fields) }
-
 // fieldLines are the lines of a head's fields, without their CRLF;
 // fields ends in CRLF.
 func fieldLines(fields []byte) iter.Seq[[]byte] {
@@ -228,11 +217,10 @@ func (r *request) dropped(name []byte) bool {
 }
 
 // hopByHop tells whether a field is not passed on by a proxy: one of
-// RFC 9110's hop-by-hop fields, as hopHeader lists them, or one the
-// Connection fields (connection, their values) name.
+// hopHeaders, in any case, or one the Connection fields (connection,
+// their values) name.
 func hopByHop(name []byte, connection [][]byte) bool {
-	for _, k := range [...]string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"} {
+	for _, k := range hopHeaders {
 		if fieldIs(name, k) {
 			return true
 		}
@@ -420,6 +408,13 @@ func internMethod(m []byte) string {
 	return string(m)
 }
 
+// writeLength writes a Content-Length field.
+func writeLength(bw *bufio.Writer, n int64) {
+	bw.WriteString("Content-Length: ")
+	bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, 10))
+	bw.WriteString("\r\n")
+}
+
 // writeStatusLine writes an answer's status line, as net/http writes it.
 func writeStatusLine(bw *bufio.Writer, code int) {
 	bw.WriteString("HTTP/1.1 ")
@@ -432,25 +427,6 @@ func writeStatusLine(bw *bufio.Writer, code int) {
 		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), int64(code), 10))
 	}
 	bw.WriteString("\r\n")
-}
-
-// newlineToSpace keeps a field value on its line, as net/http's
-// Header.Write does.
-var newlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
-
-// writeFields writes h's fields.
-func writeFields(bw *bufio.Writer, h http.Header) {
-	for k, vv := range h {
-		for _, v := range vv {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			if strings.ContainsAny(v, "\r\n") {
-				v = newlineToSpace.Replace(v)
-			}
-			bw.WriteString(v)
-			bw.WriteString("\r\n")
-		}
-	}
 }
 
 // dateField is the Date field of the second it was made for.
@@ -474,27 +450,9 @@ func (fc *frontConn) writeDate(bw *bufio.Writer) {
 	bw.Write(d.line)
 }
 
-// chunkedWriter writes a body in HTTP/1.1 chunks.
-type chunkedWriter struct{ bw *bufio.Writer }
-
-func (w *chunkedWriter) Write(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	w.bw.Write(strconv.AppendInt(w.bw.AvailableBuffer(), int64(len(p)), 16))
-	w.bw.WriteString("\r\n")
-	n, err := w.bw.Write(p)
-	if err == nil {
-		_, err = w.bw.WriteString("\r\n")
-	}
-	return n, err
-}
-
-func (w *chunkedWriter) Flush() error { return w.bw.Flush() }
-
 // countingWriter counts what goes through it.
 type countingWriter struct {
-	w flushWriter
+	w io.Writer
 	n int64
 }
 
@@ -503,5 +461,3 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += int64(n)
 	return n, err
 }
-
-func (w *countingWriter) Flush() error { return w.w.Flush() }

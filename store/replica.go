@@ -29,10 +29,10 @@ func (s *Store) startFollowing(r Replicated) {
 // or owns the store alone.
 func (s *Store) goFollow(reload bool) {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stopFollow = cancel
-	s.followDone = make(chan struct{})
+	done := make(chan struct{})
+	s.stopFollow, s.followDone = cancel, done
 	go func() {
-		defer close(s.followDone)
+		defer close(done)
 		if reload && s.resyncRetrying(ctx) != nil {
 			return
 		}
@@ -317,11 +317,20 @@ func (s *Store) Lead(ctx context.Context, value string) error {
 	}
 	// Elected, no other store commits any more: what the backend holds
 	// up to tail is all there is, and the follower is catching up on it.
+	// The follower's fields are read under writeMu once: StepDown, after
+	// this returns, starts another follower in them, while the goroutine
+	// below may not even have begun.
+	s.writeMu.Lock()
+	stop, followDone := s.stopFollow, s.followDone
+	s.writeMu.Unlock()
+	if stop == nil {
+		return ErrClosed
+	}
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
 		select {
-		case <-s.followDone:
+		case <-followDone:
 			cancel()
 		case <-waitCtx.Done():
 		}
@@ -332,14 +341,8 @@ func (s *Store) Lead(ctx context.Context, value string) error {
 		}
 		return err
 	}
-	s.writeMu.Lock()
-	stop := s.stopFollow
-	s.writeMu.Unlock()
-	if stop == nil {
-		return ErrClosed
-	}
 	stop()
-	<-s.followDone
+	<-followDone
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if s.closed {

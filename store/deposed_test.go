@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -122,5 +123,49 @@ func TestDeposedLeaderNeverAnswersFromARefusedCommit(t *testing.T) {
 	// Sent again to the new leader, the create is made.
 	if _, err := standby.Create(ctx, cm()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A server may lead, lose the election, step down and lead again, term
+// after term: each term's follower is a new goroutine in the same
+// fields, which the race detector watches here.
+func TestLeadStepDownTermAfterTerm(t *testing.T) {
+	ep := etcdtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b := openEtcd(t, ep)
+	s := openStore(t, b)
+	for term := range 4 {
+		if err := s.Lead(ctx, "https://a.test"); err != nil {
+			t.Fatalf("term %d: lead: %v", term, err)
+		}
+		name := fmt.Sprintf("term-%d", term)
+		if _, err := s.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}); err != nil {
+			t.Fatalf("term %d: the leader's write: %v", term, err)
+		}
+		if _, err := b.Client().Delete(ctx, b.Prefix()+"/leader", clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, &api.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-late"}}); !errors.Is(err, store.ErrNotLeader) {
+			t.Fatalf("term %d: a deposed leader's write: %v, want store.ErrNotLeader", term, err)
+		}
+		if err := s.StepDown(); err != nil {
+			t.Fatalf("term %d: step down: %v", term, err)
+		}
+		if !s.Following() {
+			t.Fatalf("term %d: not following after stepping down", term)
+		}
+	}
+	if err := s.Lead(ctx, "https://a.test"); err != nil {
+		t.Fatal(err)
+	}
+	for term := range 4 {
+		name := fmt.Sprintf("term-%d", term)
+		if _, err := s.Get(api.MustLookupResource("configmaps"), "default", name); err != nil {
+			t.Errorf("%s, written in its term: %v", name, err)
+		}
+		if _, err := s.Get(api.MustLookupResource("configmaps"), "default", name+"-late"); !store.IsNotFound(err) {
+			t.Errorf("%s-late, refused: %v, want not found", name, err)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func runJob(ctx context.Context, st *store.Store, o *Options, progressf func(str
 	}
 	j.Spec.Template.Spec.RestartPolicy = api.RestartPolicyNever
 	api.Default(j)
-	res := &Result{Nodes: o.Nodes, Pods: o.Pods}
+	res := &Result{Nodes: o.Nodes, Pods: o.Pods, scenario: ScenarioJob}
 	start := time.Now()
 	if _, err := st.Create(ctx, j); err != nil {
 		return res, fmt.Errorf("sim: create job: %w", err)

@@ -32,7 +32,7 @@ func rollout(ctx context.Context, st *store.Store, o *Options, progressf func(st
 	if _, err := st.Create(ctx, d); err != nil {
 		return nil, fmt.Errorf("sim: create deployment: %w", err)
 	}
-	res := &Result{Nodes: o.Nodes, Pods: o.Pods}
+	res := &Result{Nodes: o.Nodes, Pods: o.Pods, scenario: ScenarioRollout}
 	if _, err := waitDeployment(ctx, st, replicas, progressf, nil); err != nil {
 		return res, err
 	}

@@ -3,7 +3,10 @@ package sim
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,6 +140,27 @@ func TestRollout(t *testing.T) {
 	if res.MinStatusAvailable == nil || *res.MinStatusAvailable < res.AvailabilityBound {
 		t.Errorf("least status.availableReplicas %v, bound %d", res.MinStatusAvailable, res.AvailabilityBound)
 	}
+	jsonKeys(t, res, "nodes", "pods", "peak_rss_mb", "create_seconds", "rollout_seconds", "min_available",
+		"min_status_available", "availability_bound", "availability_revisions")
+}
+
+// jsonKeys checks that res's JSON line has exactly the keys want: a
+// scenario's line carries what it measured and nothing it left at 0.
+func jsonKeys(t *testing.T, res *Result, want ...string) {
+	t.Helper()
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Sorted(maps.Keys(m))
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("JSON line keys %v, want %v: %s", got, want, data)
+	}
 }
 
 // TestJob runs the job scenario: the Job of 60 completions, 8 at a time,
@@ -165,6 +189,7 @@ func TestJob(t *testing.T) {
 	if res.CompleteSeconds <= 0 || res.Scheduled != 60 || res.PodsPerSecond <= 0 {
 		t.Errorf("implausible result %+v", res)
 	}
+	jsonKeys(t, res, "nodes", "pods", "scheduled", "running", "pods_per_second", "peak_rss_mb", "complete_seconds")
 }
 
 // TestRunDaemonSet: the daemonset scenario puts one pod on every hollow

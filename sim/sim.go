@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,7 +86,8 @@ type Options struct {
 	Measured func()
 }
 
-// Result is the JSON line `berth sim` ends with.
+// Result is the JSON line `berth sim` ends with. The rollout and job
+// scenarios write only the fields they measure (see MarshalJSON).
 type Result struct {
 	Nodes           int     `json:"nodes"`
 	Pods            int     `json:"pods"`
@@ -136,6 +138,45 @@ type Result struct {
 	// condition (Scheduled then counts its succeeded pods, and
 	// PodsPerSecond them over this time).
 	CompleteSeconds float64 `json:"complete_seconds,omitempty"`
+
+	// scenario is the one that made the result, when not ScenarioPods
+	// (or ScenarioDaemonSet): MarshalJSON writes what it measures.
+	scenario string
+}
+
+// MarshalJSON writes the JSON line of the result's scenario: the fields
+// it measures and no others, so that a rollout's line has no bind
+// latencies of 0 ms it never took.
+func (r Result) MarshalJSON() ([]byte, error) {
+	switch r.scenario {
+	case ScenarioRollout:
+		return json.Marshal(struct {
+			Nodes                 int     `json:"nodes"`
+			Pods                  int     `json:"pods"`
+			PeakRSSMB             float64 `json:"peak_rss_mb"`
+			ControlPlanePeakRSSMB float64 `json:"control_plane_peak_rss_mb,omitempty"`
+			CreateSeconds         float64 `json:"create_seconds,omitempty"`
+			RolloutSeconds        float64 `json:"rollout_seconds,omitempty"`
+			MinAvailable          *int    `json:"min_available,omitempty"`
+			MinStatusAvailable    *int    `json:"min_status_available,omitempty"`
+			AvailabilityBound     int     `json:"availability_bound,omitempty"`
+			AvailabilityRevisions int     `json:"availability_revisions,omitempty"`
+		}{r.Nodes, r.Pods, r.PeakRSSMB, r.ControlPlanePeakRSSMB, r.CreateSeconds, r.RolloutSeconds,
+			r.MinAvailable, r.MinStatusAvailable, r.AvailabilityBound, r.AvailabilityRevisions})
+	case ScenarioJob:
+		return json.Marshal(struct {
+			Nodes                 int     `json:"nodes"`
+			Pods                  int     `json:"pods"`
+			Scheduled             int     `json:"scheduled"`
+			Running               int     `json:"running"`
+			PodsPerSecond         float64 `json:"pods_per_second"`
+			PeakRSSMB             float64 `json:"peak_rss_mb"`
+			ControlPlanePeakRSSMB float64 `json:"control_plane_peak_rss_mb,omitempty"`
+			CompleteSeconds       float64 `json:"complete_seconds,omitempty"`
+		}{r.Nodes, r.Pods, r.Scheduled, r.Running, r.PodsPerSecond, r.PeakRSSMB, r.ControlPlanePeakRSSMB, r.CompleteSeconds})
+	}
+	type line Result // without this method
+	return json.Marshal(line(r))
 }
 
 // Scenarios of a run.

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/url"
 	"runtime/pprof"
 	"strings"
@@ -37,22 +36,8 @@ func TestRunSmall(t *testing.T) {
 		res.CPUSeconds <= 0 || res.CPUMsPerPod <= 0 {
 		t.Errorf("implausible result %+v", res)
 	}
-	data, err := json.Marshal(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"nodes", "pods", "scheduled", "running", "schedule_seconds", "pods_per_second", "p50_bind_ms", "p99_bind_ms", "p99_running_ms", "peak_rss_mb", "bound_seconds", "cpu_seconds", "cpu_ms_per_pod"} {
-		if _, ok := m[f]; !ok {
-			t.Errorf("JSON lacks %q: %s", f, data)
-		}
-	}
-	if len(m) != 13 {
-		t.Errorf("JSON has %d fields: %s", len(m), data)
-	}
+	jsonKeys(t, res, "nodes", "pods", "scheduled", "running", "schedule_seconds", "pods_per_second", "p50_bind_ms",
+		"p99_bind_ms", "p99_running_ms", "peak_rss_mb", "bound_seconds", "cpu_seconds", "cpu_ms_per_pod")
 	if st == nil {
 		t.Fatal("no store seen")
 	}

@@ -98,16 +98,19 @@ the same command without --spread.
 --scenario rollout instead creates a Deployment "web" of M replicas, waits
 until all are available, sets a new image and follows the rolling update
 to its end, counting available pods (Running, Ready, not being deleted) at
-every revision. The JSON line then carries create_seconds,
-rollout_seconds, min_available (the least such count),
-min_status_available (the least status.availableReplicas, sampled every
-10ms) and availability_bound (replicas - maxUnavailable, 25% by default).
+every revision. Its JSON line carries nodes, pods, peak_rss_mb,
+create_seconds, rollout_seconds, min_available (the least such count, over
+availability_revisions revisions), min_status_available (the least
+status.availableReplicas, sampled every 10ms) and availability_bound
+(replicas - maxUnavailable, 25% by default), none of the scheduling
+figures above.
 
 --scenario job runs a Job "batch" of M completions, --parallelism at a
 time; the hollow agents end each of its pods Succeeded once it is bound.
-The JSON line then carries complete_seconds (from the Job's creation to
-its Complete condition), scheduled (its succeeded pods) and
-pods_per_second (those over complete_seconds).`,
+Its JSON line carries nodes, pods, peak_rss_mb, complete_seconds (from
+the Job's creation to its Complete condition), scheduled (its succeeded
+pods), running (its active pods at the end) and pods_per_second (the
+succeeded pods over complete_seconds).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := sim.Options{

@@ -51,18 +51,8 @@ type Options struct {
 	Backoff reconcile.Backoff
 	Logger  *slog.Logger
 	// Events receives what the controller does; nil records nothing.
-	Events EventRecorder
+	Events reconcile.EventRecorder
 }
-
-// EventRecorder records an event about an object without blocking the
-// caller; reconcile/event's Recorder is one.
-type EventRecorder interface {
-	Event(obj api.Object, eventType, reason, message string)
-}
-
-type noEvents struct{}
-
-func (noEvents) Event(api.Object, string, string, string) {}
 
 // NewController returns the CronJob controller, fed by watches on
 // CronJobs and Jobs. Run it with Controller.Run(ctx, workers).
@@ -88,7 +78,7 @@ func NewController(s *store.Store, opts Options) *reconcile.Controller {
 type Reconciler struct {
 	store  *store.Store
 	clock  clock.PassiveClock
-	events EventRecorder
+	events reconcile.EventRecorder
 }
 
 // NewReconciler returns the Reconciler alone, for tests and for callers
@@ -97,7 +87,7 @@ func NewReconciler(s *store.Store, c clock.PassiveClock) *Reconciler {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Reconciler{store: s, clock: c, events: noEvents{}}
+	return &Reconciler{store: s, clock: c, events: reconcile.NoEvents{}}
 }
 
 // Watches are CronJobs, and Jobs, which concern the CronJob that

@@ -64,22 +64,12 @@ type MetricsSource interface {
 	PodUsage(ctx context.Context, namespace string, sel labels.Selector) (map[string]PodUsage, error)
 }
 
-// EventRecorder records an event about an object without blocking the
-// caller; reconcile/event's Recorder is one.
-type EventRecorder interface {
-	Event(obj api.Object, eventType, reason, message string)
-}
-
-type noEvents struct{}
-
-func (noEvents) Event(api.Object, string, string, string) {}
-
 // Options configure the controller; zero values are Kubernetes' defaults.
 type Options struct {
 	Clock   clock.WithTicker
 	Backoff reconcile.Backoff
 	Logger  *slog.Logger
-	Events  EventRecorder
+	Events  reconcile.EventRecorder
 	// Metrics is where pod usage is read; nil reads none, and every
 	// resource metric then fails as it does without metrics-server.
 	Metrics MetricsSource
@@ -119,7 +109,7 @@ func NewController(s *store.Store, opts Options) *reconcile.Controller {
 type Reconciler struct {
 	store   *store.Store
 	clock   clock.PassiveClock
-	events  EventRecorder
+	events  reconcile.EventRecorder
 	metrics MetricsSource
 	opts    Options
 
@@ -160,7 +150,7 @@ func NewReconciler(s *store.Store, c clock.PassiveClock, opts Options) *Reconcil
 	r := &Reconciler{store: s, clock: c, events: opts.Events, metrics: opts.Metrics, opts: opts,
 		history: map[string]*history{}, synced: map[string]syncMark{}}
 	if r.events == nil {
-		r.events = noEvents{}
+		r.events = reconcile.NoEvents{}
 	}
 	return r
 }

@@ -27,18 +27,8 @@ type Options struct {
 	Logger  *slog.Logger
 	// Events receives what the controller does (SuccessfulCreate,
 	// Completed, BackoffLimitExceeded, …); nil records nothing.
-	Events EventRecorder
+	Events reconcile.EventRecorder
 }
-
-// EventRecorder records an event about an object without blocking the
-// caller; reconcile/event's Recorder is one.
-type EventRecorder interface {
-	Event(obj api.Object, eventType, reason, message string)
-}
-
-type noEvents struct{}
-
-func (noEvents) Event(api.Object, string, string, string) {}
 
 // NewController returns the Job controller, fed by watches on Jobs and
 // Pods. Run it with Controller.Run(ctx, workers).
@@ -64,7 +54,7 @@ func NewController(s *store.Store, opts Options) *reconcile.Controller {
 type Reconciler struct {
 	store        *store.Store
 	clock        clock.PassiveClock
-	events       EventRecorder
+	events       reconcile.EventRecorder
 	expectations *reconcile.Expectations
 	// backoffs remember, per Job key, the failures since the last success
 	// and when the last one was, as Kubernetes' backoffRecordStore: they
@@ -79,7 +69,7 @@ func NewReconciler(s *store.Store, c clock.PassiveClock) *Reconciler {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Reconciler{store: s, clock: c, events: noEvents{}, expectations: reconcile.NewExpectations(c),
+	return &Reconciler{store: s, clock: c, events: reconcile.NoEvents{}, expectations: reconcile.NewExpectations(c),
 		backoffs: map[string]backoffRecord{}}
 }
 

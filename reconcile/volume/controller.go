@@ -48,18 +48,14 @@ const (
 	prefixClass  = "class:"
 )
 
-// EventRecorder is how the controller tells users about a claim or a
-// volume (FailedBinding, ProvisioningSucceeded, …); nil drops events.
-type EventRecorder interface {
-	Event(obj api.Object, eventType, reason, message string)
-}
-
 // Options configure the controller; the zero value is usable.
 type Options struct {
 	Clock   clock.WithTicker
 	Backoff reconcile.Backoff
 	Logger  *slog.Logger
-	Events  EventRecorder
+	// Events tells users about a claim or a volume (FailedBinding,
+	// ProvisioningSucceeded, …); nil drops them.
+	Events reconcile.EventRecorder
 	// VolumesChanged is called after a claim is bound or volumes become
 	// available, so that the scheduler tries the pods waiting for them
 	// again at once; nil does nothing.
@@ -75,7 +71,7 @@ type Options struct {
 type Reconciler struct {
 	store  *store.Store
 	clock  clock.Clock
-	events EventRecorder
+	events reconcile.EventRecorder
 	grace  time.Duration
 	// changed tells the scheduler that claims or volumes changed.
 	changed func()
@@ -100,7 +96,7 @@ func newReconciler(s *store.Store, opts Options) *Reconciler {
 	}
 	events := opts.Events
 	if events == nil {
-		events = noEvents{}
+		events = reconcile.NoEvents{}
 	}
 	changed := opts.VolumesChanged
 	if changed == nil {
@@ -117,10 +113,6 @@ func newReconciler(s *store.Store, opts Options) *Reconciler {
 		enqueue: func(string) {},
 	}
 }
-
-type noEvents struct{}
-
-func (noEvents) Event(api.Object, string, string, string) {}
 
 // NewController returns the volume controller, fed by claims, volumes,
 // storage classes, and the pods that consume claims.

@@ -27,23 +27,12 @@ type Options struct {
 	Logger  *slog.Logger
 	// Events receives what the controllers do (SuccessfulCreate,
 	// ScalingReplicaSet, …); nil records nothing.
-	Events EventRecorder
+	Events reconcile.EventRecorder
 }
 
-// EventRecorder records an event about an object without blocking the
-// caller; reconcile/event's Recorder is one.
-type EventRecorder interface {
-	Event(obj api.Object, eventType, reason, message string)
-}
-
-// noEvents records nothing.
-type noEvents struct{}
-
-func (noEvents) Event(api.Object, string, string, string) {}
-
-func eventsOr(e EventRecorder) EventRecorder {
+func eventsOr(e reconcile.EventRecorder) reconcile.EventRecorder {
 	if e == nil {
-		return noEvents{}
+		return reconcile.NoEvents{}
 	}
 	return e
 }

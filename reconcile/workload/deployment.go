@@ -98,7 +98,7 @@ func (h *templateHashes) forget(key string) {
 type DeploymentReconciler struct {
 	store  *store.Store
 	clock  clock.PassiveClock
-	events EventRecorder
+	events reconcile.EventRecorder
 	hashes templateHashes
 }
 
@@ -109,7 +109,7 @@ func NewDeploymentReconciler(s *store.Store, c clock.PassiveClock) *DeploymentRe
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &DeploymentReconciler{store: s, clock: c, events: noEvents{}}
+	return &DeploymentReconciler{store: s, clock: c, events: reconcile.NoEvents{}}
 }
 
 // NewDeploymentController returns the Deployment controller, fed by watches

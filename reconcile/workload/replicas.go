@@ -37,7 +37,7 @@ type ReplicaReconciler struct {
 	kind         *replicatedKind
 	clock        clock.PassiveClock
 	expectations *reconcile.Expectations
-	events       EventRecorder
+	events       reconcile.EventRecorder
 }
 
 // NewReplicaSetReconciler returns the Reconciler of ReplicaSets alone, for
@@ -57,7 +57,7 @@ func newReplicaReconciler(s *store.Store, k *replicatedKind, c clock.PassiveCloc
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &ReplicaReconciler{store: s, kind: k, clock: c, expectations: reconcile.NewExpectations(c), events: noEvents{}}
+	return &ReplicaReconciler{store: s, kind: k, clock: c, expectations: reconcile.NewExpectations(c), events: reconcile.NoEvents{}}
 }
 
 // Expectations are the reconciler's outstanding creations and deletions;

@@ -159,12 +159,13 @@ func TestLeadStepDownTermAfterTerm(t *testing.T) {
 	if err := s.Lead(ctx, "https://a.test"); err != nil {
 		t.Fatal(err)
 	}
+	configMaps := api.MustLookupResource("configmaps")
 	for term := range 4 {
 		name := fmt.Sprintf("term-%d", term)
-		if _, err := s.Get(api.MustLookupResource("configmaps"), "default", name); err != nil {
+		if _, err := s.Get(configMaps, "default", name); err != nil {
 			t.Errorf("%s, written in its term: %v", name, err)
 		}
-		if _, err := s.Get(api.MustLookupResource("configmaps"), "default", name+"-late"); !store.IsNotFound(err) {
+		if _, err := s.Get(configMaps, "default", name+"-late"); !store.IsNotFound(err) {
 			t.Errorf("%s-late, refused: %v, want not found", name, err)
 		}
 	}
